@@ -1,0 +1,127 @@
+// Package analyze is the post-processor: it reads a run from Prometheus
+// through the HTTP query API and derives stage energy, steady-state J/token,
+// full-lifecycle J/token, goodput and latency percentiles (DESIGN.md,
+// "Definitions"), and writes the report.
+package analyze
+
+// Report is report.json. Its JSON keys are public API (DESIGN.md, "Report").
+// Times are unix seconds; energies joules; powers watts. A figure that could
+// not be computed is null (a nil pointer), never 0.
+type Report struct {
+	RunID                       string           `json:"run_id"`
+	Valid                       bool             `json:"valid"`
+	Flags                       []Flag           `json:"flags"`
+	Stages                      map[string]Stage `json:"stages"` // idle, startup, warmup, formal, release
+	Energy                      Energy           `json:"energy"`
+	Release                     Release          `json:"release"`
+	Requests                    Requests         `json:"requests"`
+	Tokens                      Tokens           `json:"tokens"`
+	ThroughputTokensPerSecond   *float64         `json:"throughput_tokens_per_second"`
+	AvgGPUPowerWatts            *float64         `json:"avg_gpu_power_watts"`
+	FullLifecycleJoulesPerToken *float64         `json:"full_lifecycle_joules_per_token"`
+	SteadyState                 SteadyState      `json:"steady_state"`
+	Latency                     Latency          `json:"latency"`
+	Goodput                     Goodput          `json:"goodput"`
+	LifecycleEstimate           LifecycleEst     `json:"lifecycle_estimate"`
+	Measurement                 Measurement      `json:"measurement"`
+	UnattributedJoules          *float64         `json:"unattributed_joules,omitempty"`
+	Scenario                    string           `json:"scenario,omitempty"`
+	GeneratedBy                 string           `json:"generated_by,omitempty"`
+}
+
+// Flag is one validity finding. Excluding flags make the run invalid.
+type Flag struct {
+	Code      string `json:"code"` // e.g. release_not_closed, steady_state_not_reached
+	Message   string `json:"message"`
+	Excluding bool   `json:"excluding"`
+}
+
+// Stage is one lifecycle phase's boundaries and energy.
+type Stage struct {
+	Start           float64  `json:"start"`
+	End             float64  `json:"end"`
+	DurationSeconds float64  `json:"duration_seconds"`
+	EnergyJoules    *float64 `json:"energy_joules"`
+	AvgPowerWatts   *float64 `json:"avg_power_watts"`
+}
+
+// Energy holds the lifecycle energy totals. Startup = startup + warm-up.
+type Energy struct {
+	StartupJoules   *float64 `json:"startup_joules"`
+	FormalJoules    *float64 `json:"formal_joules"`
+	ReleaseJoules   *float64 `json:"release_joules"`
+	LifecycleJoules *float64 `json:"lifecycle_joules"`
+}
+
+// Release says whether power came back to the idle baseline.
+type Release struct {
+	Closed bool `json:"closed"`
+}
+
+// Requests counts the formal requests.
+type Requests struct {
+	Started   int     `json:"started"`
+	Succeeded int     `json:"succeeded"`
+	Failed    int     `json:"failed"`
+	ErrorRate float64 `json:"error_rate"`
+}
+
+// Tokens counts the formal tokens of successful requests.
+type Tokens struct {
+	FormalOutput int64 `json:"formal_output"`
+	FormalInput  int64 `json:"formal_input"`
+}
+
+// SteadyState is the steady-state window and its J/token.
+type SteadyState struct {
+	Reached        bool     `json:"reached"`
+	Reason         string   `json:"reason,omitempty"`
+	FirstRequest   *int     `json:"first_request"`
+	LastRequest    *int     `json:"last_request"`
+	Start          *float64 `json:"start"`
+	End            *float64 `json:"end"`
+	EnergyJoules   *float64 `json:"energy_joules"`
+	OutputTokens   *int64   `json:"output_tokens"`
+	JoulesPerToken *float64 `json:"joules_per_token"`
+	Window         int      `json:"window"`
+	Windows        int      `json:"windows"`
+	CVThreshold    float64  `json:"cv_threshold"`
+}
+
+// Percentiles of one latency figure, in seconds.
+type Percentiles struct {
+	P50 *float64 `json:"p50"`
+	P90 *float64 `json:"p90"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+}
+
+// Latency holds TTFT, TPOT and end-to-end latency percentiles.
+type Latency struct {
+	TTFTSeconds    Percentiles `json:"ttft_seconds"`
+	TPOTSeconds    Percentiles `json:"tpot_seconds"`
+	LatencySeconds Percentiles `json:"latency_seconds"`
+}
+
+// Goodput is the share of started requests that succeeded and met every SLO.
+type Goodput struct {
+	TTFTSLOSeconds     *float64 `json:"ttft_slo_seconds"`
+	TPOTSLOSeconds     *float64 `json:"tpot_slo_seconds"`
+	GoodRequests       int      `json:"good_requests"`
+	Ratio              *float64 `json:"ratio"`
+	JoulesPerGoodToken *float64 `json:"joules_per_good_token"`
+}
+
+// LifecycleEst is E(N) = E_start + N·e_ss + E_release for N = formal requests.
+type LifecycleEst struct {
+	FixedOverheadJoules *float64 `json:"fixed_overhead_joules"`
+	PerRequestJoules    *float64 `json:"per_request_joules"`
+}
+
+// Measurement says what was measured and how well.
+type Measurement struct {
+	EnergySource          string   `json:"energy_source"`
+	SampleIntervalSeconds *float64 `json:"sample_interval_seconds"`
+	CoverageRatio         *float64 `json:"coverage_ratio"`
+	Boundary              string   `json:"boundary"` // "GPU board energy only"
+}

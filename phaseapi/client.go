@@ -1,0 +1,140 @@
+package phaseapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// APIError is a non-2xx answer from the exporter's phase API.
+type APIError struct {
+	Method     string
+	URL        string
+	StatusCode int
+	Message    string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s %s: %d %s: %s", e.Method, e.URL, e.StatusCode, http.StatusText(e.StatusCode), e.Message)
+}
+
+// Client talks to one exporter's phase API. The token is sent as a bearer
+// token and never appears in errors.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// NewClient returns a client for the exporter at baseURL (scheme, host and
+// port, e.g. http://gpu-node:9402). httpClient may be nil; it is where TLS
+// settings go.
+func NewClient(baseURL, token string, httpClient *http.Client) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("exporter URL %q: want scheme://host:port", baseURL)
+	}
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: httpClient}, nil
+}
+
+// BaseURL is the exporter this client talks to.
+func (c *Client) BaseURL() string { return c.base }
+
+// StartPhase starts phase p of run runID, ending the previous phase at the
+// same instant.
+func (c *Client) StartPhase(ctx context.Context, runID string, p Phase) (*RunStatus, error) {
+	var st RunStatus
+	err := c.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/phases/"+url.PathEscape(string(p)), &st)
+	return &st, err
+}
+
+// EndRun closes run runID.
+func (c *Client) EndRun(ctx context.Context, runID string) (*RunStatus, error) {
+	var st RunStatus
+	err := c.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/end", &st)
+	return &st, err
+}
+
+// Run returns the state of run runID.
+func (c *Client) Run(ctx context.Context, runID string) (*RunStatus, error) {
+	var st RunStatus
+	err := c.do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(runID), &st)
+	return &st, err
+}
+
+// GPUs returns the GPUs the exporter measures.
+func (c *Client) GPUs(ctx context.Context) ([]GPUInfo, error) {
+	var gpus []GPUInfo
+	err := c.do(ctx, http.MethodGet, "/api/v1/gpus", &gpus)
+	return gpus, err
+}
+
+// WaitRelease polls run runID every poll until its release phase closed or
+// timed out, or ctx ends.
+func (c *Client) WaitRelease(ctx context.Context, runID string, poll time.Duration) (*RunStatus, error) {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		st, err := c.Run(ctx, runID)
+		if err != nil {
+			return st, err
+		}
+		if st.Release.State == ReleaseClosed || st.Release.State == ReleaseTimedOut {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("waiting for release of run %s on %s: %w", runID, c.base, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, out any) error {
+	u := c.base + path
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(nil))
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: reading answer: %w", method, u, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e Error
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		return &APIError{Method: method, URL: u, StatusCode: resp.StatusCode, Message: msg}
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("%s %s: decoding answer: %w", method, u, err)
+	}
+	return nil
+}
+
+// IsStatus reports whether err is an APIError with the given HTTP status.
+func IsStatus(err error, code int) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.StatusCode == code
+}

@@ -1,0 +1,104 @@
+package phaseapi
+
+// Timestamps in these documents are unix seconds as float64 (sub-millisecond
+// precision), the same values the exporter publishes in
+// joulemark_phase_{start,end}_timestamp_seconds.
+
+// Run states.
+const (
+	RunActive = "active" // a phase is running
+	RunEnded  = "ended"  // closed by POST .../end or by release detection
+)
+
+// Release states.
+const (
+	ReleaseNotStarted = "not_started" // the release phase has not begun
+	ReleaseWaiting    = "waiting"     // power not yet back at baseline, or hold not yet complete
+	ReleaseClosed     = "closed"      // every GPU back within tolerance and held
+	ReleaseTimedOut   = "timed_out"   // max wait passed; joulemark_run_release_closed 0
+)
+
+// RunStatus is what GET /api/v1/runs/{run_id} returns, and what the phase and
+// end endpoints return after they act.
+type RunStatus struct {
+	RunID   string        `json:"run_id"`
+	State   string        `json:"state"`
+	Phases  []PhaseStatus `json:"phases"`
+	Idle    *IdleStatus   `json:"idle,omitempty"`
+	Release ReleaseStatus `json:"release"`
+	GPUs    []GPUInfo     `json:"gpus"`
+}
+
+// PhaseStatus is one phase of a run with its exact boundaries and energy.
+type PhaseStatus struct {
+	Phase Phase `json:"phase"`
+	// Start and End are unix seconds; End is nil while the phase runs.
+	Start  float64  `json:"start"`
+	End    *float64 `json:"end,omitempty"`
+	Active bool     `json:"active"`
+	// EnergyJoules is the sum over GPUs, integrated at the exporter from the
+	// high-rate samples (trapezoid, linear interpolation at the boundaries);
+	// for an active phase it runs up to the latest sample.
+	EnergyJoules  float64     `json:"energy_joules"`
+	AvgPowerWatts float64     `json:"avg_power_watts"`
+	GPUs          []GPUEnergy `json:"gpus"`
+}
+
+// GPUEnergy is one GPU's energy over a phase.
+type GPUEnergy struct {
+	GPU          int     `json:"gpu"`
+	UUID         string  `json:"uuid"`
+	EnergyJoules float64 `json:"energy_joules"`
+}
+
+// IdleStatus is the idle baseline and its stability check.
+type IdleStatus struct {
+	Stable   bool          `json:"stable"`
+	Reason   string        `json:"reason,omitempty"`
+	Baseline []GPUBaseline `json:"baseline"`
+}
+
+// GPUBaseline is one GPU's idle baseline power.
+type GPUBaseline struct {
+	GPU        int     `json:"gpu"`
+	UUID       string  `json:"uuid"`
+	PowerWatts float64 `json:"power_watts"`
+	// CV is the coefficient of variation of power over the idle phase.
+	CV     float64 `json:"cv"`
+	Stable bool    `json:"stable"`
+	// ComputeProcesses is the count of compute processes seen during idle, or
+	// -1 where the backend cannot tell.
+	ComputeProcesses int `json:"compute_processes"`
+}
+
+// ReleaseStatus is the release-detection state of a run.
+type ReleaseStatus struct {
+	State string `json:"state"`
+	// Closed is set once release ended: true when power came back to baseline
+	// and held, false when the maximum wait passed.
+	Closed *bool  `json:"closed,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// HoldStart is when the current (or final) hold within tolerance began,
+	// unix seconds; the release phase ends there when it closes.
+	HoldStart *float64 `json:"hold_start,omitempty"`
+	Tolerance float64  `json:"tolerance"`
+	HoldSec   float64  `json:"hold_seconds"`
+	MaxWait   float64  `json:"max_wait_seconds"`
+}
+
+// GPUInfo identifies a GPU and says how it is measured; GET /api/v1/gpus
+// returns a list of them.
+type GPUInfo struct {
+	GPU           int    `json:"gpu"`
+	UUID          string `json:"uuid"`
+	Name          string `json:"name"`
+	DriverVersion string `json:"driver_version"`
+	PowerSource   string `json:"power_source"`  // e.g. "instant", "average", "sim"
+	EnergySource  string `json:"energy_source"` // "counter" or "integrated"
+	Healthy       bool   `json:"healthy"`
+}
+
+// Error is the JSON body of every non-2xx API answer.
+type Error struct {
+	Error string `json:"error"`
+}

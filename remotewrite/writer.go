@@ -1,0 +1,377 @@
+// Package remotewrite pushes samples with their own timestamps to a
+// Prometheus remote-write 1.0 endpoint (snappy-compressed protobuf), as
+// Prometheus' --web.enable-remote-write-receiver (2.33+), Mimir, Thanos
+// receive and VictoriaMetrics accept. Samples are buffered (bounded), sent in
+// batches and retried with exponential backoff on network errors, 5xx and
+// 429; other 4xx answers are final. Nothing blocks the caller: when the buffer
+// is full a sample is dropped and counted.
+package remotewrite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/golang/snappy"
+	"github.com/prometheus/common/config"
+	"github.com/prometheus/prometheus/prompb"
+)
+
+// Sample is one value of one series at one instant.
+type Sample struct {
+	// Labels includes __name__.
+	Labels      map[string]string
+	Value       float64
+	TimestampMs int64
+}
+
+// Config says where and how to write.
+type Config struct {
+	URL string
+	// HTTP carries auth (bearer, basic), TLS and extra headers such as
+	// X-Scope-OrgID; the zero value is plain HTTP.
+	HTTP config.HTTPClientConfig
+	// BatchSize is the most samples in one request (default 2000).
+	BatchSize int
+	// FlushInterval sends a partial batch after this long (default 1s).
+	FlushInterval time.Duration
+	// BufferSize bounds the samples waiting to be sent (default 100000).
+	BufferSize int
+	// Timeout is the per-request timeout (default 10s).
+	Timeout time.Duration
+	// MaxElapsed bounds the retries of one batch (default 1m).
+	MaxElapsed time.Duration
+	// MinBackoff and MaxBackoff bound the wait between retries (defaults 100ms, 5s).
+	MinBackoff, MaxBackoff time.Duration
+	// UserAgent is sent with each request.
+	UserAgent string
+}
+
+// Stats counts what happened to the samples given to a Writer.
+type Stats struct {
+	Enqueued     int64 `json:"enqueued"`
+	Acknowledged int64 `json:"acknowledged"`
+	Dropped      int64 `json:"dropped"` // buffer full
+	Failed       int64 `json:"failed"`  // rejected or retries exhausted
+	Retries      int64 `json:"retries"`
+	Requests     int64 `json:"requests"`
+}
+
+// Lost is every sample that will never reach the server.
+func (s Stats) Lost() int64 { return s.Dropped + s.Failed }
+
+// Writer buffers and sends samples. It is safe for concurrent use.
+type Writer struct {
+	cfg    Config
+	client *http.Client
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	buf     []Sample
+	stats   Stats
+	lastErr error
+	kick    chan struct{}
+	closing chan struct{}
+	done    chan struct{}
+	closed  bool
+}
+
+// New validates cfg and starts the sending loop.
+func New(cfg Config, logger *slog.Logger) (*Writer, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("remote write: empty URL")
+	}
+	if err := cfg.HTTP.Validate(); err != nil {
+		return nil, fmt.Errorf("remote write %s: http config: %w", cfg.URL, err)
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 2000
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = time.Second
+	}
+	if cfg.BufferSize <= 0 {
+		cfg.BufferSize = 100000
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.MaxElapsed <= 0 {
+		cfg.MaxElapsed = time.Minute
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 5 * time.Second
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "joulemark"
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	client, err := config.NewClientFromConfig(cfg.HTTP, "remote_write")
+	if err != nil {
+		return nil, fmt.Errorf("remote write %s: %w", cfg.URL, err)
+	}
+	client.Timeout = cfg.Timeout
+	w := &Writer{
+		cfg: cfg, client: client, log: logger,
+		kick: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{}),
+	}
+	go w.loop()
+	return w, nil
+}
+
+// Append queues s; it returns false (and counts a drop) when the buffer is
+// full or the writer is closed.
+func (w *Writer) Append(s Sample) bool {
+	w.mu.Lock()
+	if w.closed || len(w.buf) >= w.cfg.BufferSize {
+		w.stats.Dropped++
+		w.mu.Unlock()
+		return false
+	}
+	w.buf = append(w.buf, s)
+	w.stats.Enqueued++
+	full := len(w.buf) >= w.cfg.BatchSize
+	w.mu.Unlock()
+	if full {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// Stats returns the counts so far.
+func (w *Writer) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+// Pending is the number of samples waiting to be sent.
+func (w *Writer) Pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.buf)
+}
+
+// LastError is the most recent send error, or nil.
+func (w *Writer) LastError() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastErr
+}
+
+// Close flushes what is buffered (until ctx ends) and stops the writer.
+// Samples still unsent when ctx ends are counted as failed.
+func (w *Writer) Close(ctx context.Context) (Stats, error) {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.closing)
+	}
+	w.mu.Unlock()
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := int64(len(w.buf)); n > 0 {
+		w.stats.Failed += n
+		w.buf = nil
+	}
+	if w.stats.Lost() > 0 {
+		return w.stats, fmt.Errorf("remote write %s: %d of %d samples lost (last error: %v)", w.cfg.URL, w.stats.Lost(), w.stats.Enqueued+w.stats.Dropped, w.lastErr)
+	}
+	return w.stats, nil
+}
+
+func (w *Writer) loop() {
+	defer close(w.done)
+	t := time.NewTicker(w.cfg.FlushInterval)
+	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for {
+		closing := false
+		select {
+		case <-w.kick:
+		case <-t.C:
+		case <-w.closing:
+			closing = true
+		}
+		for {
+			batch := w.take()
+			if len(batch) == 0 {
+				break
+			}
+			w.send(ctx, batch)
+			if !closing && len(batch) < w.cfg.BatchSize {
+				break
+			}
+		}
+		if closing {
+			return
+		}
+	}
+}
+
+func (w *Writer) take() []Sample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := min(len(w.buf), w.cfg.BatchSize)
+	if n == 0 {
+		return nil
+	}
+	batch := make([]Sample, n)
+	copy(batch, w.buf[:n])
+	w.buf = append(w.buf[:0], w.buf[n:]...)
+	return batch
+}
+
+// permanentError marks an answer that retrying cannot fix.
+type permanentError struct{ error }
+
+func (w *Writer) send(ctx context.Context, batch []Sample) {
+	body, err := Encode(batch)
+	if err != nil {
+		w.fail(len(batch), err)
+		return
+	}
+	attempt := 0
+	op := func() (struct{}, error) {
+		attempt++
+		w.mu.Lock()
+		w.stats.Requests++
+		if attempt > 1 {
+			w.stats.Retries++
+		}
+		w.mu.Unlock()
+		err := w.post(ctx, body)
+		var perm permanentError
+		if errors.As(err, &perm) {
+			return struct{}{}, backoff.Permanent(err)
+		}
+		return struct{}{}, err
+	}
+	eb := backoff.NewExponentialBackOff()
+	eb.InitialInterval = w.cfg.MinBackoff
+	eb.MaxInterval = w.cfg.MaxBackoff
+	_, err = backoff.Retry(ctx, op, backoff.WithBackOff(eb), backoff.WithMaxElapsedTime(w.cfg.MaxElapsed),
+		backoff.WithNotify(func(err error, d time.Duration) {
+			w.log.Warn("remote write failed, retrying", "url", w.cfg.URL, "err", err, "backoff", d)
+		}))
+	if err != nil {
+		w.fail(len(batch), err)
+		return
+	}
+	w.mu.Lock()
+	w.stats.Acknowledged += int64(len(batch))
+	w.mu.Unlock()
+}
+
+func (w *Writer) fail(n int, err error) {
+	w.log.Error("remote write batch lost", "url", w.cfg.URL, "samples", n, "err", err)
+	w.mu.Lock()
+	w.stats.Failed += int64(n)
+	w.lastErr = err
+	w.mu.Unlock()
+}
+
+func (w *Writer) post(ctx context.Context, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return permanentError{err}
+	}
+	req.Header.Set("Content-Encoding", "snappy")
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	req.Header.Set("User-Agent", w.cfg.UserAgent)
+	resp, err := w.client.Do(req)
+	if err != nil {
+		w.setErr(err)
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	err = fmt.Errorf("server answered %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	w.setErr(err)
+	if resp.StatusCode/100 == 5 || resp.StatusCode == http.StatusTooManyRequests {
+		return err
+	}
+	return permanentError{err}
+}
+
+func (w *Writer) setErr(err error) {
+	w.mu.Lock()
+	w.lastErr = err
+	w.mu.Unlock()
+}
+
+// Encode builds the snappy-compressed WriteRequest for samples, grouping them
+// into series (labels sorted by name) with samples in timestamp order.
+func Encode(samples []Sample) ([]byte, error) {
+	type series struct {
+		labels  []prompb.Label
+		samples []prompb.Sample
+	}
+	index := map[string]*series{}
+	var order []string
+	var key bytes.Buffer
+	for _, s := range samples {
+		names := make([]string, 0, len(s.Labels))
+		for n := range s.Labels {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		key.Reset()
+		for _, n := range names {
+			key.WriteString(n)
+			key.WriteByte(0)
+			key.WriteString(s.Labels[n])
+			key.WriteByte(0)
+		}
+		k := key.String()
+		ser, ok := index[k]
+		if !ok {
+			if s.Labels["__name__"] == "" {
+				return nil, fmt.Errorf("remote write: sample without __name__ label: %v", s.Labels)
+			}
+			ser = &series{}
+			for _, n := range names {
+				ser.labels = append(ser.labels, prompb.Label{Name: n, Value: s.Labels[n]})
+			}
+			index[k] = ser
+			order = append(order, k)
+		}
+		ser.samples = append(ser.samples, prompb.Sample{Value: s.Value, Timestamp: s.TimestampMs})
+	}
+	req := prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, 0, len(order))}
+	for _, k := range order {
+		ser := index[k]
+		sort.SliceStable(ser.samples, func(i, j int) bool { return ser.samples[i].Timestamp < ser.samples[j].Timestamp })
+		req.Timeseries = append(req.Timeseries, prompb.TimeSeries{Labels: ser.labels, Samples: ser.samples})
+	}
+	raw, err := req.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("remote write: encoding: %w", err)
+	}
+	return snappy.Encode(nil, raw), nil
+}
