@@ -82,6 +82,8 @@ type Writer struct {
 	closing chan struct{}
 	done    chan struct{}
 	closed  bool
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
 // New validates cfg and starts the sending loop.
@@ -128,6 +130,7 @@ func New(cfg Config, logger *slog.Logger) (*Writer, error) {
 		cfg: cfg, client: client, log: logger,
 		kick: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{}),
 	}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
 	go w.loop()
 	return w, nil
 }
@@ -176,7 +179,8 @@ func (w *Writer) LastError() error {
 }
 
 // Close flushes what is buffered (until ctx ends) and stops the writer.
-// Samples still unsent when ctx ends are counted as failed.
+// When ctx ends first, sending is cancelled and every sample not yet
+// acknowledged is counted as failed.
 func (w *Writer) Close(ctx context.Context) (Stats, error) {
 	w.mu.Lock()
 	if !w.closed {
@@ -187,7 +191,10 @@ func (w *Writer) Close(ctx context.Context) (Stats, error) {
 	select {
 	case <-w.done:
 	case <-ctx.Done():
+		w.cancel()
+		<-w.done
 	}
+	w.cancel()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if n := int64(len(w.buf)); n > 0 {
@@ -204,8 +211,7 @@ func (w *Writer) loop() {
 	defer close(w.done)
 	t := time.NewTicker(w.cfg.FlushInterval)
 	defer t.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := w.ctx
 	for {
 		closing := false
 		select {
