@@ -43,6 +43,12 @@ type Stage struct {
 	DurationSeconds float64  `json:"duration_seconds"`
 	EnergyJoules    *float64 `json:"energy_joules"`
 	AvgPowerWatts   *float64 `json:"avg_power_watts"`
+	// The two ways of measuring the stage energy: the energy counter
+	// interpolated at the boundaries (energy_joules when present) and the
+	// exporter's joulemark_phase_energy_joules; their |a−b|/max(|a|,|b|).
+	CounterEnergyJoules     *float64 `json:"counter_energy_joules"`
+	ExporterEnergyJoules    *float64 `json:"exporter_energy_joules"`
+	EnergyDisagreementRatio *float64 `json:"energy_disagreement_ratio"`
 }
 
 // Energy holds the lifecycle energy totals. Startup = startup + warm-up.
@@ -83,6 +89,7 @@ type SteadyState struct {
 	EnergyJoules   *float64 `json:"energy_joules"`
 	OutputTokens   *int64   `json:"output_tokens"`
 	JoulesPerToken *float64 `json:"joules_per_token"`
+	Requests       *int     `json:"requests"` // last_request − first_request + 1
 	Window         int      `json:"window"`
 	Windows        int      `json:"windows"`
 	CVThreshold    float64  `json:"cv_threshold"`
@@ -101,6 +108,9 @@ type Latency struct {
 	TTFTSeconds    Percentiles `json:"ttft_seconds"`
 	TPOTSeconds    Percentiles `json:"tpot_seconds"`
 	LatencySeconds Percentiles `json:"latency_seconds"`
+	// FailedRequests counted as infinitely slow in every percentile: a
+	// percentile that lands on one is null.
+	FailedRequests int `json:"failed_requests"`
 }
 
 // Goodput is the share of started requests that succeeded and met every SLO.
@@ -116,6 +126,10 @@ type Goodput struct {
 type LifecycleEst struct {
 	FixedOverheadJoules *float64 `json:"fixed_overhead_joules"`
 	PerRequestJoules    *float64 `json:"per_request_joules"`
+	// Requests is N, the formal requests started; the fixed overhead per
+	// request is (E_start + E_release)/N.
+	Requests                      int      `json:"requests"`
+	FixedOverheadPerRequestJoules *float64 `json:"fixed_overhead_per_request_joules"`
 }
 
 // Measurement says what was measured and how well.
@@ -124,4 +138,6 @@ type Measurement struct {
 	SampleIntervalSeconds *float64 `json:"sample_interval_seconds"`
 	CoverageRatio         *float64 `json:"coverage_ratio"`
 	Boundary              string   `json:"boundary"` // "GPU board energy only"
+	GPUs                  int      `json:"gpus"`
+	Gaps                  []Gap    `json:"gaps,omitempty"`
 }

@@ -1,0 +1,147 @@
+package analyze
+
+import (
+	"slices"
+)
+
+// attribution is the per-request split of GPU energy (DESIGN.md,
+// "Per-request energy").
+type attribution struct {
+	Joules       []float64 // per request, same order as the input
+	Unattributed float64   // energy in slices with no active request
+	Total        float64   // energy over the whole domain
+}
+
+type evKind uint8
+
+const (
+	evSend evKind = iota
+	evFirst
+	evEnd
+)
+
+type event struct {
+	t    float64
+	req  int32
+	kind evKind
+}
+
+// attribute splits the energy of the summed curves over [from, to] among the
+// requests. A request is active over [send, end]; its output tokens are
+// spread uniformly over [first token, end] (rate r = tokens/(end−first)).
+// In each slice between consecutive event times, the slice energy goes to
+// active requests in proportion to their tokens in the slice, i.e. to r;
+// when no active request produces a token, equally among active requests;
+// with no active request it is unattributed.
+//
+// It runs in O(n log n + samples): instead of visiting every active request
+// in every slice it keeps two running sums over the sweep,
+//
+//	A = Σ slice energy / Σ rates   (slices where some request produces tokens)
+//	B = Σ slice energy / #active   (slices where none does)
+//
+// and a request's share is r·(A(end) − A(first)) + (B(end) − B(send)): in a
+// token slice a request gets r/Σr of the energy (0 before its first token),
+// in a tokenless slice 1/#active.
+func attribute(reqs []Request, curves []curve, from, to float64) attribution {
+	type span struct {
+		send, first, end float64
+		rate             float64
+		tokens           bool
+	}
+	spans := make([]span, len(reqs))
+	evs := make([]event, 0, 3*len(reqs))
+	for i, r := range reqs {
+		s, e := r.Send, r.End
+		if e <= from || s >= to || e < s {
+			spans[i].end = -1
+			continue
+		}
+		sp := span{send: max(s, from), end: min(e, to)}
+		if r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken && r.FirstToken < to {
+			sp.tokens = true
+			sp.rate = float64(r.OutputTokens) / (r.End - r.FirstToken)
+			sp.first = min(max(r.FirstToken, sp.send), sp.end)
+		}
+		spans[i] = sp
+		evs = append(evs, event{sp.send, int32(i), evSend}, event{sp.end, int32(i), evEnd})
+		if sp.tokens {
+			evs = append(evs, event{sp.first, int32(i), evFirst})
+		}
+	}
+	slices.SortFunc(evs, func(a, b event) int {
+		if a.t < b.t {
+			return -1
+		}
+		if a.t > b.t {
+			return 1
+		}
+		return int(a.kind) - int(b.kind) // send, first token, end
+
+	})
+
+	// Slice boundaries: the domain edges and every event time.
+	xs := make([]float64, 0, len(evs)+2)
+	xs = append(xs, from)
+	for _, ev := range evs {
+		if ev.t > xs[len(xs)-1] {
+			xs = append(xs, ev.t)
+		}
+	}
+	if to > xs[len(xs)-1] {
+		xs = append(xs, to)
+	}
+	cum := totalAt(curves, xs)
+
+	var out attribution
+	out.Joules = make([]float64, len(reqs))
+	out.Total = cum[len(cum)-1] - cum[0]
+	// Per request: A at first token and end, B at send and end.
+	aFirst := make([]float64, len(reqs))
+	bSend := make([]float64, len(reqs))
+
+	var A, B, rateSum float64
+	active, producing := 0, 0
+	ei := 0
+	for k := range xs {
+		// Apply the events at xs[k].
+		for ei < len(evs) && evs[ei].t <= xs[k] {
+			ev := evs[ei]
+			sp := &spans[ev.req]
+			switch ev.kind {
+			case evSend:
+				active++
+				bSend[ev.req] = B
+			case evFirst:
+				producing++
+				rateSum += sp.rate
+				aFirst[ev.req] = A
+			case evEnd:
+				active--
+				if sp.tokens {
+					producing--
+					rateSum -= sp.rate
+					out.Joules[ev.req] += sp.rate * (A - aFirst[ev.req])
+				}
+				out.Joules[ev.req] += B - bSend[ev.req]
+			}
+			if producing == 0 {
+				rateSum = 0 // no drift from adding and removing rates
+			}
+			ei++
+		}
+		if k+1 == len(xs) {
+			break
+		}
+		dE := cum[k+1] - cum[k]
+		switch {
+		case active == 0:
+			out.Unattributed += dE
+		case producing > 0:
+			A += dE / rateSum
+		default:
+			B += dE / float64(active)
+		}
+	}
+	return out
+}

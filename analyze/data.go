@@ -1,0 +1,66 @@
+package analyze
+
+// Sample is one raw sample: T in unix seconds, V its value.
+type Sample struct {
+	T, V float64
+}
+
+// GPUSeries holds the raw series of one GPU over the run, as Prometheus
+// stored them.
+type GPUSeries struct {
+	GPU          string
+	UUID         string
+	Instance     string
+	EnergySource string   // joulemark_gpu_info energy_source: counter or integrated
+	Energy       []Sample // joulemark_gpu_energy_joules_total, time ordered
+	Power        []Sample // joulemark_gpu_power_watts, time ordered
+}
+
+// Label names a GPU in messages and plots.
+func (g GPUSeries) Label() string {
+	l := "gpu " + g.GPU
+	if g.Instance != "" {
+		l = g.Instance + " " + l
+	}
+	return l
+}
+
+// Request is one benchmark request reconstructed from its per-request
+// samples: End is the sample timestamp, Send = End − latency,
+// FirstToken = Send + TTFT.
+type Request struct {
+	Phase        string // warmup or formal
+	Slot         string
+	Send         float64
+	FirstToken   float64 // valid when HasTTFT
+	End          float64
+	HasTTFT      bool
+	TTFT         float64
+	Latency      float64
+	OutputTokens int64
+	InputTokens  int64
+	Success      bool
+}
+
+// PhaseBounds are the exact boundaries of one lifecycle phase.
+type PhaseBounds struct {
+	Start, End       float64
+	HasStart, HasEnd bool
+}
+
+// RunData is everything the computation needs about one run. Loader fills it
+// from Prometheus; tests fill it by hand.
+type RunData struct {
+	RunID         string
+	Phases        map[string]PhaseBounds // idle, startup, warmup, formal, release
+	PhaseEnergy   map[string]float64     // exporter's joulemark_phase_energy_joules summed over GPUs
+	ReleaseClosed *bool                  // joulemark_run_release_closed; nil when absent
+	GPUs          []GPUSeries
+	Requests      []Request
+	// IncompleteRequests counts per-request sample groups that lacked a
+	// required sample (latency, output tokens or success).
+	IncompleteRequests int
+}
+
+// Phase names in lifecycle order.
+var phaseNames = []string{"idle", "startup", "warmup", "formal", "release"}

@@ -1,0 +1,182 @@
+package analyze
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// curve is the reset-corrected cumulative energy of one counter series:
+// c[k] is the energy from the first sample to t[k]. A decrease of the raw
+// counter is a reset (exporter restart): the increase over that interval is
+// the new raw value, as Prometheus' increase() counts it.
+type curve struct {
+	t, c []float64
+	tol  float64 // how far past the first/last sample at() extrapolates
+}
+
+func newCurve(s []Sample, tol float64) curve {
+	cv := curve{t: make([]float64, len(s)), c: make([]float64, len(s)), tol: tol}
+	for k, p := range s {
+		cv.t[k] = p.T
+		if k == 0 {
+			continue
+		}
+		d := p.V - s[k-1].V
+		if d < 0 {
+			d = p.V
+		}
+		cv.c[k] = cv.c[k-1] + d
+	}
+	return cv
+}
+
+// at is the cumulative energy at time x, interpolated linearly between the
+// samples around x. Within tol outside the sampled range it extrapolates
+// with the slope of the outermost interval; further out it clamps and
+// reports ok=false.
+func (cv curve) at(x float64) (v float64, ok bool) {
+	n := len(cv.t)
+	if n == 0 {
+		return 0, false
+	}
+	if n == 1 {
+		return cv.c[0], x == cv.t[0] || math.Abs(x-cv.t[0]) <= cv.tol
+	}
+	if x <= cv.t[0] {
+		return cv.seg(0, x), cv.t[0]-x <= cv.tol
+	}
+	if x >= cv.t[n-1] {
+		return cv.seg(n-2, x), x-cv.t[n-1] <= cv.tol
+	}
+	k := sort.SearchFloat64s(cv.t, x) // first t >= x
+	if cv.t[k] == x {
+		return cv.c[k], true
+	}
+	return cv.seg(k-1, x), true
+}
+
+// seg evaluates the line through samples k and k+1 at x; outside the sampled
+// range by more than tol it clamps to the nearest sample.
+func (cv curve) seg(k int, x float64) float64 {
+	t0, t1, c0, c1 := cv.t[k], cv.t[k+1], cv.c[k], cv.c[k+1]
+	n := len(cv.t)
+	if x < cv.t[0]-cv.tol {
+		return cv.c[0]
+	}
+	if x > cv.t[n-1]+cv.tol {
+		return cv.c[n-1]
+	}
+	if t1 == t0 {
+		return c0
+	}
+	return c0 + (c1-c0)*(x-t0)/(t1-t0)
+}
+
+// between is the energy of one GPU over [a, b].
+func (cv curve) between(a, b float64) (float64, bool) {
+	ea, oka := cv.at(a)
+	eb, okb := cv.at(b)
+	return eb - ea, oka && okb
+}
+
+// totalAt evaluates the sum of the curves at each of the sorted times xs in
+// one merged pass per curve: O(len(xs) + samples).
+func totalAt(curves []curve, xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for _, cv := range curves {
+		n := len(cv.t)
+		if n == 0 {
+			continue
+		}
+		k := 0
+		for i, x := range xs {
+			switch {
+			case n == 1:
+				out[i] += cv.c[0]
+			case x <= cv.t[0]:
+				out[i] += cv.seg(0, x)
+			case x >= cv.t[n-1]:
+				out[i] += cv.seg(n-2, x)
+			default:
+				for k+1 < n && cv.t[k+1] < x {
+					k++
+				}
+				out[i] += cv.seg(k, x)
+			}
+		}
+	}
+	return out
+}
+
+// medianInterval is the median distance between consecutive samples.
+func medianInterval(s []Sample) float64 {
+	if len(s) < 2 {
+		return math.NaN()
+	}
+	d := make([]float64, len(s)-1)
+	for k := 1; k < len(s); k++ {
+		d[k-1] = s[k].T - s[k-1].T
+	}
+	slices.Sort(d)
+	return median(d)
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// Gap is a stretch of a series with no sample for longer than twice its
+// median sample interval.
+type Gap struct {
+	GPU    string  `json:"gpu"`
+	Series string  `json:"series"` // energy or power
+	Start  float64 `json:"start"`
+	End    float64 `json:"end"`
+}
+
+// coverage returns the share of [from, to] that the series covers and its
+// gaps. An interval between consecutive samples (or between a span edge and
+// the nearest sample) longer than twice the median interval is uncovered
+// over its whole length within the span.
+func coverage(s []Sample, from, to, interval float64) (ratio float64, gaps [][2]float64) {
+	span := to - from
+	if span <= 0 {
+		return 1, nil
+	}
+	if len(s) == 0 || math.IsNaN(interval) {
+		return 0, [][2]float64{{from, to}}
+	}
+	thr := 2 * interval
+	uncovered := 0.0
+	add := func(a, b float64) {
+		if b-a <= thr {
+			return
+		}
+		a, b = max(a, from), min(b, to)
+		if b > a {
+			uncovered += b - a
+			gaps = append(gaps, [2]float64{a, b})
+		}
+	}
+	if s[0].T > from {
+		add(from, s[0].T)
+	}
+	for k := 1; k < len(s); k++ {
+		if s[k].T < from || s[k-1].T > to {
+			continue
+		}
+		add(s[k-1].T, s[k].T)
+	}
+	if last := s[len(s)-1].T; last < to {
+		add(last, to)
+	}
+	return 1 - uncovered/span, gaps
+}

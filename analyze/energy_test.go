@@ -1,0 +1,103 @@
+package analyze
+
+import (
+	"math"
+	"testing"
+)
+
+func samples(ts, vs []float64) []Sample {
+	s := make([]Sample, len(ts))
+	for i := range ts {
+		s[i] = Sample{ts[i], vs[i]}
+	}
+	return s
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+func TestCurveInterpolation(t *testing.T) {
+	tests := []struct {
+		name    string
+		s       []Sample
+		tol     float64
+		x       float64
+		want    float64
+		wantOK  bool
+		between [2]float64 // when set, check between(a,b) == wantBetween
+		wantBtw float64
+	}{
+		{name: "on a sample", s: samples([]float64{0, 1, 2}, []float64{0, 10, 30}), tol: 2, x: 1, want: 10, wantOK: true},
+		{name: "mid first interval", s: samples([]float64{0, 1, 2}, []float64{0, 10, 30}), tol: 2, x: 0.5, want: 5, wantOK: true},
+		{name: "mid second interval", s: samples([]float64{0, 1, 2}, []float64{0, 10, 30}), tol: 2, x: 1.5, want: 20, wantOK: true,
+			between: [2]float64{0.5, 1.5}, wantBtw: 15},
+		// Raw 100,110,5,15: the drop to 5 is a reset, so 5 J count.
+		{name: "counter reset", s: samples([]float64{0, 1, 2, 3}, []float64{100, 110, 5, 15}), tol: 2, x: 2.5, want: 20, wantOK: true,
+			between: [2]float64{0, 3}, wantBtw: 25},
+		{name: "extrapolate before first within tol", s: samples([]float64{1, 2}, []float64{10, 20}), tol: 2, x: 0, want: -10, wantOK: true},
+		{name: "extrapolate after last within tol", s: samples([]float64{1, 2}, []float64{10, 20}), tol: 2, x: 3.5, want: 25, wantOK: true},
+		{name: "clamp before first beyond tol", s: samples([]float64{1, 2}, []float64{10, 20}), tol: 2, x: -5, want: 0, wantOK: false},
+		{name: "clamp after last beyond tol", s: samples([]float64{1, 2}, []float64{10, 20}), tol: 2, x: 9, want: 10, wantOK: false},
+		{name: "empty", s: nil, tol: 2, x: 1, want: 0, wantOK: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cv := newCurve(tt.s, tt.tol)
+			got, ok := cv.at(tt.x)
+			if !near(got, tt.want) || ok != tt.wantOK {
+				t.Errorf("at(%g) = %g, %v; want %g, %v", tt.x, got, ok, tt.want, tt.wantOK)
+			}
+			if tt.between != [2]float64{} {
+				b, ok := cv.between(tt.between[0], tt.between[1])
+				if !near(b, tt.wantBtw) || !ok {
+					t.Errorf("between(%v) = %g, %v; want %g", tt.between, b, ok, tt.wantBtw)
+				}
+			}
+			// totalAt must agree with at.
+			if got2 := totalAt([]curve{cv}, []float64{tt.x})[0]; !near(got2, got) {
+				t.Errorf("totalAt(%g) = %g, at = %g", tt.x, got2, got)
+			}
+		})
+	}
+}
+
+func TestTotalAtSumsGPUs(t *testing.T) {
+	a := newCurve(samples([]float64{0, 2, 4}, []float64{0, 20, 40}), 1)  // 10 W
+	b := newCurve(samples([]float64{1, 3, 5}, []float64{0, 60, 120}), 1) // 30 W
+	xs := []float64{1, 2, 2.5, 4, 5}
+	got := totalAt([]curve{a, b}, xs)
+	want := []float64{10, 20 + 30, 25 + 45, 40 + 90, 40 + 120}
+	// a at 5 is beyond its last sample (4) by 1 = tol: extrapolated to 50.
+	want[4] = 50 + 120
+	for i := range xs {
+		if !near(got[i], want[i]) {
+			t.Errorf("total at %g = %g, want %g", xs[i], got[i], want[i])
+		}
+	}
+}
+
+func TestCoverage(t *testing.T) {
+	ts := []float64{0, 1, 2, 3, 7, 8, 9, 10}
+	s := samples(ts, make([]float64, len(ts)))
+	tests := []struct {
+		name     string
+		from, to float64
+		want     float64
+		gaps     int
+	}{
+		{"gap 3..7 in 0..10", 0, 10, 0.6, 1},
+		{"no gap in 0..3", 0, 3, 1, 0},
+		{"leading gap from -5", -5, 10, 1 - 9.0/15, 2},
+		{"trailing gap to 20", 0, 20, 1 - 14.0/20, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, gaps := coverage(s, tt.from, tt.to, medianInterval(s))
+			if !near(got, tt.want) || len(gaps) != tt.gaps {
+				t.Errorf("coverage = %g with %d gaps %v; want %g with %d", got, len(gaps), gaps, tt.want, tt.gaps)
+			}
+		})
+	}
+	if got, _ := coverage(nil, 0, 10, math.NaN()); got != 0 {
+		t.Errorf("empty series coverage = %g, want 0", got)
+	}
+}

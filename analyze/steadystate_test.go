@@ -1,0 +1,96 @@
+package analyze
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestWindowCV(t *testing.T) {
+	x := []float64{1, 5, 1, 2, 2, 2, 4, 4}
+	got := windowCV(x, 3)
+	for i := range got {
+		w := x[i : i+3]
+		m := (w[0] + w[1] + w[2]) / 3
+		v := 0.0
+		for _, y := range w {
+			v += (y - m) * (y - m)
+		}
+		want := math.Sqrt(v/3) / m
+		if math.Abs(got[i]-want) > 1e-12 {
+			t.Errorf("window %d: CV %g, want %g", i, got[i], want)
+		}
+	}
+	if cv := windowCV([]float64{-1, 1}, 2)[0]; !math.IsInf(cv, 1) {
+		t.Errorf("mean 0 CV = %g, want +Inf", cv)
+	}
+}
+
+func TestSteadyStart(t *testing.T) {
+	tests := []struct {
+		name       string
+		x          []float64
+		w, k       int
+		want       int
+		reasonPart string
+	}{
+		// Windows at 3 ([2,2,2]) and 6 ([2,2,2]) are flat; everything
+		// starting earlier has a window with CV > 0.2.
+		{"found after warm-up noise", []float64{1, 5, 1, 2, 2, 2, 2, 2, 2}, 3, 2, 3, ""},
+		{"found at 0", []float64{2, 2, 2, 2, 2, 2}, 3, 2, 0, ""},
+		// 2.00 and 2.04: CV 0.0098 < 0.03.
+		{"small wobble is steady", []float64{2, 2.04, 2, 2.04, 2, 2.04}, 3, 2, 0, ""},
+		{"not found: oscillating", []float64{1, 2, 1, 2, 1, 2, 1}, 3, 2, -1, "no 2 consecutive windows of 3"},
+		{"not found: too few", []float64{2, 2, 2, 2, 2}, 3, 2, -1, "only 5 successful"},
+		// Steady only in the last window: 3 windows cannot fit after it.
+		{"not found: steady too late", []float64{1, 9, 1, 9, 1, 9, 2, 2, 2}, 3, 3, -1, "no 3 consecutive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reason := steadyStart(tt.x, tt.w, tt.k, 0.03)
+			if got != tt.want {
+				t.Errorf("start = %d (%s), want %d", got, reason, tt.want)
+			}
+			if !strings.Contains(reason, tt.reasonPart) {
+				t.Errorf("reason %q lacks %q", reason, tt.reasonPart)
+			}
+		})
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	inf := math.Inf(1)
+	tests := []struct {
+		name string
+		v    []float64
+		want [4]float64 // p50 p90 p95 p99; NaN = null
+	}{
+		{"1..10", []float64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, [4]float64{5, 9, 10, 10}},
+		{"failures are the slowest", []float64{1, 2, 3, inf}, [4]float64{2, math.NaN(), math.NaN(), math.NaN()}},
+		{"one failure in 20", []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, inf}, [4]float64{10, 18, 19, math.NaN()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := percentiles(tt.v)
+			for i, got := range []*float64{p.P50, p.P90, p.P95, p.P99} {
+				want := tt.want[i]
+				switch {
+				case math.IsNaN(want) && got != nil:
+					t.Errorf("percentile %d = %g, want null", i, *got)
+				case !math.IsNaN(want) && (got == nil || *got != want):
+					t.Errorf("percentile %d = %v, want %g", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestTPOT(t *testing.T) {
+	got, ok := tpot(Request{HasTTFT: true, TTFT: 0.2, Latency: 1.2, OutputTokens: 11})
+	if !ok || !near(got, 0.1) {
+		t.Errorf("tpot = %g, %v; want 0.1", got, ok)
+	}
+	if _, ok := tpot(Request{HasTTFT: true, TTFT: 0.2, Latency: 1.2, OutputTokens: 1}); ok {
+		t.Error("tpot defined for a one-token request")
+	}
+}
