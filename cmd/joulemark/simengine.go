@@ -1,9 +1,71 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
-// SimEngineCmd is a placeholder until its issue lands.
-type SimEngineCmd struct{}
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
-// Run reports that the command is not built yet.
-func (c *SimEngineCmd) Run(g *Globals) error { return errors.New("simengine: not implemented yet") }
+	"github.com/joulemark/joulemark/simengine"
+)
+
+// SimEngineCmd serves a simulated OpenAI-compatible engine. Defaults are
+// simengine.DefaultConfig's.
+type SimEngineCmd struct {
+	ListenAddress string `name:"web.listen-address" default:":8000" help:"Address to serve the OpenAI API, /health and /metrics on."`
+
+	Model           string        `default:"joulemark/sim-llm" help:"Served model id."`
+	MaxModelLen     int           `name:"max-model-len" default:"8192" help:"Context length (prompt + completion tokens)."`
+	MaxBatch        int           `name:"max-num-seqs" default:"256" help:"Most sequences in one batch."`
+	KVCacheTokens   int           `name:"kv-cache-tokens" default:"1048576" help:"KV cache capacity in tokens; a sequence reserves prompt + completion tokens."`
+	PrefillPerToken time.Duration `name:"prefill-per-token" default:"50us" help:"Prefill time per prompt token."`
+	DecodeBase      time.Duration `name:"decode-base" default:"15ms" help:"Fixed time of a decode step."`
+	DecodePerSeq    time.Duration `name:"decode-per-seq" default:"100us" help:"Decode step time added per sequence in the batch."`
+	EOSMeanTokens   float64       `name:"eos-mean-tokens" default:"256" help:"Mean completion length without ignore_eos (geometric); 0 always runs to max_tokens."`
+	StartupDelay    time.Duration `name:"startup-delay" default:"20s" help:"Weight loading time (/health answers 503 until it passes)."`
+	ShutdownDelay   time.Duration `name:"shutdown-delay" default:"3s" help:"Time to free the GPUs after SIGTERM."`
+	Seed            uint64        `default:"1" help:"Seed of token text, completion lengths and faults."`
+
+	ErrorRate           float64       `name:"fault.error-rate" default:"0" help:"Share of requests answered with HTTP 500."`
+	StallRate           float64       `name:"fault.stall-rate" default:"0" help:"Share of requests stalled once mid-stream."`
+	StallDuration       time.Duration `name:"fault.stall-duration" default:"2s" help:"Length of a stall."`
+	TruncateRate        float64       `name:"fault.truncate-rate" default:"0" help:"Share of responses cut mid-stream (no finish_reason, usage or [DONE])."`
+	SlowFirstTokenRate  float64       `name:"fault.slow-first-token-rate" default:"0" help:"Share of requests whose first token is delayed."`
+	SlowFirstTokenDelay time.Duration `name:"fault.slow-first-token-delay" default:"2s" help:"Delay added to a slow first token."`
+}
+
+// Config is the engine configuration the flags give.
+func (c *SimEngineCmd) Config() simengine.Config {
+	return simengine.Config{
+		Model: c.Model, MaxModelLen: c.MaxModelLen, MaxBatch: c.MaxBatch, KVCacheTokens: c.KVCacheTokens,
+		PrefillPerToken: c.PrefillPerToken, DecodeBase: c.DecodeBase, DecodePerSeq: c.DecodePerSeq,
+		EOSMeanTokens: c.EOSMeanTokens, StartupDelay: c.StartupDelay, ShutdownDelay: c.ShutdownDelay, Seed: c.Seed,
+		Faults: simengine.Faults{
+			ErrorRate: c.ErrorRate, StallRate: c.StallRate, StallDuration: c.StallDuration, TruncateRate: c.TruncateRate,
+			SlowFirstTokenRate: c.SlowFirstTokenRate, SlowFirstTokenDelay: c.SlowFirstTokenDelay,
+		},
+	}
+}
+
+// Run serves until SIGINT or SIGTERM.
+func (c *SimEngineCmd) Run(g *Globals) error {
+	e, err := simengine.New(c.Config())
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("sim-engine: listen on %s: %w", c.ListenAddress, err)
+	}
+	runtime := prometheus.NewRegistry()
+	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return simengine.Serve(ctx, ln, e, runtime, g.Logger())
+}
