@@ -1,0 +1,173 @@
+package exporter
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/phaseapi"
+)
+
+func TestAPIErrors(t *testing.T) {
+	h := newHarness(t, gpu.SimConfig{GPUs: 2, Seed: 1}, Config{})
+	srv := httptest.NewServer(h.exp.Handler())
+	defer srv.Close()
+	do := func(method, path, token string) (int, string) {
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	// a run in phase formal to test ordering against
+	for _, p := range []string{"idle", "formal"} {
+		if code, body := do("POST", "/api/v1/runs/r1/phases/"+p, testToken); code != 200 {
+			t.Fatalf("POST %s: %d %s", p, code, body)
+		}
+		h.step(time.Second)
+	}
+	for _, tc := range []struct {
+		name, method, path, token string
+		code                      int
+		msg                       string
+	}{
+		{"no token", "POST", "/api/v1/runs/r2/phases/idle", "", 401, "bearer token"},
+		{"wrong token", "POST", "/api/v1/runs/r2/phases/idle", "nope", 401, "bearer token"},
+		{"no token on end", "POST", "/api/v1/runs/r1/end", "", 401, "bearer token"},
+		{"unknown phase", "POST", "/api/v1/runs/r2/phases/cooldown", testToken, 400, "unknown phase"},
+		{"bad run id", "POST", "/api/v1/runs/..bad/phases/idle", testToken, 400, "run ID"},
+		{"out of order", "POST", "/api/v1/runs/r1/phases/warmup", testToken, 409, "cannot follow"},
+		{"repeated phase", "POST", "/api/v1/runs/r1/phases/formal", testToken, 409, "cannot follow"},
+		{"unknown run get", "GET", "/api/v1/runs/nope", "", 404, "no run"},
+		{"unknown run end", "POST", "/api/v1/runs/nope/end", testToken, 404, "no run"},
+		{"wrong method", "GET", "/api/v1/runs/r1/end", "", 405, ""},
+		{"get run", "GET", "/api/v1/runs/r1", "", 200, `"phase":"formal"`},
+		{"gpus", "GET", "/api/v1/gpus", "", 200, `"energy_source":"integrated"`},
+		{"healthz", "GET", "/healthz", "", 200, "Healthy"},
+		{"end run", "POST", "/api/v1/runs/r1/end", testToken, 200, `"state":"ended"`},
+		{"end again", "POST", "/api/v1/runs/r1/end", testToken, 200, `"state":"ended"`},
+		{"phase after end", "POST", "/api/v1/runs/r1/phases/release", testToken, 409, "has ended"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := do(tc.method, tc.path, tc.token)
+			if code != tc.code || !strings.Contains(body, tc.msg) {
+				t.Errorf("%s %s: %d %q, want %d containing %q", tc.method, tc.path, code, body, tc.code, tc.msg)
+			}
+			if code >= 400 && code != 405 {
+				var e phaseapi.Error
+				if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error == "" {
+					t.Errorf("error body %q is not a phaseapi.Error", body)
+				}
+			}
+		})
+	}
+	if strings.Contains(fetchMetrics(t, srv.URL), testToken) {
+		t.Error("the token appears on /metrics")
+	}
+}
+
+func TestAPIDisabledWithoutToken(t *testing.T) {
+	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Backend: sim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/api/v1/runs/r/phases/idle", nil)
+	req.Header.Set("Authorization", "Bearer ")
+	e.Handler().ServeHTTP(rec, req)
+	if rec.Code != 401 || !strings.Contains(rec.Body.String(), "disabled") {
+		t.Errorf("got %d %s, want 401 saying the API is disabled", rec.Code, rec.Body)
+	}
+}
+
+func TestReleaseTimesOut(t *testing.T) {
+	h := newHarness(t, gpu.SimConfig{GPUs: 2, Seed: 3, DecayTau: 5}, Config{ReleaseHold: 5 * time.Second, ReleaseMaxWait: 20 * time.Second})
+	h.post("r", phaseapi.Idle)
+	h.step(5 * time.Second)
+	h.post("r", phaseapi.Formal)
+	h.sim.SetLoad(1)
+	h.step(10 * time.Second)
+	rel := h.post("r", phaseapi.Release) // load stays: power never comes back
+	h.step(25 * time.Second)
+	st, ok := h.exp.RunStatus("r")
+	if !ok {
+		t.Fatal("run gone")
+	}
+	if st.Release.State != phaseapi.ReleaseTimedOut || st.Release.Closed == nil || *st.Release.Closed {
+		t.Fatalf("release %+v, want timed out", st.Release)
+	}
+	if !strings.Contains(st.Release.Reason, "not closed within 20s") || !strings.Contains(st.Release.Reason, "baseline") {
+		t.Errorf("reason %q does not say why", st.Release.Reason)
+	}
+	end := st.Phases[len(st.Phases)-1].End
+	if end == nil || Time(*end).Sub(rel) != 20*time.Second {
+		t.Errorf("release end %v, want the max wait (20s) after its start", end)
+	}
+	m := fetchMetricsHandler(t, h.exp)
+	if !strings.Contains(m, `joulemark_run_release_closed{run_id="r"} 0`) {
+		t.Errorf("no joulemark_run_release_closed 0 in\n%s", m)
+	}
+}
+
+func TestRunRetentionBounded(t *testing.T) {
+	h := newHarness(t, gpu.SimConfig{GPUs: 1, Seed: 3}, Config{MaxRuns: 3})
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		h.post(id, phaseapi.Idle)
+		h.step(time.Second)
+		if _, err := h.client.EndRun(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, want := range map[string]bool{"a": false, "b": false, "c": true, "d": true, "e": true} {
+		if _, ok := h.exp.RunStatus(id); ok != want {
+			t.Errorf("run %s kept=%v, want %v", id, ok, want)
+		}
+	}
+	// active runs are bounded too
+	for _, id := range []string{"x1", "x2", "x3"} {
+		h.post(id, phaseapi.Idle)
+	}
+	if _, err := h.client.StartPhase(t.Context(), "x4", phaseapi.Idle); !phaseapi.IsStatus(err, http.StatusTooManyRequests) {
+		t.Errorf("4th active run with MaxRuns 3: %v, want 429", err)
+	}
+}
+
+func fetchMetrics(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func fetchMetricsHandler(t *testing.T, e *Exporter) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	e.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 {
+		t.Fatalf("/metrics: %d", rec.Code)
+	}
+	return rec.Body.String()
+}

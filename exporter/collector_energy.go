@@ -1,0 +1,30 @@
+package exporter
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type energyCollector struct {
+	e             *Exporter
+	energy, reset *prometheus.Desc
+}
+
+func newEnergyCollector(e *Exporter) *energyCollector {
+	return &energyCollector{e: e,
+		energy: prometheus.NewDesc("joulemark_gpu_energy_joules_total",
+			"GPU energy since the exporter started: energy-counter deltas where the GPU has a counter (see joulemark_gpu_info energy_source), else trapezoid integration of the power samples; counter resets are bridged.", gpuLabels, nil),
+		reset: prometheus.NewDesc("joulemark_gpu_energy_counter_resets_total",
+			"Times the GPU's energy counter went back (driver reload, reset); the interval was integrated from power instead.", gpuLabels, nil),
+	}
+}
+
+func (c *energyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.energy; ch <- c.reset }
+
+func (c *energyCollector) Collect(ch chan<- prometheus.Metric) {
+	c.e.mu.RLock()
+	defer c.e.mu.RUnlock()
+	for _, g := range c.e.gpus {
+		ch <- prometheus.MustNewConstMetric(c.energy, prometheus.CounterValue, g.energy, g.idx, g.dev.UUID)
+		if g.counter {
+			ch <- prometheus.MustNewConstMetric(c.reset, prometheus.CounterValue, float64(g.resets), g.idx, g.dev.UUID)
+		}
+	}
+}

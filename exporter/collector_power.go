@@ -1,0 +1,25 @@
+package exporter
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type powerCollector struct {
+	e    *Exporter
+	desc *prometheus.Desc
+}
+
+func newPowerCollector(e *Exporter) *powerCollector {
+	return &powerCollector{e: e, desc: prometheus.NewDesc("joulemark_gpu_power_watts",
+		"Latest power sample (instant power where the GPU offers it).", gpuLabels, nil)}
+}
+
+func (c *powerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *powerCollector) Collect(ch chan<- prometheus.Metric) {
+	c.e.mu.RLock()
+	defer c.e.mu.RUnlock()
+	for _, g := range c.e.gpus {
+		if g.has {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, g.lastP, g.idx, g.dev.UUID)
+		}
+	}
+}

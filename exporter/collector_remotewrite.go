@@ -1,0 +1,34 @@
+package exporter
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type remoteWriteCollector struct {
+	e                                      *Exporter
+	sent, dropped, failed, retries, queued *prometheus.Desc
+}
+
+func newRemoteWriteCollector(e *Exporter) *remoteWriteCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return &remoteWriteCollector{e: e,
+		sent:    d("joulemark_remote_write_samples_sent_total", "Raw power samples the remote-write server acknowledged."),
+		dropped: d("joulemark_remote_write_samples_dropped_total", "Raw power samples dropped because the remote-write buffer was full."),
+		failed:  d("joulemark_remote_write_samples_failed_total", "Raw power samples rejected by the server or whose retries ran out."),
+		retries: d("joulemark_remote_write_retries_total", "Remote-write requests retried."),
+		queued:  d("joulemark_remote_write_pending_samples", "Raw power samples waiting to be sent."),
+	}
+}
+
+func (c *remoteWriteCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.sent, c.dropped, c.failed, c.retries, c.queued} {
+		ch <- d
+	}
+}
+
+func (c *remoteWriteCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.e.rw.Stats()
+	ch <- prometheus.MustNewConstMetric(c.sent, prometheus.CounterValue, float64(st.Acknowledged))
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(st.Dropped))
+	ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(st.Failed))
+	ch <- prometheus.MustNewConstMetric(c.retries, prometheus.CounterValue, float64(st.Retries))
+	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(c.e.rw.Pending()))
+}

@@ -1,0 +1,396 @@
+// Package exporter samples GPU power at a high rate, keeps each GPU's energy
+// counter, integrates the energy of lifecycle phases posted through its HTTP
+// API, detects the end of the release phase, and serves it all on /metrics.
+// Scrapes read cached state only; they never call the GPU backend.
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/remotewrite"
+)
+
+// Config configures an Exporter. Zero fields take the defaults noted.
+type Config struct {
+	Backend gpu.Backend
+	// Interval is the fast sampling period (default 100ms, at least 10ms).
+	Interval time.Duration
+	// SlowInterval is the period of the slow metrics (default 1s).
+	SlowInterval time.Duration
+	// Retention is how long raw samples are kept in memory (default 15m).
+	Retention time.Duration
+	// ReleaseTolerance is the relative band around the idle baseline every
+	// GPU must be back in for the release to close (default 0.05).
+	ReleaseTolerance float64
+	// ReleaseHold is how long every GPU must stay in the band (default 30s).
+	ReleaseHold time.Duration
+	// ReleaseMaxWait ends a release that did not close (default 10m).
+	ReleaseMaxWait time.Duration
+	// ReleaseWindow is the span power is averaged over for the release
+	// check (default 1s, at least Interval).
+	ReleaseWindow time.Duration
+	// IdleCVThreshold: an idle phase whose power CV reaches it on any GPU is
+	// flagged unstable (default 0.05).
+	IdleCVThreshold float64
+	// APIToken is the bearer token the mutating API requires; empty disables
+	// the mutating API (every POST answers 401).
+	APIToken string
+	// Clock is injectable for tests (default the system clock).
+	Clock gpu.Clock
+	// RemoteWrite, when set, pushes every raw power sample.
+	RemoteWrite *remotewrite.Config
+	// RemoteWriteLabels are added to every remote-written sample (e.g.
+	// instance).
+	RemoteWriteLabels map[string]string
+	Logger            *slog.Logger
+	// MaxRuns bounds the runs kept (finished ones are dropped oldest first;
+	// default 100).
+	MaxRuns int
+}
+
+// Exporter is the sampler, the lifecycle state and the HTTP API.
+type Exporter struct {
+	cfg     Config
+	backend gpu.Backend
+	clock   gpu.Clock
+	log     *slog.Logger
+	rw      *remotewrite.Writer
+
+	t0     time.Time // offsets are nanoseconds since t0 (monotonic)
+	t0Unix int64     // t0 in unix nanoseconds
+
+	reg            *prometheus.Registry // contract metrics
+	selfReg        *prometheus.Registry // exporter self-metrics
+	apiRequests    *prometheus.CounterVec
+	scrapeDuration *prometheus.HistogramVec
+
+	mu       sync.RWMutex
+	gpus     []*gpuState
+	overruns uint64
+	runs     map[string]*run
+	finished []string // ended run IDs, oldest first
+	pending  []*boundary
+
+	sampleMu sync.Mutex // serializes SampleOnce
+	slowMu   sync.Mutex // serializes SampleSlowOnce
+
+	startOnce sync.Once
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	ready     chan struct{}
+}
+
+type gpuState struct {
+	dev     gpu.Device
+	idx     string // gpu label value
+	counter bool   // energy from the GPU's counter
+	ring    *ring
+
+	has         bool
+	lastT       int64
+	lastP       float64
+	energy      float64 // cumulative joules since exporter start
+	lastCounter float64
+	hasCounter  bool
+	resets      uint64
+
+	slow    gpu.SlowSample
+	hasSlow bool
+
+	samples, errors uint64
+	healthy         bool
+	lastErr         string
+}
+
+// New validates cfg and builds an Exporter; Start begins sampling.
+func New(cfg Config) (*Exporter, error) {
+	if cfg.Backend == nil {
+		return nil, errors.New("exporter: no GPU backend")
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 100 * time.Millisecond
+	}
+	if cfg.SlowInterval == 0 {
+		cfg.SlowInterval = time.Second
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 15 * time.Minute
+	}
+	if cfg.ReleaseTolerance == 0 {
+		cfg.ReleaseTolerance = 0.05
+	}
+	if cfg.ReleaseHold == 0 {
+		cfg.ReleaseHold = 30 * time.Second
+	}
+	if cfg.ReleaseMaxWait == 0 {
+		cfg.ReleaseMaxWait = 10 * time.Minute
+	}
+	if cfg.ReleaseWindow == 0 {
+		cfg.ReleaseWindow = time.Second
+	}
+	cfg.ReleaseWindow = max(cfg.ReleaseWindow, cfg.Interval)
+	if cfg.IdleCVThreshold == 0 {
+		cfg.IdleCVThreshold = 0.05
+	}
+	if cfg.MaxRuns == 0 {
+		cfg.MaxRuns = 100
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = gpu.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case cfg.Interval < 10*time.Millisecond:
+		return nil, fmt.Errorf("exporter: interval %v: want at least 10ms", cfg.Interval)
+	case cfg.SlowInterval < cfg.Interval:
+		return nil, fmt.Errorf("exporter: slow interval %v is shorter than the interval %v", cfg.SlowInterval, cfg.Interval)
+	case cfg.Retention < 2*cfg.Interval || cfg.Retention/cfg.Interval > 10_000_000:
+		return nil, fmt.Errorf("exporter: retention %v: want between two intervals and 10M samples", cfg.Retention)
+	case cfg.ReleaseTolerance < 0 || cfg.ReleaseTolerance >= 1 || math.IsNaN(cfg.ReleaseTolerance):
+		return nil, fmt.Errorf("exporter: release tolerance %g: want 0 < t < 1", cfg.ReleaseTolerance)
+	case cfg.ReleaseHold < 0 || cfg.ReleaseMaxWait < 0:
+		return nil, fmt.Errorf("exporter: negative release hold %v or max wait %v", cfg.ReleaseHold, cfg.ReleaseMaxWait)
+	case cfg.ReleaseHold > cfg.Retention:
+		return nil, fmt.Errorf("exporter: release hold %v exceeds the sample retention %v", cfg.ReleaseHold, cfg.Retention)
+	case cfg.ReleaseMaxWait < cfg.ReleaseHold:
+		return nil, fmt.Errorf("exporter: release max wait %v is shorter than the hold %v", cfg.ReleaseMaxWait, cfg.ReleaseHold)
+	case cfg.IdleCVThreshold < 0:
+		return nil, fmt.Errorf("exporter: idle CV threshold %g: want > 0", cfg.IdleCVThreshold)
+	case cfg.MaxRuns < 1:
+		return nil, fmt.Errorf("exporter: max runs %d: want > 0", cfg.MaxRuns)
+	}
+	devs := cfg.Backend.Devices()
+	if len(devs) == 0 {
+		return nil, errors.New("exporter: the GPU backend found no GPU")
+	}
+	e := &Exporter{
+		cfg: cfg, backend: cfg.Backend, clock: cfg.Clock, log: cfg.Logger,
+		runs: map[string]*run{}, ready: make(chan struct{}),
+	}
+	e.t0 = e.clock.Now()
+	e.t0Unix = e.t0.UnixNano()
+	capacity := int(cfg.Retention/cfg.Interval) + 2
+	for i, d := range devs {
+		if d.Index != i {
+			return nil, fmt.Errorf("exporter: backend lists GPU index %d at position %d", d.Index, i)
+		}
+		e.gpus = append(e.gpus, &gpuState{dev: d, idx: strconv.Itoa(i), counter: d.EnergySource == gpu.EnergyCounter, ring: newRing(capacity), healthy: true})
+	}
+	if cfg.RemoteWrite != nil {
+		w, err := remotewrite.New(*cfg.RemoteWrite, cfg.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("exporter: %w", err)
+		}
+		e.rw = w
+	}
+	e.registerMetrics()
+	return e, nil
+}
+
+// Start begins sampling (fast and slow loops) until ctx ends or Close.
+func (e *Exporter) Start(ctx context.Context) {
+	e.startOnce.Do(func() {
+		ctx, cancel := context.WithCancel(ctx)
+		e.stop = cancel
+		e.SampleOnce()
+		e.SampleSlowOnce()
+		close(e.ready)
+		e.wg.Add(2)
+		go e.loop(ctx, e.cfg.Interval, true)
+		go e.loop(ctx, e.cfg.SlowInterval, false)
+	})
+}
+
+func (e *Exporter) loop(ctx context.Context, every time.Duration, fast bool) {
+	defer e.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !fast {
+			e.SampleSlowOnce()
+			continue
+		}
+		began := time.Now()
+		e.SampleOnce()
+		if took := time.Since(began); took > every {
+			e.mu.Lock()
+			e.overruns += uint64(took / every)
+			e.mu.Unlock()
+		}
+	}
+}
+
+// Close stops sampling, flushes remote write (5 s at most) and closes the
+// backend.
+func (e *Exporter) Close() error {
+	var err error
+	e.closeOnce.Do(func() {
+		if e.stop != nil {
+			e.stop()
+		}
+		e.wg.Wait()
+		if e.rw != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if _, rerr := e.rw.Close(ctx); rerr != nil {
+				err = rerr
+			}
+			cancel()
+		}
+		if berr := e.backend.Close(); berr != nil {
+			err = errors.Join(err, fmt.Errorf("closing GPU backend: %w", berr))
+		}
+	})
+	return err
+}
+
+// Devices lists the GPUs the exporter measures.
+func (e *Exporter) Devices() []gpu.Device {
+	out := make([]gpu.Device, len(e.gpus))
+	for i, g := range e.gpus {
+		out[i] = g.dev
+	}
+	return out
+}
+
+func (e *Exporter) off(t time.Time) int64 { return int64(t.Sub(e.t0)) }
+
+// unix converts an offset to unix seconds.
+func (e *Exporter) unix(off int64) float64 { return float64(e.t0Unix+off) / 1e9 }
+
+// Time converts unix seconds from the API back to a time.Time.
+func Time(unixSeconds float64) time.Time {
+	s, f := math.Modf(unixSeconds)
+	return time.Unix(int64(s), int64(math.Round(f*1e9)))
+}
+
+type fastResult struct {
+	s   gpu.Sample
+	err error
+}
+
+// SampleOnce reads every GPU once and updates energy, phases and release
+// detection. Start calls it every Interval; tests and benchmarks call it
+// directly (with a fake clock).
+func (e *Exporter) SampleOnce() {
+	e.sampleMu.Lock()
+	defer e.sampleMu.Unlock()
+	res := make([]fastResult, len(e.gpus))
+	for i := range e.gpus {
+		s, err := e.backend.Sample(i)
+		if err == nil && s.Time.IsZero() {
+			s.Time = e.clock.Now()
+		}
+		res[i] = fastResult{s, err}
+	}
+	now := e.off(e.clock.Now())
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, g := range e.gpus {
+		r := res[i]
+		if r.err != nil {
+			g.errors++
+			if g.healthy {
+				e.log.Warn("GPU sample failed; marking it unhealthy", "gpu", i, "uuid", g.dev.UUID, "err", r.err)
+			}
+			g.healthy = false
+			g.lastErr = r.err.Error()
+			continue
+		}
+		if !g.healthy {
+			e.log.Info("GPU answers again; marking it healthy", "gpu", i, "uuid", g.dev.UUID)
+			g.healthy = true
+			g.lastErr = ""
+		}
+		e.addSample(i, g, r.s)
+	}
+	e.resolvePending()
+	e.observeRuns(now)
+}
+
+// addSample folds one fast sample into GPU g's energy and ring. Called with
+// e.mu held.
+func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
+	t := e.off(s.Time)
+	p := s.PowerWatts
+	if math.IsNaN(p) || math.IsInf(p, 0) || p < 0 {
+		g.errors++
+		return
+	}
+	if g.has && t <= g.lastT {
+		return // not newer than the last sample: nothing to add
+	}
+	if g.has {
+		dt := float64(t-g.lastT) / 1e9
+		trap := (g.lastP + p) / 2 * dt
+		de := trap
+		if g.counter && s.HasEnergy && g.hasCounter {
+			if d := s.EnergyJoules - g.lastCounter; d >= 0 {
+				de = d
+			} else {
+				g.resets++
+				e.log.Warn("GPU energy counter went back (reset); using the trapezoid for this interval", "gpu", i, "uuid", g.dev.UUID)
+			}
+		}
+		g.energy += de
+	}
+	if s.HasEnergy {
+		g.lastCounter, g.hasCounter = s.EnergyJoules, true
+	}
+	g.has, g.lastT, g.lastP = true, t, p
+	g.samples++
+	g.ring.push(point{t: t, p: p, e: g.energy})
+	if e.rw != nil {
+		lbls := map[string]string{"__name__": "joulemark_gpu_power_sample_watts", "gpu": g.idx, "uuid": g.dev.UUID}
+		for k, v := range e.cfg.RemoteWriteLabels {
+			lbls[k] = v
+		}
+		e.rw.Append(remotewrite.Sample{Labels: lbls, Value: p, TimestampMs: (e.t0Unix + t) / 1e6})
+	}
+	for _, r := range e.runs {
+		r.onSample(i, p)
+	}
+}
+
+// SampleSlowOnce reads every GPU's slow metrics once. Start calls it every
+// SlowInterval.
+func (e *Exporter) SampleSlowOnce() {
+	e.slowMu.Lock()
+	defer e.slowMu.Unlock()
+	res := make([]gpu.SlowSample, len(e.gpus))
+	errs := make([]error, len(e.gpus))
+	for i := range e.gpus {
+		res[i], errs[i] = e.backend.SlowSample(i)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, g := range e.gpus {
+		if errs[i] != nil {
+			g.errors++
+			e.log.Debug("GPU slow sample failed", "gpu", i, "uuid", g.dev.UUID, "err", errs[i])
+			continue
+		}
+		g.slow, g.hasSlow = res[i], true
+		for _, r := range e.runs {
+			r.onSlow(i, res[i].ComputeProcesses)
+		}
+	}
+}

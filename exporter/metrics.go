@@ -1,0 +1,54 @@
+package exporter
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/joulemark/joulemark/internal/version"
+)
+
+var gpuLabels = []string{"gpu", "uuid"}
+
+// registerMetrics builds the registry of the metric contract (custom
+// collectors reading cached state) and the one of self-metrics.
+func (e *Exporter) registerMetrics() {
+	e.reg = prometheus.NewRegistry()
+	e.reg.MustRegister(
+		newInfoCollector(e), newPowerCollector(e), newEnergyCollector(e), newContextCollector(e),
+		newSamplerCollector(e), newPhaseCollector(e), newRunCollector(e),
+	)
+	if e.rw != nil {
+		e.reg.MustRegister(newRemoteWriteCollector(e))
+	}
+	e.selfReg = prometheus.NewRegistry()
+	e.apiRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "joulemark_exporter_api_requests_total",
+		Help: "HTTP requests to the exporter's API, by handler, method and status code.",
+	}, []string{"handler", "method", "code"})
+	e.scrapeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "joulemark_exporter_scrape_duration_seconds",
+		Help:    "Time to answer a /metrics scrape.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25},
+	}, nil)
+	e.selfReg.MustRegister(
+		e.apiRequests, e.scrapeDuration,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(),
+	)
+}
+
+// Registry is the registry of the contract metrics (what /metrics serves
+// besides the exporter's self-metrics).
+func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
+
+func buildInfo() prometheus.Collector {
+	v, rev, _ := version.Info()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "joulemark_exporter_build_info",
+		Help:        "The joulemark build serving these metrics.",
+		ConstLabels: prometheus.Labels{"version": v, "revision": rev},
+	})
+	g.Set(1)
+	return g
+}

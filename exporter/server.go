@@ -1,0 +1,91 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/joulemark/joulemark/internal/version"
+)
+
+// Handler serves /metrics, the phase API, /api/v1/gpus, /healthz, /-/ready
+// and a landing page.
+func (e *Exporter) Handler() http.Handler {
+	mux := http.NewServeMux()
+	requests, scrape := e.apiRequests, e.scrapeDuration
+	route := func(pattern, name string, h http.HandlerFunc) {
+		mux.Handle(pattern, promhttp.InstrumentHandlerCounter(requests.MustCurryWith(prometheus.Labels{"handler": name}), h))
+	}
+	metrics := promhttp.HandlerFor(prometheus.Gatherers{e.reg, e.selfReg}, promhttp.HandlerOpts{
+		ErrorLog: slogErrorLog{e}, Registry: e.selfReg, MaxRequestsInFlight: 10, Timeout: 10 * time.Second,
+	})
+	mux.Handle("GET /metrics", promhttp.InstrumentHandlerDuration(scrape, metrics))
+	route("POST /api/v1/runs/{run_id}/phases/{phase}", "/api/v1/runs/{run_id}/phases/{phase}", e.handleStartPhase)
+	route("POST /api/v1/runs/{run_id}/end", "/api/v1/runs/{run_id}/end", e.handleEndRun)
+	route("GET /api/v1/runs/{run_id}", "/api/v1/runs/{run_id}", e.handleRun)
+	route("GET /api/v1/gpus", "/api/v1/gpus", e.handleGPUs)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = fmt.Fprintln(w, "Healthy")
+	})
+	mux.HandleFunc("GET /-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		select {
+		case <-e.ready:
+			_, _ = fmt.Fprintln(w, "Ready")
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintln(w, "Not ready: sampling has not started")
+		}
+	})
+	landing, err := web.NewLandingPage(web.LandingConfig{
+		Name:        "joulemark exporter",
+		Description: "High-rate GPU power, energy counters and lifecycle phase markers",
+		Version:     version.String(),
+		Links: []web.LandingLinks{
+			{Address: "/metrics", Text: "Metrics"},
+			{Address: "/api/v1/gpus", Text: "GPUs"},
+			{Address: "/healthz", Text: "Health"},
+		},
+	})
+	if err == nil {
+		mux.Handle("GET /{$}", landing)
+	}
+	return mux
+}
+
+type slogErrorLog struct{ e *Exporter }
+
+func (l slogErrorLog) Println(v ...any) { l.e.log.Error("serving /metrics", "err", fmt.Sprint(v...)) }
+
+// Serve listens on listenAddress with the exporter-toolkit web config
+// (TLS, basic auth; "" for none) and serves Handler until ctx ends, then shuts
+// down gracefully.
+func (e *Exporter) Serve(ctx context.Context, listenAddress, webConfigFile string) error {
+	srv := &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	addrs := []string{listenAddress}
+	systemd := false
+	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &webConfigFile}
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(srv, flags, e.log) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving on %s: %w", listenAddress, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutting down the server on %s: %w", listenAddress, err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving on %s: %w", listenAddress, err)
+	}
+	return nil
+}

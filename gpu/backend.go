@@ -1,0 +1,94 @@
+// Package gpu reads GPU power and energy: through NVML (github.com/NVIDIA/go-nvml)
+// or from simulated GPUs whose exact energy is known. Both implement Backend.
+package gpu
+
+import (
+	"errors"
+	"time"
+)
+
+// Power and energy sources reported in Device.
+const (
+	PowerInstant = "instant" // NVML FI_DEV_POWER_INSTANT (Ampere and later)
+	PowerAverage = "average" // NVML power averaged over ~1 s (nvmlDeviceGetPowerUsage / FI_DEV_POWER_AVERAGE)
+	PowerSim     = "sim"     // simulated power function
+
+	EnergyCounter    = "counter"    // the GPU's own energy counter
+	EnergyIntegrated = "integrated" // trapezoid integration of power samples
+)
+
+// ErrGPULost is wrapped by errors from a GPU that fell off the bus or
+// otherwise stopped answering; the exporter marks it unhealthy.
+var ErrGPULost = errors.New("GPU lost")
+
+// Device describes one GPU and how it is measured.
+type Device struct {
+	Index         int
+	UUID          string
+	Name          string
+	DriverVersion string
+	// PowerSource is PowerInstant, PowerAverage or PowerSim.
+	PowerSource string
+	// EnergySource is EnergyCounter when Sample carries the GPU's energy
+	// counter, else EnergyIntegrated.
+	EnergySource string
+	// MemoryTotalBytes is the GPU memory size, 0 when unknown.
+	MemoryTotalBytes uint64
+}
+
+// Sample is one fast reading of a GPU.
+type Sample struct {
+	// Time is when the reading was taken (monotonic where the clock has it).
+	Time time.Time
+	// PowerWatts is the power the Device's PowerSource names.
+	PowerWatts float64
+	// AvgPowerWatts is the ~1 s average power, 0 when unavailable.
+	AvgPowerWatts float64
+	// EnergyJoules is the GPU's cumulative energy counter; valid when
+	// HasEnergy. It may reset (decrease), e.g. on a driver reload.
+	EnergyJoules float64
+	HasEnergy    bool
+}
+
+// SlowSample is the context a GPU is read for at a lower rate (1 Hz).
+// Fields the GPU cannot give are NaN (ComputeProcesses: -1).
+type SlowSample struct {
+	MemoryUsedBytes    float64
+	UtilizationRatio   float64
+	TemperatureCelsius float64
+	PowerLimitWatts    float64
+	SMClockHertz       float64
+	// ClockEventReasons is NVML's clocks-event-reasons bit mask; HasClockEvents
+	// says whether it was read.
+	ClockEventReasons uint64
+	HasClockEvents    bool
+	// ComputeProcesses is the number of compute processes on the GPU, -1
+	// when it cannot be told.
+	ComputeProcesses int
+}
+
+// Backend reads a set of GPUs. Sample and SlowSample may be called
+// concurrently for different indexes, and concurrently with each other.
+type Backend interface {
+	// Devices lists the GPUs, index i at position i.
+	Devices() []Device
+	// Sample reads GPU i's power (and energy counter); it is called at the
+	// sampling rate and must be cheap.
+	Sample(i int) (Sample, error)
+	// SlowSample reads GPU i's memory, utilization, temperature, power
+	// limit, SM clock and clock-event reasons.
+	SlowSample(i int) (SlowSample, error)
+	// Close releases the backend.
+	Close() error
+}
+
+// Clock tells the time; tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+}
+
+// RealClock is the system clock.
+type RealClock struct{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }

@@ -1,0 +1,372 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+)
+
+// EngineState is the simulated inference engine's lifecycle state, which
+// shapes the simulated power.
+type EngineState int
+
+// Engine states.
+const (
+	// EngineStopped: no engine on the GPUs; power decays to idle with time
+	// constant DecayTau (the release decay).
+	EngineStopped EngineState = iota
+	// EngineLoading: the engine loads weights and warms up; power ramps
+	// toward StartupWatts.
+	EngineLoading
+	// EngineRunning: power follows the load: idle + load·(MaxWatts − idle).
+	EngineRunning
+)
+
+func (s EngineState) String() string {
+	switch s {
+	case EngineStopped:
+		return "stopped"
+	case EngineLoading:
+		return "loading"
+	case EngineRunning:
+		return "running"
+	}
+	return fmt.Sprintf("EngineState(%d)", int(s))
+}
+
+// SimConfig shapes the simulated GPUs. Zero fields take the defaults noted.
+type SimConfig struct {
+	GPUs         int     // number of GPUs (default 1)
+	IdleWatts    float64 // idle power (default 70); each GPU gets a seeded ±2% offset
+	MaxWatts     float64 // power at load 1 (default 700)
+	StartupWatts float64 // power the startup ramp goes toward (default 250)
+	// RampSeconds is the time constant of every rise and of load changes
+	// while the engine runs (default 1.5).
+	RampSeconds float64
+	// DecayTau is the time constant, in seconds, of the release decay to idle
+	// after the engine stops (default 8).
+	DecayTau float64
+	// NoiseWatts is the RMS of a smooth seeded noise (a sum of slow
+	// sinusoids) added to every GPU; 0 means none.
+	NoiseWatts float64
+	Seed       uint64
+	// EnergyCounter makes Sample report a cumulative energy counter with
+	// NVML's millijoule resolution, as Volta and later GPUs do.
+	EnergyCounter bool
+	// History is how long ExactEnergy can look back (default 1h).
+	History time.Duration
+	Clock   Clock // default RealClock
+}
+
+const noiseTerms = 4
+
+// Sim is a set of simulated GPUs with a piecewise closed-form power
+// function; ExactEnergy integrates it exactly. Safe for concurrent use.
+type Sim struct {
+	cfg   SimConfig
+	clock Clock
+	epoch time.Time
+
+	mu    sync.RWMutex
+	state EngineState
+	gpus  []*simGPU
+}
+
+type simGPU struct {
+	idle float64
+	load float64
+	// noise: sum of a·sin(ω t + φ)
+	amp, omega, phase [noiseTerms]float64
+	segs              []segment
+}
+
+// segment: from start (seconds since epoch) the dynamic power above idle is
+// target + (x0 − target)·exp(−(t − start)/tau); cum is the dynamic energy
+// from the epoch to start.
+type segment struct {
+	start, x0, target, tau, cum float64
+}
+
+// NewSim validates cfg and returns simulated GPUs, idle, engine running at load 0.
+func NewSim(cfg SimConfig) (*Sim, error) {
+	if cfg.GPUs == 0 {
+		cfg.GPUs = 1
+	}
+	if cfg.IdleWatts == 0 {
+		cfg.IdleWatts = 70
+	}
+	if cfg.MaxWatts == 0 {
+		cfg.MaxWatts = 700
+	}
+	if cfg.StartupWatts == 0 {
+		cfg.StartupWatts = 250
+	}
+	if cfg.RampSeconds == 0 {
+		cfg.RampSeconds = 1.5
+	}
+	if cfg.DecayTau == 0 {
+		cfg.DecayTau = 8
+	}
+	if cfg.History == 0 {
+		cfg.History = time.Hour
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	switch {
+	case cfg.GPUs < 0 || cfg.GPUs > 1024:
+		return nil, fmt.Errorf("sim: GPUs %d: want 1..1024", cfg.GPUs)
+	case cfg.IdleWatts < 0:
+		return nil, fmt.Errorf("sim: idle power %g W: want > 0", cfg.IdleWatts)
+	case cfg.MaxWatts < cfg.IdleWatts*1.03:
+		return nil, fmt.Errorf("sim: max power %g W must exceed idle power %g W", cfg.MaxWatts, cfg.IdleWatts)
+	case cfg.StartupWatts < cfg.IdleWatts*1.03 || cfg.StartupWatts > cfg.MaxWatts:
+		return nil, fmt.Errorf("sim: startup power %g W: want between idle %g W and max %g W", cfg.StartupWatts, cfg.IdleWatts, cfg.MaxWatts)
+	case cfg.RampSeconds < 0 || cfg.DecayTau < 0:
+		return nil, fmt.Errorf("sim: ramp %gs / decay %gs: want > 0", cfg.RampSeconds, cfg.DecayTau)
+	case cfg.NoiseWatts < 0 || cfg.NoiseWatts > cfg.IdleWatts/4:
+		return nil, fmt.Errorf("sim: noise %g W: want 0..%g W (a quarter of idle power)", cfg.NoiseWatts, cfg.IdleWatts/4)
+	case cfg.History < 0:
+		return nil, errors.New("sim: negative history")
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6a6f756c656d6172))
+	s := &Sim{cfg: cfg, clock: cfg.Clock, epoch: cfg.Clock.Now(), state: EngineRunning}
+	for range cfg.GPUs {
+		g := &simGPU{idle: cfg.IdleWatts * (1 + 0.04*(rng.Float64()-0.5))}
+		for k := range noiseTerms {
+			// periods between 2 s and 20 s: smooth at a 10 Hz sampling rate
+			g.omega[k] = 2 * math.Pi / (2 + 18*rng.Float64())
+			g.phase[k] = 2 * math.Pi * rng.Float64()
+			g.amp[k] = cfg.NoiseWatts * math.Sqrt(2.0/noiseTerms)
+		}
+		g.segs = []segment{{start: 0, x0: 0, target: 0, tau: cfg.RampSeconds}}
+		s.gpus = append(s.gpus, g)
+	}
+	return s, nil
+}
+
+func (s *Sim) sec(t time.Time) float64 { return t.Sub(s.epoch).Seconds() }
+
+// Devices lists the simulated GPUs.
+func (s *Sim) Devices() []Device {
+	out := make([]Device, len(s.gpus))
+	es := EnergyIntegrated
+	if s.cfg.EnergyCounter {
+		es = EnergyCounter
+	}
+	for i := range s.gpus {
+		out[i] = Device{
+			Index: i, UUID: fmt.Sprintf("GPU-5e000000-0000-4000-8000-%012d", i),
+			Name: "Simulated GPU", DriverVersion: "sim", PowerSource: PowerSim, EnergySource: es,
+			MemoryTotalBytes: 80 << 30,
+		}
+	}
+	return out
+}
+
+// Sample returns GPU i's power now.
+func (s *Sim) Sample(i int) (Sample, error) {
+	now := s.clock.Now()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if i < 0 || i >= len(s.gpus) {
+		return Sample{}, fmt.Errorf("sim: no GPU %d", i)
+	}
+	g := s.gpus[i]
+	t := s.sec(now)
+	out := Sample{Time: now, PowerWatts: g.power(t)}
+	out.AvgPowerWatts = out.PowerWatts
+	if s.cfg.EnergyCounter {
+		out.EnergyJoules = math.Floor(g.energy(t)*1000) / 1000
+		out.HasEnergy = true
+	}
+	return out, nil
+}
+
+// SlowSample returns plausible context values derived from the power.
+func (s *Sim) SlowSample(i int) (SlowSample, error) {
+	now := s.clock.Now()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if i < 0 || i >= len(s.gpus) {
+		return SlowSample{}, fmt.Errorf("sim: no GPU %d", i)
+	}
+	g := s.gpus[i]
+	p := g.power(s.sec(now))
+	util := math.Max(0, math.Min(1, (p-g.idle)/(s.cfg.MaxWatts-g.idle)))
+	mem := 0.0
+	procs := 0
+	if s.state == EngineLoading || (s.state == EngineRunning && g.load > 0) {
+		mem = 0.9 * float64(80<<30)
+		procs = 1
+	}
+	return SlowSample{
+		MemoryUsedBytes: mem, UtilizationRatio: math.Round(util*100) / 100,
+		TemperatureCelsius: math.Round(30 + 45*util), PowerLimitWatts: s.cfg.MaxWatts,
+		SMClockHertz: 1980e6, HasClockEvents: true, ComputeProcesses: procs,
+	}, nil
+}
+
+// Close does nothing.
+func (s *Sim) Close() error { return nil }
+
+// SetLoad sets the load (0..1) of every GPU.
+func (s *Sim) SetLoad(load float64) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.gpus {
+		g.load = clamp01(load)
+	}
+	s.retarget(now)
+}
+
+// SetGPULoad sets the load (0..1) of GPU i.
+func (s *Sim) SetGPULoad(i int, load float64) error {
+	now := s.clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < 0 || i >= len(s.gpus) {
+		return fmt.Errorf("sim: no GPU %d (have %d)", i, len(s.gpus))
+	}
+	s.gpus[i].load = clamp01(load)
+	s.retarget(now)
+	return nil
+}
+
+// SetEngineState moves the simulated engine to st.
+func (s *Sim) SetEngineState(st EngineState) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state = st
+	s.retarget(now)
+}
+
+// EngineState is the current simulated engine state.
+func (s *Sim) EngineState() EngineState {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.state
+}
+
+// PowerAt is GPU i's exact power at t (NaN for an unknown GPU or a time
+// before the kept history).
+func (s *Sim) PowerAt(i int, t time.Time) float64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if i < 0 || i >= len(s.gpus) {
+		return math.NaN()
+	}
+	g := s.gpus[i]
+	x := s.sec(t)
+	if x < g.segs[0].start {
+		return math.NaN()
+	}
+	return g.power(x)
+}
+
+// ExactEnergy is the exact integral of GPU i's power over [t0, t1] in
+// joules: the ground truth tests compare measured energy against. It is NaN
+// for an unknown GPU or when t0 is older than the kept history.
+func (s *Sim) ExactEnergy(i int, t0, t1 time.Time) float64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if i < 0 || i >= len(s.gpus) {
+		return math.NaN()
+	}
+	g := s.gpus[i]
+	a, b := s.sec(t0), s.sec(t1)
+	if a < g.segs[0].start || b < g.segs[0].start {
+		return math.NaN()
+	}
+	return g.energy(b) - g.energy(a)
+}
+
+func clamp01(v float64) float64 {
+	if math.IsNaN(v) || v < 0 {
+		return 0
+	}
+	return math.Min(v, 1)
+}
+
+// retarget starts a new segment on every GPU whose target or time constant
+// changed. Called with s.mu held.
+func (s *Sim) retarget(now time.Time) {
+	t := s.sec(now)
+	for _, g := range s.gpus {
+		last := &g.segs[len(g.segs)-1]
+		if t < last.start {
+			t = last.start
+		}
+		var target float64
+		switch s.state {
+		case EngineLoading:
+			target = math.Max(0, s.cfg.StartupWatts-g.idle)
+		case EngineRunning:
+			target = g.load * (s.cfg.MaxWatts - g.idle)
+		}
+		x := last.dyn(t)
+		tau := s.cfg.RampSeconds
+		if target < x && s.state == EngineStopped {
+			tau = s.cfg.DecayTau
+		}
+		if target == last.target && tau == last.tau {
+			continue
+		}
+		cum := last.cum + last.integral(last.start, t)
+		if t == last.start {
+			last.target, last.tau = target, tau
+			continue
+		}
+		g.segs = append(g.segs, segment{start: t, x0: x, target: target, tau: tau, cum: cum})
+		// forget what is older than History, keeping the segment in force then
+		cut := t - s.cfg.History.Seconds()
+		k := sort.Search(len(g.segs), func(j int) bool { return g.segs[j].start > cut }) - 1
+		if k > 0 {
+			g.segs = append(g.segs[:0], g.segs[k:]...)
+		}
+	}
+}
+
+func (sg segment) dyn(t float64) float64 {
+	return sg.target + (sg.x0-sg.target)*math.Exp(-(t-sg.start)/sg.tau)
+}
+
+func (sg segment) integral(a, b float64) float64 {
+	return sg.target*(b-a) + (sg.x0-sg.target)*sg.tau*(math.Exp(-(a-sg.start)/sg.tau)-math.Exp(-(b-sg.start)/sg.tau))
+}
+
+func (g *simGPU) seg(t float64) segment {
+	n := len(g.segs)
+	if g.segs[n-1].start <= t {
+		return g.segs[n-1]
+	}
+	k := sort.Search(n, func(j int) bool { return g.segs[j].start > t }) - 1
+	if k < 0 {
+		k = 0
+	}
+	return g.segs[k]
+}
+
+func (g *simGPU) power(t float64) float64 {
+	p := g.idle + g.seg(t).dyn(t)
+	for k := range noiseTerms {
+		p += g.amp[k] * math.Sin(g.omega[k]*t+g.phase[k])
+	}
+	return p
+}
+
+// energy is the exact energy from the epoch to t.
+func (g *simGPU) energy(t float64) float64 {
+	sg := g.seg(t)
+	e := g.idle*t + sg.cum + sg.integral(sg.start, t)
+	for k := range noiseTerms {
+		e += g.amp[k] / g.omega[k] * (math.Cos(g.phase[k]) - math.Cos(g.omega[k]*t+g.phase[k]))
+	}
+	return e
+}

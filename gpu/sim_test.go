@@ -1,0 +1,179 @@
+package gpu
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newClock() *fakeClock { return &fakeClock{t: time.Unix(1_750_000_000, 0)} }
+
+// simpson integrates PowerAt numerically, independently of ExactEnergy.
+func simpson(s *Sim, i int, t0, t1 time.Time, n int) float64 {
+	h := t1.Sub(t0) / time.Duration(n)
+	sum := s.PowerAt(i, t0) + s.PowerAt(i, t1)
+	for k := 1; k < n; k++ {
+		w := 2.0
+		if k%2 == 1 {
+			w = 4
+		}
+		sum += w * s.PowerAt(i, t0.Add(time.Duration(k)*h))
+	}
+	return sum * h.Seconds() / 3
+}
+
+func TestSimExactEnergyMatchesNumericIntegral(t *testing.T) {
+	clk := newClock()
+	s, err := NewSim(SimConfig{GPUs: 2, NoiseWatts: 3, Seed: 42, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := clk.Now()
+	script := []struct {
+		after time.Duration
+		apply func()
+	}{
+		{5 * time.Second, func() { s.SetEngineState(EngineLoading) }},
+		{20 * time.Second, func() { s.SetEngineState(EngineRunning); s.SetLoad(0.7) }},
+		{7 * time.Second, func() { _ = s.SetGPULoad(1, 0.2) }},
+		{30 * time.Second, func() { s.SetLoad(0); s.SetEngineState(EngineStopped) }},
+		{40 * time.Second, func() {}},
+	}
+	marks := []time.Time{t0}
+	for _, st := range script {
+		clk.Advance(st.after)
+		st.apply()
+		marks = append(marks, clk.Now())
+	}
+	for i := range 2 {
+		for k := 0; k+1 < len(marks); k++ {
+			// integrate segment by segment: Simpson is exact enough between kinks
+			a, b := marks[k], marks[k+1]
+			got := s.ExactEnergy(i, a, b)
+			want := simpson(s, i, a, b, 20000)
+			if math.Abs(got-want) > 1e-6*want {
+				t.Errorf("gpu %d [%d]: exact %.6f J, numeric %.6f J", i, k, got, want)
+			}
+		}
+		whole := s.ExactEnergy(i, marks[0], marks[len(marks)-1])
+		sum := 0.0
+		for k := 0; k+1 < len(marks); k++ {
+			sum += s.ExactEnergy(i, marks[k], marks[k+1])
+		}
+		if math.Abs(whole-sum) > 1e-9*whole {
+			t.Errorf("gpu %d: energy not additive: %.9f vs %.9f", i, whole, sum)
+		}
+	}
+	// the power model: loading ramps toward StartupWatts, release decays to idle
+	if p := s.PowerAt(0, marks[2].Add(-time.Millisecond)); math.Abs(p-250) > 15 {
+		t.Errorf("power at the end of loading %.1f W, want ≈ 250 W", p)
+	}
+	if p := s.PowerAt(0, marks[4].Add(-time.Millisecond)); math.Abs(p-(70+0.7*630)) > 15 {
+		t.Errorf("power at load 0.7 %.1f W, want ≈ %.0f W", p, 70+0.7*630)
+	}
+	if p := s.PowerAt(0, marks[5]); math.Abs(p-70) > 10 {
+		t.Errorf("power 40 s after stop %.1f W, want back near idle 70 W", p)
+	}
+}
+
+func TestSimDeterministicAndValidated(t *testing.T) {
+	mk := func(seed uint64) []float64 {
+		clk := newClock()
+		s, err := NewSim(SimConfig{GPUs: 3, NoiseWatts: 2, Seed: seed, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []float64
+		for range 50 {
+			clk.Advance(100 * time.Millisecond)
+			for i := range 3 {
+				smp, err := s.Sample(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, smp.PowerWatts)
+			}
+		}
+		return out
+	}
+	a, b, c := mk(1), mk(1), mk(2)
+	for k := range a {
+		if a[k] != b[k] {
+			t.Fatalf("same seed, sample %d differs: %v vs %v", k, a[k], b[k])
+		}
+	}
+	same := true
+	for k := range a {
+		same = same && a[k] == c[k]
+	}
+	if same {
+		t.Error("different seeds gave identical power")
+	}
+	for _, bad := range []SimConfig{
+		{GPUs: -1}, {IdleWatts: 100, MaxWatts: 50}, {NoiseWatts: 50}, {StartupWatts: 900}, {RampSeconds: -1},
+	} {
+		if _, err := NewSim(bad); err == nil {
+			t.Errorf("NewSim(%+v) accepted", bad)
+		}
+	}
+	s, _ := NewSim(SimConfig{GPUs: 1})
+	if err := s.SetGPULoad(3, 1); err == nil {
+		t.Error("SetGPULoad on a missing GPU accepted")
+	}
+	if _, err := s.Sample(1); err == nil {
+		t.Error("Sample on a missing GPU accepted")
+	}
+}
+
+func TestSimHistoryBounded(t *testing.T) {
+	clk := newClock()
+	s, _ := NewSim(SimConfig{GPUs: 1, History: time.Minute, Clock: clk})
+	t0 := clk.Now()
+	for k := range 2000 {
+		clk.Advance(100 * time.Millisecond)
+		s.SetLoad(float64(k%10) / 10)
+	}
+	if n := len(s.gpus[0].segs); n > 700 {
+		t.Errorf("%d segments kept for a 1 minute history at 10 changes/s", n)
+	}
+	if !math.IsNaN(s.ExactEnergy(0, t0, clk.Now())) {
+		t.Error("energy over forgotten history is not NaN")
+	}
+	if e := s.ExactEnergy(0, clk.Now().Add(-30*time.Second), clk.Now()); !(e > 0) {
+		t.Errorf("energy over the kept history %v", e)
+	}
+}
+
+func TestSimEnergyCounter(t *testing.T) {
+	clk := newClock()
+	s, _ := NewSim(SimConfig{GPUs: 1, EnergyCounter: true, Clock: clk})
+	if s.Devices()[0].EnergySource != EnergyCounter {
+		t.Fatal("energy source not counter")
+	}
+	t0 := clk.Now()
+	a, _ := s.Sample(0)
+	s.SetLoad(1)
+	clk.Advance(10 * time.Second)
+	b, _ := s.Sample(0)
+	if !b.HasEnergy || math.Abs((b.EnergyJoules-a.EnergyJoules)-s.ExactEnergy(0, t0, clk.Now())) > 0.002 {
+		t.Errorf("counter delta %.3f J, exact %.3f J", b.EnergyJoules-a.EnergyJoules, s.ExactEnergy(0, t0, clk.Now()))
+	}
+}
