@@ -1,0 +1,242 @@
+package dashboards
+
+//lint:file-ignore SA1019 dashboard.Dashboard (schema v1) is what Grafana's file provisioning loads in every supported release.
+
+import (
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/statetimeline"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+// Selectors of the benchmark dashboard.
+const (
+	runSel     = `{run_id="$run_id"}`
+	runGPUSel  = `{run_id="$run_id", node=~"$node", gpu=~"$gpu"}`
+	engineSel  = `{node=~"$node"}`
+	liveWindow = "1m"
+)
+
+// Benchmark builds the "Benchmark run" dashboard: one run's lifecycle phases,
+// stage energy, latency, load and the engine's own view.
+func Benchmark() (dashboard.Dashboard, error) {
+	return dashboard.NewDashboardBuilder("joulemark / Benchmark run").
+		Uid("joulemark-benchmark").
+		Description("One joulemark bench run through idle, startup, warm-up, formal and release: stage energy, J/token, latency from the per-request samples, load and engine state. GPU board energy only. The report of `joulemark analyze` carries the steady-state J/token; this dashboard shows stage figures and live windows.").
+		Tags([]string{"joulemark", "energy", "benchmark"}).
+		Editable().
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Refresh("10s").
+		Time("now-30m", "now").
+		Timezone(common.TimeZoneUtc).
+		WithVariable(datasourceVariable()).
+		WithVariable(nodeVariable()).
+		WithVariable(gpuVariable()).
+		WithVariable(runVariable(false)).
+		Annotations(phaseAnnotations(`="$run_id"`)).
+		WithRow(dashboard.NewRowBuilder("Lifecycle and stage energy")).
+		WithPanel(statPanel(panelSpec{
+			title: "Formal-stage J/token", unit: unitJoulePerToken, w: 6, h: 4, boundary: boundaryGPU,
+			desc:    "Energy of the formal phase (exporter, all GPUs of the run) divided by the output tokens of the formal requests. Not the steady-state J/token, which `joulemark analyze` computes.",
+			queries: []query{{expr: formalJoulesPerToken("run_id", `="$run_id"`), instant: true}},
+		})).
+		WithPanel(statPanel(panelSpec{
+			title: "Full-lifecycle J/token", unit: unitJoulePerToken, w: 6, h: 4, boundary: boundaryGPU,
+			desc:    "(startup + warm-up + formal + release energy) / formal output tokens, as DESIGN.md defines it; never mixed with steady-state J/token.",
+			queries: []query{{expr: lifecycleJoulesPerToken("run_id", `="$run_id"`), instant: true}},
+		})).
+		WithPanel(statPanel(panelSpec{
+			title: "Release closed", unit: unitNone, w: 6, h: 4, boundary: boundaryGPU,
+			desc:    "Whether every GPU came back within the tolerance of its idle baseline and held there (1), or the wait timed out (0): a run whose release did not close is excluded from formal results.",
+			queries: []query{{expr: `min(last_over_time(joulemark_run_release_closed` + runSel + `[$__range]))`, instant: true}},
+		}).Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
+			Type: dashboard.MappingTypeValueToText,
+			Options: map[string]dashboard.ValueMappingResult{
+				"0": {Text: ptr("not closed"), Color: ptr("red")},
+				"1": {Text: ptr("closed"), Color: ptr("green")},
+			},
+		}}})).
+		WithPanel(statPanel(panelSpec{
+			title: "Idle baseline power", unit: unitWatt, w: 6, h: 4, boundary: boundaryGPU,
+			desc:    "Mean power of the idle phase summed over the run's GPUs. Never subtracted from any figure.",
+			queries: []query{{expr: `sum(last_over_time(joulemark_run_baseline_power_watts` + runSel + `[$__range]))`, instant: true}},
+		})).
+		WithPanel(stageEnergyTable()).
+		WithPanel(apply(statetimeline.NewPanelBuilder(), panelSpec{
+			title: "Phases", unit: unitNone, w: 12, h: 9, boundary: boundaryGPU,
+			desc:    "Which lifecycle phase was active (joulemark_phase_active), as the exporter marked it.",
+			queries: []query{{expr: `max by (phase) (joulemark_phase_active` + runSel + `)`, legend: "{{phase}}"}},
+		}).Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
+			Type: dashboard.MappingTypeValueToText,
+			Options: map[string]dashboard.ValueMappingResult{
+				"0": {Text: ptr(" "), Color: ptr("transparent")},
+				"1": {Text: ptr("active"), Color: ptr("blue")},
+			},
+		}}}).ShowValue(common.VisibilityModeNever)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Power per GPU", unit: unitWatt, w: 12, h: 9, boundary: boundaryGPU,
+			desc:    "Latest power sample of each selected GPU; the phase annotations mark the lifecycle.",
+			queries: []query{{expr: `joulemark_gpu_power_watts` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
+		}).Min(0)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Live J/token", unit: unitJoulePerToken, w: 12, h: 9, boundary: boundaryGPU,
+			desc:    "GPU energy of the selected nodes in a sliding 1-minute window divided by the output tokens of the run's requests that ended in it (per-request samples). Includes warm-up requests while warm-up runs.",
+			queries: []query{{expr: liveJoulesPerToken, legend: "J/token"}},
+		}).Min(0)).
+		WithRow(dashboard.NewRowBuilder("Latency (per-request samples)")).
+		WithPanel(latencyPanel("Time to first token", "TTFT: send to first token of each request.",
+			"joulemark_bench_ttft_seconds_bucket", requestTTFT)).
+		WithPanel(latencyPanel("Time per output token", "TPOT: (latency - TTFT) / (output tokens - 1) of each successful request with more than one output token.",
+			"joulemark_bench_tpot_seconds_bucket", requestTPOT)).
+		WithPanel(latencyPanel("End-to-end latency", "Latency: send to last byte of each request, failed requests included (to their failure).",
+			"joulemark_bench_latency_seconds_bucket", requestLatency)).
+		WithRow(dashboard.NewRowBuilder("Load")).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Target vs achieved rate", unit: unitReqPerSec, w: 8, boundary: boundaryClient,
+			desc: "Requests per second the load shape asked for and the rate the client actually sent, summed over bench pods. Achieved below target means the client could not keep up and the run is flagged.",
+			queries: []query{
+				{expr: `sum(joulemark_bench_target_rate` + runSel + `)`, legend: "target"},
+				{expr: `sum(joulemark_bench_achieved_rate` + runSel + `)`, legend: "achieved"},
+			},
+		}).Min(0)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "In-flight requests", unit: unitCount, w: 8, boundary: boundaryClient,
+			desc:    "Requests sent and not yet finished, summed over bench pods (the closed-loop concurrency, or what an open-loop arrival process built up).",
+			queries: []query{{expr: `sum(joulemark_bench_in_flight_requests` + runSel + `)`, legend: "in flight"}},
+		}).Min(0)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Requests by outcome", unit: unitReqPerSec, w: 8, boundary: boundaryClient,
+			desc:    "Finished requests per second by outcome (success or the error class).",
+			queries: []query{{expr: `sum by (outcome) (rate(joulemark_bench_requests_total` + runSel + `[$__rate_interval]))`, legend: "{{outcome}}"}},
+		}).Min(0).Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Error ratio", unit: unitRatio, w: 8, boundary: boundaryClient,
+			desc:    "Share of the requests that ended in a sliding 1-minute window and failed, from the per-request success samples.",
+			queries: []query{{expr: `1 - sum(sum_over_time(joulemark_request_success` + runSel + `[` + liveWindow + `])) / sum(count_over_time(joulemark_request_success` + runSel + `[` + liveWindow + `]))`, legend: "error ratio"}},
+		}).Min(0).Max(1)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Goodput", unit: unitRatio, w: 8, boundary: boundaryClient,
+			desc:    "Share of the requests ending in each step that succeeded and met both SLOs (TTFT <= $slo_ttft s, TPOT <= $slo_tpot s), from the per-request samples (the last request of each in-flight slot per step). The report's goodput counts every request.",
+			queries: []query{{expr: liveGoodput, legend: "goodput"}},
+		}).Min(0).Max(1)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Output token throughput", unit: unitTokensPerSec, w: 8, boundary: boundaryClient,
+			desc:    "API-reported output tokens of the requests that ended in a sliding 1-minute window, per second.",
+			queries: []query{{expr: `sum(sum_over_time(joulemark_request_output_tokens` + runSel + `[` + liveWindow + `])) / 60`, legend: "tokens/s"}},
+		}).Min(0)).
+		WithRow(dashboard.NewRowBuilder("Engine (vLLM metrics)")).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Engine queue", unit: unitCount, w: 8, boundary: boundaryEngine,
+			desc: "Requests the engine is running (in the batch) and waiting (queued), per model, on the selected nodes.",
+			queries: []query{
+				{expr: `sum by (model_name) (vllm:num_requests_running` + engineSel + `)`, legend: "{{model_name}} running"},
+				{expr: `sum by (model_name) (vllm:num_requests_waiting` + engineSel + `)`, legend: "{{model_name}} waiting"},
+			},
+		}).Min(0)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "KV-cache usage", unit: unitRatio, w: 8, boundary: boundaryEngine,
+			desc:    "Fraction of the engine's KV-cache blocks in use (vllm:kv_cache_usage_perc; vllm:gpu_cache_usage_perc before vLLM V1). Near 1 the engine preempts requests.",
+			queries: []query{{expr: `max by (model_name) (vllm:kv_cache_usage_perc` + engineSel + ` or vllm:gpu_cache_usage_perc` + engineSel + `)`, legend: "{{model_name}}"}},
+		}).Min(0).Max(1)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Engine tokens and preemptions", unit: unitPerSecond, w: 8, boundary: boundaryEngine,
+			desc: "Generation and prompt tokens the engine processed per second, and preemptions per second, per model.",
+			queries: []query{
+				{expr: `sum by (model_name) (rate(vllm:generation_tokens_total` + engineSel + `[$__rate_interval]))`, legend: "{{model_name}} generation tokens/s"},
+				{expr: `sum by (model_name) (rate(vllm:prompt_tokens_total` + engineSel + `[$__rate_interval]))`, legend: "{{model_name}} prompt tokens/s"},
+				{expr: `sum by (model_name) (rate(vllm:num_preemptions_total` + engineSel + `[$__rate_interval]))`, legend: "{{model_name}} preemptions/s"},
+			},
+		}).Min(0)).
+		WithVariable(sloVariable("slo_ttft", "TTFT SLO (s)", "0.5", "Goodput's time-to-first-token objective in seconds.")).
+		WithVariable(sloVariable("slo_tpot", "TPOT SLO (s)", "0.035", "Goodput's time-per-output-token objective in seconds.")).
+		Build()
+}
+
+// stageEnergyTable is one row per lifecycle phase: energy, duration, mean power.
+func stageEnergyTable() *table.PanelBuilder {
+	energy := `sum by (phase) (last_over_time(joulemark_phase_energy_joules` + runGPUSel + `[$__range]))`
+	duration := `max by (phase) (last_over_time(joulemark_phase_end_timestamp_seconds` + runSel + `[$__range]) - last_over_time(joulemark_phase_start_timestamp_seconds` + runSel + `[$__range]))`
+	return apply(table.NewPanelBuilder(), panelSpec{
+		title: "Stage energy", unit: unitJoule, w: 12, h: 9, boundary: boundaryGPU,
+		desc: "Energy of each lifecycle phase integrated at the exporter from the high-rate samples over the exact phase boundaries, summed over the selected GPUs; its duration and mean power. Startup energy in the report is startup + warm-up. The idle baseline is never subtracted.",
+		queries: []query{
+			{expr: energy, instant: true, table: true},
+			{expr: duration, instant: true, table: true},
+			{expr: energy + " / " + duration, instant: true, table: true},
+		},
+	}).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+			"excludeByName": map[string]any{"Time": true},
+			"indexByName":   map[string]any{"phase": 0, "Value #A": 1, "Value #B": 2, "Value #C": 3},
+			"renameByName":  map[string]any{"phase": "Phase", "Value #A": "Energy", "Value #B": "Duration", "Value #C": "Mean power"},
+		}}).
+		OverrideByName("Duration", []dashboard.DynamicConfigValue{{Id: "unit", Value: unitSeconds}}).
+		OverrideByName("Mean power", []dashboard.DynamicConfigValue{{Id: "unit", Value: unitWatt}}).
+		Footer(common.NewTableFooterOptionsBuilder().Show(true).Reducer([]string{"sum"}).Fields([]string{"Energy"}))
+}
+
+// latencyPanel shows p50/p95/p99 from the bench histogram and each request
+// from the per-request samples as points.
+func latencyPanel(title, what, bucket, perRequest string) *timeseries.PanelBuilder {
+	q := func(p string) string {
+		return `histogram_quantile(` + p + `, sum by (le) (rate(` + bucket + runSel + `[$__rate_interval])))`
+	}
+	return apply(timeseries.NewPanelBuilder(), panelSpec{
+		title: title, unit: unitSeconds, w: 8, h: 9, boundary: boundaryClient,
+		desc: what + " Lines: p50/p95/p99 from the bench job's histogram; points: the individual requests (per-request samples, one series per in-flight slot).",
+		queries: []query{
+			{expr: q("0.5"), legend: "p50"},
+			{expr: q("0.95"), legend: "p95"},
+			{expr: q("0.99"), legend: "p99"},
+			{expr: perRequest, legend: "{{phase}} slot {{slot}}"},
+		},
+	}).Min(0).
+		OverrideByQuery("D", []dashboard.DynamicConfigValue{
+			{Id: "custom.drawStyle", Value: "points"},
+			{Id: "custom.pointSize", Value: 3},
+			{Id: "custom.hideFrom", Value: map[string]any{"legend": true, "tooltip": false, "viz": false}},
+			{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "rgba(128, 128, 128, 0.6)"}},
+		})
+}
+
+// lastPerSlot is the last sample of metric in each slot in the step window.
+func lastPerSlot(metric string) string {
+	return `max by (phase, slot) (last_over_time(` + metric + runSel + `[$__interval]))`
+}
+
+var (
+	requestTTFT    = lastPerSlot("joulemark_request_ttft_seconds")
+	requestLatency = lastPerSlot("joulemark_request_latency_seconds")
+	// requestTPOT follows DESIGN.md: (latency - TTFT) / (output tokens - 1),
+	// for successful requests with more than one output token.
+	requestTPOT = `(` + requestLatency + ` - ` + requestTTFT + `) / (` + lastPerSlot("joulemark_request_output_tokens") + ` - 1 > 0) and on (phase, slot) (` + lastPerSlot("joulemark_request_success") + ` == 1)`
+	// liveGoodput: good requests (success, TTFT and TPOT within the SLOs)
+	// over all requests, among the last request of each slot per step.
+	liveGoodput = `count((` + requestTTFT + ` <= $slo_ttft) and on (phase, slot) (` + requestTPOT + ` <= $slo_tpot)) / count(` + lastPerSlot("joulemark_request_success") + `)`
+	// liveJoulesPerToken: energy of the selected nodes over the run's output tokens.
+	liveJoulesPerToken = `sum(increase(joulemark_gpu_energy_joules_total{node=~"$node"}[` + liveWindow + `])) / sum(sum_over_time(joulemark_request_output_tokens` + runSel + `[` + liveWindow + `]))`
+)
+
+// formalJoulesPerToken is formal-phase energy over formal output tokens,
+// grouped by the given label (run_id) for the runs the matcher selects.
+func formalJoulesPerToken(by, runMatch string) string {
+	return `sum by (` + by + `) (last_over_time(joulemark_phase_energy_joules{run_id` + runMatch + `, phase="formal"}[$__range])) / sum by (` + by + `) (sum_over_time(joulemark_request_output_tokens{run_id` + runMatch + `, phase="formal"}[$__range]))`
+}
+
+// lifecycleJoulesPerToken is (startup + warm-up + formal + release energy)
+// over formal output tokens.
+func lifecycleJoulesPerToken(by, runMatch string) string {
+	return `sum by (` + by + `) (last_over_time(joulemark_phase_energy_joules{run_id` + runMatch + `, phase=~"startup|warmup|formal|release"}[$__range])) / sum by (` + by + `) (sum_over_time(joulemark_request_output_tokens{run_id` + runMatch + `, phase="formal"}[$__range]))`
+}
+
+// sloVariable is a text box holding one SLO threshold in seconds.
+func sloVariable(name, label, def, help string) *dashboard.TextBoxVariableBuilder {
+	v := dashboard.StringOrArrayOfString{String: ptr(def)}
+	return dashboard.NewTextBoxVariableBuilder(name).
+		Label(label).
+		Description(help).
+		DefaultValue(dashboard.StringOrMap{String: ptr(def)}).
+		Current(dashboard.VariableOption{Text: v, Value: v})
+}

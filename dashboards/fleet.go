@@ -1,0 +1,134 @@
+package dashboards
+
+//lint:file-ignore SA1019 dashboard.Dashboard (schema v1) is what Grafana's file provisioning loads in every supported release.
+
+import (
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+// gpuSel selects the GPUs of the node and gpu template variables.
+const gpuSel = `{node=~"$node", gpu=~"$gpu"}`
+
+// Fleet builds the "Fleet energy (live)" dashboard: power and energy of every
+// GPU the exporters sample, live J/token of the engines, and sampler health.
+func Fleet() (dashboard.Dashboard, error) {
+	return dashboard.NewDashboardBuilder("joulemark / Fleet energy (live)").
+		Uid("joulemark-fleet").
+		Description("Live GPU power and energy across every node running the joulemark exporter, J/token of the inference engines, and sampler health. GPU board energy only.").
+		Tags([]string{"joulemark", "energy", "gpu"}).
+		Editable().
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Refresh("10s").
+		Time("now-1h", "now").
+		Timezone(common.TimeZoneUtc).
+		WithVariable(datasourceVariable()).
+		WithVariable(nodeVariable()).
+		WithVariable(gpuVariable()).
+		WithVariable(runVariable(true)).
+		Annotations(phaseAnnotations(`=~"$run_id"`)).
+		WithRow(dashboard.NewRowBuilder("Power and energy")).
+		WithPanel(statPanel(panelSpec{
+			title: "Fleet power", unit: unitWatt, w: 6, h: 6, boundary: boundaryGPU,
+			desc:    "Sum of the latest power sample of every selected GPU.",
+			queries: []query{{expr: `sum(joulemark_gpu_power_watts` + gpuSel + `)`, legend: "power"}},
+		}).GraphMode(common.BigValueGraphModeArea)).
+		WithPanel(statPanel(panelSpec{
+			title: "Energy over the time range", unit: unitJoule, w: 6, h: 6, boundary: boundaryGPU,
+			desc:    "GPU energy of the selected GPUs over the dashboard's time range, from the exporter's energy counter (NVML energy counter where supported, else integrated samples).",
+			queries: []query{{expr: `sum(increase(joulemark_gpu_energy_joules_total` + gpuSel + `[$__range]))`, legend: "energy", instant: true}},
+		})).
+		WithPanel(statPanel(panelSpec{
+			title: "GPUs sampled", unit: unitCount, w: 6, h: 6, boundary: boundaryGPU,
+			desc:    "Number of GPUs the exporters report (joulemark_gpu_info series) among the selection.",
+			queries: []query{{expr: `count(joulemark_gpu_info` + gpuSel + `)`, legend: "GPUs"}},
+		})).
+		WithPanel(statPanel(panelSpec{
+			title: "Live J/token (engines)", unit: unitJoulePerToken, w: 6, h: 6, boundary: boundaryGPU,
+			desc:    "GPU energy of the selected nodes divided by the output tokens their vLLM engines generated (vllm:generation_tokens_total), over the last 5 minutes. Only meaningful where the engine scrape job sets the same node label as the exporter's.",
+			queries: []query{{expr: fleetJoulesPerToken("5m"), legend: "J/token"}},
+		})).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Power per GPU", unit: unitWatt, w: 12, boundary: boundaryGPU,
+			desc:    "Latest power sample of each GPU at scrape time (instant power where the GPU offers it, else NVML's 1 s average).",
+			queries: []query{{expr: `joulemark_gpu_power_watts` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
+		}).Min(0)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Power per node", unit: unitWatt, w: 12, boundary: boundaryGPU,
+			desc:    "Sum of the selected GPUs' power on each node.",
+			queries: []query{{expr: `sum by (node) (joulemark_gpu_power_watts` + gpuSel + `)`, legend: "{{node}}"}},
+		}).Min(0).Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Energy rate per node", unit: unitWatt, w: 12, boundary: boundaryGPU,
+			desc:    "Rate of the energy counter per node (J/s = W): the average power between scrapes, which unlike the sampled power misses no spike.",
+			queries: []query{{expr: `sum by (node) (rate(joulemark_gpu_energy_joules_total` + gpuSel + `[$__rate_interval]))`, legend: "{{node}}"}},
+		}).Min(0)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Live J/token per node (engines)", unit: unitJoulePerToken, w: 12, boundary: boundaryGPU,
+			desc:    "GPU energy of each node divided by the output tokens its vLLM engines generated in the same window (vllm:generation_tokens_total), matched on the node label. Every GPU of the node counts, busy or idle.",
+			queries: []query{{expr: nodeJoulesPerToken, legend: "{{node}}"}},
+		}).Min(0)).
+		WithRow(dashboard.NewRowBuilder("Limits and thermals")).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Power against the limit", unit: unitRatio, w: 12, boundary: boundaryGPU,
+			desc:    "Each GPU's power divided by its enforced power limit; near 100% the GPU is power-capped and clocks drop.",
+			queries: []query{{expr: `joulemark_gpu_power_watts` + gpuSel + ` / joulemark_gpu_power_limit_watts` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
+		}).Min(0).Max(1.1).Thresholds(thresholds(0.95)).
+			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine))).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Temperature", unit: unitCelsius, w: 12, boundary: boundaryGPU,
+			desc:    "GPU core temperature of each GPU (NVML, sampled at 1 Hz).",
+			queries: []query{{expr: `joulemark_gpu_temperature_celsius` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
+		})).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Utilization", unit: unitRatio, w: 8, boundary: boundaryGPU,
+			desc:    "NVML GPU utilization: the fraction of time a kernel ran, not how much of the GPU it used.",
+			queries: []query{{expr: `joulemark_gpu_utilization_ratio` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
+		}).Min(0).Max(1)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Memory used", unit: unitBytes, w: 8, boundary: boundaryGPU,
+			desc:    "GPU memory in use on each GPU.",
+			queries: []query{{expr: `joulemark_gpu_memory_used_bytes` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
+		}).Min(0)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "SM clock", unit: unitHertz, w: 8, boundary: boundaryGPU,
+			desc:    "Streaming-multiprocessor clock of each GPU; it falls when the GPU is power- or thermally capped.",
+			queries: []query{{expr: `joulemark_gpu_sm_clock_hertz` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
+		}).Min(0)).
+		WithRow(dashboard.NewRowBuilder("Sampler health")).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Samples per second", unit: unitPerSecond, w: 8, boundary: boundarySampler,
+			desc:    "Power samples taken per second on each GPU; 10/s at the default 100 ms interval.",
+			queries: []query{{expr: `rate(joulemark_sampler_samples_total` + gpuSel + `[$__rate_interval])`, legend: "{{node}} GPU {{gpu}}"}},
+		}).Min(0)).
+		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+			title: "Sampler errors and overruns", unit: unitPerSecond, w: 8, boundary: boundarySampler,
+			desc: "NVML errors and sampling ticks that overran their interval, per second, per node. Anything above zero means energy was integrated from fewer samples than asked.",
+			queries: []query{
+				{expr: `sum by (node) (rate(joulemark_sampler_errors_total` + gpuSel + `[$__rate_interval]))`, legend: "{{node}} errors"},
+				{expr: `sum by (node) (rate(joulemark_sampler_overruns_total` + gpuSel + `[$__rate_interval]))`, legend: "{{node}} overruns"},
+			},
+		}).Min(0)).
+		WithPanel(apply(table.NewPanelBuilder(), panelSpec{
+			title: "What is measured", unit: unitNone, w: 8, boundary: boundaryGPU,
+			desc:    "One row per GPU: model, driver, where power comes from (power_source) and whether energy is NVML's counter or integrated from samples (energy_source).",
+			queries: []query{{expr: `joulemark_gpu_info` + gpuSel, instant: true, table: true}},
+		}).WithTransformation(dashboard.DataTransformerConfig{
+			Id: "organize",
+			Options: map[string]any{
+				"excludeByName": map[string]any{"Time": true, "Value": true, "__name__": true},
+			},
+		})).
+		Build()
+}
+
+// fleetJoulesPerToken is GPU energy over tokens generated by the engines of
+// the selected nodes over window w.
+func fleetJoulesPerToken(w string) string {
+	return `sum(increase(joulemark_gpu_energy_joules_total{node=~"$node"}[` + w + `])) / sum(increase(vllm:generation_tokens_total{node=~"$node"}[` + w + `]))`
+}
+
+// nodeJoulesPerToken is GPU energy over engine output tokens per node.
+const nodeJoulesPerToken = `sum by (node) (rate(joulemark_gpu_energy_joules_total{node=~"$node"}[$__rate_interval])) / sum by (node) (rate(vllm:generation_tokens_total{node=~"$node"}[$__rate_interval]))`
