@@ -1,0 +1,421 @@
+package choose
+
+import (
+	"bytes"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (go test -update to rewrite):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// fixtureRuns loads testdata/runs/<name>/report.json for each name.
+func fixtureRuns(t *testing.T, names ...string) []*Run {
+	t.Helper()
+	var paths []string
+	for _, n := range names {
+		paths = append(paths, filepath.Join("testdata", "runs", n, "report.json"))
+	}
+	runs, err := LoadReports(paths, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs
+}
+
+var allRuns = []string{"vllm-tp1", "vllm-tp2", "sglang-tp1", "sglang-tp2", "tgi-tp1"}
+
+func ip(v int) *int { return &v }
+
+func TestReadSanity(t *testing.T) {
+	tests := []struct {
+		name  string
+		jsonl string
+		want  Sanity
+	}{
+		{"empty archive", "", Sanity{}},
+		{
+			"hash and max tokens known",
+			`{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
+{"phase":"formal","success":true,"output_tokens":0,"max_tokens":10,"output_hash":"e","finish_reason":"stop"}
+{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
+{"phase":"formal","success":true,"output_tokens":3,"max_tokens":10,"output_hash":"b","finish_reason":"stop"}
+{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
+
+{"phase":"warmup","success":true,"output_tokens":0,"output_hash":"a"}
+{"phase":"formal","success":false,"output_tokens":0,"error":"timeout"}
+`,
+			Sanity{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(1)},
+		},
+		{
+			"finish reason only: stop counts as short, repeats unknown",
+			`{"phase":"formal","success":true,"output_tokens":10,"finish_reason":"length"}
+{"phase":"formal","success":true,"output_tokens":4,"finish_reason":"stop"}
+`,
+			Sanity{Requests: 2, Short: ip(1)},
+		},
+		{
+			"nothing to judge length by",
+			`{"phase":"formal","success":true,"output_tokens":4}` + "\n",
+			Sanity{Requests: 1},
+		},
+		{
+			"empty by characters",
+			`{"phase":"formal","success":true,"output_tokens":1,"output_chars":0}` + "\n",
+			Sanity{Requests: 1, Empty: 1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ReadSanity(strings.NewReader(tc.jsonl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %s, want %s", FormatSanity(&got), FormatSanity(&tc.want))
+			}
+		})
+	}
+	_, err := ReadSanity(strings.NewReader("{\"phase\":\"formal\"}\n{not json\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("malformed line: error %v, want one naming line 2", err)
+	}
+}
+
+func TestLoadReport(t *testing.T) {
+	runs := fixtureRuns(t, "vllm-tp2", "sglang-tp1")
+	if s := runs[0].Sanity; s == nil || FormatSanity(s) != "2/2/4 of 40" {
+		t.Errorf("vllm-tp2 sanity = %s, want 2/2/4 of 40 (2 empty, 3 identical = 2 repeats, 4 short)", FormatSanity(s))
+	}
+	if runs[1].Sanity != nil {
+		t.Errorf("sglang-tp1 has no archive, got sanity %s", FormatSanity(runs[1].Sanity))
+	}
+	if v, ok := runs[0].Lookup("measurement.energy_source"); !ok || v != "counter" {
+		t.Errorf("Lookup = %q %v", v, ok)
+	}
+	if _, ok := runs[0].Lookup("steady_state.nope"); ok {
+		t.Error("Lookup of a missing key succeeded")
+	}
+
+	// The archive is found under --runs-dir when it is not beside the report.
+	dir := t.TempDir()
+	data, _ := os.ReadFile(filepath.Join("testdata", "runs", "vllm-tp2", "report.json"))
+	p := filepath.Join(dir, "report.json")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := LoadReport(p, LoadOptions{RunsDir: filepath.Join("testdata", "runs")})
+	if err != nil || r.Sanity == nil || r.Sanity.Empty != 2 {
+		t.Errorf("runs-dir lookup: %v, %+v", err, r)
+	}
+
+	// Errors say what and where.
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte("{\n  \"run_id\": \"x\",\n  \"valid\": \"yes\"\n}\n"), 0o644)
+	if _, err := LoadReport(bad, LoadOptions{}); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("bad report: %v, want an error naming the file and line 3", err)
+	}
+	same := filepath.Join("testdata", "runs", "vllm-tp1", "report.json")
+	if _, err := LoadReports([]string{same, same}, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "both have run_id") {
+		t.Errorf("duplicate run_id: %v", err)
+	}
+}
+
+func TestDominates(t *testing.T) {
+	mk := func(name string, ss, tput *float64) *Run {
+		r := &Run{Name: name}
+		r.Report.SteadyState.Reached = ss != nil
+		r.Report.SteadyState.JoulesPerToken = ss
+		r.Report.ThroughputTokensPerSecond = tput
+		return r
+	}
+	metrics := []Metric{SteadyStateJPT, Throughput}
+	tests := []struct {
+		name string
+		a, b *Run
+		want bool
+		used int
+	}{
+		{"better in both", mk("a", f64(1), f64(10)), mk("b", f64(2), f64(5)), true, 2},
+		{"better in one, equal in other", mk("a", f64(1), f64(5)), mk("b", f64(2), f64(5)), true, 2},
+		{"equal in both", mk("a", f64(1), f64(5)), mk("b", f64(1), f64(5)), false, 2},
+		{"trade-off", mk("a", f64(1), f64(4)), mk("b", f64(2), f64(5)), false, 2},
+		{"missing in b narrows to throughput", mk("a", f64(1), f64(10)), mk("b", nil, f64(5)), true, 1},
+		{"missing in a narrows too", mk("a", nil, f64(10)), mk("b", f64(0.5), f64(5)), true, 1},
+		{"nothing in common", mk("a", f64(1), nil), mk("b", nil, f64(5)), false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, used := Dominates(tc.a, tc.b, metrics)
+			if got != tc.want || len(used) != tc.used {
+				t.Errorf("Dominates = %v over %d metrics, want %v over %d", got, len(used), tc.want, tc.used)
+			}
+		})
+	}
+}
+
+func TestPareto(t *testing.T) {
+	runs := fixtureRuns(t, allRuns...)
+	classes := Pareto(runs, ParetoMetrics)
+	want := map[string]struct {
+		rank int
+		by   []string
+	}{
+		"vllm-tp1":   {1, nil},
+		"vllm-tp2":   {1, nil},
+		"sglang-tp1": {2, []string{"vllm-tp1"}},
+		"sglang-tp2": {1, nil}, // best steady-state J/token; TPOT and goodput missing narrow its comparisons
+		"tgi-tp1":    {0, nil}, // invalid: excluded despite the best figures
+	}
+	for _, c := range classes {
+		w := want[c.Run.Name]
+		if c.Rank != w.rank || !reflect.DeepEqual(c.DominatedBy, w.by) {
+			t.Errorf("%s: rank %d dominated by %v, want rank %d by %v", c.Run.Name, c.Rank, c.DominatedBy, w.rank, w.by)
+		}
+	}
+	if classes[4].Excluded != "invalid: release_not_closed" {
+		t.Errorf("tgi-tp1 excluded = %q", classes[4].Excluded)
+	}
+	var buf bytes.Buffer
+	if err := WriteParetoTable(&buf, classes, ParetoMetrics); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "pareto.golden", buf.Bytes())
+}
+
+func TestRecommend(t *testing.T) {
+	runs := fixtureRuns(t, allRuns...)
+	tests := []struct {
+		name     string
+		cons     []Constraint
+		maxBad   float64
+		prefer   Metric
+		best     string
+		excluded map[string]string // substrings of the reasons
+	}{
+		{
+			name: "no constraint: front tiebreak on steady-state J/token", maxBad: -1, prefer: SteadyStateJPT, best: "sglang-tp2",
+			excluded: map[string]string{"tgi-tp1": "invalid: release_not_closed", "sglang-tp1": "dominated by vllm-tp1"},
+		},
+		{
+			name: "prefer full-lifecycle J/token", maxBad: -1, prefer: LifecycleJPT, best: "vllm-tp2",
+		},
+		{
+			name:   "TPOT constraint drops the run missing TPOT",
+			cons:   []Constraint{{Metric: TPOTP95, Bound: 0.031, Upper: true, Flag: "--max-tpot-p95"}},
+			maxBad: -1, prefer: SteadyStateJPT, best: "vllm-tp1",
+			excluded: map[string]string{
+				"sglang-tp2": "latency.tpot_seconds.p95 missing (--max-tpot-p95)",
+				"sglang-tp1": "latency.tpot_seconds.p95 0.032 > 0.031 (--max-tpot-p95)",
+			},
+		},
+		{
+			name:   "goodput floor and TTFT ceiling",
+			cons:   []Constraint{{Metric: Goodput, Bound: 0.98, Flag: "--min-goodput"}, {Metric: TTFTP95, Bound: 0.15, Upper: true, Flag: "--max-ttft-p95"}},
+			maxBad: -1, prefer: SteadyStateJPT, best: "vllm-tp2",
+			excluded: map[string]string{"vllm-tp1": "goodput.ratio 0.97 < 0.98 (--min-goodput); latency.ttft_seconds.p95 0.2 > 0.15 (--max-ttft-p95)"},
+		},
+		{
+			name:   "output sanity gate",
+			maxBad: 0.05, prefer: SteadyStateJPT, best: "vllm-tp1",
+			excluded: map[string]string{
+				"vllm-tp2":   "bad outputs 0.2 > 0.05 (8 empty/repeated/short of 40",
+				"sglang-tp2": "output sanity incomplete",
+				"sglang-tp1": "no requests.jsonl",
+			},
+		},
+		{
+			name:   "nothing survives",
+			cons:   []Constraint{{Metric: SteadyStateJPT, Bound: 0.1, Upper: true, Flag: "--max-joules-per-token"}},
+			maxBad: -1, prefer: SteadyStateJPT, best: "",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := Recommend(runs, tc.cons, tc.maxBad, ParetoMetrics, tc.prefer)
+			got := ""
+			if rec.Best != nil {
+				got = rec.Best.Name
+			}
+			if got != tc.best {
+				t.Fatalf("best = %q, want %q (excluded %v)", got, tc.best, rec.Excluded)
+			}
+			for name, want := range tc.excluded {
+				if !strings.Contains(rec.Excluded[name], want) {
+					t.Errorf("%s excluded for %q, want %q", name, rec.Excluded[name], want)
+				}
+			}
+			// Every run is either on the front or excluded with a reason.
+			if n := len(rec.Front) + len(rec.Excluded); n != len(runs) {
+				t.Errorf("front %d + excluded %d != %d runs", len(rec.Front), len(rec.Excluded), len(runs))
+			}
+		})
+	}
+	// The choice does not depend on input order.
+	rev := []*Run{runs[4], runs[3], runs[2], runs[1], runs[0]}
+	if a, b := Recommend(runs, nil, -1, ParetoMetrics, LifecycleJPT), Recommend(rev, nil, -1, ParetoMetrics, LifecycleJPT); a.Best != b.Best {
+		t.Errorf("order changed the choice: %s vs %s", a.Best.Name, b.Best.Name)
+	}
+
+	var buf bytes.Buffer
+	rec := Recommend(runs, []Constraint{{Metric: TPOTP95, Bound: 0.031, Upper: true, Flag: "--max-tpot-p95"}}, -1, ParetoMetrics, SteadyStateJPT)
+	if err := WriteRecommendation(&buf, rec, ParetoMetrics); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "recommend.golden", buf.Bytes())
+	none := Recommend(runs, []Constraint{{Metric: SteadyStateJPT, Bound: 0.1, Upper: true, Flag: "--max-joules-per-token"}}, -1, ParetoMetrics, SteadyStateJPT)
+	if err := WriteRecommendation(&bytes.Buffer{}, none, ParetoMetrics); err != ErrNoSurvivor {
+		t.Errorf("no survivor: err %v", err)
+	}
+}
+
+func loadDiff(t *testing.T, name string) *Run {
+	t.Helper()
+	r, err := LoadReport(filepath.Join("testdata", "diff", name), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestDiff(t *testing.T) {
+	before := loadDiff(t, "before.json")
+	tests := []struct {
+		after     string
+		threshold float64
+		regressed []string
+		validity  bool
+	}{
+		{"after-ok.json", 5, nil, false},
+		// ss 0.30→0.33 (+10%), throughput 1500→1380 (−8%), goodput vanished, error rate 1%→2%.
+		{"after-bad.json", 5, []string{"steady_state.joules_per_token", "throughput_tokens_per_second", "goodput.ratio", "requests.error_rate"}, false},
+		{"after-bad.json", 9, []string{"steady_state.joules_per_token", "goodput.ratio", "requests.error_rate"}, false},
+		{"after-invalid.json", 5, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.after, func(t *testing.T) {
+			d := Diff(before, loadDiff(t, tc.after), DiffMetrics, tc.threshold)
+			var got []string
+			for _, c := range d.Changes {
+				if c.Regressed {
+					got = append(got, c.Metric.Key)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.regressed) || d.ValidityRegressed != tc.validity {
+				t.Errorf("regressed %v validity %v, want %v %v", got, d.ValidityRegressed, tc.regressed, tc.validity)
+			}
+			if want := len(tc.regressed) + map[bool]int{true: 1}[tc.validity]; d.Regressions() != want {
+				t.Errorf("Regressions() = %d, want %d", d.Regressions(), want)
+			}
+		})
+	}
+	// Direction-aware percentages.
+	d := Diff(before, loadDiff(t, "after-ok.json"), []Metric{SteadyStateJPT, Throughput, TTFTP95}, 5)
+	for i, want := range []float64{100 * 0.01 / 0.30, 100 * 20.0 / 1500, -10} {
+		if math.Abs(d.Changes[i].Worse-want) > 1e-9 {
+			t.Errorf("%s worse = %v, want %v", d.Changes[i].Metric.Key, d.Changes[i].Worse, want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteDiff(&buf, Diff(before, loadDiff(t, "after-bad.json"), DiffMetrics, 5)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "diff.golden", buf.Bytes())
+}
+
+func TestPlan(t *testing.T) {
+	var paths []string
+	for _, c := range []int{64, 1, 16, 4} { // any order
+		paths = append(paths, filepath.Join("testdata", "sweep", "sweep-c"+itoa(c), "report.json"))
+	}
+	runs, err := LoadReports(paths, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slos := []Constraint{
+		{Metric: TTFTP95, Bound: 0.5, Upper: true, Flag: "--slo-ttft-p95"},
+		{Metric: TPOTP95, Bound: 0.035, Upper: true, Flag: "--slo-tpot-p95"},
+		{Metric: Goodput, Bound: 0.95, Flag: "--min-goodput"},
+	}
+	p, err := MakePlan(runs, PlanOptions{TargetPeakRateRPS: 100, SLOs: slos, RestartsPerDay: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sweep-c16: 990 successful requests in 45 s = 22 req/s, p50 latency 3.5 s.
+	if p.AdmissionLimit == nil || p.AdmissionLimit.RunID != "sweep-c16" {
+		t.Fatalf("admission limit = %+v, want sweep-c16", p.AdmissionLimit)
+	}
+	near := func(name string, got, want float64) {
+		if math.Abs(got-want) > 1e-6*math.Abs(want) {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	near("rate", *p.AdmissionLimit.RateRPS, 22)
+	near("in flight", *p.AdmissionLimit.InFlight, 77)
+	near("in flight at peak", p.InFlightAtPeak, 350)
+	if p.Replicas != 5 { // ⌈100 / 22⌉
+		t.Errorf("replicas = %d, want 5", p.Replicas)
+	}
+	// 5 × (20000 + 3000) J + 100 × 86400 requests × (45 − 16·0.5) J.
+	near("energy per day", *p.EnergyPerDayJoules, 5*23000+100*86400*37)
+	if len(p.Warnings) != 0 {
+		t.Errorf("warnings: %v", p.Warnings)
+	}
+	var buf bytes.Buffer
+	if err := WritePlan(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "plan.golden", buf.Bytes())
+	buf.Reset()
+	if err := WritePlanJSON(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "plan.json.golden", buf.Bytes())
+
+	if _, err := MakePlan(runs, PlanOptions{TargetPeakRateRPS: 100, SLOs: []Constraint{{Metric: TTFTP95, Bound: 0.01, Upper: true, Flag: "--slo-ttft-p95"}}}); err == nil {
+		t.Error("no point meets the SLO: want an error")
+	}
+	if _, err := MakePlan(runs, PlanOptions{TargetPeakRateRPS: 0}); err == nil {
+		t.Error("zero target rate: want an error")
+	}
+}
+
+func itoa(i int) string { return strings.TrimSpace(FormatValue(float64(i), true)) }
+
+func TestWriteFileNew(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "plan.json")
+	if err := WriteFileNew(p, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileNew(p, []byte("two")); err == nil || !strings.Contains(err.Error(), "refusing to overwrite") {
+		t.Errorf("second write: %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "one" {
+		t.Errorf("file = %q, the earlier result was overwritten", b)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(p))
+	if len(entries) != 1 {
+		t.Errorf("temporary files left: %v", entries)
+	}
+}

@@ -1,0 +1,107 @@
+package choose
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/joulemark/joulemark/analyze"
+)
+
+// Direction says which way a metric gets better.
+type Direction int
+
+const (
+	// Minimize: lower is better (energy, latency).
+	Minimize Direction = iota
+	// Maximize: higher is better (throughput, goodput).
+	Maximize
+)
+
+func (d Direction) String() string {
+	if d == Maximize {
+		return "max"
+	}
+	return "min"
+}
+
+// Better reports whether a is strictly better than b in direction d.
+func (d Direction) Better(a, b float64) bool {
+	if d == Maximize {
+		return a > b
+	}
+	return a < b
+}
+
+// Metric is one figure of a report the choosing commands rank on.
+type Metric struct {
+	Key   string // the report key it comes from, e.g. "latency.ttft_seconds.p95"
+	Label string // short column header
+	Unit  string
+	Dir   Direction
+	value func(*analyze.Report) *float64
+}
+
+// Value returns the metric of a report, or false when it is missing.
+func (m Metric) Value(r *analyze.Report) (float64, bool) {
+	v := m.value(r)
+	if v == nil {
+		return 0, false
+	}
+	return *v, true
+}
+
+func f64(v float64) *float64 { return &v }
+
+// The tracked metrics. Steady-state J/token counts only when steady state was
+// reached; a figure left in a report whose steady state was not reached is
+// treated as missing.
+var (
+	SteadyStateJPT = Metric{Key: "steady_state.joules_per_token", Label: "ss_J/tok", Unit: "J/token", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 {
+			if !r.SteadyState.Reached {
+				return nil
+			}
+			return r.SteadyState.JoulesPerToken
+		}}
+	LifecycleJPT = Metric{Key: "full_lifecycle_joules_per_token", Label: "life_J/tok", Unit: "J/token", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 { return r.FullLifecycleJoulesPerToken }}
+	TTFTP95 = Metric{Key: "latency.ttft_seconds.p95", Label: "ttft_p95", Unit: "s", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 { return r.Latency.TTFTSeconds.P95 }}
+	TPOTP95 = Metric{Key: "latency.tpot_seconds.p95", Label: "tpot_p95", Unit: "s", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 { return r.Latency.TPOTSeconds.P95 }}
+	StartupEnergy = Metric{Key: "energy.startup_joules", Label: "startup_J", Unit: "J", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 { return r.Energy.StartupJoules }}
+	Throughput = Metric{Key: "throughput_tokens_per_second", Label: "tok/s", Unit: "tokens/s", Dir: Maximize,
+		value: func(r *analyze.Report) *float64 { return r.ThroughputTokensPerSecond }}
+	Goodput = Metric{Key: "goodput.ratio", Label: "goodput", Unit: "ratio", Dir: Maximize,
+		value: func(r *analyze.Report) *float64 { return r.Goodput.Ratio }}
+	ErrorRate = Metric{Key: "requests.error_rate", Label: "err_rate", Unit: "ratio", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 {
+			if r.Requests.Started == 0 {
+				return nil
+			}
+			return f64(r.Requests.ErrorRate)
+		}}
+	JoulesPerGoodToken = Metric{Key: "goodput.joules_per_good_token", Label: "J/good_tok", Unit: "J/token", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 { return r.Goodput.JoulesPerGoodToken }}
+)
+
+// ParetoMetrics are the objectives of `joulemark pareto` and `recommend`.
+var ParetoMetrics = []Metric{SteadyStateJPT, LifecycleJPT, TTFTP95, TPOTP95, StartupEnergy, Throughput, Goodput}
+
+// DiffMetrics are the metrics `joulemark diff` tracks for regressions.
+var DiffMetrics = []Metric{SteadyStateJPT, LifecycleJPT, JoulesPerGoodToken, TTFTP95, TPOTP95, StartupEnergy, Throughput, Goodput, ErrorRate}
+
+// MetricByKey finds a tracked metric by its report key or its label.
+func MetricByKey(key string) (Metric, error) {
+	for _, m := range DiffMetrics {
+		if m.Key == key || m.Label == key {
+			return m, nil
+		}
+	}
+	var keys []string
+	for _, m := range DiffMetrics {
+		keys = append(keys, m.Key)
+	}
+	return Metric{}, fmt.Errorf("unknown metric %q (one of %s)", key, strings.Join(keys, ", "))
+}

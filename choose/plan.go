@@ -1,0 +1,219 @@
+package choose
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// SecondsPerDay is the length of the planning day.
+const SecondsPerDay = 86400
+
+// PlanPoint is one run of a concurrency or rate sweep seen as a load point.
+type PlanPoint struct {
+	RunID string `json:"run_id"`
+	// RateRPS is the achieved rate of successful formal requests per second
+	// (requests.succeeded / stages.formal.duration_seconds).
+	RateRPS *float64 `json:"rate_requests_per_second"`
+	// LatencySeconds is W of Little's law; the report holds percentiles only,
+	// so the median end-to-end latency stands for the mean.
+	LatencySeconds *float64 `json:"latency_seconds"`
+	// InFlight is L = λ·W, the mean number of requests in flight.
+	InFlight  *float64 `json:"in_flight"`
+	MeetsSLOs bool     `json:"meets_slos"`
+	Reason    string   `json:"reason,omitempty"` // why it does not
+}
+
+// Plan is the capacity plan for a target peak rate.
+type Plan struct {
+	TargetPeakRateRPS float64     `json:"target_peak_rate_requests_per_second"`
+	SLOs              []string    `json:"slos"`
+	Points            []PlanPoint `json:"points"`
+	// AdmissionLimit is the highest-rate point meeting every SLO; its
+	// in-flight figure is the per-replica admission limit.
+	AdmissionLimit *PlanPoint `json:"admission_limit"`
+	Replicas       int        `json:"replicas"`
+	// InFlightAtPeak is R·W: requests in flight across replicas at the peak.
+	InFlightAtPeak float64 `json:"in_flight_at_peak"`
+	RequestsPerDay float64 `json:"requests_per_day"`
+	// FixedJoulesPerReplica = startup + release energy of the admission run
+	// (E_start + E_release); PerRequestJoules = e_ss.
+	FixedJoulesPerReplica *float64 `json:"fixed_joules_per_replica"`
+	PerRequestJoules      *float64 `json:"per_request_joules"`
+	RestartsPerDay        float64  `json:"restarts_per_day"`
+	// EnergyPerDayJoules = replicas·restarts·(E_start+E_release) + N·e_ss,
+	// the lifecycle estimate E(N) summed over replicas for N requests a day.
+	EnergyPerDayJoules *float64 `json:"energy_per_day_joules"`
+	EnergyPerDayKWh    *float64 `json:"energy_per_day_kwh"`
+	Warnings           []string `json:"warnings,omitempty"`
+	Boundary           string   `json:"boundary"`
+}
+
+// PlanOptions are the inputs of a capacity plan.
+type PlanOptions struct {
+	TargetPeakRateRPS float64
+	SLOs              []Constraint
+	RestartsPerDay    float64 // startups (and releases) per replica per day
+}
+
+// MakePlan finds the admission limit in a load sweep and sizes the fleet for
+// a target peak rate: replicas = ⌈R·W / L_adm⌉ with L_adm = λ_adm·W (Little's
+// law, W taken at the admission point, which makes it ⌈R/λ_adm⌉), and the
+// energy of a day at that rate from the lifecycle estimate E(N) = E_start +
+// N·e_ss + E_release of the admission run. Invalid runs are listed but are
+// never chosen.
+func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
+	if opts.TargetPeakRateRPS <= 0 || math.IsNaN(opts.TargetPeakRateRPS) || math.IsInf(opts.TargetPeakRateRPS, 0) {
+		return Plan{}, fmt.Errorf("target peak rate must be a positive number of requests per second, got %v", opts.TargetPeakRateRPS)
+	}
+	if opts.RestartsPerDay < 0 {
+		return Plan{}, fmt.Errorf("restarts per day must be ≥ 0, got %v", opts.RestartsPerDay)
+	}
+	p := Plan{TargetPeakRateRPS: opts.TargetPeakRateRPS, RestartsPerDay: opts.RestartsPerDay,
+		Boundary: "GPU board energy only"}
+	for _, c := range opts.SLOs {
+		op := "≥"
+		if c.Upper {
+			op = "≤"
+		}
+		p.SLOs = append(p.SLOs, fmt.Sprintf("%s %s %s", c.Metric.Key, op, FormatValue(c.Bound, true)))
+	}
+	byName := map[string]*Run{}
+	for _, r := range runs {
+		byName[r.Name] = r
+		pt := PlanPoint{RunID: r.Name}
+		formal, ok := r.Report.Stages["formal"]
+		if ok && formal.DurationSeconds > 0 {
+			pt.RateRPS = f64(float64(r.Report.Requests.Succeeded) / formal.DurationSeconds)
+		}
+		pt.LatencySeconds = r.Report.Latency.LatencySeconds.P50
+		if pt.RateRPS != nil && pt.LatencySeconds != nil {
+			pt.InFlight = f64(*pt.RateRPS * *pt.LatencySeconds)
+		}
+		var why []string
+		if reason := r.InvalidReason(); reason != "" {
+			why = append(why, reason)
+		}
+		if pt.RateRPS == nil {
+			why = append(why, "no formal duration: rate unknown")
+		}
+		for _, c := range opts.SLOs {
+			if w := c.Check(r); w != "" {
+				why = append(why, w)
+			}
+		}
+		pt.MeetsSLOs = len(why) == 0
+		pt.Reason = strings.Join(why, "; ")
+		p.Points = append(p.Points, pt)
+	}
+	slices.SortStableFunc(p.Points, func(a, b PlanPoint) int {
+		return cmp.Compare(deref(a.RateRPS), deref(b.RateRPS))
+	})
+	for i := range p.Points {
+		if p.Points[i].MeetsSLOs {
+			p.AdmissionLimit = &p.Points[i]
+		}
+	}
+	if p.AdmissionLimit == nil {
+		return p, errors.New("no load point meets every SLO: no admission limit")
+	}
+	adm := p.AdmissionLimit
+	for _, pt := range p.Points {
+		if !pt.MeetsSLOs && pt.RateRPS != nil && *pt.RateRPS < *adm.RateRPS {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s fails the SLOs at a lower rate than the admission limit %s: the sweep is not monotone, check it", pt.RunID, adm.RunID))
+		}
+	}
+	if *adm.RateRPS <= 0 {
+		return p, fmt.Errorf("admission point %s has no successful request", adm.RunID)
+	}
+	w := 0.0
+	if adm.LatencySeconds != nil {
+		w = *adm.LatencySeconds
+	}
+	p.InFlightAtPeak = opts.TargetPeakRateRPS * w
+	p.Replicas = int(math.Ceil(opts.TargetPeakRateRPS / *adm.RateRPS))
+	p.RequestsPerDay = opts.TargetPeakRateRPS * SecondsPerDay
+	rep := &byName[adm.RunID].Report
+	if rep.Energy.StartupJoules != nil && rep.Energy.ReleaseJoules != nil {
+		p.FixedJoulesPerReplica = f64(*rep.Energy.StartupJoules + *rep.Energy.ReleaseJoules)
+	}
+	p.PerRequestJoules = rep.LifecycleEstimate.PerRequestJoules
+	if p.PerRequestJoules == nil && rep.SteadyState.Reached && rep.SteadyState.JoulesPerToken != nil && rep.Requests.Succeeded > 0 {
+		tokensPerRequest := float64(rep.Tokens.FormalOutput) / float64(rep.Requests.Succeeded)
+		p.PerRequestJoules = f64(*rep.SteadyState.JoulesPerToken * tokensPerRequest)
+		p.Warnings = append(p.Warnings, "lifecycle_estimate.per_request_joules missing: e_ss = steady-state J/token × mean output tokens per request")
+	}
+	if p.FixedJoulesPerReplica != nil && p.PerRequestJoules != nil {
+		e := float64(p.Replicas)*opts.RestartsPerDay**p.FixedJoulesPerReplica + p.RequestsPerDay**p.PerRequestJoules
+		p.EnergyPerDayJoules = f64(e)
+		p.EnergyPerDayKWh = f64(e / 3.6e6)
+	} else {
+		p.Warnings = append(p.Warnings, "energy per day unknown: the admission run lacks startup/release energy or the per-request energy")
+	}
+	return p, nil
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return math.Inf(-1)
+	}
+	return *p
+}
+
+// WritePlan prints the plan.
+func WritePlan(w io.Writer, p Plan) error {
+	fmt.Fprintf(w, "SLOs: %s\n", strings.Join(p.SLOs, ", "))
+	rows := [][]string{{"run", "rate_req/s", "latency_p50_s", "in_flight", "meets_slos", "reason"}}
+	for _, pt := range p.Points {
+		mark := "yes"
+		if !pt.MeetsSLOs {
+			mark = "no"
+		}
+		if p.AdmissionLimit != nil && pt.RunID == p.AdmissionLimit.RunID {
+			mark = "yes (admission limit)"
+		}
+		reason := pt.Reason
+		if reason == "" {
+			reason = "-"
+		}
+		rows = append(rows, []string{pt.RunID, fmtp(pt.RateRPS), fmtp(pt.LatencySeconds), fmtp(pt.InFlight), mark, reason})
+	}
+	if err := Table(w, rows); err != nil {
+		return err
+	}
+	for _, s := range p.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
+	if p.AdmissionLimit == nil {
+		fmt.Fprintln(w, "admission limit: none (no point meets every SLO)")
+		return nil
+	}
+	a := p.AdmissionLimit
+	fmt.Fprintf(w, "admission limit: %s: %s req/s per replica, %s requests in flight (Little's law L = λ·W, W = p50 latency)\n",
+		a.RunID, fmtp(a.RateRPS), fmtp(a.InFlight))
+	fmt.Fprintf(w, "target peak rate: %s req/s → %s in flight → replicas: %d\n",
+		FormatValue(p.TargetPeakRateRPS, true), FormatValue(p.InFlightAtPeak, true), p.Replicas)
+	fmt.Fprintf(w, "energy per day at the peak rate: %s J (%s kWh) = %d replicas × %s restart(s) × %s J (E_start+E_release) + %s requests × %s J (e_ss); %s\n",
+		fmtp(p.EnergyPerDayJoules), fmtp(p.EnergyPerDayKWh), p.Replicas, FormatValue(p.RestartsPerDay, true),
+		fmtp(p.FixedJoulesPerReplica), FormatValue(p.RequestsPerDay, true), fmtp(p.PerRequestJoules), p.Boundary)
+	return nil
+}
+
+func fmtp(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return FormatValue(*v, true)
+}
+
+// WritePlanJSON writes the plan as indented JSON.
+func WritePlanJSON(w io.Writer, p Plan) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}

@@ -1,0 +1,192 @@
+package choose
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Constraint is one bound a run must meet to be recommended.
+type Constraint struct {
+	Metric Metric
+	Bound  float64
+	Upper  bool   // true: value ≤ Bound; false: value ≥ Bound
+	Flag   string // the command-line flag that set it, for messages
+}
+
+// Check returns why run r breaks the constraint, or "" when it meets it. A
+// run missing the constrained metric breaks it.
+func (c Constraint) Check(r *Run) string {
+	v, ok := c.Metric.Value(&r.Report)
+	if !ok {
+		return fmt.Sprintf("%s missing (%s)", c.Metric.Key, c.Flag)
+	}
+	if c.Upper && v > c.Bound {
+		return fmt.Sprintf("%s %s > %s (%s)", c.Metric.Key, FormatValue(v, true), FormatValue(c.Bound, true), c.Flag)
+	}
+	if !c.Upper && v < c.Bound {
+		return fmt.Sprintf("%s %s < %s (%s)", c.Metric.Key, FormatValue(v, true), FormatValue(c.Bound, true), c.Flag)
+	}
+	return ""
+}
+
+// Recommendation is the outcome of Recommend.
+type Recommendation struct {
+	Best     *Run              // nil when no run survived the constraints
+	Front    []*Run            // the Pareto front among survivors, best first
+	Excluded map[string]string // run name → why it was excluded
+	Order    []*Run            // every run, input order
+	Prefer   Metric
+}
+
+// Recommend drops invalid runs, runs breaking a constraint and runs whose
+// output sanity is worse than maxBadRatio (when ≥ 0), classifies the rest
+// with Pareto over metrics, and picks one from the front.
+//
+// Tiebreak among the front, in order: the prefer metric (in its direction;
+// a run lacking it comes after those that have it), then full-lifecycle
+// J/token (lower), then throughput (higher), then run name (lexical), so the
+// choice never depends on the order the reports were given in.
+func Recommend(runs []*Run, cons []Constraint, maxBadRatio float64, metrics []Metric, prefer Metric) Recommendation {
+	rec := Recommendation{Excluded: map[string]string{}, Order: runs, Prefer: prefer}
+	var survivors []*Run
+	for _, r := range runs {
+		if reason := r.InvalidReason(); reason != "" {
+			rec.Excluded[r.Name] = reason
+			continue
+		}
+		var broken []string
+		for _, c := range cons {
+			if why := c.Check(r); why != "" {
+				broken = append(broken, why)
+			}
+		}
+		if maxBadRatio >= 0 {
+			if why := checkSanity(r, maxBadRatio); why != "" {
+				broken = append(broken, why)
+			}
+		}
+		if len(broken) > 0 {
+			rec.Excluded[r.Name] = strings.Join(broken, "; ")
+			continue
+		}
+		survivors = append(survivors, r)
+	}
+	for _, c := range Pareto(survivors, metrics) {
+		if c.Front() {
+			rec.Front = append(rec.Front, c.Run)
+		} else {
+			rec.Excluded[c.Run.Name] = "not on the Pareto front of the runs meeting every constraint: dominated by " + strings.Join(c.DominatedBy, ", ")
+		}
+	}
+	slices.SortStableFunc(rec.Front, func(a, b *Run) int { return tiebreak(a, b, prefer) })
+	if len(rec.Front) > 0 {
+		rec.Best = rec.Front[0]
+	}
+	return rec
+}
+
+func checkSanity(r *Run, maxBadRatio float64) string {
+	s := r.Sanity
+	if s == nil {
+		return "output sanity unknown: no requests.jsonl found (--max-bad-output-ratio)"
+	}
+	bad, known := s.Bad()
+	if !known {
+		return "output sanity incomplete: archive lacks output hash or finish reason (--max-bad-output-ratio)"
+	}
+	if s.Requests == 0 {
+		return "output sanity unknown: no successful formal request in the archive (--max-bad-output-ratio)"
+	}
+	ratio := float64(bad) / float64(s.Requests)
+	if ratio > maxBadRatio {
+		return fmt.Sprintf("bad outputs %s > %s (%d empty/repeated/short of %d; --max-bad-output-ratio)",
+			FormatValue(ratio, true), FormatValue(maxBadRatio, true), bad, s.Requests)
+	}
+	return ""
+}
+
+func compareMetric(a, b *Run, m Metric) int {
+	va, oka := m.Value(&a.Report)
+	vb, okb := m.Value(&b.Report)
+	switch {
+	case oka && !okb:
+		return -1
+	case !oka && okb:
+		return 1
+	case !oka && !okb:
+		return 0
+	case m.Dir.Better(va, vb):
+		return -1
+	case m.Dir.Better(vb, va):
+		return 1
+	}
+	return 0
+}
+
+func tiebreak(a, b *Run, prefer Metric) int {
+	for _, m := range []Metric{prefer, LifecycleJPT, Throughput} {
+		if c := compareMetric(a, b, m); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+// ErrNoSurvivor is returned by WriteRecommendation when no run meets every
+// constraint.
+var ErrNoSurvivor = errors.New("no run meets every constraint")
+
+// WriteRecommendation prints the choice, the front, and why every other run
+// was excluded. It returns ErrNoSurvivor when nothing was recommended.
+func WriteRecommendation(w io.Writer, rec Recommendation, metrics []Metric) error {
+	if rec.Best != nil {
+		fmt.Fprintf(w, "recommended: %s\n", rec.Best.Name)
+		fmt.Fprintf(w, "  on the Pareto front of the runs meeting every constraint; among the front: best %s, then full_lifecycle_joules_per_token, throughput, run name\n", rec.Prefer.Key)
+	} else {
+		fmt.Fprintln(w, "recommended: none")
+	}
+	var names []string
+	for _, r := range rec.Front {
+		names = append(names, r.Name)
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(w, "front (best first): %s\n", strings.Join(names, ", "))
+	}
+	fmt.Fprintln(w)
+	rows := [][]string{{"run", "status"}}
+	for _, m := range metrics {
+		rows[0] = append(rows[0], m.Label)
+		if m.Key == Throughput.Key {
+			rows[0] = append(rows[0], "outputs empty/rep/short")
+		}
+	}
+	rows[0] = append(rows[0], "reason")
+	for _, r := range rec.Order {
+		status, reason := "front", "-"
+		if why, ok := rec.Excluded[r.Name]; ok {
+			status, reason = "excluded", why
+		}
+		if r == rec.Best {
+			status = "recommended"
+		}
+		row := []string{r.Name, status}
+		for _, m := range metrics {
+			row = append(row, FormatMetric(m, r))
+			if m.Key == Throughput.Key {
+				row = append(row, FormatSanity(r.Sanity))
+			}
+		}
+		rows = append(rows, append(row, reason))
+	}
+	if err := Table(w, rows); err != nil {
+		return err
+	}
+	if rec.Best == nil {
+		return ErrNoSurvivor
+	}
+	return nil
+}

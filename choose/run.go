@@ -1,0 +1,183 @@
+// Package choose answers "which configuration should we run" from finished
+// runs' reports: Pareto classification, constrained recommendation,
+// regression gates between two reports, capacity planning from a load sweep,
+// and the sanity of the model's outputs (DESIGN.md, issue "Experiments").
+//
+// Reports are read with encoding/json into analyze.Report; a nil pointer is a
+// missing figure, never 0.
+package choose
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/joulemark/joulemark/analyze"
+)
+
+// Run is one report read from disk, with the sanity of its outputs when the
+// run archive was found beside it.
+type Run struct {
+	Path   string         // the report file
+	Name   string         // run_id, or the file path when the report has none
+	Report analyze.Report // the decoded report
+	Raw    map[string]any // the same document undecoded, for lookups by key (--group-by)
+	Sanity *Sanity        // nil when no requests.jsonl was found
+	// SanityPath is the requests.jsonl the sanity counts come from.
+	SanityPath string
+}
+
+// LoadOptions say where to look for each run's archive.
+type LoadOptions struct {
+	// RunsDir, when set, is searched for RunsDir/<run_id>/requests.jsonl when
+	// the report's own directory holds no requests.jsonl.
+	RunsDir string
+}
+
+// LoadReport reads one report.json and, when it can find it, the run's
+// requests.jsonl for the output sanity counts.
+func LoadReport(path string, opts LoadOptions) (*Run, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	r := &Run{Path: path}
+	if err := decodeReport(data, &r.Report, &r.Raw); err != nil {
+		return nil, fmt.Errorf("report %s: %w", path, err)
+	}
+	r.Name = r.Report.RunID
+	if r.Name == "" {
+		r.Name = path
+	}
+	for _, cand := range archiveCandidates(path, r.Report.RunID, opts) {
+		f, err := os.Open(cand)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("report %s: open archive: %w", path, err)
+		}
+		s, err := ReadSanity(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("report %s: archive %s: %w", path, cand, err)
+		}
+		r.Sanity, r.SanityPath = &s, cand
+		break
+	}
+	return r, nil
+}
+
+func archiveCandidates(reportPath, runID string, opts LoadOptions) []string {
+	c := []string{filepath.Join(filepath.Dir(reportPath), "requests.jsonl")}
+	if opts.RunsDir != "" && runID != "" && !strings.ContainsAny(runID, `/\`) && runID != ".." {
+		c = append(c, filepath.Join(opts.RunsDir, runID, "requests.jsonl"))
+	}
+	return c
+}
+
+func decodeReport(data []byte, rep *analyze.Report, raw *map[string]any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(rep); err != nil {
+		return jsonErr(data, err)
+	}
+	d2 := json.NewDecoder(bytes.NewReader(data))
+	d2.UseNumber()
+	if err := d2.Decode(raw); err != nil {
+		return jsonErr(data, err)
+	}
+	return nil
+}
+
+// jsonErr adds the line of a JSON syntax or type error.
+func jsonErr(data []byte, err error) error {
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 || off > int64(len(data)) {
+		return fmt.Errorf("decode: %w", err)
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	return fmt.Errorf("line %d: %w", line, err)
+}
+
+// LoadReports reads several reports. Two reports with the same run_id are an
+// error: one of them would silently shadow the other in every table.
+func LoadReports(paths []string, opts LoadOptions) ([]*Run, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no report given")
+	}
+	seen := map[string]string{}
+	var runs []*Run
+	for _, p := range paths {
+		r, err := LoadReport(p, opts)
+		if err != nil {
+			return nil, err
+		}
+		if prev, ok := seen[r.Name]; ok {
+			return nil, fmt.Errorf("reports %s and %s both have run_id %q", prev, p, r.Name)
+		}
+		seen[r.Name] = p
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// Lookup returns the value at a dotted key of the report document
+// ("scenario", "measurement.energy_source") as text, and whether it exists.
+func (r *Run) Lookup(key string) (string, bool) {
+	var cur any = r.Raw
+	for part := range strings.SplitSeq(key, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		if cur, ok = m[part]; !ok {
+			return "", false
+		}
+	}
+	switch v := cur.(type) {
+	case nil:
+		return "", false
+	case string:
+		return v, true
+	case json.Number, bool:
+		return fmt.Sprint(v), true
+	default:
+		b, _ := json.Marshal(v)
+		return string(b), true
+	}
+}
+
+// ExcludingFlags returns the codes of the flags that make the run invalid.
+func (r *Run) ExcludingFlags() []string {
+	var codes []string
+	for _, f := range r.Report.Flags {
+		if f.Excluding {
+			codes = append(codes, f.Code)
+		}
+	}
+	return codes
+}
+
+// InvalidReason says why the run is excluded from formal results, or "" when
+// it is valid.
+func (r *Run) InvalidReason() string {
+	if r.Report.Valid {
+		return ""
+	}
+	if codes := r.ExcludingFlags(); len(codes) > 0 {
+		return "invalid: " + strings.Join(codes, ", ")
+	}
+	return "invalid"
+}
