@@ -1,6 +1,12 @@
 package analyze
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/joulemark/joulemark/remotewrite"
+)
 
 // fixtureBase is the fixture run's idle start (2026-05-28T20:26:40Z).
 const fixtureBase = 1780000000.0
@@ -63,3 +69,73 @@ func fixtureParams() Params {
 	p.SLOTPOT = 150e6 // 150 ms: TPOT 0.1 s meets it
 	return p
 }
+
+// fixtureSamples renders the fixture as the series the exporter and the
+// benchjob would have put in Prometheus.
+func fixtureSamples(d *RunData) []remotewrite.Sample {
+	var out []remotewrite.Sample
+	add := func(v float64, t float64, kv ...string) {
+		l := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			l[kv[i]] = kv[i+1]
+		}
+		out = append(out, remotewrite.Sample{Labels: l, Value: v, TimestampMs: int64(math.Round(t * 1000))})
+	}
+	const inst, job = "fixture:9400", "joulemark"
+	var last float64
+	for _, b := range d.Phases {
+		last = max(last, b.End)
+	}
+	// Phase gauges: scraped every second from the phase start to 5 s after
+	// the run.
+	for name, b := range d.Phases {
+		for t := math.Ceil(b.Start); t <= last+5; t++ {
+			add(b.Start, t, "__name__", mPhaseStart, "run_id", d.RunID, "phase", name, "instance", inst, "job", job)
+			if t >= b.End {
+				add(b.End, t, "__name__", mPhaseEnd, "run_id", d.RunID, "phase", name, "instance", inst, "job", job)
+			}
+		}
+	}
+	shares := []float64{0.6, 0.4}
+	for name, e := range d.PhaseEnergy {
+		for g, gs := range d.GPUs {
+			add(e*shares[g], last+1, "__name__", mPhaseEnergy, "run_id", d.RunID, "phase", name, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
+		}
+	}
+	if d.ReleaseClosed != nil {
+		v := 0.0
+		if *d.ReleaseClosed {
+			v = 1
+		}
+		add(v, last+1, "__name__", mReleaseClosed, "run_id", d.RunID, "instance", inst, "job", job)
+	}
+	for _, gs := range d.GPUs {
+		for _, s := range gs.Energy {
+			add(s.V, s.T, "__name__", mGPUEnergy, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
+			add(1, s.T, "__name__", mGPUInfo, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job, "name", "Fixture GPU", "energy_source", gs.EnergySource)
+		}
+		for _, s := range gs.Power {
+			add(s.V, s.T, "__name__", mGPUPower, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
+		}
+	}
+	for _, r := range d.Requests {
+		lbl := func(name string) []string {
+			return []string{"__name__", name, "run_id", d.RunID, "phase", r.Phase, "slot", r.Slot}
+		}
+		succ := 0.0
+		if r.Success {
+			succ = 1
+		}
+		add(float64(r.OutputTokens), r.End, lbl(mReqOutput)...)
+		add(float64(r.InputTokens), r.End, lbl(mReqInput)...)
+		add(r.Latency, r.End, lbl(mReqLatency)...)
+		add(succ, r.End, lbl(mReqSuccess)...)
+		if r.HasTTFT {
+			add(r.TTFT, r.End, lbl(mReqTTFT)...)
+		}
+	}
+	return out
+}
+
+// fixtureNow is when the fixture is analyzed: an hour after it ended.
+func fixtureNow() time.Time { return time.Unix(int64(fixtureBase)+3600, 0) }

@@ -1,0 +1,117 @@
+package analyze
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/config"
+
+	"github.com/joulemark/joulemark/internal/version"
+)
+
+// DefaultLookback is how far back a run is looked for.
+const DefaultLookback = 7 * 24 * time.Hour
+
+// Config is one analysis: where the data is, which run, the definitions'
+// parameters and where the report goes.
+type Config struct {
+	PrometheusURL string
+	// HTTP carries auth (bearer, basic), TLS and extra headers such as
+	// X-Scope-OrgID; the zero value is plain HTTP.
+	HTTP     config.HTTPClientConfig
+	RunID    string
+	Params   Params
+	Lookback time.Duration // DefaultLookback when 0
+	// Now is when the run is looked for (now when zero). The report does not
+	// depend on it as long as the run lies within Lookback before it.
+	Now time.Time
+	// QueryTimeout bounds each query (none when 0).
+	QueryTimeout time.Duration
+	// OutDir, when set, receives report.json, report.md and report.html
+	// (see WriteReport).
+	OutDir string
+	// Scenario is copied into the report.
+	Scenario string
+}
+
+// Validate checks the configuration before any work starts.
+func (c *Config) Validate() error {
+	if c.PrometheusURL == "" {
+		return errors.New("the Prometheus URL is required")
+	}
+	u, err := url.Parse(c.PrometheusURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("prometheus URL %q: want http(s)://host[:port][/path]", c.PrometheusURL)
+	}
+	if c.RunID == "" {
+		return errors.New("the run id is required")
+	}
+	if c.Lookback < 0 {
+		return fmt.Errorf("lookback must not be negative, got %s", c.Lookback)
+	}
+	if err := c.HTTP.Validate(); err != nil {
+		return fmt.Errorf("prometheus HTTP client config: %w", err)
+	}
+	return c.Params.Validate()
+}
+
+// Load reads the run's data from Prometheus.
+func Load(ctx context.Context, cfg Config) (*RunData, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
+	if err != nil {
+		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
+	}
+	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: hc})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus client for %s: %w", cfg.PrometheusURL, err)
+	}
+	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout}
+	if l.lookback == 0 {
+		l.lookback = DefaultLookback
+	}
+	if l.now.IsZero() {
+		l.now = time.Now()
+	}
+	d, err := l.load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading run %q from %s: %w", cfg.RunID, cfg.PrometheusURL, err)
+	}
+	return d, nil
+}
+
+// Analyze loads the run and computes its report and plot data.
+func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
+	d, err := Load(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, pd, err := Compute(d, cfg.Params)
+	if err != nil {
+		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
+	}
+	r.Scenario = cfg.Scenario
+	r.GeneratedBy = "joulemark " + version.String()
+	return r, pd, nil
+}
+
+// Run analyzes the run and, when cfg.OutDir is set, writes the report there.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	r, pd, err := Analyze(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.OutDir != "" {
+		if err := WriteReport(cfg.OutDir, r, pd); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}

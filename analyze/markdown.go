@@ -1,0 +1,217 @@
+package analyze
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// num formats an optional figure; "—" when it could not be computed.
+func num(p *float64, format string) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+func scaled(p *float64, k float64, format string) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf(format, *p*k)
+}
+
+func utc(ts float64) string {
+	if ts == 0 {
+		return "—"
+	}
+	return time.UnixMilli(int64(ts * 1000)).UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// pctCell renders one percentile: "failed" when it lands on a failed request.
+func pctCell(p *float64, k float64, format string, haveData bool, failed int) string {
+	if p == nil && haveData && failed > 0 {
+		return "failed"
+	}
+	return scaled(p, k, format)
+}
+
+// WriteMarkdown renders report.md: GitHub-flavoured Markdown that also reads
+// well as plain text in a terminal.
+func WriteMarkdown(w io.Writer, r *Report) error {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+
+	p("# joulemark report — run `%s`\n\n", r.RunID)
+	verdict := "**VALID**"
+	if !r.Valid {
+		verdict = "**NOT VALID** (excluded from formal results and comparisons)"
+	}
+	p("%s · measurement boundary: %s · energy source: %s\n\n", verdict, r.Measurement.Boundary, orDash(r.Measurement.EnergySource))
+	if r.Scenario != "" {
+		p("Scenario: `%s`\n\n", r.Scenario)
+	}
+
+	p("## Flags\n\n")
+	if len(r.Flags) == 0 {
+		p("None.\n\n")
+	} else {
+		p("| flag | excludes the run | detail |\n|---|---|---|\n")
+		for _, f := range r.Flags {
+			p("| `%s` | %s | %s |\n", f.Code, yesNo(f.Excluding), mdEscape(f.Message))
+		}
+		p("\n")
+	}
+
+	p("## Formal requests\n\n")
+	p("| started | succeeded | failed | error rate |\n|---:|---:|---:|---:|\n")
+	p("| %d | %d | %d | %.2f%% |\n\n", r.Requests.Started, r.Requests.Succeeded, r.Requests.Failed, 100*r.Requests.ErrorRate)
+
+	p("## Energy per token\n\n| figure | value |\n|---|---:|\n")
+	ss := r.SteadyState
+	ssVal := "not reached"
+	if ss.Reached {
+		ssVal = num(ss.JoulesPerToken, "%.4f J/token")
+	}
+	p("| steady-state J/token | %s |\n", ssVal)
+	p("| full-lifecycle J/token | %s |\n", num(r.FullLifecycleJoulesPerToken, "%.4f J/token"))
+	p("| J per good token (formal energy / good requests' tokens) | %s |\n", num(r.Goodput.JoulesPerGoodToken, "%.4f J/token"))
+	p("| formal output tokens (successful) | %d |\n", r.Tokens.FormalOutput)
+	p("| formal input tokens (successful) | %d |\n", r.Tokens.FormalInput)
+	p("| throughput | %s |\n", num(r.ThroughputTokensPerSecond, "%.1f tokens/s"))
+	p("| average GPU power, formal (all GPUs) | %s |\n", num(r.AvgGPUPowerWatts, "%.1f W"))
+	p("| unattributed formal energy (no request active) | %s |\n\n", num(r.UnattributedJoules, "%.1f J"))
+	if ss.Reached {
+		p("Steady state: requests %d–%d of the successful formal requests in completion order (%s), %s, %s, window %d × %d, CV < %g.\n\n",
+			*ss.FirstRequest, *ss.LastRequest, intp(ss.Requests), num(ss.EnergyJoules, "%.1f J"), int64p(ss.OutputTokens, "output tokens"), ss.Window, ss.Windows, ss.CVThreshold)
+	} else {
+		p("Steady state not reached: %s (window %d × %d, CV < %g).\n\n", mdEscape(ss.Reason), ss.Window, ss.Windows, ss.CVThreshold)
+	}
+
+	p("## Stage energy\n\n")
+	p("| stage | start (UTC) | duration | energy | exporter energy | difference | avg power |\n|---|---|---:|---:|---:|---:|---:|\n")
+	for _, name := range phaseNames {
+		st, ok := r.Stages[name]
+		if !ok {
+			p("| %s | — | — | — | — | — | — |\n", name)
+			continue
+		}
+		p("| %s | %s | %.1f s | %s | %s | %s | %s |\n", name, utc(st.Start), st.DurationSeconds,
+			num(st.EnergyJoules, "%.1f J"), num(st.ExporterEnergyJoules, "%.1f J"), scaled(st.EnergyDisagreementRatio, 100, "%.2f%%"), num(st.AvgPowerWatts, "%.1f W"))
+	}
+	p("\n| total | energy |\n|---|---:|\n")
+	p("| startup (startup + warm-up) | %s |\n", num(r.Energy.StartupJoules, "%.1f J"))
+	p("| formal | %s |\n", num(r.Energy.FormalJoules, "%.1f J"))
+	p("| release | %s |\n", num(r.Energy.ReleaseJoules, "%.1f J"))
+	p("| lifecycle (startup + formal + release) | %s |\n\n", num(r.Energy.LifecycleJoules, "%.1f J"))
+	p("Release closed: %s. The idle baseline is never subtracted.\n\n", yesNo(r.Release.Closed))
+
+	p("## Latency (formal requests)\n\n")
+	p("Error rate first: %.2f%% (%d of %d failed). Failed requests count as infinitely slow in every percentile; a percentile that lands on one reads `failed`.\n\n",
+		100*r.Requests.ErrorRate, r.Requests.Failed, r.Requests.Started)
+	p("| | p50 | p90 | p95 | p99 |\n|---|---:|---:|---:|---:|\n")
+	lat := []struct {
+		name   string
+		pc     Percentiles
+		k      float64
+		format string
+	}{{"TTFT (ms)", r.Latency.TTFTSeconds, 1000, "%.1f"}, {"TPOT (ms)", r.Latency.TPOTSeconds, 1000, "%.2f"}, {"latency (s)", r.Latency.LatencySeconds, 1, "%.3f"}}
+	for _, l := range lat {
+		have := r.Requests.Started > 0
+		f := r.Latency.FailedRequests
+		p("| %s | %s | %s | %s | %s |\n", l.name, pctCell(l.pc.P50, l.k, l.format, have, f), pctCell(l.pc.P90, l.k, l.format, have, f),
+			pctCell(l.pc.P95, l.k, l.format, have, f), pctCell(l.pc.P99, l.k, l.format, have, f))
+	}
+	p("\n## Goodput\n\n")
+	p("| TTFT SLO | TPOT SLO | good requests | goodput (of all started) |\n|---:|---:|---:|---:|\n")
+	p("| %s | %s | %d | %s |\n\n", scaled(r.Goodput.TTFTSLOSeconds, 1000, "%.0f ms"), scaled(r.Goodput.TPOTSLOSeconds, 1000, "%.1f ms"), r.Goodput.GoodRequests, scaled(r.Goodput.Ratio, 100, "%.2f%%"))
+
+	le := r.LifecycleEstimate
+	p("## Lifecycle estimate\n\n")
+	p("E(N) = E_start + N·e_ss + E_release: fixed overhead E_start + E_release = %s; e_ss = %s per request; at N = %d the fixed overhead per request is %s.\n\n",
+		num(le.FixedOverheadJoules, "%.1f J"), num(le.PerRequestJoules, "%.3f J"), le.Requests, num(le.FixedOverheadPerRequestJoules, "%.3f J"))
+
+	m := r.Measurement
+	p("## Measurement\n\n")
+	p("| boundary | energy source | GPUs | sample interval | coverage |\n|---|---|---:|---:|---:|\n")
+	p("| %s | %s | %d | %s | %s |\n\n", m.Boundary, orDash(m.EnergySource), m.GPUs, num(m.SampleIntervalSeconds, "%.3f s"), scaled(m.CoverageRatio, 100, "%.2f%%"))
+	if len(m.Gaps) > 0 {
+		p("Gaps (no sample for longer than twice the median interval):\n\n| GPU | series | from (UTC) | length |\n|---|---|---|---:|\n")
+		for i, g := range m.Gaps {
+			if i == 20 {
+				p("| … %d more | | | |\n", len(m.Gaps)-20)
+				break
+			}
+			p("| %s | %s | %s | %.1f s |\n", g.GPU, g.Series, utc(g.Start), g.End-g.Start)
+		}
+		p("\n")
+	}
+	if r.GeneratedBy != "" {
+		p("_%s_\n", r.GeneratedBy)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func intp(p *int) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%d requests", *p)
+}
+
+func int64p(p *int64, unit string) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%d %s", *p, unit)
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// WriteSummary prints the headline figures as an aligned table (stdout of
+// joulemark analyze).
+func WriteSummary(w io.Writer, r *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("run", r.RunID)
+	row("valid", yesNo(r.Valid))
+	for _, f := range r.Flags {
+		ex := "warning"
+		if f.Excluding {
+			ex = "excludes"
+		}
+		row("flag "+f.Code, ex+": "+f.Message)
+	}
+	row("error rate", fmt.Sprintf("%.2f%% (%d/%d failed)", 100*r.Requests.ErrorRate, r.Requests.Failed, r.Requests.Started))
+	ssv := "not reached: " + r.SteadyState.Reason
+	if r.SteadyState.Reached {
+		ssv = num(r.SteadyState.JoulesPerToken, "%.4f")
+	}
+	row("steady-state J/token", ssv)
+	row("full-lifecycle J/token", num(r.FullLifecycleJoulesPerToken, "%.4f"))
+	row("energy startup/formal/release J", fmt.Sprintf("%s / %s / %s", num(r.Energy.StartupJoules, "%.1f"), num(r.Energy.FormalJoules, "%.1f"), num(r.Energy.ReleaseJoules, "%.1f")))
+	row("throughput tokens/s", num(r.ThroughputTokensPerSecond, "%.1f"))
+	row("TTFT p50/p99 ms", scaled(r.Latency.TTFTSeconds.P50, 1000, "%.1f")+" / "+scaled(r.Latency.TTFTSeconds.P99, 1000, "%.1f"))
+	row("TPOT p50/p99 ms", scaled(r.Latency.TPOTSeconds.P50, 1000, "%.2f")+" / "+scaled(r.Latency.TPOTSeconds.P99, 1000, "%.2f"))
+	row("goodput", scaled(r.Goodput.Ratio, 100, "%.2f%%"))
+	row("coverage", scaled(r.Measurement.CoverageRatio, 100, "%.2f%%"))
+	row("boundary", r.Measurement.Boundary)
+	return tw.Flush()
+}

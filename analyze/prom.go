@@ -1,0 +1,313 @@
+package analyze
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// Metric names read from Prometheus (DESIGN.md, "Metric contract").
+const (
+	mPhaseStart     = "joulemark_phase_start_timestamp_seconds"
+	mPhaseEnd       = "joulemark_phase_end_timestamp_seconds"
+	mPhaseEnergy    = "joulemark_phase_energy_joules"
+	mReleaseClosed  = "joulemark_run_release_closed"
+	mGPUInfo        = "joulemark_gpu_info"
+	mGPUEnergy      = "joulemark_gpu_energy_joules_total"
+	mGPUPower       = "joulemark_gpu_power_watts"
+	mReqOutput      = "joulemark_request_output_tokens"
+	mReqInput       = "joulemark_request_input_tokens"
+	mReqTTFT        = "joulemark_request_ttft_seconds"
+	mReqLatency     = "joulemark_request_latency_seconds"
+	mReqSuccess     = "joulemark_request_success"
+	rawSampleMargin = time.Minute // raw samples fetched beyond the run's span, for interpolation at its edges
+)
+
+// loader reads one run from Prometheus.
+type loader struct {
+	api      v1.API
+	runID    string
+	lookback time.Duration
+	now      time.Time
+	timeout  time.Duration
+}
+
+// runSel is the run_id matcher, quoted for PromQL.
+func (l *loader) runSel() string { return "run_id=" + strconv.Quote(l.runID) }
+
+func (l *loader) query(ctx context.Context, q string, at time.Time) (model.Value, error) {
+	var opts []v1.Option
+	if l.timeout > 0 {
+		opts = append(opts, v1.WithTimeout(l.timeout))
+	}
+	v, _, _, err := l.api.Query(ctx, q, at, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("query %s at %s: %w", q, at.UTC().Format(time.RFC3339), err)
+	}
+	return v, nil
+}
+
+func (l *loader) vector(ctx context.Context, q string, at time.Time) (model.Vector, error) {
+	v, err := l.query(ctx, q, at)
+	if err != nil {
+		return nil, err
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("query %s: got a %s, want a vector", q, v.Type())
+	}
+	return vec, nil
+}
+
+func (l *loader) matrix(ctx context.Context, q string, at time.Time) (model.Matrix, error) {
+	v, err := l.query(ctx, q, at)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return nil, fmt.Errorf("query %s: got a %s, want a matrix", q, v.Type())
+	}
+	return m, nil
+}
+
+// promDuration renders d as a PromQL duration in whole milliseconds.
+func promDuration(d time.Duration) string {
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"
+}
+
+// lastOver wraps a selector in last_over_time over the lookback.
+func (l *loader) lastOver(sel string) string {
+	return fmt.Sprintf("last_over_time(%s[%s])", sel, promDuration(l.lookback))
+}
+
+// errRunNotFound says the run has no phase boundaries in Prometheus.
+var errRunNotFound = errors.New("run not found")
+
+// load reads the run. Phase boundaries, exporter phase energies, release
+// state and GPU identities are found with last_over_time over the lookback
+// at now; the raw series are then read with range selectors evaluated at a
+// time derived from the run's own boundaries, so the result does not depend
+// on when analyze runs.
+func (l *loader) load(ctx context.Context) (*RunData, error) {
+	d := &RunData{RunID: l.runID, Phases: map[string]PhaseBounds{}, PhaseEnergy: map[string]float64{}}
+
+	starts, err := l.vector(ctx, fmt.Sprintf("min by (phase) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()))), l.now)
+	if err != nil {
+		return nil, err
+	}
+	if len(starts) == 0 {
+		return nil, fmt.Errorf("%w: no %s{%s} within %s before %s (widen --lookback?)", errRunNotFound, mPhaseStart, l.runSel(), model.Duration(l.lookback), l.now.UTC().Format(time.RFC3339))
+	}
+	ends, err := l.vector(ctx, fmt.Sprintf("max by (phase) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseEnd, l.runSel()))), l.now)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range starts {
+		ph := string(s.Metric["phase"])
+		b := d.Phases[ph]
+		if v := float64(s.Value); v > 0 && !math.IsNaN(v) {
+			b.Start, b.HasStart = v, true
+		}
+		d.Phases[ph] = b
+	}
+	for _, s := range ends {
+		ph := string(s.Metric["phase"])
+		b := d.Phases[ph]
+		if v := float64(s.Value); v > 0 && !math.IsNaN(v) && (!b.HasStart || v >= b.Start) {
+			b.End, b.HasEnd = v, true
+		}
+		d.Phases[ph] = b
+	}
+	from, to := math.Inf(1), math.Inf(-1)
+	for _, b := range d.Phases {
+		if b.HasStart {
+			from = min(from, b.Start)
+			to = max(to, b.Start)
+		}
+		if b.HasEnd {
+			to = max(to, b.End)
+		}
+	}
+	if math.IsInf(from, 0) {
+		return nil, fmt.Errorf("%w: %s{%s} has no positive start timestamp", errRunNotFound, mPhaseStart, l.runSel())
+	}
+
+	// Exporter phase energies (one value per GPU; max over duplicates of
+	// the same GPU, e.g. two scrapers).
+	pe, err := l.vector(ctx, fmt.Sprintf("max by (phase, uuid) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseEnergy, l.runSel()))), l.now)
+	if err != nil {
+		return nil, err
+	}
+	uuids := map[string]bool{}
+	for _, s := range pe {
+		d.PhaseEnergy[string(s.Metric["phase"])] += float64(s.Value)
+		uuids[string(s.Metric["uuid"])] = true
+	}
+	rc, err := l.vector(ctx, fmt.Sprintf("min(%s)", l.lastOver(fmt.Sprintf("%s{%s}", mReleaseClosed, l.runSel()))), l.now)
+	if err != nil {
+		return nil, err
+	}
+	if len(rc) == 1 {
+		d.ReleaseClosed = ptr(rc[0].Value == 1)
+	}
+
+	// Raw series over the run's span plus a margin, as a range selector
+	// evaluated at the span's end: Prometheus returns the stored samples.
+	evalAt := time.UnixMilli(int64(math.Ceil((to + rawSampleMargin.Seconds()) * 1000))).UTC()
+	rng := promDuration(time.Duration((to-from)*float64(time.Second)) + 2*rawSampleMargin)
+	gpuSel := ""
+	if len(uuids) > 0 {
+		var alts []string
+		for _, u := range sortedKeys(uuids) {
+			alts = append(alts, regexp.QuoteMeta(u))
+		}
+		gpuSel = "uuid=~" + strconv.Quote(strings.Join(alts, "|"))
+	}
+	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source) (last_over_time(%s{%s}[%s]))", mGPUInfo, gpuSel, rng), evalAt)
+	if err != nil {
+		return nil, err
+	}
+	source := map[string]string{}
+	for _, s := range info {
+		source[string(s.Metric["uuid"])] = string(s.Metric["energy_source"])
+	}
+	energy, err := l.matrix(ctx, fmt.Sprintf("%s{%s}[%s]", mGPUEnergy, gpuSel, rng), evalAt)
+	if err != nil {
+		return nil, err
+	}
+	power, err := l.matrix(ctx, fmt.Sprintf("%s{%s}[%s]", mGPUPower, gpuSel, rng), evalAt)
+	if err != nil {
+		return nil, err
+	}
+	byUUID := map[string]*GPUSeries{}
+	var order []string
+	pick := func(m model.Matrix, set func(g *GPUSeries, s []Sample)) {
+		for _, ss := range m {
+			u := string(ss.Metric["uuid"])
+			g, ok := byUUID[u]
+			if !ok {
+				g = &GPUSeries{GPU: string(ss.Metric["gpu"]), UUID: u, Instance: string(ss.Metric["instance"]), EnergySource: source[u]}
+				byUUID[u] = g
+				order = append(order, u)
+			}
+			set(g, toSamples(ss.Values))
+		}
+	}
+	// The same GPU seen by two scrapers: keep the series with more samples.
+	pick(energy, func(g *GPUSeries, s []Sample) {
+		if len(s) > len(g.Energy) {
+			g.Energy = s
+		}
+	})
+	pick(power, func(g *GPUSeries, s []Sample) {
+		if len(s) > len(g.Power) {
+			g.Power = s
+		}
+	})
+	for _, u := range order {
+		d.GPUs = append(d.GPUs, *byUUID[u])
+	}
+
+	if err := l.loadRequests(ctx, d, rng, evalAt); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func toSamples(v []model.SamplePair) []Sample {
+	s := make([]Sample, len(v))
+	for i, p := range v {
+		s[i] = Sample{T: float64(p.Timestamp) / 1000, V: float64(p.Value)}
+	}
+	return s
+}
+
+type reqKey struct {
+	series model.Fingerprint // labels without __name__
+	ts     model.Time
+}
+
+// loadRequests joins the per-request samples that share their labels (all
+// but __name__) and timestamp into requests.
+func (l *loader) loadRequests(ctx context.Context, d *RunData, rng string, at time.Time) error {
+	type partial struct {
+		phase, slot              string
+		out, in, ttft, lat, succ float64
+		has                      uint8
+	}
+	const (
+		hOut = 1 << iota
+		hIn
+		hTTFT
+		hLat
+		hSucc
+	)
+	parts := map[reqKey]*partial{}
+	var order []reqKey
+	for _, m := range []struct {
+		name string
+		bit  uint8
+	}{{mReqOutput, hOut}, {mReqInput, hIn}, {mReqTTFT, hTTFT}, {mReqLatency, hLat}, {mReqSuccess, hSucc}} {
+		mat, err := l.matrix(ctx, fmt.Sprintf("%s{%s}[%s]", m.name, l.runSel(), rng), at)
+		if err != nil {
+			return err
+		}
+		for _, ss := range mat {
+			ls := model.LabelSet(ss.Metric).Clone()
+			delete(ls, model.MetricNameLabel)
+			fp := ls.Fingerprint()
+			for _, v := range ss.Values {
+				k := reqKey{fp, v.Timestamp}
+				p, ok := parts[k]
+				if !ok {
+					p = &partial{phase: string(ls["phase"]), slot: string(ls["slot"])}
+					parts[k] = p
+					order = append(order, k)
+				}
+				x := float64(v.Value)
+				switch m.bit {
+				case hOut:
+					p.out = x
+				case hIn:
+					p.in = x
+				case hTTFT:
+					p.ttft = x
+				case hLat:
+					p.lat = x
+				case hSucc:
+					p.succ = x
+				}
+				p.has |= m.bit
+			}
+		}
+	}
+	d.Requests = make([]Request, 0, len(order))
+	for _, k := range order {
+		p := parts[k]
+		if p.has&(hOut|hLat|hSucc) != hOut|hLat|hSucc || p.lat < 0 {
+			d.IncompleteRequests++
+			continue
+		}
+		end := float64(k.ts) / 1000
+		r := Request{
+			Phase: p.phase, Slot: p.slot,
+			End: end, Send: end - p.lat, Latency: p.lat,
+			OutputTokens: int64(math.Round(p.out)), InputTokens: int64(math.Round(p.in)),
+			Success: p.succ == 1,
+		}
+		if p.has&hTTFT != 0 {
+			r.HasTTFT, r.TTFT, r.FirstToken = true, p.ttft, r.Send+p.ttft
+		}
+		d.Requests = append(d.Requests, r)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package analyze
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Report file names inside the output directory.
+const (
+	FileJSON     = "report.json"
+	FileMarkdown = "report.md"
+	FileHTML     = "report.html"
+)
+
+// ErrReportExists is returned when the output directory already holds files.
+var ErrReportExists = errors.New("output directory exists and is not empty")
+
+// MarshalReport is report.json's content.
+func MarshalReport(r *Report) ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding report.json: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// WriteReport writes report.json, report.md and report.html into dir, all at
+// once: the files are written into a temporary sibling directory which is
+// then renamed to dir. It never overwrites: when dir exists and is not empty
+// it fails with ErrReportExists and writes nothing. pd may be nil (no plots).
+func WriteReport(dir string, r *Report, pd *PlotData) error {
+	dir = filepath.Clean(dir)
+	if err := checkFree(dir); err != nil {
+		return err
+	}
+	js, err := MarshalReport(r)
+	if err != nil {
+		return err
+	}
+	var md, html bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
+		return fmt.Errorf("rendering report.md: %w", err)
+	}
+	if err := WriteHTML(&html, r, pd); err != nil {
+		return fmt.Errorf("rendering report.html: %w", err)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", parent, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("creating a temporary directory beside %s: %w", dir, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{FileJSON, js}, {FileMarkdown, md.Bytes()}, {FileHTML, html.Bytes()}} {
+		if err := writeSynced(filepath.Join(tmp, f.name), f.data); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("chmod %s: %w", tmp, err)
+	}
+	// An empty dir (e.g. made by the caller) is replaced; os.Remove only
+	// removes empty directories, so nothing can be lost here.
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %w", dir, ErrReportExists)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("moving the report into %s: %w", dir, err)
+	}
+	done = true
+	return nil
+}
+
+// checkFree fails when dir exists and is not an empty directory.
+func checkFree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("output %s: %w", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("%s (%d entries; choose a new --out): %w", dir, len(entries), ErrReportExists)
+	}
+	return nil
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", path, err)
+	}
+	return nil
+}
