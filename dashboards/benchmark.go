@@ -96,14 +96,14 @@ func Benchmark() (dashboard.Dashboard, error) {
 			title: "Target vs achieved rate", unit: unitReqPerSec, w: 8, boundary: boundaryClient,
 			desc: "Requests per second the load shape asked for and the rate the client actually sent, summed over bench pods. Achieved below target means the client could not keep up and the run is flagged.",
 			queries: []query{
-				{expr: `sum(joulemark_bench_target_rate` + runSel + `)`, legend: "target"},
-				{expr: `sum(joulemark_bench_achieved_rate` + runSel + `)`, legend: "achieved"},
+				{expr: `sum(joulemark_bench_target_rate_requests_per_second` + runSel + `)`, legend: "target"},
+				{expr: `sum(joulemark_bench_achieved_rate_requests_per_second` + runSel + `)`, legend: "achieved"},
 			},
 		}).Min(0)).
 		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
 			title: "In-flight requests", unit: unitCount, w: 8, boundary: boundaryClient,
 			desc:    "Requests sent and not yet finished, summed over bench pods (the closed-loop concurrency, or what an open-loop arrival process built up).",
-			queries: []query{{expr: `sum(joulemark_bench_in_flight_requests` + runSel + `)`, legend: "in flight"}},
+			queries: []query{{expr: `sum(joulemark_bench_requests_in_flight` + runSel + `)`, legend: "in flight"}},
 		}).Min(0)).
 		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
 			title: "Requests by outcome", unit: unitReqPerSec, w: 8, boundary: boundaryClient,

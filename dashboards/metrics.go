@@ -45,17 +45,19 @@ type BenchMetric struct {
 // BenchAggregateMetrics are the aggregates the benchmark job writes beside
 // the per-request samples (DESIGN.md: "requests by outcome, TTFT/TPOT/latency
 // histograms, in-flight gauge, target and achieved rate"). The contract names
-// them only by what they mean; these are the names the dashboards assume,
-// kept in this one list so they can be reconciled with what benchjob emits.
-// Histograms are queried through their _bucket series.
+// them only by what they mean; this one list holds the names the dashboards
+// query, taken from benchjob's metric constants (benchjob/metrics.go), so a
+// rename there is reconciled here. Histograms are queried through their
+// _bucket and _count series; their phase label is warmup or formal.
 var BenchAggregateMetrics = []BenchMetric{
-	{"joulemark_bench_requests_total", "counter", []string{"run_id", "outcome"}, "requests finished, by outcome (success or an error class)"},
-	{"joulemark_bench_ttft_seconds", "histogram", []string{"run_id"}, "time to first token, send to first token"},
-	{"joulemark_bench_tpot_seconds", "histogram", []string{"run_id"}, "time per output token, (latency - TTFT) / (output tokens - 1)"},
-	{"joulemark_bench_latency_seconds", "histogram", []string{"run_id"}, "end-to-end request latency"},
-	{"joulemark_bench_in_flight_requests", "gauge", []string{"run_id"}, "requests sent and not yet finished"},
-	{"joulemark_bench_target_rate", "gauge", []string{"run_id"}, "requests per second the load shape asks for (open loop)"},
-	{"joulemark_bench_achieved_rate", "gauge", []string{"run_id"}, "requests per second actually sent"},
+	{"joulemark_bench_requests_total", "counter", []string{"run_id", "outcome"}, "requests finished, by outcome (success or the error class)"},
+	{"joulemark_bench_output_tokens_total", "counter", []string{"run_id", "phase"}, "output tokens of successful requests"},
+	{"joulemark_bench_ttft_seconds", "histogram", []string{"run_id", "phase"}, "time to first token of successful requests"},
+	{"joulemark_bench_tpot_seconds", "histogram", []string{"run_id", "phase"}, "time per output token after the first, of successful requests"},
+	{"joulemark_bench_latency_seconds", "histogram", []string{"run_id", "phase"}, "end-to-end latency of every request, failures included"},
+	{"joulemark_bench_requests_in_flight", "gauge", []string{"run_id"}, "requests sent and not yet finished"},
+	{"joulemark_bench_target_rate_requests_per_second", "gauge", []string{"run_id"}, "request rate the open loop aims at (0 for a closed loop)"},
+	{"joulemark_bench_achieved_rate_requests_per_second", "gauge", []string{"run_id"}, "requests sent per second since the formal phase started"},
 }
 
 // EngineMetrics are documented vLLM metric names

@@ -23,24 +23,23 @@ type sweepPoint struct {
 // sweepPoints are the per-run figures, in table column order. Their RefIds
 // (A, B, ...) follow this order.
 var sweepPoints = []sweepPoint{
-	{"Peak in-flight", unitCount, `sum by (run_id) (max_over_time(joulemark_bench_in_flight_requests{run_id` + sweepRuns + `}[$__range]))`},
-	{"Target rate", unitReqPerSec, `sum by (run_id) (max_over_time(joulemark_bench_target_rate{run_id` + sweepRuns + `}[$__range]))`},
+	{"Peak in-flight", unitCount, `sum by (run_id) (max_over_time(joulemark_bench_requests_in_flight{run_id` + sweepRuns + `}[$__range]))`},
+	{"Target rate", unitReqPerSec, `sum by (run_id) (max_over_time(joulemark_bench_target_rate_requests_per_second{run_id` + sweepRuns + `}[$__range]))`},
 	{"Formal J/token", unitJoulePerToken, formalJoulesPerToken("run_id", sweepRuns)},
 	{"Full-lifecycle J/token", unitJoulePerToken, lifecycleJoulesPerToken("run_id", sweepRuns)},
 	{"Throughput", unitTokensPerSec, `sum by (run_id) (sum_over_time(joulemark_request_output_tokens{run_id` + sweepRuns + `, phase="formal"}[$__range])) / max by (run_id) (last_over_time(joulemark_phase_end_timestamp_seconds{run_id` + sweepRuns + `, phase="formal"}[$__range]) - last_over_time(joulemark_phase_start_timestamp_seconds{run_id` + sweepRuns + `, phase="formal"}[$__range]))`},
-	{"TTFT p95", unitSeconds, `histogram_quantile(0.95, sum by (run_id, le) (max_over_time(joulemark_bench_ttft_seconds_bucket{run_id` + sweepRuns + `}[$__range])))`},
-	{"TPOT p95", unitSeconds, `histogram_quantile(0.95, sum by (run_id, le) (max_over_time(joulemark_bench_tpot_seconds_bucket{run_id` + sweepRuns + `}[$__range])))`},
+	{"TTFT p95", unitSeconds, `histogram_quantile(0.95, sum by (run_id, le) (max_over_time(joulemark_bench_ttft_seconds_bucket{run_id` + sweepRuns + `, phase="formal"}[$__range])))`},
+	{"TPOT p95", unitSeconds, `histogram_quantile(0.95, sum by (run_id, le) (max_over_time(joulemark_bench_tpot_seconds_bucket{run_id` + sweepRuns + `, phase="formal"}[$__range])))`},
 	{"Error ratio", unitRatio, `1 - sum by (run_id) (sum_over_time(joulemark_request_success{run_id` + sweepRuns + `, phase="formal"}[$__range])) / sum by (run_id) (count_over_time(joulemark_request_success{run_id` + sweepRuns + `, phase="formal"}[$__range]))`},
 	{"Goodput", unitRatio, sweepGoodput},
 }
 
-// sweepGoodput counts, per run, formal requests that succeeded with TTFT and
-// TPOT within the SLOs, over all formal requests, from the bench histograms:
-// the share of requests under the TTFT SLO bucket times the share of
-// successful requests under the TPOT SLO bucket. Exact only when the SLOs are
-// bucket boundaries and the two conditions are independent; the report's
-// goodput is exact.
-const sweepGoodput = `sum by (run_id) (max_over_time(joulemark_bench_ttft_seconds_bucket{run_id` + sweepRuns + `, le="$slo_ttft"}[$__range])) / sum by (run_id) (max_over_time(joulemark_bench_requests_total{run_id` + sweepRuns + `}[$__range])) * sum by (run_id) (max_over_time(joulemark_bench_tpot_seconds_bucket{run_id` + sweepRuns + `, le="$slo_tpot"}[$__range])) / sum by (run_id) (max_over_time(joulemark_bench_tpot_seconds_count{run_id` + sweepRuns + `}[$__range]))`
+// sweepGoodput estimates, per run, the share of formal requests that
+// succeeded with TTFT and TPOT within the SLOs from the bench histograms:
+// (successful requests with TTFT <= SLO / all requests) x (share of TPOT
+// observations <= SLO). Exact only when the SLOs are bucket boundaries and
+// the two conditions are independent; the report's goodput is exact.
+const sweepGoodput = `sum by (run_id) (max_over_time(joulemark_bench_ttft_seconds_bucket{run_id` + sweepRuns + `, phase="formal", le="$slo_ttft"}[$__range])) / sum by (run_id) (max_over_time(joulemark_bench_latency_seconds_count{run_id` + sweepRuns + `, phase="formal"}[$__range])) * sum by (run_id) (max_over_time(joulemark_bench_tpot_seconds_bucket{run_id` + sweepRuns + `, phase="formal", le="$slo_tpot"}[$__range])) / sum by (run_id) (max_over_time(joulemark_bench_tpot_seconds_count{run_id` + sweepRuns + `, phase="formal"}[$__range]))`
 
 // Sweep builds the "Sweep comparison" dashboard: one point per run of a
 // concurrency or rate sweep.
@@ -56,8 +55,8 @@ func Sweep() (dashboard.Dashboard, error) {
 		WithVariable(nodeVariable()).
 		WithVariable(gpuVariable()).
 		WithVariable(runVariable(true)).
-		WithVariable(sloVariable("slo_ttft", "TTFT SLO (s)", "0.5", "Goodput's time-to-first-token objective in seconds; must be a bucket boundary of joulemark_bench_ttft_seconds.")).
-		WithVariable(sloVariable("slo_tpot", "TPOT SLO (s)", "0.035", "Goodput's time-per-output-token objective in seconds; must be a bucket boundary of joulemark_bench_tpot_seconds.")).
+		WithVariable(sloVariable("slo_ttft", "TTFT SLO (s)", "0.5", "Goodput's time-to-first-token objective in seconds; must be a bucket boundary of joulemark_bench_ttft_seconds (le label as written, e.g. 0.25, 0.5, 1).")).
+		WithVariable(sloVariable("slo_tpot", "TPOT SLO (s)", "0.05", "Goodput's time-per-output-token objective in seconds; must be a bucket boundary of joulemark_bench_tpot_seconds (le label as written, e.g. 0.03, 0.05, 0.075): analyze's 35 ms default is not one.")).
 		Annotations(phaseAnnotations(sweepRuns)).
 		WithRow(dashboard.NewRowBuilder("Points")).
 		WithPanel(sweepTable()).
@@ -77,7 +76,7 @@ func Sweep() (dashboard.Dashboard, error) {
 		Build()
 }
 
-const sweepGoodputHelp = "the share of requests whose TTFT is within $slo_ttft s times the share of successful requests whose TPOT is within $slo_tpot s, from the bench job's histograms (exact only when both SLOs are bucket boundaries and the two conditions are independent; the report's goodput counts each request)."
+const sweepGoodputHelp = "the share of formal requests that succeeded with TTFT within $slo_ttft s, times the share of TPOT observations within $slo_tpot s, from the bench job's histograms (exact only when both SLOs are bucket boundaries and the two conditions are independent; the report's goodput counts each request)."
 
 // sweepTable is one row per run with every sweep figure.
 func sweepTable() *table.PanelBuilder {
