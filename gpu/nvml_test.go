@@ -1,0 +1,252 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+)
+
+// mockGPU is what a test makes a mocked GPU answer.
+type mockGPU struct {
+	instantMW, averageMW  uint32
+	energyMJ              uint64
+	fieldsRet             nvml.Return // GetFieldValues' own return
+	instantRet, energyRet nvml.Return // per-field returns
+	powerUsageCalls       int
+	energyCalls           int
+}
+
+func setField(f *nvml.FieldValue, ret nvml.Return, vt nvml.ValueType, v uint64) {
+	f.NvmlReturn = uint32(ret)
+	f.ValueType = uint32(vt)
+	binary.LittleEndian.PutUint64(f.Value[:], v)
+}
+
+// mockServer is a DGX H100 mock whose power functions answer from gpus.
+func mockServer(gpus []*mockGPU) *server.Server {
+	s := dgxh100.New()
+	for i, d := range s.Devices {
+		dev := d.(*server.Device)
+		g := gpus[i]
+		dev.UUID = "GPU-00000000-0000-4000-8000-00000000000" + string(rune('0'+i))
+		dev.GetFieldValuesFunc = func(fv []nvml.FieldValue) nvml.Return {
+			if g.fieldsRet != nvml.SUCCESS {
+				return g.fieldsRet
+			}
+			for k := range fv {
+				switch fv[k].FieldId {
+				case nvml.FI_DEV_POWER_INSTANT:
+					setField(&fv[k], g.instantRet, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(g.instantMW))
+				case nvml.FI_DEV_POWER_AVERAGE:
+					setField(&fv[k], nvml.SUCCESS, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(g.averageMW))
+				case nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION:
+					setField(&fv[k], g.energyRet, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, g.energyMJ)
+				default:
+					fv[k].NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+				}
+			}
+			return nvml.SUCCESS
+		}
+		dev.GetPowerUsageFunc = func() (uint32, nvml.Return) {
+			g.powerUsageCalls++
+			if g.fieldsRet == nvml.ERROR_GPU_IS_LOST {
+				return 0, nvml.ERROR_GPU_IS_LOST
+			}
+			return g.averageMW, nvml.SUCCESS
+		}
+		dev.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
+			g.energyCalls++
+			if g.energyRet != nvml.SUCCESS && g.fieldsRet == nvml.SUCCESS {
+				return 0, g.energyRet
+			}
+			return g.energyMJ, nvml.SUCCESS
+		}
+		setSlowMocks(dev, i)
+	}
+	return s
+}
+
+func setSlowMocks(dev *server.Device, i int) {
+	dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
+		return nvml.Memory{Total: 80 << 30, Used: uint64(i+1) << 30}, nvml.SUCCESS
+	}
+	dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{Gpu: uint32(10 * i)}, nvml.SUCCESS }
+	dev.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return uint32(30 + i), nvml.SUCCESS }
+	dev.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return 700000, nvml.SUCCESS }
+	dev.GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1980, nvml.SUCCESS }
+	dev.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return 0x1 | 0x4, nvml.SUCCESS }
+	dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
+}
+
+func healthyGPUs(n int) []*mockGPU {
+	out := make([]*mockGPU, n)
+	for i := range out {
+		out[i] = &mockGPU{instantMW: 100000 + uint32(i)*1000, averageMW: 90000, energyMJ: 5_000_000}
+	}
+	return out
+}
+
+func TestNVMLBatchedFields(t *testing.T) {
+	gpus := healthyGPUs(8)
+	b, err := NewNVML(mockServer(gpus), NVMLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	devs := b.Devices()
+	if len(devs) != 8 || devs[0].Name != "NVIDIA H100 80GB HBM3" || devs[0].DriverVersion != "550.54.15" {
+		t.Fatalf("devices %+v", devs[0])
+	}
+	if devs[0].PowerSource != PowerInstant || devs[0].EnergySource != EnergyCounter {
+		t.Errorf("sources %s/%s, want instant/counter", devs[0].PowerSource, devs[0].EnergySource)
+	}
+	s, err := b.Sample(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PowerWatts != 103 || s.AvgPowerWatts != 90 || !s.HasEnergy || s.EnergyJoules != 5000 {
+		t.Errorf("sample %+v, want 103 W instant, 90 W average, 5000 J", s)
+	}
+	if gpus[3].powerUsageCalls != 0 || gpus[3].energyCalls != 0 {
+		t.Errorf("fallbacks called (%d power, %d energy) though the batched fields answered", gpus[3].powerUsageCalls, gpus[3].energyCalls)
+	}
+	slow, err := b.SlowSample(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := SlowSample{MemoryUsedBytes: 3 << 30, UtilizationRatio: 0.2, TemperatureCelsius: 32, PowerLimitWatts: 700,
+		SMClockHertz: 1980e6, ClockEventReasons: 5, HasClockEvents: true, ComputeProcesses: 0}
+	if slow != want {
+		t.Errorf("slow sample %+v, want %+v", slow, want)
+	}
+}
+
+func TestNVMLFallbacks(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		gpu          mockGPU
+		power        string
+		energy       string
+		watts        float64
+		wantPowerUse bool
+	}{
+		{"no instant field (pre-Ampere)", mockGPU{averageMW: 250000, energyMJ: 7000, instantRet: nvml.ERROR_NOT_SUPPORTED}, PowerAverage, EnergyCounter, 250, false},
+		{"no batched call", mockGPU{averageMW: 250000, energyMJ: 7000, fieldsRet: nvml.ERROR_FUNCTION_NOT_FOUND}, PowerAverage, EnergyCounter, 250, true},
+		{"no energy counter (pre-Volta)", mockGPU{instantMW: 120000, averageMW: 1, energyRet: nvml.ERROR_NOT_SUPPORTED}, PowerInstant, EnergyIntegrated, 120, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gpus := healthyGPUs(8)
+			g := tc.gpu
+			gpus[0] = &g
+			b, err := NewNVML(mockServer(gpus), NVMLOptions{MaxGPUs: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if n := len(b.Devices()); n != 2 {
+				t.Errorf("MaxGPUs 2 gave %d GPUs", n)
+			}
+			d := b.Devices()[0]
+			if d.PowerSource != tc.power || d.EnergySource != tc.energy {
+				t.Errorf("sources %s/%s, want %s/%s", d.PowerSource, d.EnergySource, tc.power, tc.energy)
+			}
+			g.powerUsageCalls = 0
+			s, err := b.Sample(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.PowerWatts != tc.watts {
+				t.Errorf("power %v W, want %v", s.PowerWatts, tc.watts)
+			}
+			if (g.powerUsageCalls > 0) != tc.wantPowerUse {
+				t.Errorf("GetPowerUsage called %d times", g.powerUsageCalls)
+			}
+			if tc.energy == EnergyCounter && (!s.HasEnergy || s.EnergyJoules != 7) {
+				t.Errorf("energy %+v, want the counter's 7 J", s)
+			}
+			if tc.energy == EnergyIntegrated && s.HasEnergy {
+				t.Errorf("energy reported for a GPU without counter")
+			}
+		})
+	}
+}
+
+func TestNVMLLostGPU(t *testing.T) {
+	gpus := healthyGPUs(8)
+	b, err := NewNVML(mockServer(gpus), NVMLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus[5].fieldsRet = nvml.ERROR_GPU_IS_LOST
+	if _, err := b.Sample(5); !errors.Is(err, ErrGPULost) {
+		t.Errorf("lost GPU: %v, want ErrGPULost", err)
+	}
+	if _, err := b.Sample(4); err != nil {
+		t.Errorf("GPU 4 after GPU 5 was lost: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Sample(4); err == nil {
+		t.Error("Sample after Close reached the library")
+	}
+}
+
+func TestNVMLInitFailures(t *testing.T) {
+	for _, tc := range []struct {
+		ret  nvml.Return
+		want string
+	}{
+		{nvml.ERROR_LIBRARY_NOT_FOUND, "--gpu=sim"},
+		{nvml.ERROR_DRIVER_NOT_LOADED, "--gpu=sim"},
+	} {
+		calls := 0
+		lib := &mock.Interface{
+			InitFunc: func() nvml.Return { return tc.ret },
+			// any other call after a failed Init would kill a real process
+			DeviceGetCountFunc: func() (int, nvml.Return) { calls++; return 0, nvml.SUCCESS },
+			ShutdownFunc:       func() nvml.Return { calls++; return nvml.SUCCESS },
+		}
+		_, err := NewNVML(lib, NVMLOptions{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("init %v: error %v, want one naming %s", tc.ret, err, tc.want)
+		}
+		if calls != 0 {
+			t.Errorf("init %v: %d NVML calls after a failed Init", tc.ret, calls)
+		}
+	}
+}
+
+func TestFieldValueDecoding(t *testing.T) {
+	for _, tc := range []struct {
+		vt   nvml.ValueType
+		bits uint64
+		want float64
+	}{
+		{nvml.VALUE_TYPE_DOUBLE, math.Float64bits(12.5), 12.5},
+		{nvml.VALUE_TYPE_UNSIGNED_INT, 700000, 700000},
+		{nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, 1 << 40, 1 << 40},
+		{nvml.VALUE_TYPE_SIGNED_LONG_LONG, uint64(1<<64 - 5), -5},
+		{nvml.VALUE_TYPE_SIGNED_INT, uint64(uint32(1<<32 - 3)), -3},
+		{nvml.VALUE_TYPE_UNSIGNED_SHORT, 65535, 65535},
+	} {
+		var f nvml.FieldValue
+		setField(&f, nvml.SUCCESS, tc.vt, tc.bits)
+		if got, ok := fieldValue(f); !ok || got != tc.want {
+			t.Errorf("type %d: %v %v, want %v", tc.vt, got, ok, tc.want)
+		}
+	}
+	var f nvml.FieldValue
+	setField(&f, nvml.ERROR_NOT_SUPPORTED, nvml.VALUE_TYPE_UNSIGNED_INT, 1)
+	if _, ok := fieldValue(f); ok {
+		t.Error("a field with its own error decoded")
+	}
+}
+
