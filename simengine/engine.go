@@ -10,30 +10,21 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/joulemark/joulemark/gpu"
 )
 
 // State is the engine's lifecycle state, as joulemark_sim_engine_state
-// publishes it.
-type State int
+// publishes it. It is the simulated GPUs' engine state, so that *gpu.Sim is a
+// LoadSink as it is.
+type State = gpu.EngineState
 
 // The engine states. The values are the joulemark_sim_engine_state gauge's.
 const (
-	StateStopped State = 0 // no weights on the GPUs
-	StateLoading State = 1 // loading weights; /health answers 503
-	StateRunning State = 2 // serving
+	StateStopped = gpu.EngineStopped // no weights on the GPUs
+	StateLoading = gpu.EngineLoading // loading weights; /health answers 503
+	StateRunning = gpu.EngineRunning // serving
 )
-
-func (s State) String() string {
-	switch s {
-	case StateStopped:
-		return "stopped"
-	case StateLoading:
-		return "loading"
-	case StateRunning:
-		return "running"
-	}
-	return fmt.Sprintf("State(%d)", int(s))
-}
 
 // LoadSink receives the engine's load and state as they change: the
 // in-process coupling to simulated GPUs, so that power follows work.
@@ -44,6 +35,9 @@ type LoadSink interface {
 	SetLoad(ratio float64)
 	SetEngineState(s State)
 }
+
+// Simulated GPUs follow the engine in-process.
+var _ LoadSink = (*gpu.Sim)(nil)
 
 // errNotReady refuses requests while the engine is not running.
 var errNotReady = errors.New("engine not ready")

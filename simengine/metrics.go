@@ -54,8 +54,12 @@ func newMetrics(e *Engine) *metrics {
 	for _, r := range []string{"stop", "length"} {
 		m.success.WithLabelValues(r)
 	}
+	// The simulator reserves a sequence's whole KV footprint on admission, so
+	// it never preempts; the counter is there (at 0) because dashboards plot it.
+	preemptions := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "vllm:num_preemptions_total", Help: "Cumulative number of preemptions from the engine (always 0: the simulator reserves KV cache on admission).", ConstLabels: model})
 	e.reg.MustRegister(
-		m.generationTokens, m.promptTokens, m.success, m.aborted, m.faults, m.ttft, m.e2e,
+		preemptions, m.generationTokens, m.promptTokens, m.success, m.aborted, m.faults, m.ttft, m.e2e,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "vllm:num_requests_running", Help: "Number of requests in model execution batches.", ConstLabels: model},
 			locked(func() float64 { return float64(len(e.running)) })),
