@@ -1,0 +1,291 @@
+// Package benchjob drives an OpenAI-compatible inference engine through the
+// measured lifecycle (idle, startup, warm-up, formal, release), posts the
+// phases to the exporters, pushes one sample per request to Prometheus by
+// remote write and keeps a complete run archive on disk.
+package benchjob
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"time"
+
+	"github.com/prometheus/common/config"
+
+	"github.com/joulemark/joulemark/openai"
+)
+
+// Config is one benchmark run. It is a plain struct: the CLI fills it from
+// flags, experiments load it from strict YAML. Durations in YAML are Go
+// durations ("20s", "10m").
+type Config struct {
+	// Target is the OpenAI base URL, e.g. http://host:8000/v1.
+	Target string `yaml:"target" json:"target"`
+	// Model is the served model id; empty takes the first id /v1/models lists.
+	Model string `yaml:"model" json:"model"`
+	// Endpoint is completions or chat.
+	Endpoint string `yaml:"endpoint" json:"endpoint"`
+
+	// Load shape: Concurrency (closed loop) or Rate (open loop, requests/s).
+	Concurrency    int     `yaml:"concurrency" json:"concurrency"`
+	Rate           float64 `yaml:"rate" json:"rate"`
+	Burstiness     float64 `yaml:"burstiness" json:"burstiness"`
+	MaxConcurrency int     `yaml:"max_concurrency" json:"max_concurrency"`
+	// SweepConcurrency and SweepRate run one run per value, each its own run
+	// id (<run_id>-c<N> or <run_id>-r<R>).
+	SweepConcurrency []int     `yaml:"sweep_concurrency" json:"sweep_concurrency,omitempty"`
+	SweepRate        []float64 `yaml:"sweep_rate" json:"sweep_rate,omitempty"`
+
+	// Requests and/or Duration bound the formal phase (the first reached ends it).
+	Requests       int           `yaml:"requests" json:"requests"`
+	Duration       time.Duration `yaml:"duration" json:"duration"`
+	WarmupRequests int           `yaml:"warmup_requests" json:"warmup_requests"`
+	IdleDuration   time.Duration `yaml:"idle_duration" json:"idle_duration"`
+	// MaxLag is the scheduling lag (open loop) past which the run is
+	// flagged client_could_not_keep_up.
+	MaxLag time.Duration `yaml:"max_lag" json:"max_lag"`
+
+	Workload     Workload      `yaml:"workload" json:"workload"`
+	Extras       openai.Extras `yaml:"extras" json:"extras"`
+	Timeouts     Timeouts      `yaml:"timeouts" json:"timeouts"`
+	Engine       EngineConfig  `yaml:"engine" json:"engine"`
+	RequireUsage bool          `yaml:"require_usage" json:"require_usage"`
+
+	// Exporters are the phase API base URLs (one per node).
+	Exporters         []string `yaml:"exporters" json:"exporters"`
+	ExporterTokenFile string   `yaml:"exporter_token_file" json:"exporter_token_file,omitempty"`
+
+	RemoteWrite RemoteWrite `yaml:"remote_write" json:"remote_write"`
+
+	// APIKeyFile holds the engine's API key; else OPENAI_API_KEY is used.
+	APIKeyFile string `yaml:"api_key_file" json:"api_key_file,omitempty"`
+
+	// EngineMetrics scrapes the engine's own /metrics during the run
+	// (vLLM and SGLang queue, KV-cache and preemption gauges) into the archive.
+	EngineMetrics         bool          `yaml:"engine_metrics" json:"engine_metrics"`
+	EngineMetricsURL      string        `yaml:"engine_metrics_url" json:"engine_metrics_url,omitempty"`
+	EngineMetricsInterval time.Duration `yaml:"engine_metrics_interval" json:"engine_metrics_interval"`
+
+	RunsDir string `yaml:"runs_dir" json:"runs_dir"`
+	RunID   string `yaml:"run_id" json:"run_id"`
+}
+
+// Workload says what is sent.
+type Workload struct {
+	MeanInputTokens    int    `yaml:"mean_input_tokens" json:"mean_input_tokens"`
+	StddevInputTokens  int    `yaml:"stddev_input_tokens" json:"stddev_input_tokens"`
+	MeanOutputTokens   int    `yaml:"mean_output_tokens" json:"mean_output_tokens"`
+	StddevOutputTokens int    `yaml:"stddev_output_tokens" json:"stddev_output_tokens"`
+	Dataset            string `yaml:"dataset" json:"dataset,omitempty"`
+	Trace              string `yaml:"trace" json:"trace,omitempty"`
+	Seed               int64  `yaml:"seed" json:"seed"`
+}
+
+// Timeouts of one request; zero means no limit.
+type Timeouts struct {
+	Connect    time.Duration `yaml:"connect" json:"connect"`
+	FirstToken time.Duration `yaml:"first_token" json:"first_token"`
+	Total      time.Duration `yaml:"total" json:"total"`
+}
+
+// EngineConfig says how the engine's lifecycle is driven.
+type EngineConfig struct {
+	// Cmd is launched (through sh -c) and owned: its output goes to the
+	// archive; it is stopped with SIGTERM, then SIGKILL after StopGrace.
+	Cmd string `yaml:"cmd" json:"cmd,omitempty"`
+	// Start and Stop are shell hooks for an externally managed engine.
+	Start string `yaml:"start" json:"start,omitempty"`
+	Stop  string `yaml:"stop" json:"stop,omitempty"`
+	// NoLifecycle measures an already running service: formal phase only.
+	NoLifecycle  bool          `yaml:"no_lifecycle" json:"no_lifecycle"`
+	ReadyTimeout time.Duration `yaml:"ready_timeout" json:"ready_timeout"`
+	StopGrace    time.Duration `yaml:"stop_grace" json:"stop_grace"`
+	// ReleaseWait bounds the wait for every exporter to report release
+	// closed or timed out (the exporter has its own maximum wait).
+	ReleaseWait time.Duration `yaml:"release_wait" json:"release_wait"`
+	// Descriptive, recorded in the manifest.
+	Version       string `yaml:"version" json:"version,omitempty"`
+	Image         string `yaml:"image" json:"image,omitempty"`
+	ModelRevision string `yaml:"model_revision" json:"model_revision,omitempty"`
+}
+
+// RemoteWrite says where per-request samples go.
+type RemoteWrite struct {
+	URL string `yaml:"url" json:"url,omitempty"`
+	// HTTP carries bearer/basic auth, TLS and extra headers (X-Scope-OrgID);
+	// its secrets marshal as <secret>.
+	HTTP config.HTTPClientConfig `yaml:"http,omitempty" json:"http"`
+	// AggregateInterval is how often aggregates are pushed (default 5s).
+	AggregateInterval time.Duration `yaml:"aggregate_interval" json:"aggregate_interval"`
+	// FlushTimeout bounds the final flush at the end of the run (default 30s).
+	FlushTimeout time.Duration `yaml:"flush_timeout" json:"flush_timeout"`
+}
+
+// Defaults returns a Config with every default of the CLI.
+func Defaults() Config {
+	return Config{
+		Endpoint:       "completions",
+		WarmupRequests: 8,
+		IdleDuration:   20 * time.Second,
+		MaxLag:         50 * time.Millisecond,
+		Workload: Workload{
+			MeanInputTokens: 550, StddevInputTokens: 150,
+			MeanOutputTokens: 150, StddevOutputTokens: 10,
+		},
+		Engine: EngineConfig{
+			ReadyTimeout: 10 * time.Minute,
+			StopGrace:    30 * time.Second,
+			ReleaseWait:  30 * time.Minute,
+		},
+		RemoteWrite:           RemoteWrite{AggregateInterval: 5 * time.Second, FlushTimeout: 30 * time.Second},
+		EngineMetricsInterval: 5 * time.Second,
+		RunsDir:               "runs",
+	}
+}
+
+var runIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// Validate checks everything before any work starts; the error lists every
+// problem found, each naming its field.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	if c.Target == "" {
+		bad("target", "required (OpenAI base URL, e.g. http://host:8000/v1)")
+	} else if u, err := url.Parse(c.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("target", "%q is not an http(s) URL", c.Target)
+	}
+	switch c.Endpoint {
+	case "completions", "chat":
+	default:
+		bad("endpoint", "%q: want completions or chat", c.Endpoint)
+	}
+	sweeps := 0
+	if len(c.SweepConcurrency) > 0 {
+		sweeps++
+		for i, n := range c.SweepConcurrency {
+			if n <= 0 {
+				bad("sweep_concurrency", "value %d (#%d) must be positive", n, i+1)
+			}
+		}
+	}
+	if len(c.SweepRate) > 0 {
+		sweeps++
+		for i, r := range c.SweepRate {
+			if r <= 0 {
+				bad("sweep_rate", "value %g (#%d) must be positive", r, i+1)
+			}
+		}
+	}
+	if sweeps > 1 {
+		bad("sweep_concurrency", "sweep over concurrency or rate, not both")
+	}
+	if c.Concurrency < 0 {
+		bad("concurrency", "%d must not be negative", c.Concurrency)
+	}
+	if c.Rate < 0 {
+		bad("rate", "%g must not be negative", c.Rate)
+	}
+	open := c.Rate > 0 || len(c.SweepRate) > 0 || c.Workload.Trace != ""
+	closed := c.Concurrency > 0 || len(c.SweepConcurrency) > 0
+	switch {
+	case open && closed:
+		bad("concurrency", "closed loop (concurrency) and open loop (rate or trace) exclude each other; use max_concurrency to cap an open loop")
+	case !open && !closed:
+		bad("concurrency", "set concurrency (closed loop), rate (open loop) or a trace")
+	}
+	if c.Burstiness < 0 || (c.Burstiness > 0 && !open) {
+		bad("burstiness", "%g: positive, and only with rate (1 is Poisson)", c.Burstiness)
+	}
+	if c.MaxConcurrency < 0 || (c.MaxConcurrency > 0 && !open) {
+		bad("max_concurrency", "%d: positive, and only caps an open loop", c.MaxConcurrency)
+	}
+	if c.Workload.Trace != "" && c.Rate > 0 {
+		bad("workload.trace", "a trace sets its own arrival times; drop rate")
+	}
+	if c.Requests < 0 {
+		bad("requests", "%d must not be negative", c.Requests)
+	}
+	if c.Duration < 0 {
+		bad("duration", "%s must not be negative", c.Duration)
+	}
+	if c.Requests == 0 && c.Duration == 0 && c.Workload.Trace == "" {
+		bad("requests", "set requests and/or duration (or a trace, which ends by itself)")
+	}
+	if c.WarmupRequests < 0 {
+		bad("warmup_requests", "%d must not be negative", c.WarmupRequests)
+	}
+	if c.IdleDuration < 0 {
+		bad("idle_duration", "%s must not be negative", c.IdleDuration)
+	}
+	w := c.Workload
+	if w.Dataset != "" && w.Trace != "" {
+		bad("workload.dataset", "a dataset and a trace exclude each other")
+	}
+	if w.Dataset == "" && w.Trace == "" || w.Trace != "" {
+		if w.MeanInputTokens <= 0 && w.Trace == "" {
+			bad("workload.mean_input_tokens", "%d must be positive", w.MeanInputTokens)
+		}
+		if w.MeanOutputTokens <= 0 && w.Trace == "" {
+			bad("workload.mean_output_tokens", "%d must be positive", w.MeanOutputTokens)
+		}
+	}
+	if w.StddevInputTokens < 0 || w.StddevOutputTokens < 0 {
+		bad("workload.stddev_input_tokens", "standard deviations must not be negative")
+	}
+	if c.Timeouts.Connect < 0 || c.Timeouts.FirstToken < 0 || c.Timeouts.Total < 0 {
+		bad("timeouts", "must not be negative")
+	}
+	if c.Extras.MinTokens != nil && *c.Extras.MinTokens < 0 {
+		bad("extras.min_tokens", "%d must not be negative", *c.Extras.MinTokens)
+	}
+	if c.Extras.MaxTokens != nil && *c.Extras.MaxTokens <= 0 {
+		bad("extras.max_tokens", "%d must be positive", *c.Extras.MaxTokens)
+	}
+	e := c.Engine
+	switch {
+	case e.NoLifecycle && (e.Cmd != "" || e.Start != "" || e.Stop != ""):
+		bad("engine.no_lifecycle", "measures an already running service: drop engine.cmd/start/stop")
+	case e.Cmd != "" && (e.Start != "" || e.Stop != ""):
+		bad("engine.cmd", "launch a command or use start/stop hooks, not both")
+	case (e.Start == "") != (e.Stop == ""):
+		bad("engine.start", "start and stop hooks go together")
+	}
+	if e.ReadyTimeout <= 0 {
+		bad("engine.ready_timeout", "%s must be positive", e.ReadyTimeout)
+	}
+	if e.StopGrace < 0 || e.ReleaseWait < 0 {
+		bad("engine.stop_grace", "durations must not be negative")
+	}
+	for i, x := range c.Exporters {
+		if u, err := url.Parse(x); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("exporters", "#%d %q is not an http(s) URL", i+1, x)
+		}
+	}
+	if rw := c.RemoteWrite; rw.URL != "" {
+		if u, err := url.Parse(rw.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("remote_write.url", "%q is not an http(s) URL", rw.URL)
+		}
+		if err := rw.HTTP.Validate(); err != nil {
+			bad("remote_write.http", "%v", err)
+		}
+	}
+	if c.EngineMetricsURL != "" {
+		if u, err := url.Parse(c.EngineMetricsURL); err != nil || u.Host == "" {
+			bad("engine_metrics_url", "%q is not a URL", c.EngineMetricsURL)
+		}
+	}
+	if c.RunsDir == "" {
+		bad("runs_dir", "required")
+	}
+	if c.RunID != "" && !runIDRe.MatchString(c.RunID) {
+		bad("run_id", "%q: letters, digits, '.', '_', '-' only, starting with a letter or digit, at most 128", c.RunID)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid bench config: %w", errors.Join(errs...))
+	}
+	return nil
+}

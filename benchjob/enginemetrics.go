@@ -1,0 +1,139 @@
+package benchjob
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// engineMetricNames are the engine's own gauges and counters recorded with
+// the run as a cross-check: vLLM (v0 and v1 names) and SGLang.
+var engineMetricNames = map[string]bool{
+	"vllm:num_requests_running":      true,
+	"vllm:num_requests_waiting":      true,
+	"vllm:gpu_cache_usage_perc":      true,
+	"vllm:kv_cache_usage_perc":       true,
+	"vllm:num_preemptions_total":     true,
+	"vllm:num_preemptions":           true,
+	"vllm:generation_tokens_total":   true,
+	"vllm:prompt_tokens_total":       true,
+	"sglang:num_running_reqs":        true,
+	"sglang:num_queue_reqs":          true,
+	"sglang:token_usage":             true,
+	"sglang:num_retracted_reqs":      true,
+	"sglang:generation_tokens_total": true,
+	"sglang:prompt_tokens_total":     true,
+}
+
+// EngineMetricsLine is one line of engine_metrics.jsonl: the engine's
+// cross-check metrics at one scrape, each summed over its label sets.
+type EngineMetricsLine struct {
+	Time    float64            `json:"time"`
+	Phase   string             `json:"phase"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Error   string             `json:"error,omitempty"`
+}
+
+// parseEngineMetrics reads a Prometheus text exposition and keeps the
+// cross-check metrics.
+func parseEngineMetrics(r io.Reader) (map[string]float64, error) {
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for name, mf := range fams {
+		if !engineMetricNames[name] {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.Gauge != nil:
+				out[name] += m.GetGauge().GetValue()
+			case m.Counter != nil:
+				out[name] += m.GetCounter().GetValue()
+			case m.Untyped != nil:
+				out[name] += m.GetUntyped().GetValue()
+			}
+		}
+	}
+	return out, nil
+}
+
+// scrapeEngineMetrics scrapes the engine's /metrics every interval into
+// engine_metrics.jsonl until stop closes. Failures are recorded as lines
+// (the engine may not be up yet).
+func (r *runner) scrapeEngineMetrics(stop <-chan struct{}) {
+	u := r.cfg.EngineMetricsURL
+	if u == "" {
+		u = r.client.RootURL() + "/metrics"
+	}
+	f, err := r.arch.create(EngineMetricsFile)
+	if err != nil {
+		r.log.Warn("engine metrics", "err", err)
+		return
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	defer w.Flush()
+	enc := json.NewEncoder(w)
+	iv := r.cfg.EngineMetricsInterval
+	if iv <= 0 {
+		iv = 5 * time.Second
+	}
+	hc := &http.Client{Timeout: min(iv, 10*time.Second)}
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			r.mu.Lock()
+			phase := ""
+			for p, at := range r.man.Phases {
+				if at > 0 && (phase == "" || at > r.man.Phases[phase]) {
+					phase = p
+				}
+			}
+			r.mu.Unlock()
+			line := EngineMetricsLine{Time: unixSeconds(now), Phase: phase}
+			m, err := scrapeOnce(hc, u)
+			if err != nil {
+				line.Error = err.Error()
+			} else {
+				line.Metrics = m
+			}
+			_ = enc.Encode(&line)
+			_ = w.Flush()
+		}
+	}
+}
+
+func scrapeOnce(hc *http.Client, u string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: status %d", u, resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "text/plain") && !strings.HasPrefix(ct, "application/openmetrics-text") {
+		return nil, fmt.Errorf("GET %s: content type %q", u, ct)
+	}
+	return parseEngineMetrics(io.LimitReader(resp.Body, 32<<20))
+}

@@ -1,0 +1,304 @@
+package benchjob
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/joulemark/joulemark/phaseapi"
+)
+
+// fakeExporter serves the phase API the way the exporter does, recording
+// every phase posted; release closes after releasePolls GETs.
+type fakeExporter struct {
+	*httptest.Server
+	token        string
+	releasePolls int
+	neverClose   bool
+
+	mu     sync.Mutex
+	events []phaseapi.Phase
+	times  []float64
+	ended  bool
+	polls  int
+}
+
+func newFakeExporter(t *testing.T, token string) *fakeExporter {
+	f := &fakeExporter{token: token, releasePolls: 2}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/gpus", func(w http.ResponseWriter, r *http.Request) {
+		if !f.authed(w, r) {
+			return
+		}
+		_ = json.NewEncoder(w).Encode([]phaseapi.GPUInfo{{GPU: 0, UUID: "GPU-fake-0", Name: "Fake H100", DriverVersion: "550.1", EnergySource: "counter", Healthy: true}})
+	})
+	mux.HandleFunc("POST /api/v1/runs/{id}/phases/{phase}", func(w http.ResponseWriter, r *http.Request) {
+		if !f.authed(w, r) {
+			return
+		}
+		p, err := phaseapi.ParsePhase(r.PathValue("phase"))
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: err.Error()})
+			return
+		}
+		f.mu.Lock()
+		f.events = append(f.events, p)
+		f.times = append(f.times, float64(time.Now().UnixNano())/1e9)
+		f.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(f.status(r.PathValue("id"), false))
+	})
+	mux.HandleFunc("POST /api/v1/runs/{id}/end", func(w http.ResponseWriter, r *http.Request) {
+		if !f.authed(w, r) {
+			return
+		}
+		f.mu.Lock()
+		f.ended = true
+		f.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(f.status(r.PathValue("id"), false))
+	})
+	mux.HandleFunc("GET /api/v1/runs/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if !f.authed(w, r) {
+			return
+		}
+		_ = json.NewEncoder(w).Encode(f.status(r.PathValue("id"), true))
+	})
+	f.Server = httptest.NewServer(mux)
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeExporter) authed(w http.ResponseWriter, r *http.Request) bool {
+	if f.token != "" && r.Header.Get("Authorization") != "Bearer "+f.token {
+		w.WriteHeader(http.StatusUnauthorized)
+		_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: "bad token"})
+		return false
+	}
+	return true
+}
+
+func (f *fakeExporter) status(id string, poll bool) *phaseapi.RunStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := &phaseapi.RunStatus{RunID: id, State: phaseapi.RunActive, Release: phaseapi.ReleaseStatus{State: phaseapi.ReleaseNotStarted}}
+	for i, p := range f.events {
+		ps := phaseapi.PhaseStatus{Phase: p, Start: f.times[i], Active: i == len(f.events)-1 && !f.ended}
+		if i+1 < len(f.events) {
+			e := f.times[i+1]
+			ps.End = &e
+		}
+		st.Phases = append(st.Phases, ps)
+	}
+	if n := len(f.events); n > 0 && f.events[n-1] == phaseapi.Release {
+		if poll {
+			f.polls++
+		}
+		st.Release.State = phaseapi.ReleaseWaiting
+		if f.polls >= f.releasePolls && !f.neverClose {
+			closed := true
+			st.Release.State, st.Release.Closed = phaseapi.ReleaseClosed, &closed
+			f.ended = true
+		}
+	}
+	if f.ended {
+		st.State = phaseapi.RunEnded
+	}
+	return st
+}
+
+func (f *fakeExporter) phases() []phaseapi.Phase {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]phaseapi.Phase(nil), f.events...)
+}
+
+func (f *fakeExporter) isEnded() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ended
+}
+
+// rwSample is one received remote-write sample.
+type rwSample struct {
+	labels map[string]string
+	value  float64
+	ts     int64
+}
+
+// rwReceiver decodes remote-write requests (snappy, prompb).
+type rwReceiver struct {
+	*httptest.Server
+	mu      sync.Mutex
+	samples []rwSample
+	headers http.Header
+	fail    bool
+}
+
+func newRWReceiver(t *testing.T) *rwReceiver {
+	rw := &rwReceiver{}
+	rw.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw.mu.Lock()
+		rw.headers = r.Header.Clone()
+		fail := rw.fail
+		rw.mu.Unlock()
+		if fail {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		comp, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		raw, err := snappy.Decode(nil, comp)
+		if err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		var req prompb.WriteRequest
+		if err := req.Unmarshal(raw); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		rw.mu.Lock()
+		defer rw.mu.Unlock()
+		for _, ts := range req.Timeseries {
+			l := map[string]string{}
+			for _, x := range ts.Labels {
+				l[x.Name] = x.Value
+			}
+			for _, s := range ts.Samples {
+				rw.samples = append(rw.samples, rwSample{labels: l, value: s.Value, ts: s.Timestamp})
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rw.Close)
+	return rw
+}
+
+func (rw *rwReceiver) named(name string) []rwSample {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	var out []rwSample
+	for _, s := range rw.samples {
+		if s.labels["__name__"] == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// fakeEngine is an in-process Engine: it counts Start/Stop and writes a log
+// line when its output is captured.
+type fakeEngine struct {
+	mu            sync.Mutex
+	starts, stops int
+	logs          io.Writer
+	startErr      error
+}
+
+func (e *fakeEngine) CaptureLogs(w io.Writer) { e.logs = w }
+func (e *fakeEngine) Start(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.starts++
+	if e.logs != nil {
+		io.WriteString(e.logs, "fake engine: started\n")
+	}
+	return e.startErr
+}
+func (e *fakeEngine) Stop(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stops++
+	return nil
+}
+func (e *fakeEngine) counts() (int, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.starts, e.stops
+}
+
+// readRecords reads a run's requests.jsonl as raw maps and as Records.
+func readRecords(t *testing.T, dir string) ([]map[string]any, []Record) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, RequestsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var raws []map[string]any
+	var recs []Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("requests.jsonl: %v", err)
+		}
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, m)
+		recs = append(recs, r)
+	}
+	return raws, recs
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// testConfig is a small, fast closed-loop config against target.
+func testConfig(t *testing.T, target string) Config {
+	c := Defaults()
+	c.Target = target
+	c.Model = "test-model"
+	c.Concurrency = 2
+	c.Requests = 10
+	c.WarmupRequests = 2
+	c.IdleDuration = 20 * time.Millisecond
+	c.Workload.MeanInputTokens, c.Workload.MeanOutputTokens = 40, 4
+	c.Workload.StddevInputTokens, c.Workload.StddevOutputTokens = 5, 1
+	c.Engine.ReadyTimeout = 5 * time.Second
+	c.Engine.StopGrace = time.Second
+	c.Engine.ReleaseWait = 10 * time.Second
+	c.RemoteWrite.AggregateInterval = 50 * time.Millisecond
+	c.RemoteWrite.FlushTimeout = 10 * time.Second
+	c.RunsDir = t.TempDir()
+	return c
+}
+
+func testOptions() Options {
+	return Options{PollInterval: 10 * time.Millisecond, Progress: io.Discard}
+}
+
+func sortedKeys(m map[string]any) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
+}

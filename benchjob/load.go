@@ -1,0 +1,231 @@
+package benchjob
+
+import (
+	"context"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/joulemark/joulemark/openai"
+)
+
+// slots hands out in-flight slot indexes (the `slot` label). A slot is
+// reused only by a request sent after the millisecond in which its previous
+// request ended, so no two samples of one series share a timestamp, and
+// samples of one series are appended in time order.
+type slots struct {
+	mu      sync.Mutex
+	busy    []bool
+	lastEnd []int64
+}
+
+func (s *slots) acquire() int {
+	now := time.Now().UnixMilli()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, b := range s.busy {
+		if !b && s.lastEnd[i] < now {
+			s.busy[i] = true
+			return i
+		}
+	}
+	s.busy = append(s.busy, true)
+	s.lastEnd = append(s.lastEnd, 0)
+	return len(s.busy) - 1
+}
+
+func (s *slots) release(i int, endMs int64) {
+	s.mu.Lock()
+	s.busy[i] = false
+	if endMs > s.lastEnd[i] {
+		s.lastEnd[i] = endMs
+	}
+	s.mu.Unlock()
+}
+
+// loadSpec is one phase's load.
+type loadSpec struct {
+	phase       string
+	requests    int           // 0: unbounded
+	duration    time.Duration // 0: unbounded
+	concurrency int           // closed loop when > 0
+	rate        float64       // open loop (requests/s)
+	burstiness  float64       // gamma shape; 1 = Poisson
+	maxConc     int           // open-loop cap; 0 = none
+	trace       []traceEntry  // open loop from a trace
+	seed        int64
+}
+
+// loadStats is what a phase's load did.
+type loadStats struct {
+	start, end time.Time
+	lastSend   time.Time
+	sent       int
+	lags       []time.Duration // open loop: dispatcher lateness per arrival
+	capWait    time.Duration   // open loop: time spent waiting for the concurrency cap
+	exhausted  bool            // the prompt source (a trace) ran out
+}
+
+// achievedRate is requests sent per second from the phase start to the last send.
+func (s *loadStats) achievedRate() float64 {
+	d := s.lastSend.Sub(s.start).Seconds()
+	if s.sent <= 1 || d <= 0 {
+		return 0
+	}
+	return float64(s.sent-1) / d
+}
+
+// lagQuantile returns quantile q of the dispatch lags.
+func (s *loadStats) lagQuantile(q float64) time.Duration {
+	if len(s.lags) == 0 {
+		return 0
+	}
+	l := append([]time.Duration(nil), s.lags...)
+	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	return l[min(len(l)-1, int(q*float64(len(l))))]
+}
+
+// runLoad runs one phase's load until its bound is reached, the prompts run
+// out or ctx ends (in-flight requests are then canceled and recorded).
+func (r *runner) runLoad(ctx context.Context, spec loadSpec) *loadStats {
+	st := &loadStats{start: time.Now()}
+	var deadline time.Time
+	if spec.duration > 0 {
+		deadline = st.start.Add(spec.duration)
+	}
+	var mu sync.Mutex
+	noteSend := func() {
+		mu.Lock()
+		st.sent++
+		st.lastSend = time.Now()
+		mu.Unlock()
+	}
+	if spec.concurrency > 0 {
+		var issued atomic.Int64
+		var wg sync.WaitGroup
+		for w := 0; w < spec.concurrency; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					if spec.requests > 0 && issued.Add(1) > int64(spec.requests) {
+						return
+					}
+					if !deadline.IsZero() && !time.Now().Before(deadline) {
+						return
+					}
+					p, ok := r.src.take()
+					if !ok {
+						mu.Lock()
+						st.exhausted = true
+						mu.Unlock()
+						return
+					}
+					noteSend()
+					r.do(ctx, spec.phase, p, time.Time{})
+				}
+			}()
+		}
+		wg.Wait()
+		st.end = time.Now()
+		return st
+	}
+
+	// Open loop.
+	rng := rand.New(rand.NewPCG(uint64(spec.seed), 2))
+	shape := spec.burstiness
+	if shape <= 0 {
+		shape = 1
+	}
+	var gap distuv.Gamma
+	if spec.rate > 0 {
+		gap = distuv.Gamma{Alpha: shape, Beta: spec.rate * shape, Src: rng}
+	}
+	var sem chan struct{}
+	if spec.maxConc > 0 {
+		sem = make(chan struct{}, spec.maxConc)
+	}
+	var wg sync.WaitGroup
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	next := st.start
+	prevDone := st.start
+dispatch:
+	for i := 0; ctx.Err() == nil; i++ {
+		if spec.requests > 0 && i >= spec.requests {
+			break
+		}
+		if spec.trace != nil {
+			if i >= len(spec.trace) {
+				st.exhausted = true
+				break
+			}
+			next = st.start.Add(spec.trace[i].At)
+		} else if i > 0 {
+			next = next.Add(time.Duration(gap.Rand() * float64(time.Second)))
+		}
+		if !deadline.IsZero() && !next.Before(deadline) {
+			break
+		}
+		if d := time.Until(next); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-ctx.Done():
+				break dispatch
+			case <-timer.C:
+			}
+		}
+		ready := next
+		if prevDone.After(ready) {
+			ready = prevDone
+		}
+		st.lags = append(st.lags, max(0, time.Since(ready)))
+		p, ok := r.src.take()
+		if !ok {
+			st.exhausted = true
+			break
+		}
+		if sem != nil {
+			t0 := time.Now()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				break dispatch
+			}
+			st.capWait += time.Since(t0)
+		}
+		noteSend()
+		wg.Add(1)
+		go func(p Prompt, scheduled time.Time) {
+			defer wg.Done()
+			r.do(ctx, spec.phase, p, scheduled)
+			if sem != nil {
+				<-sem
+			}
+		}(p, next)
+		prevDone = time.Now()
+	}
+	wg.Wait()
+	st.end = time.Now()
+	return st
+}
+
+// do sends one request and records it.
+func (r *runner) do(ctx context.Context, phase string, p Prompt, scheduled time.Time) {
+	slot := r.slots.acquire()
+	r.agg.inFlight.Inc()
+	r.progress.started.Add(1)
+	resp := r.client.Stream(ctx, &openai.Request{
+		Endpoint: openai.Endpoint(r.cfg.Endpoint), Model: r.model,
+		Prompt: p.Text, MaxTokens: p.MaxTokens, Extras: r.cfg.Extras,
+	})
+	r.agg.inFlight.Dec()
+	rec := newRecord(phase, slot, p, resp, scheduled)
+	r.record(rec)
+	r.slots.release(slot, rec.endMs)
+}

@@ -1,0 +1,843 @@
+package benchjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/joulemark/joulemark/openai"
+	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/remotewrite"
+)
+
+// Run flags: stable names recorded in the manifest and the Result.
+const (
+	FlagAborted          = "aborted"                  // Ctrl-C (context canceled): records kept
+	FlagNoLifecycle      = "no_lifecycle"             // an already running service: formal phase only
+	FlagUsageMissing     = "usage_missing"            // the stream carried no usage: see tokens_source
+	FlagClientLag        = "client_could_not_keep_up" // open-loop dispatch lag above max_lag
+	FlagClientCPU        = "client_cpu_saturated"     // the client used over 90% of its CPUs
+	FlagEngineStart      = "engine_start_failed"
+	FlagEngineNotReady   = "engine_not_ready"     // readiness timeout passed
+	FlagEngineExited     = "engine_exited"        // the engine process died before it was stopped
+	FlagEngineStop       = "engine_stop_failed"   // stop hook failed or SIGKILL was needed
+	FlagWrongModel       = "wrong_model"          // the served model is not the one asked for
+	FlagReleaseNotClosed = "release_not_closed"   // an exporter's release wait timed out
+	FlagReleaseWait      = "release_wait_timeout" // the client gave up waiting for an exporter
+	FlagExporterError    = "exporter_error"       // a phase could not be posted to an exporter
+	FlagRemoteWriteLost  = "remote_write_lost"    // some samples never reached Prometheus
+	FlagTraceExhausted   = "trace_exhausted"      // the trace ended before requests/duration
+)
+
+// Run statuses.
+const (
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusAborted   = "aborted"
+	StatusFailed    = "failed"
+)
+
+// Options are what a caller of Run provides beside the Config.
+type Options struct {
+	Logger *slog.Logger
+	// Engine overrides the controller built from Config.Engine (the demo's
+	// in-process simulated engine).
+	Engine Engine
+	// Progress is where the progress bar goes; nil: stderr when it is a
+	// terminal, else periodic log lines.
+	Progress io.Writer
+	// ExporterHTTP is the HTTP client for the phase API (TLS); nil: default.
+	ExporterHTTP *http.Client
+	// PollInterval is the readiness and release polling period (default 1s).
+	PollInterval time.Duration
+}
+
+// Result is what a run did.
+type Result struct {
+	RunID      string   `json:"run_id"`
+	ArchiveDir string   `json:"archive_dir"`
+	Status     string   `json:"status"`
+	Error      string   `json:"error,omitempty"`
+	Flags      []string `json:"flags"`
+	Model      string   `json:"model"`
+
+	Warmup  Summary `json:"warmup"`
+	Summary Summary `json:"formal"`
+
+	TargetRate   float64 `json:"target_rate"`
+	AchievedRate float64 `json:"achieved_rate"`
+
+	RemoteWriteURL string            `json:"remote_write_url,omitempty"`
+	RemoteWrite    remotewrite.Stats `json:"remote_write"`
+
+	// Release is each exporter's final run status, by base URL.
+	Release map[string]*phaseapi.RunStatus `json:"release"`
+
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// HasFlag reports whether the run carries flag f.
+func (r *Result) HasFlag(f string) bool {
+	for _, x := range r.Flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrAborted is wrapped by Run's error when the context was canceled.
+var ErrAborted = errors.New("run aborted")
+
+type runner struct {
+	cfg   Config
+	opts  Options
+	log   *slog.Logger
+	runID string
+	arch  *archive
+
+	client    *openai.Client
+	model     string
+	src       *source
+	trace     []traceEntry
+	exporters []*phaseapi.Client
+	rw        *remotewrite.Writer
+	agg       *aggregates
+	slots     slots
+	progress  *progress
+	engine    Engine
+	engLog    *os.File
+
+	mu          sync.Mutex
+	records     []*Record
+	flags       map[string]bool
+	man         Manifest
+	stopping    bool
+	engineErr   error
+	formalStart time.Time
+}
+
+// Run executes one benchmark run: the whole lifecycle (or the formal phase
+// alone with engine.no_lifecycle), with its archive in
+// <runs_dir>/<run_id>/. It returns a Result whenever the archive was
+// created, also together with an error (aborted, engine not ready, ...).
+func Run(ctx context.Context, cfg Config, opts Options) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.SweepConcurrency) > 0 || len(cfg.SweepRate) > 0 {
+		return nil, errors.New("bench config has a sweep: run it with Sweep")
+	}
+	r, err := prepare(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+// prepare does everything that can fail before a run starts: secrets,
+// workload files, exporters, remote write, the archive directory.
+func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Second
+	}
+	e := cfg.Engine
+	engine := opts.Engine
+	switch {
+	case engine != nil && e.NoLifecycle:
+		return nil, errors.New("engine.no_lifecycle and an engine controller exclude each other")
+	case engine != nil && (e.Cmd != "" || e.Start != ""):
+		return nil, errors.New("engine.cmd/start given together with an engine controller")
+	case engine == nil && e.Cmd != "":
+		engine = NewProcessEngine(e.Cmd, e.StopGrace)
+	case engine == nil && e.Start != "":
+		engine = &HookEngine{StartCmd: e.Start, StopCmd: e.Stop}
+	case engine == nil && !e.NoLifecycle:
+		return nil, errors.New("engine: give engine.cmd, engine.start/engine.stop, or engine.no_lifecycle")
+	}
+	apiKey, err := readSecret(cfg.APIKeyFile, "OPENAI_API_KEY", "api_key_file")
+	if err != nil {
+		return nil, err
+	}
+	token, err := readSecret(cfg.ExporterTokenFile, "", "exporter_token_file")
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, opts: opts, log: opts.Logger, engine: engine, flags: map[string]bool{}, model: cfg.Model}
+
+	// Workload.
+	w := cfg.Workload
+	synth := newSynthetic(w)
+	switch {
+	case w.Trace != "":
+		tr, err := loadTrace(w.Trace)
+		if err != nil {
+			return nil, err
+		}
+		r.trace = tr
+		// Warm-up prompts come from the synthetic generator; the trace
+		// drives the formal phase.
+		r.src = newSource(func(i int) Prompt {
+			e := tr[i]
+			return Prompt{Text: synth.build(e.InputTokens, e.OutputTokens), InputTokens: e.InputTokens, MaxTokens: e.OutputTokens}
+		}, len(tr))
+	case w.Dataset != "":
+		ds, err := loadDataset(w.Dataset, w.MeanOutputTokens)
+		if err != nil {
+			return nil, err
+		}
+		r.src = newSource(func(i int) Prompt { return ds[i%len(ds)] }, -1)
+	default:
+		r.src = newSource(synth.prompt, -1)
+	}
+
+	r.client, err = openai.New(openai.Config{
+		BaseURL: cfg.Target, APIKey: apiKey,
+		ConnectTimeout: cfg.Timeouts.Connect, FirstTokenTimeout: cfg.Timeouts.FirstToken, TotalTimeout: cfg.Timeouts.Total,
+		MaxConns: max(cfg.Concurrency, cfg.MaxConcurrency, 64), RequireUsage: cfg.RequireUsage,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// Exporters: reachable and authorised before anything starts.
+	gpus := map[string][]phaseapi.GPUInfo{}
+	for _, u := range cfg.Exporters {
+		c, err := phaseapi.NewClient(u, token, opts.ExporterHTTP)
+		if err != nil {
+			return nil, err
+		}
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		g, err := c.GPUs(cctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("exporter %s: %w", u, err)
+		}
+		gpus[c.BaseURL()] = g
+		r.exporters = append(r.exporters, c)
+	}
+
+	arch, runID, err := createArchive(cfg.RunsDir, cfg.RunID)
+	if err != nil {
+		return nil, err
+	}
+	r.arch, r.runID = arch, runID
+	r.cfg.RunID = runID
+	r.agg = newAggregates(runID)
+	if cfg.RemoteWrite.URL != "" {
+		r.rw, err = remotewrite.New(remotewrite.Config{URL: cfg.RemoteWrite.URL, HTTP: cfg.RemoteWrite.HTTP,
+			UserAgent: "joulemark-bench"}, opts.Logger.With("component", "remote_write"))
+		if err != nil {
+			r.arch.closeRequests()
+			return nil, err
+		}
+	}
+	cy, cm, err := configYAML(&r.cfg)
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(arch.dir, ConfigFile), cy)
+	}
+	if err != nil {
+		r.arch.closeRequests()
+		return nil, err
+	}
+	r.man = Manifest{
+		RunID: runID, Status: StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
+		Joulemark: joulemarkInfo(), Git: gitInfo(ctx), Host: hostInfo(), GPUs: gpus,
+		Engine: EngineInfo{Cmd: e.Cmd, StartHook: e.Start, StopHook: e.Stop, Version: e.Version, Image: e.Image,
+			Model: cfg.Model, ModelRevision: e.ModelRevision, Target: cfg.Target, Controller: controllerName(engine, opts.Engine)},
+		Thinking: thinking(&cfg), Load: loadInfo(&cfg),
+		Created: unixSeconds(time.Now()), Phases: map[string]float64{},
+	}
+	if err := r.arch.writeJSON(ManifestFile, &r.man); err != nil {
+		r.arch.closeRequests()
+		return nil, err
+	}
+	r.progress = newProgress(opts.Progress, r.log)
+	return r, nil
+}
+
+func controllerName(e, custom Engine) string {
+	switch {
+	case e == nil:
+		return "none"
+	case custom != nil:
+		return "custom"
+	}
+	if _, ok := e.(*ProcessEngine); ok {
+		return "process"
+	}
+	return "hooks"
+}
+
+func loadInfo(c *Config) LoadInfo {
+	l := LoadInfo{Concurrency: c.Concurrency, TargetRate: c.Rate, Burstiness: c.Burstiness, MaxConcurrency: c.MaxConcurrency}
+	switch {
+	case c.Workload.Trace != "":
+		l.Mode = "trace"
+	case c.Rate > 0 && c.Burstiness > 0 && c.Burstiness != 1:
+		l.Mode = "gamma"
+	case c.Rate > 0:
+		l.Mode = "poisson"
+	default:
+		l.Mode = "closed"
+	}
+	return l
+}
+
+// readSecret reads a secret from file (trimmed), else from env.
+func readSecret(file, env, field string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", field, err)
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return "", fmt.Errorf("%s: %s is empty", field, file)
+		}
+		return s, nil
+	}
+	if env != "" {
+		return os.Getenv(env), nil
+	}
+	return "", nil
+}
+
+func (r *runner) flag(f string) {
+	r.mu.Lock()
+	r.flags[f] = true
+	r.mu.Unlock()
+}
+
+func (r *runner) flagList() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.flags))
+	for f := range r.flags {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// record keeps one finished request: archive line, remote-write samples,
+// aggregates, progress.
+func (r *runner) record(rec *Record) {
+	r.arch.append(rec)
+	if r.rw != nil {
+		for _, s := range rec.Samples(r.runID) {
+			r.rw.Append(s)
+		}
+	}
+	r.agg.observe(rec)
+	r.progress.done.Add(1)
+	if !rec.Success {
+		r.progress.errors.Add(1)
+	} else {
+		r.progress.tokens.Add(int64(rec.OutputTokens))
+		if rec.TokensSource != TokensUsage {
+			r.flag(FlagUsageMissing)
+		}
+	}
+	keep := *rec
+	keep.ITLSeconds = nil
+	r.mu.Lock()
+	r.records = append(r.records, &keep)
+	r.mu.Unlock()
+}
+
+func (r *runner) run(ctx context.Context) (*Result, error) {
+	start := time.Now()
+	r.log.Info("bench run starting", "run_id", r.runID, "archive", r.arch.dir, "target", r.cfg.Target)
+	r.progress.start()
+	aggDone := make(chan struct{})
+	aggStopped := make(chan struct{})
+	go r.pushAggregates(aggDone, aggStopped)
+	go func() {
+		// Records reach the disk at least every second: a crash loses little.
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-aggDone:
+				return
+			case <-t.C:
+				r.arch.flush()
+			}
+		}
+	}()
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	var scrapeWG sync.WaitGroup
+	stopScrape := make(chan struct{})
+	if r.cfg.EngineMetrics {
+		scrapeWG.Add(1)
+		go func() { defer scrapeWG.Done(); r.scrapeEngineMetrics(stopScrape) }()
+	}
+
+	err := r.lifecycle(ctx, runCtx, cancelRun)
+	status := StatusCompleted
+	switch {
+	case ctx.Err() != nil:
+		status = StatusAborted
+		r.flag(FlagAborted)
+		err = fmt.Errorf("run %s: %w (%v); records kept in %s", r.runID, ErrAborted, context.Cause(ctx), r.arch.dir)
+	case err != nil:
+		status = StatusFailed
+	}
+	r.teardown(ctx, err == nil)
+	close(stopScrape)
+	scrapeWG.Wait()
+	r.progress.close()
+	close(aggDone)
+	<-aggStopped
+	return r.finish(start, status, err)
+}
+
+// lifecycle runs idle → startup → readiness → identity → warm-up → formal.
+func (r *runner) lifecycle(parent, ctx context.Context, cancelRun context.CancelCauseFunc) error {
+	nl := r.cfg.Engine.NoLifecycle
+	if nl {
+		r.flag(FlagNoLifecycle)
+	} else {
+		r.postPhase(phaseapi.Idle)
+		r.log.Info("idle baseline", "duration", r.cfg.IdleDuration)
+		if err := sleepCtx(ctx, r.cfg.IdleDuration); err != nil {
+			return err
+		}
+		r.postPhase(phaseapi.Startup)
+		if lc, ok := r.engine.(LogCapturer); ok {
+			f, err := r.arch.create(EngineLogFile)
+			if err != nil {
+				return err
+			}
+			r.engLog = f
+			lc.CaptureLogs(&syncWriter{w: f})
+		}
+		if err := r.engine.Start(ctx); err != nil {
+			r.flag(FlagEngineStart)
+			return fmt.Errorf("starting the engine: %w", err)
+		}
+		if w, ok := r.engine.(Watcher); ok {
+			go func() {
+				select {
+				case <-w.Exited():
+				case <-ctx.Done():
+					return
+				}
+				r.mu.Lock()
+				stopping := r.stopping
+				r.engineErr = w.ExitErr()
+				r.mu.Unlock()
+				if !stopping {
+					r.flag(FlagEngineExited)
+					r.log.Error("engine exited during the run", "err", w.ExitErr())
+					cancelRun(fmt.Errorf("engine exited: %w", w.ExitErr()))
+				}
+			}()
+		}
+	}
+	t0 := time.Now()
+	if err := r.waitReady(ctx); err != nil {
+		return r.engineCause(ctx, err)
+	}
+	r.man.Engine.ReadySeconds = time.Since(t0).Seconds()
+	if err := r.identify(ctx); err != nil {
+		return err
+	}
+	eff := max(1, r.cfg.Concurrency, r.cfg.MaxConcurrency)
+	if !nl && r.cfg.WarmupRequests > 0 {
+		r.postPhase(phaseapi.Warmup)
+		r.progress.reset(string(phaseapi.Warmup), r.cfg.WarmupRequests)
+		src := r.src
+		if r.trace != nil {
+			// The trace is the formal load: warm up on synthetic prompts.
+			r.src = newSource(newSynthetic(r.cfg.Workload).prompt, -1)
+		}
+		r.runLoad(ctx, loadSpec{phase: string(phaseapi.Warmup), requests: r.cfg.WarmupRequests,
+			concurrency: min(r.cfg.WarmupRequests, eff)})
+		if r.trace != nil {
+			r.man.WarmupPromptSetSHA256, r.man.WarmupPrompts = r.src.digest()
+			r.src = src
+		}
+		if err := r.engineCause(ctx, ctx.Err()); err != nil {
+			return err
+		}
+	}
+	r.postPhase(phaseapi.Formal)
+	r.progress.reset(string(phaseapi.Formal), r.cfg.Requests)
+	spec := loadSpec{phase: string(phaseapi.Formal), requests: r.cfg.Requests, duration: r.cfg.Duration,
+		concurrency: r.cfg.Concurrency, rate: r.cfg.Rate, burstiness: r.cfg.Burstiness,
+		maxConc: r.cfg.MaxConcurrency, trace: r.trace, seed: r.cfg.Workload.Seed}
+	cpu0 := cpuTime()
+	r.mu.Lock()
+	r.formalStart = time.Now()
+	r.mu.Unlock()
+	st := r.runLoad(ctx, spec)
+	wall := st.end.Sub(st.start).Seconds()
+	if wall > 0 {
+		r.man.Load.ClientCPURatio = (cpuTime() - cpu0).Seconds() / wall / float64(runtime.GOMAXPROCS(0))
+		if r.man.Load.ClientCPURatio > 0.9 {
+			r.flag(FlagClientCPU)
+		}
+	}
+	r.man.Load.AchievedRate = st.achievedRate()
+	r.agg.achieved.Set(st.achievedRate())
+	if len(st.lags) > 0 {
+		p50, p99 := st.lagQuantile(.5), st.lagQuantile(.99)
+		r.man.Load.LagP50Seconds, r.man.Load.LagP99Seconds = p50.Seconds(), p99.Seconds()
+		r.man.Load.CapWaitSeconds = st.capWait.Seconds()
+		if p99 > r.cfg.MaxLag && r.cfg.MaxLag > 0 {
+			r.flag(FlagClientLag)
+			r.log.Warn("the client could not keep up with the target arrivals", "lag_p99", p99, "max_lag", r.cfg.MaxLag)
+		}
+	}
+	if st.exhausted && r.trace != nil && (r.cfg.Requests > len(r.trace)) {
+		r.flag(FlagTraceExhausted)
+	}
+	return r.engineCause(ctx, ctx.Err())
+}
+
+// engineCause explains err by the engine's death when that is what ended ctx.
+func (r *runner) engineCause(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c
+	}
+	return err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// waitReady polls /health then /v1/models until both answer, for at most
+// engine.ready_timeout. A server without /health (404) is judged by
+// /v1/models alone.
+func (r *runner) waitReady(ctx context.Context) error {
+	ctx2, cancel := context.WithTimeout(ctx, r.cfg.Engine.ReadyTimeout)
+	defer cancel()
+	var last error
+	for {
+		err := r.client.Health(ctx2)
+		var se *openai.StatusError
+		if err == nil || (errors.As(err, &se) && se.StatusCode == http.StatusNotFound) {
+			var models []openai.Model
+			models, err = r.client.Models(ctx2)
+			if err == nil && len(models) == 0 {
+				err = errors.New("GET /v1/models: no model served yet")
+			}
+			if err == nil {
+				return nil
+			}
+		}
+		last = err
+		select {
+		case <-ctx2.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.flag(FlagEngineNotReady)
+			return fmt.Errorf("engine not ready after %s at %s: %v", r.cfg.Engine.ReadyTimeout, r.cfg.Target, last)
+		case <-time.After(r.opts.PollInterval):
+		}
+	}
+}
+
+// identify checks the served model id (and records max_model_len and the
+// engine's version where exposed).
+func (r *runner) identify(ctx context.Context) error {
+	models, err := r.client.Models(ctx)
+	if err != nil {
+		return fmt.Errorf("identity check: %w", err)
+	}
+	var ids []string
+	var found *openai.Model
+	for i := range models {
+		ids = append(ids, models[i].ID)
+		if models[i].ID == r.cfg.Model {
+			found = &models[i]
+		}
+	}
+	r.man.Engine.ServedModels = ids
+	if r.cfg.Model == "" {
+		found = &models[0]
+		r.model = found.ID
+		r.log.Info("no model given: using the first served one", "model", r.model)
+	}
+	if found == nil {
+		r.flag(FlagWrongModel)
+		return fmt.Errorf("identity check: %s serves %q, not %q", r.cfg.Target, ids, r.cfg.Model)
+	}
+	r.man.Engine.Model = r.model
+	r.man.Engine.MaxModelLen = found.MaxModelLen
+	r.man.Engine.ReportedVer = r.client.Version(ctx)
+	return nil
+}
+
+// postPhase posts phase p to every exporter; a failure is flagged and
+// logged, and the run goes on (the archive still records everything).
+func (r *runner) postPhase(p phaseapi.Phase) {
+	now := time.Now()
+	r.mu.Lock()
+	r.man.Phases[string(p)] = unixSeconds(now)
+	r.mu.Unlock()
+	r.log.Info("phase", "run_id", r.runID, "phase", p)
+	r.forExporters(func(ctx context.Context, c *phaseapi.Client) error {
+		_, err := c.StartPhase(ctx, r.runID, p)
+		return err
+	}, "posting phase "+string(p))
+}
+
+func (r *runner) forExporters(f func(context.Context, *phaseapi.Client) error, what string) {
+	var wg sync.WaitGroup
+	for _, c := range r.exporters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			if err := f(ctx, c); err != nil {
+				r.flag(FlagExporterError)
+				r.log.Error("exporter", "what", what, "exporter", c.BaseURL(), "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// teardown stops the engine and closes the run on every exporter: after a
+// normal formal phase through release (waiting for each exporter to report
+// it closed or timed out); otherwise by ending the run at once.
+func (r *runner) teardown(ctx context.Context, ok bool) {
+	if !r.cfg.Engine.NoLifecycle {
+		r.mu.Lock()
+		r.stopping = true
+		started := r.man.Phases[string(phaseapi.Startup)] != 0
+		r.mu.Unlock()
+		if ok {
+			r.postPhase(phaseapi.Release)
+		}
+		if started && r.engine != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), r.cfg.Engine.StopGrace+2*time.Minute)
+			if err := r.engine.Stop(sctx); err != nil {
+				r.flag(FlagEngineStop)
+				r.log.Warn("stopping the engine", "err", err)
+			}
+			cancel()
+		}
+		if r.engLog != nil {
+			r.engLog.Close()
+		}
+		if w, ok := r.engine.(Watcher); ok {
+			if err := w.ExitErr(); err != nil {
+				r.man.Engine.ExitError = err.Error()
+			}
+		}
+		if ok && ctx.Err() == nil {
+			r.waitRelease(ctx)
+			return
+		}
+	}
+	r.forExporters(func(ctx context.Context, c *phaseapi.Client) error {
+		_, err := c.EndRun(ctx, r.runID)
+		return err
+	}, "ending run")
+}
+
+func (r *runner) waitRelease(ctx context.Context) {
+	r.log.Info("waiting for release on every exporter", "max", r.cfg.Engine.ReleaseWait)
+	var wg sync.WaitGroup
+	for _, c := range r.exporters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wctx, cancel := context.WithTimeout(ctx, r.cfg.Engine.ReleaseWait)
+			defer cancel()
+			st, err := c.WaitRelease(wctx, r.runID, r.opts.PollInterval)
+			if err != nil {
+				if ctx.Err() != nil {
+					r.flag(FlagAborted)
+				} else if wctx.Err() != nil {
+					r.flag(FlagReleaseWait)
+				} else {
+					r.flag(FlagExporterError)
+				}
+				r.log.Error("release wait", "exporter", c.BaseURL(), "err", err)
+			} else if st.Release.Closed == nil || !*st.Release.Closed {
+				r.flag(FlagReleaseNotClosed)
+			}
+			if err != nil || st.State != phaseapi.RunEnded {
+				ectx, ecancel := context.WithTimeout(context.Background(), 15*time.Second)
+				if _, err := c.EndRun(ectx, r.runID); err != nil {
+					r.flag(FlagExporterError)
+					r.log.Error("ending run", "exporter", c.BaseURL(), "err", err)
+				}
+				ecancel()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// PhasesDoc is runs/<run_id>/phases.json: each exporter's final RunStatus.
+type PhasesDoc struct {
+	RunID     string          `json:"run_id"`
+	Exporters []ExporterPhase `json:"exporters"`
+}
+
+// ExporterPhase is one exporter's view of the run.
+type ExporterPhase struct {
+	URL    string              `json:"url"`
+	Status *phaseapi.RunStatus `json:"status,omitempty"`
+	Error  string              `json:"error,omitempty"`
+}
+
+func (r *runner) finish(start time.Time, status string, runErr error) (*Result, error) {
+	res := &Result{RunID: r.runID, ArchiveDir: r.arch.dir, Status: status, Model: r.model,
+		TargetRate: r.cfg.Rate, AchievedRate: r.man.Load.AchievedRate,
+		RemoteWriteURL: r.cfg.RemoteWrite.URL, Release: map[string]*phaseapi.RunStatus{}, Start: start}
+	var errs []error
+	if runErr != nil {
+		errs = append(errs, runErr)
+	}
+	if err := r.arch.closeRequests(); err != nil {
+		errs = append(errs, err)
+	}
+	if r.rw != nil {
+		if s, err := r.agg.samples(time.Now()); err == nil {
+			for _, x := range s {
+				r.rw.Append(x)
+			}
+		}
+		fctx, cancel := context.WithTimeout(context.Background(), r.cfg.RemoteWrite.FlushTimeout)
+		st, err := r.rw.Close(fctx)
+		cancel()
+		res.RemoteWrite = st
+		if err != nil {
+			r.flag(FlagRemoteWriteLost)
+			r.log.Warn("remote write", "err", err)
+		}
+		r.man.RemoteWrite = &st
+	}
+	doc := PhasesDoc{RunID: r.runID}
+	for _, c := range r.exporters {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		st, err := c.Run(ctx, r.runID)
+		cancel()
+		ep := ExporterPhase{URL: c.BaseURL()}
+		if err != nil {
+			ep.Error = err.Error()
+			r.flag(FlagExporterError)
+		} else {
+			ep.Status = st
+			res.Release[c.BaseURL()] = st
+		}
+		doc.Exporters = append(doc.Exporters, ep)
+	}
+	if err := r.arch.writeJSON(PhasesFile, &doc); err != nil {
+		errs = append(errs, err)
+	}
+	var warm, formal []*Record
+	for _, rec := range r.records {
+		if rec.Phase == string(phaseapi.Warmup) {
+			warm = append(warm, rec)
+		} else {
+			formal = append(formal, rec)
+		}
+	}
+	res.Warmup, res.Summary = summarize(warm), summarize(formal)
+	res.End = time.Now()
+	res.Flags = r.flagList()
+	r.man.Status = status
+	r.man.Flags = res.Flags
+	r.man.Summary = &res.Summary
+	r.man.Ended = unixSeconds(res.End)
+	r.man.Engine.Model = r.model
+	r.man.PromptSetSHA256, r.man.Prompts = r.src.digest()
+	err := errors.Join(errs...)
+	if err != nil {
+		r.man.Error = err.Error()
+		res.Error = err.Error()
+	}
+	if werr := r.arch.writeJSON(ManifestFile, &r.man); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	r.log.Info("bench run done", "run_id", r.runID, "status", status, "flags", strings.Join(res.Flags, ","),
+		"formal_requests", res.Summary.Started, "failed", res.Summary.Failed)
+	return res, err
+}
+
+// pushAggregates sends the aggregates every interval until done closes.
+func (r *runner) pushAggregates(done <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
+	if r.rw == nil {
+		return
+	}
+	iv := r.cfg.RemoteWrite.AggregateInterval
+	if iv <= 0 {
+		iv = 5 * time.Second
+	}
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-t.C:
+			r.mu.Lock()
+			fs := r.formalStart
+			r.mu.Unlock()
+			if !fs.IsZero() {
+				if d := now.Sub(fs).Seconds(); d > 0 {
+					r.agg.achieved.Set(float64(r.progress.started.Load()) / d)
+				}
+				r.agg.target.Set(r.cfg.Rate)
+			}
+			s, err := r.agg.samples(now)
+			if err != nil {
+				r.log.Warn("aggregates", "err", err)
+				continue
+			}
+			for _, x := range s {
+				r.rw.Append(x)
+			}
+		}
+	}
+}
+
+// cpuTime is the process' user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

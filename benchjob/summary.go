@@ -1,0 +1,158 @@
+package benchjob
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Percentiles of one latency measure, in seconds.
+type Percentiles struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+}
+
+// Summary is the formal phase in figures: error rate first.
+type Summary struct {
+	Started      int            `json:"started"`
+	Succeeded    int            `json:"succeeded"`
+	Failed       int            `json:"failed"`
+	ErrorRate    float64        `json:"error_rate"`
+	Errors       map[string]int `json:"errors"`
+	OutputTokens int64          `json:"output_tokens"`
+	InputTokens  int64          `json:"input_tokens"`
+	TokensSource map[string]int `json:"tokens_source"`
+	EmptyOutputs int            `json:"empty_outputs"`
+	// DurationSeconds runs from the first send to the last end.
+	DurationSeconds       float64 `json:"duration_seconds"`
+	RequestsPerSecond     float64 `json:"requests_per_second"`
+	OutputTokensPerSecond float64 `json:"output_tokens_per_second"`
+	// TTFT and TPOT are over successful requests; latency over all of
+	// them, failures included (their latency to the failure).
+	TTFT    Percentiles `json:"ttft_seconds"`
+	TPOT    Percentiles `json:"tpot_seconds"`
+	Latency Percentiles `json:"latency_seconds"`
+}
+
+// summarize computes the summary of records.
+func summarize(recs []*Record) Summary {
+	s := Summary{Errors: map[string]int{}, TokensSource: map[string]int{}}
+	var ttft, tpot, lat []float64
+	first, last := 0.0, 0.0
+	for i, r := range recs {
+		s.Started++
+		if i == 0 || r.SendTime < first {
+			first = r.SendTime
+		}
+		if r.EndTime > last {
+			last = r.EndTime
+		}
+		lat = append(lat, r.LatencySeconds)
+		if !r.Success {
+			s.Failed++
+			s.Errors[r.ErrorClass]++
+			continue
+		}
+		s.Succeeded++
+		s.OutputTokens += int64(r.OutputTokens)
+		s.InputTokens += int64(r.InputTokens)
+		s.TokensSource[r.TokensSource]++
+		if r.OutputChars == 0 {
+			s.EmptyOutputs++
+		}
+		if r.TTFTSeconds != nil {
+			ttft = append(ttft, *r.TTFTSeconds)
+		}
+		if r.TPOTSeconds != nil {
+			tpot = append(tpot, *r.TPOTSeconds)
+		}
+	}
+	if s.Started > 0 {
+		s.ErrorRate = float64(s.Failed) / float64(s.Started)
+	}
+	if d := last - first; d > 0 {
+		s.DurationSeconds = d
+		s.RequestsPerSecond = float64(s.Started) / d
+		s.OutputTokensPerSecond = float64(s.OutputTokens) / d
+	}
+	s.TTFT, s.TPOT, s.Latency = percentiles(ttft), percentiles(tpot), percentiles(lat)
+	return s
+}
+
+// percentiles uses the nearest-rank method.
+func percentiles(v []float64) Percentiles {
+	p := Percentiles{N: len(v)}
+	if len(v) == 0 {
+		return p
+	}
+	sort.Float64s(v)
+	at := func(q float64) float64 {
+		i := int(q*float64(len(v))+0.999999999) - 1
+		return v[max(0, min(len(v)-1, i))]
+	}
+	p.P50, p.P90, p.P95, p.P99 = at(.5), at(.9), at(.95), at(.99)
+	return p
+}
+
+// WriteSummary prints the end-of-run table: flags and error rate first,
+// then TTFT/TPOT/latency percentiles and throughput, then the samples.
+func WriteSummary(w io.Writer, res *Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	s := res.Summary
+	fmt.Fprintf(tw, "run\t%s (%s)\n", res.RunID, res.Status)
+	fmt.Fprintf(tw, "archive\t%s\n", res.ArchiveDir)
+	if len(res.Flags) > 0 {
+		fmt.Fprintf(tw, "flags\t%s\n", strings.Join(res.Flags, ", "))
+	}
+	fmt.Fprintf(tw, "error rate\t%.2f%% (%d of %d failed)\n", 100*s.ErrorRate, s.Failed, s.Started)
+	if len(s.Errors) > 0 {
+		var cls []string
+		for c := range s.Errors {
+			cls = append(cls, c)
+		}
+		sort.Strings(cls)
+		for _, c := range cls {
+			fmt.Fprintf(tw, "  %s\t%d\n", c, s.Errors[c])
+		}
+	}
+	fmt.Fprintf(tw, "\tp50\tp90\tp95\tp99\tn\n")
+	for _, row := range []struct {
+		name string
+		p    Percentiles
+	}{{"TTFT s", s.TTFT}, {"TPOT s", s.TPOT}, {"latency s", s.Latency}} {
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.4f\t%.4f\t%d\n", row.name, row.p.P50, row.p.P90, row.p.P95, row.p.P99, row.p.N)
+	}
+	fmt.Fprintf(tw, "throughput\t%.2f req/s, %.1f output tok/s over %.1f s\n", s.RequestsPerSecond, s.OutputTokensPerSecond, s.DurationSeconds)
+	if res.TargetRate > 0 {
+		fmt.Fprintf(tw, "rate\ttarget %.2f req/s, achieved %.2f req/s\n", res.TargetRate, res.AchievedRate)
+	}
+	fmt.Fprintf(tw, "tokens\t%d output, %d input (%s)\n", s.OutputTokens, s.InputTokens, formatCounts(s.TokensSource))
+	if res.RemoteWriteURL != "" {
+		st := res.RemoteWrite
+		fmt.Fprintf(tw, "samples\t%d written, %d acknowledged, %d lost\n", st.Enqueued+st.Dropped, st.Acknowledged, st.Lost())
+	} else {
+		fmt.Fprintf(tw, "samples\tremote write off (no --remote-write-url)\n")
+	}
+	return tw.Flush()
+}
+
+func formatCounts(m map[string]int) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

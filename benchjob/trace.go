@@ -1,0 +1,90 @@
+package benchjob
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// traceEntry is one request of a replayed trace.
+type traceEntry struct {
+	At           time.Duration // since the start of the formal phase
+	InputTokens  int
+	OutputTokens int
+}
+
+// traceLine accepts two spellings per line of JSONL:
+// {"time": seconds, "input_tokens": N, "output_tokens": N} and the Mooncake
+// form {"timestamp": milliseconds, "input_length": N, "output_length": N}.
+type traceLine struct {
+	Time         *float64 `json:"time"`
+	Timestamp    *float64 `json:"timestamp"`
+	InputTokens  *int     `json:"input_tokens"`
+	OutputTokens *int     `json:"output_tokens"`
+	InputLength  *int     `json:"input_length"`
+	OutputLength *int     `json:"output_length"`
+}
+
+// loadTrace reads a trace file; arrival times are made relative to the first
+// one and must not go backwards.
+func loadTrace(path string) ([]traceEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	var out []traceEntry
+	var first, prev float64
+	n := 0
+	for sc.Scan() {
+		n++
+		l := bytes.TrimSpace(sc.Bytes())
+		if len(l) == 0 || l[0] == '#' {
+			continue
+		}
+		where := fmt.Sprintf("trace %s: line %d", path, n)
+		var t traceLine
+		if err := json.Unmarshal(l, &t); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		var at float64
+		switch {
+		case t.Time != nil:
+			at = *t.Time
+		case t.Timestamp != nil:
+			at = *t.Timestamp / 1000
+		default:
+			return nil, fmt.Errorf("%s: no arrival time (want \"time\" in seconds or \"timestamp\" in ms)", where)
+		}
+		in, out1 := t.InputTokens, t.OutputTokens
+		if in == nil {
+			in = t.InputLength
+		}
+		if out1 == nil {
+			out1 = t.OutputLength
+		}
+		if in == nil || out1 == nil || *in <= 0 || *out1 <= 0 {
+			return nil, fmt.Errorf("%s: want positive input_tokens and output_tokens (or input_length, output_length)", where)
+		}
+		if len(out) == 0 {
+			first, prev = at, at
+		}
+		if at < prev {
+			return nil, fmt.Errorf("%s: arrival %g goes back before %g", where, at, prev)
+		}
+		prev = at
+		out = append(out, traceEntry{At: time.Duration((at - first) * float64(time.Second)), InputTokens: *in, OutputTokens: *out1})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("trace %s: line %d: %w", path, n+1, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("trace %s: no entries", path)
+	}
+	return out, nil
+}

@@ -1,0 +1,152 @@
+package benchjob
+
+import (
+	"crypto/sha256"
+	_ "embed"
+	"encoding/binary"
+	"hash"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Shakespeare's sonnets (public domain), the text LLMPerf shuffles into its
+// synthetic prompts.
+//
+//go:embed corpus/sonnets.txt
+var sonnets string
+
+var sonnetLines = func() []string {
+	var out []string
+	for _, l := range strings.Split(sonnets, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}()
+
+// Prompt is one request's input.
+type Prompt struct {
+	Index int
+	Text  string
+	// InputTokens is the intended prompt length (synthetic and trace
+	// prompts: an estimate at 4 characters per token), 0 when unknown.
+	InputTokens int
+	// MaxTokens is the max_tokens sent; 0 sends none.
+	MaxTokens int
+}
+
+// estimateTokens is the length estimate used to size synthetic prompts: 4
+// characters per token, the usual rule of thumb for English BPE
+// vocabularies. The API-reported usage is what the run records.
+func estimateTokens(s string) int { return (len(s) + 3) / 4 }
+
+// source hands out prompts in index order; it is safe for concurrent use and
+// deterministic: prompt i is the same for the same config and seed.
+type source struct {
+	mu   sync.Mutex
+	next int
+	gen  func(i int) Prompt
+	sum  hash.Hash
+	// limit is the number of prompts the source has (datasets cycle; traces
+	// end): -1 for unlimited.
+	limit int
+}
+
+func newSource(gen func(int) Prompt, limit int) *source {
+	return &source{gen: gen, sum: sha256.New(), limit: limit}
+}
+
+// take returns the next prompt, or false when a finite source ran out.
+func (s *source) take() (Prompt, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.limit >= 0 && s.next >= s.limit {
+		return Prompt{}, false
+	}
+	p := s.gen(s.next)
+	p.Index = s.next
+	s.next++
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(p.MaxTokens))
+	s.sum.Write(b[:])
+	binary.LittleEndian.PutUint64(b[:], uint64(len(p.Text)))
+	s.sum.Write(b[:])
+	s.sum.Write([]byte(p.Text))
+	return p, true
+}
+
+// digest is the SHA-256 of every prompt handed out so far (lengths, max
+// tokens and text, in order), and their count.
+func (s *source) digest() (string, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return hexSum(s.sum), s.next
+}
+
+// synthetic is the LLMPerf-style generator: an instruction plus shuffled
+// sonnet lines up to a gaussian input length, and a gaussian output length.
+type synthetic struct {
+	rng           *rand.Rand
+	in, out       distuv.Normal
+	meanIn, meanO int
+}
+
+func newSynthetic(w Workload) *synthetic {
+	rng := rand.New(rand.NewPCG(uint64(w.Seed), 0x6a6f756c656d)) // "joulemark"
+	return &synthetic{
+		rng:    rng,
+		in:     distuv.Normal{Mu: float64(w.MeanInputTokens), Sigma: float64(w.StddevInputTokens), Src: rng},
+		out:    distuv.Normal{Mu: float64(w.MeanOutputTokens), Sigma: float64(w.StddevOutputTokens), Src: rng},
+		meanIn: w.MeanInputTokens, meanO: w.MeanOutputTokens,
+	}
+}
+
+func draw(d distuv.Normal) int {
+	v := d.Mu
+	if d.Sigma > 0 {
+		v = d.Rand()
+	}
+	return max(1, int(math.Round(v)))
+}
+
+// prompt draws the next prompt's lengths and builds it.
+func (g *synthetic) prompt(int) Prompt {
+	in := draw(g.in)
+	out := draw(g.out)
+	return Prompt{Text: g.build(in, out), InputTokens: in, MaxTokens: out}
+}
+
+// build returns a prompt of about in tokens asking for out tokens.
+func (g *synthetic) build(in, out int) string {
+	var b strings.Builder
+	b.Grow(in*4 + 64)
+	b.WriteString("Randomly stream lines from the following text with ")
+	b.WriteString(strconv.Itoa(out))
+	b.WriteString(" output tokens. Don't generate eos tokens:\n\n")
+	want := in * 4
+	perm := g.rng.Perm(len(sonnetLines))
+	for k := 0; b.Len() < want; k++ {
+		line := sonnetLines[perm[k%len(perm)]]
+		if rest := want - b.Len(); len(line)+1 > rest {
+			// Cut the last line at a word boundary to land on the length.
+			cut := line
+			if rest > 0 && rest < len(line) {
+				cut = line[:rest]
+				if i := strings.LastIndexByte(cut, ' '); i > 0 {
+					cut = cut[:i]
+				}
+			}
+			b.WriteString(cut)
+			break
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

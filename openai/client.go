@@ -1,0 +1,490 @@
+// Package openai is a streaming client for OpenAI-compatible inference
+// servers (vLLM, SGLang, TGI, llama.cpp, the joulemark simulated engine):
+// /v1/completions and /v1/chat/completions over server-sent events, timed per
+// chunk, with the server's own token usage.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Endpoint is the API the client calls.
+type Endpoint string
+
+// Endpoints.
+const (
+	Completions Endpoint = "completions" // POST {base}/completions
+	Chat        Endpoint = "chat"        // POST {base}/chat/completions
+)
+
+// Config configures a Client. Zero timeouts mean no limit.
+type Config struct {
+	// BaseURL is the OpenAI base URL, e.g. http://host:8000/v1.
+	BaseURL string
+	// APIKey is sent as a bearer token; it never appears in errors.
+	APIKey            string
+	ConnectTimeout    time.Duration
+	FirstTokenTimeout time.Duration
+	TotalTimeout      time.Duration
+	// MaxConns bounds idle connections kept per host (default 1024).
+	MaxConns int
+	// RequireUsage fails a request whose stream carries no usage
+	// (ClassMissingUsage) instead of counting its tokens from the chunks.
+	RequireUsage bool
+	// UserAgent is sent with each request (default "joulemark").
+	UserAgent string
+}
+
+// Client sends streaming requests. It is safe for concurrent use.
+type Client struct {
+	cfg  Config
+	base string // without trailing slash, ends in /v1 usually
+	root string // base without a trailing /v1: where /health and /metrics live
+	http *http.Client
+	auth string
+	pool sync.Pool
+}
+
+// New validates cfg and returns a client with its own connection pool.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("target URL %q: want http(s)://host:port/v1", cfg.BaseURL)
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 1024
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "joulemark"
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	root := strings.TrimSuffix(base, "/v1")
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        cfg.MaxConns,
+		MaxIdleConnsPerHost: cfg.MaxConns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+		TLSHandshakeTimeout: cfg.ConnectTimeout,
+	}
+	c := &Client{cfg: cfg, base: base, root: root, http: &http.Client{Transport: tr}}
+	if cfg.APIKey != "" {
+		c.auth = "Bearer " + cfg.APIKey
+	}
+	return c, nil
+}
+
+// Close drops the idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// BaseURL is the OpenAI base URL.
+func (c *Client) BaseURL() string { return c.base }
+
+// RootURL is the server root (BaseURL without /v1): /health, /version and
+// /metrics live there on vLLM and SGLang.
+func (c *Client) RootURL() string { return c.root }
+
+// Extras are engine parameters passed through as they are; nil means unset.
+type Extras struct {
+	IgnoreEOS   *bool    `json:"ignore_eos,omitempty" yaml:"ignore_eos,omitempty"`
+	MinTokens   *int     `json:"min_tokens,omitempty" yaml:"min_tokens,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty" yaml:"temperature,omitempty"`
+	Seed        *int64   `json:"seed,omitempty" yaml:"seed,omitempty"`
+	// MaxTokens overrides every request's max_tokens when set.
+	MaxTokens *int `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
+	// EnableThinking sends chat_template_kwargs.enable_thinking (Qwen3,
+	// DeepSeek-R1 style templates on vLLM and SGLang).
+	EnableThinking *bool `json:"enable_thinking,omitempty" yaml:"enable_thinking,omitempty"`
+}
+
+// Request is one generation request.
+type Request struct {
+	Endpoint  Endpoint
+	Model     string
+	Prompt    string
+	MaxTokens int
+	Extras    Extras
+}
+
+// Response is what one request did, with its timing. Err is nil on success.
+type Response struct {
+	Send       time.Time
+	FirstToken time.Time // zero when no token came
+	End        time.Time
+	// ITL holds the gaps between consecutive token-bearing chunks.
+	ITL []time.Duration
+	// Chunks counts token-bearing chunks (content or reasoning content).
+	Chunks int
+	// UsageReported says the stream carried usage; the token counts below
+	// then are the server's. Otherwise CompletionTokens = Chunks.
+	UsageReported    bool
+	PromptTokens     int
+	CompletionTokens int
+	ReasoningTokens  int
+	FinishReason     string
+	Model            string
+	StatusCode       int
+	// TextChars and TextSHA256 describe the generated content (not the
+	// reasoning); ReasoningChars the reasoning content.
+	TextChars      int
+	ReasoningChars int
+	TextSHA256     string
+	Err            error
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type body struct {
+	Model              string          `json:"model"`
+	Prompt             string          `json:"prompt,omitempty"`
+	Messages           []message       `json:"messages,omitempty"`
+	MaxTokens          int             `json:"max_tokens,omitempty"`
+	Stream             bool            `json:"stream"`
+	StreamOptions      streamOptions   `json:"stream_options"`
+	IgnoreEOS          *bool           `json:"ignore_eos,omitempty"`
+	MinTokens          *int            `json:"min_tokens,omitempty"`
+	Temperature        *float64        `json:"temperature,omitempty"`
+	Seed               *int64          `json:"seed,omitempty"`
+	ChatTemplateKwargs map[string]bool `json:"chat_template_kwargs,omitempty"`
+}
+
+// Body returns the JSON body the client sends for r.
+func Body(r *Request) ([]byte, error) {
+	b := body{Model: r.Model, MaxTokens: r.MaxTokens, Stream: true, StreamOptions: streamOptions{IncludeUsage: true},
+		IgnoreEOS: r.Extras.IgnoreEOS, MinTokens: r.Extras.MinTokens, Temperature: r.Extras.Temperature, Seed: r.Extras.Seed}
+	if r.Extras.MaxTokens != nil {
+		b.MaxTokens = *r.Extras.MaxTokens
+	}
+	switch r.Endpoint {
+	case Chat:
+		b.Messages = []message{{Role: "user", Content: r.Prompt}}
+		if r.Extras.EnableThinking != nil {
+			b.ChatTemplateKwargs = map[string]bool{"enable_thinking": *r.Extras.EnableThinking}
+		}
+	case Completions, "":
+		b.Prompt = r.Prompt
+	default:
+		return nil, fmt.Errorf("unknown endpoint %q (want completions or chat)", r.Endpoint)
+	}
+	return json.Marshal(&b)
+}
+
+// Path is the URL path suffix of the endpoint.
+func (e Endpoint) Path() string {
+	if e == Chat {
+		return "/chat/completions"
+	}
+	return "/completions"
+}
+
+// chunk is one streamed object of either endpoint.
+type chunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Text  string `json:"text"`
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens            int `json:"prompt_tokens"`
+		CompletionTokens        int `json:"completion_tokens"`
+		CompletionTokensDetails *struct {
+			ReasoningTokens int `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	} `json:"error"`
+}
+
+type state struct {
+	sse   *SSEReader
+	chunk chunk
+}
+
+// Stream sends r and reads its stream to the end. It never returns nil; a
+// failure is in Response.Err (an *Error carrying its Class).
+func (c *Client) Stream(ctx context.Context, r *Request) *Response {
+	resp := &Response{}
+	payload, err := Body(r)
+	if err != nil {
+		resp.Send = time.Now()
+		resp.End = resp.Send
+		resp.Err = &Error{Class: ClassMalformedStream, Msg: "building request", Err: err}
+		return resp
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+r.Endpoint.Path(), bytes.NewReader(payload))
+	if err != nil {
+		resp.Send = time.Now()
+		resp.End = resp.Send
+		resp.Err = &Error{Class: ClassConnect, Err: err}
+		return resp
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
+	}
+	resp.Send = time.Now()
+	var firstTimer *time.Timer
+	if c.cfg.TotalTimeout > 0 {
+		t := time.AfterFunc(c.cfg.TotalTimeout, func() { cancel(errTotalTimeout) })
+		defer t.Stop()
+	}
+	if c.cfg.FirstTokenTimeout > 0 {
+		firstTimer = time.AfterFunc(c.cfg.FirstTokenTimeout, func() { cancel(errFirstTokenTimeout) })
+		defer firstTimer.Stop()
+	}
+	hr, err := c.http.Do(req)
+	if err != nil {
+		resp.End = time.Now()
+		resp.Err = classify(ctx, err, false)
+		return resp
+	}
+	defer hr.Body.Close()
+	resp.StatusCode = hr.StatusCode
+	if hr.StatusCode/100 != 2 {
+		msg, rerr := io.ReadAll(io.LimitReader(hr.Body, 512))
+		resp.End = time.Now()
+		if rerr != nil && len(msg) == 0 {
+			resp.Err = classify(ctx, rerr, true)
+			return resp
+		}
+		resp.Err = &Error{Class: ClassHTTPStatus, StatusCode: hr.StatusCode, Msg: strings.TrimSpace(string(msg))}
+		return resp
+	}
+	st, _ := c.pool.Get().(*state)
+	if st == nil {
+		st = &state{sse: NewSSEReader(hr.Body, 0)}
+	} else {
+		st.sse.Reset(hr.Body)
+	}
+	defer func() {
+		st.sse.Reset(nil)
+		c.pool.Put(st)
+	}()
+	c.read(ctx, st, r, resp, firstTimer)
+	return resp
+}
+
+func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response, firstTimer *time.Timer) {
+	h := sha256.New()
+	var last time.Time
+	done := false
+	for {
+		ev, err := st.sse.Next()
+		now := time.Now()
+		if err != nil {
+			resp.End = now
+			switch {
+			case err == io.EOF && (done || resp.FinishReason != ""):
+				// Complete: [DONE] seen, or at least a finish reason.
+			case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
+				resp.Err = &Error{Class: ClassBrokenStream, Msg: "stream ended before [DONE] and before a finish_reason"}
+				if c := context.Cause(ctx); c != nil {
+					resp.Err = classify(ctx, err, true)
+				}
+			case errors.Is(err, ErrLineTooLong):
+				resp.Err = &Error{Class: ClassMalformedStream, Err: err}
+			default:
+				resp.Err = classify(ctx, err, true)
+			}
+			break
+		}
+		if ev.Name == "error" {
+			resp.End = now
+			resp.Err = &Error{Class: ClassStreamError, Msg: truncate(ev.Data, 512)}
+			break
+		}
+		data := bytes.TrimSpace(ev.Data)
+		if bytes.Equal(data, []byte("[DONE]")) {
+			done = true
+			continue
+		}
+		if done {
+			continue
+		}
+		ch := &st.chunk
+		*ch = chunk{}
+		if err := json.Unmarshal(data, ch); err != nil {
+			resp.End = now
+			resp.Err = &Error{Class: ClassMalformedStream, Msg: "chunk " + truncate(data, 200), Err: err}
+			break
+		}
+		if ch.Error != nil {
+			resp.End = now
+			resp.Err = &Error{Class: ClassStreamError, Msg: ch.Error.Message}
+			break
+		}
+		if ch.Model != "" {
+			resp.Model = ch.Model
+			if r.Model != "" && ch.Model != r.Model {
+				resp.End = now
+				resp.Err = &Error{Class: ClassWrongModel, Msg: fmt.Sprintf("asked for model %q, the server answered with %q", r.Model, ch.Model)}
+				break
+			}
+		}
+		tokens := false
+		for i := range ch.Choices {
+			cc := &ch.Choices[i]
+			text := cc.Text
+			if text == "" {
+				text = cc.Delta.Content
+			}
+			reasoning := cc.Delta.ReasoningContent
+			if reasoning == "" {
+				reasoning = cc.Delta.Reasoning
+			}
+			if text != "" {
+				h.Write([]byte(text))
+				resp.TextChars += len(text)
+				tokens = true
+			}
+			if reasoning != "" {
+				resp.ReasoningChars += len(reasoning)
+				tokens = true
+			}
+			if cc.FinishReason != nil && *cc.FinishReason != "" {
+				resp.FinishReason = *cc.FinishReason
+			}
+		}
+		if tokens {
+			resp.Chunks++
+			if resp.FirstToken.IsZero() {
+				resp.FirstToken = now
+				if firstTimer != nil {
+					firstTimer.Stop()
+				}
+			} else {
+				resp.ITL = append(resp.ITL, now.Sub(last))
+			}
+			last = now
+		}
+		if u := ch.Usage; u != nil {
+			resp.UsageReported = true
+			resp.PromptTokens = u.PromptTokens
+			resp.CompletionTokens = u.CompletionTokens
+			if d := u.CompletionTokensDetails; d != nil {
+				resp.ReasoningTokens = d.ReasoningTokens
+			}
+		}
+	}
+	resp.TextSHA256 = hex.EncodeToString(h.Sum(nil))
+	if !resp.UsageReported {
+		resp.CompletionTokens = resp.Chunks
+		if resp.Err == nil && c.cfg.RequireUsage {
+			resp.Err = &Error{Class: ClassMissingUsage, Msg: "the stream carried no usage (stream_options.include_usage unsupported?)"}
+		}
+	}
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// Model is one entry of GET /v1/models. MaxModelLen is vLLM's context
+// length (0 where the server does not expose it).
+type Model struct {
+	ID          string `json:"id"`
+	Root        string `json:"root,omitempty"`
+	OwnedBy     string `json:"owned_by,omitempty"`
+	MaxModelLen int    `json:"max_model_len,omitempty"`
+}
+
+// Models lists the served models.
+func (c *Client) Models(ctx context.Context) ([]Model, error) {
+	var out struct {
+		Data []Model `json:"data"`
+	}
+	if err := c.getJSON(ctx, c.base+"/models", &out); err != nil {
+		return nil, err
+	}
+	return out.Data, nil
+}
+
+// Health calls GET {root}/health; nil means the server answered 2xx.
+func (c *Client) Health(ctx context.Context) error {
+	return c.getJSON(ctx, c.root+"/health", nil)
+}
+
+// Version returns the server's version from GET {root}/version (vLLM,
+// SGLang's /get_server_info is not asked); "" when absent.
+func (c *Client) Version(ctx context.Context) string {
+	var out struct {
+		Version string `json:"version"`
+	}
+	if err := c.getJSON(ctx, c.root+"/version", &out); err != nil {
+		return ""
+	}
+	return out.Version
+}
+
+// StatusError is a non-2xx answer to a GET.
+type StatusError struct {
+	URL        string
+	StatusCode int
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("GET %s: status %d", e.URL, e.StatusCode) }
+
+func (c *Client) getJSON(ctx context.Context, u string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
+	}
+	hr, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer hr.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(hr.Body, 8<<20))
+	if err != nil {
+		return fmt.Errorf("GET %s: reading answer: %w", u, err)
+	}
+	if hr.StatusCode/100 != 2 {
+		return &StatusError{URL: u, StatusCode: hr.StatusCode}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("GET %s: decoding answer: %w", u, err)
+	}
+	return nil
+}
