@@ -275,6 +275,9 @@ func (e *Exporter) off(t time.Time) int64 { return int64(t.Sub(e.t0)) }
 // unix converts an offset to unix seconds.
 func (e *Exporter) unix(off int64) float64 { return float64(e.t0Unix+off) / 1e9 }
 
+// wall is an offset as a UTC time, for logs.
+func (e *Exporter) wall(off int64) time.Time { return time.Unix(0, e.t0Unix+off).UTC() }
+
 // Time converts unix seconds from the API back to a time.Time.
 func Time(unixSeconds float64) time.Time {
 	s, f := math.Modf(unixSeconds)

@@ -194,7 +194,7 @@ func (e *Exporter) startPhase(id string, p phaseapi.Phase, now int64) (*run, err
 	if p == phaseapi.Release {
 		r.rel.state = phaseapi.ReleaseWaiting
 	}
-	e.log.Info("phase started", "run_id", id, "phase", p, "time", e.unix(now))
+	e.log.Info("phase started", "run_id", id, "phase", p, "at", e.wall(now))
 	return r, nil
 }
 
@@ -216,7 +216,7 @@ func (e *Exporter) endRun(id string, now int64) (*run, error) {
 		}
 	}
 	e.finishRun(r)
-	e.log.Info("run ended", "run_id", id, "time", e.unix(now))
+	e.log.Info("run ended", "run_id", id, "at", e.wall(now))
 	return r, nil
 }
 
@@ -296,7 +296,7 @@ func (e *Exporter) checkRelease(r *run, now int64) {
 			ph.end = e.newBoundary(r.rel.holdStart)
 			r.rel.state, r.rel.closed, r.rel.reason = phaseapi.ReleaseClosed, &t, ""
 			e.finishRun(r)
-			e.log.Info("release closed: every GPU back at its idle baseline", "run_id", r.id, "end", e.unix(r.rel.holdStart))
+			e.log.Info("release closed: every GPU back at its idle baseline", "run_id", r.id, "end", e.wall(r.rel.holdStart))
 			return
 		}
 	} else {

@@ -79,6 +79,7 @@ func (e *Exporter) Serve(ctx context.Context, listenAddress, webConfigFile strin
 		return fmt.Errorf("serving on %s: %w", listenAddress, err)
 	case <-ctx.Done():
 	}
+	e.log.Info("shutting down", "listen", listenAddress)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -12,8 +12,8 @@ import (
 
 // The NVML fields read in one batched call per tick.
 const (
-	fieldPowerInstant = nvml.FI_DEV_POWER_INSTANT           // 186, mW, Ampere and later
-	fieldPowerAverage = nvml.FI_DEV_POWER_AVERAGE           // 185, mW, ~1 s average
+	fieldPowerInstant = nvml.FI_DEV_POWER_INSTANT            // 186, mW, Ampere and later
+	fieldPowerAverage = nvml.FI_DEV_POWER_AVERAGE            // 185, mW, ~1 s average
 	fieldEnergy       = nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION // 83, mJ since the driver loaded
 )
 

@@ -249,4 +249,3 @@ func TestFieldValueDecoding(t *testing.T) {
 		t.Error("a field with its own error decoded")
 	}
 }
-

@@ -1,9 +1,138 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
 
-// ExporterCmd is a placeholder until its issue lands.
-type ExporterCmd struct{}
+	"github.com/joulemark/joulemark/exporter"
+	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/remotewrite"
+)
 
-// Run reports that the command is not built yet.
-func (c *ExporterCmd) Run(g *Globals) error { return errors.New("exporter: not implemented yet") }
+// ExporterCmd samples GPU power and serves /metrics and the phase API.
+type ExporterCmd struct {
+	GPU              string        `name:"gpu" default:"nvml" enum:"nvml,sim" help:"GPU backend: nvml (NVIDIA driver) or sim (simulated GPUs)."`
+	GPUs             int           `name:"gpus" default:"0" help:"GPUs to read: the first N with nvml (0: all); the number of simulated GPUs with sim (0: 8)."`
+	Interval         time.Duration `default:"100ms" help:"Power sampling period (10ms or more)."`
+	Retention        time.Duration `default:"15m" help:"How long raw samples are kept in memory."`
+	ListenAddress    string        `name:"web.listen-address" default:":9402" help:"Address to serve /metrics and the API on."`
+	WebConfigFile    string        `name:"web.config.file" default:"" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for every endpoint."`
+	APITokenFile     string        `name:"api-token-file" default:"" help:"File holding the bearer token the phase API requires (else env JOULEMARK_API_TOKEN; with neither the API is disabled)."`
+	ReleaseTolerance float64       `name:"release-tolerance" default:"0.05" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release-hold."`
+	ReleaseHold      time.Duration `name:"release-hold" default:"30s" help:"How long every GPU must stay within --release-tolerance of its baseline; the release ends where this hold began."`
+	ReleaseMaxWait   time.Duration `name:"release-max-wait" default:"10m" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
+	IdleCVThreshold  float64       `name:"idle-cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
+	MaxRuns          int           `name:"max-runs" default:"100" help:"Finished runs kept in memory (and on /metrics)."`
+
+	RemoteWriteURL             string `name:"remote-write-url" default:"" help:"Push every raw power sample (remote write 1.0) to this URL, e.g. http://prometheus:9090/api/v1/write."`
+	RemoteWriteBearerTokenFile string `name:"remote-write.bearer-token-file" default:"" help:"Bearer token file for --remote-write-url."`
+
+	SimEngineURL     string  `name:"sim.engine-url" default:"" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state)."`
+	SimIdleWatts     float64 `name:"sim.idle-watts" default:"70" help:"Simulated idle power per GPU."`
+	SimMaxWatts      float64 `name:"sim.max-watts" default:"700" help:"Simulated power at full load."`
+	SimStartupWatts  float64 `name:"sim.startup-watts" default:"250" help:"Simulated power while the engine loads."`
+	SimRampSeconds   float64 `name:"sim.ramp-seconds" default:"1.5" help:"Time constant of simulated power rises."`
+	SimDecaySeconds  float64 `name:"sim.decay-seconds" default:"8" help:"Time constant of the simulated release decay."`
+	SimNoiseWatts    float64 `name:"sim.noise-watts" default:"0.5" help:"RMS of the simulated power noise."`
+	SimSeed          uint64  `name:"sim.seed" default:"1" help:"Seed of the simulated noise."`
+	SimEnergyCounter bool    `name:"sim.energy-counter" help:"Simulated GPUs report an energy counter (else energy is integrated)."`
+}
+
+// Run starts the exporter and serves until SIGINT or SIGTERM.
+func (c *ExporterCmd) Run(g *Globals) error {
+	log := g.Logger()
+	token, err := apiToken(c.APITokenFile)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var backend gpu.Backend
+	switch c.GPU {
+	case "sim":
+		n := c.GPUs
+		if n == 0 {
+			n = 8
+		}
+		sim, err := gpu.NewSim(gpu.SimConfig{
+			GPUs: n, IdleWatts: c.SimIdleWatts, MaxWatts: c.SimMaxWatts, StartupWatts: c.SimStartupWatts,
+			RampSeconds: c.SimRampSeconds, DecayTau: c.SimDecaySeconds, NoiseWatts: c.SimNoiseWatts,
+			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter,
+		})
+		if err != nil {
+			return err
+		}
+		if c.SimEngineURL != "" {
+			cp, err := gpu.NewSimCoupler(sim, c.SimEngineURL, c.Interval)
+			if err != nil {
+				return err
+			}
+			cp.SetLogger(log)
+			go cp.Run(ctx)
+		}
+		backend = sim
+	case "nvml":
+		if c.SimEngineURL != "" {
+			return errors.New("--sim.engine-url needs --gpu=sim")
+		}
+		b, err := gpu.OpenNVML(gpu.NVMLOptions{MaxGPUs: c.GPUs})
+		if err != nil {
+			return err
+		}
+		backend = b
+	}
+
+	cfg := exporter.Config{
+		Backend: backend, Interval: c.Interval, Retention: c.Retention,
+		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
+		IdleCVThreshold: c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
+	}
+	if c.RemoteWriteURL != "" {
+		rw := &remotewrite.Config{URL: c.RemoteWriteURL, UserAgent: "joulemark-exporter"}
+		rw.HTTP.BearerTokenFile = c.RemoteWriteBearerTokenFile
+		cfg.RemoteWrite = rw
+		host, _ := os.Hostname()
+		cfg.RemoteWriteLabels = map[string]string{"instance": host, "job": "joulemark-exporter"}
+	}
+	exp, err := exporter.New(cfg)
+	if err != nil {
+		_ = backend.Close()
+		return err
+	}
+	defer func() {
+		if err := exp.Close(); err != nil {
+			log.Error("closing the exporter", "err", err)
+		}
+	}()
+	if token == "" {
+		log.Warn("no API token (--api-token-file or JOULEMARK_API_TOKEN): the phase API is disabled")
+	}
+	exp.Start(ctx)
+	devs := exp.Devices()
+	log.Info("exporter started", "gpu_backend", c.GPU, "gpus", len(devs), "power_source", devs[0].PowerSource,
+		"energy_source", devs[0].EnergySource, "interval", c.Interval, "listen", c.ListenAddress)
+	return exp.Serve(ctx, c.ListenAddress, c.WebConfigFile)
+}
+
+// apiToken reads the phase API token from file, else env JOULEMARK_API_TOKEN.
+func apiToken(file string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("reading the API token: %w", err)
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("API token file %s is empty", file)
+		}
+		return tok, nil
+	}
+	return strings.TrimSpace(os.Getenv("JOULEMARK_API_TOKEN")), nil
+}

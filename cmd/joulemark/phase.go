@@ -1,9 +1,66 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
 
-// PhaseCmd is a placeholder until its issue lands.
-type PhaseCmd struct{}
+	"github.com/joulemark/joulemark/phaseapi"
+)
 
-// Run reports that the command is not built yet.
-func (c *PhaseCmd) Run(g *Globals) error { return errors.New("phase: not implemented yet") }
+// PhaseCmd starts a lifecycle phase, or ends a run, on one or more exporters.
+type PhaseCmd struct {
+	RunID        string        `arg:"" name:"run-id" help:"Run ID."`
+	Phase        string        `arg:"" name:"phase" help:"idle, startup, warmup, formal, release, or end (close the run)."`
+	Exporter     []string      `name:"exporter" required:"" help:"Exporter base URL, e.g. http://gpu-node:9402 (repeatable)."`
+	APITokenFile string        `name:"api-token-file" default:"" help:"File holding the exporters' API token (else env JOULEMARK_API_TOKEN)."`
+	Timeout      time.Duration `default:"10s" help:"Timeout of each request."`
+}
+
+// Run posts the phase to every exporter and prints each one's answer.
+func (c *PhaseCmd) Run(g *Globals) error {
+	if c.Phase != "end" {
+		if _, err := phaseapi.ParsePhase(c.Phase); err != nil {
+			return fmt.Errorf("%w, or end", err)
+		}
+	}
+	token, err := apiToken(c.APITokenFile)
+	if err != nil {
+		return err
+	}
+	if token == "" {
+		return errors.New("no API token: pass --api-token-file or set JOULEMARK_API_TOKEN")
+	}
+	var errs []error
+	for _, u := range c.Exporter {
+		cl, err := phaseapi.NewClient(u, token, nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+		var st *phaseapi.RunStatus
+		if c.Phase == "end" {
+			st, err = cl.EndRun(ctx, c.RunID)
+		} else {
+			st, err = cl.StartPhase(ctx, c.RunID, phaseapi.Phase(c.Phase))
+		}
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		at := ""
+		if n := len(st.Phases); n > 0 {
+			last := st.Phases[n-1]
+			at = fmt.Sprintf(" phase=%s start=%.6f", last.Phase, last.Start)
+			if last.End != nil {
+				at += fmt.Sprintf(" end=%.6f", *last.End)
+			}
+		}
+		fmt.Fprintf(os.Stdout, "%s run=%s state=%s%s\n", cl.BaseURL(), st.RunID, st.State, at)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,205 @@
+package exporter
+
+import (
+	"encoding/binary"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/phaseapi"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// mockNVML is a DGX H100 from go-nvml's mock whose power and energy the
+// test sets: each GPU draws watts[i]; its energy counter advances by
+// watts·dt on every step.
+type mockNVML struct {
+	mu      sync.Mutex
+	watts   [8]float64
+	counter [8]uint64 // mJ
+	lost    [8]bool
+	srv     *server.Server
+}
+
+func newMockNVML() *mockNVML {
+	m := &mockNVML{srv: dgxh100.New()}
+	for i, d := range m.srv.Devices {
+		dev := d.(*server.Device)
+		dev.UUID = "GPU-00000000-0000-4000-8000-00000000000" + string(rune('0'+i))
+		m.watts[i] = 70 + float64(i)
+		m.counter[i] = 1_000_000_000 + uint64(i)*1000
+		put := func(f *nvml.FieldValue, vt nvml.ValueType, v uint64) {
+			f.NvmlReturn, f.ValueType = uint32(nvml.SUCCESS), uint32(vt)
+			binary.LittleEndian.PutUint64(f.Value[:], v)
+		}
+		dev.GetFieldValuesFunc = func(fv []nvml.FieldValue) nvml.Return {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.lost[i] {
+				return nvml.ERROR_GPU_IS_LOST
+			}
+			for k := range fv {
+				switch fv[k].FieldId {
+				case nvml.FI_DEV_POWER_INSTANT, nvml.FI_DEV_POWER_AVERAGE:
+					put(&fv[k], nvml.VALUE_TYPE_UNSIGNED_INT, uint64(m.watts[i]*1000))
+				case nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION:
+					put(&fv[k], nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, m.counter[i])
+				}
+			}
+			return nvml.SUCCESS
+		}
+		dev.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
+		dev.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
+		dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
+			return nvml.Memory{Total: 80 << 30, Used: uint64(i+1) << 30}, nvml.SUCCESS
+		}
+		dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{Gpu: uint32(10 * i)}, nvml.SUCCESS }
+		dev.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return uint32(30 + i), nvml.SUCCESS }
+		dev.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return 700000, nvml.SUCCESS }
+		dev.GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1980, nvml.SUCCESS }
+		dev.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return 0x1 | 0x4, nvml.SUCCESS }
+		dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
+	}
+	return m
+}
+
+func (m *mockNVML) advance(dt time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range m.watts {
+		m.counter[i] += uint64(m.watts[i] * dt.Seconds() * 1000)
+	}
+}
+
+func (m *mockNVML) set(f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f()
+}
+
+// mockScenario runs a whole lifecycle on the mock NVML backend, with a
+// counter reset on GPU 6 and GPU 7 lost at the end.
+func mockScenario(t testing.TB) *Exporter {
+	clk := newFakeClock()
+	m := newMockNVML()
+	b, err := gpu.NewNVML(m.srv, gpu.NVMLOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Backend: b, Clock: clk, APIToken: testToken, ReleaseHold: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(d time.Duration) {
+		for n := int(d / e.cfg.Interval); n > 0; n-- {
+			clk.Advance(e.cfg.Interval)
+			m.advance(e.cfg.Interval)
+			e.SampleOnce()
+		}
+	}
+	post := func(p phaseapi.Phase) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if _, err := e.startPhase("golden-run", p, e.off(clk.Now())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.SampleOnce()
+	e.SampleSlowOnce()
+	post(phaseapi.Idle)
+	step(5 * time.Second)
+	post(phaseapi.Startup)
+	m.set(func() {
+		for i := range m.watts {
+			m.watts[i] = 250
+		}
+	})
+	step(5 * time.Second)
+	post(phaseapi.Warmup)
+	step(2 * time.Second)
+	post(phaseapi.Formal)
+	m.set(func() {
+		for i := range m.watts {
+			m.watts[i] = 600
+		}
+	})
+	step(10 * time.Second)
+	m.set(func() { m.counter[6] = 5000 }) // driver reload: the counter restarts
+	step(time.Second)
+	post(phaseapi.Release)
+	m.set(func() {
+		for i := range m.watts {
+			m.watts[i] = 70 + float64(i)
+		}
+	})
+	step(4 * time.Second) // closes after the 2 s hold
+	e.SampleSlowOnce()
+	m.set(func() { m.lost[7] = true })
+	step(time.Second)
+	return e
+}
+
+func TestMetricsGolden(t *testing.T) {
+	e := mockScenario(t)
+	defer e.Close()
+	golden := filepath.Join("testdata", "metrics.prom")
+	if *update {
+		rec := fetchMetricsHandler(t, e)
+		var keep []string
+		for _, l := range strings.SplitAfter(rec, "\n") {
+			if strings.Contains(l, "joulemark_gpu_") || strings.Contains(l, "joulemark_phase_") || strings.Contains(l, "joulemark_run_") || strings.Contains(l, "joulemark_sampler_") {
+				keep = append(keep, l)
+			}
+		}
+		if err := os.WriteFile(golden, []byte(strings.Join(keep, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := testutil.GatherAndCompare(e.Registry(), f); err != nil {
+		t.Error(err)
+	}
+	// the scenario shows what it claims
+	st, _ := e.RunStatus("golden-run")
+	if st.Release.State != phaseapi.ReleaseClosed {
+		t.Errorf("release %+v, want closed", st.Release)
+	}
+	for _, want := range []string{
+		`joulemark_gpu_up{gpu="7",uuid="GPU-00000000-0000-4000-8000-000000000007"} 0`,
+		`joulemark_gpu_energy_resets_total{gpu="6",uuid="GPU-00000000-0000-4000-8000-000000000006"} 1`,
+		`joulemark_sampler_errors_total{gpu="7",uuid="GPU-00000000-0000-4000-8000-000000000007"} 10`,
+	} {
+		if !strings.Contains(fetchMetricsHandler(t, e), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func TestMetricsPassPromtool(t *testing.T) {
+	promtool := testenv.LookPath(t, "promtool")
+	e := mockScenario(t)
+	defer e.Close()
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(fetchMetricsHandler(t, e))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
