@@ -1,6 +1,7 @@
 package choose
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -163,4 +164,36 @@ func classNote(c Class) string {
 		return "-"
 	}
 	return strings.Join(notes, "; ")
+}
+
+// paretoJSON is one run of `joulemark pareto --format json`.
+type paretoJSON struct {
+	RunID       string              `json:"run_id"`
+	Rank        int                 `json:"rank"` // 1 = front, 0 = excluded
+	Front       bool                `json:"front"`
+	Excluded    string              `json:"excluded,omitempty"`
+	DominatedBy []string            `json:"dominated_by"`
+	Missing     []string            `json:"missing"`
+	Metrics     map[string]*float64 `json:"metrics"`
+	Sanity      *Sanity             `json:"output_sanity"`
+}
+
+// WriteParetoJSON prints the classification as JSON.
+func WriteParetoJSON(w io.Writer, classes []Class, metrics []Metric) error {
+	out := []paretoJSON{}
+	for _, c := range classes {
+		p := paretoJSON{RunID: c.Run.Name, Rank: c.Rank, Front: c.Front(), Excluded: c.Excluded,
+			DominatedBy: c.DominatedBy, Missing: c.Missing, Metrics: map[string]*float64{}, Sanity: c.Run.Sanity}
+		for _, m := range metrics {
+			if v, ok := m.Value(&c.Run.Report); ok {
+				p.Metrics[m.Key] = f64(v)
+			} else {
+				p.Metrics[m.Key] = nil
+			}
+		}
+		out = append(out, p)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }

@@ -10,17 +10,12 @@ import (
 	"github.com/joulemark/joulemark/experiment"
 )
 
-// benchOptions are the options `joulemark bench --config` uses.
 func benchOptions(sets ...string) experiment.Options[benchjob.Config] {
-	return experiment.Options[benchjob.Config]{
-		Defaults: benchjob.Defaults,
-		SetName:  func(c *benchjob.Config, name string) { c.RunID = name },
-		Sets:     sets,
-	}
+	return experiment.BenchOptions(sets)
 }
 
 func TestBenchConfig(t *testing.T) {
-	runs, err := experiment.LoadFile[benchjob.Config](filepath.Join("testdata", "bench.yaml"), benchOptions("workload.seed=7"))
+	runs, err := experiment.LoadBench(filepath.Join("testdata", "bench.yaml"), []string{"workload.seed=7"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,40 @@
 package main
 
-import "errors"
+import (
+	"io"
+	"os"
 
-// CompareCmd is a placeholder until its issue lands.
-type CompareCmd struct{}
+	"github.com/joulemark/joulemark/choose"
+	"github.com/joulemark/joulemark/compare"
+)
 
-// Run reports that the command is not built yet.
-func (c *CompareCmd) Run(g *Globals) error { return errors.New("compare: not implemented yet") }
+// CompareCmd is `joulemark compare report.json...`.
+type CompareCmd struct {
+	stdout io.Writer // os.Stdout when nil; tests set it
+
+	Reports   []string `arg:"" name:"report" type:"existingfile" help:"report.json files."`
+	GroupBy   string   `name:"group-by" default:"scenario" help:"Dotted report key that groups runs for the medians (scenario, measurement.energy_source, ...); a run without it is its own group."`
+	Tolerance float64  `default:"0.2" help:"Comparability bound on formal output tokens, |a-b|/max."`
+	RunsDir   string   `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`
+	Format    string   `default:"text" enum:"text,json" help:"Output format (${enum})."`
+}
+
+// Run prints the comparison.
+func (c *CompareCmd) Run(g *Globals) error {
+	runs, err := choose.LoadReports(c.Reports, choose.LoadOptions{RunsDir: c.RunsDir})
+	if err != nil {
+		return err
+	}
+	res := compare.Compare(runs, compare.Options{GroupBy: c.GroupBy, Tolerance: c.Tolerance})
+	if c.Format == "json" {
+		return compare.WriteJSON(c.out(), res)
+	}
+	return compare.WriteText(c.out(), res)
+}
+
+func (c *CompareCmd) out() io.Writer {
+	if c.stdout == nil {
+		return os.Stdout
+	}
+	return c.stdout
+}

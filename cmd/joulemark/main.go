@@ -46,6 +46,10 @@ type CLI struct {
 	Bench      BenchCmd      `cmd:"" help:"Drive an OpenAI-compatible engine through the measured lifecycle."`
 	Analyze    AnalyzeCmd    `cmd:"" help:"Derive stage energy, J/token and goodput of a run from Prometheus and write the report."`
 	Compare    CompareCmd    `cmd:"" help:"Compare reports side by side."`
+	Pareto     ParetoCmd     `cmd:"" help:"Classify runs on the Pareto front of energy, latency, throughput and goodput."`
+	Recommend  RecommendCmd  `cmd:"" help:"Recommend one run: drop those breaking a constraint, Pareto among the rest, documented tiebreak."`
+	Diff       DiffCmd       `cmd:"" help:"Compare AFTER to BEFORE; exit non-zero when a tracked metric regressed (CI gate)."`
+	Plan       PlanCmd       `cmd:"" help:"Capacity plan from a load sweep: admission limit, replicas for a peak rate, energy per day."`
 	Rules      RulesCmd      `cmd:"" help:"Prometheus recording and alerting rules."`
 	Dashboards DashboardsCmd `cmd:"" help:"Grafana dashboards."`
 	SimEngine  SimEngineCmd  `cmd:"" name:"sim-engine" help:"Serve a simulated OpenAI-compatible engine."`

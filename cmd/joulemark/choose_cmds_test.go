@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func fixture(parts ...string) string {
+	return filepath.Join(append([]string{"..", "..", "choose", "testdata"}, parts...)...)
+}
+
+// The regression gate's exit status comes from Run's error (main exits 1).
+func TestDiffCmdGate(t *testing.T) {
+	tests := []struct {
+		after     string
+		threshold float64
+		wantErr   string
+	}{
+		{"after-ok.json", 5, ""},
+		{"after-bad.json", 5, "4 regression(s)"},
+		{"after-bad.json", 200, "1 regression(s)"}, // error rate +100% is under 200%: only the vanished goodput
+		{"after-invalid.json", 5, "1 regression(s)"},
+	}
+	for _, tc := range tests {
+		var buf bytes.Buffer
+		c := &DiffCmd{Before: fixture("diff", "before.json"), After: fixture("diff", tc.after), FailOnRegression: tc.threshold, stdout: &buf}
+		err := c.Run(&Globals{})
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.after, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s at %v%%: error %v, want %q", tc.after, tc.threshold, err, tc.wantErr)
+		}
+		if !strings.Contains(buf.String(), "steady_state.joules_per_token") {
+			t.Errorf("%s: table not printed:\n%s", tc.after, buf.String())
+		}
+	}
+}
+
+func TestPlanCmdWritesOnce(t *testing.T) {
+	matches, _ := filepath.Glob(fixture("sweep", "*", "report.json"))
+	out := filepath.Join(t.TempDir(), "plan.json")
+	ttft := 500 * time.Millisecond
+	c := &PlanCmd{Reports: matches, TargetPeakRate: 100, SLOTTFTP95: &ttft, RestartsPerDay: 1, Out: out, Format: "text", stdout: &bytes.Buffer{}}
+	if err := c.Run(&Globals{}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil || !bytes.Contains(data, []byte(`"replicas": 5`)) {
+		t.Fatalf("plan.json: %v\n%s", err, data)
+	}
+	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "refusing to overwrite") {
+		t.Errorf("second run: %v", err)
+	}
+}
+
+func TestRecommendCmdNoSurvivor(t *testing.T) {
+	matches, _ := filepath.Glob(fixture("runs", "*", "report.json"))
+	limit := 0.1
+	var buf bytes.Buffer
+	c := &RecommendCmd{Reports: matches, MaxJoulesPerToken: &limit, Prefer: "steady_state.joules_per_token", stdout: &buf}
+	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "no run meets every constraint") {
+		t.Errorf("err = %v", err)
+	}
+	if got := strings.Count(buf.String(), "(--max-joules-per-token)"); got != 4 {
+		t.Errorf("%d runs excluded by the constraint, want 4 (the fifth is invalid):\n%s", got, buf.String())
+	}
+}

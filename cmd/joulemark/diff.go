@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/joulemark/joulemark/choose"
+)
+
+// DiffCmd is `joulemark diff BEFORE AFTER --fail-on-regression 5`.
+type DiffCmd struct {
+	stdout io.Writer // os.Stdout when nil; tests set it
+
+	Before           string  `arg:"" type:"existingfile" help:"report.json of the reference run."`
+	After            string  `arg:"" type:"existingfile" help:"report.json of the run under test."`
+	FailOnRegression float64 `name:"fail-on-regression" default:"5" help:"Exit non-zero when a tracked metric got worse by more than this many percent (direction-aware), vanished, or AFTER turned invalid."`
+}
+
+// Run prints the comparison and fails on a regression.
+func (c *DiffCmd) Run(g *Globals) error {
+	if c.FailOnRegression < 0 {
+		return fmt.Errorf("--fail-on-regression %v: must not be negative", c.FailOnRegression)
+	}
+	before, err := choose.LoadReport(c.Before, choose.LoadOptions{})
+	if err != nil {
+		return err
+	}
+	after, err := choose.LoadReport(c.After, choose.LoadOptions{})
+	if err != nil {
+		return err
+	}
+	d := choose.Diff(before, after, choose.DiffMetrics, c.FailOnRegression)
+	if err := choose.WriteDiff(c.out(), d); err != nil {
+		return err
+	}
+	if n := d.Regressions(); n > 0 {
+		return fmt.Errorf("%d regression(s) of %s against %s beyond %v%%", n, after.Name, before.Name, c.FailOnRegression)
+	}
+	return nil
+}
+
+func (c *DiffCmd) out() io.Writer {
+	if c.stdout == nil {
+		return os.Stdout
+	}
+	return c.stdout
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"io"
+	"os"
+	"time"
+
+	"github.com/joulemark/joulemark/choose"
+)
+
+// RecommendCmd is `joulemark recommend report.json... --max-ttft-p95 ...`.
+type RecommendCmd struct {
+	stdout io.Writer // os.Stdout when nil; tests set it
+
+	Reports []string `arg:"" name:"report" type:"existingfile" help:"report.json files."`
+
+	MaxTTFTP95                 *time.Duration `name:"max-ttft-p95" help:"Drop runs whose p95 TTFT is above this (e.g. 500ms)."`
+	MaxTPOTP95                 *time.Duration `name:"max-tpot-p95" help:"Drop runs whose p95 TPOT is above this (e.g. 35ms)."`
+	MinGoodput                 *float64       `name:"min-goodput" help:"Drop runs whose goodput ratio is below this (0..1)."`
+	MaxJoulesPerToken          *float64       `name:"max-joules-per-token" help:"Drop runs whose steady-state J/token is above this."`
+	MaxLifecycleJoulesPerToken *float64       `name:"max-lifecycle-joules-per-token" help:"Drop runs whose full-lifecycle J/token is above this."`
+	MinThroughput              *float64       `name:"min-throughput" help:"Drop runs below this many output tokens per second."`
+	MaxErrorRate               *float64       `name:"max-error-rate" help:"Drop runs whose error rate is above this (0..1)."`
+	MaxStartupJoules           *float64       `name:"max-startup-joules" help:"Drop runs whose startup (+ warm-up) energy is above this."`
+	MaxBadOutputRatio          *float64       `name:"max-bad-output-ratio" help:"Drop runs whose empty, repeated or short outputs exceed this share of successful formal requests (needs requests.jsonl)."`
+
+	Prefer  string `default:"steady_state.joules_per_token" help:"Metric that breaks ties on the front (a report key of a tracked metric)."`
+	RunsDir string `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl when none is beside a report."`
+}
+
+// Run prints the recommendation and why every other run was excluded; it
+// fails when no run meets every constraint.
+func (c *RecommendCmd) Run(g *Globals) error {
+	prefer, err := choose.MetricByKey(c.Prefer)
+	if err != nil {
+		return err
+	}
+	runs, err := choose.LoadReports(c.Reports, choose.LoadOptions{RunsDir: c.RunsDir})
+	if err != nil {
+		return err
+	}
+	var cons []choose.Constraint
+	add := func(v *float64, m choose.Metric, upper bool, flag string) {
+		if v != nil {
+			cons = append(cons, choose.Constraint{Metric: m, Bound: *v, Upper: upper, Flag: flag})
+		}
+	}
+	add(seconds(c.MaxTTFTP95), choose.TTFTP95, true, "--max-ttft-p95")
+	add(seconds(c.MaxTPOTP95), choose.TPOTP95, true, "--max-tpot-p95")
+	add(c.MinGoodput, choose.Goodput, false, "--min-goodput")
+	add(c.MaxJoulesPerToken, choose.SteadyStateJPT, true, "--max-joules-per-token")
+	add(c.MaxLifecycleJoulesPerToken, choose.LifecycleJPT, true, "--max-lifecycle-joules-per-token")
+	add(c.MinThroughput, choose.Throughput, false, "--min-throughput")
+	add(c.MaxErrorRate, choose.ErrorRate, true, "--max-error-rate")
+	add(c.MaxStartupJoules, choose.StartupEnergy, true, "--max-startup-joules")
+	maxBad := -1.0
+	if c.MaxBadOutputRatio != nil {
+		maxBad = *c.MaxBadOutputRatio
+	}
+	rec := choose.Recommend(runs, cons, maxBad, choose.ParetoMetrics, prefer)
+	return choose.WriteRecommendation(c.out(), rec, choose.ParetoMetrics)
+}
+
+// seconds converts an optional duration flag to seconds.
+func seconds(d *time.Duration) *float64 {
+	if d == nil {
+		return nil
+	}
+	s := d.Seconds()
+	return &s
+}
+
+func (c *RecommendCmd) out() io.Writer {
+	if c.stdout == nil {
+		return os.Stdout
+	}
+	return c.stdout
+}
