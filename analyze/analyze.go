@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -104,6 +105,12 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 
 // Run analyzes the run and, when cfg.OutDir is set, writes the report there.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.OutDir != "" {
+		// Fail before any query when the report could not be written.
+		if err := checkFree(filepath.Clean(cfg.OutDir)); err != nil {
+			return nil, err
+		}
+	}
 	r, pd, err := Analyze(ctx, cfg)
 	if err != nil {
 		return nil, err

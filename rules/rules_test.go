@@ -1,0 +1,93 @@
+package rules
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/joulemark/joulemark/internal/testenv"
+)
+
+func parse(t *testing.T, name string, b []byte) *rulefmt.RuleGroups {
+	t.Helper()
+	groups, errs := rulefmt.Parse(b, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	if len(errs) > 0 {
+		t.Fatalf("%s: %v", name, errs)
+	}
+	return groups
+}
+
+// TestNamesMatchFiles keeps RecordingRuleNames and AlertNames in sync with
+// the YAML, and checks All() is one valid rule file with every rule.
+func TestNamesMatchFiles(t *testing.T) {
+	var records, alerts []string
+	for _, n := range FileNames {
+		b, err := File(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range parse(t, n, b).Groups {
+			for _, r := range g.Rules {
+				if r.Record != "" {
+					records = append(records, r.Record)
+				} else {
+					alerts = append(alerts, r.Alert)
+				}
+			}
+		}
+	}
+	if !slices.Equal(records, RecordingRuleNames) {
+		t.Errorf("recording rules in the YAML:\n%q\nRecordingRuleNames:\n%q", records, RecordingRuleNames)
+	}
+	if !slices.Equal(alerts, AlertNames) {
+		t.Errorf("alerts in the YAML %q, AlertNames %q", alerts, AlertNames)
+	}
+	all := parse(t, "All()", All())
+	n := 0
+	for _, g := range all.Groups {
+		n += len(g.Rules)
+	}
+	if n != len(records)+len(alerts) {
+		t.Errorf("All() holds %d rules, the files %d", n, len(records)+len(alerts))
+	}
+	var b bytes.Buffer
+	if err := Print(&b); err != nil || !bytes.Equal(b.Bytes(), All()) {
+		t.Errorf("Print: %v", err)
+	}
+	if _, err := File("nope.yml"); err == nil {
+		t.Error("File(nope.yml) did not fail")
+	}
+}
+
+// TestPromtool runs promtool check rules on every file and on All(), and
+// promtool test rules on testdata/*.test.yml.
+func TestPromtool(t *testing.T) {
+	promtool := testenv.LookPath(t, "promtool")
+	dir := t.TempDir()
+	all := filepath.Join(dir, "all.yml")
+	if err := os.WriteFile(all, All(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := append(slices.Clone(FileNames), all)
+	if out, err := exec.Command(promtool, append([]string{"check", "rules"}, check...)...).CombinedOutput(); err != nil {
+		t.Errorf("promtool check rules: %v\n%s", err, out)
+	}
+	tests, err := filepath.Glob("testdata/*.test.yml")
+	if err != nil || len(tests) == 0 {
+		t.Fatalf("no promtool test files: %v", err)
+	}
+	for _, f := range tests {
+		out, err := exec.Command(promtool, "test", "rules", f).CombinedOutput()
+		if err != nil {
+			t.Errorf("promtool test rules %s: %v\n%s", f, err, out)
+		}
+	}
+}
