@@ -81,8 +81,8 @@ func Benchmark() (dashboard.Dashboard, error) {
 		}).Min(0)).
 		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
 			title: "Live J/token", unit: unitJoulePerToken, w: 12, h: 9, boundary: boundaryGPU,
-			desc:    "GPU energy of the selected nodes in a sliding 1-minute window divided by the output tokens of the run's requests that ended in it (per-request samples). Includes warm-up requests while warm-up runs.",
-			queries: []query{{expr: liveJoulesPerToken, legend: "J/token"}},
+			desc:    "GPU energy of the exporters running this run's formal phase over the output tokens of its successful formal requests, 1-minute rates (recording rule run:joulemark_joules_per_token:ratio_rate1m). A live view: the report's steady-state and full-lifecycle J/token come from `joulemark analyze`.",
+			queries: []query{{expr: `run:joulemark_joules_per_token:ratio_rate1m` + runSel, legend: "J/token"}},
 		}).Min(0)).
 		WithRow(dashboard.NewRowBuilder("Latency (per-request samples)")).
 		WithPanel(latencyPanel("Time to first token", "TTFT: send to first token of each request.",
@@ -117,13 +117,18 @@ func Benchmark() (dashboard.Dashboard, error) {
 		}).Min(0).Max(1)).
 		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
 			title: "Goodput", unit: unitRatio, w: 8, boundary: boundaryClient,
-			desc:    "Share of the requests ending in each step that succeeded and met both SLOs (TTFT <= $slo_ttft s, TPOT <= $slo_tpot s), from the per-request samples (the last request of each in-flight slot per step). The report's goodput counts every request.",
-			queries: []query{{expr: liveGoodput, legend: "goodput"}},
+			desc: "Formal requests meeting the SLOs, 1-minute rates from the recording rules (TTFT <= 500 ms and TPOT <= 50 ms, bucket edges of the bench histograms; failures in the denominator): TTFT and TPOT attainment and their minimum, an upper bound of goodput. The per-request line counts the last request of each in-flight slot per step that succeeded with TTFT <= $slo_ttft s and TPOT <= $slo_tpot s. Exact goodput is in the report of `joulemark analyze`.",
+			queries: []query{
+				{expr: `run:joulemark_bench_goodput_upper_bound:ratio_rate1m` + runSel, legend: "goodput upper bound"},
+				{expr: `run:joulemark_bench_ttft_slo_met:ratio_rate1m` + runSel, legend: "TTFT SLO met"},
+				{expr: `run:joulemark_bench_tpot_slo_met:ratio_rate1m` + runSel, legend: "TPOT SLO met"},
+				{expr: liveGoodput, legend: "per-request goodput"},
+			},
 		}).Min(0).Max(1)).
 		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
 			title: "Output token throughput", unit: unitTokensPerSec, w: 8, boundary: boundaryClient,
-			desc:    "API-reported output tokens of the requests that ended in a sliding 1-minute window, per second.",
-			queries: []query{{expr: `sum(sum_over_time(joulemark_request_output_tokens` + runSel + `[` + liveWindow + `])) / 60`, legend: "tokens/s"}},
+			desc:    "API-reported output tokens of successful requests per second, by phase (the bench job's token counter).",
+			queries: []query{{expr: `sum by (phase) (rate(joulemark_bench_output_tokens_total` + runSel + `[$__rate_interval]))`, legend: "{{phase}}"}},
 		}).Min(0)).
 		WithRow(dashboard.NewRowBuilder("Engine (vLLM metrics)")).
 		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
@@ -149,7 +154,7 @@ func Benchmark() (dashboard.Dashboard, error) {
 			},
 		}).Min(0)).
 		WithVariable(sloVariable("slo_ttft", "TTFT SLO (s)", "0.5", "Goodput's time-to-first-token objective in seconds.")).
-		WithVariable(sloVariable("slo_tpot", "TPOT SLO (s)", "0.035", "Goodput's time-per-output-token objective in seconds.")).
+		WithVariable(sloVariable("slo_tpot", "TPOT SLO (s)", "0.05", "Goodput's time-per-output-token objective in seconds.")).
 		Build()
 }
 
@@ -215,8 +220,6 @@ var (
 	// liveGoodput: good requests (success, TTFT and TPOT within the SLOs)
 	// over all requests, among the last request of each slot per step.
 	liveGoodput = `count((` + requestTTFT + ` <= $slo_ttft) and on (phase, slot) (` + requestTPOT + ` <= $slo_tpot)) / count(` + lastPerSlot("joulemark_request_success") + `)`
-	// liveJoulesPerToken: energy of the selected nodes over the run's output tokens.
-	liveJoulesPerToken = `sum(increase(joulemark_gpu_energy_joules_total{node=~"$node"}[` + liveWindow + `])) / sum(sum_over_time(joulemark_request_output_tokens` + runSel + `[` + liveWindow + `]))`
 )
 
 // formalJoulesPerToken is formal-phase energy over formal output tokens,
