@@ -171,3 +171,42 @@ func fetchMetricsHandler(t *testing.T, e *Exporter) string {
 	}
 	return rec.Body.String()
 }
+
+func TestIdleStability(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		during func(h *harness)
+		stable bool
+		reason string
+	}{
+		{"quiet", func(h *harness) {}, true, ""},
+		{"busy GPU", func(h *harness) { _ = h.sim.SetGPULoad(1, 0.3) }, false, "gpu 1: 1 compute process"},
+		{"load swings", func(h *harness) {
+			for k := range 10 {
+				h.sim.SetLoad(float64(k%2) * 0.5)
+				h.step(500 * time.Millisecond)
+			}
+			h.sim.SetLoad(0)
+		}, false, "power CV"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, gpu.SimConfig{GPUs: 2, Seed: 5, NoiseWatts: 0.5}, Config{})
+			h.post("r", phaseapi.Idle)
+			tc.during(h)
+			h.step(5 * time.Second)
+			h.post("r", phaseapi.Startup)
+			h.step(time.Second)
+			st, _ := h.exp.RunStatus("r")
+			if st.Idle == nil {
+				t.Fatal("no idle status after the idle phase")
+			}
+			if st.Idle.Stable != tc.stable || !strings.Contains(st.Idle.Reason, tc.reason) {
+				t.Errorf("idle stable=%v reason %q, want %v containing %q", st.Idle.Stable, st.Idle.Reason, tc.stable, tc.reason)
+			}
+			want := "joulemark_run_idle_stable{run_id=\"r\"} " + map[bool]string{true: "1", false: "0"}[tc.stable]
+			if m := fetchMetricsHandler(t, h.exp); !strings.Contains(m, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		})
+	}
+}
