@@ -245,7 +245,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 		for _, g := range d.GPUs {
 			var w []float64
 			for _, s := range g.Power {
-				if s.T >= b.Start && s.T <= b.End {
+				if s.T >= b.Start && s.T < b.End {
 					w = append(w, s.V)
 				}
 			}

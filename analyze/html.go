@@ -38,7 +38,7 @@ figcaption { font-weight: 600; margin-bottom: .3em; }
 <body>
 <div class="{{if .Valid}}verdict-valid{{else}}verdict-invalid{{end}}">Run <code>{{.RunID}}</code>: {{if .Valid}}valid{{else}}not valid — excluded from formal results and comparisons{{end}}.</div>
 {{.Body}}
-<h2>Plots</h2>
+<h2 id="plots">Plots</h2>
 {{range .Plots}}<figure>
 <figcaption>{{.Title}}</figcaption>
 {{if .Err}}<p class="missing">Not drawn: {{.Err}}</p>{{else}}{{.SVG}}{{end}}

@@ -90,7 +90,7 @@ func powerPlot(pd *PlotData) (*plot.Plot, error) {
 	p.Title.Text = "GPU power across the run"
 	p.X.Label.Text = "seconds since the run started"
 	p.Y.Label.Text = "W"
-	p.Legend.Top = true
+	p.Legend.Top = false // phase names use the top
 	t0 := math.Inf(1)
 	for _, ph := range pd.Phases {
 		t0 = min(t0, ph.Start)
@@ -108,7 +108,7 @@ func powerPlot(pd *PlotData) (*plot.Plot, error) {
 		return nil, fmt.Errorf("no phases and no power samples to plot")
 	}
 	ymax = max(ymax*1.1, 1)
-	for _, ph := range pd.Phases {
+	for i, ph := range pd.Phases {
 		bd, err := band(ph.Start-t0, ph.End-t0, 0, ymax, phaseColors[ph.Name])
 		if err != nil {
 			return nil, err
@@ -118,7 +118,8 @@ func powerPlot(pd *PlotData) (*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		lb.Offset = vg.Point{X: 2, Y: -12}
+		// Stagger the names so narrow phases do not overprint.
+		lb.Offset = vg.Point{X: 2, Y: vg.Length(-12 - 11*(i%2))}
 		p.Add(lb)
 	}
 	for i, s := range pd.Power {
