@@ -175,6 +175,37 @@ func TestDominates(t *testing.T) {
 	}
 }
 
+func TestParetoCycle(t *testing.T) {
+	mk := func(name string, ss, tput, ttft *float64) *Run {
+		r := &Run{Name: name}
+		r.Report.Valid = true
+		r.Report.SteadyState.Reached = ss != nil
+		r.Report.SteadyState.JoulesPerToken = ss
+		r.Report.ThroughputTokensPerSecond = tput
+		r.Report.Latency.TTFTSeconds.P95 = ttft
+		return r
+	}
+	// a beats b on J/token, b beats c on throughput, c beats a on TTFT; d is
+	// beaten by all three and beats none.
+	runs := []*Run{
+		mk("a", f64(1), nil, f64(5)),
+		mk("b", f64(2), f64(10), nil),
+		mk("c", nil, f64(5), f64(1)),
+		mk("d", nil, f64(4), f64(6)),
+	}
+	classes := Pareto(runs, ParetoMetrics)
+	want := []struct {
+		rank  int
+		cycle bool
+		by    []string
+	}{{1, true, []string{"c"}}, {1, true, []string{"a"}}, {1, true, []string{"b"}}, {2, false, []string{"a", "b", "c"}}}
+	for i, c := range classes {
+		if c.Rank != want[i].rank || c.Cycle != want[i].cycle || !reflect.DeepEqual(c.DominatedBy, want[i].by) {
+			t.Errorf("%s: rank %d cycle %v by %v, want %+v", c.Run.Name, c.Rank, c.Cycle, c.DominatedBy, want[i])
+		}
+	}
+}
+
 func TestPareto(t *testing.T) {
 	runs := fixtureRuns(t, allRuns...)
 	classes := Pareto(runs, ParetoMetrics)

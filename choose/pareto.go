@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 )
 
@@ -15,6 +14,17 @@ import (
 // dominates. It also returns the metrics the comparison used.
 func Dominates(a, b *Run, metrics []Metric) (bool, []Metric) {
 	var used []Metric
+	for _, m := range metrics {
+		_, oka := m.Value(&a.Report)
+		_, okb := m.Value(&b.Report)
+		if oka && okb {
+			used = append(used, m)
+		}
+	}
+	return dominates(a, b, metrics), used
+}
+
+func dominates(a, b *Run, metrics []Metric) bool {
 	better := false
 	for _, m := range metrics {
 		va, oka := m.Value(&a.Report)
@@ -22,15 +32,14 @@ func Dominates(a, b *Run, metrics []Metric) (bool, []Metric) {
 		if !oka || !okb {
 			continue
 		}
-		used = append(used, m)
 		if m.Dir.Better(vb, va) {
-			return false, used
+			return false
 		}
 		if m.Dir.Better(va, vb) {
 			better = true
 		}
 	}
-	return better, used
+	return better
 }
 
 // Class is one run's place in a Pareto classification.
@@ -42,6 +51,11 @@ type Class struct {
 	DominatedBy []string // names of the runs that dominate it
 	Missing     []string // keys of the metrics it lacks (comparisons narrowed)
 	Excluded    string   // why it was left out of the classification, "" when it was not
+	// Cycle is set when the run was ranked inside a dominance cycle, which
+	// only narrowed comparisons can make (a beats b on one shared metric,
+	// b beats c on another, c beats a on a third): its rank is shared with
+	// the cycle although runs of it dominate it.
+	Cycle bool
 }
 
 // Front reports whether the run is on the Pareto front.
@@ -66,44 +80,63 @@ func Pareto(runs []*Run, metrics []Metric) []Class {
 		}
 		live = append(live, i)
 	}
-	for i := range live {
-		for j := range live {
+	// dominated[i] lists the live runs dominating live run i; the fronts are
+	// then peeled off with counts (fast non-dominated sort, O(n²) after the
+	// O(n²·m) comparisons).
+	n := len(live)
+	beats := make([][]int, n) // beats[j]: the runs j dominates
+	count := make([]int, n)       // how many runs dominate i and are not yet ranked
+	for i := range n {
+		for j := range n {
 			if i == j {
 				continue
 			}
-			a, b := runs[live[j]], runs[live[i]]
-			if d, _ := Dominates(a, b, metrics); d {
-				classes[live[i]].DominatedBy = append(classes[live[i]].DominatedBy, a.Name)
+			if dominates(runs[live[j]], runs[live[i]], metrics) {
+				classes[live[i]].DominatedBy = append(classes[live[i]].DominatedBy, runs[live[j]].Name)
+				beats[j] = append(beats[j], i)
+				count[i]++
 			}
 		}
 	}
-	// Non-dominated sorting: peel fronts off what remains.
-	remaining := slices.Clone(live)
-	for rank := 1; len(remaining) > 0; rank++ {
-		var front, rest []int
-		for _, i := range remaining {
-			dominated := false
-			for _, j := range remaining {
-				if i != j {
-					if d, _ := Dominates(runs[j], runs[i], metrics); d {
-						dominated = true
-						break
-					}
+	ranked := 0
+	var front []int
+	for i := range n {
+		if count[i] == 0 {
+			front = append(front, i)
+		}
+	}
+	for rank := 1; ranked < n; rank++ {
+		if len(front) == 0 {
+			// A dominance cycle (possible when comparisons are narrowed by
+			// missing metrics): the unranked runs dominated by the fewest
+			// unranked runs share the next rank.
+			least := -1
+			for i := range n {
+				if classes[live[i]].Rank == 0 && (least < 0 || count[i] < least) {
+					least = count[i]
 				}
 			}
-			if dominated {
-				rest = append(rest, i)
-			} else {
-				front = append(front, i)
+			for i := range n {
+				if classes[live[i]].Rank == 0 && count[i] == least {
+					front = append(front, i)
+					classes[live[i]].Cycle = true
+				}
 			}
 		}
-		if len(front) == 0 { // a dominance cycle (possible when comparisons are narrowed)
-			front, rest = rest, nil
+		var next []int
+		for _, i := range front {
+			classes[live[i]].Rank = rank
+			ranked++
 		}
 		for _, i := range front {
-			classes[i].Rank = rank
+			for _, k := range beats[i] {
+				count[k]--
+				if count[k] == 0 && classes[live[k]].Rank == 0 {
+					next = append(next, k)
+				}
+			}
 		}
-		remaining = rest
+		front = next
 	}
 	return classes
 }
@@ -153,6 +186,9 @@ func classNote(c Class) string {
 	var notes []string
 	if c.Excluded != "" {
 		notes = append(notes, c.Excluded)
+	}
+	if c.Cycle {
+		notes = append(notes, "in a dominance cycle (narrowed comparisons)")
 	}
 	if len(c.DominatedBy) > 0 {
 		notes = append(notes, "dominated by "+strings.Join(c.DominatedBy, ", "))
