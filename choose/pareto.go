@@ -85,7 +85,7 @@ func Pareto(runs []*Run, metrics []Metric) []Class {
 	// O(n²·m) comparisons).
 	n := len(live)
 	beats := make([][]int, n) // beats[j]: the runs j dominates
-	count := make([]int, n)       // how many runs dominate i and are not yet ranked
+	count := make([]int, n)   // how many runs dominate i and are not yet ranked
 	for i := range n {
 		for j := range n {
 			if i == j {
