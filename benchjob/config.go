@@ -52,7 +52,8 @@ type Config struct {
 	Engine       EngineConfig  `yaml:"engine" json:"engine"`
 	RequireUsage bool          `yaml:"require_usage" json:"require_usage"`
 
-	// Exporters are the phase API base URLs (one per node).
+	// Exporters are the phase API base URLs (one per node); their token
+	// comes from ExporterTokenFile, else JOULEMARK_API_TOKEN.
 	Exporters         []string `yaml:"exporters" json:"exporters"`
 	ExporterTokenFile string   `yaml:"exporter_token_file" json:"exporter_token_file,omitempty"`
 

@@ -174,7 +174,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, err := readSecret(cfg.ExporterTokenFile, "", "exporter_token_file")
+	token, err := readSecret(cfg.ExporterTokenFile, "JOULEMARK_API_TOKEN", "exporter_token_file")
 	if err != nil {
 		return nil, err
 	}
@@ -489,6 +489,7 @@ func (r *runner) lifecycle(parent, ctx context.Context, cancelRun context.Cancel
 	r.formalStart = time.Now()
 	r.mu.Unlock()
 	st := r.runLoad(ctx, spec)
+	r.progress.phase.Store("")
 	wall := st.end.Sub(st.start).Seconds()
 	if wall > 0 {
 		r.man.Load.ClientCPURatio = (cpuTime() - cpu0).Seconds() / wall / float64(runtime.GOMAXPROCS(0))

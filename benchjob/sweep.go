@@ -1,0 +1,62 @@
+package benchjob
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Sweep runs cfg once per value of its sweep (sweep_concurrency or
+// sweep_rate), each point its own run with its own lifecycle and run id
+// (<run_id>-c<N> / <run_id>-r<R>; a generated base id when run_id is
+// empty). Without a sweep it is Run. It stops at the first point that
+// fails or is aborted, returning the results so far.
+func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	points := sweepPoints(cfg)
+	if len(points) == 0 {
+		res, err := Run(ctx, cfg, opts)
+		if res == nil {
+			return nil, err
+		}
+		return []*Result{res}, err
+	}
+	var out []*Result
+	for _, p := range points {
+		res, err := Run(ctx, p, opts)
+		if res != nil {
+			out = append(out, res)
+		}
+		if err != nil {
+			return out, fmt.Errorf("sweep point %s: %w", p.RunID, err)
+		}
+	}
+	return out, nil
+}
+
+// sweepPoints expands a sweep into one config per point.
+func sweepPoints(cfg Config) []Config {
+	base := cfg.RunID
+	if base == "" && (len(cfg.SweepConcurrency) > 0 || len(cfg.SweepRate) > 0) {
+		base = NewRunID()
+	}
+	var out []Config
+	for _, n := range cfg.SweepConcurrency {
+		p := cfg
+		p.SweepConcurrency, p.SweepRate = nil, nil
+		p.Concurrency = n
+		p.RunID = base + "-c" + strconv.Itoa(n)
+		out = append(out, p)
+	}
+	for _, r := range cfg.SweepRate {
+		p := cfg
+		p.SweepConcurrency, p.SweepRate = nil, nil
+		p.Rate = r
+		p.RunID = base + "-r" + strings.ReplaceAll(strconv.FormatFloat(r, 'f', -1, 64), ".", "_")
+		out = append(out, p)
+	}
+	return out
+}
