@@ -37,7 +37,7 @@ func load(t *testing.T, names ...string) []*choose.Run {
 	for _, n := range names {
 		paths = append(paths, filepath.Join("testdata", "reports", n+".json"))
 	}
-	runs, err := choose.LoadReports(paths, choose.LoadOptions{})
+	runs, err := choose.LoadReports(paths, choose.LoadOptions{RunsDir: filepath.Join("testdata", "runs")})
 	if err != nil {
 		t.Fatal(err)
 	}
