@@ -1,0 +1,121 @@
+package analyze
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/promserver"
+)
+
+func startPromserver(t *testing.T) *promserver.Server {
+	t.Helper()
+	s, err := promserver.Start(context.Background(), promserver.Options{Dir: filepath.Join(t.TempDir(), "tsdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("closing promserver: %v", err)
+		}
+	})
+	return s
+}
+
+// TestGoldenThroughTSDB loads the fixture into the in-process TSDB, analyzes
+// it over the HTTP query API and compares every file of the written report
+// with the golden ones.
+func TestGoldenThroughTSDB(t *testing.T) {
+	s := startPromserver(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.AppendSamples(ctx, fixtureSamples(fixture())); err != nil {
+		t.Fatal(err)
+	}
+	r := analyzeFixture(t, s.URL())
+	js, err := MarshalReport(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "fixture.tsdb.report.json", js)
+	// The Prometheus path and the pure computation agree.
+	want, _ := fixtureReport(t)
+	wantJS, _ := MarshalReport(want)
+	sameJSON(t, js, wantJS)
+
+	// The same through Run, writing the files.
+	dir := filepath.Join(t.TempDir(), "report")
+	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), OutDir: dir}
+	if _, err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, FileMarkdown))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "fixture.report.md", md[:len(md)-len(generatedLine(t, md))])
+	// Run refuses to overwrite it before querying anything.
+	if _, err := Run(ctx, cfg); err == nil {
+		t.Error("second Run into the same directory succeeded")
+	}
+}
+
+// generatedLine is the trailing "_joulemark VERSION_" line, which depends on
+// the build.
+func generatedLine(t *testing.T, md []byte) []byte {
+	t.Helper()
+	for i := len(md) - 2; i >= 0; i-- {
+		if md[i] == '\n' {
+			return md[i+1:]
+		}
+	}
+	t.Fatal("report.md has one line")
+	return nil
+}
+
+// TestScenarios runs flagged variants of the fixture through the TSDB.
+func TestScenariosThroughTSDB(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(d *RunData)
+		flags  []string
+	}{
+		{"release not closed", func(d *RunData) { d.ReleaseClosed = ptr(false) }, []string{FlagReleaseNotClosed}},
+		{"exporter disagrees", func(d *RunData) { d.PhaseEnergy["release"] = 1100 }, []string{FlagEnergySourcesDisagre}},
+		{"counter reset mid-formal", func(d *RunData) {
+			// The exporter restarted at +80 s: its counter starts again
+			// from 0. Energy is unchanged (increase() semantics).
+			for g := range d.GPUs {
+				var off float64
+				for k, s := range d.GPUs[g].Energy {
+					if s.T >= fixtureBase+80 && off == 0 {
+						off = d.GPUs[g].Energy[k-1].V + 20 // first post-restart value is 20 J below a continuation
+					}
+					if off != 0 {
+						d.GPUs[g].Energy[k].V = s.V - off + 20
+					}
+				}
+			}
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startPromserver(t)
+			d := fixture()
+			tt.mutate(d)
+			if err := s.AppendSamples(context.Background(), fixtureSamples(d)); err != nil {
+				t.Fatal(err)
+			}
+			r := analyzeFixture(t, s.URL())
+			got := flagCodes(r)
+			if len(got) != len(tt.flags) || (len(got) > 0 && got[0] != tt.flags[0]) {
+				t.Errorf("flags %v, want %v", got, tt.flags)
+			}
+			if tt.flags == nil && val(r.Energy.FormalJoules) != 10000 {
+				t.Errorf("formal energy %v, want 10000", val(r.Energy.FormalJoules))
+			}
+		})
+	}
+}
