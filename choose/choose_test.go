@@ -130,6 +130,28 @@ func TestLoadReport(t *testing.T) {
 		t.Errorf("runs-dir lookup: %v, %+v", err, r)
 	}
 
+	// The configured load comes from manifest.json of the same run only.
+	for _, tc := range []struct{ manifest, want string }{
+		{`{"run_id":"vllm-tp2","load":{"mode":"poisson","target_rate":2.5}}`, "rate 2.5 req/s (poisson)"},
+		{`{"run_id":"someone-else","load":{"mode":"closed","concurrency":8}}`, "-"},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(tc.manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := LoadReport(p, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Load.String(); got != tc.want {
+			t.Errorf("manifest %s: load %q, want %q", tc.manifest, got, tc.want)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte("{\n\"load\": [\n"), 0o644)
+	if _, err := LoadReport(p, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "manifest.json") {
+		t.Errorf("malformed manifest: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "manifest.json"))
+
 	// Errors say what and where.
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte("{\n  \"run_id\": \"x\",\n  \"valid\": \"yes\"\n}\n"), 0o644)
@@ -393,23 +415,27 @@ func TestPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// sweep-c16: 990 successful requests in 45 s = 22 req/s, p50 latency 3.5 s.
-	if p.AdmissionLimit == nil || p.AdmissionLimit.RunID != "sweep-c16" {
-		t.Fatalf("admission limit = %+v, want sweep-c16", p.AdmissionLimit)
+	// sweep-c16: concurrency 16 at W = 3.5 s: 990 successful requests at
+	// 16/3.5 req/s.
+	if p.AdmissionLimit == nil || p.AdmissionLimit.RunID != "sweep-c16" || p.AdmissionLimit.ConfiguredLoad != "concurrency 16" {
+		t.Fatalf("admission limit = %+v, want sweep-c16 at concurrency 16", p.AdmissionLimit)
 	}
 	near := func(name string, got, want float64) {
 		if math.Abs(got-want) > 1e-6*math.Abs(want) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	near("rate", *p.AdmissionLimit.RateRPS, 22)
-	near("in flight", *p.AdmissionLimit.InFlight, 77)
+	near("rate", *p.AdmissionLimit.RateRPS, 16/3.5)
+	near("in flight", *p.AdmissionLimit.InFlight, 16)
 	near("in flight at peak", p.InFlightAtPeak, 350)
-	if p.Replicas != 5 { // ⌈100 / 22⌉
-		t.Errorf("replicas = %d, want 5", p.Replicas)
+	if p.Replicas != 22 { // ⌈100 / (16/3.5)⌉ = ⌈21.875⌉
+		t.Errorf("replicas = %d, want 22", p.Replicas)
 	}
-	// 5 × (20000 + 3000) J + 100 × 86400 requests × (45 − 16·0.5) J.
-	near("energy per day", *p.EnergyPerDayJoules, 5*23000+100*86400*37)
+	// 22 × (20000 + 3000) J + 100 × 86400 requests × (45 − 16·0.5) J.
+	near("energy per day", *p.EnergyPerDayJoules, 22*23000+100*86400*37)
+	if p.Points[1].ConfiguredLoad != "-" {
+		t.Errorf("sweep-c4 has no manifest, configured load %q", p.Points[1].ConfiguredLoad)
+	}
 	if len(p.Warnings) != 0 {
 		t.Errorf("warnings: %v", p.Warnings)
 	}

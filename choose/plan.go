@@ -17,6 +17,9 @@ const SecondsPerDay = 86400
 // PlanPoint is one run of a concurrency or rate sweep seen as a load point.
 type PlanPoint struct {
 	RunID string `json:"run_id"`
+	// ConfiguredLoad is the sweep point as configured (manifest.json),
+	// e.g. "concurrency 16"; "-" when the archive was not found.
+	ConfiguredLoad string `json:"configured_load"`
 	// RateRPS is the achieved rate of successful formal requests per second
 	// (requests.succeeded / stages.formal.duration_seconds).
 	RateRPS *float64 `json:"rate_requests_per_second"`
@@ -86,7 +89,7 @@ func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
 	byName := map[string]*Run{}
 	for _, r := range runs {
 		byName[r.Name] = r
-		pt := PlanPoint{RunID: r.Name}
+		pt := PlanPoint{RunID: r.Name, ConfiguredLoad: r.Load.String()}
 		formal, ok := r.Report.Stages["formal"]
 		if ok && formal.DurationSeconds > 0 {
 			pt.RateRPS = f64(float64(r.Report.Requests.Succeeded) / formal.DurationSeconds)
@@ -168,7 +171,7 @@ func deref(p *float64) float64 {
 // WritePlan prints the plan.
 func WritePlan(w io.Writer, p Plan) error {
 	fmt.Fprintf(w, "SLOs: %s\n", strings.Join(p.SLOs, ", "))
-	rows := [][]string{{"run", "rate_req/s", "latency_p50_s", "in_flight", "meets_slos", "reason"}}
+	rows := [][]string{{"run", "configured_load", "rate_req/s", "latency_p50_s", "in_flight", "meets_slos", "reason"}}
 	for _, pt := range p.Points {
 		mark := "yes"
 		if !pt.MeetsSLOs {
@@ -181,7 +184,7 @@ func WritePlan(w io.Writer, p Plan) error {
 		if reason == "" {
 			reason = "-"
 		}
-		rows = append(rows, []string{pt.RunID, fmtp(pt.RateRPS), fmtp(pt.LatencySeconds), fmtp(pt.InFlight), mark, reason})
+		rows = append(rows, []string{pt.RunID, pt.ConfiguredLoad, fmtp(pt.RateRPS), fmtp(pt.LatencySeconds), fmtp(pt.InFlight), mark, reason})
 	}
 	if err := Table(w, rows); err != nil {
 		return err
@@ -194,8 +197,8 @@ func WritePlan(w io.Writer, p Plan) error {
 		return nil
 	}
 	a := p.AdmissionLimit
-	fmt.Fprintf(w, "admission limit: %s: %s req/s per replica, %s requests in flight (Little's law L = λ·W, W = p50 latency)\n",
-		a.RunID, fmtp(a.RateRPS), fmtp(a.InFlight))
+	fmt.Fprintf(w, "admission limit: %s (configured %s): %s req/s per replica, %s requests in flight (Little's law L = λ·W, W = p50 latency)\n",
+		a.RunID, a.ConfiguredLoad, fmtp(a.RateRPS), fmtp(a.InFlight))
 	fmt.Fprintf(w, "target peak rate: %s req/s → %s in flight → replicas: %d\n",
 		FormatValue(p.TargetPeakRateRPS, true), FormatValue(p.InFlightAtPeak, true), p.Replicas)
 	fmt.Fprintf(w, "energy per day at the peak rate: %s J (%s kWh) = %d replicas × %s restart(s) × %s J (E_start+E_release) + %s requests × %s J (e_ss); %s\n",

@@ -27,6 +27,7 @@ type Run struct {
 	Report analyze.Report // the decoded report
 	Raw    map[string]any // the same document undecoded, for lookups by key (--group-by)
 	Sanity *Sanity        // nil when no requests.jsonl was found
+	Load   *LoadPoint     // the configured load from manifest.json; nil when not found
 	// SanityPath is the requests.jsonl the sanity counts come from.
 	SanityPath string
 }
@@ -53,31 +54,78 @@ func LoadReport(path string, opts LoadOptions) (*Run, error) {
 	if r.Name == "" {
 		r.Name = path
 	}
-	for _, cand := range archiveCandidates(path, r.Report.RunID, opts) {
-		f, err := os.Open(cand)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+	for _, dir := range archiveDirs(path, r.Report.RunID, opts) {
+		if r.Sanity == nil {
+			cand := filepath.Join(dir, "requests.jsonl")
+			f, err := os.Open(cand)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+			case err != nil:
+				return nil, fmt.Errorf("report %s: open archive: %w", path, err)
+			default:
+				s, err := ReadSanity(f)
+				f.Close()
+				if err != nil {
+					return nil, fmt.Errorf("report %s: archive %s: %w", path, cand, err)
+				}
+				r.Sanity, r.SanityPath = &s, cand
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("report %s: open archive: %w", path, err)
+		if r.Load == nil {
+			cand := filepath.Join(dir, "manifest.json")
+			data, err := os.ReadFile(cand)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+			case err != nil:
+				return nil, fmt.Errorf("report %s: %w", path, err)
+			default:
+				var m struct {
+					RunID string    `json:"run_id"`
+					Load  LoadPoint `json:"load"`
+				}
+				if err := json.Unmarshal(data, &m); err != nil {
+					return nil, fmt.Errorf("report %s: manifest %s: %w", path, cand, jsonErr(data, err))
+				}
+				if m.RunID == r.Report.RunID || r.Report.RunID == "" {
+					r.Load = &m.Load
+				}
+			}
 		}
-		s, err := ReadSanity(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("report %s: archive %s: %w", path, cand, err)
-		}
-		r.Sanity, r.SanityPath = &s, cand
-		break
 	}
 	return r, nil
 }
 
-func archiveCandidates(reportPath, runID string, opts LoadOptions) []string {
-	c := []string{filepath.Join(filepath.Dir(reportPath), "requests.jsonl")}
-	if opts.RunsDir != "" && runID != "" && !strings.ContainsAny(runID, `/\`) && runID != ".." {
-		c = append(c, filepath.Join(opts.RunsDir, runID, "requests.jsonl"))
+// archiveDirs are where a run's archive (requests.jsonl, manifest.json) may
+// be: beside the report, then RunsDir/<run_id>.
+func archiveDirs(reportPath, runID string, opts LoadOptions) []string {
+	c := []string{filepath.Dir(reportPath)}
+	if opts.RunsDir != "" && runID != "" && !strings.ContainsAny(runID, `/\`) && runID != ".." && runID != "." {
+		c = append(c, filepath.Join(opts.RunsDir, runID))
 	}
 	return c
+}
+
+// LoadPoint is the configured load of a run, from the `load` section of its
+// archive's manifest.json (benchjob.LoadInfo).
+type LoadPoint struct {
+	Mode        string  `json:"mode"` // closed, poisson, gamma, trace
+	Concurrency int     `json:"concurrency,omitempty"`
+	TargetRate  float64 `json:"target_rate,omitempty"`
+}
+
+// String is "concurrency 16", "rate 5 req/s (poisson)" or the mode.
+func (l *LoadPoint) String() string {
+	switch {
+	case l == nil:
+		return "-"
+	case l.Concurrency > 0:
+		return fmt.Sprintf("concurrency %d", l.Concurrency)
+	case l.TargetRate > 0:
+		return fmt.Sprintf("rate %s req/s (%s)", FormatValue(l.TargetRate, true), l.Mode)
+	case l.Mode != "":
+		return l.Mode
+	}
+	return "-"
 }
 
 func decodeReport(data []byte, rep *analyze.Report, raw *map[string]any) error {

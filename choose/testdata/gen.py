@@ -102,12 +102,17 @@ def choose(d):
     write_jsonl(f"{d}/runs/sglang-tp2/requests.jsonl", requests(20, short=5, with_hash=False, with_max=False))
     R("tgi-tp1", scenario="llama8b", valid=False, flags=[RUL], ss=0.10, life=0.20, ttft95=0.05, tpot95=0.01, startup=5000.0, release=1000.0, tput=9000.0, goodput=1.0)
     # capacity sweep
-    for c, rate_dur, lat, ttft, tpot, gp, ok in [(1, 400.0, 2.0, 0.05, 0.012, 1.0, True), (4, 130.0, 2.4, 0.09, 0.015, 1.0, True),
-                                                 (16, 45.0, 3.5, 0.21, 0.022, 0.99, True), (64, 30.0, 8.0, 0.90, 0.051, 0.62, False)]:
+    # closed-loop concurrency sweep, consistent with Little's law: rate = C / W
+    for c, lat, ttft, tpot, gp in [(1, 2.0, 0.05, 0.012, 1.0), (4, 2.4, 0.09, 0.015, 1.0),
+                                   (16, 3.5, 0.21, 0.022, 0.99), (64, 8.0, 0.90, 0.051, 0.62)]:
         name = f"sweep-c{c}"
+        dur = 990 / (c / lat)
         write(f"{d}/sweep/{name}/report.json", report(name, scenario="sweep", ss=0.3, life=0.5, ttft95=ttft, tpot95=tpot,
-              startup=20000.0, release=3000.0, tput=150000 / rate_dur, goodput=gp, formal_dur=rate_dur, lat50=lat,
+              startup=20000.0, release=3000.0, tput=150000 / dur, goodput=gp, formal_dur=dur, lat50=lat,
               per_req=45.0 - c * 0.5))
+        if c != 4:  # one point without its archive
+            write(f"{d}/sweep/{name}/manifest.json", {"run_id": name, "status": "completed",
+                  "load": {"mode": "closed", "concurrency": c, "achieved_rate": c / lat, "client_cpu_ratio": 0.01}})
     # diff
     base = dict(ss=0.30, life=0.45, ttft95=0.20, tpot95=0.030, startup=20000.0, release=3000.0, tput=1500.0, goodput=0.97, good_j=0.47)
     write(f"{d}/diff/before.json", report("nightly-1", **base))
