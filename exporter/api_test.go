@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/phaseapi"
 )
@@ -208,5 +210,62 @@ func TestIdleStability(t *testing.T) {
 				t.Errorf("/metrics lacks %s", want)
 			}
 		})
+	}
+}
+
+// TestFrozenRunsServeTheSameSeries checks that serving finished runs from
+// their cache gives exactly the exposition the collectors give.
+func TestFrozenRunsServeTheSameSeries(t *testing.T) {
+	h := newHarness(t, gpu.SimConfig{GPUs: 3, Seed: 9, NoiseWatts: 0.5}, Config{MaxRuns: 4})
+	for _, id := range []string{"b-run", "d-run", "a-run", "c-run", "e-run", "f-run"} {
+		h.post(id, phaseapi.Idle)
+		h.step(time.Second)
+		h.post(id, phaseapi.Formal)
+		h.sim.SetLoad(0.5)
+		h.step(time.Second)
+		h.sim.SetLoad(0)
+		if id != "f-run" {
+			if _, err := h.client.EndRun(t.Context(), id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h.step(time.Second)
+	render := func() string {
+		mfs, err := h.exp.Gatherer().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.String()
+	}
+	h.exp.mu.Lock()
+	frozen := 0
+	for _, r := range h.exp.runs {
+		if r.frozen != nil {
+			frozen++
+		}
+	}
+	h.exp.mu.Unlock()
+	if frozen != 4 {
+		t.Fatalf("%d runs frozen, want the 4 kept finished runs", frozen)
+	}
+	cached := render()
+	h.exp.mu.Lock()
+	for _, r := range h.exp.runs {
+		r.frozen = nil
+	}
+	h.exp.frozenVersion++
+	h.exp.mu.Unlock()
+	if live := render(); live != cached {
+		t.Errorf("frozen rendering differs from the live one:\n--- frozen\n%s\n--- live\n%s", cached, live)
+	}
+	if !strings.Contains(cached, `run_id="f-run"`) || strings.Contains(cached, `run_id="b-run"`) {
+		t.Error("wrong runs retained")
 	}
 }

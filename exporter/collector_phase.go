@@ -2,6 +2,14 @@ package exporter
 
 import "github.com/prometheus/client_golang/prometheus"
 
+// Metric family names of the lifecycle collectors.
+const (
+	famPhaseActive = "joulemark_phase_active"
+	famPhaseStart  = "joulemark_phase_start_timestamp_seconds"
+	famPhaseEnd    = "joulemark_phase_end_timestamp_seconds"
+	famPhaseEnergy = "joulemark_phase_energy_joules"
+)
+
 type phaseCollector struct {
 	e                             *Exporter
 	active, start, end, energyDsc *prometheus.Desc
@@ -10,12 +18,10 @@ type phaseCollector struct {
 func newPhaseCollector(e *Exporter) *phaseCollector {
 	l := []string{"run_id", "phase"}
 	return &phaseCollector{e: e,
-		active: prometheus.NewDesc("joulemark_phase_active", "1 while the lifecycle phase runs, 0 after.", l, nil),
-		start:  prometheus.NewDesc("joulemark_phase_start_timestamp_seconds", "Exact start of the phase (unix seconds).", l, nil),
-		end:    prometheus.NewDesc("joulemark_phase_end_timestamp_seconds", "Exact end of the phase (unix seconds); absent while it runs.", l, nil),
-		energyDsc: prometheus.NewDesc("joulemark_phase_energy_joules",
-			"GPU energy over the exact phase, integrated at the exporter from the high-rate samples (up to the latest sample while the phase runs).",
-			[]string{"run_id", "phase", "gpu", "uuid"}, nil),
+		active:    prometheus.NewDesc(famPhaseActive, familyHelp[famPhaseActive], l, nil),
+		start:     prometheus.NewDesc(famPhaseStart, familyHelp[famPhaseStart], l, nil),
+		end:       prometheus.NewDesc(famPhaseEnd, familyHelp[famPhaseEnd], l, nil),
+		energyDsc: prometheus.NewDesc(famPhaseEnergy, familyHelp[famPhaseEnergy], []string{"run_id", "phase", "gpu", "uuid"}, nil),
 	}
 }
 
@@ -26,25 +32,35 @@ func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.energyDsc
 }
 
+// Collect serves the runs not frozen yet; frozen (finished) runs are served
+// from their cache by the exporter's gatherer.
 func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	e := c.e
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	for _, r := range e.runs {
-		for _, ph := range r.phases {
-			p := string(ph.phase)
-			active := 0.0
-			if ph.end == nil && !r.ended {
-				active = 1
-			}
-			ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, active, r.id, p)
-			ch <- prometheus.MustNewConstMetric(c.start, prometheus.GaugeValue, e.unix(ph.start.t), r.id, p)
-			if ph.end != nil {
-				ch <- prometheus.MustNewConstMetric(c.end, prometheus.GaugeValue, e.unix(ph.end.t), r.id, p)
-			}
-			for i, g := range e.gpus {
-				ch <- prometheus.MustNewConstMetric(c.energyDsc, prometheus.GaugeValue, e.phaseEnergy(ph, i), r.id, p, g.idx, g.dev.UUID)
-			}
+		if r.frozen == nil {
+			c.emitRun(r, func(_ string, m prometheus.Metric) { ch <- m })
+		}
+	}
+}
+
+// emitRun emits run r's phase metrics. Called with e.mu held.
+func (c *phaseCollector) emitRun(r *run, emit func(family string, m prometheus.Metric)) {
+	e := c.e
+	for _, ph := range r.phases {
+		p := string(ph.phase)
+		active := 0.0
+		if ph.end == nil && !r.ended {
+			active = 1
+		}
+		emit(famPhaseActive, prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, active, r.id, p))
+		emit(famPhaseStart, prometheus.MustNewConstMetric(c.start, prometheus.GaugeValue, e.unix(ph.start.t), r.id, p))
+		if ph.end != nil {
+			emit(famPhaseEnd, prometheus.MustNewConstMetric(c.end, prometheus.GaugeValue, e.unix(ph.end.t), r.id, p))
+		}
+		for i, g := range e.gpus {
+			emit(famPhaseEnergy, prometheus.MustNewConstMetric(c.energyDsc, prometheus.GaugeValue, e.phaseEnergy(ph, i), r.id, p, g.idx, g.dev.UUID))
 		}
 	}
 }

@@ -2,6 +2,13 @@ package exporter
 
 import "github.com/prometheus/client_golang/prometheus"
 
+// Metric family names of the run collector.
+const (
+	famRunBaseline = "joulemark_run_baseline_power_watts"
+	famRunClosed   = "joulemark_run_release_closed"
+	famRunIdle     = "joulemark_run_idle_stable"
+)
+
 type runCollector struct {
 	e                          *Exporter
 	baseline, closed, idleStab *prometheus.Desc
@@ -9,11 +16,9 @@ type runCollector struct {
 
 func newRunCollector(e *Exporter) *runCollector {
 	return &runCollector{e: e,
-		baseline: prometheus.NewDesc("joulemark_run_baseline_power_watts", "Mean power of the run's idle phase.", []string{"run_id", "gpu", "uuid"}, nil),
-		closed: prometheus.NewDesc("joulemark_run_release_closed",
-			"1 when every GPU came back within the tolerance of its idle baseline and held; 0 when the wait timed out (or the run was ended first).", []string{"run_id"}, nil),
-		idleStab: prometheus.NewDesc("joulemark_run_idle_stable",
-			"1 when the idle phase was stable (power CV under the threshold, no compute process where the GPU can tell), else 0.", []string{"run_id"}, nil),
+		baseline: prometheus.NewDesc(famRunBaseline, familyHelp[famRunBaseline], []string{"run_id", "gpu", "uuid"}, nil),
+		closed:   prometheus.NewDesc(famRunClosed, familyHelp[famRunClosed], []string{"run_id"}, nil),
+		idleStab: prometheus.NewDesc(famRunIdle, familyHelp[famRunIdle], []string{"run_id"}, nil),
 	}
 }
 
@@ -23,20 +28,29 @@ func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.idleStab
 }
 
+// Collect serves the runs not frozen yet (see phaseCollector.Collect).
 func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	e := c.e
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	for _, r := range e.runs {
-		if is := e.idleStatus(r); is != nil {
-			for _, b := range is.Baseline {
-				ch <- prometheus.MustNewConstMetric(c.baseline, prometheus.GaugeValue, b.PowerWatts, r.id, e.gpus[b.GPU].idx, b.UUID)
-			}
-			ch <- prometheus.MustNewConstMetric(c.idleStab, prometheus.GaugeValue, b2f(is.Stable), r.id)
+		if r.frozen == nil {
+			c.emitRun(r, func(_ string, m prometheus.Metric) { ch <- m })
 		}
-		if r.rel.closed != nil {
-			ch <- prometheus.MustNewConstMetric(c.closed, prometheus.GaugeValue, b2f(*r.rel.closed), r.id)
+	}
+}
+
+// emitRun emits run r's baseline and release metrics. Called with e.mu held.
+func (c *runCollector) emitRun(r *run, emit func(family string, m prometheus.Metric)) {
+	e := c.e
+	if is := e.idleStatus(r); is != nil {
+		for _, b := range is.Baseline {
+			emit(famRunBaseline, prometheus.MustNewConstMetric(c.baseline, prometheus.GaugeValue, b.PowerWatts, r.id, e.gpus[b.GPU].idx, b.UUID))
 		}
+		emit(famRunIdle, prometheus.MustNewConstMetric(c.idleStab, prometheus.GaugeValue, b2f(is.Stable), r.id))
+	}
+	if r.rel.closed != nil {
+		emit(famRunClosed, prometheus.MustNewConstMetric(c.closed, prometheus.GaugeValue, b2f(*r.rel.closed), r.id))
 	}
 }
 

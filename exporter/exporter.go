@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/remotewrite"
@@ -73,6 +74,8 @@ type Exporter struct {
 	selfReg        *prometheus.Registry // exporter self-metrics
 	apiRequests    *prometheus.CounterVec
 	scrapeDuration *prometheus.HistogramVec
+	phaseColl      *phaseCollector
+	runColl        *runCollector
 
 	mu       sync.RWMutex
 	gpus     []*gpuState
@@ -80,6 +83,11 @@ type Exporter struct {
 	runs     map[string]*run
 	finished []string // ended run IDs, oldest first
 	pending  []*boundary
+
+	frozenVersion      uint64 // bumped when a run is frozen or a frozen run dropped
+	frozenMu           sync.Mutex
+	frozenCache        map[string][]*dto.Metric
+	frozenCacheVersion uint64
 
 	sampleMu sync.Mutex // serializes SampleOnce
 	slowMu   sync.Mutex // serializes SampleSlowOnce
@@ -327,6 +335,7 @@ func (e *Exporter) SampleOnce() {
 	}
 	e.resolvePending()
 	e.observeRuns(now)
+	e.freezeRuns()
 }
 
 // addSample folds one fast sample into GPU g's energy and ring. Called with

@@ -13,9 +13,10 @@ var gpuLabels = []string{"gpu", "uuid"}
 // collectors reading cached state) and the one of self-metrics.
 func (e *Exporter) registerMetrics() {
 	e.reg = prometheus.NewRegistry()
+	e.phaseColl, e.runColl = newPhaseCollector(e), newRunCollector(e)
 	e.reg.MustRegister(
 		newInfoCollector(e), newPowerCollector(e), newEnergyCollector(e), newContextCollector(e),
-		newSamplerCollector(e), newPhaseCollector(e), newRunCollector(e),
+		newSamplerCollector(e), e.phaseColl, e.runColl,
 	)
 	if e.rw != nil {
 		e.reg.MustRegister(newRemoteWriteCollector(e))
@@ -37,10 +38,6 @@ func (e *Exporter) registerMetrics() {
 		buildInfo(),
 	)
 }
-
-// Registry is the registry of the contract metrics (what /metrics serves
-// besides the exporter's self-metrics).
-func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
 func buildInfo() prometheus.Collector {
 	v, rev, _ := version.Info()

@@ -173,7 +173,7 @@ func TestMetricsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := testutil.GatherAndCompare(e.Registry(), f); err != nil {
+	if err := testutil.GatherAndCompare(e.Gatherer(), f); err != nil {
 		t.Error(err)
 	}
 	// the scenario shows what it claims

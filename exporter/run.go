@@ -56,6 +56,7 @@ type run struct {
 	id     string
 	phases []*phaseRec
 	ended  bool
+	frozen *frozenRun // set once the run can no longer change
 
 	idleAcc   []welford
 	idleProcs []int
@@ -224,6 +225,9 @@ func (e *Exporter) finishRun(r *run) {
 	r.ended = true
 	e.finished = append(e.finished, r.id)
 	for len(e.finished) > e.cfg.MaxRuns {
+		if old := e.runs[e.finished[0]]; old != nil && old.frozen != nil {
+			e.frozenVersion++
+		}
 		delete(e.runs, e.finished[0])
 		e.finished = e.finished[1:]
 	}

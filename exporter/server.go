@@ -22,8 +22,8 @@ func (e *Exporter) Handler() http.Handler {
 	route := func(pattern, name string, h http.HandlerFunc) {
 		mux.Handle(pattern, promhttp.InstrumentHandlerCounter(requests.MustCurryWith(prometheus.Labels{"handler": name}), h))
 	}
-	metrics := promhttp.HandlerFor(prometheus.Gatherers{e.reg, e.selfReg}, promhttp.HandlerOpts{
-		ErrorLog: slogErrorLog{e}, Registry: e.selfReg, MaxRequestsInFlight: 10, Timeout: 10 * time.Second,
+	metrics := promhttp.HandlerFor(gatherer{e: e, withSelf: true}, promhttp.HandlerOpts{
+		ErrorLog: slogErrorLog{e}, Registry: e.selfReg, MaxRequestsInFlight: 10,
 	})
 	mux.Handle("GET /metrics", promhttp.InstrumentHandlerDuration(scrape, metrics))
 	route("POST /api/v1/runs/{run_id}/phases/{phase}", "/api/v1/runs/{run_id}/phases/{phase}", e.handleStartPhase)
@@ -68,7 +68,7 @@ func (l slogErrorLog) Println(v ...any) { l.e.log.Error("serving /metrics", "err
 // (TLS, basic auth; "" for none) and serves Handler until ctx ends, then shuts
 // down gracefully.
 func (e *Exporter) Serve(ctx context.Context, listenAddress, webConfigFile string) error {
-	srv := &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
 	addrs := []string{listenAddress}
 	systemd := false
 	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &webConfigFile}

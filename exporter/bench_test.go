@@ -1,0 +1,153 @@
+package exporter
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/phaseapi"
+)
+
+// benchTick measures one sampling pass over 8 GPUs (what the sampler does
+// every interval) and reports the cost per GPU sample and the share of one
+// core that 8 GPUs at 10 Hz take.
+func benchTick(b *testing.B, backend gpu.Backend, clk *fakeClock, advance func(time.Duration)) {
+	e, err := New(Config{Backend: backend, Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	// a run in progress, as during a benchmark: idle done, formal running
+	e.mu.Lock()
+	if _, err := e.startPhase("bench", phaseapi.Idle, e.off(clk.Now())); err != nil {
+		b.Fatal(err)
+	}
+	e.mu.Unlock()
+	for range 50 {
+		clk.Advance(100 * time.Millisecond)
+		advance(100 * time.Millisecond)
+		e.SampleOnce()
+	}
+	e.mu.Lock()
+	if _, err := e.startPhase("bench", phaseapi.Formal, e.off(clk.Now())); err != nil {
+		b.Fatal(err)
+	}
+	e.mu.Unlock()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		clk.Advance(100 * time.Millisecond)
+		advance(100 * time.Millisecond)
+		e.SampleOnce()
+	}
+	perTick := float64(time.Since(start).Nanoseconds()) / float64(b.N)
+	b.ReportMetric(perTick/8, "ns/gpu-sample")
+	b.ReportMetric(perTick*10/1e9*100, "%core@8gpu-10Hz")
+}
+
+func BenchmarkSampleTick8GPUsSim(b *testing.B) {
+	clk := newFakeClock()
+	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 8, NoiseWatts: 1, Clock: clk})
+	sim.SetLoad(0.7)
+	benchTick(b, sim, clk, func(time.Duration) {})
+}
+
+func BenchmarkSampleTick8GPUsMockNVML(b *testing.B) {
+	clk := newFakeClock()
+	m := newMockNVML()
+	nv, err := gpu.NewNVML(m.srv, gpu.NVMLOptions{Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchTick(b, nv, clk, m.advance)
+}
+
+// BenchmarkMetrics8GPUs100Runs is a /metrics scrape with 8 GPUs and 100
+// retained runs of 5 phases (4000 phase-energy series) plus one run in
+// progress; it reports p99 wall time and CPU time per scrape. "prom3" sends
+// the Accept header of Prometheus 3 (UTF-8 names allowed: no escaping pass).
+func BenchmarkMetrics8GPUs100Runs(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		runs   int
+		accept string
+	}{
+		{"runs=100", 100, ""},
+		{"runs=100/prom3", 100, "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.5,*/*;q=0.1"},
+		{"runs=10", 10, ""},
+	} {
+		b.Run(tc.name, func(b *testing.B) { benchMetrics(b, tc.runs, tc.accept) })
+	}
+}
+
+func benchMetrics(b *testing.B, runs int, accept string) {
+	clk := newFakeClock()
+	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 8, NoiseWatts: 1, Clock: clk})
+	e, err := New(Config{Backend: sim, Clock: clk, MaxRuns: 100})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	e.SampleOnce()
+	e.SampleSlowOnce()
+	for r := range runs + 1 {
+		id := fmt.Sprintf("run-%03d", r)
+		for _, p := range phaseapi.Phases {
+			e.mu.Lock()
+			if _, err := e.startPhase(id, p, e.off(clk.Now())); err != nil {
+				b.Fatal(err)
+			}
+			e.mu.Unlock()
+			clk.Advance(100 * time.Millisecond)
+			e.SampleOnce()
+		}
+		if r == runs {
+			break // the last run stays in progress
+		}
+		e.mu.Lock()
+		if _, err := e.endRun(id, e.off(clk.Now())); err != nil {
+			b.Fatal(err)
+		}
+		e.mu.Unlock()
+	}
+	clk.Advance(100 * time.Millisecond)
+	e.SampleOnce()
+	h := e.Handler()
+	var took []time.Duration
+	size := 0
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		t0 := time.Now()
+		h.ServeHTTP(rec, req)
+		took = append(took, time.Since(t0))
+		if rec.Code != 200 {
+			b.Fatal(rec.Code)
+		}
+		size = rec.Body.Len()
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(len(took)), "cpu-ms/scrape")
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(size), "bytes/scrape")
+}
+
+// cpuTime is the CPU time (user + system) this process used so far: on a
+// shared machine it says more about a scrape's cost than wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

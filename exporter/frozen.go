@@ -1,0 +1,152 @@
+package exporter
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// A finished run whose boundaries are all resolved never changes again. Its
+// series are rendered once ("frozen") and served from that cache, so a
+// scrape with 100 retained runs does not rebuild thousands of constant
+// metrics: the collectors only emit the runs still moving.
+
+// familyHelp is the HELP text of the lifecycle families, shared by the
+// collectors' descriptors and the frozen families.
+var familyHelp = map[string]string{
+	famPhaseActive: "1 while the lifecycle phase runs, 0 after.",
+	famPhaseStart:  "Exact start of the phase (unix seconds).",
+	famPhaseEnd:    "Exact end of the phase (unix seconds); absent while it runs.",
+	famPhaseEnergy: "GPU energy over the exact phase, integrated at the exporter from the high-rate samples (up to the latest sample while the phase runs).",
+	famRunBaseline: "Mean power of the run's idle phase.",
+	famRunClosed:   "1 when every GPU came back within the tolerance of its idle baseline and held; 0 when the wait timed out (or the run was ended first).",
+	famRunIdle:     "1 when the idle phase was stable (power CV under the threshold, no compute process where the GPU can tell), else 0.",
+}
+
+type frozenRun struct {
+	families map[string][]*dto.Metric
+}
+
+// settled reports whether run r can no longer change.
+func settled(r *run) bool {
+	if !r.ended {
+		return false
+	}
+	for _, ph := range r.phases {
+		if ph.end == nil || ph.start.left > 0 || ph.end.left > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// freezeRuns renders every newly settled run. Called with e.mu held.
+func (e *Exporter) freezeRuns() {
+	for _, id := range e.finished {
+		r := e.runs[id]
+		if r == nil || r.frozen != nil || !settled(r) {
+			continue
+		}
+		fr := &frozenRun{families: map[string][]*dto.Metric{}}
+		emit := func(family string, m prometheus.Metric) {
+			d := &dto.Metric{}
+			if err := m.Write(d); err != nil {
+				e.log.Error("rendering a finished run's metric", "run_id", id, "family", family, "err", err)
+				return
+			}
+			fr.families[family] = append(fr.families[family], d)
+		}
+		e.phaseColl.emitRun(r, emit)
+		e.runColl.emitRun(r, emit)
+		r.frozen = fr
+		e.frozenVersion++
+	}
+}
+
+// frozenFamilies merges every frozen run's series per family, sorted as a
+// registry sorts them; rebuilt only when the set of frozen runs changed.
+func (e *Exporter) frozenFamilies() map[string][]*dto.Metric {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	e.frozenMu.Lock()
+	defer e.frozenMu.Unlock()
+	if e.frozenCache != nil && e.frozenCacheVersion == e.frozenVersion {
+		return e.frozenCache
+	}
+	fams := map[string][]*dto.Metric{}
+	for _, id := range e.finished {
+		if r := e.runs[id]; r != nil && r.frozen != nil {
+			for name, ms := range r.frozen.families {
+				fams[name] = append(fams[name], ms...)
+			}
+		}
+	}
+	for _, ms := range fams {
+		slices.SortFunc(ms, compareMetrics)
+	}
+	e.frozenCache, e.frozenCacheVersion = fams, e.frozenVersion
+	return fams
+}
+
+// compareMetrics orders metrics of one family by their label values (label
+// names are the same and sorted).
+func compareMetrics(a, b *dto.Metric) int {
+	la, lb := a.GetLabel(), b.GetLabel()
+	for i := range min(len(la), len(lb)) {
+		if c := strings.Compare(la[i].GetValue(), lb[i].GetValue()); c != 0 {
+			return c
+		}
+	}
+	return len(la) - len(lb)
+}
+
+// gatherer serves the contract registry, optionally the self-metrics, and
+// the frozen runs' cached series.
+type gatherer struct {
+	e        *Exporter
+	withSelf bool
+}
+
+// Gatherer gathers every contract metric (what /metrics serves besides the
+// exporter's self-metrics).
+func (e *Exporter) Gatherer() prometheus.Gatherer { return gatherer{e: e} }
+
+func (g gatherer) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := g.e.reg.Gather()
+	if g.withSelf {
+		self, serr := g.e.selfReg.Gather()
+		mfs = append(mfs, self...)
+		if err == nil {
+			err = serr
+		}
+	}
+	frozen := g.e.frozenFamilies()
+	for name, ms := range frozen {
+		i := slices.IndexFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == name })
+		if i < 0 {
+			n, help, typ := name, familyHelp[name], dto.MetricType_GAUGE
+			mfs = append(mfs, &dto.MetricFamily{Name: &n, Help: &help, Type: &typ, Metric: ms})
+			continue
+		}
+		mfs[i].Metric = mergeSorted(mfs[i].Metric, ms)
+	}
+	slices.SortFunc(mfs, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return mfs, err
+}
+
+// mergeSorted merges the few live metrics a into the sorted cached list b,
+// into a new slice (the cached list is never modified): O(len(a)·log len(b))
+// comparisons.
+func mergeSorted(a, b []*dto.Metric) []*dto.Metric {
+	out := make([]*dto.Metric, 0, len(a)+len(b))
+	j := 0
+	for _, m := range a {
+		k, _ := slices.BinarySearchFunc(b[j:], m, compareMetrics)
+		out = append(out, b[j:j+k]...)
+		out = append(out, m)
+		j += k
+	}
+	return append(out, b[j:]...)
+}
