@@ -1,0 +1,77 @@
+package benchjob
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := func() Config {
+		c := Defaults()
+		c.Target = "http://127.0.0.1:8000/v1"
+		c.Concurrency = 4
+		c.Requests = 10
+		c.Engine.Cmd = "vllm serve x"
+		return c
+	}
+	neg := -1
+	zero := 0
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want []string // empty: valid
+	}{
+		{"valid", func(*Config) {}, nil},
+		{"valid open loop", func(c *Config) { c.Concurrency, c.Rate, c.Burstiness, c.MaxConcurrency = 0, 5, 0.5, 8 }, nil},
+		{"valid duration only", func(c *Config) { c.Requests, c.Duration = 0, time.Minute }, nil},
+		{"valid trace", func(c *Config) { c.Concurrency, c.Requests, c.Workload.Trace = 0, 0, "t.jsonl" }, nil},
+		{"valid sweep", func(c *Config) { c.Concurrency, c.SweepConcurrency = 0, []int{1, 2} }, nil},
+		{"no target", func(c *Config) { c.Target = "" }, []string{"target: required"}},
+		{"bad target", func(c *Config) { c.Target = "localhost:8000" }, []string{"target:", "not an http(s) URL"}},
+		{"bad endpoint", func(c *Config) { c.Endpoint = "embeddings" }, []string{"endpoint:", "completions or chat"}},
+		{"no load", func(c *Config) { c.Concurrency = 0 }, []string{"set concurrency"}},
+		{"both loops", func(c *Config) { c.Rate = 3 }, []string{"exclude each other"}},
+		{"negative concurrency", func(c *Config) { c.Concurrency = -1 }, []string{"concurrency: -1 must not be negative"}},
+		{"burstiness closed", func(c *Config) { c.Burstiness = 2 }, []string{"burstiness"}},
+		{"cap closed", func(c *Config) { c.MaxConcurrency = 2 }, []string{"max_concurrency"}},
+		{"no bound", func(c *Config) { c.Requests = 0 }, []string{"requests and/or duration"}},
+		{"trace and rate", func(c *Config) { c.Concurrency, c.Rate, c.Workload.Trace = 0, 2, "t" }, []string{"workload.trace"}},
+		{"dataset and trace", func(c *Config) { c.Concurrency, c.Workload.Dataset, c.Workload.Trace = 0, "d", "t" }, []string{"workload.dataset"}},
+		{"no input length", func(c *Config) { c.Workload.MeanInputTokens = 0 }, []string{"workload.mean_input_tokens"}},
+		{"bad sweep", func(c *Config) { c.Concurrency, c.SweepConcurrency = 0, []int{1, 0} }, []string{"sweep_concurrency: value 0 (#2)"}},
+		{"two sweeps", func(c *Config) { c.Concurrency, c.SweepConcurrency, c.SweepRate = 0, []int{1}, []float64{1} }, []string{"not both"}},
+		{"negative min tokens", func(c *Config) { c.Extras.MinTokens = &neg }, []string{"extras.min_tokens"}},
+		{"zero max tokens", func(c *Config) { c.Extras.MaxTokens = &zero }, []string{"extras.max_tokens"}},
+		{"cmd and hooks", func(c *Config) { c.Engine.Start, c.Engine.Stop = "a", "b" }, []string{"engine.cmd"}},
+		{"start without stop", func(c *Config) { c.Engine.Cmd, c.Engine.Start = "", "a" }, []string{"engine.start"}},
+		{"no lifecycle with cmd", func(c *Config) { c.Engine.NoLifecycle = true }, []string{"engine.no_lifecycle"}},
+		{"ready timeout", func(c *Config) { c.Engine.ReadyTimeout = 0 }, []string{"engine.ready_timeout"}},
+		{"bad exporter", func(c *Config) { c.Exporters = []string{"http://ok:1", "nohost"} }, []string{"exporters: #2"}},
+		{"bad remote write", func(c *Config) { c.RemoteWrite.URL = "prom:9090" }, []string{"remote_write.url"}},
+		{"bad run id", func(c *Config) { c.RunID = "../etc" }, []string{"run_id"}},
+		{"no runs dir", func(c *Config) { c.RunsDir = "" }, []string{"runs_dir"}},
+		{"several at once", func(c *Config) { c.Target, c.Endpoint = "", "x" }, []string{"target:", "endpoint:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok()
+			tt.mod(&c)
+			err := c.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,342 @@
+package benchjob
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/openai/openaitest"
+	"github.com/joulemark/joulemark/phaseapi"
+)
+
+func TestRunNoUsageCompletesFlagged(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{NoUsage: true})
+	defer srv.Close()
+	cfg := testConfig(t, srv.BaseURL())
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	res, err := Run(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusCompleted || !res.HasFlag(FlagUsageMissing) || res.Summary.Succeeded != 10 {
+		t.Fatalf("status %s flags %v summary %+v", res.Status, res.Flags, res.Summary)
+	}
+	_, recs := readRecords(t, res.ArchiveDir)
+	for _, r := range recs {
+		if r.TokensSource != TokensChunks || r.OutputTokens != r.Chunks || r.OutputTokens == 0 || r.InputTokens == 0 {
+			t.Errorf("record %+v", r)
+		}
+	}
+	if res.Summary.TokensSource[TokensChunks] != 10 {
+		t.Errorf("tokens source %v", res.Summary.TokensSource)
+	}
+}
+
+func TestRunFailedRequestsRecorded(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{FailEvery: 3, FailStatus: 503})
+	defer srv.Close()
+	rw := newRWReceiver(t)
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.WarmupRequests = 0
+	cfg.Requests = 12
+	cfg.Concurrency = 1
+	cfg.RemoteWrite.URL = rw.URL
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	res, err := Run(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Failed != 4 || res.Summary.Errors["http_status"] != 4 || res.Summary.ErrorRate != 4.0/12 {
+		t.Fatalf("summary %+v", res.Summary)
+	}
+	_, recs := readRecords(t, res.ArchiveDir)
+	failed := 0
+	for _, r := range recs {
+		if r.Success {
+			continue
+		}
+		failed++
+		if r.ErrorClass != "http_status" || r.StatusCode != 503 || r.OutputTokens != 0 || r.TTFTSeconds != nil ||
+			!strings.Contains(r.Error, "503") || r.LatencySeconds <= 0 {
+			t.Errorf("failed record %+v", r)
+		}
+	}
+	if failed != 4 {
+		t.Errorf("%d failed records", failed)
+	}
+	// A failure writes output tokens 0, success 0, its latency, no TTFT.
+	if n := len(rw.named(MetricTTFT)); n != 8 {
+		t.Errorf("%d TTFT samples, want 8 (none for failures)", n)
+	}
+	zeros := 0
+	for _, s := range rw.named(MetricSuccess) {
+		if s.value == 0 {
+			zeros++
+		}
+	}
+	if zeros != 4 || len(rw.named(MetricLatency)) != 12 {
+		t.Errorf("%d success=0 samples, %d latency samples", zeros, len(rw.named(MetricLatency)))
+	}
+}
+
+func TestRunAbortKeepsRecords(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{TokenDelay: 20 * time.Millisecond, Tokens: 1000})
+	defer srv.Close()
+	exp := newFakeExporter(t, "")
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Requests = 0
+	cfg.Duration = time.Hour
+	cfg.Exporters = []string{exp.URL}
+	cfg.WarmupRequests = 0
+	cfg.Workload.MeanOutputTokens, cfg.Workload.StddevOutputTokens = 1000, 0
+	eng := &fakeEngine{}
+	opts := testOptions()
+	opts.Engine = eng
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for len(exp.phases()) < 3 { // idle, startup, formal posted
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+	}()
+	res, err := Run(ctx, cfg, opts)
+	if !errors.Is(err, ErrAborted) || res == nil {
+		t.Fatalf("err %v res %v", err, res)
+	}
+	if res.Status != StatusAborted || !res.HasFlag(FlagAborted) {
+		t.Errorf("status %s flags %v", res.Status, res.Flags)
+	}
+	if _, st := eng.counts(); st != 1 {
+		t.Errorf("engine stopped %d times", st)
+	}
+	if !exp.isEnded() {
+		t.Error("run not ended on the exporter")
+	}
+	_, recs := readRecords(t, res.ArchiveDir)
+	canceled := 0
+	for _, r := range recs {
+		if r.Phase == "formal" && r.ErrorClass == "canceled" {
+			canceled++
+		}
+	}
+	if len(recs) != 2 || canceled != 2 {
+		t.Errorf("%d records, %d formal canceled (want the 2 in flight)", len(recs), canceled)
+	}
+	var man Manifest
+	readJSON(t, filepath.Join(res.ArchiveDir, ManifestFile), &man)
+	if man.Status != StatusAborted {
+		t.Errorf("manifest status %s", man.Status)
+	}
+}
+
+func TestRunEngineNeverReady(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{NotReadyFor: time.Hour})
+	defer srv.Close()
+	exp := newFakeExporter(t, "")
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Engine.ReadyTimeout = 150 * time.Millisecond
+	cfg.Exporters = []string{exp.URL}
+	eng := &fakeEngine{}
+	opts := testOptions()
+	opts.Engine = eng
+	res, err := Run(context.Background(), cfg, opts)
+	if err == nil || !strings.Contains(err.Error(), "not ready") {
+		t.Fatalf("err %v", err)
+	}
+	if res.Status != StatusFailed || !res.HasFlag(FlagEngineNotReady) {
+		t.Errorf("status %s flags %v", res.Status, res.Flags)
+	}
+	if _, st := eng.counts(); st != 1 || !exp.isEnded() {
+		t.Errorf("engine stops %d, exporter ended %v", st, exp.isEnded())
+	}
+	if _, err := os.Stat(filepath.Join(res.ArchiveDir, RequestsFile)); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRunWrongModel(t *testing.T) {
+	t.Run("identity check", func(t *testing.T) {
+		srv := openaitest.New(openaitest.Behavior{Model: "other-model"})
+		defer srv.Close()
+		cfg := testConfig(t, srv.BaseURL())
+		opts := testOptions()
+		opts.Engine = &fakeEngine{}
+		res, err := Run(context.Background(), cfg, opts)
+		if err == nil || !strings.Contains(err.Error(), `"other-model"`) || !res.HasFlag(FlagWrongModel) {
+			t.Fatalf("err %v flags %v", err, res.Flags)
+		}
+		if srv.Requests() != 0 {
+			t.Errorf("%d requests sent to the wrong model", srv.Requests())
+		}
+	})
+	t.Run("answers as another model", func(t *testing.T) {
+		srv := openaitest.New(openaitest.Behavior{AnswerModel: "impostor"})
+		defer srv.Close()
+		cfg := testConfig(t, srv.BaseURL())
+		opts := testOptions()
+		opts.Engine = &fakeEngine{}
+		res, err := Run(context.Background(), cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Summary.Errors["wrong_model"] != 10 {
+			t.Errorf("errors %v", res.Summary.Errors)
+		}
+	})
+}
+
+func TestRunEngineProcessDies(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{TokenDelay: 10 * time.Millisecond, Tokens: 50})
+	defer srv.Close()
+	exp := newFakeExporter(t, "")
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Requests = 0
+	cfg.Duration = time.Hour
+	cfg.Exporters = []string{exp.URL}
+	cfg.Engine.Cmd = "echo engine up; sleep 0.4; echo engine crashing >&2; exit 3"
+	res, err := Run(context.Background(), cfg, testOptions())
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("err %v", err)
+	}
+	if !res.HasFlag(FlagEngineExited) || res.Status != StatusFailed {
+		t.Errorf("status %s flags %v", res.Status, res.Flags)
+	}
+	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, EngineLogFile))
+	if !strings.Contains(string(logb), "engine up") || !strings.Contains(string(logb), "engine crashing") {
+		t.Errorf("engine.log %q", logb)
+	}
+	var man Manifest
+	readJSON(t, filepath.Join(res.ArchiveDir, ManifestFile), &man)
+	if !strings.Contains(man.Engine.ExitError, "exit status 3") || man.Engine.Controller != "process" {
+		t.Errorf("manifest engine %+v", man.Engine)
+	}
+	if !exp.isEnded() {
+		t.Error("exporter run not ended")
+	}
+}
+
+func TestRunRemoteWriteDown(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	rw := newRWReceiver(t)
+	rw.fail = true
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.RemoteWrite.URL = rw.URL
+	cfg.RemoteWrite.FlushTimeout = 300 * time.Millisecond
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	res, err := Run(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatalf("a Prometheus outage must not fail the run: %v", err)
+	}
+	if !res.HasFlag(FlagRemoteWriteLost) || res.RemoteWrite.Lost() == 0 || res.RemoteWrite.Acknowledged != 0 {
+		t.Errorf("flags %v stats %+v", res.Flags, res.RemoteWrite)
+	}
+	if _, recs := readRecords(t, res.ArchiveDir); len(recs) != 12 {
+		t.Errorf("%d records, want 12", len(recs))
+	}
+	var sb strings.Builder
+	WriteSummary(&sb, res)
+	if !strings.Contains(sb.String(), "0 acknowledged") || !strings.Contains(sb.String(), "lost") {
+		t.Errorf("summary:\n%s", sb.String())
+	}
+}
+
+func TestRunExporterUnreachableRefusedUpFront(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	exp := newFakeExporter(t, "right")
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Exporters = []string{exp.URL}
+	tok := filepath.Join(t.TempDir(), "tok")
+	os.WriteFile(tok, []byte("wrong"), 0o600)
+	cfg.ExporterTokenFile = tok
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	_, err := Run(context.Background(), cfg, opts)
+	if !phaseapi.IsStatus(err, 401) || strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("err %v", err)
+	}
+	if entries, _ := os.ReadDir(cfg.RunsDir); len(entries) != 0 {
+		t.Errorf("a run directory was created: %v", entries)
+	}
+}
+
+func TestRunNoLifecycle(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	exp := newFakeExporter(t, "")
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Engine.NoLifecycle = true
+	cfg.Exporters = []string{exp.URL}
+	res, err := Run(context.Background(), cfg, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := exp.phases(); !equalPhases(got, []phaseapi.Phase{phaseapi.Formal}) || !exp.isEnded() {
+		t.Errorf("phases %v ended %v", got, exp.isEnded())
+	}
+	if !res.HasFlag(FlagNoLifecycle) || res.Warmup.Started != 0 || res.Summary.Started != 10 {
+		t.Errorf("flags %v warmup %d formal %d", res.Flags, res.Warmup.Started, res.Summary.Started)
+	}
+}
+
+func TestRunReleaseNotClosed(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	exp := newFakeExporter(t, "")
+	exp.neverClose = true
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Exporters = []string{exp.URL}
+	cfg.Engine.ReleaseWait = 100 * time.Millisecond
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	res, err := Run(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.HasFlag(FlagReleaseWait) || !exp.isEnded() {
+		t.Errorf("flags %v ended %v", res.Flags, exp.isEnded())
+	}
+}
+
+func TestRunHooksAndEngineMetrics(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{TokenDelay: 5 * time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Engine.Start = "echo scaled up; touch " + filepath.Join(dir, "started")
+	cfg.Engine.Stop = "echo scaled down; touch " + filepath.Join(dir, "stopped")
+	cfg.EngineMetrics = true
+	cfg.EngineMetricsInterval = 20 * time.Millisecond
+	cfg.Requests = 30
+	res, err := Run(context.Background(), cfg, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"started", "stopped"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("hook did not run: %v", err)
+		}
+	}
+	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, EngineLogFile))
+	if !strings.Contains(string(logb), "scaled up") || !strings.Contains(string(logb), "scaled down") {
+		t.Errorf("engine.log %q", logb)
+	}
+	em, err := os.ReadFile(filepath.Join(res.ArchiveDir, EngineMetricsFile))
+	if err != nil || !strings.Contains(string(em), `"vllm:num_requests_running":2`) {
+		t.Errorf("engine_metrics.jsonl %q %v", em, err)
+	}
+	var man Manifest
+	readJSON(t, filepath.Join(res.ArchiveDir, ManifestFile), &man)
+	if man.Engine.Controller != "hooks" || man.Engine.StartHook == "" {
+		t.Errorf("manifest engine %+v", man.Engine)
+	}
+}
