@@ -50,7 +50,7 @@ func TestPlanCmdWritesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(out)
-	if err != nil || !bytes.Contains(data, []byte(`"replicas": 5`)) {
+	if err != nil || !bytes.Contains(data, []byte(`"replicas": 22`)) {
 		t.Fatalf("plan.json: %v\n%s", err, data)
 	}
 	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "refusing to overwrite") {
