@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/rules"
 	"github.com/prometheus/prometheus/scrape"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 )
 
@@ -177,6 +178,10 @@ func (s *Server) RemoteWriteURL() string { return s.url + "/api/v1/write" }
 
 // DB is the underlying TSDB, for tests and loaders that write directly.
 func (s *Server) DB() *tsdb.DB { return s.db }
+
+// Appender starts a TSDB transaction (Commit or Rollback it), for loaders
+// that write without HTTP; AppendSamples is the simpler way.
+func (s *Server) Appender(ctx context.Context) storage.AppenderV2 { return s.db.AppenderV2(ctx) }
 
 // Registry holds the server's own metrics (TSDB, engine, scrape, rules).
 func (s *Server) Registry() *prometheus.Registry { return s.reg }

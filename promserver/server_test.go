@@ -465,3 +465,51 @@ func TestBadOptions(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckDataDir(t *testing.T) {
+	root := t.TempDir()
+	used := filepath.Join(root, "used")
+	s, err := Start(context.Background(), Options{Dir: used})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(root, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		dir  string
+		want string // "" = no error
+	}{
+		{used, ""},
+		{empty, "no TSDB there"},
+		{file, "not a directory"},
+		{filepath.Join(root, "missing"), "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(filepath.Base(tc.dir), func(t *testing.T) {
+			err := CheckDataDir(tc.dir)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("CheckDataDir: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("CheckDataDir: err %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDirInUse(t *testing.T) {
+	s := startServer(t, Options{})
+	_, err := Start(context.Background(), Options{Dir: s.opts.Dir})
+	if err == nil || !strings.Contains(err.Error(), s.opts.Dir) {
+		t.Errorf("second server on the same directory: err %v, want one naming the directory", err)
+	}
+}

@@ -1,9 +1,51 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
-// TSDBCmd is a placeholder until its issue lands.
-type TSDBCmd struct{}
+	"github.com/joulemark/joulemark/promserver"
+)
 
-// Run reports that the command is not built yet.
-func (c *TSDBCmd) Run(g *Globals) error { return errors.New("tsdb: not implemented yet") }
+// TSDBCmd works on the embedded Prometheus data of earlier runs.
+type TSDBCmd struct {
+	Serve TSDBServeCmd `cmd:"" help:"Serve a run's TSDB (e.g. runs/<run_id>/tsdb) through the Prometheus HTTP API until interrupted, for analyze, curl or Grafana."`
+}
+
+// TSDBServeCmd reopens a TSDB directory behind the Prometheus HTTP API.
+type TSDBServeCmd struct {
+	Data                string        `required:"" placeholder:"DIR" help:"TSDB directory of a run (runs/<run_id>/tsdb)."`
+	ListenAddress       string        `name:"web.listen-address" default:"127.0.0.1:9090" help:"Address of the HTTP API."`
+	RemoteWriteReceiver bool          `name:"web.enable-remote-write-receiver" help:"Also accept remote write at /api/v1/write (off: the data is only read)."`
+	OutOfOrderWindow    time.Duration `name:"storage.tsdb.out-of-order-window" default:"24h" help:"How far behind the newest sample a written sample may be."`
+	LookbackDelta       time.Duration `name:"query.lookback-delta" default:"5m" help:"PromQL lookback delta."`
+	QueryTimeout        time.Duration `name:"query.timeout" default:"2m" help:"Timeout of one query."`
+}
+
+// Run serves the TSDB until Ctrl-C or SIGTERM.
+func (c *TSDBServeCmd) Run(g *Globals) error {
+	if err := promserver.CheckDataDir(c.Data); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s, err := promserver.Start(ctx, promserver.Options{
+		Dir:                c.Data,
+		ListenAddress:      c.ListenAddress,
+		OutOfOrderWindow:   c.OutOfOrderWindow,
+		LookbackDelta:      c.LookbackDelta,
+		QueryTimeout:       c.QueryTimeout,
+		DisableRemoteWrite: !c.RemoteWriteReceiver,
+		Logger:             g.Logger(),
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Serving %s at %s (Prometheus HTTP API; Ctrl-C to stop)\n", c.Data, s.URL())
+	<-ctx.Done()
+	return s.Close()
+}
