@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +188,33 @@ func TestLifecycleEnergyAndRelease(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSimServesEveryContractMetric: the simulated exporter publishes every
+// exporter metric of the design's contract (v1).
+func TestSimServesEveryContractMetric(t *testing.T) {
+	h := newHarness(t, gpu.SimConfig{GPUs: 8, Seed: 2, NoiseWatts: 0.5}, Config{ReleaseHold: time.Second})
+	h.post("c", phaseapi.Idle)
+	h.step(2 * time.Second)
+	for _, p := range []phaseapi.Phase{phaseapi.Startup, phaseapi.Warmup, phaseapi.Formal, phaseapi.Release} {
+		h.post("c", p)
+		h.step(3 * time.Second)
+	}
+	m := fetchMetricsHandler(t, h.exp)
+	for _, name := range []string{
+		"joulemark_gpu_info", "joulemark_gpu_power_watts", "joulemark_gpu_energy_joules_total",
+		"joulemark_gpu_memory_used_bytes", "joulemark_gpu_utilization_ratio", "joulemark_gpu_temperature_celsius",
+		"joulemark_gpu_power_limit_watts", "joulemark_gpu_sm_clock_hertz",
+		"joulemark_sampler_samples_total", "joulemark_sampler_errors_total", "joulemark_sampler_overruns_total",
+		"joulemark_phase_active", "joulemark_phase_start_timestamp_seconds", "joulemark_phase_end_timestamp_seconds",
+		"joulemark_phase_energy_joules", "joulemark_run_baseline_power_watts", "joulemark_run_release_closed",
+	} {
+		if !strings.Contains(m, "\n"+name+"{") && !strings.Contains(m, "\n"+name+" ") {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	if n := strings.Count(m, "\njoulemark_phase_energy_joules{"); n != 5*8 {
+		t.Errorf("%d phase energy series, want 5 phases × 8 GPUs", n)
 	}
 }
