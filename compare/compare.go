@@ -37,6 +37,10 @@ type RunRow struct {
 	Group    string      `json:"group"`
 	Included bool        `json:"included"`
 	Excluded string      `json:"excluded,omitempty"` // why it is left out of medians and ranks
+
+	FormalOutputTokens int64               `json:"formal_output_tokens"`
+	Metrics            map[string]*float64 `json:"metrics"` // tracked metrics by report key; null = missing
+	Sanity             *choose.Sanity      `json:"output_sanity"`
 }
 
 // Spread is the comparability check over a set of runs.
@@ -98,7 +102,15 @@ func Compare(runs []*choose.Run, opts Options) Result {
 		if !ok || key == "" {
 			key = r.Name
 		}
-		row := RunRow{Run: r, RunID: r.Name, Group: key, Included: true}
+		row := RunRow{Run: r, RunID: r.Name, Group: key, Included: true,
+			FormalOutputTokens: r.Report.Tokens.FormalOutput, Metrics: map[string]*float64{}, Sanity: r.Sanity}
+		for _, m := range choose.DiffMetrics {
+			if v, ok := m.Value(&r.Report); ok {
+				row.Metrics[m.Key] = &v
+			} else {
+				row.Metrics[m.Key] = nil
+			}
+		}
 		if reason := r.InvalidReason(); reason != "" {
 			row.Included, row.Excluded = false, reason
 		}
