@@ -1,0 +1,133 @@
+package benchjob
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/joulemark/joulemark/exporter"
+	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/openai/openaitest"
+	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/promserver"
+)
+
+// TestRunAgainstExporterAndPrometheus runs the whole lifecycle against the
+// real exporter (simulated GPUs) and the embedded Prometheus (TSDB and
+// remote-write receiver), then reads every per-request sample back through
+// the Prometheus HTTP API.
+func TestRunAgainstExporterAndPrometheus(t *testing.T) {
+	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := exporter.New(exporter.Config{Backend: sim, Interval: 10 * time.Millisecond, ReleaseHold: 200 * time.Millisecond,
+		ReleaseWindow: 50 * time.Millisecond, ReleaseMaxWait: 20 * time.Second, APIToken: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exp.Start(ctx)
+	defer exp.Close()
+	expSrv := httptest.NewServer(exp.Handler())
+	defer expSrv.Close()
+
+	prom, err := promserver.Start(ctx, promserver.Options{Dir: t.TempDir(), ListenAddress: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prom.Close()
+
+	srv := openaitest.New(openaitest.Behavior{TokenDelay: time.Millisecond})
+	defer srv.Close()
+	t.Setenv("JOULEMARK_API_TOKEN", "tok")
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Exporters = []string{expSrv.URL}
+	cfg.RemoteWrite.URL = prom.RemoteWriteURL()
+	cfg.IdleDuration = 300 * time.Millisecond
+	cfg.Requests = 30
+	cfg.Concurrency = 3
+	cfg.RunID = "integration-1"
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	res, err := Run(ctx, cfg, opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Status != StatusCompleted || len(res.Flags) != 0 {
+		t.Errorf("status %s flags %v", res.Status, res.Flags)
+	}
+	st := res.Release[expSrv.URL]
+	if st == nil || st.Release.State != phaseapi.ReleaseClosed || len(st.Phases) != 5 {
+		t.Fatalf("exporter status %+v", st)
+	}
+	for i, p := range phaseapi.Phases {
+		if st.Phases[i].Phase != p {
+			t.Errorf("exporter phase %d = %s, want %s", i, st.Phases[i].Phase, p)
+		}
+	}
+	if res.RemoteWrite.Lost() != 0 || res.RemoteWrite.Acknowledged == 0 {
+		t.Fatalf("remote write %+v", res.RemoteWrite)
+	}
+
+	// Every per-request sample, read back from Prometheus, at its end time.
+	_, recs := readRecords(t, res.ArchiveDir)
+	cl, err := api.NewClient(api.Config{Address: prom.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	papi := promv1.NewAPI(cl)
+	for _, metric := range []string{MetricLatency, MetricOutputTokens, MetricSuccess} {
+		q := fmt.Sprintf(`%s{run_id="integration-1"}[1h]`, metric)
+		v, _, _, err := papi.Query(ctx, q, time.Now())
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		m, ok := v.(model.Matrix)
+		if !ok {
+			t.Fatalf("%s: %T", q, v)
+		}
+		got := map[string]float64{}
+		n := 0
+		for _, ser := range m {
+			for _, p := range ser.Values {
+				got[fmt.Sprintf("%s/%s/%d", ser.Metric["phase"], ser.Metric["slot"], int64(p.Timestamp))] = float64(p.Value)
+				n++
+			}
+		}
+		if n != len(recs) {
+			t.Fatalf("%s: %d samples in Prometheus, %d requests", metric, n, len(recs))
+		}
+		for _, r := range recs {
+			ms := int64(math.Floor(r.EndTime * 1000))
+			found := false
+			for _, d := range []int64{0, -1, 1} {
+				if v, ok := got[fmt.Sprintf("%s/%s/%d", r.Phase, strconv.Itoa(r.Slot), ms+d)]; ok {
+					found = true
+					if metric == MetricLatency && math.Abs(v-r.LatencySeconds) > 1e-9 {
+						t.Errorf("latency %g, archive %g", v, r.LatencySeconds)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s: no sample for %s slot %d at %d ms", metric, r.Phase, r.Slot, ms)
+			}
+		}
+	}
+	v, _, _, err := papi.Query(ctx, `sum(joulemark_bench_requests_total{run_id="integration-1"})`, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vec, ok := v.(model.Vector); !ok || len(vec) != 1 || float64(vec[0].Value) != float64(len(recs)) {
+		t.Errorf("requests_total: %v", v)
+	}
+}
