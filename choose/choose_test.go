@@ -390,6 +390,28 @@ func TestDiff(t *testing.T) {
 			t.Errorf("%s worse = %v, want %v", d.Changes[i].Metric.Key, d.Changes[i].Worse, want)
 		}
 	}
+	// The output sanity gate reads AFTER's archive.
+	for _, tc := range []struct {
+		run    string
+		maxBad float64
+		want   string
+	}{
+		{"vllm-tp1", 0, ""},
+		{"vllm-tp2", 0.25, ""},
+		{"vllm-tp2", 0.1, "bad outputs 0.2 > 0.1"},
+		{"sglang-tp1", 0.1, "no requests.jsonl"},
+	} {
+		d := Diff(before, fixtureRuns(t, tc.run)[0], DiffMetrics, 5)
+		n := d.Regressions()
+		d.CheckSanity(tc.maxBad)
+		if !strings.Contains(d.SanityFailed, tc.want) || (tc.want == "") != (d.SanityFailed == "") {
+			t.Errorf("%s at %v: sanity %q, want %q", tc.run, tc.maxBad, d.SanityFailed, tc.want)
+		}
+		if tc.want != "" && d.Regressions() != n+1 {
+			t.Errorf("%s: a failed sanity check does not count as a regression", tc.run)
+		}
+	}
+
 	var buf bytes.Buffer
 	if err := WriteDiff(&buf, Diff(before, loadDiff(t, "after-bad.json"), DiffMetrics, 5)); err != nil {
 		t.Fatal(err)

@@ -28,6 +28,16 @@ type DiffResult struct {
 	ThresholdPct  float64
 	// ValidityRegressed is set when BEFORE was valid and AFTER is not.
 	ValidityRegressed bool
+	// SanityFailed says why AFTER's outputs failed CheckSanity; "" when they
+	// passed or were not checked.
+	SanityFailed string
+}
+
+// CheckSanity fails the diff when AFTER's share of empty, repeated or short
+// outputs is above maxBadRatio, or cannot be established (no archive, or an
+// archive without output hash and finish reason).
+func (d *DiffResult) CheckSanity(maxBadRatio float64) {
+	d.SanityFailed = checkSanity(d.After, maxBadRatio)
 }
 
 // Regressions counts the failing items: metrics that regressed beyond the
@@ -40,6 +50,9 @@ func (d DiffResult) Regressions() int {
 		}
 	}
 	if d.ValidityRegressed {
+		n++
+	}
+	if d.SanityFailed != "" {
 		n++
 	}
 	return n
@@ -109,6 +122,9 @@ func WriteDiff(w io.Writer, d DiffResult) error {
 	}
 	if d.ValidityRegressed {
 		fmt.Fprintf(w, "REGRESSED: AFTER is %s, BEFORE was valid\n", d.After.InvalidReason())
+	}
+	if d.SanityFailed != "" {
+		fmt.Fprintf(w, "REGRESSED: AFTER outputs: %s\n", d.SanityFailed)
 	}
 	fmt.Fprintf(w, "%d regression(s) beyond %s%%\n", d.Regressions(), FormatValue(d.ThresholdPct, true))
 	return nil

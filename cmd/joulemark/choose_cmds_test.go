@@ -41,6 +41,16 @@ func TestDiffCmdGate(t *testing.T) {
 	}
 }
 
+func TestDiffCmdOutputSanity(t *testing.T) {
+	limit := 0.1
+	var buf bytes.Buffer
+	c := &DiffCmd{Before: fixture("runs", "vllm-tp1", "report.json"), After: fixture("runs", "vllm-tp2", "report.json"),
+		FailOnRegression: 100, MaxBadOutputRatio: &limit, stdout: &buf}
+	if err := c.Run(&Globals{}); err == nil || !strings.Contains(buf.String(), "REGRESSED: AFTER outputs: bad outputs 0.2 > 0.1") {
+		t.Errorf("err %v, output:\n%s", err, buf.String())
+	}
+}
+
 func TestPlanCmdWritesOnce(t *testing.T) {
 	matches, _ := filepath.Glob(fixture("sweep", "*", "report.json"))
 	out := filepath.Join(t.TempDir(), "plan.json")

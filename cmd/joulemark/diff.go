@@ -12,9 +12,11 @@ import (
 type DiffCmd struct {
 	stdout io.Writer // os.Stdout when nil; tests set it
 
-	Before           string  `arg:"" type:"existingfile" help:"report.json of the reference run."`
-	After            string  `arg:"" type:"existingfile" help:"report.json of the run under test."`
-	FailOnRegression float64 `name:"fail-on-regression" default:"5" help:"Exit non-zero when a tracked metric got worse by more than this many percent (direction-aware), vanished, or AFTER turned invalid."`
+	Before            string   `arg:"" type:"existingfile" help:"report.json of the reference run."`
+	After             string   `arg:"" type:"existingfile" help:"report.json of the run under test."`
+	FailOnRegression  float64  `name:"fail-on-regression" default:"5" help:"Exit non-zero when a tracked metric got worse by more than this many percent (direction-aware), vanished, or AFTER turned invalid."`
+	MaxBadOutputRatio *float64 `name:"max-bad-output-ratio" help:"Also fail when AFTER's empty, repeated or short outputs exceed this share of its successful formal requests (reads its requests.jsonl)."`
+	RunsDir           string   `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl when none is beside AFTER."`
 }
 
 // Run prints the comparison and fails on a regression.
@@ -26,11 +28,14 @@ func (c *DiffCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	after, err := choose.LoadReport(c.After, choose.LoadOptions{})
+	after, err := choose.LoadReport(c.After, choose.LoadOptions{RunsDir: c.RunsDir})
 	if err != nil {
 		return err
 	}
 	d := choose.Diff(before, after, choose.DiffMetrics, c.FailOnRegression)
+	if c.MaxBadOutputRatio != nil {
+		d.CheckSanity(*c.MaxBadOutputRatio)
+	}
 	if err := choose.WriteDiff(c.out(), d); err != nil {
 		return err
 	}
