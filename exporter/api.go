@@ -41,11 +41,13 @@ func (e *Exporter) authorized(w http.ResponseWriter, r *http.Request) bool {
 		writeError(w, http.StatusUnauthorized, "the phase API is disabled: the exporter was started without --api-token-file or JOULEMARK_API_TOKEN")
 		return false
 	}
-	h := r.Header.Get("Authorization")
-	tok, found := strings.CutPrefix(h, "Bearer ")
-	if !found || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(e.cfg.APIToken)) != 1 {
+	tok := r.Header.Get(phaseapi.TokenHeader)
+	if tok == "" {
+		tok, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	}
+	if tok == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(e.cfg.APIToken)) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="joulemark"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer, or "+phaseapi.TokenHeader+" behind basic auth)")
 		return false
 	}
 	return true

@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
+	"github.com/prometheus/common/config"
 	"github.com/prometheus/prometheus/prompb"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/remotewrite"
 )
 
@@ -87,6 +89,19 @@ func TestServeWebConfig(t *testing.T) {
 		if c := get(p, "prom"); c != http.StatusOK {
 			t.Errorf("%s with basic auth: %d, want 200", p, c)
 		}
+	}
+	// the phase API behind basic auth: the token travels in its own header
+	hc, err := config.NewClientFromConfig(config.HTTPClientConfig{BasicAuth: &config.BasicAuth{Username: "prom", Password: "pw"}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := phaseapi.NewClient(base, testToken, hc)
+	if _, err := cl.WithTokenHeader().StartPhase(ctx, "r", phaseapi.Idle); err != nil {
+		t.Errorf("phase through basic auth with the token header: %v", err)
+	}
+	nok, _ := phaseapi.NewClient(base, "wrong", hc)
+	if _, err := nok.WithTokenHeader().StartPhase(ctx, "r", phaseapi.Startup); !phaseapi.IsStatus(err, 401) {
+		t.Errorf("wrong token through basic auth: %v, want 401", err)
 	}
 	cancel()
 	select {

@@ -25,12 +25,26 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("%s %s: %d %s: %s", e.Method, e.URL, e.StatusCode, http.StatusText(e.StatusCode), e.Message)
 }
 
+// TokenHeader carries the API token instead of "Authorization: Bearer" when
+// the exporter's web config asks for basic auth, which takes the
+// Authorization header. The exporter accepts the token in either.
+const TokenHeader = "X-Joulemark-Token"
+
 // Client talks to one exporter's phase API. The token is sent as a bearer
-// token and never appears in errors.
+// token (or in TokenHeader, see WithTokenHeader) and never appears in errors.
 type Client struct {
-	base  string
-	token string
-	http  *http.Client
+	base        string
+	token       string
+	http        *http.Client
+	tokenHeader bool
+}
+
+// WithTokenHeader makes c send its token in TokenHeader, leaving the
+// Authorization header to httpClient's transport (basic auth for an
+// exporter behind an exporter-toolkit web config). It returns c.
+func (c *Client) WithTokenHeader() *Client {
+	c.tokenHeader = true
+	return c
 }
 
 // NewClient returns a client for the exporter at baseURL (scheme, host and
@@ -106,7 +120,9 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, u, err)
 	}
-	if c.token != "" {
+	if c.token != "" && c.tokenHeader {
+		req.Header.Set(TokenHeader, c.token)
+	} else if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	req.Header.Set("Accept", "application/json")

@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/common/config"
+
 	"github.com/joulemark/joulemark/phaseapi"
 )
 
@@ -17,6 +19,11 @@ type PhaseCmd struct {
 	Exporter     []string      `name:"exporter" required:"" help:"Exporter base URL, e.g. http://gpu-node:9402 (repeatable)."`
 	APITokenFile string        `name:"api-token-file" default:"" help:"File holding the exporters' API token (else env JOULEMARK_API_TOKEN)."`
 	Timeout      time.Duration `default:"10s" help:"Timeout of each request."`
+
+	CAFile                string `name:"exporter.ca-file" default:"" help:"CA certificate to verify exporters served over TLS."`
+	InsecureSkipVerify    bool   `name:"exporter.insecure-skip-verify" help:"Do not verify the exporters' TLS certificates."`
+	BasicAuthUser         string `name:"exporter.basic-auth-user" default:"" help:"Basic-auth user for exporters behind a web config with basic_auth_users (the token then goes in X-Joulemark-Token)."`
+	BasicAuthPasswordFile string `name:"exporter.basic-auth-password-file" default:"" help:"File holding the basic-auth password."`
 }
 
 // Run posts the phase to every exporter and prints each one's answer.
@@ -33,12 +40,27 @@ func (c *PhaseCmd) Run(g *Globals) error {
 	if token == "" {
 		return errors.New("no API token: pass --api-token-file or set JOULEMARK_API_TOKEN")
 	}
+	hc := config.HTTPClientConfig{TLSConfig: config.TLSConfig{CAFile: c.CAFile, InsecureSkipVerify: c.InsecureSkipVerify}}
+	if c.BasicAuthUser != "" {
+		hc.BasicAuth = &config.BasicAuth{Username: c.BasicAuthUser, PasswordFile: c.BasicAuthPasswordFile}
+	}
+	if err := hc.Validate(); err != nil {
+		return fmt.Errorf("exporter HTTP settings: %w", err)
+	}
+	httpClient, err := config.NewClientFromConfig(hc, "joulemark-phase")
+	if err != nil {
+		return fmt.Errorf("exporter HTTP settings: %w", err)
+	}
+	httpClient.Timeout = c.Timeout
 	var errs []error
 	for _, u := range c.Exporter {
-		cl, err := phaseapi.NewClient(u, token, nil)
+		cl, err := phaseapi.NewClient(u, token, httpClient)
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if c.BasicAuthUser != "" {
+			cl.WithTokenHeader()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 		var st *phaseapi.RunStatus
