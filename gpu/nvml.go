@@ -212,9 +212,9 @@ func (b *NVML) Sample(i int) (Sample, error) {
 	}
 	s.Time = b.clock.Now()
 	switch {
-	case d.instant && !math.IsNaN(instant):
+	case !math.IsNaN(instant):
 		s.PowerWatts = instant
-	case !d.instant && !math.IsNaN(average):
+	case !math.IsNaN(average):
 		s.PowerWatts = average
 	default:
 		mw, ret := d.h.GetPowerUsage()
