@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"syscall"
@@ -123,7 +124,7 @@ func benchMetrics(b *testing.B, runs int, accept string) {
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	for b.Loop() {
-		rec := httptest.NewRecorder()
+		rec := &countingWriter{header: http.Header{}}
 		req := httptest.NewRequest("GET", "/metrics", nil)
 		if accept != "" {
 			req.Header.Set("Accept", accept)
@@ -131,10 +132,10 @@ func benchMetrics(b *testing.B, runs int, accept string) {
 		t0 := time.Now()
 		h.ServeHTTP(rec, req)
 		took = append(took, time.Since(t0))
-		if rec.Code != 200 {
-			b.Fatal(rec.Code)
+		if rec.code != 200 {
+			b.Fatal(rec.code)
 		}
-		size = rec.Body.Len()
+		size = rec.n
 	}
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(len(took)), "cpu-ms/scrape")
 	slices.Sort(took)
@@ -150,4 +151,26 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// countingWriter is a ResponseWriter that only counts bytes, as a socket
+// would take them: the benchmark measures the handler, not a buffer.
+type countingWriter struct {
+	header http.Header
+	code   int
+	n      int
+}
+
+func (w *countingWriter) Header() http.Header { return w.header }
+
+func (w *countingWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(200)
+	w.n += len(p)
+	return len(p), nil
 }
