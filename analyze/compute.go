@@ -275,7 +275,16 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	}
 	slices.SortFunc(formal, func(i, j int) int {
 		a, b := &reqs[i], &reqs[j]
-		return cmp.Or(cmp.Compare(a.End, b.End), cmp.Compare(a.Send, b.Send), cmp.Compare(a.Slot, b.Slot), cmp.Compare(i, j))
+		if c := cmp.Compare(a.End, b.End); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Send, b.Send); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Slot, b.Slot); c != 0 {
+			return c
+		}
+		return cmp.Compare(i, j)
 	})
 	r.Requests.Started = len(formal)
 	var ttfts, tpots, lats []float64

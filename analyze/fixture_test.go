@@ -96,10 +96,9 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 			}
 		}
 	}
-	shares := []float64{0.6, 0.4}
 	for name, e := range d.PhaseEnergy {
-		for g, gs := range d.GPUs {
-			add(e*shares[g], last+1, "__name__", mPhaseEnergy, "run_id", d.RunID, "phase", name, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
+		for _, gs := range d.GPUs {
+			add(e/float64(len(d.GPUs)), last+1, "__name__", mPhaseEnergy, "run_id", d.RunID, "phase", name, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
 		}
 	}
 	if d.ReleaseClosed != nil {

@@ -164,13 +164,21 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	// evaluated at the span's end: Prometheus returns the stored samples.
 	evalAt := time.UnixMilli(int64(math.Ceil((to + rawSampleMargin.Seconds()) * 1000))).UTC()
 	rng := promDuration(time.Duration((to-from)*float64(time.Second)) + 2*rawSampleMargin)
+	// The run's GPUs: those with phase energies for the run; without any,
+	// every GPU of the exporters that published the run's phases.
 	gpuSel := ""
 	if len(uuids) > 0 {
-		var alts []string
-		for _, u := range sortedKeys(uuids) {
-			alts = append(alts, regexp.QuoteMeta(u))
+		gpuSel = "uuid=~" + anyOf(sortedKeys(uuids))
+	} else {
+		insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()))), l.now)
+		if err != nil {
+			return nil, err
 		}
-		gpuSel = "uuid=~" + strconv.Quote(strings.Join(alts, "|"))
+		var names []string
+		for _, s := range insts {
+			names = append(names, string(s.Metric["instance"]))
+		}
+		gpuSel = "instance=~" + anyOf(names)
 	}
 	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source) (last_over_time(%s{%s}[%s]))", mGPUInfo, gpuSel, rng), evalAt)
 	if err != nil {
@@ -221,6 +229,15 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// anyOf is a quoted PromQL regexp matching exactly the given values.
+func anyOf(vals []string) string {
+	alts := make([]string, len(vals))
+	for i, v := range vals {
+		alts[i] = regexp.QuoteMeta(v)
+	}
+	return strconv.Quote(strings.Join(alts, "|"))
 }
 
 func toSamples(v []model.SamplePair) []Sample {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/promserver"
+	"github.com/joulemark/joulemark/remotewrite"
 )
 
 func startPromserver(t *testing.T) *promserver.Server {
@@ -99,19 +100,32 @@ func TestScenariosThroughTSDB(t *testing.T) {
 				}
 			}
 		}, nil},
+		// Without the exporter's phase energies the run's GPUs are those of
+		// the exporters that published its phases; another host's GPU is
+		// not counted.
+		{"no exporter phase energy", func(d *RunData) { d.PhaseEnergy = nil }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := startPromserver(t)
 			d := fixture()
 			tt.mutate(d)
-			if err := s.AppendSamples(context.Background(), fixtureSamples(d)); err != nil {
+			samples := fixtureSamples(d)
+			for k := range 200 {
+				ts := int64(fixtureBase-10+float64(k)) * 1000
+				samples = append(samples, remotewrite.Sample{Value: 500 * float64(k), TimestampMs: ts, Labels: map[string]string{
+					"__name__": mGPUEnergy, "instance": "other:9400", "gpu": "0", "uuid": "GPU-other"}})
+			}
+			if err := s.AppendSamples(context.Background(), samples); err != nil {
 				t.Fatal(err)
 			}
 			r := analyzeFixture(t, s.URL())
 			got := flagCodes(r)
 			if len(got) != len(tt.flags) || (len(got) > 0 && got[0] != tt.flags[0]) {
 				t.Errorf("flags %v, want %v", got, tt.flags)
+			}
+			if r.Measurement.GPUs != 2 {
+				t.Errorf("%d GPUs in the run, want 2 (another host's GPU counted?)", r.Measurement.GPUs)
 			}
 			if tt.flags == nil && val(r.Energy.FormalJoules) != 10000 {
 				t.Errorf("formal energy %v, want 10000", val(r.Energy.FormalJoules))
