@@ -216,7 +216,8 @@ var (
 	requestLatency = lastPerSlot("joulemark_request_latency_seconds")
 	// requestTPOT follows DESIGN.md: (latency - TTFT) / (output tokens - 1),
 	// for successful requests with more than one output token.
-	requestTPOT = `(` + requestLatency + ` - ` + requestTTFT + `) / (` + lastPerSlot("joulemark_request_output_tokens") + ` - 1 > 0) and on (phase, slot) (` + lastPerSlot("joulemark_request_success") + ` == 1)`
+	// It is parenthesised whole: "and" binds looser than a comparison after it.
+	requestTPOT = `((` + requestLatency + ` - ` + requestTTFT + `) / (` + lastPerSlot("joulemark_request_output_tokens") + ` - 1 > 0) and on (phase, slot) (` + lastPerSlot("joulemark_request_success") + ` == 1))`
 	// liveGoodput: good requests (success, TTFT and TPOT within the SLOs)
 	// over all requests, among the last request of each slot per step.
 	liveGoodput = `count((` + requestTTFT + ` <= $slo_ttft) and on (phase, slot) (` + requestTPOT + ` <= $slo_tpot)) / count(` + lastPerSlot("joulemark_request_success") + `)`

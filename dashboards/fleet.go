@@ -115,10 +115,10 @@ func Fleet() (dashboard.Dashboard, error) {
 		}).Min(0)).
 		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
 			title: "Sampler errors and overruns", unit: unitPerSecond, w: 8, boundary: boundarySampler,
-			desc: "NVML errors and sampling ticks that overran their interval, per second, per node. Anything above zero means energy was integrated from fewer samples than asked.",
+			desc: "NVML errors (selected GPUs) and sampling ticks that overran their interval (the whole exporter), per second, per node. Anything above zero means energy was integrated from fewer samples than asked.",
 			queries: []query{
 				{expr: `sum by (node) (rate(joulemark_sampler_errors_total` + gpuSel + `[$__rate_interval]))`, legend: "{{node}} errors"},
-				{expr: `sum by (node) (rate(joulemark_sampler_overruns_total` + gpuSel + `[$__rate_interval]))`, legend: "{{node}} overruns"},
+				{expr: `sum by (node) (rate(joulemark_sampler_overruns_total{node=~"$node"}[$__rate_interval]))`, legend: "{{node}} overruns"},
 			},
 		}).Min(0)).
 		WithPanel(apply(table.NewPanelBuilder(), panelSpec{

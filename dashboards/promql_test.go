@@ -68,14 +68,17 @@ func recordingRules(dir string) (map[string]bool, error) {
 
 var grafanaVar = regexp.MustCompile(`\$\{?(\w+)\}?`)
 
-// substitute replaces Grafana variables by values PromQL can parse:
-// built-in durations by 5m, a text-box variable by its default, other
+// substitute replaces Grafana variables by values PromQL can parse: the
+// value in vars, else built-in durations by 5m, a text-box variable by its default, other
 // dashboard variables by "x" (they appear only inside label matchers). A
 // variable the dashboard does not define is an error.
 func substitute(expr string, vars map[string]string) (string, error) {
 	var missing []string
 	out := grafanaVar.ReplaceAllStringFunc(expr, func(m string) string {
 		name := grafanaVar.FindStringSubmatch(m)[1]
+		if v, ok := vars[name]; ok {
+			return v
+		}
 		switch name {
 		case "__rate_interval", "__interval", "__range":
 			return "5m"
