@@ -199,34 +199,9 @@ func (e Endpoint) Path() string {
 	return "/completions"
 }
 
-// chunk is one streamed object of either endpoint.
-type chunk struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Text  string `json:"text"`
-		Delta struct {
-			Content          string `json:"content"`
-			ReasoningContent string `json:"reasoning_content"`
-			Reasoning        string `json:"reasoning"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens            int `json:"prompt_tokens"`
-		CompletionTokens        int `json:"completion_tokens"`
-		CompletionTokensDetails *struct {
-			ReasoningTokens int `json:"reasoning_tokens"`
-		} `json:"completion_tokens_details"`
-	} `json:"usage"`
-	Error *struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-	} `json:"error"`
-}
-
 type state struct {
-	sse   *SSEReader
-	chunk chunk
+	sse *SSEReader
+	dec decoder
 }
 
 // Stream sends r and reads its stream to the end. It never returns nil; a
@@ -299,6 +274,9 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 
 func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response, firstTimer *time.Timer) {
 	h := sha256.New()
+	if r.MaxTokens > 1 {
+		resp.ITL = make([]time.Duration, 0, min(r.MaxTokens-1, 4096))
+	}
 	var last time.Time
 	done := false
 	for {
@@ -334,49 +312,39 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		if done {
 			continue
 		}
-		ch := &st.chunk
-		*ch = chunk{}
-		if err := json.Unmarshal(data, ch); err != nil {
+		ch, err := st.dec.decode(data)
+		if err != nil {
 			resp.End = now
 			resp.Err = &Error{Class: ClassMalformedStream, Msg: "chunk " + truncate(data, 200), Err: err}
 			break
 		}
-		if ch.Error != nil {
+		if ch.err {
 			resp.End = now
-			resp.Err = &Error{Class: ClassStreamError, Msg: ch.Error.Message}
+			resp.Err = &Error{Class: ClassStreamError, Msg: ch.errMsg}
 			break
 		}
-		if ch.Model != "" {
-			resp.Model = ch.Model
-			if r.Model != "" && ch.Model != r.Model {
+		if len(ch.model) > 0 {
+			if resp.Model == "" || resp.Model != string(ch.model) {
+				resp.Model = string(ch.model)
+			}
+			if r.Model != "" && resp.Model != r.Model {
 				resp.End = now
-				resp.Err = &Error{Class: ClassWrongModel, Msg: fmt.Sprintf("asked for model %q, the server answered with %q", r.Model, ch.Model)}
+				resp.Err = &Error{Class: ClassWrongModel, Msg: fmt.Sprintf("asked for model %q, the server answered with %q", r.Model, resp.Model)}
 				break
 			}
 		}
 		tokens := false
-		for i := range ch.Choices {
-			cc := &ch.Choices[i]
-			text := cc.Text
-			if text == "" {
-				text = cc.Delta.Content
-			}
-			reasoning := cc.Delta.ReasoningContent
-			if reasoning == "" {
-				reasoning = cc.Delta.Reasoning
-			}
-			if text != "" {
-				h.Write([]byte(text))
-				resp.TextChars += len(text)
-				tokens = true
-			}
-			if reasoning != "" {
-				resp.ReasoningChars += len(reasoning)
-				tokens = true
-			}
-			if cc.FinishReason != nil && *cc.FinishReason != "" {
-				resp.FinishReason = *cc.FinishReason
-			}
+		if len(ch.text) > 0 {
+			h.Write(ch.text)
+			resp.TextChars += len(ch.text)
+			tokens = true
+		}
+		if ch.reasoning > 0 {
+			resp.ReasoningChars += ch.reasoning
+			tokens = true
+		}
+		if len(ch.finish) > 0 && (resp.FinishReason == "" || resp.FinishReason != string(ch.finish)) {
+			resp.FinishReason = string(ch.finish)
 		}
 		if tokens {
 			resp.Chunks++
@@ -390,13 +358,11 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			}
 			last = now
 		}
-		if u := ch.Usage; u != nil {
+		if ch.usage {
 			resp.UsageReported = true
-			resp.PromptTokens = u.PromptTokens
-			resp.CompletionTokens = u.CompletionTokens
-			if d := u.CompletionTokensDetails; d != nil {
-				resp.ReasoningTokens = d.ReasoningTokens
-			}
+			resp.PromptTokens = ch.prompt
+			resp.CompletionTokens = ch.complete
+			resp.ReasoningTokens = ch.reasonTok
 		}
 	}
 	resp.TextSHA256 = hex.EncodeToString(h.Sum(nil))
