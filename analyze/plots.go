@@ -192,7 +192,21 @@ func jptPlot(pd *PlotData) (*plot.Plot, error) {
 	p.Legend.Top = true
 	p.Y.Min, p.Y.Max = ymin, ymax
 	p.X.Min, p.X.Max = 0, float64(max(n-1, 1))
+	p.X.Tick.Marker = integerTicks{}
 	return p, nil
+}
+
+// integerTicks labels the default tick positions without decimals.
+type integerTicks struct{}
+
+func (integerTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = fmt.Sprintf("%.0f", ts[i].Value)
+		}
+	}
+	return ts
 }
 
 // histPlot: distribution of v (seconds) in milliseconds.

@@ -310,7 +310,7 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, rng string, at ti
 	d.Requests = make([]Request, 0, len(order))
 	for _, k := range order {
 		p := parts[k]
-		if p.has&(hOut|hLat|hSucc) != hOut|hLat|hSucc || p.lat < 0 {
+		if p.has&(hOut|hLat|hSucc) != hOut|hLat|hSucc || !(p.lat >= 0) || math.IsInf(p.lat, 0) || !(p.out >= 0) || math.IsInf(p.out, 0) {
 			d.IncompleteRequests++
 			continue
 		}
@@ -321,7 +321,7 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, rng string, at ti
 			OutputTokens: int64(math.Round(p.out)), InputTokens: int64(math.Round(p.in)),
 			Success: p.succ == 1,
 		}
-		if p.has&hTTFT != 0 {
+		if p.has&hTTFT != 0 && p.ttft >= 0 && !math.IsInf(p.ttft, 0) {
 			r.HasTTFT, r.TTFT, r.FirstToken = true, p.ttft, r.Send+p.ttft
 		}
 		d.Requests = append(d.Requests, r)
