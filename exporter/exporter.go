@@ -26,7 +26,8 @@ type Config struct {
 	Backend gpu.Backend
 	// Interval is the fast sampling period (default 100ms, at least 10ms).
 	Interval time.Duration
-	// SlowInterval is the period of the slow metrics (default 1s).
+	// SlowInterval is the period of the slow metrics (default 1s, or
+	// Interval when that is longer).
 	SlowInterval time.Duration
 	// Retention is how long raw samples are kept in memory (default 15m).
 	Retention time.Duration
@@ -130,7 +131,7 @@ func New(cfg Config) (*Exporter, error) {
 		cfg.Interval = 100 * time.Millisecond
 	}
 	if cfg.SlowInterval == 0 {
-		cfg.SlowInterval = time.Second
+		cfg.SlowInterval = max(time.Second, cfg.Interval)
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = 15 * time.Minute

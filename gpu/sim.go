@@ -57,6 +57,9 @@ type SimConfig struct {
 	// EnergyCounter makes Sample report a cumulative energy counter with
 	// NVML's millijoule resolution, as Volta and later GPUs do.
 	EnergyCounter bool
+	// CounterPeriod is how often the simulated counter updates, as real
+	// drivers update theirs about every 100 ms (0: continuously).
+	CounterPeriod time.Duration
 	// History is how long ExactEnergy can look back (default 1h).
 	History time.Duration
 	Clock   Clock // default RealClock
@@ -130,6 +133,8 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 		return nil, fmt.Errorf("sim: ramp %gs / decay %gs: want > 0", cfg.RampSeconds, cfg.DecayTau)
 	case cfg.NoiseWatts < 0 || cfg.NoiseWatts > cfg.IdleWatts/4:
 		return nil, fmt.Errorf("sim: noise %g W: want 0..%g W (a quarter of idle power)", cfg.NoiseWatts, cfg.IdleWatts/4)
+	case cfg.CounterPeriod < 0:
+		return nil, errors.New("sim: negative counter period")
 	case cfg.History < 0:
 		return nil, errors.New("sim: negative history")
 	}
@@ -181,7 +186,11 @@ func (s *Sim) Sample(i int) (Sample, error) {
 	out := Sample{Time: now, PowerWatts: g.power(t)}
 	out.AvgPowerWatts = out.PowerWatts
 	if s.cfg.EnergyCounter {
-		out.EnergyJoules = math.Floor(g.energy(t)*1000) / 1000
+		tc := t
+		if p := s.cfg.CounterPeriod.Seconds(); p > 0 {
+			tc = math.Floor(t/p) * p
+		}
+		out.EnergyJoules = math.Floor(g.energy(tc)*1000) / 1000
 		out.HasEnergy = true
 	}
 	return out, nil

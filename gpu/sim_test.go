@@ -177,3 +177,21 @@ func TestSimEnergyCounter(t *testing.T) {
 		t.Errorf("counter delta %.3f J, exact %.3f J", b.EnergyJoules-a.EnergyJoules, s.ExactEnergy(0, t0, clk.Now()))
 	}
 }
+
+func TestSimCounterPeriod(t *testing.T) {
+	clk := newClock()
+	s, _ := NewSim(SimConfig{GPUs: 1, EnergyCounter: true, CounterPeriod: 100 * time.Millisecond, Clock: clk})
+	t0 := clk.Now()
+	s.SetLoad(1)
+	clk.Advance(1030 * time.Millisecond)
+	a, _ := s.Sample(0)
+	clk.Advance(50 * time.Millisecond) // still inside the same 100 ms update period
+	b, _ := s.Sample(0)
+	if a.EnergyJoules != b.EnergyJoules {
+		t.Errorf("counter moved within one update period: %v → %v", a.EnergyJoules, b.EnergyJoules)
+	}
+	want := s.ExactEnergy(0, t0, t0.Add(time.Second))
+	if math.Abs(a.EnergyJoules-want) > 0.002 {
+		t.Errorf("counter %.3f J, want the energy at the last update %.3f J", a.EnergyJoules, want)
+	}
+}

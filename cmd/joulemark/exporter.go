@@ -33,15 +33,16 @@ type ExporterCmd struct {
 	RemoteWriteURL             string `name:"remote-write-url" default:"" help:"Push every raw power sample (remote write 1.0) to this URL, e.g. http://prometheus:9090/api/v1/write."`
 	RemoteWriteBearerTokenFile string `name:"remote-write.bearer-token-file" default:"" help:"Bearer token file for --remote-write-url."`
 
-	SimEngineURL     string  `name:"sim.engine-url" default:"" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state)."`
-	SimIdleWatts     float64 `name:"sim.idle-watts" default:"70" help:"Simulated idle power per GPU."`
-	SimMaxWatts      float64 `name:"sim.max-watts" default:"700" help:"Simulated power at full load."`
-	SimStartupWatts  float64 `name:"sim.startup-watts" default:"250" help:"Simulated power while the engine loads."`
-	SimRampSeconds   float64 `name:"sim.ramp-seconds" default:"1.5" help:"Time constant of simulated power rises."`
-	SimDecaySeconds  float64 `name:"sim.decay-seconds" default:"8" help:"Time constant of the simulated release decay."`
-	SimNoiseWatts    float64 `name:"sim.noise-watts" default:"0.5" help:"RMS of the simulated power noise."`
-	SimSeed          uint64  `name:"sim.seed" default:"1" help:"Seed of the simulated noise."`
-	SimEnergyCounter bool    `name:"sim.energy-counter" help:"Simulated GPUs report an energy counter (else energy is integrated)."`
+	SimEngineURL     string        `name:"sim.engine-url" default:"" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state)."`
+	SimIdleWatts     float64       `name:"sim.idle-watts" default:"70" help:"Simulated idle power per GPU."`
+	SimMaxWatts      float64       `name:"sim.max-watts" default:"700" help:"Simulated power at full load."`
+	SimStartupWatts  float64       `name:"sim.startup-watts" default:"250" help:"Simulated power while the engine loads."`
+	SimRampSeconds   float64       `name:"sim.ramp-seconds" default:"1.5" help:"Time constant of simulated power rises."`
+	SimDecaySeconds  float64       `name:"sim.decay-seconds" default:"8" help:"Time constant of the simulated release decay."`
+	SimNoiseWatts    float64       `name:"sim.noise-watts" default:"0.5" help:"RMS of the simulated power noise."`
+	SimSeed          uint64        `name:"sim.seed" default:"1" help:"Seed of the simulated noise."`
+	SimEnergyCounter bool          `name:"sim.energy-counter" help:"Simulated GPUs report an energy counter (else energy is integrated)."`
+	SimCounterPeriod time.Duration `name:"sim.counter-period" default:"0s" help:"How often the simulated energy counter updates (real drivers: about 100ms; 0: continuously)."`
 }
 
 // Run starts the exporter and serves until SIGINT or SIGTERM.
@@ -64,7 +65,7 @@ func (c *ExporterCmd) Run(g *Globals) error {
 		sim, err := gpu.NewSim(gpu.SimConfig{
 			GPUs: n, IdleWatts: c.SimIdleWatts, MaxWatts: c.SimMaxWatts, StartupWatts: c.SimStartupWatts,
 			RampSeconds: c.SimRampSeconds, DecayTau: c.SimDecaySeconds, NoiseWatts: c.SimNoiseWatts,
-			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter,
+			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter, CounterPeriod: c.SimCounterPeriod,
 		})
 		if err != nil {
 			return err
