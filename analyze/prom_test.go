@@ -64,6 +64,16 @@ func TestRealPrometheus(t *testing.T) {
 	wantJS, _ := MarshalReport(want)
 	sameJSON(t, got, wantJS)
 
+	// Analyzed days later (within the lookback), the report is the same.
+	later := Config{PrometheusURL: srv.URL, RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow().Add(5 * 24 * time.Hour)}
+	rl, _, err := Analyze(context.Background(), later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl.GeneratedBy = ""
+	laterJS, _ := MarshalReport(rl)
+	sameJSON(t, laterJS, got)
+
 	// An unknown run is a clear error.
 	cfg := Config{PrometheusURL: srv.URL, RunID: "no-such-run", Params: fixtureParams(), Now: fixtureNow()}
 	if _, err := Run(context.Background(), cfg); !errors.Is(err, errRunNotFound) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,9 +83,10 @@ func TestScenariosThroughTSDB(t *testing.T) {
 		name   string
 		mutate func(d *RunData)
 		flags  []string
+		edit   func([]remotewrite.Sample) []remotewrite.Sample
 	}{
-		{"release not closed", func(d *RunData) { d.ReleaseClosed = ptr(false) }, []string{FlagReleaseNotClosed}},
-		{"exporter disagrees", func(d *RunData) { d.PhaseEnergy["release"] = 1100 }, []string{FlagEnergySourcesDisagre}},
+		{"release not closed", func(d *RunData) { d.ReleaseClosed = ptr(false) }, []string{FlagReleaseNotClosed}, nil},
+		{"exporter disagrees", func(d *RunData) { d.PhaseEnergy["release"] = 1100 }, []string{FlagEnergySourcesDisagre}, nil},
 		{"counter reset mid-formal", func(d *RunData) {
 			// The exporter restarted at +80 s: its counter starts again
 			// from 0. Energy is unchanged (increase() semantics).
@@ -99,11 +101,17 @@ func TestScenariosThroughTSDB(t *testing.T) {
 					}
 				}
 			}
-		}, nil},
+		}, nil, nil},
 		// Without the exporter's phase energies the run's GPUs are those of
 		// the exporters that published its phases; another host's GPU is
 		// not counted.
-		{"no exporter phase energy", func(d *RunData) { d.PhaseEnergy = nil }, nil},
+		{"no exporter phase energy", func(d *RunData) { d.PhaseEnergy = nil }, nil, nil},
+		// One request lost its latency sample: it cannot be reconstructed.
+		{"request without latency", func(d *RunData) {}, []string{FlagRequestsIncomplete}, func(ss []remotewrite.Sample) []remotewrite.Sample {
+			return slices.DeleteFunc(ss, func(s remotewrite.Sample) bool {
+				return s.Labels["__name__"] == mReqLatency && s.TimestampMs == int64(fixtureBase+100)*1000
+			})
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +124,9 @@ func TestScenariosThroughTSDB(t *testing.T) {
 				samples = append(samples, remotewrite.Sample{Value: 500 * float64(k), TimestampMs: ts, Labels: map[string]string{
 					"__name__": mGPUEnergy, "instance": "other:9400", "gpu": "0", "uuid": "GPU-other"}})
 			}
+			if tt.edit != nil {
+				samples = tt.edit(samples)
+			}
 			if err := s.AppendSamples(context.Background(), samples); err != nil {
 				t.Fatal(err)
 			}
@@ -126,6 +137,9 @@ func TestScenariosThroughTSDB(t *testing.T) {
 			}
 			if r.Measurement.GPUs != 2 {
 				t.Errorf("%d GPUs in the run, want 2 (another host's GPU counted?)", r.Measurement.GPUs)
+			}
+			if tt.edit != nil && r.Requests.Started != 100 {
+				t.Errorf("%d formal requests, want 100 (one left out)", r.Requests.Started)
 			}
 			if tt.flags == nil && val(r.Energy.FormalJoules) != 10000 {
 				t.Errorf("formal energy %v, want 10000", val(r.Energy.FormalJoules))
