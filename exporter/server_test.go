@@ -35,7 +35,7 @@ func freeAddr(t *testing.T) string {
 
 func waitUp(t *testing.T, url string) {
 	t.Helper()
-	for range 200 {
+	for range 1000 { // 10 s at most
 		if resp, err := http.Get(url); err == nil {
 			resp.Body.Close()
 			return
