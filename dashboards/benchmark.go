@@ -63,23 +63,23 @@ func Benchmark() (dashboard.Dashboard, error) {
 			queries: []query{{expr: `sum(last_over_time(joulemark_run_baseline_power_watts` + runSel + `[$__range]))`, instant: true}},
 		})).
 		WithPanel(stageEnergyTable()).
-		WithPanel(apply(statetimeline.NewPanelBuilder(), panelSpec{
+		WithPanel(withViz(apply(statetimeline.NewPanelBuilder(), panelSpec{
 			title: "Phases", unit: unitNone, w: 12, h: 9, boundary: boundaryGPU,
 			desc:    "Which lifecycle phase was active (joulemark_phase_active), as the exporter marked it.",
 			queries: []query{{expr: `max by (phase) (joulemark_phase_active` + runSel + `)`, legend: "{{phase}}"}},
-		}).Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
+		})).Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
 			Type: dashboard.MappingTypeValueToText,
 			Options: map[string]dashboard.ValueMappingResult{
 				"0": {Text: ptr(" "), Color: ptr("transparent")},
 				"1": {Text: ptr("active"), Color: ptr("blue")},
 			},
 		}}}).ShowValue(common.VisibilityModeNever)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Power per GPU", unit: unitWatt, w: 12, h: 9, boundary: boundaryGPU,
 			desc:    "Latest power sample of each selected GPU; the phase annotations mark the lifecycle.",
 			queries: []query{{expr: `joulemark_gpu_power_watts` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
 		}).Min(0)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Live J/token", unit: unitJoulePerToken, w: 12, h: 9, boundary: boundaryGPU,
 			desc:    "GPU energy of the exporters running this run's formal phase over the output tokens of its successful formal requests, 1-minute rates (recording rule run:joulemark_joules_per_token:ratio_rate1m). A live view: the report's steady-state and full-lifecycle J/token come from `joulemark analyze`.",
 			queries: []query{{expr: `run:joulemark_joules_per_token:ratio_rate1m` + runSel, legend: "J/token"}},
@@ -92,7 +92,7 @@ func Benchmark() (dashboard.Dashboard, error) {
 		WithPanel(latencyPanel("End-to-end latency", "Latency: send to last byte of each request, failed requests included (to their failure).",
 			"joulemark_bench_latency_seconds_bucket", requestLatency)).
 		WithRow(dashboard.NewRowBuilder("Load")).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Target vs achieved rate", unit: unitReqPerSec, w: 8, boundary: boundaryClient,
 			desc: "Requests per second the load shape asked for and the rate the client actually sent, summed over bench pods. Achieved below target means the client could not keep up and the run is flagged.",
 			queries: []query{
@@ -100,22 +100,22 @@ func Benchmark() (dashboard.Dashboard, error) {
 				{expr: `sum(joulemark_bench_achieved_rate_requests_per_second` + runSel + `)`, legend: "achieved"},
 			},
 		}).Min(0)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "In-flight requests", unit: unitCount, w: 8, boundary: boundaryClient,
 			desc:    "Requests sent and not yet finished, summed over bench pods (the closed-loop concurrency, or what an open-loop arrival process built up).",
 			queries: []query{{expr: `sum(joulemark_bench_requests_in_flight` + runSel + `)`, legend: "in flight"}},
 		}).Min(0)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Requests by outcome", unit: unitReqPerSec, w: 8, boundary: boundaryClient,
 			desc:    "Finished requests per second by outcome (success or the error class).",
 			queries: []query{{expr: `sum by (outcome) (rate(joulemark_bench_requests_total` + runSel + `[$__rate_interval]))`, legend: "{{outcome}}"}},
 		}).Min(0).Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Error ratio", unit: unitRatio, w: 8, boundary: boundaryClient,
 			desc:    "Share of the requests that ended in a sliding 1-minute window and failed, from the per-request success samples.",
 			queries: []query{{expr: `1 - sum(sum_over_time(joulemark_request_success` + runSel + `[` + liveWindow + `])) / sum(count_over_time(joulemark_request_success` + runSel + `[` + liveWindow + `]))`, legend: "error ratio"}},
 		}).Min(0).Max(1)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Goodput", unit: unitRatio, w: 8, boundary: boundaryClient,
 			desc: "Formal requests meeting the SLOs, 1-minute rates from the recording rules (TTFT <= 500 ms and TPOT <= 50 ms, bucket edges of the bench histograms; failures in the denominator): TTFT and TPOT attainment and their minimum, an upper bound of goodput. The per-request line counts the last request of each in-flight slot per step that succeeded with TTFT <= $slo_ttft s and TPOT <= $slo_tpot s. Exact goodput is in the report of `joulemark analyze`.",
 			queries: []query{
@@ -125,13 +125,13 @@ func Benchmark() (dashboard.Dashboard, error) {
 				{expr: liveGoodput, legend: "per-request goodput"},
 			},
 		}).Min(0).Max(1)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Output token throughput", unit: unitTokensPerSec, w: 8, boundary: boundaryClient,
 			desc:    "API-reported output tokens of successful requests per second, by phase (the bench job's token counter).",
 			queries: []query{{expr: `sum by (phase) (rate(joulemark_bench_output_tokens_total` + runSel + `[$__rate_interval]))`, legend: "{{phase}}"}},
 		}).Min(0)).
 		WithRow(dashboard.NewRowBuilder("Engine (vLLM metrics)")).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Engine queue", unit: unitCount, w: 8, boundary: boundaryEngine,
 			desc: "Requests the engine is running (in the batch) and waiting (queued), per model, on the selected nodes.",
 			queries: []query{
@@ -139,12 +139,12 @@ func Benchmark() (dashboard.Dashboard, error) {
 				{expr: `sum by (model_name) (vllm:num_requests_waiting` + engineSel + `)`, legend: "{{model_name}} waiting"},
 			},
 		}).Min(0)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "KV-cache usage", unit: unitRatio, w: 8, boundary: boundaryEngine,
 			desc:    "Fraction of the engine's KV-cache blocks in use (vllm:kv_cache_usage_perc; vllm:gpu_cache_usage_perc before vLLM V1). Near 1 the engine preempts requests.",
 			queries: []query{{expr: `max by (model_name) (vllm:kv_cache_usage_perc` + engineSel + ` or vllm:gpu_cache_usage_perc` + engineSel + `)`, legend: "{{model_name}}"}},
 		}).Min(0).Max(1)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Engine tokens and preemptions", unit: unitPerSecond, w: 8, boundary: boundaryEngine,
 			desc: "Generation and prompt tokens the engine processed per second, and preemptions per second, per model.",
 			queries: []query{
@@ -188,7 +188,7 @@ func latencyPanel(title, what, bucket, perRequest string) *timeseries.PanelBuild
 	q := func(p string) string {
 		return `histogram_quantile(` + p + `, sum by (le) (rate(` + bucket + runSel + `[$__rate_interval])))`
 	}
-	return apply(timeseries.NewPanelBuilder(), panelSpec{
+	return timeSeries(panelSpec{
 		title: title, unit: unitSeconds, w: 8, h: 9, boundary: boundaryClient,
 		desc: what + " Lines: p50/p95/p99 from the bench job's histogram; points: the individual requests (per-request samples, one series per in-flight slot).",
 		queries: []query{

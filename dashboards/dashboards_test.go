@@ -5,6 +5,7 @@ package dashboards
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -230,5 +231,34 @@ func TestTemplateVariables(t *testing.T) {
 				t.Errorf("%s: no %q variable (has %v)", f.Name, want, names)
 			}
 		}
+	}
+}
+
+// TestNoEmptySettings: an empty string in the JSON is an SDK default that
+// Grafana does not know (tooltip mode "", orientation "", ...).
+func TestNoEmptySettings(t *testing.T) {
+	for _, f := range render(t) {
+		var v any
+		if err := json.Unmarshal(f.JSON, &v); err != nil {
+			t.Fatal(err)
+		}
+		var walk func(path string, v any)
+		walk = func(path string, v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				for k, e := range x {
+					walk(path+"."+k, e)
+				}
+			case []any:
+				for i, e := range x {
+					walk(fmt.Sprintf("%s[%d]", path, i), e)
+				}
+			case string:
+				if x == "" {
+					t.Errorf("%s: %s is an empty string", f.Name, path)
+				}
+			}
+		}
+		walk("", v)
 	}
 }

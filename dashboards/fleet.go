@@ -6,7 +6,6 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
-	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
 // gpuSel selects the GPUs of the node and gpu template variables.
@@ -50,70 +49,70 @@ func Fleet() (dashboard.Dashboard, error) {
 			desc:    "GPU energy of the selected nodes divided by the output tokens their vLLM engines generated (vllm:generation_tokens_total), 5-minute rates from the recording rules. Only meaningful where the engine scrape job sets the same node label as the exporter's; every GPU of a node counts, busy or idle.",
 			queries: []query{{expr: `sum(node:joulemark_gpu_energy_joules:rate5m{node=~"$node"}) / sum(node:vllm_generation_tokens:rate5m{node=~"$node"})`, legend: "J/token"}},
 		})).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Power per GPU", unit: unitWatt, w: 12, boundary: boundaryGPU,
 			desc:    "Latest power sample of each GPU at scrape time (instant power where the GPU offers it, else NVML's 1 s average).",
 			queries: []query{{expr: `joulemark_gpu_power_watts` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
 		}).Min(0)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Power per node", unit: unitWatt, w: 12, boundary: boundaryGPU,
 			desc:    "Sum of the selected GPUs' power on each node.",
 			queries: []query{{expr: `sum by (node) (joulemark_gpu_power_watts` + gpuSel + `)`, legend: "{{node}}"}},
 		}).Min(0).Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Energy rate per node", unit: unitWatt, w: 12, boundary: boundaryGPU,
 			desc:    "Rate of the energy counter per node (J/s = W): the average power between scrapes, which unlike the sampled power misses no spike.",
 			queries: []query{{expr: `sum by (node) (rate(joulemark_gpu_energy_joules_total` + gpuSel + `[$__rate_interval]))`, legend: "{{node}}"}},
 		}).Min(0)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Live J/token per node (engines)", unit: unitJoulePerToken, w: 12, boundary: boundaryGPU,
 			desc:    "GPU energy of each node divided by the output tokens its vLLM engines generated (vllm:generation_tokens_total), joined on the node label, 5-minute rates (recording rule node:joulemark_joules_per_generation_token:ratio_rate5m). Every GPU of the node counts, busy or idle.",
 			queries: []query{{expr: `node:joulemark_joules_per_generation_token:ratio_rate5m{node=~"$node"}`, legend: "{{node}}"}},
 		}).Min(0)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Live J/token per model (engines)", unit: unitJoulePerToken, w: 12, boundary: boundaryGPU,
 			desc:    "Each node's GPU energy split among the models its engines serve in proportion to their generated tokens, then over those tokens, 5-minute rates (recording rule model_name:joulemark_joules_per_generation_token:ratio_rate5m).",
 			queries: []query{{expr: `model_name:joulemark_joules_per_generation_token:ratio_rate5m`, legend: "{{model_name}}"}},
 		}).Min(0)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Engine output tokens per node", unit: unitTokensPerSec, w: 12, boundary: boundaryEngine,
 			desc:    "Output tokens the vLLM engines of each node generated per second, 5-minute rate (recording rule node:vllm_generation_tokens:rate5m): the denominator of the live J/token.",
 			queries: []query{{expr: `node:vllm_generation_tokens:rate5m{node=~"$node"}`, legend: "{{node}}"}},
 		}).Min(0)).
 		WithRow(dashboard.NewRowBuilder("Limits and thermals")).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Power against the limit", unit: unitRatio, w: 12, boundary: boundaryGPU,
 			desc:    "Each GPU's power divided by its enforced power limit; near 100% the GPU is power-capped and clocks drop.",
 			queries: []query{{expr: `joulemark_gpu_power_watts` + gpuSel + ` / joulemark_gpu_power_limit_watts` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
 		}).Min(0).Max(1.1).Thresholds(thresholds(0.95)).
 			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine))).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Temperature", unit: unitCelsius, w: 12, boundary: boundaryGPU,
 			desc:    "GPU core temperature of each GPU (NVML, sampled at 1 Hz).",
 			queries: []query{{expr: `joulemark_gpu_temperature_celsius` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
 		})).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Utilization", unit: unitRatio, w: 8, boundary: boundaryGPU,
 			desc:    "NVML GPU utilization: the fraction of time a kernel ran, not how much of the GPU it used.",
 			queries: []query{{expr: `joulemark_gpu_utilization_ratio` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
 		}).Min(0).Max(1)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Memory used", unit: unitBytes, w: 8, boundary: boundaryGPU,
 			desc:    "GPU memory in use on each GPU.",
 			queries: []query{{expr: `joulemark_gpu_memory_used_bytes` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
 		}).Min(0)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "SM clock", unit: unitHertz, w: 8, boundary: boundaryGPU,
 			desc:    "Streaming-multiprocessor clock of each GPU; it falls when the GPU is power- or thermally capped.",
 			queries: []query{{expr: `joulemark_gpu_sm_clock_hertz` + gpuSel, legend: "{{node}} GPU {{gpu}}"}},
 		}).Min(0)).
 		WithRow(dashboard.NewRowBuilder("Sampler health")).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Samples per second", unit: unitPerSecond, w: 8, boundary: boundarySampler,
 			desc:    "Power samples taken per second on each GPU; 10/s at the default 100 ms interval.",
 			queries: []query{{expr: `rate(joulemark_sampler_samples_total` + gpuSel + `[$__rate_interval])`, legend: "{{node}} GPU {{gpu}}"}},
 		}).Min(0)).
-		WithPanel(apply(timeseries.NewPanelBuilder(), panelSpec{
+		WithPanel(timeSeries(panelSpec{
 			title: "Sampler errors and overruns", unit: unitPerSecond, w: 8, boundary: boundarySampler,
 			desc: "NVML errors (selected GPUs) and sampling ticks that overran their interval (the whole exporter), per second, per node. Anything above zero means energy was integrated from fewer samples than asked.",
 			queries: []query{

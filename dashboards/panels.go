@@ -9,6 +9,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
 // Measurement boundaries, appended to every panel description.
@@ -194,7 +195,29 @@ func phaseAnnotations(runMatcher string) []cog.Builder[dashboard.AnnotationQuery
 
 // statPanel is a single-value panel showing the last non-null value.
 func statPanel(s panelSpec) *stat.PanelBuilder {
-	return apply(stat.NewPanelBuilder(), s).ReduceOptions(lastValue())
+	return apply(stat.NewPanelBuilder(), s).ReduceOptions(lastValue()).Orientation(common.VizOrientationAuto)
+}
+
+// timeSeries is a time-series panel with a legend and a shared tooltip.
+func timeSeries(s panelSpec) *timeseries.PanelBuilder {
+	return withViz(apply(timeseries.NewPanelBuilder(), s))
+}
+
+// vizBuilder is a panel builder with a legend and a tooltip.
+type vizBuilder[B any] interface {
+	Legend(cog.Builder[common.VizLegendOptions]) B
+	Tooltip(cog.Builder[common.VizTooltipOptions]) B
+}
+
+// withViz shows the legend below the graph and every series in the tooltip.
+func withViz[B vizBuilder[B]](b B) B {
+	return b.Legend(common.NewVizLegendOptionsBuilder().
+		ShowLegend(true).
+		DisplayMode(common.LegendDisplayModeList).
+		Placement(common.LegendPlacementBottom)).
+		Tooltip(common.NewVizTooltipOptionsBuilder().
+			Mode(common.TooltipDisplayModeMulti).
+			Sort(common.SortOrderDescending))
 }
 
 // lastValue makes a stat panel show the last non-null value.

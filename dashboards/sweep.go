@@ -64,11 +64,11 @@ func Sweep() (dashboard.Dashboard, error) {
 		WithPanel(sweepXY("J/token against concurrency", "Formal-stage J/token of each run against its peak in-flight requests (closed-loop concurrency).", 0, 2, unitJoulePerToken)).
 		WithPanel(sweepXY("J/token against rate", "Formal-stage J/token of each run against its target request rate (open-loop sweeps).", 1, 2, unitJoulePerToken)).
 		WithPanel(sweepXY("Throughput against TTFT p95", "Formal output tokens per second of each run against its p95 time to first token.", 5, 4, unitTokensPerSec)).
-		WithPanel(apply(barchart.NewPanelBuilder(), panelSpec{
+		WithPanel(withViz(apply(barchart.NewPanelBuilder(), panelSpec{
 			title: "Goodput per point", unit: unitRatio, w: 12, h: 9, boundary: boundaryClient,
 			desc:    "Per run: " + sweepGoodputHelp,
 			queries: []query{{expr: sweepGoodput, instant: true, table: true}},
-		}).XField("run_id").Min(0).Max(1).
+		})).XField("run_id").Min(0).Max(1).
 			WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
 				"excludeByName": map[string]any{"Time": true},
 				"renameByName":  map[string]any{"Value": "Goodput"},
@@ -116,11 +116,11 @@ func sweepXY(title, desc string, x, y int, unit string) *xychart.PanelBuilder {
 	if unit != unitJoulePerToken {
 		boundary = boundaryClient
 	}
-	return apply(xychart.NewPanelBuilder(), panelSpec{
+	return withViz(apply(xychart.NewPanelBuilder(), panelSpec{
 		title: title, unit: unit, w: 12, h: 9, boundary: boundary,
 		desc:    desc + " One point per selected run.",
 		queries: []query{{expr: xp.expr, instant: true, table: true}, {expr: yp.expr, instant: true, table: true}},
-	}).
+	})).
 		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
 		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
 			"excludeByName": map[string]any{"Time": true},
@@ -130,6 +130,8 @@ func sweepXY(title, desc string, x, y int, unit string) *xychart.PanelBuilder {
 		Series([]cog.Builder[xychart.XYSeriesConfig]{
 			xychart.NewXYSeriesConfigBuilder().
 				Name(xychart.NewXychartXYSeriesConfigNameBuilder().Fixed(yp.name)).
+				// After the merge transformation there is one frame.
+				Frame(xychart.NewXychartXYSeriesConfigFrameBuilder().Matcher(xychart.NewMatcherConfigBuilder().Id("byIndex").Options(0))).
 				X(xychart.NewXychartXYSeriesConfigXBuilder().Matcher(matcher(xp.name))).
 				Y(xychart.NewXychartXYSeriesConfigYBuilder().Matcher(matcher(yp.name))),
 		}).
