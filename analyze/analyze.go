@@ -26,7 +26,7 @@ type Config struct {
 	// X-Scope-OrgID; the zero value is plain HTTP.
 	HTTP     config.HTTPClientConfig
 	RunID    string
-	Params   Params
+	Params   Params // DefaultParams() when zero
 	Lookback time.Duration // DefaultLookback when 0
 	// Now is when the run is looked for (now when zero). The report does not
 	// depend on it as long as the run lies within Lookback before it.
@@ -40,8 +40,22 @@ type Config struct {
 	Scenario string
 }
 
-// Validate checks the configuration before any work starts.
+// withDefaults fills what the zero value leaves open.
+func (c Config) withDefaults() Config {
+	if c.Params == (Params{}) {
+		c.Params = DefaultParams()
+	}
+	if c.Lookback == 0 {
+		c.Lookback = DefaultLookback
+	}
+	return c
+}
+
+// Validate checks the configuration (with its defaults) before any work
+// starts.
 func (c *Config) Validate() error {
+	d := c.withDefaults()
+	c = &d
 	if c.PrometheusURL == "" {
 		return errors.New("the Prometheus URL is required")
 	}
@@ -63,6 +77,7 @@ func (c *Config) Validate() error {
 
 // Load reads the run's data from Prometheus.
 func Load(ctx context.Context, cfg Config) (*RunData, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -75,9 +90,6 @@ func Load(ctx context.Context, cfg Config) (*RunData, error) {
 		return nil, fmt.Errorf("prometheus client for %s: %w", cfg.PrometheusURL, err)
 	}
 	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout}
-	if l.lookback == 0 {
-		l.lookback = DefaultLookback
-	}
 	if l.now.IsZero() {
 		l.now = time.Now()
 	}
@@ -90,6 +102,7 @@ func Load(ctx context.Context, cfg Config) (*RunData, error) {
 
 // Analyze loads the run and computes its report and plot data.
 func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
+	cfg = cfg.withDefaults()
 	d, err := Load(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
