@@ -26,7 +26,7 @@ type Config struct {
 	// X-Scope-OrgID; the zero value is plain HTTP.
 	HTTP     config.HTTPClientConfig
 	RunID    string
-	Params   Params // DefaultParams() when zero
+	Params   Params        // DefaultParams() when zero
 	Lookback time.Duration // DefaultLookback when 0
 	// Now is when the run is looked for (now when zero). The report does not
 	// depend on it as long as the run lies within Lookback before it.

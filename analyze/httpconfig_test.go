@@ -72,3 +72,13 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigDefaults(t *testing.T) {
+	c := Config{PrometheusURL: "http://p:9090", RunID: "r"}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("zero Params and Lookback should take the defaults: %v", err)
+	}
+	if d := c.withDefaults(); d.Params != DefaultParams() || d.Lookback != DefaultLookback {
+		t.Errorf("defaults not applied: %+v", d)
+	}
+}
