@@ -246,6 +246,9 @@ func (e *Engine) validate(p *commonParams, prompt int, chat bool) (request, erro
 	if p.MaxCompletionTokens != nil {
 		maxTok = p.MaxCompletionTokens
 	}
+	if prompt < 1 {
+		return request{}, badf("prompt: empty (no tokens)")
+	}
 	if prompt >= e.cfg.MaxModelLen {
 		return request{}, badf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", e.cfg.MaxModelLen, prompt)
 	}

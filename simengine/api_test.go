@@ -175,6 +175,7 @@ func TestRequestErrors(t *testing.T) {
 	}{
 		{"bad json", "/v1/completions", "{", http.StatusBadRequest, "invalid JSON"},
 		{"no prompt", "/v1/completions", map[string]any{"max_tokens": 1}, http.StatusBadRequest, "prompt: missing"},
+		{"empty prompt", "/v1/completions", map[string]any{"prompt": "  "}, http.StatusBadRequest, "prompt: empty"},
 		{"two prompts", "/v1/completions", map[string]any{"prompt": []string{"a", "b"}}, http.StatusBadRequest, "exactly one"},
 		{"wrong model", "/v1/completions", map[string]any{"model": "gpt-9", "prompt": "a"}, http.StatusNotFound, "`gpt-9` does not exist"},
 		{"too long", "/v1/completions", map[string]any{"prompt": "a b c", "max_tokens": 98}, http.StatusBadRequest, "maximum context length is 100 tokens"},

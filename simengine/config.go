@@ -27,8 +27,13 @@ type Config struct {
 	// a sequence that does not fit waits in the queue.
 	KVCacheTokens int
 
-	// PrefillPerToken is the prefill time per prompt token of the sequences
-	// admitted in a step.
+	// MaxNumBatchedTokens is the token budget of one step (vLLM
+	// --max-num-batched-tokens, chunked prefill): one per decoding sequence,
+	// the rest for prompt chunks in admission order, so a long prompt is
+	// prefilled over several steps. 0 prefills whole prompts in one step.
+	MaxNumBatchedTokens int
+	// PrefillPerToken is the prefill time per prompt token processed in a
+	// step.
 	PrefillPerToken time.Duration
 	// DecodeBase and DecodePerSeq give a step's decode time:
 	// DecodeBase + DecodePerSeq × (sequences decoding in the step).
@@ -72,17 +77,18 @@ type Faults struct {
 // tokens/s prefill, 15 ms + 0.1 ms per sequence decode steps, 256 sequences.
 func DefaultConfig() Config {
 	return Config{
-		Model:           "joulemark/sim-llm",
-		MaxModelLen:     8192,
-		MaxBatch:        256,
-		KVCacheTokens:   1 << 20,
-		PrefillPerToken: 50 * time.Microsecond,
-		DecodeBase:      15 * time.Millisecond,
-		DecodePerSeq:    100 * time.Microsecond,
-		EOSMeanTokens:   256,
-		StartupDelay:    20 * time.Second,
-		ShutdownDelay:   3 * time.Second,
-		Seed:            1,
+		Model:               "joulemark/sim-llm",
+		MaxModelLen:         8192,
+		MaxBatch:            256,
+		KVCacheTokens:       1 << 20,
+		MaxNumBatchedTokens: 8192,
+		PrefillPerToken:     50 * time.Microsecond,
+		DecodeBase:          15 * time.Millisecond,
+		DecodePerSeq:        100 * time.Microsecond,
+		EOSMeanTokens:       256,
+		StartupDelay:        20 * time.Second,
+		ShutdownDelay:       3 * time.Second,
+		Seed:                1,
 	}
 }
 
@@ -97,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatch < 1 {
 		errs = append(errs, fmt.Errorf("max batch: %d, want >= 1", c.MaxBatch))
+	}
+	if c.MaxNumBatchedTokens != 0 && c.MaxNumBatchedTokens <= c.MaxBatch {
+		errs = append(errs, fmt.Errorf("max num batched tokens: %d, want 0 (no chunking) or more than max batch %d", c.MaxNumBatchedTokens, c.MaxBatch))
 	}
 	if c.KVCacheTokens < c.MaxModelLen {
 		errs = append(errs, fmt.Errorf("kv cache tokens: %d, want >= max model len %d", c.KVCacheTokens, c.MaxModelLen))

@@ -96,14 +96,15 @@ type seq struct {
 	slowFirst  bool
 
 	// engine-owned
-	admitted   bool
-	prefilled  bool
-	holdUntil  time.Time
-	generated  int
-	finish     string // set when the sequence ends: stop, length, abort
-	cancelled  bool
-	firstToken time.Time
-	notify     chan struct{} // capacity 1, signalled on progress
+	admitted    bool
+	prefilled   bool
+	prefillDone int // prompt tokens prefilled so far
+	holdUntil   time.Time
+	generated   int
+	finish      string // set when the sequence ends: stop, length, abort
+	cancelled   bool
+	firstToken  time.Time
+	notify      chan struct{} // capacity 1, signalled on progress
 }
 
 // New returns a stopped engine. Sinks (e.g. simulated GPUs) follow its load
@@ -405,7 +406,8 @@ func (e *Engine) loop(ctx context.Context, done chan<- struct{}) {
 		now := time.Now()
 		e.dropCancelledLocked()
 		e.admitLocked(now)
-		var prefill, decode []*seq
+		var decode []*seq
+		var waitingPrefill []*seq
 		var nextHold time.Time
 		for _, s := range e.running {
 			if now.Before(s.holdUntil) {
@@ -417,8 +419,26 @@ func (e *Engine) loop(ctx context.Context, done chan<- struct{}) {
 			if s.prefilled {
 				decode = append(decode, s)
 			} else {
-				prefill = append(prefill, s)
+				waitingPrefill = append(waitingPrefill, s)
 			}
+		}
+		// Chunked prefill: decode tokens first, then prompt chunks in
+		// admission order up to the step's token budget.
+		budget := e.cfg.MaxNumBatchedTokens - len(decode)
+		if e.cfg.MaxNumBatchedTokens == 0 {
+			budget = math.MaxInt
+		}
+		var prefill []prefillChunk
+		prefillTokens := 0
+		for _, s := range waitingPrefill {
+			left := s.prompt - s.prefillDone
+			if left > 0 && budget <= 0 {
+				break
+			}
+			c := min(left, budget)
+			budget -= c
+			prefillTokens += c
+			prefill = append(prefill, prefillChunk{s, c})
 		}
 		n := len(prefill) + len(decode)
 		if n == 0 {
@@ -448,10 +468,6 @@ func (e *Engine) loop(ctx context.Context, done chan<- struct{}) {
 			stepEnd = time.Time{}
 			continue
 		}
-		prefillTokens := 0
-		for _, s := range prefill {
-			prefillTokens += s.prompt
-		}
 		d := e.cfg.DecodeBase + time.Duration(len(decode))*e.cfg.DecodePerSeq +
 			time.Duration(prefillTokens)*e.cfg.PrefillPerToken
 		load := math.Min(1, float64(n)/float64(e.cfg.MaxBatch))
@@ -479,10 +495,16 @@ func (e *Engine) loop(ctx context.Context, done chan<- struct{}) {
 
 		e.mu.Lock()
 		now = time.Now()
-		for _, s := range prefill {
-			if !s.cancelled {
+		for _, c := range prefill {
+			s := c.s
+			if s.cancelled {
+				continue
+			}
+			s.prefillDone += c.tokens
+			e.m.promptTokens.Add(float64(c.tokens))
+			if s.prefillDone >= s.prompt {
+				// The step that ends the prefill samples the first token.
 				s.prefilled = true
-				e.m.promptTokens.Add(float64(s.prompt))
 				e.emitLocked(s, now)
 			}
 		}
@@ -569,6 +591,12 @@ func (e *Engine) emitLocked(s *seq, now time.Time) {
 		s.holdUntil = now.Add(e.cfg.Faults.StallDuration)
 	}
 	signal(s.notify)
+}
+
+// prefillChunk is the part of a prompt prefilled in one step.
+type prefillChunk struct {
+	s      *seq
+	tokens int
 }
 
 // signal does a non-blocking send on a capacity-1 channel.

@@ -380,3 +380,32 @@ func newServer(t *testing.T, e *Engine) *httptest.Server {
 	t.Cleanup(s.Close)
 	return s
 }
+
+func TestChunkedPrefill(t *testing.T) {
+	// A 400-token prompt at 0.5 ms per token is 200 ms of prefill. With a
+	// budget of 100 tokens per step it is spread over four steps of about
+	// 50 ms, so a sequence already decoding keeps getting a token every
+	// ~55 ms instead of stalling 200 ms.
+	_, srv := startEngine(t, func(c *Config) {
+		c.MaxNumBatchedTokens = 100
+		c.PrefillPerToken = 500 * time.Microsecond
+		c.DecodeBase = 2 * time.Millisecond
+	})
+	decoding := make(chan sseResult)
+	go func() {
+		decoding <- streamN(t, srv.URL, 1, map[string]any{"prompt": "a", "max_tokens": 150, "ignore_eos": true, "stream": true})[0]
+	}()
+	time.Sleep(50 * time.Millisecond)
+	long := streamN(t, srv.URL, 1, map[string]any{"prompt": strings.Repeat("w ", 400), "max_tokens": 2, "stream": true})[0]
+	d := <-decoding
+	if long.ttft() < 190*time.Millisecond {
+		t.Errorf("long prompt TTFT %s, want >= 200 ms of prefill", long.ttft())
+	}
+	var maxGap time.Duration
+	for i := 1; i < len(d.tokTimes); i++ {
+		maxGap = max(maxGap, d.tokTimes[i].Sub(d.tokTimes[i-1]))
+	}
+	if maxGap > 150*time.Millisecond {
+		t.Errorf("decoding sequence stalled %s during the other's prefill; chunks of 100 tokens take ~50 ms", maxGap)
+	}
+}

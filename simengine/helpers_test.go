@@ -95,7 +95,8 @@ type sseResult struct {
 	finish    string
 	usage     *usage
 	chunkIDs  map[string]bool
-	chunksTok int // chunks carrying text
+	chunksTok int         // chunks carrying text
+	tokTimes  []time.Time // arrival of each chunk carrying text
 }
 
 // readSSE reads an event stream to its end. Lines must be "data: ..." or
@@ -148,10 +149,12 @@ func readSSE(t *testing.T, resp *http.Response, sent time.Time) sseResult {
 		for _, ch := range c.Choices {
 			txt := ch.Text + ch.Delta.Content
 			if txt != "" {
+				now := time.Now()
 				if res.firstTok.IsZero() {
-					res.firstTok = time.Now()
+					res.firstTok = now
 				}
 				res.chunksTok++
+				res.tokTimes = append(res.tokTimes, now)
 			}
 			res.text += txt
 			if ch.FinishReason != nil {

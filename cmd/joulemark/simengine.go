@@ -24,6 +24,7 @@ type SimEngineCmd struct {
 	MaxModelLen     int           `name:"max-model-len" default:"8192" help:"Context length (prompt + completion tokens)."`
 	MaxBatch        int           `name:"max-num-seqs" default:"256" help:"Most sequences in one batch."`
 	KVCacheTokens   int           `name:"kv-cache-tokens" default:"1048576" help:"KV cache capacity in tokens; a sequence reserves prompt + completion tokens."`
+	MaxBatchedTok   int           `name:"max-num-batched-tokens" default:"8192" help:"Token budget of one step (chunked prefill); 0 prefills whole prompts in one step."`
 	PrefillPerToken time.Duration `name:"prefill-per-token" default:"50us" help:"Prefill time per prompt token."`
 	DecodeBase      time.Duration `name:"decode-base" default:"15ms" help:"Fixed time of a decode step."`
 	DecodePerSeq    time.Duration `name:"decode-per-seq" default:"100us" help:"Decode step time added per sequence in the batch."`
@@ -32,24 +33,16 @@ type SimEngineCmd struct {
 	ShutdownDelay   time.Duration `name:"shutdown-delay" default:"3s" help:"Time to free the GPUs after SIGTERM."`
 	Seed            uint64        `default:"1" help:"Seed of token text, completion lengths and faults."`
 
-	ErrorRate           float64       `name:"fault.error-rate" default:"0" help:"Share of requests answered with HTTP 500."`
-	StallRate           float64       `name:"fault.stall-rate" default:"0" help:"Share of requests stalled once mid-stream."`
-	StallDuration       time.Duration `name:"fault.stall-duration" default:"2s" help:"Length of a stall."`
-	TruncateRate        float64       `name:"fault.truncate-rate" default:"0" help:"Share of responses cut mid-stream (no finish_reason, usage or [DONE])."`
-	SlowFirstTokenRate  float64       `name:"fault.slow-first-token-rate" default:"0" help:"Share of requests whose first token is delayed."`
-	SlowFirstTokenDelay time.Duration `name:"fault.slow-first-token-delay" default:"2s" help:"Delay added to a slow first token."`
+	Faults FaultFlags `embed:"" prefix:"fault."`
 }
 
 // Config is the engine configuration the flags give.
 func (c *SimEngineCmd) Config() simengine.Config {
 	return simengine.Config{
-		Model: c.Model, MaxModelLen: c.MaxModelLen, MaxBatch: c.MaxBatch, KVCacheTokens: c.KVCacheTokens,
+		Model: c.Model, MaxModelLen: c.MaxModelLen, MaxBatch: c.MaxBatch, KVCacheTokens: c.KVCacheTokens, MaxNumBatchedTokens: c.MaxBatchedTok,
 		PrefillPerToken: c.PrefillPerToken, DecodeBase: c.DecodeBase, DecodePerSeq: c.DecodePerSeq,
 		EOSMeanTokens: c.EOSMeanTokens, StartupDelay: c.StartupDelay, ShutdownDelay: c.ShutdownDelay, Seed: c.Seed,
-		Faults: simengine.Faults{
-			ErrorRate: c.ErrorRate, StallRate: c.StallRate, StallDuration: c.StallDuration, TruncateRate: c.TruncateRate,
-			SlowFirstTokenRate: c.SlowFirstTokenRate, SlowFirstTokenDelay: c.SlowFirstTokenDelay,
-		},
+		Faults: c.Faults.faults(),
 	}
 }
 
@@ -68,4 +61,21 @@ func (c *SimEngineCmd) Run(g *Globals) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return simengine.Serve(ctx, ln, e, runtime, g.Logger())
+}
+
+// FaultFlags inject failures into the simulated engine (sim-engine, demo).
+type FaultFlags struct {
+	ErrorRate           float64       `name:"error-rate" default:"0" help:"Share of requests answered with HTTP 500."`
+	StallRate           float64       `name:"stall-rate" default:"0" help:"Share of requests stalled once mid-stream."`
+	StallDuration       time.Duration `name:"stall-duration" default:"2s" help:"Length of a stall."`
+	TruncateRate        float64       `name:"truncate-rate" default:"0" help:"Share of responses cut mid-stream (no finish_reason, usage or [DONE])."`
+	SlowFirstTokenRate  float64       `name:"slow-first-token-rate" default:"0" help:"Share of requests whose first token is delayed."`
+	SlowFirstTokenDelay time.Duration `name:"slow-first-token-delay" default:"2s" help:"Delay added to a slow first token."`
+}
+
+func (f FaultFlags) faults() simengine.Faults {
+	return simengine.Faults{
+		ErrorRate: f.ErrorRate, StallRate: f.StallRate, StallDuration: f.StallDuration, TruncateRate: f.TruncateRate,
+		SlowFirstTokenRate: f.SlowFirstTokenRate, SlowFirstTokenDelay: f.SlowFirstTokenDelay,
+	}
 }

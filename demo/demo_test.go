@@ -1,0 +1,215 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/exporter"
+	"github.com/joulemark/joulemark/gpu"
+)
+
+// smallConfig is the demo at test scale: phases of a few seconds, a fast
+// engine (10 ms steps, 100-token completions, 32 at a time) so the formal
+// phase holds a few hundred requests, steady-state windows of 40 requests.
+func smallConfig(t *testing.T) Config {
+	c := Defaults()
+	c.Dir = t.TempDir()
+	c.RunID = "e2e"
+	// 100 Hz sampling and a 250 ms scrape keep the counter's errors at stage
+	// boundaries (its value lags the scrape by up to one sample interval, and
+	// it is interpolated linearly between scrapes) under 0.5% of a stage of a
+	// few seconds at kilowatts.
+	c.SampleInterval = 10 * time.Millisecond
+	c.ScrapeInterval = 250 * time.Millisecond
+	c.Idle = 5 * time.Second
+	c.WarmupRequests = 32
+	c.Formal = 12 * time.Second
+	c.ReleaseHold = 2 * time.Second
+	c.ReleaseMaxWait = 30 * time.Second
+	c.Concurrency = 32
+	c.InputTokens = 50
+	c.OutputTokens = 100
+	c.OutputStddev = 20
+	c.Engine.MaxBatch = 32
+	c.Engine.DecodeBase = 10 * time.Millisecond
+	c.Engine.DecodePerSeq = 100 * time.Microsecond
+	c.Engine.StartupDelay = 4 * time.Second
+	c.Engine.ShutdownDelay = 500 * time.Millisecond
+	c.Sim.RampSeconds = 1
+	c.Sim.DecayTau = 1
+	c.Params.SSWindow = 40
+	c.Params.SSWindows = 3
+	c.Params.SLOTPOT = 0
+	c.Params.SLOTTFT = 150 * time.Millisecond
+	if testing.Verbose() {
+		c.Out = os.Stderr
+	}
+	return c
+}
+
+func runDemo(t *testing.T, cfg Config) *Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	if cfg.Out == nil {
+		cfg.Out = &out
+	}
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	return res
+}
+
+// exact is the simulator's exact energy over [from, to], summed over GPUs.
+func exact(sim *gpu.Sim, gpus int, from, to float64) float64 {
+	var sum float64
+	for i := range gpus {
+		sum += sim.ExactEnergy(i, exporter.Time(from), exporter.Time(to))
+	}
+	return sum
+}
+
+func relErr(got, want float64) float64 { return math.Abs(got-want) / math.Abs(want) }
+
+// TestDemoEndToEnd runs the whole pipeline once with steady work and slow
+// first tokens injected into 20% of the requests, then checks the report
+// against the simulator's ground truth.
+func TestDemoEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end demo run (~30 s)")
+	}
+	cfg := smallConfig(t)
+	cfg.Engine.Faults.SlowFirstTokenRate = 0.2
+	cfg.Engine.Faults.SlowFirstTokenDelay = 300 * time.Millisecond
+	res := runDemo(t, cfg)
+	rep := res.Report
+
+	// Everything the demo promises is on disk.
+	for _, p := range []string{
+		filepath.Join(res.ReportDir, analyze.FileJSON), filepath.Join(res.ReportDir, analyze.FileHTML),
+		filepath.Join(res.BenchDir, "requests.jsonl"), filepath.Join(res.BenchDir, "manifest.json"),
+		res.TSDBDir, res.DashboardsDir,
+	} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("missing output: %v", err)
+		}
+	}
+	if !rep.Release.Closed {
+		t.Errorf("release not closed; flags %+v", rep.Flags)
+	}
+
+	// Stage energies against the exact integral of the simulated power.
+	// The exporter's figure (10 Hz samples, exact boundaries) must be within
+	// 0.5% on every stage. The counter figure interpolates a 1 s scrape at
+	// the boundaries, so it is held to 0.5% where boundary errors cancel or
+	// are small against the stage: the formal stage, startup+warm-up, and the
+	// lifecycle total.
+	for _, name := range []string{"idle", "startup", "warmup", "formal", "release"} {
+		st, ok := rep.Stages[name]
+		if !ok {
+			t.Errorf("stage %s missing", name)
+			continue
+		}
+		want := exact(res.Sim, cfg.GPUs, st.Start, st.End)
+		if st.ExporterEnergyJoules == nil {
+			t.Errorf("stage %s: no exporter energy", name)
+		} else if e := relErr(*st.ExporterEnergyJoules, want); e > 0.005 {
+			t.Errorf("stage %s: exporter energy %.1f J, exact %.1f J (%.2f%% off, want <= 0.5%%)", name, *st.ExporterEnergyJoules, want, 100*e)
+		}
+		t.Logf("stage %-8s %6.2fs exact %9.1f J  report %9.1f J  exporter %9.1f J", name, st.DurationSeconds, want, deref(st.EnergyJoules), deref(st.ExporterEnergyJoules))
+	}
+	startup, formal := rep.Stages["startup"], rep.Stages["formal"]
+	release := rep.Stages["release"]
+	for _, c := range []struct {
+		name     string
+		got      *float64
+		from, to float64
+	}{
+		{"startup+warmup", rep.Energy.StartupJoules, startup.Start, rep.Stages["warmup"].End},
+		{"formal", rep.Energy.FormalJoules, formal.Start, formal.End},
+		{"lifecycle", rep.Energy.LifecycleJoules, startup.Start, release.End},
+	} {
+		want := exact(res.Sim, cfg.GPUs, c.from, c.to)
+		if c.got == nil {
+			t.Errorf("%s energy missing", c.name)
+			continue
+		}
+		if e := relErr(*c.got, want); e > 0.005 {
+			t.Errorf("%s energy %.1f J, exact %.1f J (%.2f%% off, want <= 0.5%%)", c.name, *c.got, want, 100*e)
+		}
+	}
+
+	// Steady work: steady state is reached.
+	if !rep.SteadyState.Reached {
+		t.Errorf("steady state not reached on a steady simulation: %s", rep.SteadyState.Reason)
+	}
+
+	// Goodput: with no TPOT SLO and no errors, the good requests are the
+	// formal ones whose first token was not delayed by the fault.
+	slow := 0
+	for _, f := range res.Engine.FaultLog() {
+		at := float64(f.Arrival.UnixNano()) / 1e9
+		if f.Kind == "slow_first_token" && at >= formal.Start && at <= formal.End {
+			slow++
+		}
+	}
+	started := rep.Requests.Started
+	if slow == 0 || started < 100 {
+		t.Fatalf("%d formal requests, %d slow first tokens: too few to check goodput", started, slow)
+	}
+	want := started - slow
+	tol := max(2, started/50)
+	if d := rep.Goodput.GoodRequests - want; d < -tol || d > tol {
+		t.Errorf("good requests %d, want %d (%d started - %d slow first tokens) ± %d", rep.Goodput.GoodRequests, want, started, slow, tol)
+	}
+	if rep.Goodput.Ratio == nil || math.Abs(*rep.Goodput.Ratio-float64(rep.Goodput.GoodRequests)/float64(started)) > 1e-9 {
+		t.Errorf("goodput ratio %v for %d good of %d", rep.Goodput.Ratio, rep.Goodput.GoodRequests, started)
+	}
+	if p99 := rep.Latency.TTFTSeconds.P99; p99 == nil || *p99 < 0.3 {
+		t.Errorf("TTFT p99 %v s; 20%% of first tokens were delayed 300 ms", p99)
+	}
+}
+
+// TestDemoUnsteady makes power swing (a 6 s sawtooth from 20% to 100% of
+// the load the GPUs see) while the work stays the same: J/token per request
+// drifts within every window and steady state must not be reached.
+func TestDemoUnsteady(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end demo run (~30 s)")
+	}
+	cfg := smallConfig(t)
+	cfg.shapeLoad = func(elapsed time.Duration, load float64) float64 {
+		phase := math.Mod(elapsed.Seconds(), 6) / 6
+		return load * (0.2 + 0.8*phase)
+	}
+	rep := runDemo(t, cfg).Report
+	if rep.SteadyState.Reached {
+		t.Errorf("steady state reached (requests %v..%v) although power swings every 6 s", rep.SteadyState.FirstRequest, rep.SteadyState.LastRequest)
+	}
+	if !strings.Contains(rep.SteadyState.Reason, "CV") {
+		t.Errorf("reason %q does not name the CV test", rep.SteadyState.Reason)
+	}
+	found := false
+	for _, f := range rep.Flags {
+		found = found || f.Code == analyze.FlagSteadyStateNotReach
+	}
+	if !found {
+		t.Errorf("flags %+v lack %s", rep.Flags, analyze.FlagSteadyStateNotReach)
+	}
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}

@@ -1,0 +1,30 @@
+package demo
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/joulemark/joulemark/analyze"
+)
+
+// writeSummary prints the report's summary table and where everything is.
+func writeSummary(w io.Writer, res *Result) error {
+	fmt.Fprintln(w)
+	if err := analyze.WriteSummary(w, res.Report); err != nil {
+		return fmt.Errorf("summary: %w", err)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Report:      %s (report.md, report.json beside it)\n", filepath.Join(res.ReportDir, analyze.FileHTML))
+	fmt.Fprintf(w, "Run archive: %s (manifest.json, requests.jsonl, engine.log)\n", res.BenchDir)
+	fmt.Fprintf(w, "Dashboards:  %s (import into Grafana with a Prometheus data source)\n", res.DashboardsDir)
+	if res.TSDBDir != "" {
+		fmt.Fprintf(w, "TSDB data:   %s\n", res.TSDBDir)
+		fmt.Fprintf(w, "Reopen it:   joulemark tsdb serve --data %s\n", res.TSDBDir)
+		fmt.Fprintf(w, "Re-analyze:  joulemark analyze --prometheus-url <the URL tsdb serve prints> --run-id %s\n", res.RunID)
+	} else {
+		fmt.Fprintf(w, "Data:        in the Prometheus at %s (run_id=%q)\n", res.PrometheusURL, res.RunID)
+		fmt.Fprintf(w, "Re-analyze:  joulemark analyze --prometheus-url %s --run-id %s\n", res.PrometheusURL, res.RunID)
+	}
+	return nil
+}
