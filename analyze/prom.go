@@ -248,33 +248,34 @@ func toSamples(v []model.SamplePair) []Sample {
 	return s
 }
 
-type reqKey struct {
-	series model.Fingerprint // labels without __name__
-	ts     model.Time
+// Per-request metrics, in the order loadRequests keeps them.
+const (
+	rOut = iota
+	rIn
+	rTTFT
+	rLat
+	rSucc
+	nReqMetrics
+)
+
+var reqMetrics = [nReqMetrics]string{rOut: mReqOutput, rIn: mReqInput, rTTFT: mReqTTFT, rLat: mReqLatency, rSucc: mReqSuccess}
+
+// reqSeries is one request series (labels without __name__) across the
+// five metrics; each list is time ordered, as Prometheus returns it.
+type reqSeries struct {
+	phase, slot string
+	v           [nReqMetrics][]model.SamplePair
 }
 
 // loadRequests joins the per-request samples that share their labels (all
-// but __name__) and timestamp into requests.
+// but __name__) and timestamp into requests: a merge over the five sorted
+// sample lists of each series, O(samples), no per-request map.
 func (l *loader) loadRequests(ctx context.Context, d *RunData, rng string, at time.Time) error {
-	type partial struct {
-		phase, slot              string
-		out, in, ttft, lat, succ float64
-		has                      uint8
-	}
-	const (
-		hOut = 1 << iota
-		hIn
-		hTTFT
-		hLat
-		hSucc
-	)
-	parts := map[reqKey]*partial{}
-	var order []reqKey
-	for _, m := range []struct {
-		name string
-		bit  uint8
-	}{{mReqOutput, hOut}, {mReqInput, hIn}, {mReqTTFT, hTTFT}, {mReqLatency, hLat}, {mReqSuccess, hSucc}} {
-		mat, err := l.matrix(ctx, fmt.Sprintf("%s{%s}[%s]", m.name, l.runSel(), rng), at)
+	series := map[model.Fingerprint]*reqSeries{}
+	var order []model.Fingerprint
+	total := 0
+	for m, name := range reqMetrics {
+		mat, err := l.matrix(ctx, fmt.Sprintf("%s{%s}[%s]", name, l.runSel(), rng), at)
 		if err != nil {
 			return err
 		}
@@ -282,49 +283,58 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, rng string, at ti
 			ls := model.LabelSet(ss.Metric).Clone()
 			delete(ls, model.MetricNameLabel)
 			fp := ls.Fingerprint()
-			for _, v := range ss.Values {
-				k := reqKey{fp, v.Timestamp}
-				p, ok := parts[k]
-				if !ok {
-					p = &partial{phase: string(ls["phase"]), slot: string(ls["slot"])}
-					parts[k] = p
-					order = append(order, k)
-				}
-				x := float64(v.Value)
-				switch m.bit {
-				case hOut:
-					p.out = x
-				case hIn:
-					p.in = x
-				case hTTFT:
-					p.ttft = x
-				case hLat:
-					p.lat = x
-				case hSucc:
-					p.succ = x
-				}
-				p.has |= m.bit
+			rs, ok := series[fp]
+			if !ok {
+				rs = &reqSeries{phase: string(ls["phase"]), slot: string(ls["slot"])}
+				series[fp] = rs
+				order = append(order, fp)
+			}
+			rs.v[m] = ss.Values
+			if m == rLat {
+				total += len(ss.Values)
 			}
 		}
 	}
-	d.Requests = make([]Request, 0, len(order))
-	for _, k := range order {
-		p := parts[k]
-		if p.has&(hOut|hLat|hSucc) != hOut|hLat|hSucc || !(p.lat >= 0) || math.IsInf(p.lat, 0) || !(p.out >= 0) || math.IsInf(p.out, 0) {
-			d.IncompleteRequests++
-			continue
+	d.Requests = make([]Request, 0, total)
+	for _, fp := range order {
+		rs := series[fp]
+		var pos [nReqMetrics]int
+		for {
+			// The next timestamp of any metric.
+			ts, any := model.Time(math.MaxInt64), false
+			for m := range nReqMetrics {
+				if pos[m] < len(rs.v[m]) {
+					ts, any = min(ts, rs.v[m][pos[m]].Timestamp), true
+				}
+			}
+			if !any {
+				break
+			}
+			var val [nReqMetrics]float64
+			var has [nReqMetrics]bool
+			for m := range nReqMetrics {
+				if pos[m] < len(rs.v[m]) && rs.v[m][pos[m]].Timestamp == ts {
+					val[m], has[m] = float64(rs.v[m][pos[m]].Value), true
+					pos[m]++
+				}
+			}
+			lat, out := val[rLat], val[rOut]
+			if !has[rOut] || !has[rLat] || !has[rSucc] || !(lat >= 0) || math.IsInf(lat, 0) || !(out >= 0) || math.IsInf(out, 0) {
+				d.IncompleteRequests++
+				continue
+			}
+			end := float64(ts) / 1000
+			r := Request{
+				Phase: rs.phase, Slot: rs.slot,
+				End: end, Send: end - lat, Latency: lat,
+				OutputTokens: int64(math.Round(out)), InputTokens: int64(math.Round(val[rIn])),
+				Success: val[rSucc] == 1,
+			}
+			if t := val[rTTFT]; has[rTTFT] && t >= 0 && !math.IsInf(t, 0) {
+				r.HasTTFT, r.TTFT, r.FirstToken = true, t, r.Send+t
+			}
+			d.Requests = append(d.Requests, r)
 		}
-		end := float64(k.ts) / 1000
-		r := Request{
-			Phase: p.phase, Slot: p.slot,
-			End: end, Send: end - p.lat, Latency: p.lat,
-			OutputTokens: int64(math.Round(p.out)), InputTokens: int64(math.Round(p.in)),
-			Success: p.succ == 1,
-		}
-		if p.has&hTTFT != 0 && p.ttft >= 0 && !math.IsInf(p.ttft, 0) {
-			r.HasTTFT, r.TTFT, r.FirstToken = true, p.ttft, r.Send+p.ttft
-		}
-		d.Requests = append(d.Requests, r)
 	}
 	return nil
 }
