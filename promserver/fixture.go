@@ -1,10 +1,10 @@
 package promserver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -26,14 +26,17 @@ func (s *Server) AppendSamples(ctx context.Context, samples []remotewrite.Sample
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return samples[idx[a]].TimestampMs < samples[idx[b]].TimestampMs })
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(samples[a].TimestampMs, samples[b].TimestampMs) })
 
 	type series struct {
 		ls  labels.Labels
 		ref storage.SeriesRef
 	}
 	cache := map[string]*series{}
-	var key []byte
+	var (
+		key   []byte
+		names []string
+	)
 	for start := 0; start < len(idx); start += appendBatch {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("appending samples: %w", err)
@@ -41,7 +44,7 @@ func (s *Server) AppendSamples(ctx context.Context, samples []remotewrite.Sample
 		app := s.db.AppenderV2(ctx)
 		for _, i := range idx[start:min(start+appendBatch, len(idx))] {
 			smp := samples[i]
-			key = seriesKey(key[:0], smp.Labels)
+			key, names = seriesKey(key[:0], names[:0], smp.Labels)
 			ser, ok := cache[string(key)]
 			if !ok {
 				if smp.Labels[model.MetricNameLabel] == "" {
@@ -65,9 +68,8 @@ func (s *Server) AppendSamples(ctx context.Context, samples []remotewrite.Sample
 	return nil
 }
 
-// seriesKey appends a canonical key of lbls to b.
-func seriesKey(b []byte, lbls map[string]string) []byte {
-	names := make([]string, 0, len(lbls))
+// seriesKey appends a canonical key of lbls to b, using names as scratch.
+func seriesKey(b []byte, names []string, lbls map[string]string) ([]byte, []string) {
 	for n := range lbls {
 		names = append(names, n)
 	}
@@ -78,5 +80,5 @@ func seriesKey(b []byte, lbls map[string]string) []byte {
 		b = append(b, lbls[n]...)
 		b = append(b, 0)
 	}
-	return b
+	return b, names
 }
