@@ -58,16 +58,6 @@ func BenchmarkSampleTick8GPUsSim(b *testing.B) {
 	benchTick(b, sim, clk, func(time.Duration) {})
 }
 
-func BenchmarkSampleTick8GPUsMockNVML(b *testing.B) {
-	clk := newFakeClock()
-	m := newMockNVML()
-	nv, err := gpu.NewNVML(m.srv, gpu.NVMLOptions{Clock: clk})
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchTick(b, nv, clk, m.advance)
-}
-
 // BenchmarkMetrics8GPUs100Runs is a /metrics scrape with 8 GPUs and 100
 // retained runs of 5 phases (4000 phase-energy series) plus one run in
 // progress; it reports p99 wall time and CPU time per scrape. "prom3" sends

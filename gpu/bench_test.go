@@ -18,20 +18,3 @@ func BenchmarkSimSample(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkNVMLMockSample is the exporter-side cost of one NVML sample
-// (batched field values, decoding, checks) against go-nvml's mock; the
-// driver's own time is not in it.
-func BenchmarkNVMLMockSample(b *testing.B) {
-	nv, err := NewNVML(mockServer(healthyGPUs(8)), NVMLOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nv.Close()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if _, err := nv.Sample(i % 8); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package gpu
 
 import (
@@ -16,14 +18,6 @@ const (
 	fieldPowerAverage = nvml.FI_DEV_POWER_AVERAGE            // 185, mW, ~1 s average
 	fieldEnergy       = nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION // 83, mJ since the driver loaded
 )
-
-// NVMLOptions tune the NVML backend.
-type NVMLOptions struct {
-	// MaxGPUs limits the GPUs read to the first N (0: all).
-	MaxGPUs int
-	// Clock stamps the samples (default the system clock).
-	Clock Clock
-}
 
 // NVML reads GPUs through NVML. Every call into the library is made only
 // after a successful Init, and none after Close.
@@ -50,7 +44,13 @@ type nvmlDevice struct {
 
 // OpenNVML loads the system's NVML library (libnvidia-ml.so.1) and opens
 // every GPU.
-func OpenNVML(opts NVMLOptions) (*NVML, error) { return NewNVML(nvml.New(), opts) }
+func OpenNVML(opts NVMLOptions) (Backend, error) {
+	b, err := NewNVML(nvml.New(), opts)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
 
 // NewNVML initializes lib (the real library, or go-nvml's mock in tests) and
 // probes every GPU for instant power, average power and the energy counter.

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package gpu
 
 import (
@@ -247,5 +249,22 @@ func TestFieldValueDecoding(t *testing.T) {
 	setField(&f, nvml.ERROR_NOT_SUPPORTED, nvml.VALUE_TYPE_UNSIGNED_INT, 1)
 	if _, ok := fieldValue(f); ok {
 		t.Error("a field with its own error decoded")
+	}
+}
+
+// BenchmarkNVMLMockSample is the exporter-side cost of one NVML sample
+// (batched field values, decoding, checks) against go-nvml's mock; the
+// driver's own time is not in it.
+func BenchmarkNVMLMockSample(b *testing.B) {
+	nv, err := NewNVML(mockServer(healthyGPUs(8)), NVMLOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nv.Close()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := nv.Sample(i % 8); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package exporter
 
 import (
@@ -202,4 +204,14 @@ func TestMetricsPassPromtool(t *testing.T) {
 	if err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
+}
+
+func BenchmarkSampleTick8GPUsMockNVML(b *testing.B) {
+	clk := newFakeClock()
+	m := newMockNVML()
+	nv, err := gpu.NewNVML(m.srv, gpu.NVMLOptions{Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchTick(b, nv, clk, m.advance)
 }
