@@ -3,6 +3,7 @@ package promserver
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/grafana/regexp"
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/route"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/labels"
@@ -28,7 +30,7 @@ import (
 )
 
 // handler mounts Prometheus' own web/api/v1 under /api/v1, plus the
-// /-/healthy and /-/ready probes.
+// /-/healthy and /-/ready probes and the server's own /metrics.
 func (s *Server) handler() http.Handler {
 	var appendable storage.AppendableV2
 	if !s.opts.DisableRemoteWrite {
@@ -81,6 +83,7 @@ func (s *Server) handler() http.Handler {
 	)
 	router := route.New()
 	api.Register(router.WithPrefix("/api/v1"))
+	router.Get("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}).ServeHTTP)
 	router.Get("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("Prometheus Server is Healthy.\n"))
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -195,6 +196,26 @@ func TestRemoteWriteOutOfOrderAndQueryAPI(t *testing.T) {
 		}
 		if len(vals) != 1 || string(vals[0]) != "r1" {
 			t.Errorf("run_id values %v, want [r1]", vals)
+		}
+	})
+	t.Run("self metrics", func(t *testing.T) {
+		resp, err := http.Get(s.URL() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		// The 60 older samples of slot 0 came after newer ones of their series.
+		const want = `prometheus_tsdb_head_out_of_order_samples_appended_total{type="float"} 60`
+		if !strings.Contains(b.String(), want+"\n") {
+			var got []string
+			for _, l := range strings.Split(b.String(), "\n") {
+				if strings.HasPrefix(l, "prometheus_tsdb_head_out_of_order_samples_appended_total") {
+					got = append(got, l)
+				}
+			}
+			t.Errorf("/metrics: %q, want %s", got, want)
 		}
 	})
 	t.Run("buildinfo", func(t *testing.T) {
@@ -512,4 +533,19 @@ func TestDirInUse(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), s.opts.Dir) {
 		t.Errorf("second server on the same directory: err %v, want one naming the directory", err)
 	}
+}
+
+func TestListenFailureReleasesDir(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := filepath.Join(t.TempDir(), "tsdb")
+	_, err = Start(context.Background(), Options{Dir: dir, ListenAddress: busy.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "listen on "+busy.Addr().String()) {
+		t.Fatalf("Start on a busy port: err %v", err)
+	}
+	// The failed Start closed the TSDB: the directory can be opened again.
+	startServer(t, Options{Dir: dir})
 }
