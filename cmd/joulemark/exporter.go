@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -47,13 +48,16 @@ type ExporterCmd struct {
 
 // Run starts the exporter and serves until SIGINT or SIGTERM.
 func (c *ExporterCmd) Run(g *Globals) error {
-	log := g.Logger()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return c.run(ctx, g.Logger())
+}
+
+func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 	token, err := apiToken(c.APITokenFile)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	var backend gpu.Backend
 	switch c.GPU {

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/joulemark/joulemark/phaseapi"
+)
+
+func parseCLI(t *testing.T, args ...string) *CLI {
+	t.Helper()
+	var cli CLI
+	p, err := kong.New(&cli, kong.Name("joulemark"), kong.Vars{"version": "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Parse(args); err != nil {
+		t.Fatalf("parsing %v: %v", args, err)
+	}
+	return &cli
+}
+
+// TestExporterAndPhaseCommands runs `joulemark exporter --gpu=sim` in
+// process and drives a lifecycle with `joulemark phase`.
+func TestExporterAndPhaseCommands(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("cli-test-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cli := parseCLI(t, "exporter", "--gpu=sim", "--gpus=2", "--interval=20ms", "--web.listen-address="+addr,
+		"--api-token-file="+tokenFile, "--release-hold=300ms", "--release-max-wait=20s")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cli.Exporter.run(ctx, slog.New(slog.DiscardHandler)) }()
+	base := "http://" + addr
+	for i := 0; ; i++ {
+		if resp, err := http.Get(base + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if i > 500 {
+			t.Fatal("exporter never became ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	phase := func(args ...string) error {
+		pc := parseCLI(t, append([]string{"phase"}, args...)...)
+		return pc.Phase.Run(&pc.Globals)
+	}
+	for _, p := range []string{"idle", "startup", "release"} {
+		if err := phase("r1", p, "--exporter", base, "--api-token-file", tokenFile); err != nil {
+			t.Fatalf("phase %s: %v", p, err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if err := phase("r1", "warmup", "--exporter", base, "--api-token-file", tokenFile); !phaseapi.IsStatus(err, http.StatusConflict) {
+		t.Errorf("out-of-order phase through the CLI: %v, want a 409", err)
+	}
+	if err := phase("r1", "bogus", "--exporter", base, "--api-token-file", tokenFile); err == nil || !strings.Contains(err.Error(), "unknown phase") {
+		t.Errorf("bogus phase: %v", err)
+	}
+	t.Setenv("JOULEMARK_API_TOKEN", "")
+	if err := phase("r1", "end", "--exporter", base); err == nil || !strings.Contains(err.Error(), "no API token") {
+		t.Errorf("no token: %v", err)
+	}
+	t.Setenv("JOULEMARK_API_TOKEN", "wrong")
+	if err := phase("r2", "idle", "--exporter", base); !phaseapi.IsStatus(err, http.StatusUnauthorized) {
+		t.Errorf("wrong token from the environment: %v, want 401", err)
+	}
+
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	cl, _ := phaseapi.NewClient(base, "", nil)
+	st, err := cl.WaitRelease(wctx, "r1", 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Release.State != phaseapi.ReleaseClosed {
+		t.Errorf("release %+v, want closed (idle power throughout)", st.Release)
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`joulemark_run_release_closed{run_id="r1"} 1`, `joulemark_gpu_info{driver_version="sim"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(string(body), "cli-test-token") {
+		t.Error("the token reached /metrics")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exporter after shutdown: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("exporter did not shut down")
+	}
+}
+
+func TestExporterCommandErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"exporter", "--gpu=sim", "--interval=1ms"}, "at least 10ms"},
+		{[]string{"exporter", "--gpu=sim", "--api-token-file=/nonexistent/token"}, "reading the API token"},
+		{[]string{"exporter", "--gpu=sim", "--sim.max-watts=10"}, "max power"},
+		{[]string{"exporter", "--gpu=nvml", "--sim.engine-url=http://x:1"}, "--gpu=sim"},
+		{[]string{"exporter", "--gpu=sim", "--release-hold=20m"}, "release hold"},
+	} {
+		cli := parseCLI(t, tc.args...)
+		err := cli.Exporter.run(context.Background(), slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
