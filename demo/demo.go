@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/analyze"
@@ -29,10 +31,10 @@ import (
 	"github.com/joulemark/joulemark/simengine"
 )
 
-// Scrape jobs of the demo's targets.
+// Scrape jobs of the demo's targets: deploy/prometheus's names.
 const (
 	JobExporter = "joulemark-exporter"
-	JobEngine   = "sim-engine"
+	JobEngine   = "inference-engine"
 )
 
 // Result is what a demo run produced and where it is.
@@ -137,7 +139,13 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	}
 	exp.Start(runCtx)
 	closers = append(closers, exp.Close)
-	expSrv, err := serveLocal("exporter", exp.Handler())
+	// The exporter's API as it is, its /metrics with the node label a
+	// scrape config would add.
+	node := map[string]string{"node": NodeLabel}
+	expMux := http.NewServeMux()
+	expMux.Handle("/", exp.Handler())
+	expMux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{exp.Gatherer(), node}, promhttp.HandlerOpts{}))
+	expSrv, err := serveLocal("exporter", expMux)
 	if err != nil {
 		return res, err
 	}
@@ -160,7 +168,10 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		defer c()
 		return eng.Stop(sctx)
 	})
-	engSrv, err := serveLocal("sim-engine", eng.Handler(nil))
+	engMux := http.NewServeMux()
+	engMux.Handle("/", eng.Handler(nil))
+	engMux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{eng.Registry(), node}, promhttp.HandlerOpts{}))
+	engSrv, err := serveLocal("sim-engine", engMux)
 	if err != nil {
 		return res, err
 	}
@@ -200,8 +211,8 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 			return res, err
 		}
 		p := startPusher(w, cfg.ScrapeInterval, log,
-			pushTarget{job: JobExporter, instance: hostPort(expSrv.url), g: exp.Gatherer()},
-			pushTarget{job: JobEngine, instance: hostPort(engSrv.url), g: eng.Registry()})
+			pushTarget{job: JobExporter, instance: hostPort(expSrv.url), g: labelGatherer{exp.Gatherer(), node}},
+			pushTarget{job: JobEngine, instance: hostPort(engSrv.url), g: labelGatherer{eng.Registry(), node}})
 		closers = append(closers, func() error {
 			cctx, c := context.WithTimeout(context.Background(), 30*time.Second)
 			defer c()

@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,9 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/realprom"
 )
 
 // smallConfig is the demo at test scale: phases of a few seconds, a fast
@@ -212,4 +218,56 @@ func deref(p *float64) float64 {
 		return math.NaN()
 	}
 	return *p
+}
+
+// TestDemoExternalPrometheus runs the demo against a real Prometheus
+// (--prometheus-url): the exporter's and engine's series and the
+// per-request samples all arrive by remote write, and the analysis reads
+// them back the same way.
+func TestDemoExternalPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end demo run (~30 s)")
+	}
+	prom := realprom.Start(t, "")
+	cfg := smallConfig(t)
+	cfg.PrometheusURL = prom.URL
+	res := runDemo(t, cfg)
+	rep := res.Report
+	if res.TSDBDir != "" {
+		t.Errorf("TSDB dir %q with an external Prometheus", res.TSDBDir)
+	}
+	formal, ok := rep.Stages["formal"]
+	if !ok || formal.EnergyJoules == nil {
+		t.Fatalf("no formal stage energy: %+v", rep.Stages)
+	}
+	want := exact(res.Sim, cfg.GPUs, formal.Start, formal.End)
+	if e := relErr(*formal.EnergyJoules, want); e > 0.005 {
+		t.Errorf("formal energy %.1f J, exact %.1f J (%.2f%% off)", *formal.EnergyJoules, want, 100*e)
+	}
+	if !rep.Release.Closed || rep.Requests.Started < 100 || rep.Requests.Failed != 0 {
+		t.Errorf("release closed %v, %d started, %d failed", rep.Release.Closed, rep.Requests.Started, rep.Requests.Failed)
+	}
+	// The pushed series carry the labels a scrape would.
+	api := promAPI(t, prom.URL)
+	for _, q := range []string{
+		fmt.Sprintf(`joulemark_gpu_energy_joules_total{job=%q,node=%q}`, JobExporter, NodeLabel),
+		fmt.Sprintf(`vllm:generation_tokens_total{job=%q,node=%q}`, JobEngine, NodeLabel),
+	} {
+		v, _, _, err := api.Query(t.Context(), "count(last_over_time("+q+"[10m]))", time.Now())
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if vec, ok := v.(model.Vector); !ok || len(vec) != 1 || vec[0].Value < 1 {
+			t.Errorf("%s: %v", q, v)
+		}
+	}
+}
+
+func promAPI(t *testing.T, url string) v1.API {
+	t.Helper()
+	c, err := api.NewClient(api.Config{Address: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v1.NewAPI(c)
 }
