@@ -222,6 +222,15 @@ func (c *Config) Validate() error {
 	if c.IdleDuration < 0 {
 		bad("idle_duration", "%s must not be negative", c.IdleDuration)
 	}
+	if c.MaxLag < 0 {
+		bad("max_lag", "%s must not be negative", c.MaxLag)
+	}
+	if c.EngineMetricsInterval < 0 {
+		bad("engine_metrics_interval", "%s must not be negative", c.EngineMetricsInterval)
+	}
+	if c.RemoteWrite.AggregateInterval < 0 || c.RemoteWrite.FlushTimeout < 0 {
+		bad("remote_write.aggregate_interval", "durations must not be negative")
+	}
 	w := c.Workload
 	if w.Dataset != "" && w.Trace != "" {
 		bad("workload.dataset", "a dataset and a trace exclude each other")

@@ -51,6 +51,8 @@ func TestConfigValidate(t *testing.T) {
 		{"bad remote write", func(c *Config) { c.RemoteWrite.URL = "prom:9090" }, []string{"remote_write.url"}},
 		{"bad run id", func(c *Config) { c.RunID = "../etc" }, []string{"run_id"}},
 		{"no runs dir", func(c *Config) { c.RunsDir = "" }, []string{"runs_dir"}},
+		{"negative max lag", func(c *Config) { c.MaxLag = -1 }, []string{"max_lag"}},
+		{"negative flush", func(c *Config) { c.RemoteWrite.FlushTimeout = -1 }, []string{"remote_write"}},
 		{"several at once", func(c *Config) { c.Target, c.Endpoint = "", "x" }, []string{"target:", "endpoint:"}},
 	}
 	for _, tt := range tests {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/openai/openaitest"
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/promserver"
@@ -129,5 +130,41 @@ func TestRunAgainstExporterAndPrometheus(t *testing.T) {
 	}
 	if vec, ok := v.(model.Vector); !ok || len(vec) != 1 || float64(vec[0].Value) != float64(len(recs)) {
 		t.Errorf("requests_total: %v", v)
+	}
+}
+
+// TestRunRealPrometheusInOrder writes a run's samples to Debian's
+// prometheus with no out-of-order window: every per-request sample must be
+// accepted (no series gets a sample older than its last, none twice at one
+// timestamp), and the counts read back match the archive.
+func TestRunRealPrometheusInOrder(t *testing.T) {
+	prom := realprom.Start(t, "global:\n  scrape_interval: 1s\n")
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Concurrency = 8
+	cfg.Requests = 400
+	cfg.RemoteWrite.URL = prom.URL + "/api/v1/write"
+	cfg.RunID = "realprom-1"
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	res, err := Run(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RemoteWrite.Lost() != 0 || res.HasFlag(FlagRemoteWriteLost) {
+		t.Fatalf("remote write %+v flags %v\n%s", res.RemoteWrite, res.Flags, prom.Log())
+	}
+	cl, err := api.NewClient(api.Config{Address: prom.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, _, err := promv1.NewAPI(cl).Query(context.Background(),
+		`sum(count_over_time(joulemark_request_success{run_id="realprom-1"}[1h]))`, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vec, ok := v.(model.Vector); !ok || len(vec) != 1 || int(vec[0].Value) != 402 {
+		t.Errorf("samples in Prometheus: %v, want 402", v)
 	}
 }
