@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kong"
+)
+
+func parseBench(t *testing.T, args ...string) (*BenchCmd, error) {
+	t.Helper()
+	var cli CLI
+	p, err := kong.New(&cli, kong.Name("joulemark"), kong.Vars{"version": "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Parse(append([]string{"bench"}, args...))
+	return &cli.Bench, err
+}
+
+func TestBenchFlagsToConfig(t *testing.T) {
+	c, err := parseBench(t, "--target", "http://h:8000/v1", "--model", "m", "--endpoint", "chat",
+		"--rate", "4", "--burstiness", "0.5", "--max-concurrency", "16", "--duration", "2m",
+		"--ignore-eos", "--min-tokens", "3", "--temperature", "0", "--sampling-seed", "9", "--thinking", "off",
+		"--first-token-timeout", "30s", "--engine-start", "kubectl scale --replicas=1 deploy/vllm", "--engine-stop", "kubectl scale --replicas=0 deploy/vllm",
+		"--exporter", "http://a:9402", "--exporter", "http://b:9402",
+		"--remote-write-url", "https://mimir/api/v1/push", "--remote-write-basic-user", "u",
+		"--remote-write-basic-password-file", "/etc/pw", "--remote-write-header", "X-Scope-OrgID=team-a",
+		"--remote-write-ca-file", "/etc/ca.pem", "--run-id", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.config()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Endpoint != "chat" || cfg.Rate != 4 || cfg.Burstiness != 0.5 || cfg.MaxConcurrency != 16 || cfg.Duration != 2*time.Minute ||
+		cfg.WarmupRequests != 8 || cfg.IdleDuration != 20*time.Second || cfg.Engine.ReadyTimeout != 10*time.Minute {
+		t.Errorf("load/lifecycle %+v", cfg)
+	}
+	x := cfg.Extras
+	if x.IgnoreEOS == nil || !*x.IgnoreEOS || *x.MinTokens != 3 || *x.Temperature != 0 || *x.Seed != 9 || x.EnableThinking == nil || *x.EnableThinking || x.MaxTokens != nil {
+		t.Errorf("extras %+v", x)
+	}
+	if cfg.Timeouts.FirstToken != 30*time.Second || cfg.Timeouts.Connect != 10*time.Second || cfg.Engine.Start == "" || len(cfg.Exporters) != 2 {
+		t.Errorf("timeouts/engine/exporters %+v", cfg)
+	}
+	h := cfg.RemoteWrite.HTTP
+	if h.BasicAuth == nil || h.BasicAuth.Username != "u" || h.BasicAuth.PasswordFile != "/etc/pw" || h.TLSConfig.CAFile != "/etc/ca.pem" ||
+		h.HTTPHeaders == nil || h.HTTPHeaders.Headers["X-Scope-OrgID"].Values[0] != "team-a" {
+		t.Errorf("remote write http %+v", h)
+	}
+}
+
+func TestBenchConfigFileExcludesFlags(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "e.yaml")
+	os.WriteFile(f, []byte("target: http://h:1/v1\nconcurrency: 2\nrequests: 5\nengine:\n  no_lifecycle: true\n"), 0o644)
+	c, err := parseBench(t, "--config", f, "--concurrency", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "--concurrency") {
+		t.Errorf("--config with --concurrency: %v", err)
+	}
+	c, _ = parseBench(t, "--target", "http://h:1/v1", "--set", "concurrency=2")
+	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "--set") {
+		t.Errorf("--set without --config: %v", err)
+	}
+	c, _ = parseBench(t, "--target", "http://h:1/v1", "--requests", "5")
+	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "set concurrency") {
+		t.Errorf("invalid flags: %v", err)
+	}
+}
