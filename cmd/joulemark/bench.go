@@ -95,11 +95,19 @@ type BenchCmd struct {
 // experimentFlags may go with --config.
 var experimentFlags = []string{"config", "set", "dry-run", "help", "log.level", "log.format", "version"}
 
-// AfterApply notes which flags the command line set (kong hook).
+// AfterApply notes which config flags the command line or the environment
+// gave (kong hook); defaults do not count.
 func (c *BenchCmd) AfterApply(kctx *kong.Context) error {
-	for _, f := range kctx.Flags() {
-		if f.Set && !slices.Contains(experimentFlags, f.Name) {
+	for _, p := range kctx.Path {
+		if f := p.Flag; f != nil && !slices.Contains(experimentFlags, f.Name) && !slices.Contains(c.set, f.Name) {
 			c.set = append(c.set, f.Name)
+		}
+	}
+	for _, f := range kctx.Flags() {
+		for _, env := range f.Envs {
+			if _, ok := os.LookupEnv(env); ok && !slices.Contains(experimentFlags, f.Name) && !slices.Contains(c.set, f.Name) {
+				c.set = append(c.set, f.Name+" (from $"+env+")")
+			}
 		}
 	}
 	return nil

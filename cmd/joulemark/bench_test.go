@@ -63,8 +63,16 @@ func TestBenchConfigFileExcludesFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "--concurrency") {
+	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "drop --concurrency (use --set") {
 		t.Errorf("--config with --concurrency: %v", err)
+	}
+	// Defaults are not flags given: --config alone goes on (here to the dry run).
+	c, err = parseBench(t, "--config", f, "--dry-run", "--set", "requests=7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(&Globals{}); err != nil {
+		t.Errorf("--config --dry-run: %v", err)
 	}
 	c, _ = parseBench(t, "--target", "http://h:1/v1", "--set", "concurrency=2")
 	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "--set") {
