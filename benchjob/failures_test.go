@@ -340,3 +340,26 @@ func TestRunHooksAndEngineMetrics(t *testing.T) {
 		t.Errorf("manifest engine %+v", man.Engine)
 	}
 }
+
+func TestRunEngineDiesDuringStartup(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{NotReadyFor: time.Hour})
+	defer srv.Close()
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Engine.Cmd = "echo 'CUDA out of memory' >&2; exit 1"
+	cfg.Engine.ReadyTimeout = time.Minute
+	t0 := time.Now()
+	res, err := Run(context.Background(), cfg, testOptions())
+	if err == nil || !strings.Contains(err.Error(), "engine exited") || !strings.Contains(err.Error(), "exit status 1") {
+		t.Fatalf("err %v", err)
+	}
+	if time.Since(t0) > 10*time.Second {
+		t.Errorf("took %s: a dead engine must not wait out the ready timeout", time.Since(t0))
+	}
+	if !res.HasFlag(FlagEngineExited) || res.HasFlag(FlagEngineNotReady) {
+		t.Errorf("flags %v", res.Flags)
+	}
+	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, EngineLogFile))
+	if !strings.Contains(string(logb), "CUDA out of memory") {
+		t.Errorf("engine.log %q", logb)
+	}
+}

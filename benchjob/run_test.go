@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -180,6 +181,11 @@ func TestRunFullLifecycle(t *testing.T) {
 		man.Engine.MaxModelLen != 8192 || man.Engine.ReportedVer != "0.0.0-fake" || man.Prompts != 23 ||
 		len(man.PromptSetSHA256) != 64 || man.Joulemark.Version == "" || man.Host.CPUs == 0 || man.Thinking != "engine_default" {
 		t.Errorf("manifest: %+v", man)
+	}
+	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		if man.Git == nil || man.Git.Commit != strings.TrimSpace(string(out)) {
+			t.Errorf("manifest git %+v, checkout at %s", man.Git, out)
+		}
 	}
 	if g := man.GPUs[exp.URL]; len(g) != 1 || g[0].Name != "Fake H100" {
 		t.Errorf("manifest GPUs %+v", man.GPUs)
