@@ -390,7 +390,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		go func() { defer scrapeWG.Done(); r.scrapeEngineMetrics(stopScrape) }()
 	}
 
-	err := r.lifecycle(ctx, runCtx, cancelRun)
+	err := r.lifecycle(runCtx, cancelRun)
 	status := StatusCompleted
 	switch {
 	case ctx.Err() != nil:
@@ -410,7 +410,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 }
 
 // lifecycle runs idle → startup → readiness → identity → warm-up → formal.
-func (r *runner) lifecycle(parent, ctx context.Context, cancelRun context.CancelCauseFunc) error {
+func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFunc) error {
 	nl := r.cfg.Engine.NoLifecycle
 	if nl {
 		r.flag(FlagNoLifecycle)

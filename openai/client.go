@@ -258,6 +258,12 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 		resp.Err = &Error{Class: ClassHTTPStatus, StatusCode: hr.StatusCode, Msg: strings.TrimSpace(string(msg))}
 		return resp
 	}
+	if ct := hr.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "text/event-stream") {
+		msg, _ := io.ReadAll(io.LimitReader(hr.Body, 200))
+		resp.End = time.Now()
+		resp.Err = &Error{Class: ClassMalformedStream, Msg: fmt.Sprintf("answer is %s, not an event stream (streaming unsupported?): %s", ct, bytes.TrimSpace(msg))}
+		return resp
+	}
 	st, _ := c.pool.Get().(*state)
 	if st == nil {
 		st = &state{sse: NewSSEReader(hr.Body, 0)}

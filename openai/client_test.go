@@ -130,6 +130,7 @@ func TestStreamFailureClasses(t *testing.T) {
 		{name: "broken stream", b: openaitest.Behavior{BreakAfter: 2}, want: openai.ClassBrokenStream},
 		{name: "no done no finish", b: openaitest.Behavior{NoDone: true, NoFinish: true, NoUsage: true}, want: openai.ClassBrokenStream},
 		{name: "malformed chunk", b: openaitest.Behavior{Malformed: true}, want: openai.ClassMalformedStream},
+		{name: "not streaming", b: openaitest.Behavior{NotStreaming: true}, want: openai.ClassMalformedStream},
 		{name: "error in stream", b: openaitest.Behavior{StreamError: true}, want: openai.ClassStreamError},
 		{name: "first token timeout", b: openaitest.Behavior{FirstTokenDelay: 2 * time.Second},
 			cfg: openai.Config{FirstTokenTimeout: 50 * time.Millisecond}, want: openai.ClassTimeoutFirstToken},

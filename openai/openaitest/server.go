@@ -36,6 +36,9 @@ type Behavior struct {
 	Malformed bool
 	// StreamError sends {"error": ...} after the first token.
 	StreamError bool
+	// NotStreaming answers with one JSON completion, as a server that
+	// ignores "stream": true does.
+	NotStreaming bool
 	// NoDone leaves out the final [DONE] (and the finish_reason when NoFinish).
 	NoDone, NoFinish bool
 	// FirstTokenDelay waits before the first chunk; TokenDelay between chunks.
@@ -195,6 +198,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	answer := b.Model
 	if b.AnswerModel != "" {
 		answer = b.AnswerModel
+	}
+	if b.NotStreaming {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"cmpl-%d","object":"text_completion","model":%q,"choices":[{"index":0,"text":" the quick","finish_reason":"length"}],"usage":{"prompt_tokens":7,"completion_tokens":%d}}`, n, answer, tokens)
+		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
