@@ -85,10 +85,13 @@ type Exporter struct {
 	finished []string // ended run IDs, oldest first
 	pending  []*boundary
 
-	frozenVersion      uint64 // bumped when a run is frozen or a frozen run dropped
+	frozenVersion      uint64       // bumped when a run is frozen or a frozen run dropped
+	freezeMu           sync.RWMutex // taken before mu: held (write) while runs freeze, (read) by each gather
 	frozenMu           sync.Mutex
 	frozenCache        map[string][]*dto.Metric
 	frozenCacheVersion uint64
+	frozenTextCache    map[string]frozenText
+	frozenTextVersion  uint64
 
 	sampleMu sync.Mutex // serializes SampleOnce
 	slowMu   sync.Mutex // serializes SampleSlowOnce
@@ -312,8 +315,12 @@ func (e *Exporter) SampleOnce() {
 		}
 		res[i] = fastResult{s, err}
 	}
-	now := e.off(e.clock.Now())
+	e.applySamples(res, e.off(e.clock.Now()))
+	e.freezeRuns()
+}
 
+// applySamples folds one pass of samples into the state.
+func (e *Exporter) applySamples(res []fastResult, now int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i, g := range e.gpus {
@@ -336,7 +343,6 @@ func (e *Exporter) SampleOnce() {
 	}
 	e.resolvePending()
 	e.observeRuns(now)
-	e.freezeRuns()
 }
 
 // addSample folds one fast sample into GPU g's energy and ring. Called with

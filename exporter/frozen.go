@@ -42,8 +42,26 @@ func settled(r *run) bool {
 	return true
 }
 
-// freezeRuns renders every newly settled run. Called with e.mu held.
+// freezeRuns renders every newly settled run. A gather holds freezeMu
+// (read) across the live collectors and the frozen snapshot, so no scrape
+// sees a run both live and frozen, or neither.
 func (e *Exporter) freezeRuns() {
+	e.mu.RLock()
+	need := false
+	for _, id := range e.finished {
+		if r := e.runs[id]; r != nil && r.frozen == nil && settled(r) {
+			need = true
+			break
+		}
+	}
+	e.mu.RUnlock()
+	if !need {
+		return
+	}
+	e.freezeMu.Lock()
+	defer e.freezeMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, id := range e.finished {
 		r := e.runs[id]
 		if r == nil || r.frozen != nil || !settled(r) {
@@ -67,13 +85,13 @@ func (e *Exporter) freezeRuns() {
 
 // frozenFamilies merges every frozen run's series per family, sorted as a
 // registry sorts them; rebuilt only when the set of frozen runs changed.
-func (e *Exporter) frozenFamilies() map[string][]*dto.Metric {
+func (e *Exporter) frozenFamilies() (map[string][]*dto.Metric, uint64) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	e.frozenMu.Lock()
 	defer e.frozenMu.Unlock()
 	if e.frozenCache != nil && e.frozenCacheVersion == e.frozenVersion {
-		return e.frozenCache
+		return e.frozenCache, e.frozenCacheVersion
 	}
 	fams := map[string][]*dto.Metric{}
 	for _, id := range e.finished {
@@ -87,7 +105,7 @@ func (e *Exporter) frozenFamilies() map[string][]*dto.Metric {
 		slices.SortFunc(ms, compareMetrics)
 	}
 	e.frozenCache, e.frozenCacheVersion = fams, e.frozenVersion
-	return fams
+	return fams, e.frozenCacheVersion
 }
 
 // compareMetrics orders metrics of one family by their label values (label
@@ -105,8 +123,9 @@ func compareMetrics(a, b *dto.Metric) int {
 // gatherer serves the contract registry, optionally the self-metrics, and
 // the frozen runs' cached series.
 type gatherer struct {
-	e        *Exporter
-	withSelf bool
+	e          *Exporter
+	withSelf   bool
+	skipFrozen bool // leave the frozen runs out (the text fast path appends them)
 }
 
 // Gatherer gathers every contract metric (what /metrics serves besides the
@@ -114,6 +133,13 @@ type gatherer struct {
 func (e *Exporter) Gatherer() prometheus.Gatherer { return gatherer{e: e} }
 
 func (g gatherer) Gather() ([]*dto.MetricFamily, error) {
+	g.e.freezeMu.RLock()
+	defer g.e.freezeMu.RUnlock()
+	return g.gatherLocked()
+}
+
+// gatherLocked gathers with e.freezeMu held.
+func (g gatherer) gatherLocked() ([]*dto.MetricFamily, error) {
 	mfs, err := g.e.reg.Gather()
 	if g.withSelf {
 		self, serr := g.e.selfReg.Gather()
@@ -122,7 +148,10 @@ func (g gatherer) Gather() ([]*dto.MetricFamily, error) {
 			err = serr
 		}
 	}
-	frozen := g.e.frozenFamilies()
+	if g.skipFrozen {
+		return mfs, err
+	}
+	frozen, _ := g.e.frozenFamilies()
 	for name, ms := range frozen {
 		i := slices.IndexFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == name })
 		if i < 0 {

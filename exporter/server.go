@@ -22,10 +22,7 @@ func (e *Exporter) Handler() http.Handler {
 	route := func(pattern, name string, h http.HandlerFunc) {
 		mux.Handle(pattern, promhttp.InstrumentHandlerCounter(requests.MustCurryWith(prometheus.Labels{"handler": name}), h))
 	}
-	metrics := promhttp.HandlerFor(gatherer{e: e, withSelf: true}, promhttp.HandlerOpts{
-		ErrorLog: slogErrorLog{e}, Registry: e.selfReg, MaxRequestsInFlight: 10,
-	})
-	mux.Handle("GET /metrics", promhttp.InstrumentHandlerDuration(scrape, metrics))
+	mux.Handle("GET /metrics", promhttp.InstrumentHandlerDuration(scrape, newMetricsHandler(e)))
 	route("POST /api/v1/runs/{run_id}/phases/{phase}", "/api/v1/runs/{run_id}/phases/{phase}", e.handleStartPhase)
 	route("POST /api/v1/runs/{run_id}/end", "/api/v1/runs/{run_id}/end", e.handleEndRun)
 	route("GET /api/v1/runs/{run_id}", "/api/v1/runs/{run_id}", e.handleRun)
