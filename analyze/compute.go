@@ -61,7 +61,7 @@ const (
 	FlagIdleUnstable         = "idle_unstable"
 	FlagTooFewRequests       = "too_few_requests"
 	FlagErrorRateHigh        = "error_rate_high"
-	FlagEnergySourcesDisagre = "energy_sources_disagree"
+	FlagEnergySourcesDisagree = "energy_sources_disagree"
 	FlagCoverageLow          = "coverage_low"
 	FlagPhaseMissing         = "phase_missing"
 	FlagRequestsIncomplete   = "request_samples_incomplete"
@@ -220,7 +220,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 		r.Stages[name] = st
 	}
 	if len(disagree) > 0 {
-		flag(FlagEnergySourcesDisagre, true, "counter and exporter stage energies differ by more than %g%%: %s", 100*p.EnergyTolerance, strings.Join(disagree, "; "))
+		flag(FlagEnergySourcesDisagree, true, "counter and exporter stage energies differ by more than %g%%: %s", 100*p.EnergyTolerance, strings.Join(disagree, "; "))
 	}
 	stageE := func(name string) *float64 { return r.Stages[name].EnergyJoules }
 	r.Energy.StartupJoules = sumPtr(stageE("startup"), stageE("warmup"))

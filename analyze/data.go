@@ -13,7 +13,10 @@ type GPUSeries struct {
 	Instance     string
 	EnergySource string   // joulemark_gpu_info energy_source: counter or integrated
 	Energy       []Sample // joulemark_gpu_energy_joules_total, time ordered
-	Power        []Sample // joulemark_gpu_power_watts, time ordered
+	// EnergyRaw is true when Energy holds the exporter's high-rate counter
+	// samples (joulemark_gpu_energy_sample_joules_total) instead of scrapes.
+	EnergyRaw bool
+	Power     []Sample // joulemark_gpu_power_watts, time ordered
 }
 
 // Label names a GPU in messages and plots.

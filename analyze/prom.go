@@ -16,13 +16,18 @@ import (
 
 // Metric names read from Prometheus (DESIGN.md, "Metric contract").
 const (
-	mPhaseStart     = "joulemark_phase_start_timestamp_seconds"
-	mPhaseEnd       = "joulemark_phase_end_timestamp_seconds"
-	mPhaseEnergy    = "joulemark_phase_energy_joules"
-	mReleaseClosed  = "joulemark_run_release_closed"
-	mGPUInfo        = "joulemark_gpu_info"
-	mGPUEnergy      = "joulemark_gpu_energy_joules_total"
-	mGPUPower       = "joulemark_gpu_power_watts"
+	mPhaseStart    = "joulemark_phase_start_timestamp_seconds"
+	mPhaseEnd      = "joulemark_phase_end_timestamp_seconds"
+	mPhaseEnergy   = "joulemark_phase_energy_joules"
+	mReleaseClosed = "joulemark_run_release_closed"
+	mGPUInfo       = "joulemark_gpu_info"
+	mGPUEnergy     = "joulemark_gpu_energy_joules_total"
+	mGPUPower      = "joulemark_gpu_power_watts"
+	// mGPUEnergyRaw is the exporter's energy counter at every high-rate
+	// sample, pushed by its --remote-write-url with the sample's own
+	// timestamp. Where present it replaces the scraped counter: boundary
+	// interpolation over 100 ms instead of the scrape interval.
+	mGPUEnergyRaw   = "joulemark_gpu_energy_sample_joules_total"
 	mReqOutput      = "joulemark_request_output_tokens"
 	mReqInput       = "joulemark_request_input_tokens"
 	mReqTTFT        = "joulemark_request_ttft_seconds"
@@ -192,6 +197,10 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	if err != nil {
 		return nil, err
 	}
+	energyRaw, err := l.matrix(ctx, fmt.Sprintf("%s{%s}[%s]", mGPUEnergyRaw, gpuSel, rng), evalAt)
+	if err != nil {
+		return nil, err
+	}
 	power, err := l.matrix(ctx, fmt.Sprintf("%s{%s}[%s]", mGPUPower, gpuSel, rng), evalAt)
 	if err != nil {
 		return nil, err
@@ -214,6 +223,12 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	pick(energy, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Energy) {
 			g.Energy = s
+		}
+	})
+	pick(energyRaw, func(g *GPUSeries, s []Sample) {
+		if len(s) > len(g.Energy) {
+			g.Energy = s
+			g.EnergyRaw = true
 		}
 	})
 	pick(power, func(g *GPUSeries, s []Sample) {

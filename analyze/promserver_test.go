@@ -86,7 +86,7 @@ func TestScenariosThroughTSDB(t *testing.T) {
 		edit   func([]remotewrite.Sample) []remotewrite.Sample
 	}{
 		{"release not closed", func(d *RunData) { d.ReleaseClosed = ptr(false) }, []string{FlagReleaseNotClosed}, nil},
-		{"exporter disagrees", func(d *RunData) { d.PhaseEnergy["release"] = 1100 }, []string{FlagEnergySourcesDisagre}, nil},
+		{"exporter disagrees", func(d *RunData) { d.PhaseEnergy["release"] = 1100 }, []string{FlagEnergySourcesDisagree}, nil},
 		{"counter reset mid-formal", func(d *RunData) {
 			// The exporter restarted at +80 s: its counter starts again
 			// from 0. Energy is unchanged (increase() semantics).
@@ -145,5 +145,33 @@ func TestScenariosThroughTSDB(t *testing.T) {
 				t.Errorf("formal energy %v, want 10000", val(r.Energy.FormalJoules))
 			}
 		})
+	}
+}
+
+// TestRawEnergySamplesPreferred: where the exporter pushed its high-rate
+// energy counter (joulemark_gpu_energy_sample_joules_total), stage energy
+// comes from it, not from the 1 s scrapes. The raw series here runs 4% above
+// the scraped one, so the formal stage reads 10400 J and disagrees with the
+// exporter's 10000 J.
+func TestRawEnergySamplesPreferred(t *testing.T) {
+	s := startPromserver(t)
+	d := fixture()
+	samples := fixtureSamples(d)
+	for g, w := range []float64{62.4, 41.6} {
+		for k := 0; k <= 1500; k++ {
+			tt := -5 + float64(k)/10
+			samples = append(samples, remotewrite.Sample{Value: 1000 + w*(tt+5), TimestampMs: int64((fixtureBase + tt) * 1000), Labels: map[string]string{
+				"__name__": mGPUEnergyRaw, "gpu": d.GPUs[g].GPU, "uuid": d.GPUs[g].UUID}})
+		}
+	}
+	if err := s.AppendSamples(context.Background(), samples); err != nil {
+		t.Fatal(err)
+	}
+	r := analyzeFixture(t, s.URL())
+	if got := val(r.Energy.FormalJoules); got < 10399 || got > 10401 {
+		t.Fatalf("formal energy %v, want 10400 from the raw counter samples", got)
+	}
+	if !slices.Contains(flagCodes(r), FlagEnergySourcesDisagree) {
+		t.Errorf("flags %v, want %s (raw counter 4%% above the exporter's phase energy)", flagCodes(r), FlagEnergySourcesDisagree)
 	}
 }
