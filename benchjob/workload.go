@@ -95,6 +95,7 @@ type synthetic struct {
 	rng           *rand.Rand
 	in, out       distuv.Normal
 	meanIn, meanO int
+	perm          []int // reused line order
 }
 
 func newSynthetic(w Workload) *synthetic {
@@ -130,7 +131,14 @@ func (g *synthetic) build(in, out int) string {
 	b.WriteString(strconv.Itoa(out))
 	b.WriteString(" output tokens. Don't generate eos tokens:\n\n")
 	want := in * 4
-	perm := g.rng.Perm(len(sonnetLines))
+	if g.perm == nil {
+		g.perm = make([]int, len(sonnetLines))
+	}
+	perm := g.perm
+	for i := range perm {
+		perm[i] = i
+	}
+	g.rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 	for k := 0; b.Len() < want; k++ {
 		line := sonnetLines[perm[k%len(perm)]]
 		if rest := want - b.Len(); len(line)+1 > rest {

@@ -172,3 +172,31 @@ func TestLoadTrace(t *testing.T) {
 }
 
 func osWriteFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }
+
+// TestSyntheticGolden pins the prompt set of the defaults with seed 1: a
+// change to the generator changes every run's prompt_set_sha256 and must be
+// deliberate (go test -update).
+func TestSyntheticGolden(t *testing.T) {
+	w := Defaults().Workload
+	w.Seed = 1
+	src := newSource(newSynthetic(w).prompt, -1)
+	first, _ := src.take()
+	for i := 1; i < 100; i++ {
+		src.take()
+	}
+	d, _ := src.digest()
+	got := d + "\n" + first.Text[:200] + "\n"
+	golden := filepath.Join("testdata", "synthetic_seed1.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("synthetic prompts changed (go test -update if deliberate):\n%s", got)
+	}
+}
