@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/config"
+
 	"github.com/joulemark/joulemark/openai/openaitest"
 	"github.com/joulemark/joulemark/phaseapi"
 )
@@ -361,5 +363,38 @@ func TestRunEngineDiesDuringStartup(t *testing.T) {
 	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, EngineLogFile))
 	if !strings.Contains(string(logb), "CUDA out of memory") {
 		t.Errorf("engine.log %q", logb)
+	}
+}
+
+func TestRunRemoteWriteAuthAndHeaders(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	rw := newRWReceiver(t)
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "rw-token")
+	os.WriteFile(tok, []byte("rw-secret-9"), 0o600)
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.RemoteWrite.URL = rw.URL
+	cfg.RemoteWrite.HTTP = config.DefaultHTTPClientConfig
+	cfg.RemoteWrite.HTTP.Authorization = &config.Authorization{Type: "Bearer", CredentialsFile: tok}
+	cfg.RemoteWrite.HTTP.HTTPHeaders = &config.Headers{Headers: map[string]config.Header{"X-Scope-OrgID": {Values: []string{"team-a"}}}}
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	res, err := Run(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw.mu.Lock()
+	h := rw.headers
+	rw.mu.Unlock()
+	if h.Get("Authorization") != "Bearer rw-secret-9" || h.Get("X-Scope-OrgID") != "team-a" || h.Get("Content-Encoding") != "snappy" {
+		t.Errorf("remote-write headers %v", h)
+	}
+	entries, _ := os.ReadDir(res.ArchiveDir)
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(res.ArchiveDir, e.Name()))
+		if strings.Contains(string(b), "rw-secret-9") {
+			t.Errorf("%s holds the remote-write token", e.Name())
+		}
 	}
 }
