@@ -74,6 +74,12 @@ func TestBenchConfigFileExcludesFlags(t *testing.T) {
 	if err := c.Run(&Globals{}); err != nil {
 		t.Errorf("--config --dry-run: %v", err)
 	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("target: http://h:1/v1\nconcurrency: 2\nrequests: 5\nworkload:\n  mean_input_tokns: 3\n"), 0o644)
+	c, _ = parseBench(t, "--config", bad)
+	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "mean_input_tokns") || !strings.Contains(err.Error(), "line 5") {
+		t.Errorf("unknown field: %v", err)
+	}
 	c, _ = parseBench(t, "--target", "http://h:1/v1", "--set", "concurrency=2")
 	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "--set") {
 		t.Errorf("--set without --config: %v", err)
