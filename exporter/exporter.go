@@ -378,16 +378,32 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 	g.samples++
 	g.ring.push(point{t: t, p: p, e: g.energy})
 	if e.rw != nil {
-		lbls := map[string]string{"__name__": "joulemark_gpu_power_sample_watts", "gpu": g.idx, "uuid": g.dev.UUID}
-		for k, v := range e.cfg.RemoteWriteLabels {
-			lbls[k] = v
+		ts := (e.t0Unix + t) / 1e6
+		for _, m := range []struct {
+			name string
+			v    float64
+		}{{RawPowerMetric, p}, {RawEnergyMetric, g.energy}} {
+			lbls := map[string]string{"__name__": m.name, "gpu": g.idx, "uuid": g.dev.UUID}
+			for k, v := range e.cfg.RemoteWriteLabels {
+				lbls[k] = v
+			}
+			e.rw.Append(remotewrite.Sample{Labels: lbls, Value: m.v, TimestampMs: ts})
 		}
-		e.rw.Append(remotewrite.Sample{Labels: lbls, Value: p, TimestampMs: (e.t0Unix + t) / 1e6})
 	}
 	for _, r := range e.runs {
 		r.onSample(i, p)
 	}
 }
+
+// Names of the raw high-rate series pushed by remote write: every sample's
+// power, and the exporter's energy counter (joulemark_gpu_energy_joules_total's
+// value) at that sample. They differ from the scraped names so sums over
+// scraped series never double-count; analyze prefers the raw energy series
+// for boundary interpolation when present.
+const (
+	RawPowerMetric  = "joulemark_gpu_power_sample_watts"
+	RawEnergyMetric = "joulemark_gpu_energy_sample_joules_total"
+)
 
 // SampleSlowOnce reads every GPU's slow metrics once. Start calls it every
 // SlowInterval.

@@ -198,21 +198,29 @@ func TestRemoteWriteRawSamples(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	var got []prompb.Sample
+	var got, energy []prompb.Sample
 	for _, ts := range rec.got {
 		lbl := map[string]string{}
 		for _, l := range ts.Labels {
 			lbl[l.Name] = l.Value
 		}
-		if lbl["__name__"] != "joulemark_gpu_power_sample_watts" || lbl["instance"] != "node-1" || lbl["uuid"] == "" {
+		if (lbl["__name__"] != RawPowerMetric && lbl["__name__"] != RawEnergyMetric) || lbl["instance"] != "node-1" || lbl["uuid"] == "" {
 			t.Errorf("series labels %v", lbl)
 		}
-		if lbl["gpu"] == "1" {
+		if lbl["gpu"] == "1" && lbl["__name__"] == RawPowerMetric {
 			got = append(got, ts.Samples...)
 		}
+		if lbl["gpu"] == "1" && lbl["__name__"] == RawEnergyMetric {
+			energy = append(energy, ts.Samples...)
+		}
 	}
-	if len(got) != 20 {
-		t.Fatalf("%d samples of gpu 1 received, want 20", len(got))
+	if len(got) != 20 || len(energy) != 20 {
+		t.Fatalf("%d power and %d energy samples of gpu 1 received, want 20 of each", len(got), len(energy))
+	}
+	for k := 1; k < len(energy); k++ {
+		if energy[k].Timestamp != got[k].Timestamp || energy[k].Value <= energy[k-1].Value {
+			t.Errorf("energy sample %d: %v @ %d after %v: want a growing counter at the power sample's timestamp %d", k, energy[k].Value, energy[k].Timestamp, energy[k-1].Value, got[k].Timestamp)
+		}
 	}
 	start := clk.Now().Add(-2 * time.Second)
 	for k, s := range got {
@@ -226,7 +234,8 @@ func TestRemoteWriteRawSamples(t *testing.T) {
 func TestRemoteWriteDropsAreCounted(t *testing.T) {
 	clk := newFakeClock()
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 1, Clock: clk})
-	// nothing listens there; a 5-sample buffer overflows at once
+	// nothing listens there; a 5-sample buffer overflows at once (each tick
+	// pushes a power and an energy sample: 24 in all, 19 dropped)
 	e, err := New(Config{Backend: sim, Clock: clk, RemoteWrite: &remotewrite.Config{
 		URL: "http://127.0.0.1:1/api/v1/write", BufferSize: 5, BatchSize: 100, FlushInterval: time.Hour, MaxElapsed: 10 * time.Millisecond}})
 	if err != nil {
@@ -237,7 +246,7 @@ func TestRemoteWriteDropsAreCounted(t *testing.T) {
 		e.SampleOnce()
 	}
 	m := fetchMetricsHandler(t, e)
-	if !strings.Contains(m, "joulemark_remote_write_samples_dropped_total 7") {
+	if !strings.Contains(m, "joulemark_remote_write_samples_dropped_total 19") {
 		t.Errorf("dropped samples not counted:\n%s", grepLines(m, "remote_write"))
 	}
 	if err := e.Close(); err == nil {
