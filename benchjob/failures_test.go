@@ -398,3 +398,30 @@ func TestRunRemoteWriteAuthAndHeaders(t *testing.T) {
 		}
 	}
 }
+
+func TestRunExporterFailsMidRun(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	good, bad := newFakeExporter(t, ""), newFakeExporter(t, "")
+	bad.failAfter = 2 // idle and startup, then 500s
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Exporters = []string{good.URL, bad.URL}
+	cfg.Engine.ReleaseWait = 200 * time.Millisecond
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	res, err := Run(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatalf("an exporter failing mid-run must not lose the run: %v", err)
+	}
+	if !res.HasFlag(FlagExporterError) || res.Summary.Succeeded != 10 {
+		t.Errorf("flags %v summary %+v", res.Flags, res.Summary)
+	}
+	if got := good.phases(); len(got) != 5 {
+		t.Errorf("the healthy exporter got %v", got)
+	}
+	var ph PhasesDoc
+	readJSON(t, filepath.Join(res.ArchiveDir, PhasesFile), &ph)
+	if len(ph.Exporters) != 2 || ph.Exporters[0].Status == nil {
+		t.Errorf("phases.json %+v", ph)
+	}
+}

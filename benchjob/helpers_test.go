@@ -28,6 +28,7 @@ type fakeExporter struct {
 	token        string
 	releasePolls int
 	neverClose   bool
+	failAfter    int // phase posts after this many answer 500 (0: never)
 
 	mu     sync.Mutex
 	events []phaseapi.Phase
@@ -56,6 +57,12 @@ func newFakeExporter(t *testing.T, token string) *fakeExporter {
 			return
 		}
 		f.mu.Lock()
+		if f.failAfter > 0 && len(f.events) >= f.failAfter {
+			f.mu.Unlock()
+			w.WriteHeader(http.StatusInternalServerError)
+			_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: "disk full"})
+			return
+		}
 		f.events = append(f.events, p)
 		f.times = append(f.times, float64(time.Now().UnixNano())/1e9)
 		f.mu.Unlock()
