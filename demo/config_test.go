@@ -71,3 +71,20 @@ func mkdirRun(t *testing.T, dir, id string) error {
 	t.Helper()
 	return os.Mkdir(filepath.Join(dir, id), 0o755)
 }
+
+func TestQuietLogger(t *testing.T) {
+	var buf strings.Builder
+	base := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	q := quiet(base).With("component", "prometheus")
+	q.Info("tsdb started")
+	q.Warn("scrape failed")
+	if s := buf.String(); strings.Contains(s, "tsdb started") || !strings.Contains(s, "scrape failed") || !strings.Contains(s, "component=prometheus") {
+		t.Errorf("quiet logger wrote %q", s)
+	}
+	buf.Reset()
+	debug := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	quiet(debug).Info("tsdb started")
+	if !strings.Contains(buf.String(), "tsdb started") {
+		t.Error("at debug level the embedded components' info lines must pass")
+	}
+}

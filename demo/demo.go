@@ -132,7 +132,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		ReleaseHold:    cfg.ReleaseHold,
 		ReleaseMaxWait: cfg.ReleaseMaxWait,
 		APIToken:       token,
-		Logger:         log.With("component", "exporter"),
+		Logger:         quiet(log).With("component", "exporter"),
 	})
 	if err != nil {
 		return res, fmt.Errorf("exporter: %w", err)
@@ -193,7 +193,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 				{Job: JobEngine, URL: engSrv.url + "/metrics", Interval: cfg.ScrapeInterval},
 			},
 			RuleSources: rs,
-			Logger:      log.With("component", "prometheus"),
+			Logger:      quiet(log).With("component", "prometheus"),
 		})
 		if err != nil {
 			return res, fmt.Errorf("embedded Prometheus: %w", err)

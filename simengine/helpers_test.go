@@ -35,7 +35,7 @@ func fastConfig() Config {
 
 // startEngine starts a ready engine behind an httptest server; both stop at
 // the end of the test.
-func startEngine(t *testing.T, mutate func(*Config), sinks ...LoadSink) (*Engine, *httptest.Server) {
+func startEngine(t testing.TB, mutate func(*Config), sinks ...LoadSink) (*Engine, *httptest.Server) {
 	t.Helper()
 	cfg := fastConfig()
 	if mutate != nil {
@@ -66,7 +66,7 @@ func startEngine(t *testing.T, mutate func(*Config), sinks ...LoadSink) (*Engine
 }
 
 // post sends body as JSON and returns the response; the caller closes it.
-func post(t *testing.T, ctx context.Context, url string, body any) *http.Response {
+func post(t testing.TB, ctx context.Context, url string, body any) *http.Response {
 	t.Helper()
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -101,7 +101,7 @@ type sseResult struct {
 
 // readSSE reads an event stream to its end. Lines must be "data: ..." or
 // blank; anything else fails the test.
-func readSSE(t *testing.T, resp *http.Response, sent time.Time) sseResult {
+func readSSE(t testing.TB, resp *http.Response, sent time.Time) sseResult {
 	t.Helper()
 	defer resp.Body.Close()
 	res := sseResult{sent: sent, chunkIDs: map[string]bool{}}
@@ -180,7 +180,7 @@ func (r sseResult) tpot() time.Duration {
 }
 
 // streamN sends n streaming completions at once and returns their results.
-func streamN(t *testing.T, url string, n int, body map[string]any) []sseResult {
+func streamN(t testing.TB, url string, n int, body map[string]any) []sseResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
