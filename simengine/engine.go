@@ -172,7 +172,11 @@ func (e *Engine) Start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.startCancel = cancel
 	e.state = StateLoading
-	e.ready = make(chan struct{})
+	select {
+	case <-e.ready: // closed by an earlier start: a new one for this start
+		e.ready = make(chan struct{})
+	default: // never closed: keep it, WaitReady callers may hold it
+	}
 	ready := e.ready
 	e.mu.Unlock()
 	e.publishState(StateLoading)
@@ -203,7 +207,8 @@ func (e *Engine) Start() error {
 	return nil
 }
 
-// WaitReady blocks until the engine serves or ctx ends.
+// WaitReady blocks until the engine serves or ctx ends. Called before
+// Start, it waits for the coming start.
 func (e *Engine) WaitReady(ctx context.Context) error {
 	e.mu.Lock()
 	ready := e.ready
@@ -270,6 +275,11 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	e.mu.Lock()
 	e.state, e.stopping = StateStopped, false
+	select {
+	case <-e.ready: // WaitReady now waits for the next start
+		e.ready = make(chan struct{})
+	default:
+	}
 	e.mu.Unlock()
 	e.publishState(StateStopped)
 	return err

@@ -241,6 +241,11 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("sink states %v, want %v", states, want)
 		}
 	}
+	short, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancelShort()
+	if err := e.WaitReady(short); err == nil {
+		t.Error("WaitReady on a stopped engine returned at once")
+	}
 	// A stopped engine starts again.
 	if err := e.Start(); err != nil {
 		t.Fatalf("restart: %v", err)
