@@ -19,6 +19,7 @@ import (
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/promserver"
 )
 
 // smallConfig is the demo at test scale: phases of a few seconds, a fast
@@ -182,6 +183,28 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	if p99 := rep.Latency.TTFTSeconds.P99; p99 == nil || *p99 < 0.3 {
 		t.Errorf("TTFT p99 %v s; 20%% of first tokens were delayed 300 ms", p99)
+	}
+
+	// The TSDB reopens, and the recording rules ran on the demo's series:
+	// the per-run J/token from the benchmark aggregates and the per-node one
+	// that joins exporter energy to engine tokens on the node label.
+	prom, err := promserver.Start(t.Context(), promserver.Options{Dir: res.TSDBDir})
+	if err != nil {
+		t.Fatalf("reopening %s: %v", res.TSDBDir, err)
+	}
+	defer prom.Close()
+	api := promAPI(t, prom.URL())
+	for _, q := range []string{
+		`run:joulemark_joules_per_token:ratio_rate1m{run_id="e2e"}`,
+		fmt.Sprintf(`node:joulemark_joules_per_generation_token:ratio_rate5m{node=%q}`, NodeLabel),
+	} {
+		v, _, _, err := api.Query(t.Context(), "max(max_over_time("+q+"[10m]))", time.Now())
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if vec, ok := v.(model.Vector); !ok || len(vec) != 1 || !(vec[0].Value > 0) {
+			t.Errorf("%s: %v, want a positive J/token recorded during the run", q, v)
+		}
 	}
 }
 
