@@ -181,7 +181,7 @@ func TestPrometheusConfig(t *testing.T) {
 // same scenario in embedded mode.
 func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end run (about a minute)")
+		t.Skip("end-to-end run (about 35 s)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
