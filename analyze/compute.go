@@ -56,16 +56,16 @@ func (p Params) Validate() error {
 
 // Flag codes.
 const (
-	FlagReleaseNotClosed     = "release_not_closed"
-	FlagSteadyStateNotReach  = "steady_state_not_reached"
-	FlagIdleUnstable         = "idle_unstable"
-	FlagTooFewRequests       = "too_few_requests"
-	FlagErrorRateHigh        = "error_rate_high"
+	FlagReleaseNotClosed      = "release_not_closed"
+	FlagSteadyStateNotReach   = "steady_state_not_reached"
+	FlagIdleUnstable          = "idle_unstable"
+	FlagTooFewRequests        = "too_few_requests"
+	FlagErrorRateHigh         = "error_rate_high"
 	FlagEnergySourcesDisagree = "energy_sources_disagree"
-	FlagCoverageLow          = "coverage_low"
-	FlagPhaseMissing         = "phase_missing"
-	FlagRequestsIncomplete   = "request_samples_incomplete"
-	FlagNoEnergyData         = "energy_missing"
+	FlagCoverageLow           = "coverage_low"
+	FlagPhaseMissing          = "phase_missing"
+	FlagRequestsIncomplete    = "request_samples_incomplete"
+	FlagNoEnergyData          = "energy_missing"
 )
 
 // Boundary is the measurement boundary every figure carries.
