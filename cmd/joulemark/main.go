@@ -16,7 +16,7 @@ import (
 type Globals struct {
 	LogLevel  string           `name:"log.level" default:"info" enum:"debug,info,warn,error" help:"Log level (${enum})."`
 	LogFormat string           `name:"log.format" default:"logfmt" enum:"logfmt,json" help:"Log format (${enum})."`
-	Version   kong.VersionFlag `help:"Print the version and exit."`
+	Version   kong.VersionFlag `env:"-" help:"Print the version and exit."`
 
 	logger *slog.Logger
 }
