@@ -37,9 +37,12 @@ type Config struct {
 	// the context ends (for curl or a local Grafana).
 	KeepServing bool
 
-	GPUs           int
-	SampleInterval time.Duration // exporter's fast sampling
-	ScrapeInterval time.Duration // Prometheus scrape of the exporter and the engine
+	GPUs int
+	// SampleInterval is the exporter's fast sampling (and raw remote
+	// write), ScrapeInterval Prometheus' scrape of the exporter and the
+	// engine.
+	SampleInterval time.Duration
+	ScrapeInterval time.Duration
 
 	// Lifecycle timings.
 	Idle           time.Duration // idle baseline

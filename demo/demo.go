@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/model"
 
@@ -93,9 +94,11 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		ReportDir:     filepath.Join(dir, "report"),
 		DashboardsDir: filepath.Join(dir, "dashboards"),
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var closers []func() error
+	// The exporter and Prometheus outlive an interrupted run: the benchmark
+	// still ends its phases and flushes its samples into them, then the
+	// closers stop everything in reverse order.
+	compCtx, compCancel := context.WithCancel(context.Background())
+	closers := []func() error{func() error { compCancel(); return nil }}
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			if cerr := closers[i](); cerr != nil && err == nil {
@@ -126,30 +129,94 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return res, err
 	}
 
-	exp, err := exporter.New(exporter.Config{
-		Backend:        sim,
-		Interval:       cfg.SampleInterval,
-		ReleaseHold:    cfg.ReleaseHold,
-		ReleaseMaxWait: cfg.ReleaseMaxWait,
-		APIToken:       token,
-		Logger:         quiet(log).With("component", "exporter"),
-	})
-	if err != nil {
-		return res, fmt.Errorf("exporter: %w", err)
-	}
-	exp.Start(runCtx)
-	closers = append(closers, exp.Close)
-	// The exporter's API as it is, its /metrics with the node label a
-	// scrape config would add.
-	node := map[string]string{"node": NodeLabel}
-	expMux := http.NewServeMux()
-	expMux.Handle("/", exp.Handler())
-	expMux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{exp.Gatherer(), node}, promhttp.HandlerOpts{}))
-	expSrv, err := serveLocal("exporter", expMux)
+	// Addresses first: Prometheus learns where to scrape, then the exporter
+	// where to push its raw samples.
+	expSrv, err := listenLocal("exporter")
 	if err != nil {
 		return res, err
 	}
 	closers = append(closers, expSrv.close)
+	engSrv, err := listenLocal("sim-engine")
+	if err != nil {
+		return res, err
+	}
+	closers = append(closers, engSrv.close)
+	node := map[string]string{"node": NodeLabel}
+
+	// Prometheus: embedded, scraping both; or external, fed by remote write.
+	var writeURL string
+	var pushTargets func(exp, eng prometheus.Gatherer)
+	if cfg.PrometheusURL == "" {
+		res.TSDBDir = filepath.Join(dir, "tsdb")
+		rs, err := ruleSources()
+		if err != nil {
+			return res, err
+		}
+		prom, err := promserver.Start(compCtx, promserver.Options{
+			Dir:           res.TSDBDir,
+			ListenAddress: cfg.ListenAddress,
+			ScrapeTargets: []promserver.Target{
+				{Job: JobExporter, URL: expSrv.url + "/metrics", Interval: cfg.ScrapeInterval},
+				{Job: JobEngine, URL: engSrv.url + "/metrics", Interval: cfg.ScrapeInterval},
+			},
+			RuleSources: rs,
+			Logger:      quiet(log).With("component", "prometheus"),
+		})
+		if err != nil {
+			return res, fmt.Errorf("embedded Prometheus: %w", err)
+		}
+		closers = append(closers, prom.Close)
+		res.PrometheusURL, writeURL = prom.URL(), prom.RemoteWriteURL()
+	} else {
+		res.PrometheusURL = strings.TrimRight(cfg.PrometheusURL, "/")
+		writeURL = res.PrometheusURL + "/api/v1/write"
+		if err := probeRemoteWrite(ctx, writeURL, runID); err != nil {
+			return res, err
+		}
+		w, err := remotewrite.New(remotewrite.Config{URL: writeURL, FlushInterval: cfg.ScrapeInterval}, log.With("component", "remote-write"))
+		if err != nil {
+			return res, err
+		}
+		pushTargets = func(exp, eng prometheus.Gatherer) {
+			p := startPusher(w, cfg.ScrapeInterval, log,
+				pushTarget{job: JobExporter, instance: hostPort(expSrv.url), g: labelGatherer{exp, node}},
+				pushTarget{job: JobEngine, instance: hostPort(engSrv.url), g: labelGatherer{eng, node}})
+			closers = append(closers, func() error {
+				cctx, c := context.WithTimeout(context.Background(), 30*time.Second)
+				defer c()
+				st, err := p.close(cctx)
+				if err == nil && st.Lost() > 0 {
+					err = fmt.Errorf("remote write to %s: %d exporter and engine samples lost", writeURL, st.Lost())
+				}
+				return err
+			})
+		}
+	}
+
+	// The exporter: it also pushes every raw sample (power and energy
+	// counter, with the sample's own timestamp), which the analysis prefers
+	// at stage boundaries over the scraped counter.
+	exp, err := exporter.New(exporter.Config{
+		Backend:           sim,
+		Interval:          cfg.SampleInterval,
+		ReleaseHold:       cfg.ReleaseHold,
+		ReleaseMaxWait:    cfg.ReleaseMaxWait,
+		APIToken:          token,
+		RemoteWrite:       &remotewrite.Config{URL: writeURL},
+		RemoteWriteLabels: map[string]string{"job": JobExporter, "instance": hostPort(expSrv.url), "node": NodeLabel},
+		Logger:            quiet(log).With("component", "exporter"),
+	})
+	if err != nil {
+		return res, fmt.Errorf("exporter: %w", err)
+	}
+	exp.Start(compCtx)
+	closers = append(closers, exp.Close)
+	// The exporter's API as it is, its /metrics with the node label a
+	// scrape config would add.
+	expMux := http.NewServeMux()
+	expMux.Handle("/", exp.Handler())
+	expMux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{exp.Gatherer(), node}, promhttp.HandlerOpts{}))
+	expSrv.serve(expMux)
 
 	// The simulated engine, coupled in-process to the GPUs.
 	var sink simengine.LoadSink = sim
@@ -171,68 +238,20 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	engMux := http.NewServeMux()
 	engMux.Handle("/", eng.Handler(nil))
 	engMux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{eng.Registry(), node}, promhttp.HandlerOpts{}))
-	engSrv, err := serveLocal("sim-engine", engMux)
-	if err != nil {
-		return res, err
-	}
-	closers = append(closers, engSrv.close)
-
-	// Prometheus: embedded, scraping both; or external, fed by remote write.
-	var writeURL string
-	if cfg.PrometheusURL == "" {
-		res.TSDBDir = filepath.Join(dir, "tsdb")
-		rs, err := ruleSources()
-		if err != nil {
-			return res, err
-		}
-		prom, err := promserver.Start(runCtx, promserver.Options{
-			Dir:           res.TSDBDir,
-			ListenAddress: cfg.ListenAddress,
-			ScrapeTargets: []promserver.Target{
-				{Job: JobExporter, URL: expSrv.url + "/metrics", Interval: cfg.ScrapeInterval},
-				{Job: JobEngine, URL: engSrv.url + "/metrics", Interval: cfg.ScrapeInterval},
-			},
-			RuleSources: rs,
-			Logger:      quiet(log).With("component", "prometheus"),
-		})
-		if err != nil {
-			return res, fmt.Errorf("embedded Prometheus: %w", err)
-		}
-		closers = append(closers, prom.Close)
-		res.PrometheusURL, writeURL = prom.URL(), prom.RemoteWriteURL()
-	} else {
-		res.PrometheusURL = strings.TrimRight(cfg.PrometheusURL, "/")
-		writeURL = res.PrometheusURL + "/api/v1/write"
-		if err := probeRemoteWrite(runCtx, writeURL, runID); err != nil {
-			return res, err
-		}
-		w, err := remotewrite.New(remotewrite.Config{URL: writeURL, FlushInterval: cfg.ScrapeInterval}, log.With("component", "remote-write"))
-		if err != nil {
-			return res, err
-		}
-		p := startPusher(w, cfg.ScrapeInterval, log,
-			pushTarget{job: JobExporter, instance: hostPort(expSrv.url), g: labelGatherer{exp.Gatherer(), node}},
-			pushTarget{job: JobEngine, instance: hostPort(engSrv.url), g: labelGatherer{eng.Registry(), node}})
-		closers = append(closers, func() error {
-			cctx, c := context.WithTimeout(context.Background(), 30*time.Second)
-			defer c()
-			st, err := p.close(cctx)
-			if err == nil && st.Lost() > 0 {
-				err = fmt.Errorf("remote write to %s: %d exporter and engine samples lost", writeURL, st.Lost())
-			}
-			return err
-		})
+	engSrv.serve(engMux)
+	if pushTargets != nil {
+		pushTargets(exp.Gatherer(), eng.Registry())
 	}
 	fmt.Fprintf(cfg.Out, "joulemark demo %s: %d simulated GPUs, simulated engine %s, Prometheus at %s\n",
 		runID, cfg.GPUs, cfg.Engine.Model, res.PrometheusURL)
 	// Let Prometheus store a few samples of the idle GPUs before the run
 	// starts: the idle phase's first boundary is interpolated between them.
-	if err := sleepCtx(runCtx, 3*cfg.ScrapeInterval); err != nil {
+	if err := sleepCtx(ctx, 3*cfg.ScrapeInterval); err != nil {
 		return res, err
 	}
 
 	// The benchmark: idle, startup, warm-up, formal, release.
-	bres, err := benchjob.Run(runCtx, benchConfig(cfg, runID, dir, engSrv.url, expSrv.url, tokenFile, writeURL),
+	bres, err := benchjob.Run(ctx, benchConfig(cfg, runID, dir, engSrv.url, expSrv.url, tokenFile, writeURL),
 		benchjob.Options{
 			Logger:       log.With("component", "bench"),
 			Engine:       &engineController{e: eng},
@@ -246,10 +265,10 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 
 	// Wait until Prometheus holds the run's end (the exporter's release
 	// verdict), then analyze.
-	if err := waitForRelease(runCtx, res.PrometheusURL, runID, cfg.ScrapeInterval*10+30*time.Second); err != nil {
+	if err := waitForRelease(ctx, res.PrometheusURL, runID, cfg.ScrapeInterval*10+30*time.Second); err != nil {
 		return res, err
 	}
-	rep, err := analyze.Run(runCtx, analyze.Config{
+	rep, err := analyze.Run(ctx, analyze.Config{
 		PrometheusURL: res.PrometheusURL,
 		RunID:         runID,
 		Params:        cfg.Params,

@@ -20,8 +20,10 @@ type DemoCmd struct {
 	ListenAddress string `name:"web.listen-address" default:"127.0.0.1:0" help:"Address of the embedded Prometheus' HTTP API (point curl or Grafana at it)."`
 	KeepServing   bool   `name:"keep-serving" help:"Keep the embedded Prometheus serving after the report, until Ctrl-C."`
 
-	MethodTimings bool `name:"method-timings" help:"The method's full timings (1m idle, 2m weight loading, 10m formal, release held 30s) instead of the two-minute demo."`
-	GPUs          int  `name:"gpus" default:"8" help:"Simulated GPUs."`
+	MethodTimings  bool          `name:"method-timings" help:"The method's full timings (1m idle, 2m weight loading, 10m formal, release held 30s) instead of the two-minute demo."`
+	GPUs           int           `name:"gpus" default:"8" help:"Simulated GPUs."`
+	SampleInterval time.Duration `name:"sample-interval" default:"100ms" help:"Exporter's sampling period."`
+	ScrapeInterval time.Duration `name:"scrape-interval" default:"1s" help:"Prometheus' scrape period of the exporter and the engine."`
 
 	Idle           time.Duration `help:"Idle baseline length (10s; 1m with --method-timings)."`
 	StartupDelay   time.Duration `name:"startup-delay" help:"Simulated weight loading time (10s; 2m with --method-timings)."`
@@ -65,6 +67,7 @@ func (c *DemoCmd) Config() demo.Config {
 	cfg.Dir, cfg.RunID, cfg.PrometheusURL = c.Dir, c.RunID, c.PrometheusURL
 	cfg.ListenAddress, cfg.KeepServing = c.ListenAddress, c.KeepServing
 	cfg.GPUs, cfg.WarmupRequests, cfg.FormalRequests = c.GPUs, c.WarmupRequests, c.FormalRequests
+	cfg.SampleInterval, cfg.ScrapeInterval = c.SampleInterval, c.ScrapeInterval
 	cfg.Concurrency, cfg.InputTokens, cfg.OutputTokens, cfg.OutputStddev = c.Concurrency, c.InputTokens, c.OutputTokens, c.OutputStddev
 	cfg.Engine.MaxBatch, cfg.Engine.Seed, cfg.Sim.Seed = c.MaxBatch, c.Seed, c.Seed
 	cfg.Engine.Faults = c.Faults.faults()
