@@ -89,6 +89,8 @@ func DefaultConfig() Config {
 		StartupDelay:        20 * time.Second,
 		ShutdownDelay:       3 * time.Second,
 		Seed:                1,
+		// Fault durations apply once a rate is set.
+		Faults: Faults{StallDuration: 2 * time.Second, SlowFirstTokenDelay: 2 * time.Second},
 	}
 }
 
