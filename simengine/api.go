@@ -239,6 +239,9 @@ func (e *Engine) validate(p *commonParams, prompt int, chat bool) (request, erro
 	if p.Model != "" && p.Model != e.cfg.Model {
 		return request{}, &notFound{fmt.Sprintf("The model `%s` does not exist.", p.Model)}
 	}
+	if p.StreamOptions != nil && !p.Stream {
+		return request{}, badf("stream_options: only with stream: true")
+	}
 	if p.N != nil && *p.N != 1 {
 		return request{}, badf("n: %d, the simulator generates exactly one choice", *p.N)
 	}

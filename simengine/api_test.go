@@ -181,6 +181,7 @@ func TestRequestErrors(t *testing.T) {
 		{"too long", "/v1/completions", map[string]any{"prompt": "a b c", "max_tokens": 98}, http.StatusBadRequest, "maximum context length is 100 tokens"},
 		{"zero max", "/v1/completions", map[string]any{"prompt": "a", "max_tokens": 0}, http.StatusBadRequest, "at least 1"},
 		{"min over max", "/v1/completions", map[string]any{"prompt": "a", "max_tokens": 2, "min_tokens": 3}, http.StatusBadRequest, "min_tokens"},
+		{"stream options without stream", "/v1/completions", map[string]any{"prompt": "a", "stream_options": map[string]any{"include_usage": true}}, http.StatusBadRequest, "only with stream"},
 		{"n=2", "/v1/completions", map[string]any{"prompt": "a", "n": 2}, http.StatusBadRequest, "exactly one choice"},
 		{"no messages", "/v1/chat/completions", map[string]any{"messages": []any{}}, http.StatusBadRequest, "messages: empty"},
 		{"image part", "/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": []map[string]string{{"type": "image_url"}}}}}, http.StatusBadRequest, "only text"},

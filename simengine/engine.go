@@ -44,10 +44,11 @@ var errNotReady = errors.New("engine not ready")
 
 // Engine is one simulated inference engine. Its HTTP API is Handler().
 type Engine struct {
-	cfg   Config
-	sinks []LoadSink
-	reg   *prometheus.Registry
-	m     *metrics
+	cfg     Config
+	sinks   []LoadSink
+	created time.Time
+	reg     *prometheus.Registry
+	m       *metrics
 
 	// sinkMu orders sink calls (the loop's loads and Start/Stop's states).
 	sinkMu sync.Mutex
@@ -114,12 +115,13 @@ func New(cfg Config, sinks ...LoadSink) (*Engine, error) {
 		return nil, fmt.Errorf("simengine config: %w", err)
 	}
 	e := &Engine{
-		cfg:   cfg,
-		sinks: sinks,
-		reg:   prometheus.NewRegistry(),
-		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x6a6f756c656d6172)),
-		wake:  make(chan struct{}, 1),
-		ready: make(chan struct{}),
+		cfg:     cfg,
+		sinks:   sinks,
+		created: time.Now(),
+		reg:     prometheus.NewRegistry(),
+		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x6a6f756c656d6172)),
+		wake:    make(chan struct{}, 1),
+		ready:   make(chan struct{}),
 	}
 	e.m = newMetrics(e)
 	return e, nil

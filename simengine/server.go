@@ -50,7 +50,7 @@ func (e *Engine) serveHealth(w http.ResponseWriter, _ *http.Request) {
 func (e *Engine) serveModels(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(modelList{Object: "list", Data: []modelCard{{
-		ID: e.cfg.Model, Object: "model", OwnedBy: "joulemark", Root: e.cfg.Model, MaxModelLen: e.cfg.MaxModelLen,
+		ID: e.cfg.Model, Object: "model", Created: e.created.Unix(), OwnedBy: "joulemark", Root: e.cfg.Model, MaxModelLen: e.cfg.MaxModelLen,
 	}}})
 }
 
