@@ -3,10 +3,12 @@ package demo
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +208,106 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("%s: %v, want a positive J/token recorded during the run", q, v)
 		}
 	}
+
+	// Every query of the generated dashboards returns data for the run.
+	from, to := rep.Stages["idle"].Start, rep.Stages["release"].End+30
+	n := 0
+	for _, dq := range dashboardQueries(t, res.DashboardsDir, map[string]string{
+		"$run_id": "e2e", "$node": ".*", "$gpu": ".*",
+		"$__rate_interval": "1m", "$__interval": "15s", "$__range": "1m",
+	}) {
+		n++
+		v, _, _, err := api.QueryRange(t.Context(), dq.expr, v1.Range{Start: exporter.Time(from), End: exporter.Time(to), Step: 5 * time.Second})
+		if err != nil {
+			t.Errorf("dashboard %s, panel %q: %v\n%s", dq.file, dq.panel, err, dq.expr)
+			continue
+		}
+		if m, ok := v.(model.Matrix); !ok || len(m) == 0 {
+			t.Errorf("dashboard %s, panel %q: no data for the demo run\n%s", dq.file, dq.panel, dq.expr)
+		}
+	}
+	if n < 20 {
+		t.Errorf("%d dashboard queries found in %s", n, res.DashboardsDir)
+	}
+}
+
+type dashboardQuery struct{ file, panel, expr string }
+
+// dashboardQueries reads every panel query of the dashboards in dir with
+// the variables replaced: vars first, then the dashboard's own defaults
+// (textbox and custom variables).
+func dashboardQueries(t *testing.T, dir string, vars map[string]string) []dashboardQuery {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("dashboards in %s: %v (%d files)", dir, err, len(files))
+	}
+	var out []dashboardQuery
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Templating struct {
+				List []struct {
+					Name    string `json:"name"`
+					Current struct {
+						Value any `json:"value"`
+					} `json:"current"`
+				} `json:"list"`
+			} `json:"templating"`
+			Panels []json.RawMessage `json:"panels"`
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		repl := map[string]string{}
+		for _, v := range d.Templating.List {
+			if s, ok := v.Current.Value.(string); ok {
+				repl["$"+v.Name] = s
+			}
+		}
+		for k, v := range vars {
+			repl[k] = v
+		}
+		// Longest names first, so $__range is not taken for a prefix.
+		keys := make([]string, 0, len(repl))
+		for k := range repl {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
+		var walk func(v any, panel string)
+		walk = func(v any, panel string) {
+			switch x := v.(type) {
+			case map[string]any:
+				if title, ok := x["title"].(string); ok {
+					panel = title
+				}
+				if e, ok := x["expr"].(string); ok {
+					for _, k := range keys {
+						e = strings.ReplaceAll(e, k, repl[k])
+					}
+					out = append(out, dashboardQuery{filepath.Base(f), panel, e})
+				}
+				for _, y := range x {
+					walk(y, panel)
+				}
+			case []any:
+				for _, y := range x {
+					walk(y, panel)
+				}
+			}
+		}
+		for _, p := range d.Panels {
+			var v any
+			if err := json.Unmarshal(p, &v); err != nil {
+				t.Fatal(err)
+			}
+			walk(v, "")
+		}
+	}
+	return out
 }
 
 // TestDemoUnsteady makes power swing (a 6 s sawtooth from 20% to 100% of
