@@ -84,7 +84,7 @@ func Defaults() Config {
 	e.StartupDelay = 10 * time.Second
 	e.ShutdownDelay = 2 * time.Second
 	return Config{
-		Dir:            "joulemark-demo",
+		Dir:            "runs",
 		ListenAddress:  "127.0.0.1:0",
 		GPUs:           8,
 		SampleInterval: 100 * time.Millisecond,

@@ -14,7 +14,7 @@ import (
 // at 0 take the preset: the two-minute demo, or the method's full timings
 // with --method-timings.
 type DemoCmd struct {
-	Dir           string `default:"joulemark-demo" help:"Directory of the demo runs (each in <dir>/<run_id>/, never overwritten)."`
+	Dir           string `default:"runs" help:"Directory of the runs (each demo run in <dir>/<run_id>/, never overwritten)."`
 	RunID         string `name:"run-id" help:"Run id (default: a fresh one)."`
 	PrometheusURL string `name:"prometheus-url" help:"Use this Prometheus instead of the embedded one; it must accept remote write (--web.enable-remote-write-receiver)."`
 	ListenAddress string `name:"web.listen-address" default:"127.0.0.1:0" help:"Address of the embedded Prometheus' HTTP API (point curl or Grafana at it)."`
