@@ -187,12 +187,20 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 			continue
 		}
 		st := Stage{Start: b.Start, End: b.End, DurationSeconds: b.End - b.Start}
+		unc := 0.0 // how far sampling resolution alone can move the counter figure
 		if len(curves) > 0 {
 			sum, allOK := 0.0, true
-			for _, cv := range curves {
+			for i, cv := range curves {
 				e, ok := cv.between(b.Start, b.End)
 				sum += e
 				allOK = allOK && ok
+				stale := d.SamplerIntervalSeconds
+				if d.GPUs[i].EnergyRaw {
+					stale = 0 // the exporter's own sample timestamps
+				}
+				// A counter read up to stale seconds before its timestamp
+				// shifts each boundary by up to that much of its power.
+				unc += cv.uncertainty(b.Start) + cv.uncertainty(b.End) + stale*math.Max(cv.powerAt(b.Start), cv.powerAt(b.End))
 			}
 			if allOK {
 				st.CounterEnergyJoules = ptr(sum)
@@ -201,16 +209,26 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 		if e, ok := d.PhaseEnergy[name]; ok {
 			st.ExporterEnergyJoules = ptr(e)
 		}
-		st.EnergyJoules = st.CounterEnergyJoules
+		// The exporter's figure integrates its high-rate samples exactly
+		// at the boundaries; the counter Prometheus holds is as fine as
+		// its scrape (or raw-push) interval. The finer one is the stage
+		// energy, the other the cross-check.
+		st.EnergyJoules = st.ExporterEnergyJoules
 		if st.EnergyJoules == nil {
-			st.EnergyJoules = st.ExporterEnergyJoules
+			st.EnergyJoules = st.CounterEnergyJoules
 		}
 		if c, e := st.CounterEnergyJoules, st.ExporterEnergyJoules; c != nil && e != nil {
 			if m := math.Max(math.Abs(*c), math.Abs(*e)); m > 0 {
 				rel := math.Abs(*c-*e) / m
 				st.EnergyDisagreementRatio = ptr(rel)
-				if rel > p.EnergyTolerance {
-					disagree = append(disagree, fmt.Sprintf("%s %.1f%% (counter %.1f J, exporter %.1f J)", name, 100*rel, *c, *e))
+				// Sources disagree when they differ by more than the
+				// tolerance AND more than the counter's sampling
+				// resolution at the two boundaries can explain.
+				if rel > p.EnergyTolerance && math.Abs(*c-*e) > unc {
+					disagree = append(disagree, fmt.Sprintf("%s %.1f%% (counter %.1f J, exporter %.1f J, sampling resolution explains ±%.1f J)", name, 100*rel, *c, *e, unc))
+				}
+				if unc > 0 {
+					st.CounterResolutionJoules = ptr(unc)
 				}
 			}
 		}

@@ -60,6 +60,11 @@ type RunData struct {
 	ReleaseClosed *bool                  // joulemark_run_release_closed; nil when absent
 	GPUs          []GPUSeries
 	Requests      []Request
+	// SamplerIntervalSeconds is the exporters' fast sampling period
+	// (joulemark_sampler_interval_seconds, largest over the run's exporters);
+	// 0 when unknown. A scraped counter can be this much older than its
+	// scrape timestamp.
+	SamplerIntervalSeconds float64
 	// IncompleteRequests counts per-request sample groups that lacked a
 	// required sample (latency, output tokens or success).
 	IncompleteRequests int

@@ -73,6 +73,51 @@ func (cv curve) seg(k int, x float64) float64 {
 	return c0 + (c1-c0)*(x-t0)/(t1-t0)
 }
 
+// uncertainty bounds how far the linear interpolation at x can be from the
+// true cumulative energy: with samples s0 < x < s1 and mean powers P on the
+// intervals before, across and after, a power change anywhere in [s0, s1]
+// moves the true value by at most (x-s0)(s1-x)/(s1-s0)·(max P − min P).
+// At a sample, or outside the sampled range, it is 0.
+func (cv curve) uncertainty(x float64) float64 {
+	n := len(cv.t)
+	k := sort.SearchFloat64s(cv.t, x) // first t >= x
+	if n < 2 || k == 0 || k >= n || cv.t[k] == x {
+		return 0
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, i := range []int{k - 2, k - 1, k} {
+		if v, ok := cv.meanPower(i); ok {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if math.IsInf(lo, 0) {
+		return 0
+	}
+	s0, s1 := cv.t[k-1], cv.t[k]
+	return (x - s0) * (s1 - x) / (s1 - s0) * (hi - lo)
+}
+
+// meanPower is the mean power over [t[i], t[i+1]].
+func (cv curve) meanPower(i int) (float64, bool) {
+	if i < 0 || i+1 >= len(cv.t) || cv.t[i+1] <= cv.t[i] {
+		return 0, false
+	}
+	return (cv.c[i+1] - cv.c[i]) / (cv.t[i+1] - cv.t[i]), true
+}
+
+// powerAt is the mean power of the counter interval around x (the nearest
+// interval outside the sampled range).
+func (cv curve) powerAt(x float64) float64 {
+	n := len(cv.t)
+	if n < 2 {
+		return 0
+	}
+	k := sort.SearchFloat64s(cv.t, x)
+	k = max(1, min(k, n-1))
+	p, _ := cv.meanPower(k - 1)
+	return p
+}
+
 // between is the energy of one GPU over [a, b].
 func (cv curve) between(a, b float64) (float64, bool) {
 	ea, oka := cv.at(a)

@@ -101,3 +101,28 @@ func TestCoverage(t *testing.T) {
 		t.Errorf("empty series coverage = %g, want 0", got)
 	}
 }
+
+// TestCounterUncertainty: power steps from 100 W to 300 W at t = 1.5 s
+// between counter samples at 1 s and 2 s. Linear interpolation at 1.5 reads
+// 200 J where the truth is 150 J: 50 J off, exactly the bound
+// (0.5·0.5/1 s)·(300−100 W). At a sample the bound is 0.
+func TestCounterUncertainty(t *testing.T) {
+	cv := newCurve([]Sample{{0, 0}, {1, 100}, {2, 300}, {3, 600}}, 0)
+	got, _ := cv.at(1.5)
+	truth := 150.0
+	unc := cv.uncertainty(1.5)
+	if unc != 50 || math.Abs(got-truth) > unc+1e-9 {
+		t.Fatalf("at(1.5) = %v (truth %v), uncertainty %v: want 50 and the error within it", got, truth, unc)
+	}
+	if u := cv.uncertainty(1); u != 0 {
+		t.Errorf("uncertainty at a sample = %v, want 0", u)
+	}
+	if u := newCurve([]Sample{{0, 0}, {1, 100}, {2, 200}}, 0).uncertainty(1.5); u != 0 {
+		t.Errorf("constant power: uncertainty %v, want 0", u)
+	}
+	for _, tc := range []struct{ x, want float64 }{{0.5, 100}, {1.5, 200}, {2.5, 300}, {-1, 100}, {9, 300}} {
+		if p := cv.powerAt(tc.x); p != tc.want {
+			t.Errorf("powerAt(%v) = %v, want %v", tc.x, p, tc.want)
+		}
+	}
+}

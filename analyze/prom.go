@@ -205,6 +205,13 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	if err != nil {
 		return nil, err
 	}
+	si, err := l.vector(ctx, fmt.Sprintf("max(max_over_time(joulemark_sampler_interval_seconds{job=~\".+\"}[%s]))", rng), evalAt)
+	if err != nil {
+		return nil, err
+	}
+	if len(si) == 1 && !math.IsNaN(float64(si[0].Value)) {
+		d.SamplerIntervalSeconds = float64(si[0].Value)
+	}
 	byUUID := map[string]*GPUSeries{}
 	var order []string
 	pick := func(m model.Matrix, set func(g *GPUSeries, s []Sample)) {

@@ -149,10 +149,10 @@ func TestScenariosThroughTSDB(t *testing.T) {
 }
 
 // TestRawEnergySamplesPreferred: where the exporter pushed its high-rate
-// energy counter (joulemark_gpu_energy_sample_joules_total), stage energy
-// comes from it, not from the 1 s scrapes. The raw series here runs 4% above
-// the scraped one, so the formal stage reads 10400 J and disagrees with the
-// exporter's 10000 J.
+// energy counter (joulemark_gpu_energy_sample_joules_total), the counter
+// figure comes from it, not from the 1 s scrapes. The raw series here runs 4%
+// above the scraped one, so the formal stage's counter figure reads 10400 J
+// and disagrees with the exporter's 10000 J, which stays the stage energy.
 func TestRawEnergySamplesPreferred(t *testing.T) {
 	s := startPromserver(t)
 	d := fixture()
@@ -168,8 +168,11 @@ func TestRawEnergySamplesPreferred(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := analyzeFixture(t, s.URL())
-	if got := val(r.Energy.FormalJoules); got < 10399 || got > 10401 {
-		t.Fatalf("formal energy %v, want 10400 from the raw counter samples", got)
+	if got := val(r.Stages["formal"].CounterEnergyJoules); got < 10399 || got > 10401 {
+		t.Fatalf("formal counter energy %v, want 10400 from the raw counter samples", got)
+	}
+	if got := val(r.Energy.FormalJoules); got != 10000 {
+		t.Errorf("formal energy %v, want the exporter's 10000", got)
 	}
 	if !slices.Contains(flagCodes(r), FlagEnergySourcesDisagree) {
 		t.Errorf("flags %v, want %s (raw counter 4%% above the exporter's phase energy)", flagCodes(r), FlagEnergySourcesDisagree)

@@ -49,6 +49,11 @@ type Stage struct {
 	CounterEnergyJoules     *float64 `json:"counter_energy_joules"`
 	ExporterEnergyJoules    *float64 `json:"exporter_energy_joules"`
 	EnergyDisagreementRatio *float64 `json:"energy_disagreement_ratio"`
+	// CounterResolutionJoules bounds how far the counter figure can be off
+	// from sampling resolution alone (interpolation between counter samples
+	// at the two boundaries, plus counter staleness); a disagreement within
+	// it is not flagged.
+	CounterResolutionJoules *float64 `json:"counter_resolution_joules,omitempty"`
 }
 
 // Energy holds the lifecycle energy totals. Startup = startup + warm-up.

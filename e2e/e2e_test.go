@@ -394,13 +394,13 @@ func checkReport(t *testing.T, ext *external) {
 	t.Logf("report: valid %v flags %v, J/token lifecycle %.4f steady %s", rep.Valid, flagCodes(rep), deref(rep.FullLifecycleJoulesPerToken), fmtPtr(rep.SteadyState.JoulesPerToken))
 }
 
-// tolerableFlags are the findings a correct pipeline reports on this
-// seconds-scale scenario: the counter scraped every second cannot match the
-// exporter's 10 Hz stage energies within 1% on stages of a few seconds (the
-// warm-up lasts a fraction of one), see checkStageEnergy; and on a loaded
-// machine the engine's CPU scheduling may keep the steady state from
-// settling within 3 windows of 20 requests.
-var tolerableFlags = []string{analyze.FlagEnergySourcesDisagree, analyze.FlagSteadyStateNotReach}
+// tolerableFlags are the findings a correct pipeline may report on this
+// seconds-scale scenario: on a loaded machine the engine's CPU scheduling may
+// keep the steady state from settling within 3 windows of 20 requests.
+// energy_sources_disagree is not among them: analyze flags a disagreement
+// only beyond what the 1 s counter's sampling resolution explains, so a
+// correct pipeline never raises it (checkStageEnergy bounds the same error).
+var tolerableFlags = []string{analyze.FlagSteadyStateNotReach}
 
 // checkStageEnergy compares analyze's stage energies with the exporter's
 // phase energies (GET /api/v1/runs/ID). With --sim.energy-counter the
@@ -428,7 +428,7 @@ func checkStageEnergy(t *testing.T, ext *external) {
 	for _, name := range phaseapi.Phases {
 		st, ok := rep.Stages[string(name)]
 		ph, okAPI := api[string(name)]
-		if !ok || !okAPI || ph.End == nil || st.EnergyJoules == nil || st.ExporterEnergyJoules == nil {
+		if !ok || !okAPI || ph.End == nil || st.EnergyJoules == nil || st.ExporterEnergyJoules == nil || st.CounterEnergyJoules == nil {
 			t.Errorf("stage %s: report %+v, exporter API %+v", name, st, ph)
 			continue
 		}
@@ -443,10 +443,15 @@ func checkStageEnergy(t *testing.T, ext *external) {
 			t.Errorf("stage %s: report [%.3f, %.3f], exporter [%.3f, %.3f]", name, st.Start, st.End, ph.Start, *ph.End)
 		}
 		allow := stageTol*want + swing*(sampleInterval.Seconds()+interpolationWeight(ext.scrapes, ph.Start)+interpolationWeight(ext.scrapes, *ph.End))
-		diff := *st.EnergyJoules - want
-		t.Logf("stage %-8s %6.2fs  analyze %8.1f J  exporter %8.1f J  diff %+7.1f J (%+.2f%%, allowed ±%.0f J)", name, st.DurationSeconds, *st.EnergyJoules, want, diff, 100*diff/want, allow)
+		// The stage energy is the exporter's figure; the counter figure is
+		// the cross-check, as fine as the 1 s scrape.
+		if *st.EnergyJoules != *st.ExporterEnergyJoules {
+			t.Errorf("stage %s: energy_joules %.3f J is not the exporter's %.3f J", name, *st.EnergyJoules, *st.ExporterEnergyJoules)
+		}
+		diff := *st.CounterEnergyJoules - want
+		t.Logf("stage %-8s %6.2fs  counter %8.1f J  exporter %8.1f J  diff %+7.1f J (%+.2f%%, allowed ±%.0f J)", name, st.DurationSeconds, *st.EnergyJoules, want, diff, 100*diff/want, allow)
 		if math.Abs(diff) > allow {
-			t.Errorf("stage %s: analyze %.1f J, exporter %.1f J: %.1f J apart, more than the 1 s scrape explains (%.0f J)", name, *st.EnergyJoules, want, diff, allow)
+			t.Errorf("stage %s: counter %.1f J, exporter %.1f J: %.1f J apart, more than the 1 s scrape explains (%.0f J)", name, *st.CounterEnergyJoules, want, diff, allow)
 		}
 	}
 	if e := relErr(total, totalAPI); e > truthTol {
