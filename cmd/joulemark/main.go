@@ -68,8 +68,7 @@ func main() {
 	)
 	ctx.Bind(&cli.Globals)
 	if err := ctx.Run(&cli.Globals); err != nil {
-		cli.Globals.Logger().Error("joulemark failed", "command", ctx.Command(), "err", err)
-		fmt.Fprintln(os.Stderr, "joulemark:", err)
+		fmt.Fprintf(os.Stderr, "joulemark %s: %v\n", ctx.Command(), err)
 		os.Exit(1)
 	}
 }
