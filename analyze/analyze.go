@@ -112,7 +112,7 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 	}
 	r.Scenario = cfg.Scenario
-	r.GeneratedBy = "joulemark " + version.String()
+	r.GeneratedBy = version.String()
 	return r, pd, nil
 }
 
