@@ -1,11 +1,18 @@
 package exporter
 
 import (
+	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"io"
+	"math/rand/v2"
 	"net/http/httptest"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/testenv"
 	"github.com/joulemark/joulemark/phaseapi"
 )
 
@@ -149,4 +157,234 @@ func TestAcceptsGzip(t *testing.T) {
 			t.Errorf("acceptsGzip(%q) = %v", h, got)
 		}
 	}
+}
+
+// rawScrape fetches /metrics with the given headers, undecoded.
+func rawScrape(t *testing.T, e *Exporter, headers map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	e.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("/metrics %v: %d %s", headers, rec.Code, rec.Body)
+	}
+	return rec
+}
+
+// gunzipOneMember decodes body as exactly one gzip member: a reader that
+// stops after the first member (as some HTTP clients do) gets everything.
+func gunzipOneMember(t *testing.T, body []byte) []byte {
+	t.Helper()
+	br := bytes.NewReader(body)
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		t.Fatalf("gzip header: %v", err)
+	}
+	zr.Multistream(false)
+	text, err := io.ReadAll(zr) // checks the trailer's CRC-32 and size
+	if err != nil {
+		t.Fatalf("gzip body: %v", err)
+	}
+	if br.Len() != 0 {
+		t.Fatalf("%d bytes after the first gzip member", br.Len())
+	}
+	// and Go's default reader (multistream, what Prometheus uses) agrees
+	zr, err = gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := io.ReadAll(zr); err != nil || !bytes.Equal(again, text) {
+		t.Fatalf("multistream gzip reader: %v, %d bytes, want %d", err, len(again), len(text))
+	}
+	return text
+}
+
+// stableLines keeps the lines of the joulemark families except the scrape
+// duration: the Go and process collectors and the scrape duration change
+// from one scrape to the next.
+func stableLines(text []byte) string {
+	var b strings.Builder
+	for line := range strings.Lines(string(text)) {
+		name := line
+		if f := strings.Fields(line); strings.HasPrefix(line, "# ") && len(f) > 2 {
+			name = f[2]
+		}
+		if strings.HasPrefix(name, "joulemark_") && !strings.HasPrefix(name, "joulemark_exporter_scrape_duration_seconds") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+// TestMetricsGzipMatchesPlain: a gzip scrape decodes, as one gzip member,
+// to exactly the bytes of the uncompressed scrape and to the series
+// promhttp serves, while runs are added, frozen and evicted (the cached
+// compressed text follows), and it passes promtool.
+func TestMetricsGzipMatchesPlain(t *testing.T) {
+	h := newHarness(t, gpu.SimConfig{GPUs: 3, Seed: 7, NoiseWatts: 0.5}, Config{MaxRuns: 3})
+	lifecycle := func(id string, end bool) {
+		for _, p := range []phaseapi.Phase{phaseapi.Idle, phaseapi.Formal, phaseapi.Release} {
+			h.post(id, p)
+			h.step(700 * time.Millisecond)
+		}
+		if end {
+			if _, err := h.client.EndRun(t.Context(), id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.step(300 * time.Millisecond)
+	}
+	promtool := testenv.LookPath(t, "promtool")
+	for _, st := range []struct {
+		name          string
+		do            func()
+		present, gone []string // run IDs
+	}{
+		{"no runs", func() {}, nil, nil},
+		{"one live run", func() { lifecycle("r-1", false) }, []string{"r-1"}, nil},
+		{"frozen and live", func() {
+			if _, err := h.client.EndRun(t.Context(), "r-1"); err != nil {
+				t.Fatal(err)
+			}
+			h.step(300 * time.Millisecond)
+			lifecycle("r-2", true)
+			lifecycle("r-3", false)
+		}, []string{"r-1", "r-2", "r-3"}, nil},
+		{"evicted", func() {
+			if _, err := h.client.EndRun(t.Context(), "r-3"); err != nil {
+				t.Fatal(err)
+			}
+			lifecycle("r-4", true)
+			lifecycle("r-5", true)
+		}, []string{"r-3", "r-4", "r-5"}, []string{"r-1", "r-2"}},
+		{"evicted with a live run", func() {
+			lifecycle("r-6", true)
+			lifecycle("r-7", false)
+		}, []string{"r-4", "r-5", "r-6", "r-7"}, []string{"r-3"}},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			st.do()
+			plain := rawScrape(t, h.exp, nil).Body.String()
+			zrec := rawScrape(t, h.exp, map[string]string{"Accept-Encoding": "gzip"})
+			if ce := zrec.Header().Get("Content-Encoding"); ce != "gzip" {
+				t.Fatalf("Content-Encoding %q", ce)
+			}
+			raw := zrec.Body.Bytes()
+			text := gunzipOneMember(t, raw)
+			if got, want := stableLines(text), stableLines([]byte(plain)); got != want || !strings.Contains(got, "joulemark_gpu_power_watts{") {
+				t.Fatalf("gzip body differs from the plain one:\n--- gzip\n%s\n--- plain\n%s", got, want)
+			}
+			for _, id := range st.present {
+				if !strings.Contains(plain, `run_id="`+id+`"`) {
+					t.Errorf("run %s missing", id)
+				}
+			}
+			for _, id := range st.gone {
+				if strings.Contains(plain, `run_id="`+id+`"`) {
+					t.Errorf("evicted run %s still served", id)
+				}
+			}
+			// the frozen families went out as their cached compressed bytes
+			frozen := h.exp.frozenTexts()
+			if len(frozen) == 0 && len(st.present) > 1 {
+				t.Fatal("no frozen families")
+			}
+			for name, ft := range frozen {
+				if !bytes.Contains(raw, ft.zSamples.data) {
+					t.Errorf("%s: cached compressed samples not in the response", name)
+				}
+			}
+			proto, _ := scrape(t, h.exp, map[string]string{"Accept": `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited`})
+			zfams, _ := scrape(t, h.exp, map[string]string{"Accept-Encoding": "gzip"})
+			if got, want := canonical(t, zfams), canonical(t, proto); got != want {
+				t.Errorf("gzip series differ from promhttp's:\n--- gzip\n%s\n--- promhttp\n%s", got, want)
+			}
+			cmd := exec.Command(promtool, "check", "metrics")
+			cmd.Stdin = bytes.NewReader(text)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("promtool check metrics: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+func TestCRC32Combine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	data := make([]byte, 70_000)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	for _, cut := range []int{0, 1, 7, 8, 9, 1000, 32_768, 69_999, 70_000} {
+		a, b := data[:cut], data[cut:]
+		got := crc32Combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), len(b))
+		if want := crc32.ChecksumIEEE(data); got != want {
+			t.Errorf("cut at %d: %08x, want %08x", cut, got, want)
+		}
+	}
+}
+
+// TestGzipSplicer: any mix of compressed-as-written text and pieces
+// compressed beforehand decodes to the text in order, as one member.
+func TestGzipSplicer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	text := func(n int) []byte {
+		var b bytes.Buffer
+		for b.Len() < n {
+			fmt.Fprintf(&b, "joulemark_phase_energy_joules{gpu=\"%d\",run_id=\"r-%d\"} %g\n", rng.IntN(8), rng.IntN(100), rng.Float64()*1e4)
+		}
+		return b.Bytes()[:n]
+	}
+	for _, tc := range []struct {
+		name  string
+		parts []string // "w:N" written, "s:N" spliced, N bytes
+	}{
+		{"nothing", nil},
+		{"written only", []string{"w:5000"}},
+		{"spliced only", []string{"s:5000"}},
+		{"spliced empty", []string{"s:0", "w:10"}},
+		{"splice first", []string{"s:40000", "w:100", "s:3"}},
+		{"splice last", []string{"w:100", "s:100000"}},
+		{"adjacent splices", []string{"w:70000", "s:20", "s:50000", "s:1", "w:1", "w:2"}},
+		{"many", []string{"w:1", "s:1", "w:40000", "s:40000", "w:0", "s:33000", "w:70000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, want bytes.Buffer
+			fw, _ := flate.NewWriter(nil, flate.BestSpeed)
+			g := newGzipSplicer(&out, fw)
+			for _, p := range tc.parts {
+				kind, ns, _ := strings.Cut(p, ":")
+				n, _ := strconv.Atoi(ns)
+				b := text(n)
+				want.Write(b)
+				if kind == "w" {
+					if _, err := g.Write(b); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				z, err := deflate(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g.splice(z)
+			}
+			if err := g.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := gunzipOneMember(t, out.Bytes()); !bytes.Equal(got, want.Bytes()) {
+				t.Errorf("decoded %d bytes, want %d (equal prefix %d)", len(got), want.Len(), commonPrefix(got, want.Bytes()))
+			}
+		})
+	}
+}
+
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
