@@ -334,7 +334,7 @@ func multModP(a, b uint32) uint32 {
 
 // xPow8n returns x^(8n) modulo the CRC-32 (IEEE) polynomial, by squaring.
 func xPow8n(n uint64) uint32 {
-	p := uint32(1) << 31 // x^0
+	p := uint32(1) << 31  // x^0
 	sq := uint32(1) << 23 // x^8
 	for ; n != 0; n >>= 1 {
 		if n&1 != 0 {
