@@ -30,6 +30,14 @@ type commonParams struct {
 	N                   *int           `json:"n"`
 }
 
+// apiRequest is a decoded completion or chat request.
+type apiRequest interface {
+	params() *commonParams
+	promptTokens() (int, error)
+}
+
+func (p *commonParams) params() *commonParams { return p }
+
 type completionRequest struct {
 	commonParams
 	Prompt json.RawMessage `json:"prompt"`
@@ -44,6 +52,10 @@ type chatRequest struct {
 	commonParams
 	Messages []chatMessage `json:"messages"`
 }
+
+func (q *completionRequest) promptTokens() (int, error) { return promptLen(q.Prompt) }
+
+func (q *chatRequest) promptTokens() (int, error) { return chatLen(q.Messages) }
 
 type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`

@@ -55,35 +55,27 @@ func (e *Engine) serveModels(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (e *Engine) serveCompletion(w http.ResponseWriter, r *http.Request) {
-	var req completionRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		writeRequestError(w, err)
-		return
-	}
-	n, err := promptLen(req.Prompt)
-	if err != nil {
-		writeRequestError(w, err)
-		return
-	}
-	e.serve(w, r, &req.commonParams, n, false)
+	e.serve(w, r, &completionRequest{}, false)
 }
 
 func (e *Engine) serveChat(w http.ResponseWriter, r *http.Request) {
-	var req chatRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	e.serve(w, r, &chatRequest{}, true)
+}
+
+// serve decodes the body into req (a *completionRequest or *chatRequest),
+// then validates, submits and answers it.
+func (e *Engine) serve(w http.ResponseWriter, r *http.Request, req apiRequest, chat bool) {
+	if err := decodeJSON(w, r, req); err != nil {
 		writeRequestError(w, err)
 		return
 	}
-	n, err := chatLen(req.Messages)
+	n, err := req.promptTokens()
 	if err != nil {
 		writeRequestError(w, err)
 		return
 	}
-	e.serve(w, r, &req.commonParams, n, true)
-}
-
-func (e *Engine) serve(w http.ResponseWriter, r *http.Request, p *commonParams, prompt int, chat bool) {
-	rq, err := e.validate(p, prompt, chat)
+	p := req.params()
+	rq, err := e.validate(p, n, chat)
 	if err != nil {
 		writeRequestError(w, err)
 		return
