@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"iter"
 	"reflect"
 	"slices"
 	"strings"
@@ -61,26 +62,38 @@ func yamlName(f reflect.StructField) (name string, inline, skip bool) {
 	return name, inline, false
 }
 
-func structField(t reflect.Type, key string) (reflect.Type, bool) {
+// yamlFields yields the yaml key and type of each field of struct t, the
+// fields of inline structs in their place.
+func yamlFields(t reflect.Type) iter.Seq2[string, reflect.Type] {
+	return func(yield func(string, reflect.Type) bool) { walkYAMLFields(t, yield) }
+}
+
+func walkYAMLFields(t reflect.Type, yield func(string, reflect.Type) bool) bool {
 	for f := range t.Fields() {
 		name, inline, skip := yamlName(f)
-		if skip {
-			continue
-		}
-		if inline {
+		switch {
+		case skip:
+		case inline:
 			it := f.Type
 			for it.Kind() == reflect.Pointer {
 				it = it.Elem()
 			}
-			if it.Kind() == reflect.Struct {
-				if ft, ok := structField(it, key); ok {
-					return ft, true
-				}
+			if it.Kind() == reflect.Struct && !walkYAMLFields(it, yield) {
+				return false
 			}
-			continue
+		default:
+			if !yield(name, f.Type) {
+				return false
+			}
 		}
+	}
+	return true
+}
+
+func structField(t reflect.Type, key string) (reflect.Type, bool) {
+	for name, ft := range yamlFields(t) {
 		if name == key {
-			return f.Type, true
+			return ft, true
 		}
 	}
 	return nil, false
@@ -88,21 +101,7 @@ func structField(t reflect.Type, key string) (reflect.Type, bool) {
 
 func structKeys(t reflect.Type) []string {
 	var keys []string
-	for f := range t.Fields() {
-		name, inline, skip := yamlName(f)
-		if skip {
-			continue
-		}
-		if inline {
-			it := f.Type
-			for it.Kind() == reflect.Pointer {
-				it = it.Elem()
-			}
-			if it.Kind() == reflect.Struct {
-				keys = append(keys, structKeys(it)...)
-			}
-			continue
-		}
+	for name := range yamlFields(t) {
 		keys = append(keys, name)
 	}
 	return keys
