@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -96,27 +97,13 @@ type segment struct {
 
 // NewSim validates cfg and returns simulated GPUs, idle, engine running at load 0.
 func NewSim(cfg SimConfig) (*Sim, error) {
-	if cfg.GPUs == 0 {
-		cfg.GPUs = 1
-	}
-	if cfg.IdleWatts == 0 {
-		cfg.IdleWatts = 70
-	}
-	if cfg.MaxWatts == 0 {
-		cfg.MaxWatts = 700
-	}
-	if cfg.StartupWatts == 0 {
-		cfg.StartupWatts = 250
-	}
-	if cfg.RampSeconds == 0 {
-		cfg.RampSeconds = 1.5
-	}
-	if cfg.DecayTau == 0 {
-		cfg.DecayTau = 8
-	}
-	if cfg.History == 0 {
-		cfg.History = time.Hour
-	}
+	cfg.GPUs = cmp.Or(cfg.GPUs, 1)
+	cfg.IdleWatts = cmp.Or(cfg.IdleWatts, 70)
+	cfg.MaxWatts = cmp.Or(cfg.MaxWatts, 700)
+	cfg.StartupWatts = cmp.Or(cfg.StartupWatts, 250)
+	cfg.RampSeconds = cmp.Or(cfg.RampSeconds, 1.5)
+	cfg.DecayTau = cmp.Or(cfg.DecayTau, 8)
+	cfg.History = cmp.Or(cfg.History, time.Hour)
 	if cfg.Clock == nil {
 		cfg.Clock = RealClock{}
 	}
