@@ -34,13 +34,17 @@ func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect serves the runs not frozen yet; frozen (finished) runs are served
 // from their cache by the exporter's gatherer.
-func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
-	e := c.e
+func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) { c.e.collectLive(ch, c.emitRun) }
+
+// collectLive sends what emitRun emits for each run not frozen yet, with
+// e.mu read-locked.
+func (e *Exporter) collectLive(ch chan<- prometheus.Metric, emitRun func(*run, func(string, prometheus.Metric))) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
+	emit := func(_ string, m prometheus.Metric) { ch <- m }
 	for _, r := range e.runs {
 		if r.frozen == nil {
-			c.emitRun(r, func(_ string, m prometheus.Metric) { ch <- m })
+			emitRun(r, emit)
 		}
 	}
 }

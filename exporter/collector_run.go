@@ -29,16 +29,7 @@ func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect serves the runs not frozen yet (see phaseCollector.Collect).
-func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
-	e := c.e
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	for _, r := range e.runs {
-		if r.frozen == nil {
-			c.emitRun(r, func(_ string, m prometheus.Metric) { ch <- m })
-		}
-	}
-}
+func (c *runCollector) Collect(ch chan<- prometheus.Metric) { c.e.collectLive(ch, c.emitRun) }
 
 // emitRun emits run r's baseline and release metrics. Called with e.mu held.
 func (c *runCollector) emitRun(r *run, emit func(family string, m prometheus.Metric)) {
