@@ -3,7 +3,6 @@
 package exporter
 
 import (
-	"encoding/binary"
 	"flag"
 	"os"
 	"os/exec"
@@ -14,11 +13,11 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/nvmlmock"
 	"github.com/joulemark/joulemark/internal/testenv"
 	"github.com/joulemark/joulemark/phaseapi"
 )
@@ -37,16 +36,11 @@ type mockNVML struct {
 }
 
 func newMockNVML() *mockNVML {
-	m := &mockNVML{srv: dgxh100.New()}
-	for i, d := range m.srv.Devices {
-		dev := d.(*server.Device)
-		dev.UUID = "GPU-00000000-0000-4000-8000-00000000000" + string(rune('0'+i))
+	m := &mockNVML{srv: nvmlmock.New()}
+	for i := range m.srv.Devices {
+		dev := nvmlmock.Device(m.srv, i)
 		m.watts[i] = 70 + float64(i)
 		m.counter[i] = 1_000_000_000 + uint64(i)*1000
-		put := func(f *nvml.FieldValue, vt nvml.ValueType, v uint64) {
-			f.NvmlReturn, f.ValueType = uint32(nvml.SUCCESS), uint32(vt)
-			binary.LittleEndian.PutUint64(f.Value[:], v)
-		}
 		dev.GetFieldValuesFunc = func(fv []nvml.FieldValue) nvml.Return {
 			m.mu.Lock()
 			defer m.mu.Unlock()
@@ -56,24 +50,15 @@ func newMockNVML() *mockNVML {
 			for k := range fv {
 				switch fv[k].FieldId {
 				case nvml.FI_DEV_POWER_INSTANT, nvml.FI_DEV_POWER_AVERAGE:
-					put(&fv[k], nvml.VALUE_TYPE_UNSIGNED_INT, uint64(m.watts[i]*1000))
+					nvmlmock.SetField(&fv[k], nvml.SUCCESS, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(m.watts[i]*1000))
 				case nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION:
-					put(&fv[k], nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, m.counter[i])
+					nvmlmock.SetField(&fv[k], nvml.SUCCESS, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, m.counter[i])
 				}
 			}
 			return nvml.SUCCESS
 		}
 		dev.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
 		dev.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
-		dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
-			return nvml.Memory{Total: 80 << 30, Used: uint64(i+1) << 30}, nvml.SUCCESS
-		}
-		dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{Gpu: uint32(10 * i)}, nvml.SUCCESS }
-		dev.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return uint32(30 + i), nvml.SUCCESS }
-		dev.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return 700000, nvml.SUCCESS }
-		dev.GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1980, nvml.SUCCESS }
-		dev.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return 0x1 | 0x4, nvml.SUCCESS }
-		dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
 	}
 	return m
 }

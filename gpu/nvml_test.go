@@ -3,7 +3,6 @@
 package gpu
 
 import (
-	"encoding/binary"
 	"errors"
 	"math"
 	"strings"
@@ -11,8 +10,9 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"github.com/joulemark/joulemark/internal/nvmlmock"
 )
 
 // mockGPU is what a test makes a mocked GPU answer.
@@ -25,19 +25,12 @@ type mockGPU struct {
 	energyCalls           int
 }
 
-func setField(f *nvml.FieldValue, ret nvml.Return, vt nvml.ValueType, v uint64) {
-	f.NvmlReturn = uint32(ret)
-	f.ValueType = uint32(vt)
-	binary.LittleEndian.PutUint64(f.Value[:], v)
-}
-
-// mockServer is a DGX H100 mock whose power functions answer from gpus.
+// mockServer is the DGX H100 mock whose power functions answer from gpus.
 func mockServer(gpus []*mockGPU) *server.Server {
-	s := dgxh100.New()
-	for i, d := range s.Devices {
-		dev := d.(*server.Device)
+	s := nvmlmock.New()
+	for i := range s.Devices {
+		dev := nvmlmock.Device(s, i)
 		g := gpus[i]
-		dev.UUID = "GPU-00000000-0000-4000-8000-00000000000" + string(rune('0'+i))
 		dev.GetFieldValuesFunc = func(fv []nvml.FieldValue) nvml.Return {
 			if g.fieldsRet != nvml.SUCCESS {
 				return g.fieldsRet
@@ -45,11 +38,11 @@ func mockServer(gpus []*mockGPU) *server.Server {
 			for k := range fv {
 				switch fv[k].FieldId {
 				case nvml.FI_DEV_POWER_INSTANT:
-					setField(&fv[k], g.instantRet, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(g.instantMW))
+					nvmlmock.SetField(&fv[k], g.instantRet, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(g.instantMW))
 				case nvml.FI_DEV_POWER_AVERAGE:
-					setField(&fv[k], nvml.SUCCESS, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(g.averageMW))
+					nvmlmock.SetField(&fv[k], nvml.SUCCESS, nvml.VALUE_TYPE_UNSIGNED_INT, uint64(g.averageMW))
 				case nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION:
-					setField(&fv[k], g.energyRet, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, g.energyMJ)
+					nvmlmock.SetField(&fv[k], g.energyRet, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, g.energyMJ)
 				default:
 					fv[k].NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
 				}
@@ -70,21 +63,8 @@ func mockServer(gpus []*mockGPU) *server.Server {
 			}
 			return g.energyMJ, nvml.SUCCESS
 		}
-		setSlowMocks(dev, i)
 	}
 	return s
-}
-
-func setSlowMocks(dev *server.Device, i int) {
-	dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
-		return nvml.Memory{Total: 80 << 30, Used: uint64(i+1) << 30}, nvml.SUCCESS
-	}
-	dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{Gpu: uint32(10 * i)}, nvml.SUCCESS }
-	dev.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return uint32(30 + i), nvml.SUCCESS }
-	dev.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return 700000, nvml.SUCCESS }
-	dev.GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1980, nvml.SUCCESS }
-	dev.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return 0x1 | 0x4, nvml.SUCCESS }
-	dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
 }
 
 func healthyGPUs(n int) []*mockGPU {
@@ -240,13 +220,13 @@ func TestFieldValueDecoding(t *testing.T) {
 		{nvml.VALUE_TYPE_UNSIGNED_SHORT, 65535, 65535},
 	} {
 		var f nvml.FieldValue
-		setField(&f, nvml.SUCCESS, tc.vt, tc.bits)
+		nvmlmock.SetField(&f, nvml.SUCCESS, tc.vt, tc.bits)
 		if got, ok := fieldValue(f); !ok || got != tc.want {
 			t.Errorf("type %d: %v %v, want %v", tc.vt, got, ok, tc.want)
 		}
 	}
 	var f nvml.FieldValue
-	setField(&f, nvml.ERROR_NOT_SUPPORTED, nvml.VALUE_TYPE_UNSIGNED_INT, 1)
+	nvmlmock.SetField(&f, nvml.ERROR_NOT_SUPPORTED, nvml.VALUE_TYPE_UNSIGNED_INT, 1)
 	if _, ok := fieldValue(f); ok {
 		t.Error("a field with its own error decoded")
 	}
