@@ -1,27 +1,9 @@
 package exporter
 
-import (
-	"sync"
-	"time"
-)
+import "github.com/joulemark/joulemark/internal/fakeclock"
 
-// fakeClock is a manually advanced clock shared by the simulator and the
+// fakeClock is the manually advanced clock shared by the simulator and the
 // exporter in tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type fakeClock = fakeclock.Clock
 
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_750_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newFakeClock() *fakeClock { return fakeclock.New() }

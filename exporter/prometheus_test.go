@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/fakeclock"
 	"github.com/joulemark/joulemark/internal/testenv"
 	"github.com/joulemark/joulemark/remotewrite"
 )
@@ -53,7 +54,7 @@ func TestRemoteWriteIntoPrometheus(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	clk := &fakeClock{t: time.Now().Add(-time.Minute).Truncate(time.Second)}
+	clk := fakeclock.At(time.Now().Add(-time.Minute).Truncate(time.Second))
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 2, Clock: clk, NoiseWatts: 1})
 	e, err := New(Config{Backend: sim, Clock: clk,
 		RemoteWrite:       &remotewrite.Config{URL: base + "/api/v1/write", FlushInterval: 10 * time.Millisecond},

@@ -3,11 +3,13 @@ package gpu
 import (
 	"testing"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/fakeclock"
 )
 
 // BenchmarkSimSample is the cost of one simulated GPU sample.
 func BenchmarkSimSample(b *testing.B) {
-	clk := newClock()
+	clk := fakeclock.New()
 	s, _ := NewSim(SimConfig{GPUs: 8, NoiseWatts: 1, Clock: clk})
 	s.SetLoad(0.5)
 	b.ReportAllocs()

@@ -2,29 +2,11 @@ package gpu
 
 import (
 	"math"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/fakeclock"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newClock() *fakeClock { return &fakeClock{t: time.Unix(1_750_000_000, 0)} }
 
 // simpson integrates PowerAt numerically, independently of ExactEnergy.
 func simpson(s *Sim, i int, t0, t1 time.Time, n int) float64 {
@@ -41,7 +23,7 @@ func simpson(s *Sim, i int, t0, t1 time.Time, n int) float64 {
 }
 
 func TestSimExactEnergyMatchesNumericIntegral(t *testing.T) {
-	clk := newClock()
+	clk := fakeclock.New()
 	s, err := NewSim(SimConfig{GPUs: 2, NoiseWatts: 3, Seed: 42, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +78,7 @@ func TestSimExactEnergyMatchesNumericIntegral(t *testing.T) {
 
 func TestSimDeterministicAndValidated(t *testing.T) {
 	mk := func(seed uint64) []float64 {
-		clk := newClock()
+		clk := fakeclock.New()
 		s, err := NewSim(SimConfig{GPUs: 3, NoiseWatts: 2, Seed: seed, Clock: clk})
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +126,7 @@ func TestSimDeterministicAndValidated(t *testing.T) {
 }
 
 func TestSimHistoryBounded(t *testing.T) {
-	clk := newClock()
+	clk := fakeclock.New()
 	s, _ := NewSim(SimConfig{GPUs: 1, History: time.Minute, Clock: clk})
 	t0 := clk.Now()
 	for k := range 2000 {
@@ -163,7 +145,7 @@ func TestSimHistoryBounded(t *testing.T) {
 }
 
 func TestSimEnergyCounter(t *testing.T) {
-	clk := newClock()
+	clk := fakeclock.New()
 	s, _ := NewSim(SimConfig{GPUs: 1, EnergyCounter: true, Clock: clk})
 	if s.Devices()[0].EnergySource != EnergyCounter {
 		t.Fatal("energy source not counter")
@@ -179,7 +161,7 @@ func TestSimEnergyCounter(t *testing.T) {
 }
 
 func TestSimCounterPeriod(t *testing.T) {
-	clk := newClock()
+	clk := fakeclock.New()
 	s, _ := NewSim(SimConfig{GPUs: 1, EnergyCounter: true, CounterPeriod: 100 * time.Millisecond, Clock: clk})
 	t0 := clk.Now()
 	s.SetLoad(1)

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+
+	"github.com/joulemark/joulemark/internal/fakeclock"
 )
 
 func TestSimCoupler(t *testing.T) {
@@ -24,7 +26,7 @@ func TestSimCoupler(t *testing.T) {
 	defer srv.Close()
 	set := func(s string) { mu.Lock(); body = s; mu.Unlock() }
 
-	clk := newClock()
+	clk := fakeclock.New()
 	sim, _ := NewSim(SimConfig{GPUs: 2, Clock: clk})
 	c, err := NewSimCoupler(sim, srv.URL+"/", 100_000_000)
 	if err != nil {
