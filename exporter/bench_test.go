@@ -62,23 +62,28 @@ func BenchmarkSampleTick8GPUsSim(b *testing.B) {
 // retained runs of 5 phases (4000 phase-energy series) plus one run in
 // progress; it reports p99 wall time and CPU time per scrape. "prom3" sends
 // the Accept header of Prometheus 3 (UTF-8 names allowed: no escaping pass);
-// "gzip" asks for a compressed answer, as Prometheus does.
+// "gzip" asks for a compressed answer, as Prometheus does; "refreeze" makes
+// every scrape the first one after a run froze (its text is encoded and
+// compressed, the families reassembled).
 func BenchmarkMetrics8GPUs100Runs(b *testing.B) {
 	for _, tc := range []struct {
-		name   string
-		runs   int
-		accept string
+		name     string
+		runs     int
+		accept   string
+		refreeze bool
 	}{
-		{"runs=100", 100, ""},
-		{"runs=100/prom3", 100, "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.5,*/*;q=0.1"},
-		{"runs=100/gzip", 100, "gzip"},
-		{"runs=10", 10, ""},
+		{"runs=100", 100, "", false},
+		{"runs=100/prom3", 100, "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.5,*/*;q=0.1", false},
+		{"runs=100/gzip", 100, "gzip", false},
+		{"runs=100/gzip/refreeze", 100, "gzip", true},
+		{"runs=10", 10, "", false},
+		{"runs=10/gzip", 10, "gzip", false},
 	} {
-		b.Run(tc.name, func(b *testing.B) { benchMetrics(b, tc.runs, tc.accept) })
+		b.Run(tc.name, func(b *testing.B) { benchMetrics(b, tc.runs, tc.accept, tc.refreeze) })
 	}
 }
 
-func benchMetrics(b *testing.B, runs int, accept string) {
+func benchMetrics(b *testing.B, runs int, accept string, refreeze bool) {
 	clk := newFakeClock()
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 8, NoiseWatts: 1, Clock: clk})
 	e, err := New(Config{Backend: sim, Clock: clk, MaxRuns: 100})
@@ -124,6 +129,12 @@ func benchMetrics(b *testing.B, runs int, accept string) {
 			req.Header.Set("Accept-Encoding", "gzip")
 		default:
 			req.Header.Set("Accept", accept)
+		}
+		if refreeze { // as when a run froze: its text is new
+			e.mu.Lock()
+			e.runs[e.finished[len(e.finished)-1]].frozen.text = nil
+			e.frozenVersion++
+			e.mu.Unlock()
 		}
 		t0 := time.Now()
 		h.ServeHTTP(rec, req)

@@ -27,6 +27,7 @@ var familyHelp = map[string]string{
 
 type frozenRun struct {
 	families map[string][]*dto.Metric
+	text     map[string]runFamilyText // its text exposition, encoded on first use (under frozenMu)
 }
 
 // settled reports whether run r can no longer change.

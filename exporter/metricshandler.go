@@ -35,16 +35,20 @@ type metricsHandler struct {
 	inFlight chan struct{}
 }
 
-// frozenText is the text exposition of one frozen family: full has the
-// HELP and TYPE lines, samples only the sample lines (a suffix of full),
-// and zSamples is samples compressed once.
+// frozenText is what a text scrape serves for one family from the frozen
+// runs: its HELP and TYPE lines (for when no live series brings them) and
+// each frozen run's series, oldest run first.
 type frozenText struct {
-	full, samples []byte
-	zSamples      deflated
+	header []byte
+	parts  []*frozenPart
 }
 
-// header returns the family's HELP and TYPE lines.
-func (ft frozenText) header() []byte { return ft.full[:len(ft.full)-len(ft.samples)] }
+// frozenPart is one frozen run's series of one family: the sample lines,
+// and the same text compressed once.
+type frozenPart struct {
+	samples []byte
+	z       deflated
+}
 
 // flateWriters hold the per-scrape compressors. BestSpeed: the live part
 // is compressed on every scrape, the frozen part once at frozenLevel.
@@ -97,15 +101,19 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out = gz
 	}
 	bw := bufio.NewWriterSize(out, 64<<10)
-	// appendFrozen writes a frozen family's samples (after its header or
+	// appendFrozen writes a family's frozen series (after its header or
 	// the live series of the same family).
 	appendFrozen := func(ft frozenText) {
 		if gz == nil {
-			_, _ = bw.Write(ft.samples)
+			for _, p := range ft.parts {
+				_, _ = bw.Write(p.samples)
+			}
 			return
 		}
 		_ = bw.Flush()
-		gz.splice(ft.zSamples)
+		for _, p := range ft.parts {
+			gz.splice(p.z)
+		}
 	}
 	defer func() {
 		_ = bw.Flush()
@@ -136,7 +144,7 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		} else {
-			_, _ = bw.Write(ft.header())
+			_, _ = bw.Write(ft.header)
 		}
 		if hasFrozen {
 			appendFrozen(ft)
@@ -162,73 +170,113 @@ func acceptsGzip(header string) bool {
 	return false
 }
 
-// frozenTexts encodes and compresses every frozen family once per set of
-// frozen runs.
+// frozenTexts returns the frozen runs' text per family, rebuilt when the
+// set of frozen runs changed. Each run's text is encoded and compressed
+// once, the first time it is needed: a run that freezes costs one run's
+// encoding, an evicted run none.
 func (e *Exporter) frozenTexts() map[string]frozenText {
-	fams, version := e.frozenFamilies()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	e.frozenMu.Lock()
 	defer e.frozenMu.Unlock()
-	if e.frozenTextCache != nil && e.frozenTextVersion == version {
+	if e.frozenTextCache != nil && e.frozenTextVersion == e.frozenVersion {
 		return e.frozenTextCache
 	}
-	out := make(map[string]frozenText, len(fams))
-	for name, ms := range fams {
-		n, help, typ := name, familyHelp[name], dto.MetricType_GAUGE
-		var buf bytes.Buffer
-		if _, err := expfmt.MetricFamilyToText(&buf, &dto.MetricFamily{Name: &n, Help: &help, Type: &typ, Metric: ms}); err != nil {
-			e.log.Error("encoding a frozen family", "family", name, "err", err)
+	out := map[string]frozenText{}
+	for _, id := range e.finished {
+		r := e.runs[id]
+		if r == nil || r.frozen == nil {
 			continue
 		}
-		full := buf.Bytes()
-		// drop the "# HELP" and "# TYPE" lines
-		rest := full
-		for range 2 {
-			if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-				rest = rest[i+1:]
+		if r.frozen.text == nil {
+			r.frozen.text = e.encodeFrozenRun(id, r.frozen)
+		}
+		for name, rt := range r.frozen.text {
+			ft := out[name]
+			if ft.header == nil {
+				ft.header = rt.header
 			}
+			ft.parts = append(ft.parts, rt.part)
+			out[name] = ft
 		}
-		if !bytes.HasPrefix(full, []byte("# HELP "+name+" ")) {
-			e.log.Error("encoding a frozen family: unexpected exposition header", "family", name)
-			continue
-		}
-		z, err := deflate(rest)
-		if err != nil {
-			e.log.Error("compressing a frozen family", "family", name, "err", err)
-			continue
-		}
-		out[name] = frozenText{full: full, samples: rest, zSamples: z}
 	}
-	e.frozenTextCache, e.frozenTextVersion = out, version
+	e.frozenTextCache, e.frozenTextVersion = out, e.frozenVersion
 	return out
 }
 
-// frozenLevel is the compression level of the frozen families' text,
-// compressed once per set of frozen runs rather than on every scrape.
-const frozenLevel = flate.DefaultCompression
+// runFamilyText is one frozen run's exposition of one family.
+type runFamilyText struct {
+	header []byte // HELP and TYPE lines
+	part   *frozenPart
+}
+
+// encodeFrozenRun encodes (expfmt) and compresses a frozen run's series,
+// per family, in label order.
+func (e *Exporter) encodeFrozenRun(id string, fr *frozenRun) map[string]runFamilyText {
+	out := make(map[string]runFamilyText, len(fr.families))
+	var buf bytes.Buffer
+	for name, ms := range fr.families {
+		ms = slices.Clone(ms)
+		slices.SortFunc(ms, compareMetrics)
+		n, help, typ := name, familyHelp[name], dto.MetricType_GAUGE
+		buf.Reset()
+		if _, err := expfmt.MetricFamilyToText(&buf, &dto.MetricFamily{Name: &n, Help: &help, Type: &typ, Metric: ms}); err != nil {
+			e.log.Error("encoding a finished run's family", "run_id", id, "family", name, "err", err)
+			continue
+		}
+		full := bytes.Clone(buf.Bytes())
+		if !bytes.HasPrefix(full, []byte("# HELP "+name+" ")) {
+			e.log.Error("encoding a finished run's family: unexpected exposition header", "run_id", id, "family", name)
+			continue
+		}
+		// the samples follow the "# HELP" and "# TYPE" lines
+		cut := 0
+		for range 2 {
+			cut += bytes.IndexByte(full[cut:], '\n') + 1
+		}
+		samples := full[cut:]
+		z, err := deflate(samples)
+		if err != nil {
+			e.log.Error("compressing a finished run's family", "run_id", id, "family", name, "err", err)
+			continue
+		}
+		out[name] = runFamilyText{header: full[:cut:cut], part: &frozenPart{samples: samples, z: z}}
+	}
+	return out
+}
+
+// frozenLevel is the compression level of the frozen runs' text,
+// compressed once per run rather than on every scrape.
+const frozenLevel = flate.BestCompression
+
+var frozenFlateWriters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, frozenLevel)
+	return w
+}}
 
 // deflated is a piece of text compressed on its own as raw deflate blocks
 // (RFC 1951) that end on a byte boundary (a sync flush, no final block)
 // and refer to no data before them, so they can be spliced into any
 // deflate stream at a byte boundary.
 type deflated struct {
-	data []byte
-	crc  uint32 // CRC-32 (IEEE) of the text
-	size int    // length of the text
+	data  []byte
+	crc   uint32 // CRC-32 (IEEE) of the text
+	size  int    // length of the text
+	shift uint32 // x^(8·size) modulo the CRC polynomial, for crc32Combine
 }
 
 func deflate(text []byte) (deflated, error) {
 	var buf bytes.Buffer
-	fw, err := flate.NewWriter(&buf, frozenLevel)
-	if err != nil {
-		return deflated{}, fmt.Errorf("compressing: %w", err)
-	}
+	fw := frozenFlateWriters.Get().(*flate.Writer)
+	defer frozenFlateWriters.Put(fw)
+	fw.Reset(&buf)
 	if _, err := fw.Write(text); err != nil {
 		return deflated{}, fmt.Errorf("compressing: %w", err)
 	}
 	if err := fw.Flush(); err != nil {
 		return deflated{}, fmt.Errorf("compressing: %w", err)
 	}
-	return deflated{data: buf.Bytes(), crc: crc32.ChecksumIEEE(text), size: len(text)}, nil
+	return deflated{data: buf.Bytes(), crc: crc32.ChecksumIEEE(text), size: len(text), shift: xPow8n(uint64(len(text)))}, nil
 }
 
 // gzipSplicer writes one gzip member (RFC 1952) whose deflate stream mixes
@@ -239,7 +287,7 @@ func deflate(text []byte) (deflated, error) {
 // member, it decodes with any gzip reader, including the ones that stop
 // after the first member of a multi-member stream.
 type gzipSplicer struct {
-	w     io.Writer
+	w     *bufio.Writer // many small pieces: one write per piece is too many
 	fw    *flate.Writer
 	crc   uint32
 	size  uint32 // ISIZE: the text's length modulo 2^32
@@ -251,10 +299,11 @@ type gzipSplicer struct {
 // unknown OS.
 var gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255}
 
-// newGzipSplicer writes the member header to w; fw is reset to write to w.
+// newGzipSplicer writes the member header to w (buffered); fw is reset to
+// write there.
 func newGzipSplicer(w io.Writer, fw *flate.Writer) *gzipSplicer {
-	g := &gzipSplicer{w: w, fw: fw}
-	fw.Reset(w)
+	g := &gzipSplicer{w: bufio.NewWriterSize(w, 32<<10), fw: fw}
+	fw.Reset(g.w)
 	_, g.err = w.Write(gzipHeader)
 	return g
 }
@@ -287,7 +336,7 @@ func (g *gzipSplicer) splice(z deflated) {
 	if _, g.err = g.w.Write(z.data); g.err != nil {
 		return
 	}
-	g.crc = crc32Combine(g.crc, z.crc, z.size)
+	g.crc = multModP(z.shift, g.crc) ^ z.crc // crc32Combine(g.crc, z.crc, z.size)
 	g.size += uint32(z.size)
 }
 
@@ -300,7 +349,10 @@ func (g *gzipSplicer) Close() error {
 		return g.err
 	}
 	trailer := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, g.crc), g.size)
-	_, g.err = g.w.Write(trailer)
+	if _, g.err = g.w.Write(trailer); g.err != nil {
+		return g.err
+	}
+	g.err = g.w.Flush()
 	return g.err
 }
 

@@ -293,8 +293,10 @@ func TestMetricsGzipMatchesPlain(t *testing.T) {
 				t.Fatal("no frozen families")
 			}
 			for name, ft := range frozen {
-				if !bytes.Contains(raw, ft.zSamples.data) {
-					t.Errorf("%s: cached compressed samples not in the response", name)
+				for _, p := range ft.parts {
+					if !bytes.Contains(raw, p.z.data) {
+						t.Errorf("%s: cached compressed samples not in the response", name)
+					}
 				}
 			}
 			proto, _ := scrape(t, h.exp, map[string]string{"Accept": `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited`})
