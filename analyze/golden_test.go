@@ -3,34 +3,12 @@ package analyze
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/joulemark/joulemark/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden %s (run go test -update to create it): %v", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test ./analyze -run %s -update rewrites it); got:\n%s", path, t.Name(), got)
-	}
-}
 
 // sameJSON compares two JSON documents, numbers within a relative 1e-9:
 // the Prometheus path rounds timestamps to milliseconds.
@@ -101,10 +79,10 @@ func TestGoldenFixtureReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "fixture.report.json", js)
+	golden.Compare(t, "fixture.report.json", js)
 	var md bytes.Buffer
 	if err := WriteMarkdown(&md, r); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "fixture.report.md", md.Bytes())
+	golden.Compare(t, "fixture.report.md", md.Bytes())
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/promserver"
 	"github.com/joulemark/joulemark/remotewrite"
 )
@@ -41,7 +42,7 @@ func TestGoldenThroughTSDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "fixture.tsdb.report.json", js)
+	golden.Compare(t, "fixture.tsdb.report.json", js)
 	// The Prometheus path and the pure computation agree.
 	want, _ := fixtureReport(t)
 	wantJS, _ := MarshalReport(want)
@@ -57,7 +58,7 @@ func TestGoldenThroughTSDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "fixture.report.md", md[:len(md)-len(generatedLine(t, md))])
+	golden.Compare(t, "fixture.report.md", md[:len(md)-len(generatedLine(t, md))])
 	// Run refuses to overwrite it before querying anything.
 	if _, err := Run(ctx, cfg); err == nil {
 		t.Error("second Run into the same directory succeeded")

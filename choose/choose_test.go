@@ -2,33 +2,15 @@ package choose
 
 import (
 	"bytes"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (go test -update to rewrite):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // fixtureRuns loads testdata/runs/<name>/report.json for each name.
 func fixtureRuns(t *testing.T, names ...string) []*Run {
@@ -254,7 +236,7 @@ func TestPareto(t *testing.T) {
 	if err := WriteParetoTable(&buf, classes, ParetoMetrics); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "pareto.golden", buf.Bytes())
+	golden.Compare(t, "pareto.golden", buf.Bytes())
 }
 
 func TestRecommend(t *testing.T) {
@@ -336,7 +318,7 @@ func TestRecommend(t *testing.T) {
 	if err := WriteRecommendation(&buf, rec, ParetoMetrics); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "recommend.golden", buf.Bytes())
+	golden.Compare(t, "recommend.golden", buf.Bytes())
 	none := Recommend(runs, []Constraint{{Metric: SteadyStateJPT, Bound: 0.1, Upper: true, Flag: "--max-joules-per-token"}}, -1, ParetoMetrics, SteadyStateJPT)
 	if err := WriteRecommendation(&bytes.Buffer{}, none, ParetoMetrics); err != ErrNoSurvivor {
 		t.Errorf("no survivor: err %v", err)
@@ -416,7 +398,7 @@ func TestDiff(t *testing.T) {
 	if err := WriteDiff(&buf, Diff(before, loadDiff(t, "after-bad.json"), DiffMetrics, 5)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "diff.golden", buf.Bytes())
+	golden.Compare(t, "diff.golden", buf.Bytes())
 }
 
 func TestPlan(t *testing.T) {
@@ -465,12 +447,12 @@ func TestPlan(t *testing.T) {
 	if err := WritePlan(&buf, p); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "plan.golden", buf.Bytes())
+	golden.Compare(t, "plan.golden", buf.Bytes())
 	buf.Reset()
 	if err := WritePlanJSON(&buf, p); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "plan.json.golden", buf.Bytes())
+	golden.Compare(t, "plan.json.golden", buf.Bytes())
 
 	if _, err := MakePlan(runs, PlanOptions{TargetPeakRateRPS: 100, SLOs: []Constraint{{Metric: TTFTP95, Bound: 0.01, Upper: true, Flag: "--slo-ttft-p95"}}}); err == nil {
 		t.Error("no point meets the SLO: want an error")

@@ -2,34 +2,14 @@ package compare
 
 import (
 	"bytes"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/joulemark/joulemark/choose"
+	"github.com/joulemark/joulemark/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (go test -update to rewrite):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func load(t *testing.T, names ...string) []*choose.Run {
 	t.Helper()
@@ -96,12 +76,12 @@ func TestCompare(t *testing.T) {
 	if err := WriteText(&buf, res); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.golden", buf.Bytes())
+	golden.Compare(t, "compare.golden", buf.Bytes())
 	buf.Reset()
 	if err := WriteJSON(&buf, res); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.json.golden", buf.Bytes())
+	golden.Compare(t, "compare.json.golden", buf.Bytes())
 }
 
 func TestCompareGroupBy(t *testing.T) {
