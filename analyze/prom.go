@@ -43,6 +43,10 @@ type loader struct {
 	lookback time.Duration
 	now      time.Time
 	timeout  time.Duration
+	// chunk is the window length of raw reads (defaultChunk when 0); par
+	// how many windows are read at once (defaultParallelism when 0).
+	chunk time.Duration
+	par   int
 }
 
 // runSel is the run_id matcher, quoted for PromQL.
@@ -165,10 +169,21 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 		d.ReleaseClosed = ptr(rc[0].Value == 1)
 	}
 
-	// Raw series over the run's span plus a margin, as a range selector
+	// Raw series over the run's span plus a margin, as range selectors
 	// evaluated at the span's end: Prometheus returns the stored samples.
-	evalAt := time.UnixMilli(int64(math.Ceil((to + rawSampleMargin.Seconds()) * 1000))).UTC()
-	rng := promDuration(time.Duration((to-from)*float64(time.Second)) + 2*rawSampleMargin)
+	// Long spans are read in windows (see window), a few at a time.
+	evalAtMs := int64(math.Ceil((to + rawSampleMargin.Seconds()) * 1000))
+	evalAt := time.UnixMilli(evalAtMs).UTC()
+	rngDur := time.Duration((to-from)*float64(time.Second)) + 2*rawSampleMargin
+	rng := promDuration(rngDur)
+	chunk := l.chunk
+	if chunk <= 0 {
+		chunk = defaultChunk
+	}
+	if l.par <= 0 {
+		l.par = defaultParallelism
+	}
+	ws := splitSpan(evalAtMs, max(rngDur.Milliseconds(), 1), chunk.Milliseconds())
 	// The run's GPUs: those with phase energies for the run; without any,
 	// every GPU of the exporters that published the run's phases.
 	gpuSel := ""
@@ -193,18 +208,6 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	for _, s := range info {
 		source[string(s.Metric["uuid"])] = string(s.Metric["energy_source"])
 	}
-	energy, err := l.matrix(ctx, fmt.Sprintf("%s{%s}[%s]", mGPUEnergy, gpuSel, rng), evalAt)
-	if err != nil {
-		return nil, err
-	}
-	energyRaw, err := l.matrix(ctx, fmt.Sprintf("%s{%s}[%s]", mGPUEnergyRaw, gpuSel, rng), evalAt)
-	if err != nil {
-		return nil, err
-	}
-	power, err := l.matrix(ctx, fmt.Sprintf("%s{%s}[%s]", mGPUPower, gpuSel, rng), evalAt)
-	if err != nil {
-		return nil, err
-	}
 	si, err := l.vector(ctx, fmt.Sprintf("max(max_over_time(joulemark_sampler_interval_seconds{job=~\".+\"}[%s]))", rng), evalAt)
 	if err != nil {
 		return nil, err
@@ -214,40 +217,51 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	}
 	byUUID := map[string]*GPUSeries{}
 	var order []string
-	pick := func(m model.Matrix, set func(g *GPUSeries, s []Sample)) {
+	pick := func(name string, set func(g *GPUSeries, s []Sample)) error {
+		m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", name, gpuSel), ws)
+		if err != nil {
+			return err
+		}
 		for _, ss := range m {
-			u := string(ss.Metric["uuid"])
+			u := string(ss.metric["uuid"])
 			g, ok := byUUID[u]
 			if !ok {
-				g = &GPUSeries{GPU: string(ss.Metric["gpu"]), UUID: u, Instance: string(ss.Metric["instance"]), EnergySource: source[u]}
+				g = &GPUSeries{GPU: string(ss.metric["gpu"]), UUID: u, Instance: string(ss.metric["instance"]), EnergySource: source[u]}
 				byUUID[u] = g
 				order = append(order, u)
 			}
-			set(g, toSamples(ss.Values))
+			set(g, ss.samples)
 		}
+		return nil
 	}
 	// The same GPU seen by two scrapers: keep the series with more samples.
-	pick(energy, func(g *GPUSeries, s []Sample) {
+	if err := pick(mGPUEnergy, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Energy) {
 			g.Energy = s
 		}
-	})
-	pick(energyRaw, func(g *GPUSeries, s []Sample) {
+	}); err != nil {
+		return nil, err
+	}
+	if err := pick(mGPUEnergyRaw, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Energy) {
 			g.Energy = s
 			g.EnergyRaw = true
 		}
-	})
-	pick(power, func(g *GPUSeries, s []Sample) {
+	}); err != nil {
+		return nil, err
+	}
+	if err := pick(mGPUPower, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Power) {
 			g.Power = s
 		}
-	})
+	}); err != nil {
+		return nil, err
+	}
 	for _, u := range order {
 		d.GPUs = append(d.GPUs, *byUUID[u])
 	}
 
-	if err := l.loadRequests(ctx, d, rng, evalAt); err != nil {
+	if err := l.loadRequests(ctx, d, ws); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -262,14 +276,6 @@ func anyOf(vals []string) string {
 	return strconv.Quote(strings.Join(alts, "|"))
 }
 
-func toSamples(v []model.SamplePair) []Sample {
-	s := make([]Sample, len(v))
-	for i, p := range v {
-		s[i] = Sample{T: float64(p.Timestamp) / 1000, V: float64(p.Value)}
-	}
-	return s
-}
-
 // Per-request metrics, in the order loadRequests keeps them.
 const (
 	rOut = iota
@@ -282,44 +288,105 @@ const (
 
 var reqMetrics = [nReqMetrics]string{rOut: mReqOutput, rIn: mReqInput, rTTFT: mReqTTFT, rLat: mReqLatency, rSucc: mReqSuccess}
 
-// reqSeries is one request series (labels without __name__) across the
-// five metrics; each list is time ordered, as Prometheus returns it.
+// reqSeries is one request series (labels without __name__) within one
+// window across the five metrics; each list is time ordered, as Prometheus
+// returns it.
 type reqSeries struct {
-	phase, slot string
-	v           [nReqMetrics][]model.SamplePair
+	metric model.Metric
+	v      [nReqMetrics][]model.SamplePair
+}
+
+// reqPart is what one window yields: each series' requests and the count of
+// incomplete sample groups.
+type reqPart struct {
+	series     []reqSeriesPart
+	incomplete int
+}
+
+type reqSeriesPart struct {
+	fp     model.Fingerprint
+	metric model.Metric
+	reqs   []Request
 }
 
 // loadRequests joins the per-request samples that share their labels (all
-// but __name__) and timestamp into requests: a merge over the five sorted
-// sample lists of each series, O(samples), no per-request map.
-func (l *loader) loadRequests(ctx context.Context, d *RunData, rng string, at time.Time) error {
+// but __name__) and timestamp into requests. The five metrics are read
+// window by window; the samples of one request share a timestamp, so they
+// fall in the same window, where they are joined by a merge over the five
+// sorted sample lists of each series (O(samples), no per-request map) and
+// the window's matrices are dropped. d.Requests lists the series in label
+// order (as Prometheus 3 sorts a matrix), each series' requests in time
+// order, whatever the windows.
+func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) error {
+	type acc struct {
+		metric model.Metric
+		reqs   []Request
+	}
+	series := map[model.Fingerprint]*acc{}
+	err := inOrder(ctx, len(ws), l.par, func(ctx context.Context, i int) (reqPart, error) {
+		return l.requestWindow(ctx, ws[i])
+	}, func(_ int, p reqPart) error {
+		d.IncompleteRequests += p.incomplete
+		for _, sp := range p.series {
+			a, ok := series[sp.fp]
+			if !ok {
+				series[sp.fp] = &acc{metric: sp.metric, reqs: sp.reqs}
+				continue
+			}
+			a.reqs = append(a.reqs, sp.reqs...)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	all := make([]*acc, 0, len(series))
+	total := 0
+	for _, a := range series {
+		all = append(all, a)
+		total += len(a.reqs)
+	}
+	sortByLabels(all, func(a *acc) model.Metric { return a.metric })
+	d.Requests = make([]Request, 0, total)
+	for _, a := range all {
+		d.Requests = append(d.Requests, a.reqs...)
+		a.reqs = nil
+	}
+	return nil
+}
+
+// requestWindow reads the five per-request metrics over one window and joins
+// them into requests.
+func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 	series := map[model.Fingerprint]*reqSeries{}
 	var order []model.Fingerprint
-	total := 0
 	for m, name := range reqMetrics {
-		mat, err := l.matrix(ctx, fmt.Sprintf("%s{%s}[%s]", name, l.runSel(), rng), at)
+		mat, err := l.matrix(ctx, w.selector(fmt.Sprintf("%s{%s}", name, l.runSel())), w.at())
 		if err != nil {
-			return err
+			return reqPart{}, err
 		}
 		for _, ss := range mat {
-			ls := model.LabelSet(ss.Metric).Clone()
+			ls := ss.Metric
 			delete(ls, model.MetricNameLabel)
 			fp := ls.Fingerprint()
 			rs, ok := series[fp]
 			if !ok {
-				rs = &reqSeries{phase: string(ls["phase"]), slot: string(ls["slot"])}
+				rs = &reqSeries{metric: ls}
 				series[fp] = rs
 				order = append(order, fp)
 			}
-			rs.v[m] = ss.Values
-			if m == rLat {
-				total += len(ss.Values)
+			vals := ss.Values
+			for len(vals) > 0 && !w.keep(vals[0].Timestamp) {
+				vals = vals[1:]
 			}
+			rs.v[m] = vals
 		}
 	}
-	d.Requests = make([]Request, 0, total)
+	var p reqPart
 	for _, fp := range order {
 		rs := series[fp]
+		phase, slot := string(rs.metric["phase"]), string(rs.metric["slot"])
+		var reqs []Request
 		var pos [nReqMetrics]int
 		for {
 			// The next timestamp of any metric.
@@ -342,12 +409,12 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, rng string, at ti
 			}
 			lat, out := val[rLat], val[rOut]
 			if !has[rOut] || !has[rLat] || !has[rSucc] || !(lat >= 0) || math.IsInf(lat, 0) || !(out >= 0) || math.IsInf(out, 0) {
-				d.IncompleteRequests++
+				p.incomplete++
 				continue
 			}
 			end := float64(ts) / 1000
 			r := Request{
-				Phase: rs.phase, Slot: rs.slot,
+				Phase: phase, Slot: slot,
 				End: end, Send: end - lat, Latency: lat,
 				OutputTokens: int64(math.Round(out)), InputTokens: int64(math.Round(val[rIn])),
 				Success: val[rSucc] == 1,
@@ -355,8 +422,11 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, rng string, at ti
 			if t := val[rTTFT]; has[rTTFT] && t >= 0 && !math.IsInf(t, 0) {
 				r.HasTTFT, r.TTFT, r.FirstToken = true, t, r.Send+t
 			}
-			d.Requests = append(d.Requests, r)
+			reqs = append(reqs, r)
+		}
+		if len(reqs) > 0 {
+			p.series = append(p.series, reqSeriesPart{fp: fp, metric: rs.metric, reqs: reqs})
 		}
 	}
-	return nil
+	return p, nil
 }
