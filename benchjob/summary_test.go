@@ -2,18 +2,14 @@ package benchjob
 
 import (
 	"bytes"
-	"flag"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/remotewrite"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestPercentiles(t *testing.T) {
 	v := make([]float64, 0, 100)
@@ -76,19 +72,7 @@ func TestWriteSummaryGolden(t *testing.T) {
 	if err := WriteSummary(&b, res); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "summary.golden")
-	if *update {
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("summary differs from %s (go test -update):\n%s", golden, b.String())
-	}
+	golden.Compare(t, "summary.golden", b.Bytes())
 	// Error rate comes before the latency figures.
 	out := b.String()
 	if strings.Index(out, "error rate") > strings.Index(out, "TTFT") {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/golden"
 )
 
 func TestSyntheticDeterministic(t *testing.T) {
@@ -186,17 +188,5 @@ func TestSyntheticGolden(t *testing.T) {
 	}
 	d, _ := src.digest()
 	got := d + "\n" + first.Text[:200] + "\n"
-	golden := filepath.Join("testdata", "synthetic_seed1.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("synthetic prompts changed (go test -update if deliberate):\n%s", got)
-	}
+	golden.Compare(t, "synthetic_seed1.golden", []byte(got))
 }

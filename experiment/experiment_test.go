@@ -3,16 +3,15 @@ package experiment
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+	"github.com/joulemark/joulemark/internal/golden"
+)
 
 // testConfig stands for a command's config type (benchjob.Config).
 type testConfig struct {
@@ -258,7 +257,7 @@ func TestDryRunGolden(t *testing.T) {
 	if err := WriteDryRun(&buf, runs[len(runs)-1:], true); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, filepath.Join("testdata", "sweep.dryrun.golden"), buf.Bytes())
+	golden.Compare(t, "sweep.dryrun.golden", buf.Bytes())
 }
 
 func TestLoadFileNamesTheFile(t *testing.T) {
@@ -269,21 +268,5 @@ func TestLoadFileNamesTheFile(t *testing.T) {
 	_, err := LoadFile[testConfig](p, opts())
 	if err == nil || !strings.Contains(err.Error(), p+": ") || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("error %v should name %s and line 2", err, p)
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (go test -update to rewrite):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }

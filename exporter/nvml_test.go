@@ -3,7 +3,6 @@
 package exporter
 
 import (
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,12 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/nvmlmock"
 	"github.com/joulemark/joulemark/internal/testenv"
 	"github.com/joulemark/joulemark/phaseapi"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // mockNVML is a DGX H100 from go-nvml's mock whose power and energy the
 // test sets: each GPU draws watts[i]; its energy counter advances by
@@ -142,8 +140,8 @@ func mockScenario(t testing.TB) *Exporter {
 func TestMetricsGolden(t *testing.T) {
 	e := mockScenario(t)
 	defer e.Close()
-	golden := filepath.Join("testdata", "metrics.prom")
-	if *update {
+	path := filepath.Join("testdata", "metrics.prom")
+	if golden.Update() {
 		rec := fetchMetricsHandler(t, e)
 		var keep []string
 		for _, l := range strings.SplitAfter(rec, "\n") {
@@ -151,11 +149,11 @@ func TestMetricsGolden(t *testing.T) {
 				keep = append(keep, l)
 			}
 		}
-		if err := os.WriteFile(golden, []byte(strings.Join(keep, "")), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(strings.Join(keep, "")), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f, err := os.Open(golden)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

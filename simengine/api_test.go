@@ -3,18 +3,15 @@ package simengine
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/joulemark/joulemark/internal/golden"
+)
 
 // created is the only field of a chunk that changes between runs.
 var createdRE = regexp.MustCompile(`"created":\d+`)
@@ -66,28 +63,11 @@ func TestStreamGolden(t *testing.T) {
 			for _, ev := range res.events {
 				b.WriteString("data: " + createdRE.ReplaceAllString(ev, `"created":0`) + "\n\n")
 			}
-			compareGolden(t, tt.golden, b.String())
+			golden.Compare(t, tt.golden, []byte(b.String()))
 			if len(res.chunkIDs) != 1 {
 				t.Errorf("chunk ids %v, want one id for the whole stream", res.chunkIDs)
 			}
 		})
-	}
-}
-
-func compareGolden(t *testing.T, name, got string) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", p, got, want)
 	}
 }
 
