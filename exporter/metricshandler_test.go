@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +26,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/testenv"
 	"github.com/joulemark/joulemark/phaseapi"
 )
@@ -389,4 +394,128 @@ func commonPrefix(a, b []byte) int {
 		n++
 	}
 	return n
+}
+
+// TestRealPrometheusScrapesGzip: a real Prometheus (Debian's 2.42 in CI)
+// scrapes the gzip fast path and stores every sample of it.
+func TestRealPrometheusScrapesGzip(t *testing.T) {
+	h := newHarness(t, gpu.SimConfig{GPUs: 4, Seed: 5, NoiseWatts: 0.5}, Config{MaxRuns: 6})
+	for i := range 9 {
+		id := fmt.Sprintf("run-%d", i)
+		h.post(id, phaseapi.Idle)
+		h.step(500 * time.Millisecond)
+		h.post(id, phaseapi.Formal)
+		h.step(500 * time.Millisecond)
+		if i < 8 {
+			if _, err := h.client.EndRun(t.Context(), id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.step(200 * time.Millisecond)
+	}
+	if len(h.exp.frozenTexts()) == 0 {
+		t.Fatal("no frozen runs")
+	}
+	var (
+		mu     sync.Mutex
+		served []string // Content-Type and Content-Encoding of each scrape
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.exp.Handler().ServeHTTP(w, r)
+		mu.Lock()
+		served = append(served, w.Header().Get("Content-Type")+" "+w.Header().Get("Content-Encoding"))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	prom := realprom.Start(t, fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: jm\n    static_configs:\n      - targets: [%q]\n",
+		strings.TrimPrefix(srv.URL, "http://")))
+
+	query := func(q string) (float64, bool) {
+		resp, err := http.Get(prom.URL + "/api/v1/query?" + url.Values{"query": {q}}.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Data struct {
+				Result []struct {
+					Value [2]any `json:"value"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatalf("query %s: %v", q, err)
+		}
+		if len(out.Data.Result) != 1 {
+			return 0, false
+		}
+		s, _ := out.Data.Result[0].Value[1].(string)
+		v, err := strconv.ParseFloat(s, 64)
+		return v, err == nil
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		up, ok := query(`up{job="jm"}`)
+		if ok && up == 1 {
+			break
+		}
+		if ok && up == 0 || time.Now().After(deadline) {
+			t.Fatalf("Prometheus did not scrape the exporter (up=%v, %v)\n%s", up, ok, prom.Log())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// what the exposition holds (now that the scrape-duration histogram has
+	// observations): sample lines, and one frozen run's value
+	plain := rawScrape(t, h.exp, nil).Body.String()
+	samples := 0
+	for line := range strings.Lines(plain) {
+		if line != "\n" && !strings.HasPrefix(line, "#") {
+			samples++
+		}
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantEnergy float64
+	for _, m := range fams["joulemark_phase_energy_joules"].GetMetric() {
+		if labelsMatch(m, map[string]string{"run_id": "run-3", "gpu": "2", "phase": "formal"}) {
+			wantEnergy = m.GetGauge().GetValue()
+		}
+	}
+	if wantEnergy == 0 {
+		t.Fatal("no formal energy of run-3 on GPU 2 in the exposition")
+	}
+
+	// the first scrape had no scrape duration yet: wait for the next one
+	for got := 0.0; int(got) != samples; time.Sleep(200 * time.Millisecond) {
+		if got, _ = query(`scrape_samples_scraped{job="jm"}`); time.Now().After(deadline) {
+			t.Fatalf("Prometheus stored %v samples of a scrape, the exposition has %d", got, samples)
+		}
+	}
+	if got, _ := query(`joulemark_phase_energy_joules{job="jm",run_id="run-3",gpu="2",phase="formal"}`); got != wantEnergy {
+		t.Errorf("run-3 formal energy on GPU 2: Prometheus has %v, the exposition %v", got, wantEnergy)
+	}
+	if got, ok := query(`count(joulemark_phase_energy_joules{job="jm",run_id="run-1"})`); ok {
+		t.Errorf("evicted run-1 has %v series in Prometheus", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(served) == 0 || !strings.HasPrefix(served[0], "text/plain") || !strings.HasSuffix(served[0], " gzip") {
+		t.Errorf("Prometheus was served %q, want gzip-compressed text", served)
+	}
+}
+
+func labelsMatch(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := want[l.GetName()]; ok {
+			if v != l.GetValue() {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(want)
 }
