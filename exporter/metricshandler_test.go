@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -518,4 +519,82 @@ func labelsMatch(m *dto.Metric, want map[string]string) bool {
 		}
 	}
 	return n == len(want)
+}
+
+// TestMetricsScrapesWhileRunsFreeze: plain and gzip scrapes running while
+// runs end, freeze and are evicted always decode to a valid exposition in
+// which every retained run appears once (run with -race).
+func TestMetricsScrapesWhileRunsFreeze(t *testing.T) {
+	h := newHarness(t, gpu.SimConfig{GPUs: 2, Seed: 8, NoiseWatts: 0.5}, Config{MaxRuns: 3})
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	var (
+		wg      sync.WaitGroup
+		scrapes atomic.Int64
+	)
+	for _, hdr := range []map[string]string{nil, {"Accept-Encoding": "gzip"}, {"Accept-Encoding": "gzip"}} {
+		wg.Go(func() {
+			for i := 0; i < 500; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				rec := httptest.NewRecorder()
+				req := httptest.NewRequest("GET", "/metrics", nil)
+				for k, v := range hdr {
+					req.Header.Set(k, v)
+				}
+				h.exp.Handler().ServeHTTP(rec, req)
+				var body io.Reader = rec.Body
+				if rec.Header().Get("Content-Encoding") == "gzip" {
+					zr, err := gzip.NewReader(rec.Body)
+					if err != nil {
+						errs <- err
+						return
+					}
+					body = zr
+				}
+				text, err := io.ReadAll(body)
+				if err == nil {
+					p := expfmt.NewTextParser(model.UTF8Validation)
+					_, err = p.TextToMetricFamilies(bytes.NewReader(text))
+				}
+				if err != nil {
+					errs <- fmt.Errorf("scrape %v: %w", hdr, err)
+					return
+				}
+				scrapes.Add(1)
+			}
+		})
+	}
+	for i := range 8 {
+		id := fmt.Sprintf("c-%d", i)
+		h.post(id, phaseapi.Idle)
+		h.step(300 * time.Millisecond)
+		if _, err := h.client.EndRun(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		h.step(300 * time.Millisecond)
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if scrapes.Load() < 3 {
+		t.Errorf("%d scrapes during the churn", scrapes.Load())
+	}
+	// and after the churn, gzip still matches plain
+	plain := rawScrape(t, h.exp, nil).Body.String()
+	text := gunzipOneMember(t, rawScrape(t, h.exp, map[string]string{"Accept-Encoding": "gzip"}).Body.Bytes())
+	if stableLines(text) != stableLines([]byte(plain)) {
+		t.Error("gzip body differs from the plain one after the churn")
+	}
+	for _, id := range []string{"c-5", "c-6", "c-7"} {
+		if n := strings.Count(plain, `joulemark_run_idle_stable{run_id="`+id+`"}`); n != 1 {
+			t.Errorf("run %s: %d idle_stable series", id, n)
+		}
+	}
 }
