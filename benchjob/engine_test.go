@@ -1,33 +1,21 @@
 package benchjob
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/testnet"
 )
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 func TestProcessEngineSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "term")
 	e := NewProcessEngine("trap 'echo got TERM; touch "+marker+"; exit 0' TERM; echo started; while true; do sleep 0.05; done", 5*time.Second)
-	var logs lockedBuf
+	var logs testnet.SyncBuffer
 	e.CaptureLogs(&logs)
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -52,7 +40,7 @@ func TestProcessEngineSIGTERM(t *testing.T) {
 
 func TestProcessEngineSIGKILLAfterGrace(t *testing.T) {
 	e := NewProcessEngine("trap '' TERM; echo stubborn; while true; do sleep 0.05; done", 200*time.Millisecond)
-	var logs lockedBuf
+	var logs testnet.SyncBuffer
 	e.CaptureLogs(&logs)
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -70,7 +58,7 @@ func TestProcessEngineSIGKILLAfterGrace(t *testing.T) {
 func TestHookEngine(t *testing.T) {
 	dir := t.TempDir()
 	h := &HookEngine{StartCmd: "echo up > " + filepath.Join(dir, "state"), StopCmd: "echo down > " + filepath.Join(dir, "state") + "; echo stopped"}
-	var logs lockedBuf
+	var logs testnet.SyncBuffer
 	h.CaptureLogs(&logs)
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)

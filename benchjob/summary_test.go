@@ -2,12 +2,12 @@ package benchjob
 
 import (
 	"bytes"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testnet"
 	"github.com/joulemark/joulemark/remotewrite"
 )
 
@@ -81,7 +81,7 @@ func TestWriteSummaryGolden(t *testing.T) {
 }
 
 func TestProgressLines(t *testing.T) {
-	var b lockedBuf
+	var b testnet.SyncBuffer
 	p := newProgress(&b, nil)
 	p.interval = 10 * time.Millisecond
 	p.reset("formal", 10)
@@ -109,5 +109,3 @@ func TestProgressLines(t *testing.T) {
 		t.Errorf("log lines %q", logs.String())
 	}
 }
-
-var _ io.Writer = (*lockedBuf)(nil)

@@ -12,10 +12,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,8 +34,10 @@ import (
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/demo"
+	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testnet"
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/rules"
 )
@@ -93,8 +93,6 @@ const (
 	modeTol = 0.10
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/prometheus.yml.golden")
-
 var build struct {
 	once sync.Once
 	bin  string
@@ -145,18 +143,8 @@ func TestPrometheusConfig(t *testing.T) {
 	dir := t.TempDir()
 	cfg := prometheusConfig(t, dir, "127.0.0.1:9402", "127.0.0.1:8000")
 	got := []byte(strings.ReplaceAll(cfg, dir, "$DIR"))
-	golden := filepath.Join("testdata", "prometheus.yml.golden")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("derived Prometheus config differs from %s (deploy/prometheus/prometheus.yml changed? rerun with -update and review):\n%s", golden, got)
+	if !golden.Compare(t, "prometheus.yml.golden", got) {
+		t.Log("deploy/prometheus/prometheus.yml changed? Review the difference before -update.")
 	}
 
 	promtool := testenv.LookPath(t, "promtool")
@@ -230,7 +218,7 @@ type external struct {
 func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	t.Helper()
 	dir := t.TempDir()
-	expAddr, engAddr := freeAddr(t), freeAddr(t)
+	expAddr, engAddr := testnet.FreeAddr(t), testnet.FreeAddr(t)
 	expURL, engURL := "http://"+expAddr, "http://"+engAddr
 
 	prom := realprom.Start(t, prometheusConfig(t, filepath.Join(dir, "prometheus"), expAddr, engAddr))
@@ -703,14 +691,14 @@ func prometheusConfig(t *testing.T, dir, exporterAddr, engineAddr string) string
 // process is a command the test started; it is stopped in t.Cleanup.
 type process struct {
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *testnet.SyncBuffer
 	exited chan struct{}
 }
 
 // startProcess starts bin args with a clean JOULEMARK_* environment plus env.
 func startProcess(t *testing.T, name string, env []string, bin string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, args...), out: &syncBuffer{}, exited: make(chan struct{})}
+	p := &process{cmd: exec.Command(bin, args...), out: &testnet.SyncBuffer{}, exited: make(chan struct{})}
 	p.cmd.Env = append(cleanEnv(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
@@ -862,16 +850,6 @@ func readRecords(t *testing.T, path string) []benchjob.Record {
 	return out
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func randomHex(t *testing.T, n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
@@ -940,21 +918,4 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "..." + s[len(s)-n:]
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

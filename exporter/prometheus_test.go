@@ -1,20 +1,16 @@
 package exporter
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/internal/fakeclock"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/remotewrite"
 )
 
@@ -22,37 +18,7 @@ import (
 // (Debian's 2.42 in CI) started with its remote-write receiver, and reads
 // them back with their own timestamps.
 func TestRemoteWriteIntoPrometheus(t *testing.T) {
-	bin := testenv.LookPath(t, "prometheus")
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1m\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--web.enable-remote-write-receiver")
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); _ = cmd.Wait() }()
-	base := "http://" + addr
-	for i := 0; ; i++ {
-		resp, err := http.Get(base + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if i > 300 {
-			t.Fatalf("prometheus on %s not ready", addr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	base := realprom.Start(t, "global:\n  scrape_interval: 1m\n").URL
 
 	clk := fakeclock.At(time.Now().Add(-time.Minute).Truncate(time.Second))
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 2, Clock: clk, NoiseWatts: 1})

@@ -19,19 +19,10 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/testnet"
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/remotewrite"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func waitUp(t *testing.T, url string) {
 	t.Helper()
@@ -63,7 +54,7 @@ func TestServeWebConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	addr := freeAddr(t)
+	addr := testnet.FreeAddr(t)
 	e.Start(ctx)
 	done := make(chan error, 1)
 	go func() { done <- e.Serve(ctx, addr, cfgFile) }()
@@ -122,7 +113,7 @@ func TestServeBadWebConfig(t *testing.T) {
 	os.WriteFile(bad, []byte("tls_server_config:\n  cert_file: /nonexistent.pem\n"), 0o600)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := e.Serve(ctx, freeAddr(t), bad)
+	err := e.Serve(ctx, testnet.FreeAddr(t), bad)
 	if err == nil {
 		t.Fatal("Serve accepted a web config with a missing certificate")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/joulemark/joulemark/internal/testnet"
 	"github.com/joulemark/joulemark/phaseapi"
 )
 
@@ -38,12 +38,7 @@ func TestExporterAndPhaseCommands(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("cli-test-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testnet.FreeAddr(t)
 	cli := parseCLI(t, "exporter", "--gpu=sim", "--gpus=2", "--interval=20ms", "--web.listen-address="+addr,
 		"--api-token-file="+tokenFile, "--release-hold=300ms", "--release-max-wait=20s")
 	ctx, cancel := context.WithCancel(context.Background())

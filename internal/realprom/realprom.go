@@ -4,18 +4,16 @@
 package realprom
 
 import (
-	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testnet"
 )
 
 // Server is a running Prometheus.
@@ -23,7 +21,7 @@ type Server struct {
 	URL     string // http://127.0.0.1:PORT
 	DataDir string
 	cmd     *exec.Cmd
-	log     *syncBuffer
+	log     *testnet.SyncBuffer
 }
 
 // Log returns what the server printed so far.
@@ -57,15 +55,12 @@ func Start(t testing.TB, configYAML string, extraArgs ...string) *Server {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), DataDir: filepath.Join(dir, fmt.Sprintf("data-%d", attempt)), log: &syncBuffer{}}
+		addr := testnet.FreeAddr(t)
+		s := &Server{URL: "http://" + addr, DataDir: filepath.Join(dir, fmt.Sprintf("data-%d", attempt)), log: &testnet.SyncBuffer{}}
 		args := append([]string{
 			"--config.file=" + cfgPath,
 			"--storage.tsdb.path=" + s.DataDir,
-			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
+			"--web.listen-address=" + addr,
 			"--web.enable-remote-write-receiver",
 			"--web.enable-lifecycle",
 			"--log.level=warn",
@@ -117,30 +112,4 @@ func waitReady(url string, exited <-chan error, timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("prometheus at %s not ready after %s", url, timeout)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
