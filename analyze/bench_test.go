@@ -1,15 +1,30 @@
 package analyze
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"net/http"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
 	"github.com/joulemark/joulemark/promserver"
+	"github.com/joulemark/joulemark/remotewrite"
 )
 
 // BenchmarkCompute1M is the scale target: 1M requests and 3 hours of 8 GPUs
@@ -59,10 +74,18 @@ func BenchmarkHTML1M(b *testing.B) {
 var benchRequests = flag.Int("bench-requests", 100_000, "requests of BenchmarkAnalyzeTSDB's run (formal lasts requests/100 s)")
 
 // BenchmarkAnalyzeTSDB is the whole path for a run of n requests and 8 GPUs
-// at 10 Hz held in the in-process TSDB: the queries over HTTP, decoding,
-// joining the per-request samples, and Compute.
+// at 10 Hz held in the in-process TSDB (client and server in this process):
 //
-//	go test ./analyze -run '^$' -bench AnalyzeTSDB -benchtime 1x -benchmem
+//	go test -c -o /tmp/analyze.test ./analyze
+//	/usr/bin/time -v /tmp/analyze.test -test.run '^$' -test.bench AnalyzeTSDB -test.benchtime 1x -test.benchmem -bench-requests 1000000
+//
+// N/analyze is Analyze: the queries over HTTP, decoding, joining the
+// per-request samples, and Compute. N/server replays the HTTP requests
+// Analyze made and discards the responses: the in-process server's share.
+// Both report cpu-s (user+system CPU of the process per op) and
+// peak-heap-MB (the process' live heap objects, sampled every 5 ms, TSDB
+// included). The fixture is appended in 10-minute slices so that its
+// generation does not set the process' max RSS.
 func BenchmarkAnalyzeTSDB(b *testing.B) {
 	for _, n := range []int{*benchRequests} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
@@ -72,20 +95,228 @@ func BenchmarkAnalyzeTSDB(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			if err := s.AppendSamples(context.Background(), fixtureSamples(d)); err != nil {
+			if err := appendInSlices(s, d, 600); err != nil {
 				b.Fatal(err)
 			}
-			cfg := Config{PrometheusURL: s.URL(), RunID: d.RunID, Params: DefaultParams(), Now: fixtureNow().Add(time.Duration(n/100) * time.Second)}
-			b.ResetTimer()
-			for b.Loop() {
-				r, _, err := Analyze(context.Background(), cfg)
+			runID := d.RunID
+			d = nil
+			cfg := Config{PrometheusURL: s.URL(), RunID: runID, Params: DefaultParams(), Now: fixtureNow().Add(time.Duration(n/100) * time.Second)}
+			b.Run("analyze", func(b *testing.B) {
+				settle()
+				peak := watchHeap()
+				cpu0 := cpuTime()
+				b.ResetTimer()
+				for b.Loop() {
+					r, _, err := Analyze(context.Background(), cfg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if r.Requests.Started != n {
+						b.Fatalf("%d requests read back, want %d", r.Requests.Started, n)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s")
+				b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MB")
+			})
+			b.Run("server", func(b *testing.B) {
+				var rec recorder
+				// The requests Analyze makes, recorded by a load through a
+				// recording transport.
+				client, err := api.NewClient(api.Config{Address: s.URL(), RoundTripper: &rec})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if r.Requests.Started != n {
-					b.Fatalf("%d requests read back, want %d", r.Requests.Started, n)
+				l := &loader{api: v1.NewAPI(client), runID: runID, lookback: DefaultLookback, now: cfg.Now}
+				if _, err := l.load(context.Background()); err != nil {
+					b.Fatal(err)
 				}
-			}
+				settle()
+				peak := watchHeap()
+				cpu0 := cpuTime()
+				b.ResetTimer()
+				for b.Loop() {
+					if err := rec.replay(context.Background(), defaultParallelism); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s")
+				b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MB")
+				b.ReportMetric(float64(rec.bytes.Load())/float64(b.N)/(1<<20), "resp-MB")
+			})
 		})
 	}
+}
+
+// appendInSlices appends d's samples to the server a slice of sliceSec
+// seconds at a time, in time order.
+func appendInSlices(s *promserver.Server, d *RunData, sliceSec float64) error {
+	ms := func(t float64) int64 { return int64(math.Round(t * 1000)) }
+	// Phase gauges, phase energies and release: fixtureSamples with GPUs
+	// that have no samples (phase energies are per GPU).
+	meta := &RunData{RunID: d.RunID, Phases: d.Phases, PhaseEnergy: d.PhaseEnergy, ReleaseClosed: d.ReleaseClosed}
+	for _, g := range d.GPUs {
+		g.Energy, g.Power = nil, nil
+		meta.GPUs = append(meta.GPUs, g)
+	}
+	rest := fixtureSamples(meta)
+	slices.SortFunc(rest, func(a, b remotewrite.Sample) int { return cmp.Compare(a.TimestampMs, b.TimestampMs) })
+	reqs := slices.Clone(d.Requests)
+	slices.SortFunc(reqs, func(a, b Request) int { return cmp.Compare(ms(a.End), ms(b.End)) })
+	from, to := math.Inf(1), math.Inf(-1)
+	for _, g := range d.GPUs {
+		from, to = min(from, g.Energy[0].T, g.Power[0].T), max(to, g.Energy[len(g.Energy)-1].T, g.Power[len(g.Power)-1].T)
+	}
+	if len(reqs) > 0 {
+		from, to = min(from, reqs[0].End), max(to, reqs[len(reqs)-1].End)
+	}
+	if len(rest) > 0 {
+		from, to = min(from, float64(rest[0].TimestampMs)/1000), max(to, float64(rest[len(rest)-1].TimestampMs)/1000)
+	}
+	// in returns the part of s (sorted by at) with at in [lo, hi) ms.
+	in := func(n int, at func(int) int64, lo, hi int64) (int, int) {
+		a := sort.Search(n, func(k int) bool { return at(k) >= lo })
+		z := sort.Search(n, func(k int) bool { return at(k) >= hi })
+		return a, z
+	}
+	want := len(rest)
+	for _, r := range d.Requests {
+		want += 4
+		if r.HasTTFT {
+			want++
+		}
+	}
+	for _, g := range d.GPUs {
+		want += 2*len(g.Energy) + len(g.Power) // counter and info, power
+	}
+	appended := 0
+	for t := math.Floor(from); t <= to; t += sliceSec {
+		lo, hi := ms(t), ms(t+sliceSec)
+		part := &RunData{RunID: d.RunID, Phases: map[string]PhaseBounds{}}
+		a, z := in(len(reqs), func(k int) int64 { return ms(reqs[k].End) }, lo, hi)
+		part.Requests = reqs[a:z]
+		for _, g := range d.GPUs {
+			ea, ez := in(len(g.Energy), func(k int) int64 { return ms(g.Energy[k].T) }, lo, hi)
+			pa, pz := in(len(g.Power), func(k int) int64 { return ms(g.Power[k].T) }, lo, hi)
+			g.Energy, g.Power = g.Energy[ea:ez], g.Power[pa:pz]
+			part.GPUs = append(part.GPUs, g)
+		}
+		samples := fixtureSamples(part)
+		ra, rz := in(len(rest), func(k int) int64 { return rest[k].TimestampMs }, lo, hi)
+		samples = append(samples, rest[ra:rz]...)
+		if err := s.AppendSamples(context.Background(), samples); err != nil {
+			return err
+		}
+		appended += len(samples)
+	}
+	if appended != want {
+		return fmt.Errorf("appended %d samples, the run has %d", appended, want)
+	}
+	return nil
+}
+
+// settle collects garbage and returns freed memory to the OS, so the
+// fixture's generation does not weigh on what is measured next.
+func settle() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
+// cpuTime is the process' user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// watchHeap samples the bytes of live and not yet swept heap objects every
+// 5 ms until the returned function is called, which returns the largest.
+func watchHeap() func() uint64 {
+	const name = "/memory/classes/heap/objects:bytes"
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s := []metrics.Sample{{Name: name}}
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		<-done
+		return peak.Load()
+	}
+}
+
+// recorder is an http.RoundTripper that records the query requests it
+// passes on, to replay them without a client decoding the responses.
+type recorder struct {
+	mu    sync.Mutex
+	reqs  []recorded
+	bytes atomic.Int64 // response bytes read by replay
+}
+
+type recorded struct {
+	method, url string
+	header      http.Header
+	body        []byte
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	r.mu.Lock()
+	r.reqs = append(r.reqs, recorded{req.Method, req.URL.String(), req.Header.Clone(), body})
+	r.mu.Unlock()
+	return replayTransport.RoundTrip(req)
+}
+
+// replayTransport asks for uncompressed responses, as the analyze client
+// (prometheus/common/config) does.
+var replayTransport = &http.Transport{DisableCompression: true}
+
+// replay sends the recorded requests, par at a time, and reads each
+// response to the end without decoding it.
+func (r *recorder) replay(ctx context.Context, par int) error {
+	return inOrder(ctx, len(r.reqs), par, func(ctx context.Context, i int) (struct{}, error) {
+		q := r.reqs[i]
+		req, err := http.NewRequestWithContext(ctx, q.method, q.url, bytes.NewReader(q.body))
+		if err != nil {
+			return struct{}{}, err
+		}
+		req.Header = q.header.Clone()
+		resp, err := replayTransport.RoundTrip(req)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer resp.Body.Close()
+		n, err := io.Copy(io.Discard, resp.Body)
+		r.bytes.Add(n)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("replaying %s: status %s", q.url, resp.Status)
+		}
+		return struct{}{}, err
+	}, func(int, struct{}) error { return nil })
 }

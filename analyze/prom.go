@@ -318,11 +318,13 @@ type reqSeriesPart struct {
 // order (as Prometheus 3 sorts a matrix), each series' requests in time
 // order, whatever the windows.
 func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) error {
+	// Each series' requests, window by window: copied once, at the end.
 	type acc struct {
 		metric model.Metric
-		reqs   []Request
+		parts  [][]Request
 	}
 	series := map[model.Fingerprint]*acc{}
+	total := 0
 	err := inOrder(ctx, len(ws), l.par, func(ctx context.Context, i int) (reqPart, error) {
 		return l.requestWindow(ctx, ws[i])
 	}, func(_ int, p reqPart) error {
@@ -330,10 +332,11 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 		for _, sp := range p.series {
 			a, ok := series[sp.fp]
 			if !ok {
-				series[sp.fp] = &acc{metric: sp.metric, reqs: sp.reqs}
-				continue
+				a = &acc{metric: sp.metric}
+				series[sp.fp] = a
 			}
-			a.reqs = append(a.reqs, sp.reqs...)
+			a.parts = append(a.parts, sp.reqs)
+			total += len(sp.reqs)
 		}
 		return nil
 	})
@@ -341,16 +344,16 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 		return err
 	}
 	all := make([]*acc, 0, len(series))
-	total := 0
 	for _, a := range series {
 		all = append(all, a)
-		total += len(a.reqs)
 	}
 	sortByLabels(all, func(a *acc) model.Metric { return a.metric })
 	d.Requests = make([]Request, 0, total)
 	for _, a := range all {
-		d.Requests = append(d.Requests, a.reqs...)
-		a.reqs = nil
+		for k, p := range a.parts {
+			d.Requests = append(d.Requests, p...)
+			a.parts[k] = nil
+		}
 	}
 	return nil
 }
@@ -386,7 +389,7 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 	for _, fp := range order {
 		rs := series[fp]
 		phase, slot := string(rs.metric["phase"]), string(rs.metric["slot"])
-		var reqs []Request
+		reqs := make([]Request, 0, len(rs.v[rLat]))
 		var pos [nReqMetrics]int
 		for {
 			// The next timestamp of any metric.

@@ -122,7 +122,13 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 		metric  model.Metric
 		samples []Sample
 	}
-	acc := map[model.Fingerprint]*rawSeries{}
+	// Each series' samples, window by window: copied once, at the end.
+	type acc struct {
+		metric model.Metric
+		parts  [][]Sample
+		n      int
+	}
+	series := map[model.Fingerprint]*acc{}
 	err := inOrder(ctx, len(ws), l.par, func(ctx context.Context, i int) ([]part, error) {
 		m, err := l.matrix(ctx, ws[i].selector(sel), ws[i].at())
 		if err != nil {
@@ -141,25 +147,36 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 		return parts, nil
 	}, func(_ int, parts []part) error {
 		for _, p := range parts {
-			fp := p.metric.Fingerprint()
-			rs, ok := acc[fp]
-			if !ok {
-				acc[fp] = &rawSeries{metric: p.metric, samples: p.samples}
+			if len(p.samples) == 0 {
 				continue
 			}
-			if n := len(rs.samples); n > 0 && len(p.samples) > 0 && p.samples[0].T <= rs.samples[n-1].T {
-				return fmt.Errorf("query %s: samples of %s out of time order across windows", sel, p.metric)
+			fp := p.metric.Fingerprint()
+			a, ok := series[fp]
+			if !ok {
+				a = &acc{metric: p.metric}
+				series[fp] = a
 			}
-			rs.samples = append(rs.samples, p.samples...)
+			if k := len(a.parts); k > 0 {
+				last := a.parts[k-1]
+				if p.samples[0].T <= last[len(last)-1].T {
+					return fmt.Errorf("query %s: samples of %s out of time order across windows", sel, p.metric)
+				}
+			}
+			a.parts = append(a.parts, p.samples)
+			a.n += len(p.samples)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]rawSeries, 0, len(acc))
-	for _, rs := range acc {
-		out = append(out, *rs)
+	out := make([]rawSeries, 0, len(series))
+	for _, a := range series {
+		s := make([]Sample, 0, a.n)
+		for _, p := range a.parts {
+			s = append(s, p...)
+		}
+		out = append(out, rawSeries{metric: a.metric, samples: s})
 	}
 	sortByLabels(out, func(s rawSeries) model.Metric { return s.metric })
 	return out, nil
