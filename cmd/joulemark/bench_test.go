@@ -6,18 +6,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/alecthomas/kong"
 )
 
 func parseBench(t *testing.T, args ...string) (*BenchCmd, error) {
 	t.Helper()
-	var cli CLI
-	p, err := kong.New(&cli, kong.Name("joulemark"), kong.Vars{"version": "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = p.Parse(append([]string{"bench"}, args...))
+	cli, p := testParser(t)
+	_, err := p.Parse(append([]string{"bench"}, args...))
 	return &cli.Bench, err
 }
 

@@ -5,42 +5,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alecthomas/kong"
-
 	"github.com/joulemark/joulemark/demo"
 	"github.com/joulemark/joulemark/simengine"
 )
 
-func parseArgs(t *testing.T, args ...string) *CLI {
-	t.Helper()
-	var cli CLI
-	p, err := kong.New(&cli, kong.Name("joulemark"), kong.Vars{"version": "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Parse(args); err != nil {
-		t.Fatalf("parsing %v: %v", args, err)
-	}
-	return &cli
-}
-
 // The flag defaults are the packages' defaults: no drift between the two.
 func TestSimEngineFlagDefaults(t *testing.T) {
-	got := parseArgs(t, "sim-engine").SimEngine.Config()
+	got := parseCLI(t, "sim-engine").SimEngine.Config()
 	if want := simengine.DefaultConfig(); got != want {
 		t.Errorf("sim-engine flags give\n%+v\nsimengine.DefaultConfig is\n%+v", got, want)
 	}
 }
 
 func TestDemoFlagDefaults(t *testing.T) {
-	got := parseArgs(t, "demo").Demo.Config()
+	got := parseCLI(t, "demo").Demo.Config()
 	if want := demo.Defaults(); !reflect.DeepEqual(got, want) {
 		t.Errorf("demo flags give\n%+v\ndemo.Defaults is\n%+v", got, want)
 	}
 }
 
 func TestDemoFlags(t *testing.T) {
-	c := parseArgs(t, "demo", "--method-timings", "--formal", "30s", "--fault.slow-first-token-rate", "0.2",
+	c := parseCLI(t, "demo", "--method-timings", "--formal", "30s", "--fault.slow-first-token-rate", "0.2",
 		"--slo-ttft", "200ms", "--prometheus-url", "http://p:9090").Demo.Config()
 	want := demo.MethodTimings()
 	if c.Idle != want.Idle || c.Engine.StartupDelay != want.Engine.StartupDelay || c.ReleaseHold != want.ReleaseHold {

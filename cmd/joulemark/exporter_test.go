@@ -11,24 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alecthomas/kong"
-
 	"github.com/joulemark/joulemark/internal/testnet"
 	"github.com/joulemark/joulemark/phaseapi"
 )
-
-func parseCLI(t *testing.T, args ...string) *CLI {
-	t.Helper()
-	var cli CLI
-	p, err := kong.New(&cli, kong.Name("joulemark"), kong.Vars{"version": "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Parse(args); err != nil {
-		t.Fatalf("parsing %v: %v", args, err)
-	}
-	return &cli
-}
 
 // TestExporterAndPhaseCommands runs `joulemark exporter --gpu=sim` in
 // process and drives a lifecycle with `joulemark phase`.
