@@ -23,7 +23,7 @@ import (
 // for unless it wants protobuf) take a fast path: the live families are
 // gathered and encoded by client_golang/expfmt as usual, and the series of
 // frozen (finished, immutable) runs are appended as text that expfmt
-// encoded once, when the run froze. With 100 retained runs that is ~4,000
+// encoded once per run (frozenTexts). With 100 retained runs that is ~4,000
 // series not re-encoded on every scrape. A gzip scrape does not compress
 // them either: their text is also kept deflate-compressed and spliced into
 // the response's single gzip member (see gzipSplicer), so only the live
