@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/atomicfile"
 )
 
 // ErrRunExists is returned when runs/<run_id> already exists: a run is never
@@ -141,34 +143,7 @@ func (a *archive) writeJSON(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("run archive %s: encoding %s: %w", a.dir, name, err)
 	}
-	return writeFileAtomic(filepath.Join(a.dir, name), append(b, '\n'))
-}
-
-// writeFileAtomic writes data to a temp file beside path and renames it.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(filepath.Join(a.dir, name), append(b, '\n'))
 }
 
 // create opens a new file in the archive (engine logs); it refuses to

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/atomicfile"
 	"github.com/joulemark/joulemark/openai"
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/remotewrite"
@@ -249,7 +250,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 	}
 	cy, cm, err := configYAML(&r.cfg)
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(arch.dir, ConfigFile), cy)
+		err = atomicfile.WriteFile(filepath.Join(arch.dir, ConfigFile), cy)
 	}
 	if err != nil {
 		r.arch.closeRequests()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/joulemark/joulemark/internal/atomicfile"
 )
 
 //go:generate go run ../cmd/joulemark dashboards generate --out . --configmap ../deploy/kubernetes/dashboards-configmap.yaml
@@ -83,37 +85,7 @@ func Write(dir string, files []File) error {
 
 // WriteFileAtomic writes data to path through a temporary file in the same
 // directory and a rename, so a reader never sees a partial file.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	name := tmp.Name()
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(name)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
+func WriteFileAtomic(path string, data []byte) error { return atomicfile.WriteFile(path, data) }
 
 // ConfigMapName is the name of the generated dashboards ConfigMap.
 const ConfigMapName = "joulemark-dashboards"

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/joulemark/joulemark/internal/atomicfile"
 )
 
 //go:embed prometheus/prometheus.yml
@@ -67,13 +69,5 @@ func WriteTargets(targetsDir, kind string, groups []TargetGroup) error {
 	if err := os.MkdirAll(targetsDir, 0o755); err != nil {
 		return err
 	}
-	p := filepath.Join(targetsDir, kind+".yml")
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", p, err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return fmt.Errorf("writing %s: %w", p, err)
-	}
-	return nil
+	return atomicfile.WriteFile(filepath.Join(targetsDir, kind+".yml"), b)
 }
