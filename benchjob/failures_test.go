@@ -19,9 +19,7 @@ func TestRunNoUsageCompletesFlagged(t *testing.T) {
 	srv := openaitest.New(openaitest.Behavior{NoUsage: true})
 	defer srv.Close()
 	cfg := testConfig(t, srv.BaseURL())
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,9 +46,7 @@ func TestRunFailedRequestsRecorded(t *testing.T) {
 	cfg.Requests = 12
 	cfg.Concurrency = 1
 	cfg.RemoteWrite.URL = rw.URL
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,9 +164,7 @@ func TestRunWrongModel(t *testing.T) {
 		srv := openaitest.New(openaitest.Behavior{Model: "other-model"})
 		defer srv.Close()
 		cfg := testConfig(t, srv.BaseURL())
-		opts := testOptions()
-		opts.Engine = &fakeEngine{}
-		res, err := Run(context.Background(), cfg, opts)
+		res, err := runFake(cfg)
 		if err == nil || !strings.Contains(err.Error(), `"other-model"`) || !res.HasFlag(FlagWrongModel) {
 			t.Fatalf("err %v flags %v", err, res.Flags)
 		}
@@ -182,9 +176,7 @@ func TestRunWrongModel(t *testing.T) {
 		srv := openaitest.New(openaitest.Behavior{AnswerModel: "impostor"})
 		defer srv.Close()
 		cfg := testConfig(t, srv.BaseURL())
-		opts := testOptions()
-		opts.Engine = &fakeEngine{}
-		res, err := Run(context.Background(), cfg, opts)
+		res, err := runFake(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,9 +224,7 @@ func TestRunRemoteWriteDown(t *testing.T) {
 	cfg := testConfig(t, srv.BaseURL())
 	cfg.RemoteWrite.URL = rw.URL
 	cfg.RemoteWrite.FlushTimeout = 300 * time.Millisecond
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatalf("a Prometheus outage must not fail the run: %v", err)
 	}
@@ -260,9 +250,7 @@ func TestRunExporterUnreachableRefusedUpFront(t *testing.T) {
 	tok := filepath.Join(t.TempDir(), "tok")
 	os.WriteFile(tok, []byte("wrong"), 0o600)
 	cfg.ExporterTokenFile = tok
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	_, err := Run(context.Background(), cfg, opts)
+	_, err := runFake(cfg)
 	if !phaseapi.IsStatus(err, 401) || strings.Contains(err.Error(), "wrong") {
 		t.Fatalf("err %v", err)
 	}
@@ -298,9 +286,7 @@ func TestRunReleaseNotClosed(t *testing.T) {
 	cfg := testConfig(t, srv.BaseURL())
 	cfg.Exporters = []string{exp.URL}
 	cfg.Engine.ReleaseWait = 100 * time.Millisecond
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,9 +364,7 @@ func TestRunRemoteWriteAuthAndHeaders(t *testing.T) {
 	cfg.RemoteWrite.HTTP = config.DefaultHTTPClientConfig
 	cfg.RemoteWrite.HTTP.Authorization = &config.Authorization{Type: "Bearer", CredentialsFile: tok}
 	cfg.RemoteWrite.HTTP.HTTPHeaders = &config.Headers{Headers: map[string]config.Header{"X-Scope-OrgID": {Values: []string{"team-a"}}}}
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,9 +391,7 @@ func TestRunExporterFailsMidRun(t *testing.T) {
 	cfg := testConfig(t, srv.BaseURL())
 	cfg.Exporters = []string{good.URL, bad.URL}
 	cfg.Engine.ReleaseWait = 200 * time.Millisecond
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatalf("an exporter failing mid-run must not lose the run: %v", err)
 	}

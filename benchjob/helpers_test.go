@@ -302,6 +302,13 @@ func testOptions() Options {
 	return Options{PollInterval: 10 * time.Millisecond, Progress: io.Discard}
 }
 
+// runFake runs cfg with testOptions and a fakeEngine.
+func runFake(cfg Config) (*Result, error) {
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	return Run(context.Background(), cfg, opts)
+}
+
 func sortedKeys(m map[string]any) []string {
 	var k []string
 	for x := range m {

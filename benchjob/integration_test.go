@@ -146,9 +146,7 @@ func TestRunRealPrometheusInOrder(t *testing.T) {
 	cfg.Requests = 400
 	cfg.RemoteWrite.URL = prom.URL + "/api/v1/write"
 	cfg.RunID = "realprom-1"
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

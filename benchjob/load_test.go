@@ -52,9 +52,7 @@ func TestRunClosedLoopConcurrency(t *testing.T) {
 	cfg := testConfig(t, srv.BaseURL())
 	cfg.Concurrency = 4
 	cfg.Requests = 40
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +75,7 @@ func TestRunDurationBound(t *testing.T) {
 	cfg.Requests = 0
 	cfg.Duration = 200 * time.Millisecond
 	cfg.WarmupRequests = 0
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,9 +105,7 @@ func TestRunOpenLoopPoisson(t *testing.T) {
 		cfg.Requests = 100
 		cfg.Workload.Seed = 5
 		cfg.MaxLag = time.Second
-		opts := testOptions()
-		opts.Engine = &fakeEngine{}
-		res, err := Run(context.Background(), cfg, opts)
+		res, err := runFake(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,9 +171,7 @@ func TestRunOpenLoopCap(t *testing.T) {
 	cfg.MaxConcurrency = 2
 	cfg.Requests = 20
 	cfg.MaxLag = time.Second
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,9 +198,7 @@ func TestRunLagFlag(t *testing.T) {
 	cfg.Rate = 500
 	cfg.Requests = 20
 	cfg.MaxLag = time.Nanosecond // any lag at all
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,9 +216,7 @@ func TestRunTraceReplay(t *testing.T) {
 	cfg.Requests = 0
 	cfg.Workload.Trace = filepath.Join("testdata", "trace.jsonl")
 	cfg.MaxLag = time.Second
-	opts := testOptions()
-	opts.Engine = &fakeEngine{}
-	res, err := Run(context.Background(), cfg, opts)
+	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
