@@ -18,7 +18,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
-	"go.yaml.in/yaml/v3"
+
+	"github.com/joulemark/joulemark/deploy"
 )
 
 // rulesDir holds the recording rules (rules/*.yml), read at test time so the
@@ -26,34 +27,19 @@ import (
 const rulesDir = "../rules"
 
 // recordingRules returns the names of the recording rules in dir's rule
-// files. Files without a top-level "groups" key (promtool test files) are
-// skipped.
+// files, read as deploy reads them: files without a top-level "groups" key
+// (promtool test files) are skipped, an invalid one is an error naming it.
 func recordingRules(dir string) (map[string]bool, error) {
-	var paths []string
-	for _, pat := range []string{"*.yml", "*.yaml"} {
-		m, err := filepath.Glob(filepath.Join(dir, pat))
-		if err != nil {
-			return nil, err
-		}
-		paths = append(paths, m...)
+	files, err := deploy.ReadRuleFiles(dir)
+	if err != nil {
+		return nil, err
 	}
 	names := map[string]bool{}
 	p := parser.NewParser(parser.Options{})
-	for _, path := range paths {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		var top map[string]any
-		if err := yaml.Unmarshal(b, &top); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if _, ok := top["groups"]; !ok {
-			continue
-		}
-		groups, errs := rulefmt.Parse(b, false, model.UTF8Validation, p, slog.New(slog.DiscardHandler))
+	for _, f := range files {
+		groups, errs := rulefmt.Parse(f.Data, false, model.UTF8Validation, p, slog.New(slog.DiscardHandler))
 		if len(errs) > 0 {
-			return nil, fmt.Errorf("%s: %v", path, errs)
+			return nil, fmt.Errorf("%s: %v", f.Name, errs)
 		}
 		for _, g := range groups.Groups {
 			for _, r := range g.Rules {
