@@ -4,14 +4,11 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"unicode"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // cliCommand is one joulemark subcommand with its long flags.
@@ -162,14 +159,7 @@ func TestCommandLinesUseRealFlags(t *testing.T) {
 	var lines [][]string
 	where := map[int]string{}
 
-	b, err := os.ReadFile("compose/compose.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c composeFile
-	if err := yaml.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
+	c := loadCompose(t)
 	for name, s := range c.Services {
 		if strings.Contains(s.Image, "joulemark") {
 			where[len(lines)] = "compose service " + name
