@@ -25,8 +25,6 @@ import (
 
 // startServer starts a server on a fresh directory (unless opts.Dir is set)
 // and closes it at the end of the test.
-// startServer starts a server on a fresh directory (unless opts.Dir is set)
-// and closes it at the end of the test.
 func startServer(t *testing.T, opts Options) *Server {
 	t.Helper()
 	if opts.Dir == "" {
