@@ -135,12 +135,10 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, s *seq, p *commo
 
 	sent := 0
 	for {
-		select {
-		case <-s.notify:
-		case <-r.Context().Done():
+		gen, finish, ok := e.await(r, s)
+		if !ok {
 			return
 		}
-		gen, finish := e.progress(s)
 		for ; sent < gen; sent++ {
 			if sent == s.truncateAt {
 				_ = rc.Flush()
@@ -201,15 +199,25 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, s *seq, p *commo
 	}
 }
 
+// await waits for s to progress and returns the tokens generated so far and
+// the finish reason; ok is false when the client went away first.
+func (e *Engine) await(r *http.Request, s *seq) (gen int, finish string, ok bool) {
+	select {
+	case <-s.notify:
+	case <-r.Context().Done():
+		return 0, "", false
+	}
+	gen, finish = e.progress(s)
+	return gen, finish, true
+}
+
 // respond waits for the whole completion and writes one JSON document.
 func (e *Engine) respond(w http.ResponseWriter, r *http.Request, s *seq, chat bool) {
 	for {
-		select {
-		case <-s.notify:
-		case <-r.Context().Done():
+		gen, finish, ok := e.await(r, s)
+		if !ok {
 			return
 		}
-		gen, finish := e.progress(s)
 		if s.truncateAt >= 0 && gen >= s.truncateAt {
 			panic(http.ErrAbortHandler) // cut the connection before any byte
 		}
