@@ -14,7 +14,7 @@ import (
 // Defaults of the chunked reader: a long run's raw series are read as range
 // selectors over consecutive windows of this length, this many at a time.
 const (
-	defaultChunk       = 15 * time.Minute
+	defaultChunk       = 30 * time.Minute
 	defaultParallelism = 4
 )
 
