@@ -82,9 +82,9 @@ var benchRequests = flag.Int("bench-requests", 100_000, "requests of BenchmarkAn
 // N/analyze is Analyze: the queries over HTTP, decoding, joining the
 // per-request samples, and Compute. N/server replays the HTTP requests
 // Analyze made and discards the responses: the in-process server's share.
-// Both report cpu-s (user+system CPU of the process per op) and
-// peak-heap-MB (the process' live heap objects, sampled every 5 ms, TSDB
-// included). The fixture is appended in 10-minute slices so that its
+// Both report cpu-s (user+system CPU of the process per op),
+// peak-heap-MB (the process' heap objects, sampled every 5 ms, TSDB
+// included) and base-heap-MB (live heap objects before the op: the TSDB). The fixture is appended in 10-minute slices so that its
 // generation does not set the process' max RSS.
 func BenchmarkAnalyzeTSDB(b *testing.B) {
 	for _, n := range []int{*benchRequests} {
@@ -102,7 +102,7 @@ func BenchmarkAnalyzeTSDB(b *testing.B) {
 			d = nil
 			cfg := Config{PrometheusURL: s.URL(), RunID: runID, Params: DefaultParams(), Now: fixtureNow().Add(time.Duration(n/100) * time.Second)}
 			b.Run("analyze", func(b *testing.B) {
-				settle()
+				base := settle()
 				peak := watchHeap()
 				cpu0 := cpuTime()
 				b.ResetTimer()
@@ -118,6 +118,7 @@ func BenchmarkAnalyzeTSDB(b *testing.B) {
 				b.StopTimer()
 				b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s")
 				b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MB")
+				b.ReportMetric(float64(base)/(1<<20), "base-heap-MB")
 			})
 			b.Run("server", func(b *testing.B) {
 				var rec recorder
@@ -131,7 +132,7 @@ func BenchmarkAnalyzeTSDB(b *testing.B) {
 				if _, err := l.load(context.Background()); err != nil {
 					b.Fatal(err)
 				}
-				settle()
+				base := settle()
 				peak := watchHeap()
 				cpu0 := cpuTime()
 				b.ResetTimer()
@@ -143,6 +144,7 @@ func BenchmarkAnalyzeTSDB(b *testing.B) {
 				b.StopTimer()
 				b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s")
 				b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MB")
+				b.ReportMetric(float64(base)/(1<<20), "base-heap-MB")
 				b.ReportMetric(float64(rec.bytes.Load())/float64(b.N)/(1<<20), "resp-MB")
 			})
 		})
@@ -217,11 +219,18 @@ func appendInSlices(s *promserver.Server, d *RunData, sliceSec float64) error {
 }
 
 // settle collects garbage and returns freed memory to the OS, so the
-// fixture's generation does not weigh on what is measured next.
-func settle() {
+// fixture's generation does not weigh on what is measured next. It returns
+// the bytes of live heap objects left (the TSDB's, mostly).
+func settle() uint64 {
 	runtime.GC()
 	debug.FreeOSMemory()
+	s := []metrics.Sample{{Name: heapObjects}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
+
+// heapObjects is the runtime metric watchHeap samples.
+const heapObjects = "/memory/classes/heap/objects:bytes"
 
 // cpuTime is the process' user+system CPU time so far.
 func cpuTime() time.Duration {
@@ -235,13 +244,12 @@ func cpuTime() time.Duration {
 // watchHeap samples the bytes of live and not yet swept heap objects every
 // 5 ms until the returned function is called, which returns the largest.
 func watchHeap() func() uint64 {
-	const name = "/memory/classes/heap/objects:bytes"
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s := []metrics.Sample{{Name: name}}
+		s := []metrics.Sample{{Name: heapObjects}}
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
