@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/internal/version"
+	"github.com/joulemark/joulemark/outputsanity"
 )
 
 // DefaultLookback is how far back a run is looked for.
@@ -38,6 +39,11 @@ type Config struct {
 	OutDir string
 	// Scenario is copied into the report.
 	Scenario string
+	// Archive, when set, is the bench job's run archive (runs/<run_id>, the
+	// directory holding requests.jsonl): the report then gains
+	// output_sanity and, above Params.MaxBadOutputRatio, the
+	// outputs_suspect flag.
+	Archive string
 }
 
 // withDefaults fills what the zero value leaves open.
@@ -68,6 +74,19 @@ func (c *Config) Validate() error {
 	}
 	if c.Lookback < 0 {
 		return fmt.Errorf("lookback must not be negative, got %s", c.Lookback)
+	}
+	if c.Archive != "" {
+		if err := outputsanity.CheckArchive(c.Archive); err != nil {
+			return err
+		}
+		// A wrong archive would put another run's outputs in the report.
+		id, err := outputsanity.ArchiveRunID(c.Archive)
+		if err != nil {
+			return err
+		}
+		if id != "" && id != c.RunID {
+			return fmt.Errorf("bench archive %s holds run %q, not %q", c.Archive, id, c.RunID)
+		}
 	}
 	if err := c.HTTP.Validate(); err != nil {
 		return fmt.Errorf("prometheus HTTP client config: %w", err)
@@ -110,6 +129,13 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 	r, pd, err := Compute(d, cfg.Params)
 	if err != nil {
 		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
+	}
+	if cfg.Archive != "" {
+		c, err := outputsanity.ReadArchive(cfg.Archive)
+		if err != nil {
+			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
+		}
+		AddOutputSanity(r, c, cfg.Params.MaxBadOutputRatio)
 	}
 	r.Scenario = cfg.Scenario
 	r.GeneratedBy = version.String()

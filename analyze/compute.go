@@ -22,6 +22,10 @@ type Params struct {
 	MinCoverage     float64 // sample coverage below which the run is flagged (0.95)
 	EnergyTolerance float64 // relative disagreement of the two stage energies flagged (0.01)
 	IdleMaxCV       float64 // per-GPU idle power CV above which idle is unstable (0.05)
+	// MaxBadOutputRatio: share of empty, repeated or short outputs above
+	// which the run is flagged outputs_suspect (0.05); used only when the
+	// bench archive is given (Config.Archive).
+	MaxBadOutputRatio float64
 }
 
 // DefaultParams are the documented defaults.
@@ -30,6 +34,7 @@ func DefaultParams() Params {
 		SLOTTFT: 500 * time.Millisecond, SLOTPOT: 35 * time.Millisecond,
 		SSWindow: 100, SSWindows: 3, SSCV: 0.03,
 		MaxErrorRate: 0.05, MinCoverage: 0.95, EnergyTolerance: 0.01, IdleMaxCV: 0.05,
+		MaxBadOutputRatio: 0.05,
 	}
 }
 
@@ -48,6 +53,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("max error rate must be in [0,1], got %g", p.MaxErrorRate)
 	case p.MinCoverage < 0 || p.MinCoverage > 1:
 		return fmt.Errorf("min coverage must be in [0,1], got %g", p.MinCoverage)
+	case p.MaxBadOutputRatio < 0 || p.MaxBadOutputRatio > 1:
+		return fmt.Errorf("max bad output ratio must be in [0,1], got %g", p.MaxBadOutputRatio)
 	case p.EnergyTolerance <= 0:
 		return fmt.Errorf("energy tolerance must be > 0, got %g", p.EnergyTolerance)
 	}

@@ -88,6 +88,13 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("| formal output tokens (successful) | %d |\n", r.Tokens.FormalOutput)
 	p("| formal input tokens (successful) | %d |\n", r.Tokens.FormalInput)
 	p("| throughput | %s |\n", num(r.ThroughputTokensPerSecond, "%.1f tokens/s"))
+	if r.OutputSanity != nil {
+		ie := ""
+		if r.OutputSanity.IgnoreEOS != nil {
+			ie = ", ignore_eos " + map[bool]string{true: "on", false: "off"}[*r.OutputSanity.IgnoreEOS]
+		}
+		p("| output sanity: empty / repeated / short of successful formal outputs%s | %s |\n", ie, sanityCell(r.OutputSanity))
+	}
 	p("| average GPU power, formal (all GPUs) | %s |\n", num(r.AvgGPUPowerWatts, "%.1f W"))
 	p("| unattributed formal energy (no request active) | %s |\n\n", num(r.UnattributedJoules, "%.1f J"))
 	if ss.Reached {
@@ -208,6 +215,9 @@ func WriteSummary(w io.Writer, r *Report) error {
 	row("full-lifecycle J/token", num(r.FullLifecycleJoulesPerToken, "%.4f"))
 	row("energy startup/formal/release J", fmt.Sprintf("%s / %s / %s", num(r.Energy.StartupJoules, "%.1f"), num(r.Energy.FormalJoules, "%.1f"), num(r.Energy.ReleaseJoules, "%.1f")))
 	row("throughput tokens/s", num(r.ThroughputTokensPerSecond, "%.1f"))
+	if r.OutputSanity != nil {
+		row("outputs empty/repeated/short", sanityCell(r.OutputSanity))
+	}
 	row("TTFT p50/p99 ms", scaled(r.Latency.TTFTSeconds.P50, 1000, "%.1f")+" / "+scaled(r.Latency.TTFTSeconds.P99, 1000, "%.1f"))
 	row("TPOT p50/p99 ms", scaled(r.Latency.TPOTSeconds.P50, 1000, "%.2f")+" / "+scaled(r.Latency.TPOTSeconds.P99, 1000, "%.2f"))
 	row("goodput", scaled(r.Goodput.Ratio, 100, "%.2f%%"))

@@ -17,6 +17,7 @@ type Report struct {
 	Requests                    Requests         `json:"requests"`
 	Tokens                      Tokens           `json:"tokens"`
 	ThroughputTokensPerSecond   *float64         `json:"throughput_tokens_per_second"`
+	OutputSanity                *OutputSanity    `json:"output_sanity,omitempty"` // only when the bench archive was given
 	AvgGPUPowerWatts            *float64         `json:"avg_gpu_power_watts"`
 	FullLifecycleJoulesPerToken *float64         `json:"full_lifecycle_joules_per_token"`
 	SteadyState                 SteadyState      `json:"steady_state"`

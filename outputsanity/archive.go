@@ -55,33 +55,44 @@ func ReadArchive(dir string) (Counts, error) {
 	if err != nil {
 		return Counts{}, fmt.Errorf("bench archive %s: %w", p, err)
 	}
-	ieos, err := readIgnoreEOS(filepath.Join(dir, ManifestFile))
+	m, err := readManifest(dir)
 	if err != nil {
 		return Counts{}, err
 	}
-	c.IgnoreEOS = ieos
+	c.IgnoreEOS = m.Config.Extras.IgnoreEOS
 	return c, nil
 }
 
-// readIgnoreEOS reads config.extras.ignore_eos from a bench manifest; nil
-// when the manifest or the setting is absent.
-func readIgnoreEOS(path string) (*bool, error) {
+// ArchiveRunID is the run id in dir/manifest.json; "" when the archive has
+// no manifest.
+func ArchiveRunID(dir string) (string, error) {
+	m, err := readManifest(dir)
+	return m.RunID, err
+}
+
+// manifest is the part of benchjob's manifest.json the counts read.
+type manifest struct {
+	RunID  string `json:"run_id"`
+	Config struct {
+		Extras struct {
+			IgnoreEOS *bool `json:"ignore_eos"`
+		} `json:"extras"`
+	} `json:"config"`
+}
+
+// readManifest reads dir/manifest.json; the zero value when it is absent.
+func readManifest(dir string) (manifest, error) {
+	var m manifest
+	path := filepath.Join(dir, ManifestFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return m, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("bench archive: %w", err)
-	}
-	var m struct {
-		Config struct {
-			Extras struct {
-				IgnoreEOS *bool `json:"ignore_eos"`
-			} `json:"extras"`
-		} `json:"config"`
+		return m, fmt.Errorf("bench archive: %w", err)
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("bench archive %s: %w", path, err)
+		return m, fmt.Errorf("bench archive %s: %w", path, err)
 	}
-	return m.Config.Extras.IgnoreEOS, nil
+	return m, nil
 }

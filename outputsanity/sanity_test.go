@@ -129,6 +129,17 @@ func TestReadArchive(t *testing.T) {
 	}
 }
 
+func TestArchiveRunID(t *testing.T) {
+	for dir, want := range map[string]string{"ignore-eos": "ignore-eos", "partial": "", "missing": ""} {
+		if got, err := ArchiveRunID(filepath.Join("testdata", "runs", dir)); err != nil || got != want {
+			t.Errorf("%s: run id %q, %v; want %q", dir, got, err, want)
+		}
+	}
+	if _, err := ArchiveRunID(filepath.Join("testdata", "runs", "bad-manifest")); err == nil {
+		t.Error("malformed manifest: no error")
+	}
+}
+
 func TestBadUnknown(t *testing.T) {
 	c := Counts{Requests: 4, Empty: 1, Short: ip(1)}
 	if n, known := c.Bad(); n != 2 || known {

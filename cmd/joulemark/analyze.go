@@ -39,6 +39,7 @@ type AnalyzeCmd struct {
 	Out      string `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten)."`
 	Format   string `default:"table" enum:"table,json" help:"What to print on stdout (${enum})."`
 	Scenario string `help:"Scenario name copied into the report (compare groups by it)."`
+	Archive  string `type:"existingdir" placeholder:"DIR" help:"The bench job's run archive (runs/<run_id>, holding requests.jsonl): the report then counts empty, repeated and short outputs (output_sanity)."`
 
 	SLOTTFT   time.Duration `name:"slo-ttft" default:"500ms" help:"TTFT SLO for goodput (0 disables)."`
 	SLOTPOT   time.Duration `name:"slo-tpot" default:"35ms" help:"TPOT SLO for goodput (0 disables)."`
@@ -49,6 +50,7 @@ type AnalyzeCmd struct {
 	MaxErrorRate    float64       `name:"max-error-rate" default:"0.05" help:"Formal error rate above which the run is invalid."`
 	MinCoverage     float64       `name:"min-coverage" default:"0.95" help:"Sample coverage below which the run is invalid."`
 	EnergyTolerance float64       `name:"energy-tolerance" default:"0.01" help:"Relative disagreement between counter and exporter stage energy above which the run is invalid."`
+	MaxBadOutput    float64       `name:"max-bad-output-ratio" default:"0.05" help:"With --archive: share of empty, repeated or short outputs above which the run is flagged outputs_suspect (a warning)."`
 	QueryTimeout    time.Duration `name:"query-timeout" default:"2m" help:"Timeout of each Prometheus query."`
 }
 
@@ -66,9 +68,11 @@ func (c *AnalyzeCmd) Run(g *Globals) error {
 	p.SLOTTFT, p.SLOTPOT = c.SLOTTFT, c.SLOTPOT
 	p.SSWindow, p.SSWindows, p.SSCV = c.SSWindow, c.SSWindows, c.SSCV
 	p.MaxErrorRate, p.MinCoverage, p.EnergyTolerance = c.MaxErrorRate, c.MinCoverage, c.EnergyTolerance
+	p.MaxBadOutputRatio = c.MaxBadOutput
 	cfg := analyze.Config{
 		PrometheusURL: c.PrometheusURL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,
+		Archive: c.Archive,
 	}
 	if err := cfg.Validate(); err != nil {
 		return err

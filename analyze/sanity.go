@@ -1,0 +1,74 @@
+package analyze
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/joulemark/joulemark/outputsanity"
+)
+
+// FlagOutputsSuspect warns (without excluding the run) that the share of
+// empty, repeated or short outputs exceeds Params.MaxBadOutputRatio.
+const FlagOutputsSuspect = "outputs_suspect"
+
+// OutputSanity is report.json's output_sanity: the suspicious outputs among
+// the successful formal requests, counted from the bench archive's
+// requests.jsonl (outputsanity.Counts: requests, empty, repeated, short,
+// ignore_eos), with their total and share.
+type OutputSanity struct {
+	outputsanity.Counts
+	// Bad is empty + repeated + short, over the counts that are known.
+	Bad int `json:"bad"`
+	// BadRatio is Bad / requests, a lower bound when repeated or short is
+	// null; null when no successful formal request was found.
+	BadRatio *float64 `json:"bad_ratio"`
+	// MaxBadRatio is the threshold above which outputs_suspect is raised.
+	MaxBadRatio float64 `json:"max_bad_ratio"`
+}
+
+// AddOutputSanity puts the counts into the report and raises the
+// non-excluding outputs_suspect flag when their share of bad outputs is above
+// maxBadRatio.
+func AddOutputSanity(r *Report, c outputsanity.Counts, maxBadRatio float64) {
+	bad, _ := c.Bad()
+	s := &OutputSanity{Counts: c, Bad: bad, BadRatio: c.BadRatio(), MaxBadRatio: maxBadRatio}
+	r.OutputSanity = s
+	if s.BadRatio == nil || *s.BadRatio <= maxBadRatio {
+		return
+	}
+	var parts []string
+	add := func(name string, n *int) {
+		if n != nil && *n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", *n, name))
+		}
+	}
+	add("empty", &c.Empty)
+	add("repeated", c.Repeated)
+	add("short", c.Short)
+	msg := fmt.Sprintf("%d of %d successful formal outputs (%.2f%%) are suspect (%s), above the %g%% threshold (--max-bad-output-ratio)",
+		bad, c.Requests, 100**s.BadRatio, strings.Join(parts, ", "), 100*maxBadRatio)
+	if c.IgnoreEOS != nil && !*c.IgnoreEOS && c.Short != nil && *c.Short > 0 {
+		msg += "; ignore_eos was off, so short outputs may be natural stops"
+	}
+	r.Flags = append(r.Flags, Flag{Code: FlagOutputsSuspect, Message: msg})
+}
+
+// sanityCell renders output_sanity for the Energy per token table:
+// "empty / repeated / short of n (x% bad)", "—" for an unknown count.
+func sanityCell(s *OutputSanity) string {
+	opt := func(p *int) string {
+		if p == nil {
+			return "—"
+		}
+		return fmt.Sprint(*p)
+	}
+	v := fmt.Sprintf("%d / %s / %s of %d", s.Empty, opt(s.Repeated), opt(s.Short), s.Requests)
+	if s.BadRatio != nil {
+		bound := ""
+		if _, known := s.Counts.Bad(); !known {
+			bound = "≥ "
+		}
+		v += fmt.Sprintf(" (%s%.2f%% bad)", bound, 100**s.BadRatio)
+	}
+	return v
+}
