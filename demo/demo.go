@@ -275,6 +275,9 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		OutDir:        res.ReportDir,
 		Scenario:      "joulemark demo",
 		QueryTimeout:  time.Minute,
+		// The bench archive: the report counts empty, repeated and short
+		// outputs beside throughput.
+		Archive: res.BenchDir,
 	})
 	if err != nil {
 		return res, fmt.Errorf("analysis: %w", err)
