@@ -80,7 +80,10 @@ func (e *Exporter) Serve(ctx context.Context, listenAddress, webConfigFile strin
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutting down the server on %s: %w", listenAddress, err)
+		// Connections still busy (or dialled and never used) after the
+		// grace period are cut; the sampler state is not at stake.
+		e.log.Warn("connections still open after the grace period; closing them", "listen", listenAddress, "err", err)
+		_ = srv.Close()
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving on %s: %w", listenAddress, err)
