@@ -21,12 +21,12 @@ func writeSummary(w io.Writer, res *Result) error {
 	if res.TSDBDir != "" {
 		fmt.Fprintf(w, "TSDB data:   %s\n", res.TSDBDir)
 		fmt.Fprintf(w, "Reopen it:   joulemark tsdb serve --data %s   (Prometheus API on http://127.0.0.1:9090)\n", res.TSDBDir)
-		fmt.Fprintf(w, "Re-analyze:  joulemark analyze --prometheus-url http://127.0.0.1:9090 --run-id %s --out %s\n",
-			res.RunID, filepath.Join(res.Dir, "report-2"))
+		fmt.Fprintf(w, "Re-analyze:  joulemark analyze --prometheus-url http://127.0.0.1:9090 --run-id %s --archive %s --out %s\n",
+			res.RunID, res.BenchDir, filepath.Join(res.Dir, "report-2"))
 	} else {
 		fmt.Fprintf(w, "Data:        in the Prometheus at %s (run_id=%q)\n", res.PrometheusURL, res.RunID)
-		fmt.Fprintf(w, "Re-analyze:  joulemark analyze --prometheus-url %s --run-id %s --out %s\n",
-			res.PrometheusURL, res.RunID, filepath.Join(res.Dir, "report-2"))
+		fmt.Fprintf(w, "Re-analyze:  joulemark analyze --prometheus-url %s --run-id %s --archive %s --out %s\n",
+			res.PrometheusURL, res.RunID, res.BenchDir, filepath.Join(res.Dir, "report-2"))
 	}
 	return nil
 }
