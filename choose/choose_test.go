@@ -28,62 +28,6 @@ func fixtureRuns(t *testing.T, names ...string) []*Run {
 
 var allRuns = []string{"vllm-tp1", "vllm-tp2", "sglang-tp1", "sglang-tp2", "tgi-tp1"}
 
-func ip(v int) *int { return &v }
-
-func TestReadSanity(t *testing.T) {
-	tests := []struct {
-		name  string
-		jsonl string
-		want  Sanity
-	}{
-		{"empty archive", "", Sanity{}},
-		{
-			"hash and max tokens known",
-			`{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
-{"phase":"formal","success":true,"output_tokens":0,"max_tokens":10,"output_hash":"e","finish_reason":"stop"}
-{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
-{"phase":"formal","success":true,"output_tokens":3,"max_tokens":10,"output_hash":"b","finish_reason":"stop"}
-{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
-
-{"phase":"warmup","success":true,"output_tokens":0,"output_hash":"a"}
-{"phase":"formal","success":false,"output_tokens":0,"error":"timeout"}
-`,
-			Sanity{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(1)},
-		},
-		{
-			"finish reason only: stop counts as short, repeats unknown",
-			`{"phase":"formal","success":true,"output_tokens":10,"finish_reason":"length"}
-{"phase":"formal","success":true,"output_tokens":4,"finish_reason":"stop"}
-`,
-			Sanity{Requests: 2, Short: ip(1)},
-		},
-		{
-			"nothing to judge length by",
-			`{"phase":"formal","success":true,"output_tokens":4}` + "\n",
-			Sanity{Requests: 1},
-		},
-		{
-			"empty by characters",
-			`{"phase":"formal","success":true,"output_tokens":1,"output_chars":0}` + "\n",
-			Sanity{Requests: 1, Empty: 1},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := ReadSanity(strings.NewReader(tc.jsonl))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %s, want %s", FormatSanity(&got), FormatSanity(&tc.want))
-			}
-		})
-	}
-	_, err := ReadSanity(strings.NewReader("{\"phase\":\"formal\"}\n{not json\n"))
-	if err == nil || !strings.Contains(err.Error(), "line 2") {
-		t.Errorf("malformed line: error %v, want one naming line 2", err)
-	}
-}
 
 func TestLoadReport(t *testing.T) {
 	runs := fixtureRuns(t, "vllm-tp2", "sglang-tp1")
