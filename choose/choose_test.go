@@ -28,7 +28,6 @@ func fixtureRuns(t *testing.T, names ...string) []*Run {
 
 var allRuns = []string{"vllm-tp1", "vllm-tp2", "sglang-tp1", "sglang-tp2", "tgi-tp1"}
 
-
 func TestLoadReport(t *testing.T) {
 	runs := fixtureRuns(t, "vllm-tp2", "sglang-tp1")
 	if s := runs[0].Sanity; s == nil || FormatSanity(s) != "2/2/4 of 40" {
