@@ -84,6 +84,21 @@ func svg(p *plot.Plot, w, h vg.Length) (string, error) {
 	return s, nil
 }
 
+// legendLabel drops the "instance " prefix of a GPU label when every series
+// comes from the same instance: "gpu 3" instead of "127.0.0.1:9402 gpu 3".
+func legendLabel(label string, all []PowerSeries) string {
+	inst, _, ok := strings.Cut(label, " gpu ")
+	if !ok {
+		return label
+	}
+	for _, s := range all {
+		if !strings.HasPrefix(s.Label, inst+" gpu ") {
+			return label
+		}
+	}
+	return strings.TrimPrefix(label, inst+" ")
+}
+
 // powerPlot: power of every GPU across the run, phase bands behind.
 func powerPlot(pd *PlotData) (*plot.Plot, error) {
 	p := plot.New()
@@ -91,6 +106,9 @@ func powerPlot(pd *PlotData) (*plot.Plot, error) {
 	p.X.Label.Text = "seconds since the run started"
 	p.Y.Label.Text = "W"
 	p.Legend.Top = false // phase names use the top
+	// Lift the legend off the bottom edge, where every GPU idles before and
+	// after the run, into the right-hand space the release decay leaves.
+	p.Legend.YOffs = 2.5 * vg.Centimeter
 	t0 := math.Inf(1)
 	for _, ph := range pd.Phases {
 		t0 = min(t0, ph.Start)
@@ -138,7 +156,7 @@ func powerPlot(pd *PlotData) (*plot.Plot, error) {
 		ln.Color = plotutil.Color(i)
 		ln.Width = vg.Points(1)
 		p.Add(ln)
-		p.Legend.Add(s.Label, ln)
+		p.Legend.Add(legendLabel(s.Label, pd.Power), ln)
 	}
 	p.Y.Min, p.Y.Max = 0, ymax
 	return p, nil
