@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/testenv"
+
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/remotewrite"
 )
@@ -47,9 +49,7 @@ func analyzeFixture(t *testing.T, url string) *Report {
 // TestRealPrometheus loads the fixture into Debian's Prometheus (2.42+) by
 // remote write and checks the report read back over HTTP is the golden one.
 func TestRealPrometheus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Prometheus server")
-	}
+	testenv.SkipIfShort(t, "starts a Prometheus server")
 	srv := realprom.Start(t, "")
 	pushRemoteWrite(t, srv.URL+"/api/v1/write", fixtureSamples(fixture()))
 	r := analyzeFixture(t, srv.URL)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/testenv"
+
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
@@ -184,9 +186,7 @@ func TestChunkedReadTSDB(t *testing.T) {
 // TestChunkedReadRealPrometheus: the same against Debian's Prometheus 2.42,
 // whose range selectors are closed on the left.
 func TestChunkedReadRealPrometheus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Prometheus server")
-	}
+	testenv.SkipIfShort(t, "starts a Prometheus server")
 	srv := realprom.Start(t, "")
 	pushRemoteWrite(t, srv.URL+"/api/v1/write", fixtureSamples(fixture()))
 	checkChunkedLoad(t, srv.URL)

@@ -16,9 +16,7 @@ import (
 // screenshot is a drawn page. Set JOULEMARK_SCREENSHOT_DIR to keep the
 // report and the screenshot for a look.
 func TestHTMLInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts chromium")
-	}
+	testenv.SkipIfShort(t, "starts chromium")
 	chromium := testenv.LookPath(t, "chromium")
 	r, pd, err := Compute(synthRun(3000, 2, 600, 2), DefaultParams())
 	if err != nil {

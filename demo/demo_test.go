@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/testenv"
+
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
@@ -91,9 +93,7 @@ func relErr(got, want float64) float64 { return math.Abs(got-want) / math.Abs(wa
 // first tokens injected into 20% of the requests, then checks the report
 // against the simulator's ground truth.
 func TestDemoEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end demo run (~30 s)")
-	}
+	testenv.SkipIfShort(t, "end-to-end demo run (~30 s)")
 	cfg := smallConfig(t)
 	cfg.Engine.Faults.SlowFirstTokenRate = 0.2
 	cfg.Engine.Faults.SlowFirstTokenDelay = 300 * time.Millisecond
@@ -314,9 +314,7 @@ func dashboardQueries(t *testing.T, dir string, vars map[string]string) []dashbo
 // the load the GPUs see) while the work stays the same: J/token per request
 // drifts within every window and steady state must not be reached.
 func TestDemoUnsteady(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end demo run (~30 s)")
-	}
+	testenv.SkipIfShort(t, "end-to-end demo run (~30 s)")
 	cfg := smallConfig(t)
 	cfg.shapeLoad = func(elapsed time.Duration, load float64) float64 {
 		phase := math.Mod(elapsed.Seconds(), 6) / 6
@@ -350,9 +348,7 @@ func deref(p *float64) float64 {
 // per-request samples all arrive by remote write, and the analysis reads
 // them back the same way.
 func TestDemoExternalPrometheus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end demo run (~30 s)")
-	}
+	testenv.SkipIfShort(t, "end-to-end demo run (~30 s)")
 	prom := realprom.Start(t, "")
 	cfg := smallConfig(t)
 	cfg.PrometheusURL = prom.URL

@@ -168,9 +168,7 @@ func TestPrometheusConfig(t *testing.T) {
 // TestEndToEnd is the whole pipeline against a real Prometheus 2.42 and the
 // same scenario in embedded mode.
 func TestEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end run (about 35 s)")
-	}
+	testenv.SkipIfShort(t, "end-to-end run (about 35 s)")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	bin := joulemarkBinary(t)

@@ -25,3 +25,17 @@ func LookPath(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// SkipIfShort skips a slow test under `go test -short` on a developer's
+// machine. In CI (CI=true) it never skips: a -short there fails the test,
+// so CI cannot pass by leaving the slow tests out.
+func SkipIfShort(t testing.TB, why string) {
+	t.Helper()
+	if !testing.Short() {
+		return
+	}
+	if InCI() {
+		t.Fatalf("-short in CI would skip this test (%s); CI runs every test", why)
+	}
+	t.Skip(why)
+}
