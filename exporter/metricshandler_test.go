@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -12,7 +11,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -431,29 +429,7 @@ func TestRealPrometheusScrapesGzip(t *testing.T) {
 	prom := realprom.Start(t, fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: jm\n    static_configs:\n      - targets: [%q]\n",
 		strings.TrimPrefix(srv.URL, "http://")))
 
-	query := func(q string) (float64, bool) {
-		resp, err := http.Get(prom.URL + "/api/v1/query?" + url.Values{"query": {q}}.Encode())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out struct {
-			Data struct {
-				Result []struct {
-					Value [2]any `json:"value"`
-				} `json:"result"`
-			} `json:"data"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			t.Fatalf("query %s: %v", q, err)
-		}
-		if len(out.Data.Result) != 1 {
-			return 0, false
-		}
-		s, _ := out.Data.Result[0].Value[1].(string)
-		v, err := strconv.ParseFloat(s, 64)
-		return v, err == nil
-	}
+	query := func(q string) (float64, bool) { return queryValue(t, prom.URL, q, time.Time{}) }
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		up, ok := query(`up{job="jm"}`)

@@ -1,12 +1,13 @@
 package exporter
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"net/url"
+	"context"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/internal/fakeclock"
@@ -36,24 +37,33 @@ func TestRemoteWriteIntoPrometheus(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatalf("remote write into Prometheus: %v", err)
 	}
-	q := url.Values{"query": {`count_over_time(joulemark_gpu_power_sample_watts{gpu="1",instance="test-node"}[10s])`},
-		"time": {fmt.Sprintf("%.3f", float64(last.UnixMilli())/1000)}}
-	resp, err := http.Get(base + "/api/v1/query?" + q.Encode())
+	n, ok := queryValue(t, base, `count_over_time(joulemark_gpu_power_sample_watts{gpu="1",instance="test-node"}[10s])`, last)
+	if !ok || n != 30 {
+		t.Errorf("Prometheus holds %v samples of gpu 1 (found %v), want 30", n, ok)
+	}
+}
+
+// queryValue evaluates q at instant at (now when zero) through client_golang's
+// query API and returns the single sample's value; ok is false when the
+// result is not exactly one sample.
+func queryValue(t *testing.T, promURL, q string, at time.Time) (float64, bool) {
+	t.Helper()
+	client, err := api.NewClient(api.Config{Address: promURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var out struct {
-		Data struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
+	if at.IsZero() {
+		at = time.Now()
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	val, _, _, err := promv1.NewAPI(client).Query(ctx, q, at)
+	if err != nil {
+		t.Fatalf("query %s: %v", q, err)
 	}
-	if len(out.Data.Result) != 1 || out.Data.Result[0].Value[1] != "30" {
-		t.Errorf("Prometheus holds %+v samples of gpu 1, want 30", out.Data.Result)
+	vec, isVec := val.(model.Vector)
+	if !isVec || len(vec) != 1 {
+		return 0, false
 	}
+	return float64(vec[0].Value), true
 }
