@@ -208,7 +208,7 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	for _, s := range info {
 		source[string(s.Metric["uuid"])] = string(s.Metric["energy_source"])
 	}
-	si, err := l.vector(ctx, fmt.Sprintf("max(max_over_time(joulemark_sampler_interval_seconds{job=~\".+\"}[%s]))", rng), evalAt)
+	si, err := l.vector(ctx, fmt.Sprintf("max(max_over_time(joulemark_sampler_interval_seconds[%s]))", rng), evalAt)
 	if err != nil {
 		return nil, err
 	}
