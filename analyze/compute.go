@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Params are the definitions' knobs (DESIGN.md, "Definitions").
+// Params are the definitions' knobs (docs/design.md, "Definitions").
 type Params struct {
 	SLOTTFT   time.Duration // 0: no TTFT SLO
 	SLOTPOT   time.Duration // 0: no TPOT SLO
@@ -106,199 +106,278 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}
-	r := &Report{RunID: d.RunID, Stages: map[string]Stage{}, Flags: []Flag{}}
-	pd := &PlotData{SteadyFirst: -1}
-	flag := func(code string, excluding bool, format string, a ...any) {
-		r.Flags = append(r.Flags, Flag{Code: code, Message: fmt.Sprintf(format, a...), Excluding: excluding})
+	c := &computation{
+		d:  d,
+		p:  p,
+		r:  &Report{RunID: d.RunID, Stages: map[string]Stage{}, Flags: []Flag{}},
+		pd: &PlotData{SteadyFirst: -1},
 	}
+	if err := c.span(); err != nil {
+		return nil, nil, err
+	}
+	c.counterCurves()
+	c.measurement()
+	c.stages()
+	c.release()
+	c.idleStability()
+	c.orderFormal()
+	c.requests()
+	c.goodput()
+	c.throughput()
+	c.steadyState()
+	c.lifecycleEstimate()
+	c.powerPlot()
+	c.validity()
+	return c.r, c.pd, nil
+}
 
-	// Run span: first phase start to last phase end.
-	spanFrom, spanTo := math.Inf(1), math.Inf(-1)
+// computation is one Compute call: the inputs, the report and plot data
+// being filled in, and what one report section derives for the next ones.
+// Each method fills one section, in the order Compute calls them.
+type computation struct {
+	d  *RunData
+	p  Params
+	r  *Report
+	pd *PlotData
+
+	spanFrom, spanTo float64 // first phase start, last phase end
+	interval         float64 // median energy sample interval; NaN when unknown
+	curves           []curve // one per d.GPUs
+	formal           []int   // indexes into d.Requests of formal requests, in completion order
+	goodTokens       int64   // output tokens of requests within the SLOs
+}
+
+// flag adds a report flag.
+func (c *computation) flag(code string, excluding bool, format string, a ...any) {
+	c.r.Flags = append(c.r.Flags, Flag{Code: code, Message: fmt.Sprintf(format, a...), Excluding: excluding})
+}
+
+// complete reports whether the phase has both boundaries in order.
+func (c *computation) complete(name string) (PhaseBounds, bool) {
+	b, ok := c.d.Phases[name]
+	return b, ok && b.HasStart && b.HasEnd && b.End >= b.Start
+}
+
+// span finds the run span (first phase start to last phase end) and the
+// phase bands; it fails when no phase is complete.
+func (c *computation) span() error {
+	c.spanFrom, c.spanTo = math.Inf(1), math.Inf(-1)
 	var missing []string
 	for _, name := range phaseNames {
-		b, ok := d.Phases[name]
-		if !ok || !b.HasStart || !b.HasEnd || b.End < b.Start {
+		b, ok := c.complete(name)
+		if !ok {
 			missing = append(missing, name)
 			continue
 		}
-		spanFrom, spanTo = min(spanFrom, b.Start), max(spanTo, b.End)
-		pd.Phases = append(pd.Phases, PhaseBand{name, b.Start, b.End})
+		c.spanFrom, c.spanTo = min(c.spanFrom, b.Start), max(c.spanTo, b.End)
+		c.pd.Phases = append(c.pd.Phases, PhaseBand{name, b.Start, b.End})
 	}
 	if len(missing) == len(phaseNames) {
-		return nil, nil, fmt.Errorf("run %q has no complete phase (no start and end timestamps)", d.RunID)
+		return fmt.Errorf("run %q has no complete phase (no start and end timestamps)", c.d.RunID)
 	}
 	if len(missing) > 0 {
-		flag(FlagPhaseMissing, true, "phases without both boundaries: %s", strings.Join(missing, ", "))
+		c.flag(FlagPhaseMissing, true, "phases without both boundaries: %s", strings.Join(missing, ", "))
 	}
+	return nil
+}
 
-	// Counter curves. The extrapolation tolerance is two sample intervals.
-	interval := math.NaN()
+// counterCurves builds each GPU's energy counter curve. The extrapolation
+// tolerance is two sample intervals.
+func (c *computation) counterCurves() {
+	c.interval = math.NaN()
 	var intervals []float64
-	for _, g := range d.GPUs {
+	for _, g := range c.d.GPUs {
 		if m := medianInterval(g.Energy); !math.IsNaN(m) {
 			intervals = append(intervals, m)
 		}
 	}
 	if len(intervals) > 0 {
 		slices.Sort(intervals)
-		interval = median(intervals)
+		c.interval = median(intervals)
 	}
 	tol := 0.0
-	if !math.IsNaN(interval) {
-		tol = 2 * interval
+	if !math.IsNaN(c.interval) {
+		tol = 2 * c.interval
 	}
-	curves := make([]curve, len(d.GPUs))
-	for i, g := range d.GPUs {
-		curves[i] = newCurve(g.Energy, tol)
+	c.curves = make([]curve, len(c.d.GPUs))
+	for i, g := range c.d.GPUs {
+		c.curves[i] = newCurve(g.Energy, tol)
 	}
-	if len(d.GPUs) == 0 {
-		flag(FlagNoEnergyData, true, "no GPU energy counter series for the run")
+	if len(c.d.GPUs) == 0 {
+		c.flag(FlagNoEnergyData, true, "no GPU energy counter series for the run")
 	}
+}
 
-	// Measurement.
-	r.Measurement.Boundary = Boundary
-	r.Measurement.SampleIntervalSeconds = finite(interval)
-	r.Measurement.GPUs = len(d.GPUs)
+// measurement fills the measurement section: boundary, sampling, energy
+// sources and the samples' coverage of the run span.
+func (c *computation) measurement() {
+	m := &c.r.Measurement
+	m.Boundary = Boundary
+	m.SampleIntervalSeconds = finite(c.interval)
+	m.GPUs = len(c.d.GPUs)
 	srcs := map[string]bool{}
-	for _, g := range d.GPUs {
+	for _, g := range c.d.GPUs {
 		if g.EnergySource != "" {
 			srcs[g.EnergySource] = true
 		}
 	}
-	r.Measurement.EnergySource = strings.Join(sortedKeys(srcs), ",")
-	if len(d.GPUs) > 0 && spanTo > spanFrom {
-		cov := 1.0
-		for _, g := range d.GPUs {
-			for _, s := range []struct {
-				name string
-				ss   []Sample
-			}{{"energy", g.Energy}, {"power", g.Power}} {
-				c, gaps := coverage(s.ss, spanFrom, spanTo, medianInterval(s.ss))
-				cov = min(cov, c)
-				for _, gp := range gaps {
-					r.Measurement.Gaps = append(r.Measurement.Gaps, Gap{GPU: g.Label(), Series: s.name, Start: gp[0], End: gp[1]})
-				}
+	m.EnergySource = strings.Join(sortedKeys(srcs), ",")
+	if len(c.d.GPUs) == 0 || !(c.spanTo > c.spanFrom) {
+		return
+	}
+	cov := 1.0
+	for _, g := range c.d.GPUs {
+		for _, s := range []struct {
+			name string
+			ss   []Sample
+		}{{"energy", g.Energy}, {"power", g.Power}} {
+			cv, gaps := coverage(s.ss, c.spanFrom, c.spanTo, medianInterval(s.ss))
+			cov = min(cov, cv)
+			for _, gp := range gaps {
+				m.Gaps = append(m.Gaps, Gap{GPU: g.Label(), Series: s.name, Start: gp[0], End: gp[1]})
 			}
 		}
-		r.Measurement.CoverageRatio = &cov
-		if cov < p.MinCoverage {
-			flag(FlagCoverageLow, true, "sample coverage %.3f is under %.3f (%d gaps)", cov, p.MinCoverage, len(r.Measurement.Gaps))
-		}
 	}
+	m.CoverageRatio = &cov
+	if cov < c.p.MinCoverage {
+		c.flag(FlagCoverageLow, true, "sample coverage %.3f is under %.3f (%d gaps)", cov, c.p.MinCoverage, len(m.Gaps))
+	}
+}
 
-	// Stage energy, both ways.
+// stages fills each complete phase's stage energy, both ways (counter and
+// exporter), and the energy section summing them.
+func (c *computation) stages() {
 	var disagree []string
 	for _, name := range phaseNames {
-		b, ok := d.Phases[name]
-		if !ok || !b.HasStart || !b.HasEnd || b.End < b.Start {
+		b, ok := c.complete(name)
+		if !ok {
 			continue
 		}
-		st := Stage{Start: b.Start, End: b.End, DurationSeconds: b.End - b.Start}
-		unc := 0.0 // how far sampling resolution alone can move the counter figure
-		if len(curves) > 0 {
-			sum, allOK := 0.0, true
-			for i, cv := range curves {
-				e, ok := cv.between(b.Start, b.End)
-				sum += e
-				allOK = allOK && ok
-				stale := d.SamplerIntervalSeconds
-				if d.GPUs[i].EnergyRaw {
-					stale = 0 // the exporter's own sample timestamps
-				}
-				// A counter read up to stale seconds before its timestamp
-				// shifts each boundary by up to that much of its power.
-				unc += cv.uncertainty(b.Start) + cv.uncertainty(b.End) + stale*math.Max(cv.powerAt(b.Start), cv.powerAt(b.End))
-			}
-			if allOK {
-				st.CounterEnergyJoules = ptr(sum)
-			}
+		st, msg := c.stage(name, b)
+		if msg != "" {
+			disagree = append(disagree, msg)
 		}
-		if e, ok := d.PhaseEnergy[name]; ok {
-			st.ExporterEnergyJoules = ptr(e)
-		}
-		// The exporter's figure integrates its high-rate samples exactly
-		// at the boundaries; the counter Prometheus holds is as fine as
-		// its scrape (or raw-push) interval. The finer one is the stage
-		// energy, the other the cross-check.
-		st.EnergyJoules = st.ExporterEnergyJoules
-		if st.EnergyJoules == nil {
-			st.EnergyJoules = st.CounterEnergyJoules
-		}
-		if c, e := st.CounterEnergyJoules, st.ExporterEnergyJoules; c != nil && e != nil {
-			if m := math.Max(math.Abs(*c), math.Abs(*e)); m > 0 {
-				rel := math.Abs(*c-*e) / m
-				st.EnergyDisagreementRatio = ptr(rel)
-				// Sources disagree when they differ by more than the
-				// tolerance AND more than the counter's sampling
-				// resolution at the two boundaries can explain.
-				if rel > p.EnergyTolerance && math.Abs(*c-*e) > unc {
-					disagree = append(disagree, fmt.Sprintf("%s %.1f%% (counter %.1f J, exporter %.1f J, sampling resolution explains ±%.1f J)", name, 100*rel, *c, *e, unc))
-				}
-				if unc > 0 {
-					st.CounterResolutionJoules = ptr(unc)
-				}
-			}
-		}
-		if st.EnergyJoules != nil && st.DurationSeconds > 0 {
-			st.AvgPowerWatts = ptr(*st.EnergyJoules / st.DurationSeconds)
-		}
-		r.Stages[name] = st
+		c.r.Stages[name] = st
 	}
 	if len(disagree) > 0 {
-		flag(FlagEnergySourcesDisagree, true, "counter and exporter stage energies differ by more than %g%%: %s", 100*p.EnergyTolerance, strings.Join(disagree, "; "))
+		c.flag(FlagEnergySourcesDisagree, true, "counter and exporter stage energies differ by more than %g%%: %s", 100*c.p.EnergyTolerance, strings.Join(disagree, "; "))
 	}
-	stageE := func(name string) *float64 { return r.Stages[name].EnergyJoules }
-	r.Energy.StartupJoules = sumPtr(stageE("startup"), stageE("warmup"))
-	r.Energy.FormalJoules = stageE("formal")
-	r.Energy.ReleaseJoules = stageE("release")
-	r.Energy.LifecycleJoules = sumPtr(r.Energy.StartupJoules, r.Energy.FormalJoules, r.Energy.ReleaseJoules)
+	stageE := func(name string) *float64 { return c.r.Stages[name].EnergyJoules }
+	e := &c.r.Energy
+	e.StartupJoules = sumPtr(stageE("startup"), stageE("warmup"))
+	e.FormalJoules = stageE("formal")
+	e.ReleaseJoules = stageE("release")
+	e.LifecycleJoules = sumPtr(e.StartupJoules, e.FormalJoules, e.ReleaseJoules)
+}
 
-	// Release.
-	if d.ReleaseClosed != nil && *d.ReleaseClosed {
-		r.Release.Closed = true
-	} else {
-		why := "the exporter reported that power did not return to the idle baseline within the maximum wait"
-		if d.ReleaseClosed == nil {
-			why = "no joulemark_run_release_closed sample for the run"
+// stage computes one phase's stage; disagree describes the two energies'
+// disagreement when it exceeds the tolerance, else it is empty.
+func (c *computation) stage(name string, b PhaseBounds) (st Stage, disagree string) {
+	st = Stage{Start: b.Start, End: b.End, DurationSeconds: b.End - b.Start}
+	unc := 0.0 // how far sampling resolution alone can move the counter figure
+	if len(c.curves) > 0 {
+		sum, allOK := 0.0, true
+		for i, cv := range c.curves {
+			e, ok := cv.between(b.Start, b.End)
+			sum += e
+			allOK = allOK && ok
+			stale := c.d.SamplerIntervalSeconds
+			if c.d.GPUs[i].EnergyRaw {
+				stale = 0 // the exporter's own sample timestamps
+			}
+			// A counter read up to stale seconds before its timestamp
+			// shifts each boundary by up to that much of its power.
+			unc += cv.uncertainty(b.Start) + cv.uncertainty(b.End) + stale*math.Max(cv.powerAt(b.Start), cv.powerAt(b.End))
 		}
-		flag(FlagReleaseNotClosed, true, "release not closed: %s", why)
-	}
-
-	// Idle stability.
-	if b, ok := d.Phases["idle"]; ok && b.HasStart && b.HasEnd {
-		var unstable []string
-		for _, g := range d.GPUs {
-			var w []float64
-			for _, s := range g.Power {
-				if s.T >= b.Start && s.T < b.End {
-					w = append(w, s.V)
-				}
-			}
-			if len(w) < 2 {
-				continue
-			}
-			if cv := windowCV(w, len(w))[0]; cv > p.IdleMaxCV {
-				unstable = append(unstable, fmt.Sprintf("%s CV %.3f", g.Label(), cv))
-			}
-		}
-		if len(unstable) > 0 {
-			flag(FlagIdleUnstable, false, "idle power varies more than CV %g: %s", p.IdleMaxCV, strings.Join(unstable, ", "))
+		if allOK {
+			st.CounterEnergyJoules = ptr(sum)
 		}
 	}
-	if d.IncompleteRequests > 0 {
-		flag(FlagRequestsIncomplete, true, "%d per-request sample groups lack latency, output tokens or success and were left out", d.IncompleteRequests)
+	if e, ok := c.d.PhaseEnergy[name]; ok {
+		st.ExporterEnergyJoules = ptr(e)
 	}
+	// The exporter's figure integrates its high-rate samples exactly
+	// at the boundaries; the counter Prometheus holds is as fine as
+	// its scrape (or raw-push) interval. The finer one is the stage
+	// energy, the other the cross-check.
+	st.EnergyJoules = st.ExporterEnergyJoules
+	if st.EnergyJoules == nil {
+		st.EnergyJoules = st.CounterEnergyJoules
+	}
+	if ce, ee := st.CounterEnergyJoules, st.ExporterEnergyJoules; ce != nil && ee != nil {
+		if m := math.Max(math.Abs(*ce), math.Abs(*ee)); m > 0 {
+			rel := math.Abs(*ce-*ee) / m
+			st.EnergyDisagreementRatio = ptr(rel)
+			// Sources disagree when they differ by more than the
+			// tolerance AND more than the counter's sampling
+			// resolution at the two boundaries can explain.
+			if rel > c.p.EnergyTolerance && math.Abs(*ce-*ee) > unc {
+				disagree = fmt.Sprintf("%s %.1f%% (counter %.1f J, exporter %.1f J, sampling resolution explains ±%.1f J)", name, 100*rel, *ce, *ee, unc)
+			}
+			if unc > 0 {
+				st.CounterResolutionJoules = ptr(unc)
+			}
+		}
+	}
+	if st.EnergyJoules != nil && st.DurationSeconds > 0 {
+		st.AvgPowerWatts = ptr(*st.EnergyJoules / st.DurationSeconds)
+	}
+	return st, disagree
+}
 
-	// Requests: formal ones, in completion order.
-	// formal holds indexes into d.Requests, in completion order.
-	reqs := d.Requests
-	formal := make([]int, 0, len(reqs))
+// release fills the release section.
+func (c *computation) release() {
+	if rc := c.d.ReleaseClosed; rc != nil && *rc {
+		c.r.Release.Closed = true
+		return
+	}
+	why := "the exporter reported that power did not return to the idle baseline within the maximum wait"
+	if c.d.ReleaseClosed == nil {
+		why = "no joulemark_run_release_closed sample for the run"
+	}
+	c.flag(FlagReleaseNotClosed, true, "release not closed: %s", why)
+}
+
+// idleStability flags GPUs whose idle power varies too much.
+func (c *computation) idleStability() {
+	b, ok := c.d.Phases["idle"]
+	if !ok || !b.HasStart || !b.HasEnd {
+		return
+	}
+	var unstable []string
+	for _, g := range c.d.GPUs {
+		var w []float64
+		for _, s := range g.Power {
+			if s.T >= b.Start && s.T < b.End {
+				w = append(w, s.V)
+			}
+		}
+		if len(w) < 2 {
+			continue
+		}
+		if cv := windowCV(w, len(w))[0]; cv > c.p.IdleMaxCV {
+			unstable = append(unstable, fmt.Sprintf("%s CV %.3f", g.Label(), cv))
+		}
+	}
+	if len(unstable) > 0 {
+		c.flag(FlagIdleUnstable, false, "idle power varies more than CV %g: %s", c.p.IdleMaxCV, strings.Join(unstable, ", "))
+	}
+}
+
+// orderFormal lists the formal requests in completion order and flags the
+// request samples the loader left out.
+func (c *computation) orderFormal() {
+	if c.d.IncompleteRequests > 0 {
+		c.flag(FlagRequestsIncomplete, true, "%d per-request sample groups lack latency, output tokens or success and were left out", c.d.IncompleteRequests)
+	}
+	reqs := c.d.Requests
+	c.formal = make([]int, 0, len(reqs))
 	for i, q := range reqs {
 		if q.Phase == "formal" {
-			formal = append(formal, i)
+			c.formal = append(c.formal, i)
 		}
 	}
-	slices.SortFunc(formal, func(i, j int) int {
+	slices.SortFunc(c.formal, func(i, j int) int {
 		a, b := &reqs[i], &reqs[j]
 		if c := cmp.Compare(a.End, b.End); c != 0 {
 			return c
@@ -311,11 +390,16 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 		}
 		return cmp.Compare(i, j)
 	})
-	r.Requests.Started = len(formal)
+}
+
+// requests fills the request counts, tokens, latency and good requests
+// from the formal requests.
+func (c *computation) requests() {
+	r, p := c.r, c.p
+	r.Requests.Started = len(c.formal)
 	var ttfts, tpots, lats []float64
-	var goodTokens int64
-	for _, i := range formal {
-		q := &reqs[i]
+	for _, i := range c.formal {
+		q := &c.d.Requests[i]
 		if !q.Success {
 			r.Requests.Failed++
 			ttfts = append(ttfts, math.Inf(1))
@@ -330,7 +414,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 		good := true
 		if q.HasTTFT {
 			ttfts = append(ttfts, q.TTFT)
-			pd.TTFT = append(pd.TTFT, q.TTFT)
+			c.pd.TTFT = append(c.pd.TTFT, q.TTFT)
 			if p.SLOTTFT > 0 && q.TTFT > p.SLOTTFT.Seconds() {
 				good = false
 			}
@@ -339,27 +423,31 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 		}
 		if t, ok := tpot(*q); ok {
 			tpots = append(tpots, t)
-			pd.TPOT = append(pd.TPOT, t)
+			c.pd.TPOT = append(c.pd.TPOT, t)
 			if p.SLOTPOT > 0 && t > p.SLOTPOT.Seconds() {
 				good = false
 			}
 		}
 		if good {
 			r.Goodput.GoodRequests++
-			goodTokens += q.OutputTokens
+			c.goodTokens += q.OutputTokens
 		}
 	}
 	if r.Requests.Started > 0 {
 		r.Requests.ErrorRate = float64(r.Requests.Failed) / float64(r.Requests.Started)
 		if r.Requests.ErrorRate > p.MaxErrorRate {
-			flag(FlagErrorRateHigh, true, "error rate %.2f%% is over %.2f%% (%d of %d formal requests failed)", 100*r.Requests.ErrorRate, 100*p.MaxErrorRate, r.Requests.Failed, r.Requests.Started)
+			c.flag(FlagErrorRateHigh, true, "error rate %.2f%% is over %.2f%% (%d of %d formal requests failed)", 100*r.Requests.ErrorRate, 100*p.MaxErrorRate, r.Requests.Failed, r.Requests.Started)
 		}
 	}
 	r.Latency.FailedRequests = r.Requests.Failed
 	r.Latency.TTFTSeconds = percentiles(ttfts)
 	r.Latency.TPOTSeconds = percentiles(tpots)
 	r.Latency.LatencySeconds = percentiles(lats)
+}
 
+// goodput fills the goodput section from the good requests.
+func (c *computation) goodput() {
+	r, p := c.r, c.p
 	if p.SLOTTFT > 0 {
 		r.Goodput.TTFTSLOSeconds = ptr(p.SLOTTFT.Seconds())
 	}
@@ -369,11 +457,16 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	if r.Requests.Started > 0 {
 		r.Goodput.Ratio = ptr(float64(r.Goodput.GoodRequests) / float64(r.Requests.Started))
 	}
-	if r.Energy.FormalJoules != nil && goodTokens > 0 {
-		r.Goodput.JoulesPerGoodToken = ptr(*r.Energy.FormalJoules / float64(goodTokens))
+	if r.Energy.FormalJoules != nil && c.goodTokens > 0 {
+		r.Goodput.JoulesPerGoodToken = ptr(*r.Energy.FormalJoules / float64(c.goodTokens))
 	}
+}
 
-	if fb, ok := d.Phases["formal"]; ok && fb.HasStart && fb.HasEnd && fb.End > fb.Start {
+// throughput fills the formal stage's token rate and average power and the
+// full lifecycle energy per token.
+func (c *computation) throughput() {
+	r := c.r
+	if fb, ok := c.d.Phases["formal"]; ok && fb.HasStart && fb.HasEnd && fb.End > fb.Start {
 		dur := fb.End - fb.Start
 		r.ThroughputTokensPerSecond = ptr(float64(r.Tokens.FormalOutput) / dur)
 		if r.Energy.FormalJoules != nil {
@@ -383,68 +476,83 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	if r.Energy.LifecycleJoules != nil && r.Tokens.FormalOutput > 0 {
 		r.FullLifecycleJoulesPerToken = ptr(*r.Energy.LifecycleJoules / float64(r.Tokens.FormalOutput))
 	}
+}
 
-	// Per-request attribution over the formal stage (or the requests' span
-	// when the formal boundaries are missing).
+// steadyState attributes the formal stage's energy (or that of the
+// requests' span when the formal boundaries are missing) to requests and
+// finds the steady state in their energy per token.
+func (c *computation) steadyState() {
+	r, p, reqs := c.r, c.p, c.d.Requests
 	r.SteadyState.Window, r.SteadyState.Windows, r.SteadyState.CVThreshold = p.SSWindow, p.SSWindows, p.SSCV
 	from, to := math.Inf(1), math.Inf(-1)
-	if fb, ok := d.Phases["formal"]; ok && fb.HasStart && fb.HasEnd {
+	if fb, ok := c.d.Phases["formal"]; ok && fb.HasStart && fb.HasEnd {
 		from, to = fb.Start, fb.End
 	}
-	for _, i := range formal {
+	for _, i := range c.formal {
 		from, to = min(from, reqs[i].Send), max(to, reqs[i].End)
 	}
 	var ss []int // indexes into reqs of the successful formal requests with tokens, in completion order
-	for _, i := range formal {
+	for _, i := range c.formal {
 		if reqs[i].Success && reqs[i].OutputTokens > 0 {
 			ss = append(ss, i)
 		}
 	}
 	if succ := len(ss); succ < 2*p.SSWindow {
-		flag(FlagTooFewRequests, true, "%d successful formal requests with output tokens, fewer than two steady-state windows (%d)", succ, 2*p.SSWindow)
+		c.flag(FlagTooFewRequests, true, "%d successful formal requests with output tokens, fewer than two steady-state windows (%d)", succ, 2*p.SSWindow)
 	}
 	switch {
-	case len(formal) == 0:
+	case len(c.formal) == 0:
 		r.SteadyState.Reason = "no formal requests"
-	case len(curves) == 0 || !(to > from):
+	case len(c.curves) == 0 || !(to > from):
 		r.SteadyState.Reason = "no energy data over the formal stage"
 	default:
-		// All requests of the run compete for the formal stage's energy
-		// (a warm-up straggler is active too).
-		at := attribute(reqs, curves, from, to)
-		r.UnattributedJoules = ptr(at.Unattributed)
-		jpt := make([]float64, len(ss))
-		for j, i := range ss {
-			jpt[j] = at.Joules[i] / float64(reqs[i].OutputTokens)
-		}
-		pd.JoulesPerToken = jpt
-		first, reason := steadyStart(jpt, p.SSWindow, p.SSWindows, p.SSCV)
-		if first < 0 {
-			r.SteadyState.Reason = reason
-			break
-		}
-		r.SteadyState.Reached = true
-		pd.SteadyFirst = first
-		last := len(ss) - 1
-		r.SteadyState.FirstRequest, r.SteadyState.LastRequest = ptr(first), ptr(last)
-		var e float64
-		var tok int64
-		for _, i := range ss[first:] {
-			e += at.Joules[i]
-			tok += reqs[i].OutputTokens
-		}
-		r.SteadyState.Start = ptr(reqs[ss[first]].Send)
-		r.SteadyState.End = ptr(reqs[ss[last]].End)
-		r.SteadyState.EnergyJoules = ptr(e)
-		r.SteadyState.OutputTokens = ptr(tok)
-		r.SteadyState.JoulesPerToken = ptr(e / float64(tok))
-		r.SteadyState.Requests = ptr(len(ss) - first)
+		c.steadyWindow(ss, from, to)
 	}
 	if !r.SteadyState.Reached {
-		flag(FlagSteadyStateNotReach, true, "steady state not reached: %s", r.SteadyState.Reason)
+		c.flag(FlagSteadyStateNotReach, true, "steady state not reached: %s", r.SteadyState.Reason)
 	}
+}
 
-	// Lifecycle estimate E(N) = E_start + N·e_ss + E_release.
+// steadyWindow attributes the energy over [from, to] to the requests and
+// fills the steady state from ss, the successful formal requests with
+// tokens in completion order.
+func (c *computation) steadyWindow(ss []int, from, to float64) {
+	r, p, reqs := c.r, c.p, c.d.Requests
+	// All requests of the run compete for the formal stage's energy
+	// (a warm-up straggler is active too).
+	at := attribute(reqs, c.curves, from, to)
+	r.UnattributedJoules = ptr(at.Unattributed)
+	jpt := make([]float64, len(ss))
+	for j, i := range ss {
+		jpt[j] = at.Joules[i] / float64(reqs[i].OutputTokens)
+	}
+	c.pd.JoulesPerToken = jpt
+	first, reason := steadyStart(jpt, p.SSWindow, p.SSWindows, p.SSCV)
+	if first < 0 {
+		r.SteadyState.Reason = reason
+		return
+	}
+	r.SteadyState.Reached = true
+	c.pd.SteadyFirst = first
+	last := len(ss) - 1
+	r.SteadyState.FirstRequest, r.SteadyState.LastRequest = ptr(first), ptr(last)
+	var e float64
+	var tok int64
+	for _, i := range ss[first:] {
+		e += at.Joules[i]
+		tok += reqs[i].OutputTokens
+	}
+	r.SteadyState.Start = ptr(reqs[ss[first]].Send)
+	r.SteadyState.End = ptr(reqs[ss[last]].End)
+	r.SteadyState.EnergyJoules = ptr(e)
+	r.SteadyState.OutputTokens = ptr(tok)
+	r.SteadyState.JoulesPerToken = ptr(e / float64(tok))
+	r.SteadyState.Requests = ptr(len(ss) - first)
+}
+
+// lifecycleEstimate fills E(N) = E_start + N·e_ss + E_release.
+func (c *computation) lifecycleEstimate() {
+	r := c.r
 	if fixed := sumPtr(r.Energy.StartupJoules, r.Energy.ReleaseJoules); fixed != nil {
 		r.LifecycleEstimate.FixedOverheadJoules = fixed
 		if n := r.Requests.Started; n > 0 {
@@ -455,24 +563,28 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	if r.SteadyState.Reached && *r.SteadyState.Requests > 0 {
 		r.LifecycleEstimate.PerRequestJoules = ptr(*r.SteadyState.EnergyJoules / float64(*r.SteadyState.Requests))
 	}
+}
 
-	// Power per GPU for the plot.
-	for _, g := range d.GPUs {
+// powerPlot copies each GPU's power samples for the plot.
+func (c *computation) powerPlot() {
+	for _, g := range c.d.GPUs {
 		ps := PowerSeries{Label: g.Label()}
 		for _, s := range g.Power {
 			ps.T = append(ps.T, s.T)
 			ps.W = append(ps.W, s.V)
 		}
-		pd.Power = append(pd.Power, ps)
+		c.pd.Power = append(c.pd.Power, ps)
 	}
+}
 
-	r.Valid = true
-	for _, f := range r.Flags {
+// validity marks the report valid when no flag excludes it.
+func (c *computation) validity() {
+	c.r.Valid = true
+	for _, f := range c.r.Flags {
 		if f.Excluding {
-			r.Valid = false
+			c.r.Valid = false
 		}
 	}
-	return r, pd, nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Metric names read from Prometheus (DESIGN.md, "Metric contract").
+// Metric names read from Prometheus (docs/design.md, "Metric contract").
 const (
 	mPhaseStart    = "joulemark_phase_start_timestamp_seconds"
 	mPhaseEnd      = "joulemark_phase_end_timestamp_seconds"
@@ -108,17 +108,44 @@ var errRunNotFound = errors.New("run not found")
 // on when analyze runs.
 func (l *loader) load(ctx context.Context) (*RunData, error) {
 	d := &RunData{RunID: l.runID, Phases: map[string]PhaseBounds{}, PhaseEnergy: map[string]float64{}}
-
-	starts, err := l.vector(ctx, fmt.Sprintf("min by (phase) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()))), l.now)
+	from, to, err := l.loadPhases(ctx, d)
 	if err != nil {
 		return nil, err
 	}
+	uuids, err := l.loadPhaseEnergy(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.loadRelease(ctx, d); err != nil {
+		return nil, err
+	}
+	sp := l.rawSpan(from, to)
+	gpuSel, err := l.gpuSelector(ctx, uuids)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.loadGPUs(ctx, d, gpuSel, sp); err != nil {
+		return nil, err
+	}
+	if err := l.loadRequests(ctx, d, sp.windows); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// loadPhases reads the phase boundaries into d and returns the run's span:
+// the first start and the last start or end.
+func (l *loader) loadPhases(ctx context.Context, d *RunData) (from, to float64, err error) {
+	starts, err := l.vector(ctx, fmt.Sprintf("min by (phase) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()))), l.now)
+	if err != nil {
+		return 0, 0, err
+	}
 	if len(starts) == 0 {
-		return nil, fmt.Errorf("%w: no %s{%s} within %s before %s (widen --lookback?)", errRunNotFound, mPhaseStart, l.runSel(), model.Duration(l.lookback), l.now.UTC().Format(time.RFC3339))
+		return 0, 0, fmt.Errorf("%w: no %s{%s} within %s before %s (widen --lookback?)", errRunNotFound, mPhaseStart, l.runSel(), model.Duration(l.lookback), l.now.UTC().Format(time.RFC3339))
 	}
 	ends, err := l.vector(ctx, fmt.Sprintf("max by (phase) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseEnd, l.runSel()))), l.now)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	for _, s := range starts {
 		ph := string(s.Metric["phase"])
@@ -136,7 +163,7 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 		}
 		d.Phases[ph] = b
 	}
-	from, to := math.Inf(1), math.Inf(-1)
+	from, to = math.Inf(1), math.Inf(-1)
 	for _, b := range d.Phases {
 		if b.HasStart {
 			from = min(from, b.Start)
@@ -147,11 +174,15 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 		}
 	}
 	if math.IsInf(from, 0) {
-		return nil, fmt.Errorf("%w: %s{%s} has no positive start timestamp", errRunNotFound, mPhaseStart, l.runSel())
+		return 0, 0, fmt.Errorf("%w: %s{%s} has no positive start timestamp", errRunNotFound, mPhaseStart, l.runSel())
 	}
+	return from, to, nil
+}
 
-	// Exporter phase energies (one value per GPU; max over duplicates of
-	// the same GPU, e.g. two scrapers).
+// loadPhaseEnergy reads the exporter's phase energies into d (one value per
+// GPU; max over duplicates of the same GPU, e.g. two scrapers) and returns
+// the UUIDs of the GPUs that have them.
+func (l *loader) loadPhaseEnergy(ctx context.Context, d *RunData) (map[string]bool, error) {
 	pe, err := l.vector(ctx, fmt.Sprintf("max by (phase, uuid) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseEnergy, l.runSel()))), l.now)
 	if err != nil {
 		return nil, err
@@ -161,21 +192,35 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 		d.PhaseEnergy[string(s.Metric["phase"])] += float64(s.Value)
 		uuids[string(s.Metric["uuid"])] = true
 	}
+	return uuids, nil
+}
+
+// loadRelease reads whether the exporter closed the run's release.
+func (l *loader) loadRelease(ctx context.Context, d *RunData) error {
 	rc, err := l.vector(ctx, fmt.Sprintf("min(%s)", l.lastOver(fmt.Sprintf("%s{%s}", mReleaseClosed, l.runSel()))), l.now)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(rc) == 1 {
 		d.ReleaseClosed = ptr(rc[0].Value == 1)
 	}
+	return nil
+}
 
-	// Raw series over the run's span plus a margin, as range selectors
-	// evaluated at the span's end: Prometheus returns the stored samples.
-	// Long spans are read in windows (see window), a few at a time.
+// rawSpan is where the raw series are read: range selectors of length rng
+// evaluated at evalAt, or the same split into windows.
+type rawSpan struct {
+	evalAt  time.Time
+	rng     string
+	windows []window
+}
+
+// rawSpan covers the run's span plus a margin, as range selectors
+// evaluated at the span's end: Prometheus returns the stored samples. Long
+// spans are read in windows (see window), a few at a time.
+func (l *loader) rawSpan(from, to float64) rawSpan {
 	evalAtMs := int64(math.Ceil((to + rawSampleMargin.Seconds()) * 1000))
-	evalAt := time.UnixMilli(evalAtMs).UTC()
 	rngDur := time.Duration((to-from)*float64(time.Second)) + 2*rawSampleMargin
-	rng := promDuration(rngDur)
 	chunk := l.chunk
 	if chunk <= 0 {
 		chunk = defaultChunk
@@ -183,34 +228,45 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	if l.par <= 0 {
 		l.par = defaultParallelism
 	}
-	ws := splitSpan(evalAtMs, max(rngDur.Milliseconds(), 1), chunk.Milliseconds())
-	// The run's GPUs: those with phase energies for the run; without any,
-	// every GPU of the exporters that published the run's phases.
-	gpuSel := ""
-	if len(uuids) > 0 {
-		gpuSel = "uuid=~" + anyOf(sortedKeys(uuids))
-	} else {
-		insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()))), l.now)
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, s := range insts {
-			names = append(names, string(s.Metric["instance"]))
-		}
-		gpuSel = "instance=~" + anyOf(names)
+	return rawSpan{
+		evalAt:  time.UnixMilli(evalAtMs).UTC(),
+		rng:     promDuration(rngDur),
+		windows: splitSpan(evalAtMs, max(rngDur.Milliseconds(), 1), chunk.Milliseconds()),
 	}
-	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source) (last_over_time(%s{%s}[%s]))", mGPUInfo, gpuSel, rng), evalAt)
+}
+
+// gpuSelector matches the run's GPUs: those with phase energies for the
+// run; without any, every GPU of the exporters that published the run's
+// phases.
+func (l *loader) gpuSelector(ctx context.Context, uuids map[string]bool) (string, error) {
+	if len(uuids) > 0 {
+		return "uuid=~" + anyOf(sortedKeys(uuids)), nil
+	}
+	insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()))), l.now)
 	if err != nil {
-		return nil, err
+		return "", err
+	}
+	var names []string
+	for _, s := range insts {
+		names = append(names, string(s.Metric["instance"]))
+	}
+	return "instance=~" + anyOf(names), nil
+}
+
+// loadGPUs reads the GPUs' energy sources, the sampler interval and the
+// GPUs' energy and power series into d.
+func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
+	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source) (last_over_time(%s{%s}[%s]))", mGPUInfo, gpuSel, sp.rng), sp.evalAt)
+	if err != nil {
+		return err
 	}
 	source := map[string]string{}
 	for _, s := range info {
 		source[string(s.Metric["uuid"])] = string(s.Metric["energy_source"])
 	}
-	si, err := l.vector(ctx, fmt.Sprintf("max(max_over_time(joulemark_sampler_interval_seconds[%s]))", rng), evalAt)
+	si, err := l.vector(ctx, fmt.Sprintf("max(max_over_time(joulemark_sampler_interval_seconds[%s]))", sp.rng), sp.evalAt)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(si) == 1 && !math.IsNaN(float64(si[0].Value)) {
 		d.SamplerIntervalSeconds = float64(si[0].Value)
@@ -218,7 +274,7 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	byUUID := map[string]*GPUSeries{}
 	var order []string
 	pick := func(name string, set func(g *GPUSeries, s []Sample)) error {
-		m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", name, gpuSel), ws)
+		m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", name, gpuSel), sp.windows)
 		if err != nil {
 			return err
 		}
@@ -240,7 +296,7 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 			g.Energy = s
 		}
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := pick(mGPUEnergyRaw, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Energy) {
@@ -248,23 +304,19 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 			g.EnergyRaw = true
 		}
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := pick(mGPUPower, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Power) {
 			g.Power = s
 		}
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	for _, u := range order {
 		d.GPUs = append(d.GPUs, *byUUID[u])
 	}
-
-	if err := l.loadRequests(ctx, d, ws); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return nil
 }
 
 // anyOf is a quoted PromQL regexp matching exactly the given values.
