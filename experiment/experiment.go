@@ -71,7 +71,7 @@ type runEntry[T any] struct {
 // a file without any of them is one plain config.
 var experimentKeys = map[string]bool{"base": true, "runs": true, "sweep": true}
 
-// namePartRe is what a run name may hold (a run id is a label value and a
+// nameRe is what a run name may hold (a run id is a label value and a
 // directory name).
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
@@ -94,6 +94,46 @@ func Expand[T any, PT Validator[T]](r io.Reader, opts Options[T]) ([]Run[T], err
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}
+	top, err := topMapping(data)
+	if err != nil {
+		return nil, err
+	}
+	sets, err := parseSets[T](opts.Sets)
+	if err != nil {
+		return nil, err
+	}
+	if !isExperiment(top) {
+		if err := strictDecode[T](data); err != nil {
+			return nil, err
+		}
+		runs := []Run[T]{{}}
+		return finish[T, PT](runs, []*yaml.Node{top}, sets, opts)
+	}
+	if err := strictDecode[document[T]](data); err != nil {
+		return nil, err
+	}
+	h, err := readHeader(top)
+	if err != nil {
+		return nil, err
+	}
+	axes, err := parseAxes[T](h.sweep)
+	if err != nil {
+		return nil, err
+	}
+	if len(h.entries) == 0 && len(axes) > 0 && h.name == "" {
+		return nil, fmt.Errorf("line %d: name: required with a sweep (it prefixes every run name)", top.Line)
+	}
+	layers, err := h.layers()
+	if err != nil {
+		return nil, err
+	}
+	runs, runNodes := crossSweep[T](layers, axes)
+	return finish[T, PT](runs, runNodes, sets, opts)
+}
+
+// topMapping parses data as exactly one YAML document and returns its
+// top-level mapping.
+func topMapping(data []byte) (*yaml.Node, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
@@ -113,73 +153,73 @@ func Expand[T any, PT Validator[T]](r io.Reader, opts Options[T]) ([]Run[T], err
 	if top.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("line %d: the file must be a mapping of keys", top.Line)
 	}
-	sets, err := parseSets[T](opts.Sets)
-	if err != nil {
-		return nil, err
-	}
+	return top, nil
+}
 
-	isExperiment := false
+// isExperiment reports whether the top-level mapping has any of the
+// experimentKeys.
+func isExperiment(top *yaml.Node) bool {
 	for i := 0; i < len(top.Content); i += 2 {
 		if experimentKeys[top.Content[i].Value] {
-			isExperiment = true
+			return true
 		}
 	}
-	if !isExperiment {
-		if err := strictDecode[T](data); err != nil {
-			return nil, err
-		}
-		runs := []Run[T]{{}}
-		return finish[T, PT](runs, []*yaml.Node{top}, sets, opts)
-	}
+	return false
+}
 
-	if err := strictDecode[document[T]](data); err != nil {
-		return nil, err
-	}
-	var name string
-	var base *yaml.Node
-	var entries []*yaml.Node
-	var sweep *yaml.Node
+// header is an experiment file's top-level keys, as nodes.
+type header struct {
+	line    int // of the top-level mapping
+	name    string
+	base    *yaml.Node
+	entries []*yaml.Node
+	sweep   *yaml.Node
+}
+
+// readHeader reads and checks the experiment file's top-level keys.
+func readHeader(top *yaml.Node) (header, error) {
+	h := header{line: top.Line}
 	for i := 0; i < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
 		switch k.Value {
 		case "name":
-			name = v.Value
+			h.name = v.Value
 		case "base":
 			if v.Kind != yaml.MappingNode && !isNull(v) {
-				return nil, fmt.Errorf("line %d: base: want a mapping", v.Line)
+				return header{}, fmt.Errorf("line %d: base: want a mapping", v.Line)
 			}
-			base = v
+			h.base = v
 		case "runs":
 			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-				return nil, fmt.Errorf("line %d: runs: want a non-empty list", v.Line)
+				return header{}, fmt.Errorf("line %d: runs: want a non-empty list", v.Line)
 			}
-			entries = v.Content
+			h.entries = v.Content
 		case "sweep":
-			sweep = v
+			h.sweep = v
 		}
 	}
-	if name != "" && !nameRe.MatchString(name) {
-		return nil, fmt.Errorf("line %d: name %q: letters, digits, '.', '_', '-' only, starting with a letter or digit", top.Line, name)
+	if h.name != "" && !nameRe.MatchString(h.name) {
+		return header{}, fmt.Errorf("line %d: name %q: letters, digits, '.', '_', '-' only, starting with a letter or digit", h.line, h.name)
 	}
-	axes, err := parseAxes[T](sweep)
-	if err != nil {
-		return nil, err
-	}
-	if len(entries) == 0 && len(axes) > 0 && name == "" {
-		return nil, fmt.Errorf("line %d: name: required with a sweep (it prefixes every run name)", top.Line)
-	}
+	return h, nil
+}
 
-	// Matrix entries (or the base alone) ...
-	type layer struct {
-		name   string
-		origin []string
-		nodes  []*yaml.Node
+// layer is one matrix entry (or the base alone): its run name, origin and
+// the config nodes merged in order.
+type layer struct {
+	name   string
+	origin []string
+	nodes  []*yaml.Node
+}
+
+// layers are the matrix entries over the base, or the base alone without
+// a matrix.
+func (h header) layers() ([]layer, error) {
+	if len(h.entries) == 0 {
+		return []layer{{name: h.name, nodes: []*yaml.Node{h.base}}}, nil
 	}
 	var layers []layer
-	if len(entries) == 0 {
-		layers = append(layers, layer{name: name, nodes: []*yaml.Node{base}})
-	}
-	for i, e := range entries {
+	for i, e := range h.entries {
 		if e.Kind != yaml.MappingNode {
 			return nil, fmt.Errorf("line %d: runs[%d]: want a mapping", e.Line, i)
 		}
@@ -198,9 +238,14 @@ func Expand[T any, PT Validator[T]](r io.Reader, opts Options[T]) ([]Run[T], err
 		if !nameRe.MatchString(entryName) {
 			return nil, fmt.Errorf("line %d: runs[%d]: name %q: letters, digits, '.', '_', '-' only, starting with a letter or digit", e.Line, i, entryName)
 		}
-		layers = append(layers, layer{name: joinName(name, entryName), origin: []string{fmt.Sprintf("runs[%d] %s", i, entryName)}, nodes: []*yaml.Node{base, cfg}})
+		layers = append(layers, layer{name: joinName(h.name, entryName), origin: []string{fmt.Sprintf("runs[%d] %s", i, entryName)}, nodes: []*yaml.Node{h.base, cfg}})
 	}
-	// ... crossed with the sweep (first axis outermost).
+	return layers, nil
+}
+
+// crossSweep crosses each layer with the sweep (first axis outermost) and
+// returns the runs, named but not decoded, with their merged config nodes.
+func crossSweep[T any](layers []layer, axes []axis) ([]Run[T], []*yaml.Node) {
 	combos := cartesian(axes)
 	var runs []Run[T]
 	var runNodes []*yaml.Node
@@ -219,7 +264,7 @@ func Expand[T any, PT Validator[T]](r io.Reader, opts Options[T]) ([]Run[T], err
 			runNodes = append(runNodes, mergeAll(nodes))
 		}
 	}
-	return finish[T, PT](runs, runNodes, sets, opts)
+	return runs, runNodes
 }
 
 // finish applies the --set overrides, decodes each run over the defaults,
