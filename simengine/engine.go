@@ -415,83 +415,20 @@ func (e *Engine) loop(ctx context.Context, done chan<- struct{}) {
 	var stepEnd time.Time
 	for {
 		e.mu.Lock()
-		now := time.Now()
-		e.dropCancelledLocked()
-		e.admitLocked(now)
-		var decode []*seq
-		var waitingPrefill []*seq
-		var nextHold time.Time
-		for _, s := range e.running {
-			if now.Before(s.holdUntil) {
-				if nextHold.IsZero() || s.holdUntil.Before(nextHold) {
-					nextHold = s.holdUntil
-				}
-				continue
-			}
-			if s.prefilled {
-				decode = append(decode, s)
-			} else {
-				waitingPrefill = append(waitingPrefill, s)
-			}
-		}
-		// Chunked prefill: decode tokens first, then prompt chunks in
-		// admission order up to the step's token budget.
-		budget := e.cfg.MaxNumBatchedTokens - len(decode)
-		if e.cfg.MaxNumBatchedTokens == 0 {
-			budget = math.MaxInt
-		}
-		var prefill []prefillChunk
-		prefillTokens := 0
-		for _, s := range waitingPrefill {
-			left := s.prompt - s.prefillDone
-			if left > 0 && budget <= 0 {
-				break
-			}
-			c := min(left, budget)
-			budget -= c
-			prefillTokens += c
-			prefill = append(prefill, prefillChunk{s, c})
-		}
-		n := len(prefill) + len(decode)
-		if n == 0 {
-			changed := e.load != 0
-			e.load = 0
-			e.mu.Unlock()
-			if changed {
-				e.publishLoad(0)
-			}
-			wait := time.Hour
-			if !nextHold.IsZero() {
-				wait = time.Until(nextHold)
-			}
-			hold.Reset(wait)
-			select {
-			case <-ctx.Done():
+		st := e.planStepLocked(time.Now())
+		if st.size() == 0 {
+			e.setLoadLocked(0)
+			if !e.idle(ctx, hold, st.nextHold) {
 				return
-			case <-e.wake:
-			case <-hold.C:
-			}
-			if !hold.Stop() {
-				select {
-				case <-hold.C:
-				default:
-				}
 			}
 			stepEnd = time.Time{}
 			continue
 		}
-		d := e.cfg.DecodeBase + time.Duration(len(decode))*e.cfg.DecodePerSeq +
-			time.Duration(prefillTokens)*e.cfg.PrefillPerToken
-		load := math.Min(1, float64(n)/float64(e.cfg.MaxBatch))
-		changed := load != e.load
-		e.load = load
-		e.mu.Unlock()
-		if changed {
-			e.publishLoad(load)
-		}
+		e.setLoadLocked(math.Min(1, float64(st.size())/float64(e.cfg.MaxBatch)))
 
 		// Steps follow each other back to back on a virtual timeline, so a
 		// late wake-up does not stretch the next step.
+		d := e.stepDuration(st)
 		if stepEnd.IsZero() || time.Since(stepEnd) > d {
 			stepEnd = time.Now()
 		}
@@ -506,35 +443,124 @@ func (e *Engine) loop(ctx context.Context, done chan<- struct{}) {
 		}
 
 		e.mu.Lock()
-		now = time.Now()
-		for _, c := range prefill {
-			s := c.s
-			if s.cancelled {
-				continue
-			}
-			s.prefillDone += c.tokens
-			e.m.promptTokens.Add(float64(c.tokens))
-			if s.prefillDone >= s.prompt {
-				// The step that ends the prefill samples the first token.
-				s.prefilled = true
-				e.emitLocked(s, now)
-			}
-		}
-		for _, s := range decode {
-			if !s.cancelled {
-				e.emitLocked(s, now)
-			}
-		}
-		kept := e.running[:0]
-		for _, s := range e.running {
-			if s.finish == "" {
-				kept = append(kept, s)
-			}
-		}
-		clear(e.running[len(kept):])
-		e.running = kept
+		e.finishStepLocked(st, time.Now())
 		e.mu.Unlock()
 	}
+}
+
+// step is what one scheduler step runs.
+type step struct {
+	decode        []*seq         // one decode token each
+	prefill       []prefillChunk // prompt chunks, in admission order
+	prefillTokens int
+	nextHold      time.Time // earliest end of a held sequence's hold; zero for none
+}
+
+// size is the number of sequences the step runs.
+func (st step) size() int { return len(st.prefill) + len(st.decode) }
+
+// planStepLocked drops cancelled sequences, admits waiting ones and plans
+// the next step. Chunked prefill: decode tokens first, then prompt chunks in
+// admission order up to the step's token budget.
+func (e *Engine) planStepLocked(now time.Time) step {
+	e.dropCancelledLocked()
+	e.admitLocked(now)
+	var st step
+	var waitingPrefill []*seq
+	for _, s := range e.running {
+		if now.Before(s.holdUntil) {
+			if st.nextHold.IsZero() || s.holdUntil.Before(st.nextHold) {
+				st.nextHold = s.holdUntil
+			}
+			continue
+		}
+		if s.prefilled {
+			st.decode = append(st.decode, s)
+		} else {
+			waitingPrefill = append(waitingPrefill, s)
+		}
+	}
+	budget := e.cfg.MaxNumBatchedTokens - len(st.decode)
+	if e.cfg.MaxNumBatchedTokens == 0 {
+		budget = math.MaxInt
+	}
+	for _, s := range waitingPrefill {
+		left := s.prompt - s.prefillDone
+		if left > 0 && budget <= 0 {
+			break
+		}
+		c := min(left, budget)
+		budget -= c
+		st.prefillTokens += c
+		st.prefill = append(st.prefill, prefillChunk{s, c})
+	}
+	return st
+}
+
+// stepDuration is how long the step takes on the simulated GPU.
+func (e *Engine) stepDuration(st step) time.Duration {
+	return e.cfg.DecodeBase + time.Duration(len(st.decode))*e.cfg.DecodePerSeq +
+		time.Duration(st.prefillTokens)*e.cfg.PrefillPerToken
+}
+
+// setLoadLocked sets the load, unlocks e.mu and publishes the load to the
+// sinks when it changed.
+func (e *Engine) setLoadLocked(load float64) {
+	changed := load != e.load
+	e.load = load
+	e.mu.Unlock()
+	if changed {
+		e.publishLoad(load)
+	}
+}
+
+// idle waits for a new request, the end of the earliest hold (nextHold,
+// zero for none) or ctx; false when ctx is done.
+func (e *Engine) idle(ctx context.Context, hold *time.Timer, nextHold time.Time) bool {
+	wait := time.Hour
+	if !nextHold.IsZero() {
+		wait = time.Until(nextHold)
+	}
+	hold.Reset(wait)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-e.wake:
+	case <-hold.C:
+	}
+	hold.Stop()
+	return true
+}
+
+// finishStepLocked applies the step at now: prefill progress, the step's
+// tokens, and the removal of finished sequences from the batch.
+func (e *Engine) finishStepLocked(st step, now time.Time) {
+	for _, c := range st.prefill {
+		s := c.s
+		if s.cancelled {
+			continue
+		}
+		s.prefillDone += c.tokens
+		e.m.promptTokens.Add(float64(c.tokens))
+		if s.prefillDone >= s.prompt {
+			// The step that ends the prefill samples the first token.
+			s.prefilled = true
+			e.emitLocked(s, now)
+		}
+	}
+	for _, s := range st.decode {
+		if !s.cancelled {
+			e.emitLocked(s, now)
+		}
+	}
+	kept := e.running[:0]
+	for _, s := range e.running {
+		if s.finish == "" {
+			kept = append(kept, s)
+		}
+	}
+	clear(e.running[len(kept):])
+	e.running = kept
 }
 
 // admitLocked moves waiting sequences into the batch while it has room and
