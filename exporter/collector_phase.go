@@ -13,15 +13,17 @@ const (
 type phaseCollector struct {
 	e                             *Exporter
 	active, start, end, energyDsc *prometheus.Desc
+	hostEnergy                    *prometheus.Desc
 }
 
 func newPhaseCollector(e *Exporter) *phaseCollector {
 	l := []string{"run_id", "phase"}
 	return &phaseCollector{e: e,
-		active:    prometheus.NewDesc(famPhaseActive, familyHelp[famPhaseActive], l, nil),
-		start:     prometheus.NewDesc(famPhaseStart, familyHelp[famPhaseStart], l, nil),
-		end:       prometheus.NewDesc(famPhaseEnd, familyHelp[famPhaseEnd], l, nil),
-		energyDsc: prometheus.NewDesc(famPhaseEnergy, familyHelp[famPhaseEnergy], []string{"run_id", "phase", "gpu", "uuid"}, nil),
+		active:     prometheus.NewDesc(famPhaseActive, familyHelp[famPhaseActive], l, nil),
+		start:      prometheus.NewDesc(famPhaseStart, familyHelp[famPhaseStart], l, nil),
+		end:        prometheus.NewDesc(famPhaseEnd, familyHelp[famPhaseEnd], l, nil),
+		energyDsc:  prometheus.NewDesc(famPhaseEnergy, familyHelp[famPhaseEnergy], []string{"run_id", "phase", "gpu", "uuid"}, nil),
+		hostEnergy: prometheus.NewDesc(famPhaseHostEnergy, familyHelp[famPhaseHostEnergy], []string{"run_id", "phase", "zone", "domain"}, nil),
 	}
 }
 
@@ -30,6 +32,7 @@ func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.start
 	ch <- c.end
 	ch <- c.energyDsc
+	ch <- c.hostEnergy
 }
 
 // Collect serves the runs not frozen yet; frozen (finished) runs are served
@@ -66,5 +69,6 @@ func (c *phaseCollector) emitRun(r *run, emit func(family string, m prometheus.M
 		for i, g := range e.gpus {
 			emit(famPhaseEnergy, prometheus.MustNewConstMetric(c.energyDsc, prometheus.GaugeValue, e.phaseEnergy(ph, i), r.id, p, g.idx, g.dev.UUID))
 		}
+		c.emitHostPhase(r, ph, emit)
 	}
 }

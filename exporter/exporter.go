@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/powercap"
 	"github.com/joulemark/joulemark/remotewrite"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	// instance).
 	RemoteWriteLabels map[string]string
 	Logger            *slog.Logger
+	// Host, when set, meters the host's RAPL zones at Interval beside the
+	// GPUs (joulemark_host_energy_joules_total, host phase energy).
+	Host *powercap.Meter
 	// MaxRuns bounds the runs kept (finished ones are dropped oldest first;
 	// default 100).
 	MaxRuns int
@@ -223,6 +227,10 @@ func (e *Exporter) Start(ctx context.Context) {
 		e.wg.Add(2)
 		go e.loop(ctx, e.cfg.Interval, true)
 		go e.loop(ctx, e.cfg.SlowInterval, false)
+		if e.cfg.Host != nil {
+			e.wg.Add(1)
+			go e.hostLoop(ctx, e.cfg.Interval)
+		}
 	})
 }
 

@@ -18,6 +18,9 @@ func (e *Exporter) registerMetrics() {
 		newInfoCollector(e), newPowerCollector(e), newEnergyCollector(e), newContextCollector(e),
 		newSamplerCollector(e), e.phaseColl, e.runColl,
 	)
+	if e.cfg.Host != nil {
+		e.reg.MustRegister(newHostCollector(e.cfg.Host))
+	}
 	if e.rw != nil {
 		e.reg.MustRegister(newRemoteWriteCollector(e))
 	}

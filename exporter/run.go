@@ -17,6 +17,7 @@ type boundary struct {
 	e    []float64
 	ok   []bool
 	left int
+	host []float64 // each RAPL zone's cumulative joules at t (NaN: unreadable); nil without host metering
 }
 
 type phaseRec struct {
@@ -111,7 +112,7 @@ func errf(code int, format string, args ...any) *apiError {
 // newBoundary makes a boundary at t and resolves what it can now. Called with
 // e.mu held.
 func (e *Exporter) newBoundary(t int64) *boundary {
-	b := &boundary{t: t, e: make([]float64, len(e.gpus)), ok: make([]bool, len(e.gpus)), left: len(e.gpus)}
+	b := &boundary{t: t, e: make([]float64, len(e.gpus)), ok: make([]bool, len(e.gpus)), left: len(e.gpus), host: e.hostNow()}
 	e.resolve(b)
 	if b.left > 0 {
 		e.pending = append(e.pending, b)

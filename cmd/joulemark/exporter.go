@@ -13,6 +13,7 @@ import (
 
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/powercap"
 	"github.com/joulemark/joulemark/remotewrite"
 )
 
@@ -30,6 +31,7 @@ type ExporterCmd struct {
 	ReleaseMaxWait   time.Duration `name:"release-max-wait" default:"10m" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
 	IdleCVThreshold  float64       `name:"idle-cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
 	MaxRuns          int           `name:"max-runs" default:"100" help:"Finished runs kept in memory (and on /metrics)."`
+	PowercapPath     string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
 
 	RemoteWriteURL             string `name:"remote-write-url" default:"" help:"Push every raw power sample (remote write 1.0) to this URL, e.g. http://prometheus:9090/api/v1/write."`
 	RemoteWriteBearerTokenFile string `name:"remote-write.bearer-token-file" default:"" help:"Bearer token file for --remote-write-url."`
@@ -98,6 +100,12 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		Backend: backend, Interval: c.Interval, Retention: c.Retention,
 		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
 		IdleCVThreshold: c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
+	}
+	if c.PowercapPath != "" {
+		cfg.Host = powercap.NewMeter(os.DirFS(c.PowercapPath))
+		if ok, reason, err := cfg.Host.Status(); !ok {
+			log.Warn("host energy unavailable; reports will say so instead of 0", "path", c.PowercapPath, "reason", reason, "err", err)
+		}
 	}
 	if c.RemoteWriteURL != "" {
 		rw := &remotewrite.Config{URL: c.RemoteWriteURL, UserAgent: "joulemark-exporter"}

@@ -1,0 +1,146 @@
+package exporter
+
+import (
+	"context"
+	"io/fs"
+	"path"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/powercap"
+)
+
+func hostTree() fstest.MapFS {
+	f := fstest.MapFS{}
+	for _, z := range []struct{ id, name, maxUJ string }{
+		{"intel-rapl:0", "package-0", "1000000000"},
+		{"intel-rapl:0:0", "dram", "1000000000"},
+	} {
+		f[z.id+"/name"] = &fstest.MapFile{Data: []byte(z.name + "\n")}
+		f[z.id+"/max_energy_range_uj"] = &fstest.MapFile{Data: []byte(z.maxUJ + "\n")}
+		f[z.id+"/energy_uj"] = &fstest.MapFile{Data: []byte("0\n")}
+	}
+	return f
+}
+
+func setUJ(f fstest.MapFS, id, v string) {
+	f[id+"/energy_uj"] = &fstest.MapFile{Data: []byte(v + "\n")}
+}
+
+// TestHostEnergyPerPhase meters a fake powercap tree through a run: the
+// package counter wraps during the formal phase, and each phase's host
+// energy is the counter difference at its boundaries.
+func TestHostEnergyPerPhase(t *testing.T) {
+	tree := hostTree()
+	h := newHarness(t, gpu.SimConfig{GPUs: 1, Seed: 1}, Config{Host: powercap.NewMeter(tree)})
+	setUJ(tree, "intel-rapl:0", "100000000") // 100 J before the run
+	h.post("r", phaseapi.Idle)
+	h.step(time.Second)
+	setUJ(tree, "intel-rapl:0", "150000000") // idle: 50 J
+	setUJ(tree, "intel-rapl:0:0", "5000000") // dram idle: 5 J
+	h.post("r", phaseapi.Formal)
+	h.step(time.Second)
+	setUJ(tree, "intel-rapl:0", "900000000")
+	h.exp.cfg.Host.Sample()
+	setUJ(tree, "intel-rapl:0", "20000000") // wrapped at 1000 J: formal 850+20 = 870 J
+	setUJ(tree, "intel-rapl:0:0", "25000000")
+	h.exp.cfg.Host.Sample()
+	if err := testutil.GatherAndCompare(h.exp.Gatherer(), strings.NewReader(`
+# HELP joulemark_phase_host_energy_joules Host energy (one RAPL powercap zone) over the exact phase, read at its boundaries (up to the latest sample while the phase runs); absent where the zone is unreadable.
+# TYPE joulemark_phase_host_energy_joules gauge
+joulemark_phase_host_energy_joules{domain="dram",phase="formal",run_id="r",zone="intel-rapl:0:0"} 20
+joulemark_phase_host_energy_joules{domain="dram",phase="idle",run_id="r",zone="intel-rapl:0:0"} 5
+joulemark_phase_host_energy_joules{domain="package-0",phase="formal",run_id="r",zone="intel-rapl:0"} 870
+joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zone="intel-rapl:0"} 50
+`), famPhaseHostEnergy); err != nil {
+		t.Errorf("live run: %v", err)
+	}
+	h.post("r", phaseapi.Release)
+	setUJ(tree, "intel-rapl:0", "30000000")
+	if _, err := h.client.EndRun(context.Background(), "r"); err != nil {
+		t.Fatal(err)
+	}
+	h.step(time.Second) // resolves the GPU boundaries: the run freezes
+	if err := testutil.GatherAndCompare(h.exp.Gatherer(), strings.NewReader(`
+# HELP joulemark_host_energy_joules_total Host energy of one RAPL powercap zone since the exporter started (counter wraparound at max_energy_range_uj bridged). Absent while the zone is unreadable.
+# TYPE joulemark_host_energy_joules_total counter
+joulemark_host_energy_joules_total{domain="dram",zone="intel-rapl:0:0"} 25
+joulemark_host_energy_joules_total{domain="package-0",zone="intel-rapl:0"} 1030
+# HELP joulemark_host_energy_up 1 when the RAPL zone's energy counter was read at the last sample, else 0.
+# TYPE joulemark_host_energy_up gauge
+joulemark_host_energy_up{domain="dram",zone="intel-rapl:0:0"} 1
+joulemark_host_energy_up{domain="package-0",zone="intel-rapl:0"} 1
+# HELP joulemark_host_energy_wraps_total Times the zone's energy counter wrapped at max_energy_range_uj and was bridged.
+# TYPE joulemark_host_energy_wraps_total counter
+joulemark_host_energy_wraps_total{domain="dram",zone="intel-rapl:0:0"} 0
+joulemark_host_energy_wraps_total{domain="package-0",zone="intel-rapl:0"} 1
+# HELP joulemark_phase_host_energy_joules Host energy (one RAPL powercap zone) over the exact phase, read at its boundaries (up to the latest sample while the phase runs); absent where the zone is unreadable.
+# TYPE joulemark_phase_host_energy_joules gauge
+joulemark_phase_host_energy_joules{domain="dram",phase="formal",run_id="r",zone="intel-rapl:0:0"} 20
+joulemark_phase_host_energy_joules{domain="dram",phase="idle",run_id="r",zone="intel-rapl:0:0"} 5
+joulemark_phase_host_energy_joules{domain="dram",phase="release",run_id="r",zone="intel-rapl:0:0"} 0
+joulemark_phase_host_energy_joules{domain="package-0",phase="formal",run_id="r",zone="intel-rapl:0"} 870
+joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zone="intel-rapl:0"} 50
+joulemark_phase_host_energy_joules{domain="package-0",phase="release",run_id="r",zone="intel-rapl:0"} 10
+`), "joulemark_host_energy_joules_total", "joulemark_host_energy_up", "joulemark_host_energy_wraps_total", famPhaseHostEnergy,
+		"joulemark_host_energy_unavailable"); err != nil {
+		t.Errorf("finished run: %v", err)
+	}
+	h.exp.mu.RLock()
+	frozen := h.exp.runs["r"].frozen != nil
+	h.exp.mu.RUnlock()
+	if !frozen {
+		t.Error("the ended run was not frozen: the frozen path went untested")
+	}
+}
+
+// deniedTree answers permission denied for energy_uj, as the kernel does
+// for non-root readers since 2020.
+type deniedTree struct{ fstest.MapFS }
+
+func (d deniedTree) Open(name string) (fs.File, error) {
+	if path.Base(name) == "energy_uj" {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+	}
+	return d.MapFS.Open(name)
+}
+
+func TestHostEnergyUnavailableSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tree   fs.FS
+		reason string
+		up     string
+	}{
+		{"permission denied", struct{ fs.FS }{deniedTree{hostTree()}}, powercap.ReasonPermissionDenied, `
+# HELP joulemark_host_energy_up 1 when the RAPL zone's energy counter was read at the last sample, else 0.
+# TYPE joulemark_host_energy_up gauge
+joulemark_host_energy_up{domain="dram",zone="intel-rapl:0:0"} 0
+joulemark_host_energy_up{domain="package-0",zone="intel-rapl:0"} 0
+`},
+		{"no RAPL", fstest.MapFS{}, powercap.ReasonNoRAPL, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, gpu.SimConfig{GPUs: 1, Seed: 1}, Config{Host: powercap.NewMeter(tc.tree)})
+			h.post("r", phaseapi.Idle)
+			h.step(time.Second)
+			h.post("r", phaseapi.Formal)
+			want := `
+# HELP joulemark_host_energy_unavailable 1 when no RAPL zone is readable, with the reason (no_rapl, permission_denied, read_error); absent when host energy is measured.
+# TYPE joulemark_host_energy_unavailable gauge
+joulemark_host_energy_unavailable{reason="` + tc.reason + `"} 1
+` + tc.up
+			// no energy series at all: unreadable is never exported as 0
+			if err := testutil.GatherAndCompare(h.exp.Gatherer(), strings.NewReader(want),
+				"joulemark_host_energy_unavailable", "joulemark_host_energy_up", "joulemark_host_energy_joules_total", famPhaseHostEnergy); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
