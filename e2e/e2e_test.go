@@ -233,7 +233,7 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 		t.Fatal(err)
 	}
 	startProcess(t, "exporter", []string{"JOULEMARK_API_TOKEN=" + token}, bin, "exporter",
-		"--gpu=sim", "--gpus="+strconv.Itoa(gpus), "--sim.engine-url="+engURL, "--web.listen-address="+expAddr,
+		"--gpu=sim", "--gpus="+strconv.Itoa(gpus), "--sim.engine-url="+engURL, "--web.listen-address="+expAddr, "--storage.path="+filepath.Join(dir, "exporter-data"),
 		"--interval="+sampleInterval.String(), "--release-hold="+releaseHold.String(), "--release-max-wait="+releaseMaxWait.String(),
 		"--sim.idle-watts="+ftoa(simIdleWatts), "--sim.max-watts="+ftoa(simMaxWatts), "--sim.startup-watts="+ftoa(simStartupWatts),
 		"--sim.ramp-seconds="+ftoa(simRampSeconds), "--sim.decay-seconds="+ftoa(simDecaySeconds),

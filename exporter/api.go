@@ -1,12 +1,10 @@
 package exporter
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
-	"strings"
 
 	"github.com/joulemark/joulemark/phaseapi"
 )
@@ -32,25 +30,6 @@ func writeAPIError(w http.ResponseWriter, err error) {
 		return
 	}
 	writeError(w, http.StatusInternalServerError, err.Error())
-}
-
-// authorized checks the bearer token of a mutating request in constant time.
-func (e *Exporter) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if e.cfg.APIToken == "" {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="joulemark"`)
-		writeError(w, http.StatusUnauthorized, "the phase API is disabled: the exporter was started without --api-token-file or JOULEMARK_API_TOKEN")
-		return false
-	}
-	tok := r.Header.Get(phaseapi.TokenHeader)
-	if tok == "" {
-		tok, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	}
-	if tok == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(e.cfg.APIToken)) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="joulemark"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer, or "+phaseapi.TokenHeader+" behind basic auth)")
-		return false
-	}
-	return true
 }
 
 func runID(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -86,13 +65,18 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 	}
 	now := e.off(e.clock.Now())
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	run, err := e.startPhase(id, p, now)
+	var st phaseapi.RunStatus
+	if err == nil {
+		st = e.status(run)
+	}
+	e.mu.Unlock()
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, e.status(run))
+	e.saveActive()
+	writeJSON(w, http.StatusOK, st)
 }
 
 // handleEndRun serves POST /api/v1/runs/{run_id}/end.
@@ -106,13 +90,18 @@ func (e *Exporter) handleEndRun(w http.ResponseWriter, r *http.Request) {
 	}
 	now := e.off(e.clock.Now())
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	run, err := e.endRun(id, now)
+	var st phaseapi.RunStatus
+	if err == nil {
+		st = e.status(run)
+	}
+	e.mu.Unlock()
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, e.status(run))
+	e.saveActive()
+	writeJSON(w, http.StatusOK, st)
 }
 
 // handleRun serves GET /api/v1/runs/{run_id}.
@@ -125,10 +114,35 @@ func (e *Exporter) handleRun(w http.ResponseWriter, r *http.Request) {
 	defer e.mu.RUnlock()
 	run := e.runs[id]
 	if run == nil {
-		writeError(w, http.StatusNotFound, "no run "+id+" on this exporter")
+		msg := "no run " + id + " on this exporter"
+		if _, used := e.seen[id]; used {
+			msg = "run " + id + " ended and is no longer kept on this exporter (its ID stays used)"
+		}
+		writeError(w, http.StatusNotFound, msg)
 		return
 	}
 	writeJSON(w, http.StatusOK, e.status(run))
+}
+
+// handlePreflight serves GET /api/v1/preflight[?run_id=ID]: the
+// authenticated no-op a client calls before a run. 200 proves the token
+// (and TLS, basic auth); with run_id, 409 says the id was used before.
+func (e *Exporter) handlePreflight(w http.ResponseWriter, r *http.Request) {
+	if !e.authorized(w, r) {
+		return
+	}
+	id := r.URL.Query().Get("run_id")
+	if id != "" && !validRunID.MatchString(id) {
+		writeError(w, http.StatusBadRequest, "run ID "+quoteTrunc(id)+": want 1-128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit")
+		return
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if _, used := e.seen[id]; id != "" && used {
+		writeError(w, http.StatusConflict, "run ID "+id+" was used before on this exporter; start a new run ID")
+		return
+	}
+	writeJSON(w, http.StatusOK, phaseapi.Preflight{RunID: id, GPUs: e.gpuInfos()})
 }
 
 // handleGPUs serves GET /api/v1/gpus.

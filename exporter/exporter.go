@@ -12,6 +12,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,6 +63,13 @@ type Config struct {
 	// MaxRuns bounds the runs kept (finished ones are dropped oldest first;
 	// default 100).
 	MaxRuns int
+	// StoragePath is the directory of the durable state: every run id seen
+	// and the active runs (store.go). Empty: nothing is kept across
+	// restarts.
+	StoragePath string
+	// RunMaxAge ends a run still active this long after its first phase,
+	// with end reason "expired" (default 24h).
+	RunMaxAge time.Duration
 }
 
 // Exporter is the sampler, the lifecycle state and the HTTP API.
@@ -78,6 +86,9 @@ type Exporter struct {
 	reg            *prometheus.Registry // contract metrics
 	selfReg        *prometheus.Registry // exporter self-metrics
 	apiRequests    *prometheus.CounterVec
+	authFailures   prometheus.Counter
+	storeErrors    prometheus.Counter
+	authLog        authLog
 	scrapeDuration *prometheus.HistogramVec
 	phaseColl      *phaseCollector
 	runColl        *runCollector
@@ -88,6 +99,15 @@ type Exporter struct {
 	runs     map[string]*run
 	finished []string // ended run IDs, oldest first
 	pending  []*boundary
+	// seen holds every run id accepted (durable with a storage path);
+	// seenOrder is the same in acceptance order.
+	seen      map[string]struct{}
+	seenOrder []string
+
+	store      *storage
+	storeMu    sync.Mutex  // serializes writes of the active runs
+	savedEmpty bool        // the last active-runs save had no run (under storeMu)
+	dirty      atomic.Bool // a run ended in the sampler: save the active runs
 
 	frozenVersion      uint64       // bumped when a run is frozen or a frozen run dropped
 	freezeMu           sync.RWMutex // taken before mu: held (write) while runs freeze, (read) by each gather
@@ -162,6 +182,9 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.MaxRuns == 0 {
 		cfg.MaxRuns = 100
 	}
+	if cfg.RunMaxAge == 0 {
+		cfg.RunMaxAge = 24 * time.Hour
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = gpu.RealClock{}
 	}
@@ -187,6 +210,8 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("exporter: idle CV threshold %g: want > 0", cfg.IdleCVThreshold)
 	case cfg.MaxRuns < 1:
 		return nil, fmt.Errorf("exporter: max runs %d: want > 0", cfg.MaxRuns)
+	case cfg.RunMaxAge < 0:
+		return nil, fmt.Errorf("exporter: run max age %v: want > 0", cfg.RunMaxAge)
 	}
 	devs := cfg.Backend.Devices()
 	if len(devs) == 0 {
@@ -194,7 +219,7 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	e := &Exporter{
 		cfg: cfg, backend: cfg.Backend, clock: cfg.Clock, log: cfg.Logger,
-		runs: map[string]*run{}, ready: make(chan struct{}),
+		runs: map[string]*run{}, seen: map[string]struct{}{}, ready: make(chan struct{}),
 	}
 	e.t0 = e.clock.Now()
 	e.t0Unix = e.t0.UnixNano()
@@ -204,6 +229,16 @@ func New(cfg Config) (*Exporter, error) {
 			return nil, fmt.Errorf("exporter: backend lists GPU index %d at position %d", d.Index, i)
 		}
 		e.gpus = append(e.gpus, &gpuState{dev: d, idx: strconv.Itoa(i), counter: d.EnergySource == gpu.EnergyCounter, ring: newRing(capacity), healthy: true})
+	}
+	if cfg.StoragePath != "" {
+		st, err := openStorage(cfg.StoragePath)
+		if err != nil {
+			return nil, err
+		}
+		e.store = st
+		if err := e.restore(); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.RemoteWrite != nil {
 		w, err := remotewrite.New(*cfg.RemoteWrite, cfg.Logger)
@@ -246,6 +281,7 @@ func (e *Exporter) loop(ctx context.Context, every time.Duration, fast bool) {
 		}
 		if !fast {
 			e.SampleSlowOnce()
+			e.saveActive()
 			continue
 		}
 		began := time.Now()
@@ -325,6 +361,9 @@ func (e *Exporter) SampleOnce() {
 	}
 	e.applySamples(res, e.off(e.clock.Now()))
 	e.freezeRuns()
+	if e.dirty.CompareAndSwap(true, false) {
+		e.saveActive()
+	}
 }
 
 // applySamples folds one pass of samples into the state.

@@ -27,7 +27,13 @@ type harness struct {
 
 func newHarness(t *testing.T, simCfg gpu.SimConfig, cfg Config) *harness {
 	t.Helper()
-	clk := newFakeClock()
+	return newHarnessOn(t, newFakeClock(), simCfg, cfg)
+}
+
+// newHarnessOn is newHarness on an existing clock (an exporter restarted
+// on the same simulated time line).
+func newHarnessOn(t *testing.T, clk *fakeClock, simCfg gpu.SimConfig, cfg Config) *harness {
+	t.Helper()
 	simCfg.Clock = clk
 	sim, err := gpu.NewSim(simCfg)
 	if err != nil {

@@ -34,8 +34,16 @@ func (e *Exporter) registerMetrics() {
 		Help:    "Time to answer a /metrics scrape.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25},
 	}, nil)
+	e.authFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "joulemark_exporter_auth_failures_total",
+		Help: "API requests refused for a missing or wrong token.",
+	})
+	e.storeErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "joulemark_exporter_storage_errors_total",
+		Help: "Failed writes of the durable state under --storage.path.",
+	})
 	e.selfReg.MustRegister(
-		e.apiRequests, e.scrapeDuration,
+		e.apiRequests, e.scrapeDuration, e.authFailures, e.storeErrors,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(),

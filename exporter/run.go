@@ -62,6 +62,8 @@ type run struct {
 	idleAcc   []welford
 	idleProcs []int
 	rel       release
+	endReason string         // phaseapi.EndReason*, once ended
+	gaps      []phaseapi.Gap // intervals the exporter was down
 }
 
 func (r *run) current() *phaseRec {
@@ -165,6 +167,9 @@ func (e *Exporter) phaseEnergy(ph *phaseRec, i int) float64 {
 func (e *Exporter) startPhase(id string, p phaseapi.Phase, now int64) (*run, error) {
 	r := e.runs[id]
 	if r == nil {
+		if _, used := e.seen[id]; used {
+			return nil, errf(http.StatusConflict, "run ID %s was used before on this exporter; start a new run ID", id)
+		}
 		active := 0
 		for _, x := range e.runs {
 			if !x.ended {
@@ -179,12 +184,18 @@ func (e *Exporter) startPhase(id string, p phaseapi.Phase, now int64) (*run, err
 		for i := range r.idleProcs {
 			r.idleProcs[i] = -1
 		}
+		if err := e.recordRunID(id); err != nil {
+			return nil, errf(http.StatusInternalServerError, "recording run ID %s: %v", id, err)
+		}
 		e.runs[id] = r
 	}
 	if r.ended {
 		return r, errf(http.StatusConflict, "run %s has ended; start a new run ID", id)
 	}
 	cur := r.current()
+	if cur != nil && cur.phase == p && cur.end == nil {
+		return r, nil // a retried POST: the phase started at the first one
+	}
 	if cur != nil && p.Index() <= cur.phase.Index() {
 		return r, errf(http.StatusConflict, "run %s is in phase %s; %s cannot follow it (order: idle, startup, warmup, formal, release)", id, cur.phase, p)
 	}
@@ -217,13 +228,14 @@ func (e *Exporter) endRun(id string, now int64) (*run, error) {
 			r.rel.reason = "run ended through the API before power came back to the idle baseline"
 		}
 	}
-	e.finishRun(r)
+	e.finishRun(r, phaseapi.EndReasonAPI)
 	e.log.Info("run ended", "run_id", id, "at", e.wall(now))
 	return r, nil
 }
 
-func (e *Exporter) finishRun(r *run) {
-	r.ended = true
+func (e *Exporter) finishRun(r *run, reason string) {
+	r.ended, r.endReason = true, reason
+	e.dirty.Store(true)
 	e.finished = append(e.finished, r.id)
 	for len(e.finished) > e.cfg.MaxRuns {
 		if old := e.runs[e.finished[0]]; old != nil && old.frozen != nil {
@@ -250,13 +262,32 @@ func (e *Exporter) baseline(r *run) []float64 {
 	return b
 }
 
-// observeRuns runs release detection on every run in its release phase.
+// observeRuns runs release detection on every run in its release phase and
+// ends the runs active longer than RunMaxAge.
 func (e *Exporter) observeRuns(now int64) {
 	for _, r := range e.runs {
 		if r.active(phaseapi.Release) && r.rel.state == phaseapi.ReleaseWaiting {
 			e.checkRelease(r, now)
 		}
+		if !r.ended && len(r.phases) > 0 && time.Duration(now-r.phases[0].start.t) >= e.cfg.RunMaxAge {
+			e.expire(r, now)
+		}
 	}
+}
+
+// expire ends run r, active longer than RunMaxAge (a client that died
+// without ending it), so it never holds an active slot for good.
+func (e *Exporter) expire(r *run, now int64) {
+	if cur := r.current(); cur.end == nil {
+		cur.end = e.newBoundary(now)
+	}
+	if r.rel.state == phaseapi.ReleaseWaiting {
+		f := false
+		r.rel.state, r.rel.closed, r.rel.holding = phaseapi.ReleaseTimedOut, &f, false
+		r.rel.reason = fmt.Sprintf("run expired: active longer than %v", e.cfg.RunMaxAge)
+	}
+	e.finishRun(r, phaseapi.EndReasonExpired)
+	e.log.Warn("run expired: still active after the run max age; ended", "run_id", r.id, "max_age", e.cfg.RunMaxAge)
 }
 
 // windowPower is GPU g's mean power over the release window ending at its
@@ -300,7 +331,7 @@ func (e *Exporter) checkRelease(r *run, now int64) {
 			t := true
 			ph.end = e.newBoundary(r.rel.holdStart)
 			r.rel.state, r.rel.closed, r.rel.reason = phaseapi.ReleaseClosed, &t, ""
-			e.finishRun(r)
+			e.finishRun(r, phaseapi.EndReasonReleaseClosed)
 			e.log.Info("release closed: every GPU back at its idle baseline", "run_id", r.id, "end", e.wall(r.rel.holdStart))
 			return
 		}
@@ -316,14 +347,15 @@ func (e *Exporter) checkRelease(r *run, now int64) {
 			why = "hold not complete"
 		}
 		r.rel.reason = fmt.Sprintf("release not closed within %v: %s", e.cfg.ReleaseMaxWait, why)
-		e.finishRun(r)
+		e.finishRun(r, phaseapi.EndReasonReleaseTimedOut)
 		e.log.Warn("release not closed", "run_id", r.id, "reason", r.rel.reason)
 	}
 }
 
 // status builds the API document of run r. Called with e.mu held (read).
 func (e *Exporter) status(r *run) phaseapi.RunStatus {
-	st := phaseapi.RunStatus{RunID: r.id, State: phaseapi.RunActive, GPUs: e.gpuInfos(), Phases: []phaseapi.PhaseStatus{}}
+	st := phaseapi.RunStatus{RunID: r.id, State: phaseapi.RunActive, GPUs: e.gpuInfos(), Phases: []phaseapi.PhaseStatus{},
+		EndReason: r.endReason, Gaps: r.gaps}
 	if r.ended {
 		st.State = phaseapi.RunEnded
 	}

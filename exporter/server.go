@@ -27,6 +27,7 @@ func (e *Exporter) Handler() http.Handler {
 	route("POST /api/v1/runs/{run_id}/end", "/api/v1/runs/{run_id}/end", e.handleEndRun)
 	route("GET /api/v1/runs/{run_id}", "/api/v1/runs/{run_id}", e.handleRun)
 	route("GET /api/v1/gpus", "/api/v1/gpus", e.handleGPUs)
+	route("GET /api/v1/preflight", "/api/v1/preflight", e.handlePreflight)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = fmt.Fprintln(w, "Healthy")

@@ -93,6 +93,19 @@ func (c *Client) GPUs(ctx context.Context) ([]GPUInfo, error) {
 	return gpus, err
 }
 
+// Preflight makes the exporter's authenticated no-op call: it proves the
+// token (and TLS, basic auth) and, with a runID, that the exporter never saw
+// that run id (else a 409 APIError). It returns the exporter's GPUs.
+func (c *Client) Preflight(ctx context.Context, runID string) (*Preflight, error) {
+	var pf Preflight
+	path := "/api/v1/preflight"
+	if runID != "" {
+		path += "?run_id=" + url.QueryEscape(runID)
+	}
+	err := c.do(ctx, http.MethodGet, path, &pf)
+	return &pf, err
+}
+
 // WaitRelease polls run runID every poll until its release phase closed or
 // timed out, or ctx ends.
 func (c *Client) WaitRelease(ctx context.Context, runID string, poll time.Duration) (*RunStatus, error) {

@@ -27,6 +27,39 @@ type RunStatus struct {
 	Idle    *IdleStatus   `json:"idle,omitempty"`
 	Release ReleaseStatus `json:"release"`
 	GPUs    []GPUInfo     `json:"gpus"`
+	// EndReason says what ended the run (EndReason* constants); empty while
+	// it is active.
+	EndReason string `json:"end_reason,omitempty"`
+	// Gaps are intervals of the run the exporter did not measure (it was
+	// down): no energy is counted over them.
+	Gaps []Gap `json:"gaps,omitempty"`
+}
+
+// Why a run ended.
+const (
+	EndReasonAPI             = "api"               // POST .../end
+	EndReasonReleaseClosed   = "release_closed"    // release detection: power back at baseline and held
+	EndReasonReleaseTimedOut = "release_timed_out" // the release max wait passed
+	EndReasonExpired         = "expired"           // active longer than the exporter's --run-max-age
+)
+
+// GapExporterRestarted is the reason of a gap while the exporter was down:
+// from its last saved state to its restart.
+const GapExporterRestarted = "exporter_restarted"
+
+// Gap is an interval of a run without measurements, unix seconds.
+type Gap struct {
+	Start  float64 `json:"start"`
+	End    float64 `json:"end"`
+	Reason string  `json:"reason"`
+}
+
+// Preflight is what GET /api/v1/preflight returns: proof that the token
+// (and TLS, basic auth) are accepted, that the run id is still free on this
+// exporter, and the GPUs it measures.
+type Preflight struct {
+	RunID string    `json:"run_id,omitempty"`
+	GPUs  []GPUInfo `json:"gpus"`
 }
 
 // PhaseStatus is one phase of a run with its exact boundaries and energy.

@@ -32,6 +32,8 @@ type ExporterCmd struct {
 	IdleCVThreshold  float64       `name:"idle-cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
 	MaxRuns          int           `name:"max-runs" default:"100" help:"Finished runs kept in memory (and on /metrics)."`
 	PowercapPath     string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
+	StoragePath      string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start)."`
+	RunMaxAge        time.Duration `name:"run.max-age" default:"24h" help:"A run still active this long after its first phase ends with reason expired."`
 
 	RemoteWriteURL             string `name:"remote-write-url" default:"" help:"Push every raw power sample (remote write 1.0) to this URL, e.g. http://prometheus:9090/api/v1/write."`
 	RemoteWriteBearerTokenFile string `name:"remote-write.bearer-token-file" default:"" help:"Bearer token file for --remote-write-url."`
@@ -59,6 +61,13 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 	token, err := apiToken(c.APITokenFile)
 	if err != nil {
 		return err
+	}
+	if token != "" && len(token) < exporter.MinTokenBytes {
+		src := "JOULEMARK_API_TOKEN"
+		if c.APITokenFile != "" {
+			src = c.APITokenFile
+		}
+		return fmt.Errorf("API token from %s is %d bytes: want at least %d (e.g. head -c 32 /dev/urandom | base64)", src, len(token), exporter.MinTokenBytes)
 	}
 
 	var backend gpu.Backend
@@ -100,6 +109,7 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		Backend: backend, Interval: c.Interval, Retention: c.Retention,
 		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
 		IdleCVThreshold: c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
+		StoragePath: c.StoragePath, RunMaxAge: c.RunMaxAge,
 	}
 	if c.PowercapPath != "" {
 		cfg.Host = powercap.NewMeter(os.DirFS(c.PowercapPath))

@@ -20,12 +20,12 @@ import (
 func TestExporterAndPhaseCommands(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("cli-test-token\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte("cli-test-token-0123456789\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	addr := testnet.FreeAddr(t)
 	cli := parseCLI(t, "exporter", "--gpu=sim", "--gpus=2", "--interval=20ms", "--web.listen-address="+addr,
-		"--api-token-file="+tokenFile, "--release-hold=300ms", "--release-max-wait=20s")
+		"--api-token-file="+tokenFile, "--release-hold=300ms", "--release-max-wait=20s", "--storage.path="+filepath.Join(dir, "data"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -89,7 +89,7 @@ func TestExporterAndPhaseCommands(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if strings.Contains(string(body), "cli-test-token") {
+	if strings.Contains(string(body), "cli-test-token-0123456789") {
 		t.Error("the token reached /metrics")
 	}
 	cancel()
@@ -104,6 +104,10 @@ func TestExporterAndPhaseCommands(t *testing.T) {
 }
 
 func TestExporterCommandErrors(t *testing.T) {
+	shortToken := filepath.Join(t.TempDir(), "short")
+	if err := os.WriteFile(shortToken, []byte("fifteen-bytes-x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -113,6 +117,7 @@ func TestExporterCommandErrors(t *testing.T) {
 		{[]string{"exporter", "--gpu=sim", "--sim.max-watts=10"}, "max power"},
 		{[]string{"exporter", "--gpu=nvml", "--sim.engine-url=http://x:1"}, "--gpu=sim"},
 		{[]string{"exporter", "--gpu=sim", "--release-hold=20m"}, "release hold"},
+		{[]string{"exporter", "--gpu=sim", "--api-token-file=" + shortToken}, "want at least 16"},
 	} {
 		cli := parseCLI(t, tc.args...)
 		err := cli.Exporter.run(context.Background(), slog.New(slog.DiscardHandler))
