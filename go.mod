@@ -22,7 +22,9 @@ require (
 	golang.org/x/crypto v0.58.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0
+	google.golang.org/grpc v1.84.0
 	k8s.io/api v0.37.1
+	k8s.io/kubelet v0.37.1
 )
 
 require (
@@ -162,7 +164,6 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/api v0.305.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261012220534-4341edf3f941 // indirect
-	google.golang.org/grpc v1.84.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/apimachinery v0.37.1 // indirect

@@ -60,6 +60,9 @@ type Config struct {
 	// Host, when set, meters the host's RAPL zones at Interval beside the
 	// GPUs (joulemark_host_energy_joules_total, host phase energy).
 	Host *powercap.Meter
+	// Pods, when set, attributes each GPU's energy to the pods holding it
+	// (kubelet.go).
+	Pods *PodConfig
 	// MaxRuns bounds the runs kept (finished ones are dropped oldest first;
 	// default 100).
 	MaxRuns int
@@ -79,6 +82,7 @@ type Exporter struct {
 	clock   gpu.Clock
 	log     *slog.Logger
 	rw      *remotewrite.Writer
+	attr    *attributor // nil without Config.Pods
 
 	t0     time.Time // offsets are nanoseconds since t0 (monotonic)
 	t0Unix int64     // t0 in unix nanoseconds
@@ -247,6 +251,13 @@ func New(cfg Config) (*Exporter, error) {
 		}
 		e.rw = w
 	}
+	if cfg.Pods != nil {
+		a, err := newAttributor(*cfg.Pods, cfg.Backend, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		e.attr = a
+	}
 	e.registerMetrics()
 	return e, nil
 }
@@ -265,6 +276,9 @@ func (e *Exporter) Start(ctx context.Context) {
 		if e.cfg.Host != nil {
 			e.wg.Add(1)
 			go e.hostLoop(ctx, e.cfg.Interval)
+		}
+		if e.attr != nil {
+			e.wg.Go(func() { e.attr.run(ctx, e.cfg.SlowInterval) })
 		}
 	})
 }
@@ -417,6 +431,9 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 			}
 		}
 		g.energy += de
+		if e.attr != nil {
+			e.attr.add(i, de)
+		}
 	}
 	if s.HasEnergy {
 		g.lastCounter, g.hasCounter = s.EnergyJoules, true

@@ -24,6 +24,9 @@ func (e *Exporter) registerMetrics() {
 	if e.rw != nil {
 		e.reg.MustRegister(newRemoteWriteCollector(e))
 	}
+	if e.attr != nil {
+		e.reg.MustRegister(newPodCollector(e.attr))
+	}
 	e.selfReg = prometheus.NewRegistry()
 	e.apiRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "joulemark_exporter_api_requests_total",

@@ -34,6 +34,7 @@ type ExporterCmd struct {
 	PowercapPath     string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
 	StoragePath      string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start)."`
 	RunMaxAge        time.Duration `name:"run.max-age" default:"24h" help:"A run still active this long after its first phase ends with reason expired."`
+	Kubelet          kubeletFlags  `embed:""`
 
 	RemoteWriteURL             string `name:"remote-write-url" default:"" help:"Push every raw power sample (remote write 1.0) to this URL, e.g. http://prometheus:9090/api/v1/write."`
 	RemoteWriteBearerTokenFile string `name:"remote-write.bearer-token-file" default:"" help:"Bearer token file for --remote-write-url."`
@@ -117,6 +118,13 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 			log.Warn("host energy unavailable; reports will say so instead of 0", "path", c.PowercapPath, "reason", reason, "err", err)
 		}
 	}
+	pods, closePods, err := c.Kubelet.podConfig()
+	if err != nil {
+		_ = backend.Close()
+		return err
+	}
+	defer closePods()
+	cfg.Pods = pods
 	if c.RemoteWriteURL != "" {
 		rw := &remotewrite.Config{URL: c.RemoteWriteURL, UserAgent: "joulemark-exporter"}
 		rw.HTTP.BearerTokenFile = c.RemoteWriteBearerTokenFile

@@ -1,0 +1,119 @@
+//go:build cgo
+
+package exporter
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/nvmlmock"
+	"github.com/joulemark/joulemark/podresources"
+)
+
+// TestPodEnergySMShare: two pods time-slice GPU 1 of go-nvml's mock; NVML
+// reports their processes' SM utilization (pid 100: 20 % and 40 %, pid 200:
+// 10 %), /proc/<pid>/cgroup puts them in pods uid-a and uid-b, the
+// kubelet's checkpoint names those pods; the GPU's energy splits 3:1.
+// Without process samples the split falls back to even.
+func TestPodEnergySMShare(t *testing.T) {
+	clk := newFakeClock()
+	m := newMockNVML()
+	var mu sync.Mutex
+	procs := []nvml.ProcessUtilizationSample{{Pid: 100, SmUtil: 20}, {Pid: 100, SmUtil: 40}, {Pid: 200, SmUtil: 10}, {Pid: 300, SmUtil: 90}}
+	nvmlmock.Device(m.srv, 1).GetProcessUtilizationFunc = func(since uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+		mu.Lock()
+		defer mu.Unlock()
+		if want := uint64(clk.Now().Add(-2 * time.Second).UnixMicro()); since != want {
+			t.Errorf("GetProcessUtilization since %d, want %d", since, want)
+		}
+		if procs == nil {
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+		return procs, nvml.SUCCESS
+	}
+	b, err := gpu.NewNVML(m.srv, gpu.NVMLOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, dir := t.TempDir(), t.TempDir()
+	for pid, cg := range map[string]string{
+		"100": "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podaaaaaaaa_0000_4000_8000_000000000001.slice/cri-containerd-1.scope\n",
+		"200": "0::/kubepods/besteffort/podbbbbbbbb-0000-4000-8000-000000000002/2\n",
+		"300": "0::/system.slice/other.service\n", // not a pod: ignored
+	} {
+		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proc, pid, "cgroup"), []byte(cg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g1 := nvmlmock.UUID(1)
+	cp := filepath.Join(dir, "kubelet_internal_checkpoint")
+	if err := os.WriteFile(cp, []byte(`{"Data":{"PodDeviceEntries":[
+	 {"PodUID":"aaaaaaaa-0000-4000-8000-000000000001","ContainerName":"engine","ResourceName":"nvidia.com/gpu","DeviceIDs":{"0":["`+g1+`::0"]}},
+	 {"PodUID":"bbbbbbbb-0000-4000-8000-000000000002","ContainerName":"engine","ResourceName":"nvidia.com/gpu","DeviceIDs":{"0":["`+g1+`::1"]}}]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := kubeletSocket(t)
+	fake, err := podresources.NewFake(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	fake.Set([]podresources.Allocation{alloc("serve", "a", g1+"::0"), alloc("serve", "b", g1+"::1")})
+	cli, err := podresources.Dial(sock, []string{"nvidia.com/gpu"}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	e, err := New(Config{Backend: b, Clock: clk, Pods: &PodConfig{Lister: cli, ProcRoot: proc, Checkpoint: cp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r := &podRig{t: t, clk: clk, e: e}
+	step := func(n int) float64 {
+		before := e.gpus[1].energy
+		for range n {
+			clk.Advance(e.cfg.Interval)
+			m.advance(e.cfg.Interval)
+			e.SampleOnce()
+		}
+		return e.gpus[1].energy - before
+	}
+	e.SampleOnce()
+	e.attr.refresh(context.Background())
+	e.attr.splitByProcess()
+	de := step(20)
+	a, _ := r.value("joulemark_pod_energy_joules_total", "pod", "a")
+	bb, _ := r.value("joulemark_pod_energy_joules_total", "pod", "b")
+	if de <= 0 || math.Abs(a-0.75*de) > 1e-9*de || math.Abs(bb-0.25*de) > 1e-9*de {
+		t.Errorf("SM split: a %.4f J, b %.4f J of %.4f J; want 3:1", a, bb, de)
+	}
+	if v, ok := r.value("joulemark_pod_energy_attribution_info", "pod", "a", "method", MethodSMShare); !ok || v != 1 {
+		t.Error("method sm_share not reported")
+	}
+
+	mu.Lock()
+	procs = nil
+	mu.Unlock()
+	e.attr.splitByProcess()
+	de = step(10)
+	a2, _ := r.value("joulemark_pod_energy_joules_total", "pod", "a")
+	b2, _ := r.value("joulemark_pod_energy_joules_total", "pod", "b")
+	if math.Abs((a2-a)-de/2) > 1e-9*de || math.Abs((b2-bb)-de/2) > 1e-9*de {
+		t.Errorf("no process samples: a +%.4f J, b +%.4f J of %.4f J; want even", a2-a, b2-bb, de)
+	}
+	if _, ok := r.value("joulemark_pod_energy_attribution_info", "pod", "a", "method", MethodEven); !ok {
+		t.Error("method even not reported after the fallback")
+	}
+}

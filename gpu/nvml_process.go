@@ -1,0 +1,93 @@
+//go:build cgo
+
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// processWindow is how far back ProcessSM asks NVML for samples.
+const processWindow = 2 * time.Second
+
+// ProcessSM reads nvmlDeviceGetProcessUtilization for the last two seconds
+// and averages each process's SM utilization over its samples. No process
+// in the window (NVML's NOT_FOUND) is an empty list.
+func (b *NVML) ProcessSM(i int) ([]ProcessSM, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return nil, errors.New("nvml: backend closed")
+	}
+	if i < 0 || i >= len(b.devs) {
+		return nil, fmt.Errorf("nvml: no GPU %d", i)
+	}
+	since := uint64(b.clock.Now().Add(-processWindow).UnixMicro())
+	samples, ret := b.devs[i].h.GetProcessUtilization(since)
+	switch ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_NOT_FOUND:
+		return nil, nil
+	default:
+		return nil, nvmlErr(i, "reading per-process utilization", ret)
+	}
+	type acc struct{ sum, n float64 }
+	by := map[uint32]*acc{}
+	var order []uint32
+	for _, s := range samples {
+		a, ok := by[s.Pid]
+		if !ok {
+			a = &acc{}
+			by[s.Pid] = a
+			order = append(order, s.Pid)
+		}
+		a.sum += float64(s.SmUtil)
+		a.n++
+	}
+	out := make([]ProcessSM, 0, len(order))
+	for _, pid := range order {
+		out = append(out, ProcessSM{PID: pid, SMPercent: by[pid].sum / by[pid].n})
+	}
+	return out, nil
+}
+
+// MIGUUIDs lists GPU i's MIG instance UUIDs; none when MIG is off or not
+// supported.
+func (b *NVML) MIGUUIDs(i int) ([]string, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return nil, errors.New("nvml: backend closed")
+	}
+	if i < 0 || i >= len(b.devs) {
+		return nil, fmt.Errorf("nvml: no GPU %d", i)
+	}
+	h := b.devs[i].h
+	cur, _, ret := h.GetMigMode()
+	if ret != nvml.SUCCESS || cur != nvml.DEVICE_MIG_ENABLE {
+		return nil, nil
+	}
+	n, ret := h.GetMaxMigDeviceCount()
+	if ret != nvml.SUCCESS {
+		return nil, nvmlErr(i, "counting MIG instances", ret)
+	}
+	var out []string
+	for k := range n {
+		m, ret := h.GetMigDeviceHandleByIndex(k)
+		if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
+			continue
+		}
+		if ret != nvml.SUCCESS {
+			return nil, nvmlErr(i, "reading a MIG instance", ret)
+		}
+		uuid, ret := m.GetUUID()
+		if ret != nvml.SUCCESS {
+			return nil, nvmlErr(i, "reading a MIG instance's UUID", ret)
+		}
+		out = append(out, uuid)
+	}
+	return out, nil
+}
