@@ -3,9 +3,9 @@ package openai
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
+	"fmt"
 
-	"github.com/buger/jsonparser"
+	"github.com/valyala/fastjson"
 )
 
 // chunkView is what one streamed object holds that the client uses. Byte
@@ -23,123 +23,141 @@ type chunkView struct {
 	errMsg    string
 }
 
-var (
-	chunkPaths  = [][]string{{"model"}, {"choices"}, {"usage"}, {"error"}}
-	choicePaths = [][]string{{"text"}, {"delta", "content"}, {"delta", "reasoning_content"}, {"delta", "reasoning"}, {"finish_reason"}}
-	usagePaths  = [][]string{{"prompt_tokens"}, {"completion_tokens"}, {"completion_tokens_details", "reasoning_tokens"}}
-)
-
-// decoder decodes chunks without allocating on the hot path: the object is
-// validated by encoding/json's scanner (pooled), then the few fields the
-// client needs are read with jsonparser.
+// decoder decodes chunks without allocating on the hot path: fastjson's
+// validator checks the chunk, its parser (reused from chunk to chunk)
+// builds the tree, from which the few fields the client needs are read.
+// encoding/json's scanner stays the judge where fastjson's validator is
+// laxer than JSON (control characters in strings: see strictValid) and
+// gives the message, with its offset, of a chunk that is not valid.
 type decoder struct {
-	v       chunkView
-	scratch []byte
-	err     error
+	p fastjson.Parser
+	v chunkView
 }
 
 var errNotObject = errors.New("chunk is not a JSON object")
 
 func (d *decoder) decode(data []byte) (*chunkView, error) {
 	v := &d.v
-	*v = chunkView{text: v.text[:0]}
-	if !json.Valid(data) {
-		var x any
-		err := json.Unmarshal(data, &x) // the scanner's own message, with the offset
-		if err == nil {
-			err = errors.New("invalid JSON")
-		}
-		return nil, err
+	*v = chunkView{text: v.text[:0], finish: v.finish[:0]}
+	if err := fastjson.ValidateBytes(data); err != nil || !strictValid(data) {
+		return nil, invalidJSON(data, err)
 	}
-	if len(data) == 0 || data[0] != '{' {
+	root, err := d.p.ParseBytes(data)
+	if err != nil {
+		return nil, invalidJSON(data, err)
+	}
+	o, err := root.Object()
+	if err != nil {
 		return nil, errNotObject
 	}
-	d.err = nil
-	jsonparser.EachKey(data, d.onChunk, chunkPaths...)
-	return v, d.err
-}
-
-func (d *decoder) onChunk(idx int, val []byte, vt jsonparser.ValueType, err error) {
-	if err != nil {
-		d.err = err
-		return
+	if m := o.Get("model"); m != nil && m.Type() == fastjson.TypeString {
+		v.model, _ = m.StringBytes()
 	}
-	v := &d.v
-	switch idx {
-	case 0:
-		if vt == jsonparser.String {
-			v.model = val
-		}
-	case 1:
-		if vt == jsonparser.Array {
-			_, aerr := jsonparser.ArrayEach(val, func(c []byte, ct jsonparser.ValueType, _ int, err error) {
-				if err == nil && ct == jsonparser.Object {
-					jsonparser.EachKey(c, d.onChoice, choicePaths...)
-				}
-			})
-			if aerr != nil {
-				d.err = aerr
+	if c := o.Get("choices"); c != nil && c.Type() == fastjson.TypeArray {
+		arr, _ := c.Array()
+		for _, ch := range arr {
+			if ch.Type() == fastjson.TypeObject {
+				d.choice(ch)
 			}
 		}
-	case 2:
-		if vt == jsonparser.Object {
-			v.usage = true
-			jsonparser.EachKey(val, d.onUsage, usagePaths...)
+	}
+	if u := o.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
+		v.usage = true
+		if err := d.usage(u); err != nil {
+			return nil, err
 		}
-	case 3:
-		switch vt {
-		case jsonparser.Object:
+	}
+	if e := o.Get("error"); e != nil {
+		switch e.Type() {
+		case fastjson.TypeObject:
 			v.err = true
-			if m, err := jsonparser.GetString(val, "message"); err == nil {
-				v.errMsg = m
+			if m := e.Get("message"); m != nil && m.Type() == fastjson.TypeString {
+				b, _ := m.StringBytes()
+				v.errMsg = string(b)
 			} else {
-				v.errMsg = string(val)
+				v.errMsg = string(e.MarshalTo(nil))
 			}
-		case jsonparser.String:
+		case fastjson.TypeString:
 			v.err = true
-			v.errMsg = string(val)
+			b, _ := e.StringBytes()
+			v.errMsg = string(b)
 		}
 	}
+	return v, nil
 }
 
-func (d *decoder) onChoice(idx int, val []byte, vt jsonparser.ValueType, err error) {
-	if err != nil || vt != jsonparser.String || len(val) == 0 {
-		return
-	}
+// choice reads one element of choices: text (completions), delta.content
+// (chat), reasoning content and the finish reason.
+func (d *decoder) choice(ch *fastjson.Value) {
 	v := &d.v
-	u, uerr := jsonparser.Unescape(val, d.scratch[:cap(d.scratch)])
-	if uerr != nil {
-		d.err = uerr
-		return
+	if s := str(ch.Get("text")); len(s) > 0 {
+		v.text = append(v.text, s...)
 	}
-	if cap(u) > cap(d.scratch) {
-		d.scratch = u[:0]
+	if delta := ch.Get("delta"); delta != nil && delta.Type() == fastjson.TypeObject {
+		if s := str(delta.Get("content")); len(s) > 0 {
+			v.text = append(v.text, s...)
+		}
+		v.reasoning += len(str(delta.Get("reasoning_content"))) + len(str(delta.Get("reasoning")))
 	}
-	switch idx {
-	case 0, 1:
-		v.text = append(v.text, u...)
-	case 2, 3:
-		v.reasoning += len(u)
-	case 4:
-		v.finish = append(v.finish[:0], u...)
+	if s := str(ch.Get("finish_reason")); len(s) > 0 {
+		v.finish = append(v.finish[:0], s...)
 	}
 }
 
-func (d *decoder) onUsage(idx int, val []byte, vt jsonparser.ValueType, err error) {
-	if err != nil || vt != jsonparser.Number {
-		return
+// usage reads the server's token counts; a count that is not an integer
+// makes the chunk malformed.
+func (d *decoder) usage(u *fastjson.Value) error {
+	var err error
+	d.v.prompt, err = count(u.Get("prompt_tokens"), "prompt_tokens", err)
+	d.v.complete, err = count(u.Get("completion_tokens"), "completion_tokens", err)
+	d.v.reasonTok, err = count(u.Get("completion_tokens_details", "reasoning_tokens"), "reasoning_tokens", err)
+	return err
+}
+
+// count is n as an int (0 when absent or not a number); the first error sticks.
+func count(n *fastjson.Value, name string, err error) (int, error) {
+	if n == nil || n.Type() != fastjson.TypeNumber {
+		return 0, err
 	}
-	n, perr := strconv.Atoi(string(val))
-	if perr != nil {
-		d.err = perr
-		return
+	x, cerr := n.Int()
+	if cerr != nil && err == nil {
+		err = fmt.Errorf("usage %s: %w", name, cerr)
 	}
-	switch idx {
-	case 0:
-		d.v.prompt = n
-	case 1:
-		d.v.complete = n
-	case 2:
-		d.v.reasonTok = n
+	return x, err
+}
+
+// str is v's unescaped string, or nil when v is absent or not a string.
+func str(v *fastjson.Value) []byte {
+	if v == nil || v.Type() != fastjson.TypeString {
+		return nil
 	}
+	b, _ := v.StringBytes()
+	return b
+}
+
+// strictValid catches what fastjson's validator lets through but JSON
+// forbids: control characters inside strings. Chunks without any byte
+// below 0x20 (every chunk a real engine sends) pass with one scan; the
+// others go to encoding/json.
+func strictValid(data []byte) bool {
+	for _, c := range data {
+		if c < 0x20 {
+			return json.Valid(data)
+		}
+	}
+	return true
+}
+
+// invalidJSON is encoding/json's own message, with the offset; failing
+// that (what fastjson refuses and encoding/json takes, such as nesting
+// deeper than 300), fastjson's.
+func invalidJSON(data []byte, ferr error) error {
+	var x any
+	if err := json.Unmarshal(data, &x); err != nil {
+		return err
+	}
+	if ferr != nil {
+		return ferr
+	}
+	return errors.New("invalid JSON")
 }
