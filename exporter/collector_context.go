@@ -39,7 +39,7 @@ func newContextCollector(e *Exporter) *contextCollector {
 		clock:  d("joulemark_gpu_sm_clock_hertz", "Current SM clock."),
 		events: prometheus.NewDesc("joulemark_gpu_clock_event_active",
 			"1 while the clock-event (throttle) reason is active, by NVML reason.", []string{"gpu", "uuid", "reason"}, nil),
-		up: d("joulemark_gpu_up", "1 when the GPU's last sample succeeded, 0 when it failed (lost or erroring GPU)."),
+		up: d("joulemark_gpu_up", "1 when the GPU's last sample succeeded and its reads are not hung, 0 when it failed (lost, erroring or never opened GPU) or a read has not returned for 5 intervals."),
 	}
 }
 
@@ -52,9 +52,10 @@ func (c *contextCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *contextCollector) Collect(ch chan<- prometheus.Metric) {
 	c.e.mu.RLock()
 	defer c.e.mu.RUnlock()
+	now := c.e.off(c.e.clock.Now())
 	for _, g := range c.e.gpus {
 		up := 0.0
-		if g.healthy {
+		if g.healthy && g.has && (!c.e.sampling || !c.e.stalled(g, now)) {
 			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, g.idx, g.dev.UUID)

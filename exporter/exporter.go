@@ -121,15 +121,31 @@ type Exporter struct {
 	frozenTextCache    map[string]frozenText
 	frozenTextVersion  uint64
 
-	sampleMu sync.Mutex // serializes SampleOnce
-	slowMu   sync.Mutex // serializes SampleSlowOnce
+	sampleDuration *prometheus.HistogramVec // backend call cost per GPU
 
 	startOnce sync.Once
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	ready     chan struct{}
+	readyOnce sync.Once
+	started   int64 // offset when Start ran (stall reference before a GPU's first read)
+	sampling  bool  // Start ran (under mu)
 }
+
+// Reasons of joulemark_sampler_errors_total.
+const (
+	errRead    = "read"    // a fast read failed
+	errSlow    = "slow"    // a slow (1 Hz) read failed
+	errCounter = "counter" // the energy counter could not be read; the interval was integrated from power
+	errInvalid = "invalid" // a power value that is NaN, infinite or negative
+)
+
+var errorReasons = []string{errRead, errSlow, errCounter, errInvalid}
+
+// stallIntervals: a GPU whose backend call has not returned for this many
+// intervals is stalled (joulemark_gpu_up 0, /healthz fails).
+const stallIntervals = 5
 
 type gpuState struct {
 	dev     gpu.Device
@@ -137,20 +153,26 @@ type gpuState struct {
 	counter bool   // energy from the GPU's counter
 	ring    *ring
 
+	sampleMu sync.Mutex // serializes the fast reads of this GPU
+	slowMu   sync.Mutex // serializes the slow reads of this GPU
+
 	has         bool
 	lastT       int64
 	lastP       float64
 	energy      float64 // cumulative joules since exporter start
 	lastCounter float64
-	hasCounter  bool
+	hasCounter  bool // lastCounter is the counter at lastT
 	resets      uint64
 
 	slow    gpu.SlowSample
 	hasSlow bool
 
-	samples, errors uint64
-	healthy         bool
-	lastErr         string
+	samples  uint64
+	errors   map[string]uint64 // by reason
+	healthy  bool
+	lastErr  string
+	attempts int   // fast reads completed, failed or not
+	lastDone int64 // offset when the latest fast read returned
 }
 
 // New validates cfg and builds an Exporter; Start begins sampling.
@@ -232,7 +254,8 @@ func New(cfg Config) (*Exporter, error) {
 		if d.Index != i {
 			return nil, fmt.Errorf("exporter: backend lists GPU index %d at position %d", d.Index, i)
 		}
-		e.gpus = append(e.gpus, &gpuState{dev: d, idx: strconv.Itoa(i), counter: d.EnergySource == gpu.EnergyCounter, ring: newRing(capacity), healthy: true})
+		e.gpus = append(e.gpus, &gpuState{dev: d, idx: strconv.Itoa(i), counter: d.EnergySource == gpu.EnergyCounter,
+			ring: newRing(capacity), healthy: true, errors: map[string]uint64{}})
 	}
 	if cfg.StoragePath != "" {
 		st, err := openStorage(cfg.StoragePath)
@@ -262,17 +285,40 @@ func New(cfg Config) (*Exporter, error) {
 	return e, nil
 }
 
-// Start begins sampling (fast and slow loops) until ctx ends or Close.
+// Start begins sampling until ctx ends or Close: one goroutine per GPU for
+// the fast reads and one per GPU for the slow reads, so a GPU whose driver
+// call hangs stalls only itself. The exporter is ready once every GPU
+// answered its first read, or after stallIntervals intervals.
 func (e *Exporter) Start(ctx context.Context) {
 	e.startOnce.Do(func() {
 		ctx, cancel := context.WithCancel(ctx)
 		e.stop = cancel
-		e.SampleOnce()
-		e.SampleSlowOnce()
-		close(e.ready)
-		e.wg.Add(2)
-		go e.loop(ctx, e.cfg.Interval, true)
-		go e.loop(ctx, e.cfg.SlowInterval, false)
+		e.mu.Lock()
+		e.started = e.off(e.clock.Now())
+		e.sampling = true
+		e.mu.Unlock()
+		var first sync.WaitGroup
+		first.Add(len(e.gpus))
+		for i := range e.gpus {
+			e.wg.Add(2)
+			go e.fastLoop(ctx, i, first.Done)
+			go e.slowLoop(ctx, i)
+		}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			done := make(chan struct{})
+			go func() { first.Wait(); close(done) }()
+			t := time.NewTimer(stallIntervals * e.cfg.Interval)
+			defer t.Stop()
+			select {
+			case <-done:
+			case <-t.C:
+				e.log.Warn("not every GPU answered its first read; serving anyway", "waited", stallIntervals*e.cfg.Interval)
+			case <-ctx.Done():
+			}
+			e.readyOnce.Do(func() { close(e.ready) })
+		}()
 		if e.cfg.Host != nil {
 			e.wg.Add(1)
 			go e.hostLoop(ctx, e.cfg.Interval)
@@ -283,8 +329,13 @@ func (e *Exporter) Start(ctx context.Context) {
 	})
 }
 
-func (e *Exporter) loop(ctx context.Context, every time.Duration, fast bool) {
+// fastLoop reads GPU i every Interval; firstDone is called after its first
+// read.
+func (e *Exporter) fastLoop(ctx context.Context, i int, firstDone func()) {
 	defer e.wg.Done()
+	every := e.cfg.Interval
+	e.sampleGPU(i)
+	firstDone()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -293,18 +344,28 @@ func (e *Exporter) loop(ctx context.Context, every time.Duration, fast bool) {
 			return
 		case <-t.C:
 		}
-		if !fast {
-			e.SampleSlowOnce()
-			e.saveActive()
-			continue
-		}
-		began := time.Now()
-		e.SampleOnce()
-		if took := time.Since(began); took > every {
+		if took := e.sampleGPU(i); took > every {
 			e.mu.Lock()
 			e.overruns += uint64(took / every)
 			e.mu.Unlock()
 		}
+	}
+}
+
+// slowLoop reads GPU i's slow metrics every SlowInterval.
+func (e *Exporter) slowLoop(ctx context.Context, i int) {
+	defer e.wg.Done()
+	e.sampleSlowGPU(i)
+	t := time.NewTicker(e.cfg.SlowInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.sampleSlowGPU(i)
+		e.saveActive() // cheap when nothing changed
 	}
 }
 
@@ -316,19 +377,62 @@ func (e *Exporter) Close() error {
 		if e.stop != nil {
 			e.stop()
 		}
-		e.wg.Wait()
-		if e.rw != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if _, rerr := e.rw.Close(ctx); rerr != nil {
-				err = rerr
+		if !waitTimeout(&e.wg, time.Second) {
+			// A backend call hangs (a driver hang). Closing the backend
+			// releases what can be released (the simulator's hung calls);
+			// NVML's own shutdown may block behind the hung call.
+			e.log.Error("a GPU read is still hung at shutdown; closing the backend under it")
+			closed := make(chan error, 1)
+			go func() { closed <- e.backend.Close() }()
+			select {
+			case berr := <-closed:
+				if berr != nil {
+					err = fmt.Errorf("closing GPU backend: %w", berr)
+				}
+			case <-time.After(closeGrace):
+				err = fmt.Errorf("closing GPU backend: still blocked after %v", closeGrace)
 			}
-			cancel()
+			if !waitTimeout(&e.wg, closeGrace) {
+				err = errors.Join(err, fmt.Errorf("a GPU read was still hung %v after the backend closed", closeGrace))
+			}
+			e.closeRemoteWrite(&err)
+			return
 		}
+		e.closeRemoteWrite(&err)
 		if berr := e.backend.Close(); berr != nil {
 			err = errors.Join(err, fmt.Errorf("closing GPU backend: %w", berr))
 		}
 	})
 	return err
+}
+
+// closeRemoteWrite flushes remote write (5 s at most).
+func (e *Exporter) closeRemoteWrite(err *error) {
+	if e.rw == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, rerr := e.rw.Close(ctx); rerr != nil {
+		*err = errors.Join(*err, rerr)
+	}
+}
+
+// closeGrace is how long Close waits for the sampling goroutines.
+const closeGrace = 5 * time.Second
+
+// waitTimeout waits for wg at most d; false when it timed out.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // Devices lists the GPUs the exporter measures.
@@ -354,56 +458,92 @@ func Time(unixSeconds float64) time.Time {
 	return time.Unix(int64(s), int64(math.Round(f*1e9)))
 }
 
-type fastResult struct {
-	s   gpu.Sample
-	err error
+// SampleOnce reads every GPU once, one after the other, and updates energy,
+// phases and release detection. Tests and benchmarks call it directly (with
+// a fake clock); Start samples each GPU in its own goroutine instead.
+func (e *Exporter) SampleOnce() {
+	for i := range e.gpus {
+		e.sampleGPU(i)
+	}
 }
 
-// SampleOnce reads every GPU once and updates energy, phases and release
-// detection. Start calls it every Interval; tests and benchmarks call it
-// directly (with a fake clock).
-func (e *Exporter) SampleOnce() {
-	e.sampleMu.Lock()
-	defer e.sampleMu.Unlock()
-	res := make([]fastResult, len(e.gpus))
-	for i := range e.gpus {
-		s, err := e.backend.Sample(i)
-		if err == nil && s.Time.IsZero() {
-			s.Time = e.clock.Now()
-		}
-		res[i] = fastResult{s, err}
+// sampleGPU reads GPU i once and folds the reading into the state; it
+// returns how long the backend call took.
+func (e *Exporter) sampleGPU(i int) time.Duration {
+	g := e.gpus[i]
+	g.sampleMu.Lock()
+	defer g.sampleMu.Unlock()
+	began := time.Now()
+	s, err := e.backend.Sample(i)
+	took := time.Since(began)
+	e.sampleDuration.WithLabelValues(g.idx, g.dev.UUID).Observe(took.Seconds())
+	if err == nil && s.Time.IsZero() {
+		s.Time = e.clock.Now()
 	}
-	e.applySamples(res, e.off(e.clock.Now()))
+	now := e.off(e.clock.Now())
+	e.mu.Lock()
+	g.attempts++
+	g.lastDone = now
+	e.applySample(i, g, s, err)
+	e.resolvePending()
+	e.observeRuns(now)
+	e.mu.Unlock()
 	e.freezeRuns()
 	if e.dirty.CompareAndSwap(true, false) {
 		e.saveActive()
 	}
+	return took
 }
 
-// applySamples folds one pass of samples into the state.
-func (e *Exporter) applySamples(res []fastResult, now int64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for i, g := range e.gpus {
-		r := res[i]
-		if r.err != nil {
-			g.errors++
-			if g.healthy {
-				e.log.Warn("GPU sample failed; marking it unhealthy", "gpu", i, "uuid", g.dev.UUID, "err", r.err)
-			}
-			g.healthy = false
-			g.lastErr = r.err.Error()
-			continue
+// applySample folds one fast read of GPU i into the state. Called with e.mu
+// held.
+func (e *Exporter) applySample(i int, g *gpuState, s gpu.Sample, err error) {
+	if err != nil {
+		g.errors[errRead]++
+		if g.healthy {
+			e.log.Warn("GPU sample failed; marking it unhealthy", "gpu", i, "uuid", g.dev.UUID, "err", err)
 		}
-		if !g.healthy {
-			e.log.Info("GPU answers again; marking it healthy", "gpu", i, "uuid", g.dev.UUID)
-			g.healthy = true
-			g.lastErr = ""
-		}
-		e.addSample(i, g, r.s)
+		g.healthy = false
+		g.lastErr = err.Error()
+		// The interval until the next good read is integrated from power;
+		// the counter is resynchronised there.
+		g.hasCounter = false
+		return
 	}
-	e.resolvePending()
-	e.observeRuns(now)
+	if !g.healthy {
+		e.log.Info("GPU answers again; marking it healthy", "gpu", i, "uuid", g.dev.UUID)
+		g.healthy = true
+		g.lastErr = ""
+	}
+	e.addSample(i, g, s)
+}
+
+// stalled reports whether GPU g's fast read has not returned for
+// stallIntervals intervals at offset now. Called with e.mu held.
+func (e *Exporter) stalled(g *gpuState, now int64) bool {
+	ref := g.lastDone
+	if g.attempts == 0 {
+		ref = e.started
+	}
+	return time.Duration(now-ref) > stallIntervals*e.cfg.Interval
+}
+
+// Stalled lists the GPUs whose backend call has hung for stallIntervals
+// intervals or more (empty before Start).
+func (e *Exporter) Stalled() []int {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if !e.sampling {
+		return nil
+	}
+	now := e.off(e.clock.Now())
+	var out []int
+	for i, g := range e.gpus {
+		if e.stalled(g, now) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // addSample folds one fast sample into GPU g's energy and ring. Called with
@@ -412,16 +552,23 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 	t := e.off(s.Time)
 	p := s.PowerWatts
 	if math.IsNaN(p) || math.IsInf(p, 0) || p < 0 {
-		g.errors++
+		g.errors[errInvalid]++
+		g.hasCounter = false
 		return
 	}
 	if g.has && t <= g.lastT {
 		return // not newer than the last sample: nothing to add
 	}
+	if g.counter && !s.HasEnergy {
+		g.errors[errCounter]++
+	}
 	if g.has {
 		dt := float64(t-g.lastT) / 1e9
-		trap := (g.lastP + p) / 2 * dt
-		de := trap
+		de := (g.lastP + p) / 2 * dt
+		// The counter delta is used only when both ends of this interval
+		// carry a counter reading: after a failed read the counter held is
+		// older than lastT, and its delta would count the integrated
+		// interval again.
 		if g.counter && s.HasEnergy && g.hasCounter {
 			if d := s.EnergyJoules - g.lastCounter; d >= 0 {
 				de = d
@@ -435,9 +582,7 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 			e.attr.add(i, de)
 		}
 	}
-	if s.HasEnergy {
-		g.lastCounter, g.hasCounter = s.EnergyJoules, true
-	}
+	g.lastCounter, g.hasCounter = s.EnergyJoules, s.HasEnergy
 	g.has, g.lastT, g.lastP = true, t, p
 	g.samples++
 	g.ring.push(point{t: t, p: p, e: g.energy})
@@ -469,27 +614,29 @@ const (
 	RawEnergyMetric = "joulemark_gpu_energy_sample_joules_total"
 )
 
-// SampleSlowOnce reads every GPU's slow metrics once. Start calls it every
-// SlowInterval.
+// SampleSlowOnce reads every GPU's slow metrics once, one after the other.
+// Start reads each GPU's in its own goroutine every SlowInterval.
 func (e *Exporter) SampleSlowOnce() {
-	e.slowMu.Lock()
-	defer e.slowMu.Unlock()
-	res := make([]gpu.SlowSample, len(e.gpus))
-	errs := make([]error, len(e.gpus))
 	for i := range e.gpus {
-		res[i], errs[i] = e.backend.SlowSample(i)
+		e.sampleSlowGPU(i)
 	}
+}
+
+// sampleSlowGPU reads GPU i's slow metrics once.
+func (e *Exporter) sampleSlowGPU(i int) {
+	g := e.gpus[i]
+	g.slowMu.Lock()
+	defer g.slowMu.Unlock()
+	res, err := e.backend.SlowSample(i)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for i, g := range e.gpus {
-		if errs[i] != nil {
-			g.errors++
-			e.log.Debug("GPU slow sample failed", "gpu", i, "uuid", g.dev.UUID, "err", errs[i])
-			continue
-		}
-		g.slow, g.hasSlow = res[i], true
-		for _, r := range e.runs {
-			r.onSlow(i, res[i].ComputeProcesses)
-		}
+	if err != nil {
+		g.errors[errSlow]++
+		e.log.Debug("GPU slow sample failed", "gpu", i, "uuid", g.dev.UUID, "err", err)
+		return
+	}
+	g.slow, g.hasSlow = res, true
+	for _, r := range e.runs {
+		r.onSlow(i, res.ComputeProcesses)
 	}
 }

@@ -27,6 +27,14 @@ func (e *Exporter) registerMetrics() {
 	if e.attr != nil {
 		e.reg.MustRegister(newPodCollector(e.attr))
 	}
+	e.sampleDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "joulemark_gpu_sample_duration_seconds",
+		Help: "Time one fast GPU read took (the backend call: NVML, or the simulator), per GPU.",
+		// NVML power reads take ~0.1–1 ms when healthy; the tail catches
+		// PMU/GSP contention and driver stalls.
+		Buckets: []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+	}, gpuLabels)
+	e.reg.MustRegister(e.sampleDuration)
 	e.selfReg = prometheus.NewRegistry()
 	e.apiRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "joulemark_exporter_api_requests_total",

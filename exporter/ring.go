@@ -1,6 +1,9 @@
 package exporter
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // point is one retained sample of one GPU: t is nanoseconds since the
 // exporter's start (monotonic), p the power, e the exporter's cumulative
@@ -68,4 +71,23 @@ func (r *ring) energyAt(t int64, counter bool) (e float64, ok bool) {
 	}
 	pt := a.p + (b.p-a.p)*f
 	return a.e + (a.p+pt)/2*float64(t-a.t)/1e9, true
+}
+
+// meanPower is the mean of the power samples with from < t ≤ to, and how
+// many there are.
+func (r *ring) meanPower(from, to int64) (mean float64, n int) {
+	hi := r.search(to)
+	sum := 0.0
+	for k := hi; k >= 0; k-- {
+		pt := r.at(k)
+		if pt.t <= from {
+			break
+		}
+		sum += pt.p
+		n++
+	}
+	if n == 0 {
+		return math.NaN(), 0
+	}
+	return sum / float64(n), n
 }

@@ -291,17 +291,16 @@ func (e *Exporter) expire(r *run, now int64) {
 }
 
 // windowPower is GPU g's mean power over the release window ending at its
-// latest sample.
+// latest sample: the mean of the power samples, not an energy-counter
+// difference. A counter updating every ~100 ms, not on the sampler's grid,
+// puts 9, 10 or 11 updates in a 1 s window, up to ±10% of the power at
+// steady load, more than the ±5% tolerance; the samples carry no such
+// staircase.
 func (e *Exporter) windowPower(g *gpuState) float64 {
-	if g.ring.len() < 2 {
-		return g.lastP
+	if m, n := g.ring.meanPower(g.lastT-int64(e.cfg.ReleaseWindow), g.lastT); n > 0 {
+		return m
 	}
-	from := max(g.lastT-int64(e.cfg.ReleaseWindow), g.ring.at(0).t)
-	if from >= g.lastT {
-		return g.lastP
-	}
-	ea, _ := g.ring.energyAt(from, g.counter)
-	return (g.energy - ea) / (float64(g.lastT-from) / 1e9)
+	return g.lastP
 }
 
 func (e *Exporter) checkRelease(r *run, now int64) {
@@ -314,6 +313,10 @@ func (e *Exporter) checkRelease(r *run, now int64) {
 		for i, g := range e.gpus {
 			if !g.healthy || !g.has {
 				why = fmt.Sprintf("gpu %d unhealthy: %s", i, g.lastErr)
+				break
+			}
+			if e.sampling && e.stalled(g, now) {
+				why = fmt.Sprintf("gpu %d not sampled for %v (a read hangs)", i, time.Duration(now-g.lastDone))
 				break
 			}
 			p := e.windowPower(g)

@@ -30,6 +30,11 @@ func (e *Exporter) Handler() http.Handler {
 	route("GET /api/v1/preflight", "/api/v1/preflight", e.handlePreflight)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if st := e.Stalled(); len(st) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintf(w, "Unhealthy: the reads of GPU(s) %v have not returned for %d sampling intervals (a hung driver call?)\n", st, stallIntervals)
+			return
+		}
 		_, _ = fmt.Fprintln(w, "Healthy")
 	})
 	mux.HandleFunc("GET /-/ready", func(w http.ResponseWriter, _ *http.Request) {

@@ -61,6 +61,13 @@ type SimConfig struct {
 	// CounterPeriod is how often the simulated counter updates, as real
 	// drivers update theirs about every 100 ms (0: continuously).
 	CounterPeriod time.Duration
+	// CounterOffset is the phase of the counter's update grid: updates fall
+	// at CounterOffset + k·CounterPeriod (plus jitter) after the epoch.
+	CounterOffset time.Duration
+	// CounterJitter moves every counter update by a seeded, uniformly
+	// distributed amount in [−CounterJitter, +CounterJitter]; at most
+	// 0.45·CounterPeriod so updates stay in order.
+	CounterJitter time.Duration
 	// History is how long ExactEnergy can look back (default 1h).
 	History time.Duration
 	Clock   Clock // default RealClock
@@ -78,6 +85,11 @@ type Sim struct {
 	mu    sync.RWMutex
 	state EngineState
 	gpus  []*simGPU
+
+	hangMu    sync.Mutex
+	hung      map[int]bool
+	done      chan struct{} // closed by Close: hung calls return
+	closeOnce sync.Once
 }
 
 type simGPU struct {
@@ -122,11 +134,15 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 		return nil, fmt.Errorf("sim: noise %g W: want 0..%g W (a quarter of idle power)", cfg.NoiseWatts, cfg.IdleWatts/4)
 	case cfg.CounterPeriod < 0:
 		return nil, errors.New("sim: negative counter period")
+	case cfg.CounterJitter < 0 || cfg.CounterOffset < 0:
+		return nil, fmt.Errorf("sim: counter jitter %v / offset %v: want ≥ 0", cfg.CounterJitter, cfg.CounterOffset)
+	case cfg.CounterJitter > 0 && float64(cfg.CounterJitter) > 0.45*float64(cfg.CounterPeriod):
+		return nil, fmt.Errorf("sim: counter jitter %v: want at most 0.45 × the counter period %v", cfg.CounterJitter, cfg.CounterPeriod)
 	case cfg.History < 0:
 		return nil, errors.New("sim: negative history")
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6a6f756c656d6172))
-	s := &Sim{cfg: cfg, clock: cfg.Clock, epoch: cfg.Clock.Now(), state: EngineRunning}
+	s := &Sim{cfg: cfg, clock: cfg.Clock, epoch: cfg.Clock.Now(), state: EngineRunning, hung: map[int]bool{}, done: make(chan struct{})}
 	for range cfg.GPUs {
 		g := &simGPU{idle: cfg.IdleWatts * (1 + 0.04*(rng.Float64()-0.5))}
 		for k := range noiseTerms {
@@ -160,8 +176,31 @@ func (s *Sim) Devices() []Device {
 	return out
 }
 
+// HangGPU makes every later Sample and SlowSample of GPU i block until
+// Close, as a driver call that hangs does.
+func (s *Sim) HangGPU(i int) {
+	s.hangMu.Lock()
+	defer s.hangMu.Unlock()
+	s.hung[i] = true
+}
+
+// hang blocks while GPU i is hung and the Sim open.
+func (s *Sim) hang(i int) error {
+	s.hangMu.Lock()
+	h := s.hung[i]
+	s.hangMu.Unlock()
+	if !h {
+		return nil
+	}
+	<-s.done
+	return fmt.Errorf("sim: GPU %d: call hung until the simulator closed", i)
+}
+
 // Sample returns GPU i's power now.
 func (s *Sim) Sample(i int) (Sample, error) {
+	if err := s.hang(i); err != nil {
+		return Sample{}, err
+	}
 	now := s.clock.Now()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -173,18 +212,53 @@ func (s *Sim) Sample(i int) (Sample, error) {
 	out := Sample{Time: now, PowerWatts: g.power(t)}
 	out.AvgPowerWatts = out.PowerWatts
 	if s.cfg.EnergyCounter {
-		tc := t
-		if p := s.cfg.CounterPeriod.Seconds(); p > 0 {
-			tc = math.Floor(t/p) * p
-		}
+		tc := s.counterTime(t)
 		out.EnergyJoules = math.Floor(g.energy(tc)*1000) / 1000
 		out.HasEnergy = true
 	}
 	return out, nil
 }
 
+// counterTime is the time of the latest counter update at or before t
+// (seconds since the epoch); t itself for a continuous counter.
+func (s *Sim) counterTime(t float64) float64 {
+	p := s.cfg.CounterPeriod.Seconds()
+	if p <= 0 {
+		return t
+	}
+	off, jit := s.cfg.CounterOffset.Seconds(), s.cfg.CounterJitter.Seconds()
+	at := func(k float64) float64 {
+		u := off + k*p
+		if jit > 0 {
+			u += jit * (2*unitHash(s.cfg.Seed, int64(k)) - 1)
+		}
+		return u
+	}
+	k := math.Floor((t - off) / p)
+	switch {
+	case at(k+1) <= t:
+		k++
+	case at(k) > t:
+		k--
+	}
+	return math.Max(0, at(k))
+}
+
+// unitHash maps (seed, k) to [0, 1) (splitmix64): the seeded jitter of
+// counter update k, the same on every call.
+func unitHash(seed uint64, k int64) float64 {
+	z := seed ^ uint64(k)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
+}
+
 // SlowSample returns plausible context values derived from the power.
 func (s *Sim) SlowSample(i int) (SlowSample, error) {
+	if err := s.hang(i); err != nil {
+		return SlowSample{}, err
+	}
 	now := s.clock.Now()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -207,8 +281,11 @@ func (s *Sim) SlowSample(i int) (SlowSample, error) {
 	}, nil
 }
 
-// Close does nothing.
-func (s *Sim) Close() error { return nil }
+// Close releases hung calls.
+func (s *Sim) Close() error {
+	s.closeOnce.Do(func() { close(s.done) })
+	return nil
+}
 
 // SetLoad sets the load (0..1) of every GPU.
 func (s *Sim) SetLoad(load float64) {

@@ -49,6 +49,10 @@ type ExporterCmd struct {
 	SimSeed          uint64        `name:"sim.seed" default:"1" help:"Seed of the simulated noise."`
 	SimEnergyCounter bool          `name:"sim.energy-counter" help:"Simulated GPUs report an energy counter (else energy is integrated)."`
 	SimCounterPeriod time.Duration `name:"sim.counter-period" default:"0s" help:"How often the simulated energy counter updates (real drivers: about 100ms; 0: continuously)."`
+	SimCounterOffset time.Duration `name:"sim.counter-offset" default:"0s" help:"Phase of the simulated counter's update grid (updates at offset + k·period)."`
+	SimCounterJitter time.Duration `name:"sim.counter-jitter" default:"0s" help:"Each simulated counter update moves by a seeded amount within ±this (at most 0.45·--sim.counter-period)."`
+	SimHangGPU       int           `name:"sim.hang-gpu" default:"-1" help:"Simulated GPU whose reads hang (as a hung driver call) after --sim.hang-after; -1: none."`
+	SimHangAfter     time.Duration `name:"sim.hang-after" default:"0s" help:"When the reads of --sim.hang-gpu start hanging, after the exporter starts."`
 }
 
 // Run starts the exporter and serves until SIGINT or SIGTERM.
@@ -82,9 +86,20 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 			GPUs: n, IdleWatts: c.SimIdleWatts, MaxWatts: c.SimMaxWatts, StartupWatts: c.SimStartupWatts,
 			RampSeconds: c.SimRampSeconds, DecayTau: c.SimDecaySeconds, NoiseWatts: c.SimNoiseWatts,
 			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter, CounterPeriod: c.SimCounterPeriod,
+			CounterOffset: c.SimCounterOffset, CounterJitter: c.SimCounterJitter,
 		})
 		if err != nil {
 			return err
+		}
+		if c.SimHangGPU >= n {
+			return fmt.Errorf("--sim.hang-gpu %d: there are %d simulated GPUs", c.SimHangGPU, n)
+		}
+		if c.SimHangGPU >= 0 {
+			hang := time.AfterFunc(c.SimHangAfter, func() {
+				log.Warn("simulated GPU hangs from now on (--sim.hang-gpu)", "gpu", c.SimHangGPU)
+				sim.HangGPU(c.SimHangGPU)
+			})
+			defer hang.Stop()
 		}
 		if c.SimEngineURL != "" {
 			cp, err := gpu.NewSimCoupler(sim, c.SimEngineURL, c.Interval)
@@ -98,6 +113,9 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 	case "nvml":
 		if c.SimEngineURL != "" {
 			return errors.New("--sim.engine-url needs --gpu=sim")
+		}
+		if c.SimHangGPU >= 0 {
+			return errors.New("--sim.hang-gpu needs --gpu=sim")
 		}
 		b, err := gpu.OpenNVML(gpu.NVMLOptions{MaxGPUs: c.GPUs})
 		if err != nil {
