@@ -20,7 +20,7 @@ import (
 func startExporter(t *testing.T, args ...string) (string, *phaseapi.Client) {
 	t.Helper()
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("gpu-test-token\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte("gpu-test-token-not-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	addr := testnet.FreeAddr(t)
@@ -30,6 +30,9 @@ func startExporter(t *testing.T, args ...string) (string, *phaseapi.Client) {
 	go func() { done <- cli.Exporter.run(ctx, slog.New(slog.DiscardHandler)) }()
 	t.Cleanup(func() {
 		cancel()
+		if t.Failed() {
+			return
+		}
 		select {
 		case err := <-done:
 			if err != nil {
@@ -41,6 +44,11 @@ func startExporter(t *testing.T, args ...string) (string, *phaseapi.Client) {
 	})
 	base := "http://" + addr
 	for i := 0; ; i++ {
+		select {
+		case err := <-done:
+			t.Fatalf("exporter exited: %v", err)
+		default:
+		}
 		if resp, err := http.Get(base + "/-/ready"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -52,7 +60,7 @@ func startExporter(t *testing.T, args ...string) (string, *phaseapi.Client) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	client, err := phaseapi.NewClient(base, "gpu-test-token", nil)
+	client, err := phaseapi.NewClient(base, "gpu-test-token-not-secret", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
