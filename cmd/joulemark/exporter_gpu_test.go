@@ -19,12 +19,13 @@ import (
 // and a phase API client once it is ready.
 func startExporter(t *testing.T, args ...string) (string, *phaseapi.Client) {
 	t.Helper()
-	tokenFile := filepath.Join(t.TempDir(), "token")
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte("gpu-test-token-not-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	addr := testnet.FreeAddr(t)
-	cli := parseCLI(t, append([]string{"exporter", "--web.listen-address=" + addr, "--api-token-file=" + tokenFile}, args...)...)
+	cli := parseCLI(t, append([]string{"exporter", "--web.listen-address=" + addr, "--api-token-file=" + tokenFile, "--storage.path=" + filepath.Join(dir, "data")}, args...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- cli.Exporter.run(ctx, slog.New(slog.DiscardHandler)) }()
