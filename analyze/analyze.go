@@ -136,6 +136,18 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 		}
 		AddOutputSanity(r, c, cfg.Params.MaxBadOutputRatio)
+		if r.Run == nil {
+			info, err := archiveRunInfo(cfg.Archive)
+			if err != nil {
+				return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
+			}
+			if info != nil {
+				r.Run = &RunIdentity{Info: *info, Source: "archive"}
+			}
+		}
+	}
+	if r.Run != nil && r.Run.Scenario == "" {
+		r.Run.Scenario = cfg.Scenario
 	}
 	r.Scenario = cfg.Scenario
 	r.GeneratedBy = version.String()

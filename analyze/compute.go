@@ -126,6 +126,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	c.throughput()
 	c.steadyState()
 	c.lifecycleEstimate()
+	c.extras()
 	c.powerPlot()
 	c.validity()
 	return c.r, c.pd, nil

@@ -1,5 +1,7 @@
 package analyze
 
+import "github.com/joulemark/joulemark/runinfo"
+
 // Sample is one raw sample: T in unix seconds, V its value.
 type Sample struct {
 	T, V float64
@@ -65,6 +67,8 @@ type RunData struct {
 	// 0 when unknown. A scraped counter can be this much older than its
 	// scrape timestamp.
 	SamplerIntervalSeconds float64
+	// RunInfo is the bench job's joulemark_run_info; nil when absent.
+	RunInfo *runinfo.Info
 	// IncompleteRequests counts per-request sample groups that lacked a
 	// required sample (latency, output tokens or success).
 	IncompleteRequests int

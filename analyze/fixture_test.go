@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/runinfo"
 )
 
 // fixtureBase is the fixture run's idle start (2026-05-28T20:26:40Z).
@@ -33,6 +34,9 @@ func fixture() *RunData {
 		Phases:        map[string]PhaseBounds{},
 		PhaseEnergy:   map[string]float64{},
 		ReleaseClosed: ptr(true),
+		RunInfo: &runinfo.Info{RunID: "fixture-1", Model: "fixture-model", Engine: "vllm", EngineVersion: "0.11.0",
+			GPUName: "Fixture GPU", GPUs: 2, LoadMode: "closed", Concurrency: 4, MeanInputTokens: 20, MeanOutputTokens: 10,
+			IgnoreEOS: true, DatasetSHA256: "5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
 	}
 	bounds := [][2]float64{{0, 10}, {10, 20}, {20, 30}, {30, 130}, {130, 140}}
 	for i, name := range phaseNames {
@@ -107,6 +111,16 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 			v = 1
 		}
 		add(v, last+1, "__name__", mReleaseClosed, "run_id", d.RunID, "instance", inst, "job", job)
+	}
+	if d.RunInfo != nil {
+		// pushed by the bench job at the formal start and at its end
+		var kv []string
+		for k, v := range d.RunInfo.Labels() {
+			kv = append(kv, k, v)
+		}
+		for _, t := range []float64{d.Phases["formal"].Start, last} {
+			add(1, t, append([]string{"__name__", runinfo.Metric}, kv...)...)
+		}
 	}
 	for _, gs := range d.GPUs {
 		for _, s := range gs.Energy {

@@ -60,6 +60,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if r.Scenario != "" {
 		p("Scenario: `%s`\n\n", r.Scenario)
 	}
+	p("%s\n\n", identityLine(r.Run))
 
 	p("## Flags\n\n")
 	if len(r.Flags) == 0 {
@@ -199,6 +200,9 @@ func WriteSummary(w io.Writer, r *Report) error {
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("run", r.RunID)
 	row("valid", yesNo(r.Valid))
+	if r.Run != nil {
+		row("tested", fmt.Sprintf("%s on %s %d×%s, %s, %s", orDash(r.Run.Model), orDash(r.Run.Engine), r.Run.GPUs, orDash(r.Run.GPUName), orDash(r.Run.Load()), "tokens in/out "+fmt.Sprintf("%.0f/%.0f", r.Run.MeanInputTokens, r.Run.MeanOutputTokens)))
+	}
 	for _, f := range r.Flags {
 		ex := "warning"
 		if f.Excluding {

@@ -130,6 +130,9 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	if err := l.loadRequests(ctx, d, sp.windows); err != nil {
 		return nil, err
 	}
+	if err := l.loadExtras(ctx, d, gpuSel, sp); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

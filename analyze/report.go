@@ -9,6 +9,7 @@ package analyze
 // not be computed is null (a nil pointer), never 0.
 type Report struct {
 	RunID                       string           `json:"run_id"`
+	Run                         *RunIdentity     `json:"run,omitempty"` // what was tested; absent when unknown
 	Valid                       bool             `json:"valid"`
 	Flags                       []Flag           `json:"flags"`
 	Stages                      map[string]Stage `json:"stages"` // idle, startup, warmup, formal, release

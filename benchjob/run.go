@@ -121,6 +121,9 @@ type runner struct {
 	engine    Engine
 	engLog    *os.File
 
+	engineName    string // the served model's owned_by (vllm, sglang, …)
+	datasetDigest string // workloadDigest
+
 	mu          sync.Mutex
 	records     []*Record
 	flags       map[string]bool
@@ -205,6 +208,9 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		r.src = newSource(func(i int) Prompt { return ds[i%len(ds)] }, -1)
 	default:
 		r.src = newSource(synth.prompt, -1)
+	}
+	if r.datasetDigest, err = workloadDigest(w); err != nil {
+		return nil, err
 	}
 
 	r.client, err = openai.New(openai.Config{
@@ -600,6 +606,7 @@ func (r *runner) identify(ctx context.Context) error {
 	}
 	r.man.Engine.Model = r.model
 	r.man.Engine.MaxModelLen = found.MaxModelLen
+	r.engineName = found.OwnedBy
 	r.man.Engine.ReportedVer = r.client.Version(ctx)
 	return nil
 }
@@ -733,11 +740,29 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 	if err := r.arch.closeRequests(); err != nil {
 		errs = append(errs, err)
 	}
+	var warm, formal []*Record
+	for _, rec := range r.records {
+		if rec.Phase == string(phaseapi.Warmup) {
+			warm = append(warm, rec)
+		} else {
+			formal = append(formal, rec)
+		}
+	}
+	res.Warmup, res.Summary = summarize(warm), summarize(formal)
+	info := r.runInfo(res.Summary)
+	r.man.RunInfo = &info
 	if r.rw != nil {
-		if s, err := r.agg.samples(time.Now()); err == nil {
+		now := time.Now()
+		if s, err := r.agg.samples(now); err == nil {
 			for _, x := range s {
 				r.rw.Append(x)
 			}
+		}
+		r.mu.Lock()
+		fs := r.formalStart
+		r.mu.Unlock()
+		for _, x := range runInfoSamples(info, fs, now) {
+			r.rw.Append(x)
 		}
 		fctx, cancel := context.WithTimeout(context.Background(), r.cfg.RemoteWrite.FlushTimeout)
 		st, err := r.rw.Close(fctx)
@@ -767,15 +792,6 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 	if err := r.arch.writeJSON(PhasesFile, &doc); err != nil {
 		errs = append(errs, err)
 	}
-	var warm, formal []*Record
-	for _, rec := range r.records {
-		if rec.Phase == string(phaseapi.Warmup) {
-			warm = append(warm, rec)
-		} else {
-			formal = append(formal, rec)
-		}
-	}
-	res.Warmup, res.Summary = summarize(warm), summarize(formal)
 	res.End = time.Now()
 	res.Flags = r.flagList()
 	r.man.Status = status

@@ -17,6 +17,7 @@ import (
 
 	"github.com/joulemark/joulemark/openai/openaitest"
 	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/runinfo"
 )
 
 // designKeys are the run-archive keys of DESIGN.md, each on every line.
@@ -166,6 +167,27 @@ func TestRunFullLifecycle(t *testing.T) {
 	if len(rw.named(MetricTTFTHist+"_bucket")) == 0 || len(rw.named(MetricInFlight)) == 0 {
 		t.Error("histograms or in-flight gauge missing")
 	}
+	// The run's identity: joulemark_run_info 1 at the formal start and the
+	// end, the same labels as the manifest's run_info.
+	infos := rw.named(runinfo.Metric)
+	if len(infos) != 2 {
+		t.Fatalf("%d %s samples, want 2", len(infos), runinfo.Metric)
+	}
+	wantInfo := runinfo.Info{RunID: "lifecycle-1", Model: "test-model", Engine: "joulemark", EngineVersion: "0.0.0-fake", GPUName: "Fake H100", GPUs: 1,
+		LoadMode: "closed", Concurrency: 2, MeanInputTokens: 40, MeanOutputTokens: 4}
+	for _, s := range infos {
+		got := runinfo.FromLabels(s.labels)
+		if len(got.DatasetSHA256) != 64 || s.value != 1 {
+			t.Errorf("%s %v = %g: want a dataset digest and value 1", runinfo.Metric, s.labels, s.value)
+		}
+		got.DatasetSHA256 = ""
+		if got != wantInfo {
+			t.Errorf("%s labels %+v, want %+v", runinfo.Metric, got, wantInfo)
+		}
+	}
+	if infos[0].ts >= infos[1].ts {
+		t.Errorf("run info timestamps %d, %d: want the formal start, then the end", infos[0].ts, infos[1].ts)
+	}
 	wantSamples := int64(0)
 	rw.mu.Lock()
 	wantSamples = int64(len(rw.samples))
@@ -181,6 +203,9 @@ func TestRunFullLifecycle(t *testing.T) {
 		man.Engine.MaxModelLen != 8192 || man.Engine.ReportedVer != "0.0.0-fake" || man.Prompts != 23 ||
 		len(man.PromptSetSHA256) != 64 || man.Joulemark.Version == "" || man.Host.CPUs == 0 || man.Thinking != "engine_default" {
 		t.Errorf("manifest: %+v", man)
+	}
+	if man.RunInfo == nil || man.RunInfo.Model != "test-model" || man.RunInfo.DatasetSHA256 != runinfo.FromLabels(infos[0].labels).DatasetSHA256 {
+		t.Errorf("manifest run_info %+v, want the pushed identity", man.RunInfo)
 	}
 	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
 		if man.Git == nil || man.Git.Commit != strings.TrimSpace(string(out)) {

@@ -22,10 +22,14 @@ const DefaultTolerance = 0.20
 
 // Options tune the comparison.
 type Options struct {
-	// GroupBy is the dotted report key that groups runs ("scenario",
-	// "measurement.energy_source"); a run without it is a group of its own,
-	// named by its run id.
+	// GroupBy is the dotted report key, or several joined by commas, that
+	// groups runs ("scenario", "run.model,run.concurrency"); a run with none
+	// of them is a group of its own, named by its run id.
 	GroupBy string
+	// Pool puts runs of one group into one median even when they differ in
+	// identity (run.model, run.engine, run.gpu_name, run.dataset_sha256, the
+	// load point, ...). Without it such a group is split by those keys.
+	Pool bool
 	// Tolerance is the comparability bound on formal output tokens.
 	Tolerance float64
 }
@@ -97,10 +101,21 @@ func Compare(runs []*choose.Run, opts Options) Result {
 	var order []string
 	var included []*choose.Run
 	members := map[string][]*choose.Run{}
-	for _, r := range runs {
-		key, ok := r.Lookup(opts.GroupBy)
-		if !ok || key == "" {
+	userKey := func(r *choose.Run) string {
+		key, ok := r.GroupKey(opts.GroupBy)
+		if !ok {
 			key = r.Name
+		}
+		return key
+	}
+	var split []string
+	if !opts.Pool {
+		split = choose.IdentitySplit(runs, userKey)
+	}
+	for i, r := range runs {
+		key := userKey(r)
+		if split != nil && split[i] != "" {
+			key += " [" + split[i] + "]"
 		}
 		row := RunRow{Run: r, RunID: r.Name, Group: key, Included: true,
 			FormalOutputTokens: r.Report.Tokens.FormalOutput, Metrics: map[string]*float64{}, Sanity: r.Sanity}

@@ -127,3 +127,41 @@ func TestRanks(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareNeverPoolsIdentities: runs of one scenario that differ in load
+// point or model are split into their own groups unless pooling is asked
+// for, and --group-by takes several keys.
+func TestCompareNeverPoolsIdentities(t *testing.T) {
+	runs := load(t, "sweep-c4", "sweep-c12", "sweep-c24", "sweep-c12-qwen")
+	keys := func(res Result) []string {
+		var out []string
+		for _, g := range res.Groups {
+			out = append(out, g.Key)
+		}
+		return out
+	}
+	res := Compare(runs, Options{})
+	want := []string{
+		"sweep [model=llama-3.1-8b concurrency=4]",
+		"sweep [model=llama-3.1-8b concurrency=12]",
+		"sweep [model=llama-3.1-8b concurrency=24]",
+		"sweep [model=qwen2.5-7b concurrency=12]",
+	}
+	if !reflect.DeepEqual(keys(res), want) {
+		t.Errorf("default grouping %q, want %q", keys(res), want)
+	}
+	if res := Compare(runs, Options{Pool: true}); !reflect.DeepEqual(keys(res), []string{"sweep"}) || math.Abs(*res.Groups[0].MedianSS-0.34) > 1e-12 {
+		t.Errorf("pooled: groups %q, median %v; want one group, median 0.34 of the four", keys(res), *res.Groups[0].MedianSS)
+	}
+	res = Compare(runs, Options{GroupBy: "run.model,run.concurrency"})
+	want = []string{"llama-3.1-8b, 4", "llama-3.1-8b, 12", "llama-3.1-8b, 24", "qwen2.5-7b, 12"}
+	if !reflect.DeepEqual(keys(res), want) {
+		t.Errorf("--group-by run.model,run.concurrency: %q, want %q", keys(res), want)
+	}
+	// grouping by model alone still splits the load points apart
+	res = Compare(runs, Options{GroupBy: "run.model"})
+	want = []string{"llama-3.1-8b [concurrency=4]", "llama-3.1-8b [concurrency=12]", "llama-3.1-8b [concurrency=24]", "qwen2.5-7b"}
+	if !reflect.DeepEqual(keys(res), want) {
+		t.Errorf("--group-by run.model: %q, want %q", keys(res), want)
+	}
+}

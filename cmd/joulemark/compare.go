@@ -13,7 +13,8 @@ type CompareCmd struct {
 	stdout io.Writer // os.Stdout when nil; tests set it
 
 	Reports   []string `arg:"" name:"report" type:"existingfile" help:"report.json files."`
-	GroupBy   string   `name:"group-by" default:"scenario" help:"Dotted report key that groups runs for the medians (scenario, measurement.energy_source, ...); a run without it is its own group."`
+	GroupBy   string   `name:"group-by" default:"scenario" help:"Dotted report key, or several joined by commas, that groups runs for the medians (scenario, run.model,run.concurrency, ...); a run with none of them is its own group."`
+	Pool      bool     `name:"pool" help:"Pool runs of one group in its medians even when they differ in model, engine, GPU, prompt set or load point (run.*); by default such a group is split."`
 	Tolerance float64  `default:"0.2" help:"Comparability bound on formal output tokens, |a-b|/max."`
 	RunsDir   string   `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`
 	Format    string   `default:"text" enum:"text,json" help:"Output format (${enum})."`
@@ -25,7 +26,7 @@ func (c *CompareCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	res := compare.Compare(runs, compare.Options{GroupBy: c.GroupBy, Tolerance: c.Tolerance})
+	res := compare.Compare(runs, compare.Options{GroupBy: c.GroupBy, Tolerance: c.Tolerance, Pool: c.Pool})
 	if c.Format == "json" {
 		return compare.WriteJSON(c.out(), res)
 	}

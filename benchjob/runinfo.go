@@ -1,0 +1,84 @@
+package benchjob
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/runinfo"
+)
+
+// runInfo is the run's identity as the report and the comparisons key it.
+// Token lengths are the configured means for synthetic prompts, else the
+// measured means of the successful formal requests, rounded to whole tokens
+// so repeats of one configuration share them.
+func (r *runner) runInfo(formal Summary) runinfo.Info {
+	c := &r.cfg
+	info := runinfo.Info{
+		RunID: r.runID, Model: r.model, Engine: r.engineName, EngineVersion: c.Engine.Version,
+		LoadMode: r.man.Load.Mode, Concurrency: c.Concurrency, Rate: c.Rate,
+		IgnoreEOS:     c.Extras.IgnoreEOS != nil && *c.Extras.IgnoreEOS,
+		DatasetSHA256: r.datasetDigest,
+	}
+	if info.EngineVersion == "" {
+		info.EngineVersion = r.man.Engine.ReportedVer
+	}
+	var names []string
+	for _, u := range c.Exporters {
+		for _, g := range r.man.GPUs[u] {
+			names = append(names, g.Name)
+			info.GPUs++
+		}
+	}
+	if info.GPUs == 0 {
+		for _, gs := range r.man.GPUs { // keyed by the client's normalized base URL
+			for _, g := range gs {
+				names = append(names, g.Name)
+				info.GPUs++
+			}
+		}
+	}
+	info.GPUName = runinfo.GPUNames(names)
+	w := c.Workload
+	if w.Dataset == "" && w.Trace == "" {
+		info.MeanInputTokens, info.MeanOutputTokens = float64(w.MeanInputTokens), float64(w.MeanOutputTokens)
+	} else if formal.Succeeded > 0 {
+		info.MeanInputTokens = math.Round(float64(formal.InputTokens) / float64(formal.Succeeded))
+		info.MeanOutputTokens = math.Round(float64(formal.OutputTokens) / float64(formal.Succeeded))
+	}
+	return info
+}
+
+// workloadDigest identifies the prompt set independently of how many
+// prompts a run sent: the SHA-256 of the dataset or trace file, or of the
+// synthetic generator's parameters (same parameters and seed, same prompts).
+func workloadDigest(w Workload) (string, error) {
+	for _, f := range []string{w.Dataset, w.Trace} {
+		if f != "" {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return "", fmt.Errorf("hashing the workload %s: %w", f, err)
+			}
+			return sha256Hex(b), nil
+		}
+	}
+	return sha256Hex(fmt.Appendf(nil, "synthetic v1 mean_input_tokens=%d stddev_input_tokens=%d mean_output_tokens=%d stddev_output_tokens=%d seed=%d",
+		w.MeanInputTokens, w.StddevInputTokens, w.MeanOutputTokens, w.StddevOutputTokens, w.Seed)), nil
+}
+
+// runInfoSamples are joulemark_run_info 1 at the formal phase's start and at
+// t, so the identity spans the run in Prometheus.
+func runInfoSamples(info runinfo.Info, formalStart, t time.Time) []remotewrite.Sample {
+	var out []remotewrite.Sample
+	for _, at := range []time.Time{formalStart, t} {
+		if at.IsZero() {
+			continue
+		}
+		l := info.Labels()
+		l["__name__"] = runinfo.Metric
+		out = append(out, remotewrite.Sample{Labels: l, Value: 1, TimestampMs: at.UnixMilli()})
+	}
+	return out
+}

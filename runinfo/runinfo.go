@@ -1,0 +1,101 @@
+// Package runinfo is a run's identity: what was tested (model, engine, GPU,
+// load, token lengths, prompt set). The bench job pushes it to Prometheus as
+// the info metric joulemark_run_info{...} 1 beside the per-request samples
+// and writes it to the run archive; analyze reads it back into report.json
+// "run", and compare, pareto, recommend and plan group by its keys.
+package runinfo
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Metric is the info metric's name: value 1, the identity in its labels.
+const Metric = "joulemark_run_info"
+
+// Info is a run's identity. JSON keys are report.json "run.*" keys and the
+// metric's label names (public API, docs/design.md).
+type Info struct {
+	RunID            string  `json:"run_id"`
+	Model            string  `json:"model"`
+	Engine           string  `json:"engine"` // vllm, sglang, sim, … (the served model's owned_by)
+	EngineVersion    string  `json:"engine_version"`
+	GPUName          string  `json:"gpu_name"` // several names joined by "+"
+	GPUs             int     `json:"gpus"`
+	Scenario         string  `json:"scenario"`
+	LoadMode         string  `json:"load_mode"` // closed, poisson, gamma, trace
+	Concurrency      int     `json:"concurrency"`
+	Rate             float64 `json:"rate"` // requests/s (open loop)
+	MeanInputTokens  float64 `json:"mean_input_tokens"`
+	MeanOutputTokens float64 `json:"mean_output_tokens"`
+	IgnoreEOS        bool    `json:"ignore_eos"`
+	DatasetSHA256    string  `json:"dataset_sha256"` // the prompt set sent (manifest prompt_set_sha256)
+}
+
+// LabelNames lists the metric's labels in a stable order.
+var LabelNames = []string{"run_id", "model", "engine", "engine_version", "gpu_name", "gpus", "scenario",
+	"load_mode", "concurrency", "rate", "mean_input_tokens", "mean_output_tokens", "ignore_eos", "dataset_sha256"}
+
+// IdentityKeys are the keys whose runs are never pooled in one median
+// unless asked: a different model, engine, GPU, prompt set or load point is
+// a different experiment.
+var IdentityKeys = []string{"model", "engine", "engine_version", "gpu_name", "gpus", "dataset_sha256",
+	"load_mode", "concurrency", "rate"}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// Labels are the metric's labels; empty values are left out (Prometheus
+// drops empty labels anyway).
+func (i Info) Labels() map[string]string {
+	all := map[string]string{
+		"run_id": i.RunID, "model": i.Model, "engine": i.Engine, "engine_version": i.EngineVersion,
+		"gpu_name": i.GPUName, "gpus": strconv.Itoa(i.GPUs), "scenario": i.Scenario, "load_mode": i.LoadMode,
+		"concurrency": strconv.Itoa(i.Concurrency), "rate": num(i.Rate),
+		"mean_input_tokens": num(i.MeanInputTokens), "mean_output_tokens": num(i.MeanOutputTokens),
+		"ignore_eos": strconv.FormatBool(i.IgnoreEOS), "dataset_sha256": i.DatasetSHA256,
+	}
+	for k, v := range all {
+		if v == "" {
+			delete(all, k)
+		}
+	}
+	return all
+}
+
+// FromLabels reads an Info back from the metric's labels; a label that is
+// missing or does not parse leaves its field zero.
+func FromLabels(l map[string]string) Info {
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	atof := func(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
+	b, _ := strconv.ParseBool(l["ignore_eos"])
+	return Info{
+		RunID: l["run_id"], Model: l["model"], Engine: l["engine"], EngineVersion: l["engine_version"],
+		GPUName: l["gpu_name"], GPUs: atoi(l["gpus"]), Scenario: l["scenario"], LoadMode: l["load_mode"],
+		Concurrency: atoi(l["concurrency"]), Rate: atof(l["rate"]),
+		MeanInputTokens: atof(l["mean_input_tokens"]), MeanOutputTokens: atof(l["mean_output_tokens"]),
+		IgnoreEOS: b, DatasetSHA256: l["dataset_sha256"],
+	}
+}
+
+// Load is "concurrency 16", "rate 5 req/s (poisson)" or the mode alone.
+func (i Info) Load() string {
+	switch {
+	case i.Concurrency > 0 && i.Rate == 0:
+		return "concurrency " + strconv.Itoa(i.Concurrency)
+	case i.Rate > 0:
+		return "rate " + num(i.Rate) + " req/s (" + i.LoadMode + ")"
+	}
+	return i.LoadMode
+}
+
+// GPUNames joins distinct GPU names in order of first appearance with "+".
+func GPUNames(names []string) string {
+	var out []string
+	for _, n := range names {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, "+")
+}
