@@ -216,8 +216,10 @@ func (c *computation) measurement() {
 	m.Boundary = Boundary
 	m.SampleIntervalSeconds = finite(c.interval)
 	m.GPUs = len(c.d.GPUs)
+	m.GPUUUIDs = []string{}
 	srcs := map[string]bool{}
 	for _, g := range c.d.GPUs {
+		m.GPUUUIDs = append(m.GPUUUIDs, g.UUID)
 		if g.EnergySource != "" {
 			srcs[g.EnergySource] = true
 		}

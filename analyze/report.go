@@ -146,5 +146,8 @@ type Measurement struct {
 	CoverageRatio         *float64 `json:"coverage_ratio"`
 	Boundary              string   `json:"boundary"` // "GPU board energy only"
 	GPUs                  int      `json:"gpus"`
-	Gaps                  []Gap    `json:"gaps,omitempty"`
+	// GPUUUIDs are the GPUs measured: every GPU of the run's exporters, or
+	// those its first phase selected.
+	GPUUUIDs []string `json:"gpu_uuids"`
+	Gaps     []Gap    `json:"gaps,omitempty"`
 }

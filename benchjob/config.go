@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/config"
@@ -56,6 +57,11 @@ type Config struct {
 	// comes from ExporterTokenFile, else JOULEMARK_API_TOKEN.
 	Exporters         []string `yaml:"exporters" json:"exporters"`
 	ExporterTokenFile string   `yaml:"exporter_token_file" json:"exporter_token_file,omitempty"`
+	// ExporterGPUs makes the run measure only these GPU UUIDs (the first
+	// phase's selector); EnginePod ("namespace/name") selects the GPUs the
+	// kubelet lists for that pod instead. Neither: every GPU.
+	ExporterGPUs []string `yaml:"exporter_gpus" json:"exporter_gpus,omitempty"`
+	EnginePod    string   `yaml:"engine_pod" json:"engine_pod,omitempty"`
 
 	RemoteWrite RemoteWrite `yaml:"remote_write" json:"remote_write"`
 
@@ -273,6 +279,17 @@ func (c *Config) Validate() error {
 	for i, x := range c.Exporters {
 		if u, err := url.Parse(x); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("exporters", "#%d %q is not an http(s) URL", i+1, x)
+		}
+	}
+	if len(c.ExporterGPUs) > 0 && c.EnginePod != "" {
+		bad("exporter_gpus", "give exporter_gpus or engine_pod, not both")
+	}
+	if ns, name, ok := strings.Cut(c.EnginePod, "/"); c.EnginePod != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
+		bad("engine_pod", "%q: want namespace/name", c.EnginePod)
+	}
+	for i, u := range c.ExporterGPUs {
+		if !strings.HasPrefix(u, "GPU-") && !strings.HasPrefix(u, "MIG-") {
+			bad("exporter_gpus", "#%d %q is not a GPU UUID (GPU-…)", i+1, u)
 		}
 	}
 	if rw := c.RemoteWrite; rw.URL != "" {

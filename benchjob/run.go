@@ -131,6 +131,7 @@ type runner struct {
 	stopping    bool
 	engineErr   error
 	formalStart time.Time
+	posted      bool // a phase was posted: the GPU selector went with the first
 }
 
 // Run executes one benchmark run: the whole lifecycle (or the formal phase
@@ -617,10 +618,20 @@ func (r *runner) postPhase(p phaseapi.Phase) {
 	now := time.Now()
 	r.mu.Lock()
 	r.man.Phases[string(p)] = unixSeconds(now)
+	sel := phaseapi.Selector{GPUs: r.cfg.ExporterGPUs, Pod: r.cfg.EnginePod}
+	if r.posted {
+		sel = phaseapi.Selector{}
+	}
+	r.posted = true
 	r.mu.Unlock()
 	r.log.Info("phase", "run_id", r.runID, "phase", p)
 	r.forExporters(func(ctx context.Context, c *phaseapi.Client) error {
-		_, err := c.StartPhase(ctx, r.runID, p)
+		st, err := c.StartPhaseSelect(ctx, r.runID, p, sel)
+		if err == nil && !sel.Empty() {
+			r.mu.Lock()
+			r.man.GPUs[c.BaseURL()] = st.GPUs // the GPUs the run measures
+			r.mu.Unlock()
+		}
 		return err
 	}, "posting phase "+string(p))
 }

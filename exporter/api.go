@@ -63,9 +63,22 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	sel, err := readSelector(r)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	pick, err := e.resolveSelector(sel)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
 	now := e.off(e.clock.Now())
 	e.mu.Lock()
 	run, err := e.startPhase(id, p, now)
+	if err == nil {
+		err = e.selectGPUs(run, pick, sel)
+	}
 	var st phaseapi.RunStatus
 	if err == nil {
 		st = e.status(run)

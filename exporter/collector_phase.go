@@ -67,6 +67,9 @@ func (c *phaseCollector) emitRun(r *run, emit func(family string, m prometheus.M
 			emit(famPhaseEnd, prometheus.MustNewConstMetric(c.end, prometheus.GaugeValue, e.unix(ph.end.t), r.id, p))
 		}
 		for i, g := range e.gpus {
+			if !r.measured(i) {
+				continue
+			}
 			emit(famPhaseEnergy, prometheus.MustNewConstMetric(c.energyDsc, prometheus.GaugeValue, e.phaseEnergy(ph, i), r.id, p, g.idx, g.dev.UUID))
 		}
 		c.emitHostPhase(r, ph, emit)

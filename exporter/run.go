@@ -64,6 +64,10 @@ type run struct {
 	rel       release
 	endReason string         // phaseapi.EndReason*, once ended
 	gaps      []phaseapi.Gap // intervals the exporter was down
+
+	gpus     []bool             // GPUs measured, nil: every GPU (selector.go)
+	selected bool               // the first phase carried a selector
+	selector *phaseapi.Selector // that selector, for the API
 }
 
 func (r *run) current() *phaseRec {
@@ -257,7 +261,9 @@ func (e *Exporter) baseline(r *run) []float64 {
 	dur := float64(ph.end.t-ph.start.t) / 1e9
 	b := make([]float64, len(e.gpus))
 	for i := range b {
-		b[i] = (ph.end.e[i] - ph.start.e[i]) / dur
+		if r.measured(i) {
+			b[i] = (ph.end.e[i] - ph.start.e[i]) / dur
+		}
 	}
 	return b
 }
@@ -311,6 +317,9 @@ func (e *Exporter) checkRelease(r *run, now int64) {
 		why = "no idle baseline (the run has no finished idle phase)"
 	} else {
 		for i, g := range e.gpus {
+			if !r.measured(i) {
+				continue
+			}
 			if !g.healthy || !g.has {
 				why = fmt.Sprintf("gpu %d unhealthy: %s", i, g.lastErr)
 				break
@@ -357,8 +366,8 @@ func (e *Exporter) checkRelease(r *run, now int64) {
 
 // status builds the API document of run r. Called with e.mu held (read).
 func (e *Exporter) status(r *run) phaseapi.RunStatus {
-	st := phaseapi.RunStatus{RunID: r.id, State: phaseapi.RunActive, GPUs: e.gpuInfos(), Phases: []phaseapi.PhaseStatus{},
-		EndReason: r.endReason, Gaps: r.gaps}
+	st := phaseapi.RunStatus{RunID: r.id, State: phaseapi.RunActive, GPUs: e.runGPUInfos(r), Phases: []phaseapi.PhaseStatus{},
+		EndReason: r.endReason, Gaps: r.gaps, Selector: r.selector}
 	if r.ended {
 		st.State = phaseapi.RunEnded
 	}
@@ -377,6 +386,9 @@ func (e *Exporter) status(r *run) phaseapi.RunStatus {
 			}
 		}
 		for i, g := range e.gpus {
+			if !r.measured(i) {
+				continue
+			}
 			en := e.phaseEnergy(ph, i)
 			ps.EnergyJoules += en
 			ps.GPUs = append(ps.GPUs, phaseapi.GPUEnergy{GPU: i, UUID: g.dev.UUID, EnergyJoules: en})
@@ -408,6 +420,9 @@ func (e *Exporter) idleStatus(r *run) *phaseapi.IdleStatus {
 	is := &phaseapi.IdleStatus{Stable: true}
 	var reasons []string
 	for i, g := range e.gpus {
+		if !r.measured(i) {
+			continue
+		}
 		cv := r.idleAcc[i].cv()
 		gb := phaseapi.GPUBaseline{GPU: i, UUID: g.dev.UUID, PowerWatts: base[i], CV: cv, Stable: true, ComputeProcesses: r.idleProcs[i]}
 		switch {

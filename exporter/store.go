@@ -57,6 +57,10 @@ type storedRun struct {
 	IdleProcs []int           `json:"idle_compute_processes"`
 	Release   storedRelease   `json:"release"`
 	Gaps      []phaseapi.Gap  `json:"gaps,omitempty"`
+	// GPUs and Selector are the first phase's GPU selection, absent when
+	// the run measures every GPU.
+	GPUs     []int              `json:"gpus,omitempty"`
+	Selector *phaseapi.Selector `json:"selector,omitempty"`
 }
 
 type storedPhase struct {
@@ -169,7 +173,7 @@ func (e *Exporter) activeDoc() (activeRunsDoc, bool) {
 		if r == nil || r.ended {
 			continue
 		}
-		sr := storedRun{RunID: r.id, IdleProcs: slices.Clone(r.idleProcs), Gaps: r.gaps,
+		sr := storedRun{RunID: r.id, IdleProcs: slices.Clone(r.idleProcs), Gaps: r.gaps, GPUs: r.selectionIndexes(), Selector: r.selector,
 			Release: storedRelease{State: r.rel.state, Reason: r.rel.reason}}
 		for _, w := range r.idleAcc {
 			sr.IdlePower = append(sr.IdlePower, storedWelford{N: w.n, Mean: w.mean, M2: w.m2})
@@ -263,6 +267,10 @@ func (e *Exporter) restoredRun(sr storedRun) (*run, error) {
 	for i, w := range sr.IdlePower {
 		r.idleAcc[i] = welford{n: w.N, mean: w.Mean, m2: w.M2}
 	}
+	if err := restoreSelection(r, sr.GPUs, n); err != nil {
+		return nil, err
+	}
+	r.selector = sr.Selector
 	for i, sp := range sr.Phases {
 		if sp.Phase.Index() < 0 || (i > 0 && sp.Phase.Index() <= sr.Phases[i-1].Phase.Index()) {
 			return nil, fmt.Errorf("phase %q out of order", sp.Phase)

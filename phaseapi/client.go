@@ -72,6 +72,22 @@ func (c *Client) StartPhase(ctx context.Context, runID string, p Phase) (*RunSta
 	return &st, err
 }
 
+// StartPhaseSelect starts phase p of run runID like StartPhase; on the
+// run's first phase a non-empty sel makes the run measure only the GPUs it
+// names.
+func (c *Client) StartPhaseSelect(ctx context.Context, runID string, p Phase, sel Selector) (*RunStatus, error) {
+	if sel.Empty() {
+		return c.StartPhase(ctx, runID, p)
+	}
+	body, err := json.Marshal(sel)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the GPU selector: %w", err)
+	}
+	var st RunStatus
+	err = c.send(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/phases/"+url.PathEscape(string(p)), body, &st)
+	return &st, err
+}
+
 // EndRun closes run runID.
 func (c *Client) EndRun(ctx context.Context, runID string) (*RunStatus, error) {
 	var st RunStatus
@@ -128,10 +144,18 @@ func (c *Client) WaitRelease(ctx context.Context, runID string, poll time.Durati
 }
 
 func (c *Client) do(ctx context.Context, method, path string, out any) error {
+	return c.send(ctx, method, path, nil, out)
+}
+
+// send makes a request with an optional JSON body and decodes the answer.
+func (c *Client) send(ctx context.Context, method, path string, reqBody []byte, out any) error {
 	u := c.base + path
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(nil))
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(reqBody))
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	if reqBody != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" && c.tokenHeader {
 		req.Header.Set(TokenHeader, c.token)

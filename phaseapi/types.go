@@ -26,7 +26,11 @@ type RunStatus struct {
 	Phases  []PhaseStatus `json:"phases"`
 	Idle    *IdleStatus   `json:"idle,omitempty"`
 	Release ReleaseStatus `json:"release"`
-	GPUs    []GPUInfo     `json:"gpus"`
+	// GPUs are the GPUs the run measures: every GPU of the exporter, or
+	// those its first phase selected (Selector).
+	GPUs []GPUInfo `json:"gpus"`
+	// Selector is the first phase's GPU selector, nil when none.
+	Selector *Selector `json:"selector,omitempty"`
 	// EndReason says what ended the run (EndReason* constants); empty while
 	// it is active.
 	EndReason string `json:"end_reason,omitempty"`
@@ -135,3 +139,15 @@ type GPUInfo struct {
 type Error struct {
 	Error string `json:"error"`
 }
+
+// Selector is the optional body of a run's first phase POST: the run then
+// measures only these GPUs (phase energy, baseline, release). GPUs are
+// UUIDs; Pod ("namespace/name") is resolved through the kubelet's GPU
+// allocation on the exporter. Without one a run measures every GPU.
+type Selector struct {
+	GPUs []string `json:"gpus,omitempty"`
+	Pod  string   `json:"pod,omitempty"`
+}
+
+// Empty says the selector selects nothing (every GPU).
+func (s Selector) Empty() bool { return len(s.GPUs) == 0 && s.Pod == "" }

@@ -73,6 +73,8 @@ type BenchCmd struct {
 
 	Exporter              []string          `name:"exporter" group:"Wiring" help:"Exporter base URL (repeatable, one per node)."`
 	ExporterTokenFile     string            `name:"exporter-token-file" group:"Wiring" help:"File with the exporters' API token (else env JOULEMARK_API_TOKEN)."`
+	ExporterGPUs          []string          `name:"exporter.gpus" group:"Wiring" help:"Measure only these GPU UUIDs (comma-separated or repeated): the engine's GPUs. Default: every GPU of the exporters."`
+	EnginePod             string            `name:"engine.pod" group:"Wiring" help:"Measure only the GPUs the kubelet lists for this pod (namespace/name), resolved by the exporter."`
 	APIKeyFile            string            `name:"api-key-file" group:"Wiring" help:"File with the engine's API key (else env OPENAI_API_KEY)."`
 	RemoteWriteURL        string            `name:"remote-write-url" group:"Wiring" help:"Prometheus remote-write URL for per-request samples."`
 	RemoteWriteBearerFile string            `name:"remote-write-bearer-token-file" group:"Wiring" help:"Remote write: bearer token file."`
@@ -193,6 +195,7 @@ func (c *BenchCmd) config() benchjob.Config {
 		Version: c.EngineVersion, Image: c.EngineImage, ModelRevision: c.ModelRevision,
 	}
 	cfg.Exporters, cfg.ExporterTokenFile, cfg.APIKeyFile = c.Exporter, c.ExporterTokenFile, c.APIKeyFile
+	cfg.ExporterGPUs, cfg.EnginePod = c.ExporterGPUs, c.EnginePod
 	cfg.RemoteWrite.URL = c.RemoteWriteURL
 	h := config.DefaultHTTPClientConfig
 	if c.RemoteWriteBearerFile != "" {

@@ -19,6 +19,8 @@ type PhaseCmd struct {
 	Exporter     []string      `name:"exporter" required:"" help:"Exporter base URL, e.g. http://gpu-node:9402 (repeatable)."`
 	APITokenFile string        `name:"api-token-file" default:"" help:"File holding the exporters' API token (else env JOULEMARK_API_TOKEN)."`
 	Timeout      time.Duration `default:"10s" help:"Timeout of each request."`
+	GPUs         []string      `name:"gpus" help:"With the run's first phase: measure only these GPU UUIDs (comma-separated or repeated)."`
+	Pod          string        `name:"pod" help:"With the run's first phase: measure only the GPUs the kubelet lists for this pod (namespace/name)."`
 
 	CAFile                string `name:"exporter.ca-file" default:"" help:"CA certificate to verify exporters served over TLS."`
 	InsecureSkipVerify    bool   `name:"exporter.insecure-skip-verify" help:"Do not verify the exporters' TLS certificates."`
@@ -67,7 +69,7 @@ func (c *PhaseCmd) Run(g *Globals) error {
 		if c.Phase == "end" {
 			st, err = cl.EndRun(ctx, c.RunID)
 		} else {
-			st, err = cl.StartPhase(ctx, c.RunID, phaseapi.Phase(c.Phase))
+			st, err = cl.StartPhaseSelect(ctx, c.RunID, phaseapi.Phase(c.Phase), phaseapi.Selector{GPUs: c.GPUs, Pod: c.Pod})
 		}
 		cancel()
 		if err != nil {

@@ -1,0 +1,152 @@
+package exporter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/joulemark/joulemark/phaseapi"
+)
+
+// maxSelectorBody bounds a phase POST's body.
+const maxSelectorBody = 64 << 10
+
+// readSelector decodes the optional GPU selector of a phase POST: an empty
+// body selects nothing (every GPU).
+func readSelector(r *http.Request) (*phaseapi.Selector, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxSelectorBody+1))
+	if err != nil {
+		return nil, errf(http.StatusBadRequest, "reading the request body: %v", err)
+	}
+	if len(b) > maxSelectorBody {
+		return nil, errf(http.StatusRequestEntityTooLarge, "request body over %d bytes", maxSelectorBody)
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return nil, nil
+	}
+	var sel phaseapi.Selector
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sel); err != nil {
+		return nil, errf(http.StatusBadRequest, "phase body: %v (want {\"gpus\": [\"GPU-…\"]} or {\"pod\": \"namespace/name\"})", err)
+	}
+	if sel.Empty() {
+		return nil, nil
+	}
+	if len(sel.GPUs) > 0 && sel.Pod != "" {
+		return nil, errf(http.StatusBadRequest, "phase body: gpus and pod both given; give one")
+	}
+	return &sel, nil
+}
+
+// resolveSelector turns a selector into the GPUs it names (nil: every GPU).
+// Called without e.mu held: a pod is resolved through the attributor.
+func (e *Exporter) resolveSelector(sel *phaseapi.Selector) ([]bool, error) {
+	if sel == nil {
+		return nil, nil
+	}
+	pick := make([]bool, len(e.gpus))
+	if sel.Pod != "" {
+		ns, name, ok := strings.Cut(sel.Pod, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return nil, errf(http.StatusBadRequest, "pod %s: want namespace/name", quoteTrunc(sel.Pod))
+		}
+		idx, known := e.GPUsOfPod(ns, name)
+		switch {
+		case !known:
+			return nil, errf(http.StatusConflict, "pod %s: GPU allocations are not known (the exporter reads no kubelet PodResources socket, or has not read it yet)", sel.Pod)
+		case len(idx) == 0:
+			return nil, errf(http.StatusConflict, "pod %s holds none of this exporter's GPUs", sel.Pod)
+		}
+		for _, i := range idx {
+			pick[i] = true
+		}
+		return pick, nil
+	}
+	for _, u := range sel.GPUs {
+		i := slices.IndexFunc(e.gpus, func(g *gpuState) bool { return g.dev.UUID == u })
+		if i < 0 {
+			return nil, errf(http.StatusBadRequest, "GPU %s is not one this exporter reads (GET /api/v1/gpus lists them)", quoteTrunc(u))
+		}
+		pick[i] = true
+	}
+	return pick, nil
+}
+
+// selectGPUs sets the GPUs run r measures when its first phase carries a
+// selector; a later phase may repeat the same selection, never change it.
+// Called with e.mu held.
+func (e *Exporter) selectGPUs(r *run, pick []bool, sel *phaseapi.Selector) error {
+	if sel == nil {
+		return nil
+	}
+	if len(r.phases) == 1 && r.gpus == nil && !r.selected {
+		r.gpus, r.selected, r.selector = pick, true, sel
+		var uuids []string
+		for i, g := range e.gpus {
+			if pick[i] {
+				uuids = append(uuids, g.dev.UUID)
+			}
+		}
+		e.log.Info("run measures a subset of the GPUs", "run_id", r.id, "uuids", strings.Join(uuids, ","), "pod", sel.Pod)
+		return nil
+	}
+	if !slices.Equal(r.gpus, pick) {
+		return errf(http.StatusConflict, "run %s measures the GPUs its first phase selected; a later phase cannot change them", r.id)
+	}
+	return nil
+}
+
+// measured says whether run r measures GPU i.
+func (r *run) measured(i int) bool { return r.gpus == nil || r.gpus[i] }
+
+// errNoSelectorRestore is returned when stored selections do not fit.
+var errNoSelectorRestore = errors.New("stored GPU selection does not match the GPUs")
+
+// restoreSelection sets r.gpus from stored GPU indexes.
+func restoreSelection(r *run, idx []int, n int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	r.gpus, r.selected = make([]bool, n), true
+	for _, i := range idx {
+		if i < 0 || i >= n {
+			return fmt.Errorf("%w: GPU %d of %d", errNoSelectorRestore, i, n)
+		}
+		r.gpus[i] = true
+	}
+	return nil
+}
+
+// selectionIndexes lists the GPUs r measures, nil when every GPU.
+func (r *run) selectionIndexes() []int {
+	if r.gpus == nil {
+		return nil
+	}
+	var out []int
+	for i, ok := range r.gpus {
+		if ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// runGPUInfos lists the GPUs run r measures. Called with e.mu held.
+func (e *Exporter) runGPUInfos(r *run) []phaseapi.GPUInfo {
+	all := e.gpuInfos()
+	if r.gpus == nil {
+		return all
+	}
+	out := make([]phaseapi.GPUInfo, 0, len(all))
+	for i, g := range all {
+		if r.gpus[i] {
+			out = append(out, g)
+		}
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package exporter
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/podresources"
+)
+
+// selectorHarness is a harness over four simulated GPUs with exact energy
+// and a fake kubelet.
+func selectorHarness(t *testing.T) (*harness, *podresources.Fake) {
+	sock := kubeletSocket(t)
+	fake, err := podresources.NewFake(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	cli, err := podresources.Dial(sock, []string{"nvidia.com/gpu"}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	h := newHarness(t, gpu.SimConfig{GPUs: 4, Seed: 5, EnergyCounter: true},
+		Config{ReleaseHold: 2 * time.Second, Pods: &PodConfig{Lister: cli, Checkpoint: "/nonexistent"}})
+	return h, fake
+}
+
+func uuidsOf(gs []phaseapi.GPUInfo) []string {
+	var out []string
+	for _, g := range gs {
+		out = append(out, g.UUID)
+	}
+	return out
+}
+
+// TestRunMeasuresSelectedGPUs: a run whose first phase selects GPUs 0 and 2
+// has phase energies, baseline and release over those only: each phase's
+// energy is the simulator's exact integral over GPUs 0 and 2, the release
+// closes while GPU 3 (not selected) stays loaded, and /metrics and the API
+// name only the selected GPUs.
+func TestRunMeasuresSelectedGPUs(t *testing.T) {
+	h, _ := selectorHarness(t)
+	ctx := context.Background()
+	devs := h.exp.Devices()
+	sel := phaseapi.Selector{GPUs: []string{devs[2].UUID, devs[0].UUID}}
+	ts := map[phaseapi.Phase]time.Time{}
+	st, err := h.client.StartPhaseSelect(ctx, "sel", phaseapi.Idle, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts[phaseapi.Idle] = h.clk.Now()
+	if got := uuidsOf(st.GPUs); !slices.Equal(got, []string{devs[0].UUID, devs[2].UUID}) {
+		t.Fatalf("run GPUs %v, want GPUs 0 and 2", got)
+	}
+	h.step(5 * time.Second)
+	ts[phaseapi.Formal] = h.post("sel", phaseapi.Formal)
+	h.sim.SetEngineState(gpu.EngineRunning)
+	h.sim.SetLoad(0.8)
+	h.step(10 * time.Second)
+	ts[phaseapi.Release] = h.clk.Now()
+	// the same selection again is a retry-safe no-op; another is refused
+	if _, err := h.client.StartPhaseSelect(ctx, "sel", phaseapi.Release, sel); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.StartPhaseSelect(ctx, "sel", phaseapi.Release, phaseapi.Selector{GPUs: []string{devs[1].UUID}}); !phaseapi.IsStatus(err, http.StatusConflict) {
+		t.Errorf("changing the selection: %v, want 409", err)
+	}
+	h.sim.SetEngineState(gpu.EngineStopped)
+	h.sim.SetLoad(0)
+	if err := h.sim.SetGPULoad(3, 1); err != nil { // not selected: must not hold the release open
+		t.Fatal(err)
+	}
+	h.step(90 * time.Second)
+	st, err = h.client.Run(ctx, "sel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Release.State != phaseapi.ReleaseClosed {
+		t.Fatalf("release %+v, want closed (GPU 3 is not measured)", st.Release)
+	}
+	if st.Selector == nil || len(st.Selector.GPUs) != 2 {
+		t.Errorf("status selector %+v", st.Selector)
+	}
+	for k, ps := range st.Phases {
+		end := h.clk.Now()
+		if ps.End != nil {
+			end = Time(*ps.End)
+		}
+		start := Time(ps.Start)
+		want := h.sim.ExactEnergy(0, start, end) + h.sim.ExactEnergy(2, start, end)
+		if math.Abs(ps.EnergyJoules-want) > 1e-6*want {
+			t.Errorf("phase %s: %.4f J, want GPUs 0+2 exact %.4f J", ps.Phase, ps.EnergyJoules, want)
+		}
+		if len(ps.GPUs) != 2 || ps.GPUs[0].GPU != 0 || ps.GPUs[1].GPU != 2 {
+			t.Errorf("phase %d lists GPUs %+v", k, ps.GPUs)
+		}
+	}
+	if st.Idle == nil || len(st.Idle.Baseline) != 2 {
+		t.Errorf("idle baseline %+v, want GPUs 0 and 2", st.Idle)
+	}
+	m := fetchMetricsHandler(t, h.exp)
+	for _, l := range strings.Split(m, "\n") {
+		if (strings.HasPrefix(l, "joulemark_phase_energy_joules{") || strings.HasPrefix(l, "joulemark_run_baseline_power_watts{")) &&
+			(strings.Contains(l, devs[1].UUID) || strings.Contains(l, devs[3].UUID)) {
+			t.Errorf("/metrics has an unselected GPU: %s", l)
+		}
+	}
+	if !strings.Contains(m, `joulemark_phase_energy_joules{gpu="2",phase="formal",run_id="sel"`) {
+		t.Error("/metrics lacks GPU 2's formal energy")
+	}
+}
+
+// TestRunSelectsPodGPUs: {"pod": "ns/name"} selects the GPUs the kubelet
+// lists for that pod; selector errors answer 400 or 409 and start nothing.
+func TestRunSelectsPodGPUs(t *testing.T) {
+	h, fake := selectorHarness(t)
+	ctx := context.Background()
+	devs := h.exp.Devices()
+	fake.Set([]podresources.Allocation{alloc("serve", "llama-0", devs[1].UUID), alloc("serve", "llama-0", devs[3].UUID), alloc("serve", "other", devs[0].UUID)})
+	h.exp.attr.refresh(ctx)
+	st, err := h.client.StartPhaseSelect(ctx, "pod", phaseapi.Idle, phaseapi.Selector{Pod: "serve/llama-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := uuidsOf(st.GPUs); !slices.Equal(got, []string{devs[1].UUID, devs[3].UUID}) {
+		t.Errorf("pod run GPUs %v, want GPUs 1 and 3", got)
+	}
+	for _, c := range []struct {
+		name string
+		sel  phaseapi.Selector
+		code int
+	}{
+		{"unknown uuid", phaseapi.Selector{GPUs: []string{"GPU-nope"}}, 400},
+		{"both", phaseapi.Selector{GPUs: []string{devs[0].UUID}, Pod: "serve/other"}, 400},
+		{"bad pod", phaseapi.Selector{Pod: "llama-0"}, 400},
+		{"pod without GPUs", phaseapi.Selector{Pod: "serve/gone"}, 409},
+	} {
+		if _, err := h.client.StartPhaseSelect(ctx, "bad-"+strings.ReplaceAll(c.name, " ", "-"), phaseapi.Idle, c.sel); !phaseapi.IsStatus(err, c.code) {
+			t.Errorf("%s: %v, want %d", c.name, err, c.code)
+		}
+		if _, ok := h.exp.RunStatus("bad-" + strings.ReplaceAll(c.name, " ", "-")); ok {
+			t.Errorf("%s: a refused selector started a run", c.name)
+		}
+	}
+	req, _ := http.NewRequest("POST", strings.TrimSuffix(h.client.BaseURL(), "/")+"/api/v1/runs/junk/phases/idle", strings.NewReader(`{"gpu": 1}`))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Errorf("unknown body field: %d, want 400", resp.StatusCode)
+	}
+	// without attribution a pod selector cannot be resolved
+	plain := newHarness(t, gpu.SimConfig{GPUs: 2}, Config{})
+	if _, err := plain.client.StartPhaseSelect(ctx, "p", phaseapi.Idle, phaseapi.Selector{Pod: "a/b"}); !phaseapi.IsStatus(err, 409) || !strings.Contains(err.Error(), "kubelet") {
+		t.Errorf("pod selector without a kubelet: %v", err)
+	}
+}
