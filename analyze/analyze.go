@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"path/filepath"
 	"time"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/joulemark/joulemark/internal/version"
 	"github.com/joulemark/joulemark/outputsanity"
+	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/runid"
 )
 
 // DefaultLookback is how far back a run is looked for.
@@ -44,6 +47,10 @@ type Config struct {
 	// output_sanity and, above Params.MaxBadOutputRatio, the
 	// outputs_suspect flag.
 	Archive string
+	// RunsDir, when set and Archive is not, is searched for the run's
+	// archive, RunsDir/<run_id>; a run without one there is analyzed
+	// without output_sanity.
+	RunsDir string
 }
 
 // withDefaults fills what the zero value leaves open.
@@ -72,26 +79,51 @@ func (c *Config) Validate() error {
 	if c.RunID == "" {
 		return errors.New("the run id is required")
 	}
+	if err := runid.Validate(c.RunID); err != nil {
+		return err
+	}
 	if c.Lookback < 0 {
 		return fmt.Errorf("lookback must not be negative, got %s", c.Lookback)
-	}
-	if c.Archive != "" {
-		if err := outputsanity.CheckArchive(c.Archive); err != nil {
-			return err
-		}
-		// A wrong archive would put another run's outputs in the report.
-		id, err := outputsanity.ArchiveRunID(c.Archive)
-		if err != nil {
-			return err
-		}
-		if id != "" && id != c.RunID {
-			return fmt.Errorf("bench archive %s holds run %q, not %q", c.Archive, id, c.RunID)
-		}
 	}
 	if err := c.HTTP.Validate(); err != nil {
 		return fmt.Errorf("prometheus HTTP client config: %w", err)
 	}
 	return c.Params.Validate()
+}
+
+// openArchive opens the run's bench archive (Config.Archive, else
+// RunsDir/<run_id> when it exists); nil when there is none to read. It
+// fails when the archive is incomplete or holds another run: a wrong
+// archive would put another run's outputs in the report.
+func (c *Config) openArchive() (*runarchive.Run, error) {
+	var run *runarchive.Run
+	var err error
+	switch {
+	case c.Archive != "":
+		run, err = runarchive.OpenDir(c.Archive)
+	case c.RunsDir != "":
+		run, err = runarchive.Open(c.RunsDir, c.RunID)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := run.CheckRequests(); err != nil {
+		return nil, err
+	}
+	m, err := run.ReadManifest()
+	switch {
+	case errors.Is(err, runarchive.ErrNoManifest):
+	case err != nil:
+		return nil, err
+	case m.RunID != c.RunID:
+		return nil, fmt.Errorf("bench archive %s holds run %q, not %q", run.Dir, m.RunID, c.RunID)
+	}
+	return run, nil
 }
 
 // Load reads the run's data from Prometheus.
@@ -100,6 +132,11 @@ func Load(ctx context.Context, cfg Config) (*RunData, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	return load(ctx, cfg)
+}
+
+// load is Load with cfg validated.
+func load(ctx context.Context, cfg Config) (*RunData, error) {
 	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
 	if err != nil {
 		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
@@ -122,7 +159,15 @@ func Load(ctx context.Context, cfg Config) (*RunData, error) {
 // Analyze loads the run and computes its report and plot data.
 func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 	cfg = cfg.withDefaults()
-	d, err := Load(ctx, cfg)
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	// The archive is checked before any query.
+	arch, err := cfg.openArchive()
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := load(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,8 +175,8 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 	}
-	if cfg.Archive != "" {
-		c, err := outputsanity.ReadArchive(cfg.Archive)
+	if arch != nil {
+		c, err := outputsanity.ReadArchive(arch)
 		if err != nil {
 			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 		}

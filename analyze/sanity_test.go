@@ -12,6 +12,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/outputsanity"
+	"github.com/joulemark/joulemark/runarchive"
 )
 
 func iptr(v int) *int   { return &v }
@@ -71,7 +72,11 @@ func TestAddOutputSanity(t *testing.T) {
 // and the flag.
 func TestGoldenOutputSanity(t *testing.T) {
 	r, _ := fixtureReport(t)
-	c, err := outputsanity.ReadArchive(filepath.Join("testdata", "archive", "fixture-1"))
+	arch, err := runarchive.OpenDir(filepath.Join("testdata", "archive", "fixture-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := outputsanity.ReadArchive(arch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,20 +152,37 @@ func TestRunWithArchive(t *testing.T) {
 
 func TestConfigArchive(t *testing.T) {
 	base := Config{PrometheusURL: "http://127.0.0.1:9090", RunID: "fixture-1"}
+	archives := filepath.Join("testdata", "archive")
 	tests := []struct {
-		name, archive, runID, wantErr string
+		name, archive, runsDir, runID string
+		wantDir, wantErr              string
 	}{
-		{"ok", filepath.Join("testdata", "archive", "fixture-1"), "fixture-1", ""},
-		{"another run's archive", filepath.Join("testdata", "archive", "fixture-1"), "other", `holds run "fixture-1", not "other"`},
-		{"no requests.jsonl", "testdata", "fixture-1", "no requests.jsonl"},
+		{"archive", filepath.Join(archives, "fixture-1"), "", "fixture-1", filepath.Join(archives, "fixture-1"), ""},
+		{"another run's archive", filepath.Join(archives, "fixture-1"), "", "other", "", `holds run "fixture-1", not "other"`},
+		{"no requests.jsonl", "testdata", "", "fixture-1", "", "no requests.jsonl"},
+		{"missing archive", filepath.Join(archives, "absent"), "", "fixture-1", "", "no such file"},
+		{"runs dir", "", archives, "fixture-1", filepath.Join(archives, "fixture-1"), ""},
+		{"runs dir without the run", "", archives, "other", "", ""},
+		{"archive wins over runs dir", filepath.Join(archives, "fixture-1"), "testdata", "fixture-1", filepath.Join(archives, "fixture-1"), ""},
+		{"neither", "", "", "fixture-1", "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base
-			c.Archive, c.RunID = tc.archive, tc.runID
-			err := c.Validate()
+			c.Archive, c.RunsDir, c.RunID = tc.archive, tc.runsDir, tc.runID
+			// Validate reads no file: every case passes it.
+			if err := c.Validate(); err != nil {
+				t.Fatalf("Validate() = %v", err)
+			}
+			run, err := c.openArchive()
 			if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Errorf("Validate() = %v, want %q", err, tc.wantErr)
+				t.Fatalf("openArchive() = %v, want %q", err, tc.wantErr)
+			}
+			switch {
+			case tc.wantDir == "" && run != nil:
+				t.Errorf("openArchive() = %s, want none", run.Dir)
+			case tc.wantDir != "" && (run == nil || run.Dir != tc.wantDir):
+				t.Errorf("openArchive() = %v, want %s", run, tc.wantDir)
 			}
 		})
 	}

@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/openai"
+	"github.com/joulemark/joulemark/runid"
 )
 
 // Config is one benchmark run. It is a plain struct: the CLI fills it from
@@ -151,168 +151,233 @@ func Defaults() Config {
 	}
 }
 
-var runIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
-// Validate checks everything before any work starts; the error lists every
-// problem found, each naming its field.
+// Validate checks the config before any work starts, without touching the
+// disk or the network (files and endpoints are checked when the run is
+// prepared); the error lists every problem found, each naming its field.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	var p problems
+	c.checkTarget(&p)
+	c.checkLoad(&p)
+	c.checkBounds(&p)
+	c.checkWorkload(&p)
+	c.checkRequestOptions(&p)
+	c.checkEngine(&p)
+	c.checkEndpoints(&p)
+	c.checkArchive(&p)
+	if len(p) > 0 {
+		return fmt.Errorf("invalid bench config: %w", errors.Join(p...))
 	}
+	return nil
+}
+
+// problems collects Validate's findings, each prefixed with its field.
+type problems []error
+
+func (p *problems) add(field, format string, a ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+}
+
+// httpURL reports whether s is an absolute http(s) URL with a host.
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// checkTarget: the engine's URL and endpoint.
+func (c *Config) checkTarget(p *problems) {
 	if c.Target == "" {
-		bad("target", "required (OpenAI base URL, e.g. http://host:8000/v1)")
-	} else if u, err := url.Parse(c.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("target", "%q is not an http(s) URL", c.Target)
+		p.add("target", "required (OpenAI base URL, e.g. http://host:8000/v1)")
+	} else if !httpURL(c.Target) {
+		p.add("target", "%q is not an http(s) URL", c.Target)
 	}
 	switch c.Endpoint {
 	case "completions", "chat":
 	default:
-		bad("endpoint", "%q: want completions or chat", c.Endpoint)
+		p.add("endpoint", "%q: want completions or chat", c.Endpoint)
 	}
-	sweeps := 0
-	if len(c.SweepConcurrency) > 0 {
-		sweeps++
-		for i, n := range c.SweepConcurrency {
-			if n <= 0 {
-				bad("sweep_concurrency", "value %d (#%d) must be positive", n, i+1)
-			}
-		}
-	}
-	if len(c.SweepRate) > 0 {
-		sweeps++
-		for i, r := range c.SweepRate {
-			if r <= 0 {
-				bad("sweep_rate", "value %g (#%d) must be positive", r, i+1)
-			}
-		}
-	}
-	if sweeps > 1 {
-		bad("sweep_concurrency", "sweep over concurrency or rate, not both")
-	}
+}
+
+// open reports whether the load is an open loop (rate, rate sweep or trace).
+func (c *Config) open() bool {
+	return c.Rate > 0 || len(c.SweepRate) > 0 || c.Workload.Trace != ""
+}
+
+// checkLoad: the load shape, closed or open loop, and the sweeps.
+func (c *Config) checkLoad(p *problems) {
+	c.checkSweeps(p)
 	if c.Concurrency < 0 {
-		bad("concurrency", "%d must not be negative", c.Concurrency)
+		p.add("concurrency", "%d must not be negative", c.Concurrency)
 	}
 	if c.Rate < 0 {
-		bad("rate", "%g must not be negative", c.Rate)
+		p.add("rate", "%g must not be negative", c.Rate)
 	}
-	open := c.Rate > 0 || len(c.SweepRate) > 0 || c.Workload.Trace != ""
+	open := c.open()
 	closed := c.Concurrency > 0 || len(c.SweepConcurrency) > 0
 	switch {
 	case open && closed:
-		bad("concurrency", "closed loop (concurrency) and open loop (rate or trace) exclude each other; use max_concurrency to cap an open loop")
+		p.add("concurrency", "closed loop (concurrency) and open loop (rate or trace) exclude each other; use max_concurrency to cap an open loop")
 	case !open && !closed:
-		bad("concurrency", "set concurrency (closed loop), rate (open loop) or a trace")
+		p.add("concurrency", "set concurrency (closed loop), rate (open loop) or a trace")
 	}
 	if c.Burstiness < 0 || (c.Burstiness > 0 && !open) {
-		bad("burstiness", "%g: positive, and only with rate (1 is Poisson)", c.Burstiness)
+		p.add("burstiness", "%g: positive, and only with rate (1 is Poisson)", c.Burstiness)
 	}
 	if c.MaxConcurrency < 0 || (c.MaxConcurrency > 0 && !open) {
-		bad("max_concurrency", "%d: positive, and only caps an open loop", c.MaxConcurrency)
+		p.add("max_concurrency", "%d: positive, and only caps an open loop", c.MaxConcurrency)
 	}
 	if c.Workload.Trace != "" && c.Rate > 0 {
-		bad("workload.trace", "a trace sets its own arrival times; drop rate")
+		p.add("workload.trace", "a trace sets its own arrival times; drop rate")
 	}
+}
+
+func (c *Config) checkSweeps(p *problems) {
+	for i, n := range c.SweepConcurrency {
+		if n <= 0 {
+			p.add("sweep_concurrency", "value %d (#%d) must be positive", n, i+1)
+		}
+	}
+	for i, r := range c.SweepRate {
+		if r <= 0 {
+			p.add("sweep_rate", "value %g (#%d) must be positive", r, i+1)
+		}
+	}
+	if len(c.SweepConcurrency) > 0 && len(c.SweepRate) > 0 {
+		p.add("sweep_concurrency", "sweep over concurrency or rate, not both")
+	}
+}
+
+// checkBounds: what ends the phases, and the periods.
+func (c *Config) checkBounds(p *problems) {
 	if c.Requests < 0 {
-		bad("requests", "%d must not be negative", c.Requests)
+		p.add("requests", "%d must not be negative", c.Requests)
 	}
 	if c.Duration < 0 {
-		bad("duration", "%s must not be negative", c.Duration)
+		p.add("duration", "%s must not be negative", c.Duration)
 	}
 	if c.Requests == 0 && c.Duration == 0 && c.Workload.Trace == "" {
-		bad("requests", "set requests and/or duration (or a trace, which ends by itself)")
+		p.add("requests", "set requests and/or duration (or a trace, which ends by itself)")
 	}
 	if c.WarmupRequests < 0 {
-		bad("warmup_requests", "%d must not be negative", c.WarmupRequests)
+		p.add("warmup_requests", "%d must not be negative", c.WarmupRequests)
 	}
 	if c.IdleDuration < 0 {
-		bad("idle_duration", "%s must not be negative", c.IdleDuration)
+		p.add("idle_duration", "%s must not be negative", c.IdleDuration)
 	}
 	if c.MaxLag < 0 {
-		bad("max_lag", "%s must not be negative", c.MaxLag)
+		p.add("max_lag", "%s must not be negative", c.MaxLag)
 	}
 	if c.EngineMetricsInterval < 0 {
-		bad("engine_metrics_interval", "%s must not be negative", c.EngineMetricsInterval)
+		p.add("engine_metrics_interval", "%s must not be negative", c.EngineMetricsInterval)
 	}
 	if c.RemoteWrite.AggregateInterval < 0 || c.RemoteWrite.FlushTimeout < 0 {
-		bad("remote_write.aggregate_interval", "durations must not be negative")
+		p.add("remote_write.aggregate_interval", "durations must not be negative")
 	}
+}
+
+// checkWorkload: what is sent. The dataset and trace files are read when
+// the run is prepared.
+func (c *Config) checkWorkload(p *problems) {
 	w := c.Workload
 	if w.Dataset != "" && w.Trace != "" {
-		bad("workload.dataset", "a dataset and a trace exclude each other")
+		p.add("workload.dataset", "a dataset and a trace exclude each other")
 	}
-	if w.Dataset == "" && w.Trace == "" || w.Trace != "" {
-		if w.MeanInputTokens <= 0 && w.Trace == "" {
-			bad("workload.mean_input_tokens", "%d must be positive", w.MeanInputTokens)
+	if w.Dataset == "" && w.Trace == "" {
+		if w.MeanInputTokens <= 0 {
+			p.add("workload.mean_input_tokens", "%d must be positive", w.MeanInputTokens)
 		}
-		if w.MeanOutputTokens <= 0 && w.Trace == "" {
-			bad("workload.mean_output_tokens", "%d must be positive", w.MeanOutputTokens)
+		if w.MeanOutputTokens <= 0 {
+			p.add("workload.mean_output_tokens", "%d must be positive", w.MeanOutputTokens)
 		}
 	}
 	if w.StddevInputTokens < 0 || w.StddevOutputTokens < 0 {
-		bad("workload.stddev_input_tokens", "standard deviations must not be negative")
+		p.add("workload.stddev_input_tokens", "standard deviations must not be negative")
 	}
+}
+
+// checkRequestOptions: timeouts and sampling extras of each request.
+func (c *Config) checkRequestOptions(p *problems) {
 	if c.Timeouts.Connect < 0 || c.Timeouts.FirstToken < 0 || c.Timeouts.Total < 0 {
-		bad("timeouts", "must not be negative")
+		p.add("timeouts", "must not be negative")
 	}
 	if c.Extras.MinTokens != nil && *c.Extras.MinTokens < 0 {
-		bad("extras.min_tokens", "%d must not be negative", *c.Extras.MinTokens)
+		p.add("extras.min_tokens", "%d must not be negative", *c.Extras.MinTokens)
 	}
 	if c.Extras.MaxTokens != nil && *c.Extras.MaxTokens <= 0 {
-		bad("extras.max_tokens", "%d must be positive", *c.Extras.MaxTokens)
+		p.add("extras.max_tokens", "%d must be positive", *c.Extras.MaxTokens)
 	}
+}
+
+// checkEngine: how the engine's lifecycle is driven.
+func (c *Config) checkEngine(p *problems) {
 	e := c.Engine
 	switch {
 	case e.NoLifecycle && (e.Cmd != "" || e.Start != "" || e.Stop != ""):
-		bad("engine.no_lifecycle", "measures an already running service: drop engine.cmd/start/stop")
+		p.add("engine.no_lifecycle", "measures an already running service: drop engine.cmd/start/stop")
 	case e.Cmd != "" && (e.Start != "" || e.Stop != ""):
-		bad("engine.cmd", "launch a command or use start/stop hooks, not both")
+		p.add("engine.cmd", "launch a command or use start/stop hooks, not both")
 	case (e.Start == "") != (e.Stop == ""):
-		bad("engine.start", "start and stop hooks go together")
+		p.add("engine.start", "start and stop hooks go together")
 	}
 	if e.ReadyTimeout <= 0 {
-		bad("engine.ready_timeout", "%s must be positive", e.ReadyTimeout)
+		p.add("engine.ready_timeout", "%s must be positive", e.ReadyTimeout)
 	}
 	if e.StopGrace < 0 || e.ReleaseWait < 0 {
-		bad("engine.stop_grace", "durations must not be negative")
+		p.add("engine.stop_grace", "durations must not be negative")
 	}
+}
+
+// checkEndpoints: the exporters and the GPUs they measure, the
+// remote-write target and the engine's metrics URL (their syntax; they are
+// reached when the run is prepared).
+func (c *Config) checkEndpoints(p *problems) {
 	for i, x := range c.Exporters {
-		if u, err := url.Parse(x); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("exporters", "#%d %q is not an http(s) URL", i+1, x)
+		if !httpURL(x) {
+			p.add("exporters", "#%d %q is not an http(s) URL", i+1, x)
 		}
 	}
 	if len(c.ExporterGPUs) > 0 && c.EnginePod != "" {
-		bad("exporter_gpus", "give exporter_gpus or engine_pod, not both")
+		p.add("exporter_gpus", "give exporter_gpus or engine_pod, not both")
 	}
 	if ns, name, ok := strings.Cut(c.EnginePod, "/"); c.EnginePod != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
-		bad("engine_pod", "%q: want namespace/name", c.EnginePod)
+		p.add("engine_pod", "%q: want namespace/name", c.EnginePod)
 	}
 	for i, u := range c.ExporterGPUs {
 		if !strings.HasPrefix(u, "GPU-") && !strings.HasPrefix(u, "MIG-") {
-			bad("exporter_gpus", "#%d %q is not a GPU UUID (GPU-…)", i+1, u)
+			p.add("exporter_gpus", "#%d %q is not a GPU UUID (GPU-…)", i+1, u)
 		}
 	}
 	if rw := c.RemoteWrite; rw.URL != "" {
-		if u, err := url.Parse(rw.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("remote_write.url", "%q is not an http(s) URL", rw.URL)
+		if !httpURL(rw.URL) {
+			p.add("remote_write.url", "%q is not an http(s) URL", rw.URL)
 		}
 		if err := rw.HTTP.Validate(); err != nil {
-			bad("remote_write.http", "%v", err)
+			p.add("remote_write.http", "%v", err)
 		}
 	}
 	if c.EngineMetricsURL != "" {
 		if u, err := url.Parse(c.EngineMetricsURL); err != nil || u.Host == "" {
-			bad("engine_metrics_url", "%q is not a URL", c.EngineMetricsURL)
+			p.add("engine_metrics_url", "%q is not a URL", c.EngineMetricsURL)
 		}
 	}
+}
+
+// checkArchive: where the run is kept and under which id (runid's grammar,
+// for each sweep point's id too).
+func (c *Config) checkArchive(p *problems) {
 	if c.RunsDir == "" {
-		bad("runs_dir", "required")
+		p.add("runs_dir", "required")
 	}
-	if c.RunID != "" && !runIDRe.MatchString(c.RunID) {
-		bad("run_id", "%q: letters, digits, '.', '_', '-' only, starting with a letter or digit, at most 128", c.RunID)
+	if c.RunID == "" {
+		return
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("invalid bench config: %w", errors.Join(errs...))
+	if err := runid.Validate(c.RunID); err != nil {
+		p.add("run_id", "%v", err)
+		return
 	}
-	return nil
+	for _, pt := range sweepPoints(*c) {
+		if err := runid.Validate(pt.RunID); err != nil {
+			p.add("run_id", "sweep point: %v", err)
+			return
+		}
+	}
 }

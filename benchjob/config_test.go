@@ -4,17 +4,54 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joulemark/joulemark/runid/runidtest"
 )
 
-func TestConfigValidate(t *testing.T) {
-	ok := func() Config {
-		c := Defaults()
-		c.Target = "http://127.0.0.1:8000/v1"
-		c.Concurrency = 4
-		c.Requests = 10
-		c.Engine.Cmd = "vllm serve x"
-		return c
+func validConfig() Config {
+	c := Defaults()
+	c.Target = "http://127.0.0.1:8000/v1"
+	c.Concurrency = 4
+	c.Requests = 10
+	c.Engine.Cmd = "vllm serve x"
+	return c
+}
+
+// The bench accepts exactly the ids of the shared table (the exporter's
+// API and the demo test the same table); an empty id means "generate one".
+func TestConfigValidateRunID(t *testing.T) {
+	for _, tc := range runidtest.Cases {
+		if tc.ID == "" {
+			continue
+		}
+		c := validConfig()
+		c.RunID = tc.ID
+		err := c.Validate()
+		if (err == nil) != tc.Valid {
+			t.Errorf("run_id %q: %v, want valid=%v", tc.ID, err, tc.Valid)
+		}
+		if err != nil && !strings.Contains(err.Error(), "run_id:") {
+			t.Errorf("run_id %q: error %q does not name the field", tc.ID, err)
+		}
 	}
+	c := validConfig()
+	c.RunID = ""
+	if err := c.Validate(); err != nil {
+		t.Errorf("empty run_id: %v", err)
+	}
+	// Each sweep point's id (<run_id>-c16) must be valid too.
+	c.Concurrency, c.SweepConcurrency, c.RunID = 0, []int{1, 16}, strings.Repeat("x", 125)
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "sweep point") {
+		t.Errorf("sweep point id of 129 characters: %v", err)
+	}
+	c.RunID = strings.Repeat("x", 124)
+	if err := c.Validate(); err != nil {
+		t.Errorf("sweep point ids of 128 characters: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	ok := validConfig
 	neg := -1
 	zero := 0
 	tests := []struct {

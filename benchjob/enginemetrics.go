@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/joulemark/joulemark/runarchive"
 )
 
 // engineMetricNames are the engine's own gauges and counters recorded with
@@ -77,7 +79,7 @@ func (r *runner) scrapeEngineMetrics(stop <-chan struct{}) {
 	if u == "" {
 		u = r.client.RootURL() + "/metrics"
 	}
-	f, err := r.arch.create(EngineMetricsFile)
+	f, err := r.arch.CreateFile(runarchive.EngineMetricsFile)
 	if err != nil {
 		r.log.Warn("engine metrics", "err", err)
 		return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/joulemark/joulemark/openai/openaitest"
 	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/runarchive"
 )
 
 func TestRunNoUsageCompletesFlagged(t *testing.T) {
@@ -128,7 +129,7 @@ func TestRunAbortKeepsRecords(t *testing.T) {
 		t.Errorf("%d records, %d formal canceled (want the 2 in flight)", len(recs), canceled)
 	}
 	var man Manifest
-	readJSON(t, filepath.Join(res.ArchiveDir, ManifestFile), &man)
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Status != StatusAborted {
 		t.Errorf("manifest status %s", man.Status)
 	}
@@ -154,7 +155,7 @@ func TestRunEngineNeverReady(t *testing.T) {
 	if _, st := eng.counts(); st != 1 || !exp.isEnded() {
 		t.Errorf("engine stops %d, exporter ended %v", st, exp.isEnded())
 	}
-	if _, err := os.Stat(filepath.Join(res.ArchiveDir, RequestsFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(res.ArchiveDir, runarchive.RequestsFile)); err != nil {
 		t.Error(err)
 	}
 }
@@ -202,12 +203,12 @@ func TestRunEngineProcessDies(t *testing.T) {
 	if !res.HasFlag(FlagEngineExited) || res.Status != StatusFailed {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
-	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, EngineLogFile))
+	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineLogFile))
 	if !strings.Contains(string(logb), "engine up") || !strings.Contains(string(logb), "engine crashing") {
 		t.Errorf("engine.log %q", logb)
 	}
 	var man Manifest
-	readJSON(t, filepath.Join(res.ArchiveDir, ManifestFile), &man)
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if !strings.Contains(man.Engine.ExitError, "exit status 3") || man.Engine.Controller != "process" {
 		t.Errorf("manifest engine %+v", man.Engine)
 	}
@@ -314,16 +315,16 @@ func TestRunHooksAndEngineMetrics(t *testing.T) {
 			t.Errorf("hook did not run: %v", err)
 		}
 	}
-	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, EngineLogFile))
+	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineLogFile))
 	if !strings.Contains(string(logb), "scaled up") || !strings.Contains(string(logb), "scaled down") {
 		t.Errorf("engine.log %q", logb)
 	}
-	em, err := os.ReadFile(filepath.Join(res.ArchiveDir, EngineMetricsFile))
+	em, err := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineMetricsFile))
 	if err != nil || !strings.Contains(string(em), `"vllm:num_requests_running":2`) {
 		t.Errorf("engine_metrics.jsonl %q %v", em, err)
 	}
 	var man Manifest
-	readJSON(t, filepath.Join(res.ArchiveDir, ManifestFile), &man)
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Engine.Controller != "hooks" || man.Engine.StartHook == "" {
 		t.Errorf("manifest engine %+v", man.Engine)
 	}
@@ -346,7 +347,7 @@ func TestRunEngineDiesDuringStartup(t *testing.T) {
 	if !res.HasFlag(FlagEngineExited) || res.HasFlag(FlagEngineNotReady) {
 		t.Errorf("flags %v", res.Flags)
 	}
-	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, EngineLogFile))
+	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineLogFile))
 	if !strings.Contains(string(logb), "CUDA out of memory") {
 		t.Errorf("engine.log %q", logb)
 	}
@@ -402,7 +403,7 @@ func TestRunExporterFailsMidRun(t *testing.T) {
 		t.Errorf("the healthy exporter got %v", got)
 	}
 	var ph PhasesDoc
-	readJSON(t, filepath.Join(res.ArchiveDir, PhasesFile), &ph)
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.PhasesFile), &ph)
 	if len(ph.Exporters) != 2 || ph.Exporters[0].Status == nil {
 		t.Errorf("phases.json %+v", ph)
 	}

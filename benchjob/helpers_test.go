@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/runarchive"
 )
 
 // fakeExporter serves the phase API the way the exporter does, recording
@@ -243,7 +244,7 @@ func (e *fakeEngine) counts() (int, int) {
 // readRecords reads a run's requests.jsonl as raw maps and as Records.
 func readRecords(t *testing.T, dir string) ([]map[string]any, []Record) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, RequestsFile))
+	f, err := os.Open(filepath.Join(dir, runarchive.RequestsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

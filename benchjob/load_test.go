@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/openai/openaitest"
+	"github.com/joulemark/joulemark/runarchive"
 )
 
 func maxOverlap(recs []Record) int {
@@ -135,7 +136,7 @@ func TestRunOpenLoopPoisson(t *testing.T) {
 		t.Errorf("target %g achieved %g flags %v", res.TargetRate, res.AchievedRate, res.Flags)
 	}
 	var man Manifest
-	readJSON(t, filepath.Join(res.ArchiveDir, ManifestFile), &man)
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Load.Mode != "poisson" || man.Load.TargetRate != 200 || man.Load.AchievedRate != res.AchievedRate {
 		t.Errorf("manifest load %+v", man.Load)
 	}
@@ -184,7 +185,7 @@ func TestRunOpenLoopCap(t *testing.T) {
 		t.Errorf("achieved %g req/s through a cap of 2 × 20ms", res.AchievedRate)
 	}
 	var man Manifest
-	readJSON(t, filepath.Join(res.ArchiveDir, ManifestFile), &man)
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Load.CapWaitSeconds <= 0 || res.HasFlag(FlagClientLag) {
 		t.Errorf("cap wait %g flags %v: waiting for the cap is not client lag", man.Load.CapWaitSeconds, res.Flags)
 	}
@@ -238,7 +239,7 @@ func TestRunTraceReplay(t *testing.T) {
 		}
 	}
 	var man Manifest
-	readJSON(t, filepath.Join(res.ArchiveDir, ManifestFile), &man)
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Load.Mode != "trace" || man.Prompts != 4 || man.WarmupPrompts != 2 {
 		t.Errorf("manifest load %+v prompts %d warmup %d", man.Load, man.Prompts, man.WarmupPrompts)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -16,10 +15,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/atomicfile"
 	"github.com/joulemark/joulemark/openai"
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/runid"
 )
 
 // Run flags: stable names recorded in the manifest and the Result.
@@ -41,12 +41,12 @@ const (
 	FlagTraceExhausted   = "trace_exhausted"      // the trace ended before requests/duration
 )
 
-// Run statuses.
+// Run statuses (runarchive's).
 const (
-	StatusRunning   = "running"
-	StatusCompleted = "completed"
-	StatusAborted   = "aborted"
-	StatusFailed    = "failed"
+	StatusRunning   = runarchive.StatusRunning
+	StatusCompleted = runarchive.StatusCompleted
+	StatusAborted   = runarchive.StatusAborted
+	StatusFailed    = runarchive.StatusFailed
 )
 
 // Options are what a caller of Run provides beside the Config.
@@ -62,6 +62,10 @@ type Options struct {
 	ExporterHTTP *http.Client
 	// PollInterval is the readiness and release polling period (default 1s).
 	PollInterval time.Duration
+	// Archive is the run's directory when the caller created it (the demo
+	// does, to keep its Prometheus data inside the run); its ID must be
+	// the config's run_id. Nil: Run creates <runs_dir>/<run_id>.
+	Archive *runarchive.Run
 }
 
 // Result is what a run did.
@@ -139,11 +143,20 @@ type runner struct {
 // <runs_dir>/<run_id>/. It returns a Result whenever the archive was
 // created, also together with an error (aborted, engine not ready, ...).
 func Run(ctx context.Context, cfg Config, opts Options) (*Result, error) {
+	if len(cfg.SweepConcurrency) > 0 || len(cfg.SweepRate) > 0 {
+		return nil, errors.New("bench config has a sweep: run it with Sweep")
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if len(cfg.SweepConcurrency) > 0 || len(cfg.SweepRate) > 0 {
-		return nil, errors.New("bench config has a sweep: run it with Sweep")
+	return runValidated(ctx, cfg, opts)
+}
+
+// runValidated runs one validated run (no sweep); an empty run_id gets a
+// fresh one here (a sweep's base id is made by Sweep).
+func runValidated(ctx context.Context, cfg Config, opts Options) (*Result, error) {
+	if cfg.RunID == "" {
+		cfg.RunID = runid.New()
 	}
 	r, err := prepare(ctx, cfg, opts)
 	if err != nil {
@@ -240,12 +253,12 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		r.exporters = append(r.exporters, c)
 	}
 
-	arch, runID, err := createArchive(cfg.RunsDir, cfg.RunID)
+	arch, err := createArchive(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
+	runID := arch.ID
 	r.arch, r.runID = arch, runID
-	r.cfg.RunID = runID
 	r.agg = newAggregates(runID)
 	if cfg.RemoteWrite.URL != "" {
 		r.rw, err = remotewrite.New(remotewrite.Config{URL: cfg.RemoteWrite.URL, HTTP: cfg.RemoteWrite.HTTP,
@@ -257,7 +270,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 	}
 	cy, cm, err := configYAML(&r.cfg)
 	if err == nil {
-		err = atomicfile.WriteFile(filepath.Join(arch.dir, ConfigFile), cy)
+		err = arch.WriteFile(runarchive.ConfigFile, cy)
 	}
 	if err != nil {
 		r.arch.closeRequests()
@@ -271,7 +284,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		Thinking: thinking(&cfg), Load: loadInfo(&cfg),
 		Created: unixSeconds(time.Now()), Phases: map[string]float64{},
 	}
-	if err := r.arch.writeJSON(ManifestFile, &r.man); err != nil {
+	if err := r.arch.WriteManifest(&r.man); err != nil {
 		r.arch.closeRequests()
 		return nil, err
 	}
@@ -371,7 +384,7 @@ func (r *runner) record(rec *Record) {
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	start := time.Now()
-	r.log.Info("bench run starting", "run_id", r.runID, "archive", r.arch.dir, "target", r.cfg.Target)
+	r.log.Info("bench run starting", "run_id", r.runID, "archive", r.arch.Dir, "target", r.cfg.Target)
 	r.progress.start()
 	aggDone := make(chan struct{})
 	aggStopped := make(chan struct{})
@@ -404,7 +417,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	case ctx.Err() != nil:
 		status = StatusAborted
 		r.flag(FlagAborted)
-		err = fmt.Errorf("run %s: %w (%v); records kept in %s", r.runID, ErrAborted, context.Cause(ctx), r.arch.dir)
+		err = fmt.Errorf("run %s: %w (%v); records kept in %s", r.runID, ErrAborted, context.Cause(ctx), r.arch.Dir)
 	case err != nil:
 		status = StatusFailed
 	}
@@ -430,7 +443,7 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 		}
 		r.postPhase(phaseapi.Startup)
 		if lc, ok := r.engine.(LogCapturer); ok {
-			f, err := r.arch.create(EngineLogFile)
+			f, err := r.arch.CreateFile(runarchive.EngineLogFile)
 			if err != nil {
 				return err
 			}
@@ -741,7 +754,7 @@ type ExporterPhase struct {
 }
 
 func (r *runner) finish(start time.Time, status string, runErr error) (*Result, error) {
-	res := &Result{RunID: r.runID, ArchiveDir: r.arch.dir, Status: status, Model: r.model,
+	res := &Result{RunID: r.runID, ArchiveDir: r.arch.Dir, Status: status, Model: r.model,
 		TargetRate: r.cfg.Rate, AchievedRate: r.man.Load.AchievedRate,
 		RemoteWriteURL: r.cfg.RemoteWrite.URL, Release: map[string]*phaseapi.RunStatus{}, Start: start}
 	var errs []error
@@ -800,7 +813,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		}
 		doc.Exporters = append(doc.Exporters, ep)
 	}
-	if err := r.arch.writeJSON(PhasesFile, &doc); err != nil {
+	if err := r.arch.WriteJSON(runarchive.PhasesFile, &doc); err != nil {
 		errs = append(errs, err)
 	}
 	res.End = time.Now()
@@ -816,7 +829,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		r.man.Error = err.Error()
 		res.Error = err.Error()
 	}
-	if werr := r.arch.writeJSON(ManifestFile, &r.man); werr != nil {
+	if werr := r.arch.WriteManifest(&r.man); werr != nil {
 		err = errors.Join(err, werr)
 	}
 	r.log.Info("bench run done", "run_id", r.runID, "status", status, "flags", strings.Join(res.Flags, ","),

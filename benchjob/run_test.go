@@ -17,6 +17,7 @@ import (
 
 	"github.com/joulemark/joulemark/openai/openaitest"
 	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/runarchive"
 	"github.com/joulemark/joulemark/runinfo"
 )
 
@@ -198,7 +199,7 @@ func TestRunFullLifecycle(t *testing.T) {
 
 	// Manifest.
 	var man Manifest
-	readJSON(t, filepath.Join(res.ArchiveDir, ManifestFile), &man)
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Status != StatusCompleted || man.RunID != "lifecycle-1" || man.Engine.Model != "test-model" ||
 		man.Engine.MaxModelLen != 8192 || man.Engine.ReportedVer != "0.0.0-fake" || man.Prompts != 23 ||
 		len(man.PromptSetSHA256) != 64 || man.Joulemark.Version == "" || man.Host.CPUs == 0 || man.Thinking != "engine_default" {
@@ -215,7 +216,7 @@ func TestRunFullLifecycle(t *testing.T) {
 	if g := man.GPUs[exp.URL]; len(g) != 1 || g[0].Name != "Fake H100" {
 		t.Errorf("manifest GPUs %+v", man.GPUs)
 	}
-	cy, err := os.ReadFile(filepath.Join(res.ArchiveDir, ConfigFile))
+	cy, err := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.ConfigFile))
 	if err != nil || man.ConfigSHA256 != sha256Hex(cy) || man.Config["run_id"] != "lifecycle-1" {
 		t.Errorf("config digest %s does not match config.yaml (%v), config %v", man.ConfigSHA256, err, man.Config)
 	}
@@ -229,11 +230,11 @@ func TestRunFullLifecycle(t *testing.T) {
 		}
 	}
 	var ph PhasesDoc
-	readJSON(t, filepath.Join(res.ArchiveDir, PhasesFile), &ph)
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.PhasesFile), &ph)
 	if len(ph.Exporters) != 1 || ph.Exporters[0].Status == nil || len(ph.Exporters[0].Status.Phases) != 5 {
 		t.Errorf("phases.json: %+v", ph)
 	}
-	logb, err := os.ReadFile(filepath.Join(res.ArchiveDir, EngineLogFile))
+	logb, err := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineLogFile))
 	if err != nil || !strings.Contains(string(logb), "fake engine: started") {
 		t.Errorf("engine log: %q %v", logb, err)
 	}
@@ -253,12 +254,12 @@ func TestRunFullLifecycle(t *testing.T) {
 	}
 
 	// The same run id again is refused, and the archive is untouched.
-	before, _ := os.ReadFile(filepath.Join(res.ArchiveDir, RequestsFile))
+	before, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.RequestsFile))
 	_, err = Run(context.Background(), cfg, opts)
-	if !errors.Is(err, ErrRunExists) {
+	if !errors.Is(err, runarchive.ErrExists) {
 		t.Fatalf("second run with the same id: %v", err)
 	}
-	after, _ := os.ReadFile(filepath.Join(res.ArchiveDir, RequestsFile))
+	after, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.RequestsFile))
 	if string(before) != string(after) {
 		t.Error("archive changed by a refused run")
 	}
@@ -274,22 +275,6 @@ func equalPhases(a, b []phaseapi.Phase) bool {
 		}
 	}
 	return true
-}
-
-func TestRunGeneratedIDsUnique(t *testing.T) {
-	seen := map[string]bool{}
-	dir := t.TempDir()
-	for i := 0; i < 50; i++ {
-		a, id, err := createArchive(dir, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.closeRequests()
-		if seen[id] || !runIDRe.MatchString(id) {
-			t.Fatalf("id %q repeated or invalid", id)
-		}
-		seen[id] = true
-	}
 }
 
 func TestManifestJSONHidesHTTPSecrets(t *testing.T) {

@@ -6,38 +6,16 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/joulemark/joulemark/runarchive"
 )
 
-// Percentiles of one latency measure, in seconds.
-type Percentiles struct {
-	N   int     `json:"n"`
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P95 float64 `json:"p95"`
-	P99 float64 `json:"p99"`
-}
-
-// Summary is the formal phase in figures: error rate first.
-type Summary struct {
-	Started      int            `json:"started"`
-	Succeeded    int            `json:"succeeded"`
-	Failed       int            `json:"failed"`
-	ErrorRate    float64        `json:"error_rate"`
-	Errors       map[string]int `json:"errors"`
-	OutputTokens int64          `json:"output_tokens"`
-	InputTokens  int64          `json:"input_tokens"`
-	TokensSource map[string]int `json:"tokens_source"`
-	EmptyOutputs int            `json:"empty_outputs"`
-	// DurationSeconds runs from the first send to the last end.
-	DurationSeconds       float64 `json:"duration_seconds"`
-	RequestsPerSecond     float64 `json:"requests_per_second"`
-	OutputTokensPerSecond float64 `json:"output_tokens_per_second"`
-	// TTFT and TPOT are over successful requests; latency over all of
-	// them, failures included (their latency to the failure).
-	TTFT    Percentiles `json:"ttft_seconds"`
-	TPOT    Percentiles `json:"tpot_seconds"`
-	Latency Percentiles `json:"latency_seconds"`
-}
+// Summary (the formal phase in figures) and its Percentiles are the
+// manifest's (runarchive).
+type (
+	Summary     = runarchive.Summary
+	Percentiles = runarchive.Percentiles
+)
 
 // summarize computes the summary of records.
 func summarize(recs []*Record) Summary {

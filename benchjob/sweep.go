@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/joulemark/joulemark/runid"
 )
 
 // Sweep runs cfg once per value of its sweep (sweep_concurrency or
@@ -18,7 +20,7 @@ func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
 	}
 	points := sweepPoints(cfg)
 	if len(points) == 0 {
-		res, err := Run(ctx, cfg, opts)
+		res, err := runValidated(ctx, cfg, opts)
 		if res == nil {
 			return nil, err
 		}
@@ -26,7 +28,7 @@ func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
 	}
 	var out []*Result
 	for _, p := range points {
-		res, err := Run(ctx, p, opts)
+		res, err := runValidated(ctx, p, opts)
 		if res != nil {
 			out = append(out, res)
 		}
@@ -41,7 +43,7 @@ func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
 func sweepPoints(cfg Config) []Config {
 	base := cfg.RunID
 	if base == "" && (len(cfg.SweepConcurrency) > 0 || len(cfg.SweepRate) > 0) {
-		base = NewRunID()
+		base = runid.New()
 	}
 	var out []Config
 	for _, n := range cfg.SweepConcurrency {

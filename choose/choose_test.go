@@ -55,6 +55,33 @@ func TestLoadReport(t *testing.T) {
 		t.Errorf("runs-dir lookup: %v, %+v", err, r)
 	}
 
+	// A report inside its run's archive (runs/<run_id>/report/report.json,
+	// the demo's layout) finds the archive above it, without --runs-dir;
+	// only when that archive's manifest names the run.
+	for _, tc := range []struct {
+		manifestID string
+		found      bool
+	}{{"vllm-tp2", true}, {"someone-else", false}} {
+		run := filepath.Join(t.TempDir(), "vllm-tp2")
+		if err := os.MkdirAll(filepath.Join(run, "report"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		reqs, _ := os.ReadFile(filepath.Join("testdata", "runs", "vllm-tp2", "requests.jsonl"))
+		manifest := `{"run_id":"` + tc.manifestID + `","load":{"mode":"closed","concurrency":8}}`
+		for name, body := range map[string][]byte{"report/report.json": data, "requests.jsonl": reqs, "manifest.json": []byte(manifest)} {
+			if err := os.WriteFile(filepath.Join(run, name), body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := LoadReport(filepath.Join(run, "report", "report.json"), LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Sanity != nil && r.Load.String() == "concurrency 8"; got != tc.found {
+			t.Errorf("manifest of %s: sanity %v, load %s; want found=%v", tc.manifestID, r.Sanity, r.Load, tc.found)
+		}
+	}
+
 	// The configured load comes from manifest.json of the same run only.
 	for _, tc := range []struct{ manifest, want string }{
 		{`{"run_id":"vllm-tp2","load":{"mode":"poisson","target_rate":2.5}}`, "rate 2.5 req/s (poisson)"},

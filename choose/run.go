@@ -12,11 +12,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/runid"
 )
 
 // Run is one report read from disk, with the sanity of its outputs when the
@@ -34,8 +37,9 @@ type Run struct {
 
 // LoadOptions say where to look for each run's archive.
 type LoadOptions struct {
-	// RunsDir, when set, is searched for RunsDir/<run_id>/requests.jsonl when
-	// the report's own directory holds no requests.jsonl.
+	// RunsDir, when set, is searched for RunsDir/<run_id>/requests.jsonl
+	// (and manifest.json) when neither the report's own directory nor the
+	// run archive holding it (runs/<run_id>/report/) has them.
 	RunsDir string
 }
 
@@ -54,59 +58,66 @@ func LoadReport(path string, opts LoadOptions) (*Run, error) {
 	if r.Name == "" {
 		r.Name = path
 	}
-	for _, dir := range archiveDirs(path, r.Report.RunID, opts) {
-		if r.Sanity == nil {
-			cand := filepath.Join(dir, "requests.jsonl")
-			f, err := os.Open(cand)
-			switch {
-			case errors.Is(err, os.ErrNotExist):
-			case err != nil:
-				return nil, fmt.Errorf("report %s: open archive: %w", path, err)
-			default:
-				s, err := ReadSanity(f)
-				f.Close()
-				if err != nil {
-					return nil, fmt.Errorf("report %s: archive %s: %w", path, cand, err)
-				}
-				r.Sanity, r.SanityPath = &s, cand
-			}
-		}
-		if r.Load == nil {
-			cand := filepath.Join(dir, "manifest.json")
-			data, err := os.ReadFile(cand)
-			switch {
-			case errors.Is(err, os.ErrNotExist):
-			case err != nil:
-				return nil, fmt.Errorf("report %s: %w", path, err)
-			default:
-				var m struct {
-					RunID string    `json:"run_id"`
-					Load  LoadPoint `json:"load"`
-				}
-				if err := json.Unmarshal(data, &m); err != nil {
-					return nil, fmt.Errorf("report %s: manifest %s: %w", path, cand, jsonErr(data, err))
-				}
-				if m.RunID == r.Report.RunID || r.Report.RunID == "" {
-					r.Load = &m.Load
-				}
-			}
+	for _, arch := range archives(path, r.Report.RunID, opts) {
+		if err := r.readArchive(arch); err != nil {
+			return nil, fmt.Errorf("report %s: %w", path, err)
 		}
 	}
 	return r, nil
 }
 
-// archiveDirs are where a run's archive (requests.jsonl, manifest.json) may
-// be: beside the report, then RunsDir/<run_id>.
-func archiveDirs(reportPath, runID string, opts LoadOptions) []string {
-	c := []string{filepath.Dir(reportPath)}
-	if opts.RunsDir != "" && runID != "" && !strings.ContainsAny(runID, `/\`) && runID != ".." && runID != "." {
-		c = append(c, filepath.Join(opts.RunsDir, runID))
+// archives are where the run's archive (requests.jsonl, manifest.json) may
+// be: beside the report; the directory above it when the report is in the
+// archive's report/ (runs/<run_id>/report/report.json, as the demo writes
+// it) and that archive's manifest names the run; then RunsDir/<run_id>.
+func archives(reportPath, runID string, opts LoadOptions) []*runarchive.Run {
+	dir := filepath.Dir(reportPath)
+	c := []*runarchive.Run{{ID: runID, Dir: dir}}
+	if up := (&runarchive.Run{ID: runID, Dir: filepath.Dir(dir)}); filepath.Base(dir) == runarchive.ReportDir && runID != "" {
+		if m, err := up.ReadManifest(); err == nil && m.RunID == runID {
+			c = append(c, up)
+		}
+	}
+	if opts.RunsDir != "" && runid.Validate(runID) == nil {
+		c = append(c, &runarchive.Run{ID: runID, Dir: filepath.Join(opts.RunsDir, runID)})
 	}
 	return c
 }
 
+// readArchive takes the sanity counts and the configured load from arch
+// where they are still missing. A missing file is no error; a manifest of
+// another run is ignored.
+func (r *Run) readArchive(arch *runarchive.Run) error {
+	if r.Sanity == nil {
+		f, err := arch.OpenRequests()
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, runarchive.ErrIncomplete):
+		case err != nil:
+			return err
+		default:
+			s, err := ReadSanity(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("archive %s: %w", f.Name(), err)
+			}
+			r.Sanity, r.SanityPath = &s, f.Name()
+		}
+	}
+	if r.Load == nil {
+		m, err := arch.ReadManifest()
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		case m.RunID == r.Report.RunID || r.Report.RunID == "":
+			r.Load = &LoadPoint{Mode: m.Load.Mode, Concurrency: m.Load.Concurrency, TargetRate: m.Load.TargetRate}
+		}
+	}
+	return nil
+}
+
 // LoadPoint is the configured load of a run, from the `load` section of its
-// archive's manifest.json (benchjob.LoadInfo).
+// archive's manifest.json (runarchive.LoadInfo).
 type LoadPoint struct {
 	Mode        string  `json:"mode"` // closed, poisson, gamma, trace
 	Concurrency int     `json:"concurrency,omitempty"`

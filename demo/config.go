@@ -11,21 +11,22 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/runid"
 	"github.com/joulemark/joulemark/simengine"
 )
 
 // Config is one demo run. Defaults gives about two minutes end to end;
 // MethodTimings the Benchmark 1.5 method's full timings.
 type Config struct {
-	// Dir holds the demo runs: Dir/<run_id>/ with tsdb/, bench/, report/ and
-	// dashboards/. A run directory is never overwritten.
+	// Dir is the runs directory: the run's archive is Dir/<run_id>/, an
+	// ordinary bench archive (runarchive) with tsdb/, report/ and
+	// dashboards/ inside. A run directory is never overwritten.
 	Dir   string
-	RunID string // empty: a fresh one (benchjob.NewRunID)
+	RunID string // empty: a fresh one (runid.New)
 
 	// PrometheusURL, when set, uses that Prometheus instead of the embedded
 	// one: every sample (exporter, engine, per-request) reaches it by remote
@@ -123,8 +124,6 @@ func MethodTimings() Config {
 	return c
 }
 
-var runIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
 // Validate checks the configuration before anything starts.
 func (c *Config) Validate() error {
 	var errs []error
@@ -132,8 +131,10 @@ func (c *Config) Validate() error {
 	if c.Dir == "" {
 		bad("dir: empty")
 	}
-	if c.RunID != "" && !runIDRe.MatchString(c.RunID) {
-		bad("run id %q: want letters, digits, '.', '_' or '-' (at most 128)", c.RunID)
+	if c.RunID != "" {
+		if err := runid.Validate(c.RunID); err != nil {
+			bad("%w", err)
+		}
 	}
 	if c.PrometheusURL != "" {
 		if u, err := url.Parse(c.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joulemark/joulemark/runid/runidtest"
 )
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -40,6 +42,21 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// The demo accepts exactly the ids of the shared table (the bench and the
+// exporter's API test the same one); an empty id means "generate one".
+func TestConfigValidateRunID(t *testing.T) {
+	for _, tc := range runidtest.Cases {
+		if tc.ID == "" {
+			continue
+		}
+		c := Defaults()
+		c.RunID = tc.ID
+		if err := c.Validate(); (err == nil) != tc.Valid {
+			t.Errorf("run id %q: %v, want valid=%v", tc.ID, err, tc.Valid)
+		}
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -29,6 +28,8 @@ import (
 	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/promserver"
 	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/runid"
 	"github.com/joulemark/joulemark/simengine"
 )
 
@@ -40,10 +41,13 @@ const (
 
 // Result is what a demo run produced and where it is.
 type Result struct {
-	RunID         string
-	Dir           string // Dir/<run_id>
+	RunID string
+	// Dir is the run's archive, Dir/<run_id>: an ordinary bench archive
+	// (manifest.json, requests.jsonl, ...) with the demo's tsdb/, report/
+	// and dashboards/ inside.
+	Dir           string
 	TSDBDir       string // "" with an external Prometheus
-	BenchDir      string // the benchmark's run archive
+	BenchDir      string // the benchmark's run archive: Dir itself
 	ReportDir     string
 	DashboardsDir string
 	PrometheusURL string
@@ -64,6 +68,68 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("demo config: %w", err)
 	}
+	d, err := newDemo(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The exporter and Prometheus outlive an interrupted run: the benchmark
+	// still ends its phases and flushes its samples into them, then the
+	// closers stop everything in reverse order.
+	defer func() {
+		if cerr := d.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err := d.start(ctx); err != nil {
+		return d.res, err
+	}
+	fmt.Fprintf(d.cfg.Out, "joulemark demo %s: %d simulated GPUs, simulated engine %s, Prometheus at %s\n",
+		d.res.RunID, d.cfg.GPUs, d.cfg.Engine.Model, d.res.PrometheusURL)
+	// Let Prometheus store a few samples of the idle GPUs before the run
+	// starts: the idle phase's first boundary is interpolated between them.
+	if err := sleepCtx(ctx, 3*d.cfg.ScrapeInterval); err != nil {
+		return d.res, err
+	}
+	if err := d.bench(ctx); err != nil {
+		return d.res, err
+	}
+	if err := d.report(ctx); err != nil {
+		return d.res, err
+	}
+	if d.cfg.KeepServing {
+		fmt.Fprintf(d.cfg.Out, "\nServing Prometheus at %s until interrupted (Ctrl-C).\n", d.res.PrometheusURL)
+		<-ctx.Done()
+	}
+	return d.res, nil
+}
+
+// demo is one demo run while it goes on: its archive, what it started and
+// how to stop it.
+type demo struct {
+	cfg Config
+	log *slog.Logger
+	run *runarchive.Run
+	res *Result
+
+	// compCtx lives as long as the components (cancelled by the first
+	// closer), not as long as the caller's context.
+	compCtx context.Context
+	closers []func() error
+
+	sim            *gpu.Sim
+	token          string
+	tokenFile      string
+	expSrv, engSrv *localServer
+	// writeURL is Prometheus' remote-write endpoint; pushTargets, with an
+	// external Prometheus, pushes the exporter's and engine's metrics there.
+	writeURL    string
+	pushTargets func(exp, eng prometheus.Gatherer)
+	exp         *exporter.Exporter
+}
+
+// newDemo makes the run id (when none is given) and the run's archive,
+// Dir/<run_id>, never over an earlier run.
+func newDemo(cfg Config) (*demo, error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
@@ -71,233 +137,270 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	runID := cfg.RunID
-	if runID == "" {
-		runID = benchjob.NewRunID()
+	if cfg.RunID == "" {
+		cfg.RunID = runid.New()
 	}
-
-	// The run directory, never overwritten.
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("demo dir %s: %w", cfg.Dir, err)
+	run, err := runarchive.Create(cfg.Dir, cfg.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
 	}
-	dir := filepath.Join(cfg.Dir, runID)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("demo run %s exists in %s; a run is never overwritten: give a new --run-id", runID, cfg.Dir)
-		}
-		return nil, fmt.Errorf("demo run dir: %w", err)
-	}
-	res = &Result{
-		RunID:         runID,
-		Dir:           dir,
-		BenchDir:      filepath.Join(dir, "bench", runID),
-		ReportDir:     filepath.Join(dir, "report"),
-		DashboardsDir: filepath.Join(dir, "dashboards"),
-	}
-	// The exporter and Prometheus outlive an interrupted run: the benchmark
-	// still ends its phases and flushes its samples into them, then the
-	// closers stop everything in reverse order.
 	compCtx, compCancel := context.WithCancel(context.Background())
-	closers := []func() error{func() error { compCancel(); return nil }}
-	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			if cerr := closers[i](); cerr != nil && err == nil {
-				err = cerr
-			}
-		}
-	}()
+	return &demo{
+		cfg: cfg, log: log, run: run, compCtx: compCtx,
+		closers: []func() error{func() error { compCancel(); return nil }},
+		res: &Result{
+			RunID:         run.ID,
+			Dir:           run.Dir,
+			BenchDir:      run.Dir,
+			ReportDir:     run.Path(runarchive.ReportDir),
+			DashboardsDir: run.Path("dashboards"),
+		},
+	}, nil
+}
 
-	// Simulated GPUs, no engine on them yet.
-	simCfg := cfg.Sim
-	simCfg.GPUs = cfg.GPUs
+// onClose registers f to run at the end, in reverse order of registration.
+func (d *demo) onClose(f func() error) { d.closers = append(d.closers, f) }
+
+// close stops everything started, last first; the first error is returned.
+func (d *demo) close() error {
+	var first error
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		if err := d.closers[i](); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// start brings up the simulated GPUs, Prometheus, the exporter and the
+// simulated engine.
+func (d *demo) start(ctx context.Context) error {
+	if err := d.startGPUs(); err != nil {
+		return err
+	}
+	if err := d.writeSecret(); err != nil {
+		return err
+	}
+	if err := d.listen(); err != nil {
+		return err
+	}
+	if err := d.startPrometheus(ctx); err != nil {
+		return err
+	}
+	if err := d.startExporter(); err != nil {
+		return err
+	}
+	return d.startEngine()
+}
+
+// startGPUs makes the simulated GPUs, no engine on them yet.
+func (d *demo) startGPUs() error {
+	simCfg := d.cfg.Sim
+	simCfg.GPUs = d.cfg.GPUs
 	sim, err := gpu.NewSim(simCfg)
 	if err != nil {
-		return res, fmt.Errorf("simulated GPUs: %w", err)
+		return fmt.Errorf("simulated GPUs: %w", err)
 	}
 	sim.SetEngineState(gpu.EngineStopped)
-	res.Sim = sim
+	d.sim, d.res.Sim = sim, sim
+	return nil
+}
 
-	// The exporter's phase API token lives outside the run directory and is
-	// removed at the end: secrets never reach the archive.
+// writeSecret makes the exporter's phase API token. It lives outside the
+// run directory and is removed at the end: secrets never reach the archive.
+func (d *demo) writeSecret() error {
 	secretDir, err := os.MkdirTemp("", "joulemark-demo-secret-")
 	if err != nil {
-		return res, fmt.Errorf("exporter token: %w", err)
+		return fmt.Errorf("exporter token: %w", err)
 	}
-	closers = append(closers, func() error { return os.RemoveAll(secretDir) })
-	token, tokenFile, err := writeToken(secretDir)
-	if err != nil {
-		return res, err
-	}
+	d.onClose(func() error { return os.RemoveAll(secretDir) })
+	d.token, d.tokenFile, err = writeToken(secretDir)
+	return err
+}
 
-	// Addresses first: Prometheus learns where to scrape, then the exporter
-	// where to push its raw samples.
-	expSrv, err := listenLocal("exporter")
-	if err != nil {
-		return res, err
+// listen takes the exporter's and engine's addresses first: Prometheus
+// learns where to scrape, then the exporter where to push its raw samples.
+func (d *demo) listen() error {
+	var err error
+	if d.expSrv, err = listenLocal("exporter"); err != nil {
+		return err
 	}
-	closers = append(closers, expSrv.close)
-	engSrv, err := listenLocal("sim-engine")
-	if err != nil {
-		return res, err
+	d.onClose(d.expSrv.close)
+	if d.engSrv, err = listenLocal("sim-engine"); err != nil {
+		return err
 	}
-	closers = append(closers, engSrv.close)
-	node := map[string]string{"node": NodeLabel}
+	d.onClose(d.engSrv.close)
+	return nil
+}
 
-	// Prometheus: embedded, scraping both; or external, fed by remote write.
-	var writeURL string
-	var pushTargets func(exp, eng prometheus.Gatherer)
-	if cfg.PrometheusURL == "" {
-		res.TSDBDir = filepath.Join(dir, "tsdb")
-		rs, err := ruleSources()
-		if err != nil {
-			return res, err
-		}
-		prom, err := promserver.Start(compCtx, promserver.Options{
-			Dir:           res.TSDBDir,
-			ListenAddress: cfg.ListenAddress,
-			ScrapeTargets: []promserver.Target{
-				{Job: JobExporter, URL: expSrv.url + "/metrics", Interval: cfg.ScrapeInterval},
-				{Job: JobEngine, URL: engSrv.url + "/metrics", Interval: cfg.ScrapeInterval},
-			},
-			RuleSources: rs,
-			Logger:      quiet(log).With("component", "prometheus"),
-		})
-		if err != nil {
-			return res, fmt.Errorf("embedded Prometheus: %w", err)
-		}
-		closers = append(closers, prom.Close)
-		res.PrometheusURL, writeURL = prom.URL(), prom.RemoteWriteURL()
-	} else {
-		res.PrometheusURL = strings.TrimRight(cfg.PrometheusURL, "/")
-		writeURL = res.PrometheusURL + "/api/v1/write"
-		if err := probeRemoteWrite(ctx, writeURL, runID); err != nil {
-			return res, err
-		}
-		w, err := remotewrite.New(remotewrite.Config{URL: writeURL, FlushInterval: cfg.ScrapeInterval}, log.With("component", "remote-write"))
-		if err != nil {
-			return res, err
-		}
-		pushTargets = func(exp, eng prometheus.Gatherer) {
-			p := startPusher(w, cfg.ScrapeInterval, log,
-				pushTarget{job: JobExporter, instance: hostPort(expSrv.url), g: labelGatherer{exp, node}},
-				pushTarget{job: JobEngine, instance: hostPort(engSrv.url), g: labelGatherer{eng, node}})
-			closers = append(closers, func() error {
-				cctx, c := context.WithTimeout(context.Background(), 30*time.Second)
-				defer c()
-				st, err := p.close(cctx)
-				if err == nil && st.Lost() > 0 {
-					err = fmt.Errorf("remote write to %s: %d exporter and engine samples lost", writeURL, st.Lost())
-				}
-				return err
-			})
-		}
+// startPrometheus starts the embedded Prometheus, scraping both targets;
+// with an external one, the demo pushes their metrics by remote write.
+func (d *demo) startPrometheus(ctx context.Context) error {
+	if d.cfg.PrometheusURL != "" {
+		return d.useExternalPrometheus(ctx)
 	}
-
-	// The exporter: it also pushes every raw sample (power and energy
-	// counter, with the sample's own timestamp), which the analysis prefers
-	// at stage boundaries over the scraped counter.
-	exp, err := exporter.New(exporter.Config{
-		Backend:           sim,
-		Interval:          cfg.SampleInterval,
-		ReleaseHold:       cfg.ReleaseHold,
-		ReleaseMaxWait:    cfg.ReleaseMaxWait,
-		APIToken:          token,
-		RemoteWrite:       &remotewrite.Config{URL: writeURL},
-		RemoteWriteLabels: map[string]string{"job": JobExporter, "instance": hostPort(expSrv.url), "node": NodeLabel},
-		Logger:            quiet(log).With("component", "exporter"),
+	d.res.TSDBDir = d.run.Path("tsdb")
+	rs, err := ruleSources()
+	if err != nil {
+		return err
+	}
+	prom, err := promserver.Start(d.compCtx, promserver.Options{
+		Dir:           d.res.TSDBDir,
+		ListenAddress: d.cfg.ListenAddress,
+		ScrapeTargets: []promserver.Target{
+			{Job: JobExporter, URL: d.expSrv.url + "/metrics", Interval: d.cfg.ScrapeInterval},
+			{Job: JobEngine, URL: d.engSrv.url + "/metrics", Interval: d.cfg.ScrapeInterval},
+		},
+		RuleSources: rs,
+		Logger:      quiet(d.log).With("component", "prometheus"),
 	})
 	if err != nil {
-		return res, fmt.Errorf("exporter: %w", err)
+		return fmt.Errorf("embedded Prometheus: %w", err)
 	}
-	exp.Start(compCtx)
-	closers = append(closers, exp.Close)
+	d.onClose(prom.Close)
+	d.res.PrometheusURL, d.writeURL = prom.URL(), prom.RemoteWriteURL()
+	return nil
+}
+
+// useExternalPrometheus checks that the Prometheus at cfg.PrometheusURL
+// takes remote write and prepares the push of the exporter's and engine's
+// metrics (started once they exist).
+func (d *demo) useExternalPrometheus(ctx context.Context) error {
+	d.res.PrometheusURL = strings.TrimRight(d.cfg.PrometheusURL, "/")
+	d.writeURL = d.res.PrometheusURL + "/api/v1/write"
+	if err := probeRemoteWrite(ctx, d.writeURL, d.res.RunID); err != nil {
+		return err
+	}
+	interval, log := d.cfg.ScrapeInterval, d.log
+	w, err := remotewrite.New(remotewrite.Config{URL: d.writeURL, FlushInterval: interval}, log.With("component", "remote-write"))
+	if err != nil {
+		return err
+	}
+	node := map[string]string{"node": NodeLabel}
+	d.pushTargets = func(exp, eng prometheus.Gatherer) {
+		p := startPusher(w, interval, log,
+			pushTarget{job: JobExporter, instance: hostPort(d.expSrv.url), g: labelGatherer{exp, node}},
+			pushTarget{job: JobEngine, instance: hostPort(d.engSrv.url), g: labelGatherer{eng, node}})
+		d.onClose(func() error {
+			cctx, c := context.WithTimeout(context.Background(), 30*time.Second)
+			defer c()
+			st, err := p.close(cctx)
+			if err == nil && st.Lost() > 0 {
+				err = fmt.Errorf("remote write to %s: %d exporter and engine samples lost", d.writeURL, st.Lost())
+			}
+			return err
+		})
+	}
+	return nil
+}
+
+// startExporter starts the exporter on the simulated GPUs. It also pushes
+// every raw sample (power and energy counter, with the sample's own
+// timestamp), which the analysis prefers at stage boundaries over the
+// scraped counter.
+func (d *demo) startExporter() error {
+	exp, err := exporter.New(exporter.Config{
+		Backend:           d.sim,
+		Interval:          d.cfg.SampleInterval,
+		ReleaseHold:       d.cfg.ReleaseHold,
+		ReleaseMaxWait:    d.cfg.ReleaseMaxWait,
+		APIToken:          d.token,
+		RemoteWrite:       &remotewrite.Config{URL: d.writeURL},
+		RemoteWriteLabels: map[string]string{"job": JobExporter, "instance": hostPort(d.expSrv.url), "node": NodeLabel},
+		Logger:            quiet(d.log).With("component", "exporter"),
+	})
+	if err != nil {
+		return fmt.Errorf("exporter: %w", err)
+	}
+	exp.Start(d.compCtx)
+	d.onClose(exp.Close)
+	d.exp = exp
 	// The exporter's API as it is, its /metrics with the node label a
 	// scrape config would add.
-	expMux := http.NewServeMux()
-	expMux.Handle("/", exp.Handler())
-	expMux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{exp.Gatherer(), node}, promhttp.HandlerOpts{}))
-	expSrv.serve(expMux)
+	mux := http.NewServeMux()
+	mux.Handle("/", exp.Handler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{exp.Gatherer(), map[string]string{"node": NodeLabel}}, promhttp.HandlerOpts{}))
+	d.expSrv.serve(mux)
+	return nil
+}
 
-	// The simulated engine, coupled in-process to the GPUs.
-	var sink simengine.LoadSink = sim
-	if cfg.shapeLoad != nil {
-		ss := newShapedSink(sim, cfg.shapeLoad)
-		closers = append(closers, func() error { ss.close(); return nil })
+// startEngine starts the simulated engine, coupled in-process to the GPUs.
+func (d *demo) startEngine() error {
+	var sink simengine.LoadSink = d.sim
+	if d.cfg.shapeLoad != nil {
+		ss := newShapedSink(d.sim, d.cfg.shapeLoad)
+		d.onClose(func() error { ss.close(); return nil })
 		sink = ss
 	}
-	eng, err := simengine.New(cfg.Engine, sink)
+	eng, err := simengine.New(d.cfg.Engine, sink)
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.Engine = eng
-	closers = append(closers, func() error {
-		sctx, c := context.WithTimeout(context.Background(), cfg.Engine.ShutdownDelay+10*time.Second)
+	d.res.Engine = eng
+	d.onClose(func() error {
+		sctx, c := context.WithTimeout(context.Background(), d.cfg.Engine.ShutdownDelay+10*time.Second)
 		defer c()
 		return eng.Stop(sctx)
 	})
-	engMux := http.NewServeMux()
-	engMux.Handle("/", eng.Handler(nil))
-	engMux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{eng.Registry(), node}, promhttp.HandlerOpts{}))
-	engSrv.serve(engMux)
-	if pushTargets != nil {
-		pushTargets(exp.Gatherer(), eng.Registry())
+	mux := http.NewServeMux()
+	mux.Handle("/", eng.Handler(nil))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{eng.Registry(), map[string]string{"node": NodeLabel}}, promhttp.HandlerOpts{}))
+	d.engSrv.serve(mux)
+	if d.pushTargets != nil {
+		d.pushTargets(d.exp.Gatherer(), eng.Registry())
 	}
-	fmt.Fprintf(cfg.Out, "joulemark demo %s: %d simulated GPUs, simulated engine %s, Prometheus at %s\n",
-		runID, cfg.GPUs, cfg.Engine.Model, res.PrometheusURL)
-	// Let Prometheus store a few samples of the idle GPUs before the run
-	// starts: the idle phase's first boundary is interpolated between them.
-	if err := sleepCtx(ctx, 3*cfg.ScrapeInterval); err != nil {
-		return res, err
-	}
+	return nil
+}
 
-	// The benchmark: idle, startup, warm-up, formal, release.
-	bres, err := benchjob.Run(ctx, benchConfig(cfg, runID, dir, engSrv.url, expSrv.url, tokenFile, writeURL),
+// bench runs the benchmark into the run's archive: idle, startup, warm-up,
+// formal, release.
+func (d *demo) bench(ctx context.Context) error {
+	bres, err := benchjob.Run(ctx, benchConfig(d.cfg, d.run, d.engSrv.url, d.expSrv.url, d.tokenFile, d.writeURL),
 		benchjob.Options{
-			Logger:       log.With("component", "bench"),
-			Engine:       &engineController{e: eng},
-			Progress:     cfg.Progress,
+			Logger:       d.log.With("component", "bench"),
+			Engine:       &engineController{e: d.res.Engine},
+			Progress:     d.cfg.Progress,
 			PollInterval: 250 * time.Millisecond,
+			Archive:      d.run,
 		})
-	res.Bench = bres
+	d.res.Bench = bres
 	if err != nil {
-		return res, fmt.Errorf("benchmark: %w", err)
+		return fmt.Errorf("benchmark: %w", err)
 	}
+	return nil
+}
 
-	// Wait until Prometheus holds the run's end (the exporter's release
-	// verdict), then analyze.
-	if err := waitForRelease(ctx, res.PrometheusURL, runID, cfg.ScrapeInterval*10+30*time.Second); err != nil {
-		return res, err
+// report waits until Prometheus holds the run's end (the exporter's
+// release verdict), then analyzes the run into report/, writes the
+// dashboards and prints the summary.
+func (d *demo) report(ctx context.Context) error {
+	res := d.res
+	if err := waitForRelease(ctx, res.PrometheusURL, res.RunID, d.cfg.ScrapeInterval*10+30*time.Second); err != nil {
+		return err
 	}
 	rep, err := analyze.Run(ctx, analyze.Config{
 		PrometheusURL: res.PrometheusURL,
-		RunID:         runID,
-		Params:        cfg.Params,
+		RunID:         res.RunID,
+		Params:        d.cfg.Params,
 		OutDir:        res.ReportDir,
 		Scenario:      "joulemark demo",
 		QueryTimeout:  time.Minute,
-		// The bench archive: the report counts empty, repeated and short
+		// The run's archive: the report counts empty, repeated and short
 		// outputs beside throughput.
-		Archive: res.BenchDir,
+		Archive: res.Dir,
 	})
 	if err != nil {
-		return res, fmt.Errorf("analysis: %w", err)
+		return fmt.Errorf("analysis: %w", err)
 	}
 	res.Report = rep
 	if _, err := dashboards.Generate(res.DashboardsDir, ""); err != nil {
-		return res, fmt.Errorf("dashboards: %w", err)
+		return fmt.Errorf("dashboards: %w", err)
 	}
-	if err := writeSummary(cfg.Out, res); err != nil {
-		return res, err
-	}
-	if cfg.KeepServing {
-		fmt.Fprintf(cfg.Out, "\nServing Prometheus at %s until interrupted (Ctrl-C).\n", res.PrometheusURL)
-		<-ctx.Done()
-	}
-	return res, nil
+	return writeSummary(d.cfg.Out, res)
 }
 
-// benchConfig is the benchmark run the demo drives.
-func benchConfig(cfg Config, runID, dir, engineURL, exporterURL, tokenFile, writeURL string) benchjob.Config {
+// benchConfig is the benchmark run the demo drives, into run's archive.
+func benchConfig(cfg Config, run *runarchive.Run, engineURL, exporterURL, tokenFile, writeURL string) benchjob.Config {
 	b := benchjob.Defaults()
 	b.Target = engineURL + "/v1"
 	b.Model = cfg.Engine.Model
@@ -323,8 +426,8 @@ func benchConfig(cfg Config, runID, dir, engineURL, exporterURL, tokenFile, writ
 	b.EngineMetrics = true
 	b.EngineMetricsURL = engineURL + "/metrics"
 	b.EngineMetricsInterval = cfg.ScrapeInterval
-	b.RunsDir = filepath.Join(dir, "bench")
-	b.RunID = runID
+	b.RunsDir = filepath.Dir(run.Dir)
+	b.RunID = run.ID
 	return b
 }
 

@@ -20,10 +20,12 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/choose"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/promserver"
+	"github.com/joulemark/joulemark/runarchive"
 )
 
 // smallConfig is the demo at test scale: phases of a few seconds, a fast
@@ -209,6 +211,12 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 	}
 
+	// The run is an ordinary archive: `joulemark runs list` sees it,
+	// `analyze --runs-dir DIR --run-id ID` finds its requests, and
+	// compare/pareto/plan read its report with the output sanity and the
+	// configured load.
+	checkOrdinaryArchive(t, cfg, res, prom.URL())
+
 	// Every query of the generated dashboards returns data for the run.
 	from, to := rep.Stages["idle"].Start, rep.Stages["release"].End+30
 	n := 0
@@ -228,6 +236,44 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	if n < 20 {
 		t.Errorf("%d dashboard queries found in %s", n, res.DashboardsDir)
+	}
+}
+
+// checkOrdinaryArchive reads the demo's run through every reader of run
+// archives: runarchive.List, analyze with RunsDir (against the reopened
+// TSDB at promURL) and choose.LoadReports (compare, pareto, plan).
+func checkOrdinaryArchive(t *testing.T, cfg Config, res *Result, promURL string) {
+	t.Helper()
+	if res.Dir != filepath.Join(cfg.Dir, res.RunID) || res.BenchDir != res.Dir || res.ReportDir != filepath.Join(res.Dir, "report") {
+		t.Errorf("layout: dir %s, bench %s, report %s", res.Dir, res.BenchDir, res.ReportDir)
+	}
+	list, err := runarchive.List(cfg.Dir)
+	if err != nil || len(list) != 1 || list[0].ID != res.RunID || list[0].Status() != runarchive.StatusCompleted {
+		t.Fatalf("runs list of %s: %+v, %v", cfg.Dir, list, err)
+	}
+	again, err := analyze.Run(t.Context(), analyze.Config{
+		PrometheusURL: promURL, RunID: res.RunID, Params: cfg.Params, RunsDir: cfg.Dir,
+		OutDir: filepath.Join(t.TempDir(), "report-2"), Scenario: "joulemark demo",
+	})
+	if err != nil {
+		t.Fatalf("analyze --runs-dir %s --run-id %s: %v", cfg.Dir, res.RunID, err)
+	}
+	if again.OutputSanity == nil || res.Report.OutputSanity == nil || again.OutputSanity.Requests != res.Report.OutputSanity.Requests {
+		t.Errorf("output sanity: re-analysis %+v, demo %+v", again.OutputSanity, res.Report.OutputSanity)
+	}
+	if a, b := again.Stages["formal"].EnergyJoules, res.Report.Stages["formal"].EnergyJoules; a == nil || b == nil || *a != *b {
+		t.Errorf("formal energy: re-analysis %v, demo %v", a, b)
+	}
+	report := filepath.Join(res.ReportDir, analyze.FileJSON)
+	for _, opts := range []choose.LoadOptions{{}, {RunsDir: cfg.Dir}} {
+		runs, err := choose.LoadReports([]string{report}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := runs[0]
+		if r.Sanity == nil || r.Load == nil || r.Load.Concurrency != cfg.Concurrency {
+			t.Errorf("choose.LoadReports(%s, %+v): sanity %v, load %v", report, opts, r.Sanity, r.Load)
+		}
 	}
 }
 

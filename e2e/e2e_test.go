@@ -40,6 +40,7 @@ import (
 	"github.com/joulemark/joulemark/internal/testnet"
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/rules"
+	"github.com/joulemark/joulemark/runarchive"
 )
 
 // The scenario both modes run: 2 simulated GPUs, phases of a few seconds, a
@@ -305,7 +306,7 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	if err := json.Unmarshal(stdout, &printed); err != nil || printed.RunID != runID || printed.Valid != rep.Valid {
 		t.Errorf("analyze --format json printed run %q valid %v (%v), report.json has run %q valid %v", printed.RunID, printed.Valid, err, rep.RunID, rep.Valid)
 	}
-	return &external{runID: runID, prom: prom, report: rep, exporter: st, scrapes: scrapes, records: readRecords(t, filepath.Join(runsDir, runID, benchjob.RequestsFile))}
+	return &external{runID: runID, prom: prom, report: rep, exporter: st, scrapes: scrapes, records: readRecords(t, filepath.Join(runsDir, runID, runarchive.RequestsFile))}
 }
 
 // demoConfig is the scenario in embedded mode: in-process simulated GPUs,

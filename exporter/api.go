@@ -4,14 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
 
 	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/runid"
 )
-
-// validRunID bounds run IDs to what is safe as a label value, a path
-// segment and a file name.
-var validRunID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -34,13 +30,14 @@ func writeAPIError(w http.ResponseWriter, err error) {
 
 func runID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("run_id")
-	if !validRunID.MatchString(id) {
-		writeError(w, http.StatusBadRequest, "run ID "+quoteTrunc(id)+": want 1-128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit")
+	if err := runid.Validate(id); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return "", false
 	}
 	return id, true
 }
 
+// quoteTrunc quotes s for an error message, cut to 64 bytes.
 func quoteTrunc(s string) string {
 	if len(s) > 64 {
 		s = s[:64] + "…"
@@ -145,9 +142,11 @@ func (e *Exporter) handlePreflight(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.URL.Query().Get("run_id")
-	if id != "" && !validRunID.MatchString(id) {
-		writeError(w, http.StatusBadRequest, "run ID "+quoteTrunc(id)+": want 1-128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit")
-		return
+	if id != "" {
+		if err := runid.Validate(id); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()

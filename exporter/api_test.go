@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,50 @@ import (
 
 	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/runid"
+	"github.com/joulemark/joulemark/runid/runidtest"
 )
+
+// The phase API accepts exactly the run ids of the shared table (the bench
+// and the demo test the same one).
+func TestAPIRunIDs(t *testing.T) {
+	h := newHarness(t, gpu.SimConfig{GPUs: 1, Seed: 1}, Config{})
+	srv := httptest.NewServer(h.exp.Handler())
+	defer srv.Close()
+	// No redirects: the mux answers "." and ".." with one.
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range runidtest.Cases {
+		path := srv.URL + "/api/v1/runs/" + url.PathEscape(tc.ID)
+		req, err := http.NewRequest("POST", path+"/phases/idle", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case tc.Valid && resp.StatusCode != http.StatusOK:
+			t.Errorf("run id %q refused: %d %s", tc.ID, resp.StatusCode, body)
+		case !tc.Valid && resp.StatusCode == http.StatusOK:
+			t.Errorf("run id %q accepted", tc.ID)
+		case !tc.Valid && resp.StatusCode == http.StatusBadRequest && !strings.Contains(string(body), runid.Grammar):
+			t.Errorf("run id %q: answer %s does not state the grammar", tc.ID, body)
+		}
+		if tc.Valid {
+			req, _ := http.NewRequest("POST", path+"/end", nil)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			if resp, err := client.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("ending run %q: %v %v", tc.ID, resp, err)
+			} else {
+				resp.Body.Close()
+			}
+		}
+	}
+}
 
 func TestAPIErrors(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 2, Seed: 1}, Config{})
@@ -51,13 +95,13 @@ func TestAPIErrors(t *testing.T) {
 		{"wrong token", "POST", "/api/v1/runs/r2/phases/idle", "nope", 401, "bearer token"},
 		{"no token on end", "POST", "/api/v1/runs/r1/end", "", 401, "bearer token"},
 		{"unknown phase", "POST", "/api/v1/runs/r2/phases/cooldown", testToken, 400, "unknown phase"},
-		{"bad run id", "POST", "/api/v1/runs/..bad/phases/idle", testToken, 400, "run ID"},
+		{"bad run id", "POST", "/api/v1/runs/..bad/phases/idle", testToken, 400, "run id"},
 		{"out of order", "POST", "/api/v1/runs/r1/phases/warmup", testToken, 409, "cannot follow"},
 		{"repeated phase is a retry", "POST", "/api/v1/runs/r1/phases/formal", testToken, 200, `"phase":"formal","start":1750000001,`},
 		{"earlier phase", "POST", "/api/v1/runs/r1/phases/idle", testToken, 409, "cannot follow"},
 		{"preflight without token", "GET", "/api/v1/preflight", "", 401, "bearer token"},
 		{"preflight of a used id", "GET", "/api/v1/preflight?run_id=r1", testToken, 409, "used before"},
-		{"preflight of a bad id", "GET", "/api/v1/preflight?run_id=..x", testToken, 400, "run ID"},
+		{"preflight of a bad id", "GET", "/api/v1/preflight?run_id=..x", testToken, 400, "run id"},
 		{"preflight", "GET", "/api/v1/preflight?run_id=r9", testToken, 200, `"run_id":"r9"`},
 		{"unknown run get", "GET", "/api/v1/runs/nope", "", 404, "no run"},
 		{"unknown run end", "POST", "/api/v1/runs/nope/end", testToken, 404, "no run"},

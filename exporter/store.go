@@ -11,6 +11,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/atomicfile"
 	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/runid"
 )
 
 // Durable state under Config.StoragePath (docs/exporter.md, "Durable state"):
@@ -259,7 +260,7 @@ func (e *Exporter) restore() error {
 
 func (e *Exporter) restoredRun(sr storedRun) (*run, error) {
 	n := len(e.gpus)
-	if !validRunID.MatchString(sr.RunID) || len(sr.Phases) == 0 || len(sr.IdlePower) != n || len(sr.IdleProcs) != n {
+	if runid.Validate(sr.RunID) != nil || len(sr.Phases) == 0 || len(sr.IdlePower) != n || len(sr.IdleProcs) != n {
 		return nil, errors.New("incomplete record")
 	}
 	r := &run{id: sr.RunID, idleAcc: make([]welford, n), idleProcs: slices.Clone(sr.IdleProcs),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/runinfo"
 )
 
 // Run statuses in manifest.json.
@@ -73,7 +74,9 @@ type Manifest struct {
 	Ended   float64            `json:"ended,omitempty"`
 	Phases  map[string]float64 `json:"phase_starts"` // client-side instant each phase was posted
 
-	Summary     *Summary           `json:"summary,omitempty"`
+	Summary *Summary `json:"summary,omitempty"`
+	// RunInfo is the run's identity, as pushed in joulemark_run_info.
+	RunInfo     *runinfo.Info      `json:"run_info,omitempty"`
 	RemoteWrite *remotewrite.Stats `json:"remote_write,omitempty"`
 }
 

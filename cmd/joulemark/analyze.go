@@ -40,6 +40,7 @@ type AnalyzeCmd struct {
 	Format   string `default:"table" enum:"table,json" help:"What to print on stdout (${enum})."`
 	Scenario string `help:"Scenario name copied into the report (compare groups by it)."`
 	Archive  string `type:"existingdir" placeholder:"DIR" help:"The bench job's run archive (runs/<run_id>, holding requests.jsonl): the report then counts empty, repeated and short outputs (output_sanity)."`
+	RunsDir  string `name:"runs-dir" type:"path" placeholder:"DIR" help:"Runs directory searched for the run's archive, DIR/<run_id> (as --archive, when it is there)."`
 
 	SLOTTFT   time.Duration `name:"slo-ttft" default:"500ms" help:"TTFT SLO for goodput (0 disables)."`
 	SLOTPOT   time.Duration `name:"slo-tpot" default:"35ms" help:"TPOT SLO for goodput (0 disables)."`
@@ -72,11 +73,9 @@ func (c *AnalyzeCmd) Run(g *Globals) error {
 	cfg := analyze.Config{
 		PrometheusURL: c.PrometheusURL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,
-		Archive: c.Archive,
+		Archive: c.Archive, RunsDir: c.RunsDir,
 	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
+	// Validated once, by analyze.Run, before any query.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	r, err := analyze.Run(ctx, cfg)

@@ -136,11 +136,8 @@ func (c *BenchCmd) Run(g *Globals) error {
 		if len(c.Set) > 0 || c.DryRun {
 			return errors.New("--set and --dry-run go with --config")
 		}
-		cfg := c.config()
-		if err := cfg.Validate(); err != nil {
-			return err
-		}
-		cfgs = append(cfgs, cfg)
+		// Validated once, by benchjob.Sweep, before anything starts.
+		cfgs = append(cfgs, c.config())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
