@@ -5,6 +5,7 @@ go 1.26.7
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/alecthomas/kong v1.17.0
+	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/golang/snappy v1.0.0
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
@@ -40,7 +41,6 @@ require (
 	github.com/Azure/azure-sdk-for-go/sdk/internal v1.13.0 // indirect
 	github.com/AzureAD/microsoft-authentication-library-for-go v1.10.1 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
-	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b // indirect
 	github.com/aws/aws-sdk-go-v2 v1.47.3 // indirect
 	github.com/aws/aws-sdk-go-v2/config v1.33.9 // indirect
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.9 // indirect

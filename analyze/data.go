@@ -19,6 +19,7 @@ type GPUSeries struct {
 	// samples (joulemark_gpu_energy_sample_joules_total) instead of scrapes.
 	EnergyRaw bool
 	Power     []Sample // joulemark_gpu_power_watts, time ordered
+	Memory    []Sample // joulemark_gpu_memory_used_bytes, time ordered
 }
 
 // Label names a GPU in messages and plots.
@@ -67,6 +68,8 @@ type RunData struct {
 	// 0 when unknown. A scraped counter can be this much older than its
 	// scrape timestamp.
 	SamplerIntervalSeconds float64
+	// Host is the host energy (RAPL) the exporters published; nil when none.
+	Host *HostData
 	// RunInfo is the bench job's joulemark_run_info; nil when absent.
 	RunInfo *runinfo.Info
 	// IncompleteRequests counts per-request sample groups that lacked a

@@ -5,10 +5,18 @@ import "context"
 // loadExtras reads what the report holds beside GPU energy and requests:
 // the run's identity, host energy, GPU memory and the engine's own metrics.
 func (l *loader) loadExtras(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
-	return l.loadRunInfo(ctx, d)
+	if err := l.loadRunInfo(ctx, d); err != nil {
+		return err
+	}
+	if err := l.loadGPUMemory(ctx, d, gpuSel, sp); err != nil {
+		return err
+	}
+	return l.loadHost(ctx, d, sp)
 }
 
 // extras fills the report sections of loadExtras' data.
 func (c *computation) extras() {
 	c.runIdentity()
+	c.gpuMemory()
+	c.hostEnergy()
 }

@@ -48,6 +48,13 @@ func fixture() *RunData {
 		for t := -5.0; t <= 145; t++ {
 			gs.Energy = append(gs.Energy, Sample{b + t, 1000 + w*(t+5)})
 			gs.Power = append(gs.Power, Sample{b + t, w})
+			// memory: 10 GiB per GPU, GPU g adds g GiB at the formal
+			// phase's midpoint (80 s)
+			mem := float64(10 << 30)
+			if t >= 80 {
+				mem += float64(g << 30)
+			}
+			gs.Memory = append(gs.Memory, Sample{b + t, mem})
 		}
 		d.GPUs = append(d.GPUs, gs)
 	}
@@ -62,6 +69,20 @@ func fixture() *RunData {
 	w := req(b+25, 0.1, b+26, 10, true)
 	w.Phase, w.Slot, w.InputTokens = "warmup", "0", 20
 	d.Requests = append(d.Requests, w)
+	// Host: package-0 draws 20 W, DRAM 5 W, scraped every second like the
+	// GPUs; the exporter's host phase energies are 25 W × duration.
+	d.Host = &HostData{PhaseEnergy: map[string]float64{}, Zones: []string{"fixture:9400 intel-rapl:0 (package-0)", "fixture:9400 intel-rapl:0:0 (dram)"},
+		Unavailable: map[string]string{}}
+	for i, name := range phaseNames {
+		d.Host.PhaseEnergy[name] = 25 * (bounds[i][1] - bounds[i][0])
+	}
+	for _, w := range []float64{20, 5} {
+		var s []Sample
+		for t := -5.0; t <= 145; t++ {
+			s = append(s, Sample{b + t, 500 + w*(t+5)})
+		}
+		d.Host.Counters = append(d.Host.Counters, s)
+	}
 	return d
 }
 
@@ -122,6 +143,25 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 			add(1, t, append([]string{"__name__", runinfo.Metric}, kv...)...)
 		}
 	}
+	if h := d.Host; h != nil {
+		zones := [][2]string{{"intel-rapl:0", "package-0"}, {"intel-rapl:0:0", "dram"}}
+		for name, e := range h.PhaseEnergy {
+			for zi, z := range zones {
+				share := []float64{0.8, 0.2}[zi] // 20 W and 5 W of 25 W
+				add(e*share, last+1, "__name__", mPhaseHostEnergy, "run_id", d.RunID, "phase", name, "zone", z[0], "domain", z[1], "instance", inst, "job", job)
+			}
+			// core lies inside the package: never summed
+			add(e, last+1, "__name__", mPhaseHostEnergy, "run_id", d.RunID, "phase", name, "zone", "intel-rapl:0:1", "domain", "core", "instance", inst, "job", job)
+		}
+		for zi, s := range h.Counters {
+			for _, x := range s {
+				add(x.V, x.T, "__name__", mHostEnergy, "zone", zones[zi][0], "domain", zones[zi][1], "instance", inst, "job", job)
+			}
+		}
+		for inst, reason := range h.Unavailable {
+			add(1, last, "__name__", mHostUnavailable, "reason", reason, "instance", inst, "job", job)
+		}
+	}
 	for _, gs := range d.GPUs {
 		for _, s := range gs.Energy {
 			add(s.V, s.T, "__name__", mGPUEnergy, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
@@ -129,6 +169,9 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 		}
 		for _, s := range gs.Power {
 			add(s.V, s.T, "__name__", mGPUPower, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
+		}
+		for _, s := range gs.Memory {
+			add(s.V, s.T, "__name__", mGPUMemory, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
 		}
 	}
 	for _, r := range d.Requests {

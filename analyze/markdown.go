@@ -56,7 +56,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if !r.Valid {
 		verdict = "**NOT VALID** (excluded from formal results and comparisons)"
 	}
-	p("%s · measurement boundary: %s · energy source: %s\n\n", verdict, r.Measurement.Boundary, orDash(r.Measurement.EnergySource))
+	boundary := r.Measurement.Boundary
+	if r.HostEnergy != nil && r.HostEnergy.Available {
+		boundary += " (host CPU packages + DRAM reported beside it, never added in)"
+	}
+	p("%s · measurement boundary: %s · energy source: %s\n\n", verdict, boundary, orDash(r.Measurement.EnergySource))
 	if r.Scenario != "" {
 		p("Scenario: `%s`\n\n", r.Scenario)
 	}
@@ -122,6 +126,8 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("| release | %s |\n", num(r.Energy.ReleaseJoules, "%.1f J"))
 	p("| lifecycle (startup + formal + release) | %s |\n\n", num(r.Energy.LifecycleJoules, "%.1f J"))
 	p("Release closed: %s. The idle baseline is never subtracted.\n\n", yesNo(r.Release.Closed))
+	hostMarkdown(p, r)
+	gpuMemoryMarkdown(p, r)
 
 	p("## Latency (formal requests)\n\n")
 	p("Error rate first: %.2f%% (%d of %d failed). Failed requests count as infinitely slow in every percentile; a percentile that lands on one reads `failed`.\n\n",

@@ -27,6 +27,8 @@ type Report struct {
 	LifecycleEstimate           LifecycleEst     `json:"lifecycle_estimate"`
 	Measurement                 Measurement      `json:"measurement"`
 	UnattributedJoules          *float64         `json:"unattributed_joules,omitempty"`
+	GPUMemory                   *GPUMemory       `json:"gpu_memory,omitempty"`
+	HostEnergy                  *HostEnergy      `json:"host_energy,omitempty"` // RAPL host energy beside the GPUs'; null figures with a reason when unavailable
 	Scenario                    string           `json:"scenario,omitempty"`
 	GeneratedBy                 string           `json:"generated_by,omitempty"`
 }

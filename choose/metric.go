@@ -82,6 +82,15 @@ var (
 			}
 			return f64(r.Requests.ErrorRate)
 		}}
+	// GPUMemoryPeak is the largest single-GPU memory peak of the formal
+	// phase: what must fit in one GPU (recommend --max-gpu-memory).
+	GPUMemoryPeak = Metric{Key: "gpu_memory.max_gpu_peak_bytes", Label: "gpu_mem_peak", Unit: "bytes", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 {
+			if r.GPUMemory == nil {
+				return nil
+			}
+			return r.GPUMemory.MaxGPUPeakBytes
+		}}
 	JoulesPerGoodToken = Metric{Key: "goodput.joules_per_good_token", Label: "J/good_tok", Unit: "J/token", Dir: Minimize,
 		value: func(r *analyze.Report) *float64 { return r.Goodput.JoulesPerGoodToken }}
 )

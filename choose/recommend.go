@@ -24,11 +24,15 @@ func (c Constraint) Check(r *Run) string {
 	if !ok {
 		return fmt.Sprintf("%s missing (%s)", c.Metric.Key, c.Flag)
 	}
+	f := func(x float64) string { return FormatValue(x, true) }
+	if c.Metric.Unit == "bytes" {
+		f = func(x float64) string { return FormatValue(x/(1<<30), true) + "GiB" }
+	}
 	if c.Upper && v > c.Bound {
-		return fmt.Sprintf("%s %s > %s (%s)", c.Metric.Key, FormatValue(v, true), FormatValue(c.Bound, true), c.Flag)
+		return fmt.Sprintf("%s %s > %s (%s)", c.Metric.Key, f(v), f(c.Bound), c.Flag)
 	}
 	if !c.Upper && v < c.Bound {
-		return fmt.Sprintf("%s %s < %s (%s)", c.Metric.Key, FormatValue(v, true), FormatValue(c.Bound, true), c.Flag)
+		return fmt.Sprintf("%s %s < %s (%s)", c.Metric.Key, f(v), f(c.Bound), c.Flag)
 	}
 	return ""
 }

@@ -80,3 +80,30 @@ func TestRecommendCmdNoSurvivor(t *testing.T) {
 		t.Errorf("%d runs excluded by the constraint, want 4 (the fifth is invalid):\n%s", got, buf.String())
 	}
 }
+
+// --max-gpu-memory takes a size with a unit and drops the runs whose
+// largest single-GPU memory peak is above it.
+func TestRecommendCmdMaxGPUMemory(t *testing.T) {
+	var reports []string
+	for _, n := range []string{"sweep-c4", "sweep-c12", "sweep-c24", "sweep-c12-qwen"} {
+		reports = append(reports, filepath.Join("..", "..", "compare", "testdata", "reports", n+".json"))
+	}
+	cli := parseCLI(t, append([]string{"recommend", "--max-gpu-memory", "60GiB"}, reports...)...)
+	var buf bytes.Buffer
+	cli.Recommend.stdout = &buf
+	if err := cli.Recommend.Run(&Globals{}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"gpu_memory.max_gpu_peak_bytes 70GiB > 60GiB (--max-gpu-memory)",
+		"gpu_memory.max_gpu_peak_bytes 62GiB > 60GiB (--max-gpu-memory)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if got := strings.Count(out, "(--max-gpu-memory)"); got != 2 {
+		t.Errorf("%d runs dropped by --max-gpu-memory, want 2:\n%s", got, out)
+	}
+}

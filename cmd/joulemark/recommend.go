@@ -5,6 +5,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/alecthomas/units"
+
 	"github.com/joulemark/joulemark/choose"
 )
 
@@ -14,15 +16,16 @@ type RecommendCmd struct {
 
 	Reports []string `arg:"" name:"report" type:"existingfile" help:"report.json files."`
 
-	MaxTTFTP95                 *time.Duration `name:"max-ttft-p95" help:"Drop runs whose p95 TTFT is above this (e.g. 500ms)."`
-	MaxTPOTP95                 *time.Duration `name:"max-tpot-p95" help:"Drop runs whose p95 TPOT is above this (e.g. 35ms)."`
-	MinGoodput                 *float64       `name:"min-goodput" help:"Drop runs whose goodput ratio is below this (0..1)."`
-	MaxJoulesPerToken          *float64       `name:"max-joules-per-token" help:"Drop runs whose steady-state J/token is above this."`
-	MaxLifecycleJoulesPerToken *float64       `name:"max-lifecycle-joules-per-token" help:"Drop runs whose full-lifecycle J/token is above this."`
-	MinThroughput              *float64       `name:"min-throughput" help:"Drop runs below this many output tokens per second."`
-	MaxErrorRate               *float64       `name:"max-error-rate" help:"Drop runs whose error rate is above this (0..1)."`
-	MaxStartupJoules           *float64       `name:"max-startup-joules" help:"Drop runs whose startup (+ warm-up) energy is above this."`
-	MaxBadOutputRatio          *float64       `name:"max-bad-output-ratio" help:"Drop runs whose empty, repeated or short outputs exceed this share of successful formal requests (needs requests.jsonl)."`
+	MaxTTFTP95                 *time.Duration    `name:"max-ttft-p95" help:"Drop runs whose p95 TTFT is above this (e.g. 500ms)."`
+	MaxTPOTP95                 *time.Duration    `name:"max-tpot-p95" help:"Drop runs whose p95 TPOT is above this (e.g. 35ms)."`
+	MinGoodput                 *float64          `name:"min-goodput" help:"Drop runs whose goodput ratio is below this (0..1)."`
+	MaxJoulesPerToken          *float64          `name:"max-joules-per-token" help:"Drop runs whose steady-state J/token is above this."`
+	MaxLifecycleJoulesPerToken *float64          `name:"max-lifecycle-joules-per-token" help:"Drop runs whose full-lifecycle J/token is above this."`
+	MinThroughput              *float64          `name:"min-throughput" help:"Drop runs below this many output tokens per second."`
+	MaxErrorRate               *float64          `name:"max-error-rate" help:"Drop runs whose error rate is above this (0..1)."`
+	MaxStartupJoules           *float64          `name:"max-startup-joules" help:"Drop runs whose startup (+ warm-up) energy is above this."`
+	MaxGPUMemory               *units.Base2Bytes `name:"max-gpu-memory" help:"Drop runs whose largest single-GPU memory peak over the formal phase (gpu_memory.max_gpu_peak_bytes) is above this (e.g. 60GiB); a run without GPU memory data is dropped."`
+	MaxBadOutputRatio          *float64          `name:"max-bad-output-ratio" help:"Drop runs whose empty, repeated or short outputs exceed this share of successful formal requests (needs requests.jsonl)."`
 
 	Prefer  string `default:"steady_state.joules_per_token" help:"Metric that breaks ties on the front (a report key of a tracked metric)."`
 	RunsDir string `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl when none is beside a report."`
@@ -53,6 +56,10 @@ func (c *RecommendCmd) Run(g *Globals) error {
 	add(c.MinThroughput, choose.Throughput, false, "--min-throughput")
 	add(c.MaxErrorRate, choose.ErrorRate, true, "--max-error-rate")
 	add(c.MaxStartupJoules, choose.StartupEnergy, true, "--max-startup-joules")
+	if c.MaxGPUMemory != nil {
+		b := float64(*c.MaxGPUMemory)
+		add(&b, choose.GPUMemoryPeak, true, "--max-gpu-memory")
+	}
 	maxBad := -1.0
 	if c.MaxBadOutputRatio != nil {
 		maxBad = *c.MaxBadOutputRatio

@@ -1,0 +1,116 @@
+package analyze
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+const mGPUMemory = "joulemark_gpu_memory_used_bytes"
+
+// GPUMemory is report.json "gpu_memory": GPU memory in use over the formal
+// phase, from the exporter's 1 Hz joulemark_gpu_memory_used_bytes. Totals
+// sum the GPUs (peak_bytes sums each GPU's own peak, an upper bound of the
+// simultaneous peak). Null when no sample lies in the formal phase.
+type GPUMemory struct {
+	PeakBytes *float64 `json:"peak_bytes"`
+	MeanBytes *float64 `json:"mean_bytes"`
+	// MaxGPUPeakBytes is the largest single-GPU peak: what has to fit in
+	// one GPU's memory (recommend --max-gpu-memory).
+	MaxGPUPeakBytes *float64      `json:"max_gpu_peak_bytes"`
+	GPUs            []GPUMemoryOf `json:"gpus"`
+}
+
+// GPUMemoryOf is one GPU's memory over the formal phase.
+type GPUMemoryOf struct {
+	GPU       string   `json:"gpu"`
+	UUID      string   `json:"uuid"`
+	Instance  string   `json:"-"` // for labels; the UUID is unique
+	PeakBytes *float64 `json:"peak_bytes"`
+	MeanBytes *float64 `json:"mean_bytes"`
+}
+
+// loadGPUMemory reads each run GPU's memory series into d.GPUs.
+func (l *loader) loadGPUMemory(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", mGPUMemory, gpuSel), sp.windows)
+	if err != nil {
+		return err
+	}
+	for _, ss := range m {
+		u := string(ss.metric["uuid"])
+		for i := range d.GPUs {
+			if d.GPUs[i].UUID == u && len(ss.samples) > len(d.GPUs[i].Memory) {
+				d.GPUs[i].Memory = ss.samples
+			}
+		}
+	}
+	return nil
+}
+
+// gpuMemory fills the gpu_memory section over the formal phase.
+func (c *computation) gpuMemory() {
+	gm := &GPUMemory{GPUs: []GPUMemoryOf{}}
+	c.r.GPUMemory = gm
+	fb, ok := c.complete("formal")
+	if !ok {
+		return
+	}
+	var peak, mean, maxPeak float64
+	all := true
+	for _, g := range c.d.GPUs {
+		of := GPUMemoryOf{GPU: g.GPU, UUID: g.UUID, Instance: g.Instance}
+		n, sum, hi := 0, 0.0, 0.0
+		for _, s := range g.Memory {
+			if s.T < fb.Start || s.T > fb.End {
+				continue
+			}
+			n++
+			sum += s.V
+			hi = max(hi, s.V)
+		}
+		if n > 0 {
+			of.PeakBytes, of.MeanBytes = ptr(hi), ptr(sum/float64(n))
+			peak += hi
+			mean += sum / float64(n)
+			maxPeak = max(maxPeak, hi)
+		} else {
+			all = false
+		}
+		gm.GPUs = append(gm.GPUs, of)
+	}
+	if all && len(c.d.GPUs) > 0 {
+		gm.PeakBytes, gm.MeanBytes, gm.MaxGPUPeakBytes = ptr(peak), ptr(mean), ptr(maxPeak)
+	}
+}
+
+// gib formats bytes in GiB.
+func gib(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f GiB", *p/(1<<30))
+}
+
+// gpuMemoryMarkdown is report.md's GPU memory section.
+func gpuMemoryMarkdown(p func(string, ...any), r *Report) {
+	gm := r.GPUMemory
+	if gm == nil {
+		return
+	}
+	p("## GPU memory (formal phase)\n\n")
+	if gm.PeakBytes == nil {
+		var missing []string
+		for _, g := range gm.GPUs {
+			if g.PeakBytes == nil {
+				missing = append(missing, "gpu "+g.GPU+" ("+g.UUID+")")
+			}
+		}
+		p("No memory samples in the formal phase (%s).\n\n", orDash(strings.Join(missing, ", ")))
+		return
+	}
+	p("| GPU | peak | mean |\n|---|---:|---:|\n")
+	for _, g := range gm.GPUs {
+		p("| %s | %s | %s |\n", "gpu "+g.GPU+" ("+g.UUID+")", gib(g.PeakBytes), gib(g.MeanBytes))
+	}
+	p("| all (sum) | %s | %s |\n\nLargest single-GPU peak: %s.\n\n", gib(gm.PeakBytes), gib(gm.MeanBytes), gib(gm.MaxGPUPeakBytes))
+}

@@ -1,0 +1,228 @@
+package analyze
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/joulemark/joulemark/powercap"
+)
+
+// Host energy (RAPL powercap zones read by the exporter) beside the GPUs'.
+const (
+	mPhaseHostEnergy = "joulemark_phase_host_energy_joules"
+	mHostEnergy      = "joulemark_host_energy_joules_total"
+	mHostUnavailable = "joulemark_host_energy_unavailable"
+	// ReasonHostNotExported: the run's exporters published no host energy
+	// metric at all (host metering off, or an older exporter).
+	ReasonHostNotExported = "not_exported"
+	// HostBoundary is what host energy covers.
+	HostBoundary = "host CPU packages and DRAM (RAPL package-* and dram zones); no PSU loss, fans, NICs or disks"
+)
+
+// HostData is the run's host energy as the exporters published it.
+type HostData struct {
+	// PhaseEnergy is the host energy per phase, summed over the zones in
+	// the host total (packages and DRAM) of every exporter.
+	PhaseEnergy map[string]float64
+	// Zones names the zones summed: "instance zone (domain)".
+	Zones []string
+	// Counters are those zones' energy counters over the run.
+	Counters [][]Sample
+	// Unavailable holds each exporter's reason when it could read no zone.
+	Unavailable map[string]string // instance → reason
+}
+
+// HostEnergy is report.json "host_energy". When the host energy is
+// unavailable every figure is null and Reason says why; never 0.
+type HostEnergy struct {
+	Available bool     `json:"available"`
+	Reason    string   `json:"reason,omitempty"` // no_rapl, permission_denied, read_error, not_exported
+	Message   string   `json:"message,omitempty"`
+	Boundary  string   `json:"boundary"`
+	Zones     []string `json:"zones,omitempty"`
+	// Stages is the host energy per lifecycle phase (null where missing).
+	Stages          map[string]*float64 `json:"stages"`
+	StartupJoules   *float64            `json:"startup_joules"`
+	FormalJoules    *float64            `json:"formal_joules"`
+	ReleaseJoules   *float64            `json:"release_joules"`
+	LifecycleJoules *float64            `json:"lifecycle_joules"`
+	// SteadyStateJoules is the host energy over the steady-state span,
+	// from its counters.
+	SteadyStateJoules *float64 `json:"steady_state_joules"`
+	// GPU+host J/token on both bases, and tokens per joule both ways
+	// (steady state; GPU only and GPU+host).
+	GPUPlusHostSteadyStateJoulesPerToken   *float64 `json:"gpu_plus_host_steady_state_joules_per_token"`
+	GPUPlusHostFullLifecycleJoulesPerToken *float64 `json:"gpu_plus_host_full_lifecycle_joules_per_token"`
+	TokensPerJouleGPU                      *float64 `json:"tokens_per_joule_gpu"`
+	TokensPerJouleGPUPlusHost              *float64 `json:"tokens_per_joule_gpu_plus_host"`
+}
+
+// loadHost reads the run's host energy: phase energies, counters and the
+// exporters' unavailability reasons.
+func (l *loader) loadHost(ctx context.Context, d *RunData, sp rawSpan) error {
+	insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()))), l.now)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, s := range insts {
+		names = append(names, string(s.Metric["instance"]))
+	}
+	instSel := "instance=~" + anyOf(names)
+	h := &HostData{PhaseEnergy: map[string]float64{}, Unavailable: map[string]string{}}
+	pe, err := l.vector(ctx, fmt.Sprintf("max by (instance, phase, zone, domain) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseHostEnergy, l.runSel()))), l.now)
+	if err != nil {
+		return err
+	}
+	zones := map[string]bool{}
+	for _, s := range pe {
+		if !inHostTotal(string(s.Metric["domain"])) {
+			continue
+		}
+		h.PhaseEnergy[string(s.Metric["phase"])] += float64(s.Value)
+		zones[fmt.Sprintf("%s %s (%s)", s.Metric["instance"], s.Metric["zone"], s.Metric["domain"])] = true
+	}
+	h.Zones = sortedKeys(zones)
+	un, err := l.vector(ctx, fmt.Sprintf("max by (instance, reason) (max_over_time(%s{%s}[%s]))", mHostUnavailable, instSel, sp.rng), sp.evalAt)
+	if err != nil {
+		return err
+	}
+	for _, s := range un {
+		if s.Value == 1 {
+			h.Unavailable[string(s.Metric["instance"])] = string(s.Metric["reason"])
+		}
+	}
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", mHostEnergy, instSel), sp.windows)
+	if err != nil {
+		return err
+	}
+	for _, ss := range m {
+		if inHostTotal(string(ss.metric["domain"])) {
+			h.Counters = append(h.Counters, ss.samples)
+		}
+	}
+	if len(h.PhaseEnergy) > 0 || len(h.Unavailable) > 0 || len(h.Counters) > 0 {
+		d.Host = h
+	}
+	return nil
+}
+
+func inHostTotal(domain string) bool {
+	return strings.HasPrefix(domain, "package") || domain == "dram"
+}
+
+// hostEnergy fills report.json "host_energy" (after the GPU figures).
+func (c *computation) hostEnergy() {
+	he := &HostEnergy{Boundary: HostBoundary, Stages: map[string]*float64{}}
+	c.r.HostEnergy = he
+	h := c.d.Host
+	switch {
+	case h == nil:
+		he.Reason = ReasonHostNotExported
+		he.Message = "the run's exporters published no host energy (joulemark exporter --host.powercap-path off, or an exporter without host metering)"
+		return
+	case len(h.PhaseEnergy) == 0:
+		he.Reason = ReasonHostNotExported
+		var why []string
+		for _, inst := range slices.Sorted(maps.Keys(h.Unavailable)) {
+			he.Reason = h.Unavailable[inst]
+			why = append(why, inst+": "+powercap.Explain(h.Unavailable[inst]))
+		}
+		he.Message = strings.Join(why, "; ")
+		return
+	}
+	if len(h.Unavailable) > 0 {
+		// some exporters measured and others did not: a partial host total
+		// would understate; report nothing rather than a wrong sum
+		var why []string
+		for _, inst := range slices.Sorted(maps.Keys(h.Unavailable)) {
+			he.Reason = h.Unavailable[inst]
+			why = append(why, inst+": "+powercap.Explain(h.Unavailable[inst]))
+		}
+		he.Message = "host energy missing on some nodes: " + strings.Join(why, "; ")
+		return
+	}
+	he.Available, he.Zones = true, h.Zones
+	for _, name := range phaseNames {
+		if v, ok := h.PhaseEnergy[name]; ok {
+			he.Stages[name] = ptr(v)
+		} else {
+			he.Stages[name] = nil
+		}
+	}
+	sum := func(names ...string) *float64 {
+		t := 0.0
+		for _, n := range names {
+			if he.Stages[n] == nil {
+				return nil
+			}
+			t += *he.Stages[n]
+		}
+		return &t
+	}
+	he.StartupJoules, he.FormalJoules, he.ReleaseJoules = sum("startup", "warmup"), sum("formal"), sum("release")
+	he.LifecycleJoules = sum("startup", "warmup", "formal", "release")
+	tokens := float64(c.r.Tokens.FormalOutput)
+	if gl := c.r.Energy.LifecycleJoules; gl != nil && he.LifecycleJoules != nil && tokens > 0 {
+		he.GPUPlusHostFullLifecycleJoulesPerToken = ptr((*gl + *he.LifecycleJoules) / tokens)
+	}
+	ss := c.r.SteadyState
+	if !ss.Reached || ss.Start == nil || ss.End == nil || ss.EnergyJoules == nil || ss.OutputTokens == nil || *ss.OutputTokens == 0 {
+		return
+	}
+	tol := 0.0
+	if !math.IsNaN(c.interval) {
+		tol = 2 * c.interval
+	}
+	host := 0.0
+	for _, s := range h.Counters {
+		e, ok := newCurve(s, max(tol, 2*medianInterval(s))).between(*ss.Start, *ss.End)
+		if !ok {
+			return
+		}
+		host += e
+	}
+	if len(h.Counters) == 0 {
+		return
+	}
+	he.SteadyStateJoules = ptr(host)
+	out := float64(*ss.OutputTokens)
+	he.GPUPlusHostSteadyStateJoulesPerToken = ptr((*ss.EnergyJoules + host) / out)
+	he.TokensPerJouleGPU = ptr(out / *ss.EnergyJoules)
+	he.TokensPerJouleGPUPlusHost = ptr(out / (*ss.EnergyJoules + host))
+}
+
+// hostMarkdown is report.md's host energy section.
+func hostMarkdown(p func(string, ...any), r *Report) {
+	he := r.HostEnergy
+	if he == nil {
+		return
+	}
+	p("## Host energy (beside the GPUs)\n\n")
+	if !he.Available {
+		p("Host energy: **null** (%s): %s\n\n", he.Reason, mdEscape(he.Message))
+		return
+	}
+	p("Boundary: %s. Zones: %s.\n\n", he.Boundary, strings.Join(he.Zones, ", "))
+	p("| stage | host energy | GPU energy |\n|---|---:|---:|\n")
+	for _, name := range phaseNames {
+		var gpu *float64
+		if st, ok := r.Stages[name]; ok {
+			gpu = st.EnergyJoules
+		}
+		p("| %s | %s | %s |\n", name, num(he.Stages[name], "%.1f J"), num(gpu, "%.1f J"))
+	}
+	p("\n| figure | GPU only | GPU + host |\n|---|---:|---:|\n")
+	ss := r.SteadyState
+	var gpuSS *float64
+	if ss.Reached {
+		gpuSS = ss.JoulesPerToken
+	}
+	p("| steady-state J/token | %s | %s |\n", num(gpuSS, "%.4f"), num(he.GPUPlusHostSteadyStateJoulesPerToken, "%.4f"))
+	p("| full-lifecycle J/token | %s | %s |\n", num(r.FullLifecycleJoulesPerToken, "%.4f"), num(he.GPUPlusHostFullLifecycleJoulesPerToken, "%.4f"))
+	p("| tokens per joule (steady state) | %s | %s |\n\n", num(he.TokensPerJouleGPU, "%.3f"), num(he.TokensPerJouleGPUPlusHost, "%.3f"))
+}
