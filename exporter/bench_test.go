@@ -66,7 +66,7 @@ func BenchmarkSampleTick8GPUsSim(b *testing.B) {
 // case (4000 phase-energy series). "prom3" sends the Accept header of
 // Prometheus 3 (UTF-8 names allowed: no escaping pass); "gzip" asks for a
 // compressed answer, as Prometheus does; "refreeze" makes every scrape the
-// first one after a run froze.
+// first one after a run froze or left /metrics.
 func BenchmarkMetrics8GPUs100Runs(b *testing.B) {
 	const prom3 = "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.5,*/*;q=0.1"
 	for _, tc := range []struct {
@@ -138,9 +138,8 @@ func benchMetrics(b *testing.B, runs int, gap time.Duration, accept string, refr
 		default:
 			req.Header.Set("Accept", accept)
 		}
-		if refreeze { // as when a run froze: its text is new
+		if refreeze { // as when a run froze: the frozen families are merged anew
 			e.mu.Lock()
-			e.runs[e.finished[len(e.finished)-1]].frozen.text = nil
 			e.frozenVersion++
 			e.mu.Unlock()
 		}

@@ -66,6 +66,11 @@ type Config struct {
 	// MaxRuns bounds the runs kept (finished ones are dropped oldest first;
 	// default 100).
 	MaxRuns int
+	// RunMetricsTTL is how long a finished run's series stay on /metrics
+	// once its final values are known (default 5m): long enough for
+	// Prometheus to scrape them. The API serves the run until MaxRuns
+	// evicts it.
+	RunMetricsTTL time.Duration
 	// StoragePath is the directory of the durable state: every run id seen
 	// and the active runs (store.go). Empty: nothing is kept across
 	// restarts.
@@ -113,13 +118,11 @@ type Exporter struct {
 	savedEmpty bool        // the last active-runs save had no run (under storeMu)
 	dirty      atomic.Bool // a run ended in the sampler: save the active runs
 
-	frozenVersion      uint64       // bumped when a run is frozen or a frozen run dropped
+	frozenVersion      uint64       // bumped when a run is frozen or a frozen run leaves /metrics
 	freezeMu           sync.RWMutex // taken before mu: held (write) while runs freeze, (read) by each gather
 	frozenMu           sync.Mutex
 	frozenCache        map[string][]*dto.Metric
 	frozenCacheVersion uint64
-	frozenTextCache    map[string]frozenText
-	frozenTextVersion  uint64
 
 	sampleDuration *prometheus.HistogramVec // backend call cost per GPU
 
@@ -211,6 +214,9 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.RunMaxAge == 0 {
 		cfg.RunMaxAge = 24 * time.Hour
 	}
+	if cfg.RunMetricsTTL == 0 {
+		cfg.RunMetricsTTL = 5 * time.Minute
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = gpu.RealClock{}
 	}
@@ -238,6 +244,8 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("exporter: max runs %d: want > 0", cfg.MaxRuns)
 	case cfg.RunMaxAge < 0:
 		return nil, fmt.Errorf("exporter: run max age %v: want > 0", cfg.RunMaxAge)
+	case cfg.RunMetricsTTL < 0:
+		return nil, fmt.Errorf("exporter: run metrics TTL %v: want > 0", cfg.RunMetricsTTL)
 	}
 	devs := cfg.Backend.Devices()
 	if len(devs) == 0 {

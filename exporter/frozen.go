@@ -9,9 +9,10 @@ import (
 )
 
 // A finished run whose boundaries are all resolved never changes again. Its
-// series are rendered once ("frozen") and served from that cache, so a
-// scrape with 100 retained runs does not rebuild thousands of constant
-// metrics: the collectors only emit the runs still moving.
+// series are rendered once ("frozen") and served from that cache: the
+// collectors only emit the runs still moving. A frozen run stays on
+// /metrics for Config.RunMetricsTTL, long enough for Prometheus to scrape
+// its final values, then leaves it; the API serves it until eviction.
 
 // familyHelp is the HELP text of the lifecycle families, shared by the
 // collectors' descriptors and the frozen families.
@@ -28,7 +29,8 @@ var familyHelp = map[string]string{
 
 type frozenRun struct {
 	families map[string][]*dto.Metric
-	text     map[string]runFamilyText // its text exposition, encoded on first use (under frozenMu)
+	at       int64 // when it froze (offset)
+	expired  bool  // off /metrics: RunMetricsTTL passed since it froze
 }
 
 // settled reports whether run r can no longer change.
@@ -44,14 +46,21 @@ func settled(r *run) bool {
 	return true
 }
 
-// freezeRuns renders every newly settled run. A gather holds freezeMu
-// (read) across the live collectors and the frozen snapshot, so no scrape
-// sees a run both live and frozen, or neither.
+// freezeRuns renders every newly settled run and takes the frozen runs
+// whose RunMetricsTTL passed off /metrics. A gather holds freezeMu (read)
+// across the live collectors and the frozen snapshot, so no scrape sees a
+// run both live and frozen, or neither.
 func (e *Exporter) freezeRuns() {
+	now := e.off(e.clock.Now())
+	ttl := int64(e.cfg.RunMetricsTTL)
 	e.mu.RLock()
 	need := false
 	for _, id := range e.finished {
-		if r := e.runs[id]; r != nil && r.frozen == nil && settled(r) {
+		r := e.runs[id]
+		if r == nil {
+			continue
+		}
+		if r.frozen == nil && settled(r) || r.frozen != nil && !r.frozen.expired && now-r.frozen.at >= ttl {
 			need = true
 			break
 		}
@@ -66,10 +75,21 @@ func (e *Exporter) freezeRuns() {
 	defer e.mu.Unlock()
 	for _, id := range e.finished {
 		r := e.runs[id]
-		if r == nil || r.frozen != nil || !settled(r) {
+		if r == nil {
 			continue
 		}
-		fr := &frozenRun{families: map[string][]*dto.Metric{}}
+		if r.frozen != nil {
+			if !r.frozen.expired && now-r.frozen.at >= ttl {
+				r.frozen.expired = true
+				e.frozenVersion++
+				e.log.Debug("finished run left /metrics", "run_id", id, "ttl", e.cfg.RunMetricsTTL)
+			}
+			continue
+		}
+		if !settled(r) {
+			continue
+		}
+		fr := &frozenRun{families: map[string][]*dto.Metric{}, at: now}
 		emit := func(family string, m prometheus.Metric) {
 			d := &dto.Metric{}
 			if err := m.Write(d); err != nil {
@@ -85,8 +105,9 @@ func (e *Exporter) freezeRuns() {
 	}
 }
 
-// frozenFamilies merges every frozen run's series per family, sorted as a
-// registry sorts them; rebuilt only when the set of frozen runs changed.
+// frozenFamilies merges the series of every frozen run still on /metrics
+// per family, sorted as a registry sorts them; rebuilt only when that set
+// of runs changed.
 func (e *Exporter) frozenFamilies() (map[string][]*dto.Metric, uint64) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -97,7 +118,7 @@ func (e *Exporter) frozenFamilies() (map[string][]*dto.Metric, uint64) {
 	}
 	fams := map[string][]*dto.Metric{}
 	for _, id := range e.finished {
-		if r := e.runs[id]; r != nil && r.frozen != nil {
+		if r := e.runs[id]; r != nil && r.frozen != nil && !r.frozen.expired {
 			for name, ms := range r.frozen.families {
 				fams[name] = append(fams[name], ms...)
 			}
@@ -125,9 +146,8 @@ func compareMetrics(a, b *dto.Metric) int {
 // gatherer serves the contract registry, optionally the self-metrics, and
 // the frozen runs' cached series.
 type gatherer struct {
-	e          *Exporter
-	withSelf   bool
-	skipFrozen bool // leave the frozen runs out (the text fast path appends them)
+	e        *Exporter
+	withSelf bool
 }
 
 // Gatherer gathers every contract metric (what /metrics serves besides the
@@ -137,11 +157,6 @@ func (e *Exporter) Gatherer() prometheus.Gatherer { return gatherer{e: e} }
 func (g gatherer) Gather() ([]*dto.MetricFamily, error) {
 	g.e.freezeMu.RLock()
 	defer g.e.freezeMu.RUnlock()
-	return g.gatherLocked()
-}
-
-// gatherLocked gathers with e.freezeMu held.
-func (g gatherer) gatherLocked() ([]*dto.MetricFamily, error) {
 	mfs, err := g.e.reg.Gather()
 	if g.withSelf {
 		self, serr := g.e.selfReg.Gather()
@@ -149,9 +164,6 @@ func (g gatherer) gatherLocked() ([]*dto.MetricFamily, error) {
 		if err == nil {
 			err = serr
 		}
-	}
-	if g.skipFrozen {
-		return mfs, err
 	}
 	frozen, _ := g.e.frozenFamilies()
 	for name, ms := range frozen {

@@ -2,18 +2,14 @@ package exporter
 
 import (
 	"bytes"
-	"compress/flate"
 	"compress/gzip"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,10 +97,10 @@ func canonical(t *testing.T, fams map[string]*dto.MetricFamily) string {
 	return b.String()
 }
 
-// TestMetricsFastPathMatchesPromhttp: the text fast path (frozen runs as
-// pre-encoded text) serves exactly the series promhttp serves, plain and
-// gzip-compressed.
-func TestMetricsFastPathMatchesPromhttp(t *testing.T) {
+// TestMetricsFormatsServeTheSameSeries: text (plain, gzip, Prometheus 2
+// and 3 Accept headers) serves exactly the series protobuf serves, live and
+// frozen runs merged.
+func TestMetricsFormatsServeTheSameSeries(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 3, Seed: 4, NoiseWatts: 0.5}, Config{MaxRuns: 5})
 	for _, id := range []string{"r-c", "r-a", "r-d", "r-b", "r-f", "r-e", "r-live"} {
 		h.post(id, phaseapi.Idle)
@@ -137,7 +133,7 @@ func TestMetricsFastPathMatchesPromhttp(t *testing.T) {
 			t.Errorf("%v: content type %s", hdr, ct)
 		}
 		if g := canonical(t, got); g != want {
-			t.Errorf("%v: fast path differs from promhttp:\n--- fast\n%s\n--- promhttp\n%s", hdr, g, want)
+			t.Errorf("%v: text differs from protobuf:\n--- text\n%s\n--- protobuf\n%s", hdr, g, want)
 		}
 	}
 	// the raw text keeps one HELP/TYPE per family and is valid for the text parser
@@ -149,17 +145,6 @@ func TestMetricsFastPathMatchesPromhttp(t *testing.T) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	if _, err := p.TextToMetricFamilies(strings.NewReader(rec.Body.String())); err != nil {
 		t.Errorf("text parser: %v", err)
-	}
-}
-
-func TestAcceptsGzip(t *testing.T) {
-	for h, want := range map[string]bool{
-		"": false, "gzip": true, "GZIP": true, "deflate, gzip;q=0.5": true, "gzip;q=0": false,
-		"identity": false, "br, gzip": true, "gzip; q=0.0": false,
-	} {
-		if got := acceptsGzip(h); got != want {
-			t.Errorf("acceptsGzip(%q) = %v", h, got)
-		}
 	}
 }
 
@@ -225,8 +210,8 @@ func stableLines(text []byte) string {
 
 // TestMetricsGzipMatchesPlain: a gzip scrape decodes, as one gzip member,
 // to exactly the bytes of the uncompressed scrape and to the series
-// promhttp serves, while runs are added, frozen and evicted (the cached
-// compressed text follows), and it passes promtool.
+// protobuf serves, while runs are added, frozen and evicted, and it passes
+// promtool.
 func TestMetricsGzipMatchesPlain(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 3, Seed: 7, NoiseWatts: 0.5}, Config{MaxRuns: 3})
 	lifecycle := func(id string, end bool) {
@@ -276,8 +261,7 @@ func TestMetricsGzipMatchesPlain(t *testing.T) {
 			if ce := zrec.Header().Get("Content-Encoding"); ce != "gzip" {
 				t.Fatalf("Content-Encoding %q", ce)
 			}
-			raw := zrec.Body.Bytes()
-			text := gunzipOneMember(t, raw)
+			text := gunzipOneMember(t, zrec.Body.Bytes())
 			if got, want := stableLines(text), stableLines([]byte(plain)); got != want || !strings.Contains(got, "joulemark_gpu_power_watts{") {
 				t.Fatalf("gzip body differs from the plain one:\n--- gzip\n%s\n--- plain\n%s", got, want)
 			}
@@ -291,17 +275,8 @@ func TestMetricsGzipMatchesPlain(t *testing.T) {
 					t.Errorf("evicted run %s still served", id)
 				}
 			}
-			// the frozen families went out as their cached compressed bytes
-			frozen := h.exp.frozenTexts()
-			if len(frozen) == 0 && len(st.present) > 1 {
+			if frozen, _ := h.exp.frozenFamilies(); len(frozen) == 0 && len(st.present) > 1 {
 				t.Fatal("no frozen families")
-			}
-			for name, ft := range frozen {
-				for _, p := range ft.parts {
-					if !bytes.Contains(raw, p.z.data) {
-						t.Errorf("%s: cached compressed samples not in the response", name)
-					}
-				}
 			}
 			proto, _ := scrape(t, h.exp, map[string]string{"Accept": `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited`})
 			zfams, _ := scrape(t, h.exp, map[string]string{"Accept-Encoding": "gzip"})
@@ -317,86 +292,8 @@ func TestMetricsGzipMatchesPlain(t *testing.T) {
 	}
 }
 
-func TestCRC32Combine(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	data := make([]byte, 70_000)
-	for i := range data {
-		data[i] = byte(rng.Uint32())
-	}
-	for _, cut := range []int{0, 1, 7, 8, 9, 1000, 32_768, 69_999, 70_000} {
-		a, b := data[:cut], data[cut:]
-		got := crc32Combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), len(b))
-		if want := crc32.ChecksumIEEE(data); got != want {
-			t.Errorf("cut at %d: %08x, want %08x", cut, got, want)
-		}
-	}
-}
-
-// TestGzipSplicer: any mix of compressed-as-written text and pieces
-// compressed beforehand decodes to the text in order, as one member.
-func TestGzipSplicer(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	text := func(n int) []byte {
-		var b bytes.Buffer
-		for b.Len() < n {
-			fmt.Fprintf(&b, "joulemark_phase_energy_joules{gpu=\"%d\",run_id=\"r-%d\"} %g\n", rng.IntN(8), rng.IntN(100), rng.Float64()*1e4)
-		}
-		return b.Bytes()[:n]
-	}
-	for _, tc := range []struct {
-		name  string
-		parts []string // "w:N" written, "s:N" spliced, N bytes
-	}{
-		{"nothing", nil},
-		{"written only", []string{"w:5000"}},
-		{"spliced only", []string{"s:5000"}},
-		{"spliced empty", []string{"s:0", "w:10"}},
-		{"splice first", []string{"s:40000", "w:100", "s:3"}},
-		{"splice last", []string{"w:100", "s:100000"}},
-		{"adjacent splices", []string{"w:70000", "s:20", "s:50000", "s:1", "w:1", "w:2"}},
-		{"many", []string{"w:1", "s:1", "w:40000", "s:40000", "w:0", "s:33000", "w:70000"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var out, want bytes.Buffer
-			fw, _ := flate.NewWriter(nil, flate.BestSpeed)
-			g := newGzipSplicer(&out, fw)
-			for _, p := range tc.parts {
-				kind, ns, _ := strings.Cut(p, ":")
-				n, _ := strconv.Atoi(ns)
-				b := text(n)
-				want.Write(b)
-				if kind == "w" {
-					if _, err := g.Write(b); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				z, err := deflate(b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				g.splice(z)
-			}
-			if err := g.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if got := gunzipOneMember(t, out.Bytes()); !bytes.Equal(got, want.Bytes()) {
-				t.Errorf("decoded %d bytes, want %d (equal prefix %d)", len(got), want.Len(), commonPrefix(got, want.Bytes()))
-			}
-		})
-	}
-}
-
-func commonPrefix(a, b []byte) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
-
 // TestRealPrometheusScrapesGzip: a real Prometheus (Debian's 2.42 in CI)
-// scrapes the gzip fast path and stores every sample of it.
+// scrapes /metrics, gzip-compressed, and stores every sample of it.
 func TestRealPrometheusScrapesGzip(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 4, Seed: 5, NoiseWatts: 0.5}, Config{MaxRuns: 6})
 	for i := range 9 {
@@ -412,7 +309,7 @@ func TestRealPrometheusScrapesGzip(t *testing.T) {
 		}
 		h.step(200 * time.Millisecond)
 	}
-	if len(h.exp.frozenTexts()) == 0 {
+	if frozen, _ := h.exp.frozenFamilies(); len(frozen) == 0 {
 		t.Fatal("no frozen runs")
 	}
 	var (
@@ -572,5 +469,68 @@ func TestMetricsScrapesWhileRunsFreeze(t *testing.T) {
 		if n := strings.Count(plain, `joulemark_run_idle_stable{run_id="`+id+`"}`); n != 1 {
 			t.Errorf("run %s: %d idle_stable series", id, n)
 		}
+	}
+}
+
+// TestFinishedRunLeavesMetricsAfterTTL: a finished run stays on /metrics,
+// in every format, until RunMetricsTTL after its final values are known
+// (it froze), then leaves it; the API serves it until MaxRuns evicts it.
+func TestFinishedRunLeavesMetricsAfterTTL(t *testing.T) {
+	const ttl = 10 * time.Second
+	h := newHarness(t, gpu.SimConfig{GPUs: 2, Seed: 9, NoiseWatts: 0.5}, Config{MaxRuns: 2, RunMetricsTTL: ttl})
+	finish := func(id string) {
+		h.post(id, phaseapi.Idle)
+		h.step(time.Second)
+		if _, err := h.client.EndRun(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		h.step(200 * time.Millisecond)
+	}
+	// served reports whether the run's series are on /metrics, as text
+	// and as protobuf (which must agree).
+	served := func(id string) bool {
+		t.Helper()
+		text, _ := scrape(t, h.exp, nil)
+		proto, _ := scrape(t, h.exp, map[string]string{"Accept": `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited`})
+		sel := `run_id="` + id + `"`
+		inText, inProto := strings.Contains(canonical(t, text), sel), strings.Contains(canonical(t, proto), sel)
+		if inText != inProto {
+			t.Fatalf("run %s: on text /metrics %v, on protobuf %v", id, inText, inProto)
+		}
+		return inText
+	}
+	finish("old")
+	h.exp.mu.RLock()
+	fr := h.exp.runs["old"].frozen
+	h.exp.mu.RUnlock()
+	if fr == nil {
+		t.Fatal("the finished run did not freeze")
+	}
+	h.post("live", phaseapi.Idle)
+	// up to the last sample before the TTL: on /metrics
+	iv := h.exp.cfg.Interval
+	h.step(time.Duration(fr.at+int64(ttl)-h.exp.off(h.clk.Now())) - iv)
+	if !served("old") {
+		t.Fatalf("run left /metrics %v after it froze, before its TTL %v", time.Duration(h.exp.off(h.clk.Now())-fr.at), ttl)
+	}
+	// the sample at the TTL takes it off /metrics, not off the API
+	h.step(iv)
+	if served("old") {
+		t.Errorf("run still on /metrics %v after it froze (TTL %v)", time.Duration(h.exp.off(h.clk.Now())-fr.at), ttl)
+	}
+	if !served("live") {
+		t.Error("the active run left /metrics")
+	}
+	if st, ok := h.exp.RunStatus("old"); !ok || len(st.Phases) == 0 {
+		t.Errorf("API after the TTL: %v %+v, want the run", ok, st)
+	}
+	// two more finished runs: MaxRuns 2 evicts it from the API too
+	finish("b")
+	finish("c")
+	if _, ok := h.exp.RunStatus("old"); ok {
+		t.Error("run still in the API after eviction")
+	}
+	if !served("b") || !served("c") {
+		t.Error("newly finished runs not on /metrics")
 	}
 }
