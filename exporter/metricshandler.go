@@ -1,17 +1,27 @@
 package exporter
 
 import (
+	"compress/gzip"
 	"net/http"
 
+	"github.com/klauspost/compress/gzhttp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // newMetricsHandler serves /metrics through promhttp: the contract metrics
 // (live runs from the collectors, finished runs from the frozen cache until
 // their RunMetricsTTL passes) and the exporter's self-metrics, in every
-// format and compression promhttp negotiates.
+// format promhttp negotiates. Compression is klauspost/compress's gzhttp
+// at BestSpeed: the scrape is mostly the live families, compressed anew
+// each time, where promhttp's own gzip (default level) costs about twice
+// the CPU.
 func newMetricsHandler(e *Exporter) http.Handler {
-	return promhttp.HandlerFor(gatherer{e: e, withSelf: true}, promhttp.HandlerOpts{
-		ErrorLog: slogErrorLog{e}, Registry: e.selfReg, MaxRequestsInFlight: 10,
+	prom := promhttp.HandlerFor(gatherer{e: e, withSelf: true}, promhttp.HandlerOpts{
+		ErrorLog: slogErrorLog{e}, Registry: e.selfReg, MaxRequestsInFlight: 10, DisableCompression: true,
 	})
+	gz, err := gzhttp.NewWrapper(gzhttp.CompressionLevel(gzip.BestSpeed))
+	if err != nil { // constant options
+		panic(err)
+	}
+	return gz(prom)
 }

@@ -30,10 +30,11 @@ type ExporterCmd struct {
 	ReleaseHold      time.Duration `name:"release-hold" default:"30s" help:"How long every GPU must stay within --release-tolerance of its baseline; the release ends where this hold began."`
 	ReleaseMaxWait   time.Duration `name:"release-max-wait" default:"10m" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
 	IdleCVThreshold  float64       `name:"idle-cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
-	MaxRuns          int           `name:"max-runs" default:"100" help:"Finished runs kept in memory (and on /metrics)."`
+	MaxRuns          int           `name:"max-runs" default:"100" help:"Finished runs kept in memory and served by the API (on /metrics for --run.metrics-ttl)."`
 	PowercapPath     string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
 	StoragePath      string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start)."`
 	RunMaxAge        time.Duration `name:"run.max-age" default:"24h" help:"A run still active this long after its first phase ends with reason expired."`
+	RunMetricsTTL    time.Duration `name:"run.metrics-ttl" default:"5m" help:"A finished run leaves /metrics this long after its final values are known (the API serves it until --max-runs evicts it)."`
 	Kubelet          kubeletFlags  `embed:""`
 
 	RemoteWriteURL             string `name:"remote-write-url" default:"" help:"Push every raw power sample (remote write 1.0) to this URL, e.g. http://prometheus:9090/api/v1/write."`
@@ -128,7 +129,7 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		Backend: backend, Interval: c.Interval, Retention: c.Retention,
 		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
 		IdleCVThreshold: c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
-		StoragePath: c.StoragePath, RunMaxAge: c.RunMaxAge,
+		StoragePath: c.StoragePath, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
 	}
 	if c.PowercapPath != "" {
 		cfg.Host = powercap.NewMeter(os.DirFS(c.PowercapPath))
