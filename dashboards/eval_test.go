@@ -109,7 +109,7 @@ func fixture() string {
 	series("joulemark_bench_requests_in_flight", bl, constant(2))
 	series("joulemark_bench_target_rate_requests_per_second", bl, constant(0.4))
 	series("joulemark_bench_achieved_rate_requests_per_second", bl, constant(0.4))
-	el := `node="n1", instance="n1:8000", job="inference-engine", model_name="m"`
+	el := `node="n1", instance="n1:8000", job="inference-engine", model_name="m", namespace="serve", pod="engine-0"`
 	series("vllm:num_requests_running", el, constant(2))
 	series("vllm:num_requests_waiting", el, constant(0))
 	series("vllm:kv_cache_usage_perc", el, constant(0.3))
@@ -117,6 +117,15 @@ func fixture() string {
 	series("vllm:generation_tokens_total", el, counter(200))
 	series("vllm:prompt_tokens_total", el, counter(1000))
 	series("vllm:num_preemptions_total", el, constant(0))
+	// Energy per pod: serve/engine-0 holds GPU 0 (300 W) and serves model m
+	// at 40 tokens/s; serve/engine-idle (70 W, its allocation since 15 min)
+	// serves m but generates nothing; GPU 1 is unallocated.
+	series("joulemark_gpu_allocation_info", exp+`, gpu="0", uuid="GPU-0", namespace="serve", pod="engine-0", container="engine", resource="nvidia.com/gpu", shared="false"`, constant(1))
+	series("joulemark_pod_energy_joules_total", exp+`, namespace="serve", pod="engine-0", container="engine"`, counter(1500))
+	series("joulemark_gpu_allocation_info", exp+`, gpu="2", uuid="GPU-2", namespace="serve", pod="engine-idle", container="engine", resource="nvidia.com/gpu", shared="false"`, fmt.Sprintf("_x%d 1x%d", n*3/4, n/4))
+	series("joulemark_pod_energy_joules_total", exp+`, namespace="serve", pod="engine-idle", container="engine"`, counter(350))
+	series("joulemark_unallocated_energy_joules_total", exp+`, gpu="1", uuid="GPU-1"`, counter(1500))
+	series("vllm:generation_tokens_total", `node="n1", instance="n1:8001", job="inference-engine", model_name="m", namespace="serve", pod="engine-idle"`, constant(0))
 	return b.String()
 }
 
@@ -194,7 +203,7 @@ func TestQueriesEvaluate(t *testing.T) {
 	}
 	values := map[string]string{
 		"__rate_interval": "1m", "__interval": "15s", "__range": "20m",
-		"node": ".*", "gpu": ".*", "run_id": "r1",
+		"node": ".*", "gpu": ".*", "run_id": "r1", "namespace": ".*", "pod": ".*", "model": ".*",
 	}
 	ctx := context.Background()
 	for _, f := range render(t) {
@@ -285,8 +294,13 @@ func TestQueryValues(t *testing.T) {
 		{"benchmark-run.json", `panel "Goodput" query D`, "", 1},
 		{"benchmark-run.json", `panel "Idle baseline power" query A`, "", 140},
 		{"sweep-comparison.json", `panel "Runs" query E`, `{run_id="r1"}`, formalTokens / 920},
-		// Node energy 2 x 300 W over engine tokens 200 per 5 s = 40 tokens/s.
-		{"fleet-energy.json", `panel "Live J/token (engines)" query A`, "", 600.0 / 40},
+		// Model m's pods, 300 W + 70 W (the idle one counts), over their 200
+		// tokens per 5 s = 40 tokens/s.
+		{"fleet-energy.json", `panel "Live J/token (engines)" query A`, "", 370.0 / 40},
+		{"fleet-energy.json", `panel "Live J/token per pod (engines)" query A`, `{__name__="namespace_pod:joulemark_joules_per_generation_token:ratio_rate5m", namespace="serve", pod="engine-0"}`, 300.0 / 40},
+		{"fleet-energy.json", `panel "Unallocated and idle-allocated energy rate" query A`, `{__name__="node:joulemark_unallocated_energy_joules:rate5m", node="n1"}`, 300},
+		{"fleet-energy.json", `panel "Unallocated and idle-allocated energy rate" query B`, `{__name__="namespace_pod:joulemark_idle_allocated_energy_joules:rate5m", namespace="serve", pod="engine-idle"}`, 70},
+		{"fleet-energy.json", `panel "Energy rate per namespace" query A`, `{__name__="namespace:joulemark_energy_joules:rate5m", namespace="serve"}`, 370},
 		{"fleet-energy.json", `panel "Energy rate per node" query A`, `{node="n1"}`, 600},
 	} {
 		var d dashboard.Dashboard
@@ -305,7 +319,7 @@ func TestQueryValues(t *testing.T) {
 			continue
 		}
 		vars := variables(d)
-		for k, v := range map[string]string{"__rate_interval": "1m", "__interval": "15s", "__range": "20m", "node": ".*", "gpu": ".*", "run_id": "r1"} {
+		for k, v := range map[string]string{"__rate_interval": "1m", "__interval": "15s", "__range": "20m", "node": ".*", "gpu": ".*", "run_id": "r1", "namespace": ".*", "pod": ".*", "model": ".*"} {
 			vars[k] = v
 		}
 		s, err := substitute(expr, vars)

@@ -26,6 +26,9 @@ func Fleet() (dashboard.Dashboard, error) {
 		WithVariable(datasourceVariable()).
 		WithVariable(nodeVariable()).
 		WithVariable(gpuVariable()).
+		WithVariable(namespaceVariable()).
+		WithVariable(podVariable()).
+		WithVariable(modelVariable()).
 		WithVariable(runVariable(true)).
 		Annotations(phaseAnnotations(`=~"$run_id"`)).
 		WithRow(dashboard.NewRowBuilder("Power and energy")).
@@ -46,8 +49,8 @@ func Fleet() (dashboard.Dashboard, error) {
 		})).
 		WithPanel(statPanel(panelSpec{
 			title: "Live J/token (engines)", unit: unitJoulePerToken, w: 6, h: 6, boundary: boundaryGPU,
-			desc:    "GPU energy of the selected nodes divided by the output tokens their vLLM engines generated (vllm:generation_tokens_total), 5-minute rates from the recording rules. Only meaningful where the engine scrape job sets the same node label as the exporter's; every GPU of a node counts, busy or idle.",
-			queries: []query{{expr: `sum(node:joulemark_gpu_energy_joules:rate5m{node=~"$node"}) / sum(node:vllm_generation_tokens:rate5m{node=~"$node"})`, legend: "J/token"}},
+			desc:    "GPU energy of the selected models' pods (the exporter's per-pod energy, from the kubelet's GPU allocation) divided by the output tokens those pods generated (vllm:/sglang:generation_tokens_total), 5-minute rates from the recording rules. Only the GPUs a serving pod holds count; idle serving pods count in their model's energy.",
+			queries: []query{{expr: `sum(model_name:joulemark_energy_joules:rate5m{model_name=~"$model"}) / sum(model_name:joulemark_generation_tokens:rate5m{model_name=~"$model"})`, legend: "J/token"}},
 		})).
 		WithPanel(timeSeries(panelSpec{
 			title: "Power per GPU", unit: unitWatt, w: 12, boundary: boundaryGPU,
@@ -64,20 +67,39 @@ func Fleet() (dashboard.Dashboard, error) {
 			desc:    "Rate of the energy counter per node (J/s = W): the average power between scrapes, which unlike the sampled power misses no spike.",
 			queries: []query{{expr: `sum by (node) (rate(joulemark_gpu_energy_joules_total` + gpuSel + `[$__rate_interval]))`, legend: "{{node}}"}},
 		}).Min(0)).
-		WithPanel(timeSeries(panelSpec{
-			title: "Live J/token per node (engines)", unit: unitJoulePerToken, w: 12, boundary: boundaryGPU,
-			desc:    "GPU energy of each node divided by the output tokens its vLLM engines generated (vllm:generation_tokens_total), joined on the node label, 5-minute rates (recording rule node:joulemark_joules_per_generation_token:ratio_rate5m). Every GPU of the node counts, busy or idle.",
-			queries: []query{{expr: `node:joulemark_joules_per_generation_token:ratio_rate5m{node=~"$node"}`, legend: "{{node}}"}},
-		}).Min(0)).
+		WithRow(dashboard.NewRowBuilder("Pods and models")).
 		WithPanel(timeSeries(panelSpec{
 			title: "Live J/token per model (engines)", unit: unitJoulePerToken, w: 12, boundary: boundaryGPU,
-			desc:    "Each node's GPU energy split among the models its engines serve in proportion to their generated tokens, then over those tokens, 5-minute rates (recording rule model_name:joulemark_joules_per_generation_token:ratio_rate5m).",
-			queries: []query{{expr: `model_name:joulemark_joules_per_generation_token:ratio_rate5m`, legend: "{{model_name}}"}},
+			desc:    "Energy of each model's pods over the tokens they generated, 5-minute rates (recording rule model_name:joulemark_joules_per_generation_token:ratio_rate5m). Pod energy is integrated by the exporter over exactly the GPUs the kubelet lists for the pod.",
+			queries: []query{{expr: `model_name:joulemark_joules_per_generation_token:ratio_rate5m{model_name=~"$model"}`, legend: "{{model_name}}"}},
 		}).Min(0)).
 		WithPanel(timeSeries(panelSpec{
-			title: "Engine output tokens per node", unit: unitTokensPerSec, w: 12, boundary: boundaryEngine,
-			desc:    "Output tokens the vLLM engines of each node generated per second, 5-minute rate (recording rule node:vllm_generation_tokens:rate5m): the denominator of the live J/token.",
-			queries: []query{{expr: `node:vllm_generation_tokens:rate5m{node=~"$node"}`, legend: "{{node}}"}},
+			title: "Live J/token per pod (engines)", unit: unitJoulePerToken, w: 12, boundary: boundaryGPU,
+			desc:    "Each serving pod's energy over its own generated tokens, 5-minute rates (recording rule namespace_pod:joulemark_joules_per_generation_token:ratio_rate5m). A tensor-parallel pod sums every GPU it holds.",
+			queries: []query{{expr: `namespace_pod:joulemark_joules_per_generation_token:ratio_rate5m{namespace=~"$namespace", pod=~"$pod"}`, legend: "{{namespace}}/{{pod}}"}},
+		}).Min(0)).
+		WithPanel(timeSeries(panelSpec{
+			title: "Energy rate per namespace", unit: unitWatt, w: 12, boundary: boundaryGPU,
+			desc:    "GPU energy attributed to the pods of each namespace per second (recording rule namespace:joulemark_energy_joules:rate5m).",
+			queries: []query{{expr: `namespace:joulemark_energy_joules:rate5m{namespace=~"$namespace"}`, legend: "{{namespace}}"}},
+		}).Min(0).Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).
+		WithPanel(timeSeries(panelSpec{
+			title: "Unallocated and idle-allocated energy rate", unit: unitWatt, w: 12, boundary: boundaryGPU,
+			desc:    "Energy per second of GPUs no pod holds, per node (node:joulemark_unallocated_energy_joules:rate5m), and of serving pods that generated no token in 5 minutes (namespace_pod:joulemark_idle_allocated_energy_joules:rate5m): what the fleet spends without serving.",
+			queries: []query{
+				{expr: `node:joulemark_unallocated_energy_joules:rate5m{node=~"$node"}`, legend: "unallocated {{node}}"},
+				{expr: `namespace_pod:joulemark_idle_allocated_energy_joules:rate5m{namespace=~"$namespace", pod=~"$pod"}`, legend: "idle {{namespace}}/{{pod}}"},
+			},
+		}).Min(0)).
+		WithPanel(timeSeries(panelSpec{
+			title: "Engine output tokens per model", unit: unitTokensPerSec, w: 12, boundary: boundaryEngine,
+			desc:    "Output tokens the engines of each model generated per second, 5-minute rate (recording rule model_name:joulemark_generation_tokens:rate5m): the denominator of the live J/token.",
+			queries: []query{{expr: `model_name:joulemark_generation_tokens:rate5m{model_name=~"$model"}`, legend: "{{model_name}}"}},
+		}).Min(0)).
+		WithPanel(timeSeries(panelSpec{
+			title: "(Re)starts and their energy", unit: unitJoule, w: 12, boundary: boundaryGPU,
+			desc:    "Pods whose GPU allocation appeared in the last 10 minutes (a start, a restart, a rolling deploy) and the energy they have drawn since: until their first token, the startup cost. joulemark analyze production reports each start's energy to its first token.",
+			queries: []query{{expr: `sum by (namespace, pod) (joulemark_pod_energy_joules_total{namespace=~"$namespace", pod=~"$pod"}) and on (namespace, pod) (group by (namespace, pod) (joulemark_gpu_allocation_info) unless on (namespace, pod) group by (namespace, pod) (joulemark_gpu_allocation_info offset 10m))`, legend: "{{namespace}}/{{pod}}"}},
 		}).Min(0)).
 		WithRow(dashboard.NewRowBuilder("Limits and thermals")).
 		WithPanel(timeSeries(panelSpec{

@@ -26,6 +26,12 @@ var ContractMetrics = []string{
 	"joulemark_phase_energy_joules",
 	"joulemark_run_baseline_power_watts",
 	"joulemark_run_release_closed",
+	// Exporter, energy per pod (kubelet PodResources).
+	"joulemark_gpu_allocation_info",
+	"joulemark_pod_energy_joules_total",
+	"joulemark_pod_energy_attribution_info",
+	"joulemark_unallocated_energy_joules_total",
+	"joulemark_kubelet_up",
 	// Benchmark job, one sample per request (remote write, timestamp = request end).
 	"joulemark_request_output_tokens",
 	"joulemark_request_input_tokens",

@@ -149,6 +149,32 @@ func nodeVariable() *dashboard.QueryVariableBuilder {
 		"joulemark_gpu_info", true)
 }
 
+func namespaceVariable() *dashboard.QueryVariableBuilder {
+	return labelVariable("namespace", "Namespace",
+		"Namespace of the pods holding GPUs (the exporter's joulemark_pod_energy_joules_total, from the kubelet).",
+		"joulemark_pod_energy_joules_total", true)
+}
+
+func podVariable() *dashboard.QueryVariableBuilder {
+	return labelVariable("pod", "Pod",
+		"Pod holding GPUs, in the selected namespaces.",
+		`joulemark_pod_energy_joules_total{namespace=~"$namespace"}`, true)
+}
+
+// modelVariable selects model_name values of the engines' token counters.
+func modelVariable() *dashboard.QueryVariableBuilder {
+	q := "label_values(namespace_pod_model_name:joulemark_generation_tokens:rate5m, model_name)"
+	return dashboard.NewQueryVariableBuilder("model").
+		Label("Model").
+		Description("Served model (the engines' model_name label, vLLM and SGLang).").
+		Datasource(datasource()).
+		Query(dashboard.StringOrMap{String: ptr(q)}).
+		Definition(q).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc).
+		Multi(true).IncludeAll(true).AllValue(".*")
+}
+
 func gpuVariable() *dashboard.QueryVariableBuilder {
 	return labelVariable("gpu", "GPU",
 		"GPU index on the node (the exporter's gpu label).",

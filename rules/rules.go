@@ -34,11 +34,16 @@ var RecordingRuleNames = []string{
 	"run:joulemark_bench_ttft_slo_met:ratio_rate1m",
 	"run:joulemark_bench_tpot_slo_met:ratio_rate1m",
 	"run:joulemark_bench_goodput_upper_bound:ratio_rate1m",
-	"node:joulemark_gpu_energy_joules:rate5m",
-	"node:vllm_generation_tokens:rate5m",
-	"node_model_name:vllm_generation_tokens:rate5m",
-	"node:joulemark_joules_per_generation_token:ratio_rate5m",
+	"namespace_pod:joulemark_energy_joules:rate5m",
+	"namespace:joulemark_energy_joules:rate5m",
+	"namespace_pod_model_name:joulemark_generation_tokens:rate5m",
+	"namespace_pod:joulemark_joules_per_generation_token:ratio_rate5m",
+	"model_name:joulemark_energy_joules:rate5m",
+	"model_name:joulemark_generation_tokens:rate5m",
 	"model_name:joulemark_joules_per_generation_token:ratio_rate5m",
+	"node:joulemark_unallocated_energy_joules:rate5m",
+	"namespace_pod:joulemark_idle_allocated_energy_joules:rate5m",
+	"node:joulemark_gpu_energy_joules:rate5m",
 }
 
 // AlertNames are the alerting rules' names.
