@@ -280,7 +280,7 @@ func (d *demo) useExternalPrometheus(ctx context.Context) error {
 	d.pushTargets = func(exp, eng prometheus.Gatherer) {
 		p := startPusher(w, interval, log,
 			pushTarget{job: JobExporter, instance: hostPort(d.expSrv.url), g: labelGatherer{exp, node}},
-			pushTarget{job: JobEngine, instance: hostPort(d.engSrv.url), g: labelGatherer{eng, node}})
+			pushTarget{job: JobEngine, instance: hostPort(d.engSrv.url), g: labelGatherer{eng, engineLabels()}})
 		d.onClose(func() error {
 			cctx, c := context.WithTimeout(context.Background(), 30*time.Second)
 			defer c()
@@ -299,7 +299,12 @@ func (d *demo) useExternalPrometheus(ctx context.Context) error {
 // timestamp), which the analysis prefers at stage boundaries over the
 // scraped counter.
 func (d *demo) startExporter() error {
+	pods, err := d.startKubelet()
+	if err != nil {
+		return err
+	}
 	exp, err := exporter.New(exporter.Config{
+		Pods:              pods,
 		Backend:           d.sim,
 		Interval:          d.cfg.SampleInterval,
 		ReleaseHold:       d.cfg.ReleaseHold,
@@ -344,7 +349,7 @@ func (d *demo) startEngine() error {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/", eng.Handler(nil))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{eng.Registry(), map[string]string{"node": NodeLabel}}, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{eng.Registry(), engineLabels()}, promhttp.HandlerOpts{}))
 	d.engSrv.serve(mux)
 	if d.pushTargets != nil {
 		d.pushTargets(d.exp.Gatherer(), eng.Registry())

@@ -190,8 +190,9 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 
 	// The TSDB reopens, and the recording rules ran on the demo's series:
-	// the per-run J/token from the benchmark aggregates and the per-node one
-	// that joins exporter energy to engine tokens on the node label.
+	// the per-run J/token from the benchmark aggregates, and the per-pod and
+	// per-model ones that join the exporter's pod energy (fake kubelet) to
+	// the engine's tokens on namespace and pod.
 	prom, err := promserver.Start(t.Context(), promserver.Options{Dir: res.TSDBDir})
 	if err != nil {
 		t.Fatalf("reopening %s: %v", res.TSDBDir, err)
@@ -200,7 +201,8 @@ func TestDemoEndToEnd(t *testing.T) {
 	api := promAPI(t, prom.URL())
 	for _, q := range []string{
 		`run:joulemark_joules_per_token:ratio_rate1m{run_id="e2e"}`,
-		fmt.Sprintf(`node:joulemark_joules_per_generation_token:ratio_rate5m{node=%q}`, NodeLabel),
+		fmt.Sprintf(`namespace_pod:joulemark_joules_per_generation_token:ratio_rate5m{namespace=%q, pod=%q}`, PodNamespace, EnginePod),
+		`model_name:joulemark_joules_per_generation_token:ratio_rate5m`,
 	} {
 		v, _, _, err := api.Query(t.Context(), "max(max_over_time("+q+"[10m]))", time.Now())
 		if err != nil {
@@ -221,7 +223,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	from, to := rep.Stages["idle"].Start, rep.Stages["release"].End+30
 	n := 0
 	for _, dq := range dashboardQueries(t, res.DashboardsDir, map[string]string{
-		"$run_id": "e2e", "$node": ".*", "$gpu": ".*",
+		"$run_id": "e2e", "$node": ".*", "$gpu": ".*", "$namespace": ".*", "$pod": ".*", "$model": ".*",
 		"$__rate_interval": "1m", "$__interval": "15s", "$__range": "1m",
 	}) {
 		n++
