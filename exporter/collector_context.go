@@ -26,6 +26,7 @@ var clockEventReasons = []struct {
 type contextCollector struct {
 	e                                        *Exporter
 	memory, util, temp, limit, clock, events *prometheus.Desc
+	avgPower                                 *prometheus.Desc
 	up                                       *prometheus.Desc
 }
 
@@ -37,6 +38,8 @@ func newContextCollector(e *Exporter) *contextCollector {
 		temp:   d("joulemark_gpu_temperature_celsius", "GPU core temperature."),
 		limit:  d("joulemark_gpu_power_limit_watts", "Enforced power limit."),
 		clock:  d("joulemark_gpu_sm_clock_hertz", "Current SM clock."),
+		avgPower: d("joulemark_gpu_power_average_watts",
+			"NVML's own ~1 s average power (field 185), read at 1 Hz; joulemark_gpu_power_watts is the sampled power."),
 		events: prometheus.NewDesc("joulemark_gpu_clock_event_active",
 			"1 while the clock-event (throttle) reason is active, by NVML reason.", []string{"gpu", "uuid", "reason"}, nil),
 		up: d("joulemark_gpu_up", "1 when the GPU's last sample succeeded and its reads are not hung, 0 when it failed (lost, erroring or never opened GPU) or a read has not returned for 5 intervals."),
@@ -44,7 +47,7 @@ func newContextCollector(e *Exporter) *contextCollector {
 }
 
 func (c *contextCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.memory, c.util, c.temp, c.limit, c.clock, c.events, c.up} {
+	for _, d := range []*prometheus.Desc{c.memory, c.util, c.temp, c.limit, c.clock, c.events, c.up, c.avgPower} {
 		ch <- d
 	}
 }
@@ -66,7 +69,7 @@ func (c *contextCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, m := range []struct {
 			d *prometheus.Desc
 			v float64
-		}{{c.memory, s.MemoryUsedBytes}, {c.util, s.UtilizationRatio}, {c.temp, s.TemperatureCelsius}, {c.limit, s.PowerLimitWatts}, {c.clock, s.SMClockHertz}} {
+		}{{c.memory, s.MemoryUsedBytes}, {c.util, s.UtilizationRatio}, {c.temp, s.TemperatureCelsius}, {c.limit, s.PowerLimitWatts}, {c.clock, s.SMClockHertz}, {c.avgPower, s.AvgPowerWatts}} {
 			if !math.IsNaN(m.v) {
 				ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v, g.idx, g.dev.UUID)
 			}

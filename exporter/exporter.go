@@ -263,7 +263,7 @@ func New(cfg Config) (*Exporter, error) {
 			return nil, fmt.Errorf("exporter: backend lists GPU index %d at position %d", d.Index, i)
 		}
 		e.gpus = append(e.gpus, &gpuState{dev: d, idx: strconv.Itoa(i), counter: d.EnergySource == gpu.EnergyCounter,
-			ring: newRing(capacity), healthy: true, errors: map[string]uint64{}})
+			ring: newRing(capacity), healthy: d.Err == "", lastErr: d.Err, errors: map[string]uint64{}})
 	}
 	if cfg.StoragePath != "" {
 		st, err := openStorage(cfg.StoragePath)
@@ -445,6 +445,8 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 
 // Devices lists the GPUs the exporter measures.
 func (e *Exporter) Devices() []gpu.Device {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	out := make([]gpu.Device, len(e.gpus))
 	for i, g := range e.gpus {
 		out[i] = g.dev
@@ -484,12 +486,12 @@ func (e *Exporter) sampleGPU(i int) time.Duration {
 	began := time.Now()
 	s, err := e.backend.Sample(i)
 	took := time.Since(began)
-	e.sampleDuration.WithLabelValues(g.idx, g.dev.UUID).Observe(took.Seconds())
 	if err == nil && s.Time.IsZero() {
 		s.Time = e.clock.Now()
 	}
 	now := e.off(e.clock.Now())
 	e.mu.Lock()
+	e.sampleDuration.WithLabelValues(g.idx, g.dev.UUID).Observe(took.Seconds())
 	g.attempts++
 	g.lastDone = now
 	e.applySample(i, g, s, err)
@@ -517,6 +519,16 @@ func (e *Exporter) applySample(i int, g *gpuState, s gpu.Sample, err error) {
 		// the counter is resynchronised there.
 		g.hasCounter = false
 		return
+	}
+	if g.dev.Err != "" {
+		// A GPU that failed to open at start has opened: take its identity
+		// and how it is measured.
+		if devs := e.backend.Devices(); i < len(devs) && devs[i].Err == "" {
+			g.dev = devs[i]
+			g.counter = g.dev.EnergySource == gpu.EnergyCounter
+			g.hasCounter = false
+			e.log.Info("GPU opened", "gpu", i, "uuid", g.dev.UUID)
+		}
 	}
 	if !g.healthy {
 		e.log.Info("GPU answers again; marking it healthy", "gpu", i, "uuid", g.dev.UUID)

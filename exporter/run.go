@@ -449,7 +449,8 @@ func (e *Exporter) gpuInfos() []phaseapi.GPUInfo {
 	out := make([]phaseapi.GPUInfo, len(e.gpus))
 	for i, g := range e.gpus {
 		out[i] = phaseapi.GPUInfo{GPU: i, UUID: g.dev.UUID, Name: g.dev.Name, DriverVersion: g.dev.DriverVersion,
-			PowerSource: g.dev.PowerSource, EnergySource: g.dev.EnergySource, Healthy: g.healthy}
+			PowerSource: g.dev.PowerSource, EnergySource: g.dev.EnergySource, PowerScope: g.dev.PowerScope, EnergyScope: g.dev.EnergyScope,
+			PCIBusID: g.dev.PCIBusID, MIGMode: g.dev.MIGMode, Healthy: g.healthy}
 	}
 	return out
 }

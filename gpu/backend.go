@@ -15,6 +15,17 @@ const (
 
 	EnergyCounter    = "counter"    // the GPU's own energy counter
 	EnergyIntegrated = "integrated" // trapezoid integration of power samples
+
+	// ScopeGPU: power/energy of the GPU board. ScopeModule: the whole
+	// module, on C2C superchips (Grace Hopper, Grace Blackwell) the Grace
+	// CPU and its memory included.
+	ScopeGPU    = "gpu"
+	ScopeModule = "module"
+
+	// MIG modes in Device.MIGMode.
+	MIGEnabled     = "enabled"
+	MIGDisabled    = "disabled"
+	MIGUnsupported = "unsupported"
 )
 
 // ErrGPULost is wrapped by errors from a GPU that fell off the bus or
@@ -34,6 +45,21 @@ type Device struct {
 	EnergySource string
 	// MemoryTotalBytes is the GPU memory size, 0 when unknown.
 	MemoryTotalBytes uint64
+	// PCIBusID is the GPU's PCI address (stable across reboots, unlike
+	// Index), "" when unknown.
+	PCIBusID string
+	// Architecture is e.g. "hopper", "unknown" when not told.
+	Architecture string
+	// MIGMode is MIGEnabled, MIGDisabled or MIGUnsupported. Under MIG,
+	// power and the energy counter still cover the whole GPU.
+	MIGMode string
+	// PowerScope and EnergyScope are ScopeGPU or ScopeModule; a backend
+	// never mixes them (a module-wide counter with GPU-only power falls
+	// back to integrating the power).
+	PowerScope, EnergyScope string
+	// Err says why the GPU could not be opened ("" once it is); such a GPU
+	// is listed, answers errors, and is retried.
+	Err string
 }
 
 // Sample is one fast reading of a GPU.
@@ -42,8 +68,6 @@ type Sample struct {
 	Time time.Time
 	// PowerWatts is the power the Device's PowerSource names.
 	PowerWatts float64
-	// AvgPowerWatts is the ~1 s average power, 0 when unavailable.
-	AvgPowerWatts float64
 	// EnergyJoules is the GPU's cumulative energy counter; valid when
 	// HasEnergy. It may reset (decrease), e.g. on a driver reload.
 	EnergyJoules float64
@@ -65,6 +89,9 @@ type SlowSample struct {
 	// ComputeProcesses is the number of compute processes on the GPU, -1
 	// when it cannot be told.
 	ComputeProcesses int
+	// AvgPowerWatts is NVML's ~1 s average power (field 185), read at this
+	// rate because it changes no faster.
+	AvgPowerWatts float64
 }
 
 // Backend reads a set of GPUs. Sample and SlowSample may be called

@@ -3,13 +3,18 @@
 package gpu
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/cenkalti/backoff/v5"
 )
 
 // The NVML fields read in one batched call per tick.
@@ -19,31 +24,65 @@ const (
 	fieldEnergy       = nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION // 83, mJ since the driver loaded
 )
 
-// NVML reads GPUs through NVML. Every call into the library is made only
-// after a successful Init, and none after Close.
-type NVML struct {
-	lib   nvml.Interface
-	clock Clock
-	info  []Device
-	devs  []*nvmlDevice
+// NVML scope IDs of the power fields (nvmlPowerScopeType_t).
+const (
+	scopeGPU    = 0 // NVML_POWER_SCOPE_GPU
+	scopeModule = 1 // NVML_POWER_SCOPE_MODULE: GPU + CPU + memory on C2C superchips
+)
 
-	mu     sync.RWMutex
+// Optional NVML symbols: newer than the oldest driver joulemark supports
+// (R470), each looked up before use, because go-nvml resolves symbols
+// lazily and calling a missing one kills the process.
+const (
+	symClocksEventReasons    = "nvmlDeviceGetCurrentClocksEventReasons"    // R535
+	symClocksThrottleReasons = "nvmlDeviceGetCurrentClocksThrottleReasons" // the older name of the same call
+	symC2cModeInfo           = "nvmlDeviceGetC2cModeInfoV"                 // R550 (Grace Hopper)
+	symFieldValues           = "nvmlDeviceGetFieldValues"
+	symTotalEnergy           = "nvmlDeviceGetTotalEnergyConsumption"
+	symMigMode               = "nvmlDeviceGetMigMode"
+	symArchitecture          = "nvmlDeviceGetArchitecture"
+)
+
+var optionalSymbols = []string{symClocksEventReasons, symClocksThrottleReasons, symC2cModeInfo, symFieldValues, symTotalEnergy, symMigMode, symArchitecture}
+
+// NVML reads GPUs through NVML. Every call into the library is made only
+// after a successful Init, and none after Close. A GPU that cannot be
+// opened is listed (Device.Err says why), answers errors, and is opened
+// again at most every NVMLOptions.RetryInterval.
+type NVML struct {
+	lib     nvml.Interface
+	clock   Clock
+	opts    NVMLOptions
+	syms    map[string]bool // optional symbols present in the loaded library
+	driver  string
+	version string // NVML library version
+	cuda    string // CUDA driver version
+
+	mu     sync.RWMutex // held (read) across every library call; Close takes it
 	closed bool
+	devs   []*nvmlDevice
+
+	infoMu sync.RWMutex
+	info   []Device
 }
 
 type nvmlDevice struct {
-	h nvml.Device
+	opened atomic.Bool // h and the probe results are set
+	h      nvml.Device
 
-	mu       sync.Mutex
-	batched  bool // GetFieldValues works on this GPU
-	instant  bool // field 186 answered at the probe
-	average  bool // field 185 answered at the probe
-	counter  bool // an energy counter is readable
-	fieldBuf [3]nvml.FieldValue
+	mu        sync.Mutex
+	batched   bool   // GetFieldValues works on this GPU
+	instant   bool   // field 186 answered at the probe
+	average   bool   // field 185 answered at the probe
+	counter   bool   // the energy counter is used
+	scope     uint32 // the power fields' ScopeId
+	nextRetry time.Time
+	retryWait time.Duration
+	fieldBuf  [2]nvml.FieldValue
 }
 
 // OpenNVML loads the system's NVML library (libnvidia-ml.so.1) and opens
-// every GPU.
+// every GPU, retrying nvmlInit as opts say.
 func OpenNVML(opts NVMLOptions) (Backend, error) {
 	b, err := NewNVML(nvml.New(), opts)
 	if err != nil {
@@ -53,26 +92,64 @@ func OpenNVML(opts NVMLOptions) (Backend, error) {
 }
 
 // NewNVML initializes lib (the real library, or go-nvml's mock in tests) and
-// probes every GPU for instant power, average power and the energy counter.
+// probes every GPU for instant power, average power and the energy counter,
+// at GPU and module scope. nvmlInit is retried with exponential backoff for
+// opts.InitTimeout (no retry when 0, nor when the library is missing). It
+// fails when no GPU could be opened within opts.InitTimeout.
 func NewNVML(lib nvml.Interface, opts NVMLOptions) (*NVML, error) {
 	if opts.Clock == nil {
 		opts.Clock = RealClock{}
 	}
-	if ret := lib.Init(); ret != nvml.SUCCESS {
-		if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
-			return nil, errors.New("nvml: the NVML library (libnvidia-ml.so.1) was not found: no NVIDIA driver here; use --gpu=sim for simulated GPUs")
-		}
-		return nil, fmt.Errorf("nvml: init: %s (is the NVIDIA driver loaded? use --gpu=sim for simulated GPUs)", nvml.ErrorString(ret))
+	if opts.RetryInterval == 0 {
+		opts.RetryInterval = 10 * time.Second
 	}
-	b := &NVML{lib: lib, clock: opts.Clock}
-	if err := b.open(opts.MaxGPUs); err != nil {
+	if err := initNVML(lib, opts); err != nil {
+		return nil, err
+	}
+	b := &NVML{lib: lib, clock: opts.Clock, opts: opts, syms: map[string]bool{}}
+	if err := b.open(); err != nil {
 		_ = lib.Shutdown()
 		return nil, err
 	}
 	return b, nil
 }
 
-func (b *NVML) open(maxGPUs int) error {
+// initNVML calls nvmlInit until it succeeds, the library is missing, or
+// opts.InitTimeout passed (driver containers can start after the exporter).
+func initNVML(lib nvml.Interface, opts NVMLOptions) error {
+	op := func() (struct{}, error) {
+		switch ret := lib.Init(); ret {
+		case nvml.SUCCESS:
+			return struct{}{}, nil
+		case nvml.ERROR_LIBRARY_NOT_FOUND:
+			return struct{}{}, backoff.Permanent(errors.New("nvml: the NVML library (libnvidia-ml.so.1) was not found: no NVIDIA driver here; use --gpu=sim for simulated GPUs"))
+		default:
+			return struct{}{}, fmt.Errorf("nvml: init: %s (is the NVIDIA driver loaded? use --gpu=sim for simulated GPUs)", nvml.ErrorString(ret))
+		}
+	}
+	if opts.InitTimeout <= 0 {
+		_, err := op()
+		var perm *backoff.PermanentError
+		if errors.As(err, &perm) {
+			return perm.Unwrap()
+		}
+		return err
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval = 500*time.Millisecond, 15*time.Second
+	_, err := backoff.Retry(context.Background(), op, backoff.WithBackOff(bo), backoff.WithMaxElapsedTime(opts.InitTimeout),
+		backoff.WithNotify(func(err error, next time.Duration) {
+			if opts.Logger != nil {
+				opts.Logger.Warn("NVML not ready; retrying", "err", err, "retry_in", next)
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("%w (retried for %v)", err, opts.InitTimeout)
+	}
+	return nil
+}
+
+func (b *NVML) open() error {
 	n, ret := b.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		return fmt.Errorf("nvml: counting GPUs: %s", nvml.ErrorString(ret))
@@ -80,70 +157,259 @@ func (b *NVML) open(maxGPUs int) error {
 	if n == 0 {
 		return errors.New("nvml: no GPU found; use --gpu=sim for simulated GPUs")
 	}
-	if maxGPUs > 0 && maxGPUs < n {
-		n = maxGPUs
+	if b.opts.MaxGPUs > 0 && b.opts.MaxGPUs < n {
+		n = b.opts.MaxGPUs
 	}
-	driver, ret := b.lib.SystemGetDriverVersion()
-	if ret != nvml.SUCCESS {
-		driver = "unknown"
+	ext := b.lib.Extensions()
+	for _, s := range optionalSymbols {
+		b.syms[s] = ext.LookupSymbol(s) == nil
 	}
+	var r nvml.Return
+	if b.driver, r = b.lib.SystemGetDriverVersion(); r != nvml.SUCCESS {
+		b.driver = "unknown"
+	}
+	if b.version, r = b.lib.SystemGetNVMLVersion(); r != nvml.SUCCESS {
+		b.version = "unknown"
+	}
+	if c, r := b.lib.SystemGetCudaDriverVersion(); r == nvml.SUCCESS {
+		b.cuda = fmt.Sprintf("%d.%d", c/1000, c%1000/10)
+	}
+	b.info = make([]Device, n)
+	b.devs = make([]*nvmlDevice, n)
+	ok := 0
 	for i := range n {
-		h, ret := b.lib.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			return fmt.Errorf("nvml: GPU %d: getting its handle: %s", i, nvml.ErrorString(ret))
+		b.devs[i] = &nvmlDevice{retryWait: b.opts.RetryInterval}
+		d, dev, err := b.openDevice(i)
+		if err != nil {
+			b.info[i] = Device{Index: i, Name: "unknown", DriverVersion: b.driver, Err: err.Error()}
+			b.devs[i].nextRetry = b.clock.Now().Add(b.opts.RetryInterval)
+			if b.opts.Logger != nil {
+				b.opts.Logger.Warn("GPU could not be opened; listing it down and retrying", "gpu", i, "err", err, "retry_every", b.opts.RetryInterval)
+			}
+			continue
 		}
-		d := Device{Index: i, DriverVersion: driver}
-		if d.UUID, ret = h.GetUUID(); ret != nvml.SUCCESS {
-			return fmt.Errorf("nvml: GPU %d: reading its UUID: %s", i, nvml.ErrorString(ret))
-		}
-		if d.Name, ret = h.GetName(); ret != nvml.SUCCESS {
-			d.Name = "unknown"
-		}
-		if mem, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
-			d.MemoryTotalBytes = mem.Total
-		}
-		dev := &nvmlDevice{h: h}
-		if err := dev.probe(i); err != nil {
-			return err
-		}
-		d.PowerSource = PowerAverage
-		if dev.instant {
-			d.PowerSource = PowerInstant
-		}
-		d.EnergySource = EnergyIntegrated
-		if dev.counter {
-			d.EnergySource = EnergyCounter
-		}
-		b.info = append(b.info, d)
-		b.devs = append(b.devs, dev)
+		dev.opened.Store(true)
+		b.info[i], b.devs[i] = d, dev
+		ok++
+	}
+	if ok == 0 {
+		return b.waitForAny(n)
 	}
 	return nil
 }
 
-// probe finds what the GPU answers: the batched fields, or the
-// single-value fallbacks.
-func (d *nvmlDevice) probe(i int) error {
-	d.fieldBuf = [3]nvml.FieldValue{{FieldId: fieldPowerInstant}, {FieldId: fieldPowerAverage}, {FieldId: fieldEnergy}}
-	if ret := d.h.GetFieldValues(d.fieldBuf[:]); ret == nvml.SUCCESS {
-		d.batched = true
-		d.instant = d.fieldBuf[0].NvmlReturn == uint32(nvml.SUCCESS)
-		d.average = d.fieldBuf[1].NvmlReturn == uint32(nvml.SUCCESS)
-		d.counter = d.fieldBuf[2].NvmlReturn == uint32(nvml.SUCCESS)
+// waitForAny retries opening the GPUs until one opens or InitTimeout passed.
+func (b *NVML) waitForAny(n int) error {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval = 500*time.Millisecond, 15*time.Second
+	_, err := backoff.Retry(context.Background(), func() (struct{}, error) {
+		var errs []error
+		for i := range n {
+			d, dev, err := b.openDevice(i)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			dev.opened.Store(true)
+			b.info[i], b.devs[i] = d, dev
+			return struct{}{}, nil
+		}
+		return struct{}{}, errors.Join(errs...)
+	}, backoff.WithBackOff(bo), backoff.WithMaxElapsedTime(max(b.opts.InitTimeout, time.Nanosecond)), backoff.WithMaxTries(retriesFor(b.opts.InitTimeout)))
+	if err != nil {
+		return fmt.Errorf("nvml: no GPU could be opened: %w", err)
 	}
-	if !d.counter {
+	return nil
+}
+
+func retriesFor(timeout time.Duration) uint {
+	if timeout <= 0 {
+		return 1
+	}
+	return 0 // bounded by the elapsed time
+}
+
+// openDevice gets GPU i's handle and identity and probes what it answers.
+func (b *NVML) openDevice(i int) (Device, *nvmlDevice, error) {
+	h, ret := b.lib.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		return Device{}, nil, nvmlErr(i, "getting its handle", ret)
+	}
+	d := Device{Index: i, DriverVersion: b.driver, MIGMode: MIGUnsupported}
+	if d.UUID, ret = h.GetUUID(); ret != nvml.SUCCESS {
+		return Device{}, nil, nvmlErr(i, "reading its UUID", ret)
+	}
+	if d.Name, ret = h.GetName(); ret != nvml.SUCCESS {
+		d.Name = "unknown"
+	}
+	if mem, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
+		d.MemoryTotalBytes = mem.Total
+	}
+	if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
+		d.PCIBusID = cString(pci.BusId[:])
+	}
+	arch := nvml.DeviceArchitecture(nvml.DEVICE_ARCH_UNKNOWN)
+	if b.syms[symArchitecture] {
+		if a, ret := h.GetArchitecture(); ret == nvml.SUCCESS {
+			arch = a
+		}
+	}
+	d.Architecture = archName(arch)
+	if b.syms[symMigMode] {
+		if cur, _, ret := h.GetMigMode(); ret == nvml.SUCCESS {
+			d.MIGMode = MIGDisabled
+			if cur == nvml.DEVICE_MIG_ENABLE {
+				d.MIGMode = MIGEnabled
+			}
+		}
+	}
+	dev := &nvmlDevice{h: h, retryWait: b.opts.RetryInterval}
+	if err := dev.probe(i, b.syms[symFieldValues], b.syms[symTotalEnergy]); err != nil {
+		return Device{}, nil, err
+	}
+	c2c := b.c2cEnabled(h)
+	d.PowerScope, d.EnergyScope = ScopeGPU, ScopeGPU
+	if dev.scope == scopeModule {
+		d.PowerScope = ScopeModule
+	}
+	if dev.counter && counterCoversModule(d.Name, c2c, dev.scope) {
+		d.EnergyScope = ScopeModule
+	}
+	// Never mix scopes: a module-wide counter with GPU-only power would
+	// count the CPU in energy but not in power. Integrate the power instead.
+	if dev.counter && d.EnergyScope != d.PowerScope {
+		dev.counter = false
+		d.EnergyScope = d.PowerScope
+	}
+	switch {
+	case dev.instant:
+		d.PowerSource = PowerInstant
+	case dev.average:
+		d.PowerSource = PowerAverage
+	default:
+		d.PowerSource = powerUsageSource(arch, d.Name)
+	}
+	d.EnergySource = EnergyIntegrated
+	if dev.counter {
+		d.EnergySource = EnergyCounter
+	}
+	return d, dev, nil
+}
+
+// counterCoversModule tells whether the GPU's energy counter (field 83 has
+// no scope) covers the whole module: on C2C superchips (Grace Hopper,
+// Grace Blackwell) NVML reports module energy, Grace CPU and memory
+// included; a GPU whose power is only readable at module scope is one.
+func counterCoversModule(name string, c2c bool, powerScope uint32) bool {
+	if c2c || powerScope == scopeModule {
+		return true
+	}
+	n := strings.ToUpper(name)
+	return strings.Contains(n, "GH200") || strings.Contains(n, "GB200") || strings.Contains(n, "GB300")
+}
+
+// c2cEnabled reads the C2C mode where the driver has the call.
+func (b *NVML) c2cEnabled(h nvml.Device) bool {
+	if !b.syms[symC2cModeInfo] {
+		return false
+	}
+	info, ret := h.GetC2cModeInfoV().V1()
+	return ret == nvml.SUCCESS && info.IsC2cEnabled != 0
+}
+
+// powerUsageSource is what nvmlDeviceGetPowerUsage returns: a 1 s average on
+// Ampere (except GA100) and later, instantaneous power on GA100 and older.
+func powerUsageSource(arch nvml.DeviceArchitecture, name string) string {
+	if arch == nvml.DEVICE_ARCH_UNKNOWN {
+		return PowerAverage // newer than this go-nvml knows, or not told
+	}
+	n := strings.ToUpper(name)
+	ga100 := strings.Contains(n, "A100") || strings.Contains(n, "A30") || strings.Contains(n, "A800")
+	if arch < nvml.DEVICE_ARCH_AMPERE || (arch == nvml.DEVICE_ARCH_AMPERE && ga100) {
+		return PowerInstant
+	}
+	return PowerAverage
+}
+
+func archName(a nvml.DeviceArchitecture) string {
+	switch a {
+	case nvml.DEVICE_ARCH_KEPLER:
+		return "kepler"
+	case nvml.DEVICE_ARCH_MAXWELL:
+		return "maxwell"
+	case nvml.DEVICE_ARCH_PASCAL:
+		return "pascal"
+	case nvml.DEVICE_ARCH_VOLTA:
+		return "volta"
+	case nvml.DEVICE_ARCH_TURING:
+		return "turing"
+	case nvml.DEVICE_ARCH_AMPERE:
+		return "ampere"
+	case nvml.DEVICE_ARCH_ADA:
+		return "ada"
+	case nvml.DEVICE_ARCH_HOPPER:
+		return "hopper"
+	case nvml.DEVICE_ARCH_BLACKWELL:
+		return "blackwell"
+	case nvml.DEVICE_ARCH_RUBIN:
+		return "rubin"
+	}
+	return "unknown"
+}
+
+// cString converts a NUL-terminated C char array.
+func cString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}
+
+// probe finds what the GPU answers: the power fields at GPU scope, else at
+// module scope (Grace Hopper and later C2C superchips may answer only
+// there), the energy counter, or the single-value fallbacks.
+func (d *nvmlDevice) probe(i int, haveFields, haveEnergy bool) error {
+	if haveFields {
+		for _, scope := range []uint32{scopeGPU, scopeModule} {
+			buf := []nvml.FieldValue{{FieldId: fieldPowerInstant, ScopeId: scope}, {FieldId: fieldPowerAverage, ScopeId: scope}, {FieldId: fieldEnergy}}
+			if ret := d.h.GetFieldValues(buf); ret != nvml.SUCCESS {
+				break
+			}
+			d.batched = true
+			d.counter = d.counter || buf[2].NvmlReturn == uint32(nvml.SUCCESS)
+			d.instant = buf[0].NvmlReturn == uint32(nvml.SUCCESS)
+			d.average = buf[1].NvmlReturn == uint32(nvml.SUCCESS)
+			if d.instant || d.average {
+				d.scope = scope
+				break
+			}
+		}
+	}
+	if !d.counter && haveEnergy {
 		_, ret := d.h.GetTotalEnergyConsumption()
 		d.counter = ret == nvml.SUCCESS
 	}
 	if !d.instant && !d.average {
 		if _, ret := d.h.GetPowerUsage(); ret != nvml.SUCCESS {
-			return fmt.Errorf("nvml: GPU %d: it reports no power (field values and nvmlDeviceGetPowerUsage: %s)", i, nvml.ErrorString(ret))
+			return fmt.Errorf("nvml: GPU %d: it reports no power (field values at GPU and module scope, and nvmlDeviceGetPowerUsage: %s)", i, nvml.ErrorString(ret))
 		}
 	}
 	return nil
 }
 
-// Devices lists the GPUs.
-func (b *NVML) Devices() []Device { return append([]Device(nil), b.info...) }
+// Devices lists the GPUs, those not opened with Err set.
+func (b *NVML) Devices() []Device {
+	b.infoMu.RLock()
+	defer b.infoMu.RUnlock()
+	return append([]Device(nil), b.info...)
+}
+
+// Versions are the driver, NVML library and CUDA driver versions.
+func (b *NVML) Versions() (driver, nvmlVersion, cuda string) { return b.driver, b.version, b.cuda }
 
 func nvmlErr(i int, what string, ret nvml.Return) error {
 	if ret == nvml.ERROR_GPU_IS_LOST {
@@ -175,88 +441,122 @@ func fieldValue(f nvml.FieldValue) (float64, bool) {
 	return 0, false
 }
 
+// device returns GPU i's state, opening it again first when it failed to
+// open and its retry time came. Called with b.mu read-held.
+func (b *NVML) device(i int) (*nvmlDevice, error) {
+	if b.closed {
+		return nil, errors.New("nvml: backend closed")
+	}
+	if i < 0 || i >= len(b.devs) {
+		return nil, fmt.Errorf("nvml: no GPU %d", i)
+	}
+	d := b.devs[i]
+	if d.opened.Load() {
+		return d, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.opened.Load() {
+		return d, nil
+	}
+	now := b.clock.Now()
+	if now.Before(d.nextRetry) {
+		b.infoMu.RLock()
+		why := b.info[i].Err
+		b.infoMu.RUnlock()
+		return nil, fmt.Errorf("nvml: GPU %d not opened (%s); next try at %s", i, why, d.nextRetry.Format(time.RFC3339))
+	}
+	info, dev, err := b.openDevice(i)
+	if err != nil {
+		d.retryWait = min(2*d.retryWait, 5*time.Minute)
+		d.nextRetry = now.Add(d.retryWait)
+		return nil, fmt.Errorf("nvml: GPU %d still not opened: %w", i, err)
+	}
+	// opened is set last: readers that see it see the handle and probe.
+	d.h, d.batched, d.instant, d.average, d.counter, d.scope = dev.h, dev.batched, dev.instant, dev.average, dev.counter, dev.scope
+	b.infoMu.Lock()
+	b.info[i] = info
+	b.infoMu.Unlock()
+	d.opened.Store(true)
+	if b.opts.Logger != nil {
+		b.opts.Logger.Info("GPU opened after failing at start", "gpu", i, "uuid", info.UUID)
+	}
+	return d, nil
+}
+
 // Sample reads GPU i's power and energy counter: one batched GetFieldValues
-// for instant power, average power and the energy counter, each field's own
-// return code checked, with nvmlDeviceGetPowerUsage and
-// nvmlDeviceGetTotalEnergyConsumption as fallbacks.
+// for instant power (or, without it, average power) and the energy
+// counter, each field's own return code checked, with
+// nvmlDeviceGetPowerUsage and nvmlDeviceGetTotalEnergyConsumption as
+// fallbacks. The sample is stamped at the midpoint of the NVML calls.
 func (b *NVML) Sample(i int) (Sample, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if b.closed {
-		return Sample{}, errors.New("nvml: backend closed")
+	d, err := b.device(i)
+	if err != nil {
+		return Sample{}, err
 	}
-	if i < 0 || i >= len(b.devs) {
-		return Sample{}, fmt.Errorf("nvml: no GPU %d", i)
-	}
-	d := b.devs[i]
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var s Sample
-	instant, average, energy := math.NaN(), math.NaN(), math.NaN()
+	power, energy := math.NaN(), math.NaN()
+	began := b.clock.Now()
 	if d.batched {
-		d.fieldBuf = [3]nvml.FieldValue{{FieldId: fieldPowerInstant}, {FieldId: fieldPowerAverage}, {FieldId: fieldEnergy}}
+		pf := uint32(fieldPowerInstant)
+		if !d.instant {
+			pf = fieldPowerAverage
+		}
+		d.fieldBuf = [2]nvml.FieldValue{{FieldId: pf, ScopeId: d.scope}, {FieldId: fieldEnergy}}
 		switch ret := d.h.GetFieldValues(d.fieldBuf[:]); ret {
 		case nvml.SUCCESS:
 			if v, ok := fieldValue(d.fieldBuf[0]); ok {
-				instant = v / 1000
+				power = v / 1000
 			}
 			if v, ok := fieldValue(d.fieldBuf[1]); ok {
-				average = v / 1000
-			}
-			if v, ok := fieldValue(d.fieldBuf[2]); ok {
 				energy = v / 1000
 			}
 		case nvml.ERROR_GPU_IS_LOST:
 			return s, nvmlErr(i, "reading power fields", ret)
 		}
 	}
-	s.Time = b.clock.Now()
-	switch {
-	case !math.IsNaN(instant):
-		s.PowerWatts = instant
-	case !math.IsNaN(average):
-		s.PowerWatts = average
-	default:
+	if math.IsNaN(power) {
 		mw, ret := d.h.GetPowerUsage()
 		if ret != nvml.SUCCESS {
 			return s, nvmlErr(i, "reading power", ret)
 		}
-		s.PowerWatts = float64(mw) / 1000
+		power = float64(mw) / 1000
 	}
-	if !math.IsNaN(average) {
-		s.AvgPowerWatts = average
+	if d.counter && math.IsNaN(energy) {
+		mj, ret := d.h.GetTotalEnergyConsumption()
+		if ret == nvml.SUCCESS {
+			energy = float64(mj) / 1000
+		} else if ret == nvml.ERROR_GPU_IS_LOST {
+			return s, nvmlErr(i, "reading the energy counter", ret)
+		}
 	}
-	if d.counter {
-		if math.IsNaN(energy) {
-			mj, ret := d.h.GetTotalEnergyConsumption()
-			if ret == nvml.SUCCESS {
-				energy = float64(mj) / 1000
-			} else if ret == nvml.ERROR_GPU_IS_LOST {
-				return s, nvmlErr(i, "reading the energy counter", ret)
-			}
-		}
-		if !math.IsNaN(energy) {
-			s.EnergyJoules, s.HasEnergy = energy, true
-		}
+	ended := b.clock.Now()
+	s.Time = began.Add(ended.Sub(began) / 2)
+	s.PowerWatts = power
+	if d.counter && !math.IsNaN(energy) {
+		s.EnergyJoules, s.HasEnergy = energy, true
 	}
 	return s, nil
 }
 
 // SlowSample reads memory, utilization, temperature, enforced power limit,
-// SM clock, clock-event reasons and compute processes of GPU i. Values the
-// GPU does not give are NaN; a lost GPU is an error.
+// SM clock, clock-event reasons, compute processes and the 1 s average
+// power (field 185) of GPU i. Values the GPU does not give are NaN; a lost
+// GPU is an error.
 func (b *NVML) SlowSample(i int) (SlowSample, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if b.closed {
-		return SlowSample{}, errors.New("nvml: backend closed")
+	d, err := b.device(i)
+	if err != nil {
+		return SlowSample{}, err
 	}
-	if i < 0 || i >= len(b.devs) {
-		return SlowSample{}, fmt.Errorf("nvml: no GPU %d", i)
-	}
-	h := b.devs[i].h
+	h := d.h
 	nan := math.NaN()
-	s := SlowSample{MemoryUsedBytes: nan, UtilizationRatio: nan, TemperatureCelsius: nan, PowerLimitWatts: nan, SMClockHertz: nan, ComputeProcesses: -1}
+	s := SlowSample{MemoryUsedBytes: nan, UtilizationRatio: nan, TemperatureCelsius: nan, PowerLimitWatts: nan, SMClockHertz: nan, AvgPowerWatts: nan, ComputeProcesses: -1}
 	lost := false
 	ok := func(ret nvml.Return) bool {
 		lost = lost || ret == nvml.ERROR_GPU_IS_LOST
@@ -277,11 +577,26 @@ func (b *NVML) SlowSample(i int) (SlowSample, error) {
 	if c, ret := h.GetClockInfo(nvml.CLOCK_SM); ok(ret) {
 		s.SMClockHertz = float64(c) * 1e6
 	}
-	if r, ret := h.GetCurrentClocksEventReasons(); ok(ret) {
-		s.ClockEventReasons, s.HasClockEvents = r, true
+	switch {
+	case b.syms[symClocksEventReasons]:
+		if r, ret := h.GetCurrentClocksEventReasons(); ok(ret) {
+			s.ClockEventReasons, s.HasClockEvents = r, true
+		}
+	case b.syms[symClocksThrottleReasons]:
+		if r, ret := h.GetCurrentClocksThrottleReasons(); ok(ret) {
+			s.ClockEventReasons, s.HasClockEvents = r, true
+		}
 	}
 	if p, ret := h.GetComputeRunningProcesses(); ok(ret) {
 		s.ComputeProcesses = len(p)
+	}
+	if d.average && d.batched {
+		fv := []nvml.FieldValue{{FieldId: fieldPowerAverage, ScopeId: d.scope}}
+		if ok(h.GetFieldValues(fv)) {
+			if v, good := fieldValue(fv[0]); good {
+				s.AvgPowerWatts = v / 1000
+			}
+		}
 	}
 	if lost {
 		return s, nvmlErr(i, "reading slow metrics", nvml.ERROR_GPU_IS_LOST)

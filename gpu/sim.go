@@ -170,7 +170,8 @@ func (s *Sim) Devices() []Device {
 		out[i] = Device{
 			Index: i, UUID: fmt.Sprintf("GPU-5e000000-0000-4000-8000-%012d", i),
 			Name: "Simulated GPU", DriverVersion: "sim", PowerSource: PowerSim, EnergySource: es,
-			MemoryTotalBytes: 80 << 30,
+			MemoryTotalBytes: 80 << 30, PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+i), Architecture: "sim",
+			MIGMode: MIGDisabled, PowerScope: ScopeGPU, EnergyScope: ScopeGPU,
 		}
 	}
 	return out
@@ -210,7 +211,6 @@ func (s *Sim) Sample(i int) (Sample, error) {
 	g := s.gpus[i]
 	t := s.sec(now)
 	out := Sample{Time: now, PowerWatts: g.power(t)}
-	out.AvgPowerWatts = out.PowerWatts
 	if s.cfg.EnergyCounter {
 		tc := s.counterTime(t)
 		out.EnergyJoules = math.Floor(g.energy(tc)*1000) / 1000
@@ -277,7 +277,7 @@ func (s *Sim) SlowSample(i int) (SlowSample, error) {
 	return SlowSample{
 		MemoryUsedBytes: mem, UtilizationRatio: math.Round(util*100) / 100,
 		TemperatureCelsius: math.Round(30 + 45*util), PowerLimitWatts: s.cfg.MaxWatts,
-		SMClockHertz: 1980e6, HasClockEvents: true, ComputeProcesses: procs,
+		SMClockHertz: 1980e6, HasClockEvents: true, ComputeProcesses: procs, AvgPowerWatts: p,
 	}, nil
 }
 

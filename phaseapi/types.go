@@ -132,7 +132,13 @@ type GPUInfo struct {
 	DriverVersion string `json:"driver_version"`
 	PowerSource   string `json:"power_source"`  // e.g. "instant", "average", "sim"
 	EnergySource  string `json:"energy_source"` // "counter" or "integrated"
-	Healthy       bool   `json:"healthy"`
+	// PowerScope and EnergyScope are "gpu" (the GPU board) or "module" (a
+	// C2C module, Grace CPU and memory included).
+	PowerScope  string `json:"power_scope,omitempty"`
+	EnergyScope string `json:"energy_scope,omitempty"`
+	PCIBusID    string `json:"pci_bus_id,omitempty"`
+	MIGMode     string `json:"mig_mode,omitempty"`
+	Healthy     bool   `json:"healthy"`
 }
 
 // Error is the JSON body of every non-2xx API answer.

@@ -40,6 +40,8 @@ type ExporterCmd struct {
 	RemoteWriteURL             string `name:"remote-write-url" default:"" help:"Push every raw power sample (remote write 1.0) to this URL, e.g. http://prometheus:9090/api/v1/write."`
 	RemoteWriteBearerTokenFile string `name:"remote-write.bearer-token-file" default:"" help:"Bearer token file for --remote-write-url."`
 
+	NVMLInitTimeout time.Duration `name:"nvml.init-timeout" default:"2m" help:"With --gpu=nvml: how long NVML's init (and opening a first GPU) is retried, with backoff, before the exporter gives up; GPUs failing after that are listed down and retried."`
+
 	SimEngineURL     string        `name:"sim.engine-url" default:"" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state)."`
 	SimIdleWatts     float64       `name:"sim.idle-watts" default:"70" help:"Simulated idle power per GPU."`
 	SimMaxWatts      float64       `name:"sim.max-watts" default:"700" help:"Simulated power at full load."`
@@ -118,7 +120,7 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		if c.SimHangGPU >= 0 {
 			return errors.New("--sim.hang-gpu needs --gpu=sim")
 		}
-		b, err := gpu.OpenNVML(gpu.NVMLOptions{MaxGPUs: c.GPUs})
+		b, err := gpu.OpenNVML(gpu.NVMLOptions{MaxGPUs: c.GPUs, InitTimeout: c.NVMLInitTimeout, Logger: log})
 		if err != nil {
 			return err
 		}
