@@ -42,6 +42,9 @@ type Config struct {
 	OutDir string
 	// Scenario is copied into the report.
 	Scenario string
+	// EngineSelector is a PromQL label matcher picking the run's engine
+	// series (e.g. job="vllm"); empty: model_name of the run identity.
+	EngineSelector string
 	// Archive, when set, is the bench job's run archive (runs/<run_id>, the
 	// directory holding requests.jsonl): the report then gains
 	// output_sanity and, above Params.MaxBadOutputRatio, the
@@ -145,7 +148,7 @@ func load(ctx context.Context, cfg Config) (*RunData, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %s: %w", cfg.PrometheusURL, err)
 	}
-	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout}
+	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector}
 	if l.now.IsZero() {
 		l.now = time.Now()
 	}

@@ -20,6 +20,8 @@ type GPUSeries struct {
 	EnergyRaw bool
 	Power     []Sample // joulemark_gpu_power_watts, time ordered
 	Memory    []Sample // joulemark_gpu_memory_used_bytes, time ordered
+	// Utilization is joulemark_gpu_utilization_ratio, time ordered.
+	Utilization []Sample
 }
 
 // Label names a GPU in messages and plots.
@@ -68,6 +70,8 @@ type RunData struct {
 	// 0 when unknown. A scraped counter can be this much older than its
 	// scrape timestamp.
 	SamplerIntervalSeconds float64
+	// Engine is the engine's own metrics (vLLM, SGLang); nil when not read.
+	Engine *EngineData
 	// Host is the host energy (RAPL) the exporters published; nil when none.
 	Host *HostData
 	// RunInfo is the bench job's joulemark_run_info; nil when absent.

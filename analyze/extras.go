@@ -11,6 +11,12 @@ func (l *loader) loadExtras(ctx context.Context, d *RunData, gpuSel string, sp r
 	if err := l.loadGPUMemory(ctx, d, gpuSel, sp); err != nil {
 		return err
 	}
+	if err := l.loadGPUUtil(ctx, d, gpuSel, sp); err != nil {
+		return err
+	}
+	if err := l.loadEngine(ctx, d, sp); err != nil {
+		return err
+	}
 	return l.loadHost(ctx, d, sp)
 }
 
@@ -19,4 +25,6 @@ func (c *computation) extras() {
 	c.runIdentity()
 	c.gpuMemory()
 	c.hostEnergy()
+	c.server()
+	c.diagnose()
 }

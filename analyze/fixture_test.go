@@ -55,6 +55,7 @@ func fixture() *RunData {
 				mem += float64(g << 30)
 			}
 			gs.Memory = append(gs.Memory, Sample{b + t, mem})
+			gs.Utilization = append(gs.Utilization, Sample{b + t, 0.9})
 		}
 		d.GPUs = append(d.GPUs, gs)
 	}
@@ -69,6 +70,26 @@ func fixture() *RunData {
 	w := req(b+25, 0.1, b+26, 10, true)
 	w.Phase, w.Slot, w.InputTokens = "warmup", "0", 20
 	d.Requests = append(d.Requests, w)
+	// Engine (vLLM names), healthy: 4 running, none waiting, KV cache half
+	// full, no preemption, 10 generated tokens per second over the formal
+	// phase, matching the client's 1000.
+	d.Engine = &EngineData{Selector: `model_name="fixture-model"`, Series: map[string][][]Sample{}}
+	for _, m := range []struct {
+		name string
+		v    func(t float64) float64
+	}{
+		{"vllm:num_requests_running", func(float64) float64 { return 4 }},
+		{"vllm:num_requests_waiting", func(float64) float64 { return 0 }},
+		{"vllm:kv_cache_usage_perc", func(float64) float64 { return 0.5 }},
+		{"vllm:num_preemptions_total", func(float64) float64 { return 0 }},
+		{"vllm:generation_tokens_total", func(t float64) float64 { return 10 * min(max(t-30, 0), 100) }},
+	} {
+		var s []Sample
+		for t := -5.0; t <= 145; t++ {
+			s = append(s, Sample{b + t, m.v(t)})
+		}
+		d.Engine.Series[m.name] = [][]Sample{s}
+	}
 	// Host: package-0 draws 20 W, DRAM 5 W, scraped every second like the
 	// GPUs; the exporter's host phase energies are 25 W × duration.
 	d.Host = &HostData{PhaseEnergy: map[string]float64{}, Zones: []string{"fixture:9400 intel-rapl:0 (package-0)", "fixture:9400 intel-rapl:0:0 (dram)"},
@@ -143,6 +164,15 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 			add(1, t, append([]string{"__name__", runinfo.Metric}, kv...)...)
 		}
 	}
+	if d.Engine != nil {
+		for name, ss := range d.Engine.Series {
+			for _, s := range ss {
+				for _, x := range s {
+					add(x.V, x.T, "__name__", name, "model_name", d.RunInfo.Model, "instance", "engine:8000", "job", "inference-engine")
+				}
+			}
+		}
+	}
 	if h := d.Host; h != nil {
 		zones := [][2]string{{"intel-rapl:0", "package-0"}, {"intel-rapl:0:0", "dram"}}
 		for name, e := range h.PhaseEnergy {
@@ -169,6 +199,9 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 		}
 		for _, s := range gs.Power {
 			add(s.V, s.T, "__name__", mGPUPower, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
+		}
+		for _, s := range gs.Utilization {
+			add(s.V, s.T, "__name__", mGPUUtil, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
 		}
 		for _, s := range gs.Memory {
 			add(s.V, s.T, "__name__", mGPUMemory, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)

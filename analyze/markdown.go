@@ -145,7 +145,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		p("| %s | %s | %s | %s | %s |\n", l.name, pctCell(l.pc.P50, l.k, l.format, have, f), pctCell(l.pc.P90, l.k, l.format, have, f),
 			pctCell(l.pc.P95, l.k, l.format, have, f), pctCell(l.pc.P99, l.k, l.format, have, f))
 	}
-	p("\n## Goodput\n\n")
+	p("\n")
+	serverMarkdown(p, r)
+	p("## Goodput\n\n")
 	p("| TTFT SLO | TPOT SLO | good requests | goodput (of all started) |\n|---:|---:|---:|---:|\n")
 	p("| %s | %s | %d | %s |\n\n", scaled(r.Goodput.TTFTSLOSeconds, 1000, "%.0f ms"), scaled(r.Goodput.TPOTSLOSeconds, 1000, "%.1f ms"), r.Goodput.GoodRequests, scaled(r.Goodput.Ratio, 100, "%.2f%%"))
 

@@ -47,6 +47,8 @@ type loader struct {
 	// how many windows are read at once (defaultParallelism when 0).
 	chunk time.Duration
 	par   int
+	// engineSel matches the run's engine series (see engineSelector).
+	engineSel string
 }
 
 // runSel is the run_id matcher, quoted for PromQL.

@@ -28,7 +28,9 @@ type Report struct {
 	Measurement                 Measurement      `json:"measurement"`
 	UnattributedJoules          *float64         `json:"unattributed_joules,omitempty"`
 	GPUMemory                   *GPUMemory       `json:"gpu_memory,omitempty"`
-	HostEnergy                  *HostEnergy      `json:"host_energy,omitempty"` // RAPL host energy beside the GPUs'; null figures with a reason when unavailable
+	HostEnergy                  *HostEnergy      `json:"host_energy,omitempty"`
+	Server                      *Server          `json:"server,omitempty"`    // the engine's view of the formal phase
+	Diagnosis                   *Diagnosis       `json:"diagnosis,omitempty"` // why it behaved so, with evidence // RAPL host energy beside the GPUs'; null figures with a reason when unavailable
 	Scenario                    string           `json:"scenario,omitempty"`
 	GeneratedBy                 string           `json:"generated_by,omitempty"`
 }

@@ -34,13 +34,14 @@ func (f PromClientFlags) auth() analyze.ClientAuth {
 type AnalyzeCmd struct {
 	PrometheusURL string `name:"prometheus-url" required:"" help:"Prometheus base URL (the HTTP query API), e.g. http://localhost:9090."`
 	PromClientFlags
-	RunID    string `name:"run-id" required:"" help:"Run to analyze."`
-	Lookback string `default:"7d" help:"How far back from now to look for the run (Prometheus duration)."`
-	Out      string `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten)."`
-	Format   string `default:"table" enum:"table,json" help:"What to print on stdout (${enum})."`
-	Scenario string `help:"Scenario name copied into the report (compare groups by it)."`
-	Archive  string `type:"existingdir" placeholder:"DIR" help:"The bench job's run archive (runs/<run_id>, holding requests.jsonl): the report then counts empty, repeated and short outputs (output_sanity)."`
-	RunsDir  string `name:"runs-dir" type:"path" placeholder:"DIR" help:"Runs directory searched for the run's archive, DIR/<run_id> (as --archive, when it is there)."`
+	RunID          string `name:"run-id" required:"" help:"Run to analyze."`
+	Lookback       string `default:"7d" help:"How far back from now to look for the run (Prometheus duration)."`
+	Out            string `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten)."`
+	Format         string `default:"table" enum:"table,json" help:"What to print on stdout (${enum})."`
+	Scenario       string `help:"Scenario name copied into the report (compare groups by it)."`
+	Archive        string `type:"existingdir" placeholder:"DIR" help:"The bench job's run archive (runs/<run_id>, holding requests.jsonl): the report then counts empty, repeated and short outputs (output_sanity)."`
+	RunsDir        string `name:"runs-dir" type:"path" placeholder:"DIR" help:"Runs directory searched for the run's archive, DIR/<run_id> (as --archive, when it is there)."`
+	EngineSelector string `name:"engine.selector" placeholder:"MATCHERS" help:"PromQL label matchers picking the run's engine series for the server view, e.g. job=\"vllm\",instance=\"node1:8000\" (default: model_name of the run identity)."`
 
 	SLOTTFT   time.Duration `name:"slo-ttft" default:"500ms" help:"TTFT SLO for goodput (0 disables)."`
 	SLOTPOT   time.Duration `name:"slo-tpot" default:"35ms" help:"TPOT SLO for goodput (0 disables)."`
@@ -73,7 +74,7 @@ func (c *AnalyzeCmd) Run(g *Globals) error {
 	cfg := analyze.Config{
 		PrometheusURL: c.PrometheusURL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,
-		Archive: c.Archive, RunsDir: c.RunsDir,
+		Archive: c.Archive, RunsDir: c.RunsDir, EngineSelector: c.EngineSelector,
 	}
 	// Validated once, by analyze.Run, before any query.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

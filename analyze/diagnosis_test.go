@@ -1,0 +1,125 @@
+package analyze
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// setEngine replaces one engine series of the fixture by f(t), t in seconds
+// after the fixture's base.
+func setEngine(d *RunData, name string, f func(t float64) float64) {
+	var s []Sample
+	for t := -5.0; t <= 145; t++ {
+		s = append(s, Sample{fixtureBase + t, f(t)})
+	}
+	d.Engine.Series[name] = [][]Sample{s}
+}
+
+// ramp rises linearly from a to b over the formal phase [30, 130].
+func ramp(a, b float64) func(float64) float64 {
+	return func(t float64) float64 { return a + (b-a)*min(max(t-30, 0), 100)/100 }
+}
+
+// TestDiagnosisRules: fixtures built to show each rule fire that rule and
+// only it, with its evidence; the healthy fixture fires none.
+func TestDiagnosisRules(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		change   func(d *RunData)
+		rules    []string
+		evidence string // a key the first finding must carry
+	}{
+		{"healthy", func(*RunData) {}, nil, ""},
+		{"prefill slow", func(d *RunData) {
+			for i := range d.Requests {
+				if r := &d.Requests[i]; r.Phase == "formal" && r.Success {
+					r.TTFT = 0.1 + 0.006*float64(i) // 0.1 s → 0.7 s, nothing waits
+				}
+			}
+		}, []string{RulePrefillSlow}, "ttft_last_third_median_seconds"},
+		{"queueing", func(d *RunData) {
+			setEngine(d, "vllm:num_requests_waiting", ramp(0, 20))
+		}, []string{RuleQueueing}, "waiting_last_third_mean"},
+		{"kv evictions", func(d *RunData) {
+			setEngine(d, "vllm:kv_cache_usage_perc", func(float64) float64 { return 0.99 })
+			setEngine(d, "vllm:num_preemptions_total", ramp(0, 12))
+		}, []string{RuleKVEvictions}, "preemptions"},
+		{"client bound", func(d *RunData) {
+			for i := range d.GPUs {
+				for k := range d.GPUs[i].Utilization {
+					d.GPUs[i].Utilization[k].V = 0.2
+				}
+			}
+			for i := range d.Requests {
+				if r := &d.Requests[i]; r.Phase == "formal" && r.Success {
+					r.Latency = 1 + 0.03*float64(i) // 1 s → 4 s
+				}
+			}
+		}, []string{RuleClientBound}, "gpu_utilization_mean"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := fixture()
+			tc.change(d)
+			r, _, err := Compute(d, fixtureParams())
+			if err != nil {
+				t.Fatal(err)
+			}
+			dg := r.Diagnosis
+			var got []string
+			for _, f := range dg.Findings {
+				got = append(got, f.Rule)
+				if f.Verdict == "" || len(f.Evidence) == 0 {
+					t.Errorf("finding %s without verdict or evidence: %+v", f.Rule, f)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.rules) || dg.Healthy != (len(tc.rules) == 0) {
+				t.Fatalf("rules %v (healthy %v), want %v; findings %+v", got, dg.Healthy, tc.rules, dg.Findings)
+			}
+			if tc.evidence != "" {
+				if _, ok := dg.Findings[0].Evidence[tc.evidence]; !ok {
+					t.Errorf("evidence %v lacks %s", dg.Findings[0].Evidence, tc.evidence)
+				}
+			}
+			if len(dg.Skipped) != 0 {
+				t.Errorf("rules skipped with full data: %v", dg.Skipped)
+			}
+		})
+	}
+}
+
+func TestDiagnosisSkipsWithoutEngineMetrics(t *testing.T) {
+	d := fixture()
+	d.Engine = nil
+	r, _, err := Compute(d, fixtureParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Server.Available || r.Server.Reason == "" {
+		t.Errorf("server %+v, want unavailable with a reason", r.Server)
+	}
+	for _, rule := range []string{RulePrefillSlow, RuleQueueing, RuleKVEvictions} {
+		if r.Diagnosis.Skipped[rule] == "" {
+			t.Errorf("rule %s not listed as skipped: %v", rule, r.Diagnosis.Skipped)
+		}
+	}
+}
+
+// TestServerTokenCrossCheck flags a client/server difference beyond 2 %.
+func TestServerTokenCrossCheck(t *testing.T) {
+	for _, tc := range []struct {
+		perSecond float64
+		flagged   bool
+	}{{10, false}, {10.15, false}, {11, true}, {9, true}} {
+		d := fixture()
+		setEngine(d, "vllm:generation_tokens_total", ramp(0, 100*tc.perSecond))
+		r, _, err := Compute(d, fixtureParams())
+		if err != nil {
+			t.Fatal(err)
+		}
+		flagged := slices.ContainsFunc(r.Flags, func(f Flag) bool { return f.Code == FlagServerTokensMismatch && !f.Excluding })
+		if flagged != tc.flagged || r.Server.TokenDifferenceRatio == nil {
+			t.Errorf("server at %g tokens/s: flagged %v (difference %v), want %v", tc.perSecond, flagged, r.Server.TokenDifferenceRatio, tc.flagged)
+		}
+	}
+}

@@ -1,0 +1,319 @@
+package analyze
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The engine's own metrics read for the server view: vLLM
+// (https://docs.vllm.ai/en/stable/usage/metrics/; gpu_cache_usage_perc is
+// the name before V1's kv_cache_usage_perc) and SGLang
+// (docs/references/production_metrics.md; its preemptions are
+// "retractions"). Each role lists its names in order of preference.
+var engineMetricRoles = []struct {
+	role  string
+	names []string
+}{
+	{"running", []string{"vllm:num_requests_running", "sglang:num_running_reqs"}},
+	{"waiting", []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs"}},
+	{"kv_cache", []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}},
+	{"preemptions", []string{"vllm:num_preemptions_total", "sglang:num_retracted_requests_total"}},
+	{"retracted_now", []string{"sglang:num_retracted_reqs"}}, // SGLang's gauge, when its counter is missing
+	{"generation_tokens", []string{"vllm:generation_tokens_total", "sglang:generation_tokens_total"}},
+}
+
+const mGPUUtil = "joulemark_gpu_utilization_ratio"
+
+// ServerTokenTolerance is the client/server output token difference above
+// which the run is flagged server_tokens_mismatch.
+const ServerTokenTolerance = 0.02
+
+// FlagServerTokensMismatch: the engine counted other output tokens than the
+// client (warning).
+const FlagServerTokensMismatch = "server_tokens_mismatch"
+
+// EngineData is the engine's metrics over the run, by metric name (each
+// series' samples).
+type EngineData struct {
+	Selector string
+	Series   map[string][][]Sample
+}
+
+// Stat is a mean and a maximum over the formal phase.
+type Stat struct {
+	Mean *float64 `json:"mean"`
+	Max  *float64 `json:"max"`
+	// First and last third of the formal phase: the trend.
+	FirstThirdMean *float64 `json:"first_third_mean"`
+	LastThirdMean  *float64 `json:"last_third_mean"`
+}
+
+// Server is report.json "server": the engine's view of the formal phase.
+type Server struct {
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+	Engine    string `json:"engine,omitempty"` // vllm or sglang, from the names found
+	Selector  string `json:"selector"`
+	// MetricsFound lists the engine metric names present, by role.
+	MetricsFound map[string]string `json:"metrics_found"`
+	Running      Stat              `json:"running"`
+	Waiting      Stat              `json:"waiting"`
+	KVCache      Stat              `json:"kv_cache_usage_ratio"`
+	Preemptions  *float64          `json:"preemptions"`
+	// OutputTokens is the engine's generation token counter's increase over
+	// the formal phase; ClientOutputTokens the client's (successful formal
+	// requests); TokenDifferenceRatio (server − client) / client.
+	OutputTokens         *float64 `json:"output_tokens"`
+	ClientOutputTokens   int64    `json:"client_output_tokens"`
+	TokenDifferenceRatio *float64 `json:"token_difference_ratio"`
+	// GPUUtilization is the exporter's joulemark_gpu_utilization_ratio,
+	// mean over the run's GPUs.
+	GPUUtilization Stat `json:"gpu_utilization_ratio"`
+}
+
+// engineSelector is the label matcher of the run's engine series: the
+// configured one, else model_name of the run identity, else none.
+func engineSelector(configured string, d *RunData) string {
+	switch {
+	case configured != "":
+		return configured
+	case d.RunInfo != nil && d.RunInfo.Model != "":
+		return "model_name=" + strconv.Quote(d.RunInfo.Model)
+	}
+	return ""
+}
+
+// loadEngine reads the engine's metrics over the run span.
+func (l *loader) loadEngine(ctx context.Context, d *RunData, sp rawSpan) error {
+	var names []string
+	for _, r := range engineMetricRoles {
+		names = append(names, r.names...)
+	}
+	sel := engineSelector(l.engineSel, d)
+	q := "{__name__=~" + anyOf(names)
+	if sel != "" {
+		q += "," + sel
+	}
+	q += "}"
+	m, err := l.readSeries(ctx, q, sp.windows)
+	if err != nil {
+		return err
+	}
+	ed := &EngineData{Selector: sel, Series: map[string][][]Sample{}}
+	for _, ss := range m {
+		n := string(ss.metric["__name__"])
+		ed.Series[n] = append(ed.Series[n], ss.samples)
+	}
+	d.Engine = ed
+	return nil
+}
+
+// loadGPUUtil reads each run GPU's utilization series into d.GPUs.
+func (l *loader) loadGPUUtil(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", mGPUUtil, gpuSel), sp.windows)
+	if err != nil {
+		return err
+	}
+	for _, ss := range m {
+		u := string(ss.metric["uuid"])
+		for i := range d.GPUs {
+			if d.GPUs[i].UUID == u && len(ss.samples) > len(d.GPUs[i].Utilization) {
+				d.GPUs[i].Utilization = ss.samples
+			}
+		}
+	}
+	return nil
+}
+
+// window statistics of gauge series over [from, to]: combine sums the
+// series' values (running, waiting: several engine replicas add up) or
+// averages them (ratios).
+func gaugeStat(series [][]Sample, from, to float64, sum bool) Stat {
+	var st Stat
+	if len(series) == 0 || !(to > from) {
+		return st
+	}
+	third := (to - from) / 3
+	part := func(a, b float64) (mean, hi float64, ok bool) {
+		var means, his []float64
+		for _, s := range series {
+			n, tot, h := 0, 0.0, math.Inf(-1)
+			for _, x := range s {
+				if x.T >= a && x.T <= b && !math.IsNaN(x.V) {
+					n++
+					tot += x.V
+					h = max(h, x.V)
+				}
+			}
+			if n > 0 {
+				means = append(means, tot/float64(n))
+				his = append(his, h)
+			}
+		}
+		if len(means) == 0 {
+			return 0, 0, false
+		}
+		for i := range means {
+			mean += means[i]
+			if sum {
+				hi += his[i]
+			} else {
+				hi = max(hi, his[i])
+			}
+		}
+		if !sum {
+			mean /= float64(len(means))
+		}
+		return mean, hi, true
+	}
+	if m, h, ok := part(from, to); ok {
+		st.Mean, st.Max = ptr(m), ptr(h)
+	}
+	if m, _, ok := part(from, from+third); ok {
+		st.FirstThirdMean = ptr(m)
+	}
+	if m, _, ok := part(to-third, to); ok {
+		st.LastThirdMean = ptr(m)
+	}
+	return st
+}
+
+// counterIncrease sums each series' increase over [from, to] (resets
+// bridged as Prometheus' increase does); false when a series does not
+// cover both ends.
+func counterIncrease(series [][]Sample, from, to float64) (float64, bool) {
+	if len(series) == 0 {
+		return 0, false
+	}
+	tot := 0.0
+	for _, s := range series {
+		e, ok := newCurve(s, 2*medianInterval(s)).between(from, to)
+		if !ok {
+			return 0, false
+		}
+		tot += e
+	}
+	return tot, true
+}
+
+// server fills the server section and the client/server token check.
+func (c *computation) server() {
+	sv := &Server{MetricsFound: map[string]string{}, ClientOutputTokens: c.r.Tokens.FormalOutput}
+	c.r.Server = sv
+	ed := c.d.Engine
+	fb, ok := c.complete("formal")
+	if ed != nil {
+		sv.Selector = ed.Selector
+	}
+	var util [][]Sample
+	for _, g := range c.d.GPUs {
+		if len(g.Utilization) > 0 {
+			util = append(util, g.Utilization)
+		}
+	}
+	if ok {
+		sv.GPUUtilization = gaugeStat(util, fb.Start, fb.End, false)
+	}
+	if ed == nil || len(ed.Series) == 0 {
+		sv.Reason = "no vLLM or SGLang metric in Prometheus for the run"
+		if ed != nil && ed.Selector != "" {
+			sv.Reason += " (selector " + ed.Selector + "; is the engine scraped?)"
+		}
+		return
+	}
+	if !ok {
+		sv.Reason = "the formal phase has no complete boundaries"
+		return
+	}
+	series := map[string][][]Sample{}
+	for _, r := range engineMetricRoles {
+		for _, n := range r.names {
+			if s := ed.Series[n]; len(s) > 0 {
+				series[r.role], sv.MetricsFound[r.role] = s, n
+				break
+			}
+		}
+	}
+	sv.Available = true
+	for _, n := range sv.MetricsFound {
+		if e, _, ok := strings.Cut(n, ":"); ok {
+			sv.Engine = e
+		}
+	}
+	sv.Running = gaugeStat(series["running"], fb.Start, fb.End, true)
+	sv.Waiting = gaugeStat(series["waiting"], fb.Start, fb.End, true)
+	sv.KVCache = gaugeStat(series["kv_cache"], fb.Start, fb.End, false)
+	if v, ok := counterIncrease(series["preemptions"], fb.Start, fb.End); ok {
+		sv.Preemptions = ptr(math.Round(v))
+	} else if st := gaugeStat(series["retracted_now"], fb.Start, fb.End, true); st.Max != nil {
+		sv.Preemptions = ptr(*st.Max) // a lower bound: the gauge holds the latest batch's retractions
+	}
+	if v, ok := counterIncrease(series["generation_tokens"], fb.Start, fb.End); ok {
+		sv.OutputTokens = ptr(math.Round(v))
+		if cl := float64(sv.ClientOutputTokens); cl > 0 {
+			diff := (*sv.OutputTokens - cl) / cl
+			sv.TokenDifferenceRatio = ptr(diff)
+			if math.Abs(diff) > ServerTokenTolerance {
+				c.flag(FlagServerTokensMismatch, false, "the engine generated %.0f output tokens over the formal phase, the client counted %d (%+.1f%%, beyond ±%.0f%%): check usage reporting, aborted requests or other traffic on the engine",
+					*sv.OutputTokens, sv.ClientOutputTokens, 100*diff, 100*ServerTokenTolerance)
+			}
+		}
+	}
+}
+
+// statCell renders mean / max.
+func statCell(s Stat, format string) string {
+	return num(s.Mean, format) + " / " + num(s.Max, format)
+}
+
+// serverMarkdown is report.md's server view and diagnosis.
+func serverMarkdown(p func(string, ...any), r *Report) {
+	sv := r.Server
+	if sv == nil {
+		return
+	}
+	p("## Server view (formal phase)\n\n")
+	if !sv.Available {
+		p("No engine metrics: %s. GPU utilization mean / max: %s.\n\n", mdEscape(sv.Reason), statCell(pct(sv.GPUUtilization), "%.0f%%"))
+	} else {
+		roles := slices.Sorted(func(yield func(string) bool) {
+			for k := range sv.MetricsFound {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		var found []string
+		for _, k := range roles {
+			found = append(found, "`"+sv.MetricsFound[k]+"`")
+		}
+		p("Engine %s, selector `%s`; metrics found: %s.\n\n", orDash(sv.Engine), orDash(sv.Selector), strings.Join(found, ", "))
+		p("| figure | mean / max | first → last third |\n|---|---:|---:|\n")
+		for _, row := range []struct {
+			name   string
+			s      Stat
+			format string
+		}{{"running requests", sv.Running, "%.1f"}, {"waiting requests", sv.Waiting, "%.1f"},
+			{"KV cache usage", pct(sv.KVCache), "%.0f%%"}, {"GPU utilization", pct(sv.GPUUtilization), "%.0f%%"}} {
+			p("| %s | %s | %s → %s |\n", row.name, statCell(row.s, row.format), num(row.s.FirstThirdMean, row.format), num(row.s.LastThirdMean, row.format))
+		}
+		p("| preemptions | %s | |\n", num(sv.Preemptions, "%.0f"))
+		p("| output tokens, server / client | %s / %d (%s) | |\n\n", num(sv.OutputTokens, "%.0f"), sv.ClientOutputTokens, scaled(sv.TokenDifferenceRatio, 100, "%+.2f%%"))
+	}
+	diagnosisMarkdown(p, r.Diagnosis)
+}
+
+// pct scales a ratio Stat to percent.
+func pct(s Stat) Stat {
+	m := func(p *float64) *float64 {
+		if p == nil {
+			return nil
+		}
+		return ptr(*p * 100)
+	}
+	return Stat{Mean: m(s.Mean), Max: m(s.Max), FirstThirdMean: m(s.FirstThirdMean), LastThirdMean: m(s.LastThirdMean)}
+}
