@@ -83,6 +83,9 @@ type Result struct {
 	// Spearman is the rank correlation between the group orders by median
 	// steady-state and by median full-lifecycle J/token; nil when fewer than
 	// two groups have both or one order is all ties (SpearmanNote says why).
+	// Sweeps are the configurations measured at several load points, with
+	// their knee.
+	Sweeps       []Sweep  `json:"sweeps,omitempty"`
 	Spearman     *float64 `json:"spearman"`
 	SpearmanN    int      `json:"spearman_groups"`
 	SpearmanNote string   `json:"spearman_note,omitempty"`
@@ -156,6 +159,7 @@ func Compare(runs []*choose.Run, opts Options) Result {
 		res.Groups = append(res.Groups, *g)
 	}
 	rankGroups(&res)
+	res.Sweeps = sweeps(runs, userKey)
 	return res
 }
 

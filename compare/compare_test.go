@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/joulemark/joulemark/choose"
@@ -164,4 +165,32 @@ func TestCompareNeverPoolsIdentities(t *testing.T) {
 	if !reflect.DeepEqual(keys(res), want) {
 		t.Errorf("--group-by run.model: %q, want %q", keys(res), want)
 	}
+}
+
+// TestCompareKnee names the last load point meeting the SLOs and the
+// diagnosis of the point after it.
+func TestCompareKnee(t *testing.T) {
+	res := Compare(load(t, "sweep-c24", "sweep-c4", "sweep-c12", "sweep-c12-qwen"), Options{})
+	if len(res.Sweeps) != 1 {
+		t.Fatalf("%d sweeps, want 1 (qwen has a single load point): %+v", len(res.Sweeps), res.Sweeps)
+	}
+	sw := res.Sweeps[0]
+	var loads []string
+	for _, p := range sw.Points {
+		loads = append(loads, p.Load)
+	}
+	if !reflect.DeepEqual(loads, []string{"concurrency 4", "concurrency 12", "concurrency 24"}) {
+		t.Errorf("points %v, want ascending load", loads)
+	}
+	if sw.Knee != "concurrency 12" || sw.After != "concurrency 24" || len(sw.AfterDiagnosis) != 1 || !strings.HasPrefix(sw.AfterDiagnosis[0], "queueing: requests queue") {
+		t.Errorf("knee %q after %q diagnosis %q", sw.Knee, sw.After, sw.AfterDiagnosis)
+	}
+	if p := sw.Points[2]; p.MeetsSLO || !strings.Contains(p.Why, "TTFT p95 1400 ms > SLO 500 ms") || !strings.Contains(p.Why, "TPOT p95 45 ms > SLO 35 ms") {
+		t.Errorf("c24 %+v, want it to miss both SLOs with the numbers", p)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	golden.Compare(t, "sweep.golden", buf.Bytes())
 }

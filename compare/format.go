@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/joulemark/joulemark/choose"
 )
@@ -46,6 +47,24 @@ func WriteText(w io.Writer, res Result) error {
 	if err := choose.Table(w, rows); err != nil {
 		return err
 	}
+	for _, sw := range res.Sweeps {
+		fmt.Fprintf(w, "\nsweep %s:\n", sw.Key)
+		for _, p := range sw.Points {
+			verdict := "meets the SLOs"
+			if !p.MeetsSLO {
+				verdict = "misses: " + p.Why
+			}
+			fmt.Fprintf(w, "  %-28s %s\n", p.Load, verdict)
+		}
+		switch {
+		case sw.Knee == "":
+			fmt.Fprintf(w, "  knee: none (the lightest point already misses the SLOs)\n")
+		case sw.After == "":
+			fmt.Fprintf(w, "  knee: %s (every point meets the SLOs; load further to find the knee)\n", sw.Knee)
+		default:
+			fmt.Fprintf(w, "  knee: %s; at %s: %s\n", sw.Knee, sw.After, diagText(sw.AfterDiagnosis))
+		}
+	}
 	if res.Spearman != nil {
 		_, err := fmt.Fprintf(w, "\nspearman rank correlation, steady-state vs full-lifecycle order of %d groups: %s\n",
 			res.SpearmanN, choose.FormatValue(*res.Spearman, true))
@@ -53,6 +72,13 @@ func WriteText(w io.Writer, res Result) error {
 	}
 	_, err := fmt.Fprintf(w, "\nspearman rank correlation: - (%s)\n", res.SpearmanNote)
 	return err
+}
+
+func diagText(d []string) string {
+	if len(d) == 0 {
+		return "no diagnosis in its report (no rule fired, or no server metrics)"
+	}
+	return strings.Join(d, "; ")
 }
 
 func spreadText(s Spread) string {
