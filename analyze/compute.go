@@ -3,9 +3,9 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -224,7 +224,7 @@ func (c *computation) measurement() {
 			srcs[g.EnergySource] = true
 		}
 	}
-	m.EnergySource = strings.Join(sortedKeys(srcs), ",")
+	m.EnergySource = strings.Join(slices.Sorted(maps.Keys(srcs)), ",")
 	if len(c.d.GPUs) == 0 || !(c.spanTo > c.spanFrom) {
 		return
 	}
@@ -293,11 +293,11 @@ func (c *computation) stage(name string, b PhaseBounds) (st Stage, disagree stri
 			unc += cv.uncertainty(b.Start) + cv.uncertainty(b.End) + stale*math.Max(cv.powerAt(b.Start), cv.powerAt(b.End))
 		}
 		if allOK {
-			st.CounterEnergyJoules = ptr(sum)
+			st.CounterEnergyJoules = new(sum)
 		}
 	}
 	if e, ok := c.d.PhaseEnergy[name]; ok {
-		st.ExporterEnergyJoules = ptr(e)
+		st.ExporterEnergyJoules = new(e)
 	}
 	// The exporter's figure integrates its high-rate samples exactly
 	// at the boundaries; the counter Prometheus holds is as fine as
@@ -310,7 +310,7 @@ func (c *computation) stage(name string, b PhaseBounds) (st Stage, disagree stri
 	if ce, ee := st.CounterEnergyJoules, st.ExporterEnergyJoules; ce != nil && ee != nil {
 		if m := math.Max(math.Abs(*ce), math.Abs(*ee)); m > 0 {
 			rel := math.Abs(*ce-*ee) / m
-			st.EnergyDisagreementRatio = ptr(rel)
+			st.EnergyDisagreementRatio = new(rel)
 			// Sources disagree when they differ by more than the
 			// tolerance AND more than the counter's sampling
 			// resolution at the two boundaries can explain.
@@ -318,12 +318,12 @@ func (c *computation) stage(name string, b PhaseBounds) (st Stage, disagree stri
 				disagree = fmt.Sprintf("%s %.1f%% (counter %.1f J, exporter %.1f J, sampling resolution explains ±%.1f J)", name, 100*rel, *ce, *ee, unc)
 			}
 			if unc > 0 {
-				st.CounterResolutionJoules = ptr(unc)
+				st.CounterResolutionJoules = new(unc)
 			}
 		}
 	}
 	if st.EnergyJoules != nil && st.DurationSeconds > 0 {
-		st.AvgPowerWatts = ptr(*st.EnergyJoules / st.DurationSeconds)
+		st.AvgPowerWatts = new(*st.EnergyJoules / st.DurationSeconds)
 	}
 	return st, disagree
 }
@@ -452,16 +452,16 @@ func (c *computation) requests() {
 func (c *computation) goodput() {
 	r, p := c.r, c.p
 	if p.SLOTTFT > 0 {
-		r.Goodput.TTFTSLOSeconds = ptr(p.SLOTTFT.Seconds())
+		r.Goodput.TTFTSLOSeconds = new(p.SLOTTFT.Seconds())
 	}
 	if p.SLOTPOT > 0 {
-		r.Goodput.TPOTSLOSeconds = ptr(p.SLOTPOT.Seconds())
+		r.Goodput.TPOTSLOSeconds = new(p.SLOTPOT.Seconds())
 	}
 	if r.Requests.Started > 0 {
-		r.Goodput.Ratio = ptr(float64(r.Goodput.GoodRequests) / float64(r.Requests.Started))
+		r.Goodput.Ratio = new(float64(r.Goodput.GoodRequests) / float64(r.Requests.Started))
 	}
 	if r.Energy.FormalJoules != nil && c.goodTokens > 0 {
-		r.Goodput.JoulesPerGoodToken = ptr(*r.Energy.FormalJoules / float64(c.goodTokens))
+		r.Goodput.JoulesPerGoodToken = new(*r.Energy.FormalJoules / float64(c.goodTokens))
 	}
 }
 
@@ -471,13 +471,13 @@ func (c *computation) throughput() {
 	r := c.r
 	if fb, ok := c.d.Phases["formal"]; ok && fb.HasStart && fb.HasEnd && fb.End > fb.Start {
 		dur := fb.End - fb.Start
-		r.ThroughputTokensPerSecond = ptr(float64(r.Tokens.FormalOutput) / dur)
+		r.ThroughputTokensPerSecond = new(float64(r.Tokens.FormalOutput) / dur)
 		if r.Energy.FormalJoules != nil {
-			r.AvgGPUPowerWatts = ptr(*r.Energy.FormalJoules / dur)
+			r.AvgGPUPowerWatts = new(*r.Energy.FormalJoules / dur)
 		}
 	}
 	if r.Energy.LifecycleJoules != nil && r.Tokens.FormalOutput > 0 {
-		r.FullLifecycleJoulesPerToken = ptr(*r.Energy.LifecycleJoules / float64(r.Tokens.FormalOutput))
+		r.FullLifecycleJoulesPerToken = new(*r.Energy.LifecycleJoules / float64(r.Tokens.FormalOutput))
 	}
 }
 
@@ -524,7 +524,7 @@ func (c *computation) steadyWindow(ss []int, from, to float64) {
 	// All requests of the run compete for the formal stage's energy
 	// (a warm-up straggler is active too).
 	at := attribute(reqs, c.curves, from, to)
-	r.UnattributedJoules = ptr(at.Unattributed)
+	r.UnattributedJoules = new(at.Unattributed)
 	jpt := make([]float64, len(ss))
 	for j, i := range ss {
 		jpt[j] = at.Joules[i] / float64(reqs[i].OutputTokens)
@@ -538,19 +538,19 @@ func (c *computation) steadyWindow(ss []int, from, to float64) {
 	r.SteadyState.Reached = true
 	c.pd.SteadyFirst = first
 	last := len(ss) - 1
-	r.SteadyState.FirstRequest, r.SteadyState.LastRequest = ptr(first), ptr(last)
+	r.SteadyState.FirstRequest, r.SteadyState.LastRequest = new(first), new(last)
 	var e float64
 	var tok int64
 	for _, i := range ss[first:] {
 		e += at.Joules[i]
 		tok += reqs[i].OutputTokens
 	}
-	r.SteadyState.Start = ptr(reqs[ss[first]].Send)
-	r.SteadyState.End = ptr(reqs[ss[last]].End)
-	r.SteadyState.EnergyJoules = ptr(e)
-	r.SteadyState.OutputTokens = ptr(tok)
-	r.SteadyState.JoulesPerToken = ptr(e / float64(tok))
-	r.SteadyState.Requests = ptr(len(ss) - first)
+	r.SteadyState.Start = new(reqs[ss[first]].Send)
+	r.SteadyState.End = new(reqs[ss[last]].End)
+	r.SteadyState.EnergyJoules = new(e)
+	r.SteadyState.OutputTokens = new(tok)
+	r.SteadyState.JoulesPerToken = new(e / float64(tok))
+	r.SteadyState.Requests = new(len(ss) - first)
 }
 
 // lifecycleEstimate fills E(N) = E_start + N·e_ss + E_release.
@@ -560,11 +560,11 @@ func (c *computation) lifecycleEstimate() {
 		r.LifecycleEstimate.FixedOverheadJoules = fixed
 		if n := r.Requests.Started; n > 0 {
 			r.LifecycleEstimate.Requests = n
-			r.LifecycleEstimate.FixedOverheadPerRequestJoules = ptr(*fixed / float64(n))
+			r.LifecycleEstimate.FixedOverheadPerRequestJoules = new(*fixed / float64(n))
 		}
 	}
 	if r.SteadyState.Reached && *r.SteadyState.Requests > 0 {
-		r.LifecycleEstimate.PerRequestJoules = ptr(*r.SteadyState.EnergyJoules / float64(*r.SteadyState.Requests))
+		r.LifecycleEstimate.PerRequestJoules = new(*r.SteadyState.EnergyJoules / float64(*r.SteadyState.Requests))
 	}
 }
 
@@ -590,8 +590,6 @@ func (c *computation) validity() {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // sumPtr adds the values; nil when any is nil.
 func sumPtr(vs ...*float64) *float64 {
 	s := 0.0
@@ -602,13 +600,4 @@ func sumPtr(vs ...*float64) *float64 {
 		s += *v
 	}
 	return &s
-}
-
-func sortedKeys(m map[string]bool) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
 }

@@ -88,7 +88,7 @@ func TestComputeFlags(t *testing.T) {
 		want   []string
 		valid  bool
 	}{
-		{"release not closed", func(d *RunData, p *Params) { d.ReleaseClosed = ptr(false) }, []string{FlagReleaseNotClosed}, false},
+		{"release not closed", func(d *RunData, p *Params) { d.ReleaseClosed = new(false) }, []string{FlagReleaseNotClosed}, false},
 		{"release unknown", func(d *RunData, p *Params) { d.ReleaseClosed = nil }, []string{FlagReleaseNotClosed}, false},
 		{"exporter energy 2% off", func(d *RunData, p *Params) { d.PhaseEnergy["formal"] = 10200 }, []string{FlagEnergySourcesDisagree}, false},
 		{"exporter energy 0.5% off is fine", func(d *RunData, p *Params) { d.PhaseEnergy["formal"] = 10050 }, nil, true},

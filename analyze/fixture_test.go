@@ -33,7 +33,7 @@ func fixture() *RunData {
 		RunID:         "fixture-1",
 		Phases:        map[string]PhaseBounds{},
 		PhaseEnergy:   map[string]float64{},
-		ReleaseClosed: ptr(true),
+		ReleaseClosed: new(true),
 		RunInfo: &runinfo.Info{RunID: "fixture-1", Model: "fixture-model", Engine: "vllm", EngineVersion: "0.11.0",
 			GPUName: "Fixture GPU", GPUs: 2, LoadMode: "closed", Concurrency: 4, MeanInputTokens: 20, MeanOutputTokens: 10,
 			IgnoreEOS: true, DatasetSHA256: "5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},

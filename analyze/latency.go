@@ -3,6 +3,8 @@ package analyze
 import (
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // percentile is the nearest-rank p-th percentile (0 < p ≤ 100) of the
@@ -10,13 +12,10 @@ import (
 // below it. Failed requests enter as +Inf (they never met any latency), so
 // a percentile that lands on a failure is +Inf and is reported as null.
 func percentile(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
+	if len(sorted) == 0 {
 		return math.NaN()
 	}
-	rank := int(math.Ceil(p / 100 * float64(n)))
-	rank = min(max(rank, 1), n)
-	return sorted[rank-1]
+	return stat.Quantile(p/100, stat.Empirical, sorted, nil)
 }
 
 func percentiles(v []float64) Percentiles {

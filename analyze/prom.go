@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -207,7 +209,7 @@ func (l *loader) loadRelease(ctx context.Context, d *RunData) error {
 		return err
 	}
 	if len(rc) == 1 {
-		d.ReleaseClosed = ptr(rc[0].Value == 1)
+		d.ReleaseClosed = new(rc[0].Value == 1)
 	}
 	return nil
 }
@@ -245,7 +247,7 @@ func (l *loader) rawSpan(from, to float64) rawSpan {
 // phases.
 func (l *loader) gpuSelector(ctx context.Context, uuids map[string]bool) (string, error) {
 	if len(uuids) > 0 {
-		return "uuid=~" + anyOf(sortedKeys(uuids)), nil
+		return "uuid=~" + anyOf(slices.Sorted(maps.Keys(uuids))), nil
 	}
 	insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()))), l.now)
 	if err != nil {

@@ -86,7 +86,7 @@ func TestScenariosThroughTSDB(t *testing.T) {
 		flags  []string
 		edit   func([]remotewrite.Sample) []remotewrite.Sample
 	}{
-		{"release not closed", func(d *RunData) { d.ReleaseClosed = ptr(false) }, []string{FlagReleaseNotClosed}, nil},
+		{"release not closed", func(d *RunData) { d.ReleaseClosed = new(false) }, []string{FlagReleaseNotClosed}, nil},
 		{"exporter disagrees", func(d *RunData) { d.PhaseEnergy["release"] = 1100 }, []string{FlagEnergySourcesDisagree}, nil},
 		{"counter reset mid-formal", func(d *RunData) {
 			// The exporter restarted at +80 s: its counter starts again

@@ -16,7 +16,7 @@ func synthRun(nReq, nGPU int, formalDur, hz float64) *RunData {
 	b := fixtureBase
 	idle, startup, warm := b, b+60, b+120
 	formal := b + 150
-	d := &RunData{RunID: "synth", Phases: map[string]PhaseBounds{}, PhaseEnergy: map[string]float64{}, ReleaseClosed: ptr(true)}
+	d := &RunData{RunID: "synth", Phases: map[string]PhaseBounds{}, PhaseEnergy: map[string]float64{}, ReleaseClosed: new(true)}
 
 	meanLat := 0.15 + 0.025*299 // mean TTFT + TPOT·(mean tokens − 1)
 	conc := max(1, int(math.Round(float64(nReq)*meanLat/formalDur)))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestRunNoUsageCompletesFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StatusCompleted || !res.HasFlag(FlagUsageMissing) || res.Summary.Succeeded != 10 {
+	if res.Status != StatusCompleted || !slices.Contains(res.Flags, FlagUsageMissing) || res.Summary.Succeeded != 10 {
 		t.Fatalf("status %s flags %v summary %+v", res.Status, res.Flags, res.Summary)
 	}
 	_, recs := readRecords(t, res.ArchiveDir)
@@ -109,7 +110,7 @@ func TestRunAbortKeepsRecords(t *testing.T) {
 	if !errors.Is(err, ErrAborted) || res == nil {
 		t.Fatalf("err %v res %v", err, res)
 	}
-	if res.Status != StatusAborted || !res.HasFlag(FlagAborted) {
+	if res.Status != StatusAborted || !slices.Contains(res.Flags, FlagAborted) {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	if _, st := eng.counts(); st != 1 {
@@ -149,7 +150,7 @@ func TestRunEngineNeverReady(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not ready") {
 		t.Fatalf("err %v", err)
 	}
-	if res.Status != StatusFailed || !res.HasFlag(FlagEngineNotReady) {
+	if res.Status != StatusFailed || !slices.Contains(res.Flags, FlagEngineNotReady) {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	if _, st := eng.counts(); st != 1 || !exp.isEnded() {
@@ -166,7 +167,7 @@ func TestRunWrongModel(t *testing.T) {
 		defer srv.Close()
 		cfg := testConfig(t, srv.BaseURL())
 		res, err := runFake(cfg)
-		if err == nil || !strings.Contains(err.Error(), `"other-model"`) || !res.HasFlag(FlagWrongModel) {
+		if err == nil || !strings.Contains(err.Error(), `"other-model"`) || !slices.Contains(res.Flags, FlagWrongModel) {
 			t.Fatalf("err %v flags %v", err, res.Flags)
 		}
 		if srv.Requests() != 0 {
@@ -200,7 +201,7 @@ func TestRunEngineProcessDies(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
 		t.Fatalf("err %v", err)
 	}
-	if !res.HasFlag(FlagEngineExited) || res.Status != StatusFailed {
+	if !slices.Contains(res.Flags, FlagEngineExited) || res.Status != StatusFailed {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineLogFile))
@@ -229,7 +230,7 @@ func TestRunRemoteWriteDown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a Prometheus outage must not fail the run: %v", err)
 	}
-	if !res.HasFlag(FlagRemoteWriteLost) || res.RemoteWrite.Lost() == 0 || res.RemoteWrite.Acknowledged != 0 {
+	if !slices.Contains(res.Flags, FlagRemoteWriteLost) || res.RemoteWrite.Lost() == 0 || res.RemoteWrite.Acknowledged != 0 {
 		t.Errorf("flags %v stats %+v", res.Flags, res.RemoteWrite)
 	}
 	if _, recs := readRecords(t, res.ArchiveDir); len(recs) != 12 {
@@ -274,7 +275,7 @@ func TestRunNoLifecycle(t *testing.T) {
 	if got := exp.phases(); !equalPhases(got, []phaseapi.Phase{phaseapi.Formal}) || !exp.isEnded() {
 		t.Errorf("phases %v ended %v", got, exp.isEnded())
 	}
-	if !res.HasFlag(FlagNoLifecycle) || res.Warmup.Started != 0 || res.Summary.Started != 10 {
+	if !slices.Contains(res.Flags, FlagNoLifecycle) || res.Warmup.Started != 0 || res.Summary.Started != 10 {
 		t.Errorf("flags %v warmup %d formal %d", res.Flags, res.Warmup.Started, res.Summary.Started)
 	}
 }
@@ -291,7 +292,7 @@ func TestRunReleaseNotClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.HasFlag(FlagReleaseWait) || !exp.isEnded() {
+	if !slices.Contains(res.Flags, FlagReleaseWait) || !exp.isEnded() {
 		t.Errorf("flags %v ended %v", res.Flags, exp.isEnded())
 	}
 }
@@ -344,7 +345,7 @@ func TestRunEngineDiesDuringStartup(t *testing.T) {
 	if time.Since(t0) > 10*time.Second {
 		t.Errorf("took %s: a dead engine must not wait out the ready timeout", time.Since(t0))
 	}
-	if !res.HasFlag(FlagEngineExited) || res.HasFlag(FlagEngineNotReady) {
+	if !slices.Contains(res.Flags, FlagEngineExited) || slices.Contains(res.Flags, FlagEngineNotReady) {
 		t.Errorf("flags %v", res.Flags)
 	}
 	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineLogFile))
@@ -396,7 +397,7 @@ func TestRunExporterFailsMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an exporter failing mid-run must not lose the run: %v", err)
 	}
-	if !res.HasFlag(FlagExporterError) || res.Summary.Succeeded != 10 {
+	if !slices.Contains(res.Flags, FlagExporterError) || res.Summary.Succeeded != 10 {
 		t.Errorf("flags %v summary %+v", res.Flags, res.Summary)
 	}
 	if got := good.phases(); len(got) != 5 {

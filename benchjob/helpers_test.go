@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -308,15 +307,6 @@ func runFake(cfg Config) (*Result, error) {
 	opts := testOptions()
 	opts.Engine = &fakeEngine{}
 	return Run(context.Background(), cfg, opts)
-}
-
-func sortedKeys(m map[string]any) []string {
-	var k []string
-	for x := range m {
-		k = append(k, x)
-	}
-	sort.Strings(k)
-	return k
 }
 
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -150,7 +151,7 @@ func TestRunRealPrometheusInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.RemoteWrite.Lost() != 0 || res.HasFlag(FlagRemoteWriteLost) {
+	if res.RemoteWrite.Lost() != 0 || slices.Contains(res.Flags, FlagRemoteWriteLost) {
 		t.Fatalf("remote write %+v flags %v\n%s", res.RemoteWrite, res.Flags, prom.Log())
 	}
 	cl, err := api.NewClient(api.Config{Address: prom.URL})

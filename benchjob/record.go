@@ -57,8 +57,6 @@ const (
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-func ptr(v float64) *float64 { return &v }
-
 // newRecord turns a response into an archive record.
 func newRecord(phase string, slot int, p Prompt, resp *openai.Response, scheduled time.Time) *Record {
 	r := &Record{
@@ -79,7 +77,7 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 		endMs:           resp.End.UnixMilli(),
 	}
 	if !scheduled.IsZero() {
-		r.ScheduledTime = ptr(unixSeconds(scheduled))
+		r.ScheduledTime = new(unixSeconds(scheduled))
 	}
 	for i, d := range resp.ITL {
 		r.ITLSeconds[i] = d.Seconds()
@@ -97,7 +95,7 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 		r.OutputTokens = resp.Chunks
 	}
 	if !resp.FirstToken.IsZero() {
-		r.FirstTokenTime = ptr(unixSeconds(resp.FirstToken))
+		r.FirstTokenTime = new(unixSeconds(resp.FirstToken))
 	}
 	if resp.Err != nil {
 		r.Error = resp.Err.Error()
@@ -112,7 +110,7 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 		ttft := resp.FirstToken.Sub(resp.Send).Seconds()
 		r.TTFTSeconds = &ttft
 		if r.OutputTokens > 1 {
-			r.TPOTSeconds = ptr((r.LatencySeconds - ttft) / float64(r.OutputTokens-1))
+			r.TPOTSeconds = new((r.LatencySeconds - ttft) / float64(r.OutputTokens-1))
 		}
 	}
 	return r

@@ -93,16 +93,6 @@ type Result struct {
 	End   time.Time `json:"end"`
 }
 
-// HasFlag reports whether the run carries flag f.
-func (r *Result) HasFlag(f string) bool {
-	for _, x := range r.Flags {
-		if x == f {
-			return true
-		}
-	}
-	return false
-}
-
 // ErrAborted is wrapped by Run's error when the context was canceled.
 var ErrAborted = errors.New("run aborted")
 

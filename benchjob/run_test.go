@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,7 +82,7 @@ func TestRunFullLifecycle(t *testing.T) {
 	for i, m := range raws {
 		for _, k := range designKeys {
 			if _, ok := m[k]; !ok {
-				t.Fatalf("record %d lacks %q: keys %v", i, k, sortedKeys(m))
+				t.Fatalf("record %d lacks %q: keys %v", i, k, slices.Sorted(maps.Keys(m)))
 			}
 		}
 		r := recs[i]

@@ -3,9 +3,12 @@ package benchjob
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/joulemark/joulemark/runarchive"
 )
@@ -62,17 +65,16 @@ func summarize(recs []*Record) Summary {
 	return s
 }
 
-// percentiles uses the nearest-rank method.
+// percentiles are nearest-rank (gonum's empirical quantile: the smallest
+// value with at least that share of the values at or below it). v is
+// sorted in place.
 func percentiles(v []float64) Percentiles {
 	p := Percentiles{N: len(v)}
 	if len(v) == 0 {
 		return p
 	}
-	sort.Float64s(v)
-	at := func(q float64) float64 {
-		i := int(q*float64(len(v))+0.999999999) - 1
-		return v[max(0, min(len(v)-1, i))]
-	}
+	slices.Sort(v)
+	at := func(q float64) float64 { return stat.Quantile(q, stat.Empirical, v, nil) }
 	p.P50, p.P90, p.P95, p.P99 = at(.5), at(.9), at(.95), at(.99)
 	return p
 }
@@ -89,12 +91,7 @@ func WriteSummary(w io.Writer, res *Result) error {
 	}
 	fmt.Fprintf(tw, "error rate\t%.2f%% (%d of %d failed)\n", 100*s.ErrorRate, s.Failed, s.Started)
 	if len(s.Errors) > 0 {
-		var cls []string
-		for c := range s.Errors {
-			cls = append(cls, c)
-		}
-		sort.Strings(cls)
-		for _, c := range cls {
+		for _, c := range slices.Sorted(maps.Keys(s.Errors)) {
 			fmt.Fprintf(tw, "  %s\t%d\n", c, s.Errors[c])
 		}
 	}
@@ -120,13 +117,8 @@ func WriteSummary(w io.Writer, res *Result) error {
 }
 
 func formatCounts(m map[string]int) string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
 	var parts []string
-	for _, k := range ks {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s: %d", k, m[k]))
 	}
 	if len(parts) == 0 {

@@ -2,6 +2,7 @@ package benchjob
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +108,25 @@ func TestProgressLines(t *testing.T) {
 	lp.close()
 	if !strings.Contains(logs.String(), "msg=progress phase=warmup done=3") {
 		t.Errorf("log lines %q", logs.String())
+	}
+}
+
+// percentiles are nearest rank: the ceil(q·n)-th smallest value, for every
+// sample size up to 2000 (the values given unsorted).
+func TestPercentilesNearestRank(t *testing.T) {
+	for n := 1; n <= 2000; n++ {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64((i * 7919) % n) // a permutation of 0..n-1 (7919 is prime)
+		}
+		p := percentiles(v)
+		for _, c := range []struct {
+			q   float64
+			got float64
+		}{{.5, p.P50}, {.9, p.P90}, {.95, p.P95}, {.99, p.P99}} {
+			if want := math.Ceil(c.q*float64(n)) - 1; c.got != want {
+				t.Fatalf("n=%d: p%g = %g, want %g", n, 100*c.q, c.got, want)
+			}
+		}
 	}
 }

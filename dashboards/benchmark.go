@@ -53,8 +53,8 @@ func Benchmark() (dashboard.Dashboard, error) {
 		}).Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
 			Type: dashboard.MappingTypeValueToText,
 			Options: map[string]dashboard.ValueMappingResult{
-				"0": {Text: ptr("not closed"), Color: ptr("red")},
-				"1": {Text: ptr("closed"), Color: ptr("green")},
+				"0": {Text: new("not closed"), Color: new("red")},
+				"1": {Text: new("closed"), Color: new("green")},
 			},
 		}}})).
 		WithPanel(statPanel(panelSpec{
@@ -70,8 +70,8 @@ func Benchmark() (dashboard.Dashboard, error) {
 		})).Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
 			Type: dashboard.MappingTypeValueToText,
 			Options: map[string]dashboard.ValueMappingResult{
-				"0": {Text: ptr(" "), Color: ptr("transparent")},
-				"1": {Text: ptr("active"), Color: ptr("blue")},
+				"0": {Text: new(" "), Color: new("transparent")},
+				"1": {Text: new("active"), Color: new("blue")},
 			},
 		}}}).ShowValue(common.VisibilityModeNever)).
 		WithPanel(timeSeries(panelSpec{
@@ -237,10 +237,10 @@ func lifecycleJoulesPerToken(by, runMatch string) string {
 
 // sloVariable is a text box holding one SLO threshold in seconds.
 func sloVariable(name, label, def, help string) *dashboard.TextBoxVariableBuilder {
-	v := dashboard.StringOrArrayOfString{String: ptr(def)}
+	v := dashboard.StringOrArrayOfString{String: new(def)}
 	return dashboard.NewTextBoxVariableBuilder(name).
 		Label(label).
 		Description(help).
-		DefaultValue(dashboard.StringOrMap{String: ptr(def)}).
+		DefaultValue(dashboard.StringOrMap{String: new(def)}).
 		Current(dashboard.VariableOption{Text: v, Value: v})
 }

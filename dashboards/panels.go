@@ -38,12 +38,10 @@ const (
 	unitCount         = "short"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 // datasource is the reference every panel and query uses: the dashboard's
 // datasource template variable.
 func datasource() common.DataSourceRef {
-	return common.DataSourceRef{Type: ptr("prometheus"), Uid: ptr("${datasource}")}
+	return common.DataSourceRef{Type: new("prometheus"), Uid: new("${datasource}")}
 }
 
 // query is one PromQL target.
@@ -131,7 +129,7 @@ func labelVariable(name, label, help, selector string, multi bool) *dashboard.Qu
 		Label(label).
 		Description(help).
 		Datasource(datasource()).
-		Query(dashboard.StringOrMap{String: ptr(q)}).
+		Query(dashboard.StringOrMap{String: new(q)}).
 		Definition(q).
 		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
 		Sort(dashboard.VariableSortAlphabeticalAsc)
@@ -255,5 +253,5 @@ func lastValue() *common.ReduceDataOptionsBuilder {
 func thresholds(at float64) *dashboard.ThresholdsConfigBuilder {
 	return dashboard.NewThresholdsConfigBuilder().
 		Mode(dashboard.ThresholdsModeAbsolute).
-		Steps([]dashboard.Threshold{{Color: "green"}, {Value: ptr(at), Color: "red"}})
+		Steps([]dashboard.Threshold{{Color: "green"}, {Value: new(at), Color: "red"}})
 }

@@ -574,7 +574,7 @@ func compareModes(t *testing.T, ext, emb *analyze.Report) {
 		idle, su, wu := r.Stages["idle"], r.Stages["startup"], r.Stages["warmup"]
 		sec = wu.End - su.Start
 		if idle.ExporterEnergyJoules != nil && su.ExporterEnergyJoules != nil && wu.ExporterEnergyJoules != nil && idle.DurationSeconds > 0 {
-			joules = ptr(*su.ExporterEnergyJoules + *wu.ExporterEnergyJoules - sec**idle.ExporterEnergyJoules/idle.DurationSeconds)
+			joules = new(*su.ExporterEnergyJoules + *wu.ExporterEnergyJoules - sec**idle.ExporterEnergyJoules/idle.DurationSeconds)
 		}
 		return sec, joules
 	}
@@ -887,8 +887,6 @@ func excludingCodes(r *analyze.Report) []string {
 	slices.Sort(out)
 	return out
 }
-
-func ptr(v float64) *float64 { return &v }
 
 func flagCodes(r *analyze.Report) []string {
 	out := []string{}

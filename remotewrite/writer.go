@@ -1,26 +1,30 @@
 // Package remotewrite pushes samples with their own timestamps to a
 // Prometheus remote-write 1.0 endpoint (snappy-compressed protobuf), as
 // Prometheus' --web.enable-remote-write-receiver (2.33+), Mimir, Thanos
-// receive and VictoriaMetrics accept. Samples are buffered (bounded), sent in
-// batches and retried with exponential backoff on network errors, 5xx and
-// 429; other 4xx answers are final. Nothing blocks the caller: when the buffer
-// is full a sample is dropped and counted.
+// receive and VictoriaMetrics accept. Samples are buffered (bounded) and
+// sent in batches; nothing blocks the caller: when the buffer is full a
+// sample is dropped and counted. Sending is client_golang's
+// exp/api/remote: retried with exponential backoff and jitter (and the
+// server's Retry-After) on network errors, 5xx and 429, for at most
+// MaxElapsed per batch; other 4xx answers are final. Every sample ends
+// acknowledged, dropped or failed, and Stats counts each.
 package remotewrite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/golang/snappy"
+	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/common/config"
 	"github.com/prometheus/prometheus/prompb"
 )
@@ -47,7 +51,8 @@ type Config struct {
 	BufferSize int
 	// Timeout is the per-request timeout (default 10s).
 	Timeout time.Duration
-	// MaxElapsed bounds the retries of one batch (default 1m).
+	// MaxElapsed bounds the sending of one batch, retries included
+	// (default 1m); a request still in flight then is cancelled.
 	MaxElapsed time.Duration
 	// MinBackoff and MaxBackoff bound the wait between retries (defaults 100ms, 5s).
 	MinBackoff, MaxBackoff time.Duration
@@ -70,9 +75,9 @@ func (s Stats) Lost() int64 { return s.Dropped + s.Failed }
 
 // Writer buffers and sends samples. It is safe for concurrent use.
 type Writer struct {
-	cfg    Config
-	client *http.Client
-	log    *slog.Logger
+	cfg Config
+	api *remoteapi.API
+	log *slog.Logger
 
 	mu      sync.Mutex
 	buf     []Sample
@@ -121,14 +126,25 @@ func New(cfg Config, logger *slog.Logger) (*Writer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	client, err := config.NewClientFromConfig(cfg.HTTP, "remote_write")
+	client, err := config.NewClientFromConfig(cfg.HTTP, "remote_write", config.WithUserAgent(cfg.UserAgent))
 	if err != nil {
 		return nil, fmt.Errorf("remote write %s: %w", cfg.URL, err)
 	}
 	client.Timeout = cfg.Timeout
 	w := &Writer{
-		cfg: cfg, client: client, log: logger,
+		cfg: cfg, log: logger,
 		kick: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{}),
+	}
+	// Every attempt is counted where it is made: Requests and Retries are
+	// exact.
+	client.Transport = countingTransport{next: client.Transport, w: w}
+	w.api, err = remoteapi.NewAPI(cfg.URL,
+		remoteapi.WithAPIPath(""), // cfg.URL is the full write endpoint
+		remoteapi.WithAPIHTTPClient(client),
+		remoteapi.WithAPIBackoff(remoteapi.BackoffConfig{Min: cfg.MinBackoff, Max: cfg.MaxBackoff}), // bounded by MaxElapsed
+	)
+	if err != nil {
+		return nil, fmt.Errorf("remote write %s: %w", cfg.URL, err)
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	go w.loop()
@@ -249,39 +265,32 @@ func (w *Writer) take() []Sample {
 	return batch
 }
 
-// permanentError marks an answer that retrying cannot fix.
-type permanentError struct{ error }
-
+// send writes one batch, retries included, and counts its samples as
+// acknowledged or failed.
 func (w *Writer) send(ctx context.Context, batch []Sample) {
-	body, err := Encode(batch)
+	req, err := writeRequest(batch)
 	if err != nil {
 		w.fail(len(batch), err)
 		return
 	}
-	attempt := 0
-	op := func() (struct{}, error) {
-		attempt++
-		w.mu.Lock()
-		w.stats.Requests++
-		if attempt > 1 {
-			w.stats.Retries++
-		}
-		w.mu.Unlock()
-		err := w.post(ctx, body)
-		var perm permanentError
-		if errors.As(err, &perm) {
-			return struct{}{}, backoff.Permanent(err)
-		}
-		return struct{}{}, err
-	}
-	eb := backoff.NewExponentialBackOff()
-	eb.InitialInterval = w.cfg.MinBackoff
-	eb.MaxInterval = w.cfg.MaxBackoff
-	_, err = backoff.Retry(ctx, op, backoff.WithBackOff(eb), backoff.WithMaxElapsedTime(w.cfg.MaxElapsed),
-		backoff.WithNotify(func(err error, d time.Duration) {
-			w.log.Warn("remote write failed, retrying", "url", w.cfg.URL, "err", err, "backoff", d)
-		}))
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.MaxElapsed)
+	defer cancel()
+	w.mu.Lock()
+	before := w.stats.Requests
+	w.mu.Unlock()
+	_, err = w.api.Write(ctx, remoteapi.WriteV1MessageType, req, remoteapi.WithWriteRetryCallback(func(err error) {
+		w.setErr(err)
+		w.log.Warn("remote write failed, retrying", "url", w.cfg.URL, "err", err)
+	}))
+	w.mu.Lock()
+	w.stats.Retries += max(0, w.stats.Requests-before-1)
+	w.mu.Unlock()
 	if err != nil {
+		// A batch cut short by MaxElapsed or Close reports why it was
+		// still being retried.
+		if last := w.LastError(); ctx.Err() != nil && last != nil {
+			err = fmt.Errorf("%w (last error: %v)", err, last)
+		}
 		w.fail(len(batch), err)
 		return
 	}
@@ -298,42 +307,42 @@ func (w *Writer) fail(n int, err error) {
 	w.mu.Unlock()
 }
 
-func (w *Writer) post(ctx context.Context, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
-	if err != nil {
-		return permanentError{err}
-	}
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	req.Header.Set("User-Agent", w.cfg.UserAgent)
-	resp, err := w.client.Do(req)
-	if err != nil {
-		w.setErr(err)
-		return err
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode/100 == 2 {
-		return nil
-	}
-	err = fmt.Errorf("server answered %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
-	w.setErr(err)
-	if resp.StatusCode/100 == 5 || resp.StatusCode == http.StatusTooManyRequests {
-		return err
-	}
-	return permanentError{err}
-}
-
 func (w *Writer) setErr(err error) {
 	w.mu.Lock()
 	w.lastErr = err
 	w.mu.Unlock()
 }
 
+// countingTransport counts every request the writer makes.
+type countingTransport struct {
+	next http.RoundTripper
+	w    *Writer
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.w.mu.Lock()
+	t.w.stats.Requests++
+	t.w.mu.Unlock()
+	return t.next.RoundTrip(req)
+}
+
 // Encode builds the snappy-compressed WriteRequest for samples, grouping them
 // into series (labels sorted by name) with samples in timestamp order.
 func Encode(samples []Sample) ([]byte, error) {
+	req, err := writeRequest(samples)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := req.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("remote write: encoding: %w", err)
+	}
+	return snappy.Encode(nil, raw), nil
+}
+
+// writeRequest groups samples into series (labels sorted by name), each
+// series' samples in timestamp order.
+func writeRequest(samples []Sample) (*prompb.WriteRequest, error) {
 	type series struct {
 		labels  []prompb.Label
 		samples []prompb.Sample
@@ -342,11 +351,7 @@ func Encode(samples []Sample) ([]byte, error) {
 	var order []string
 	var key bytes.Buffer
 	for _, s := range samples {
-		names := make([]string, 0, len(s.Labels))
-		for n := range s.Labels {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(s.Labels))
 		key.Reset()
 		for _, n := range names {
 			key.WriteString(n)
@@ -369,15 +374,11 @@ func Encode(samples []Sample) ([]byte, error) {
 		}
 		ser.samples = append(ser.samples, prompb.Sample{Value: s.Value, Timestamp: s.TimestampMs})
 	}
-	req := prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, 0, len(order))}
+	req := &prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, 0, len(order))}
 	for _, k := range order {
 		ser := index[k]
-		sort.SliceStable(ser.samples, func(i, j int) bool { return ser.samples[i].Timestamp < ser.samples[j].Timestamp })
+		slices.SortStableFunc(ser.samples, func(a, b prompb.Sample) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
 		req.Timeseries = append(req.Timeseries, prompb.TimeSeries{Labels: ser.labels, Samples: ser.samples})
 	}
-	raw, err := req.Marshal()
-	if err != nil {
-		return nil, fmt.Errorf("remote write: encoding: %w", err)
-	}
-	return snappy.Encode(nil, raw), nil
+	return req, nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,6 +125,8 @@ func TestWriterRetriesOnlyWhatRetryingCanFix(t *testing.T) {
 		{"429 then success", []int{429, 204}, 2, 0, 2},
 		{"400 is final", []int{400}, 0, 2, 1},
 		{"404 is final", []int{404}, 0, 2, 1},
+		{"408 is final", []int{408}, 0, 2, 1},
+		{"413 is final", []int{413}, 0, 2, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &receiver{codes: tc.codes}
@@ -144,6 +147,12 @@ func TestWriterRetriesOnlyWhatRetryingCanFix(t *testing.T) {
 			}
 			if got := rec.calls.Load(); got != tc.wantCalls {
 				t.Fatalf("server saw %d requests, want %d", got, tc.wantCalls)
+			}
+			if st.Requests != tc.wantCalls || st.Retries != tc.wantCalls-1 {
+				t.Fatalf("stats count %d requests, %d retries; server saw %d requests", st.Requests, st.Retries, tc.wantCalls)
+			}
+			if ua := rec.headers[0].Get("User-Agent"); ua != "joulemark" {
+				t.Errorf("User-Agent %q, want joulemark", ua)
 			}
 		})
 	}
@@ -199,6 +208,31 @@ func TestWriterUnreachableServerLosesNothingSilently(t *testing.T) {
 	}
 	if w.LastError() == nil {
 		t.Fatal("LastError is nil after a failed send")
+	}
+}
+
+// A server that keeps answering 503 is retried until MaxElapsed, then the
+// batch is counted failed with the server's answer as the reason.
+func TestWriterMaxElapsedBoundsRetries(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	cfg := fastConfig(srv.URL)
+	cfg.MaxElapsed = 100 * time.Millisecond
+	w, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append(sample("0", 1, 1))
+	st, err := w.Close(context.Background())
+	if err == nil || st.Failed != 1 || st.Acknowledged != 0 || st.Retries == 0 || st.Requests != calls.Load() {
+		t.Fatalf("stats %+v (server saw %d) err %v: want the sample failed after retries", st, calls.Load(), err)
+	}
+	if !strings.Contains(err.Error(), "503") {
+		t.Errorf("error %q does not name the server's answer", err)
 	}
 }
 
