@@ -69,7 +69,7 @@ func (c *computation) gpuMemory() {
 			hi = max(hi, s.V)
 		}
 		if n > 0 {
-			of.PeakBytes, of.MeanBytes = ptr(hi), ptr(sum/float64(n))
+			of.PeakBytes, of.MeanBytes = new(hi), new(sum/float64(n))
 			peak += hi
 			mean += sum / float64(n)
 			maxPeak = max(maxPeak, hi)
@@ -79,7 +79,7 @@ func (c *computation) gpuMemory() {
 		gm.GPUs = append(gm.GPUs, of)
 	}
 	if all && len(c.d.GPUs) > 0 {
-		gm.PeakBytes, gm.MeanBytes, gm.MaxGPUPeakBytes = ptr(peak), ptr(mean), ptr(maxPeak)
+		gm.PeakBytes, gm.MeanBytes, gm.MaxGPUPeakBytes = new(peak), new(mean), new(maxPeak)
 	}
 }
 

@@ -86,7 +86,7 @@ func (l *loader) loadHost(ctx context.Context, d *RunData, sp rawSpan) error {
 		h.PhaseEnergy[string(s.Metric["phase"])] += float64(s.Value)
 		zones[fmt.Sprintf("%s %s (%s)", s.Metric["instance"], s.Metric["zone"], s.Metric["domain"])] = true
 	}
-	h.Zones = sortedKeys(zones)
+	h.Zones = slices.Sorted(maps.Keys(zones))
 	un, err := l.vector(ctx, fmt.Sprintf("max by (instance, reason) (max_over_time(%s{%s}[%s]))", mHostUnavailable, instSel, sp.rng), sp.evalAt)
 	if err != nil {
 		return err
@@ -149,7 +149,7 @@ func (c *computation) hostEnergy() {
 	he.Available, he.Zones = true, h.Zones
 	for _, name := range phaseNames {
 		if v, ok := h.PhaseEnergy[name]; ok {
-			he.Stages[name] = ptr(v)
+			he.Stages[name] = new(v)
 		} else {
 			he.Stages[name] = nil
 		}
@@ -168,7 +168,7 @@ func (c *computation) hostEnergy() {
 	he.LifecycleJoules = sum("startup", "warmup", "formal", "release")
 	tokens := float64(c.r.Tokens.FormalOutput)
 	if gl := c.r.Energy.LifecycleJoules; gl != nil && he.LifecycleJoules != nil && tokens > 0 {
-		he.GPUPlusHostFullLifecycleJoulesPerToken = ptr((*gl + *he.LifecycleJoules) / tokens)
+		he.GPUPlusHostFullLifecycleJoulesPerToken = new((*gl + *he.LifecycleJoules) / tokens)
 	}
 	ss := c.r.SteadyState
 	if !ss.Reached || ss.Start == nil || ss.End == nil || ss.EnergyJoules == nil || ss.OutputTokens == nil || *ss.OutputTokens == 0 {
@@ -189,11 +189,11 @@ func (c *computation) hostEnergy() {
 	if len(h.Counters) == 0 {
 		return
 	}
-	he.SteadyStateJoules = ptr(host)
+	he.SteadyStateJoules = new(host)
 	out := float64(*ss.OutputTokens)
-	he.GPUPlusHostSteadyStateJoulesPerToken = ptr((*ss.EnergyJoules + host) / out)
-	he.TokensPerJouleGPU = ptr(out / *ss.EnergyJoules)
-	he.TokensPerJouleGPUPlusHost = ptr(out / (*ss.EnergyJoules + host))
+	he.GPUPlusHostSteadyStateJoulesPerToken = new((*ss.EnergyJoules + host) / out)
+	he.TokensPerJouleGPU = new(out / *ss.EnergyJoules)
+	he.TokensPerJouleGPUPlusHost = new(out / (*ss.EnergyJoules + host))
 }
 
 // hostMarkdown is report.md's host energy section.

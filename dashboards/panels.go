@@ -166,7 +166,7 @@ func modelVariable() *dashboard.QueryVariableBuilder {
 		Label("Model").
 		Description("Served model (the engines' model_name label, vLLM and SGLang).").
 		Datasource(datasource()).
-		Query(dashboard.StringOrMap{String: ptr(q)}).
+		Query(dashboard.StringOrMap{String: new(q)}).
 		Definition(q).
 		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
 		Sort(dashboard.VariableSortAlphabeticalAsc).
