@@ -171,13 +171,13 @@ func gaugeStat(series [][]Sample, from, to float64, sum bool) Stat {
 		return mean, hi, true
 	}
 	if m, h, ok := part(from, to); ok {
-		st.Mean, st.Max = ptr(m), ptr(h)
+		st.Mean, st.Max = new(m), new(h)
 	}
 	if m, _, ok := part(from, from+third); ok {
-		st.FirstThirdMean = ptr(m)
+		st.FirstThirdMean = new(m)
 	}
 	if m, _, ok := part(to-third, to); ok {
-		st.LastThirdMean = ptr(m)
+		st.LastThirdMean = new(m)
 	}
 	return st
 }
@@ -248,15 +248,15 @@ func (c *computation) server() {
 	sv.Waiting = gaugeStat(series["waiting"], fb.Start, fb.End, true)
 	sv.KVCache = gaugeStat(series["kv_cache"], fb.Start, fb.End, false)
 	if v, ok := counterIncrease(series["preemptions"], fb.Start, fb.End); ok {
-		sv.Preemptions = ptr(math.Round(v))
+		sv.Preemptions = new(math.Round(v))
 	} else if st := gaugeStat(series["retracted_now"], fb.Start, fb.End, true); st.Max != nil {
-		sv.Preemptions = ptr(*st.Max) // a lower bound: the gauge holds the latest batch's retractions
+		sv.Preemptions = new(*st.Max) // a lower bound: the gauge holds the latest batch's retractions
 	}
 	if v, ok := counterIncrease(series["generation_tokens"], fb.Start, fb.End); ok {
-		sv.OutputTokens = ptr(math.Round(v))
+		sv.OutputTokens = new(math.Round(v))
 		if cl := float64(sv.ClientOutputTokens); cl > 0 {
 			diff := (*sv.OutputTokens - cl) / cl
-			sv.TokenDifferenceRatio = ptr(diff)
+			sv.TokenDifferenceRatio = new(diff)
 			if math.Abs(diff) > ServerTokenTolerance {
 				c.flag(FlagServerTokensMismatch, false, "the engine generated %.0f output tokens over the formal phase, the client counted %d (%+.1f%%, beyond ±%.0f%%): check usage reporting, aborted requests or other traffic on the engine",
 					*sv.OutputTokens, sv.ClientOutputTokens, 100*diff, 100*ServerTokenTolerance)
@@ -313,7 +313,7 @@ func pct(s Stat) Stat {
 		if p == nil {
 			return nil
 		}
-		return ptr(*p * 100)
+		return new(*p * 100)
 	}
 	return Stat{Mean: m(s.Mean), Max: m(s.Max), FirstThirdMean: m(s.FirstThirdMean), LastThirdMean: m(s.LastThirdMean)}
 }
