@@ -62,6 +62,13 @@ type Config struct {
 	// kubelet lists for that pod instead. Neither: every GPU.
 	ExporterGPUs []string `yaml:"exporter_gpus" json:"exporter_gpus,omitempty"`
 	EnginePod    string   `yaml:"engine_pod" json:"engine_pod,omitempty"`
+	// ExporterHTTP is the exporters' TLS and basic auth (basic auth moves
+	// the token to the X-Joulemark-Token header).
+	ExporterHTTP config.HTTPClientConfig `yaml:"exporter_http,omitempty" json:"exporter_http"`
+
+	// Prometheus, when set, is asked before the run whether it already
+	// holds phases of the run id.
+	Prometheus Prometheus `yaml:"prometheus" json:"prometheus"`
 
 	RemoteWrite RemoteWrite `yaml:"remote_write" json:"remote_write"`
 
@@ -94,6 +101,13 @@ type Timeouts struct {
 	Connect    time.Duration `yaml:"connect" json:"connect"`
 	FirstToken time.Duration `yaml:"first_token" json:"first_token"`
 	Total      time.Duration `yaml:"total" json:"total"`
+	// Idle fails a request when no byte of its answer came for this long
+	// (class timeout_idle; default 60s).
+	Idle time.Duration `yaml:"idle" json:"idle"`
+	// Drain is how long requests still running when the formal duration is
+	// over may finish; then they are canceled (class canceled_at_end;
+	// default 30s).
+	Drain time.Duration `yaml:"drain" json:"drain"`
 }
 
 // EngineConfig says how the engine's lifecycle is driven.
@@ -115,6 +129,15 @@ type EngineConfig struct {
 	Version       string `yaml:"version" json:"version,omitempty"`
 	Image         string `yaml:"image" json:"image,omitempty"`
 	ModelRevision string `yaml:"model_revision" json:"model_revision,omitempty"`
+}
+
+// Prometheus is the server the run id is checked against.
+type Prometheus struct {
+	URL  string                  `yaml:"url" json:"url,omitempty"`
+	HTTP config.HTTPClientConfig `yaml:"http,omitempty" json:"http"`
+	// Lookback is how far back a run id is looked for (default 90d: more
+	// than any usual retention).
+	Lookback time.Duration `yaml:"lookback" json:"lookback"`
 }
 
 // RemoteWrite says where per-request samples go.
@@ -145,6 +168,8 @@ func Defaults() Config {
 			StopGrace:    30 * time.Second,
 			ReleaseWait:  30 * time.Minute,
 		},
+		Timeouts:              Timeouts{Idle: time.Minute, Drain: 30 * time.Second},
+		Prometheus:            Prometheus{Lookback: 90 * 24 * time.Hour},
 		RemoteWrite:           RemoteWrite{AggregateInterval: 5 * time.Second, FlushTimeout: 30 * time.Second},
 		EngineMetricsInterval: 5 * time.Second,
 		RunsDir:               "runs",
@@ -296,7 +321,7 @@ func (c *Config) checkWorkload(p *problems) {
 
 // checkRequestOptions: timeouts and sampling extras of each request.
 func (c *Config) checkRequestOptions(p *problems) {
-	if c.Timeouts.Connect < 0 || c.Timeouts.FirstToken < 0 || c.Timeouts.Total < 0 {
+	if c.Timeouts.Connect < 0 || c.Timeouts.FirstToken < 0 || c.Timeouts.Total < 0 || c.Timeouts.Idle < 0 || c.Timeouts.Drain < 0 {
 		p.add("timeouts", "must not be negative")
 	}
 	if c.Extras.MinTokens != nil && *c.Extras.MinTokens < 0 {
@@ -352,6 +377,20 @@ func (c *Config) checkEndpoints(p *problems) {
 		}
 		if err := rw.HTTP.Validate(); err != nil {
 			p.add("remote_write.http", "%v", err)
+		}
+	}
+	if err := c.ExporterHTTP.Validate(); err != nil {
+		p.add("exporter_http", "%v", err)
+	}
+	if pr := c.Prometheus; pr.URL != "" {
+		if !httpURL(pr.URL) {
+			p.add("prometheus.url", "%q is not an http(s) URL", pr.URL)
+		}
+		if err := pr.HTTP.Validate(); err != nil {
+			p.add("prometheus.http", "%v", err)
+		}
+		if pr.Lookback < 0 {
+			p.add("prometheus.lookback", "%s must not be negative", pr.Lookback)
 		}
 	}
 	if c.EngineMetricsURL != "" {

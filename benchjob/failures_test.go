@@ -222,7 +222,7 @@ func TestRunRemoteWriteDown(t *testing.T) {
 	srv := openaitest.New(openaitest.Behavior{})
 	defer srv.Close()
 	rw := newRWReceiver(t)
-	rw.fail = true
+	rw.failSamples = true
 	cfg := testConfig(t, srv.BaseURL())
 	cfg.RemoteWrite.URL = rw.URL
 	cfg.RemoteWrite.FlushTimeout = 300 * time.Millisecond
@@ -397,8 +397,11 @@ func TestRunExporterFailsMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an exporter failing mid-run must not lose the run: %v", err)
 	}
-	if !slices.Contains(res.Flags, FlagExporterError) || res.Summary.Succeeded != 10 {
-		t.Errorf("flags %v summary %+v", res.Flags, res.Summary)
+	if !slices.Contains(res.Flags, FlagExporterError) || !slices.Contains(res.Flags, FlagExporterLostPhases) || res.Summary.Succeeded != 10 {
+		t.Errorf("flags %v summary %+v, want exporter_error and exporter_lost_phases", res.Flags, res.Summary)
+	}
+	if why := res.Unusable(); len(why) == 0 {
+		t.Error("a run whose exporter lost phases counts as usable")
 	}
 	if got := good.phases(); len(got) != 5 {
 		t.Errorf("the healthy exporter got %v", got)
@@ -407,5 +410,81 @@ func TestRunExporterFailsMidRun(t *testing.T) {
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.PhasesFile), &ph)
 	if len(ph.Exporters) != 2 || ph.Exporters[0].Status == nil {
 		t.Errorf("phases.json %+v", ph)
+	}
+}
+
+// TestRunExporterBlipRetried: phase POSTs answered 503 for a while (an
+// exporter restarting) are retried with backoff and get through; nothing
+// is flagged.
+func TestRunExporterBlipRetried(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	exp := newFakeExporter(t, "")
+	exp.blips = 2
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Exporters = []string{exp.URL}
+	res, err := runFake(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := exp.phases(); len(got) != 5 || got[0] != phaseapi.Idle {
+		t.Errorf("exporter got phases %v, want all 5 (idle retried)", got)
+	}
+	if len(res.Flags) != 0 || len(res.Unusable()) != 0 {
+		t.Errorf("flags %v, unusable %v; want none", res.Flags, res.Unusable())
+	}
+}
+
+// TestRunLostPhasesFlagged: a final status lacking a posted phase (the
+// exporter restarted without its state) flags exporter_lost_phases and
+// makes the run unusable.
+func TestRunLostPhasesFlagged(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	exp := newFakeExporter(t, "")
+	exp.forget = 2 // the final status shows only the last phases
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Exporters = []string{exp.URL}
+	res, err := runFake(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Flags, FlagExporterLostPhases) || len(res.Unusable()) == 0 {
+		t.Errorf("flags %v, unusable %v; want exporter_lost_phases, unusable", res.Flags, res.Unusable())
+	}
+	var sb strings.Builder
+	if err := WriteSummary(&sb, res); err != nil || !strings.Contains(sb.String(), "unusable") {
+		t.Errorf("summary lacks the unusable line:\n%s", sb.String())
+	}
+}
+
+// TestRunPreflightRefusals: a dead remote-write target and a run id an
+// exporter saw before are refused before any run directory exists, each
+// in one line naming what and where.
+func TestRunPreflightRefusals(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	rw := newRWReceiver(t)
+	rw.fail = true
+	exp := newFakeExporter(t, "")
+	exp.used = map[string]bool{"taken": true}
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.RemoteWrite.URL = rw.URL
+	cfg.Exporters = []string{exp.URL}
+	cfg.RunID = "taken"
+	_, err := runFake(cfg)
+	if !errors.Is(err, ErrPreflight) {
+		t.Fatalf("err %v, want a pre-flight failure", err)
+	}
+	for _, want := range []string{"remote-write target " + rw.URL + ": empty write: answered 503", "exporter " + exp.URL + ": run ID taken was used before"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("pre-flight error lacks %q:\n%v", want, err)
+		}
+	}
+	if entries, _ := os.ReadDir(cfg.RunsDir); len(entries) != 0 {
+		t.Errorf("a run directory was created: %v", entries)
+	}
+	if len(exp.phases()) != 0 {
+		t.Errorf("phases posted after a failed pre-flight: %v", exp.phases())
 	}
 }

@@ -29,12 +29,16 @@ type fakeExporter struct {
 	releasePolls int
 	neverClose   bool
 	failAfter    int // phase posts after this many answer 500 (0: never)
+	blips        int // the next this many phase posts answer 503 (a restart)
+	forget       int // GET run status leaves out the first this many phases (lost in a restart)
 
-	mu     sync.Mutex
-	events []phaseapi.Phase
-	times  []float64
-	ended  bool
-	polls  int
+	mu         sync.Mutex
+	preflights int
+	used       map[string]bool // run ids the pre-flight refuses
+	events     []phaseapi.Phase
+	times      []float64
+	ended      bool
+	polls      int
 }
 
 func newFakeExporter(t *testing.T, token string) *fakeExporter {
@@ -45,6 +49,22 @@ func newFakeExporter(t *testing.T, token string) *fakeExporter {
 			return
 		}
 		_ = json.NewEncoder(w).Encode([]phaseapi.GPUInfo{{GPU: 0, UUID: "GPU-fake-0", Name: "Fake H100", DriverVersion: "550.1", EnergySource: "counter", Healthy: true}})
+	})
+	mux.HandleFunc("GET /api/v1/preflight", func(w http.ResponseWriter, r *http.Request) {
+		if !f.authed(w, r) {
+			return
+		}
+		f.mu.Lock()
+		f.preflights++
+		used := f.used[r.URL.Query().Get("run_id")]
+		f.mu.Unlock()
+		if used {
+			w.WriteHeader(http.StatusConflict)
+			_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: "run ID used before"})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(phaseapi.Preflight{RunID: r.URL.Query().Get("run_id"),
+			GPUs: []phaseapi.GPUInfo{{GPU: 0, UUID: "GPU-fake-0", Name: "Fake H100", DriverVersion: "550.1", EnergySource: "counter", Healthy: true}}})
 	})
 	mux.HandleFunc("POST /api/v1/runs/{id}/phases/{phase}", func(w http.ResponseWriter, r *http.Request) {
 		if !f.authed(w, r) {
@@ -57,6 +77,13 @@ func newFakeExporter(t *testing.T, token string) *fakeExporter {
 			return
 		}
 		f.mu.Lock()
+		if f.blips > 0 {
+			f.blips--
+			f.mu.Unlock()
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: "restarting"})
+			return
+		}
 		if f.failAfter > 0 && len(f.events) >= f.failAfter {
 			f.mu.Unlock()
 			w.WriteHeader(http.StatusInternalServerError)
@@ -102,6 +129,9 @@ func (f *fakeExporter) status(id string, poll bool) *phaseapi.RunStatus {
 	defer f.mu.Unlock()
 	st := &phaseapi.RunStatus{RunID: id, State: phaseapi.RunActive, Release: phaseapi.ReleaseStatus{State: phaseapi.ReleaseNotStarted}}
 	for i, p := range f.events {
+		if poll && i < f.forget {
+			continue
+		}
 		ps := phaseapi.PhaseStatus{Phase: p, Start: f.times[i], Active: i == len(f.events)-1 && !f.ended}
 		if i+1 < len(f.events) {
 			e := f.times[i+1]
@@ -152,6 +182,9 @@ type rwReceiver struct {
 	samples []rwSample
 	headers http.Header
 	fail    bool
+	// failSamples refuses every write with samples (an outage after the
+	// pre-flight's empty write got through).
+	failSamples bool
 }
 
 func newRWReceiver(t *testing.T) *rwReceiver {
@@ -159,7 +192,7 @@ func newRWReceiver(t *testing.T) *rwReceiver {
 	rw.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rw.mu.Lock()
 		rw.headers = r.Header.Clone()
-		fail := rw.fail
+		fail, failSamples := rw.fail, rw.failSamples
 		rw.mu.Unlock()
 		if fail {
 			http.Error(w, "down", http.StatusServiceUnavailable)
@@ -178,6 +211,10 @@ func newRWReceiver(t *testing.T) *rwReceiver {
 		var req prompb.WriteRequest
 		if err := req.Unmarshal(raw); err != nil {
 			http.Error(w, err.Error(), 400)
+			return
+		}
+		if failSamples && len(req.Timeseries) > 0 {
+			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
 		}
 		rw.mu.Lock()
@@ -299,7 +336,7 @@ func testConfig(t *testing.T, target string) Config {
 }
 
 func testOptions() Options {
-	return Options{PollInterval: 10 * time.Millisecond, Progress: io.Discard}
+	return Options{PollInterval: 10 * time.Millisecond, Progress: io.Discard, PhaseRetry: 2 * time.Second}
 }
 
 // runFake runs cfg with testOptions and a fakeEngine.

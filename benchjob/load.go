@@ -90,12 +90,20 @@ func (s *loadStats) lagQuantile(q float64) time.Duration {
 }
 
 // runLoad runs one phase's load until its bound is reached, the prompts run
-// out or ctx ends (in-flight requests are then canceled and recorded).
+// out or ctx ends (in-flight requests are then canceled and recorded). A
+// duration is a hard bound: requests still running a drain timeout after
+// it are canceled (class canceled_at_end).
 func (r *runner) runLoad(ctx context.Context, spec loadSpec) *loadStats {
 	st := &loadStats{start: time.Now()}
 	var deadline time.Time
 	if spec.duration > 0 {
 		deadline = st.start.Add(spec.duration)
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		drain := r.cfg.Timeouts.Drain
+		stopDrain := r.drainAt(deadline, drain, spec.phase, func() { cancel(openai.ErrCanceledAtEnd) })
+		defer stopDrain()
 	}
 	var mu sync.Mutex
 	noteSend := func() {
@@ -215,9 +223,31 @@ dispatch:
 	return st
 }
 
+// drainAt says, at deadline, what the phase now waits for, and calls
+// cancelAll once the drain timeout after it passed too. The returned
+// function stops both timers.
+func (r *runner) drainAt(deadline time.Time, drain time.Duration, phase string, cancelAll func()) func() {
+	say := time.AfterFunc(time.Until(deadline), func() {
+		if n := r.inFlight.Load(); n > 0 {
+			r.log.Info("phase duration over: waiting for the requests still running", "phase", phase,
+				"in_flight", n, "drain_timeout", drain)
+		}
+	})
+	end := time.AfterFunc(time.Until(deadline.Add(drain)), func() {
+		if n := r.inFlight.Load(); n > 0 {
+			r.log.Warn("drain timeout over: canceling the requests still running (class canceled_at_end)",
+				"phase", phase, "in_flight", n)
+		}
+		cancelAll()
+	})
+	return func() { say.Stop(); end.Stop() }
+}
+
 // do sends one request and records it.
 func (r *runner) do(ctx context.Context, phase string, p Prompt, scheduled time.Time) {
 	slot := r.slots.acquire()
+	r.inFlight.Add(1)
+	defer r.inFlight.Add(-1)
 	r.agg.inFlight.Inc()
 	r.progress.started.Add(1)
 	resp := r.client.Stream(ctx, &openai.Request{

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/openai"
 	"github.com/joulemark/joulemark/openai/openaitest"
 	"github.com/joulemark/joulemark/runarchive"
 )
@@ -344,5 +345,51 @@ func TestSweep(t *testing.T) {
 	pts := sweepPoints(Config{SweepRate: []float64{0.5, 2}, RunID: "x"})
 	if pts[0].RunID != "x-r0_5" || pts[1].Rate != 2 || pts[1].SweepRate != nil {
 		t.Errorf("rate points %+v", pts)
+	}
+}
+
+// TestRunDurationHardBound: against a server that never sends a token, the
+// formal duration still ends the run: requests running past the drain
+// timeout are canceled and counted as failed, class canceled_at_end.
+func TestRunDurationHardBound(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{FirstTokenDelay: time.Hour})
+	defer srv.Close()
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Requests, cfg.WarmupRequests = 0, 0
+	cfg.Duration, cfg.Timeouts.Drain, cfg.Timeouts.Idle = 300*time.Millisecond, 200*time.Millisecond, 0
+	t0 := time.Now()
+	res, err := runFake(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(t0); took > 20*time.Second {
+		t.Errorf("run took %v with a 300ms duration and a 200ms drain", took)
+	}
+	_, recs := readRecords(t, res.ArchiveDir)
+	if len(recs) != cfg.Concurrency || res.Summary.Errors[string(openai.ClassCanceledAtEnd)] != cfg.Concurrency {
+		t.Errorf("%d records, errors %v; want %d canceled_at_end", len(recs), res.Summary.Errors, cfg.Concurrency)
+	}
+	if why := res.Unusable(); len(why) == 0 || !strings.Contains(why[0], "no successful formal request") {
+		t.Errorf("unusable %v, want no successful formal request", why)
+	}
+	var sb strings.Builder
+	if err := WriteSummary(&sb, res); err != nil || !strings.Contains(sb.String(), "n/a (no successful formal request)") || strings.Contains(sb.String(), "0.0000") {
+		t.Errorf("summary of a run with nothing measured must say n/a:\n%s", sb.String())
+	}
+}
+
+// TestRunIdleTimeout: a stream silent for the idle timeout fails with its
+// own class, also in the warm-up (which has no duration bound).
+func TestRunIdleTimeout(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{FirstTokenDelay: time.Hour})
+	defer srv.Close()
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Requests, cfg.WarmupRequests, cfg.Timeouts.Idle = 2, 1, 200*time.Millisecond
+	res, err := runFake(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Errors[string(openai.ClassTimeoutIdle)] != 2 || res.Warmup.Errors[string(openai.ClassTimeoutIdle)] != 1 {
+		t.Errorf("formal errors %v, warm-up errors %v; want timeout_idle for every request", res.Summary.Errors, res.Warmup.Errors)
 	}
 }

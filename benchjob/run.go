@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,6 +68,8 @@ type Options struct {
 	// does, to keep its Prometheus data inside the run); its ID must be
 	// the config's run_id. Nil: Run creates <runs_dir>/<run_id>.
 	Archive *runarchive.Run
+	// PhaseRetry bounds the retries of one exporter call (default 1m).
+	PhaseRetry time.Duration
 }
 
 // Result is what a run did.
@@ -114,6 +118,7 @@ type runner struct {
 	progress  *progress
 	engine    Engine
 	engLog    *os.File
+	inFlight  atomic.Int64 // requests running
 
 	engineName    string // the served model's owned_by (vllm, sglang, …)
 	datasetDigest string // workloadDigest
@@ -163,6 +168,9 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = time.Second
+	}
+	if opts.PhaseRetry <= 0 {
+		opts.PhaseRetry = time.Minute
 	}
 	e := cfg.Engine
 	engine := opts.Engine
@@ -220,27 +228,36 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 	r.client, err = openai.New(openai.Config{
 		BaseURL: cfg.Target, APIKey: apiKey,
 		ConnectTimeout: cfg.Timeouts.Connect, FirstTokenTimeout: cfg.Timeouts.FirstToken, TotalTimeout: cfg.Timeouts.Total,
-		MaxConns: max(cfg.Concurrency, cfg.MaxConcurrency, 64), RequireUsage: cfg.RequireUsage,
+		IdleTimeout: cfg.Timeouts.Idle,
+		MaxConns:    max(cfg.Concurrency, cfg.MaxConcurrency, 64), RequireUsage: cfg.RequireUsage,
 	})
 	if err != nil {
 		return nil, err
 	}
 
-	// Exporters: reachable and authorised before anything starts.
-	gpus := map[string][]phaseapi.GPUInfo{}
+	// Pre-flight: everything answers and accepts the run's credentials, and
+	// the run id is free everywhere, before the run directory exists.
+	exporterHTTP, tokenHeader, err := exporterClient(cfg.ExporterHTTP, opts.ExporterHTTP)
+	if err != nil {
+		return nil, err
+	}
 	for _, u := range cfg.Exporters {
-		c, err := phaseapi.NewClient(u, token, opts.ExporterHTTP)
+		c, err := phaseapi.NewClient(u, token, exporterHTTP)
 		if err != nil {
 			return nil, err
 		}
-		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		g, err := c.GPUs(cctx)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("exporter %s: %w", u, err)
+		if tokenHeader {
+			c.WithTokenHeader()
 		}
-		gpus[c.BaseURL()] = g
 		r.exporters = append(r.exporters, c)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.RunsDir, cfg.RunID)); err == nil && opts.Archive == nil {
+		return nil, fmt.Errorf("run %q in %s: %w (never overwritten: give a new --run-id)", cfg.RunID, cfg.RunsDir, ErrRunExists)
+	}
+	r.runID = cfg.RunID
+	gpus, err := r.preflight(ctx)
+	if err != nil {
+		return nil, err
 	}
 
 	arch, err := createArchive(cfg, opts)
@@ -557,6 +574,7 @@ func (r *runner) waitReady(ctx context.Context) error {
 	ctx2, cancel := context.WithTimeout(ctx, r.cfg.Engine.ReadyTimeout)
 	defer cancel()
 	var last error
+	t0, said := time.Now(), time.Now()
 	for {
 		err := r.client.Health(ctx2)
 		var se *openai.StatusError
@@ -571,6 +589,11 @@ func (r *runner) waitReady(ctx context.Context) error {
 			}
 		}
 		last = err
+		if time.Since(said) >= progressEvery {
+			said = time.Now()
+			r.log.Info("waiting for the engine to be ready", "target", r.cfg.Target, "waited", time.Since(t0).Round(time.Second),
+				"max", r.cfg.Engine.ReadyTimeout, "last", err)
+		}
 		select {
 		case <-ctx2.Done():
 			if ctx.Err() != nil {
@@ -615,8 +638,10 @@ func (r *runner) identify(ctx context.Context) error {
 	return nil
 }
 
-// postPhase posts phase p to every exporter; a failure is flagged and
-// logged, and the run goes on (the archive still records everything).
+// postPhase posts phase p to every exporter, retried with bounded backoff
+// (an exporter restarting or a network blip); a failure is flagged and
+// logged, and the run goes on (the archive still records everything, and
+// the final status check flags the phase as lost).
 func (r *runner) postPhase(p phaseapi.Phase) {
 	now := time.Now()
 	r.mu.Lock()
@@ -639,15 +664,18 @@ func (r *runner) postPhase(p phaseapi.Phase) {
 	}, "posting phase "+string(p))
 }
 
+// forExporters calls f on every exporter at once, each retried on
+// transient errors (network, 5xx, 429) for at most Options.PhaseRetry.
 func (r *runner) forExporters(f func(context.Context, *phaseapi.Client) error, what string) {
 	var wg sync.WaitGroup
 	for _, c := range r.exporters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			if err := f(ctx, c); err != nil {
+			if err := retryExporter(r.opts.PhaseRetry, func(ctx context.Context) error { return f(ctx, c) },
+				func(err error, d time.Duration) {
+					r.log.Warn("exporter call failed; retrying", "what", what, "exporter", c.BaseURL(), "in", d, "err", err)
+				}); err != nil {
 				r.flag(FlagExporterError)
 				r.log.Error("exporter", "what", what, "exporter", c.BaseURL(), "err", err)
 			}
@@ -704,7 +732,7 @@ func (r *runner) waitRelease(ctx context.Context) {
 			defer wg.Done()
 			wctx, cancel := context.WithTimeout(ctx, r.cfg.Engine.ReleaseWait)
 			defer cancel()
-			st, err := c.WaitRelease(wctx, r.runID, r.opts.PollInterval)
+			st, err := r.awaitRelease(wctx, c)
 			if err != nil {
 				if ctx.Err() != nil {
 					r.flag(FlagAborted)
@@ -728,6 +756,50 @@ func (r *runner) waitRelease(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// progressEvery is how often a wait says what it waits for.
+const progressEvery = 5 * time.Second
+
+// awaitRelease polls c until the run's release closed or timed out, or ctx
+// ends. Transient errors (an exporter restarting) are waited out; every
+// progressEvery it logs what it waits for.
+func (r *runner) awaitRelease(ctx context.Context, c *phaseapi.Client) (*phaseapi.RunStatus, error) {
+	t0, said := time.Now(), time.Now()
+	var last error
+	for {
+		cctx, cancel := context.WithTimeout(ctx, exporterCallTimeout)
+		st, err := c.Run(cctx, r.runID)
+		cancel()
+		switch {
+		case err == nil && (st.Release.State == phaseapi.ReleaseClosed || st.Release.State == phaseapi.ReleaseTimedOut || st.State == phaseapi.RunEnded):
+			return st, nil
+		case err != nil && !transient(err):
+			return st, err
+		}
+		if err != nil {
+			last = err
+		}
+		if time.Since(said) >= progressEvery {
+			said = time.Now()
+			why := ""
+			if err == nil {
+				why = st.Release.Reason
+			} else {
+				why = err.Error()
+			}
+			r.log.Info("waiting for the release (power back at the idle baseline)", "exporter", c.BaseURL(),
+				"waited", time.Since(t0).Round(time.Second), "max", r.cfg.Engine.ReleaseWait, "now", why)
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return st, fmt.Errorf("waiting for release of run %s on %s: %w (last error: %v)", r.runID, c.BaseURL(), ctx.Err(), last)
+			}
+			return st, fmt.Errorf("waiting for release of run %s on %s: %w", r.runID, c.BaseURL(), ctx.Err())
+		case <-time.After(r.opts.PollInterval):
+		}
+	}
 }
 
 // PhasesDoc is runs/<run_id>/phases.json: each exporter's final RunStatus.
@@ -789,17 +861,34 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		r.man.RemoteWrite = &st
 	}
 	doc := PhasesDoc{RunID: r.runID}
+	posted := r.postedPhases()
 	for _, c := range r.exporters {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		st, err := c.Run(ctx, r.runID)
-		cancel()
+		var st *phaseapi.RunStatus
+		err := retryExporter(r.opts.PhaseRetry, func(ctx context.Context) error {
+			var err error
+			st, err = c.Run(ctx, r.runID)
+			return err
+		}, func(err error, d time.Duration) {
+			r.log.Warn("reading the run's final status; retrying", "exporter", c.BaseURL(), "in", d, "err", err)
+		})
 		ep := ExporterPhase{URL: c.BaseURL()}
 		if err != nil {
 			ep.Error = err.Error()
 			r.flag(FlagExporterError)
+			if phaseapi.IsStatus(err, http.StatusNotFound) && len(posted) > 0 {
+				r.flag(FlagExporterLostPhases)
+				r.log.Error("the exporter lost the run", "exporter", c.BaseURL(), "posted", strings.Join(posted, ","))
+			}
 		} else {
 			ep.Status = st
 			res.Release[c.BaseURL()] = st
+			flags, why := checkExporterStatus(st, posted)
+			for _, f := range flags {
+				r.flag(f)
+			}
+			for _, w := range why {
+				r.log.Error("exporter's view of the run", "exporter", c.BaseURL(), "problem", w)
+			}
 		}
 		doc.Exporters = append(doc.Exporters, ep)
 	}

@@ -89,7 +89,11 @@ func WriteSummary(w io.Writer, res *Result) error {
 	if len(res.Flags) > 0 {
 		fmt.Fprintf(tw, "flags\t%s\n", strings.Join(res.Flags, ", "))
 	}
-	fmt.Fprintf(tw, "error rate\t%.2f%% (%d of %d failed)\n", 100*s.ErrorRate, s.Failed, s.Started)
+	if s.Started == 0 {
+		fmt.Fprintf(tw, "error rate\tn/a (no formal request)\n")
+	} else {
+		fmt.Fprintf(tw, "error rate\t%.2f%% (%d of %d failed)\n", 100*s.ErrorRate, s.Failed, s.Started)
+	}
 	if len(s.Errors) > 0 {
 		for _, c := range slices.Sorted(maps.Keys(s.Errors)) {
 			fmt.Fprintf(tw, "  %s\t%d\n", c, s.Errors[c])
@@ -100,9 +104,17 @@ func WriteSummary(w io.Writer, res *Result) error {
 		name string
 		p    Percentiles
 	}{{"TTFT s", s.TTFT}, {"TPOT s", s.TPOT}, {"latency s", s.Latency}} {
+		if row.p.N == 0 {
+			fmt.Fprintf(tw, "%s\tn/a\tn/a\tn/a\tn/a\t0\n", row.name)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.4f\t%.4f\t%d\n", row.name, row.p.P50, row.p.P90, row.p.P95, row.p.P99, row.p.N)
 	}
-	fmt.Fprintf(tw, "throughput\t%.2f req/s, %.1f output tok/s over %.1f s\n", s.RequestsPerSecond, s.OutputTokensPerSecond, s.DurationSeconds)
+	if s.DurationSeconds > 0 && s.Succeeded > 0 {
+		fmt.Fprintf(tw, "throughput\t%.2f req/s, %.1f output tok/s over %.1f s\n", s.RequestsPerSecond, s.OutputTokensPerSecond, s.DurationSeconds)
+	} else {
+		fmt.Fprintf(tw, "throughput\tn/a (no successful formal request)\n")
+	}
 	if res.TargetRate > 0 {
 		fmt.Fprintf(tw, "rate\ttarget %.2f req/s, achieved %.2f req/s\n", res.TargetRate, res.AchievedRate)
 	}
@@ -112,6 +124,9 @@ func WriteSummary(w io.Writer, res *Result) error {
 		fmt.Fprintf(tw, "samples\t%d written, %d acknowledged, %d lost\n", st.Enqueued+st.Dropped, st.Acknowledged, st.Lost())
 	} else {
 		fmt.Fprintf(tw, "samples\tremote write off (no --remote-write-url)\n")
+	}
+	if why := res.Unusable(); res.Status == StatusCompleted && len(why) > 0 {
+		fmt.Fprintf(tw, "unusable\t%s\n", strings.Join(why, "; "))
 	}
 	return tw.Flush()
 }

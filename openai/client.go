@@ -39,6 +39,10 @@ type Config struct {
 	ConnectTimeout    time.Duration
 	FirstTokenTimeout time.Duration
 	TotalTimeout      time.Duration
+	// IdleTimeout fails a request (ClassTimeoutIdle) when no byte of its
+	// answer arrived for this long: before the headers or between two reads
+	// of the stream.
+	IdleTimeout time.Duration
 	// MaxConns bounds idle connections kept per host (default 1024).
 	MaxConns int
 	// RequireUsage fails a request whose stream carries no usage
@@ -240,6 +244,11 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 		firstTimer = time.AfterFunc(c.cfg.FirstTokenTimeout, func() { cancel(errFirstTokenTimeout) })
 		defer firstTimer.Stop()
 	}
+	var idle *time.Timer
+	if c.cfg.IdleTimeout > 0 {
+		idle = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errIdleTimeout) })
+		defer idle.Stop()
+	}
 	hr, err := c.http.Do(req)
 	if err != nil {
 		resp.End = time.Now()
@@ -247,9 +256,14 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 		return resp
 	}
 	defer hr.Body.Close()
+	body := io.Reader(hr.Body)
+	if idle != nil {
+		idle.Reset(c.cfg.IdleTimeout)
+		body = &idleReader{r: hr.Body, t: idle, d: c.cfg.IdleTimeout}
+	}
 	resp.StatusCode = hr.StatusCode
 	if hr.StatusCode/100 != 2 {
-		msg, rerr := io.ReadAll(io.LimitReader(hr.Body, 512))
+		msg, rerr := io.ReadAll(io.LimitReader(body, 512))
 		resp.End = time.Now()
 		if rerr != nil && len(msg) == 0 {
 			resp.Err = classify(ctx, rerr, true)
@@ -259,16 +273,16 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 		return resp
 	}
 	if ct := hr.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "text/event-stream") {
-		msg, _ := io.ReadAll(io.LimitReader(hr.Body, 200))
+		msg, _ := io.ReadAll(io.LimitReader(body, 200))
 		resp.End = time.Now()
 		resp.Err = &Error{Class: ClassMalformedStream, Msg: fmt.Sprintf("answer is %s, not an event stream (streaming unsupported?): %s", ct, bytes.TrimSpace(msg))}
 		return resp
 	}
 	st, _ := c.pool.Get().(*state)
 	if st == nil {
-		st = &state{sse: NewSSEReader(hr.Body, 0)}
+		st = &state{sse: NewSSEReader(body, 0)}
 	} else {
-		st.sse.Reset(hr.Body)
+		st.sse.Reset(body)
 	}
 	defer func() {
 		st.sse.Reset(nil)
@@ -276,6 +290,21 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	}()
 	c.read(ctx, st, r, resp, firstTimer)
 	return resp
+}
+
+// idleReader re-arms the idle timer t whenever bytes arrive.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
 }
 
 func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response, firstTimer *time.Timer) {

@@ -137,6 +137,9 @@ func TestStreamFailureClasses(t *testing.T) {
 		{name: "total timeout", b: openaitest.Behavior{TokenDelay: 30 * time.Millisecond, Tokens: 50},
 			cfg: openai.Config{TotalTimeout: 100 * time.Millisecond, FirstTokenTimeout: time.Second}, want: openai.ClassTimeoutTotal},
 		{name: "connection refused", target: dead, want: openai.ClassConnect},
+		{name: "idle mid-stream", b: openaitest.Behavior{TokenDelay: 2 * time.Second, Tokens: 3},
+			cfg: openai.Config{IdleTimeout: 100 * time.Millisecond}, want: openai.ClassTimeoutIdle},
+		{name: "never answers", target: silent(t), cfg: openai.Config{IdleTimeout: 100 * time.Millisecond}, want: openai.ClassTimeoutIdle},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,5 +205,65 @@ func TestModelsHealthVersion(t *testing.T) {
 	}
 	if _, err := openai.New(openai.Config{BaseURL: "ftp://x"}); err == nil {
 		t.Error("ftp target accepted")
+	}
+}
+
+// silent is the base URL of a server that accepts connections and never
+// answers.
+func silent(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + l.Addr().String() + "/v1"
+}
+
+// TestStreamCanceledAtEnd: a request its caller ends because the phase is
+// over has its own class, distinct from an abort.
+func TestStreamCanceledAtEnd(t *testing.T) {
+	c, err := openai.New(openai.Config{BaseURL: silent(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(50*time.Millisecond, func() { cancel(openai.ErrCanceledAtEnd) })
+	resp := c.Stream(ctx, &openai.Request{Model: "m", Prompt: "x"})
+	if got := openai.ClassOf(resp.Err); got != openai.ClassCanceledAtEnd {
+		t.Fatalf("class %q (%v), want canceled_at_end", got, resp.Err)
+	}
+}
+
+// TestStreamIdleTimeoutRearms: a slow stream whose bytes keep coming is not
+// idle, however long it takes in all.
+func TestStreamIdleTimeoutRearms(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{TokenDelay: 40 * time.Millisecond, Tokens: 10})
+	defer srv.Close()
+	c, err := openai.New(openai.Config{BaseURL: srv.BaseURL(), IdleTimeout: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := c.Stream(context.Background(), &openai.Request{Model: "test-model", Prompt: "x"})
+	if resp.Err != nil || resp.End.Sub(resp.Send) < 300*time.Millisecond {
+		t.Fatalf("slow stream: %v after %v, want success after more than twice the idle timeout", resp.Err, resp.End.Sub(resp.Send))
 	}
 }

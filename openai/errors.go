@@ -23,8 +23,14 @@ const (
 	ClassStreamError       Class = "stream_error"        // the server sent an error object in the stream
 	ClassMissingUsage      Class = "missing_usage"       // no usage in the stream and usage is required
 	ClassWrongModel        Class = "wrong_model"         // the answer names another model than asked
+	ClassTimeoutIdle       Class = "timeout_idle"        // no byte of the answer for the idle timeout
 	ClassCanceled          Class = "canceled"            // the run was stopped (Ctrl-C) while the request ran
+	ClassCanceledAtEnd     Class = "canceled_at_end"     // still running when the phase's duration and drain timeout were over
 )
+
+// ErrCanceledAtEnd is the cancel cause a caller gives a request's context to
+// end it because its phase is over (ClassCanceledAtEnd).
+var ErrCanceledAtEnd = errors.New("phase duration and drain timeout over")
 
 // Error is a failed request: its class and what happened.
 type Error struct {
@@ -62,6 +68,7 @@ func ClassOf(err error) Class {
 var (
 	errFirstTokenTimeout = errors.New("first-token timeout")
 	errTotalTimeout      = errors.New("total timeout")
+	errIdleTimeout       = errors.New("idle timeout: no byte of the answer")
 )
 
 // classify maps a transport or read error to a class. started says whether
@@ -72,6 +79,10 @@ func classify(ctx context.Context, err error, started bool) *Error {
 		return &Error{Class: ClassTimeoutFirstToken, Err: cause}
 	case errors.Is(cause, errTotalTimeout):
 		return &Error{Class: ClassTimeoutTotal, Err: cause}
+	case errors.Is(cause, errIdleTimeout):
+		return &Error{Class: ClassTimeoutIdle, Err: cause}
+	case errors.Is(cause, ErrCanceledAtEnd):
+		return &Error{Class: ClassCanceledAtEnd, Err: cause}
 	case cause != nil:
 		return &Error{Class: ClassCanceled, Err: cause}
 	}

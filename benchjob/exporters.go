@@ -1,0 +1,116 @@
+package benchjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/prometheus/common/config"
+
+	"github.com/joulemark/joulemark/phaseapi"
+)
+
+// Flags set from the exporters' final view of the run.
+const (
+	// FlagExporterLostPhases: an exporter's final status lacks a phase the
+	// bench posted (it restarted without its state, or a POST never got
+	// through): the run's energy cannot be trusted.
+	FlagExporterLostPhases = "exporter_lost_phases"
+	// FlagExporterRestarted: an exporter was down during the run; the gap
+	// (phases.json, gaps) holds no energy.
+	FlagExporterRestarted = "exporter_restarted"
+)
+
+// exporterCallTimeout bounds one attempt of an exporter call.
+const exporterCallTimeout = 10 * time.Second
+
+// exporterClient is the HTTP client of the phase API: custom when the
+// caller gave one, else built from the config (TLS, basic auth). With basic
+// auth the token goes in phaseapi.TokenHeader.
+func exporterClient(hc config.HTTPClientConfig, custom *http.Client) (*http.Client, bool, error) {
+	basic := hc.BasicAuth != nil
+	if custom != nil {
+		return custom, basic, nil
+	}
+	c, err := config.NewClientFromConfig(hc, "joulemark-bench")
+	if err != nil {
+		return nil, false, fmt.Errorf("exporter HTTP settings: %w", err)
+	}
+	c.Timeout = exporterCallTimeout
+	return c, basic, nil
+}
+
+// transient reports whether an exporter call may succeed when retried: no
+// answer at all, a 5xx or a 429. Other answers (401, 409, 404, 400) are
+// final.
+func transient(err error) bool {
+	var ae *phaseapi.APIError
+	if errors.As(err, &ae) {
+		return ae.StatusCode/100 == 5 || ae.StatusCode == http.StatusTooManyRequests
+	}
+	return true
+}
+
+// retryExporter calls f until it succeeds, fails for good, or maxElapsed
+// passed, with exponential backoff (0.5 s doubling to 5 s) between tries.
+func retryExporter(maxElapsed time.Duration, f func(context.Context) error, notify func(error, time.Duration)) error {
+	eb := backoff.NewExponentialBackOff()
+	eb.InitialInterval, eb.MaxInterval = 500*time.Millisecond, 5*time.Second
+	_, err := backoff.Retry(context.Background(), func() (struct{}, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), exporterCallTimeout)
+		defer cancel()
+		err := f(ctx)
+		if err != nil && !transient(err) {
+			return struct{}{}, backoff.Permanent(err)
+		}
+		return struct{}{}, err
+	}, backoff.WithBackOff(eb), backoff.WithMaxElapsedTime(maxElapsed), backoff.WithNotify(notify))
+	return err
+}
+
+// checkExporterStatus compares an exporter's final view of the run with
+// what the bench posted: a posted phase the exporter lacks is lost; gaps
+// say the exporter was down. It returns the flags to set and why.
+func checkExporterStatus(st *phaseapi.RunStatus, posted []string) (flags []string, why []string) {
+	have := map[string]bool{}
+	for _, ph := range st.Phases {
+		have[string(ph.Phase)] = true
+	}
+	var lost []string
+	for _, p := range posted {
+		if !have[p] {
+			lost = append(lost, p)
+		}
+	}
+	if len(lost) > 0 {
+		flags = append(flags, FlagExporterLostPhases)
+		why = append(why, "phases posted but missing: "+strings.Join(lost, ", "))
+	}
+	for _, g := range st.Gaps {
+		if !slices.Contains(flags, FlagExporterRestarted) {
+			flags = append(flags, FlagExporterRestarted)
+		}
+		why = append(why, fmt.Sprintf("%s from %s to %s (%.1f s without energy)", g.Reason,
+			time.Unix(0, int64(g.Start*1e9)).UTC().Format(time.RFC3339Nano),
+			time.Unix(0, int64(g.End*1e9)).UTC().Format(time.RFC3339Nano), g.End-g.Start))
+	}
+	return flags, why
+}
+
+// postedPhases lists the phases the run posted, in lifecycle order.
+func (r *runner) postedPhases() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, p := range phaseapi.Phases {
+		if _, ok := r.man.Phases[string(p)]; ok {
+			out = append(out, string(p))
+		}
+	}
+	return out
+}
