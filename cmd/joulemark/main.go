@@ -54,6 +54,7 @@ type CLI struct {
 	Dashboards DashboardsCmd `cmd:"" help:"Grafana dashboards."`
 	SimEngine  SimEngineCmd  `cmd:"" name:"sim-engine" help:"Serve a simulated OpenAI-compatible engine."`
 	TSDB       TSDBCmd       `cmd:"" name:"tsdb" help:"Embedded Prometheus data of earlier runs."`
+	Doctor     DoctorCmd     `cmd:"" help:"Check the GPUs of this node before deploying the exporter: fields, scopes, counter period, NVML latency, permissions."`
 }
 
 func main() {
