@@ -44,7 +44,7 @@ type CLI struct {
 	Exporter   ExporterCmd   `cmd:"" help:"Sample GPU power at a high rate and serve /metrics and the lifecycle phase API."`
 	Phase      PhaseCmd      `cmd:"" help:"Start a lifecycle phase (or end a run) on one or more exporters."`
 	Bench      BenchCmd      `cmd:"" help:"Drive an OpenAI-compatible engine through the measured lifecycle."`
-	Analyze    AnalyzeCmd    `cmd:"" help:"Derive stage energy, J/token and goodput of a run from Prometheus and write the report."`
+	Analyze    AnalyzeGroup  `cmd:"" help:"Derive a run's report (analyze run, the default) or production energy over a time range (analyze production) from Prometheus."`
 	Compare    CompareCmd    `cmd:"" help:"Compare reports side by side."`
 	Pareto     ParetoCmd     `cmd:"" help:"Classify runs on the Pareto front of energy, latency, throughput and goodput."`
 	Recommend  RecommendCmd  `cmd:"" help:"Recommend one run: drop those breaking a constraint, Pareto among the rest, documented tiebreak."`

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/joulemark/joulemark/production"
+)
+
+// AnalyzeGroup holds the analyses: a benchmark run (the default) and a
+// production time range.
+type AnalyzeGroup struct {
+	Run        AnalyzeCmd           `cmd:"" default:"withargs" help:"Derive stage energy, J/token and goodput of a run from Prometheus and write the report (the default)."`
+	Production AnalyzeProductionCmd `cmd:"" help:"Production energy per model and per pod over a time range: energy, tokens, J/token, idle-allocated and startup energy, unallocated GPUs."`
+}
+
+// AnalyzeProductionCmd reports production energy over a time range.
+type AnalyzeProductionCmd struct {
+	PrometheusURL string `name:"prometheus.url" required:"" help:"Prometheus base URL (the HTTP query API), e.g. http://localhost:9090."`
+	PromClientFlags
+	From         string        `required:"" help:"Start of the range: RFC 3339, unix seconds, or now-DURATION (e.g. now-24h)."`
+	To           string        `default:"now" help:"End of the range, as --from."`
+	Namespace    string        `help:"Only the pods of this namespace."`
+	Model        string        `help:"Only the pods serving this model (model_name)."`
+	Out          string        `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty."`
+	Format       string        `default:"text" enum:"text,json" help:"What to print on stdout (${enum})."`
+	QueryTimeout time.Duration `name:"query-timeout" default:"2m" help:"Timeout of each Prometheus query."`
+}
+
+// Run reads the range, writes the report and prints the per-model figures.
+func (c *AnalyzeProductionCmd) Run(g *Globals) error {
+	now := time.Now()
+	from, err := parseTime(c.From, now)
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	to, err := parseTime(c.To, now)
+	if err != nil {
+		return fmt.Errorf("--to: %w", err)
+	}
+	hc, err := c.auth().HTTPConfig()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := production.Run(ctx, production.Config{PrometheusURL: c.PrometheusURL, HTTP: hc, From: from, To: to,
+		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout})
+	if err != nil {
+		return err
+	}
+	g.Logger().Info("production report written", "dir", c.Out, "models", len(r.Models), "pods", len(r.Pods))
+	if c.Format == "json" {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return production.WriteMarkdown(os.Stdout, r)
+}
+
+// parseTime reads RFC 3339, unix seconds, "now" or "now-DURATION".
+func parseTime(s string, now time.Time) (time.Time, error) {
+	if s == "now" {
+		return now, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "now-"); ok {
+		d, err := model.ParseDuration(rest)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%q: %w", s, err)
+		}
+		return now.Add(-time.Duration(d)), nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Unix(0, int64(f*1e9)), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want RFC 3339, unix seconds or now-DURATION", s)
+	}
+	return t, nil
+}

@@ -1,0 +1,341 @@
+// Package production derives production energy figures for a time range
+// from Prometheus: per model and per pod energy, output tokens, J/token,
+// idle-allocated energy, the startup energy of every (re)start and the
+// energy of unallocated GPUs, from the exporter's per-pod energy counters
+// (kubelet PodResources) and the engines' token counters. It is what
+// `joulemark analyze production` writes as report.json, .md and .html.
+package production
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sort"
+)
+
+// Sample is one stored sample: unix seconds and value.
+type Sample struct {
+	T, V float64
+}
+
+// Series is one time series of a counter, samples in time order.
+type Series struct {
+	Labels  map[string]string
+	Samples []Sample
+}
+
+// Data is what the report is computed from.
+type Data struct {
+	From, To float64
+	// PodEnergy: joulemark_pod_energy_joules_total (namespace, pod,
+	// container).
+	PodEnergy []Series
+	// Tokens: vllm:/sglang:generation_tokens_total (namespace, pod,
+	// model_name).
+	Tokens []Series
+	// Allocations: joulemark_gpu_allocation_info (namespace, pod): when
+	// each pod held GPUs.
+	Allocations []Series
+	// Unallocated: joulemark_unallocated_energy_joules_total.
+	Unallocated []Series
+}
+
+// counter is a counter series with resets bridged: cum[i] is the increase
+// since the first sample plus the first sample's value (a counter that
+// starts inside the range starts from zero).
+type counter struct {
+	t, cum []float64
+}
+
+func newCounter(samples []Sample) counter {
+	c := counter{t: make([]float64, len(samples)), cum: make([]float64, len(samples))}
+	var acc, prev float64
+	for i, s := range samples {
+		switch {
+		case i == 0:
+			acc = s.V
+		case s.V >= prev:
+			acc += s.V - prev
+		default: // reset: the counter restarted from zero
+			acc += s.V
+		}
+		prev = s.V
+		c.t[i], c.cum[i] = s.T, acc
+	}
+	return c
+}
+
+// at is the counter's cumulative value at t: linear between samples, zero
+// before the first (the counter did not exist), the last value after the
+// last.
+func (c counter) at(t float64) float64 {
+	n := len(c.t)
+	if n == 0 || t < c.t[0] {
+		return 0
+	}
+	i := sort.SearchFloat64s(c.t, t) // first index with c.t[i] >= t
+	if i == n {
+		return c.cum[n-1]
+	}
+	if c.t[i] == t || i == 0 {
+		return c.cum[i]
+	}
+	f := (t - c.t[i-1]) / (c.t[i] - c.t[i-1])
+	return c.cum[i-1] + f*(c.cum[i]-c.cum[i-1])
+}
+
+func (c counter) delta(a, b float64) float64 { return c.at(b) - c.at(a) }
+
+// sum adds counters.
+type counters []counter
+
+func (cs counters) delta(a, b float64) float64 {
+	var s float64
+	for _, c := range cs {
+		s += c.delta(a, b)
+	}
+	return s
+}
+
+type podKey struct{ Namespace, Pod string }
+
+// pod gathers one pod's series.
+type pod struct {
+	key    podKey
+	model  string
+	energy counters
+	tokens counters
+	alloc  []float64 // allocation sample times, sorted
+	hasTok bool
+}
+
+// Compute derives the report from data. Pods are filtered by namespace and
+// model when those are set.
+func Compute(d *Data, namespace, model string) *Report {
+	r := &Report{From: d.From, To: d.To, Namespace: namespace, Model: model,
+		Models: []ModelFigures{}, Pods: []PodFigures{}, Starts: []Start{}, JoulesPerTokenOverTime: []ModelPoints{}}
+	pods := gather(d)
+	keys := slices.SortedFunc(func(yield func(podKey) bool) {
+		for k := range pods {
+			if !yield(k) {
+				return
+			}
+		}
+	}, func(a, b podKey) int { return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod)) })
+	byModel := map[string]*ModelFigures{}
+	var kept []*pod
+	for _, k := range keys {
+		p := pods[k]
+		if namespace != "" && k.Namespace != namespace || model != "" && p.model != model || len(p.energy) == 0 {
+			continue
+		}
+		kept = append(kept, p)
+		starts := p.starts(d.From, d.To)
+		pf := p.figures(d.From, d.To, starts)
+		r.Pods = append(r.Pods, pf)
+		r.EnergyJoules += pf.EnergyJoules
+		r.Starts = append(r.Starts, starts...)
+		if p.model == "" {
+			continue
+		}
+		m := byModel[p.model]
+		if m == nil {
+			m = &ModelFigures{Model: p.model}
+			byModel[p.model] = m
+		}
+		m.Pods++
+		m.EnergyJoules += pf.EnergyJoules
+		m.OutputTokens += pf.OutputTokens
+		m.IdleAllocatedJoules += pf.IdleAllocatedJoules
+		for _, s := range starts {
+			m.Starts++
+			m.StartupJoules += s.EnergyJoules
+		}
+	}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range byModel {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		m := byModel[name]
+		m.JoulesPerToken = ratio(m.EnergyJoules, m.OutputTokens)
+		m.IdleAllocatedRatio = ratio(m.IdleAllocatedJoules, m.EnergyJoules)
+		r.Models = append(r.Models, *m)
+		r.JoulesPerTokenOverTime = append(r.JoulesPerTokenOverTime, overTime(name, kept, d.From, d.To))
+	}
+	for _, s := range d.Unallocated {
+		r.UnallocatedJoules += newCounter(s.Samples).delta(d.From, d.To)
+	}
+	return r
+}
+
+func ratio(a, b float64) *float64 {
+	if b <= 0 || math.IsNaN(a) {
+		return nil
+	}
+	v := a / b
+	return &v
+}
+
+// gather groups the series by pod.
+func gather(d *Data) map[podKey]*pod {
+	pods := map[podKey]*pod{}
+	get := func(l map[string]string) *pod {
+		k := podKey{l["namespace"], l["pod"]}
+		p := pods[k]
+		if p == nil {
+			p = &pod{key: k}
+			pods[k] = p
+		}
+		return p
+	}
+	for _, s := range d.PodEnergy {
+		p := get(s.Labels)
+		p.energy = append(p.energy, newCounter(s.Samples))
+	}
+	for _, s := range d.Tokens {
+		p := get(s.Labels)
+		p.tokens = append(p.tokens, newCounter(s.Samples))
+		p.hasTok = true
+		if m := s.Labels["model_name"]; m != "" && (p.model == "" || m < p.model) {
+			p.model = m
+		}
+	}
+	for _, s := range d.Allocations {
+		p := get(s.Labels)
+		for _, x := range s.Samples {
+			p.alloc = append(p.alloc, x.T)
+		}
+	}
+	for _, p := range pods {
+		slices.Sort(p.alloc)
+		p.alloc = slices.Compact(p.alloc)
+	}
+	return pods
+}
+
+// startGap is the shortest absence of a pod's allocation that makes its
+// return a restart: several scrape intervals.
+func startGap(ts []float64) float64 {
+	if len(ts) < 2 {
+		return 60
+	}
+	steps := make([]float64, 0, len(ts)-1)
+	for i := 1; i < len(ts); i++ {
+		steps = append(steps, ts[i]-ts[i-1])
+	}
+	slices.Sort(steps)
+	return max(5*steps[len(steps)/2], 30)
+}
+
+// starts finds the pod's (re)starts inside (from, to]: its allocation
+// appearing, after none or after a gap, and its first generated token
+// after that.
+func (p *pod) starts(from, to float64) []Start {
+	var out []Start
+	gap := startGap(p.alloc)
+	for i, t := range p.alloc {
+		if i > 0 && t-p.alloc[i-1] < gap || t <= from || t > to {
+			continue
+		}
+		s := Start{Namespace: p.key.Namespace, Pod: p.key.Pod, Model: p.model, AllocatedAt: t}
+		end := to
+		if ft, ok := p.firstToken(t, to); ok {
+			s.FirstTokenAt, s.Complete, end = &ft, true, ft
+		}
+		s.EnergyJoules = p.energy.delta(t, end)
+		out = append(out, s)
+	}
+	return out
+}
+
+// firstToken is the time of the first sample after a showing a token more
+// than at a (a counter that starts after a starts from zero).
+func (p *pod) firstToken(a, b float64) (float64, bool) {
+	best, found := math.Inf(1), false
+	for _, c := range p.tokens {
+		base := c.at(a)
+		for i, t := range c.t {
+			if t <= a || t > b {
+				continue
+			}
+			if c.cum[i] > base {
+				if t < best {
+					best, found = t, true
+				}
+				break
+			}
+		}
+	}
+	return best, found
+}
+
+// figures computes the pod's energy, tokens and idle-allocated energy over
+// (from, to]: energy between consecutive token samples that show no new
+// token, outside its startups.
+func (p *pod) figures(from, to float64, starts []Start) PodFigures {
+	f := PodFigures{Namespace: p.key.Namespace, Pod: p.key.Pod, Model: p.model,
+		EnergyJoules: p.energy.delta(from, to), OutputTokens: p.tokens.delta(from, to)}
+	if p.hasTok {
+		inStartup := func(a, b float64) bool {
+			for _, s := range starts {
+				end := to
+				if s.FirstTokenAt != nil {
+					end = *s.FirstTokenAt
+				}
+				if a >= s.AllocatedAt && b <= end {
+					return true
+				}
+			}
+			return false
+		}
+		for _, c := range p.tokens {
+			for i := 1; i < len(c.t); i++ {
+				a, b := max(c.t[i-1], from), min(c.t[i], to)
+				if b <= a || c.cum[i] > c.cum[i-1] || inStartup(a, b) {
+					continue
+				}
+				f.IdleAllocatedJoules += p.energy.delta(a, b)
+			}
+		}
+		// one token counter per pod in practice; several split their idle
+		// intervals, which the sum over counters would count twice
+		f.IdleAllocatedJoules /= float64(len(p.tokens))
+	}
+	f.JoulesPerToken = ratio(f.EnergyJoules, f.OutputTokens)
+	f.IdleAllocatedRatio = ratio(f.IdleAllocatedJoules, f.EnergyJoules)
+	return f
+}
+
+// overTimePoints is how many points the J/token-over-time curve has.
+const overTimePoints = 120
+
+// overTime is the model's J/token over sliding windows across the range:
+// its pods' energy over their tokens in each window (5 minutes, or the
+// spacing of the points when longer).
+func overTime(model string, pods []*pod, from, to float64) ModelPoints {
+	mp := ModelPoints{Model: model, Points: []Point{}}
+	span := to - from
+	if span <= 0 {
+		return mp
+	}
+	step := span / overTimePoints
+	win := max(300, step)
+	for i := 1; i <= overTimePoints; i++ {
+		t := from + float64(i)*step
+		a := max(from, t-win)
+		var e, n float64
+		for _, p := range pods {
+			if p.model == model {
+				e += p.energy.delta(a, t)
+				n += p.tokens.delta(a, t)
+			}
+		}
+		if n > 0 {
+			mp.Points = append(mp.Points, Point{T: t, JoulesPerToken: e / n})
+		}
+	}
+	return mp
+}

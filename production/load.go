@@ -1,0 +1,141 @@
+package production
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+)
+
+// Metric names read (docs/design.md, docs/exporter.md "Energy per pod").
+const (
+	mPodEnergy   = "joulemark_pod_energy_joules_total"
+	mAllocation  = "joulemark_gpu_allocation_info"
+	mUnallocated = "joulemark_unallocated_energy_joules_total"
+	mVLLMTokens  = "vllm:generation_tokens_total"
+	mSGLTokens   = "sglang:generation_tokens_total"
+)
+
+// Config says what to analyze and where to write it.
+type Config struct {
+	PrometheusURL string
+	HTTP          config.HTTPClientConfig
+	From, To      time.Time
+	// Namespace and Model filter the pods (empty: all).
+	Namespace, Model string
+	// OutDir receives report.json, report.md and report.html; empty: no
+	// files.
+	OutDir string
+	// QueryTimeout bounds each query (default 2m).
+	QueryTimeout time.Duration
+	// Margin is read before From to place the counters at From exactly
+	// (default 5m).
+	Margin time.Duration
+}
+
+// Validate checks the configuration before any query.
+func (c Config) Validate() error {
+	var errs []error
+	if u, err := url.Parse(c.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("prometheus URL %q: want http(s)://host[:port]", c.PrometheusURL))
+	}
+	if !c.To.After(c.From) {
+		errs = append(errs, fmt.Errorf("range %s to %s: the end must be after the start", c.From.UTC().Format(time.RFC3339), c.To.UTC().Format(time.RFC3339)))
+	}
+	if err := c.HTTP.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("prometheus HTTP client config: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Run reads the range from Prometheus, computes the report and, with
+// OutDir, writes it.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze-production")
+	if err != nil {
+		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
+	}
+	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: hc})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus client for %s: %w", cfg.PrometheusURL, err)
+	}
+	d, err := Load(ctx, v1.NewAPI(client), cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := Compute(d, cfg.Namespace, cfg.Model)
+	if cfg.OutDir != "" {
+		if err := Write(cfg.OutDir, r); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// Load reads the raw samples of the range (plus the margin before it) of
+// every series the report needs.
+func Load(ctx context.Context, a v1.API, cfg Config) (*Data, error) {
+	if cfg.Margin <= 0 {
+		cfg.Margin = 5 * time.Minute
+	}
+	if cfg.QueryTimeout <= 0 {
+		cfg.QueryTimeout = 2 * time.Minute
+	}
+	d := &Data{From: unixSec(cfg.From), To: unixSec(cfg.To)}
+	rng := strconv.FormatInt(max(cfg.To.Sub(cfg.From.Add(-cfg.Margin)).Milliseconds(), 1), 10) + "ms"
+	ns := ""
+	if cfg.Namespace != "" {
+		ns = "namespace=" + strconv.Quote(cfg.Namespace)
+	}
+	for _, q := range []struct {
+		name string
+		sel  string
+		into *[]Series
+	}{
+		{mPodEnergy, ns, &d.PodEnergy},
+		{mAllocation, ns, &d.Allocations},
+		{mVLLMTokens, ns, &d.Tokens},
+		{mSGLTokens, ns, &d.Tokens},
+		{mUnallocated, "", &d.Unallocated},
+	} {
+		expr := fmt.Sprintf("%s{%s}[%s]", q.name, q.sel, rng)
+		if q.sel == "" {
+			expr = fmt.Sprintf("%s[%s]", q.name, rng)
+		}
+		v, _, _, err := a.Query(ctx, expr, cfg.To, v1.WithTimeout(cfg.QueryTimeout))
+		if err != nil {
+			return nil, fmt.Errorf("query %s at %s: %w", expr, cfg.To.UTC().Format(time.RFC3339), err)
+		}
+		m, ok := v.(model.Matrix)
+		if !ok {
+			return nil, fmt.Errorf("query %s: got a %s, want a matrix", expr, v.Type())
+		}
+		for _, s := range m {
+			ser := Series{Labels: map[string]string{}, Samples: make([]Sample, 0, len(s.Values))}
+			for k, v := range s.Metric {
+				ser.Labels[string(k)] = string(v)
+			}
+			for _, p := range s.Values {
+				ser.Samples = append(ser.Samples, Sample{T: float64(p.Timestamp) / 1000, V: float64(p.Value)})
+			}
+			*q.into = append(*q.into, ser)
+		}
+	}
+	if len(d.PodEnergy) == 0 {
+		return nil, fmt.Errorf("no %s in Prometheus between %s and %s (does the exporter read the kubelet's PodResources socket? is it scraped with honor_labels?)",
+			mPodEnergy, cfg.From.UTC().Format(time.RFC3339), cfg.To.UTC().Format(time.RFC3339))
+	}
+	return d, nil
+}
+
+func unixSec(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

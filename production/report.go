@@ -1,0 +1,291 @@
+package production
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/joulemark/joulemark/internal/atomicfile"
+)
+
+// Report is report.json. Energy is GPU board energy, in joules; times are
+// unix seconds.
+type Report struct {
+	From      float64 `json:"from"`
+	To        float64 `json:"to"`
+	Namespace string  `json:"namespace,omitempty"`
+	Model     string  `json:"model,omitempty"`
+	// EnergyJoules is the energy of every pod reported.
+	EnergyJoules float64        `json:"energy_joules"`
+	Models       []ModelFigures `json:"models"`
+	Pods         []PodFigures   `json:"pods"`
+	Starts       []Start        `json:"starts"`
+	// UnallocatedJoules is the energy of GPUs no pod held, on every node
+	// (not filtered by namespace or model).
+	UnallocatedJoules      float64       `json:"unallocated_energy_joules"`
+	JoulesPerTokenOverTime []ModelPoints `json:"joules_per_token_over_time"`
+}
+
+// ModelFigures sums a model's pods.
+type ModelFigures struct {
+	Model               string   `json:"model"`
+	Pods                int      `json:"pods"`
+	EnergyJoules        float64  `json:"energy_joules"`
+	OutputTokens        float64  `json:"output_tokens"`
+	JoulesPerToken      *float64 `json:"joules_per_token"`
+	IdleAllocatedJoules float64  `json:"idle_allocated_energy_joules"`
+	IdleAllocatedRatio  *float64 `json:"idle_allocated_ratio"`
+	Starts              int      `json:"starts"`
+	StartupJoules       float64  `json:"startup_energy_joules"`
+}
+
+// PodFigures is one pod (all its containers). Model is empty for a pod
+// without an engine token counter.
+type PodFigures struct {
+	Namespace           string   `json:"namespace"`
+	Pod                 string   `json:"pod"`
+	Model               string   `json:"model,omitempty"`
+	EnergyJoules        float64  `json:"energy_joules"`
+	OutputTokens        float64  `json:"output_tokens"`
+	JoulesPerToken      *float64 `json:"joules_per_token"`
+	IdleAllocatedJoules float64  `json:"idle_allocated_energy_joules"`
+	IdleAllocatedRatio  *float64 `json:"idle_allocated_ratio"`
+}
+
+// Start is a pod's (re)start inside the range: from its GPU allocation
+// appearing to its first generated token (the first scrape showing one).
+// Complete is false when no token came before the range's end; the energy
+// then runs to the end.
+type Start struct {
+	Namespace    string   `json:"namespace"`
+	Pod          string   `json:"pod"`
+	Model        string   `json:"model,omitempty"`
+	AllocatedAt  float64  `json:"allocated_at"`
+	FirstTokenAt *float64 `json:"first_token_at"`
+	EnergyJoules float64  `json:"startup_energy_joules"`
+	Complete     bool     `json:"complete"`
+}
+
+// ModelPoints is a model's J/token over time.
+type ModelPoints struct {
+	Model  string  `json:"model"`
+	Points []Point `json:"points"`
+}
+
+// Point is J/token over the window ending at T.
+type Point struct {
+	T              float64 `json:"t"`
+	JoulesPerToken float64 `json:"joules_per_token"`
+}
+
+// Report file names.
+const (
+	FileJSON     = "report.json"
+	FileMarkdown = "report.md"
+	FileHTML     = "report.html"
+)
+
+// ErrReportExists is returned when the output directory already holds files.
+var ErrReportExists = errors.New("output directory exists and is not empty")
+
+// Write writes report.json, report.md and report.html into dir, which must
+// not exist or be empty: an earlier report is never overwritten. Each file
+// is written atomically.
+func Write(dir string, r *Report) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("output %s: %w", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("%s (%d entries; choose a new --out): %w", dir, len(entries), ErrReportExists)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", FileJSON, err)
+	}
+	var md, html bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
+		return fmt.Errorf("rendering %s: %w", FileMarkdown, err)
+	}
+	if err := WriteHTML(&html, r); err != nil {
+		return fmt.Errorf("rendering %s: %w", FileHTML, err)
+	}
+	for name, b := range map[string][]byte{FileJSON: append(js, '\n'), FileMarkdown: md.Bytes(), FileHTML: html.Bytes()} {
+		if err := atomicfile.WriteFileNew(filepath.Join(dir, name), b); err != nil {
+			return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
+		}
+	}
+	return nil
+}
+
+func utc(t float64) string {
+	return time.Unix(0, int64(t*1e9)).UTC().Format(time.RFC3339)
+}
+
+func opt(v *float64, format string) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprintf(format, *v)
+}
+
+// WriteMarkdown renders report.md.
+func WriteMarkdown(w io.Writer, r *Report) error {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# Production energy, %s to %s\n\n", utc(r.From), utc(r.To))
+	if r.Namespace != "" || r.Model != "" {
+		p("Filter: namespace `%s`, model `%s`.\n\n", or(r.Namespace, "*"), or(r.Model, "*"))
+	}
+	p("GPU board energy only, integrated by the joulemark exporter per pod over the GPUs the kubelet lists for it. ")
+	p("Pods: %.0f J in all; unallocated GPUs (every node): %.0f J.\n\n", r.EnergyJoules, r.UnallocatedJoules)
+	p("## Per model\n\n| model | pods | energy (J) | output tokens | J/token | idle-allocated (J) | idle share | starts | startup energy (J) |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, m := range r.Models {
+		p("| %s | %d | %.0f | %.0f | %s | %.0f | %s | %d | %.0f |\n", m.Model, m.Pods, m.EnergyJoules, m.OutputTokens,
+			opt(m.JoulesPerToken, "%.4g"), m.IdleAllocatedJoules, pct(m.IdleAllocatedRatio), m.Starts, m.StartupJoules)
+	}
+	p("\n## Per pod\n\n| namespace | pod | model | energy (J) | output tokens | J/token | idle-allocated (J) | idle share |\n|---|---|---|---|---|---|---|---|\n")
+	for _, x := range r.Pods {
+		p("| %s | %s | %s | %.0f | %.0f | %s | %.0f | %s |\n", x.Namespace, x.Pod, or(x.Model, "–"), x.EnergyJoules, x.OutputTokens,
+			opt(x.JoulesPerToken, "%.4g"), x.IdleAllocatedJoules, pct(x.IdleAllocatedRatio))
+	}
+	p("\n## (Re)starts\n\nFrom the pod's GPU allocation appearing to its first generated token: what a (re)start or a rolling deploy costs.\n\n")
+	if len(r.Starts) == 0 {
+		p("None in the range.\n")
+	} else {
+		p("| namespace | pod | model | allocated | first token | startup energy (J) |\n|---|---|---|---|---|---|\n")
+		for _, s := range r.Starts {
+			ft := "none before the range's end"
+			if s.FirstTokenAt != nil {
+				ft = fmt.Sprintf("%s (+%.0f s)", utc(*s.FirstTokenAt), *s.FirstTokenAt-s.AllocatedAt)
+			}
+			p("| %s | %s | %s | %s | %s | %.0f |\n", s.Namespace, s.Pod, or(s.Model, "–"), utc(s.AllocatedAt), ft, s.EnergyJoules)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func pct(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f%%", *v*100)
+}
+
+var htmlPage = template.Must(template.New("production").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>joulemark production report</title>
+<style>
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #1b1b1b; line-height: 1.45; }
+table { border-collapse: collapse; margin: .6em 0; font-size: .92em; }
+th, td { border: 1px solid #d0d0d0; padding: .25em .6em; }
+th { background: #f4f4f4; }
+td { font-variant-numeric: tabular-nums; }
+figure svg { max-width: 100%; height: auto; }
+.missing { color: #8a6d3b; font-style: italic; }
+</style>
+</head>
+<body>
+{{.Body}}
+<h2>J/token per model over time</h2>
+<figure>{{if .Err}}<p class="missing">Not drawn: {{.Err}}</p>{{else}}{{.SVG}}{{end}}</figure>
+</body>
+</html>
+`))
+
+// WriteHTML renders report.html: report.md as HTML and the per-model
+// J/token-over-time plot as inline SVG (no external resource).
+func WriteHTML(w io.Writer, r *Report) error {
+	var md, body bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
+		return err
+	}
+	if err := goldmark.New(goldmark.WithExtensions(extension.Table)).Convert(md.Bytes(), &body); err != nil {
+		return fmt.Errorf("markdown to HTML: %w", err)
+	}
+	data := struct {
+		Body template.HTML
+		SVG  template.HTML
+		Err  string
+	}{Body: template.HTML(body.String())}
+	if s, err := jptPlot(r); err != nil {
+		data.Err = err.Error()
+	} else {
+		data.SVG = template.HTML(s)
+	}
+	return htmlPage.Execute(w, data)
+}
+
+// jptPlot draws every model's J/token over time, as inline SVG.
+func jptPlot(r *Report) (string, error) {
+	p := plot.New()
+	p.Title.Text = "J/token per model (5-minute windows)"
+	p.X.Label.Text = "minutes since " + utc(r.From)
+	p.Y.Label.Text = "J/token"
+	n := 0
+	for i, m := range r.JoulesPerTokenOverTime {
+		if len(m.Points) == 0 {
+			continue
+		}
+		xy := make(plotter.XYs, len(m.Points))
+		for k, pt := range m.Points {
+			xy[k].X, xy[k].Y = (pt.T-r.From)/60, pt.JoulesPerToken
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return "", err
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(m.Model, l)
+		n++
+	}
+	if n == 0 {
+		return "", errors.New("no model generated tokens in the range")
+	}
+	p.Y.Min = 0
+	wt, err := p.WriterTo(24*vg.Centimeter, 10*vg.Centimeter, "svg")
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if _, err := wt.WriteTo(&b); err != nil {
+		return "", err
+	}
+	s := b.String()
+	if i := strings.Index(s, "<svg"); i >= 0 {
+		s = s[i:]
+	}
+	return s, nil
+}
