@@ -41,6 +41,9 @@ func staticEngine(tb testing.TB) *httptest.Server {
 var benchTarget = flag.String("bench-target", "", "BenchmarkRunClosedLoop's engine base URL "+
 	"(e.g. http://127.0.0.1:18200/v1 of docs/nginx-sse.conf, serving model m); default: a loopback server in the test process")
 
+var benchRemoteWrite = flag.Bool("bench-remote-write", true, "BenchmarkRunClosedLoop pushes its samples to a loopback remote-write receiver "+
+	"(whose decoding then counts in cpu-µs/req); false: as joulemark bench without --remote-write-url")
+
 // BenchmarkRunClosedLoop is the whole benchmark job per request (client,
 // record, archive line, remote-write samples, aggregates) in a closed loop
 // of 64 against a loopback engine in the same process (or -bench-target);
@@ -54,16 +57,18 @@ func BenchmarkRunClosedLoop(b *testing.B) {
 		defer srv.Close()
 		target = srv.URL + "/v1"
 	}
-	rw := newRWReceiver(&testing.T{})
-	defer rw.Close()
 	cfg := Defaults()
 	cfg.Target, cfg.Model = target, "m"
+	if *benchRemoteWrite {
+		rw := newRWReceiver(&testing.T{})
+		defer rw.Close()
+		cfg.RemoteWrite.URL = rw.URL
+	}
 	cfg.Concurrency = 64
 	cfg.WarmupRequests = 0
 	cfg.Workload.MeanInputTokens, cfg.Workload.StddevInputTokens = 30, 0
 	cfg.Workload.MeanOutputTokens, cfg.Workload.StddevOutputTokens = 4, 0
 	cfg.Engine.NoLifecycle = true
-	cfg.RemoteWrite.URL = rw.URL
 	cfg.RunsDir = b.TempDir()
 	b.ReportAllocs()
 	b.ResetTimer()

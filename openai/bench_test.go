@@ -45,11 +45,12 @@ func BenchmarkSSEParse(b *testing.B) {
 }
 
 // BenchmarkStreamDecode is the whole response path (SSE, JSON chunks, timing,
-// hashing) of a 256-token stream, without a network: the client's own cost.
+// hashing) of a 256-token stream over an in-memory connection (net.Pipe,
+// chunked): the client's own cost.
 func BenchmarkStreamDecode(b *testing.B) {
 	data := stream(256)
-	c, _ := New(Config{BaseURL: "http://bench.invalid/v1"})
-	c.http.Transport = bodyTransport(string(data))
+	c := fakeClient(b, string(data), false)
+	defer c.Close()
 	req := &Request{Model: "m", Prompt: "p", MaxTokens: 256}
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()

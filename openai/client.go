@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
 	"net/http"
@@ -54,12 +55,14 @@ type Config struct {
 
 // Client sends streaming requests. It is safe for concurrent use.
 type Client struct {
-	cfg  Config
-	base string // without trailing slash, ends in /v1 usually
-	root string // base without a trailing /v1: where /health and /metrics live
-	http *http.Client
-	auth string
-	pool sync.Pool
+	cfg   Config
+	base  string // without trailing slash, ends in /v1 usually
+	root  string // base without a trailing /v1: where /health and /metrics live
+	http  *http.Client
+	auth  string
+	pool  sync.Pool
+	conns *connPool           // the streamed POSTs; nil: through http (a proxy applies)
+	heads map[Endpoint][]byte // request heads for conns, by endpoint
 }
 
 // New validates cfg and returns a client with its own connection pool.
@@ -74,11 +77,15 @@ func New(cfg Config) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "joulemark"
 	}
+	if strings.ContainsAny(cfg.APIKey, "\r\n") || strings.ContainsAny(cfg.UserAgent, "\r\n") {
+		return nil, errors.New("API key or user agent: line breaks are not allowed in a header")
+	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	root := strings.TrimSuffix(base, "/v1")
+	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         dialer.DialContext,
 		MaxIdleConns:        cfg.MaxConns,
 		MaxIdleConnsPerHost: cfg.MaxConns,
 		IdleConnTimeout:     90 * time.Second,
@@ -90,11 +97,27 @@ func New(cfg Config) (*Client, error) {
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
 	}
+	if bu, err := url.Parse(base); err == nil {
+		c.conns = newConnPool(bu, dialer, cfg.ConnectTimeout, cfg.MaxConns)
+		c.heads = map[Endpoint][]byte{}
+		for _, e := range []Endpoint{Completions, Chat} {
+			pu, err := url.Parse(base + e.Path())
+			if err != nil {
+				return nil, fmt.Errorf("target URL %q: %w", cfg.BaseURL, err)
+			}
+			c.heads[e] = requestHead(bu.Host, pu.RequestURI(), cfg.UserAgent, c.auth)
+		}
+	}
 	return c, nil
 }
 
 // Close drops the idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.http.CloseIdleConnections()
+	if c.conns != nil {
+		c.conns.close()
+	}
+}
 
 // BaseURL is the OpenAI base URL.
 func (c *Client) BaseURL() string { return c.base }
@@ -203,9 +226,12 @@ func (e Endpoint) Path() string {
 	return "/completions"
 }
 
+// state is what one stream needs, pooled between requests.
 type state struct {
-	sse *SSEReader
-	dec decoder
+	sse  *SSEReader
+	dec  decoder
+	hash hash.Hash
+	sum  [sha256.Size]byte
 }
 
 // Stream sends r and reads its stream to the end. It never returns nil; a
@@ -221,19 +247,6 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+r.Endpoint.Path(), bytes.NewReader(payload))
-	if err != nil {
-		resp.Send = time.Now()
-		resp.End = resp.Send
-		resp.Err = &Error{Class: ClassConnect, Err: err}
-		return resp
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("User-Agent", c.cfg.UserAgent)
-	if c.auth != "" {
-		req.Header.Set("Authorization", c.auth)
-	}
 	resp.Send = time.Now()
 	var firstTimer *time.Timer
 	if c.cfg.TotalTimeout > 0 {
@@ -249,13 +262,20 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 		idle = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errIdleTimeout) })
 		defer idle.Stop()
 	}
-	hr, err := c.http.Do(req)
+	hr, x, err := c.post(ctx, r.Endpoint, payload)
 	if err != nil {
 		resp.End = time.Now()
 		resp.Err = classify(ctx, err, false)
 		return resp
 	}
-	defer hr.Body.Close()
+	complete := false
+	defer func() {
+		if x != nil {
+			x.release(complete && !hr.Close)
+		} else {
+			hr.Body.Close()
+		}
+	}()
 	body := io.Reader(hr.Body)
 	if idle != nil {
 		idle.Reset(c.cfg.IdleTimeout)
@@ -280,7 +300,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	}
 	st, _ := c.pool.Get().(*state)
 	if st == nil {
-		st = &state{sse: NewSSEReader(body, 0)}
+		st = &state{sse: NewSSEReader(body, 0), hash: sha256.New()}
 	} else {
 		st.sse.Reset(body)
 	}
@@ -288,7 +308,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 		st.sse.Reset(nil)
 		c.pool.Put(st)
 	}()
-	c.read(ctx, st, r, resp, firstTimer)
+	complete = c.read(ctx, st, r, resp, firstTimer)
 	return resp
 }
 
@@ -307,8 +327,35 @@ func (ir *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response, firstTimer *time.Timer) {
-	h := sha256.New()
+// post sends the streamed request: over the client's own connections, or
+// through net/http (x nil) where a proxy applies.
+func (c *Client) post(ctx context.Context, e Endpoint, payload []byte) (*http.Response, *exchange, error) {
+	if e == "" {
+		e = Completions
+	}
+	if c.conns != nil {
+		return c.conns.roundTrip(ctx, c.heads[e], payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+e.Path(), bytes.NewReader(payload))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
+	}
+	hr, err := c.http.Do(req)
+	return hr, nil, err
+}
+
+// read reads the stream to its end; it reports whether the answer was read
+// to its last byte without error (the connection may then serve again).
+func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response, firstTimer *time.Timer) bool {
+	h := st.hash
+	h.Reset()
+	eof := false
 	if r.MaxTokens > 1 {
 		resp.ITL = make([]time.Duration, 0, min(r.MaxTokens-1, 4096))
 	}
@@ -319,6 +366,7 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		now := time.Now()
 		if err != nil {
 			resp.End = now
+			eof = err == io.EOF
 			switch {
 			case err == io.EOF && (done || resp.FinishReason != ""):
 				// Complete: [DONE] seen, or at least a finish reason.
@@ -400,13 +448,14 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			resp.ReasoningTokens = ch.reasonTok
 		}
 	}
-	resp.TextSHA256 = hex.EncodeToString(h.Sum(nil))
+	resp.TextSHA256 = hex.EncodeToString(h.Sum(st.sum[:0]))
 	if !resp.UsageReported {
 		resp.CompletionTokens = resp.Chunks
 		if resp.Err == nil && c.cfg.RequireUsage {
 			resp.Err = &Error{Class: ClassMissingUsage, Msg: "the stream carried no usage (stream_options.include_usage unsupported?)"}
 		}
 	}
+	return eof
 }
 
 func truncate(b []byte, n int) string {

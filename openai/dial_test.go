@@ -26,8 +26,14 @@ func TestConnectTimeout(t *testing.T) {
 		return nil
 	}}
 	c.http.Transport.(*http.Transport).DialContext = slow.DialContext
+	c.conns.dial = slow.DialContext
 	resp := c.Stream(context.Background(), &Request{Model: "m", Prompt: "p"})
 	if ClassOf(resp.Err) != ClassTimeoutConnect {
 		t.Fatalf("err %v, want timeout_connect", resp.Err)
+	}
+	c.conns = nil // through net/http
+	resp = c.Stream(context.Background(), &Request{Model: "m", Prompt: "p"})
+	if ClassOf(resp.Err) != ClassTimeoutConnect {
+		t.Fatalf("through net/http: err %v, want timeout_connect", resp.Err)
 	}
 }

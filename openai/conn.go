@@ -1,0 +1,205 @@
+package openai
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// connPool carries the streamed POSTs over HTTP/1.1 connections it owns:
+// the request is written with one write and the answer read by the
+// goroutine that waits for it, through the standard library's own parser
+// (http.ReadResponse: status, headers, chunked or sized body). net/http's
+// Transport costs about three times the CPU per short request (a reader
+// and a writer goroutine per connection, channels between them, a header
+// copy per request: docs/bench.md); /v1/models and the other GETs, and
+// every request through a proxy, stay on net/http.
+type connPool struct {
+	host    string      // Host header
+	addr    string      // host:port dialed
+	tls     *tls.Config // nil: plain TCP
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	timeout time.Duration // connect (and TLS handshake) timeout; 0: none
+	idleFor time.Duration // idle connections older than this are closed, not reused
+
+	mu     sync.Mutex
+	idle   []*conn // most recently used last
+	max    int
+	closed bool
+}
+
+// conn is one connection with its buffers.
+type conn struct {
+	nc    net.Conn
+	br    *bufio.Reader
+	wb    []byte
+	since time.Time // idle since
+}
+
+// postRequest is what http.ReadResponse is told the answer is for.
+var postRequest = &http.Request{Method: http.MethodPost}
+
+// newConnPool returns a pool for base's host, or nil when base must go
+// through net/http (a proxy applies).
+func newConnPool(base *url.URL, dialer *net.Dialer, timeout time.Duration, max int) *connPool {
+	if p, err := http.ProxyFromEnvironment(&http.Request{URL: base}); err != nil || p != nil {
+		return nil
+	}
+	port := base.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[base.Scheme]
+	}
+	p := &connPool{host: base.Host, addr: net.JoinHostPort(base.Hostname(), port), dial: dialer.DialContext,
+		timeout: timeout, idleFor: 90 * time.Second, max: max}
+	if base.Scheme == "https" {
+		p.tls = &tls.Config{ServerName: base.Hostname(), NextProtos: []string{"http/1.1"}}
+	}
+	return p
+}
+
+// get returns an idle connection (reused true) or a new one.
+func (p *connPool) get(ctx context.Context) (*conn, bool, error) {
+	now := time.Now()
+	p.mu.Lock()
+	for n := len(p.idle); n > 0; n = len(p.idle) {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		if now.Sub(c.since) < p.idleFor {
+			p.mu.Unlock()
+			return c, true, nil
+		}
+		c.nc.Close()
+	}
+	p.mu.Unlock()
+	c, err := p.connect(ctx)
+	return c, false, err
+}
+
+// connect dials (and shakes hands) within the connect timeout.
+func (p *connPool) connect(ctx context.Context) (*conn, error) {
+	if p.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.timeout)
+		defer cancel()
+	}
+	nc, err := p.dial(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	if p.tls != nil {
+		tc := tls.Client(nc, p.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: nc.RemoteAddr(), Err: err}
+		}
+		nc = tc
+	}
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10)}, nil
+}
+
+// put keeps c for the next request, or closes it when the pool is full or
+// closed.
+func (p *connPool) put(c *conn) {
+	c.since = time.Now()
+	p.mu.Lock()
+	if !p.closed && len(p.idle) < p.max {
+		p.idle = append(p.idle, c)
+		c = nil
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.nc.Close()
+	}
+}
+
+// close closes the idle connections; connections in use close when their
+// request ends.
+func (p *connPool) close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.nc.Close()
+	}
+}
+
+// exchange is one request on one connection.
+type exchange struct {
+	pool *connPool
+	c    *conn
+	stop func() bool // unregisters the cancellation hook
+}
+
+// roundTrip writes head, the Content-Length and payload, and reads the
+// answer's head. When ctx ends, the connection's deadline passes, so every
+// read or write on it fails at once. A reused connection the server had
+// closed while idle (nothing of an answer came back) is replaced by a new
+// one once, as net/http does.
+func (p *connPool) roundTrip(ctx context.Context, head, payload []byte) (*http.Response, *exchange, error) {
+	for try := 0; ; try++ {
+		c, reused, err := p.get(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		x := &exchange{pool: p, c: c}
+		x.stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+		c.wb = append(c.wb[:0], head...)
+		c.wb = strconv.AppendInt(c.wb, int64(len(payload)), 10)
+		c.wb = append(c.wb, "\r\n\r\n"...)
+		c.wb = append(c.wb, payload...)
+		nothing := true // no byte of an answer came
+		if _, err = c.nc.Write(c.wb); err == nil {
+			if _, err = c.br.Peek(1); err == nil {
+				nothing = false
+				var hr *http.Response
+				if hr, err = http.ReadResponse(c.br, postRequest); err == nil {
+					return hr, x, nil
+				}
+			}
+		}
+		x.release(false)
+		if !reused || !nothing || try > 0 || ctx.Err() != nil || !staleConn(err) {
+			return nil, nil, err
+		}
+	}
+}
+
+// staleConn says whether err is what a keep-alive connection the server
+// closed while it sat idle gives: the write refused, or the end of the
+// stream (or a reset) before any byte of an answer.
+func staleConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// release ends the exchange: the connection goes back to the pool when
+// reuse is true (the answer was read to its end, the server keeps the
+// connection open) and the cancellation hook had not fired; else it is
+// closed.
+func (x *exchange) release(reuse bool) {
+	if x.stop() && reuse {
+		x.pool.put(x.c)
+		return
+	}
+	x.c.nc.Close()
+}
+
+// requestHead is the start of every streamed POST to path, up to the
+// Content-Length value.
+func requestHead(host, path, userAgent, auth string) []byte {
+	b := []byte("POST " + path + " HTTP/1.1\r\nHost: " + host + "\r\nUser-Agent: " + userAgent +
+		"\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n")
+	if auth != "" {
+		b = append(b, "Authorization: "+auth+"\r\n"...)
+	}
+	return append(b, "Content-Length: "...)
+}
