@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -34,10 +35,14 @@ type Watcher interface {
 
 // ProcessEngine launches and owns an engine process (sh -c Cmd in its own
 // process group). Stop sends SIGTERM to the group, waits Grace, then sends
-// SIGKILL.
+// SIGKILL. The group dies with the bench: on Linux the group's shell gets
+// SIGHUP when the bench dies (Pdeathsig, even after SIGKILL) and kills the
+// whole group; PIDFile, when set, records the group so that a later run or
+// `joulemark runs finalize` reaps it where that could not happen.
 type ProcessEngine struct {
-	Cmd   string
-	Grace time.Duration
+	Cmd     string
+	Grace   time.Duration
+	PIDFile string
 
 	mu     sync.Mutex
 	logs   io.Writer
@@ -61,15 +66,21 @@ func (e *ProcessEngine) Start(ctx context.Context) error {
 	if e.cmd != nil {
 		return errors.New("engine process already started")
 	}
-	c := exec.Command("sh", "-c", e.Cmd)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c := exec.Command("sh", "-c", groupScript(e.Cmd))
+	c.SysProcAttr = processGroupAttr()
 	if e.logs != nil {
 		c.Stdout, c.Stderr = e.logs, e.logs
 	}
-	if err := c.Start(); err != nil {
+	if err := startLocked(c); err != nil {
 		return fmt.Errorf("starting engine command: %w", err)
 	}
 	e.cmd = c
+	if e.PIDFile != "" {
+		if err := writeEnginePID(e.PIDFile, c.Process.Pid, e.Cmd); err != nil {
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			return err
+		}
+	}
 	go func() {
 		err := c.Wait()
 		e.mu.Lock()
@@ -78,6 +89,9 @@ func (e *ProcessEngine) Start(ctx context.Context) error {
 		}
 		e.err = err
 		e.mu.Unlock()
+		if e.PIDFile != "" && !groupAlive(c.Process.Pid) {
+			_ = os.Remove(e.PIDFile)
+		}
 		close(e.exited)
 	}()
 	return nil

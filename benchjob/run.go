@@ -235,6 +235,14 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		return nil, err
 	}
 
+	// An engine left by a killed run in this runs dir would hold the GPUs
+	// and the target's address: reap it first.
+	if ids, err := ReapOrphanEngines(cfg.RunsDir); err != nil {
+		opts.Logger.Warn("reaping engines of killed runs", "err", err)
+	} else if len(ids) > 0 {
+		opts.Logger.Warn("killed the engine process groups left by killed runs (finish them with joulemark runs finalize)", "runs", strings.Join(ids, ","))
+	}
+
 	// Pre-flight: everything answers and accepts the run's credentials, and
 	// the run id is free everywhere, before the run directory exists.
 	exporterHTTP, tokenHeader, err := exporterClient(cfg.ExporterHTTP, opts.ExporterHTTP)
@@ -456,6 +464,9 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 			}
 			r.engLog = f
 			lc.CaptureLogs(&syncWriter{w: f})
+		}
+		if pe, ok := r.engine.(*ProcessEngine); ok {
+			pe.PIDFile = r.arch.Path(EnginePIDFile)
 		}
 		if err := r.engine.Start(ctx); err != nil {
 			r.flag(FlagEngineStart)
