@@ -184,13 +184,14 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 		}
 		AddOutputSanity(r, c, cfg.Params.MaxBadOutputRatio)
+		if err := addQuality(r, arch, cfg.Params.MinQuality); err != nil {
+			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
+		}
 		if r.Run == nil {
-			info, err := archiveRunInfo(cfg.Archive)
-			if err != nil {
+			if m, err := arch.ReadManifest(); err == nil && m.RunInfo != nil {
+				r.Run = &RunIdentity{Info: *m.RunInfo, Source: "archive"}
+			} else if err != nil && !errors.Is(err, runarchive.ErrNoManifest) {
 				return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
-			}
-			if info != nil {
-				r.Run = &RunIdentity{Info: *info, Source: "archive"}
 			}
 		}
 	}

@@ -26,6 +26,10 @@ type Params struct {
 	// which the run is flagged outputs_suspect (0.05); used only when the
 	// bench archive is given (Config.Archive).
 	MaxBadOutputRatio float64
+	// MinQuality: pass rate of the checked answers (correctness workload,
+	// quality_file) under which the run is flagged quality_low and excluded
+	// (0.95); used only when the bench archive holds quality verdicts.
+	MinQuality float64
 }
 
 // DefaultParams are the documented defaults.
@@ -34,7 +38,7 @@ func DefaultParams() Params {
 		SLOTTFT: 500 * time.Millisecond, SLOTPOT: 35 * time.Millisecond,
 		SSWindow: 100, SSWindows: 3, SSCV: 0.03,
 		MaxErrorRate: 0.05, MinCoverage: 0.95, EnergyTolerance: 0.01, IdleMaxCV: 0.05,
-		MaxBadOutputRatio: 0.05,
+		MaxBadOutputRatio: 0.05, MinQuality: 0.95,
 	}
 }
 
@@ -55,6 +59,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("min coverage must be in [0,1], got %g", p.MinCoverage)
 	case p.MaxBadOutputRatio < 0 || p.MaxBadOutputRatio > 1:
 		return fmt.Errorf("max bad output ratio must be in [0,1], got %g", p.MaxBadOutputRatio)
+	case p.MinQuality < 0 || p.MinQuality > 1:
+		return fmt.Errorf("min quality must be in [0,1], got %g", p.MinQuality)
 	case p.EnergyTolerance <= 0:
 		return fmt.Errorf("energy tolerance must be > 0, got %g", p.EnergyTolerance)
 	}

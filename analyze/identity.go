@@ -2,12 +2,7 @@ package analyze
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/joulemark/joulemark/runinfo"
 )
@@ -44,26 +39,6 @@ func (l *loader) loadRunInfo(ctx context.Context, d *RunData) error {
 	info := runinfo.FromLabels(lbls)
 	d.RunInfo = &info
 	return nil
-}
-
-// archiveRunInfo reads run_info from dir/manifest.json; nil when the
-// manifest or its run_info is absent.
-func archiveRunInfo(dir string) (*runinfo.Info, error) {
-	path := filepath.Join(dir, "manifest.json")
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the run identity: %w", err)
-	}
-	var m struct {
-		RunInfo *runinfo.Info `json:"run_info"`
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("reading the run identity from %s: %w", path, err)
-	}
-	return m.RunInfo, nil
 }
 
 // runIdentity fills report.json "run" from the Prometheus run info.

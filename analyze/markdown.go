@@ -126,6 +126,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("| release | %s |\n", num(r.Energy.ReleaseJoules, "%.1f J"))
 	p("| lifecycle (startup + formal + release) | %s |\n\n", num(r.Energy.LifecycleJoules, "%.1f J"))
 	p("Release closed: %s. The idle baseline is never subtracted.\n\n", yesNo(r.Release.Closed))
+	qualityMarkdown(p, r)
 	hostMarkdown(p, r)
 	gpuMemoryMarkdown(p, r)
 

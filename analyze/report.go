@@ -29,6 +29,7 @@ type Report struct {
 	UnattributedJoules          *float64         `json:"unattributed_joules,omitempty"`
 	GPUMemory                   *GPUMemory       `json:"gpu_memory,omitempty"`
 	HostEnergy                  *HostEnergy      `json:"host_energy,omitempty"`
+	Quality                     *Quality         `json:"quality,omitempty"`   // answers checked against their rubric (archive)
 	Server                      *Server          `json:"server,omitempty"`    // the engine's view of the formal phase
 	Diagnosis                   *Diagnosis       `json:"diagnosis,omitempty"` // why it behaved so, with evidence // RAPL host energy beside the GPUs'; null figures with a reason when unavailable
 	Scenario                    string           `json:"scenario,omitempty"`

@@ -94,7 +94,21 @@ type Workload struct {
 	Dataset            string `yaml:"dataset" json:"dataset,omitempty"`
 	Trace              string `yaml:"trace" json:"trace,omitempty"`
 	Seed               int64  `yaml:"seed" json:"seed"`
+	// Kind is "synthetic" (default: LLMPerf-style prompts of the mean
+	// lengths) or "correctness" (numbers spelled out in words, answered in
+	// digits; every answer checked, mismatches counted).
+	Kind string `yaml:"kind" json:"kind,omitempty"`
+	// QualityFile is a YAML rubric (contains_all, regex, forbidden per
+	// prompt index, and for all prompts) every formal answer is checked
+	// against (package quality).
+	QualityFile string `yaml:"quality_file" json:"quality_file,omitempty"`
 }
+
+// Workload kinds.
+const (
+	WorkloadSynthetic   = "synthetic"
+	WorkloadCorrectness = "correctness"
+)
 
 // Timeouts of one request; zero means no limit.
 type Timeouts struct {
@@ -306,7 +320,7 @@ func (c *Config) checkWorkload(p *problems) {
 	if w.Dataset != "" && w.Trace != "" {
 		p.add("workload.dataset", "a dataset and a trace exclude each other")
 	}
-	if w.Dataset == "" && w.Trace == "" {
+	if w.Dataset == "" && w.Trace == "" && w.Kind != WorkloadCorrectness {
 		if w.MeanInputTokens <= 0 {
 			p.add("workload.mean_input_tokens", "%d must be positive", w.MeanInputTokens)
 		}
@@ -316,6 +330,15 @@ func (c *Config) checkWorkload(p *problems) {
 	}
 	if w.StddevInputTokens < 0 || w.StddevOutputTokens < 0 {
 		p.add("workload.stddev_input_tokens", "standard deviations must not be negative")
+	}
+	switch w.Kind {
+	case "", WorkloadSynthetic:
+	case WorkloadCorrectness:
+		if w.Dataset != "" || w.Trace != "" {
+			p.add("workload.kind", "correctness generates its own prompts: no dataset or trace")
+		}
+	default:
+		p.add("workload.kind", "%q: want synthetic or correctness", w.Kind)
 	}
 }
 

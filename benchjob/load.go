@@ -252,10 +252,14 @@ func (r *runner) do(ctx context.Context, phase string, p Prompt, scheduled time.
 	r.progress.started.Add(1)
 	resp := r.client.Stream(ctx, &openai.Request{
 		Endpoint: openai.Endpoint(r.cfg.Endpoint), Model: r.model,
-		Prompt: p.Text, MaxTokens: p.MaxTokens, Extras: r.cfg.Extras,
+		Prompt: p.Text, MaxTokens: p.MaxTokens, Extras: r.cfg.Extras, KeepText: p.Check != nil,
 	})
 	r.agg.inFlight.Dec()
 	rec := newRecord(phase, slot, p, resp, scheduled)
+	if p.Check != nil && rec.Success {
+		q := p.Check.Evaluate(resp.Text)
+		rec.Quality = &q
+	}
 	r.record(rec)
 	r.slots.release(slot, rec.endMs)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/openai"
+	"github.com/joulemark/joulemark/quality"
 	"github.com/joulemark/joulemark/remotewrite"
 )
 
@@ -41,6 +42,9 @@ type Record struct {
 	ReasoningChars  int      `json:"reasoning_chars"`
 	OutputHash      string   `json:"output_hash"`
 	MaxTokens       int      `json:"max_tokens"`
+	// Quality is the answer checked against its rubric (correctness
+	// workload, workload.quality_file); absent when not checked or failed.
+	Quality *quality.Result `json:"quality,omitempty"`
 
 	endMs int64 // resp.End in ms, the sample timestamp
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/joulemark/joulemark/openai"
 	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/quality"
 	"github.com/joulemark/joulemark/remotewrite"
 	"github.com/joulemark/joulemark/runarchive"
 	"github.com/joulemark/joulemark/runid"
@@ -199,6 +200,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 	// Workload.
 	w := cfg.Workload
 	synth := newSynthetic(w)
+	cycle := 0 // a dataset's length: prompt i is its line i % cycle
 	switch {
 	case w.Trace != "":
 		tr, err := loadTrace(w.Trace)
@@ -218,8 +220,34 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 			return nil, err
 		}
 		r.src = newSource(func(i int) Prompt { return ds[i%len(ds)] }, -1)
+		cycle = len(ds)
+	case w.Kind == WorkloadCorrectness:
+		maxTokens := w.MeanOutputTokens
+		if maxTokens <= 0 {
+			maxTokens = 64
+		}
+		r.src = newSource(func(i int) Prompt {
+			text, check := quality.CorrectnessPrompt(w.Seed, i)
+			return Prompt{Text: text, InputTokens: estimateTokens(text), MaxTokens: maxTokens, Check: check}
+		}, -1)
 	default:
 		r.src = newSource(synth.prompt, -1)
+	}
+	if w.QualityFile != "" {
+		rubric, err := quality.LoadRubric(w.QualityFile)
+		if err != nil {
+			return nil, err
+		}
+		gen := r.src.gen
+		r.src.gen = func(i int) Prompt {
+			p := gen(i)
+			at := i
+			if cycle > 0 {
+				at = i % cycle
+			}
+			p.Check = mergeChecks(p.Check, rubric.For(at))
+			return p
+		}
 	}
 	if r.datasetDigest, err = workloadDigest(w); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/joulemark/joulemark/quality"
 	"github.com/joulemark/joulemark/remotewrite"
 	"github.com/joulemark/joulemark/runinfo"
 )
@@ -64,6 +65,9 @@ func workloadDigest(w Workload) (string, error) {
 			return sha256Hex(b), nil
 		}
 	}
+	if w.Kind == WorkloadCorrectness {
+		return sha256Hex(fmt.Appendf(nil, "correctness v1 seed=%d", w.Seed)), nil
+	}
 	return sha256Hex(fmt.Appendf(nil, "synthetic v1 mean_input_tokens=%d stddev_input_tokens=%d mean_output_tokens=%d stddev_output_tokens=%d seed=%d",
 		w.MeanInputTokens, w.StddevInputTokens, w.MeanOutputTokens, w.StddevOutputTokens, w.Seed)), nil
 }
@@ -81,4 +85,15 @@ func runInfoSamples(info runinfo.Info, formalStart, t time.Time) []remotewrite.S
 		out = append(out, remotewrite.Sample{Labels: l, Value: 1, TimestampMs: at.UnixMilli()})
 	}
 	return out
+}
+
+// mergeChecks applies both rubrics (either may be nil).
+func mergeChecks(a, b *quality.Check) *quality.Check {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return quality.Merge(a, b)
 }

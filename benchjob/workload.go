@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/joulemark/joulemark/quality"
 )
 
 // Shakespeare's sonnets (public domain), the text LLMPerf shuffles into its
@@ -39,6 +41,9 @@ type Prompt struct {
 	InputTokens int
 	// MaxTokens is the max_tokens sent; 0 sends none.
 	MaxTokens int
+	// Check is the answer's quality rubric (correctness workload or
+	// workload.quality_file); nil: not checked.
+	Check *quality.Check
 }
 
 // estimateTokens is the length estimate used to size synthetic prompts: 4

@@ -91,6 +91,15 @@ var (
 			}
 			return r.GPUMemory.MaxGPUPeakBytes
 		}}
+	// QualityPassRate is the share of checked answers that passed their
+	// rubric (recommend --min-quality).
+	QualityPassRate = Metric{Key: "quality.pass_rate", Label: "quality", Unit: "ratio", Dir: Maximize,
+		value: func(r *analyze.Report) *float64 {
+			if r.Quality == nil {
+				return nil
+			}
+			return r.Quality.PassRate
+		}}
 	JoulesPerGoodToken = Metric{Key: "goodput.joules_per_good_token", Label: "J/good_tok", Unit: "J/token", Dir: Minimize,
 		value: func(r *analyze.Report) *float64 { return r.Goodput.JoulesPerGoodToken }}
 )

@@ -146,6 +146,9 @@ type Request struct {
 	Prompt    string
 	MaxTokens int
 	Extras    Extras
+	// KeepText keeps the generated content in Response.Text (for quality
+	// checks); off, only its length and hash are kept.
+	KeepText bool
 }
 
 // Response is what one request did, with its timing. Err is nil on success.
@@ -171,7 +174,9 @@ type Response struct {
 	TextChars      int
 	ReasoningChars int
 	TextSHA256     string
-	Err            error
+	// Text is the generated content, with Request.KeepText only.
+	Text string
+	Err  error
 }
 
 type message struct {
@@ -420,6 +425,9 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		if len(ch.text) > 0 {
 			h.Write(ch.text)
 			resp.TextChars += len(ch.text)
+			if r.KeepText {
+				resp.Text += string(ch.text)
+			}
 			tokens = true
 		}
 		if ch.reasoning > 0 {

@@ -53,6 +53,7 @@ type AnalyzeCmd struct {
 	MinCoverage     float64       `name:"min-coverage" default:"0.95" help:"Sample coverage below which the run is invalid."`
 	EnergyTolerance float64       `name:"energy-tolerance" default:"0.01" help:"Relative disagreement between counter and exporter stage energy above which the run is invalid."`
 	MaxBadOutput    float64       `name:"max-bad-output-ratio" default:"0.05" help:"With --archive: share of empty, repeated or short outputs above which the run is flagged outputs_suspect (a warning)."`
+	MinQuality      float64       `name:"min-quality" default:"0.95" help:"With quality verdicts in the archive (--workload correctness, workload.quality_file): pass rate under which the run is flagged quality_low and excluded."`
 	QueryTimeout    time.Duration `name:"query-timeout" default:"2m" help:"Timeout of each Prometheus query."`
 }
 
@@ -71,6 +72,7 @@ func (c *AnalyzeCmd) Run(g *Globals) error {
 	p.SSWindow, p.SSWindows, p.SSCV = c.SSWindow, c.SSWindows, c.SSCV
 	p.MaxErrorRate, p.MinCoverage, p.EnergyTolerance = c.MaxErrorRate, c.MinCoverage, c.EnergyTolerance
 	p.MaxBadOutputRatio = c.MaxBadOutput
+	p.MinQuality = c.MinQuality
 	cfg := analyze.Config{
 		PrometheusURL: c.PrometheusURL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,

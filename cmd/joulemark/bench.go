@@ -47,6 +47,8 @@ type BenchCmd struct {
 	Dataset            string `type:"existingfile" group:"Workload" help:"JSONL dataset ({prompt, max_tokens} or ShareGPT conversations)."`
 	Trace              string `type:"existingfile" group:"Workload" help:"Trace to replay (JSONL: time, input_tokens, output_tokens)."`
 	Seed               int64  `group:"Workload" help:"Workload seed (prompts, lengths, arrivals)."`
+	Workload           string `name:"workload" default:"synthetic" enum:"synthetic,correctness" group:"Workload" help:"synthetic (LLMPerf-style prompts) or correctness (numbers spelled out in words, answered in digits; mismatches counted per request)."`
+	QualityFile        string `name:"quality-file" type:"existingfile" group:"Workload" help:"YAML rubric (all / prompts[index]: contains_all, regex, forbidden) every answer is checked against; results in requests.jsonl quality."`
 
 	IgnoreEOS    bool     `name:"ignore-eos" group:"Engine extras" help:"Send ignore_eos: true."`
 	MinTokens    *int     `name:"min-tokens" group:"Engine extras" help:"Send min_tokens."`
@@ -173,7 +175,7 @@ func (c *BenchCmd) config() benchjob.Config {
 	cfg.Workload = benchjob.Workload{
 		MeanInputTokens: c.MeanInputTokens, StddevInputTokens: c.StddevInputTokens,
 		MeanOutputTokens: c.MeanOutputTokens, StddevOutputTokens: c.StddevOutputTokens,
-		Dataset: c.Dataset, Trace: c.Trace, Seed: c.Seed,
+		Dataset: c.Dataset, Trace: c.Trace, Seed: c.Seed, Kind: c.Workload, QualityFile: c.QualityFile,
 	}
 	if c.IgnoreEOS {
 		t := true

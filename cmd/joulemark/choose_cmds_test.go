@@ -107,3 +107,20 @@ func TestRecommendCmdMaxGPUMemory(t *testing.T) {
 		t.Errorf("%d runs dropped by --max-gpu-memory, want 2:\n%s", got, out)
 	}
 }
+
+// --min-quality drops a fast run whose answers are wrong.
+func TestRecommendCmdMinQuality(t *testing.T) {
+	var reports []string
+	for _, n := range []string{"sweep-c12", "sweep-c12-qwen"} {
+		reports = append(reports, filepath.Join("..", "..", "compare", "testdata", "reports", n+".json"))
+	}
+	cli := parseCLI(t, append([]string{"recommend", "--min-quality", "0.9"}, reports...)...)
+	var buf bytes.Buffer
+	cli.Recommend.stdout = &buf
+	if err := cli.Recommend.Run(&Globals{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "quality.pass_rate 0.62 < 0.9 (--min-quality)") || strings.Count(out, "(--min-quality)") != 1 {
+		t.Errorf("want only the qwen run (pass rate 0.62, the lower J/token) dropped:\n%s", out)
+	}
+}

@@ -25,6 +25,7 @@ type RecommendCmd struct {
 	MaxErrorRate               *float64          `name:"max-error-rate" help:"Drop runs whose error rate is above this (0..1)."`
 	MaxStartupJoules           *float64          `name:"max-startup-joules" help:"Drop runs whose startup (+ warm-up) energy is above this."`
 	MaxGPUMemory               *units.Base2Bytes `name:"max-gpu-memory" help:"Drop runs whose largest single-GPU memory peak over the formal phase (gpu_memory.max_gpu_peak_bytes) is above this (e.g. 60GiB); a run without GPU memory data is dropped."`
+	MinQuality                 *float64          `name:"min-quality" help:"Drop runs whose checked answers pass their rubric less often than this (quality.pass_rate, 0..1); a run without quality verdicts is dropped."`
 	MaxBadOutputRatio          *float64          `name:"max-bad-output-ratio" help:"Drop runs whose empty, repeated or short outputs exceed this share of successful formal requests (needs requests.jsonl)."`
 
 	Prefer  string `default:"steady_state.joules_per_token" help:"Metric that breaks ties on the front (a report key of a tracked metric)."`
@@ -56,6 +57,7 @@ func (c *RecommendCmd) Run(g *Globals) error {
 	add(c.MinThroughput, choose.Throughput, false, "--min-throughput")
 	add(c.MaxErrorRate, choose.ErrorRate, true, "--max-error-rate")
 	add(c.MaxStartupJoules, choose.StartupEnergy, true, "--max-startup-joules")
+	add(c.MinQuality, choose.QualityPassRate, false, "--min-quality")
 	if c.MaxGPUMemory != nil {
 		b := float64(*c.MaxGPUMemory)
 		add(&b, choose.GPUMemoryPeak, true, "--max-gpu-memory")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,10 @@ type Behavior struct {
 	Health, ModelsStatus int
 	NotReadyFor          time.Duration
 	MaxModelLen          int
+	// Answer, when set, is the generated text for a prompt (the chat
+	// message's content or the completion prompt), streamed one word per
+	// token; max_tokens then only caps it.
+	Answer func(prompt string) string
 }
 
 // Server is a running fake engine.
@@ -162,6 +167,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		Model     string `json:"model"`
 		MaxTokens int    `json:"max_tokens"`
 		Stream    bool   `json:"stream"`
+		Prompt    string `json:"prompt"`
+		Messages  []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
 	}
 	var raw map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&raw); err != nil {
@@ -194,6 +203,24 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	tokens := b.Tokens
 	if body.MaxTokens > 0 {
 		tokens = body.MaxTokens
+	}
+	ws := words
+	if b.Answer != nil {
+		prompt := body.Prompt
+		if len(body.Messages) > 0 {
+			prompt = body.Messages[len(body.Messages)-1].Content
+		}
+		ws = nil
+		for i, w := range strings.Fields(b.Answer(prompt)) {
+			if i > 0 {
+				w = " " + w
+			}
+			ws = append(ws, w)
+		}
+		if len(ws) == 0 {
+			ws = []string{""}
+		}
+		tokens = min(tokens, len(ws))
 	}
 	answer := b.Model
 	if b.AnswerModel != "" {
@@ -245,7 +272,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		if i == tokens-1 && !b.NoFinish {
 			finish = `"length"`
 		}
-		word := words[i%len(words)]
+		word := ws[i%len(ws)]
 		var choice string
 		switch {
 		case chat && i < b.Reasoning:
