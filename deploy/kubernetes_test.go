@@ -291,6 +291,11 @@ func checkObject(t reporter, o object, w world) {
 				}
 			}
 		}
+	case "v1 Secret":
+		var v corev1.Secret
+		if typed(&v) && len(v.Data)+len(v.StringData) == 0 {
+			t.Errorf("%s: no data", o)
+		}
 	case "v1 PersistentVolumeClaim":
 		var v corev1.PersistentVolumeClaim
 		if typed(&v) {
@@ -487,8 +492,9 @@ func TestKubernetesInstallShape(t *testing.T) {
 	if pod.RuntimeClassName == nil || *pod.RuntimeClassName != "nvidia" || len(pod.NodeSelector) == 0 {
 		t.Error("exporter DaemonSet: want runtimeClassName nvidia and a GPU node selector")
 	}
+	checkPodResourcesMount(t, "exporter DaemonSet", pod)
 	args := strings.Join(pod.Containers[0].Args, " ")
-	for _, want := range []string{"exporter", "--gpu=nvml", "--api-token-file=", "--web.listen-address=:9402"} {
+	for _, want := range []string{"exporter", "--gpu=nvml", "--api-token-file=", "--web.listen-address=:9402", "--kubelet.pod-resources-socket=/var/lib/kubelet/pod-resources/"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("exporter args %q lack %q", args, want)
 		}
@@ -576,4 +582,29 @@ func (r *recorder) Helper() {}
 
 func (r *recorder) Errorf(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// checkPodResourcesMount: the exporter mounts the kubelet's pod-resources
+// directory from the host, read-only, at the same path.
+func checkPodResourcesMount(t reporter, where string, pod corev1.PodSpec) {
+	t.Helper()
+	vol := ""
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil && v.HostPath.Path == "/var/lib/kubelet/pod-resources" {
+			vol = v.Name
+		}
+	}
+	if vol == "" {
+		t.Errorf("%s: no hostPath volume of /var/lib/kubelet/pod-resources", where)
+		return
+	}
+	for _, m := range pod.Containers[0].VolumeMounts {
+		if m.Name == vol {
+			if !m.ReadOnly || m.MountPath != "/var/lib/kubelet/pod-resources" {
+				t.Errorf("%s: pod-resources mounted at %s read-only %v; want read-only at /var/lib/kubelet/pod-resources", where, m.MountPath, m.ReadOnly)
+			}
+			return
+		}
+	}
+	t.Errorf("%s: pod-resources volume not mounted", where)
 }
