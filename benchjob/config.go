@@ -383,17 +383,7 @@ func (c *Config) checkEndpoints(p *problems) {
 			p.add("exporters", "#%d %q is not an http(s) URL", i+1, x)
 		}
 	}
-	if len(c.ExporterGPUs) > 0 && c.EnginePod != "" {
-		p.add("exporter_gpus", "give exporter_gpus or engine_pod, not both")
-	}
-	if ns, name, ok := strings.Cut(c.EnginePod, "/"); c.EnginePod != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
-		p.add("engine_pod", "%q: want namespace/name", c.EnginePod)
-	}
-	for i, u := range c.ExporterGPUs {
-		if !strings.HasPrefix(u, "GPU-") && !strings.HasPrefix(u, "MIG-") {
-			p.add("exporter_gpus", "#%d %q is not a GPU UUID (GPU-…)", i+1, u)
-		}
-	}
+	c.checkSelector(p)
 	if rw := c.RemoteWrite; rw.URL != "" {
 		if !httpURL(rw.URL) {
 			p.add("remote_write.url", "%q is not an http(s) URL", rw.URL)
@@ -419,6 +409,21 @@ func (c *Config) checkEndpoints(p *problems) {
 	if c.EngineMetricsURL != "" {
 		if u, err := url.Parse(c.EngineMetricsURL); err != nil || u.Host == "" {
 			p.add("engine_metrics_url", "%q is not a URL", c.EngineMetricsURL)
+		}
+	}
+}
+
+// checkSelector: which GPUs the exporters measure.
+func (c *Config) checkSelector(p *problems) {
+	if len(c.ExporterGPUs) > 0 && c.EnginePod != "" {
+		p.add("exporter_gpus", "give exporter_gpus or engine_pod, not both")
+	}
+	if ns, name, ok := strings.Cut(c.EnginePod, "/"); c.EnginePod != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
+		p.add("engine_pod", "%q: want namespace/name", c.EnginePod)
+	}
+	for i, u := range c.ExporterGPUs {
+		if !strings.HasPrefix(u, "GPU-") && !strings.HasPrefix(u, "MIG-") {
+			p.add("exporter_gpus", "#%d %q is not a GPU UUID (GPU-…)", i+1, u)
 		}
 	}
 }

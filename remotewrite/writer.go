@@ -91,6 +91,30 @@ type Writer struct {
 	cancel  context.CancelFunc
 }
 
+// withDefaults fills what the zero value leaves open.
+func (cfg Config) withDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 2000
+	}
+	if cfg.BufferSize <= 0 {
+		cfg.BufferSize = 100000
+	}
+	def(&cfg.FlushInterval, time.Second)
+	def(&cfg.Timeout, 10*time.Second)
+	def(&cfg.MaxElapsed, time.Minute)
+	def(&cfg.MinBackoff, 100*time.Millisecond)
+	def(&cfg.MaxBackoff, 5*time.Second)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "joulemark"
+	}
+	return cfg
+}
+
 // New validates cfg and starts the sending loop.
 func New(cfg Config, logger *slog.Logger) (*Writer, error) {
 	if cfg.URL == "" {
@@ -99,30 +123,7 @@ func New(cfg Config, logger *slog.Logger) (*Writer, error) {
 	if err := cfg.HTTP.Validate(); err != nil {
 		return nil, fmt.Errorf("remote write %s: http config: %w", cfg.URL, err)
 	}
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 2000
-	}
-	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = time.Second
-	}
-	if cfg.BufferSize <= 0 {
-		cfg.BufferSize = 100000
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
-	}
-	if cfg.MaxElapsed <= 0 {
-		cfg.MaxElapsed = time.Minute
-	}
-	if cfg.MinBackoff <= 0 {
-		cfg.MinBackoff = 100 * time.Millisecond
-	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = 5 * time.Second
-	}
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = "joulemark"
-	}
+	cfg = cfg.withDefaults()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -273,12 +274,14 @@ func (w *Writer) send(ctx context.Context, batch []Sample) {
 		w.fail(len(batch), err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.MaxElapsed)
+	sctx, cancel := context.WithTimeout(ctx, w.cfg.MaxElapsed)
 	defer cancel()
 	w.mu.Lock()
 	before := w.stats.Requests
 	w.mu.Unlock()
-	_, err = w.api.Write(ctx, remoteapi.WriteV1MessageType, req, remoteapi.WithWriteRetryCallback(func(err error) {
+	var last error // this batch's last failed attempt
+	_, err = w.api.Write(sctx, remoteapi.WriteV1MessageType, req, remoteapi.WithWriteRetryCallback(func(err error) {
+		last = err
 		w.setErr(err)
 		w.log.Warn("remote write failed, retrying", "url", w.cfg.URL, "err", err)
 	}))
@@ -286,10 +289,17 @@ func (w *Writer) send(ctx context.Context, batch []Sample) {
 	w.stats.Retries += max(0, w.stats.Requests-before-1)
 	w.mu.Unlock()
 	if err != nil {
-		// A batch cut short by MaxElapsed or Close reports why it was
-		// still being retried.
-		if last := w.LastError(); ctx.Err() != nil && last != nil {
-			err = fmt.Errorf("%w (last error: %v)", err, last)
+		if sctx.Err() != nil {
+			// Cut short while retrying: say why, with the server's answer.
+			why := fmt.Sprintf("no success within %s", w.cfg.MaxElapsed)
+			if ctx.Err() != nil {
+				why = "cancelled by Close"
+			}
+			if last != nil {
+				err = fmt.Errorf("%s; last error: %w", why, last)
+			} else {
+				err = fmt.Errorf("%s: %w", why, err)
+			}
 		}
 		w.fail(len(batch), err)
 		return

@@ -228,11 +228,12 @@ func TestWriterMaxElapsedBoundsRetries(t *testing.T) {
 	}
 	w.Append(sample("0", 1, 1))
 	st, err := w.Close(context.Background())
-	if err == nil || st.Failed != 1 || st.Acknowledged != 0 || st.Retries == 0 || st.Requests != calls.Load() {
-		t.Fatalf("stats %+v (server saw %d) err %v: want the sample failed after retries", st, calls.Load(), err)
+	// The last request may be cut by the deadline before the server sees it.
+	if n := calls.Load(); err == nil || st.Failed != 1 || st.Acknowledged != 0 || st.Retries != st.Requests-1 || st.Requests < n || st.Requests > n+1 {
+		t.Fatalf("stats %+v (server saw %d) err %v: want the sample failed after retries", st, n, err)
 	}
-	if !strings.Contains(err.Error(), "503") {
-		t.Errorf("error %q does not name the server's answer", err)
+	if !strings.Contains(err.Error(), "no success within 100ms; last error: server returned HTTP status 503") {
+		t.Errorf("error %q does not say why and name the server's answer", err)
 	}
 }
 
