@@ -4,9 +4,11 @@ package exporter
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,4 +118,89 @@ func TestPodEnergySMShare(t *testing.T) {
 	if _, ok := r.value("joulemark_pod_energy_attribution_info", "pod", "a", "method", MethodEven); !ok {
 		t.Error("method even not reported after the fallback")
 	}
+}
+
+// BenchmarkAttribution8GPUsMockNVML is one second of an exporter on go-nvml's
+// 8-GPU mock with energy per pod, every GPU time-sliced between two pods
+// (the per-process split on all 8): 10 sampling ticks, one per-process
+// split, and a kubelet List every 5 s over the real gRPC socket (the fake
+// kubelet runs in this process, so its CPU counts too). It reports the CPU
+// share of one core at 10 Hz.
+func BenchmarkAttribution8GPUsMockNVML(b *testing.B) {
+	clk := newFakeClock()
+	m := newMockNVML()
+	proc, dir := b.TempDir(), b.TempDir()
+	var allocs []podresources.Allocation
+	var cp strings.Builder
+	cp.WriteString(`{"Data":{"PodDeviceEntries":[`)
+	for i := range 8 {
+		g := nvmlmock.UUID(i)
+		nvmlmock.Device(m.srv, i).GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+			return []nvml.ProcessUtilizationSample{{Pid: uint32(1000 + i), SmUtil: 60}, {Pid: uint32(2000 + i), SmUtil: 20}}, nvml.SUCCESS
+		}
+		for k, who := range []string{"a", "b"} {
+			uid := fmt.Sprintf("%08d-0000-4000-8000-%012d", i, k)
+			pid := fmt.Sprint((k+1)*1000 + i)
+			if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(proc, pid, "cgroup"), []byte("0::/kubepods/burstable/pod"+uid+"/c\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			dev := fmt.Sprintf("%s::%d", g, k)
+			allocs = append(allocs, alloc("serve", fmt.Sprintf("%s-%d", who, i), dev))
+			if i+k > 0 {
+				cp.WriteString(",")
+			}
+			fmt.Fprintf(&cp, `{"PodUID":%q,"ContainerName":"engine","ResourceName":"nvidia.com/gpu","DeviceIDs":{"0":[%q]}}`, uid, dev)
+		}
+	}
+	cp.WriteString(`]}}`)
+	cpPath := filepath.Join(dir, "checkpoint")
+	if err := os.WriteFile(cpPath, []byte(cp.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	sock := kubeletSocket(b)
+	fake, err := podresources.NewFake(sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fake.Close()
+	fake.Set(allocs)
+	cli, err := podresources.Dial(sock, []string{"nvidia.com/gpu"}, time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
+	nv, err := gpu.NewNVML(m.srv, gpu.NVMLOptions{Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := New(Config{Backend: nv, Clock: clk, Pods: &PodConfig{Lister: cli, ProcRoot: proc, Checkpoint: cpPath}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	e.SampleOnce()
+	e.attr.refresh(ctx)
+	e.attr.splitByProcess()
+	if e.attr.gpus[7].method != MethodSMShare {
+		b.Fatalf("GPU 7 split by %q, want sm_share", e.attr.gpus[7].method)
+	}
+	b.ResetTimer()
+	cpu0, n := cpuTime(), 0
+	for b.Loop() {
+		for range 10 {
+			clk.Advance(100 * time.Millisecond)
+			m.advance(100 * time.Millisecond)
+			e.SampleOnce()
+		}
+		e.attr.splitByProcess()
+		if n%5 == 0 {
+			e.attr.refresh(ctx)
+		}
+		n++
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(n)/1e9*100, "%core@8gpu-10Hz")
 }
