@@ -79,7 +79,15 @@ const (
 	FlagPhaseMissing          = "phase_missing"
 	FlagRequestsIncomplete    = "request_samples_incomplete"
 	FlagNoEnergyData          = "energy_missing"
+	// FlagRunIDReused: more than one lifecycle under one run id (a phase
+	// started twice, phases out of order): the figures would mix runs.
+	FlagRunIDReused = "run_id_reused"
 )
+
+// phaseOrderSlack is how far apart the exporters of one run may stamp the
+// same boundary (each stamps its own clock) before phases count as out of
+// order.
+const phaseOrderSlack = 1.0
 
 // Boundary is the measurement boundary every figure carries.
 const Boundary = "GPU board energy only"
@@ -121,6 +129,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	if err := c.span(); err != nil {
 		return nil, nil, err
 	}
+	c.oneLifecycle()
 	c.counterCurves()
 	c.measurement()
 	c.stages()
@@ -188,6 +197,36 @@ func (c *computation) span() error {
 	return nil
 }
 
+// oneLifecycle flags a run id that more than one lifecycle used: a phase
+// whose start changed, or phases out of lifecycle order (a formal starting
+// after a release ended, an idle after a formal).
+func (c *computation) oneLifecycle() {
+	var why []string
+	if len(c.d.RestartedPhases) > 0 {
+		why = append(why, "phases started more than once: "+strings.Join(c.d.RestartedPhases, ", "))
+	}
+	var prevName string
+	var prev PhaseBounds
+	for _, name := range phaseNames {
+		b, ok := c.d.Phases[name]
+		if !ok || !b.HasStart {
+			continue
+		}
+		if prevName != "" {
+			switch {
+			case b.Start+phaseOrderSlack < prev.Start:
+				why = append(why, fmt.Sprintf("%s starts %.1f s before %s", name, prev.Start-b.Start, prevName))
+			case prev.HasEnd && b.Start > prev.End+phaseOrderSlack:
+				why = append(why, fmt.Sprintf("%s starts %.1f s after %s ended", name, b.Start-prev.End, prevName))
+			}
+		}
+		prevName, prev = name, b
+	}
+	if len(why) > 0 {
+		c.flag(FlagRunIDReused, true, "more than one lifecycle under run id %s (the figures would mix runs): %s", c.d.RunID, strings.Join(why, "; "))
+	}
+}
+
 // counterCurves builds each GPU's energy counter curve. The extrapolation
 // tolerance is two sample intervals.
 func (c *computation) counterCurves() {
@@ -235,11 +274,18 @@ func (c *computation) measurement() {
 		return
 	}
 	cov := 1.0
+	raw, scraped := 0, 0
 	for _, g := range c.d.GPUs {
 		for _, s := range []struct {
 			name string
 			ss   []Sample
-		}{{"energy", g.Energy}, {"power", g.Power}} {
+			raw  bool
+		}{{"energy", g.Energy, g.EnergyRaw}, {"power", g.Power, g.PowerRaw}} {
+			if s.raw {
+				raw++
+			} else {
+				scraped++
+			}
 			cv, gaps := coverage(s.ss, c.spanFrom, c.spanTo, medianInterval(s.ss))
 			cov = min(cov, cv)
 			for _, gp := range gaps {
@@ -248,6 +294,14 @@ func (c *computation) measurement() {
 		}
 	}
 	m.CoverageRatio = &cov
+	switch {
+	case scraped == 0:
+		m.CoverageSeries = "raw"
+	case raw == 0:
+		m.CoverageSeries = "scraped"
+	default:
+		m.CoverageSeries = "mixed"
+	}
 	if cov < c.p.MinCoverage {
 		c.flag(FlagCoverageLow, true, "sample coverage %.3f is under %.3f (%d gaps)", cov, c.p.MinCoverage, len(m.Gaps))
 	}

@@ -168,3 +168,39 @@ func TestParamsValidate(t *testing.T) {
 		t.Errorf("defaults invalid: %v", err)
 	}
 }
+
+// TestComputeRunIDReused: a phase started twice, or phases out of
+// lifecycle order, mean more than one lifecycle under the id: the report
+// is invalid, flag run_id_reused, never a silent mix.
+func TestComputeRunIDReused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(d *RunData)
+	}{
+		{"idle started twice", func(d *RunData) { d.RestartedPhases = []string{"idle"} }},
+		{"formal after the release ended", func(d *RunData) {
+			rel := d.Phases["release"]
+			d.Phases["formal"] = PhaseBounds{Start: rel.End + 60, HasStart: true}
+		}},
+		{"idle after the formal", func(d *RunData) {
+			f := d.Phases["formal"]
+			d.Phases["idle"] = PhaseBounds{Start: f.Start + 30, HasStart: true, End: f.Start + 50, HasEnd: true}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := fixture()
+			tc.mutate(d)
+			r, _, err := Compute(d, fixtureParams())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(flagCodes(r), FlagRunIDReused) || r.Valid {
+				t.Errorf("flags %v, valid %v; want run_id_reused, invalid", flagCodes(r), r.Valid)
+			}
+		})
+	}
+	r, _, _ := Compute(fixture(), fixtureParams())
+	if slices.Contains(flagCodes(r), FlagRunIDReused) {
+		t.Errorf("one clean lifecycle flagged: %+v", r.Flags)
+	}
+}

@@ -19,7 +19,10 @@ type GPUSeries struct {
 	// samples (joulemark_gpu_energy_sample_joules_total) instead of scrapes.
 	EnergyRaw bool
 	Power     []Sample // joulemark_gpu_power_watts, time ordered
-	Memory    []Sample // joulemark_gpu_memory_used_bytes, time ordered
+	// PowerRaw is true when Power holds the exporter's high-rate power
+	// samples (joulemark_gpu_power_sample_watts) instead of scrapes.
+	PowerRaw bool
+	Memory   []Sample // joulemark_gpu_memory_used_bytes, time ordered
 	// Utilization is joulemark_gpu_utilization_ratio, time ordered.
 	Utilization []Sample
 }
@@ -63,8 +66,11 @@ type RunData struct {
 	Phases        map[string]PhaseBounds // idle, startup, warmup, formal, release
 	PhaseEnergy   map[string]float64     // exporter's joulemark_phase_energy_joules summed over GPUs
 	ReleaseClosed *bool                  // joulemark_run_release_closed; nil when absent
-	GPUs          []GPUSeries
-	Requests      []Request
+	// RestartedPhases are the phases whose start timestamp took more than
+	// one value under this run id: more than one lifecycle used the id.
+	RestartedPhases []string
+	GPUs            []GPUSeries
+	Requests        []Request
 	// SamplerIntervalSeconds is the exporters' fast sampling period
 	// (joulemark_sampler_interval_seconds, largest over the run's exporters);
 	// 0 when unknown. A scraped counter can be this much older than its

@@ -29,7 +29,11 @@ const (
 	// sample, pushed by its --remote-write-url with the sample's own
 	// timestamp. Where present it replaces the scraped counter: boundary
 	// interpolation over 100 ms instead of the scrape interval.
-	mGPUEnergyRaw   = "joulemark_gpu_energy_sample_joules_total"
+	mGPUEnergyRaw = "joulemark_gpu_energy_sample_joules_total"
+	// mGPUPowerRaw is every high-rate power sample, pushed likewise; where
+	// present it replaces the scraped power (coverage, plots), so a scrape
+	// outage with complete raw samples leaves the run valid.
+	mGPUPowerRaw    = "joulemark_gpu_power_sample_watts"
 	mReqOutput      = "joulemark_request_output_tokens"
 	mReqInput       = "joulemark_request_input_tokens"
 	mReqTTFT        = "joulemark_request_ttft_seconds"
@@ -170,6 +174,18 @@ func (l *loader) loadPhases(ctx context.Context, d *RunData) (from, to float64, 
 		}
 		d.Phases[ph] = b
 	}
+	// One lifecycle sets each phase's start once; a start that changed
+	// within the lookback is a second lifecycle under the same id.
+	sel := fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel())
+	restarted, err := l.vector(ctx, fmt.Sprintf("max by (phase) (max_over_time(%[1]s[%[2]s]) - min_over_time(%[1]s[%[2]s])) > 0",
+		sel, promDuration(l.lookback)), l.now)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, s := range restarted {
+		d.RestartedPhases = append(d.RestartedPhases, string(s.Metric["phase"]))
+	}
+	slices.Sort(d.RestartedPhases)
 	from, to = math.Inf(1), math.Inf(-1)
 	for _, b := range d.Phases {
 		if b.HasStart {
@@ -316,6 +332,14 @@ func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel string, sp raw
 	if err := pick(mGPUPower, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Power) {
 			g.Power = s
+		}
+	}); err != nil {
+		return err
+	}
+	if err := pick(mGPUPowerRaw, func(g *GPUSeries, s []Sample) {
+		if len(s) > len(g.Power) {
+			g.Power = s
+			g.PowerRaw = true
 		}
 	}); err != nil {
 		return err

@@ -2,9 +2,11 @@ package analyze
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,5 +179,75 @@ func TestRawEnergySamplesPreferred(t *testing.T) {
 	}
 	if !slices.Contains(flagCodes(r), FlagEnergySourcesDisagree) {
 		t.Errorf("flags %v, want %s (raw counter 4%% above the exporter's phase energy)", flagCodes(r), FlagEnergySourcesDisagree)
+	}
+}
+
+// TestScrapeOutageWithRawSeries: Prometheus missed 30 s of scrapes in the
+// formal phase, but the exporter's pushed raw series (energy and power at
+// 10 Hz) are complete: coverage and power come from them, the run stays
+// valid and says so.
+func TestScrapeOutageWithRawSeries(t *testing.T) {
+	s := startPromserver(t)
+	d := fixture()
+	samples := slices.DeleteFunc(fixtureSamples(d), func(x remotewrite.Sample) bool {
+		n := x.Labels["__name__"]
+		at := float64(x.TimestampMs) / 1000
+		return (n == mGPUEnergy || n == mGPUPower) && at > fixtureBase+40 && at < fixtureBase+70
+	})
+	for _, g := range d.GPUs {
+		for k := 0; k+1 < len(g.Energy); k++ {
+			a, b := g.Energy[k], g.Energy[k+1]
+			for j := range 10 {
+				f := float64(j) / 10
+				tt := a.T + f*(b.T-a.T)
+				lbl := func(name string) map[string]string {
+					return map[string]string{"__name__": name, "gpu": g.GPU, "uuid": g.UUID, "instance": "node-a", "job": "joulemark-exporter"}
+				}
+				samples = append(samples,
+					remotewrite.Sample{Labels: lbl(mGPUEnergyRaw), Value: a.V + f*(b.V-a.V), TimestampMs: int64(math.Round(tt * 1000))},
+					remotewrite.Sample{Labels: lbl(mGPUPowerRaw), Value: (b.V - a.V) / (b.T - a.T), TimestampMs: int64(math.Round(tt * 1000))})
+			}
+		}
+	}
+	if err := s.AppendSamples(context.Background(), samples); err != nil {
+		t.Fatal(err)
+	}
+	r := analyzeFixture(t, s.URL())
+	if slices.Contains(flagCodes(r), FlagCoverageLow) || !r.Valid {
+		t.Errorf("flags %v valid %v: a scrape outage with complete raw series must stay valid", flagCodes(r), r.Valid)
+	}
+	if r.Measurement.CoverageSeries != "raw" || r.Measurement.CoverageRatio == nil || *r.Measurement.CoverageRatio < 0.99 {
+		t.Errorf("coverage %v from %q, want ≥ 0.99 from the raw series", r.Measurement.CoverageRatio, r.Measurement.CoverageSeries)
+	}
+	if got := val(r.Energy.FormalJoules); got != 10000 {
+		t.Errorf("formal energy %v, want 10000", got)
+	}
+}
+
+// TestRunIDReusedThroughTSDB: a second lifecycle under the same id (another
+// bench, an exporter that forgot the id) sets the idle start gauge again,
+// later: analyze finds the changed start in Prometheus and invalidates the
+// report instead of mixing the two runs.
+func TestRunIDReusedThroughTSDB(t *testing.T) {
+	s := startPromserver(t)
+	samples := fixtureSamples(fixture())
+	var last remotewrite.Sample
+	for _, x := range samples {
+		if x.Labels["__name__"] == mPhaseStart && x.Labels["phase"] == "idle" && x.TimestampMs > last.TimestampMs {
+			last = x
+		}
+	}
+	samples = append(samples, remotewrite.Sample{Labels: last.Labels, Value: last.Value + 400, TimestampMs: last.TimestampMs + 1000})
+	if err := s.AppendSamples(context.Background(), samples); err != nil {
+		t.Fatal(err)
+	}
+	r := analyzeFixture(t, s.URL())
+	if !slices.Contains(flagCodes(r), FlagRunIDReused) || r.Valid {
+		t.Fatalf("flags %v valid %v, want run_id_reused and invalid", flagCodes(r), r.Valid)
+	}
+	for _, f := range r.Flags {
+		if f.Code == FlagRunIDReused && !strings.Contains(f.Message, "phases started more than once: idle") {
+			t.Errorf("run_id_reused says %q, want the restarted phase named", f.Message)
+		}
 	}
 }

@@ -149,8 +149,12 @@ type Measurement struct {
 	EnergySource          string   `json:"energy_source"`
 	SampleIntervalSeconds *float64 `json:"sample_interval_seconds"`
 	CoverageRatio         *float64 `json:"coverage_ratio"`
-	Boundary              string   `json:"boundary"` // "GPU board energy only"
-	GPUs                  int      `json:"gpus"`
+	// CoverageSeries says which samples the coverage (and power) come
+	// from: "raw" (the exporter's pushed high-rate series), "scraped", or
+	// "mixed" (some GPUs or series each way).
+	CoverageSeries string `json:"coverage_series,omitempty"`
+	Boundary       string `json:"boundary"` // "GPU board energy only"
+	GPUs           int    `json:"gpus"`
 	// GPUUUIDs are the GPUs measured: every GPU of the run's exporters, or
 	// those its first phase selected.
 	GPUUUIDs []string `json:"gpu_uuids"`
