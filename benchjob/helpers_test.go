@@ -38,6 +38,7 @@ type fakeExporter struct {
 	events     []phaseapi.Phase
 	times      []float64
 	ended      bool
+	exited     bool // the bench reported the engine's exit
 	polls      int
 }
 
@@ -101,6 +102,15 @@ func newFakeExporter(t *testing.T, token string) *fakeExporter {
 		}
 		f.mu.Lock()
 		f.ended = true
+		f.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(f.status(r.PathValue("id"), false))
+	})
+	mux.HandleFunc("POST /api/v1/runs/{id}/engine-exited", func(w http.ResponseWriter, r *http.Request) {
+		if !f.authed(w, r) {
+			return
+		}
+		f.mu.Lock()
+		f.exited = true
 		f.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(f.status(r.PathValue("id"), false))
 	})

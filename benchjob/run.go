@@ -740,6 +740,18 @@ func (r *runner) teardown(ctx context.Context, ok bool) {
 			if err := r.engine.Stop(sctx); err != nil {
 				r.flag(FlagEngineStop)
 				r.log.Warn("stopping the engine", "err", err)
+			} else if ok {
+				// the release's process criterion: the engine is gone
+				r.forExporters(func(ctx context.Context, c *phaseapi.Client) error {
+					_, err := c.EngineExited(ctx, r.runID)
+					if phaseapi.IsStatus(err, http.StatusNotFound) {
+						// an exporter without the endpoint judges the
+						// process criterion from NVML's process list
+						r.log.Warn("exporter cannot take the engine's exit; its release relies on NVML's process list", "exporter", c.BaseURL(), "err", err)
+						return nil
+					}
+					return err
+				}, "reporting the engine's exit")
 			}
 			cancel()
 		}

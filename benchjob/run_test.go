@@ -56,6 +56,9 @@ func TestRunFullLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	if !exp.exited {
+		t.Error("the bench stopped the engine but did not report its exit to the exporter")
+	}
 	if res.Status != StatusCompleted || len(res.Flags) != 0 {
 		t.Errorf("status %q flags %v", res.Status, res.Flags)
 	}

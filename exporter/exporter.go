@@ -657,6 +657,6 @@ func (e *Exporter) sampleSlowGPU(i int) {
 	}
 	g.slow, g.hasSlow = res, true
 	for _, r := range e.runs {
-		r.onSlow(i, res.ComputeProcesses)
+		r.onSlow(i, res)
 	}
 }

@@ -27,12 +27,24 @@ type harness struct {
 
 func newHarness(t *testing.T, simCfg gpu.SimConfig, cfg Config) *harness {
 	t.Helper()
-	return newHarnessOn(t, newFakeClock(), simCfg, cfg)
+	return newHarnessWith(t, simCfg, cfg, nil)
+}
+
+// newHarnessWith is newHarness with the simulator's backend wrapped by wrap
+// (nil: none).
+func newHarnessWith(t *testing.T, simCfg gpu.SimConfig, cfg Config, wrap func(gpu.Backend) gpu.Backend) *harness {
+	t.Helper()
+	return newHarnessOnWith(t, newFakeClock(), simCfg, cfg, wrap)
 }
 
 // newHarnessOn is newHarness on an existing clock (an exporter restarted
 // on the same simulated time line).
 func newHarnessOn(t *testing.T, clk *fakeClock, simCfg gpu.SimConfig, cfg Config) *harness {
+	t.Helper()
+	return newHarnessOnWith(t, clk, simCfg, cfg, nil)
+}
+
+func newHarnessOnWith(t *testing.T, clk *fakeClock, simCfg gpu.SimConfig, cfg Config, wrap func(gpu.Backend) gpu.Backend) *harness {
 	t.Helper()
 	simCfg.Clock = clk
 	sim, err := gpu.NewSim(simCfg)
@@ -40,6 +52,9 @@ func newHarnessOn(t *testing.T, clk *fakeClock, simCfg gpu.SimConfig, cfg Config
 		t.Fatal(err)
 	}
 	cfg.Backend, cfg.Clock = sim, clk
+	if wrap != nil {
+		cfg.Backend = wrap(sim)
+	}
 	if cfg.APIToken == "" {
 		cfg.APIToken = testToken
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/phaseapi"
 )
 
@@ -61,7 +62,9 @@ type run struct {
 
 	idleAcc   []welford
 	idleProcs []int
+	idleMem   []welford // memory in use over the idle phase (release.go)
 	rel       release
+	crit      releaseCriteria
 	endReason string         // phaseapi.EndReason*, once ended
 	gaps      []phaseapi.Gap // intervals the exporter was down
 
@@ -88,10 +91,14 @@ func (r *run) onSample(i int, p float64) {
 	}
 }
 
-func (r *run) onSlow(i, procs int) {
-	if r.active(phaseapi.Idle) && procs > r.idleProcs[i] {
-		r.idleProcs[i] = procs
+func (r *run) onSlow(i int, s gpu.SlowSample) {
+	if !r.active(phaseapi.Idle) {
+		return
 	}
+	if s.ComputeProcesses > r.idleProcs[i] {
+		r.idleProcs[i] = s.ComputeProcesses
+	}
+	r.onIdleMemory(i, s.MemoryUsedBytes)
 }
 
 func (r *run) phase(p phaseapi.Phase) *phaseRec {
@@ -335,20 +342,30 @@ func (e *Exporter) checkRelease(r *run, now int64) {
 			}
 		}
 	}
-	if why == "" {
-		if !r.rel.holding {
-			r.rel.holding, r.rel.holdStart = true, now
-		}
-		if time.Duration(now-r.rel.holdStart) >= e.cfg.ReleaseHold {
+	r.crit.power.set(why == "", now, why)
+	e.evalProcess(r, now)
+	e.evalMemory(r, now)
+	start, last, all := r.holdStart()
+	if all {
+		r.rel.holding, r.rel.holdStart = true, start
+		if e.releaseHoldElapsed(start, now) {
 			t := true
-			ph.end = e.newBoundary(r.rel.holdStart)
+			ph.end = e.newBoundary(start)
 			r.rel.state, r.rel.closed, r.rel.reason = phaseapi.ReleaseClosed, &t, ""
+			r.crit.closedBy = last
 			e.finishRun(r, phaseapi.EndReasonReleaseClosed)
-			e.log.Info("release closed: every GPU back at its idle baseline", "run_id", r.id, "end", e.wall(r.rel.holdStart))
+			e.log.Info("release closed: engine gone, memory and power back at idle", "run_id", r.id, "end", e.wall(start), "closed_by", last)
 			return
 		}
 	} else {
 		r.rel.holding = false
+		var whys []string
+		for _, c := range []criterion{r.crit.process, r.crit.memory, r.crit.power} {
+			if !c.met {
+				whys = append(whys, c.why)
+			}
+		}
+		why = strings.Join(whys, "; ")
 		r.rel.reason = why
 	}
 	if time.Duration(now-ph.start.t) >= e.cfg.ReleaseMaxWait {
@@ -406,6 +423,14 @@ func (e *Exporter) status(r *run) phaseapi.RunStatus {
 	if r.rel.holding || r.rel.state == phaseapi.ReleaseClosed {
 		h := e.unix(r.rel.holdStart)
 		st.Release.HoldStart = &h
+	}
+	if r.rel.state != phaseapi.ReleaseNotStarted {
+		st.Release.Criteria = e.criteriaStatus(r)
+	}
+	if r.crit.closedBy != "" {
+		st.Release.ClosedBy = r.crit.closedBy
+		h := e.unix(r.rel.holdStart)
+		st.Release.ClosedByAt = &h
 	}
 	return st
 }

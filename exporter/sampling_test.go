@@ -75,18 +75,17 @@ func TestReleaseExcursionResetsHold(t *testing.T) {
 		reset bool
 	}{{0.06, true}, {0.03, false}} {
 		t.Run(fmt.Sprintf("rise=%g", tc.rise), func(t *testing.T) {
-			h := newHarness(t, gpu.SimConfig{GPUs: 2, NoiseWatts: 0.2, Seed: 3, RampSeconds: 0.01, EnergyCounter: true,
+			bump := &bumped{gpu: 1}
+			h := newHarnessWith(t, gpu.SimConfig{GPUs: 2, NoiseWatts: 0.2, Seed: 3, EnergyCounter: true,
 				CounterPeriod: 97 * time.Millisecond, CounterJitter: 3 * time.Millisecond},
-				Config{ReleaseHold: 10 * time.Second, ReleaseMaxWait: 60 * time.Second})
-			idle := h.sim.PowerAt(1, h.clk.Now())
-			load := tc.rise * idle / (700 - idle) // sim power = idle + load·(max − idle)
+				Config{ReleaseHold: 10 * time.Second, ReleaseMaxWait: 60 * time.Second}, func(b gpu.Backend) gpu.Backend { bump.Backend = b; return bump })
 			var excursionEnd time.Time
 			st := runToRelease(h, "r", func(h *harness, k int) {
 				switch k {
 				case 50: // 5 s into the hold
-					_ = h.sim.SetGPULoad(1, load)
+					bump.set(1 + tc.rise)
 				case 70:
-					_ = h.sim.SetGPULoad(1, 0)
+					bump.set(1)
 					excursionEnd = h.clk.Now()
 				}
 			})
@@ -103,6 +102,31 @@ func TestReleaseExcursionResetsHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bumped scales one GPU's power (not its memory or processes): a pure
+// power excursion.
+type bumped struct {
+	gpu.Backend
+	gpu    int
+	mu     sync.Mutex
+	factor float64
+}
+
+func (b *bumped) set(f float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.factor = f
+}
+
+func (b *bumped) Sample(i int) (gpu.Sample, error) {
+	s, err := b.Backend.Sample(i)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i == b.gpu && b.factor > 0 {
+		s.PowerWatts *= b.factor
+	}
+	return s, err
 }
 
 // flakyCounter wraps a backend: every dropEvery-th read comes back without

@@ -25,6 +25,7 @@ func (e *Exporter) Handler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.InstrumentHandlerDuration(scrape, newMetricsHandler(e)))
 	route("POST /api/v1/runs/{run_id}/phases/{phase}", "/api/v1/runs/{run_id}/phases/{phase}", e.handleStartPhase)
 	route("POST /api/v1/runs/{run_id}/end", "/api/v1/runs/{run_id}/end", e.handleEndRun)
+	route("POST /api/v1/runs/{run_id}/engine-exited", "/api/v1/runs/{run_id}/engine-exited", e.handleEngineExited)
 	route("GET /api/v1/runs/{run_id}", "/api/v1/runs/{run_id}", e.handleRun)
 	route("GET /api/v1/gpus", "/api/v1/gpus", e.handleGPUs)
 	route("GET /api/v1/preflight", "/api/v1/preflight", e.handlePreflight)

@@ -88,6 +88,16 @@ func (c *Client) StartPhaseSelect(ctx context.Context, runID string, p Phase, se
 	return &st, err
 }
 
+// EngineExited reports that the engine process of run runID has exited
+// (the bench controls it), which meets the release's process criterion.
+func (c *Client) EngineExited(ctx context.Context, runID string) (*RunStatus, error) {
+	var st RunStatus
+	if err := c.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/engine-exited", &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
 // EndRun closes run runID.
 func (c *Client) EndRun(ctx context.Context, runID string) (*RunStatus, error) {
 	var st RunStatus

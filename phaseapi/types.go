@@ -121,6 +121,31 @@ type ReleaseStatus struct {
 	Tolerance float64  `json:"tolerance"`
 	HoldSec   float64  `json:"hold_seconds"`
 	MaxWait   float64  `json:"max_wait_seconds"`
+	// Criteria are the method's release criteria (engine process gone, GPU
+	// memory back to idle, power back to the baseline) and since when each
+	// is met; the hold begins when the last of them is met.
+	Criteria []ReleaseCriterion `json:"criteria,omitempty"`
+	// ClosedBy names the criterion met last when the release closed
+	// (process, memory or power), and ClosedByAt when (unix seconds): the
+	// release phase's end.
+	ClosedBy   string   `json:"closed_by,omitempty"`
+	ClosedByAt *float64 `json:"closed_by_at,omitempty"`
+}
+
+// Release criteria.
+const (
+	CriterionProcess = "process" // the engine exited (reported by the bench), or no compute process on the run's GPUs
+	CriterionMemory  = "memory"  // GPU memory in use back within tolerance of the idle phase's
+	CriterionPower   = "power"   // power back within tolerance of the idle baseline
+)
+
+// ReleaseCriterion is one release criterion.
+type ReleaseCriterion struct {
+	Name string `json:"name"`
+	Met  bool   `json:"met"`
+	// Since is when it was last met since (unix seconds), nil while not met.
+	Since  *float64 `json:"since,omitempty"`
+	Reason string   `json:"reason,omitempty"`
 }
 
 // GPUInfo identifies a GPU and says how it is measured; GET /api/v1/gpus

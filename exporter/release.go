@@ -1,0 +1,166 @@
+package exporter
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/joulemark/joulemark/phaseapi"
+)
+
+// Release per the method: the release phase ends when the inference
+// process has exited, GPU memory is back to the idle phase's, and power is
+// back within the tolerance of the idle baseline, all three held for
+// ReleaseHold. Each criterion keeps the instant it was last met since; the
+// hold begins at the latest of them (the criterion that closed last), and
+// the release phase ends there.
+
+// releaseMemorySlack is the absolute slack of the memory criterion on top
+// of ReleaseTolerance × the idle memory: the driver's own allocations move
+// by a few MiB.
+const releaseMemorySlack = 256 << 20
+
+// criterion is one release criterion's state.
+type criterion struct {
+	met   bool
+	since int64 // when it was last met since (offset)
+	why   string
+}
+
+func (c *criterion) set(met bool, now int64, why string) {
+	if met && !c.met {
+		c.since = now
+	}
+	c.met, c.why = met, why
+	if met {
+		c.why = ""
+	}
+}
+
+// releaseCriteria are the process, memory and power criteria of a run's
+// release, and when the bench said the engine exited.
+type releaseCriteria struct {
+	process, memory, power criterion
+	engineExited           bool
+	engineExitedAt         int64
+	closedBy               string
+}
+
+// idleMemory accumulates GPU i's memory use over the idle phase.
+func (r *run) onIdleMemory(i int, used float64) {
+	if math.IsNaN(used) {
+		return
+	}
+	if r.idleMem == nil {
+		r.idleMem = make([]welford, len(r.idleAcc))
+	}
+	if i < len(r.idleMem) {
+		r.idleMem[i].add(used)
+	}
+}
+
+// evalProcess: the engine exited (the bench said so), or, without that
+// signal, NVML shows no compute process on the run's GPUs. A GPU that
+// cannot tell its processes does not hold the release.
+func (e *Exporter) evalProcess(r *run, now int64) {
+	c := &r.crit
+	if r.crit.engineExited {
+		if !c.process.met {
+			c.process.met, c.process.since, c.process.why = true, r.crit.engineExitedAt, ""
+		}
+		return
+	}
+	for i, g := range e.gpus {
+		if !r.measured(i) || !g.hasSlow || g.slow.ComputeProcesses <= 0 {
+			continue
+		}
+		c.process.set(false, now, fmt.Sprintf("gpu %d has %d compute process(es) and the engine's exit was not reported", i, g.slow.ComputeProcesses))
+		return
+	}
+	c.process.set(true, now, "")
+}
+
+// evalMemory: every GPU's memory in use is back within ReleaseTolerance
+// (plus releaseMemorySlack) of its mean over the idle phase. Unknown
+// memory does not hold the release.
+func (e *Exporter) evalMemory(r *run, now int64) {
+	for i, g := range e.gpus {
+		if !r.measured(i) || !g.hasSlow || math.IsNaN(g.slow.MemoryUsedBytes) || i >= len(r.idleMem) || r.idleMem[i].n == 0 {
+			continue
+		}
+		idle := r.idleMem[i].mean
+		if used := g.slow.MemoryUsedBytes; used > idle*(1+e.cfg.ReleaseTolerance)+releaseMemorySlack {
+			r.crit.memory.set(false, now, fmt.Sprintf("gpu %d memory %.2f GiB, idle %.2f GiB", i, used/(1<<30), idle/(1<<30)))
+			return
+		}
+	}
+	r.crit.memory.set(true, now, "")
+}
+
+// holdStart is when every criterion has been met since, and which one was
+// met last; ok is false while one is not met.
+func (r *run) holdStart() (at int64, last string, ok bool) {
+	c := &r.crit
+	if !c.process.met || !c.memory.met || !c.power.met {
+		return 0, "", false
+	}
+	at, last = c.power.since, phaseapi.CriterionPower
+	if c.memory.since > at {
+		at, last = c.memory.since, phaseapi.CriterionMemory
+	}
+	if c.process.since > at {
+		at, last = c.process.since, phaseapi.CriterionProcess
+	}
+	return at, last, true
+}
+
+// criteriaStatus is the API view of the release criteria.
+func (e *Exporter) criteriaStatus(r *run) []phaseapi.ReleaseCriterion {
+	out := make([]phaseapi.ReleaseCriterion, 0, 3)
+	for _, c := range []struct {
+		name string
+		c    criterion
+	}{{phaseapi.CriterionProcess, r.crit.process}, {phaseapi.CriterionMemory, r.crit.memory}, {phaseapi.CriterionPower, r.crit.power}} {
+		rc := phaseapi.ReleaseCriterion{Name: c.name, Met: c.c.met, Reason: c.c.why}
+		if c.c.met {
+			t := e.unix(c.c.since)
+			rc.Since = &t
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// handleEngineExited serves POST /api/v1/runs/{run_id}/engine-exited: the
+// bench reports that the engine process it controls has exited, which
+// meets the release's process criterion at that instant.
+func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) {
+	if !e.authorized(w, req) {
+		return
+	}
+	id, ok := runID(w, req)
+	if !ok {
+		return
+	}
+	now := e.off(e.clock.Now())
+	e.mu.Lock()
+	r := e.runs[id]
+	if r == nil {
+		e.mu.Unlock()
+		writeError(w, http.StatusNotFound, "no run "+id+" on this exporter")
+		return
+	}
+	if !r.crit.engineExited {
+		r.crit.engineExited, r.crit.engineExitedAt = true, now
+		e.log.Info("engine exit reported", "run_id", id, "at", e.wall(now))
+	}
+	st := e.status(r)
+	e.mu.Unlock()
+	writeJSON(w, http.StatusOK, st)
+}
+
+// releaseHoldElapsed reports whether the hold that began at start is over.
+func (e *Exporter) releaseHoldElapsed(start, now int64) bool {
+	return time.Duration(now-start) >= e.cfg.ReleaseHold
+}

@@ -1,0 +1,121 @@
+package exporter
+
+import (
+	"context"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/phaseapi"
+)
+
+// engineView overrides what the slow reads say about the engine: its
+// compute processes and the memory in use, on every GPU.
+type engineView struct {
+	gpu.Backend
+	mu    sync.Mutex
+	procs int
+	mem   float64
+}
+
+func (v *engineView) set(procs int, memGiB float64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.procs, v.mem = procs, memGiB*(1<<30)
+}
+
+func (v *engineView) SlowSample(i int) (gpu.SlowSample, error) {
+	s, err := v.Backend.SlowSample(i)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s.ComputeProcesses, s.MemoryUsedBytes = v.procs, v.mem
+	return s, err
+}
+
+// TestReleasePerMethod: the release closes only once the engine is gone
+// (its exit reported, or no compute process), memory is back to the idle
+// phase's, and power is back; the status says which criterion was met
+// last, and the release ends there.
+func TestReleasePerMethod(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		exitAt     time.Duration // when the bench reports the exit (0: never)
+		procsGone  time.Duration // when NVML stops showing the process
+		memBack    time.Duration // when memory is back (0: never)
+		closedBy   string
+		closedNear time.Duration // when the release should end, after its start (±1.1 s: the 1 Hz reads)
+	}{
+		{"engine exit reported last", 12 * time.Second, time.Hour, 10 * time.Second, phaseapi.CriterionProcess, 12 * time.Second},
+		{"memory back last, no lifecycle", 0, 8 * time.Second, 10 * time.Second, phaseapi.CriterionMemory, 10 * time.Second},
+		// 570 W above idle decaying with τ = 1 s is within 5% of 70 W after
+		// ln(570/3.5) ≈ 5.1 s, plus the averaging window
+		{"power back last", 0, time.Second, time.Second, phaseapi.CriterionPower, 5500 * time.Millisecond},
+		{"memory never back", 0, time.Second, 0, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			view := &engineView{}
+			h := newHarnessWith(t, gpu.SimConfig{GPUs: 2, Seed: 9, DecayTau: 1, RampSeconds: 0.5},
+				Config{ReleaseHold: 5 * time.Second, ReleaseMaxWait: 40 * time.Second},
+				func(b gpu.Backend) gpu.Backend { view.Backend = b; return view })
+			view.set(0, 0.5)
+			h.post("r", phaseapi.Idle)
+			h.step(6 * time.Second)
+			view.set(1, 70)
+			h.post("r", phaseapi.Formal)
+			h.sim.SetLoad(0.8)
+			h.step(5 * time.Second)
+			rel := h.post("r", phaseapi.Release)
+			h.sim.SetLoad(0)
+			h.sim.SetEngineState(gpu.EngineStopped)
+			var st phaseapi.RunStatus
+			procs, mem := 1, 70.0
+			for k := 0; k < 600; k++ {
+				since := h.clk.Now().Sub(rel)
+				if since >= tc.procsGone {
+					procs = 0
+				}
+				if tc.memBack > 0 && since >= tc.memBack {
+					mem = 0.5
+				}
+				view.set(procs, mem)
+				if tc.exitAt > 0 && since == tc.exitAt {
+					if _, err := h.client.EngineExited(context.Background(), "r"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				h.step(h.exp.cfg.Interval)
+				st, _ = h.exp.RunStatus("r")
+				if st.Release.State != phaseapi.ReleaseWaiting {
+					break
+				}
+			}
+			if tc.closedBy == "" {
+				if st.Release.State != phaseapi.ReleaseTimedOut || !strings.Contains(st.Release.Reason, "memory") {
+					t.Errorf("release %s (%s), want timed out on memory", st.Release.State, st.Release.Reason)
+				}
+				return
+			}
+			if st.Release.State != phaseapi.ReleaseClosed {
+				t.Fatalf("release %s (%s), want closed", st.Release.State, st.Release.Reason)
+			}
+			if st.Release.ClosedBy != tc.closedBy || st.Release.ClosedByAt == nil {
+				t.Errorf("closed by %q at %v, want %q", st.Release.ClosedBy, st.Release.ClosedByAt, tc.closedBy)
+			}
+			end := Time(*st.Phases[len(st.Phases)-1].End).Sub(rel)
+			if math.Abs(float64(end-tc.closedNear)) > float64(1100*time.Millisecond) {
+				t.Errorf("release ended %v after its start, want about %v", end, tc.closedNear)
+			}
+			if len(st.Release.Criteria) != 3 {
+				t.Errorf("criteria %+v", st.Release.Criteria)
+			}
+			for _, c := range st.Release.Criteria {
+				if !c.Met || c.Since == nil || *c.Since > *st.Release.ClosedByAt {
+					t.Errorf("criterion %+v at close (closed by %s at %v)", c, st.Release.ClosedBy, *st.Release.ClosedByAt)
+				}
+			}
+		})
+	}
+}
