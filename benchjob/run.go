@@ -145,15 +145,15 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return runValidated(ctx, cfg, opts)
-}
-
-// runValidated runs one validated run (no sweep); an empty run_id gets a
-// fresh one here (a sweep's base id is made by Sweep).
-func runValidated(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 	if cfg.RunID == "" {
 		cfg.RunID = runid.New()
 	}
+	return runValidated(ctx, cfg, opts)
+}
+
+// runValidated runs one validated run (no sweep) with its run id set: Run
+// and Sweep, the entry points, make a fresh id when none was given.
+func runValidated(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 	r, err := prepare(ctx, cfg, opts)
 	if err != nil {
 		return nil, err

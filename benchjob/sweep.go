@@ -18,6 +18,9 @@ func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.RunID == "" {
+		cfg.RunID = runid.New() // a sweep's base id, or the run's
+	}
 	points := sweepPoints(cfg)
 	if len(points) == 0 {
 		res, err := runValidated(ctx, cfg, opts)
@@ -39,12 +42,10 @@ func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
 	return out, nil
 }
 
-// sweepPoints expands a sweep into one config per point.
+// sweepPoints expands a sweep into one config per point, each id
+// <run_id>-c<N> or <run_id>-r<R>.
 func sweepPoints(cfg Config) []Config {
 	base := cfg.RunID
-	if base == "" && (len(cfg.SweepConcurrency) > 0 || len(cfg.SweepRate) > 0) {
-		base = runid.New()
-	}
 	var out []Config
 	for _, n := range cfg.SweepConcurrency {
 		p := cfg
