@@ -400,7 +400,7 @@ func (r *runner) flagList() []string {
 }
 
 // record keeps one finished request: archive line, remote-write samples,
-// aggregates, progress.
+// aggregates, progress. It takes rec over.
 func (r *runner) record(rec *Record) {
 	r.arch.append(rec)
 	if r.rw != nil {
@@ -418,10 +418,11 @@ func (r *runner) record(rec *Record) {
 			r.flag(FlagUsageMissing)
 		}
 	}
-	keep := *rec
-	keep.ITLSeconds = nil
+	// Kept for the summary, without the gaps (the archive has them): rec
+	// is not used after this but for its end time.
+	rec.ITLSeconds = nil
 	r.mu.Lock()
-	r.records = append(r.records, &keep)
+	r.records = append(r.records, rec)
 	r.mu.Unlock()
 }
 

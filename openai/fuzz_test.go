@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -22,28 +23,28 @@ func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // connection is served by an in-memory HTTP/1.1 server answering each
 // request with body as an event stream, chunked in pieces of 64 bytes.
 func pipeDial(body string) func(context.Context, string, string) (net.Conn, error) {
+	var answer bytes.Buffer
+	answer.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+	cw := httputil.NewChunkedWriter(&answer)
+	for b := body; len(b) > 0; {
+		n := min(64, len(b))
+		cw.Write([]byte(b[:n]))
+		b = b[n:]
+	}
+	cw.Close()
+	answer.WriteString("\r\n")
 	return func(context.Context, string, string) (net.Conn, error) {
 		cc, sc := net.Pipe()
 		go func() {
 			defer sc.Close()
 			br := bufio.NewReader(sc)
-			bw := bufio.NewWriter(sc)
 			for {
 				req, err := http.ReadRequest(br)
 				if err != nil {
 					return
 				}
 				_, _ = io.Copy(io.Discard, req.Body)
-				bw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-				cw := httputil.NewChunkedWriter(bw)
-				for b := body; len(b) > 0; {
-					n := min(64, len(b))
-					cw.Write([]byte(b[:n]))
-					b = b[n:]
-				}
-				cw.Close()
-				bw.WriteString("\r\n")
-				if bw.Flush() != nil {
+				if _, err := sc.Write(answer.Bytes()); err != nil {
 					return
 				}
 			}

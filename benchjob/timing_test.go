@@ -1,0 +1,246 @@
+package benchjob
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/runarchive"
+)
+
+// timedEngine streams every completion on a fixed schedule (first token
+// after ttft, then one token every gap) and notes, per answer, when it
+// really read the request and sent each token: the truth the client's
+// timing is judged against. Each answer's text is unique, so its SHA-256
+// (the record's output_hash) names it.
+type timedEngine struct {
+	*httptest.Server
+	ttft, gap time.Duration
+	n         atomic.Int64
+	truth     sync.Map // output hash -> *served
+}
+
+// served is what the server did for one request. The send instants are
+// taken just before the writes, so the client cannot see a byte before
+// its instant.
+type served struct {
+	recv   time.Time   // handler entered: request read
+	tokens []time.Time // each token chunk sent
+	end    time.Time   // usage and [DONE] sent
+}
+
+func newTimedEngine(ttft, gap time.Duration) *timedEngine {
+	e := &timedEngine{ttft: ttft, gap: gap}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+	})
+	mux.HandleFunc("/v1/completions", e.complete)
+	e.Server = httptest.NewServer(mux)
+	return e
+}
+
+func (e *timedEngine) complete(w http.ResponseWriter, r *http.Request) {
+	s := &served{recv: time.Now()}
+	var req struct {
+		MaxTokens int `json:"max_tokens"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.MaxTokens < 1 {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	id := e.n.Add(1)
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl := w.(http.Flusher)
+	h := sha256.New()
+	next := s.recv.Add(e.ttft)
+	for i := 0; i < req.MaxTokens; i++ {
+		time.Sleep(time.Until(next))
+		text, fin := " tok", "null"
+		if i == 0 {
+			text = fmt.Sprintf(" r%d", id)
+		}
+		if i == req.MaxTokens-1 {
+			fin = `"length"`
+		}
+		h.Write([]byte(text))
+		s.tokens = append(s.tokens, time.Now())
+		fmt.Fprintf(w, "data: {\"id\":\"cmpl-%d\",\"object\":\"text_completion\",\"model\":\"m\",\"choices\":[{\"index\":0,\"text\":%q,\"finish_reason\":%s}]}\n\n", id, text, fin)
+		fl.Flush()
+		next = next.Add(e.gap)
+	}
+	s.end = time.Now()
+	fmt.Fprintf(w, "data: {\"id\":\"cmpl-%d\",\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", id, req.MaxTokens, 30+req.MaxTokens)
+	fl.Flush()
+	e.truth.Store(hex.EncodeToString(h.Sum(nil)), s)
+}
+
+// timingErrors are the client's measurement errors (measured minus the
+// server's truth) over a run's records, in seconds, each sorted.
+type timingErrors struct {
+	ttft, tpot, itl []float64
+	unmatched       int
+}
+
+// compare pairs each successful record with what the server did for it
+// (by output hash). TTFT's truth is the server's request receipt to its
+// first token; TPOT's its first token to its end ([DONE]) over the tokens
+// after the first, as the record's; ITL's the gaps between its tokens.
+func compare(recs []Record, truth func(hash string) (*served, bool)) timingErrors {
+	var te timingErrors
+	for _, r := range recs {
+		s, ok := truth(r.OutputHash)
+		if !r.Success || !ok || r.TTFTSeconds == nil {
+			te.unmatched++
+			continue
+		}
+		te.ttft = append(te.ttft, *r.TTFTSeconds-s.tokens[0].Sub(s.recv).Seconds())
+		if r.TPOTSeconds != nil && len(s.tokens) > 1 {
+			te.tpot = append(te.tpot, *r.TPOTSeconds-s.end.Sub(s.tokens[0]).Seconds()/float64(len(s.tokens)-1))
+		}
+		for i, g := range r.ITLSeconds {
+			if i+1 < len(s.tokens) {
+				te.itl = append(te.itl, g-s.tokens[i+1].Sub(s.tokens[i]).Seconds())
+			}
+		}
+	}
+	sort.Float64s(te.ttft)
+	sort.Float64s(te.tpot)
+	sort.Float64s(te.itl)
+	return te
+}
+
+// quantile is the nearest-rank quantile q of sorted v (NaN when empty).
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	return v[max(0, min(len(v)-1, int(math.Ceil(q*float64(len(v))))-1))]
+}
+
+// absQuantile is quantile q of |v|.
+func absQuantile(v []float64, q float64) float64 {
+	a := make([]float64, len(v))
+	for i, x := range v {
+		a[i] = math.Abs(x)
+	}
+	sort.Float64s(a)
+	return quantile(a, q)
+}
+
+var (
+	benchTTFT = flag.Duration("bench-ttft", 30*time.Millisecond, "BenchmarkTimingAccuracy: the server's time to first token")
+	benchGap  = flag.Duration("bench-gap", 10*time.Millisecond, "BenchmarkTimingAccuracy: the server's gap between tokens")
+)
+
+// timedRun runs n requests of 4 tokens in a closed loop of concurrency
+// against e, and compares the records with the server's truth.
+func timedRun(tb testing.TB, e *timedEngine, n, concurrency int) (timingErrors, *Result) {
+	cfg := Defaults()
+	cfg.Target, cfg.Model = e.URL+"/v1", "m"
+	cfg.Concurrency, cfg.Requests, cfg.WarmupRequests = concurrency, n, 0
+	cfg.Workload.MeanInputTokens, cfg.Workload.StddevInputTokens = 30, 0
+	cfg.Workload.MeanOutputTokens, cfg.Workload.StddevOutputTokens = 4, 0
+	cfg.Engine.NoLifecycle = true
+	cfg.RunsDir = tb.TempDir()
+	res, err := Run(context.Background(), cfg, Options{Progress: io.Discard, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(res.ArchiveDir, runarchive.RequestsFile))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var recs []Record
+	dec := json.NewDecoder(f)
+	for {
+		var r Record
+		if err := dec.Decode(&r); err == io.EOF {
+			break
+		} else if err != nil {
+			tb.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	te := compare(recs, func(h string) (*served, bool) {
+		v, ok := e.truth.Load(h)
+		s, _ := v.(*served)
+		return s, ok
+	})
+	return te, res
+}
+
+// BenchmarkTimingAccuracy is the client's timing error under load: b.N
+// streamed requests of 4 tokens, 64 in flight, against a server that sends
+// the first token after -bench-ttft (30 ms) and the others -bench-gap
+// (10 ms) apart — about 1,000 requests/s. Each request's measured TTFT,
+// TPOT and token gaps are compared with the server's own clock (same
+// process, same clock): the metrics are the p50/p99/max of the absolute
+// errors in ms. The target is p99 ≤ 1 ms for TTFT and TPOT.
+func BenchmarkTimingAccuracy(b *testing.B) {
+	e := newTimedEngine(*benchTTFT, *benchGap)
+	defer e.Close()
+	b.ResetTimer()
+	te, res := timedRun(b, e, b.N, 64)
+	b.StopTimer()
+	if te.unmatched > 0 {
+		b.Fatalf("%d of %d records without a server truth", te.unmatched, b.N)
+	}
+	ms := func(v float64) float64 { return v * 1000 }
+	b.ReportMetric(res.Summary.RequestsPerSecond, "req/s")
+	b.ReportMetric(ms(absQuantile(te.ttft, .5)), "ttft-err-p50-ms")
+	b.ReportMetric(ms(absQuantile(te.ttft, .99)), "ttft-err-p99-ms")
+	b.ReportMetric(ms(absQuantile(te.ttft, 1)), "ttft-err-max-ms")
+	b.ReportMetric(ms(absQuantile(te.tpot, .5)), "tpot-err-p50-ms")
+	b.ReportMetric(ms(absQuantile(te.tpot, .99)), "tpot-err-p99-ms")
+	b.ReportMetric(ms(absQuantile(te.tpot, 1)), "tpot-err-max-ms")
+	b.ReportMetric(ms(absQuantile(te.itl, .99)), "itl-err-p99-ms")
+}
+
+// TestTimingErrorMeasurement checks the measurement the benchmark rests
+// on (not the client's speed): every record pairs with the server's truth,
+// the TTFT error is never negative (the server reads the request after the
+// client sent it and starts each write before the client can read it: one clock), and a
+// delay added to the records shows up as that much error.
+func TestTimingErrorMeasurement(t *testing.T) {
+	e := newTimedEngine(5*time.Millisecond, 2*time.Millisecond)
+	defer e.Close()
+	te, _ := timedRun(t, e, 12, 3)
+	if te.unmatched != 0 || len(te.ttft) != 12 || len(te.tpot) != 12 || len(te.itl) != 36 {
+		t.Fatalf("paired %d ttft, %d tpot, %d gaps, %d unmatched", len(te.ttft), len(te.tpot), len(te.itl), te.unmatched)
+	}
+	if te.ttft[0] < 0 {
+		t.Fatalf("TTFT error %v < 0: the client saw the first token before the server sent it", te.ttft[0])
+	}
+
+	// The comparison itself: a record 3 ms late on its first token and
+	// with gaps 1 ms long each has those errors.
+	base := time.Unix(1000, 0)
+	s := &served{recv: base, tokens: []time.Time{base.Add(10 * time.Millisecond), base.Add(20 * time.Millisecond), base.Add(30 * time.Millisecond)},
+		end: base.Add(30 * time.Millisecond)}
+	rec := Record{Success: true, OutputHash: "h", TTFTSeconds: new(0.013), TPOTSeconds: new(0.011), ITLSeconds: []float64{0.011, 0.011}}
+	got := compare([]Record{rec, {OutputHash: "other", Success: true}}, func(h string) (*served, bool) { return s, h == "h" })
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if got.unmatched != 1 || !near(got.ttft[0], 0.003) || !near(got.tpot[0], 0.001) || !near(got.itl[1], 0.001) {
+		t.Fatalf("errors %+v, want ttft 3 ms, tpot 1 ms, gaps 1 ms, 1 unmatched", got)
+	}
+	if q := absQuantile([]float64{-0.004, 0.001, 0.002, 0.003}, .99); !near(q, 0.004) {
+		t.Fatalf("p99 of |errors| %v, want 0.004", q)
+	}
+}
