@@ -99,6 +99,10 @@ type PlotData struct {
 	JoulesPerToken []float64 // successful formal requests in completion order
 	SteadyFirst    int       // index into JoulesPerToken, -1 when not reached
 	TTFT, TPOT     []float64 // seconds, successful formal requests
+	// SteadyJoulesPerToken is the steady-state level (NaN when not reached);
+	// the SLOs are drawn on the histograms (0: none).
+	SteadyJoulesPerToken           float64
+	TTFTSLOSeconds, TPOTSLOSeconds float64
 }
 
 // PowerSeries is one GPU's power samples.
@@ -124,7 +128,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 		d:  d,
 		p:  p,
 		r:  &Report{RunID: d.RunID, Stages: map[string]Stage{}, Flags: []Flag{}},
-		pd: &PlotData{SteadyFirst: -1},
+		pd: &PlotData{SteadyFirst: -1, SteadyJoulesPerToken: math.NaN()},
 	}
 	if err := c.span(); err != nil {
 		return nil, nil, err

@@ -114,3 +114,70 @@ func gpuMemoryMarkdown(p func(string, ...any), r *Report) {
 	}
 	p("| all (sum) | %s | %s |\n\nLargest single-GPU peak: %s.\n\n", gib(gm.PeakBytes), gib(gm.MeanBytes), gib(gm.MaxGPUPeakBytes))
 }
+
+// GPUEnergy is one GPU's energy per stage, from its energy counter
+// interpolated at the stage boundaries (report.json "energy_per_gpu").
+type GPUEnergy struct {
+	GPU             string              `json:"gpu"`
+	UUID            string              `json:"uuid"`
+	Stages          map[string]*float64 `json:"stages"`
+	FormalJoules    *float64            `json:"formal_joules"`
+	LifecycleJoules *float64            `json:"lifecycle_joules"` // startup + warm-up + formal + release
+	// ShareOfFormal is the GPU's share of the formal energy of all GPUs.
+	ShareOfFormal *float64 `json:"share_of_formal"`
+}
+
+// gpuEnergy fills energy_per_gpu.
+func (c *computation) gpuEnergy() {
+	out := []GPUEnergy{}
+	total := 0.0
+	for i, g := range c.d.GPUs {
+		ge := GPUEnergy{GPU: g.GPU, UUID: g.UUID, Stages: map[string]*float64{}}
+		for _, name := range phaseNames {
+			b, ok := c.complete(name)
+			if !ok {
+				ge.Stages[name] = nil
+				continue
+			}
+			if e, ok := c.curves[i].between(b.Start, b.End); ok {
+				ge.Stages[name] = new(e)
+			} else {
+				ge.Stages[name] = nil
+			}
+		}
+		ge.FormalJoules = ge.Stages["formal"]
+		ge.LifecycleJoules = sumPtr(ge.Stages["startup"], ge.Stages["warmup"], ge.Stages["formal"], ge.Stages["release"])
+		if ge.FormalJoules != nil {
+			total += *ge.FormalJoules
+		}
+		out = append(out, ge)
+	}
+	for i := range out {
+		if out[i].FormalJoules != nil && total > 0 {
+			out[i].ShareOfFormal = new(*out[i].FormalJoules / total)
+		}
+	}
+	c.r.EnergyPerGPU = out
+}
+
+// gpuEnergyMarkdown is report.md's per-GPU energy table.
+func gpuEnergyMarkdown(p func(string, ...any), r *Report) {
+	if len(r.EnergyPerGPU) == 0 {
+		return
+	}
+	p("Per GPU (energy counter at the stage boundaries):\n\n| GPU | idle | startup | warm-up | formal | release | lifecycle | share of formal |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, g := range r.EnergyPerGPU {
+		p("| gpu %s (%s) | %s | %s | %s | %s | %s | %s | %s |\n", g.GPU, g.UUID,
+			num(g.Stages["idle"], "%.1f J"), num(g.Stages["startup"], "%.1f J"), num(g.Stages["warmup"], "%.1f J"),
+			num(g.FormalJoules, "%.1f J"), num(g.Stages["release"], "%.1f J"), num(g.LifecycleJoules, "%.1f J"), scaled(g.ShareOfFormal, 100, "%.1f%%"))
+	}
+	p("\n")
+}
+
+// whPer1k converts J/token to Wh per 1000 tokens.
+func whPer1k(jpt *float64) *float64 {
+	if jpt == nil {
+		return nil
+	}
+	return new(*jpt * 1000 / 3600)
+}

@@ -85,11 +85,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	ss := r.SteadyState
 	ssVal := "not reached"
 	if ss.Reached {
-		ssVal = num(ss.JoulesPerToken, "%.4f J/token")
+		ssVal = num(ss.JoulesPerToken, "%.4f J/token") + " (" + num(whPer1k(ss.JoulesPerToken), "%.4f Wh/1k tokens") + ")"
 	}
 	p("| steady-state J/token | %s |\n", ssVal)
-	p("| full-lifecycle J/token | %s |\n", num(r.FullLifecycleJoulesPerToken, "%.4f J/token"))
-	p("| J per good token (formal energy / good requests' tokens) | %s |\n", num(r.Goodput.JoulesPerGoodToken, "%.4f J/token"))
+	p("| full-lifecycle J/token | %s (%s) |\n", num(r.FullLifecycleJoulesPerToken, "%.4f J/token"), num(whPer1k(r.FullLifecycleJoulesPerToken), "%.4f Wh/1k tokens"))
+	p("| J per good token (formal energy / good requests' tokens) | %s (%s) |\n", num(r.Goodput.JoulesPerGoodToken, "%.4f J/token"), num(whPer1k(r.Goodput.JoulesPerGoodToken), "%.4f Wh/1k tokens"))
 	p("| formal output tokens (successful) | %d |\n", r.Tokens.FormalOutput)
 	p("| formal input tokens (successful) | %d |\n", r.Tokens.FormalInput)
 	p("| throughput | %s |\n", num(r.ThroughputTokensPerSecond, "%.1f tokens/s"))
@@ -126,6 +126,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("| release | %s |\n", num(r.Energy.ReleaseJoules, "%.1f J"))
 	p("| lifecycle (startup + formal + release) | %s |\n\n", num(r.Energy.LifecycleJoules, "%.1f J"))
 	p("Release closed: %s. The idle baseline is never subtracted.\n\n", yesNo(r.Release.Closed))
+	gpuEnergyMarkdown(p, r)
 	qualityMarkdown(p, r)
 	hostMarkdown(p, r)
 	gpuMemoryMarkdown(p, r)
@@ -139,7 +140,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		pc     Percentiles
 		k      float64
 		format string
-	}{{"TTFT (ms)", r.Latency.TTFTSeconds, 1000, "%.1f"}, {"TPOT (ms)", r.Latency.TPOTSeconds, 1000, "%.2f"}, {"latency (s)", r.Latency.LatencySeconds, 1, "%.3f"}}
+	}{{"TTFT (ms)", r.Latency.TTFTSeconds, 1000, "%.1f"}, {"TPOT (ms)", r.Latency.TPOTSeconds, 1000, "%.2f"}, {"latency (ms)", r.Latency.LatencySeconds, 1000, "%.0f"}}
 	for _, l := range lat {
 		have := r.Requests.Started > 0
 		f := r.Latency.FailedRequests

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -14,6 +15,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
+
+// plotWidth is every figure's width.
+const plotWidth = 24 * vg.Centimeter
 
 // maxPlotPoints bounds the points drawn per series; longer series are
 // reduced to bucket means so report.html stays small at any run length.
@@ -84,85 +88,208 @@ func svg(p *plot.Plot, w, h vg.Length) (string, error) {
 	return s, nil
 }
 
-// legendLabel drops the "instance " prefix of a GPU label when every series
-// comes from the same instance: "gpu 3" instead of "127.0.0.1:9402 gpu 3".
-func legendLabel(label string, all []PowerSeries) string {
-	inst, _, ok := strings.Cut(label, " gpu ")
-	if !ok {
-		return label
-	}
-	for _, s := range all {
-		if !strings.HasPrefix(s.Label, inst+" gpu ") {
-			return label
-		}
-	}
-	return strings.TrimPrefix(label, inst+" ")
-}
-
-// powerPlot: power of every GPU across the run, phase bands behind.
-func powerPlot(pd *PlotData) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "GPU power across the run"
-	p.X.Label.Text = "seconds since the run started"
-	p.Y.Label.Text = "W"
-	p.Legend.Top = false // phase names use the top
-	// Lift the legend off the bottom edge, where every GPU idles before and
-	// after the run, into the right-hand space the release decay leaves.
-	p.Legend.YOffs = 2.5 * vg.Centimeter
+// runStart is the time the x axes count from: the first phase start, else
+// the first power sample.
+func runStart(pd *PlotData) (float64, error) {
 	t0 := math.Inf(1)
 	for _, ph := range pd.Phases {
 		t0 = min(t0, ph.Start)
 	}
-	ymax := 0.0
 	for _, s := range pd.Power {
-		for _, w := range s.W {
-			ymax = max(ymax, w)
-		}
 		if len(s.T) > 0 && math.IsInf(t0, 1) {
 			t0 = s.T[0]
 		}
 	}
 	if math.IsInf(t0, 1) {
-		return nil, fmt.Errorf("no phases and no power samples to plot")
+		return 0, fmt.Errorf("no phases and no power samples to plot")
 	}
-	ymax = max(ymax*1.1, 1)
-	for i, ph := range pd.Phases {
-		bd, err := band(ph.Start-t0, ph.End-t0, 0, ymax, phaseColors[ph.Name])
-		if err != nil {
-			return nil, err
+	return t0, nil
+}
+
+// powerGrid resamples every GPU's power onto the longest series' times
+// (linear interpolation; 0 outside a series' range is left out): per grid
+// point the total, the minimum and the maximum over the GPUs that have a
+// value there. Times are relative to t0.
+func powerGrid(pd *PlotData, t0 float64) (t, total, lo, hi []float64) {
+	var ref []float64
+	for _, s := range pd.Power {
+		if len(s.T) > len(ref) {
+			ref = s.T
 		}
-		p.Add(bd)
-		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: ph.Start - t0, Y: ymax}}, Labels: []string{ph.Name}})
-		if err != nil {
-			return nil, err
-		}
-		// Stagger the names so narrow phases do not overprint.
-		lb.Offset = vg.Point{X: 2, Y: vg.Length(-12 - 11*(i%2))}
-		p.Add(lb)
 	}
-	for i, s := range pd.Power {
-		if len(s.T) == 0 {
+	for _, x := range ref {
+		sum, mn, mx, n := 0.0, math.Inf(1), math.Inf(-1), 0
+		for _, s := range pd.Power {
+			v, ok := interpAt(s.T, s.W, x)
+			if !ok {
+				continue
+			}
+			sum += v
+			mn, mx = min(mn, v), max(mx, v)
+			n++
+		}
+		if n == 0 {
 			continue
 		}
-		rel := make([]float64, len(s.T))
-		for k, t := range s.T {
-			rel[k] = t - t0
-		}
-		x, y := reduce(rel, s.W, maxPlotPoints)
-		ln, err := plotter.NewLine(xys(x, y))
-		if err != nil {
-			return nil, err
-		}
-		ln.Color = plotutil.Color(i)
-		ln.Width = vg.Points(1)
-		p.Add(ln)
-		p.Legend.Add(legendLabel(s.Label, pd.Power), ln)
+		t = append(t, x-t0)
+		total, lo, hi = append(total, sum), append(lo, mn), append(hi, mx)
 	}
+	return t, total, lo, hi
+}
+
+// interpAt is y at x, linear between the samples around it; false outside
+// [xs[0], xs[last]].
+func interpAt(xs, ys []float64, x float64) (float64, bool) {
+	n := len(xs)
+	if n == 0 || x < xs[0] || x > xs[n-1] {
+		return 0, false
+	}
+	k, found := slices.BinarySearch(xs, x)
+	if found {
+		return ys[k], true
+	}
+	f := (x - xs[k-1]) / (xs[k] - xs[k-1])
+	return ys[k-1] + (ys[k]-ys[k-1])*f, true
+}
+
+// phaseBands adds each phase as a shaded band from 0 to ymax with its name
+// at the top, names placed in lanes so that none overprints another: a
+// name goes to the first lane whose previous name ends before it starts
+// (width estimated from its length at the figure's scale).
+func phaseBands(p *plot.Plot, phases []PhaseBand, t0, xmax, ymax float64, width vg.Length) error {
+	const charPt = 5.2 // average glyph width of the default 10 pt font, in points
+	for _, ph := range phases {
+		bd, err := band(ph.Start-t0, ph.End-t0, 0, ymax, phaseColors[ph.Name])
+		if err != nil {
+			return err
+		}
+		p.Add(bd)
+	}
+	// names after every band, so no band paints over a name
+	var laneEnd []float64
+	for _, ph := range phases {
+		x := ph.Start - t0
+		w := float64(len(ph.Name))*charPt/float64(width.Points()*0.85)*xmax + 0.01*xmax
+		lane := 0
+		for lane < len(laneEnd) && laneEnd[lane] > x {
+			lane++
+		}
+		if lane == len(laneEnd) {
+			laneEnd = append(laneEnd, 0)
+		}
+		laneEnd[lane] = x + w
+		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: ymax}}, Labels: []string{ph.Name}})
+		if err != nil {
+			return err
+		}
+		lb.Offset = vg.Point{X: 2, Y: vg.Length(-12 - 11*lane)}
+		p.Add(lb)
+	}
+	return nil
+}
+
+// totalPowerPlot: the sum of every GPU's power across the run, phase bands
+// behind; what the run cost at a glance.
+func totalPowerPlot(pd *PlotData, width vg.Length) (*plot.Plot, error) {
+	t0, err := runStart(pd)
+	if err != nil {
+		return nil, err
+	}
+	t, total, _, _ := powerGrid(pd, t0)
+	if len(t) == 0 {
+		return nil, fmt.Errorf("no power samples to plot")
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Total GPU power (%d GPUs)", len(pd.Power))
+	p.X.Label.Text = "seconds since the run started"
+	p.Y.Label.Text = "W"
+	ymax := max(slices.Max(total)*1.25, 1) // headroom for the phase names
+	xmax := max(t[len(t)-1], 1)
+	for _, ph := range pd.Phases {
+		xmax = max(xmax, ph.End-t0)
+	}
+	if err := phaseBands(p, pd.Phases, t0, xmax, ymax, width); err != nil {
+		return nil, err
+	}
+	x, y := reduce(t, total, maxPlotPoints)
+	ln, err := plotter.NewLine(xys(x, y))
+	if err != nil {
+		return nil, err
+	}
+	ln.Color = color.NRGBA{R: 0x1f, G: 0x3b, B: 0x73, A: 0xff}
+	ln.Width = vg.Points(1.6)
+	p.Add(ln)
 	p.Y.Min, p.Y.Max = 0, ymax
+	p.X.Min, p.X.Max = 0, xmax
+	p.Y.Tick.Marker = cleanTicks{}
+	p.X.Tick.Marker = cleanTicks{}
 	return p, nil
 }
 
-// jptPlot: per-request J/token in completion order, steady state shaded.
+// gpuBandPlot: every GPU at once as the band between the lowest and the
+// highest GPU at each instant, with the mean GPU as a line; a GPU that
+// strays widens the band instead of hiding under seven others.
+func gpuBandPlot(pd *PlotData, width vg.Length) (*plot.Plot, error) {
+	t0, err := runStart(pd)
+	if err != nil {
+		return nil, err
+	}
+	t, total, lo, hi := powerGrid(pd, t0)
+	if len(t) == 0 {
+		return nil, fmt.Errorf("no power samples to plot")
+	}
+	n := float64(len(pd.Power))
+	p := plot.New()
+	p.Title.Text = "Power per GPU: min–max band over the GPUs, mean line"
+	p.X.Label.Text = "seconds since the run started"
+	p.Y.Label.Text = "W"
+	ymax := max(slices.Max(hi)*1.25, 1)
+	xmax := max(t[len(t)-1], 1)
+	for _, ph := range pd.Phases {
+		xmax = max(xmax, ph.End-t0)
+	}
+	if err := phaseBands(p, pd.Phases, t0, xmax, ymax, width); err != nil {
+		return nil, err
+	}
+	xl, yl := reduce(t, lo, maxPlotPoints)
+	_, yh := reduce(t, hi, maxPlotPoints)
+	poly := make(plotter.XYs, 0, 2*len(xl))
+	for i := range xl {
+		poly = append(poly, plotter.XY{X: xl[i], Y: yh[i]})
+	}
+	for i := len(xl) - 1; i >= 0; i-- {
+		poly = append(poly, plotter.XY{X: xl[i], Y: yl[i]})
+	}
+	bd, err := plotter.NewPolygon(poly)
+	if err != nil {
+		return nil, err
+	}
+	bd.Color = color.NRGBA{R: 0xe0, G: 0x6c, B: 0x00, A: 0x60}
+	bd.LineStyle.Width = 0
+	p.Add(bd)
+	mean := make([]float64, len(total))
+	for i := range total {
+		mean[i] = total[i] / n
+	}
+	x, y := reduce(t, mean, maxPlotPoints)
+	ln, err := plotter.NewLine(xys(x, y))
+	if err != nil {
+		return nil, err
+	}
+	ln.Color = color.NRGBA{R: 0x8a, G: 0x3b, B: 0x00, A: 0xff}
+	ln.Width = vg.Points(1.2)
+	p.Add(ln)
+	// no legend: the title names the band and the line
+	p.Y.Min, p.Y.Max = 0, ymax
+	p.X.Min, p.X.Max = 0, xmax
+	p.Y.Tick.Marker = cleanTicks{}
+	p.X.Tick.Marker = cleanTicks{}
+	return p, nil
+}
+
+// jptPlot: per-request J/token in completion order, steady state shaded and
+// its J/token level drawn as a line; the legend sits in headroom above the
+// points.
 func jptPlot(pd *PlotData) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "Per-request J/token (successful formal requests, completion order)"
@@ -176,18 +303,22 @@ func jptPlot(pd *PlotData) (*plot.Plot, error) {
 	slices.Sort(sorted)
 	// Scale to the 1st–99th percentile so a few outliers do not flatten it.
 	lo, hi := percentile(sorted, 1), percentile(sorted, 99)
+	if !math.IsNaN(pd.SteadyJoulesPerToken) {
+		lo, hi = min(lo, pd.SteadyJoulesPerToken), max(hi, pd.SteadyJoulesPerToken)
+	}
 	pad := (hi - lo) * 0.2
 	if pad == 0 {
 		pad = math.Max(math.Abs(hi)*0.1, 1e-9)
 	}
 	ymin, ymax := math.Max(0, lo-pad), hi+pad
+	top := ymax + (ymax-ymin)*0.45 // legend room: no legend over a point
 	if pd.SteadyFirst >= 0 {
 		bd, err := band(float64(pd.SteadyFirst), float64(n-1), ymin, ymax, color.NRGBA{R: 0x66, G: 0xbb, B: 0x6a, A: 0x50})
 		if err != nil {
 			return nil, err
 		}
 		p.Add(bd)
-		p.Legend.Add("steady state", bd)
+		p.Legend.Add("steady-state window", bd)
 	}
 	idx := make([]float64, n)
 	for i := range idx {
@@ -207,11 +338,45 @@ func jptPlot(pd *PlotData) (*plot.Plot, error) {
 		label = fmt.Sprintf("J/token, means of %d-request buckets", int(math.Ceil(float64(n)/float64(len(x)))))
 	}
 	p.Legend.Add(label, sc)
-	p.Legend.Top = true
-	p.Y.Min, p.Y.Max = ymin, ymax
+	if !math.IsNaN(pd.SteadyJoulesPerToken) && pd.SteadyFirst >= 0 {
+		lv, err := plotter.NewLine(plotter.XYs{{X: float64(pd.SteadyFirst), Y: pd.SteadyJoulesPerToken}, {X: float64(max(n-1, 1)), Y: pd.SteadyJoulesPerToken}})
+		if err != nil {
+			return nil, err
+		}
+		lv.Color = color.NRGBA{R: 0xc6, G: 0x28, B: 0x28, A: 0xff}
+		lv.Width = vg.Points(1.8)
+		p.Add(lv)
+		p.Legend.Add(fmt.Sprintf("steady-state J/token %s", trimFloat(pd.SteadyJoulesPerToken, 4)), lv)
+	}
+	// top left, in the headroom: the text runs into the plot, never off
+	// the canvas (a browser's font can be wider than gonum measured)
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(6)
+	p.Y.Min, p.Y.Max = ymin, top
 	p.X.Min, p.X.Max = 0, float64(max(n-1, 1))
 	p.X.Tick.Marker = integerTicks{}
+	p.Y.Tick.Marker = cleanTicks{}
 	return p, nil
+}
+
+// cleanTicks labels the default tick positions with as few decimals as
+// they need: "500", not "500.00"; "0.25", not "0.250".
+type cleanTicks struct{}
+
+func (cleanTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = trimFloat(ts[i].Value, 6)
+		}
+	}
+	return ts
+}
+
+// trimFloat formats v with at most prec significant digits and no trailing
+// zeros.
+func trimFloat(v float64, prec int) string {
+	return strconv.FormatFloat(v, 'g', prec, 64)
 }
 
 // integerTicks labels the default tick positions without decimals.
@@ -227,8 +392,9 @@ func (integerTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ts
 }
 
-// histPlot: distribution of v (seconds) in milliseconds.
-func histPlot(title string, v []float64) (*plot.Plot, error) {
+// histPlot: distribution of v (seconds) in milliseconds, with the SLO
+// (seconds, 0 for none) as a labelled vertical line.
+func histPlot(title string, v []float64, slo float64) (*plot.Plot, error) {
 	if len(v) == 0 {
 		return nil, fmt.Errorf("no %s values to plot", title)
 	}
@@ -247,6 +413,36 @@ func histPlot(title string, v []float64) (*plot.Plot, error) {
 	p.X.Label.Text = "ms"
 	p.Y.Label.Text = "requests"
 	p.Add(h)
+	p.X.Tick.Marker = cleanTicks{}
+	p.Y.Tick.Marker = cleanTicks{}
+	if slo > 0 {
+		ymax := 0.0
+		for _, b := range h.Bins {
+			ymax = max(ymax, b.Weight)
+		}
+		ymax *= 1.15
+		x := slo * 1000
+		ln, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: ymax}})
+		if err != nil {
+			return nil, err
+		}
+		ln.Color = color.NRGBA{R: 0xc6, G: 0x28, B: 0x28, A: 0xff}
+		ln.Width = vg.Points(1.6)
+		ln.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(ln)
+		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: ymax}}, Labels: []string{fmt.Sprintf("SLO %s ms", trimFloat(x, 4))}})
+		if err != nil {
+			return nil, err
+		}
+		lb.TextStyle[0].XAlign = draw.XRight
+		lb.TextStyle[0].Color = ln.Color
+		lb.Offset = vg.Point{X: -10, Y: -10}
+		p.Add(lb)
+		p.Y.Max = ymax
+		// keep the SLO in view when every request is far below it
+		lo, hi := h.Bins[0].Min, h.Bins[len(h.Bins)-1].Max
+		p.X.Min, p.X.Max = min(lo, x)-0.02*(hi-lo), max(hi, x)+0.05*(max(hi, x)-min(lo, x))
+	}
 	return p, nil
 }
 
@@ -268,17 +464,18 @@ func renderPlots(pd *PlotData) []Plot {
 		make  func() (*plot.Plot, error)
 		h     vg.Length
 	}{
-		{"Power per GPU", func() (*plot.Plot, error) { return powerPlot(pd) }, 9 * vg.Centimeter},
+		{"Total GPU power", func() (*plot.Plot, error) { return totalPowerPlot(pd, plotWidth) }, 9 * vg.Centimeter},
+		{"Power per GPU", func() (*plot.Plot, error) { return gpuBandPlot(pd, plotWidth) }, 8 * vg.Centimeter},
 		{"Per-request J/token", func() (*plot.Plot, error) { return jptPlot(pd) }, 9 * vg.Centimeter},
-		{"TTFT", func() (*plot.Plot, error) { return histPlot("TTFT", pd.TTFT) }, 7 * vg.Centimeter},
-		{"TPOT", func() (*plot.Plot, error) { return histPlot("TPOT", pd.TPOT) }, 7 * vg.Centimeter},
+		{"TTFT", func() (*plot.Plot, error) { return histPlot("TTFT", pd.TTFT, pd.TTFTSLOSeconds) }, 7 * vg.Centimeter},
+		{"TPOT", func() (*plot.Plot, error) { return histPlot("TPOT", pd.TPOT, pd.TPOTSLOSeconds) }, 7 * vg.Centimeter},
 	}
 	out := make([]Plot, 0, len(figs))
 	for _, f := range figs {
 		p, err := f.make()
 		if err == nil {
 			var s string
-			s, err = svg(p, 24*vg.Centimeter, f.h)
+			s, err = svg(p, plotWidth, f.h)
 			if err == nil {
 				out = append(out, Plot{Title: f.title, SVG: s})
 				continue

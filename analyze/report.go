@@ -27,6 +27,7 @@ type Report struct {
 	LifecycleEstimate           LifecycleEst     `json:"lifecycle_estimate"`
 	Measurement                 Measurement      `json:"measurement"`
 	UnattributedJoules          *float64         `json:"unattributed_joules,omitempty"`
+	EnergyPerGPU                []GPUEnergy      `json:"energy_per_gpu,omitempty"`
 	GPUMemory                   *GPUMemory       `json:"gpu_memory,omitempty"`
 	HostEnergy                  *HostEnergy      `json:"host_energy,omitempty"`
 	Quality                     *Quality         `json:"quality,omitempty"`   // answers checked against their rubric (archive)

@@ -18,29 +18,46 @@ import (
 func TestHTMLInChromium(t *testing.T) {
 	testenv.SkipIfShort(t, "starts chromium")
 	chromium := testenv.LookPath(t, "chromium")
-	r, pd, err := Compute(synthRun(3000, 2, 600, 2), DefaultParams())
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name  string
+		valid bool
+	}{{"valid", true}, {"invalid", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := synthRun(3000, 2, 600, 2)
+			if !tc.valid {
+				d.ReleaseClosed = new(false)
+			}
+			r, pd, err := Compute(d, DefaultParams())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.SteadyState.Reached || r.Valid != tc.valid {
+				t.Fatalf("synthetic run: steady state %v (%s), valid %v; want reached, valid %v", r.SteadyState.Reached, r.SteadyState.Reason, r.Valid, tc.valid)
+			}
+			screenshot(t, chromium, tc.name, r, pd)
+		})
 	}
-	if !r.SteadyState.Reached {
-		t.Fatalf("synthetic run did not reach steady state: %s", r.SteadyState.Reason)
-	}
+}
+
+// screenshot writes the report, renders it in chromium and checks the
+// picture is a drawn page.
+func screenshot(t *testing.T, chromium, name string, r *Report, pd *PlotData) {
 	base := t.TempDir()
 	if keep := os.Getenv("JOULEMARK_SCREENSHOT_DIR"); keep != "" {
 		base = keep
 	}
-	dir := filepath.Join(base, "report")
+	dir := filepath.Join(base, name)
 	_ = os.RemoveAll(dir)
 	if err := WriteReport(dir, r, pd); err != nil {
 		t.Fatal(err)
 	}
-	shot := filepath.Join(base, "report.png")
+	shot := filepath.Join(base, name+".png")
 	_ = os.Remove(shot)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-		"--user-data-dir="+t.TempDir(), "--screenshot="+shot, "--window-size=1200,2400",
+		"--user-data-dir="+t.TempDir(), "--screenshot="+shot, "--window-size=1200,6400",
 		"file://"+filepath.Join(dir, FileHTML))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)

@@ -28,7 +28,7 @@ func TestWriteReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"<svg", "GPU power across the run", "steady state", "TTFT distribution", "TPOT distribution", "<table>"} {
+	for _, want := range []string{"<svg", "Total GPU power", "min–max band", "steady-state J/token", "SLO 500 ms", "TTFT distribution", "TPOT distribution", "<table>"} {
 		if !bytes.Contains(html, []byte(want)) {
 			t.Errorf("report.html lacks %q", want)
 		}
