@@ -271,3 +271,30 @@ func TestCheckpointResolve(t *testing.T) {
 		t.Error("a missing checkpoint: no error")
 	}
 }
+
+func TestParseSimAllocations(t *testing.T) {
+	got, err := ParseSimAllocations("ns/pod-a=0,1; ns/pod-b=2 # comment", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SimPod{{"ns", "pod-a", []int{0, 1}}, {"ns", "pod-b", []int{2}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	file := filepath.Join(t.TempDir(), "alloc")
+	if err := os.WriteFile(file, []byte("# pods\nserve/a=3\nserve/b=0,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ParseSimAllocations(file, 4); err != nil || len(got) != 2 || got[1].GPUs[1] != 1 {
+		t.Errorf("from a file: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "pod=0", "ns/p=4", "ns/p=0;ns/q=0", "ns/p=x", "ns/=1", "ns/p/q=1"} {
+		if _, err := ParseSimAllocations(bad, 4); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	a := SimAllocations(want, []string{gpu0, gpu1, "GPU-2", "GPU-3"})
+	if len(a) != 3 || a[2].Pod != "pod-b" || a[2].DeviceID != "GPU-2" {
+		t.Errorf("allocations %+v", a)
+	}
+}

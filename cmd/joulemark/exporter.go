@@ -139,7 +139,7 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 			log.Warn("host energy unavailable; reports will say so instead of 0", "path", c.PowercapPath, "reason", reason, "err", err)
 		}
 	}
-	pods, closePods, err := c.Kubelet.podConfig()
+	pods, closePods, err := c.Kubelet.podConfig(c.GPU, backend.Devices())
 	if err != nil {
 		_ = backend.Close()
 		return err

@@ -126,3 +126,76 @@ func TestExporterCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestExporterSimAllocations: --sim.allocations serves simulated pods from
+// an in-process fake kubelet; the exporter attributes energy to them and a
+// phase --pod selects the pod's GPUs.
+func TestExporterSimAllocations(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("cli-test-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := testnet.FreeAddr(t)
+	cli := parseCLI(t, "exporter", "--gpu=sim", "--gpus=3", "--interval=20ms", "--web.listen-address="+addr,
+		"--api-token-file="+tokenFile, "--storage.path="+filepath.Join(dir, "data"),
+		"--sim.allocations=serve/a=0,2;serve/b=1", "--kubelet.refresh-interval=100ms")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cli.Exporter.run(ctx, slog.New(slog.DiscardHandler)) }()
+	base := "http://" + addr
+	var body string
+	for i := 0; ; i++ {
+		if resp, err := http.Get(base + "/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if body = string(b); strings.Contains(body, "joulemark_kubelet_up 1") {
+				break
+			}
+		}
+		if i > 500 {
+			t.Fatalf("the fake kubelet was never read:\n%s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`joulemark_gpu_allocation_info{container="engine",gpu="2",namespace="serve",pod="a",resource="nvidia.com/gpu",shared="false"`,
+		`joulemark_gpu_allocation_info{container="engine",gpu="1",namespace="serve",pod="b"`,
+		`joulemark_pod_energy_joules_total{container="engine",namespace="serve",pod="a"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	pc := parseCLI(t, "phase", "r1", "idle", "--exporter", base, "--api-token-file", tokenFile, "--pod", "serve/a")
+	if err := pc.Phase.Run(&pc.Globals); err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := phaseapi.NewClient(base, "", nil)
+	st, err := cl.Run(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.GPUs) != 2 || st.GPUs[0].GPU != 0 || st.GPUs[1].GPU != 2 {
+		t.Errorf("run r1 measures %+v, want GPUs 0 and 2 (pod serve/a)", st.GPUs)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exporter after shutdown: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("exporter did not shut down")
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{"--sim.allocations=serve/a=7", "not an index below"},
+		{"--sim.allocations=a=0", "namespace/pod"},
+	} {
+		c := parseCLI(t, "exporter", "--gpu=sim", "--gpus=2", tc.arg)
+		if err := c.Exporter.run(context.Background(), slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.arg, err, tc.want)
+		}
+	}
+}

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/joulemark/joulemark/exporter"
+	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/podresources"
 )
 
@@ -15,10 +20,15 @@ type kubeletFlags struct {
 	GPUResources       []string      `name:"kubelet.gpu-resource" default:"nvidia.com/gpu" help:"Extended resource naming GPUs (repeatable; a trailing * matches a prefix, e.g. nvidia.com/mig-*)."`
 	DeviceCheckpoint   string        `name:"kubelet.device-checkpoint-file" default:"/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint" help:"The kubelet's device checkpoint, mapping pod UIDs to their devices, to split a shared GPU by each process's SM utilization."`
 	ProcFS             string        `name:"path.procfs" default:"/proc" help:"procfs mount point, to map GPU processes to pods through their cgroup."`
+	SimAllocations     string        `name:"sim.allocations" default:"" help:"With --gpu=sim: simulated pods holding simulated GPUs, served by an in-process fake kubelet over the PodResources API, e.g. \"ns/pod-a=0,1;ns/pod-b=2\", or a file of such lines (replaces --kubelet.pod-resources-socket)."`
 }
 
-// podConfig dials the kubelet socket; nil when attribution is off.
-func (k kubeletFlags) podConfig() (*exporter.PodConfig, func(), error) {
+// podConfig dials the kubelet socket, or with --sim.allocations starts a
+// fake kubelet on a temporary socket; nil when attribution is off.
+func (k kubeletFlags) podConfig(backend string, devs []gpu.Device) (*exporter.PodConfig, func(), error) {
+	if k.SimAllocations != "" {
+		return k.simKubelet(backend, devs)
+	}
 	if k.PodResourcesSocket == "" {
 		return nil, func() {}, nil
 	}
@@ -28,4 +38,41 @@ func (k kubeletFlags) podConfig() (*exporter.PodConfig, func(), error) {
 	}
 	return &exporter.PodConfig{Lister: cli, Refresh: k.RefreshInterval, ProcRoot: k.ProcFS, Checkpoint: k.DeviceCheckpoint},
 		func() { _ = cli.Close() }, nil
+}
+
+// simKubelet serves --sim.allocations from an in-process fake kubelet.
+func (k kubeletFlags) simKubelet(backend string, devs []gpu.Device) (*exporter.PodConfig, func(), error) {
+	if backend != "sim" {
+		return nil, nil, errors.New("--sim.allocations needs --gpu=sim")
+	}
+	pods, err := podresources.ParseSimAllocations(k.SimAllocations, len(devs))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--sim.allocations: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "jmk-kubelet-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("fake kubelet: %w", err)
+	}
+	fake, err := podresources.NewFake(filepath.Join(dir, "kubelet.sock"))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	uuids := make([]string, len(devs))
+	for i, d := range devs {
+		uuids[i] = d.UUID
+	}
+	fake.Set(podresources.SimAllocations(pods, uuids))
+	cli, err := podresources.Dial(fake.Socket(), []string{"nvidia.com/gpu"}, max(k.RefreshInterval, time.Second))
+	if err != nil {
+		_ = fake.Close()
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	closeAll := func() {
+		_ = cli.Close()
+		_ = fake.Close()
+		_ = os.RemoveAll(dir)
+	}
+	return &exporter.PodConfig{Lister: cli, Refresh: k.RefreshInterval, ProcRoot: k.ProcFS, Checkpoint: k.DeviceCheckpoint}, closeAll, nil
 }
