@@ -89,8 +89,13 @@ const (
 // order.
 const phaseOrderSlack = 1.0
 
-// Boundary is the measurement boundary every figure carries.
-const Boundary = "GPU board energy only"
+// Boundary is the measurement boundary every figure carries, and
+// BoundaryModule the one where an exporter measured a C2C module (Grace
+// Hopper, Grace Blackwell: energy_scope="module").
+const (
+	Boundary       = "GPU board energy only"
+	BoundaryModule = "GPU module incl. CPU (C2C module energy: Grace CPU and its memory included)"
+)
 
 // PlotData is what the HTML report plots besides the report itself.
 type PlotData struct {
@@ -271,6 +276,9 @@ func (c *computation) measurement() {
 		m.GPUUUIDs = append(m.GPUUUIDs, g.UUID)
 		if g.EnergySource != "" {
 			srcs[g.EnergySource] = true
+		}
+		if g.EnergyScope == "module" {
+			m.Boundary = BoundaryModule
 		}
 	}
 	m.EnergySource = strings.Join(slices.Sorted(maps.Keys(srcs)), ",")

@@ -13,8 +13,12 @@ type GPUSeries struct {
 	GPU          string
 	UUID         string
 	Instance     string
-	EnergySource string   // joulemark_gpu_info energy_source: counter or integrated
-	Energy       []Sample // joulemark_gpu_energy_joules_total, time ordered
+	EnergySource string // joulemark_gpu_info energy_source: counter or integrated
+	// EnergyScope is joulemark_gpu_info energy_scope: gpu (the board) or
+	// module (a C2C module, Grace CPU and memory included); "" from
+	// exporters before the label.
+	EnergyScope string
+	Energy      []Sample // joulemark_gpu_energy_joules_total, time ordered
 	// EnergyRaw is true when Energy holds the exporter's high-rate counter
 	// samples (joulemark_gpu_energy_sample_joules_total) instead of scrapes.
 	EnergyRaw bool

@@ -279,13 +279,14 @@ func (l *loader) gpuSelector(ctx context.Context, uuids map[string]bool) (string
 // loadGPUs reads the GPUs' energy sources, the sampler interval and the
 // GPUs' energy and power series into d.
 func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
-	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source) (last_over_time(%s{%s}[%s]))", mGPUInfo, gpuSel, sp.rng), sp.evalAt)
+	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source, energy_scope) (last_over_time(%s{%s}[%s]))", mGPUInfo, gpuSel, sp.rng), sp.evalAt)
 	if err != nil {
 		return err
 	}
-	source := map[string]string{}
+	source, scope := map[string]string{}, map[string]string{}
 	for _, s := range info {
 		source[string(s.Metric["uuid"])] = string(s.Metric["energy_source"])
+		scope[string(s.Metric["uuid"])] = string(s.Metric["energy_scope"])
 	}
 	si, err := l.vector(ctx, fmt.Sprintf("max(max_over_time(joulemark_sampler_interval_seconds[%s]))", sp.rng), sp.evalAt)
 	if err != nil {
@@ -305,7 +306,7 @@ func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel string, sp raw
 			u := string(ss.metric["uuid"])
 			g, ok := byUUID[u]
 			if !ok {
-				g = &GPUSeries{GPU: string(ss.metric["gpu"]), UUID: u, Instance: string(ss.metric["instance"]), EnergySource: source[u]}
+				g = &GPUSeries{GPU: string(ss.metric["gpu"]), UUID: u, Instance: string(ss.metric["instance"]), EnergySource: source[u], EnergyScope: scope[u]}
 				byUUID[u] = g
 				order = append(order, u)
 			}
