@@ -65,7 +65,11 @@ type enginePID struct {
 }
 
 func writeEnginePID(path string, pgid int, cmd string) error {
-	p := enginePID{PGID: pgid, StartTicks: startTicks(pgid), BenchPID: os.Getpid(), BenchStartTicks: startTicks(os.Getpid()), Cmd: cmd}
+	return writeEnginePIDDoc(path, enginePID{PGID: pgid, StartTicks: startTicks(pgid), BenchPID: os.Getpid(),
+		BenchStartTicks: startTicks(os.Getpid()), Cmd: cmd})
+}
+
+func writeEnginePIDDoc(path string, p enginePID) error {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err

@@ -1,0 +1,188 @@
+package benchjob
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/runarchive"
+)
+
+// FinalizeResult is what Finalize did to a killed run.
+type FinalizeResult struct {
+	Manifest *runarchive.Manifest
+	// EngineKilled is true when the run's engine process group was still
+	// alive and was killed.
+	EngineKilled bool
+	// Exporters is each exporter's final status of the run (ended), by base
+	// URL; ExporterErrors those that could not end it.
+	Exporters      map[string]*phaseapi.RunStatus
+	ExporterErrors map[string]error
+}
+
+// Finalize finishes a run whose bench died (SIGKILL, crash): it kills the
+// engine process group the run left (engine.pid), turns the archive final
+// with status killed (requests.jsonl.partial becomes requests.jsonl), and
+// ends the run on every exporter the manifest names (GPUs by exporter URL)
+// through clients. A run that already ended is refused (runarchive.ErrFinal).
+func Finalize(ctx context.Context, runsDir, id string, clients func(url string) (*phaseapi.Client, error)) (*FinalizeResult, error) {
+	run, err := runarchive.Open(runsDir, id)
+	if err != nil {
+		return nil, err
+	}
+	m, err := run.ReadManifest()
+	if err != nil {
+		return nil, err
+	}
+	if runarchive.Final(m.Status) {
+		return nil, fmt.Errorf("run %s: status %s: %w", id, m.Status, runarchive.ErrFinal)
+	}
+	res := &FinalizeResult{Exporters: map[string]*phaseapi.RunStatus{}, ExporterErrors: map[string]error{}}
+	if res.EngineKilled, err = ReapEngine(run.Dir); err != nil {
+		return nil, err
+	}
+	urls := make([]string, 0, len(m.GPUs))
+	for u := range m.GPUs {
+		urls = append(urls, u)
+	}
+	sort.Strings(urls)
+	for _, u := range urls {
+		c, err := clients(u)
+		if err != nil {
+			res.ExporterErrors[u] = err
+			continue
+		}
+		var st *phaseapi.RunStatus
+		err = retryExporter(30*time.Second, func(ctx context.Context) error {
+			var err error
+			st, err = c.EndRun(ctx, id)
+			return err
+		}, func(error, time.Duration) {})
+		switch {
+		case err == nil:
+			res.Exporters[u] = st
+		case phaseapi.IsStatus(err, http.StatusNotFound):
+			// never started there, or already ended and dropped: nothing to end
+		default:
+			res.ExporterErrors[u] = err
+		}
+	}
+	reason := "the bench died without ending the run; finalized by joulemark runs finalize"
+	if res.Manifest, err = run.FinalizeKilled(reason, time.Now()); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// PushResult is what Push sent.
+type PushResult struct {
+	Requests int               // records read from the archive
+	Samples  int               // samples sent
+	Stats    remotewrite.Stats // what the target acknowledged and what was lost
+}
+
+// Push re-sends a run's per-request samples (one group per record of
+// requests.jsonl, warm-up included), its run identity and its final
+// aggregates to a remote-write target, with their original timestamps: the
+// same samples the run pushed, so pushing twice changes nothing. Samples
+// older than what the target already holds of a series are out of order
+// for Prometheus unless its out_of_order_time_window covers them.
+func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *slog.Logger) (*PushResult, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	run, err := runarchive.Open(runsDir, id)
+	if err != nil {
+		return nil, err
+	}
+	m, err := run.ReadManifest()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := readArchivedRecords(run)
+	if err != nil {
+		return nil, err
+	}
+	var samples []remotewrite.Sample
+	agg := newAggregates(id)
+	var last float64
+	for _, r := range recs {
+		samples = append(samples, r.Samples(id)...)
+		agg.observe(r)
+		last = max(last, r.EndTime)
+	}
+	end := m.Ended
+	if end == 0 {
+		end = last
+	}
+	endT := time.Unix(0, int64(end*1e9))
+	if len(recs) > 0 {
+		as, err := agg.samples(endT)
+		if err != nil {
+			return nil, err
+		}
+		samples = append(samples, as...)
+	}
+	if m.RunInfo != nil {
+		var fs time.Time
+		if v, ok := m.Phases["formal"]; ok {
+			fs = time.Unix(0, int64(v*1e9))
+		}
+		samples = append(samples, runInfoSamples(*m.RunInfo, fs, endT)...)
+	}
+	// Each series in time order, as remote write expects.
+	slices.SortStableFunc(samples, func(a, b remotewrite.Sample) int { return int(a.TimestampMs - b.TimestampMs) })
+	if rw.UserAgent == "" {
+		rw.UserAgent = "joulemark-runs-push"
+	}
+	rw.BufferSize = max(rw.BufferSize, len(samples)+1) // every sample fits: none dropped
+	w, err := remotewrite.New(rw, log)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range samples {
+		w.Append(s)
+	}
+	st, err := w.Close(ctx)
+	res := &PushResult{Requests: len(recs), Samples: len(samples), Stats: st}
+	if err != nil {
+		return res, fmt.Errorf("pushing run %s to %s: %w", id, rw.URL, err)
+	}
+	return res, nil
+}
+
+// readArchivedRecords reads requests.jsonl of a final run (a killed run is
+// finalized first: runs finalize).
+func readArchivedRecords(run *runarchive.Run) ([]*Record, error) {
+	f, err := run.OpenRequests()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []*Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", f.Name(), n, err)
+		}
+		out = append(out, &r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f.Name(), err)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("run " + run.ID + ": no request records")
+	}
+	return out, nil
+}

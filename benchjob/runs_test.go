@@ -1,0 +1,129 @@
+package benchjob
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/openai/openaitest"
+	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/runarchive"
+)
+
+// TestFinalizeKilledRun: a run whose bench died mid-run (manifest running,
+// requests.jsonl.partial, engine group alive, exporter run active) is
+// finalized: engine group killed, archive final with status killed and
+// every record, exporter run ended.
+func TestFinalizeKilledRun(t *testing.T) {
+	runs := t.TempDir()
+	run, err := runarchive.Create(runs, "killed-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := newFakeExporter(t, "")
+	man := &runarchive.Manifest{RunID: "killed-1", Status: runarchive.StatusRunning, Created: 1,
+		GPUs: map[string][]phaseapi.GPUInfo{exp.URL: nil}, Phases: map[string]float64{}}
+	if err := run.WriteManifest(man); err != nil {
+		t.Fatal(err)
+	}
+	f, err := run.CreatePartial(runarchive.RequestsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"phase":"formal","slot":0,"send_time":10,"end_time":11,"latency_seconds":1,"output_tokens":5,"success":true}` + "\n")
+	f.WriteString(`{"phase":"formal","slot":1,"send_t`) // torn by the kill
+	f.Close()
+	c := exec.Command("sh", "-c", "sleep 300 & sleep 300")
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Wait() }()
+	pgid := c.Process.Pid
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+	p := enginePID{PGID: pgid, StartTicks: startTicks(pgid), BenchPID: 0x7ffffffe}
+	if err := writeEnginePIDDoc(run.Path(EnginePIDFile), p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exp.Client().Post(exp.URL+"/api/v1/runs/killed-1/phases/idle", "", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := Finalize(context.Background(), runs, "killed-1", func(u string) (*phaseapi.Client, error) { return phaseapi.NewClient(u, "", nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.EngineKilled || groupAlive(pgid) {
+		t.Errorf("engine killed %v, group alive %v", res.EngineKilled, groupAlive(pgid))
+	}
+	if res.Manifest.Status != runarchive.StatusKilled || !exp.isEnded() || res.Exporters[exp.URL] == nil {
+		t.Errorf("status %s, exporter ended %v, %v", res.Manifest.Status, exp.isEnded(), res.ExporterErrors)
+	}
+	recs, err := readArchivedRecords(run)
+	if err != nil || len(recs) != 1 {
+		t.Errorf("records after finalize: %d, %v; want the 1 complete line", len(recs), err)
+	}
+	if _, err := Finalize(context.Background(), runs, "killed-1", nil); err == nil {
+		t.Error("finalizing a final run again succeeded")
+	}
+}
+
+// TestPushResendsIdempotently: runs push sends every per-request sample of
+// the archive with its original timestamp (the ones the run pushed), plus
+// the aggregates; a second push sends the very same samples.
+func TestPushResendsIdempotently(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	live := newRWReceiver(t)
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.RemoteWrite.URL = live.URL
+	res, err := runFake(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed := newRWReceiver(t)
+	for range 2 {
+		pr, err := Push(context.Background(), cfg.RunsDir, res.RunID, remotewrite.Config{URL: pushed.URL}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.Requests != 12 || pr.Stats.Acknowledged != int64(pr.Samples) || pr.Stats.Lost() != 0 {
+			t.Errorf("push: %+v", pr)
+		}
+	}
+	perRequest := func(rw *rwReceiver) []string {
+		var out []string
+		for _, name := range []string{MetricOutputTokens, MetricInputTokens, MetricTTFT, MetricLatency, MetricSuccess} {
+			for _, s := range rw.named(name) {
+				out = append(out, name+s.labels["slot"]+s.labels["phase"]+time.UnixMilli(s.ts).UTC().Format(time.RFC3339Nano)+strconv.FormatFloat(s.value, 'g', -1, 64))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	want, got := perRequest(live), perRequest(pushed)
+	twice := append(slices.Clone(want), want...)
+	slices.Sort(twice)
+	if len(want) == 0 || !slices.Equal(got, twice) {
+		for i := range min(len(got), len(twice)) {
+			if got[i] != twice[i] {
+				t.Errorf("first difference: pushed %s, live %s", got[i], twice[i])
+				break
+			}
+		}
+		t.Errorf("pushed per-request samples (twice) differ from the live ones: got %d, want 2×%d", len(got), len(want))
+	}
+	if len(pushed.named(MetricRequestsTotal)) == 0 {
+		t.Error("no aggregates pushed")
+	}
+	if _, err := os.Stat(filepath.Join(cfg.RunsDir, res.RunID, runarchive.RequestsFile)); err != nil {
+		t.Fatal(err)
+	}
+}
