@@ -85,7 +85,7 @@ func Fleet() (dashboard.Dashboard, error) {
 		}).Min(0).Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).
 		WithPanel(timeSeries(panelSpec{
 			title: "Unallocated and idle-allocated energy rate", unit: unitWatt, w: 12, boundary: boundaryGPU,
-			desc:    "Energy per second of GPUs no pod holds, per node (node:joulemark_unallocated_energy_joules:rate5m), and of serving pods that generated no token in 5 minutes (namespace_pod:joulemark_idle_allocated_energy_joules:rate5m): what the fleet spends without serving.",
+			desc: "Energy per second of GPUs no pod holds, per node (node:joulemark_unallocated_energy_joules:rate5m), and of serving pods that generated no token in 5 minutes (namespace_pod:joulemark_idle_allocated_energy_joules:rate5m): what the fleet spends without serving.",
 			queries: []query{
 				{expr: `node:joulemark_unallocated_energy_joules:rate5m{node=~"$node"}`, legend: "unallocated {{node}}"},
 				{expr: `namespace_pod:joulemark_idle_allocated_energy_joules:rate5m{namespace=~"$namespace", pod=~"$pod"}`, legend: "idle {{namespace}}/{{pod}}"},
