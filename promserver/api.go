@@ -32,16 +32,24 @@ import (
 // handler mounts Prometheus' own web/api/v1 under /api/v1, plus the
 // /-/healthy and /-/ready probes and the server's own /metrics.
 func (s *Server) handler() http.Handler {
-	var appendable storage.AppendableV2
+	var (
+		appendable storage.AppendableV2
+		queryable  storage.SampleAndChunkQueryable = s.db
+		exemplars  storage.ExemplarQueryable       = s.db
+		stats      apiv1.TSDBAdminStats            = adminStats{s.db, s.dbStats}
+	)
+	if s.ro != nil {
+		queryable, exemplars, stats = s.ro, s.ro, readOnlyAdminStats{s.ro}
+	}
 	if !s.opts.DisableRemoteWrite {
 		appendable = s.db
 	}
 	host, _, _ := net.SplitHostPort(s.ln.Addr().String())
 	api := apiv1.NewAPI(
 		s.engine,
-		s.db,
+		queryable,
 		appendable,
-		s.db,
+		exemplars,
 		func(context.Context) apiv1.ScrapePoolsRetriever { return s.targets() },
 		func(context.Context) apiv1.TargetRetriever { return s.targets() },
 		func(context.Context) apiv1.AlertmanagerRetriever { return noAlertmanagers{} },
@@ -49,7 +57,7 @@ func (s *Server) handler() http.Handler {
 		s.flags(),
 		apiv1.GlobalURLOptions{ListenAddress: s.ln.Addr().String(), Host: host, Scheme: "http"},
 		func(f http.HandlerFunc) http.HandlerFunc { return f },
-		adminStats{s.db, s.dbStats},
+		stats,
 		s.opts.Dir,
 		false, // admin API
 		false, // search API
@@ -101,6 +109,7 @@ func (s *Server) flags() map[string]string {
 		"storage.tsdb.out_of_order_window": s.opts.OutOfOrderWindow.String(),
 		"web.listen-address":               s.opts.ListenAddress,
 		"web.enable-remote-write-receiver": strconv.FormatBool(!s.opts.DisableRemoteWrite),
+		"storage.writable":                 strconv.FormatBool(!s.opts.ReadOnly),
 		"query.lookback-delta":             s.opts.LookbackDelta.String(),
 		"query.timeout":                    s.opts.QueryTimeout.String(),
 		"query.max-samples":                strconv.Itoa(s.opts.MaxSamples),

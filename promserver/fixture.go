@@ -22,6 +22,9 @@ const appendBatch = 50_000
 // stored (up to the out-of-order window). On an error the batch in progress is
 // rolled back; earlier batches stay committed.
 func (s *Server) AppendSamples(ctx context.Context, samples []remotewrite.Sample) error {
+	if s.db == nil {
+		return fmt.Errorf("appending samples: %w", errReadOnly)
+	}
 	idx := make([]int, len(samples))
 	for i := range idx {
 		idx[i] = i

@@ -75,6 +75,11 @@ type Options struct {
 	MaxSamples int
 	// DisableRemoteWrite turns the /api/v1/write receiver off.
 	DisableRemoteWrite bool
+	// ReadOnly opens Dir with tsdb.OpenDBReadOnly and writes nothing there
+	// (the replayed head lives in a sandbox under the system temp
+	// directory); Dir must hold a TSDB. It implies DisableRemoteWrite and
+	// takes no scrape targets or rules.
+	ReadOnly bool
 	// Logger receives the server's logs (default: discarded).
 	Logger *slog.Logger
 }
@@ -174,6 +179,15 @@ func (o *Options) validate() ([]scrapeTarget, error) {
 			errs = append(errs, fmt.Errorf("rule file %q: given twice", f))
 		}
 		names[f] = true
+	}
+
+	if o.ReadOnly {
+		if !o.DisableRemoteWrite {
+			errs = append(errs, errors.New("a read-only TSDB takes no remote write (set DisableRemoteWrite)"))
+		}
+		if len(o.ScrapeTargets) > 0 || len(o.RuleFiles) > 0 || len(o.RuleSources) > 0 {
+			errs = append(errs, errors.New("a read-only TSDB takes no scrape targets or rules"))
+		}
 	}
 
 	if err := errors.Join(errs...); err != nil {

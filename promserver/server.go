@@ -33,8 +33,9 @@ type Server struct {
 	start time.Time
 
 	reg     *prometheus.Registry
-	db      *tsdb.DB
+	db      *tsdb.DB // nil when read-only
 	dbStats *tsdb.DBStats
+	ro      *readOnlyStore // set when read-only
 	engine  *promql.Engine
 	cfg     *config.Config
 
@@ -125,6 +126,17 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 }
 
 func (s *Server) openDB() error {
+	if s.opts.ReadOnly {
+		if err := CheckDataDir(s.opts.Dir); err != nil {
+			return fmt.Errorf("embedded prometheus: %w", err)
+		}
+		ro, err := openReadOnly(s.opts.Dir, s.log.With("component", "tsdb"))
+		if err != nil {
+			return err
+		}
+		s.ro = ro
+		return nil
+	}
 	if err := os.MkdirAll(s.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("embedded prometheus: data directory: %w", err)
 	}
@@ -176,11 +188,13 @@ func (s *Server) URL() string { return s.url }
 // RemoteWriteURL is where remote-write clients push samples.
 func (s *Server) RemoteWriteURL() string { return s.url + "/api/v1/write" }
 
-// DB is the underlying TSDB, for tests and loaders that write directly.
+// DB is the underlying TSDB, for tests and loaders that write directly;
+// nil when read-only.
 func (s *Server) DB() *tsdb.DB { return s.db }
 
 // Appender starts a TSDB transaction (Commit or Rollback it), for loaders
-// that write without HTTP; AppendSamples is the simpler way.
+// that write without HTTP; AppendSamples is the simpler way. Not for a
+// read-only server.
 func (s *Server) Appender(ctx context.Context) storage.AppenderV2 { return s.db.AppenderV2(ctx) }
 
 // Registry holds the server's own metrics (TSDB, engine, scrape, rules).
@@ -234,6 +248,11 @@ func (s *Server) shutdown() error {
 	if s.db != nil {
 		if err := s.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing TSDB in %s: %w", s.opts.Dir, err))
+		}
+	}
+	if s.ro != nil {
+		if err := s.ro.close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing read-only TSDB in %s: %w", s.opts.Dir, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,7 +21,8 @@ type TSDBCmd struct {
 type TSDBServeCmd struct {
 	Data                string        `required:"" placeholder:"DIR" help:"TSDB directory of a run (runs/<run_id>/tsdb)."`
 	ListenAddress       string        `name:"web.listen-address" default:"127.0.0.1:9090" help:"Address of the HTTP API."`
-	RemoteWriteReceiver bool          `name:"web.enable-remote-write-receiver" help:"Also accept remote write at /api/v1/write (off: the data is only read)."`
+	Writable            bool          `name:"storage.writable" help:"Open the TSDB read-write (a lock file, WAL segments; needed by --web.enable-remote-write-receiver). By default it is opened read-only and nothing is written into the saved run."`
+	RemoteWriteReceiver bool          `name:"web.enable-remote-write-receiver" help:"Also accept remote write at /api/v1/write (needs --storage.writable)."`
 	OutOfOrderWindow    time.Duration `name:"storage.tsdb.out-of-order-window" default:"24h" help:"How far behind the newest sample a written sample may be."`
 	LookbackDelta       time.Duration `name:"query.lookback-delta" default:"5m" help:"PromQL lookback delta."`
 	QueryTimeout        time.Duration `name:"query.timeout" default:"2m" help:"Timeout of one query."`
@@ -28,24 +30,38 @@ type TSDBServeCmd struct {
 
 // Run serves the TSDB until Ctrl-C or SIGTERM.
 func (c *TSDBServeCmd) Run(g *Globals) error {
-	if err := promserver.CheckDataDir(c.Data); err != nil {
+	opts, err := c.options(g.Logger())
+	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := promserver.Start(ctx, promserver.Options{
-		Dir:                c.Data,
-		ListenAddress:      c.ListenAddress,
-		OutOfOrderWindow:   c.OutOfOrderWindow,
-		LookbackDelta:      c.LookbackDelta,
-		QueryTimeout:       c.QueryTimeout,
-		DisableRemoteWrite: !c.RemoteWriteReceiver,
-		Logger:             g.Logger(),
-	})
+	s, err := promserver.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("Serving %s at %s (Prometheus HTTP API; Ctrl-C to stop)\n", c.Data, s.URL())
 	<-ctx.Done()
 	return s.Close()
+}
+
+// options checks the flags and the data directory: read-only unless
+// --storage.writable.
+func (c *TSDBServeCmd) options(log *slog.Logger) (promserver.Options, error) {
+	if err := promserver.CheckDataDir(c.Data); err != nil {
+		return promserver.Options{}, err
+	}
+	if c.RemoteWriteReceiver && !c.Writable {
+		return promserver.Options{}, fmt.Errorf("--web.enable-remote-write-receiver writes into %s: add --storage.writable", c.Data)
+	}
+	return promserver.Options{
+		Dir:                c.Data,
+		ListenAddress:      c.ListenAddress,
+		OutOfOrderWindow:   c.OutOfOrderWindow,
+		LookbackDelta:      c.LookbackDelta,
+		QueryTimeout:       c.QueryTimeout,
+		DisableRemoteWrite: !c.RemoteWriteReceiver,
+		ReadOnly:           !c.Writable,
+		Logger:             log,
+	}, nil
 }
