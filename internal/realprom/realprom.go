@@ -22,6 +22,10 @@ type Server struct {
 	DataDir string
 	cmd     *exec.Cmd
 	log     *testnet.SyncBuffer
+	bin     string
+	args    []string
+	dir     string
+	exited  chan error
 }
 
 // Log returns what the server printed so far.
@@ -65,28 +69,16 @@ func Start(t testing.TB, configYAML string, extraArgs ...string) *Server {
 			"--web.enable-lifecycle",
 			"--log.level=warn",
 		}, extraArgs...)
-		s.cmd = exec.Command(bin, args...)
-		s.cmd.Dir = dir
-		s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-		if err := s.cmd.Start(); err != nil {
+		s.bin, s.args, s.dir = bin, args, dir
+		if err := s.start(); err != nil {
 			t.Fatalf("starting %s: %v", bin, err)
 		}
-		exited := make(chan error, 1)
-		go func() { exited <- s.cmd.Wait() }()
-		if err := waitReady(s.URL, exited, 30*time.Second); err != nil {
+		if err := waitReady(s.URL, s.exited, 30*time.Second); err != nil {
 			_ = s.cmd.Process.Kill()
 			lastErr = fmt.Errorf("%w\nprometheus log:\n%s", err, s.Log())
 			continue
 		}
-		t.Cleanup(func() {
-			_ = s.cmd.Process.Signal(os.Interrupt)
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-				_ = s.cmd.Process.Kill()
-				<-exited
-			}
-		})
+		t.Cleanup(s.Stop)
 		return s
 	}
 	t.Fatalf("prometheus did not become ready: %v", lastErr)
@@ -112,4 +104,45 @@ func waitReady(url string, exited <-chan error, timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("prometheus at %s not ready after %s", url, timeout)
+}
+
+func (s *Server) start() error {
+	s.cmd = exec.Command(s.bin, s.args...)
+	s.cmd.Dir = s.dir
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		return err
+	}
+	s.exited = make(chan error, 1)
+	go func(c *exec.Cmd, exited chan<- error) { exited <- c.Wait() }(s.cmd, s.exited)
+	return nil
+}
+
+// Stop shuts the server down (SIGINT, SIGKILL after 10 s): an outage.
+// Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// Restart starts a stopped server again on the same address and data
+// directory, and waits until it is ready (30 s at most).
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		t.Fatalf("restarting prometheus: %v", err)
+	}
+	if err := waitReady(s.URL, s.exited, 30*time.Second); err != nil {
+		t.Fatalf("restarting prometheus: %v\nprometheus log:\n%s", err, s.Log())
+	}
 }
