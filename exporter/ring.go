@@ -23,8 +23,6 @@ type ring struct {
 
 func newRing(capacity int) *ring { return &ring{buf: make([]point, max(capacity, 2))} }
 
-func (r *ring) len() int { return r.n }
-
 // at returns the k-th oldest point.
 func (r *ring) at(k int) point { return r.buf[(r.start+k)%len(r.buf)] }
 
