@@ -149,7 +149,7 @@ func decodeReport(data []byte, rep *analyze.Report, raw *map[string]any) error {
 	if err := d2.Decode(raw); err != nil {
 		return jsonErr(data, err)
 	}
-	return nil
+	return checkReportKeys(*raw)
 }
 
 // jsonErr adds the line of a JSON syntax or type error.
