@@ -54,6 +54,11 @@ type Config struct {
 	// archive, RunsDir/<run_id>; a run without one there is analyzed
 	// without output_sanity.
 	RunsDir string
+	// ReadAPI is how the raw series are read: ReadAuto (remote read,
+	// falling back to the query API where the server does not offer it;
+	// the default when empty), ReadRemote or ReadQuery. Both give the same
+	// report.
+	ReadAPI string
 }
 
 // withDefaults fills what the zero value leaves open.
@@ -90,6 +95,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.HTTP.Validate(); err != nil {
 		return fmt.Errorf("prometheus HTTP client config: %w", err)
+	}
+	if err := validReadAPI(c.ReadAPI); err != nil {
+		return err
 	}
 	return c.Params.Validate()
 }
@@ -148,9 +156,15 @@ func load(ctx context.Context, cfg Config) (*RunData, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %s: %w", cfg.PrometheusURL, err)
 	}
-	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector}
+	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
+		readAPI: cfg.ReadAPI}
 	if l.now.IsZero() {
 		l.now = time.Now()
+	}
+	if cfg.ReadAPI != ReadQuery {
+		if l.rr, err = newRemoteReader(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
+			return nil, err
+		}
 	}
 	d, err := l.load(ctx)
 	if err != nil {

@@ -55,6 +55,11 @@ type loader struct {
 	par   int
 	// engineSel matches the run's engine series (see engineSelector).
 	engineSel string
+	// rr reads the raw series through remote read; nil: through the query
+	// API. readFallback says why remote read was given up (ReadAuto).
+	rr           *remoteReader
+	readAPI      string
+	readFallback string
 }
 
 // runSel is the run_id matcher, quoted for PromQL.
@@ -128,6 +133,11 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 		return nil, err
 	}
 	sp := l.rawSpan(from, to)
+	if l.rr != nil {
+		if err := l.chooseReadAPI(ctx, l.readAPI, sp); err != nil {
+			return nil, err
+		}
+	}
 	gpuSel, err := l.gpuSelector(ctx, uuids)
 	if err != nil {
 		return nil, err
@@ -140,6 +150,10 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	}
 	if err := l.loadExtras(ctx, d, gpuSel, sp); err != nil {
 		return nil, err
+	}
+	d.ReadAPI, d.ReadFallback = ReadQuery, l.readFallback
+	if l.rr != nil {
+		d.ReadAPI = ReadRemote
 	}
 	return d, nil
 }
@@ -448,7 +462,7 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 	series := map[model.Fingerprint]*reqSeries{}
 	var order []model.Fingerprint
 	for m, name := range reqMetrics {
-		mat, err := l.matrix(ctx, w.selector(fmt.Sprintf("%s{%s}", name, l.runSel())), w.at())
+		mat, err := l.rangeRead(ctx, fmt.Sprintf("%s{%s}", name, l.runSel()), w)
 		if err != nil {
 			return reqPart{}, err
 		}

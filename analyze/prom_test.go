@@ -1,8 +1,11 @@
 package analyze
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,17 +36,49 @@ func pushRemoteWrite(t *testing.T, url string, samples []remotewrite.Sample) {
 	}
 }
 
+// analyzeFixture analyzes the fixture run at url through both read APIs
+// (remote read and the query API) and fails unless both give the same
+// report, byte for byte; it returns that report.
 func analyzeFixture(t *testing.T, url string) *Report {
 	t.Helper()
-	cfg := Config{PrometheusURL: url, RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r, _, err := Analyze(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
+	var js [2][]byte
+	var rep *Report
+	for i, api := range []string{ReadRemote, ReadQuery} {
+		cfg := Config{PrometheusURL: url, RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second, ReadAPI: api}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		r, _, err := Analyze(ctx, cfg)
+		cancel()
+		if err != nil {
+			t.Fatalf("read API %s: %v", api, err)
+		}
+		r.GeneratedBy = ""
+		if js[i], err = MarshalReport(r); err != nil {
+			t.Fatal(err)
+		}
+		rep = r
 	}
-	r.GeneratedBy = ""
-	return r
+	if !bytes.Equal(js[0], js[1]) {
+		t.Errorf("remote read and the query API give different reports:\n%s", lineDiff(js[0], js[1]))
+	}
+	return rep
+}
+
+// lineDiff shows the first differing lines of a and b.
+func lineDiff(a, b []byte) string {
+	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range max(len(al), len(bl)) {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return fmt.Sprintf("line %d:\n  remote read: %s\n  query API:   %s", i+1, x, y)
+		}
+	}
+	return "(same lines)"
 }
 
 // TestRealPrometheus loads the fixture into Debian's Prometheus (2.42+) by

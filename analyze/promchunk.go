@@ -130,7 +130,7 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 	}
 	series := map[model.Fingerprint]*acc{}
 	err := inOrder(ctx, len(ws), l.par, func(ctx context.Context, i int) ([]part, error) {
-		m, err := l.matrix(ctx, ws[i].selector(sel), ws[i].at())
+		m, err := l.rangeRead(ctx, sel, ws[i])
 		if err != nil {
 			return nil, err
 		}

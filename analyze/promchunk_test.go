@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/internal/realprom"
 )
@@ -124,7 +125,7 @@ func TestInOrder(t *testing.T) {
 }
 
 // testLoader reads the fixture run from url in windows of chunk, par at a
-// time.
+// time, its raw series through the query API.
 func testLoader(t *testing.T, url string, chunk time.Duration, par int) *loader {
 	t.Helper()
 	c, err := api.NewClient(api.Config{Address: url})
@@ -132,6 +133,18 @@ func testLoader(t *testing.T, url string, chunk time.Duration, par int) *loader 
 		t.Fatal(err)
 	}
 	return &loader{api: v1.NewAPI(c), runID: "fixture-1", lookback: DefaultLookback, now: fixtureNow(), timeout: 30 * time.Second, chunk: chunk, par: par}
+}
+
+// remoteLoader is testLoader reading the raw series through remote read.
+func remoteLoader(t *testing.T, url string, chunk time.Duration, par int) *loader {
+	t.Helper()
+	l := testLoader(t, url, chunk, par)
+	var err error
+	if l.rr, err = newRemoteReader(url, config.HTTPClientConfig{}, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	l.readAPI = ReadRemote
+	return l
 }
 
 // checkChunkedLoad loads the fixture run in one window and in windows of 5 s
@@ -152,14 +165,29 @@ func checkChunkedLoad(t *testing.T, url string) {
 		t.Fatalf("one window: read %d requests, %d GPUs, %d counter samples; want %d, %d, %d",
 			len(whole.Requests), len(whole.GPUs), len(whole.GPUs[0].Energy), len(want.Requests), len(want.GPUs), len(want.GPUs[0].Energy))
 	}
-	for _, chunk := range []time.Duration{5 * time.Second, 7 * time.Second} {
-		got, err := testLoader(t, url, chunk, 3).load(ctx)
+	type read struct {
+		chunk  time.Duration
+		remote bool
+	}
+	for _, rd := range []read{{5 * time.Second, false}, {7 * time.Second, false}, {24 * time.Hour, true}, {5 * time.Second, true}, {7 * time.Second, true}} {
+		chunk := rd.chunk
+		mk := testLoader
+		if rd.remote {
+			mk = remoteLoader
+		}
+		got, err := mk(t, url, chunk, 3).load(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if rd.remote {
+			if got.ReadAPI != ReadRemote {
+				t.Fatalf("read through %s, want remote read", got.ReadAPI)
+			}
+			got.ReadAPI = ReadQuery // the only difference allowed
+		}
 		if !reflect.DeepEqual(got, whole) {
-			t.Errorf("windows of %s: read %d requests (%d incomplete), %d GPUs (%d, %d counter samples); one window: %d (%d), %d (%d, %d)", chunk,
-				len(got.Requests), got.IncompleteRequests, len(got.GPUs), len(got.GPUs[0].Energy), len(got.GPUs[0].Power),
+			t.Errorf("windows of %s (remote read %v): read %d requests (%d incomplete), %d GPUs (%d, %d counter samples); one window: %d (%d), %d (%d, %d)", chunk,
+				rd.remote, len(got.Requests), got.IncompleteRequests, len(got.GPUs), len(got.GPUs[0].Energy), len(got.GPUs[0].Power),
 				len(whole.Requests), whole.IncompleteRequests, len(whole.GPUs), len(whole.GPUs[0].Energy), len(whole.GPUs[0].Power))
 		}
 		r, _, err := Compute(got, fixtureParams())

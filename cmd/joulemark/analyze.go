@@ -55,6 +55,7 @@ type AnalyzeCmd struct {
 	MaxBadOutput    float64       `name:"max-bad-output-ratio" default:"0.05" help:"With --archive: share of empty, repeated or short outputs above which the run is flagged outputs_suspect (a warning)."`
 	MinQuality      float64       `name:"min-quality" default:"0.95" help:"With quality verdicts in the archive (--workload correctness, workload.quality_file): pass rate under which the run is flagged quality_low and excluded."`
 	QueryTimeout    time.Duration `name:"query-timeout" default:"2m" help:"Timeout of each Prometheus query."`
+	ReadAPI         string        `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
 }
 
 // Run analyzes the run and writes the report.
@@ -76,7 +77,7 @@ func (c *AnalyzeCmd) Run(g *Globals) error {
 	cfg := analyze.Config{
 		PrometheusURL: c.PrometheusURL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,
-		Archive: c.Archive, RunsDir: c.RunsDir, EngineSelector: c.EngineSelector,
+		Archive: c.Archive, RunsDir: c.RunsDir, EngineSelector: c.EngineSelector, ReadAPI: c.ReadAPI,
 	}
 	// Validated once, by analyze.Run, before any query.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

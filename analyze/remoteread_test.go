@@ -1,0 +1,79 @@
+package analyze
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// noRemoteRead fronts the Prometheus at target with a proxy that answers
+// its remote-read endpoint 404, as a server without remote read does
+// (VictoriaMetrics, a gateway that passes the query API only).
+func noRemoteRead(t *testing.T, target string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/api/v1/read") {
+			http.NotFound(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestReadAPIFallback: with the default read API, a server without remote
+// read is read through the query API and gives the same report; asked for
+// remote read only, it is an error that says so.
+func TestReadAPIFallback(t *testing.T) {
+	s := startPromserver(t)
+	if err := s.AppendSamples(context.Background(), fixtureSamples(fixture())); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second}
+	d, err := Load(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ReadAPI != ReadRemote || d.ReadFallback != "" {
+		t.Fatalf("auto against a server with remote read: read through %q (%s), want remote read", d.ReadAPI, d.ReadFallback)
+	}
+
+	cfg.PrometheusURL = noRemoteRead(t, s.URL())
+	d, err = Load(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ReadAPI != ReadQuery || !strings.Contains(d.ReadFallback, "404") {
+		t.Fatalf("auto without remote read: read through %q (fallback %q), want the query API after a 404", d.ReadAPI, d.ReadFallback)
+	}
+	r, _, err := Compute(d, fixtureParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := MarshalReport(r)
+	want, _ := fixtureReport(t)
+	wantJS, _ := MarshalReport(want)
+	sameJSON(t, js, wantJS)
+
+	cfg.ReadAPI = ReadRemote
+	if _, err := Load(ctx, cfg); err == nil || !strings.Contains(err.Error(), "remote read") {
+		t.Fatalf("remote read only, against a server without it: err %v, want a remote read error", err)
+	}
+	cfg.ReadAPI = "grpc"
+	if _, err := Load(ctx, cfg); err == nil || !strings.Contains(err.Error(), "read API") {
+		t.Fatalf("unknown read API: err %v", err)
+	}
+}
