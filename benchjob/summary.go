@@ -103,12 +103,12 @@ func WriteSummary(w io.Writer, res *Result) error {
 	for _, row := range []struct {
 		name string
 		p    Percentiles
-	}{{"TTFT s", s.TTFT}, {"TPOT s", s.TPOT}, {"latency s", s.Latency}} {
+	}{{"TTFT ms", s.TTFT}, {"TPOT ms", s.TPOT}, {"latency ms", s.Latency}} {
 		if row.p.N == 0 {
 			fmt.Fprintf(tw, "%s\tn/a\tn/a\tn/a\tn/a\t0\n", row.name)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%.4f\t%.4f\t%d\n", row.name, row.p.P50, row.p.P90, row.p.P95, row.p.P99, row.p.N)
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%d\n", row.name, 1000*row.p.P50, 1000*row.p.P90, 1000*row.p.P95, 1000*row.p.P99, row.p.N)
 	}
 	if s.DurationSeconds > 0 && s.Succeeded > 0 {
 		fmt.Fprintf(tw, "throughput\t%.2f req/s, %.1f output tok/s over %.1f s\n", s.RequestsPerSecond, s.OutputTokensPerSecond, s.DurationSeconds)

@@ -232,14 +232,14 @@ func TestRecommend(t *testing.T) {
 			maxBad: -1, prefer: SteadyStateJPT, best: "vllm-tp1",
 			excluded: map[string]string{
 				"sglang-tp2": "latency.tpot_seconds.p95 missing (--max-tpot-p95)",
-				"sglang-tp1": "latency.tpot_seconds.p95 0.032 > 0.031 (--max-tpot-p95)",
+				"sglang-tp1": "latency.tpot_seconds.p95 32 ms > 31 ms (--max-tpot-p95)",
 			},
 		},
 		{
 			name:   "goodput floor and TTFT ceiling",
 			cons:   []Constraint{{Metric: Goodput, Bound: 0.98, Flag: "--min-goodput"}, {Metric: TTFTP95, Bound: 0.15, Upper: true, Flag: "--max-ttft-p95"}},
 			maxBad: -1, prefer: SteadyStateJPT, best: "vllm-tp2",
-			excluded: map[string]string{"vllm-tp1": "goodput.ratio 0.97 < 0.98 (--min-goodput); latency.ttft_seconds.p95 0.2 > 0.15 (--max-ttft-p95)"},
+			excluded: map[string]string{"vllm-tp1": "goodput.ratio 0.97 < 0.98 (--min-goodput); latency.ttft_seconds.p95 200 ms > 150 ms (--max-ttft-p95)"},
 		},
 		{
 			name:   "output sanity gate",

@@ -99,7 +99,7 @@ func Diff(before, after *Run, metrics []Metric, thresholdPct float64) DiffResult
 // WriteDiff prints the comparison as a table, one tracked metric a line.
 func WriteDiff(w io.Writer, d DiffResult) error {
 	fmt.Fprintf(w, "before: %s (%s)\nafter:  %s (%s)\n", d.Before.Name, validity(d.Before), d.After.Name, validity(d.After))
-	rows := [][]string{{"metric", "dir", "before", "after", "change", "status"}}
+	rows := [][]string{{"metric", "better", "before", "after", "change", "status"}}
 	for _, c := range d.Changes {
 		change := "-"
 		if c.HasBefore && c.HasAfter {
@@ -114,8 +114,8 @@ func WriteDiff(w io.Writer, d DiffResult) error {
 		case c.Note != "":
 			status = c.Note
 		}
-		rows = append(rows, []string{c.Metric.Key, c.Metric.Dir.String(),
-			FormatValue(c.Before, c.HasBefore), FormatValue(c.After, c.HasAfter), change, status})
+		rows = append(rows, []string{c.Metric.Key, c.Metric.Dir.Arrow(),
+			c.Metric.Cell(c.Before, c.HasBefore), c.Metric.Cell(c.After, c.HasAfter), change, status})
 	}
 	if err := Table(w, rows); err != nil {
 		return err

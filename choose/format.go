@@ -21,9 +21,48 @@ func FormatValue(v float64, ok bool) string {
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
-// FormatMetric prints metric m of run r.
+// FormatMetric prints metric m of run r for a table cell (latencies in
+// ms, see Metric.Header).
 func FormatMetric(m Metric, r *Run) string {
-	return FormatValue(m.Value(&r.Report))
+	return m.Cell(m.Value(&r.Report))
+}
+
+// Header is the metric's column header in human tables: latencies carry
+// "_ms" (their cells are in milliseconds; JSON keeps seconds).
+func (m Metric) Header() string {
+	if m.Unit == "s" {
+		return m.Label + "_ms"
+	}
+	return m.Label
+}
+
+// Cell formats a value of the metric for its column (ms for latencies).
+func (m Metric) Cell(v float64, ok bool) string {
+	if ok && m.Unit == "s" {
+		v *= 1000
+	}
+	return FormatValue(v, ok)
+}
+
+// Text formats a value of the metric with its unit, for messages: "250 ms",
+// "60 GiB", "0.3".
+func (m Metric) Text(v float64) string {
+	switch m.Unit {
+	case "s":
+		return FormatValue(v*1000, true) + " ms"
+	case "bytes":
+		return FormatValue(v/(1<<30), true) + " GiB"
+	}
+	return FormatValue(v, true)
+}
+
+// Arrow marks the better direction in table headers: ↓ lower is better, ↑
+// higher is better.
+func (d Direction) Arrow() string {
+	if d == Maximize {
+		return "↑"
+	}
+	return "↓"
 }
 
 // Table writes aligned columns; the first row is the header.

@@ -146,7 +146,7 @@ func Pareto(runs []*Run, metrics []Metric) []Class {
 func WriteParetoTable(w io.Writer, classes []Class, metrics []Metric) error {
 	header := []string{"run", "pareto"}
 	for _, m := range metrics {
-		header = append(header, m.Label+"("+m.Dir.String()+")")
+		header = append(header, m.Header()+m.Dir.Arrow())
 		if m.Key == Throughput.Key {
 			header = append(header, "outputs empty/rep/short")
 		}
@@ -167,7 +167,7 @@ func WriteParetoTable(w io.Writer, classes []Class, metrics []Metric) error {
 	if err := Table(w, rows); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "pareto: front = dominated by no other valid run; rank n = front once ranks < n are removed; a metric missing in a run narrows its comparisons to the metrics both runs have.")
+	_, err := fmt.Fprintln(w, "↓ lower is better, ↑ higher is better; latencies in ms.\npareto: front = dominated by no other valid run; rank n = front once ranks < n are removed; a metric missing in a run narrows its comparisons to the metrics both runs have.")
 	return err
 }
 

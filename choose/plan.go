@@ -171,7 +171,7 @@ func deref(p *float64) float64 {
 // WritePlan prints the plan.
 func WritePlan(w io.Writer, p Plan) error {
 	fmt.Fprintf(w, "SLOs: %s\n", strings.Join(p.SLOs, ", "))
-	rows := [][]string{{"run", "configured_load", "rate_req/s", "latency_p50_s", "in_flight", "meets_slos", "reason"}}
+	rows := [][]string{{"run", "configured_load", "rate_req/s", "latency_p50_ms", "in_flight", "meets_slos", "reason"}}
 	for _, pt := range p.Points {
 		mark := "yes"
 		if !pt.MeetsSLOs {
@@ -184,7 +184,7 @@ func WritePlan(w io.Writer, p Plan) error {
 		if reason == "" {
 			reason = "-"
 		}
-		rows = append(rows, []string{pt.RunID, pt.ConfiguredLoad, fmtp(pt.RateRPS), fmtp(pt.LatencySeconds), fmtp(pt.InFlight), mark, reason})
+		rows = append(rows, []string{pt.RunID, pt.ConfiguredLoad, fmtp(pt.RateRPS), latencyMs(pt.LatencySeconds), fmtp(pt.InFlight), mark, reason})
 	}
 	if err := Table(w, rows); err != nil {
 		return err
@@ -219,4 +219,13 @@ func WritePlanJSON(w io.Writer, p Plan) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(p)
+}
+
+// latencyMs formats a latency in seconds as milliseconds for a table
+// cell ("-" when missing).
+func latencyMs(s *float64) string {
+	if s == nil {
+		return "-"
+	}
+	return FormatValue(*s*1000, true)
 }

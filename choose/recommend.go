@@ -24,10 +24,7 @@ func (c Constraint) Check(r *Run) string {
 	if !ok {
 		return fmt.Sprintf("%s missing (%s)", c.Metric.Key, c.Flag)
 	}
-	f := func(x float64) string { return FormatValue(x, true) }
-	if c.Metric.Unit == "bytes" {
-		f = func(x float64) string { return FormatValue(x/(1<<30), true) + "GiB" }
-	}
+	f := c.Metric.Text
 	if c.Upper && v > c.Bound {
 		return fmt.Sprintf("%s %s > %s (%s)", c.Metric.Key, f(v), f(c.Bound), c.Flag)
 	}
@@ -163,7 +160,7 @@ func WriteRecommendation(w io.Writer, rec Recommendation, metrics []Metric) erro
 	fmt.Fprintln(w)
 	rows := [][]string{{"run", "status"}}
 	for _, m := range metrics {
-		rows[0] = append(rows[0], m.Label)
+		rows[0] = append(rows[0], m.Header())
 		if m.Key == Throughput.Key {
 			rows[0] = append(rows[0], "outputs empty/rep/short")
 		}

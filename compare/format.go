@@ -13,7 +13,7 @@ import (
 // group medians and the rank correlation.
 func WriteText(w io.Writer, res Result) error {
 	rows := [][]string{{"run", "group", "status", "formal_out_tokens", "tok/s", "outputs empty/rep/short",
-		"ss_J/tok", "life_J/tok", "life/ss", "ttft_p95_s", "tpot_p95_s", "goodput", "err_rate"}}
+		"ss_J/tok", "life_J/tok", "life/ss", "ttft_p95_ms", "tpot_p95_ms", "goodput", "err_rate"}}
 	for _, row := range res.Runs {
 		r := row.Run
 		status := "included"

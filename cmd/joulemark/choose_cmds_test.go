@@ -96,8 +96,8 @@ func TestRecommendCmdMaxGPUMemory(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{
-		"gpu_memory.max_gpu_peak_bytes 70GiB > 60GiB (--max-gpu-memory)",
-		"gpu_memory.max_gpu_peak_bytes 62GiB > 60GiB (--max-gpu-memory)",
+		"gpu_memory.max_gpu_peak_bytes 70 GiB > 60 GiB (--max-gpu-memory)",
+		"gpu_memory.max_gpu_peak_bytes 62 GiB > 60 GiB (--max-gpu-memory)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
