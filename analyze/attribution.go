@@ -4,8 +4,8 @@ import (
 	"slices"
 )
 
-// attribution is the per-request split of GPU energy (DESIGN.md,
-// "Per-request energy").
+// attribution is the per-request split of GPU energy (docs/design.md,
+// "Definitions", per-request energy).
 type attribution struct {
 	Joules       []float64 // per request, same order as the input
 	Unattributed float64   // energy in slices with no active request

@@ -1,10 +1,10 @@
 // Package analyze is the post-processor: it reads a run from Prometheus
 // through the HTTP query API and derives stage energy, steady-state J/token,
-// full-lifecycle J/token, goodput and latency percentiles (DESIGN.md,
+// full-lifecycle J/token, goodput and latency percentiles (docs/design.md,
 // "Definitions"), and writes the report.
 package analyze
 
-// Report is report.json. Its JSON keys are public API (DESIGN.md, "Report").
+// Report is report.json. Its JSON keys are public API (docs/design.md, "Report (report.json) — stable keys").
 // Times are unix seconds; energies joules; powers watts. A figure that could
 // not be computed is null (a nil pointer), never 0.
 type Report struct {

@@ -23,7 +23,7 @@ import (
 	"github.com/joulemark/joulemark/runinfo"
 )
 
-// designKeys are the run-archive keys of DESIGN.md, each on every line.
+// designKeys are the run-archive keys of docs/design.md, each on every line.
 var designKeys = []string{"phase", "slot", "send_time", "first_token_time", "end_time", "ttft_seconds",
 	"latency_seconds", "tpot_seconds", "output_tokens", "input_tokens", "tokens_source", "success", "error",
 	"finish_reason", "itl_seconds"}

@@ -43,7 +43,7 @@ func Benchmark() (dashboard.Dashboard, error) {
 		})).
 		WithPanel(statPanel(panelSpec{
 			title: "Full-lifecycle J/token", unit: unitJoulePerToken, w: 6, h: 4, boundary: boundaryGPU,
-			desc:    "(startup + warm-up + formal + release energy) / formal output tokens, as DESIGN.md defines it; never mixed with steady-state J/token.",
+			desc:    "(startup + warm-up + formal + release energy) / formal output tokens, as docs/design.md defines it; never mixed with steady-state J/token.",
 			queries: []query{{expr: lifecycleJoulesPerToken("run_id", `="$run_id"`), instant: true}},
 		})).
 		WithPanel(statPanel(panelSpec{
@@ -214,7 +214,7 @@ func lastPerSlot(metric string) string {
 var (
 	requestTTFT    = lastPerSlot("joulemark_request_ttft_seconds")
 	requestLatency = lastPerSlot("joulemark_request_latency_seconds")
-	// requestTPOT follows DESIGN.md: (latency - TTFT) / (output tokens - 1),
+	// requestTPOT follows docs/design.md: (latency - TTFT) / (output tokens - 1),
 	// for successful requests with more than one output token.
 	// It is parenthesised whole: "and" binds looser than a comparison after it.
 	requestTPOT = `((` + requestLatency + ` - ` + requestTTFT + `) / (` + lastPerSlot("joulemark_request_output_tokens") + ` - 1 > 0) and on (phase, slot) (` + lastPerSlot("joulemark_request_success") + ` == 1))`

@@ -49,7 +49,7 @@ type BenchMetric struct {
 }
 
 // BenchAggregateMetrics are the aggregates the benchmark job writes beside
-// the per-request samples (DESIGN.md: "requests by outcome, TTFT/TPOT/latency
+// the per-request samples (docs/design.md: "requests by outcome, TTFT/TPOT/latency
 // histograms, in-flight gauge, target and achieved rate"). The contract names
 // them only by what they mean; this one list holds the names the dashboards
 // query, taken from benchjob's metric constants (benchjob/metrics.go), so a

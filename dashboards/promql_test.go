@@ -167,7 +167,8 @@ func variables(d dashboard.Dashboard) map[string]string {
 	return vars
 }
 
-// TestQueriesParseAndNameKnownMetrics is the metric-name check of issue 6.
+// TestQueriesParseAndNameKnownMetrics: every dashboard query parses and
+// names only metrics joulemark publishes.
 func TestQueriesParseAndNameKnownMetrics(t *testing.T) {
 	known := KnownMetrics()
 	rules, err := recordingRules(rulesDir)

@@ -471,8 +471,7 @@ func TestKubernetesObjects(t *testing.T) {
 	}
 }
 
-// TestKubernetesInstallShape holds the requirements on what the
-// manifests contain.
+// TestKubernetesInstallShape holds what the manifests must contain.
 func TestKubernetesInstallShape(t *testing.T) {
 	base := loadKustomization(t, "kubernetes")
 	find := func(in install, kind, name string) map[string]any {

@@ -1,8 +1,8 @@
 // Package outputsanity counts a run's suspicious outputs from its bench
 // archive (runs/<run_id>/requests.jsonl, written by benchjob): empty
 // outputs, outputs identical to an earlier one and outputs shorter than
-// asked. Speed means nothing if the model broke (DESIGN.md, issue
-// "Experiments", "Sanity of outputs"). analyze puts the counts in the run's
+// asked. Speed means nothing if the model broke (docs/experiments.md,
+// "Output sanity"). analyze puts the counts in the run's
 // report; choose prints them beside throughput.
 package outputsanity
 
@@ -35,7 +35,7 @@ type Counts struct {
 }
 
 // record is the part of one requests.jsonl line the counts read
-// (benchjob.Record; DESIGN.md, "Run archive").
+// (benchjob.Record; docs/design.md, "Run archive and run id").
 type record struct {
 	Phase        string `json:"phase"`
 	Success      bool   `json:"success"`

@@ -68,8 +68,8 @@ func startExporter(t *testing.T, args ...string) (string, *phaseapi.Client) {
 	return base, client
 }
 
-// TestExporterReleaseClosesWithCounterBeat is the regression test of issue
-// 16: an energy counter updating every 95 ms (with jitter), against a 100 ms
+// TestExporterReleaseClosesWithCounterBeat is a regression test: an energy
+// counter updating every 95 ms (with jitter), against a 100 ms
 // sampler, at a perfectly steady idle; the release timed out ("gpu 0 at
 // 66.4 W, baseline 70.0 W") when it was judged from the counter's
 // staircase.
