@@ -26,6 +26,7 @@ import (
 	"github.com/joulemark/joulemark/dashboards"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/production"
 	"github.com/joulemark/joulemark/promserver"
 	"github.com/joulemark/joulemark/remotewrite"
 	"github.com/joulemark/joulemark/runarchive"
@@ -59,6 +60,13 @@ type Result struct {
 	// tests: Sim.ExactEnergy, Engine.FaultLog).
 	Sim    *gpu.Sim
 	Engine *simengine.Engine
+	// EngineGPUs are the simulated GPUs the benchmarked engine's pod holds:
+	// what the run measures.
+	EngineGPUs []int
+	// Production is the production view of the run's span, written to
+	// ProductionDir (joulemark analyze production).
+	Production    *production.Report
+	ProductionDir string
 }
 
 // Run runs the demo: it returns once the report is written (and, with
@@ -125,6 +133,10 @@ type demo struct {
 	writeURL    string
 	pushTargets func(exp, eng prometheus.Gatherer)
 	exp         *exporter.Exporter
+
+	layout  layout
+	idleSrv *localServer      // the idle replica's /metrics, nil without one
+	idleEng *simengine.Engine // the idle replica
 }
 
 // newDemo makes the run id (when none is given) and the run's archive,
@@ -203,7 +215,9 @@ func (d *demo) startGPUs() error {
 	}
 	sim.SetEngineState(gpu.EngineStopped)
 	d.sim, d.res.Sim = sim, sim
-	return nil
+	d.layout = newLayout(d.cfg.GPUs)
+	d.res.EngineGPUs = d.layout.engine
+	return d.detachOthers()
 }
 
 // writeSecret makes the exporter's phase API token. It lives outside the
@@ -230,6 +244,12 @@ func (d *demo) listen() error {
 		return err
 	}
 	d.onClose(d.engSrv.close)
+	if len(d.layout.idle) > 0 {
+		if d.idleSrv, err = listenLocal("sim-engine-idle"); err != nil {
+			return err
+		}
+		d.onClose(d.idleSrv.close)
+	}
 	return nil
 }
 
@@ -244,15 +264,19 @@ func (d *demo) startPrometheus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	targets := []promserver.Target{
+		{Job: JobExporter, URL: d.expSrv.url + "/metrics", Interval: d.cfg.ScrapeInterval},
+		{Job: JobEngine, URL: d.engSrv.url + "/metrics", Interval: d.cfg.ScrapeInterval},
+	}
+	if d.idleSrv != nil {
+		targets = append(targets, promserver.Target{Job: JobEngine + "-idle", URL: d.idleSrv.url + "/metrics", Interval: d.cfg.ScrapeInterval})
+	}
 	prom, err := promserver.Start(d.compCtx, promserver.Options{
 		Dir:           d.res.TSDBDir,
 		ListenAddress: d.cfg.ListenAddress,
-		ScrapeTargets: []promserver.Target{
-			{Job: JobExporter, URL: d.expSrv.url + "/metrics", Interval: d.cfg.ScrapeInterval},
-			{Job: JobEngine, URL: d.engSrv.url + "/metrics", Interval: d.cfg.ScrapeInterval},
-		},
-		RuleSources: rs,
-		Logger:      quiet(d.log).With("component", "prometheus"),
+		ScrapeTargets: targets,
+		RuleSources:   rs,
+		Logger:        quiet(d.log).With("component", "prometheus"),
 	})
 	if err != nil {
 		return fmt.Errorf("embedded Prometheus: %w", err)
@@ -278,9 +302,14 @@ func (d *demo) useExternalPrometheus(ctx context.Context) error {
 	}
 	node := map[string]string{"node": NodeLabel}
 	d.pushTargets = func(exp, eng prometheus.Gatherer) {
-		p := startPusher(w, interval, log,
-			pushTarget{job: JobExporter, instance: hostPort(d.expSrv.url), g: labelGatherer{exp, node}},
-			pushTarget{job: JobEngine, instance: hostPort(d.engSrv.url), g: labelGatherer{eng, engineLabels()}})
+		targets := []pushTarget{
+			{job: JobExporter, instance: hostPort(d.expSrv.url), g: labelGatherer{exp, node}},
+			{job: JobEngine, instance: hostPort(d.engSrv.url), g: labelGatherer{eng, engineLabels(EnginePod)}},
+		}
+		if d.idleEng != nil {
+			targets = append(targets, pushTarget{job: JobEngine + "-idle", instance: hostPort(d.idleSrv.url), g: labelGatherer{d.idleEng.Registry(), engineLabels(IdlePod)}})
+		}
+		p := startPusher(w, interval, log, targets...)
 		d.onClose(func() error {
 			cctx, c := context.WithTimeout(context.Background(), 30*time.Second)
 			defer c()
@@ -349,8 +378,11 @@ func (d *demo) startEngine() error {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/", eng.Handler(nil))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{eng.Registry(), engineLabels()}, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{eng.Registry(), engineLabels(EnginePod)}, promhttp.HandlerOpts{}))
 	d.engSrv.serve(mux)
+	if err := d.startIdleReplica(); err != nil {
+		return err
+	}
 	if d.pushTargets != nil {
 		d.pushTargets(d.exp.Gatherer(), eng.Registry())
 	}
@@ -401,7 +433,10 @@ func (d *demo) report(ctx context.Context) error {
 	if _, err := dashboards.Generate(res.DashboardsDir, ""); err != nil {
 		return fmt.Errorf("dashboards: %w", err)
 	}
-	return writeSummary(d.cfg.Out, res)
+	if err := writeSummary(d.cfg.Out, res); err != nil {
+		return err
+	}
+	return d.production(ctx)
 }
 
 // benchConfig is the benchmark run the demo drives, into run's archive.
@@ -425,6 +460,9 @@ func benchConfig(cfg Config, run *runarchive.Run, engineURL, exporterURL, tokenF
 	b.Engine.ReleaseWait = cfg.ReleaseMaxWait + time.Minute
 	b.Engine.Version = "sim"
 	b.Exporters = []string{exporterURL}
+	// The run measures the engine pod's GPUs only (the exporter resolves
+	// the pod through the fake kubelet).
+	b.EnginePod = PodNamespace + "/" + EnginePod
 	b.ExporterTokenFile = tokenFile
 	b.RemoteWrite.URL = writeURL
 	b.RemoteWrite.AggregateInterval = cfg.ScrapeInterval

@@ -81,9 +81,9 @@ func runDemo(t *testing.T, cfg Config) *Result {
 }
 
 // exact is the simulator's exact energy over [from, to], summed over GPUs.
-func exact(sim *gpu.Sim, gpus int, from, to float64) float64 {
+func exact(sim *gpu.Sim, gpus []int, from, to float64) float64 {
 	var sum float64
-	for i := range gpus {
+	for _, i := range gpus {
 		sum += sim.ExactEnergy(i, exporter.Time(from), exporter.Time(to))
 	}
 	return sum
@@ -125,7 +125,7 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("stage %s missing", name)
 			continue
 		}
-		want := exact(res.Sim, cfg.GPUs, st.Start, st.End)
+		want := exact(res.Sim, res.EngineGPUs, st.Start, st.End)
 		if st.ExporterEnergyJoules == nil {
 			t.Errorf("stage %s: no exporter energy", name)
 		} else if e := relErr(*st.ExporterEnergyJoules, want); e > 0.005 {
@@ -149,7 +149,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		{"formal", rep.Energy.FormalJoules, formal.Start, formal.End},
 		{"lifecycle", rep.Energy.LifecycleJoules, startup.Start, release.End},
 	} {
-		want := exact(res.Sim, cfg.GPUs, c.from, c.to)
+		want := exact(res.Sim, res.EngineGPUs, c.from, c.to)
 		if c.got == nil {
 			t.Errorf("%s energy missing", c.name)
 			continue
@@ -202,6 +202,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	for _, q := range []string{
 		`run:joulemark_joules_per_token:ratio_rate1m{run_id="e2e"}`,
 		fmt.Sprintf(`namespace_pod:joulemark_joules_per_generation_token:ratio_rate5m{namespace=%q, pod=%q}`, PodNamespace, EnginePod),
+		fmt.Sprintf(`namespace_pod:joulemark_idle_allocated_energy_joules:rate5m{namespace=%q, pod=%q}`, PodNamespace, IdlePod),
 		`model_name:joulemark_joules_per_generation_token:ratio_rate5m`,
 	} {
 		v, _, _, err := api.Query(t.Context(), "max(max_over_time("+q+"[10m]))", time.Now())
@@ -218,6 +219,11 @@ func TestDemoEndToEnd(t *testing.T) {
 	// compare/pareto/plan read its report with the output sanity and the
 	// configured load.
 	checkOrdinaryArchive(t, cfg, res, prom.URL())
+
+	// The production view of the same span: the engine pod's energy is the
+	// exact energy of its GPUs, the idle replica's energy is all idle, the
+	// last GPU is unallocated.
+	checkProductionView(t, cfg, res)
 
 	// Every query of the generated dashboards returns data for the run.
 	from, to := rep.Stages["idle"].Start, rep.Stages["release"].End+30
@@ -409,7 +415,7 @@ func TestDemoExternalPrometheus(t *testing.T) {
 	if !ok || formal.EnergyJoules == nil {
 		t.Fatalf("no formal stage energy: %+v", rep.Stages)
 	}
-	want := exact(res.Sim, cfg.GPUs, formal.Start, formal.End)
+	want := exact(res.Sim, res.EngineGPUs, formal.Start, formal.End)
 	if e := relErr(*formal.EnergyJoules, want); e > 0.005 {
 		t.Errorf("formal energy %.1f J, exact %.1f J (%.2f%% off)", *formal.EnergyJoules, want, 100*e)
 	}
@@ -439,4 +445,34 @@ func promAPI(t *testing.T, url string) v1.API {
 		t.Fatal(err)
 	}
 	return v1.NewAPI(c)
+}
+
+func checkProductionView(t *testing.T, cfg Config, res *Result) {
+	t.Helper()
+	pr := res.Production
+	if pr == nil {
+		t.Fatal("no production view")
+	}
+	if _, err := os.Stat(filepath.Join(res.ProductionDir, "report.html")); err != nil {
+		t.Errorf("production report.html: %v", err)
+	}
+	pods := map[string]float64{}
+	idle := map[string]float64{}
+	for _, p := range pr.Pods {
+		pods[p.Pod], idle[p.Pod] = p.EnergyJoules, p.IdleAllocatedJoules
+	}
+	want := exact(res.Sim, res.EngineGPUs, pr.From, pr.To)
+	if e := pods[EnginePod]; relErr(e, want) > 0.02 {
+		t.Errorf("production: engine pod %.0f J, its GPUs' exact energy %.0f J", e, want)
+	}
+	idleWant := exact(res.Sim, []int{cfg.GPUs - 2}, pr.From, pr.To)
+	if e := pods[IdlePod]; relErr(e, idleWant) > 0.02 || relErr(idle[IdlePod], e) > 0.05 {
+		t.Errorf("production: idle replica %.0f J (idle-allocated %.0f J), its GPU's exact energy %.0f J", e, idle[IdlePod], idleWant)
+	}
+	if u := exact(res.Sim, []int{cfg.GPUs - 1}, pr.From, pr.To); relErr(pr.UnallocatedJoules, u) > 0.02 {
+		t.Errorf("production: unallocated %.0f J, the last GPU's exact energy %.0f J", pr.UnallocatedJoules, u)
+	}
+	if len(pr.Models) != 1 || pr.Models[0].Pods != 2 || pr.Models[0].JoulesPerToken == nil {
+		t.Errorf("production models %+v, want the engine's model on 2 pods with a J/token", pr.Models)
+	}
 }

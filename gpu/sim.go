@@ -95,6 +95,9 @@ type Sim struct {
 type simGPU struct {
 	idle float64
 	load float64
+	// detached: not one of the engine's GPUs; it idles whatever the
+	// engine does (SetGPUAttached).
+	detached bool
 	// noise: sum of a·sin(ω t + φ)
 	amp, omega, phase [noiseTerms]float64
 	segs              []segment
@@ -377,10 +380,11 @@ func (s *Sim) retarget(now time.Time) {
 			t = last.start
 		}
 		var target float64
-		switch s.state {
-		case EngineLoading:
+		switch {
+		case g.detached: // not the engine's GPU: idle
+		case s.state == EngineLoading:
 			target = math.Max(0, s.cfg.StartupWatts-g.idle)
-		case EngineRunning:
+		case s.state == EngineRunning:
 			target = g.load * (s.cfg.MaxWatts - g.idle)
 		}
 		x := last.dyn(t)

@@ -177,3 +177,26 @@ func TestSimCounterPeriod(t *testing.T) {
 		t.Errorf("counter %.3f J, want the energy at the last update %.3f J", a.EnergyJoules, want)
 	}
 }
+
+// TestSimDetachedGPUIdles: a detached GPU stays at idle power while the
+// engine loads and runs on the others.
+func TestSimDetachedGPUIdles(t *testing.T) {
+	clk := fakeclock.New()
+	s, err := NewSim(SimConfig{GPUs: 2, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetGPUAttached(1, false); err != nil {
+		t.Fatal(err)
+	}
+	s.SetEngineState(EngineRunning)
+	s.SetLoad(1)
+	clk.Advance(time.Minute)
+	p0, p1 := s.PowerAt(0, clk.Now()), s.PowerAt(1, clk.Now())
+	if p0 < 600 || p1 > 80 {
+		t.Errorf("attached GPU %.1f W, detached %.1f W; want near max and idle", p0, p1)
+	}
+	if err := s.SetGPUAttached(5, false); err == nil {
+		t.Error("no error for GPU 5 of 2")
+	}
+}
