@@ -26,7 +26,7 @@ const (
 	mGPUEnergy     = "joulemark_gpu_energy_joules_total"
 	mGPUPower      = "joulemark_gpu_power_watts"
 	// mGPUEnergyRaw is the exporter's energy counter at every high-rate
-	// sample, pushed by its --remote-write-url with the sample's own
+	// sample, pushed by its --remote-write.url with the sample's own
 	// timestamp. Where present it replaces the scraped counter: boundary
 	// interpolation over 100 ms instead of the scrape interval.
 	mGPUEnergyRaw = "joulemark_gpu_energy_sample_joules_total"

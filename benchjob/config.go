@@ -166,7 +166,8 @@ type RemoteWrite struct {
 	FlushTimeout time.Duration `yaml:"flush_timeout" json:"flush_timeout"`
 }
 
-// Defaults returns a Config with every default of the CLI.
+// Defaults returns a Config with every default: the bench flags' and
+// those of an experiment file (one set, cmd/joulemark TestBenchDefaults).
 func Defaults() Config {
 	return Config{
 		Endpoint:       "completions",
@@ -182,13 +183,19 @@ func Defaults() Config {
 			StopGrace:    30 * time.Second,
 			ReleaseWait:  30 * time.Minute,
 		},
-		Timeouts:              Timeouts{Idle: time.Minute, Drain: 30 * time.Second},
-		Prometheus:            Prometheus{Lookback: 90 * 24 * time.Hour},
-		RemoteWrite:           RemoteWrite{AggregateInterval: 5 * time.Second, FlushTimeout: 30 * time.Second},
+		ExporterHTTP: config.DefaultHTTPClientConfig,
+		Timeouts:     Timeouts{Connect: 10 * time.Second, Idle: time.Minute, Drain: 30 * time.Second},
+		Prometheus:   Prometheus{HTTP: config.DefaultHTTPClientConfig, Lookback: 90 * 24 * time.Hour},
+		RemoteWrite: RemoteWrite{HTTP: config.DefaultHTTPClientConfig,
+			AggregateInterval: 5 * time.Second, FlushTimeout: 30 * time.Second},
 		EngineMetricsInterval: 5 * time.Second,
 		RunsDir:               "runs",
 	}
 }
+
+// ErrInvalidConfig is wrapped by every error of Validate (the CLI maps it
+// to the bad-usage exit status).
+var ErrInvalidConfig = errors.New("invalid bench config")
 
 // Validate checks the config before any work starts, without touching the
 // disk or the network (files and endpoints are checked when the run is
@@ -204,7 +211,7 @@ func (c *Config) Validate() error {
 	c.checkEndpoints(&p)
 	c.checkArchive(&p)
 	if len(p) > 0 {
-		return fmt.Errorf("invalid bench config: %w", errors.Join(p...))
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(p...))
 	}
 	return nil
 }

@@ -123,7 +123,7 @@ func WriteSummary(w io.Writer, res *Result) error {
 		st := res.RemoteWrite
 		fmt.Fprintf(tw, "samples\t%d written, %d acknowledged, %d lost\n", st.Enqueued+st.Dropped, st.Acknowledged, st.Lost())
 	} else {
-		fmt.Fprintf(tw, "samples\tremote write off (no --remote-write-url)\n")
+		fmt.Fprintf(tw, "samples\tremote write off (no --remote-write.url)\n")
 	}
 	if why := res.Unusable(); res.Status == StatusCompleted && len(why) > 0 {
 		fmt.Fprintf(tw, "unusable\t%s\n", strings.Join(why, "; "))

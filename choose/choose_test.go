@@ -381,8 +381,8 @@ func TestPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	slos := []Constraint{
-		{Metric: TTFTP95, Bound: 0.5, Upper: true, Flag: "--slo-ttft-p95"},
-		{Metric: TPOTP95, Bound: 0.035, Upper: true, Flag: "--slo-tpot-p95"},
+		{Metric: TTFTP95, Bound: 0.5, Upper: true, Flag: "--slo.ttft-p95"},
+		{Metric: TPOTP95, Bound: 0.035, Upper: true, Flag: "--slo.tpot-p95"},
 		{Metric: Goodput, Bound: 0.95, Flag: "--min-goodput"},
 	}
 	p, err := MakePlan(runs, PlanOptions{TargetPeakRateRPS: 100, SLOs: slos, RestartsPerDay: 1})
@@ -424,7 +424,7 @@ func TestPlan(t *testing.T) {
 	}
 	golden.Compare(t, "plan.json.golden", buf.Bytes())
 
-	if _, err := MakePlan(runs, PlanOptions{TargetPeakRateRPS: 100, SLOs: []Constraint{{Metric: TTFTP95, Bound: 0.01, Upper: true, Flag: "--slo-ttft-p95"}}}); err == nil {
+	if _, err := MakePlan(runs, PlanOptions{TargetPeakRateRPS: 100, SLOs: []Constraint{{Metric: TTFTP95, Bound: 0.01, Upper: true, Flag: "--slo.ttft-p95"}}}); err == nil {
 		t.Error("no point meets the SLO: want an error")
 	}
 	if _, err := MakePlan(runs, PlanOptions{TargetPeakRateRPS: 0}); err == nil {

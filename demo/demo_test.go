@@ -398,7 +398,7 @@ func deref(p *float64) float64 {
 }
 
 // TestDemoExternalPrometheus runs the demo against a real Prometheus
-// (--prometheus-url): the exporter's and engine's series and the
+// (--prometheus.url): the exporter's and engine's series and the
 // per-request samples all arrive by remote write, and the analysis reads
 // them back the same way.
 func TestDemoExternalPrometheus(t *testing.T) {

@@ -31,7 +31,8 @@ func kebab(s string) string {
 	return b.String()
 }
 
-// loadCLI reads the kong structs of cmd/joulemark from source: commands
+// loadCLI reads the kong structs of cmd/joulemark (and internal/clientflags)
+// from source: commands
 // (cmd:"" fields) and their flags (name:"" tag or the kebab field name,
 // embedded structs inlined with their prefix).
 func loadCLI(t *testing.T) *cliCommand {
@@ -42,6 +43,12 @@ func loadCLI(t *testing.T) *cliCommand {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("cmd/joulemark sources: %v", err)
 	}
+	// The flags of the remote parties (clientflags.Exporter, ...).
+	party, err := filepath.Glob("../internal/clientflags/*.go")
+	if err != nil || len(party) == 0 {
+		t.Fatalf("internal/clientflags sources: %v", err)
+	}
+	files = append(files, party...)
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -78,6 +85,8 @@ func loadCLI(t *testing.T) *cliCommand {
 				if id, ok := x.X.(*ast.Ident); ok {
 					typ = id.Name
 				}
+			case *ast.SelectorExpr: // clientflags.Exporter
+				typ = x.Sel.Name
 			}
 			if len(f.Names) == 0 { // embedded: inline its flags
 				build(typ, prefix+tag.Get("prefix"), into)

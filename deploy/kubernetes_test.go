@@ -493,7 +493,7 @@ func TestKubernetesInstallShape(t *testing.T) {
 	}
 	checkPodResourcesMount(t, "exporter DaemonSet", pod)
 	args := strings.Join(pod.Containers[0].Args, " ")
-	for _, want := range []string{"exporter", "--gpu=nvml", "--api-token-file=", "--web.listen-address=:9402", "--kubelet.pod-resources-socket=/var/lib/kubelet/pod-resources/"} {
+	for _, want := range []string{"exporter", "--gpu=nvml", "--web.api-token-file=", "--web.listen-address=:9402", "--kubelet.pod-resources-socket=/var/lib/kubelet/pod-resources/"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("exporter args %q lack %q", args, want)
 		}
@@ -527,7 +527,7 @@ func TestKubernetesInstallShape(t *testing.T) {
 	}
 	for _, j := range []batchv1.Job{job, indexed} {
 		args := strings.Join(j.Spec.Template.Spec.Containers[0].Args, " ")
-		for _, want := range []string{"bench", "--exporter=", "--exporter-token-file=", "--remote-write-url=", "--api-key-file="} {
+		for _, want := range []string{"bench", "--exporter.url=", "--exporter.bearer-token-file=", "--remote-write.url=", "--target.api-key-file="} {
 			if !strings.Contains(args, want) {
 				t.Errorf("%s args lack %q", j.Name, want)
 			}

@@ -235,7 +235,7 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	}
 	startProcess(t, "exporter", []string{"JOULEMARK_API_TOKEN=" + token}, bin, "exporter",
 		"--gpu=sim", "--gpus="+strconv.Itoa(gpus), "--sim.engine-url="+engURL, "--web.listen-address="+expAddr, "--storage.path="+filepath.Join(dir, "exporter-data"),
-		"--interval="+sampleInterval.String(), "--release-hold="+releaseHold.String(), "--release-max-wait="+releaseMaxWait.String(),
+		"--sample.interval="+sampleInterval.String(), "--release.hold="+releaseHold.String(), "--release.max-wait="+releaseMaxWait.String(),
 		"--sim.idle-watts="+ftoa(simIdleWatts), "--sim.max-watts="+ftoa(simMaxWatts), "--sim.startup-watts="+ftoa(simStartupWatts),
 		"--sim.ramp-seconds="+ftoa(simRampSeconds), "--sim.decay-seconds="+ftoa(simDecaySeconds),
 		"--sim.seed="+strconv.Itoa(seed), "--sim.energy-counter")
@@ -254,14 +254,14 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	t.Cleanup(func() { killEngine(t, pidFile) })
 	benchArgs := []string{"bench",
 		"--target=" + engURL + "/v1", "--endpoint=completions",
-		"--concurrency=" + strconv.Itoa(concurrency), "--requests=" + strconv.Itoa(formalRequests), "--duration=" + formalMax.String(),
-		"--warmup-requests=" + strconv.Itoa(warmupRequests), "--idle-duration=" + idle.String(),
+		"--concurrency=" + strconv.Itoa(concurrency), "--formal.requests=" + strconv.Itoa(formalRequests), "--formal.duration=" + formalMax.String(),
+		"--warmup.requests=" + strconv.Itoa(warmupRequests), "--idle.duration=" + idle.String(),
 		"--mean-input-tokens=" + strconv.Itoa(inputTokens), "--stddev-input-tokens=" + strconv.Itoa(inputTokens/10),
 		"--mean-output-tokens=" + strconv.Itoa(outputTokens), "--stddev-output-tokens=" + strconv.Itoa(outputStddev),
 		"--seed=" + strconv.Itoa(seed), "--ignore-eos",
-		"--engine-cmd=" + engineCmd, "--ready-timeout=30s", "--stop-grace=5s", "--release-wait=" + (releaseMaxWait + 10*time.Second).String(),
-		"--exporter=" + expURL, "--exporter-token-file=" + tokenFile,
-		"--remote-write-url=" + prom.URL + "/api/v1/write", "--engine-metrics",
+		"--engine.cmd=" + engineCmd, "--engine.ready-timeout=30s", "--engine.stop-grace=5s", "--release.wait=" + (releaseMaxWait + 10*time.Second).String(),
+		"--exporter.url=" + expURL, "--exporter.bearer-token-file=" + tokenFile,
+		"--remote-write.url=" + prom.URL + "/api/v1/write", "--engine.metrics",
 		"--runs-dir=" + runsDir, "--run-id=" + runID,
 	}
 	start := time.Now()
@@ -299,8 +299,8 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 
 	outDir := filepath.Join(dir, "report")
 	stdout := runCommand(ctx, t, 60*time.Second, nil, bin, "analyze",
-		"--prometheus-url="+prom.URL, "--run-id="+runID, "--out="+outDir, "--format=json",
-		"--ss-window="+strconv.Itoa(ssWindow), "--slo-ttft="+sloTTFT.String(), "--slo-tpot=0")
+		"--prometheus.url="+prom.URL, "--run-id="+runID, "--out="+outDir, "--format=json",
+		"--steady-state.window="+strconv.Itoa(ssWindow), "--slo.ttft="+sloTTFT.String(), "--slo.tpot=0")
 	rep := readReport(t, filepath.Join(outDir, analyze.FileJSON))
 	var printed analyze.Report
 	if err := json.Unmarshal(stdout, &printed); err != nil || printed.RunID != runID || printed.Valid != rep.Valid {

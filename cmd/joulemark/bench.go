@@ -5,45 +5,47 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kong"
-	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/experiment"
+	"github.com/joulemark/joulemark/internal/clientflags"
 )
 
 // BenchCmd drives an OpenAI-compatible engine through the measured lifecycle.
+// Flag defaults are benchjob.Defaults' (benchDefaults), the defaults of
+// --config too.
 type BenchCmd struct {
 	Config string   `name:"config" type:"existingfile" help:"Experiment file (strict YAML: one config, a matrix or a sweep); replaces the config flags below." group:"Experiment"`
 	Set    []string `name:"set" sep:"none" help:"Override a config field of --config, e.g. --set concurrency=8 (repeatable)." group:"Experiment"`
 	DryRun bool     `name:"dry-run" help:"With --config: print the expanded runs and exit." group:"Experiment"`
 
-	Target   string `help:"OpenAI base URL, e.g. http://host:8000/v1." group:"Target"`
-	Model    string `help:"Served model id (default: the first one /v1/models lists)." group:"Target"`
-	Endpoint string `default:"completions" enum:"completions,chat" help:"API: ${enum}." group:"Target"`
+	Target     string `help:"OpenAI base URL, e.g. http://host:8000/v1." group:"Target"`
+	APIKeyFile string `name:"target.api-key-file" type:"existingfile" placeholder:"FILE" group:"Target" help:"File with the engine's API key (else env OPENAI_API_KEY)."`
+	Model      string `help:"Served model id (default: the first one /v1/models lists)." group:"Target"`
+	Endpoint   string `default:"${bench_endpoint}" enum:"completions,chat" help:"API: ${enum}." group:"Target"`
 
 	Concurrency      int           `help:"Closed loop: N requests in flight." group:"Load"`
 	Rate             float64       `help:"Open loop: target request rate (req/s)." group:"Load"`
 	Burstiness       float64       `help:"Open loop: gamma shape of inter-arrivals (1 = Poisson, <1 burstier)." group:"Load"`
 	MaxConcurrency   int           `name:"max-concurrency" help:"Open loop: cap on requests in flight." group:"Load"`
-	SweepConcurrency []int         `name:"sweep-concurrency" help:"Run once per concurrency, e.g. 1,2,4 (each its own run)." group:"Load"`
-	SweepRate        []float64     `name:"sweep-rate" help:"Run once per rate, e.g. 1,2,4 (each its own run)." group:"Load"`
-	Requests         int           `help:"Formal requests (and/or --duration)." group:"Load"`
-	Duration         time.Duration `help:"Formal phase length (and/or --requests)." group:"Load"`
-	WarmupRequests   int           `name:"warmup-requests" default:"8" help:"Warm-up requests." group:"Load"`
-	IdleDuration     time.Duration `name:"idle-duration" default:"20s" help:"Idle baseline before the engine starts." group:"Load"`
-	MaxLag           time.Duration `name:"max-lag" default:"50ms" help:"Open loop: p99 dispatch lag past which the run is flagged client_could_not_keep_up." group:"Load"`
+	SweepConcurrency []int         `name:"sweep.concurrency" help:"Run once per concurrency, e.g. 1,2,4 (each its own run)." group:"Load"`
+	SweepRate        []float64     `name:"sweep.rate" help:"Run once per rate, e.g. 1,2,4 (each its own run)." group:"Load"`
+	Requests         int           `name:"formal.requests" help:"Formal requests (and/or --formal.duration)." group:"Load"`
+	Duration         time.Duration `name:"formal.duration" help:"Formal phase length (and/or --formal.requests)." group:"Load"`
+	WarmupRequests   int           `name:"warmup.requests" default:"${bench_warmup_requests}" help:"Warm-up requests." group:"Load"`
+	IdleDuration     time.Duration `name:"idle.duration" default:"${bench_idle_duration}" help:"Idle baseline before the engine starts." group:"Load"`
+	MaxLag           time.Duration `name:"max-lag" default:"${bench_max_lag}" help:"Open loop: p99 dispatch lag past which the run is flagged client_could_not_keep_up." group:"Load"`
 
-	MeanInputTokens    int    `name:"mean-input-tokens" default:"550" group:"Workload" help:"Synthetic prompts: mean input length."`
-	StddevInputTokens  int    `name:"stddev-input-tokens" default:"150" group:"Workload" help:"Synthetic prompts: input length standard deviation."`
-	MeanOutputTokens   int    `name:"mean-output-tokens" default:"150" group:"Workload" help:"Mean output length (max_tokens)."`
-	StddevOutputTokens int    `name:"stddev-output-tokens" default:"10" group:"Workload" help:"Output length standard deviation."`
+	MeanInputTokens    int    `name:"mean-input-tokens" default:"${bench_mean_input_tokens}" group:"Workload" help:"Synthetic prompts: mean input length."`
+	StddevInputTokens  int    `name:"stddev-input-tokens" default:"${bench_stddev_input_tokens}" group:"Workload" help:"Synthetic prompts: input length standard deviation."`
+	MeanOutputTokens   int    `name:"mean-output-tokens" default:"${bench_mean_output_tokens}" group:"Workload" help:"Mean output length (max_tokens)."`
+	StddevOutputTokens int    `name:"stddev-output-tokens" default:"${bench_stddev_output_tokens}" group:"Workload" help:"Output length standard deviation."`
 	Dataset            string `type:"existingfile" group:"Workload" help:"JSONL dataset ({prompt, max_tokens} or ShareGPT conversations)."`
 	Trace              string `type:"existingfile" group:"Workload" help:"Trace to replay (JSONL: time, input_tokens, output_tokens)."`
 	Seed               int64  `group:"Workload" help:"Workload seed (prompts, lengths, arrivals)."`
@@ -58,42 +60,60 @@ type BenchCmd struct {
 	Thinking     string   `default:"default" enum:"default,on,off" group:"Engine extras" help:"chat_template_kwargs.enable_thinking: ${enum}."`
 	RequireUsage bool     `name:"require-usage" group:"Engine extras" help:"Fail requests whose stream has no usage (else count chunks and flag the run)."`
 
-	ConnectTimeout    time.Duration `name:"connect-timeout" default:"10s" group:"Timeouts" help:"Connect timeout."`
-	FirstTokenTimeout time.Duration `name:"first-token-timeout" default:"0" group:"Timeouts" help:"First-token timeout (0: none)."`
-	RequestTimeout    time.Duration `name:"request-timeout" default:"0" group:"Timeouts" help:"Total timeout of one request (0: none)."`
+	ConnectTimeout    time.Duration `name:"timeout.connect" default:"${bench_timeout_connect}" group:"Timeouts" help:"Connect timeout (0: none)."`
+	FirstTokenTimeout time.Duration `name:"timeout.first-token" default:"${bench_timeout_first_token}" group:"Timeouts" help:"First-token timeout (0: none)."`
+	RequestTimeout    time.Duration `name:"timeout.request" default:"${bench_timeout_request}" group:"Timeouts" help:"Total timeout of one request (0: none)."`
+	IdleTimeout       time.Duration `name:"timeout.idle" default:"${bench_timeout_idle}" group:"Timeouts" help:"Fail a request when no byte of its answer came for this long (timeout_idle; 0: none)."`
+	DrainTimeout      time.Duration `name:"timeout.drain" default:"${bench_timeout_drain}" group:"Timeouts" help:"How long requests still running when the formal duration is over may finish before they are canceled (canceled_at_end)."`
 
-	EngineCmd     string        `name:"engine-cmd" group:"Lifecycle" help:"Launch and own the engine (sh -c); its output goes to the archive."`
-	EngineStart   string        `name:"engine-start" group:"Lifecycle" help:"Hook that starts an externally managed engine."`
-	EngineStop    string        `name:"engine-stop" group:"Lifecycle" help:"Hook that stops it."`
+	EngineCmd     string        `name:"engine.cmd" group:"Lifecycle" help:"Launch and own the engine (sh -c); its output goes to the archive."`
+	EngineStart   string        `name:"engine.start" group:"Lifecycle" help:"Hook that starts an externally managed engine."`
+	EngineStop    string        `name:"engine.stop" group:"Lifecycle" help:"Hook that stops it."`
 	NoLifecycle   bool          `name:"no-lifecycle" group:"Lifecycle" help:"Measure an already running service: formal phase only, flagged."`
-	ReadyTimeout  time.Duration `name:"ready-timeout" default:"10m" group:"Lifecycle" help:"Readiness timeout (/health, /v1/models)."`
-	StopGrace     time.Duration `name:"stop-grace" default:"30s" group:"Lifecycle" help:"SIGTERM to SIGKILL grace of --engine-cmd."`
-	ReleaseWait   time.Duration `name:"release-wait" default:"30m" group:"Lifecycle" help:"Longest wait for the exporters to report release."`
-	EngineVersion string        `name:"engine-version" group:"Lifecycle" help:"Engine version, recorded in the manifest."`
-	EngineImage   string        `name:"engine-image" group:"Lifecycle" help:"Engine image, recorded in the manifest."`
+	ReadyTimeout  time.Duration `name:"engine.ready-timeout" default:"${bench_engine_ready_timeout}" group:"Lifecycle" help:"Readiness timeout (/health, /v1/models)."`
+	StopGrace     time.Duration `name:"engine.stop-grace" default:"${bench_engine_stop_grace}" group:"Lifecycle" help:"SIGTERM to SIGKILL grace of --engine.cmd."`
+	ReleaseWait   time.Duration `name:"release.wait" default:"${bench_release_wait}" group:"Lifecycle" help:"Longest wait for the exporters to report release."`
+	EngineVersion string        `name:"engine.version" group:"Lifecycle" help:"Engine version, recorded in the manifest."`
+	EngineImage   string        `name:"engine.image" group:"Lifecycle" help:"Engine image, recorded in the manifest."`
 	ModelRevision string        `name:"model-revision" group:"Lifecycle" help:"Model revision, recorded in the manifest."`
 
-	Exporter              []string          `name:"exporter" group:"Wiring" help:"Exporter base URL (repeatable, one per node)."`
-	ExporterTokenFile     string            `name:"exporter-token-file" group:"Wiring" help:"File with the exporters' API token (else env JOULEMARK_API_TOKEN)."`
-	ExporterGPUs          []string          `name:"exporter.gpus" group:"Wiring" help:"Measure only these GPU UUIDs (comma-separated or repeated): the engine's GPUs. Default: every GPU of the exporters."`
-	EnginePod             string            `name:"engine.pod" group:"Wiring" help:"Measure only the GPUs the kubelet lists for this pod (namespace/name), resolved by the exporter."`
-	APIKeyFile            string            `name:"api-key-file" group:"Wiring" help:"File with the engine's API key (else env OPENAI_API_KEY)."`
-	RemoteWriteURL        string            `name:"remote-write-url" group:"Wiring" help:"Prometheus remote-write URL for per-request samples."`
-	RemoteWriteBearerFile string            `name:"remote-write-bearer-token-file" group:"Wiring" help:"Remote write: bearer token file."`
-	RemoteWriteUser       string            `name:"remote-write-basic-user" group:"Wiring" help:"Remote write: basic auth user."`
-	RemoteWritePassFile   string            `name:"remote-write-basic-password-file" group:"Wiring" help:"Remote write: basic auth password file."`
-	RemoteWriteCAFile     string            `name:"remote-write-ca-file" group:"Wiring" help:"Remote write: CA file."`
-	RemoteWriteCertFile   string            `name:"remote-write-cert-file" group:"Wiring" help:"Remote write: client certificate file."`
-	RemoteWriteKeyFile    string            `name:"remote-write-key-file" group:"Wiring" help:"Remote write: client key file."`
-	RemoteWriteInsecure   bool              `name:"remote-write-insecure-skip-verify" group:"Wiring" help:"Remote write: skip TLS verification."`
-	RemoteWriteHeader     map[string]string `name:"remote-write-header" group:"Wiring" help:"Remote write: extra header, e.g. X-Scope-OrgID=tenant (repeatable)."`
-	EngineMetrics         bool              `name:"engine-metrics" group:"Wiring" help:"Record the engine's own /metrics (queue, KV cache, preemptions) with the run."`
-	EngineMetricsURL      string            `name:"engine-metrics-url" group:"Wiring" help:"Engine metrics URL (default: the target's root + /metrics)."`
+	Exporter         clientflags.Exporter    `embed:"" prefix:"exporter." group:"Exporters"`
+	ExporterGPUs     []string                `name:"exporter.gpus" group:"Exporters" help:"Measure only these GPU UUIDs (comma-separated or repeated): the engine's GPUs. Default: every GPU of the exporters."`
+	EnginePod        string                  `name:"engine.pod" group:"Exporters" help:"Measure only the GPUs the kubelet lists for this pod (namespace/name), resolved by the exporter."`
+	RemoteWrite      clientflags.RemoteWrite `embed:"" prefix:"remote-write." group:"Remote write (per-request samples)"`
+	Prometheus       clientflags.Prometheus  `embed:"" prefix:"prometheus." group:"Prometheus (pre-flight: the run id is new there)"`
+	EngineMetrics    bool                    `name:"engine.metrics" group:"Lifecycle" help:"Record the engine's own /metrics (queue, KV cache, preemptions) with the run."`
+	EngineMetricsURL string                  `name:"engine.metrics-url" group:"Lifecycle" help:"Engine metrics URL (default: the target's root + /metrics)."`
 
-	RunsDir string `name:"runs-dir" default:"runs" group:"Archive" help:"Where run archives go."`
+	RunsDir string `name:"runs-dir" default:"${bench_runs_dir}" group:"Archive" help:"Where run archives go."`
 	RunID   string `name:"run-id" group:"Archive" help:"Run id (generated when absent; an existing one is refused)."`
 
 	set []string
+}
+
+// benchDefaults are the bench flags' defaults as kong variables, taken
+// from benchjob.Defaults: flags and --config share one set of defaults.
+func benchDefaults() kong.Vars {
+	d := benchjob.Defaults()
+	return kong.Vars{
+		"bench_endpoint":             d.Endpoint,
+		"bench_warmup_requests":      strconv.Itoa(d.WarmupRequests),
+		"bench_idle_duration":        d.IdleDuration.String(),
+		"bench_max_lag":              d.MaxLag.String(),
+		"bench_mean_input_tokens":    strconv.Itoa(d.Workload.MeanInputTokens),
+		"bench_stddev_input_tokens":  strconv.Itoa(d.Workload.StddevInputTokens),
+		"bench_mean_output_tokens":   strconv.Itoa(d.Workload.MeanOutputTokens),
+		"bench_stddev_output_tokens": strconv.Itoa(d.Workload.StddevOutputTokens),
+		"bench_timeout_connect":      d.Timeouts.Connect.String(),
+		"bench_timeout_first_token":  d.Timeouts.FirstToken.String(),
+		"bench_timeout_request":      d.Timeouts.Total.String(),
+		"bench_timeout_idle":         d.Timeouts.Idle.String(),
+		"bench_timeout_drain":        d.Timeouts.Drain.String(),
+		"bench_engine_ready_timeout": d.Engine.ReadyTimeout.String(),
+		"bench_engine_stop_grace":    d.Engine.StopGrace.String(),
+		"bench_release_wait":         d.Engine.ReleaseWait.String(),
+		"bench_runs_dir":             d.RunsDir,
+	}
 }
 
 // experimentFlags may go with --config.
@@ -118,15 +138,15 @@ func (c *BenchCmd) AfterApply(kctx *kong.Context) error {
 }
 
 // Run builds the configs, then runs them one after the other.
-func (c *BenchCmd) Run(g *Globals) error {
+func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 	var cfgs []benchjob.Config
 	if c.Config != "" {
 		if len(c.set) > 0 {
-			return fmt.Errorf("--config replaces the config flags: drop --%s (use --set path=value)", strings.Join(c.set, ", --"))
+			return usageErrorf("--config replaces the config flags: drop --%s (use --set path=value)", strings.Join(c.set, ", --"))
 		}
 		runs, err := experiment.LoadBench(c.Config, c.Set)
 		if err != nil {
-			return err
+			return withExitCode(exitUsage, err)
 		}
 		if c.DryRun {
 			return experiment.WriteDryRun(os.Stdout, runs, true)
@@ -136,28 +156,30 @@ func (c *BenchCmd) Run(g *Globals) error {
 		}
 	} else {
 		if len(c.Set) > 0 || c.DryRun {
-			return errors.New("--set and --dry-run go with --config")
+			return usageErrorf("--set and --dry-run go with --config")
+		}
+		cfg, err := c.config()
+		if err != nil {
+			return withExitCode(exitUsage, err)
 		}
 		// Validated once, by benchjob.Sweep, before anything starts.
-		cfgs = append(cfgs, c.config())
+		cfgs = append(cfgs, cfg)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop() // a second Ctrl-C kills at once
-	}()
+	opts := benchjob.Options{Logger: g.Logger()}
 	var errs []error
 	for _, cfg := range cfgs {
 		if ctx.Err() != nil {
 			break
 		}
-		results, err := benchjob.Sweep(ctx, cfg, benchjob.Options{Logger: g.Logger()})
+		results, err := benchjob.Sweep(ctx, cfg, opts)
 		for _, res := range results {
 			fmt.Println()
 			if werr := benchjob.WriteSummary(os.Stdout, res); werr != nil {
 				errs = append(errs, werr)
 			}
+		}
+		if errors.Is(err, benchjob.ErrInvalidConfig) {
+			err = withExitCode(exitUsage, err)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -166,7 +188,7 @@ func (c *BenchCmd) Run(g *Globals) error {
 	return errors.Join(errs...)
 }
 
-func (c *BenchCmd) config() benchjob.Config {
+func (c *BenchCmd) config() (benchjob.Config, error) {
 	cfg := benchjob.Defaults()
 	cfg.Target, cfg.Model, cfg.Endpoint = c.Target, c.Model, c.Endpoint
 	cfg.Concurrency, cfg.Rate, cfg.Burstiness, cfg.MaxConcurrency = c.Concurrency, c.Rate, c.Burstiness, c.MaxConcurrency
@@ -187,32 +209,28 @@ func (c *BenchCmd) config() benchjob.Config {
 		cfg.Extras.EnableThinking = &on
 	}
 	cfg.RequireUsage = c.RequireUsage
-	cfg.Timeouts = benchjob.Timeouts{Connect: c.ConnectTimeout, FirstToken: c.FirstTokenTimeout, Total: c.RequestTimeout}
+	cfg.Timeouts.Connect, cfg.Timeouts.FirstToken, cfg.Timeouts.Total = c.ConnectTimeout, c.FirstTokenTimeout, c.RequestTimeout
+	cfg.Timeouts.Idle, cfg.Timeouts.Drain = c.IdleTimeout, c.DrainTimeout
 	cfg.Engine = benchjob.EngineConfig{
 		Cmd: c.EngineCmd, Start: c.EngineStart, Stop: c.EngineStop, NoLifecycle: c.NoLifecycle,
 		ReadyTimeout: c.ReadyTimeout, StopGrace: c.StopGrace, ReleaseWait: c.ReleaseWait,
 		Version: c.EngineVersion, Image: c.EngineImage, ModelRevision: c.ModelRevision,
 	}
-	cfg.Exporters, cfg.ExporterTokenFile, cfg.APIKeyFile = c.Exporter, c.ExporterTokenFile, c.APIKeyFile
+	cfg.Exporters, cfg.ExporterTokenFile, cfg.APIKeyFile = c.Exporter.URLs, c.Exporter.HTTP.BearerTokenFile, c.APIKeyFile
 	cfg.ExporterGPUs, cfg.EnginePod = c.ExporterGPUs, c.EnginePod
-	cfg.RemoteWrite.URL = c.RemoteWriteURL
-	h := config.DefaultHTTPClientConfig
-	if c.RemoteWriteBearerFile != "" {
-		h.Authorization = &config.Authorization{Type: "Bearer", CredentialsFile: c.RemoteWriteBearerFile}
+	var err error
+	if cfg.ExporterHTTP, err = c.Exporter.HTTPConfig(); err != nil {
+		return cfg, err
 	}
-	if c.RemoteWriteUser != "" || c.RemoteWritePassFile != "" {
-		h.BasicAuth = &config.BasicAuth{Username: c.RemoteWriteUser, PasswordFile: c.RemoteWritePassFile}
+	cfg.RemoteWrite.URL = c.RemoteWrite.URL
+	if cfg.RemoteWrite.HTTP, err = c.RemoteWrite.HTTPConfig(); err != nil {
+		return cfg, err
 	}
-	h.TLSConfig = config.TLSConfig{CAFile: c.RemoteWriteCAFile, CertFile: c.RemoteWriteCertFile, KeyFile: c.RemoteWriteKeyFile,
-		InsecureSkipVerify: c.RemoteWriteInsecure}
-	if len(c.RemoteWriteHeader) > 0 {
-		h.HTTPHeaders = &config.Headers{Headers: map[string]config.Header{}}
-		for k, v := range c.RemoteWriteHeader {
-			h.HTTPHeaders.Headers[k] = config.Header{Values: []string{v}}
-		}
+	cfg.Prometheus.URL = c.Prometheus.URL
+	if cfg.Prometheus.HTTP, err = c.Prometheus.HTTPConfig(); err != nil {
+		return cfg, err
 	}
-	cfg.RemoteWrite.HTTP = h
 	cfg.EngineMetrics, cfg.EngineMetricsURL = c.EngineMetrics, c.EngineMetricsURL
 	cfg.RunsDir, cfg.RunID = c.RunsDir, c.RunID
-	return cfg
+	return cfg, nil
 }

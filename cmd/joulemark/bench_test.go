@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,17 +18,18 @@ func parseBench(t *testing.T, args ...string) (*BenchCmd, error) {
 
 func TestBenchFlagsToConfig(t *testing.T) {
 	c, err := parseBench(t, "--target", "http://h:8000/v1", "--model", "m", "--endpoint", "chat",
-		"--rate", "4", "--burstiness", "0.5", "--max-concurrency", "16", "--duration", "2m",
+		"--rate", "4", "--burstiness", "0.5", "--max-concurrency", "16", "--formal.duration", "2m",
 		"--ignore-eos", "--min-tokens", "3", "--temperature", "0", "--sampling-seed", "9", "--thinking", "off",
-		"--first-token-timeout", "30s", "--engine-start", "kubectl scale --replicas=1 deploy/vllm", "--engine-stop", "kubectl scale --replicas=0 deploy/vllm",
-		"--exporter", "http://a:9402", "--exporter", "http://b:9402",
-		"--remote-write-url", "https://mimir/api/v1/push", "--remote-write-basic-user", "u",
-		"--remote-write-basic-password-file", "/etc/pw", "--remote-write-header", "X-Scope-OrgID=team-a",
-		"--remote-write-ca-file", "/etc/ca.pem", "--run-id", "r1")
+		"--timeout.first-token", "30s", "--engine.start", "kubectl scale --replicas=1 deploy/vllm", "--engine.stop", "kubectl scale --replicas=0 deploy/vllm",
+		"--exporter.url", "http://a:9402", "--exporter.url", "http://b:9402",
+		"--remote-write.url", "https://mimir/api/v1/push", "--remote-write.http-config-file", httpConfig(t), "--run-id", "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := c.config()
+	cfg, err := c.config()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestBenchConfigFileExcludesFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "drop --concurrency (use --set") {
+	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "drop --concurrency (use --set") {
 		t.Errorf("--config with --concurrency: %v", err)
 	}
 	// Defaults are not flags given: --config alone goes on (here to the dry run).
@@ -65,21 +67,34 @@ func TestBenchConfigFileExcludesFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Run(&Globals{}); err != nil {
+	if err := c.Run(context.Background(), &Globals{}); err != nil {
 		t.Errorf("--config --dry-run: %v", err)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("target: http://h:1/v1\nconcurrency: 2\nrequests: 5\nworkload:\n  mean_input_tokns: 3\n"), 0o644)
 	c, _ = parseBench(t, "--config", bad)
-	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "mean_input_tokns") || !strings.Contains(err.Error(), "line 5") {
+	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "mean_input_tokns") || !strings.Contains(err.Error(), "line 5") {
 		t.Errorf("unknown field: %v", err)
 	}
 	c, _ = parseBench(t, "--target", "http://h:1/v1", "--set", "concurrency=2")
-	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "--set") {
+	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "--set") {
 		t.Errorf("--set without --config: %v", err)
 	}
 	c, _ = parseBench(t, "--target", "http://h:1/v1", "--requests", "5")
-	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "set concurrency") {
+	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "set concurrency") {
 		t.Errorf("invalid flags: %v", err)
 	}
+}
+
+// httpConfig is an HTTP client config file with basic auth, a CA and a
+// tenant header.
+func httpConfig(t *testing.T) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "http.yml")
+	content := "basic_auth:\n  username: u\n  password_file: /etc/pw\ntls_config:\n  ca_file: /etc/ca.pem\n" +
+		"http_headers:\n  X-Scope-OrgID:\n    values: [team-a]\n"
+	if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

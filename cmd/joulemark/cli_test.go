@@ -6,12 +6,11 @@ import (
 	"github.com/alecthomas/kong"
 )
 
-// testParser is joulemark's command line as the tests parse it: no
-// environment variables, version "test".
+// testParser is joulemark's command line as main builds it.
 func testParser(t *testing.T) (*CLI, *kong.Kong) {
 	t.Helper()
 	var cli CLI
-	p, err := kong.New(&cli, kong.Name("joulemark"), kong.Vars{"version": "test"})
+	p, err := newParser(&cli)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/joulemark/joulemark/dashboards"
 )
 
@@ -21,7 +19,7 @@ type DashboardsGenerateCmd struct {
 func (c *DashboardsGenerateCmd) Run(g *Globals) error {
 	written, err := dashboards.Generate(c.Out, c.ConfigMap)
 	if err != nil {
-		return fmt.Errorf("dashboards generate: %w", err)
+		return err
 	}
 	for _, p := range written {
 		g.Logger().Info("wrote", "file", p)

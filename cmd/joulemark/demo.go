@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/joulemark/joulemark/demo"
@@ -14,38 +12,38 @@ import (
 // at 0 take the preset: the two-minute demo, or the method's full timings
 // with --method-timings.
 type DemoCmd struct {
-	Dir           string `default:"runs" help:"Directory of the runs (each demo run in <dir>/<run_id>/, never overwritten)."`
+	RunsDir       string `name:"runs-dir" default:"runs" help:"Directory of the runs (each demo run in <runs-dir>/<run_id>/, never overwritten)."`
 	RunID         string `name:"run-id" help:"Run id (default: a fresh one)."`
-	PrometheusURL string `name:"prometheus-url" help:"Use this Prometheus instead of the embedded one; it must accept remote write (--web.enable-remote-write-receiver)."`
+	PrometheusURL string `name:"prometheus.url" placeholder:"URL" help:"Use this Prometheus instead of the embedded one; it must accept remote write (--web.enable-remote-write-receiver)."`
 	ListenAddress string `name:"web.listen-address" default:"127.0.0.1:0" help:"Address of the embedded Prometheus' HTTP API (point curl or Grafana at it)."`
 	KeepServing   bool   `name:"keep-serving" help:"Keep the embedded Prometheus serving after the report, until Ctrl-C."`
 
 	MethodTimings  bool          `name:"method-timings" help:"The method's full timings (1m idle, 2m weight loading, 10m formal, release held 30s) instead of the two-minute demo."`
 	GPUs           int           `name:"gpus" default:"8" help:"Simulated GPUs."`
-	SampleInterval time.Duration `name:"sample-interval" default:"100ms" help:"Exporter's sampling period."`
-	ScrapeInterval time.Duration `name:"scrape-interval" default:"1s" help:"Prometheus' scrape period of the exporter and the engine."`
+	SampleInterval time.Duration `name:"sample.interval" default:"100ms" help:"Exporter's sampling period."`
+	ScrapeInterval time.Duration `name:"scrape.interval" default:"1s" help:"Prometheus' scrape period of the exporter and the engine."`
 
-	Idle           time.Duration `help:"Idle baseline length (10s; 1m with --method-timings)."`
+	Idle           time.Duration `name:"idle.duration" help:"Idle baseline length (10s; 1m with --method-timings)."`
 	StartupDelay   time.Duration `name:"startup-delay" help:"Simulated weight loading time (10s; 2m with --method-timings)."`
-	WarmupRequests int           `name:"warmup-requests" default:"24" help:"Warm-up requests."`
-	Formal         time.Duration `help:"Formal phase length (60s; 10m with --method-timings)."`
-	FormalRequests int           `name:"formal-requests" help:"Formal requests at most (0: bounded by --formal only)."`
-	ReleaseHold    time.Duration `name:"release-hold" help:"Time power must hold within ±5% of the idle baseline (10s; 30s with --method-timings)."`
-	ReleaseMaxWait time.Duration `name:"release-max-wait" help:"Release wait past which the run is flagged release not closed (2m; 10m with --method-timings)."`
+	WarmupRequests int           `name:"warmup.requests" default:"24" help:"Warm-up requests."`
+	Formal         time.Duration `name:"formal.duration" help:"Formal phase length (60s; 10m with --method-timings)."`
+	FormalRequests int           `name:"formal.requests" help:"Formal requests at most (0: bounded by --formal.duration only)."`
+	ReleaseHold    time.Duration `name:"release.hold" help:"Time power must hold within ±5% of the idle baseline (10s; 30s with --method-timings)."`
+	ReleaseMaxWait time.Duration `name:"release.max-wait" help:"Release wait past which the run is flagged release not closed (2m; 10m with --method-timings)."`
 
 	Concurrency  int        `default:"24" help:"Concurrent requests (closed loop)."`
-	InputTokens  int        `name:"input-tokens" default:"400" help:"Mean prompt length in tokens."`
-	OutputTokens int        `name:"output-tokens" default:"150" help:"Mean completion length in tokens (ignore_eos)."`
-	OutputStddev int        `name:"output-stddev" default:"30" help:"Standard deviation of completion lengths."`
+	InputTokens  int        `name:"mean-input-tokens" default:"400" help:"Mean prompt length in tokens."`
+	OutputTokens int        `name:"mean-output-tokens" default:"150" help:"Mean completion length in tokens (ignore_eos)."`
+	OutputStddev int        `name:"stddev-output-tokens" default:"30" help:"Standard deviation of completion lengths."`
 	MaxBatch     int        `name:"max-num-seqs" default:"32" help:"Simulated engine's maximum batch."`
 	Seed         uint64     `default:"1" help:"Seed of the simulated engine and GPUs."`
 	Faults       FaultFlags `embed:"" prefix:"fault."`
 
-	SLOTTFT   time.Duration `name:"slo-ttft" default:"500ms" help:"TTFT SLO for goodput (0 disables)."`
-	SLOTPOT   time.Duration `name:"slo-tpot" default:"35ms" help:"TPOT SLO for goodput (0 disables)."`
-	SSWindow  int           `name:"ss-window" default:"100" help:"Steady state: requests per window."`
-	SSWindows int           `name:"ss-windows" default:"3" help:"Steady state: consecutive non-overlapping windows."`
-	SSCV      float64       `name:"ss-cv" default:"0.03" help:"Steady state: CV threshold of every window."`
+	SLOTTFT   time.Duration `name:"slo.ttft" default:"500ms" help:"TTFT SLO for goodput (0 disables)."`
+	SLOTPOT   time.Duration `name:"slo.tpot" default:"35ms" help:"TPOT SLO for goodput (0 disables)."`
+	SSWindow  int           `name:"steady-state.window" default:"100" help:"Steady state: requests per window."`
+	SSWindows int           `name:"steady-state.windows" default:"3" help:"Steady state: consecutive non-overlapping windows."`
+	SSCV      float64       `name:"steady-state.cv" default:"0.03" help:"Steady state: CV threshold of every window."`
 }
 
 // Config is the demo configuration the flags give.
@@ -64,7 +62,7 @@ func (c *DemoCmd) Config() demo.Config {
 	set(&cfg.Formal, c.Formal)
 	set(&cfg.ReleaseHold, c.ReleaseHold)
 	set(&cfg.ReleaseMaxWait, c.ReleaseMaxWait)
-	cfg.Dir, cfg.RunID, cfg.PrometheusURL = c.Dir, c.RunID, c.PrometheusURL
+	cfg.Dir, cfg.RunID, cfg.PrometheusURL = c.RunsDir, c.RunID, c.PrometheusURL
 	cfg.ListenAddress, cfg.KeepServing = c.ListenAddress, c.KeepServing
 	cfg.GPUs, cfg.WarmupRequests, cfg.FormalRequests = c.GPUs, c.WarmupRequests, c.FormalRequests
 	cfg.SampleInterval, cfg.ScrapeInterval = c.SampleInterval, c.ScrapeInterval
@@ -77,12 +75,10 @@ func (c *DemoCmd) Config() demo.Config {
 }
 
 // Run runs the demo until the report is written (or Ctrl-C).
-func (c *DemoCmd) Run(g *Globals) error {
+func (c *DemoCmd) Run(ctx context.Context, g *Globals) error {
 	cfg := c.Config()
 	cfg.Out = os.Stdout
 	cfg.Logger = g.Logger()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	res, err := demo.Run(ctx, cfg)
 	if err != nil && res != nil {
 		g.Logger().Error("demo did not finish; what it wrote is kept", "dir", res.Dir)

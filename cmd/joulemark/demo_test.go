@@ -25,15 +25,15 @@ func TestDemoFlagDefaults(t *testing.T) {
 }
 
 func TestDemoFlags(t *testing.T) {
-	c := parseCLI(t, "demo", "--method-timings", "--formal", "30s", "--fault.slow-first-token-rate", "0.2",
-		"--slo-ttft", "200ms", "--prometheus-url", "http://p:9090").Demo.Config()
+	c := parseCLI(t, "demo", "--method-timings", "--formal.duration", "30s", "--fault.slow-first-token-rate", "0.2",
+		"--slo.ttft", "200ms", "--prometheus.url", "http://p:9090").Demo.Config()
 	want := demo.MethodTimings()
 	if c.Idle != want.Idle || c.Engine.StartupDelay != want.Engine.StartupDelay || c.ReleaseHold != want.ReleaseHold {
 		t.Errorf("--method-timings: idle %s startup %s hold %s, want %s %s %s",
 			c.Idle, c.Engine.StartupDelay, c.ReleaseHold, want.Idle, want.Engine.StartupDelay, want.ReleaseHold)
 	}
 	if c.Formal != 30*time.Second {
-		t.Errorf("--formal 30s over --method-timings: %s", c.Formal)
+		t.Errorf("--formal.duration 30s over --method-timings: %s", c.Formal)
 	}
 	if c.Engine.Faults.SlowFirstTokenRate != 0.2 || c.Params.SLOTTFT != 200*time.Millisecond || c.PrometheusURL != "http://p:9090" {
 		t.Errorf("faults %+v, SLO TTFT %s, prometheus %q", c.Engine.Faults, c.Params.SLOTTFT, c.PrometheusURL)

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/powercap"
 	"github.com/joulemark/joulemark/remotewrite"
 )
@@ -21,15 +20,15 @@ import (
 type ExporterCmd struct {
 	GPU              string        `name:"gpu" default:"nvml" enum:"nvml,sim" help:"GPU backend: nvml (NVIDIA driver) or sim (simulated GPUs)."`
 	GPUs             int           `name:"gpus" default:"0" help:"GPUs to read: the first N with nvml (0: all); the number of simulated GPUs with sim (0: 8)."`
-	Interval         time.Duration `default:"100ms" help:"Power sampling period (10ms or more)."`
-	Retention        time.Duration `default:"15m" help:"How long raw samples are kept in memory."`
+	Interval         time.Duration `name:"sample.interval" default:"100ms" help:"Power sampling period (10ms or more)."`
+	Retention        time.Duration `name:"sample.retention" default:"15m" help:"How long raw samples are kept in memory."`
 	ListenAddress    string        `name:"web.listen-address" default:":9402" help:"Address to serve /metrics and the API on."`
 	WebConfigFile    string        `name:"web.config.file" default:"" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for every endpoint."`
-	APITokenFile     string        `name:"api-token-file" default:"" help:"File holding the bearer token the phase API requires (else env JOULEMARK_API_TOKEN; with neither the API is disabled)."`
-	ReleaseTolerance float64       `name:"release-tolerance" default:"0.05" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release-hold."`
-	ReleaseHold      time.Duration `name:"release-hold" default:"30s" help:"How long every GPU must stay within --release-tolerance of its baseline; the release ends where this hold began."`
-	ReleaseMaxWait   time.Duration `name:"release-max-wait" default:"10m" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
-	IdleCVThreshold  float64       `name:"idle-cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
+	APITokenFile     string        `name:"web.api-token-file" type:"existingfile" placeholder:"FILE" help:"File holding the bearer token the phase API requires (else env JOULEMARK_API_TOKEN; with neither the API is disabled)."`
+	ReleaseTolerance float64       `name:"release.tolerance" default:"0.05" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release.hold."`
+	ReleaseHold      time.Duration `name:"release.hold" default:"30s" help:"How long every GPU must stay within --release.tolerance of its baseline; the release ends where this hold began."`
+	ReleaseMaxWait   time.Duration `name:"release.max-wait" default:"10m" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
+	IdleCVThreshold  float64       `name:"idle.cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
 	MaxRuns          int           `name:"max-runs" default:"100" help:"Finished runs kept in memory and served by the API (on /metrics for --run.metrics-ttl)."`
 	PowercapPath     string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
 	StoragePath      string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start)."`
@@ -37,8 +36,8 @@ type ExporterCmd struct {
 	RunMetricsTTL    time.Duration `name:"run.metrics-ttl" default:"5m" help:"A finished run leaves /metrics this long after its final values are known (the API serves it until --max-runs evicts it)."`
 	Kubelet          kubeletFlags  `embed:""`
 
-	RemoteWriteURL             string `name:"remote-write-url" default:"" help:"Push every raw power sample (remote write 1.0) to this URL, e.g. http://prometheus:9090/api/v1/write."`
-	RemoteWriteBearerTokenFile string `name:"remote-write.bearer-token-file" default:"" help:"Bearer token file for --remote-write-url."`
+	// RemoteWrite pushes every raw power sample (remote write 1.0).
+	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write."`
 
 	NVMLInitTimeout time.Duration `name:"nvml.init-timeout" default:"2m" help:"With --gpu=nvml: how long NVML's init (and opening a first GPU) is retried, with backoff, before the exporter gives up; GPUs failing after that are listed down and retried."`
 
@@ -59,9 +58,7 @@ type ExporterCmd struct {
 }
 
 // Run starts the exporter and serves until SIGINT or SIGTERM.
-func (c *ExporterCmd) Run(g *Globals) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+func (c *ExporterCmd) Run(ctx context.Context, g *Globals) error {
 	return c.run(ctx, g.Logger())
 }
 
@@ -146,10 +143,13 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 	}
 	defer closePods()
 	cfg.Pods = pods
-	if c.RemoteWriteURL != "" {
-		rw := &remotewrite.Config{URL: c.RemoteWriteURL, UserAgent: "joulemark-exporter"}
-		rw.HTTP.BearerTokenFile = c.RemoteWriteBearerTokenFile
-		cfg.RemoteWrite = rw
+	if c.RemoteWrite.URL != "" {
+		hc, err := c.RemoteWrite.HTTPConfig()
+		if err != nil {
+			_ = backend.Close()
+			return withExitCode(exitUsage, err)
+		}
+		cfg.RemoteWrite = &remotewrite.Config{URL: c.RemoteWrite.URL, UserAgent: "joulemark-exporter", HTTP: hc}
 		host, _ := os.Hostname()
 		cfg.RemoteWriteLabels = map[string]string{"instance": host, "job": "joulemark-exporter"}
 	}
@@ -164,7 +164,7 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		}
 	}()
 	if token == "" {
-		log.Warn("no API token (--api-token-file or JOULEMARK_API_TOKEN): the phase API is disabled")
+		log.Warn("no API token (--web.api-token-file or JOULEMARK_API_TOKEN): the phase API is disabled")
 	}
 	exp.Start(ctx)
 	devs := exp.Devices()
@@ -176,15 +176,7 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 // apiToken reads the phase API token from file, else env JOULEMARK_API_TOKEN.
 func apiToken(file string) (string, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", fmt.Errorf("reading the API token: %w", err)
-		}
-		tok := strings.TrimSpace(string(b))
-		if tok == "" {
-			return "", fmt.Errorf("API token file %s is empty", file)
-		}
-		return tok, nil
+		return clientflags.ReadSecret(file, "--web.api-token-file")
 	}
-	return strings.TrimSpace(os.Getenv("JOULEMARK_API_TOKEN")), nil
+	return strings.TrimSpace(os.Getenv(clientflags.TokenEnv)), nil
 }

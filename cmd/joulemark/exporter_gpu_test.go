@@ -25,7 +25,7 @@ func startExporter(t *testing.T, args ...string) (string, *phaseapi.Client) {
 		t.Fatal(err)
 	}
 	addr := testnet.FreeAddr(t)
-	cli := parseCLI(t, append([]string{"exporter", "--web.listen-address=" + addr, "--api-token-file=" + tokenFile, "--storage.path=" + filepath.Join(dir, "data")}, args...)...)
+	cli := parseCLI(t, append([]string{"exporter", "--web.listen-address=" + addr, "--web.api-token-file=" + tokenFile, "--storage.path=" + filepath.Join(dir, "data")}, args...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- cli.Exporter.run(ctx, slog.New(slog.DiscardHandler)) }()
@@ -76,7 +76,7 @@ func startExporter(t *testing.T, args ...string) (string, *phaseapi.Client) {
 func TestExporterReleaseClosesWithCounterBeat(t *testing.T) {
 	testenv.SkipIfShort(t, "runs an exporter for ~8 s of real time")
 	_, client := startExporter(t, "--gpu=sim", "--gpus=2", "--sim.energy-counter", "--sim.counter-period=95ms",
-		"--sim.counter-jitter=3ms", "--sim.noise-watts=0", "--release-hold=2s", "--release-max-wait=20s")
+		"--sim.counter-jitter=3ms", "--sim.noise-watts=0", "--release.hold=2s", "--release.max-wait=20s")
 	ctx := t.Context()
 	for _, p := range []phaseapi.Phase{phaseapi.Idle, phaseapi.Formal, phaseapi.Release} {
 		if _, err := client.StartPhase(ctx, "beat", p); err != nil {
@@ -100,7 +100,7 @@ func TestExporterReleaseClosesWithCounterBeat(t *testing.T) {
 // TestExporterHungGPUFailsHealthz: with --sim.hang-gpu the exporter's
 // /healthz turns 503 once that GPU's read has hung for 5 intervals.
 func TestExporterHungGPUFailsHealthz(t *testing.T) {
-	base, _ := startExporter(t, "--gpu=sim", "--gpus=2", "--interval=20ms", "--sim.hang-gpu=1", "--sim.hang-after=200ms")
+	base, _ := startExporter(t, "--gpu=sim", "--gpus=2", "--sample.interval=20ms", "--sim.hang-gpu=1", "--sim.hang-after=200ms")
 	for i := 0; ; i++ {
 		resp, err := http.Get(base + "/healthz")
 		if err != nil {

@@ -24,8 +24,8 @@ func TestExporterAndPhaseCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := testnet.FreeAddr(t)
-	cli := parseCLI(t, "exporter", "--gpu=sim", "--gpus=2", "--interval=20ms", "--web.listen-address="+addr,
-		"--api-token-file="+tokenFile, "--release-hold=300ms", "--release-max-wait=20s", "--storage.path="+filepath.Join(dir, "data"))
+	cli := parseCLI(t, "exporter", "--gpu=sim", "--gpus=2", "--sample.interval=20ms", "--web.listen-address="+addr,
+		"--web.api-token-file="+tokenFile, "--release.hold=300ms", "--release.max-wait=20s", "--storage.path="+filepath.Join(dir, "data"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -45,26 +45,26 @@ func TestExporterAndPhaseCommands(t *testing.T) {
 	}
 	phase := func(args ...string) error {
 		pc := parseCLI(t, append([]string{"phase"}, args...)...)
-		return pc.Phase.Run(&pc.Globals)
+		return pc.Phase.Run(context.Background(), &pc.Globals)
 	}
 	for _, p := range []string{"idle", "startup", "release"} {
-		if err := phase("r1", p, "--exporter", base, "--api-token-file", tokenFile); err != nil {
+		if err := phase("r1", p, "--exporter.url", base, "--exporter.bearer-token-file", tokenFile); err != nil {
 			t.Fatalf("phase %s: %v", p, err)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	if err := phase("r1", "warmup", "--exporter", base, "--api-token-file", tokenFile); !phaseapi.IsStatus(err, http.StatusConflict) {
+	if err := phase("r1", "warmup", "--exporter.url", base, "--exporter.bearer-token-file", tokenFile); !phaseapi.IsStatus(err, http.StatusConflict) {
 		t.Errorf("out-of-order phase through the CLI: %v, want a 409", err)
 	}
-	if err := phase("r1", "bogus", "--exporter", base, "--api-token-file", tokenFile); err == nil || !strings.Contains(err.Error(), "unknown phase") {
+	if err := phase("r1", "bogus", "--exporter.url", base, "--exporter.bearer-token-file", tokenFile); err == nil || !strings.Contains(err.Error(), "unknown phase") {
 		t.Errorf("bogus phase: %v", err)
 	}
 	t.Setenv("JOULEMARK_API_TOKEN", "")
-	if err := phase("r1", "end", "--exporter", base); err == nil || !strings.Contains(err.Error(), "no API token") {
+	if err := phase("r1", "end", "--exporter.url", base); err == nil || !strings.Contains(err.Error(), "no API token") {
 		t.Errorf("no token: %v", err)
 	}
 	t.Setenv("JOULEMARK_API_TOKEN", "wrong")
-	if err := phase("r2", "idle", "--exporter", base); !phaseapi.IsStatus(err, http.StatusUnauthorized) {
+	if err := phase("r2", "idle", "--exporter.url", base); !phaseapi.IsStatus(err, http.StatusUnauthorized) {
 		t.Errorf("wrong token from the environment: %v, want 401", err)
 	}
 
@@ -112,12 +112,12 @@ func TestExporterCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"exporter", "--gpu=sim", "--interval=1ms"}, "at least 10ms"},
-		{[]string{"exporter", "--gpu=sim", "--api-token-file=/nonexistent/token"}, "reading the API token"},
+		{[]string{"exporter", "--gpu=sim", "--sample.interval=1ms"}, "at least 10ms"},
+		{[]string{"exporter", "--gpu=sim", "--web.api-token-file=" + emptyFile(t)}, "--web.api-token-file"},
 		{[]string{"exporter", "--gpu=sim", "--sim.max-watts=10"}, "max power"},
 		{[]string{"exporter", "--gpu=nvml", "--sim.engine-url=http://x:1"}, "--gpu=sim"},
-		{[]string{"exporter", "--gpu=sim", "--release-hold=20m"}, "release hold"},
-		{[]string{"exporter", "--gpu=sim", "--api-token-file=" + shortToken}, "want at least 16"},
+		{[]string{"exporter", "--gpu=sim", "--release.hold=20m"}, "release hold"},
+		{[]string{"exporter", "--gpu=sim", "--web.api-token-file=" + shortToken}, "want at least 16"},
 	} {
 		cli := parseCLI(t, tc.args...)
 		err := cli.Exporter.run(context.Background(), slog.New(slog.DiscardHandler))
@@ -137,8 +137,8 @@ func TestExporterSimAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := testnet.FreeAddr(t)
-	cli := parseCLI(t, "exporter", "--gpu=sim", "--gpus=3", "--interval=20ms", "--web.listen-address="+addr,
-		"--api-token-file="+tokenFile, "--storage.path="+filepath.Join(dir, "data"),
+	cli := parseCLI(t, "exporter", "--gpu=sim", "--gpus=3", "--sample.interval=20ms", "--web.listen-address="+addr,
+		"--web.api-token-file="+tokenFile, "--storage.path="+filepath.Join(dir, "data"),
 		"--sim.allocations=serve/a=0,2;serve/b=1", "--kubelet.refresh-interval=100ms")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -168,8 +168,8 @@ func TestExporterSimAllocations(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	pc := parseCLI(t, "phase", "r1", "idle", "--exporter", base, "--api-token-file", tokenFile, "--pod", "serve/a")
-	if err := pc.Phase.Run(&pc.Globals); err != nil {
+	pc := parseCLI(t, "phase", "r1", "idle", "--exporter.url", base, "--exporter.bearer-token-file", tokenFile, "--pod", "serve/a")
+	if err := pc.Phase.Run(context.Background(), &pc.Globals); err != nil {
 		t.Fatal(err)
 	}
 	cl, _ := phaseapi.NewClient(base, "", nil)
@@ -198,4 +198,13 @@ func TestExporterSimAllocations(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.arg, err, tc.want)
 		}
 	}
+}
+
+func emptyFile(t *testing.T) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -9,7 +9,7 @@ import (
 
 // Validate rejects exporter settings out of their range, among them those
 // exporter.Config would silently replace by its default (a zero
-// --release-tolerance is not 0.05), naming the flag.
+// --release.tolerance is not 0.05), naming the flag.
 func (c *ExporterCmd) Validate(kctx *kong.Context) error {
 	for _, v := range []struct {
 		field any // pointer to the ExporterCmd field

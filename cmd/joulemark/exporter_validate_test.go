@@ -12,15 +12,15 @@ func TestExporterRejectsNonsenseSettings(t *testing.T) {
 	for _, tc := range []struct {
 		arg, flag, want string
 	}{
-		{"--release-tolerance=0", "tolerance=0", "want 0 < t < 1"},
-		{"--release-tolerance=1", "tolerance=1", "want 0 < t < 1"},
-		{"--release-tolerance=-0.1", "tolerance=-0.1", "want 0 < t < 1"},
-		{"--release-tolerance=NaN", "tolerance=NaN", "want 0 < t < 1"},
-		{"--release-hold=0s", "hold=0s", "want a duration > 0"},
-		{"--release-max-wait=0s", "max-wait=0s", "want a duration > 0"},
-		{"--idle-cv-threshold=0", "threshold=0", "want a coefficient"},
+		{"--release.tolerance=0", "tolerance=0", "want 0 < t < 1"},
+		{"--release.tolerance=1", "tolerance=1", "want 0 < t < 1"},
+		{"--release.tolerance=-0.1", "tolerance=-0.1", "want 0 < t < 1"},
+		{"--release.tolerance=NaN", "tolerance=NaN", "want 0 < t < 1"},
+		{"--release.hold=0s", "hold=0s", "want a duration > 0"},
+		{"--release.max-wait=0s", "max-wait=0s", "want a duration > 0"},
+		{"--idle.cv-threshold=0", "threshold=0", "want a coefficient"},
 		{"--max-runs=0", "max-runs=0", "want at least 1"},
-		{"--interval=0s", "interval=0s", "want at least 10ms"},
+		{"--sample.interval=0s", "interval=0s", "want at least 10ms"},
 		{"--run.metrics-ttl=0s", "metrics-ttl=0s", "want a duration > 0"},
 		{"--run.metrics-ttl=-1m", "metrics-ttl=-1m0s", "want a duration > 0"},
 	} {

@@ -3,9 +3,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"github.com/alecthomas/kong"
 
@@ -57,19 +63,111 @@ type CLI struct {
 	Doctor     DoctorCmd     `cmd:"" help:"Check the GPUs of this node before deploying the exporter: fields, scopes, counter period, NVML latency, permissions."`
 }
 
-func main() {
-	var cli CLI
-	ctx := kong.Parse(&cli,
+// newParser is joulemark's command line: the convention of docs/cli.md
+// (environment variables per command, deprecated aliases) applied to the
+// kong model.
+func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
+	return kong.New(cli, append([]kong.Option{
 		kong.Name("joulemark"),
 		kong.Description("Energy per token of LLM inference, measured through Prometheus."),
-		kong.UsageOnError(),
-		kong.DefaultEnvars("JOULEMARK"),
+		kong.ShortUsageOnError(),
 		kong.Vars{"version": version.String()},
+		benchDefaults(),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-	)
-	ctx.Bind(&cli.Globals)
-	if err := ctx.Run(&cli.Globals); err != nil {
-		fmt.Fprintf(os.Stderr, "joulemark %s: %v\n", ctx.Command(), err)
-		os.Exit(1)
+		kong.PostBuild(applyConvention),
+	}, options...)...)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop) // a second Ctrl-C kills at once
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run parses args, runs the command and returns the exit status
+// (docs/cli.md): 2 for bad usage, an exitError's code, else 1 on error.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var cli CLI
+	k, err := newParser(&cli, kong.Writers(stdout, stderr), kong.Exit(func(code int) { panic(exitPanic(code)) }))
+	if err != nil {
+		fmt.Fprintf(stderr, "joulemark: %v\n", err)
+		return exitFailed
 	}
+	var kctx *kong.Context
+	code, done := parseExit(func() { kctx, err = k.Parse(args) })
+	if done {
+		return code
+	}
+	if err != nil {
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			report(stderr, pe.Context, err, true)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "joulemark: %v\n", err)
+		return exitUsage
+	}
+	kctx.Bind(&cli.Globals)
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	warnDeprecated(kctx, args, cli.Logger())
+	if err := kctx.Run(&cli.Globals); err != nil {
+		report(stderr, kctx, err, exitCode(err) == exitUsage)
+		return exitCode(err)
+	}
+	return 0
+}
+
+// exitPanic carries an exit status out of kong (--help, --version).
+type exitPanic int
+
+// parseExit runs parse; when kong asked to exit (help, version) it returns
+// that status and true.
+func parseExit(parse func()) (code int, exited bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, ok := r.(exitPanic)
+			if !ok {
+				panic(r)
+			}
+			code, exited = int(c), true
+		}
+	}()
+	parse()
+	return 0, false
+}
+
+// report prints err as one line, "joulemark <command>: <err>", then the
+// command's short usage when usage is set.
+func report(stderr io.Writer, kctx *kong.Context, err error, usage bool) {
+	cmd := commandPath(kctx)
+	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	for cmd != "" && strings.HasPrefix(msg, cmd+": ") {
+		msg = strings.TrimPrefix(msg, cmd+": ")
+	}
+	name := "joulemark"
+	if cmd != "" {
+		name += " " + cmd
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", name, msg)
+	if usage && kctx != nil {
+		saved := kctx.Stdout
+		kctx.Stdout = stderr
+		_ = kctx.PrintUsage(true)
+		kctx.Stdout = saved
+	}
+}
+
+// commandPath is the selected command, e.g. "tsdb serve" ("" for none).
+func commandPath(kctx *kong.Context) string {
+	if kctx == nil {
+		return ""
+	}
+	var names []string
+	for _, p := range kctx.Path {
+		if p.Command != nil {
+			names = append(names, p.Command.Name)
+		}
+	}
+	return strings.Join(names, " ")
 }

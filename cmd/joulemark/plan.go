@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"time"
@@ -16,8 +15,8 @@ type PlanCmd struct {
 
 	Reports        []string       `arg:"" name:"report" type:"existingfile" help:"report.json files of a concurrency or rate sweep, one per load point."`
 	TargetPeakRate float64        `name:"target-peak-rate" required:"" help:"Peak request rate to serve, requests per second."`
-	SLOTTFTP95     *time.Duration `name:"slo-ttft-p95" help:"SLO on p95 TTFT (e.g. 500ms)."`
-	SLOTPOTP95     *time.Duration `name:"slo-tpot-p95" help:"SLO on p95 TPOT (e.g. 35ms)."`
+	SLOTTFTP95     *time.Duration `name:"slo.ttft-p95" help:"SLO on p95 TTFT (e.g. 500ms)."`
+	SLOTPOTP95     *time.Duration `name:"slo.tpot-p95" help:"SLO on p95 TPOT (e.g. 35ms)."`
 	MinGoodput     *float64       `name:"min-goodput" help:"SLO on the goodput ratio (0..1)."`
 	MaxErrorRate   *float64       `name:"max-error-rate" help:"SLO on the error rate (0..1)."`
 	RestartsPerDay float64        `name:"restarts-per-day" default:"1" help:"Engine startups (and releases) per replica per day, for the energy of a day."`
@@ -38,12 +37,12 @@ func (c *PlanCmd) Run(g *Globals) error {
 			slos = append(slos, choose.Constraint{Metric: m, Bound: *v, Upper: upper, Flag: flag})
 		}
 	}
-	add(seconds(c.SLOTTFTP95), choose.TTFTP95, true, "--slo-ttft-p95")
-	add(seconds(c.SLOTPOTP95), choose.TPOTP95, true, "--slo-tpot-p95")
+	add(seconds(c.SLOTTFTP95), choose.TTFTP95, true, "--slo.ttft-p95")
+	add(seconds(c.SLOTPOTP95), choose.TPOTP95, true, "--slo.tpot-p95")
 	add(c.MinGoodput, choose.Goodput, false, "--min-goodput")
 	add(c.MaxErrorRate, choose.ErrorRate, true, "--max-error-rate")
 	if len(slos) == 0 {
-		return fmt.Errorf("plan: give at least one SLO (--slo-ttft-p95, --slo-tpot-p95, --min-goodput, --max-error-rate)")
+		return usageErrorf("give at least one SLO (--slo.ttft-p95, --slo.tpot-p95, --min-goodput, --max-error-rate)")
 	}
 	p, planErr := choose.MakePlan(runs, choose.PlanOptions{TargetPeakRateRPS: c.TargetPeakRate, SLOs: slos, RestartsPerDay: c.RestartsPerDay})
 	if p.Points == nil && planErr != nil {

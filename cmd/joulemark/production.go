@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/common/model"
 
+	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/production"
 )
 
@@ -25,35 +24,35 @@ type AnalyzeGroup struct {
 
 // AnalyzeProductionCmd reports production energy over a time range.
 type AnalyzeProductionCmd struct {
-	PrometheusURL string `name:"prometheus.url" required:"" help:"Prometheus base URL (the HTTP query API), e.g. http://localhost:9090."`
-	PromClientFlags
-	From         string        `required:"" help:"Start of the range: RFC 3339, unix seconds, or now-DURATION (e.g. now-24h)."`
-	To           string        `default:"now" help:"End of the range, as --from."`
-	Namespace    string        `help:"Only the pods of this namespace."`
-	Model        string        `help:"Only the pods serving this model (model_name)."`
-	Out          string        `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty."`
-	Format       string        `default:"text" enum:"text,json" help:"What to print on stdout (${enum})."`
-	QueryTimeout time.Duration `name:"query-timeout" default:"2m" help:"Timeout of each Prometheus query."`
+	Prometheus   clientflags.Prometheus `embed:"" prefix:"prometheus."`
+	From         string                 `required:"" help:"Start of the range: RFC 3339, unix seconds, or now-DURATION (e.g. now-24h)."`
+	To           string                 `default:"now" help:"End of the range, as --from."`
+	Namespace    string                 `help:"Only the pods of this namespace."`
+	Model        string                 `help:"Only the pods serving this model (model_name)."`
+	Out          string                 `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty."`
+	Format       string                 `default:"text" enum:"text,json" help:"What to print on stdout (${enum})."`
+	QueryTimeout time.Duration          `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
 }
 
 // Run reads the range, writes the report and prints the per-model figures.
-func (c *AnalyzeProductionCmd) Run(g *Globals) error {
+func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Prometheus.URL == "" {
+		return usageErrorf("--prometheus.url is required")
+	}
 	now := time.Now()
 	from, err := parseTime(c.From, now)
 	if err != nil {
-		return fmt.Errorf("--from: %w", err)
+		return usageErrorf("--from: %w", err)
 	}
 	to, err := parseTime(c.To, now)
 	if err != nil {
-		return fmt.Errorf("--to: %w", err)
+		return usageErrorf("--to: %w", err)
 	}
-	hc, err := c.auth().HTTPConfig()
+	hc, err := c.Prometheus.HTTPConfig()
 	if err != nil {
-		return err
+		return withExitCode(exitUsage, err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	r, err := production.Run(ctx, production.Config{PrometheusURL: c.PrometheusURL, HTTP: hc, From: from, To: to,
+	r, err := production.Run(ctx, production.Config{PrometheusURL: c.Prometheus.URL, HTTP: hc, From: from, To: to,
 		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout})
 	if err != nil {
 		return err

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,19 +44,17 @@ func (c *SimEngineCmd) Config() simengine.Config {
 }
 
 // Run serves until SIGINT or SIGTERM.
-func (c *SimEngineCmd) Run(g *Globals) error {
+func (c *SimEngineCmd) Run(ctx context.Context, g *Globals) error {
 	e, err := simengine.New(c.Config())
 	if err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", c.ListenAddress)
 	if err != nil {
-		return fmt.Errorf("sim-engine: listen on %s: %w", c.ListenAddress, err)
+		return fmt.Errorf("listen on %s: %w", c.ListenAddress, err)
 	}
 	runtime := prometheus.NewRegistry()
 	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	return simengine.Serve(ctx, ln, e, runtime, g.Logger())
 }
 

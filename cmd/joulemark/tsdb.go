@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/joulemark/joulemark/promserver"
@@ -19,7 +16,7 @@ type TSDBCmd struct {
 
 // TSDBServeCmd reopens a TSDB directory behind the Prometheus HTTP API.
 type TSDBServeCmd struct {
-	Data                string        `required:"" placeholder:"DIR" help:"TSDB directory of a run (runs/<run_id>/tsdb)."`
+	Data                string        `name:"storage.tsdb.path" required:"" placeholder:"DIR" help:"TSDB directory of a run (runs/<run_id>/tsdb)."`
 	ListenAddress       string        `name:"web.listen-address" default:"127.0.0.1:9090" help:"Address of the HTTP API."`
 	Writable            bool          `name:"storage.writable" help:"Open the TSDB read-write (a lock file, WAL segments; needed by --web.enable-remote-write-receiver). By default it is opened read-only and nothing is written into the saved run."`
 	RemoteWriteReceiver bool          `name:"web.enable-remote-write-receiver" help:"Also accept remote write at /api/v1/write (needs --storage.writable)."`
@@ -29,13 +26,11 @@ type TSDBServeCmd struct {
 }
 
 // Run serves the TSDB until Ctrl-C or SIGTERM.
-func (c *TSDBServeCmd) Run(g *Globals) error {
+func (c *TSDBServeCmd) Run(ctx context.Context, g *Globals) error {
 	opts, err := c.options(g.Logger())
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	s, err := promserver.Start(ctx, opts)
 	if err != nil {
 		return err

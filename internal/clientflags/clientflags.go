@@ -1,0 +1,237 @@
+// Package clientflags holds the command-line flags of the remote parties
+// joulemark talks to: the exporters' phase API, a remote-write target and
+// Prometheus. Each party is one struct, embedded in a command with the kong
+// prefix of the party (docs/cli.md):
+//
+//	Exporter    clientflags.Exporter    `embed:"" prefix:"exporter."`
+//	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write."`
+//	Prometheus  clientflags.Prometheus  `embed:"" prefix:"prometheus."`
+//
+// Each gives a URL flag, --<party>.http-config-file (prometheus/common's HTTP
+// client configuration file, the one promtool and amtool take) and one
+// shortcut, --<party>.bearer-token-file, and produces a validated
+// config.HTTPClientConfig. Secrets stay in the files the configuration names.
+package clientflags
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/prometheus/common/config"
+)
+
+// Kong prefixes of the parties; errors name flags with them.
+const (
+	ExporterPrefix    = "exporter."
+	RemoteWritePrefix = "remote-write."
+	PrometheusPrefix  = "prometheus."
+)
+
+// TokenEnv holds the exporters' phase API token when no token file is given
+// (a documented alias kept from earlier releases).
+const TokenEnv = "JOULEMARK_API_TOKEN"
+
+// HTTP is the client configuration of one party: a prometheus/common HTTP
+// client config file and a bearer token file. The Deprecated flags are the
+// per-command auth and TLS flags of earlier releases, hidden, kept one
+// release.
+type HTTP struct {
+	ConfigFile      string `name:"http-config-file" type:"existingfile" placeholder:"FILE" help:"HTTP client config file for ${party}: authorization, basic_auth, tls_config, proxy_url, http_headers (e.g. X-Scope-OrgID), as promtool takes."`
+	BearerTokenFile string `name:"bearer-token-file" type:"existingfile" placeholder:"FILE" help:"File holding the bearer token for ${party}${token_env}."`
+
+	Deprecated Deprecated `embed:""`
+}
+
+// Deprecated are the auth and TLS flags of earlier releases. They are hidden
+// and go into the HTTP client configuration as before; their help is the
+// warning logged when one is used.
+type Deprecated struct {
+	BasicAuthUser         string            `name:"basic-auth-user" hidden:"" help:"use basic_auth.username in the http config file."`
+	BasicAuthPasswordFile string            `name:"basic-auth-password-file" hidden:"" help:"use basic_auth.password_file in the http config file."`
+	CAFile                string            `name:"ca-file" hidden:"" help:"use tls_config.ca_file in the http config file."`
+	CertFile              string            `name:"cert-file" hidden:"" help:"use tls_config.cert_file in the http config file."`
+	KeyFile               string            `name:"key-file" hidden:"" help:"use tls_config.key_file in the http config file."`
+	ServerName            string            `name:"server-name" hidden:"" help:"use tls_config.server_name in the http config file."`
+	InsecureSkipVerify    bool              `name:"insecure-skip-verify" hidden:"" help:"use tls_config.insecure_skip_verify in the http config file."`
+	Headers               map[string]string `name:"header" hidden:"" help:"use http_headers in the http config file."`
+}
+
+func (d Deprecated) set() bool {
+	return d.BasicAuthUser != "" || d.BasicAuthPasswordFile != "" || d.CAFile != "" || d.CertFile != "" || d.KeyFile != "" ||
+		d.ServerName != "" || d.InsecureSkipVerify || len(d.Headers) > 0
+}
+
+// apply writes the deprecated flags into c.
+func (d Deprecated) apply(c *config.HTTPClientConfig, prefix string) error {
+	if d.BasicAuthUser != "" || d.BasicAuthPasswordFile != "" {
+		if d.BasicAuthUser == "" {
+			return fmt.Errorf("--%sbasic-auth-password-file needs a basic-auth user", prefix)
+		}
+		c.BasicAuth = &config.BasicAuth{Username: d.BasicAuthUser, PasswordFile: d.BasicAuthPasswordFile}
+	}
+	c.TLSConfig = config.TLSConfig{CAFile: d.CAFile, CertFile: d.CertFile, KeyFile: d.KeyFile, ServerName: d.ServerName,
+		InsecureSkipVerify: d.InsecureSkipVerify}
+	if len(d.Headers) > 0 {
+		h := map[string]config.Header{}
+		for k, v := range d.Headers {
+			name := http.CanonicalHeaderKey(strings.TrimSpace(k))
+			if name == "" {
+				return fmt.Errorf("--%sheader %q=%q: empty name", prefix, k, v)
+			}
+			h[name] = config.Header{Values: []string{v}}
+		}
+		c.HTTPHeaders = &config.Headers{Headers: h}
+	}
+	return nil
+}
+
+// base is the configuration of the file, or of the deprecated flags, or
+// the default; never both a file and deprecated flags.
+func (h HTTP) base(prefix string) (config.HTTPClientConfig, error) {
+	c := config.DefaultHTTPClientConfig
+	if h.ConfigFile != "" {
+		if h.Deprecated.set() {
+			return c, fmt.Errorf("--%shttp-config-file and the deprecated --%s* auth/TLS flags are exclusive: put everything in %s",
+				prefix, prefix, h.ConfigFile)
+		}
+		fc, _, err := config.LoadHTTPConfigFile(h.ConfigFile)
+		if err != nil {
+			return c, fmt.Errorf("--%shttp-config-file %s: %w", prefix, h.ConfigFile, err)
+		}
+		return *fc, nil
+	}
+	if err := h.Deprecated.apply(&c, prefix); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// hasAuth reports which authentication section c has, if any.
+func hasAuth(c config.HTTPClientConfig) string {
+	switch {
+	case c.Authorization != nil || c.BearerToken != "" || c.BearerTokenFile != "":
+		return "authorization"
+	case c.BasicAuth != nil:
+		return "basic_auth"
+	case c.OAuth2 != nil:
+		return "oauth2"
+	}
+	return ""
+}
+
+// config builds the party's configuration with the bearer token file as
+// its authorization.
+func (h HTTP) config(prefix string) (config.HTTPClientConfig, error) {
+	c, err := h.base(prefix)
+	if err != nil {
+		return c, err
+	}
+	if h.BearerTokenFile != "" {
+		if a := hasAuth(c); a != "" {
+			return c, fmt.Errorf("--%sbearer-token-file conflicts with %s in %s: give one", prefix, a, h.source(prefix))
+		}
+		c.Authorization = &config.Authorization{Type: "Bearer", CredentialsFile: h.BearerTokenFile}
+	}
+	return c, validate(c, prefix)
+}
+
+// source names where the configuration came from, for errors.
+func (h HTTP) source(prefix string) string {
+	if h.ConfigFile != "" {
+		return "--" + prefix + "http-config-file " + h.ConfigFile
+	}
+	return "the deprecated --" + prefix + "* flags"
+}
+
+func validate(c config.HTTPClientConfig, prefix string) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("--%s* HTTP client settings: %w", prefix, err)
+	}
+	return nil
+}
+
+// Exporter is how to reach the exporters' phase API. The bearer token is
+// the phase API token: it goes in the Authorization header, or in
+// X-Joulemark-Token when the HTTP client config takes that header (basic
+// auth for an exporter behind an exporter-toolkit web config).
+type Exporter struct {
+	URLs []string `name:"url" placeholder:"URL" help:"Exporter base URL, e.g. http://gpu-node:9402 (repeatable, one per node)."`
+	HTTP HTTP     `embed:"" set:"party=the exporters' phase API" kong:"set='token_env= (else env JOULEMARK_API_TOKEN)'"`
+}
+
+// HTTPConfig is the exporters' HTTP client configuration; the token is not
+// in it (see Token).
+func (e Exporter) HTTPConfig() (config.HTTPClientConfig, error) {
+	c, err := e.HTTP.base(ExporterPrefix)
+	if err != nil {
+		return c, err
+	}
+	if e.HTTP.BearerTokenFile != "" && hasAuth(c) == "authorization" {
+		return c, fmt.Errorf("--%sbearer-token-file conflicts with authorization in %s: give one", ExporterPrefix, e.HTTP.source(ExporterPrefix))
+	}
+	return c, validate(c, ExporterPrefix)
+}
+
+// Token is the phase API token: the bearer token file's content, else
+// nothing when the HTTP client config carries an authorization, else env
+// JOULEMARK_API_TOKEN. It may be empty.
+func (e Exporter) Token() (string, error) {
+	c, err := e.HTTPConfig()
+	if err != nil {
+		return "", err
+	}
+	if f := e.HTTP.BearerTokenFile; f != "" {
+		return ReadSecret(f, "--"+ExporterPrefix+"bearer-token-file")
+	}
+	if hasAuth(c) == "authorization" {
+		return "", nil
+	}
+	return strings.TrimSpace(os.Getenv(TokenEnv)), nil
+}
+
+// TokenHeader reports whether the token must go in X-Joulemark-Token
+// because the HTTP client config takes the Authorization header.
+func (e Exporter) TokenHeader() (bool, error) {
+	c, err := e.HTTPConfig()
+	return hasAuth(c) != "", err
+}
+
+// RemoteWrite is where samples are pushed (Prometheus remote write).
+type RemoteWrite struct {
+	URL  string `name:"url" placeholder:"URL" help:"Remote-write endpoint, e.g. http://prometheus:9090/api/v1/write (empty: nothing is pushed)."`
+	HTTP HTTP   `embed:"" set:"party=the remote-write endpoint" kong:"set='token_env='"`
+}
+
+// HTTPConfig is the remote-write HTTP client configuration.
+func (r RemoteWrite) HTTPConfig() (config.HTTPClientConfig, error) {
+	return r.HTTP.config(RemoteWritePrefix)
+}
+
+// Prometheus is the Prometheus (or Mimir, Thanos, Cortex) that is queried.
+type Prometheus struct {
+	URL  string `name:"url" placeholder:"URL" help:"Prometheus base URL (the HTTP query API), e.g. http://localhost:9090."`
+	HTTP HTTP   `embed:"" set:"party=Prometheus" kong:"set='token_env='"`
+}
+
+// HTTPConfig is the Prometheus HTTP client configuration.
+func (p Prometheus) HTTPConfig() (config.HTTPClientConfig, error) {
+	return p.HTTP.config(PrometheusPrefix)
+}
+
+// ReadSecret reads a one-line secret (a token, an API key) from file; flag
+// names the flag that gave the file, for errors. The secret never appears
+// in errors.
+func ReadSecret(file, flag string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", errors.New(flag + " " + file + " is empty")
+	}
+	return s, nil
+}
