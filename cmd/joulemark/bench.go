@@ -199,6 +199,9 @@ func (c *BenchCmd) config() (benchjob.Config, error) {
 		MeanOutputTokens: c.MeanOutputTokens, StddevOutputTokens: c.StddevOutputTokens,
 		Dataset: c.Dataset, Trace: c.Trace, Seed: c.Seed, Kind: c.Workload, QualityFile: c.QualityFile,
 	}
+	if c.Workload == benchjob.WorkloadSynthetic {
+		cfg.Workload.Kind = "" // the default, as in an experiment file
+	}
 	if c.IgnoreEOS {
 		t := true
 		cfg.Extras.IgnoreEOS = &t
