@@ -404,6 +404,7 @@ func (c *computation) stage(name string, b PhaseBounds) (st Stage, disagree stri
 func (c *computation) release() {
 	if rc := c.d.ReleaseClosed; rc != nil && *rc {
 		c.r.Release.Closed = true
+		c.r.Release.ClosedBy, c.r.Release.ClosedByAt = c.d.ReleaseClosedBy, c.d.ReleaseClosedAt
 		return
 	}
 	why := "the exporter reported that power did not return to the idle baseline within the maximum wait"

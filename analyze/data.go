@@ -70,6 +70,10 @@ type RunData struct {
 	Phases        map[string]PhaseBounds // idle, startup, warmup, formal, release
 	PhaseEnergy   map[string]float64     // exporter's joulemark_phase_energy_joules summed over GPUs
 	ReleaseClosed *bool                  // joulemark_run_release_closed; nil when absent
+	// ReleaseClosedBy is the release criterion met last (process, memory,
+	// power) and ReleaseClosedAt when; from exporters that report it.
+	ReleaseClosedBy string
+	ReleaseClosedAt *float64
 	// RestartedPhases are the phases whose start timestamp took more than
 	// one value under this run id: more than one lifecycle used the id.
 	RestartedPhases []string

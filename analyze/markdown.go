@@ -125,7 +125,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("| formal | %s |\n", num(r.Energy.FormalJoules, "%.1f J"))
 	p("| release | %s |\n", num(r.Energy.ReleaseJoules, "%.1f J"))
 	p("| lifecycle (startup + formal + release) | %s |\n\n", num(r.Energy.LifecycleJoules, "%.1f J"))
-	p("Release closed: %s. The idle baseline is never subtracted.\n\n", yesNo(r.Release.Closed))
+	closed := yesNo(r.Release.Closed)
+	if r.Release.ClosedBy != "" && r.Release.ClosedByAt != nil {
+		closed += fmt.Sprintf(" (the %s criterion was met last, at %s)", r.Release.ClosedBy, time.Unix(0, int64(*r.Release.ClosedByAt*1e9)).UTC().Format("15:04:05.000 MST"))
+	}
+	p("Release closed: %s. The idle baseline is never subtracted.\n\n", closed)
 	gpuEnergyMarkdown(p, r)
 	qualityMarkdown(p, r)
 	hostMarkdown(p, r)

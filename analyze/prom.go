@@ -22,9 +22,11 @@ const (
 	mPhaseEnd      = "joulemark_phase_end_timestamp_seconds"
 	mPhaseEnergy   = "joulemark_phase_energy_joules"
 	mReleaseClosed = "joulemark_run_release_closed"
-	mGPUInfo       = "joulemark_gpu_info"
-	mGPUEnergy     = "joulemark_gpu_energy_joules_total"
-	mGPUPower      = "joulemark_gpu_power_watts"
+	// mReleaseClosedBy is when the release closed, by the criterion met last.
+	mReleaseClosedBy = "joulemark_run_release_closed_by_timestamp_seconds"
+	mGPUInfo         = "joulemark_gpu_info"
+	mGPUEnergy       = "joulemark_gpu_energy_joules_total"
+	mGPUPower        = "joulemark_gpu_power_watts"
 	// mGPUEnergyRaw is the exporter's energy counter at every high-rate
 	// sample, pushed by its --remote-write.url with the sample's own
 	// timestamp. Where present it replaces the scraped counter: boundary
@@ -240,6 +242,16 @@ func (l *loader) loadRelease(ctx context.Context, d *RunData) error {
 	}
 	if len(rc) == 1 {
 		d.ReleaseClosed = new(rc[0].Value == 1)
+	}
+	// which criterion closed the release last, over every exporter
+	by, err := l.vector(ctx, fmt.Sprintf("max by (criterion) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mReleaseClosedBy, l.runSel()))), l.now)
+	if err != nil {
+		return err
+	}
+	for _, s := range by {
+		if v := float64(s.Value); d.ReleaseClosedAt == nil || v > *d.ReleaseClosedAt {
+			d.ReleaseClosedBy, d.ReleaseClosedAt = string(s.Metric["criterion"]), &v
+		}
 	}
 	return nil
 }

@@ -75,6 +75,11 @@ type Energy struct {
 // Release says whether power came back to the idle baseline.
 type Release struct {
 	Closed bool `json:"closed"`
+	// ClosedBy is the criterion met last (process: the engine gone,
+	// memory: back to idle, power: back to the baseline), ClosedByAt when
+	// (unix seconds: the release's end); absent from older exporters.
+	ClosedBy   string   `json:"closed_by,omitempty"`
+	ClosedByAt *float64 `json:"closed_by_at,omitempty"`
 }
 
 // Requests counts the formal requests.

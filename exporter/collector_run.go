@@ -7,11 +7,13 @@ const (
 	famRunBaseline = "joulemark_run_baseline_power_watts"
 	famRunClosed   = "joulemark_run_release_closed"
 	famRunIdle     = "joulemark_run_idle_stable"
+	famRunClosedBy = "joulemark_run_release_closed_by_timestamp_seconds"
 )
 
 type runCollector struct {
 	e                          *Exporter
 	baseline, closed, idleStab *prometheus.Desc
+	closedBy                   *prometheus.Desc
 }
 
 func newRunCollector(e *Exporter) *runCollector {
@@ -19,6 +21,7 @@ func newRunCollector(e *Exporter) *runCollector {
 		baseline: prometheus.NewDesc(famRunBaseline, familyHelp[famRunBaseline], []string{"run_id", "gpu", "uuid"}, nil),
 		closed:   prometheus.NewDesc(famRunClosed, familyHelp[famRunClosed], []string{"run_id"}, nil),
 		idleStab: prometheus.NewDesc(famRunIdle, familyHelp[famRunIdle], []string{"run_id"}, nil),
+		closedBy: prometheus.NewDesc(famRunClosedBy, familyHelp[famRunClosedBy], []string{"run_id", "criterion"}, nil),
 	}
 }
 
@@ -26,6 +29,7 @@ func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.baseline
 	ch <- c.closed
 	ch <- c.idleStab
+	ch <- c.closedBy
 }
 
 // Collect serves the runs not frozen yet (see phaseCollector.Collect).
@@ -42,6 +46,9 @@ func (c *runCollector) emitRun(r *run, emit func(family string, m prometheus.Met
 	}
 	if r.rel.closed != nil {
 		emit(famRunClosed, prometheus.MustNewConstMetric(c.closed, prometheus.GaugeValue, b2f(*r.rel.closed), r.id))
+	}
+	if r.crit.closedBy != "" {
+		emit(famRunClosedBy, prometheus.MustNewConstMetric(c.closedBy, prometheus.GaugeValue, e.unix(r.rel.holdStart), r.id, r.crit.closedBy))
 	}
 }
 

@@ -24,6 +24,7 @@ var familyHelp = map[string]string{
 	famPhaseHostEnergy: "Host energy (one RAPL powercap zone) over the exact phase, read at its boundaries (up to the latest sample while the phase runs); absent where the zone is unreadable.",
 	famRunBaseline:     "Mean power of the run's idle phase.",
 	famRunClosed:       "1 when every GPU came back within the tolerance of its idle baseline and held; 0 when the wait timed out (or the run was ended first).",
+	famRunClosedBy:     "When the release closed (its end, unix seconds), labelled with the criterion met last: process (the engine gone), memory (back to idle) or power (back to the baseline).",
 	famRunIdle:         "1 when the idle phase was stable (power CV under the threshold, no compute process where the GPU can tell), else 0.",
 }
 
