@@ -123,3 +123,22 @@ func TestServerTokenCrossCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestServerTokenResolution: with the engine scraped every 10 s, a 4 %
+// difference is within what the scrape resolution explains: not flagged.
+func TestServerTokenResolution(t *testing.T) {
+	d := fixture()
+	var s []Sample
+	for t := -5.0; t <= 145; t += 10 {
+		s = append(s, Sample{fixtureBase + t, ramp(0, 1040)(t)})
+	}
+	d.Engine.Series["vllm:generation_tokens_total"] = [][]Sample{s}
+	r, _, err := Compute(d, fixtureParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := r.Server
+	if sv.OutputTokensResolution == nil || *sv.OutputTokensResolution < 40 || slices.ContainsFunc(r.Flags, func(f Flag) bool { return f.Code == FlagServerTokensMismatch }) {
+		t.Errorf("resolution %v, flags %v: want a resolution above the 40-token difference and no flag", sv.OutputTokensResolution, r.Flags)
+	}
+}

@@ -379,6 +379,28 @@ func checkReport(t *testing.T, ext *external) {
 		t.Errorf("full-lifecycle J/token %v", rep.FullLifecycleJoulesPerToken)
 	}
 	t.Logf("report: valid %v flags %v, J/token lifecycle %.4f steady %s", rep.Valid, flagCodes(rep), deref(rep.FullLifecycleJoulesPerToken), fmtPtr(rep.SteadyState.JoulesPerToken))
+
+	// What was tested: the bench's joulemark_run_info, read from Prometheus.
+	if id := rep.Run; id == nil || id.Source != "prometheus" || id.RunID != ext.runID || id.Model == "" || id.Engine != "joulemark" ||
+		id.GPUs != gpus || id.LoadMode != "closed" || id.Concurrency != concurrency || !id.IgnoreEOS ||
+		id.MeanOutputTokens != outputTokens || len(id.DatasetSHA256) != 64 {
+		t.Errorf("run identity %+v, want the bench's (from prometheus, %d GPUs, concurrency %d)", rep.Run, gpus, concurrency)
+	}
+	// The engine's view: the sim engine's vLLM-named metrics, and its
+	// generated tokens against the client's within the scrape resolution.
+	sv := rep.Server
+	if sv == nil || !sv.Available || sv.MetricsFound["generation_tokens"] != "vllm:generation_tokens_total" || sv.MetricsFound["running"] != "vllm:num_requests_running" {
+		t.Fatalf("server view %+v, want the sim engine's vLLM metrics", sv)
+	}
+	if sv.OutputTokens == nil || sv.OutputTokensResolution == nil ||
+		math.Abs(*sv.OutputTokens-float64(sv.ClientOutputTokens)) > *sv.OutputTokensResolution+0.02*float64(sv.ClientOutputTokens) {
+		t.Errorf("server output tokens %v, client %d, resolution %v: further apart than the resolution explains", fmtPtr(sv.OutputTokens), sv.ClientOutputTokens, fmtPtr(sv.OutputTokensResolution))
+	}
+	if sv.Running.Max == nil || *sv.Running.Max < 1 || *sv.Running.Max > concurrency {
+		t.Errorf("server running max %v, want 1..%d", fmtPtr(sv.Running.Max), concurrency)
+	}
+	t.Logf("server: %s output tokens (client %d, difference ratio %s, resolution %s tokens), running mean %s, diagnosis %+v",
+		fmtPtr(sv.OutputTokens), sv.ClientOutputTokens, fmtPtr(sv.TokenDifferenceRatio), fmtPtr(sv.OutputTokensResolution), fmtPtr(sv.Running.Mean), rep.Diagnosis)
 }
 
 // tolerableFlags are the findings a correct pipeline may report on this
