@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/joulemark/joulemark/analyze"
 )
 
 // SecondsPerDay is the length of the planning day.
@@ -78,7 +80,13 @@ func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
 		return Plan{}, fmt.Errorf("restarts per day must be ≥ 0, got %v", opts.RestartsPerDay)
 	}
 	p := Plan{TargetPeakRateRPS: opts.TargetPeakRateRPS, RestartsPerDay: opts.RestartsPerDay,
-		Boundary: "GPU board energy only"}
+		Boundary: analyze.Boundary}
+	for _, r := range runs {
+		// a run measured on a C2C module (Grace CPU included) says so
+		if r.Report.Measurement.Boundary == analyze.BoundaryModule {
+			p.Boundary = analyze.BoundaryModule
+		}
+	}
 	for _, c := range opts.SLOs {
 		op := "≥"
 		if c.Upper {
