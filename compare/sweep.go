@@ -23,6 +23,12 @@ type Sweep struct {
 	Knee           string   `json:"knee"`
 	After          string   `json:"after,omitempty"`
 	AfterDiagnosis []string `json:"after_diagnosis,omitempty"`
+	// KneeValue is the knee's load (concurrency or rate), 0 without one.
+	KneeValue float64 `json:"knee_value"`
+	// The SLOs the points were held to (seconds; nil: none), from the
+	// lightest point's report.
+	TTFTSLOSeconds *float64 `json:"ttft_slo_seconds"`
+	TPOTSLOSeconds *float64 `json:"tpot_slo_seconds"`
 }
 
 // SweepPoint is one load point of a sweep.
@@ -32,6 +38,11 @@ type SweepPoint struct {
 	Runs     []string `json:"runs"`
 	MeetsSLO bool     `json:"meets_slo"`
 	Why      string   `json:"why,omitempty"` // which SLO it misses
+	// Medians over the point's runs (nil where no run has the figure).
+	SteadyStateJPT *float64 `json:"median_steady_state_joules_per_token"`
+	LifecycleJPT   *float64 `json:"median_full_lifecycle_joules_per_token"`
+	TTFTP95        *float64 `json:"median_ttft_p95_seconds"`
+	TPOTP95        *float64 `json:"median_tpot_p95_seconds"`
 }
 
 // sweepIdentity are the run.* keys a sweep's points share.
@@ -88,7 +99,9 @@ func sweeps(runs []*choose.Run, groupKey func(*choose.Run) string) []Sweep {
 		sw := Sweep{Key: fmt.Sprintf("%s, %s %s on %d×%s", strings.SplitN(key, " | ", 2)[0], first.Model, first.Engine, first.GPUs, first.GPUName)}
 		broken := false
 		for i, p := range ps {
-			sp := SweepPoint{Load: p.load, Value: p.value, MeetsSLO: true}
+			sp := SweepPoint{Load: p.load, Value: p.value, MeetsSLO: true,
+				SteadyStateJPT: median(p.runs, choose.SteadyStateJPT), LifecycleJPT: median(p.runs, choose.LifecycleJPT),
+				TTFTP95: median(p.runs, choose.TTFTP95), TPOTP95: median(p.runs, choose.TPOTP95)}
 			var why []string
 			for _, r := range p.runs {
 				sp.Runs = append(sp.Runs, r.Name)
@@ -110,14 +123,16 @@ func sweeps(runs []*choose.Run, groupKey func(*choose.Run) string) []Sweep {
 					}
 				}
 				if i > 0 {
-					sw.Knee = ps[i-1].load
+					sw.Knee, sw.KneeValue = ps[i-1].load, ps[i-1].value
 				}
 			}
 			sw.Points = append(sw.Points, sp)
 		}
 		if !broken {
-			sw.Knee = ps[len(ps)-1].load
+			sw.Knee, sw.KneeValue = ps[len(ps)-1].load, ps[len(ps)-1].value
 		}
+		lightest := &ps[0].runs[0].Report
+		sw.TTFTSLOSeconds, sw.TPOTSLOSeconds = lightest.Goodput.TTFTSLOSeconds, lightest.Goodput.TPOTSLOSeconds
 		out = append(out, sw)
 	}
 	return out

@@ -18,6 +18,7 @@ type CompareCmd struct {
 	Tolerance float64  `default:"0.2" help:"Comparability bound on formal output tokens, |a-b|/max."`
 	RunsDir   string   `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`
 	Format    string   `default:"text" enum:"text,json" help:"Output format (${enum})."`
+	Out       string   `name:"out" type:"path" placeholder:"DIR" help:"Also write compare.html into DIR (created when missing): each sweep's J/token and p95 latencies against load with the SLOs and the knee. An existing compare.html is never overwritten."`
 }
 
 // Run prints the comparison.
@@ -27,6 +28,11 @@ func (c *CompareCmd) Run(g *Globals) error {
 		return err
 	}
 	res := compare.Compare(runs, compare.Options{GroupBy: c.GroupBy, Tolerance: c.Tolerance, Pool: c.Pool})
+	if c.Out != "" {
+		if err := compare.WriteHTMLFile(c.Out, res); err != nil {
+			return err
+		}
+	}
 	if c.Format == "json" {
 		return compare.WriteJSON(c.out(), res)
 	}
