@@ -50,6 +50,7 @@ var RecordingRuleNames = []string{
 var AlertNames = []string{
 	"JoulemarkExporterDown",
 	"JoulemarkSamplerErrors",
+	"JoulemarkGPUDown",
 	"JoulemarkPowerAtLimit",
 	"JoulemarkReleaseNotClosed",
 }
