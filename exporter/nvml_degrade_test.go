@@ -57,6 +57,8 @@ func TestGPULostAtStartIsListedAndRetried(t *testing.T) {
 	body = fetchMetricsHandler(t, e)
 	for _, want := range []string{
 		fmt.Sprintf(`joulemark_gpu_up{gpu="2",uuid=%q} 1`, nvmlmock.UUID(2)),
+		// every read of GPU 1 is timed: 21 passes
+		fmt.Sprintf(`joulemark_gpu_sample_duration_seconds_count{gpu="1",uuid=%q} 21`, nvmlmock.UUID(1)),
 		fmt.Sprintf(`energy_scope="gpu",energy_source="counter",gpu="2",mig_mode="disabled",name="NVIDIA H100 80GB HBM3",pci_bus_id=%q`, nvmlmock.PCIBusID(2)),
 	} {
 		if !strings.Contains(body, want) {
