@@ -84,6 +84,19 @@ func Benchmark() (dashboard.Dashboard, error) {
 			desc:    "GPU energy of the exporters running this run's formal phase over the output tokens of its successful formal requests, 1-minute rates (recording rule run:joulemark_joules_per_token:ratio_rate1m). A live view: the report's steady-state and full-lifecycle J/token come from `joulemark analyze`.",
 			queries: []query{{expr: `run:joulemark_joules_per_token:ratio_rate1m` + runSel, legend: "J/token"}},
 		}).Min(0)).
+		WithPanel(timeSeries(panelSpec{
+			title: "Host power (RAPL)", unit: unitWatt, w: 12, h: 9, boundary: boundaryHost,
+			desc: "CPU package and DRAM power of each node from the exporter's RAPL powercap zones (joulemark_host_energy_joules_total, package-* and dram zones; core/uncore lie inside the package, psys overlaps it). Beside the GPUs, never added into their figures. No line: the host energy is unavailable, see joulemark_host_energy_unavailable{reason}.",
+			queries: []query{
+				{expr: `sum by (node) (rate(joulemark_host_energy_joules_total{node=~"$node",domain=~"package.*|dram"}[$__rate_interval]))`, legend: "{{node}} host"},
+				{expr: `max by (node, reason) (joulemark_host_energy_unavailable{node=~"$node"})`, legend: "{{node}} unavailable: {{reason}}"},
+			},
+		}).Min(0)).
+		WithPanel(statPanel(panelSpec{
+			title: "Formal-stage host energy", unit: unitJoule, w: 12, h: 9, boundary: boundaryHost,
+			desc:    "Host energy (RAPL package-* and dram zones, all nodes of the run) over the formal phase, read by the exporter at the phase boundaries. `joulemark analyze` puts GPU+host J/token beside the GPU figures.",
+			queries: []query{{expr: `sum(last_over_time(joulemark_phase_host_energy_joules{run_id="$run_id",phase="formal",domain=~"package.*|dram"}[$__range]))`, instant: true}},
+		})).
 		WithRow(dashboard.NewRowBuilder("Latency (per-request samples)")).
 		WithPanel(latencyPanel("Time to first token", "TTFT: send to first token of each request.",
 			"joulemark_bench_ttft_seconds_bucket", requestTTFT)).

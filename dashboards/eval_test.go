@@ -62,6 +62,14 @@ func fixture() string {
 		}
 	}
 	series("joulemark_sampler_overruns_total", exp, constant(0))
+	// Host energy: n1's package at 120 W and DRAM at 15 W (core inside the
+	// package, never summed); n2 cannot read RAPL.
+	series("joulemark_host_energy_joules_total", exp+`, zone="intel-rapl:0", domain="package-0"`, counter(600))
+	series("joulemark_host_energy_joules_total", exp+`, zone="intel-rapl:0:1", domain="dram"`, counter(75))
+	series("joulemark_host_energy_joules_total", exp+`, zone="intel-rapl:0:0", domain="core"`, counter(50))
+	series("joulemark_phase_host_energy_joules", exp+`, run_id="r1", phase="formal", zone="intel-rapl:0", domain="package-0"`, constant(110400))
+	series("joulemark_phase_host_energy_joules", exp+`, run_id="r1", phase="formal", zone="intel-rapl:0:1", domain="dram"`, constant(13800))
+	series("joulemark_host_energy_unavailable", `node="n2", instance="n2:9402", job="joulemark-exporter", reason="permission_denied"`, constant(1))
 	series("joulemark_run_release_closed", exp+`, run_id="r1"`, constant(1))
 	phases := []struct {
 		name       string
@@ -293,6 +301,9 @@ func TestQueryValues(t *testing.T) {
 		{"benchmark-run.json", `panel "Time per output token" query D`, `{phase="formal", slot="0"}`, (2 - 0.2) / 99},
 		{"benchmark-run.json", `panel "Goodput" query D`, "", 1},
 		{"benchmark-run.json", `panel "Idle baseline power" query A`, "", 140},
+		// package 120 W + DRAM 15 W; core (inside the package) left out
+		{"benchmark-run.json", `panel "Host power (RAPL)" query A`, `{node="n1"}`, 135},
+		{"benchmark-run.json", `panel "Formal-stage host energy" query A`, "", 920 * 135},
 		{"sweep-comparison.json", `panel "Runs" query E`, `{run_id="r1"}`, formalTokens / 920},
 		// Model m's pods, 300 W + 70 W (the idle one counts), over their 200
 		// tokens per 5 s = 40 tokens/s.

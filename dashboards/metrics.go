@@ -40,6 +40,14 @@ var ContractMetrics = []string{
 	"joulemark_request_success",
 }
 
+// HostMetrics are the exporter's host energy metrics (RAPL powercap zones,
+// docs/exporter.md "Host energy").
+var HostMetrics = []string{
+	"joulemark_host_energy_joules_total",
+	"joulemark_host_energy_unavailable",
+	"joulemark_phase_host_energy_joules",
+}
+
 // BenchMetric is one benchmark-job aggregate the dashboards read.
 type BenchMetric struct {
 	Name   string
@@ -91,7 +99,7 @@ type EngineMetric struct {
 // (_bucket, _sum, _count) expanded.
 func KnownMetrics() map[string]bool {
 	known := map[string]bool{}
-	for _, m := range ContractMetrics {
+	for _, m := range append(ContractMetrics, HostMetrics...) {
 		known[m] = true
 	}
 	add := func(name, typ string) {

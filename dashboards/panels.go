@@ -18,6 +18,7 @@ const (
 	boundaryClient  = "Boundary: measured at the benchmark client (joulemark bench), so network and HTTP time are included; no energy figure."
 	boundaryEngine  = "Boundary: what the inference engine reports on its own /metrics (vLLM names); no energy figure."
 	boundarySampler = "Boundary: the exporter's own sampling and NVML health; no energy figure."
+	boundaryHost    = "Boundary: host CPU packages and DRAM as RAPL estimates them; no PSU loss, fans, NICs or disks, and no GPU."
 )
 
 // Units Grafana knows; the J/token figure has no built-in unit, so it uses
