@@ -34,32 +34,33 @@ var ErrGPULost = errors.New("GPU lost")
 
 // Device describes one GPU and how it is measured.
 type Device struct {
-	Index         int
-	UUID          string
-	Name          string
-	DriverVersion string
+	Index         int    `json:"gpu"`
+	UUID          string `json:"uuid"`
+	Name          string `json:"name"`
+	DriverVersion string `json:"driver_version"`
 	// PowerSource is PowerInstant, PowerAverage or PowerSim.
-	PowerSource string
+	PowerSource string `json:"power_source"`
 	// EnergySource is EnergyCounter when Sample carries the GPU's energy
 	// counter, else EnergyIntegrated.
-	EnergySource string
+	EnergySource string `json:"energy_source"`
 	// MemoryTotalBytes is the GPU memory size, 0 when unknown.
-	MemoryTotalBytes uint64
+	MemoryTotalBytes uint64 `json:"memory_total_bytes"`
 	// PCIBusID is the GPU's PCI address (stable across reboots, unlike
 	// Index), "" when unknown.
-	PCIBusID string
+	PCIBusID string `json:"pci_bus_id"`
 	// Architecture is e.g. "hopper", "unknown" when not told.
-	Architecture string
+	Architecture string `json:"architecture"`
 	// MIGMode is MIGEnabled, MIGDisabled or MIGUnsupported. Under MIG,
 	// power and the energy counter still cover the whole GPU.
-	MIGMode string
+	MIGMode string `json:"mig_mode"`
 	// PowerScope and EnergyScope are ScopeGPU or ScopeModule; a backend
 	// never mixes them (a module-wide counter with GPU-only power falls
 	// back to integrating the power).
-	PowerScope, EnergyScope string
+	PowerScope  string `json:"power_scope"`
+	EnergyScope string `json:"energy_scope"`
 	// Err says why the GPU could not be opened ("" once it is); such a GPU
 	// is listed, answers errors, and is retried.
-	Err string
+	Err string `json:"error,omitempty"`
 }
 
 // Sample is one fast reading of a GPU.
