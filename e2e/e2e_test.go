@@ -43,11 +43,13 @@ import (
 	"github.com/joulemark/joulemark/runarchive"
 )
 
-// The scenario both modes run: 2 simulated GPUs, phases of a few seconds, a
+// The scenario both modes run: 4 simulated GPUs of which the engine's 2 are
+// measured (bench --exporter.gpus; the demo's engine pod), phases of a few seconds, a
 // fast engine (5 ms decode steps, 20-token completions, batch 8) so the
 // formal phase holds a few hundred requests in about ten seconds.
 const (
-	gpus           = 2
+	gpus           = 4
+	measuredGPUs   = 2 // the first ones: the engine's
 	sampleInterval = 100 * time.Millisecond
 	idle           = 3 * time.Second
 	warmupRequests = 8
@@ -194,6 +196,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	t.Run("Report", func(t *testing.T) { checkReport(t, ext) })
 	t.Run("StageEnergy", func(t *testing.T) { checkStageEnergy(t, ext) })
+	t.Run("MeasuredGPUsOnly", func(t *testing.T) { checkMeasuredGPUs(ctx, t, ext) })
 	t.Run("Requests", func(t *testing.T) { checkRequests(ctx, t, ext) })
 	t.Run("EmbeddedMode", func(t *testing.T) { compareModes(t, ext.report, emb.res.Report) })
 }
@@ -211,6 +214,7 @@ type external struct {
 	exporter *phaseapi.RunStatus
 	scrapes  []float64 // when Prometheus scraped the exporter (unix seconds)
 	records  []benchjob.Record
+	selected []string // the GPUs the run measures (bench --exporter.gpus)
 }
 
 // runExternal starts Prometheus and the exporter, runs bench and analyze.
@@ -244,6 +248,20 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	// Prometheus sees the idle GPUs before the run starts.
 	waitQuery(ctx, t, pa, `up{job="joulemark-exporter"} == 1`, 20*time.Second, func(v model.Vector) bool { return len(v) == 1 })
 
+	// The run measures the engine's GPUs only: the first measuredGPUs.
+	gc, err := phaseapi.NewClient(expURL, token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := gc.GPUs(ctx)
+	if err != nil || len(all) != gpus {
+		t.Fatalf("exporter GPUs %+v, %v", all, err)
+	}
+	var selected []string
+	for _, g := range all[:measuredGPUs] {
+		selected = append(selected, g.UUID)
+	}
+
 	runID := "e2e-" + randomHex(t, 4)
 	runsDir := filepath.Join(dir, "runs")
 	pidFile := filepath.Join(dir, "engine.pid")
@@ -260,7 +278,7 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 		"--mean-output-tokens=" + strconv.Itoa(outputTokens), "--stddev-output-tokens=" + strconv.Itoa(outputStddev),
 		"--seed=" + strconv.Itoa(seed), "--ignore-eos",
 		"--engine.cmd=" + engineCmd, "--engine.ready-timeout=30s", "--engine.stop-grace=5s", "--release.wait=" + (releaseMaxWait + 10*time.Second).String(),
-		"--exporter.url=" + expURL, "--exporter.bearer-token-file=" + tokenFile,
+		"--exporter.url=" + expURL, "--exporter.bearer-token-file=" + tokenFile, "--exporter.gpus=" + strings.Join(selected, ","),
 		"--remote-write.url=" + prom.URL + "/api/v1/write", "--engine.metrics",
 		"--runs-dir=" + runsDir, "--run-id=" + runID,
 	}
@@ -306,7 +324,7 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	if err := json.Unmarshal(stdout, &printed); err != nil || printed.RunID != runID || printed.Valid != rep.Valid {
 		t.Errorf("analyze --format json printed run %q valid %v (%v), report.json has run %q valid %v", printed.RunID, printed.Valid, err, rep.RunID, rep.Valid)
 	}
-	return &external{runID: runID, prom: prom, report: rep, exporter: st, scrapes: scrapes, records: readRecords(t, filepath.Join(runsDir, runID, runarchive.RequestsFile))}
+	return &external{runID: runID, prom: prom, report: rep, exporter: st, scrapes: scrapes, records: readRecords(t, filepath.Join(runsDir, runID, runarchive.RequestsFile)), selected: selected}
 }
 
 // demoConfig is the scenario in embedded mode: in-process simulated GPUs,
@@ -382,9 +400,9 @@ func checkReport(t *testing.T, ext *external) {
 
 	// What was tested: the bench's joulemark_run_info, read from Prometheus.
 	if id := rep.Run; id == nil || id.Source != "prometheus" || id.RunID != ext.runID || id.Model == "" || id.Engine != "joulemark" ||
-		id.GPUs != gpus || id.LoadMode != "closed" || id.Concurrency != concurrency || !id.IgnoreEOS ||
+		id.GPUs != measuredGPUs || id.LoadMode != "closed" || id.Concurrency != concurrency || !id.IgnoreEOS ||
 		id.MeanOutputTokens != outputTokens || len(id.DatasetSHA256) != 64 {
-		t.Errorf("run identity %+v, want the bench's (from prometheus, %d GPUs, concurrency %d)", rep.Run, gpus, concurrency)
+		t.Errorf("run identity %+v, want the bench's (from prometheus, %d measured GPUs, concurrency %d)", rep.Run, measuredGPUs, concurrency)
 	}
 	// The engine's view: the sim engine's vLLM-named metrics, and its
 	// generated tokens against the client's within the scrape resolution.
@@ -432,7 +450,7 @@ func checkStageEnergy(t *testing.T, ext *external) {
 	for _, p := range ext.exporter.Phases {
 		api[string(p.Phase)] = p
 	}
-	swing := gpus * (simMaxWatts - 0.9*simIdleWatts)
+	swing := measuredGPUs * (simMaxWatts - 0.9*simIdleWatts)
 	var total, totalAPI float64
 	for _, name := range phaseapi.Phases {
 		st, ok := rep.Stages[string(name)]
@@ -611,7 +629,7 @@ func compareModes(t *testing.T, ext, emb *analyze.Report) {
 	// interval of the power swing moves across each boundary where the load
 	// changes (from the warm-up into the formal stage, from the formal stage
 	// into the release).
-	lagJ := sampleInterval.Seconds() * gpus * (simMaxWatts - 0.9*simIdleWatts)
+	lagJ := sampleInterval.Seconds() * measuredGPUs * (simMaxWatts - 0.9*simIdleWatts)
 	for _, c := range []struct {
 		name     string
 		ext, emb *float64
@@ -937,4 +955,57 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "..." + s[len(s)-n:]
+}
+
+// checkMeasuredGPUs: the run measured exactly the GPUs bench selected. The
+// exporter and the report list those UUIDs, and the run's energy is those
+// GPUs' energy (their counters in Prometheus over the run), not all of the
+// node's: the other GPUs ran the same load.
+func checkMeasuredGPUs(ctx context.Context, t *testing.T, ext *external) {
+	var apiUUIDs []string
+	for _, g := range ext.exporter.GPUs {
+		apiUUIDs = append(apiUUIDs, g.UUID)
+	}
+	if !slices.Equal(apiUUIDs, ext.selected) || !slices.Equal(ext.report.Measurement.GPUUUIDs, ext.selected) {
+		t.Fatalf("selected %v; exporter run lists %v, report measurement.gpu_uuids %v", ext.selected, apiUUIDs, ext.report.Measurement.GPUUUIDs)
+	}
+	from, to := ext.report.Stages["idle"].Start, ext.report.Stages["release"].End
+	var run float64
+	for _, st := range ext.report.Stages {
+		if st.CounterEnergyJoules != nil {
+			run += *st.CounterEnergyJoules
+		}
+	}
+	pa := promAPI(t, ext.prom.URL)
+	counter := func(sel string) float64 {
+		var sum float64
+		for _, at := range []struct {
+			t    float64
+			sign float64
+		}{{to, 1}, {from, -1}} {
+			// the counter interpolated at the instant from the scrapes around it
+			q := fmt.Sprintf(`sum(joulemark_gpu_energy_joules_total{%s})`, sel)
+			v, _, _, err := pa.Query(ctx, q, time.Unix(0, int64(at.t*1e9)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vec, _ := v.(model.Vector)
+			if len(vec) != 1 {
+				t.Fatalf("%s at %f: %v", q, at.t, v)
+			}
+			sum += at.sign * float64(vec[0].Value)
+		}
+		return sum
+	}
+	selectedJ := counter(fmt.Sprintf(`uuid=~%q`, strings.Join(ext.selected, "|")))
+	allJ := counter(`job="joulemark-exporter"`)
+	t.Logf("run %.1f J (counter), its %d GPUs %.1f J, all %d GPUs %.1f J", run, measuredGPUs, selectedJ, gpus, allJ)
+	// the counter read at a scrape before each instant: one scrape of the
+	// measured GPUs' power at each end
+	if slack := 2 * measuredGPUs * simMaxWatts * 1.0; math.Abs(run-selectedJ) > slack {
+		t.Errorf("run energy %.1f J, the selected GPUs' counters %.1f J: more than %.0f J apart", run, selectedJ, slack)
+	}
+	if run > 0.75*allJ {
+		t.Errorf("run energy %.1f J is not the selected GPUs' share of all GPUs' %.1f J", run, allJ)
+	}
 }
