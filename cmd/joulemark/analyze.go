@@ -17,7 +17,7 @@ type AnalyzeCmd struct {
 	RunID          string                 `name:"run-id" required:"" help:"Run to analyze."`
 	Lookback       string                 `default:"7d" help:"How far back from now to look for the run (Prometheus duration)."`
 	Out            string                 `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten)."`
-	Format         string                 `default:"text" enum:"text,json,table" help:"What to print on stdout: text or json."`
+	Format         string                 `default:"text" enum:"text,json,csv,table" help:"What to print on stdout: text, json or csv (one row, report.json keys as columns)."`
 	Scenario       string                 `help:"Scenario name copied into the report (compare groups by it)."`
 	RunsDir        string                 `name:"runs-dir" default:"runs" placeholder:"DIR" help:"Runs directory searched for the run's archive, DIR/<run-id> (requests.jsonl): the report then counts empty, repeated and short outputs (output_sanity); a run without one there is analyzed without."`
 	Archive        string                 `name:"archive" hidden:"" type:"existingdir" help:"use --runs-dir (the directory holding <run-id>/)."`
@@ -80,6 +80,12 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		_, err = os.Stdout.Write(js)
 		return err
+	case "csv":
+		js, err := analyze.MarshalReport(r)
+		if err != nil {
+			return err
+		}
+		return writeReportCSV(os.Stdout, js)
 	default:
 		return analyze.WriteSummary(os.Stdout, r)
 	}

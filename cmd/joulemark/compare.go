@@ -17,7 +17,7 @@ type CompareCmd struct {
 	Pool      bool     `name:"pool" help:"Pool runs of one group in its medians even when they differ in model, engine, GPU, prompt set or load point (run.*); by default such a group is split."`
 	Tolerance float64  `default:"0.2" help:"Comparability bound on formal output tokens, |a-b|/max."`
 	RunsDir   string   `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`
-	Format    string   `default:"text" enum:"text,json" help:"Output format (${enum})."`
+	Format    string   `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per run, report.json keys as columns (docs/cli.md)."`
 	Out       string   `name:"out" type:"path" placeholder:"DIR" help:"Also write compare.html into DIR (created when missing): each sweep's J/token and p95 latencies against load with the SLOs and the knee. An existing compare.html is never overwritten."`
 }
 
@@ -33,8 +33,11 @@ func (c *CompareCmd) Run(g *Globals) error {
 			return err
 		}
 	}
-	if c.Format == "json" {
+	switch c.Format {
+	case "json":
 		return compare.WriteJSON(c.out(), res)
+	case "csv":
+		return writeCompareCSV(c.out(), res)
 	}
 	return compare.WriteText(c.out(), res)
 }

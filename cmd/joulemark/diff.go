@@ -17,12 +17,13 @@ type DiffCmd struct {
 	FailOnRegression  float64  `name:"fail-on-regression" default:"5" help:"Exit non-zero when a tracked metric got worse by more than this many percent (direction-aware), vanished, or AFTER turned invalid."`
 	MaxBadOutputRatio *float64 `name:"max-bad-output-ratio" help:"Also fail when AFTER's empty, repeated or short outputs exceed this share of its successful formal requests (reads its requests.jsonl)."`
 	RunsDir           string   `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl when none is beside AFTER."`
+	Format            string   `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per tracked metric."`
 }
 
 // Run prints the comparison and fails on a regression.
 func (c *DiffCmd) Run(g *Globals) error {
 	if c.FailOnRegression < 0 {
-		return fmt.Errorf("--fail-on-regression %v: must not be negative", c.FailOnRegression)
+		return usageErrorf("--fail-on-regression %v: must not be negative", c.FailOnRegression)
 	}
 	before, err := choose.LoadReport(c.Before, choose.LoadOptions{})
 	if err != nil {
@@ -36,7 +37,15 @@ func (c *DiffCmd) Run(g *Globals) error {
 	if c.MaxBadOutputRatio != nil {
 		d.CheckSanity(*c.MaxBadOutputRatio)
 	}
-	if err := choose.WriteDiff(c.out(), d); err != nil {
+	switch c.Format {
+	case "json":
+		err = writeJSON(c.out(), diffResultJSON(d))
+	case "csv":
+		err = writeDiffCSV(c.out(), d)
+	default:
+		err = choose.WriteDiff(c.out(), d)
+	}
+	if err != nil {
 		return err
 	}
 	if n := d.Regressions(); n > 0 {

@@ -13,7 +13,7 @@ type ParetoCmd struct {
 
 	Reports []string `arg:"" name:"report" type:"existingfile" help:"report.json files."`
 	RunsDir string   `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`
-	Format  string   `default:"text" enum:"text,json" help:"Output format (${enum})."`
+	Format  string   `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per run, report.json keys as columns (docs/cli.md)."`
 }
 
 // Run prints the Pareto classification.
@@ -23,8 +23,11 @@ func (c *ParetoCmd) Run(g *Globals) error {
 		return err
 	}
 	classes := choose.Pareto(runs, choose.ParetoMetrics)
-	if c.Format == "json" {
+	switch c.Format {
+	case "json":
 		return choose.WriteParetoJSON(c.out(), classes, choose.ParetoMetrics)
+	case "csv":
+		return writeParetoCSV(c.out(), classes)
 	}
 	return choose.WriteParetoTable(c.out(), classes, choose.ParetoMetrics)
 }

@@ -22,7 +22,7 @@ type PlanCmd struct {
 	RestartsPerDay float64        `name:"restarts-per-day" default:"1" help:"Engine startups (and releases) per replica per day, for the energy of a day."`
 	RunsDir        string         `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/manifest.json (the configured load) when none is beside a report."`
 	Out            string         `type:"path" help:"Also write the plan as JSON to this file (never overwrites)."`
-	Format         string         `default:"text" enum:"text,json" help:"Output format (${enum})."`
+	Format         string         `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per load point."`
 }
 
 // Run prints the plan and, with --out, writes it.
@@ -48,9 +48,12 @@ func (c *PlanCmd) Run(g *Globals) error {
 	if p.Points == nil && planErr != nil {
 		return planErr
 	}
-	if c.Format == "json" {
+	switch c.Format {
+	case "json":
 		err = choose.WritePlanJSON(c.out(), p)
-	} else {
+	case "csv":
+		err = writePlanCSV(c.out(), p)
+	default:
 		err = choose.WritePlan(c.out(), p)
 	}
 	if err != nil {

@@ -30,6 +30,7 @@ type RecommendCmd struct {
 
 	Prefer  string `default:"steady_state.joules_per_token" help:"Metric that breaks ties on the front (a report key of a tracked metric)."`
 	RunsDir string `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl when none is beside a report."`
+	Format  string `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per run, report.json keys as columns (docs/cli.md)."`
 }
 
 // Run prints the recommendation and why every other run was excluded; it
@@ -67,7 +68,18 @@ func (c *RecommendCmd) Run(g *Globals) error {
 		maxBad = *c.MaxBadOutputRatio
 	}
 	rec := choose.Recommend(runs, cons, maxBad, choose.ParetoMetrics, prefer)
-	return choose.WriteRecommendation(c.out(), rec, choose.ParetoMetrics)
+	switch c.Format {
+	case "json":
+		err = writeRecommendJSON(c.out(), rec, choose.ParetoMetrics)
+	case "csv":
+		err = writeRecommendCSV(c.out(), rec)
+	default:
+		return choose.WriteRecommendation(c.out(), rec, choose.ParetoMetrics)
+	}
+	if err == nil && rec.Best == nil {
+		err = choose.ErrNoSurvivor
+	}
+	return err
 }
 
 // seconds converts an optional duration flag to seconds.
