@@ -30,8 +30,8 @@ sec "doctor text (3 s, poll 2 ms)" >> "$S"
 timeout 90 "$B" doctor --gpu=${GPU:-nvml} --format text --duration 3s > "$O/doctor.txt" 2>&1; echo "doctor text rc=$?" >> "$S"; cat "$O/doctor.txt" >> "$S"
 # exporter on NVML
 echo "device-check-token-0123456789abcdef" > $W/tok
-"$B" exporter --gpu=${GPU:-nvml} --web.listen-address=127.0.0.1:${PORT:-9402} --api-token-file=$W/tok --storage.path=$W/data \
-  --release-hold=5s --release-max-wait=40s > "$O/exporter.log" 2>&1 &
+"$B" exporter --gpu=${GPU:-nvml} --web.listen-address=127.0.0.1:${PORT:-9402} --web.api-token-file=$W/tok --storage.path=$W/data \
+  --release.hold=5s --release.max-wait=40s > "$O/exporter.log" 2>&1 &
 P=$!
 U=http://127.0.0.1:${PORT:-9402}
 for i in $(seq 1 100); do http GET /-/ready 2>/dev/null | grep -q 'HTTP 200' && break; sleep 0.2; done
