@@ -4,16 +4,21 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
+	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/promserver"
 	"github.com/joulemark/joulemark/remotewrite"
 )
@@ -77,15 +83,18 @@ var benchRequests = flag.Int("bench-requests", 100_000, "requests of BenchmarkAn
 // at 10 Hz held in the in-process TSDB (client and server in this process):
 //
 //	go test -c -o /tmp/analyze.test ./analyze
-//	/usr/bin/time -v /tmp/analyze.test -test.run '^$' -test.bench AnalyzeTSDB -test.benchtime 1x -test.benchmem -bench-requests 1000000
+//	/usr/bin/time -v /tmp/analyze.test -test.run '^$' -test.bench 'AnalyzeTSDB/.*/remote-read' -test.benchtime 1x -test.benchmem -bench-requests 1000000
 //
-// N/analyze is Analyze: the queries over HTTP, decoding, joining the
-// per-request samples, and Compute. N/server replays the HTTP requests
-// Analyze made and discards the responses: the in-process server's share.
-// Both report cpu-s (user+system CPU of the process per op),
-// peak-heap-MB (the process' heap objects, sampled every 5 ms, TSDB
-// included) and base-heap-MB (live heap objects before the op: the TSDB). The fixture is appended in 10-minute slices so that its
-// generation does not set the process' max RSS.
+// N/remote-read is Analyze reading the raw series through remote read,
+// N/query through the query API: the reads over HTTP, decoding, joining
+// the per-request samples, and Compute. N/server replays the query-API
+// requests Analyze made and discards the responses: the in-process
+// server's share of N/query. Each reports cpu-s (user+system CPU of the
+// process per op), peak-heap-MB (the process' heap objects, sampled every
+// 5 ms, TSDB included), base-heap-MB (live heap objects before the op: the
+// TSDB) and maxrss-MB (the process' max RSS so far: run one sub-benchmark
+// per process to read it). The fixture is appended in 10-minute slices so
+// that its generation does not set the process' max RSS.
 func BenchmarkAnalyzeTSDB(b *testing.B) {
 	for _, n := range []int{*benchRequests} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
@@ -101,25 +110,33 @@ func BenchmarkAnalyzeTSDB(b *testing.B) {
 			runID := d.RunID
 			d = nil
 			cfg := Config{PrometheusURL: s.URL(), RunID: runID, Params: DefaultParams(), Now: fixtureNow().Add(time.Duration(n/100) * time.Second)}
-			b.Run("analyze", func(b *testing.B) {
-				base := settle()
-				peak := watchHeap()
-				cpu0 := cpuTime()
-				b.ResetTimer()
-				for b.Loop() {
-					r, _, err := Analyze(context.Background(), cfg)
-					if err != nil {
-						b.Fatal(err)
+			for _, readAPI := range []string{ReadRemote, ReadQuery} {
+				b.Run(readAPI, func(b *testing.B) {
+					cfg := cfg
+					cfg.ReadAPI = readAPI
+					base := settle()
+					peak := watchHeap()
+					cpu0 := cpuTime()
+					b.ResetTimer()
+					for b.Loop() {
+						r, _, err := Analyze(context.Background(), cfg)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if r.Requests.Started != n {
+							b.Fatalf("%d requests read back, want %d", r.Requests.Started, n)
+						}
 					}
-					if r.Requests.Started != n {
-						b.Fatalf("%d requests read back, want %d", r.Requests.Started, n)
-					}
-				}
-				b.StopTimer()
-				b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s")
-				b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MB")
-				b.ReportMetric(float64(base)/(1<<20), "base-heap-MB")
-			})
+					b.StopTimer()
+					b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s")
+					b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MB")
+					b.ReportMetric(float64(base)/(1<<20), "base-heap-MB")
+					b.ReportMetric(float64(maxRSS())/(1<<20), "maxrss-MB")
+				})
+				b.Run(readAPI+"-process", func(b *testing.B) {
+					benchAnalyzeProcess(b, s.URL(), runID, cfg.Now, readAPI, n)
+				})
+			}
 			b.Run("server", func(b *testing.B) {
 				var rec recorder
 				// The requests Analyze makes, recorded by a load through a
@@ -151,9 +168,58 @@ func BenchmarkAnalyzeTSDB(b *testing.B) {
 	}
 }
 
+// BenchmarkAnalyzeRealPrometheus is BenchmarkAnalyzeTSDB's run pushed by
+// remote write into Debian's Prometheus 2.42 (a process of its own), then
+// analyzed by an analyze process through each read API:
+//
+//	/tmp/analyze.test -test.run '^$' -test.bench AnalyzeRealPrometheus -test.benchtime 1x -bench-requests 1000000
+//
+// wall-s, client-cpu-s and client-maxrss-MB are the analyze process'.
+func BenchmarkAnalyzeRealPrometheus(b *testing.B) {
+	n := *benchRequests
+	srv := realprom.Start(b, "")
+	d := synthRun(n, 8, float64(n)/100, 10)
+	push := func(samples []remotewrite.Sample) error {
+		w, err := remotewrite.New(remotewrite.Config{URL: srv.URL + "/api/v1/write", BatchSize: 10000, BufferSize: len(samples) + 1, MaxElapsed: time.Minute}, nil)
+		if err != nil {
+			return err
+		}
+		for _, s := range samples {
+			if !w.Append(s) {
+				return errors.New("remote-write buffer full")
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		st, err := w.Close(ctx)
+		if err == nil && st.Lost() > 0 {
+			err = fmt.Errorf("%d samples lost", st.Lost())
+		}
+		return err
+	}
+	if err := sendInSlices(push, d, 600); err != nil {
+		b.Fatal(err)
+	}
+	runID := d.RunID
+	d = nil
+	settle()
+	now := fixtureNow().Add(time.Duration(n/100) * time.Second)
+	for _, readAPI := range []string{ReadRemote, ReadQuery} {
+		b.Run(readAPI+"-process", func(b *testing.B) {
+			benchAnalyzeProcess(b, srv.URL, runID, now, readAPI, n)
+		})
+	}
+}
+
 // appendInSlices appends d's samples to the server a slice of sliceSec
 // seconds at a time, in time order.
 func appendInSlices(s *promserver.Server, d *RunData, sliceSec float64) error {
+	return sendInSlices(func(samples []remotewrite.Sample) error { return s.AppendSamples(context.Background(), samples) }, d, sliceSec)
+}
+
+// sendInSlices hands d's samples to send a slice of sliceSec seconds at a
+// time, in time order.
+func sendInSlices(send func([]remotewrite.Sample) error, d *RunData, sliceSec float64) error {
 	ms := func(t float64) int64 { return int64(math.Round(t * 1000)) }
 	// Phase gauges, phase energies and release: fixtureSamples with GPUs
 	// that have no samples (phase energies are per GPU).
@@ -207,7 +273,7 @@ func appendInSlices(s *promserver.Server, d *RunData, sliceSec float64) error {
 		samples := fixtureSamples(part)
 		ra, rz := in(len(rest), func(k int) int64 { return rest[k].TimestampMs }, lo, hi)
 		samples = append(samples, rest[ra:rz]...)
-		if err := s.AppendSamples(context.Background(), samples); err != nil {
+		if err := send(samples); err != nil {
 			return err
 		}
 		appended += len(samples)
@@ -231,6 +297,101 @@ func settle() uint64 {
 
 // heapObjects is the runtime metric watchHeap samples.
 const heapObjects = "/memory/classes/heap/objects:bytes"
+
+var benchChildEnv = flag.String("bench-child-env", "", "NAME=VALUE added to the environment of BenchmarkAnalyzeTSDB's analyze processes, e.g. GOMEMLIMIT=400MiB")
+
+// Environment of the analyze helper process (TestAnalyzeProcess).
+const (
+	envChildURL   = "JOULEMARK_ANALYZE_CHILD_URL"
+	envChildRun   = "JOULEMARK_ANALYZE_CHILD_RUN"
+	envChildNow   = "JOULEMARK_ANALYZE_CHILD_NOW"
+	envChildAPI   = "JOULEMARK_ANALYZE_CHILD_READ_API"
+	envChildCount = "JOULEMARK_ANALYZE_CHILD_REQUESTS"
+)
+
+// benchAnalyzeProcess runs Analyze in a process of its own (this test
+// binary as TestAnalyzeProcess) against the server at url, once per op, and
+// reports that process' wall time, user+system CPU and max RSS: the client
+// alone, as `joulemark analyze` would run it.
+func benchAnalyzeProcess(b *testing.B, url, runID string, now time.Time, readAPI string, n int) {
+	var wall, cpu time.Duration
+	var rss int64
+	for b.Loop() {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestAnalyzeProcess$", "-test.count", "1")
+		cmd.Env = append(os.Environ(), envChildURL+"="+url, envChildRun+"="+runID,
+			envChildNow+"="+strconv.FormatInt(now.Unix(), 10), envChildAPI+"="+readAPI, envChildCount+"="+strconv.Itoa(n))
+		if *benchChildEnv != "" {
+			cmd.Env = append(cmd.Env, *benchChildEnv)
+		}
+		t0 := time.Now()
+		out, err := cmd.CombinedOutput()
+		wall += time.Since(t0)
+		if err != nil {
+			b.Fatalf("analyze process: %v\n%s", err, out)
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		cpu += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		// Not ru.Maxrss: across exec Linux keeps the parent's high-water
+		// mark there (the child starts as a clone of this process).
+		_, after, ok := strings.Cut(string(out), hwmPrefix)
+		kb, err := strconv.ParseInt(strings.Fields(after + " x")[0], 10, 64)
+		if !ok || err != nil {
+			b.Fatalf("analyze process printed no %s:\n%s", hwmPrefix, out)
+		}
+		rss = max(rss, kb*1024)
+	}
+	b.ReportMetric(wall.Seconds()/float64(b.N), "wall-s")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "client-cpu-s")
+	b.ReportMetric(float64(rss)/(1<<20), "client-maxrss-MB")
+}
+
+// TestAnalyzeProcess is the analyze helper process of benchAnalyzeProcess:
+// it analyzes the run its environment names and checks the request count.
+// Without that environment it has nothing to do.
+func TestAnalyzeProcess(t *testing.T) {
+	url := os.Getenv(envChildURL)
+	if url == "" {
+		t.Skip("the analyze helper process of BenchmarkAnalyzeTSDB")
+	}
+	sec, err := strconv.ParseInt(os.Getenv(envChildNow), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := strconv.Atoi(os.Getenv(envChildCount))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{PrometheusURL: url, RunID: os.Getenv(envChildRun), Params: DefaultParams(), Now: time.Unix(sec, 0), ReadAPI: os.Getenv(envChildAPI)}
+	r, _, err := Analyze(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests.Started != want {
+		t.Fatalf("%d requests read back, want %d", r.Requests.Started, want)
+	}
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			fmt.Println(hwmPrefix + strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		}
+	}
+}
+
+// hwmPrefix starts the helper process' line with its peak RSS in kB
+// (VmHWM: this process image's own high-water mark).
+const hwmPrefix = "analyze-vmhwm-kb="
+
+// maxRSS is the process' largest resident set so far, in bytes.
+func maxRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024
+}
 
 // cpuTime is the process' user+system CPU time so far.
 func cpuTime() time.Duration {
