@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
 	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/internal/nvmlmock"
@@ -203,4 +204,75 @@ func BenchmarkAttribution8GPUsMockNVML(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(n)/1e9*100, "%core@8gpu-10Hz")
+}
+
+// TestPodEnergyMIG: GPU 2 of go-nvml's mock is in MIG mode with two
+// instances held by two pods (MIG UUIDs, mapped to the GPU through NVML):
+// the GPU's energy splits evenly between them, both allocations are
+// shared, and no per-process split is tried on a MIG GPU.
+func TestPodEnergyMIG(t *testing.T) {
+	clk := newFakeClock()
+	m := newMockNVML()
+	migs := []string{"MIG-aaaaaaaa-0000-4000-8000-000000000001", "MIG-aaaaaaaa-0000-4000-8000-000000000002"}
+	dev := nvmlmock.Device(m.srv, 2)
+	dev.GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS }
+	dev.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
+	dev.GetMigDeviceHandleByIndexFunc = func(k int) (nvml.Device, nvml.Return) {
+		if k >= len(migs) {
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+		return &mock.Device{GetUUIDFunc: func() (string, nvml.Return) { return migs[k], nvml.SUCCESS }}, nvml.SUCCESS
+	}
+	dev.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+		t.Error("per-process utilization read on a MIG GPU")
+		return nil, nvml.ERROR_NOT_SUPPORTED
+	}
+	b, err := gpu.NewNVML(m.srv, gpu.NVMLOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := kubeletSocket(t)
+	fake, err := podresources.NewFake(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	mig := func(pod, id string) podresources.Allocation {
+		return podresources.Allocation{Namespace: "batch", Pod: pod, Container: "main", Resource: "nvidia.com/mig-3g.40gb", DeviceID: id}
+	}
+	fake.Set([]podresources.Allocation{mig("x", migs[0]), mig("y", migs[1])})
+	cli, err := podresources.Dial(sock, []string{"nvidia.com/gpu", "nvidia.com/mig-*"}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	e, err := New(Config{Backend: b, Clock: clk, Pods: &PodConfig{Lister: cli, Checkpoint: "/nonexistent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r := &podRig{t: t, clk: clk, e: e}
+	e.SampleOnce()
+	e.attr.refresh(context.Background())
+	e.attr.splitByProcess()
+	before := e.gpus[2].energy
+	for range 20 {
+		clk.Advance(e.cfg.Interval)
+		m.advance(e.cfg.Interval)
+		e.SampleOnce()
+	}
+	de := e.gpus[2].energy - before
+	x, _ := r.value("joulemark_pod_energy_joules_total", "pod", "x")
+	y, _ := r.value("joulemark_pod_energy_joules_total", "pod", "y")
+	if de <= 0 || math.Abs(x-de/2) > 1e-9*de || math.Abs(y-de/2) > 1e-9*de {
+		t.Errorf("MIG split: x %.4f J, y %.4f J of GPU 2's %.4f J; want half each", x, y, de)
+	}
+	for _, p := range []string{"x", "y"} {
+		if v, ok := r.value("joulemark_gpu_allocation_info", "pod", p, "gpu", "2", "shared", "true"); !ok || v != 1 {
+			t.Errorf("pod %s: no shared allocation of GPU 2", p)
+		}
+		if _, ok := r.value("joulemark_pod_energy_attribution_info", "pod", p, "method", MethodEven); !ok {
+			t.Errorf("pod %s: method even not reported", p)
+		}
+	}
 }
