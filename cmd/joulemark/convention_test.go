@@ -519,3 +519,18 @@ func TestReadmeInstall(t *testing.T) {
 		}
 	}
 }
+
+// An error that starts with the command's name is not prefixed twice
+// ("joulemark exporter: exporter: ..."), and several lines become one.
+func TestReportOnePrefix(t *testing.T) {
+	_, p := testParser(t)
+	kctx, err := p.Parse([]string{"tsdb", "serve", "--storage.tsdb.path", "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	report(&buf, kctx, errors.Join(errors.New("tsdb serve: opening x: no such file"), errors.New("second")), false)
+	if got, want := buf.String(), "joulemark tsdb serve: opening x: no such file; second\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
