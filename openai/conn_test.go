@@ -3,10 +3,12 @@ package openai
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 )
@@ -80,5 +82,49 @@ func TestConnStale(t *testing.T) {
 	}
 	if n := conns.Load(); n != 5 {
 		t.Fatalf("%d connections, want 5", n)
+	}
+}
+
+// TestConnTLS: an https target is served over the client's own TLS
+// connections (HTTP/1.1 by ALPN), reused between requests.
+func TestConnTLS(t *testing.T) {
+	body := stream(3)
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(body)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.conns == nil || c.conns.tls == nil {
+		t.Fatal("https target not on the client's own TLS connections")
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	c.conns.tls.RootCAs = roots
+	for i := 0; i < 3; i++ {
+		if resp := c.Stream(context.Background(), &Request{Model: "m", Prompt: "p", MaxTokens: 3}); resp.Err != nil || resp.Chunks != 3 {
+			t.Fatalf("request %d: %v, %d chunks", i, resp.Err, resp.Chunks)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d TLS connections for 3 sequential requests, want 1", n)
+	}
+	// Without the test CA the certificate is refused: a connect error.
+	c2, _ := New(Config{BaseURL: srv.URL + "/v1"})
+	defer c2.Close()
+	if resp := c2.Stream(context.Background(), &Request{Model: "m", Prompt: "p"}); ClassOf(resp.Err) != ClassConnect {
+		t.Fatalf("unknown certificate: err %v, want class connect", resp.Err)
 	}
 }
