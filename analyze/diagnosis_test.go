@@ -142,3 +142,36 @@ func TestServerTokenResolution(t *testing.T) {
 		t.Errorf("resolution %v, flags %v: want a resolution above the 40-token difference and no flag", sv.OutputTokensResolution, r.Flags)
 	}
 }
+
+// TestServerTokenCrossCheckScrapeResolution: an engine scraped every 8 s
+// (…, 27, 35, …, 123, 131), the load starting and stopping at the formal
+// boundaries 30 and 130 between scrapes. The interpolated increase misses
+// 2.75 % of a correct count: not flagged, a difference beyond the
+// resolution still is. An engine stopped before its scrape after the
+// formal phase (last sample 123) bounds its counter below only: a client
+// counting fewer tokens than that is flagged, nothing else is.
+func TestServerTokenCrossCheckScrapeResolution(t *testing.T) {
+	for _, tc := range []struct {
+		perSecond float64
+		last      float64 // last engine sample
+		flagged   bool
+	}{{10, 145, false}, {13, 145, true}, {7, 145, true}, {10, 123, false}, {7, 123, false}, {13, 123, true}} {
+		d := fixture()
+		f := ramp(0, 100*tc.perSecond)
+		var s []Sample
+		for t := -5.0; t <= tc.last; t += 8 {
+			s = append(s, Sample{fixtureBase + t, f(t)})
+		}
+		d.Engine.Series["vllm:generation_tokens_total"] = [][]Sample{s}
+		r, _, err := Compute(d, fixtureParams())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sv := r.Server
+		flagged := slices.ContainsFunc(r.Flags, func(f Flag) bool { return f.Code == FlagServerTokensMismatch && !f.Excluding })
+		if flagged != tc.flagged || sv.TokenDifferenceRatio == nil || (sv.OutputTokensResolution == nil) != (tc.last < 130) {
+			t.Errorf("server at %g tokens/s, 8 s scrapes up to %g: flagged %v (difference %s, resolution %s), want %v",
+				tc.perSecond, tc.last, flagged, num(sv.TokenDifferenceRatio, "%.3f"), num(sv.OutputTokensResolution, "%.0f"), tc.flagged)
+		}
+	}
+}

@@ -97,6 +97,26 @@ func (cv curve) uncertainty(x float64) float64 {
 	return (x - s0) * (s1 - x) / (s1 - s0) * (hi - lo)
 }
 
+// bracket is the range a counter's true cumulative value at x lies in: a
+// counter only rises, so between two samples it lies between their values,
+// before the first sample it is at most the first's, after the last at
+// least the last's (unbounded on the other side).
+func (cv curve) bracket(x float64) (lo, hi float64) {
+	n := len(cv.t)
+	k := sort.SearchFloat64s(cv.t, x) // first t >= x
+	switch {
+	case n == 0:
+		return math.Inf(-1), math.Inf(1)
+	case k < n && cv.t[k] == x:
+		return cv.c[k], cv.c[k]
+	case k == 0:
+		return math.Inf(-1), cv.c[0]
+	case k == n:
+		return cv.c[n-1], math.Inf(1)
+	}
+	return cv.c[k-1], cv.c[k]
+}
+
 // meanPower is the mean power over [t[i], t[i+1]].
 func (cv curve) meanPower(i int) (float64, bool) {
 	if i < 0 || i+1 >= len(cv.t) || cv.t[i+1] <= cv.t[i] {

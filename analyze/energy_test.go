@@ -126,3 +126,17 @@ func TestCounterUncertainty(t *testing.T) {
 		}
 	}
 }
+
+// TestCounterBracket: a counter's value between samples lies between
+// theirs; outside the sampled range it is bounded on one side only.
+func TestCounterBracket(t *testing.T) {
+	cv := newCurve(samples([]float64{10, 15, 20}, []float64{100, 160, 160}), 10)
+	inf := math.Inf(1)
+	for _, tc := range []struct{ x, lo, hi float64 }{
+		{12, 0, 60}, {15, 60, 60}, {17, 60, 60}, {5, -inf, 0}, {25, 60, inf},
+	} {
+		if lo, hi := cv.bracket(tc.x); lo != tc.lo || hi != tc.hi {
+			t.Errorf("bracket(%g) = [%g, %g], want [%g, %g]", tc.x, lo, hi, tc.lo, tc.hi)
+		}
+	}
+}

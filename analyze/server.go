@@ -73,7 +73,9 @@ type Server struct {
 	// OutputTokensResolution bounds how far the server figure can be off
 	// from scrape resolution alone: the counter's increase over the scrape
 	// intervals holding the formal phase's two boundaries. A difference
-	// within it is not flagged.
+	// within it is not flagged. Nil when a boundary lies outside the
+	// engine's scrapes (stopped before its next one): the counter is then
+	// bounded on one side only.
 	OutputTokensResolution *float64 `json:"output_tokens_resolution"`
 	// GPUUtilization is the exporter's joulemark_gpu_utilization_ratio,
 	// mean over the run's GPUs.
@@ -205,27 +207,20 @@ func counterIncrease(series [][]Sample, from, to float64) (float64, bool) {
 	return tot, true
 }
 
-// boundaryResolution is the counters' increase over the sample intervals
-// that hold t0 and t1: interpolating there can be off by that much.
-func boundaryResolution(series [][]Sample, t0, t1 float64) float64 {
-	tot := 0.0
+// counterBounds is the least and the most the series' counters can have
+// increased over [from, to] at their sampling resolution: each boundary's
+// true value lies between the samples around it (see curve.bracket); hi is
+// +Inf when a series has no sample after to or none before from (an engine
+// stopped right after the formal phase, before its next scrape).
+func counterBounds(series [][]Sample, from, to float64) (lo, hi float64) {
 	for _, s := range series {
-		for _, t := range []float64{t0, t1} {
-			k, _ := slices.BinarySearchFunc(s, t, func(x Sample, t float64) int {
-				switch {
-				case x.T < t:
-					return -1
-				case x.T > t:
-					return 1
-				}
-				return 0
-			})
-			if k > 0 && k < len(s) {
-				tot += max(0, s[k].V-s[k-1].V)
-			}
-		}
+		cv := newCurve(s, 2*medianInterval(s))
+		fromLo, fromHi := cv.bracket(from)
+		toLo, toHi := cv.bracket(to)
+		lo += max(toLo-fromHi, 0)
+		hi += toHi - fromLo
 	}
-	return tot
+	return lo, hi
 }
 
 // server fills the server section and the client/server token check.
@@ -282,14 +277,24 @@ func (c *computation) server() {
 	}
 	if v, ok := counterIncrease(series["generation_tokens"], fb.Start, fb.End); ok {
 		sv.OutputTokens = new(math.Round(v))
-		res := boundaryResolution(series["generation_tokens"], fb.Start, fb.End)
-		sv.OutputTokensResolution = new(res)
+		// The interpolated increase can be off by what the engine
+		// generated in the scrape intervals holding the boundaries (all
+		// of it when the load starts or stops there), and by anything
+		// after its last scrape when the engine stopped before the next.
+		lo, hi := counterBounds(series["generation_tokens"], fb.Start, fb.End)
+		bounded := !math.IsInf(hi, 1)
+		if bounded {
+			sv.OutputTokensResolution = new(hi - lo)
+		}
 		if cl := float64(sv.ClientOutputTokens); cl > 0 {
 			diff := (*sv.OutputTokens - cl) / cl
 			sv.TokenDifferenceRatio = new(diff)
-			if math.Abs(diff) > ServerTokenTolerance && math.Abs(*sv.OutputTokens-cl) > res {
-				c.flag(FlagServerTokensMismatch, false, "the engine generated %.0f output tokens over the formal phase, the client counted %d (%+.1f%%, beyond ±%.0f%% and the %.0f tokens scrape resolution explains): check usage reporting, aborted requests or other traffic on the engine",
-					*sv.OutputTokens, sv.ClientOutputTokens, 100*diff, 100*ServerTokenTolerance, res)
+			// Unbounded above, only a client count short of what the
+			// engine certainly generated is a finding.
+			beyond := bounded && math.Abs(*sv.OutputTokens-cl) > hi-lo || !bounded && (lo-cl)/cl > ServerTokenTolerance
+			if math.Abs(diff) > ServerTokenTolerance && beyond {
+				c.flag(FlagServerTokensMismatch, false, "the engine generated %.0f output tokens over the formal phase (%.0f to %.0f at its scrape resolution), the client counted %d (%+.1f%%, beyond ±%.0f%% and the scrape resolution): check usage reporting, aborted requests or other traffic on the engine",
+					*sv.OutputTokens, lo, hi, sv.ClientOutputTokens, 100*diff, 100*ServerTokenTolerance)
 			}
 		}
 	}
