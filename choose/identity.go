@@ -1,6 +1,7 @@
 package choose
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/joulemark/joulemark/runinfo"
@@ -88,4 +89,49 @@ func IdentitySplit(runs []*Run, groupKey func(*Run) string) []string {
 		}
 	}
 	return out
+}
+
+// ConfigKeys are the identity keys a load sweep keeps fixed: everything but
+// the load point.
+var ConfigKeys = []string{"model", "engine", "engine_version", "gpu_name", "gpus", "dataset_sha256"}
+
+// IdentityConflict names the run.* keys among keys whose values differ
+// between the runs that carry a run section, e.g. "run.model (a, b)"; "" when
+// they agree (runs without a run section are not compared).
+func IdentityConflict(runs []*Run, keys []string) string {
+	var out []string
+	for _, k := range keys {
+		var vals []string
+		for _, r := range runs {
+			if r.IdentityValues() == nil {
+				continue
+			}
+			v, _ := r.Lookup("run." + k)
+			if !slices.Contains(vals, v) {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) > 1 {
+			out = append(out, "run."+k+" ("+strings.Join(vals, ", ")+")")
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// GroupRuns splits runs by GroupKey(keys), groups in order of first
+// appearance; a run with none of the keys is a group of its own, named by
+// its run name.
+func GroupRuns(runs []*Run, keys string) (order []string, groups map[string][]*Run) {
+	groups = map[string][]*Run{}
+	for _, r := range runs {
+		k, ok := r.GroupKey(keys)
+		if !ok {
+			k = r.Name
+		}
+		if _, seen := groups[k]; !seen {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	return order, groups
 }

@@ -64,6 +64,10 @@ type PlanOptions struct {
 	TargetPeakRateRPS float64
 	SLOs              []Constraint
 	RestartsPerDay    float64 // startups (and releases) per replica per day
+	// Pool plans over runs that differ in model, engine, GPU or prompt set
+	// (run.*); without it such runs are refused: a sweep is one
+	// configuration at several load points.
+	Pool bool
 }
 
 // MakePlan finds the admission limit in a load sweep and sizes the fleet for
@@ -73,6 +77,9 @@ type PlanOptions struct {
 // N·e_ss + E_release of the admission run. Invalid runs are listed but are
 // never chosen.
 func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
+	if c := IdentityConflict(runs, ConfigKeys); c != "" && !opts.Pool {
+		return Plan{}, fmt.Errorf("the runs are not one configuration at several load points: they differ in %s (plan one configuration at a time, or --pool)", c)
+	}
 	if opts.TargetPeakRateRPS <= 0 || math.IsNaN(opts.TargetPeakRateRPS) || math.IsInf(opts.TargetPeakRateRPS, 0) {
 		return Plan{}, fmt.Errorf("target peak rate must be a positive number of requests per second, got %v", opts.TargetPeakRateRPS)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +123,74 @@ func TestRecommendCmdMinQuality(t *testing.T) {
 	}
 	if out := buf.String(); !strings.Contains(out, "quality.pass_rate 0.62 < 0.9 (--min-quality)") || strings.Count(out, "(--min-quality)") != 1 {
 		t.Errorf("want only the qwen run (pass rate 0.62, the lower J/token) dropped:\n%s", out)
+	}
+}
+
+// plan refuses a "sweep" whose runs are different models, unless --pool.
+func TestPlanCmdRefusesMixedConfigurations(t *testing.T) {
+	var reports []string
+	for _, n := range []string{"sweep-c4", "sweep-c12", "sweep-c12-qwen"} {
+		reports = append(reports, filepath.Join("..", "..", "compare", "testdata", "reports", n+".json"))
+	}
+	args := append([]string{"plan", "--target-peak-rate", "10", "--slo.ttft-p95", "500ms"}, reports...)
+	cli := parseCLI(t, args...)
+	cli.Plan.stdout = &bytes.Buffer{}
+	if err := cli.Plan.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "run.model (llama-3.1-8b, qwen2.5-7b)") {
+		t.Errorf("mixed models: %v, want a refusal naming run.model", err)
+	}
+	cli = parseCLI(t, append(args, "--pool")...)
+	cli.Plan.stdout = &bytes.Buffer{}
+	if err := cli.Plan.Run(&Globals{}); err != nil && strings.Contains(err.Error(), "run.model") {
+		t.Errorf("--pool: %v", err)
+	}
+	cli = parseCLI(t, append([]string{"plan", "--target-peak-rate", "10", "--slo.ttft-p95", "500ms"}, reports[:2]...)...)
+	cli.Plan.stdout = &bytes.Buffer{}
+	if err := cli.Plan.Run(&Globals{}); err != nil {
+		t.Errorf("one configuration at two loads: %v", err)
+	}
+}
+
+// pareto and recommend --group-by classify and recommend each group apart.
+func TestParetoRecommendGroupBy(t *testing.T) {
+	var reports []string
+	for _, n := range []string{"sweep-c4", "sweep-c12", "sweep-c24", "sweep-c12-qwen"} {
+		reports = append(reports, filepath.Join("..", "..", "compare", "testdata", "reports", n+".json"))
+	}
+	cli := parseCLI(t, append([]string{"pareto", "--group-by", "run.model"}, reports...)...)
+	var buf bytes.Buffer
+	cli.Pareto.stdout = &buf
+	if err := cli.Pareto.Run(&Globals{}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "group llama-3.1-8b (run.model):") || !strings.Contains(out, "group qwen2.5-7b (run.model):") {
+		t.Errorf("pareto --group-by run.model:\n%s", out)
+	}
+	// within the qwen group its only run is on the front
+	if i := strings.Index(out, "group qwen2.5-7b"); i < 0 || !strings.Contains(out[i:], "sweep-c12-qwen  front") {
+		t.Errorf("qwen group lacks its front run:\n%s", out)
+	}
+	cli = parseCLI(t, append([]string{"pareto", "--group-by", "run.model", "--format", "json"}, reports...)...)
+	buf.Reset()
+	cli.Pareto.stdout = &buf
+	if err := cli.Pareto.Run(&Globals{}); err != nil {
+		t.Fatal(err)
+	}
+	var groups []struct {
+		Group  string          `json:"group"`
+		Pareto json.RawMessage `json:"pareto"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &groups); err != nil || len(groups) != 2 || groups[1].Group != "qwen2.5-7b" {
+		t.Errorf("pareto --group-by --format json: %v %+v\n%s", err, groups, buf.String())
+	}
+
+	cli = parseCLI(t, append([]string{"recommend", "--group-by", "run.model", "--max-ttft-p95", "500ms"}, reports...)...)
+	buf.Reset()
+	cli.Recommend.stdout = &buf
+	if err := cli.Recommend.Run(&Globals{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); strings.Count(out, "recommended: ") != 2 || !strings.Contains(out, "recommended: sweep-c12-qwen") {
+		t.Errorf("recommend --group-by run.model: want one recommendation per model:\n%s", out)
 	}
 }

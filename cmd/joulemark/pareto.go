@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/joulemark/joulemark/choose"
 )
@@ -14,6 +18,7 @@ type ParetoCmd struct {
 	Reports []string `arg:"" name:"report" type:"existingfile" help:"report.json files."`
 	RunsDir string   `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`
 	Format  string   `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per run, report.json keys as columns (docs/cli.md)."`
+	GroupBy string   `name:"group-by" placeholder:"KEYS" help:"Classify each group of runs apart, by dotted report keys joined by commas (e.g. run.model,run.concurrency); one classification over every run by default (text and json only)."`
 }
 
 // Run prints the Pareto classification.
@@ -22,14 +27,47 @@ func (c *ParetoCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	if c.GroupBy == "" {
+		return c.write(c.out(), runs)
+	}
+	if c.Format == "csv" {
+		return usageErrorf("--group-by prints one table per group: use --format text or json")
+	}
+	order, groups := choose.GroupRuns(runs, c.GroupBy)
+	if c.Format == "json" {
+		var parts []string
+		for _, k := range order {
+			var b bytes.Buffer
+			if err := c.write(&b, groups[k]); err != nil {
+				return err
+			}
+			key, _ := json.Marshal(k)
+			parts = append(parts, `{"group": `+string(key)+`, "pareto": `+strings.TrimSpace(b.String())+`}`)
+		}
+		_, err := fmt.Fprintf(c.out(), "[%s]\n", strings.Join(parts, ",\n"))
+		return err
+	}
+	for i, k := range order {
+		if i > 0 {
+			fmt.Fprintln(c.out())
+		}
+		fmt.Fprintf(c.out(), "group %s (%s):\n", k, c.GroupBy)
+		if err := c.write(c.out(), groups[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *ParetoCmd) write(w io.Writer, runs []*choose.Run) error {
 	classes := choose.Pareto(runs, choose.ParetoMetrics)
 	switch c.Format {
 	case "json":
-		return choose.WriteParetoJSON(c.out(), classes, choose.ParetoMetrics)
+		return choose.WriteParetoJSON(w, classes, choose.ParetoMetrics)
 	case "csv":
-		return writeParetoCSV(c.out(), classes)
+		return writeParetoCSV(w, classes)
 	}
-	return choose.WriteParetoTable(c.out(), classes, choose.ParetoMetrics)
+	return choose.WriteParetoTable(w, classes, choose.ParetoMetrics)
 }
 
 func (c *ParetoCmd) out() io.Writer {

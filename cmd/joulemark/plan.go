@@ -21,6 +21,7 @@ type PlanCmd struct {
 	MaxErrorRate   *float64       `name:"max-error-rate" help:"SLO on the error rate (0..1)."`
 	RestartsPerDay float64        `name:"restarts-per-day" default:"1" help:"Engine startups (and releases) per replica per day, for the energy of a day."`
 	RunsDir        string         `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/manifest.json (the configured load) when none is beside a report."`
+	Pool           bool           `name:"pool" help:"Plan over runs that differ in model, engine, GPU or prompt set (run.*); by default they are refused."`
 	Out            string         `type:"path" help:"Also write the plan as JSON to this file (never overwrites)."`
 	Format         string         `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per load point."`
 }
@@ -44,7 +45,7 @@ func (c *PlanCmd) Run(g *Globals) error {
 	if len(slos) == 0 {
 		return usageErrorf("give at least one SLO (--slo.ttft-p95, --slo.tpot-p95, --min-goodput, --max-error-rate)")
 	}
-	p, planErr := choose.MakePlan(runs, choose.PlanOptions{TargetPeakRateRPS: c.TargetPeakRate, SLOs: slos, RestartsPerDay: c.RestartsPerDay})
+	p, planErr := choose.MakePlan(runs, choose.PlanOptions{TargetPeakRateRPS: c.TargetPeakRate, SLOs: slos, RestartsPerDay: c.RestartsPerDay, Pool: c.Pool})
 	if p.Points == nil && planErr != nil {
 		return planErr
 	}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/units"
@@ -29,6 +31,7 @@ type RecommendCmd struct {
 	MaxBadOutputRatio          *float64          `name:"max-bad-output-ratio" help:"Drop runs whose empty, repeated or short outputs exceed this share of successful formal requests (needs requests.jsonl)."`
 
 	Prefer  string `default:"steady_state.joules_per_token" help:"Metric that breaks ties on the front (a report key of a tracked metric)."`
+	GroupBy string `name:"group-by" placeholder:"KEYS" help:"Recommend within each group of runs apart, by dotted report keys joined by commas (e.g. run.model); one recommendation over every run by default (text only)."`
 	RunsDir string `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl when none is beside a report."`
 	Format  string `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per run, report.json keys as columns (docs/cli.md)."`
 }
@@ -67,19 +70,40 @@ func (c *RecommendCmd) Run(g *Globals) error {
 	if c.MaxBadOutputRatio != nil {
 		maxBad = *c.MaxBadOutputRatio
 	}
-	rec := choose.Recommend(runs, cons, maxBad, choose.ParetoMetrics, prefer)
-	switch c.Format {
-	case "json":
-		err = writeRecommendJSON(c.out(), rec, choose.ParetoMetrics)
-	case "csv":
-		err = writeRecommendCSV(c.out(), rec)
-	default:
-		return choose.WriteRecommendation(c.out(), rec, choose.ParetoMetrics)
+	if c.GroupBy == "" {
+		rec := choose.Recommend(runs, cons, maxBad, choose.ParetoMetrics, prefer)
+		switch c.Format {
+		case "json":
+			err = writeRecommendJSON(c.out(), rec, choose.ParetoMetrics)
+		case "csv":
+			err = writeRecommendCSV(c.out(), rec)
+		default:
+			return choose.WriteRecommendation(c.out(), rec, choose.ParetoMetrics)
+		}
+		if err == nil && rec.Best == nil {
+			err = choose.ErrNoSurvivor
+		}
+		return err
 	}
-	if err == nil && rec.Best == nil {
-		err = choose.ErrNoSurvivor
+	if c.Format != "text" {
+		return usageErrorf("--group-by prints one recommendation per group: use --format text")
 	}
-	return err
+	order, groups := choose.GroupRuns(runs, c.GroupBy)
+	var failed []string
+	for i, k := range order {
+		if i > 0 {
+			fmt.Fprintln(c.out())
+		}
+		fmt.Fprintf(c.out(), "group %s (%s):\n", k, c.GroupBy)
+		rec := choose.Recommend(groups[k], cons, maxBad, choose.ParetoMetrics, prefer)
+		if err := choose.WriteRecommendation(c.out(), rec, choose.ParetoMetrics); err != nil {
+			failed = append(failed, k)
+		}
+	}
+	if len(failed) == len(order) {
+		return fmt.Errorf("no run meets every constraint in any group (%s): %w", strings.Join(failed, "; "), choose.ErrNoSurvivor)
+	}
+	return nil
 }
 
 // seconds converts an optional duration flag to seconds.
