@@ -98,6 +98,10 @@ type simGPU struct {
 	// detached: not one of the engine's GPUs; it idles whatever the
 	// engine does (SetGPUAttached).
 	detached bool
+	// state, when own, is this GPU's engine state (SetGPUEngineState: an
+	// engine of its own), else the Sim's.
+	state EngineState
+	own   bool
 	// noise: sum of a·sin(ω t + φ)
 	amp, omega, phase [noiseTerms]float64
 	segs              []segment
@@ -379,17 +383,21 @@ func (s *Sim) retarget(now time.Time) {
 		if t < last.start {
 			t = last.start
 		}
+		state := s.state
+		if g.own {
+			state = g.state
+		}
 		var target float64
 		switch {
 		case g.detached: // not the engine's GPU: idle
-		case s.state == EngineLoading:
+		case state == EngineLoading:
 			target = math.Max(0, s.cfg.StartupWatts-g.idle)
-		case s.state == EngineRunning:
+		case state == EngineRunning:
 			target = g.load * (s.cfg.MaxWatts - g.idle)
 		}
 		x := last.dyn(t)
 		tau := s.cfg.RampSeconds
-		if target < x && s.state == EngineStopped {
+		if target < x && state == EngineStopped {
 			tau = s.cfg.DecayTau
 		}
 		if target == last.target && tau == last.tau {

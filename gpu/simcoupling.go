@@ -34,6 +34,20 @@ type SimCoupler struct {
 	interval time.Duration
 	client   *http.Client
 	log      *slog.Logger
+	gpus     []int // the engine's GPUs (SetGPUs); nil: every GPU
+}
+
+// SetGPUs couples the engine to these GPU indexes only (a pod's engine on
+// the GPUs it holds): its state and load move them and no other; a gpu
+// label on its load gauge counts within them.
+func (c *SimCoupler) SetGPUs(idx []int) error {
+	for _, i := range idx {
+		if i < 0 || i >= len(c.sim.gpus) {
+			return fmt.Errorf("sim engine %s: no GPU %d", c.url, i)
+		}
+	}
+	c.gpus = idx
+	return nil
 }
 
 // NewSimCoupler couples sim to the engine at engineURL (its base URL;
@@ -80,6 +94,20 @@ func (c *SimCoupler) Run(ctx context.Context) {
 // cannot be read the Sim is set to stopped and the error returned.
 func (c *SimCoupler) Poll(ctx context.Context) error {
 	state, loads, all, err := c.read(ctx)
+	if c.gpus != nil {
+		if err != nil {
+			state, loads, all = EngineStopped, nil, -1
+		}
+		for k, i := range c.gpus {
+			if l, ok := loads[k]; ok {
+				_ = c.sim.SetGPULoad(i, l)
+			} else if all >= 0 {
+				_ = c.sim.SetGPULoad(i, all)
+			}
+			_ = c.sim.SetGPUEngineState(i, state)
+		}
+		return err
+	}
 	if err != nil {
 		c.sim.SetEngineState(EngineStopped)
 		return err

@@ -71,3 +71,48 @@ func TestSimCoupler(t *testing.T) {
 		t.Error("URL without scheme accepted")
 	}
 }
+
+// TestSimCouplersPerPod: two engines, each coupled to the GPUs its pod
+// holds, move only those: one loading while the other runs, and the
+// unreachable one stops its own GPUs only.
+func TestSimCouplersPerPod(t *testing.T) {
+	serve := func(body string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, body) }))
+	}
+	a := serve("joulemark_sim_engine_state 2\njoulemark_sim_engine_load_ratio 1\n")
+	defer a.Close()
+	b := serve("joulemark_sim_engine_state 1\n")
+	clk := fakeclock.New()
+	sim, _ := NewSim(SimConfig{GPUs: 3, Clock: clk})
+	ca, _ := NewSimCoupler(sim, a.URL, 100_000_000)
+	cb, _ := NewSimCoupler(sim, b.URL, 100_000_000)
+	if err := ca.SetGPUs([]int{0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cb.SetGPUs([]int{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cb.SetGPUs([]int{5}); err == nil {
+		t.Error("GPU 5 of 3 accepted")
+	}
+	ctx := context.Background()
+	if err := ca.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cb.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(60_000_000_000)
+	p := func(i int) float64 { return sim.PowerAt(i, clk.Now()) }
+	if p(0) < 600 || p(1) < 200 || p(1) > 300 || p(2) > 80 {
+		t.Errorf("power %.0f %.0f %.0f W: want GPU 0 at full load, GPU 1 loading (~250 W), GPU 2 idle", p(0), p(1), p(2))
+	}
+	b.Close()
+	if err := cb.Poll(ctx); err == nil {
+		t.Error("unreachable engine: no error")
+	}
+	clk.Advance(60_000_000_000)
+	if p(0) < 600 || p(1) > 80 {
+		t.Errorf("after engine b died: %.0f %.0f W, want GPU 0 still loaded, GPU 1 idle", p(0), p(1))
+	}
+}

@@ -16,3 +16,18 @@ func (s *Sim) SetGPUAttached(i int, attached bool) error {
 	s.retarget(now)
 	return nil
 }
+
+// SetGPUEngineState gives GPU i an engine of its own in state st (a pod's
+// engine on the GPUs it holds): from then on the Sim-wide SetEngineState no
+// longer moves it.
+func (s *Sim) SetGPUEngineState(i int, st EngineState) error {
+	now := s.clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < 0 || i >= len(s.gpus) {
+		return fmt.Errorf("sim: no GPU %d", i)
+	}
+	s.gpus[i].state, s.gpus[i].own = st, true
+	s.retarget(now)
+	return nil
+}

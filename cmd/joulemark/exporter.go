@@ -41,7 +41,7 @@ type ExporterCmd struct {
 
 	NVMLInitTimeout time.Duration `name:"nvml.init-timeout" default:"2m" help:"With --gpu=nvml: how long NVML's init (and opening a first GPU) is retried, with backoff, before the exporter gives up; GPUs failing after that are listed down and retried."`
 
-	SimEngineURL     string        `name:"sim.engine-url" default:"" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state)."`
+	SimEngineURL     []string      `name:"sim.engine-url" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state); repeatable as namespace/pod=URL, each engine then driving only the GPUs its pod holds in --sim.allocations."`
 	SimIdleWatts     float64       `name:"sim.idle-watts" default:"70" help:"Simulated idle power per GPU."`
 	SimMaxWatts      float64       `name:"sim.max-watts" default:"700" help:"Simulated power at full load."`
 	SimStartupWatts  float64       `name:"sim.startup-watts" default:"250" help:"Simulated power while the engine loads."`
@@ -101,17 +101,12 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 			})
 			defer hang.Stop()
 		}
-		if c.SimEngineURL != "" {
-			cp, err := gpu.NewSimCoupler(sim, c.SimEngineURL, c.Interval)
-			if err != nil {
-				return err
-			}
-			cp.SetLogger(log)
-			go cp.Run(ctx)
+		if err := c.coupleSimEngines(ctx, sim, log); err != nil {
+			return err
 		}
 		backend = sim
 	case "nvml":
-		if c.SimEngineURL != "" {
+		if len(c.SimEngineURL) > 0 {
 			return errors.New("--sim.engine-url needs --gpu=sim")
 		}
 		if c.SimHangGPU >= 0 {

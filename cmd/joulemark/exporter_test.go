@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -207,4 +210,59 @@ func emptyFile(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// TestExporterSimEnginePerPod: --sim.engine-url ns/pod=URL drives only the
+// GPUs that pod holds.
+func TestExporterSimEnginePerPod(t *testing.T) {
+	eng := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "joulemark_sim_engine_state 2\njoulemark_sim_engine_load_ratio 1\n")
+	}))
+	defer eng.Close()
+	addr := testnet.FreeAddr(t)
+	cli := parseCLI(t, "exporter", "--gpu=sim", "--gpus=3", "--sample.interval=20ms", "--web.listen-address="+addr,
+		"--storage.path="+filepath.Join(t.TempDir(), "data"), "--sim.ramp-seconds=0.05", "--sim.noise-watts=0",
+		"--sim.allocations=serve/a=1;serve/b=2", "--sim.engine-url=serve/a="+eng.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cli.Exporter.run(ctx, slog.New(slog.DiscardHandler)) }()
+	power := func(body string, gpu string) float64 {
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, `joulemark_gpu_power_watts{gpu="`+gpu+`"`) {
+				f := strings.Fields(l)
+				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+				return v
+			}
+		}
+		return -1
+	}
+	var body string
+	for i := 0; ; i++ {
+		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if body = string(b); power(body, "1") > 600 {
+				break
+			}
+		}
+		if i > 500 {
+			t.Fatalf("GPU 1 never reached full load:\n%s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p0, p2 := power(body, "0"), power(body, "2"); p0 > 80 || p2 > 80 {
+		t.Errorf("GPUs 0 and 2 at %.0f W and %.0f W: only pod a's GPU 1 should follow its engine", p0, p2)
+	}
+	cancel()
+	<-done
+	for _, tc := range []struct{ args []string }{
+		{[]string{"--sim.engine-url=serve/x=" + eng.URL, "--sim.allocations=serve/a=0"}},
+		{[]string{"--sim.engine-url=serve/a=" + eng.URL}},
+	} {
+		c := parseCLI(t, append([]string{"exporter", "--gpu=sim", "--gpus=2"}, tc.args...)...)
+		if err := c.Exporter.run(context.Background(), slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--sim.") {
+			t.Errorf("%v: %v, want an error naming the flag", tc.args, err)
+		}
+	}
 }

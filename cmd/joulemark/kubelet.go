@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/joulemark/joulemark/exporter"
@@ -75,4 +79,41 @@ func (k kubeletFlags) simKubelet(backend string, devs []gpu.Device) (*exporter.P
 		_ = os.RemoveAll(dir)
 	}
 	return &exporter.PodConfig{Lister: cli, Refresh: k.RefreshInterval, ProcRoot: k.ProcFS, Checkpoint: k.DeviceCheckpoint}, closeAll, nil
+}
+
+// coupleSimEngines starts a coupler per --sim.engine-url: a plain URL
+// drives every simulated GPU; namespace/pod=URL drives only the GPUs that
+// pod holds in --sim.allocations.
+func (c *ExporterCmd) coupleSimEngines(ctx context.Context, sim *gpu.Sim, log *slog.Logger) error {
+	var pods []podresources.SimPod
+	for _, spec := range c.SimEngineURL {
+		pod, url, scoped := strings.Cut(spec, "=")
+		if !scoped || strings.Contains(pod, "://") {
+			pod, url = "", spec
+		}
+		cp, err := gpu.NewSimCoupler(sim, url, c.Interval)
+		if err != nil {
+			return fmt.Errorf("--sim.engine-url %s: %w", spec, err)
+		}
+		if pod != "" {
+			if pods == nil {
+				if c.Kubelet.SimAllocations == "" {
+					return fmt.Errorf("--sim.engine-url %s: a pod's engine needs --sim.allocations", spec)
+				}
+				if pods, err = podresources.ParseSimAllocations(c.Kubelet.SimAllocations, len(sim.Devices())); err != nil {
+					return fmt.Errorf("--sim.allocations: %w", err)
+				}
+			}
+			i := slices.IndexFunc(pods, func(p podresources.SimPod) bool { return p.Namespace+"/"+p.Pod == pod })
+			if i < 0 {
+				return fmt.Errorf("--sim.engine-url %s: pod %s is not in --sim.allocations", spec, pod)
+			}
+			if err := cp.SetGPUs(pods[i].GPUs); err != nil {
+				return err
+			}
+		}
+		cp.SetLogger(log)
+		go cp.Run(ctx)
+	}
+	return nil
 }
