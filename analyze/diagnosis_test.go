@@ -1,9 +1,13 @@
 package analyze
 
 import (
+	"bytes"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/internal/golden"
 )
 
 // setEngine replaces one engine series of the fixture by f(t), t in seconds
@@ -174,4 +178,24 @@ func TestServerTokenCrossCheckScrapeResolution(t *testing.T) {
 				tc.perSecond, tc.last, flagged, num(sv.TokenDifferenceRatio, "%.3f"), num(sv.OutputTokensResolution, "%.0f"), tc.flagged)
 		}
 	}
+}
+
+// TestGoldenDiagnosisSection: report.md's server view and diagnosis for a
+// run whose KV cache filled with preemptions while requests queued.
+func TestGoldenDiagnosisSection(t *testing.T) {
+	d := fixture()
+	setEngine(d, "vllm:num_requests_waiting", ramp(0, 20))
+	setEngine(d, "vllm:kv_cache_usage_perc", func(float64) float64 { return 0.99 })
+	setEngine(d, "vllm:num_preemptions_total", ramp(0, 12))
+	r, _, err := Compute(d, fixtureParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	s := md.String()
+	i, j := strings.Index(s, "## Server view"), strings.Index(s, "## Goodput")
+	golden.Compare(t, "diagnosis.section.md", []byte(s[i:j]))
 }
