@@ -32,9 +32,10 @@ type FinalizeResult struct {
 // Finalize finishes a run whose bench died (SIGKILL, crash): it kills the
 // engine process group the run left (engine.pid), turns the archive final
 // with status killed (requests.jsonl.partial becomes requests.jsonl), and
-// ends the run on every exporter the manifest names (GPUs by exporter URL)
-// through clients. A run that already ended is refused (runarchive.ErrFinal).
-func Finalize(ctx context.Context, runsDir, id string, clients func(url string) (*phaseapi.Client, error)) (*FinalizeResult, error) {
+// ends the run on every exporter the manifest names (GPUs by exporter URL;
+// urls, when given, instead) through clients. A run that already ended is
+// refused (runarchive.ErrFinal).
+func Finalize(ctx context.Context, runsDir, id string, urls []string, clients func(url string) (*phaseapi.Client, error)) (*FinalizeResult, error) {
 	run, err := runarchive.Open(runsDir, id)
 	if err != nil {
 		return nil, err
@@ -50,11 +51,12 @@ func Finalize(ctx context.Context, runsDir, id string, clients func(url string) 
 	if res.EngineKilled, err = ReapEngine(run.Dir); err != nil {
 		return nil, err
 	}
-	urls := make([]string, 0, len(m.GPUs))
-	for u := range m.GPUs {
-		urls = append(urls, u)
+	if len(urls) == 0 {
+		for u := range m.GPUs {
+			urls = append(urls, u)
+		}
+		sort.Strings(urls)
 	}
-	sort.Strings(urls)
 	for _, u := range urls {
 		c, err := clients(u)
 		if err != nil {

@@ -56,7 +56,7 @@ func TestFinalizeKilledRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res, err := Finalize(context.Background(), runs, "killed-1", func(u string) (*phaseapi.Client, error) { return phaseapi.NewClient(u, "", nil) })
+	res, err := Finalize(context.Background(), runs, "killed-1", nil, func(u string) (*phaseapi.Client, error) { return phaseapi.NewClient(u, "", nil) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestFinalizeKilledRun(t *testing.T) {
 	if err != nil || len(recs) != 1 {
 		t.Errorf("records after finalize: %d, %v; want the 1 complete line", len(recs), err)
 	}
-	if _, err := Finalize(context.Background(), runs, "killed-1", nil); err == nil {
+	if _, err := Finalize(context.Background(), runs, "killed-1", nil, nil); err == nil {
 		t.Error("finalizing a final run again succeeded")
 	}
 }

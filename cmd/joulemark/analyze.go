@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -75,18 +77,33 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	switch c.Format {
 	case "json":
 		js, err := analyze.MarshalReport(r)
+		if err == nil {
+			_, err = os.Stdout.Write(js)
+		}
 		if err != nil {
 			return err
 		}
-		_, err = os.Stdout.Write(js)
-		return err
 	case "csv":
 		js, err := analyze.MarshalReport(r)
+		if err == nil {
+			err = writeReportCSV(os.Stdout, js)
+		}
 		if err != nil {
 			return err
 		}
-		return writeReportCSV(os.Stdout, js)
 	default:
-		return analyze.WriteSummary(os.Stdout, r)
+		if err := analyze.WriteSummary(os.Stdout, r); err != nil {
+			return err
+		}
 	}
+	if !r.Valid {
+		var codes []string
+		for _, f := range r.Flags {
+			if f.Excluding {
+				codes = append(codes, f.Code)
+			}
+		}
+		return withExitCode(exitUnusable, fmt.Errorf("report of run %s written to %s is invalid: %s", r.RunID, c.Out, strings.Join(codes, ", ")))
+	}
+	return nil
 }

@@ -167,6 +167,7 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	opts := benchjob.Options{Logger: g.Logger()}
 	var errs []error
+	var unusable []string
 	for _, cfg := range cfgs {
 		if ctx.Err() != nil {
 			break
@@ -177,6 +178,9 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 			if werr := benchjob.WriteSummary(os.Stdout, res); werr != nil {
 				errs = append(errs, werr)
 			}
+			if why := res.Unusable(); res.Status == benchjob.StatusCompleted && len(why) > 0 {
+				unusable = append(unusable, "run "+res.RunID+": "+strings.Join(why, "; "))
+			}
 		}
 		if errors.Is(err, benchjob.ErrInvalidConfig) {
 			err = withExitCode(exitUsage, err)
@@ -184,6 +188,9 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(errs) == 0 && len(unusable) > 0 {
+		return withExitCode(exitUnusable, fmt.Errorf("completed but unusable: %s", strings.Join(unusable, " | ")))
 	}
 	return errors.Join(errs...)
 }

@@ -60,6 +60,7 @@ type CLI struct {
 	Dashboards DashboardsCmd `cmd:"" help:"Grafana dashboards."`
 	SimEngine  SimEngineCmd  `cmd:"" name:"sim-engine" help:"Serve a simulated OpenAI-compatible engine."`
 	TSDB       TSDBCmd       `cmd:"" name:"tsdb" help:"Embedded Prometheus data of earlier runs."`
+	Runs       RunsCmd       `cmd:"" help:"List run archives; finish a killed run (finalize); re-send a run's samples after a Prometheus outage (push)."`
 	Doctor     DoctorCmd     `cmd:"" help:"Check the GPUs of this node before deploying the exporter: fields, scopes, counter period, NVML latency, permissions."`
 }
 

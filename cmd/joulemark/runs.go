@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/common/config"
+
+	"github.com/joulemark/joulemark/benchjob"
+	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/runarchive"
+)
+
+// RunsCmd lists run archives and finishes what a killed bench or a
+// Prometheus outage left undone.
+type RunsCmd struct {
+	List     RunsListCmd     `cmd:"" help:"List the runs of a runs directory: id, status, start, requests, flags."`
+	Finalize RunsFinalizeCmd `cmd:"" help:"Finish a run whose bench was killed: kill its engine, make the archive final (status killed), end the run on its exporters."`
+	Push     RunsPushCmd     `cmd:"" help:"Re-send a run's per-request samples and aggregates with their original timestamps (after a Prometheus outage); idempotent."`
+}
+
+// RunsListCmd lists the runs of a runs directory.
+type RunsListCmd struct {
+	RunsDir string `name:"runs-dir" default:"runs" help:"Where run archives are."`
+	Format  string `name:"format" default:"text" enum:"text,json,csv" help:"Output format (${enum})."`
+}
+
+type runListing struct {
+	RunID    string   `json:"run_id"`
+	Status   string   `json:"status"`
+	Start    string   `json:"start,omitempty"`
+	Requests *int     `json:"requests"`
+	Flags    []string `json:"flags"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// Run prints one line per run, oldest first.
+func (c *RunsListCmd) Run(g *Globals) error {
+	entries, err := runarchive.List(c.RunsDir)
+	if err != nil {
+		return err
+	}
+	var rows []runListing
+	for _, e := range entries {
+		row := runListing{RunID: e.ID, Status: e.Status(), Flags: []string{}}
+		if e.Err != nil {
+			row.Error = e.Err.Error()
+		}
+		if m := e.Manifest; m != nil {
+			if m.Created > 0 {
+				row.Start = time.Unix(0, int64(m.Created*1e9)).UTC().Format(time.RFC3339)
+			}
+			if m.Summary != nil {
+				n := m.Summary.Started
+				row.Requests = &n
+			}
+			if m.Flags != nil {
+				row.Flags = m.Flags
+			}
+		}
+		rows = append(rows, row)
+	}
+	switch c.Format {
+	case "json":
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if rows == nil {
+			rows = []runListing{}
+		}
+		return enc.Encode(rows)
+	case "csv":
+		fmt.Println("run_id,status,start,requests,flags")
+		for _, r := range rows {
+			fmt.Printf("%s,%s,%s,%s,%s\n", r.RunID, r.Status, r.Start, requestsText(r.Requests, ""), strings.Join(r.Flags, ";"))
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN ID\tSTATUS\tSTART\tREQUESTS\tFLAGS")
+	for _, r := range rows {
+		fl := strings.Join(r.Flags, ",")
+		if r.Error != "" && fl == "" {
+			fl = "(" + r.Error + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Status, orNA(r.Start), requestsText(r.Requests, "n/a"), fl)
+	}
+	return tw.Flush()
+}
+
+func requestsText(n *int, none string) string {
+	if n == nil {
+		return none
+	}
+	return fmt.Sprint(*n)
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "n/a"
+	}
+	return s
+}
+
+// RunsFinalizeCmd finishes a killed run.
+type RunsFinalizeCmd struct {
+	RunID    string               `arg:"" name:"run-id" help:"The run to finalize."`
+	RunsDir  string               `name:"runs-dir" default:"runs" help:"Where run archives are."`
+	Exporter clientflags.Exporter `embed:"" prefix:"exporter."`
+}
+
+// Run kills the run's engine group, makes its archive final and ends it on
+// its exporters (those its manifest lists, or --exporter.url when given).
+func (c *RunsFinalizeCmd) Run(g *Globals) error {
+	token, err := c.Exporter.Token()
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	hc, err := c.Exporter.HTTPConfig()
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	header, _ := c.Exporter.TokenHeader()
+	httpClient, err := config.NewClientFromConfig(hc, "joulemark-runs")
+	if err != nil {
+		return withExitCode(exitUsage, fmt.Errorf("exporter HTTP settings: %w", err))
+	}
+	httpClient.Timeout = 10 * time.Second
+	clients := func(u string) (*phaseapi.Client, error) {
+		cl, err := phaseapi.NewClient(u, token, httpClient)
+		if err == nil && header {
+			cl.WithTokenHeader()
+		}
+		return cl, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := benchjob.Finalize(ctx, c.RunsDir, c.RunID, c.Exporter.URLs, clients)
+	if err != nil {
+		return err
+	}
+	if res.EngineKilled {
+		fmt.Printf("engine: killed the process group the run left\n")
+	}
+	for u, st := range res.Exporters {
+		fmt.Printf("exporter %s: run %s %s (%s)\n", u, c.RunID, st.State, st.EndReason)
+	}
+	var errs []string
+	for u, e := range res.ExporterErrors {
+		errs = append(errs, fmt.Sprintf("exporter %s: %v", u, e))
+	}
+	fmt.Printf("run %s: status %s, archive final in %s/%s\n", c.RunID, res.Manifest.Status, c.RunsDir, c.RunID)
+	if len(errs) > 0 {
+		return fmt.Errorf("the archive is final but the run could not be ended on: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// RunsPushCmd re-sends a run's samples.
+type RunsPushCmd struct {
+	RunID       string                  `arg:"" name:"run-id" help:"The run to push."`
+	RunsDir     string                  `name:"runs-dir" default:"runs" help:"Where run archives are."`
+	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write."`
+}
+
+// Run pushes and says how many samples the target accepted.
+func (c *RunsPushCmd) Run(g *Globals) error {
+	if c.RemoteWrite.URL == "" {
+		return usageErrorf("--remote-write.url is required")
+	}
+	hc, err := c.RemoteWrite.HTTPConfig()
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	res, err := benchjob.Push(ctx, c.RunsDir, c.RunID, remotewrite.Config{URL: c.RemoteWrite.URL, HTTP: hc}, g.Logger())
+	if res != nil {
+		fmt.Printf("run %s: %d requests, %d samples sent, %d accepted, %d lost\n", c.RunID, res.Requests, res.Samples, res.Stats.Acknowledged, res.Stats.Lost())
+	}
+	return err
+}
