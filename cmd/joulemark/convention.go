@@ -53,6 +53,8 @@ var renames = []renamed{
 	{"exporter", "remote-write-url", "remote-write.url"},
 
 	{"phase", "exporter", "exporter.url"},
+	{"phase", "gpus", "exporter.gpus"},
+	{"phase", "pod", "engine.pod"},
 	{"phase", "api-token-file", "exporter.bearer-token-file"},
 	{"phase", "exporter.basic-auth-user", "exporter.basic-auth-user"},
 	{"phase", "exporter.basic-auth-password-file", "exporter.basic-auth-password-file"},

@@ -16,7 +16,7 @@ type DiffCmd struct {
 	After             string   `arg:"" type:"existingfile" help:"report.json of the run under test."`
 	FailOnRegression  float64  `name:"fail-on-regression" default:"5" help:"Exit non-zero when a tracked metric got worse by more than this many percent (direction-aware), vanished, or AFTER turned invalid."`
 	MaxBadOutputRatio *float64 `name:"max-bad-output-ratio" help:"Also fail when AFTER's empty, repeated or short outputs exceed this share of its successful formal requests (reads its requests.jsonl)."`
-	RunsDir           string   `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl when none is beside AFTER."`
+	RunsDir           string   `name:"runs-dir" default:"runs" type:"path" help:"Run archive searched for <run_id>/requests.jsonl when none is beside AFTER."`
 	Format            string   `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per tracked metric."`
 }
 

@@ -132,7 +132,7 @@ func TestExporterCommandErrors(t *testing.T) {
 
 // TestExporterSimAllocations: --sim.allocations serves simulated pods from
 // an in-process fake kubelet; the exporter attributes energy to them and a
-// phase --pod selects the pod's GPUs.
+// phase --engine.pod selects the pod's GPUs.
 func TestExporterSimAllocations(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
@@ -171,7 +171,7 @@ func TestExporterSimAllocations(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	pc := parseCLI(t, "phase", "r1", "idle", "--exporter.url", base, "--exporter.bearer-token-file", tokenFile, "--pod", "serve/a")
+	pc := parseCLI(t, "phase", "r1", "idle", "--exporter.url", base, "--exporter.bearer-token-file", tokenFile, "--engine.pod", "serve/a")
 	if err := pc.Phase.Run(context.Background(), &pc.Globals); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ type PlanCmd struct {
 	MinGoodput     *float64       `name:"min-goodput" help:"SLO on the goodput ratio (0..1)."`
 	MaxErrorRate   *float64       `name:"max-error-rate" help:"SLO on the error rate (0..1)."`
 	RestartsPerDay float64        `name:"restarts-per-day" default:"1" help:"Engine startups (and releases) per replica per day, for the energy of a day."`
-	RunsDir        string         `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/manifest.json (the configured load) when none is beside a report."`
+	RunsDir        string         `name:"runs-dir" default:"runs" type:"path" help:"Run archive searched for <run_id>/manifest.json (the configured load) when none is beside a report."`
 	Pool           bool           `name:"pool" help:"Plan over runs that differ in model, engine, GPU or prompt set (run.*); by default they are refused."`
 	Out            string         `type:"path" help:"Also write the plan as JSON to this file (never overwrites)."`
 	Format         string         `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per load point."`

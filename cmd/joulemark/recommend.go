@@ -32,7 +32,7 @@ type RecommendCmd struct {
 
 	Prefer  string `default:"steady_state.joules_per_token" help:"Metric that breaks ties on the front (a report key of a tracked metric)."`
 	GroupBy string `name:"group-by" placeholder:"KEYS" help:"Recommend within each group of runs apart, by dotted report keys joined by commas (e.g. run.model); one recommendation over every run by default (text only)."`
-	RunsDir string `name:"runs-dir" type:"path" help:"Run archive searched for <run_id>/requests.jsonl when none is beside a report."`
+	RunsDir string `name:"runs-dir" default:"runs" type:"path" help:"Run archive searched for <run_id>/requests.jsonl when none is beside a report."`
 	Format  string `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per run, report.json keys as columns (docs/cli.md)."`
 }
 
