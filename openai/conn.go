@@ -22,7 +22,8 @@ import (
 // Transport costs about three times the CPU per short request (a reader
 // and a writer goroutine per connection, channels between them, a header
 // copy per request: docs/bench.md); /v1/models and the other GETs, and
-// every request through a proxy, stay on net/http.
+// every request through a proxy or with user:password in the URL, stay on
+// net/http.
 type connPool struct {
 	host    string      // Host header
 	addr    string      // host:port dialed
@@ -49,9 +50,10 @@ type conn struct {
 var postRequest = &http.Request{Method: http.MethodPost}
 
 // newConnPool returns a pool for base's host, or nil when base must go
-// through net/http (a proxy applies).
+// through net/http (a proxy applies, or the URL carries user:password for
+// basic auth).
 func newConnPool(base *url.URL, dialer *net.Dialer, timeout time.Duration, max int) *connPool {
-	if p, err := http.ProxyFromEnvironment(&http.Request{URL: base}); err != nil || p != nil {
+	if p, err := http.ProxyFromEnvironment(&http.Request{URL: base}); err != nil || p != nil || base.User != nil {
 		return nil
 	}
 	port := base.Port()

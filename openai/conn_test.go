@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -126,5 +127,31 @@ func TestConnTLS(t *testing.T) {
 	defer c2.Close()
 	if resp := c2.Stream(context.Background(), &Request{Model: "m", Prompt: "p"}); ClassOf(resp.Err) != ClassConnect {
 		t.Fatalf("unknown certificate: err %v, want class connect", resp.Err)
+	}
+}
+
+// TestConnUserinfo: a target URL with user:password goes through net/http,
+// which sends them as basic auth.
+func TestConnUserinfo(t *testing.T) {
+	body := stream(3)
+	var auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, _ := r.BasicAuth()
+		auth.Store(u + ":" + p)
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: strings.Replace(srv.URL, "http://", "http://jo:secret@", 1) + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if resp := c.Stream(context.Background(), &Request{Model: "m", Prompt: "p", MaxTokens: 3}); resp.Err != nil {
+		t.Fatal(resp.Err)
+	}
+	if got, _ := auth.Load().(string); got != "jo:secret" {
+		t.Fatalf("basic auth %q, want jo:secret", got)
 	}
 }
