@@ -316,16 +316,72 @@ func TestSlotsUniqueTimestamps(t *testing.T) {
 	}
 }
 
+// gate holds each generation request until size of them are open, so a
+// closed loop of size workers has them all in flight at once whatever the
+// scheduling; a request left waiting 30 s (fewer workers than size) passes
+// and is counted in stuck.
+type gate struct {
+	mu      sync.Mutex
+	size    int
+	open    int
+	release chan struct{}
+	stuck   int
+}
+
+func (g *gate) setSize(n int) {
+	g.mu.Lock()
+	g.size, g.open, g.release = n, 0, make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gate) wait() {
+	g.mu.Lock()
+	ch := g.release
+	if g.open++; g.open >= g.size {
+		close(g.release)
+		g.open, g.release = 0, make(chan struct{})
+	}
+	g.mu.Unlock()
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+		g.mu.Lock()
+		g.stuck++
+		g.mu.Unlock()
+	}
+}
+
+// gatedEngine sets the gate to each sweep point's concurrency as the
+// point starts its engine.
+type gatedEngine struct {
+	fakeEngine
+	g     *gate
+	sizes []int
+}
+
+func (e *gatedEngine) Start(ctx context.Context) error {
+	n, _ := e.counts()
+	e.g.setSize(e.sizes[n])
+	return e.fakeEngine.Start(ctx)
+}
+
+// TestSweep runs a point per concurrency, each under its own run id. The
+// server holds requests until the point's concurrency of them are open, so
+// each point's overlap is exactly its concurrency: 3 workers against an
+// instant server need not ever have 3 requests in flight.
 func TestSweep(t *testing.T) {
-	srv := openaitest.New(openaitest.Behavior{})
+	g := &gate{}
+	srv := openaitest.New(openaitest.Behavior{Answer: func(string) string { g.wait(); return "one two three four" }})
 	defer srv.Close()
 	cfg := testConfig(t, srv.BaseURL())
 	cfg.Concurrency = 0
 	cfg.SweepConcurrency = []int{1, 3}
 	cfg.RunID = "sw"
-	cfg.Requests = 6
+	cfg.Requests, cfg.WarmupRequests = 6, 3 // whole rounds of 1 and 3
 	opts := testOptions()
-	opts.Engine = &fakeEngine{}
+	opts.Engine = &gatedEngine{g: g, sizes: cfg.SweepConcurrency}
 	if _, err := Run(context.Background(), cfg, opts); err == nil || !strings.Contains(err.Error(), "Sweep") {
 		t.Errorf("Run with a sweep: %v", err)
 	}
@@ -335,6 +391,9 @@ func TestSweep(t *testing.T) {
 	}
 	if len(res) != 2 || res[0].RunID != "sw-c1" || res[1].RunID != "sw-c3" {
 		t.Fatalf("sweep results %+v", res)
+	}
+	if g.stuck > 0 {
+		t.Errorf("%d requests waited 30 s for the point's concurrency of requests in flight", g.stuck)
 	}
 	for i, r := range res {
 		_, recs := readRecords(t, r.ArchiveDir)
