@@ -83,6 +83,9 @@ type Config struct {
 
 	RunsDir string `yaml:"runs_dir" json:"runs_dir"`
 	RunID   string `yaml:"run_id" json:"run_id"`
+	// Scenario names the experiment in joulemark_run_info and the report's
+	// run.scenario (compare groups by it).
+	Scenario string `yaml:"scenario" json:"scenario,omitempty"`
 }
 
 // Workload says what is sent.

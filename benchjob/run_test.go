@@ -48,6 +48,7 @@ func TestRunFullLifecycle(t *testing.T) {
 	cfg.RemoteWrite.URL = rw.URL + "/api/v1/write"
 	cfg.RemoteWrite.HTTP.HTTPHeaders = nil
 	cfg.RunID = "lifecycle-1"
+	cfg.Scenario = "lifecycle"
 	eng := &fakeEngine{}
 	opts := testOptions()
 	opts.Engine = eng
@@ -179,7 +180,7 @@ func TestRunFullLifecycle(t *testing.T) {
 	if len(infos) != 2 {
 		t.Fatalf("%d %s samples, want 2", len(infos), runinfo.Metric)
 	}
-	wantInfo := runinfo.Info{RunID: "lifecycle-1", Model: "test-model", Engine: "joulemark", EngineVersion: "0.0.0-fake", GPUName: "Fake H100", GPUs: 1,
+	wantInfo := runinfo.Info{RunID: "lifecycle-1", Scenario: "lifecycle", Model: "test-model", Engine: "joulemark", EngineVersion: "0.0.0-fake", GPUName: "Fake H100", GPUs: 1,
 		LoadMode: "closed", Concurrency: 2, MeanInputTokens: 40, MeanOutputTokens: 4}
 	for _, s := range infos {
 		got := runinfo.FromLabels(s.labels)

@@ -18,7 +18,7 @@ import (
 func (r *runner) runInfo(formal Summary) runinfo.Info {
 	c := &r.cfg
 	info := runinfo.Info{
-		RunID: r.runID, Model: r.model, Engine: r.engineName, EngineVersion: c.Engine.Version,
+		RunID: r.runID, Model: r.model, Engine: r.engineName, EngineVersion: c.Engine.Version, Scenario: c.Scenario,
 		LoadMode: r.man.Load.Mode, Concurrency: c.Concurrency, Rate: c.Rate,
 		IgnoreEOS:     c.Extras.IgnoreEOS != nil && *c.Extras.IgnoreEOS,
 		DatasetSHA256: r.datasetDigest,

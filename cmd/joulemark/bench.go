@@ -85,8 +85,9 @@ type BenchCmd struct {
 	EngineMetrics    bool                    `name:"engine.metrics" group:"Lifecycle" help:"Record the engine's own /metrics (queue, KV cache, preemptions) with the run."`
 	EngineMetricsURL string                  `name:"engine.metrics-url" group:"Lifecycle" help:"Engine metrics URL (default: the target's root + /metrics)."`
 
-	RunsDir string `name:"runs-dir" default:"${bench_runs_dir}" group:"Archive" help:"Where run archives go."`
-	RunID   string `name:"run-id" group:"Archive" help:"Run id (generated when absent; an existing one is refused)."`
+	RunsDir  string `name:"runs-dir" default:"${bench_runs_dir}" group:"Archive" help:"Where run archives go."`
+	RunID    string `name:"run-id" group:"Archive" help:"Run id (generated when absent; an existing one is refused)."`
+	Scenario string `name:"scenario" group:"Archive" help:"Scenario name pushed in joulemark_run_info (report run.scenario; compare groups by it)."`
 
 	set []string
 }
@@ -241,6 +242,6 @@ func (c *BenchCmd) config() (benchjob.Config, error) {
 		return cfg, err
 	}
 	cfg.EngineMetrics, cfg.EngineMetricsURL = c.EngineMetrics, c.EngineMetricsURL
-	cfg.RunsDir, cfg.RunID = c.RunsDir, c.RunID
+	cfg.RunsDir, cfg.RunID, cfg.Scenario = c.RunsDir, c.RunID, c.Scenario
 	return cfg, nil
 }
