@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -473,7 +474,8 @@ func (c *computation) orderFormal() {
 func (c *computation) requests() {
 	r, p := c.r, c.p
 	r.Requests.Started = len(c.formal)
-	var ttfts, tpots, lats []float64
+	n := len(c.formal)
+	ttfts, tpots, lats := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
 	for _, i := range c.formal {
 		q := &c.d.Requests[i]
 		if !q.Success {
@@ -516,9 +518,15 @@ func (c *computation) requests() {
 		}
 	}
 	r.Latency.FailedRequests = r.Requests.Failed
-	r.Latency.TTFTSeconds = percentiles(ttfts)
-	r.Latency.TPOTSeconds = percentiles(tpots)
-	r.Latency.LatencySeconds = percentiles(lats)
+	// Three sorts of up to a million values each: side by side.
+	var wg sync.WaitGroup
+	for _, x := range []struct {
+		dst *Percentiles
+		v   []float64
+	}{{&r.Latency.TTFTSeconds, ttfts}, {&r.Latency.TPOTSeconds, tpots}, {&r.Latency.LatencySeconds, lats}} {
+		wg.Go(func() { *x.dst = percentilesOf(x.v) })
+	}
+	wg.Wait()
 }
 
 // goodput fills the goodput section from the good requests.

@@ -19,12 +19,16 @@ func percentile(sorted []float64, p float64) float64 {
 }
 
 func percentiles(v []float64) Percentiles {
+	return percentilesOf(slices.Clone(v))
+}
+
+// percentilesOf is percentiles sorting v itself (no copy).
+func percentilesOf(v []float64) Percentiles {
 	if len(v) == 0 {
 		return Percentiles{}
 	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	f := func(p float64) *float64 { return finite(percentile(s, p)) }
+	slices.Sort(v)
+	f := func(p float64) *float64 { return finite(percentile(v, p)) }
 	return Percentiles{P50: f(50), P90: f(90), P95: f(95), P99: f(99)}
 }
 
