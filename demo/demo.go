@@ -134,9 +134,11 @@ type demo struct {
 	pushTargets func(exp, eng prometheus.Gatherer)
 	exp         *exporter.Exporter
 
-	layout  layout
-	idleSrv *localServer      // the idle replica's /metrics, nil without one
-	idleEng *simengine.Engine // the idle replica
+	layout     layout
+	idleSrv    *localServer      // the idle replica's /metrics, nil without one
+	idleEng    *simengine.Engine // the idle replica
+	servingSrv *localServer      // the second serving pod's API and /metrics, nil without one
+	servingEng *simengine.Engine
 }
 
 // newDemo makes the run id (when none is given) and the run's archive,
@@ -250,6 +252,12 @@ func (d *demo) listen() error {
 		}
 		d.onClose(d.idleSrv.close)
 	}
+	if len(d.layout.serving) > 0 {
+		if d.servingSrv, err = listenLocal("sim-engine-serving"); err != nil {
+			return err
+		}
+		d.onClose(d.servingSrv.close)
+	}
 	return nil
 }
 
@@ -270,6 +278,9 @@ func (d *demo) startPrometheus(ctx context.Context) error {
 	}
 	if d.idleSrv != nil {
 		targets = append(targets, promserver.Target{Job: JobEngine + "-idle", URL: d.idleSrv.url + "/metrics", Interval: d.cfg.ScrapeInterval})
+	}
+	if d.servingSrv != nil {
+		targets = append(targets, promserver.Target{Job: JobEngine + "-small", URL: d.servingSrv.url + "/metrics", Interval: d.cfg.ScrapeInterval})
 	}
 	prom, err := promserver.Start(d.compCtx, promserver.Options{
 		Dir:           d.res.TSDBDir,
@@ -308,6 +319,9 @@ func (d *demo) useExternalPrometheus(ctx context.Context) error {
 		}
 		if d.idleEng != nil {
 			targets = append(targets, pushTarget{job: JobEngine + "-idle", instance: hostPort(d.idleSrv.url), g: labelGatherer{d.idleEng.Registry(), engineLabels(IdlePod)}})
+		}
+		if d.servingEng != nil {
+			targets = append(targets, pushTarget{job: JobEngine + "-small", instance: hostPort(d.servingSrv.url), g: labelGatherer{d.servingEng.Registry(), engineLabels(ServingPod)}})
 		}
 		p := startPusher(w, interval, log, targets...)
 		d.onClose(func() error {
@@ -360,9 +374,9 @@ func (d *demo) startExporter() error {
 
 // startEngine starts the simulated engine, coupled in-process to the GPUs.
 func (d *demo) startEngine() error {
-	var sink simengine.LoadSink = d.sim
+	var sink simengine.LoadSink = podSink{d.sim, d.layout.engine}
 	if d.cfg.shapeLoad != nil {
-		ss := newShapedSink(d.sim, d.cfg.shapeLoad)
+		ss := newShapedSink(sink, d.cfg.shapeLoad)
 		d.onClose(func() error { ss.close(); return nil })
 		sink = ss
 	}
@@ -381,6 +395,9 @@ func (d *demo) startEngine() error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(labelGatherer{eng.Registry(), engineLabels(EnginePod)}, promhttp.HandlerOpts{}))
 	d.engSrv.serve(mux)
 	if err := d.startIdleReplica(); err != nil {
+		return err
+	}
+	if err := d.startServingPod(); err != nil {
 		return err
 	}
 	if d.pushTargets != nil {

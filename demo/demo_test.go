@@ -24,6 +24,7 @@ import (
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/production"
 	"github.com/joulemark/joulemark/promserver"
 	"github.com/joulemark/joulemark/runarchive"
 )
@@ -481,7 +482,18 @@ func checkProductionView(t *testing.T, cfg Config, res *Result) {
 	if u := exact(res.Sim, []int{cfg.GPUs - 1}, pr.From, pr.To); relErr(pr.UnallocatedJoules, u) > 0.02 {
 		t.Errorf("production: unallocated %.0f J, the last GPU's exact energy %.0f J", pr.UnallocatedJoules, u)
 	}
-	if len(pr.Models) != 1 || pr.Models[0].Pods != 2 || pr.Models[0].JoulesPerToken == nil {
-		t.Errorf("production models %+v, want the engine's model on 2 pods with a J/token", pr.Models)
+	models := map[string]production.ModelFigures{}
+	for _, m := range pr.Models {
+		models[m.Model] = m
+	}
+	if m := models[cfg.Engine.Model]; len(pr.Models) != 2 || m.Pods != 2 || m.JoulesPerToken == nil {
+		t.Errorf("production models %+v, want the engine's model on 2 pods with a J/token, and the small one", pr.Models)
+	}
+	if m := models[ServingModel]; m.Pods != 1 || m.OutputTokens <= 0 || m.JoulesPerToken == nil {
+		t.Errorf("production: the second serving pod's model %+v, want tokens and a J/token", m)
+	}
+	servingWant := exact(res.Sim, []int{cfg.GPUs - 3}, pr.From, pr.To)
+	if e := pods[ServingPod]; relErr(e, servingWant) > 0.02 {
+		t.Errorf("production: serving pod %.0f J, its GPU's exact energy %.0f J", e, servingWant)
 	}
 }
