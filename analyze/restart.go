@@ -1,0 +1,57 @@
+package analyze
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/runarchive"
+)
+
+// FlagExporterRestarted warns (without excluding the run) that an exporter
+// was down during the run: phases.json of the bench archive holds its gap,
+// an interval without energy. Coverage counts the hole the scrapes show.
+const FlagExporterRestarted = "exporter_restarted"
+
+// addExporterGaps reads the exporters' final run statuses from the
+// archive's phases.json and flags every gap (an exporter restarted
+// mid-run) with its interval; the gaps join measurement.gaps (series
+// "exporter").
+func addExporterGaps(r *Report, arch *runarchive.Run) error {
+	b, err := os.ReadFile(arch.Path(runarchive.PhasesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the exporters' view of the run: %w", err)
+	}
+	var doc struct {
+		Exporters []struct {
+			URL    string              `json:"url"`
+			Status *phaseapi.RunStatus `json:"status"`
+		} `json:"exporters"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("reading %s: %w", arch.Path(runarchive.PhasesFile), err)
+	}
+	for _, e := range doc.Exporters {
+		if e.Status == nil {
+			continue
+		}
+		for _, g := range e.Status.Gaps {
+			r.Measurement.Gaps = append(r.Measurement.Gaps, Gap{GPU: e.URL, Series: "exporter", Start: g.Start, End: g.End})
+			r.Flags = append(r.Flags, Flag{Code: FlagExporterRestarted, Message: fmt.Sprintf(
+				"exporter %s was down from %s to %s (%.1f s, %s): no energy was measured there",
+				e.URL, unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason)})
+		}
+	}
+	return nil
+}
+
+func unixUTC(s float64) string {
+	return time.Unix(0, int64(s*1e9)).UTC().Format(time.RFC3339Nano)
+}
