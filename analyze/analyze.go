@@ -13,6 +13,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
+	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/version"
 	"github.com/joulemark/joulemark/outputsanity"
 	"github.com/joulemark/joulemark/runarchive"
@@ -96,7 +97,7 @@ func (c *Config) Validate() error {
 	if err := c.HTTP.Validate(); err != nil {
 		return fmt.Errorf("prometheus HTTP client config: %w", err)
 	}
-	if err := validReadAPI(c.ReadAPI); err != nil {
+	if err := remoteread.ValidMode(c.ReadAPI); err != nil {
 		return err
 	}
 	return c.Params.Validate()
@@ -162,7 +163,7 @@ func load(ctx context.Context, cfg Config) (*RunData, error) {
 		l.now = time.Now()
 	}
 	if cfg.ReadAPI != ReadQuery {
-		if l.rr, err = newRemoteReader(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
+		if l.rr, err = remoteread.New(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
 			return nil, err
 		}
 	}

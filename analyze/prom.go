@@ -14,6 +14,8 @@ import (
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+
+	"github.com/joulemark/joulemark/internal/remoteread"
 )
 
 // Metric names read from Prometheus (docs/design.md, "Metric contract").
@@ -59,7 +61,7 @@ type loader struct {
 	engineSel string
 	// rr reads the raw series through remote read; nil: through the query
 	// API. readFallback says why remote read was given up (ReadAuto).
-	rr           *remoteReader
+	rr           *remoteread.Reader
 	readAPI      string
 	readFallback string
 }

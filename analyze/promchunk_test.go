@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/remoteread"
 )
 
 func TestSplitSpan(t *testing.T) {
@@ -140,7 +141,7 @@ func remoteLoader(t *testing.T, url string, chunk time.Duration, par int) *loade
 	t.Helper()
 	l := testLoader(t, url, chunk, par)
 	var err error
-	if l.rr, err = newRemoteReader(url, config.HTTPClientConfig{}, 30*time.Second); err != nil {
+	if l.rr, err = remoteread.New(url, config.HTTPClientConfig{}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	l.readAPI = ReadRemote

@@ -38,6 +38,9 @@ type Data struct {
 	Allocations []Series
 	// Unallocated: joulemark_unallocated_energy_joules_total.
 	Unallocated []Series
+	// ReadAPI is how the series were read (remote-read or query);
+	// ReadFallback why remote read was given up.
+	ReadAPI, ReadFallback string
 }
 
 // counter is a counter series with resets bridged: cum[i] is the increase

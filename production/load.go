@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
+
+	"github.com/joulemark/joulemark/internal/remoteread"
 )
 
 // Metric names read (docs/design.md, docs/exporter.md "Energy per pod").
@@ -38,6 +41,11 @@ type Config struct {
 	// Margin is read before From to place the counters at From exactly
 	// (default 5m).
 	Margin time.Duration
+	// ReadAPI is how the series are read: remoteread.Auto (remote read,
+	// falling back to the query API where the server does not offer it;
+	// the default when empty), remoteread.Remote or remoteread.Query. Both
+	// give the same report.
+	ReadAPI string
 }
 
 // Validate checks the configuration before any query.
@@ -45,6 +53,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if u, err := url.Parse(c.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("prometheus URL %q: want http(s)://host[:port]", c.PrometheusURL))
+	}
+	if err := remoteread.ValidMode(c.ReadAPI); err != nil {
+		errs = append(errs, err)
 	}
 	if !c.To.After(c.From) {
 		errs = append(errs, fmt.Errorf("range %s to %s: the end must be after the start", c.From.UTC().Format(time.RFC3339), c.To.UTC().Format(time.RFC3339)))
@@ -69,7 +80,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %s: %w", cfg.PrometheusURL, err)
 	}
-	d, err := Load(ctx, v1.NewAPI(client), cfg)
+	var rr *remoteread.Reader
+	if cfg.ReadAPI != remoteread.Query {
+		if rr, err = remoteread.New(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
+			return nil, err
+		}
+	}
+	d, err := load(ctx, v1.NewAPI(client), rr, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +100,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 // Load reads the raw samples of the range (plus the margin before it) of
-// every series the report needs.
+// every series the report needs, through the query API.
 func Load(ctx context.Context, a v1.API, cfg Config) (*Data, error) {
+	return load(ctx, a, nil, cfg)
+}
+
+// load is Load reading through remote read where rr is not nil (with
+// cfg.ReadAPI auto, a first failing remote read turns to the query API for
+// every series; Data.ReadAPI says which was used).
+func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Data, error) {
 	if cfg.Margin <= 0 {
 		cfg.Margin = 5 * time.Minute
 	}
@@ -112,13 +136,33 @@ func Load(ctx context.Context, a v1.API, cfg Config) (*Data, error) {
 		if q.sel == "" {
 			expr = fmt.Sprintf("%s[%s]", q.name, rng)
 		}
-		v, _, _, err := a.Query(ctx, expr, cfg.To, v1.WithTimeout(cfg.QueryTimeout))
-		if err != nil {
-			return nil, fmt.Errorf("query %s at %s: %w", expr, cfg.To.UTC().Format(time.RFC3339), err)
+		var m model.Matrix
+		if rr != nil {
+			sel := strings.TrimSuffix(expr, "["+rng+"]")
+			end := cfg.To.UnixMilli()
+			var err error
+			m, err = rr.Read(ctx, sel, end-max(cfg.To.Sub(cfg.From.Add(-cfg.Margin)).Milliseconds(), 1), end)
+			switch {
+			case err == nil:
+			case cfg.ReadAPI == remoteread.Remote || ctx.Err() != nil || d.ReadAPI == remoteread.Remote:
+				return nil, err
+			default:
+				rr, d.ReadFallback = nil, err.Error()
+			}
+			if rr != nil {
+				d.ReadAPI = remoteread.Remote
+			}
 		}
-		m, ok := v.(model.Matrix)
-		if !ok {
-			return nil, fmt.Errorf("query %s: got a %s, want a matrix", expr, v.Type())
+		if rr == nil {
+			d.ReadAPI = remoteread.Query
+			v, _, _, err := a.Query(ctx, expr, cfg.To, v1.WithTimeout(cfg.QueryTimeout))
+			if err != nil {
+				return nil, fmt.Errorf("query %s at %s: %w", expr, cfg.To.UTC().Format(time.RFC3339), err)
+			}
+			var ok bool
+			if m, ok = v.(model.Matrix); !ok {
+				return nil, fmt.Errorf("query %s: got a %s, want a matrix", expr, v.Type())
+			}
 		}
 		for _, s := range m {
 			ser := Series{Labels: map[string]string{}, Samples: make([]Sample, 0, len(s.Values))}

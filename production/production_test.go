@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/promserver"
 	"github.com/joulemark/joulemark/remotewrite"
 )
@@ -228,16 +229,37 @@ func TestCounterResetsAndEdges(t *testing.T) {
 	}
 }
 
+// analyzeThrough analyzes the fixture at url through both read APIs
+// (remote read and the query API), fails unless both give the same
+// report.json, and returns the report (files in out, when set, from the
+// remote-read pass).
 func analyzeThrough(t *testing.T, url string, t0 float64, out string) *Report {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r, err := Run(ctx, Config{PrometheusURL: url, HTTP: config.DefaultHTTPClientConfig,
-		From: time.Unix(0, int64(t0*1e9)), To: time.Unix(0, int64((t0+span)*1e9)), OutDir: out})
-	if err != nil {
-		t.Fatal(err)
+	var js [2][]byte
+	var rep *Report
+	for i, readAPI := range []string{remoteread.Remote, remoteread.Query} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		dir := out
+		if i > 0 {
+			dir = ""
+		}
+		r, err := Run(ctx, Config{PrometheusURL: url, HTTP: config.DefaultHTTPClientConfig,
+			From: time.Unix(0, int64(t0*1e9)), To: time.Unix(0, int64((t0+span)*1e9)), OutDir: dir, ReadAPI: readAPI})
+		cancel()
+		if err != nil {
+			t.Fatalf("read API %s: %v", readAPI, err)
+		}
+		if js[i], err = json.Marshal(r); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			rep = r
+		}
 	}
-	return r
+	if string(js[0]) != string(js[1]) {
+		t.Errorf("remote read and the query API give different reports:\n%s\n%s", js[0], js[1])
+	}
+	return rep
 }
 
 // TestProductionThroughTSDB: the fixture in the embedded TSDB, read over

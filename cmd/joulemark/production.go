@@ -32,6 +32,7 @@ type AnalyzeProductionCmd struct {
 	Out          string                 `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty."`
 	Format       string                 `default:"text" enum:"text,json" help:"What to print on stdout (${enum})."`
 	QueryTimeout time.Duration          `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
+	ReadAPI      string                 `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
 }
 
 // Run reads the range, writes the report and prints the per-model figures.
@@ -53,7 +54,7 @@ func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
 		return withExitCode(exitUsage, err)
 	}
 	r, err := production.Run(ctx, production.Config{PrometheusURL: c.Prometheus.URL, HTTP: hc, From: from, To: to,
-		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout})
+		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout, ReadAPI: c.ReadAPI})
 	if err != nil {
 		return err
 	}
