@@ -352,9 +352,11 @@ func TestFaultReusedRunID(t *testing.T) {
 // TestFaultExporterRestartMidFormal: the exporter is SIGKILLed in the
 // formal phase and started again on its storage: the run goes on, every
 // phase is there at the end, the downtime is a gap flagged
-// exporter_restarted, and the bench exits 0.
+// exporter_restarted, and the bench exits 0; analyze reports the gap
+// (exporter_restarted, a warning) and excludes the run for nothing but the
+// coverage the hole costs (docs/analyze.md).
 func TestFaultExporterRestartMidFormal(t *testing.T) {
-	f := newFaultEnv(t, false)
+	f := newFaultEnv(t, true)
 	b := startBench(t, f.bin, f.benchArgs("xr-1", "--formal.duration=6s")...)
 	c := f.client(t)
 	waitPhase(t, c, "xr-1", phaseapi.Formal, 60*time.Second)
@@ -378,6 +380,26 @@ func TestFaultExporterRestartMidFormal(t *testing.T) {
 	}
 	if st.Phases[3].EnergyJoules <= 0 {
 		t.Errorf("formal energy %v after the restart", st.Phases[3].EnergyJoules)
+	}
+	waitQuery(context.Background(), t, promAPI(t, f.prom.URL), `last_over_time(joulemark_run_release_closed{run_id="xr-1"}[1h])`, 30*time.Second,
+		func(v model.Vector) bool { return len(v) > 0 })
+	out := filepath.Join(f.dir, "report")
+	r := runJoulemark(t, 60*time.Second, f.bin, "analyze", "--prometheus.url="+f.prom.URL, "--run-id=xr-1", "--out="+out,
+		"--runs-dir="+f.runsDir, "--steady-state.window=5")
+	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
+		t.Fatalf("analyze: exit %d, no report:\n%s", r.code, tail(r.stderr, 3000))
+	}
+	rep := readReport(t, filepath.Join(out, "report.json"))
+	if !slices.Contains(flagCodes(rep), "exporter_restarted") {
+		t.Errorf("report flags %v, want exporter_restarted", flagCodes(rep))
+	}
+	for _, c := range excludingCodes(rep) {
+		if c != "coverage_low" && c != "steady_state_not_reached" && c != "too_few_requests" {
+			t.Errorf("the restart excluded the run for %s: want at most coverage_low (flags %v)", c, flagCodes(rep))
+		}
+	}
+	if (r.code == 3) == rep.Valid {
+		t.Errorf("analyze exit %d with valid %v: want 3 exactly when invalid", r.code, rep.Valid)
 	}
 }
 
