@@ -454,19 +454,33 @@ func (c *computation) orderFormal() {
 			c.formal = append(c.formal, i)
 		}
 	}
-	slices.SortFunc(c.formal, func(i, j int) int {
-		a, b := &reqs[i], &reqs[j]
-		if c := cmp.Compare(a.End, b.End); c != 0 {
+	// Sorted by compact keys (End, Send, Slot, index: a total order, so
+	// the result does not depend on the algorithm) rather than through
+	// the indexes into reqs: far fewer cache misses for a million requests.
+	type key struct {
+		end, send float64
+		slot      string
+		i         int
+	}
+	keys := make([]key, len(c.formal))
+	for k, i := range c.formal {
+		keys[k] = key{reqs[i].End, reqs[i].Send, reqs[i].Slot, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.end, b.end); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.Send, b.Send); c != 0 {
+		if c := cmp.Compare(a.send, b.send); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.Slot, b.Slot); c != 0 {
+		if c := cmp.Compare(a.slot, b.slot); c != 0 {
 			return c
 		}
-		return cmp.Compare(i, j)
+		return cmp.Compare(a.i, b.i)
 	})
+	for k := range keys {
+		c.formal[k] = keys[k].i
+	}
 }
 
 // requests fills the request counts, tokens, latency and good requests
@@ -476,6 +490,7 @@ func (c *computation) requests() {
 	r.Requests.Started = len(c.formal)
 	n := len(c.formal)
 	ttfts, tpots, lats := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	c.pd.TTFT, c.pd.TPOT = make([]float64, 0, n), make([]float64, 0, n)
 	for _, i := range c.formal {
 		q := &c.d.Requests[i]
 		if !q.Success {
@@ -652,7 +667,7 @@ func (c *computation) lifecycleEstimate() {
 // powerPlot copies each GPU's power samples for the plot.
 func (c *computation) powerPlot() {
 	for _, g := range c.d.GPUs {
-		ps := PowerSeries{Label: g.Label()}
+		ps := PowerSeries{Label: g.Label(), T: make([]float64, 0, len(g.Power)), W: make([]float64, 0, len(g.Power))}
 		for _, s := range g.Power {
 			ps.T = append(ps.T, s.T)
 			ps.W = append(ps.W, s.V)

@@ -58,14 +58,13 @@ func (c *computation) diagnose() {
 	dg := &Diagnosis{Findings: []Finding{}, Skipped: map[string]string{}}
 	c.r.Diagnosis = dg
 	sv := c.r.Server
-	var ttft, lat []float64
+	// The successful formal requests' TTFTs in completion order: the TTFT
+	// plot's values (c.requests).
+	ttft := c.pd.TTFT
+	lat := make([]float64, 0, len(c.formal))
 	for _, i := range c.formal {
-		r := c.d.Requests[i]
-		if r.Success {
+		if r := &c.d.Requests[i]; r.Success {
 			lat = append(lat, r.Latency)
-			if r.HasTTFT {
-				ttft = append(ttft, r.TTFT)
-			}
 		}
 	}
 	tf, tl, tOK := thirds(ttft)
