@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/common/config"
 )
 
 // Endpoint is the API the client calls.
@@ -51,6 +53,15 @@ type Config struct {
 	RequireUsage bool
 	// UserAgent is sent with each request (default "joulemark").
 	UserAgent string
+	// HTTP is the engine's HTTP client configuration (prometheus/common's,
+	// as --target.http-config-file gives it): tls_config for the client's
+	// own TLS connections and net/http, authorization or basic_auth (not
+	// with APIKey) and http_headers on every request, proxy_url (or
+	// proxy_from_environment) sending the requests through net/http. Its
+	// secrets are read once, by New. oauth2 is not supported; streams are
+	// HTTP/1.1, so enable_http2 does not apply. The zero value is no
+	// configuration: the environment's proxy, the system's roots.
+	HTTP config.HTTPClientConfig
 }
 
 // Client sends streaming requests. It is safe for concurrent use.
@@ -59,7 +70,7 @@ type Client struct {
 	base  string // without trailing slash, ends in /v1 usually
 	root  string // base without a trailing /v1: where /health and /metrics live
 	http  *http.Client
-	auth  string
+	set   *settings // Config.HTTP read: TLS, proxy, headers
 	pool  sync.Pool
 	conns *connPool           // the streamed POSTs; nil: through http (a proxy applies)
 	heads map[Endpoint][]byte // request heads for conns, by endpoint
@@ -82,9 +93,15 @@ func New(cfg Config) (*Client, error) {
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	root := strings.TrimSuffix(base, "/v1")
+	set, err := readSettings(&cfg, u)
+	if err != nil {
+		return nil, err
+	}
 	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
+		Proxy:               set.proxy,
+		ProxyConnectHeader:  set.proxyHeader,
+		TLSClientConfig:     set.tls,
 		DialContext:         dialer.DialContext,
 		MaxIdleConns:        cfg.MaxConns,
 		MaxIdleConnsPerHost: cfg.MaxConns,
@@ -93,19 +110,16 @@ func New(cfg Config) (*Client, error) {
 		ForceAttemptHTTP2:   false,
 		TLSHandshakeTimeout: cfg.ConnectTimeout,
 	}
-	c := &Client{cfg: cfg, base: base, root: root, http: &http.Client{Transport: tr}}
-	if cfg.APIKey != "" {
-		c.auth = "Bearer " + cfg.APIKey
-	}
+	c := &Client{cfg: cfg, base: base, root: root, http: &http.Client{Transport: tr}, set: set}
 	if bu, err := url.Parse(base); err == nil {
-		c.conns = newConnPool(bu, dialer, cfg.ConnectTimeout, cfg.MaxConns)
+		c.conns = newConnPool(bu, set, dialer, cfg.ConnectTimeout, cfg.MaxConns)
 		c.heads = map[Endpoint][]byte{}
 		for _, e := range []Endpoint{Completions, Chat} {
 			pu, err := url.Parse(base + e.Path())
 			if err != nil {
 				return nil, fmt.Errorf("target URL %q: %w", cfg.BaseURL, err)
 			}
-			c.heads[e] = requestHead(bu.Host, pu.RequestURI(), cfg.UserAgent, c.auth)
+			c.heads[e] = requestHead(bu.Host, pu.RequestURI(), cfg.UserAgent, set.lines)
 		}
 	}
 	return c, nil
@@ -348,11 +362,17 @@ func (c *Client) post(ctx context.Context, e Endpoint, payload []byte) (*http.Re
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
-	if c.auth != "" {
-		req.Header.Set("Authorization", c.auth)
-	}
+	c.setHeaders(req)
 	hr, err := c.http.Do(req)
 	return hr, nil, err
+}
+
+// setHeaders adds the configured headers (Authorization, http_headers) to
+// a request sent through net/http.
+func (c *Client) setHeaders(req *http.Request) {
+	for k, vs := range c.set.header {
+		req.Header[k] = append(req.Header[k], vs...)
+	}
 }
 
 // read reads the stream to its end; it reports whether the answer was read
@@ -523,9 +543,8 @@ func (c *Client) getJSON(ctx context.Context, u string, out any) error {
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", u, err)
 	}
-	if c.auth != "" {
-		req.Header.Set("Authorization", c.auth)
-	}
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	c.setHeaders(req)
 	hr, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", u, err)

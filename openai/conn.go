@@ -51,9 +51,10 @@ var postRequest = &http.Request{Method: http.MethodPost}
 
 // newConnPool returns a pool for base's host, or nil when base must go
 // through net/http (a proxy applies, or the URL carries user:password for
-// basic auth).
-func newConnPool(base *url.URL, dialer *net.Dialer, timeout time.Duration, max int) *connPool {
-	if p, err := http.ProxyFromEnvironment(&http.Request{URL: base}); err != nil || p != nil || base.User != nil {
+// basic auth). Its TLS connections use the configured TLS settings (CA,
+// client certificate, server name, insecure_skip_verify).
+func newConnPool(base *url.URL, set *settings, dialer *net.Dialer, timeout time.Duration, max int) *connPool {
+	if p, err := set.proxy(&http.Request{URL: base}); err != nil || p != nil || base.User != nil {
 		return nil
 	}
 	port := base.Port()
@@ -63,7 +64,11 @@ func newConnPool(base *url.URL, dialer *net.Dialer, timeout time.Duration, max i
 	p := &connPool{host: base.Host, addr: net.JoinHostPort(base.Hostname(), port), dial: dialer.DialContext,
 		timeout: timeout, idleFor: 90 * time.Second, max: max}
 	if base.Scheme == "https" {
-		p.tls = &tls.Config{ServerName: base.Hostname(), NextProtos: []string{"http/1.1"}}
+		p.tls = set.tls.Clone()
+		if p.tls.ServerName == "" {
+			p.tls.ServerName = base.Hostname()
+		}
+		p.tls.NextProtos = []string{"http/1.1"}
 	}
 	return p
 }
@@ -196,12 +201,11 @@ func (x *exchange) release(reuse bool) {
 }
 
 // requestHead is the start of every streamed POST to path, up to the
-// Content-Length value.
-func requestHead(host, path, userAgent, auth string) []byte {
+// Content-Length value; lines are the configured header lines
+// (Authorization, http_headers), each ending in CRLF.
+func requestHead(host, path, userAgent string, lines []byte) []byte {
 	b := []byte("POST " + path + " HTTP/1.1\r\nHost: " + host + "\r\nUser-Agent: " + userAgent +
 		"\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n")
-	if auth != "" {
-		b = append(b, "Authorization: "+auth+"\r\n"...)
-	}
+	b = append(b, lines...)
 	return append(b, "Content-Length: "...)
 }
