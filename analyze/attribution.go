@@ -1,9 +1,5 @@
 package analyze
 
-import (
-	"slices"
-)
-
 // attribution is the per-request split of GPU energy (docs/design.md,
 // "Definitions", per-request energy).
 type attribution struct {
@@ -69,16 +65,7 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 			evs = append(evs, event{sp.first, int32(i), evFirst})
 		}
 	}
-	slices.SortFunc(evs, func(a, b event) int {
-		if a.t < b.t {
-			return -1
-		}
-		if a.t > b.t {
-			return 1
-		}
-		return int(a.kind) - int(b.kind) // send, first token, end
-
-	})
+	sortEvents(evs)
 
 	// Slice boundaries: the domain edges and every event time.
 	xs := make([]float64, 0, len(evs)+2)

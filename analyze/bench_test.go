@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -307,6 +308,9 @@ const (
 	envChildNow   = "JOULEMARK_ANALYZE_CHILD_NOW"
 	envChildAPI   = "JOULEMARK_ANALYZE_CHILD_READ_API"
 	envChildCount = "JOULEMARK_ANALYZE_CHILD_REQUESTS"
+	// envChildProfile, set through -bench-child-env, names the file the
+	// analyze process writes its CPU profile to.
+	envChildProfile = "JOULEMARK_ANALYZE_CHILD_CPUPROFILE"
 )
 
 // benchAnalyzeProcess runs Analyze in a process of its own (this test
@@ -362,6 +366,17 @@ func TestAnalyzeProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{PrometheusURL: url, RunID: os.Getenv(envChildRun), Params: DefaultParams(), Now: time.Unix(sec, 0), ReadAPI: os.Getenv(envChildAPI)}
+	if path := os.Getenv(envChildProfile); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	r, _, err := Analyze(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
