@@ -426,10 +426,12 @@ func (e *Engine) loop(ctx context.Context, done chan<- struct{}) {
 		}
 		e.setLoadLocked(math.Min(1, float64(st.size())/float64(e.cfg.MaxBatch)))
 
-		// Steps follow each other back to back on a virtual timeline, so a
-		// late wake-up does not stretch the next step.
+		// Steps follow each other back to back on a virtual timeline: a
+		// late wake-up (the host's scheduling) is made up by the next
+		// steps, so the engine's token rate does not depend on the host.
+		// Beyond maxCatchUp behind (a stopped process) it starts afresh.
 		d := e.stepDuration(st)
-		if stepEnd.IsZero() || time.Since(stepEnd) > d {
+		if stepEnd.IsZero() || time.Since(stepEnd) > maxCatchUp {
 			stepEnd = time.Now()
 		}
 		stepEnd = stepEnd.Add(d)
@@ -447,6 +449,10 @@ func (e *Engine) loop(ctx context.Context, done chan<- struct{}) {
 		e.mu.Unlock()
 	}
 }
+
+// maxCatchUp is how far behind its virtual timeline the scheduler may fall
+// and still make the time up with back-to-back steps.
+const maxCatchUp = time.Second
 
 // step is what one scheduler step runs.
 type step struct {
