@@ -54,7 +54,7 @@ func evNextPowerOfTwo(length int) uint {
 	return 1 << bits.Len(uint(length))
 }
 
-// insertionSortCmpFunc sorts data[a:b] using insertion sort.
+// insertionSortEvents sorts data[a:b] using insertion sort.
 func insertionSortEvents(data []event, a, b int) {
 	for i := a + 1; i < b; i++ {
 		for j := i; j > a && (cmpEvents(data[j], data[j-1]) < 0); j-- {
@@ -63,7 +63,7 @@ func insertionSortEvents(data []event, a, b int) {
 	}
 }
 
-// siftDownCmpFunc implements the heap property on data[lo:hi].
+// siftDownEvents implements the heap property on data[lo:hi].
 // first is an offset into the array where the root of the heap lies.
 func siftDownEvents(data []event, lo, hi, first int) {
 	root := lo
@@ -100,7 +100,7 @@ func heapSortEvents(data []event, a, b int) {
 	}
 }
 
-// pdqsortCmpFunc sorts data[a:b].
+// pdqsortEvents sorts data[a:b].
 // The algorithm based on pattern-defeating quicksort(pdqsort), but without the optimizations from BlockQuicksort.
 // pdqsort paper: https://arxiv.org/pdf/2106.05123.pdf
 // C++ implementation: https://github.com/orlp/pdqsort
@@ -176,7 +176,7 @@ func pdqsortEvents(data []event, a, b, limit int) {
 	}
 }
 
-// partitionCmpFunc does one quicksort partition.
+// partitionEvents does one quicksort partition.
 // Let p = data[pivot]
 // Moves elements in data[a:b] around, so that data[i]<p and data[j]>=p for i<newpivot and j>newpivot.
 // On return, data[newpivot] = p
@@ -216,7 +216,7 @@ func partitionEvents(data []event, a, b, pivot int) (newpivot int, alreadyPartit
 	return j, false
 }
 
-// partitionEqualCmpFunc partitions data[a:b] into elements equal to data[pivot] followed by elements greater than data[pivot].
+// partitionEqualEvents partitions data[a:b] into elements equal to data[pivot] followed by elements greater than data[pivot].
 // It assumed that data[a:b] does not contain elements smaller than the data[pivot].
 func partitionEqualEvents(data []event, a, b, pivot int) (newpivot int) {
 	data[a], data[pivot] = data[pivot], data[a]
@@ -239,7 +239,7 @@ func partitionEqualEvents(data []event, a, b, pivot int) (newpivot int) {
 	return i
 }
 
-// partialInsertionSortCmpFunc partially sorts a slice, returns true if the slice is sorted at the end.
+// partialInsertionSortEvents partially sorts a slice, returns true if the slice is sorted at the end.
 func partialInsertionSortEvents(data []event, a, b int) bool {
 	const (
 		maxSteps         = 5  // maximum number of adjacent out-of-order pairs that will get shifted
@@ -283,7 +283,7 @@ func partialInsertionSortEvents(data []event, a, b int) bool {
 	return false
 }
 
-// breakPatternsCmpFunc scatters some elements around in an attempt to break some patterns
+// breakPatternsEvents scatters some elements around in an attempt to break some patterns
 // that might cause imbalanced partitions in quicksort.
 func breakPatternsEvents(data []event, a, b int) {
 	length := b - a
@@ -301,7 +301,7 @@ func breakPatternsEvents(data []event, a, b int) {
 	}
 }
 
-// choosePivotCmpFunc chooses a pivot in data[a:b].
+// choosePivotEvents chooses a pivot in data[a:b].
 //
 // [0,8): chooses a static pivot.
 // [8,shortestNinther): uses the simple median-of-three method.
@@ -342,7 +342,7 @@ func choosePivotEvents(data []event, a, b int) (pivot int, hint evSortedHint) {
 	}
 }
 
-// order2CmpFunc returns x,y where data[x] <= data[y], where x,y=a,b or x,y=b,a.
+// order2Events returns x,y where data[x] <= data[y], where x,y=a,b or x,y=b,a.
 func order2Events(data []event, a, b int, swaps *int) (int, int) {
 	if cmpEvents(data[b], data[a]) < 0 {
 		*swaps++
@@ -351,15 +351,15 @@ func order2Events(data []event, a, b int, swaps *int) (int, int) {
 	return a, b
 }
 
-// medianCmpFunc returns x where data[x] is the median of data[a],data[b],data[c], where x is a, b, or c.
+// medianEvents returns x where data[x] is the median of data[a],data[b],data[c], where x is a, b, or c.
 func medianEvents(data []event, a, b, c int, swaps *int) int {
 	a, b = order2Events(data, a, b, swaps)
-	b, c = order2Events(data, b, c, swaps)
-	a, b = order2Events(data, a, b, swaps)
+	b, _ = order2Events(data, b, c, swaps)
+	_, b = order2Events(data, a, b, swaps)
 	return b
 }
 
-// medianAdjacentCmpFunc finds the median of data[a - 1], data[a], data[a + 1] and stores the index into a.
+// medianAdjacentEvents finds the median of data[a - 1], data[a], data[a + 1] and stores the index into a.
 func medianAdjacentEvents(data []event, a int, swaps *int) int {
 	return medianEvents(data, a-1, a, a+1, swaps)
 }
