@@ -72,8 +72,13 @@ type Config struct {
 
 	RemoteWrite RemoteWrite `yaml:"remote_write" json:"remote_write"`
 
-	// APIKeyFile holds the engine's API key; else OPENAI_API_KEY is used.
+	// APIKeyFile holds the engine's API key; else OPENAI_API_KEY is used,
+	// unless TargetHTTP has an authorization or basic_auth section.
 	APIKeyFile string `yaml:"api_key_file" json:"api_key_file,omitempty"`
+	// TargetHTTP is the engine's HTTP client configuration (TLS,
+	// authorization or basic_auth, http_headers, proxy_url): see
+	// openai.Config.HTTP.
+	TargetHTTP config.HTTPClientConfig `yaml:"target_http,omitempty" json:"target_http"`
 
 	// EngineMetrics scrapes the engine's own /metrics during the run
 	// (vLLM and SGLang queue, KV-cache and preemption gauges) into the archive.
@@ -187,6 +192,7 @@ func Defaults() Config {
 			ReleaseWait:  30 * time.Minute,
 		},
 		ExporterHTTP: config.DefaultHTTPClientConfig,
+		TargetHTTP:   config.DefaultHTTPClientConfig,
 		Timeouts:     Timeouts{Connect: 10 * time.Second, Idle: time.Minute, Drain: 30 * time.Second},
 		Prometheus:   Prometheus{HTTP: config.DefaultHTTPClientConfig, Lookback: 90 * 24 * time.Hour},
 		RemoteWrite: RemoteWrite{HTTP: config.DefaultHTTPClientConfig,
@@ -404,6 +410,12 @@ func (c *Config) checkEndpoints(p *problems) {
 	}
 	if err := c.ExporterHTTP.Validate(); err != nil {
 		p.add("exporter_http", "%v", err)
+	}
+	if err := c.TargetHTTP.Validate(); err != nil {
+		p.add("target_http", "%v", err)
+	}
+	if a := targetAuth(c.TargetHTTP); a != "" && c.APIKeyFile != "" {
+		p.add("api_key_file", "conflicts with target_http.%s: give one", a)
 	}
 	if pr := c.Prometheus; pr.URL != "" {
 		if !httpURL(pr.URL) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/runid/runidtest"
+	"github.com/prometheus/common/config"
 )
 
 func validConfig() Config {
@@ -90,6 +91,15 @@ func TestConfigValidate(t *testing.T) {
 		{"no runs dir", func(c *Config) { c.RunsDir = "" }, []string{"runs_dir"}},
 		{"negative max lag", func(c *Config) { c.MaxLag = -1 }, []string{"max_lag"}},
 		{"negative flush", func(c *Config) { c.RemoteWrite.FlushTimeout = -1 }, []string{"remote_write"}},
+		{"key file and target authorization", func(c *Config) {
+			c.APIKeyFile, c.TargetHTTP.Authorization = "k", &config.Authorization{Credentials: "x"}
+		}, []string{"api_key_file", "target_http.authorization"}},
+		{"key file and target basic auth", func(c *Config) {
+			c.APIKeyFile, c.TargetHTTP.BasicAuth = "k", &config.BasicAuth{Username: "u"}
+		}, []string{"api_key_file", "target_http.basic_auth"}},
+		{"bad target http", func(c *Config) {
+			c.TargetHTTP.BearerToken, c.TargetHTTP.BearerTokenFile = "a", "b"
+		}, []string{"target_http"}},
 		{"several at once", func(c *Config) { c.Target, c.Endpoint = "", "x" }, []string{"target:", "endpoint:"}},
 	}
 	for _, tt := range tests {

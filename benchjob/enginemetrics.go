@@ -75,9 +75,11 @@ func parseEngineMetrics(r io.Reader) (map[string]float64, error) {
 // engine_metrics.jsonl until stop closes. Failures are recorded as lines
 // (the engine may not be up yet).
 func (r *runner) scrapeEngineMetrics(stop <-chan struct{}) {
-	u := r.cfg.EngineMetricsURL
+	// The engine's own /metrics goes through the engine client (its TLS,
+	// proxy and credentials); another URL gets none of them.
+	u, do := r.cfg.EngineMetricsURL, http.DefaultClient.Do
 	if u == "" {
-		u = r.client.RootURL() + "/metrics"
+		u, do = r.client.RootURL()+"/metrics", r.client.Do
 	}
 	f, err := r.arch.CreateFile(runarchive.EngineMetricsFile)
 	if err != nil {
@@ -92,7 +94,7 @@ func (r *runner) scrapeEngineMetrics(stop <-chan struct{}) {
 	if iv <= 0 {
 		iv = 5 * time.Second
 	}
-	hc := &http.Client{Timeout: min(iv, 10*time.Second)}
+	timeout := min(iv, 10*time.Second)
 	t := time.NewTicker(iv)
 	defer t.Stop()
 	for {
@@ -109,7 +111,7 @@ func (r *runner) scrapeEngineMetrics(stop <-chan struct{}) {
 			}
 			r.mu.Unlock()
 			line := EngineMetricsLine{Time: unixSeconds(now), Phase: phase}
-			m, err := scrapeOnce(hc, u)
+			m, err := scrapeOnce(do, u, timeout)
 			if err != nil {
 				line.Error = err.Error()
 			} else {
@@ -121,12 +123,14 @@ func (r *runner) scrapeEngineMetrics(stop <-chan struct{}) {
 	}
 }
 
-func scrapeOnce(hc *http.Client, u string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u, nil)
+func scrapeOnce(do func(*http.Request) (*http.Response, error), u string, timeout time.Duration) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := hc.Do(req)
+	resp, err := do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/joulemark/joulemark/remotewrite"
 	"github.com/joulemark/joulemark/runarchive"
 	"github.com/joulemark/joulemark/runid"
+	"github.com/prometheus/common/config"
 )
 
 // Run flags: stable names recorded in the manifest and the Result.
@@ -187,7 +188,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 	case engine == nil && !e.NoLifecycle:
 		return nil, errors.New("engine: give engine.cmd, engine.start/engine.stop, or engine.no_lifecycle")
 	}
-	apiKey, err := readSecret(cfg.APIKeyFile, "OPENAI_API_KEY", "api_key_file")
+	apiKey, err := targetKey(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +255,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 	}
 
 	r.client, err = openai.New(openai.Config{
-		BaseURL: cfg.Target, APIKey: apiKey,
+		BaseURL: cfg.Target, APIKey: apiKey, HTTP: cfg.TargetHTTP,
 		ConnectTimeout: cfg.Timeouts.Connect, FirstTokenTimeout: cfg.Timeouts.FirstToken, TotalTimeout: cfg.Timeouts.Total,
 		IdleTimeout: cfg.Timeouts.Idle,
 		MaxConns:    max(cfg.Concurrency, cfg.MaxConcurrency, 64), RequireUsage: cfg.RequireUsage,
@@ -364,6 +365,29 @@ func loadInfo(c *Config) LoadInfo {
 }
 
 // readSecret reads a secret from file (trimmed), else from env.
+// targetKey is the engine's API key: api_key_file's content, else env
+// OPENAI_API_KEY unless target_http has its own authorization.
+func targetKey(cfg *Config) (string, error) {
+	if cfg.APIKeyFile == "" && targetAuth(cfg.TargetHTTP) != "" {
+		return "", nil
+	}
+	return readSecret(cfg.APIKeyFile, "OPENAI_API_KEY", "api_key_file")
+}
+
+// targetAuth names the authentication section of the engine's HTTP client
+// config ("" without one).
+func targetAuth(c config.HTTPClientConfig) string {
+	switch {
+	case c.Authorization != nil || c.BearerToken != "" || c.BearerTokenFile != "":
+		return "authorization"
+	case c.BasicAuth != nil:
+		return "basic_auth"
+	case c.OAuth2 != nil:
+		return "oauth2"
+	}
+	return ""
+}
+
 func readSecret(file, env, field string) (string, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)

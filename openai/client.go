@@ -530,6 +530,15 @@ func (c *Client) Version(ctx context.Context) string {
 	return out.Version
 }
 
+// Do sends req through the client's net/http transport with the
+// configured TLS, proxy and headers (Authorization, http_headers): for
+// other GETs to the engine, e.g. its /metrics.
+func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	c.setHeaders(req)
+	return c.http.Do(req)
+}
+
 // StatusError is a non-2xx answer to a GET.
 type StatusError struct {
 	URL        string

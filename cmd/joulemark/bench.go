@@ -25,10 +25,10 @@ type BenchCmd struct {
 	Set    []string `name:"set" sep:"none" help:"Override a config field of --config, e.g. --set concurrency=8 (repeatable)." group:"Experiment"`
 	DryRun bool     `name:"dry-run" help:"With --config: print the expanded runs and exit." group:"Experiment"`
 
-	Target     string `help:"OpenAI base URL, e.g. http://host:8000/v1." group:"Target"`
-	APIKeyFile string `name:"target.api-key-file" type:"existingfile" placeholder:"FILE" group:"Target" help:"File with the engine's API key (else env OPENAI_API_KEY)."`
-	Model      string `help:"Served model id (default: the first one /v1/models lists)." group:"Target"`
-	Endpoint   string `default:"${bench_endpoint}" enum:"completions,chat" help:"API: ${enum}." group:"Target"`
+	Target     string             `help:"OpenAI base URL, e.g. http://host:8000/v1." group:"Target"`
+	TargetHTTP clientflags.Target `embed:"" prefix:"target." group:"Target"`
+	Model      string             `help:"Served model id (default: the first one /v1/models lists)." group:"Target"`
+	Endpoint   string             `default:"${bench_endpoint}" enum:"completions,chat" help:"API: ${enum}." group:"Target"`
 
 	Concurrency      int           `help:"Closed loop: N requests in flight." group:"Load"`
 	Rate             float64       `help:"Open loop: target request rate (req/s)." group:"Load"`
@@ -227,9 +227,12 @@ func (c *BenchCmd) config() (benchjob.Config, error) {
 		ReadyTimeout: c.ReadyTimeout, StopGrace: c.StopGrace, ReleaseWait: c.ReleaseWait,
 		Version: c.EngineVersion, Image: c.EngineImage, ModelRevision: c.ModelRevision,
 	}
-	cfg.Exporters, cfg.ExporterTokenFile, cfg.APIKeyFile = c.Exporter.URLs, c.Exporter.HTTP.BearerTokenFile, c.APIKeyFile
+	cfg.Exporters, cfg.ExporterTokenFile, cfg.APIKeyFile = c.Exporter.URLs, c.Exporter.HTTP.BearerTokenFile, c.TargetHTTP.APIKeyFile
 	cfg.ExporterGPUs, cfg.EnginePod = c.ExporterGPUs, c.EnginePod
 	var err error
+	if cfg.TargetHTTP, err = c.TargetHTTP.HTTPConfig(); err != nil {
+		return cfg, err
+	}
 	if cfg.ExporterHTTP, err = c.Exporter.HTTPConfig(); err != nil {
 		return cfg, err
 	}

@@ -6,10 +6,12 @@
 //	Exporter    clientflags.Exporter    `embed:"" prefix:"exporter."`
 //	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write."`
 //	Prometheus  clientflags.Prometheus  `embed:"" prefix:"prometheus."`
+//	Target      clientflags.Target      `embed:"" prefix:"target."`
 //
 // Each gives a URL flag, --<party>.http-config-file (prometheus/common's HTTP
 // client configuration file, the one promtool and amtool take) and one
-// shortcut, --<party>.bearer-token-file, and produces a validated
+// shortcut, --<party>.bearer-token-file (the engine: --target.api-key-file),
+// and produces a validated
 // config.HTTPClientConfig. Secrets stay in the files the configuration names.
 package clientflags
 
@@ -28,6 +30,7 @@ const (
 	ExporterPrefix    = "exporter."
 	RemoteWritePrefix = "remote-write."
 	PrometheusPrefix  = "prometheus."
+	TargetPrefix      = "target."
 )
 
 // TokenEnv holds the exporters' phase API token when no token file is given
@@ -219,6 +222,36 @@ type Prometheus struct {
 // HTTPConfig is the Prometheus HTTP client configuration.
 func (p Prometheus) HTTPConfig() (config.HTTPClientConfig, error) {
 	return p.HTTP.config(PrometheusPrefix)
+}
+
+// Target is how to reach the engine under test (its OpenAI-compatible
+// API), embedded with prefix "target.": the HTTP client config file and
+// one shortcut, the API key file (else env OPENAI_API_KEY, read by
+// benchjob). The engine client (package openai) applies tls_config,
+// authorization, basic_auth, http_headers and the proxy settings; oauth2
+// is not supported there.
+type Target struct {
+	ConfigFile string `name:"http-config-file" type:"existingfile" placeholder:"FILE" help:"HTTP client config file for the engine: tls_config, authorization, basic_auth, http_headers (e.g. X-Scope-OrgID), proxy_url, as promtool takes (no oauth2)."`
+	APIKeyFile string `name:"api-key-file" type:"existingfile" placeholder:"FILE" help:"File with the engine's API key, sent as a bearer token (else env OPENAI_API_KEY)."`
+}
+
+// HTTPConfig is the engine's HTTP client configuration: the file's, or the
+// default. The API key is not in it (benchjob reads --target.api-key-file
+// or OPENAI_API_KEY); giving the key file with an authorization,
+// basic_auth or oauth2 section in the file is an error naming both.
+func (t Target) HTTPConfig() (config.HTTPClientConfig, error) {
+	c := config.DefaultHTTPClientConfig
+	if t.ConfigFile != "" {
+		fc, _, err := config.LoadHTTPConfigFile(t.ConfigFile)
+		if err != nil {
+			return c, fmt.Errorf("--%shttp-config-file %s: %w", TargetPrefix, t.ConfigFile, err)
+		}
+		c = *fc
+	}
+	if a := hasAuth(c); a != "" && t.APIKeyFile != "" {
+		return c, fmt.Errorf("--%sapi-key-file conflicts with %s in --%shttp-config-file %s: give one", TargetPrefix, a, TargetPrefix, t.ConfigFile)
+	}
+	return c, validate(c, TargetPrefix)
 }
 
 // ReadSecret reads a one-line secret (a token, an API key) from file; flag

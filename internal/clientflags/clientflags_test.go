@@ -16,6 +16,7 @@ type testCLI struct {
 	Exporter    Exporter    `embed:"" prefix:"exporter."`
 	RemoteWrite RemoteWrite `embed:"" prefix:"remote-write."`
 	Prometheus  Prometheus  `embed:"" prefix:"prometheus."`
+	Target      Target      `embed:"" prefix:"target."`
 }
 
 func parse(t *testing.T, args ...string) *testCLI {
@@ -60,6 +61,12 @@ func TestFlagNames(t *testing.T) {
 			}
 			delete(got, party+f)
 		}
+	}
+	for _, f := range []string{"http-config-file", "api-key-file"} {
+		if !got[TargetPrefix+f] {
+			t.Errorf("no flag --%s%s", TargetPrefix, f)
+		}
+		delete(got, TargetPrefix+f)
 	}
 	delete(got, "help")
 	if len(got) > 0 {
@@ -239,5 +246,51 @@ func TestConfigReachesServer(t *testing.T) {
 	resp.Body.Close()
 	if got.Get("Authorization") != "Bearer tok" || got.Get("X-Scope-OrgID") != "tenant-a" {
 		t.Errorf("server saw %v", got)
+	}
+}
+
+// TestTarget: the engine's file and API key shortcut; the key with an
+// authentication section in the file is an error naming both flags.
+func TestTarget(t *testing.T) {
+	dir := t.TempDir()
+	key := write(t, dir, "key", "sk-1\n")
+	ca := write(t, dir, "ca.pem", "")
+	headers := write(t, dir, "headers.yml", "tls_config:\n  ca_file: ca.pem\n  server_name: engine.internal\nhttp_headers:\n  X-Scope-OrgID:\n    values: [a]\n")
+	bearer := write(t, dir, "bearer.yml", "authorization:\n  credentials_file: key\n")
+	basic := write(t, dir, "basic.yml", "basic_auth:\n  username: u\n  password_file: key\n")
+	bad := write(t, dir, "bad.yml", "tls_confg: {}\n")
+
+	c, err := parse(t, "--target.http-config-file", headers, "--target.api-key-file", key).Target.HTTPConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TLSConfig.CAFile != ca || c.TLSConfig.ServerName != "engine.internal" || c.HTTPHeaders == nil || c.Authorization != nil {
+		t.Fatalf("config %+v: want the file's TLS (CA relative to the file) and headers, no authorization", c)
+	}
+	c, err = parse(t, "--target.http-config-file", bearer).Target.HTTPConfig()
+	if err != nil || c.Authorization == nil || c.Authorization.CredentialsFile != key || c.Authorization.Type != "Bearer" {
+		t.Fatalf("bearer file: %+v, %v", c.Authorization, err)
+	}
+	c, err = parse(t).Target.HTTPConfig()
+	if err != nil || !c.FollowRedirects || c.Authorization != nil {
+		t.Fatalf("default: %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		file string
+		want []string
+	}{
+		{bearer, []string{"--target.api-key-file", "authorization", "--target.http-config-file " + bearer}},
+		{basic, []string{"--target.api-key-file", "basic_auth", "--target.http-config-file " + basic}},
+	} {
+		_, err := parse(t, "--target.http-config-file", tc.file, "--target.api-key-file", key).Target.HTTPConfig()
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s with the key file: error %v, want it to name %q", tc.file, err, w)
+			}
+		}
+	}
+	if _, err := parse(t, "--target.http-config-file", bad).Target.HTTPConfig(); err == nil ||
+		!strings.Contains(err.Error(), "--target.http-config-file "+bad) || !strings.Contains(err.Error(), "tls_confg") {
+		t.Errorf("bad file: %v", err)
 	}
 }
