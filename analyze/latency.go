@@ -22,14 +22,72 @@ func percentiles(v []float64) Percentiles {
 	return percentilesOf(slices.Clone(v))
 }
 
-// percentilesOf is percentiles sorting v itself (no copy).
+// percentilesOf is percentiles reordering v itself (no copy). The four
+// nearest-rank values are found by selection, O(n), rather than by sorting
+// v: the value at a rank is the same either way. With a NaN (which
+// percentile turns into NaN) or a negative zero (whose place among zeros
+// a sort leaves open) in v it sorts, as before.
 func percentilesOf(v []float64) Percentiles {
 	if len(v) == 0 {
 		return Percentiles{}
 	}
-	slices.Sort(v)
-	f := func(p float64) *float64 { return finite(percentile(v, p)) }
+	for _, x := range v {
+		if x != x || x == 0 && math.Signbit(x) {
+			slices.Sort(v)
+			f := func(p float64) *float64 { return finite(percentile(v, p)) }
+			return Percentiles{P50: f(50), P90: f(90), P95: f(95), P99: f(99)}
+		}
+	}
+	lo := 0
+	f := func(p float64) *float64 {
+		k := rankIndex(p, len(v))
+		selectRank(v[lo:], k-lo)
+		lo = k
+		return finite(v[k])
+	}
 	return Percentiles{P50: f(50), P90: f(90), P95: f(95), P99: f(99)}
+}
+
+// rankIndex is the index in n sorted values of the nearest-rank p-th
+// percentile as percentile (gonum's stat.Quantile, Empirical) finds it:
+// the first index i with i+1 ≥ p/100·n.
+func rankIndex(p float64, n int) int {
+	return min(n-1, max(0, int(math.Ceil(p/100*float64(n)))-1))
+}
+
+// selectRank reorders v (no NaN) so that v[k] holds the value sorted v
+// holds there, with no larger value before it and no smaller one after it:
+// quickselect with a three-way partition (many equal values, such as the
+// +Inf of failed requests, cost one pass).
+func selectRank(v []float64, k int) {
+	lo, hi := 0, len(v)
+	for hi-lo > 16 {
+		a, b, c := v[lo], v[lo+(hi-lo)/2], v[hi-1]
+		p := max(min(a, b), min(max(a, b), c)) // median of three
+		lt, i, gt := lo, lo, hi
+		for i < gt {
+			switch x := v[i]; {
+			case x < p:
+				v[lt], v[i] = v[i], v[lt]
+				lt++
+				i++
+			case x > p:
+				gt--
+				v[gt], v[i] = v[i], v[gt]
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt
+		case k >= gt:
+			lo = gt
+		default:
+			return
+		}
+	}
+	slices.Sort(v[lo:hi])
 }
 
 // finite returns a pointer to v, or nil when v is NaN or ±Inf.
