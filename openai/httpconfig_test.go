@@ -2,8 +2,15 @@ package openai
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/config"
 )
@@ -261,6 +269,67 @@ func TestHTTPConfigHeadPrebuilt(t *testing.T) {
 	for _, w := range []string{"\r\nAuthorization: Bearer x\r\n", "\r\nX-Scope-Orgid: a\r\n"} {
 		if !strings.Contains(head, w) {
 			t.Errorf("head %q lacks %q", head, w)
+		}
+	}
+}
+
+// clientCert writes a self-signed client certificate (its own CA) and its
+// key as PEM files.
+func clientCert(t *testing.T) (cert *x509.Certificate, certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "joulemark-bench"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert, err = x509.ParseCertificate(der); err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, writeFile(t, "client.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))),
+		writeFile(t, "client-key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb})))
+}
+
+// TestHTTPConfigClientCert: cert_file and key_file of the config file are
+// presented on the client's own TLS connections and by net/http to a
+// server that requires a client certificate; without them both fail.
+func TestHTTPConfigClientCert(t *testing.T) {
+	var s seen
+	srv := httptest.NewUnstartedServer(engine(&s))
+	cert, certFile, keyFile := clientCert(t)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	srv.StartTLS()
+	defer srv.Close()
+	ca := writeFile(t, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+	for _, withCert := range []bool{true, false} {
+		yaml := "tls_config:\n  ca_file: " + ca + "\n"
+		if withCert {
+			yaml += "  cert_file: " + certFile + "\n  key_file: " + keyFile + "\n"
+		}
+		c, err := New(Config{BaseURL: srv.URL + "/v1", HTTP: loadHTTPConfig(t, yaml)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := c.Stream(context.Background(), &Request{Model: "m", Prompt: "p", MaxTokens: 3})
+		_, gerr := c.Models(context.Background())
+		c.Close()
+		if withCert && (resp.Err != nil || gerr != nil) {
+			t.Fatalf("with the client certificate: stream: %v; GET: %v", resp.Err, gerr)
+		}
+		if !withCert && (resp.Err == nil || gerr == nil) {
+			t.Fatalf("without the client certificate: stream: %v; GET: %v", resp.Err, gerr)
 		}
 	}
 }
