@@ -43,11 +43,7 @@ func thirds(v []float64) (first, last float64, ok bool) {
 	if n < 6 {
 		return 0, 0, false
 	}
-	med := func(x []float64) float64 {
-		s := slices.Clone(x)
-		slices.Sort(s)
-		return median(s)
-	}
+	med := func(x []float64) float64 { return medianOf(slices.Clone(x)) }
 	return med(v[:n/3]), med(v[n-n/3:]), true
 }
 

@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"math"
-	"slices"
 	"sort"
 )
 
@@ -183,8 +182,7 @@ func medianInterval(s []Sample) float64 {
 	for k := 1; k < len(s); k++ {
 		d[k-1] = s[k].T - s[k-1].T
 	}
-	slices.Sort(d)
-	return median(d)
+	return medianOf(d)
 }
 
 func median(sorted []float64) float64 {

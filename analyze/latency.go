@@ -48,6 +48,22 @@ func percentilesOf(v []float64) Percentiles {
 	return Percentiles{P50: f(50), P90: f(90), P95: f(95), P99: f(99)}
 }
 
+// medianOf is median(v sorted), reordering v: by selection unless v holds
+// a NaN or a negative zero (then sorted).
+func medianOf(v []float64) float64 {
+	n := len(v)
+	if n == 0 || slices.ContainsFunc(v, func(x float64) bool { return x != x || x == 0 && math.Signbit(x) }) {
+		slices.Sort(v)
+		return median(v)
+	}
+	selectRank(v, n/2)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	// The largest value below the middle one.
+	return (slices.Max(v[:n/2]) + v[n/2]) / 2
+}
+
 // rankIndex is the index in n sorted values of the nearest-rank p-th
 // percentile as percentile (gonum's stat.Quantile, Empirical) finds it:
 // the first index i with i+1 ≥ p/100·n.

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestPercentilesBySelection checks percentilesOf (selection) against the
+// TestPercentilesBySelection checks percentilesOf and medianOf (selection) against the
 // sort and gonum's nearest rank it replaces: random, duplicated, sorted,
 // reversed values, +Inf (failed requests), a NaN, a negative zero.
 func TestPercentilesBySelection(t *testing.T) {
@@ -45,6 +45,11 @@ func TestPercentilesBySelection(t *testing.T) {
 				v[rng.IntN(n)] = math.NaN()
 			case "negzero":
 				v[rng.IntN(n)] = math.Copysign(0, -1)
+			}
+			s := slices.Clone(v)
+			slices.Sort(s)
+			if got, want := medianOf(slices.Clone(v)), median(s); math.Float64bits(got) != math.Float64bits(want) && !(got != got && want != want) {
+				t.Errorf("n=%d %s: median %v, want %v", n, kind, got, want)
 			}
 			want := sorted(v)
 			if got := percentilesOf(slices.Clone(v)); !reflect.DeepEqual(got, want) {
