@@ -17,7 +17,8 @@ import (
 // TestRunTargetHTTP: the engine's HTTP client config (target_http) reaches
 // the engine on every request of a run: the bearer token of its
 // credentials file and its X-Scope-OrgID header, on the streamed POSTs and
-// on the readiness GETs; OPENAI_API_KEY does not override it.
+// on the readiness GETs; OPENAI_API_KEY does not override it. No secret
+// of it lands in the archive (config.yaml holds <secret>).
 func TestRunTargetHTTP(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-from-env")
 	eng := openaitest.New(openaitest.Behavior{Tokens: 4})
@@ -28,8 +29,9 @@ func TestRunTargetHTTP(t *testing.T) {
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen[r.URL.Path] = true
-		if a, o := r.Header.Get("Authorization"), r.Header.Get("X-Scope-OrgID"); a != "Bearer sk-from-file" || o != "tenant-a" {
-			bad[r.URL.Path] = "Authorization " + a + ", X-Scope-OrgID " + o
+		a, o, g := r.Header.Get("Authorization"), r.Header.Get("X-Scope-OrgID"), r.Header.Get("X-Gateway-Key")
+		if a != "Bearer sk-from-file" || o != "tenant-a" || g != "gw-inline-secret" {
+			bad[r.URL.Path] = "Authorization " + a + ", X-Scope-OrgID " + o + ", X-Gateway-Key " + g
 		}
 		mu.Unlock()
 		// Forward to the engine.
@@ -55,7 +57,8 @@ func TestRunTargetHTTP(t *testing.T) {
 	}
 	cfg := testConfig(t, front.URL+"/v1")
 	cfg.TargetHTTP.Authorization = &config.Authorization{Type: "Bearer", CredentialsFile: keyFile}
-	cfg.TargetHTTP.HTTPHeaders = &config.Headers{Headers: map[string]config.Header{"X-Scope-OrgID": {Values: []string{"tenant-a"}}}}
+	cfg.TargetHTTP.HTTPHeaders = &config.Headers{Headers: map[string]config.Header{
+		"X-Scope-OrgID": {Values: []string{"tenant-a"}}, "X-Gateway-Key": {Secrets: []config.Secret{"gw-inline-secret"}}}}
 	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -73,11 +76,17 @@ func TestRunTargetHTTP(t *testing.T) {
 	for p, what := range bad {
 		t.Errorf("%s: %s", p, what)
 	}
-	// The secret is in no archive file.
+	// The secret is in no archive file; config.yaml records it redacted.
+	if b, err := os.ReadFile(filepath.Join(res.ArchiveDir, ConfigFile)); err != nil || !strings.Contains(string(b), "<secret>") {
+		t.Errorf("config.yaml without the redacted target_http header: %v\n%s", err, b)
+	}
 	filepath.WalkDir(res.ArchiveDir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
-			if b, _ := os.ReadFile(p); strings.Contains(string(b), "sk-from-file") {
-				t.Errorf("%s holds the API key", p)
+			b, _ := os.ReadFile(p)
+			for _, secret := range []string{"sk-from-file", "gw-inline-secret"} {
+				if strings.Contains(string(b), secret) {
+					t.Errorf("%s holds the secret %s", p, secret)
+				}
 			}
 		}
 		return nil
