@@ -40,29 +40,21 @@ type event struct {
 // token slice a request gets r/Σr of the energy (0 before its first token),
 // in a tokenless slice 1/#active.
 func attribute(reqs []Request, curves []curve, from, to float64) attribution {
-	type span struct {
-		send, first, end float64
-		rate             float64
-		tokens           bool
-	}
-	spans := make([]span, len(reqs))
+	// Per request, whether its tokens are spread over [first token, end]
+	// and at which rate.
+	rates, tokens := make([]float64, len(reqs)), make([]bool, len(reqs))
 	evs := make([]event, 0, 3*len(reqs))
-	for i, r := range reqs {
+	for i := range reqs {
+		r := &reqs[i]
 		s, e := r.Send, r.End
 		if e <= from || s >= to || e < s {
-			spans[i].end = -1
 			continue
 		}
-		sp := span{send: max(s, from), end: min(e, to)}
+		send, end := max(s, from), min(e, to)
+		evs = append(evs, event{send, int32(i), evSend}, event{end, int32(i), evEnd})
 		if r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken && r.FirstToken < to {
-			sp.tokens = true
-			sp.rate = float64(r.OutputTokens) / (r.End - r.FirstToken)
-			sp.first = min(max(r.FirstToken, sp.send), sp.end)
-		}
-		spans[i] = sp
-		evs = append(evs, event{sp.send, int32(i), evSend}, event{sp.end, int32(i), evEnd})
-		if sp.tokens {
-			evs = append(evs, event{sp.first, int32(i), evFirst})
+			tokens[i], rates[i] = true, float64(r.OutputTokens)/(r.End-r.FirstToken)
+			evs = append(evs, event{min(max(r.FirstToken, send), end), int32(i), evFirst})
 		}
 	}
 	sortEvents(evs)
@@ -94,21 +86,21 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 		// Apply the events at xs[k].
 		for ei < len(evs) && evs[ei].t <= xs[k] {
 			ev := evs[ei]
-			sp := &spans[ev.req]
+			rate := rates[ev.req]
 			switch ev.kind {
 			case evSend:
 				active++
 				bSend[ev.req] = B
 			case evFirst:
 				producing++
-				rateSum += sp.rate
+				rateSum += rate
 				aFirst[ev.req] = A
 			case evEnd:
 				active--
-				if sp.tokens {
+				if tokens[ev.req] {
 					producing--
-					rateSum -= sp.rate
-					out.Joules[ev.req] += sp.rate * (A - aFirst[ev.req])
+					rateSum -= rate
+					out.Joules[ev.req] += rate * (A - aFirst[ev.req])
 				}
 				out.Joules[ev.req] += B - bSend[ev.req]
 			}
