@@ -418,7 +418,16 @@ type reqPart struct {
 type reqSeriesPart struct {
 	fp     model.Fingerprint
 	metric model.Metric
-	reqs   []Request
+	reqs   []reqVals
+}
+
+// reqVals is a Request without its series' phase and slot: the per-window
+// parts hold these (64 bytes instead of 104) until loadRequests copies
+// them into RunData.Requests, which both live at that moment.
+type reqVals struct {
+	send, firstToken, end, ttft, latency float64
+	outputTokens, inputTokens            int64
+	hasTTFT, success                     bool
 }
 
 // loadRequests joins the per-request samples that share their labels (all
@@ -433,7 +442,7 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 	// Each series' requests, window by window: copied once, at the end.
 	type acc struct {
 		metric model.Metric
-		parts  [][]Request
+		parts  [][]reqVals
 	}
 	series := map[model.Fingerprint]*acc{}
 	total := 0
@@ -462,8 +471,15 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 	sortByLabels(all, func(a *acc) model.Metric { return a.metric })
 	d.Requests = make([]Request, 0, total)
 	for _, a := range all {
+		phase, slot := string(a.metric["phase"]), string(a.metric["slot"])
 		for k, p := range a.parts {
-			d.Requests = append(d.Requests, p...)
+			for _, v := range p {
+				d.Requests = append(d.Requests, Request{
+					Phase: phase, Slot: slot,
+					Send: v.send, FirstToken: v.firstToken, End: v.end, HasTTFT: v.hasTTFT, TTFT: v.ttft,
+					Latency: v.latency, OutputTokens: v.outputTokens, InputTokens: v.inputTokens, Success: v.success,
+				})
+			}
 			a.parts[k] = nil
 		}
 	}
@@ -500,8 +516,7 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 	var p reqPart
 	for _, fp := range order {
 		rs := series[fp]
-		phase, slot := string(rs.metric["phase"]), string(rs.metric["slot"])
-		reqs := make([]Request, 0, len(rs.v[rLat]))
+		reqs := make([]reqVals, 0, len(rs.v[rLat]))
 		var pos [nReqMetrics]int
 		for {
 			// The next timestamp of any metric.
@@ -528,14 +543,13 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 				continue
 			}
 			end := float64(ts) / 1000
-			r := Request{
-				Phase: phase, Slot: slot,
-				End: end, Send: end - lat, Latency: lat,
-				OutputTokens: int64(math.Round(out)), InputTokens: int64(math.Round(val[rIn])),
-				Success: val[rSucc] == 1,
+			r := reqVals{
+				end: end, send: end - lat, latency: lat,
+				outputTokens: int64(math.Round(out)), inputTokens: int64(math.Round(val[rIn])),
+				success: val[rSucc] == 1,
 			}
 			if t := val[rTTFT]; has[rTTFT] && t >= 0 && !math.IsInf(t, 0) {
-				r.HasTTFT, r.TTFT, r.FirstToken = true, t, r.Send+t
+				r.hasTTFT, r.ttft, r.firstToken = true, t, r.send+t
 			}
 			reqs = append(reqs, r)
 		}
