@@ -99,6 +99,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return r, nil
 }
 
+// readAfter is how far past To the series are read for their first sample
+// after To (several scrape intervals).
+const readAfter = 30 * time.Second
+
 // Load reads the raw samples of the range (plus the margin before it) of
 // every series the report needs, through the query API.
 func Load(ctx context.Context, a v1.API, cfg Config) (*Data, error) {
@@ -116,7 +120,12 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Da
 		cfg.QueryTimeout = 2 * time.Minute
 	}
 	d := &Data{From: unixSec(cfg.From), To: unixSec(cfg.To)}
-	rng := strconv.FormatInt(max(cfg.To.Sub(cfg.From.Add(-cfg.Margin)).Milliseconds(), 1), 10) + "ms"
+	// A counter's value at To is interpolated between the samples around
+	// it: the read goes past To, each series keeps its first sample after
+	// To (at(To) took the last sample before To, missing up to a scrape
+	// interval of energy).
+	readEnd := cfg.To.Add(readAfter)
+	rng := strconv.FormatInt(max(readEnd.Sub(cfg.From.Add(-cfg.Margin)).Milliseconds(), 1), 10) + "ms"
 	ns := ""
 	if cfg.Namespace != "" {
 		ns = "namespace=" + strconv.Quote(cfg.Namespace)
@@ -139,9 +148,9 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Da
 		var m model.Matrix
 		if rr != nil {
 			sel := strings.TrimSuffix(expr, "["+rng+"]")
-			end := cfg.To.UnixMilli()
+			end := readEnd.UnixMilli()
 			var err error
-			m, err = rr.Read(ctx, sel, end-max(cfg.To.Sub(cfg.From.Add(-cfg.Margin)).Milliseconds(), 1), end)
+			m, err = rr.Read(ctx, sel, end-max(readEnd.Sub(cfg.From.Add(-cfg.Margin)).Milliseconds(), 1), end)
 			switch {
 			case err == nil:
 			case cfg.ReadAPI == remoteread.Remote || ctx.Err() != nil || d.ReadAPI == remoteread.Remote:
@@ -155,9 +164,9 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Da
 		}
 		if rr == nil {
 			d.ReadAPI = remoteread.Query
-			v, _, _, err := a.Query(ctx, expr, cfg.To, v1.WithTimeout(cfg.QueryTimeout))
+			v, _, _, err := a.Query(ctx, expr, readEnd, v1.WithTimeout(cfg.QueryTimeout))
 			if err != nil {
-				return nil, fmt.Errorf("query %s at %s: %w", expr, cfg.To.UTC().Format(time.RFC3339), err)
+				return nil, fmt.Errorf("query %s at %s: %w", expr, readEnd.UTC().Format(time.RFC3339), err)
 			}
 			var ok bool
 			if m, ok = v.(model.Matrix); !ok {
@@ -170,9 +179,15 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Da
 				ser.Labels[string(k)] = string(v)
 			}
 			for _, p := range s.Values {
-				ser.Samples = append(ser.Samples, Sample{T: float64(p.Timestamp) / 1000, V: float64(p.Value)})
+				t := float64(p.Timestamp) / 1000
+				if n := len(ser.Samples); n > 0 && ser.Samples[n-1].T > d.To {
+					break // the first sample past To is all the interpolation needs
+				}
+				ser.Samples = append(ser.Samples, Sample{T: t, V: float64(p.Value)})
 			}
-			*q.into = append(*q.into, ser)
+			if len(ser.Samples) > 0 && ser.Samples[0].T <= d.To { // a series starting after To is not in the range
+				*q.into = append(*q.into, ser)
+			}
 		}
 	}
 	if len(d.PodEnergy) == 0 {
