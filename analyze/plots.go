@@ -1,19 +1,19 @@
 package analyze
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/joulemark/joulemark/internal/svgplot"
 )
 
 // plotWidth is every figure's width.
@@ -69,23 +69,6 @@ func band(x0, x1, y0, y1 float64, c color.Color) (*plotter.Polygon, error) {
 	pg.Color = c
 	pg.LineStyle.Width = 0
 	return pg, nil
-}
-
-// svg renders p as an inline SVG element (no XML prolog).
-func svg(p *plot.Plot, w, h vg.Length) (string, error) {
-	wt, err := p.WriterTo(w, h, "svg")
-	if err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	if _, err := wt.WriteTo(&b); err != nil {
-		return "", err
-	}
-	s := b.String()
-	if i := strings.Index(s, "<svg"); i >= 0 {
-		s = s[i:]
-	}
-	return s, nil
 }
 
 // runStart is the time the x axes count from: the first phase start, else
@@ -475,7 +458,7 @@ func renderPlots(pd *PlotData) []Plot {
 		p, err := f.make()
 		if err == nil {
 			var s string
-			s, err = svg(p, plotWidth, f.h)
+			s, err = svgplot.Inline(p, plotWidth, f.h)
 			if err == nil {
 				out = append(out, Plot{Title: f.title, SVG: s})
 				continue

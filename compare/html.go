@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/joulemark/joulemark/internal/atomicfile"
+	"github.com/joulemark/joulemark/internal/svgplot"
 )
 
 // FileHTML is the comparison page compare --out writes.
@@ -77,7 +78,7 @@ func WriteHTML(w io.Writer, res Result) error {
 			p, err := mk(sw)
 			var s string
 			if err == nil {
-				s, err = svg(p, 24*vg.Centimeter, 8*vg.Centimeter)
+				s, err = svgplot.Inline(p, 24*vg.Centimeter, 8*vg.Centimeter)
 			}
 			if err != nil {
 				sh.Figures = append(sh.Figures, figure{Err: err.Error()})
@@ -238,21 +239,4 @@ func latencyVsLoad(name string, v func(SweepPoint) *float64, slo *float64) func(
 		p.Y.Min, p.Y.Max = 0, ymax
 		return p, nil
 	}
-}
-
-// svg renders p as an inline SVG element (no XML prolog).
-func svg(p *plot.Plot, w, h vg.Length) (string, error) {
-	wt, err := p.WriterTo(w, h, "svg")
-	if err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	if _, err := wt.WriteTo(&b); err != nil {
-		return "", err
-	}
-	s := b.String()
-	if i := strings.Index(s, "<svg"); i >= 0 {
-		s = s[i:]
-	}
-	return s, nil
 }

@@ -21,6 +21,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/joulemark/joulemark/internal/atomicfile"
+	"github.com/joulemark/joulemark/internal/svgplot"
 )
 
 // Report is report.json. Energy is GPU board energy, in joules; times are
@@ -275,17 +276,5 @@ func jptPlot(r *Report) (string, error) {
 		return "", errors.New("no model generated tokens in the range")
 	}
 	p.Y.Min = 0
-	wt, err := p.WriterTo(24*vg.Centimeter, 10*vg.Centimeter, "svg")
-	if err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	if _, err := wt.WriteTo(&b); err != nil {
-		return "", err
-	}
-	s := b.String()
-	if i := strings.Index(s, "<svg"); i >= 0 {
-		s = s[i:]
-	}
-	return s, nil
+	return svgplot.Inline(p, 24*vg.Centimeter, 10*vg.Centimeter)
 }
