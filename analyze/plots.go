@@ -171,71 +171,90 @@ func phaseBands(p *plot.Plot, phases []PhaseBand, t0, xmax, ymax float64, width 
 	return nil
 }
 
-// totalPowerPlot: the sum of every GPU's power across the run, phase bands
-// behind; what the run cost at a glance.
-func totalPowerPlot(pd *PlotData, width vg.Length) (*plot.Plot, error) {
+// powerFigure is a power-over-time plot being drawn: the GPUs' power on
+// one time grid (powerGrid, seconds since the run started) and the extent
+// of the axes.
+type powerFigure struct {
+	p                *plot.Plot
+	t, total, lo, hi []float64
+	xmax, ymax       float64
+}
+
+// newPowerFigure starts a power-over-time plot titled title with the phase
+// bands behind, its y axis reaching 25 % above the peak of the series peak
+// picks from the grid (total or hi).
+func newPowerFigure(pd *PlotData, width vg.Length, title string, peak func(f *powerFigure) []float64) (*powerFigure, error) {
 	t0, err := runStart(pd)
 	if err != nil {
 		return nil, err
 	}
-	t, total, _, _ := powerGrid(pd, t0)
-	if len(t) == 0 {
+	f := &powerFigure{}
+	f.t, f.total, f.lo, f.hi = powerGrid(pd, t0)
+	if len(f.t) == 0 {
 		return nil, fmt.Errorf("no power samples to plot")
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Total GPU power (%d GPUs)", len(pd.Power))
-	p.X.Label.Text = "seconds since the run started"
-	p.Y.Label.Text = "W"
-	ymax := max(slices.Max(total)*1.25, 1) // headroom for the phase names
-	xmax := max(t[len(t)-1], 1)
+	f.p = plot.New()
+	f.p.Title.Text = title
+	f.p.X.Label.Text = "seconds since the run started"
+	f.p.Y.Label.Text = "W"
+	f.ymax = max(slices.Max(peak(f))*1.25, 1) // headroom for the phase names
+	f.xmax = max(f.t[len(f.t)-1], 1)
 	for _, ph := range pd.Phases {
-		xmax = max(xmax, ph.End-t0)
+		f.xmax = max(f.xmax, ph.End-t0)
 	}
-	if err := phaseBands(p, pd.Phases, t0, xmax, ymax, width); err != nil {
+	if err := phaseBands(f.p, pd.Phases, t0, f.xmax, f.ymax, width); err != nil {
 		return nil, err
 	}
-	x, y := reduce(t, total, maxPlotPoints)
+	return f, nil
+}
+
+// line draws y over the grid's times, reduced to maxPlotPoints.
+func (f *powerFigure) line(y []float64, c color.Color, width vg.Length) error {
+	x, y := reduce(f.t, y, maxPlotPoints)
 	ln, err := plotter.NewLine(xys(x, y))
+	if err != nil {
+		return err
+	}
+	ln.Color = c
+	ln.Width = width
+	f.p.Add(ln)
+	return nil
+}
+
+// done fixes the axes to [0, xmax] × [0, ymax] and returns the plot.
+func (f *powerFigure) done() *plot.Plot {
+	f.p.Y.Min, f.p.Y.Max = 0, f.ymax
+	f.p.X.Min, f.p.X.Max = 0, f.xmax
+	f.p.Y.Tick.Marker = cleanTicks{}
+	f.p.X.Tick.Marker = cleanTicks{}
+	return f.p
+}
+
+// totalPowerPlot: the sum of every GPU's power across the run, phase bands
+// behind; what the run cost at a glance.
+func totalPowerPlot(pd *PlotData, width vg.Length) (*plot.Plot, error) {
+	title := fmt.Sprintf("Total GPU power (%d GPUs)", len(pd.Power))
+	f, err := newPowerFigure(pd, width, title, func(f *powerFigure) []float64 { return f.total })
 	if err != nil {
 		return nil, err
 	}
-	ln.Color = color.NRGBA{R: 0x1f, G: 0x3b, B: 0x73, A: 0xff}
-	ln.Width = vg.Points(1.6)
-	p.Add(ln)
-	p.Y.Min, p.Y.Max = 0, ymax
-	p.X.Min, p.X.Max = 0, xmax
-	p.Y.Tick.Marker = cleanTicks{}
-	p.X.Tick.Marker = cleanTicks{}
-	return p, nil
+	if err := f.line(f.total, color.NRGBA{R: 0x1f, G: 0x3b, B: 0x73, A: 0xff}, vg.Points(1.6)); err != nil {
+		return nil, err
+	}
+	return f.done(), nil
 }
 
 // gpuBandPlot: every GPU at once as the band between the lowest and the
 // highest GPU at each instant, with the mean GPU as a line; a GPU that
 // strays widens the band instead of hiding under seven others.
 func gpuBandPlot(pd *PlotData, width vg.Length) (*plot.Plot, error) {
-	t0, err := runStart(pd)
+	const title = "Power per GPU: min–max band over the GPUs, mean line"
+	f, err := newPowerFigure(pd, width, title, func(f *powerFigure) []float64 { return f.hi })
 	if err != nil {
 		return nil, err
 	}
-	t, total, lo, hi := powerGrid(pd, t0)
-	if len(t) == 0 {
-		return nil, fmt.Errorf("no power samples to plot")
-	}
-	n := float64(len(pd.Power))
-	p := plot.New()
-	p.Title.Text = "Power per GPU: min–max band over the GPUs, mean line"
-	p.X.Label.Text = "seconds since the run started"
-	p.Y.Label.Text = "W"
-	ymax := max(slices.Max(hi)*1.25, 1)
-	xmax := max(t[len(t)-1], 1)
-	for _, ph := range pd.Phases {
-		xmax = max(xmax, ph.End-t0)
-	}
-	if err := phaseBands(p, pd.Phases, t0, xmax, ymax, width); err != nil {
-		return nil, err
-	}
-	xl, yl := reduce(t, lo, maxPlotPoints)
-	_, yh := reduce(t, hi, maxPlotPoints)
+	xl, yl := reduce(f.t, f.lo, maxPlotPoints)
+	_, yh := reduce(f.t, f.hi, maxPlotPoints)
 	poly := make(plotter.XYs, 0, 2*len(xl))
 	for i := range xl {
 		poly = append(poly, plotter.XY{X: xl[i], Y: yh[i]})
@@ -249,25 +268,17 @@ func gpuBandPlot(pd *PlotData, width vg.Length) (*plot.Plot, error) {
 	}
 	bd.Color = color.NRGBA{R: 0xe0, G: 0x6c, B: 0x00, A: 0x60}
 	bd.LineStyle.Width = 0
-	p.Add(bd)
-	mean := make([]float64, len(total))
-	for i := range total {
-		mean[i] = total[i] / n
+	f.p.Add(bd)
+	n := float64(len(pd.Power))
+	mean := make([]float64, len(f.total))
+	for i := range f.total {
+		mean[i] = f.total[i] / n
 	}
-	x, y := reduce(t, mean, maxPlotPoints)
-	ln, err := plotter.NewLine(xys(x, y))
-	if err != nil {
+	if err := f.line(mean, color.NRGBA{R: 0x8a, G: 0x3b, B: 0x00, A: 0xff}, vg.Points(1.2)); err != nil {
 		return nil, err
 	}
-	ln.Color = color.NRGBA{R: 0x8a, G: 0x3b, B: 0x00, A: 0xff}
-	ln.Width = vg.Points(1.2)
-	p.Add(ln)
 	// no legend: the title names the band and the line
-	p.Y.Min, p.Y.Max = 0, ymax
-	p.X.Min, p.X.Max = 0, xmax
-	p.Y.Tick.Marker = cleanTicks{}
-	p.X.Tick.Marker = cleanTicks{}
-	return p, nil
+	return f.done(), nil
 }
 
 // jptPlot: per-request J/token in completion order, steady state shaded and
