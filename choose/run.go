@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/internal/jsonline"
 	"github.com/joulemark/joulemark/runarchive"
 	"github.com/joulemark/joulemark/runid"
 )
@@ -152,22 +153,13 @@ func decodeReport(data []byte, rep *analyze.Report, raw *map[string]any) error {
 	return checkReportKeys(*raw)
 }
 
-// jsonErr adds the line of a JSON syntax or type error.
+// jsonErr adds the line of a JSON syntax or type error; any other decoding
+// error says it is one.
 func jsonErr(data []byte, err error) error {
-	var off int64 = -1
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te):
-		off = te.Offset
+	if line, ok := jsonline.Line(data, err); ok {
+		return fmt.Errorf("line %d: %w", line, err)
 	}
-	if off < 0 || off > int64(len(data)) {
-		return fmt.Errorf("decode: %w", err)
-	}
-	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	return fmt.Errorf("line %d: %w", line, err)
+	return fmt.Errorf("decode: %w", err)
 }
 
 // LoadReports reads several reports. Two reports with the same run_id are an

@@ -1,13 +1,13 @@
 package runarchive
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 
+	"github.com/joulemark/joulemark/internal/jsonline"
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/remotewrite"
 	"github.com/joulemark/joulemark/runinfo"
@@ -205,24 +205,7 @@ func (r *Run) ReadManifest() (*Manifest, error) {
 	}
 	m := new(Manifest)
 	if err := json.Unmarshal(data, m); err != nil {
-		return nil, fmt.Errorf("run archive: reading %s: %w", p, withLine(data, err))
+		return nil, fmt.Errorf("run archive: reading %s: %w", p, jsonline.Wrap(data, err))
 	}
 	return m, nil
-}
-
-// withLine adds the line of a JSON syntax or type error.
-func withLine(data []byte, err error) error {
-	var off int64 = -1
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te):
-		off = te.Offset
-	}
-	if off < 0 || off > int64(len(data)) {
-		return err
-	}
-	return fmt.Errorf("line %d: %w", 1+bytes.Count(data[:off], []byte("\n")), err)
 }
