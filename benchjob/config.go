@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
+	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/openai"
 	"github.com/joulemark/joulemark/runid"
 )
@@ -414,7 +415,7 @@ func (c *Config) checkEndpoints(p *problems) {
 	if err := c.TargetHTTP.Validate(); err != nil {
 		p.add("target_http", "%v", err)
 	}
-	if a := targetAuth(c.TargetHTTP); a != "" && c.APIKeyFile != "" {
+	if a := clientflags.AuthSection(c.TargetHTTP); a != "" && c.APIKeyFile != "" {
 		p.add("api_key_file", "conflicts with target_http.%s: give one", a)
 	}
 	if pr := c.Prometheus; pr.URL != "" {

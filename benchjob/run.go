@@ -17,13 +17,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/openai"
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/quality"
 	"github.com/joulemark/joulemark/remotewrite"
 	"github.com/joulemark/joulemark/runarchive"
 	"github.com/joulemark/joulemark/runid"
-	"github.com/prometheus/common/config"
 )
 
 // Run flags: stable names recorded in the manifest and the Result.
@@ -364,30 +364,16 @@ func loadInfo(c *Config) LoadInfo {
 	return l
 }
 
-// readSecret reads a secret from file (trimmed), else from env.
 // targetKey is the engine's API key: api_key_file's content, else env
 // OPENAI_API_KEY unless target_http has its own authorization.
 func targetKey(cfg *Config) (string, error) {
-	if cfg.APIKeyFile == "" && targetAuth(cfg.TargetHTTP) != "" {
+	if cfg.APIKeyFile == "" && clientflags.AuthSection(cfg.TargetHTTP) != "" {
 		return "", nil
 	}
 	return readSecret(cfg.APIKeyFile, "OPENAI_API_KEY", "api_key_file")
 }
 
-// targetAuth names the authentication section of the engine's HTTP client
-// config ("" without one).
-func targetAuth(c config.HTTPClientConfig) string {
-	switch {
-	case c.Authorization != nil || c.BearerToken != "" || c.BearerTokenFile != "":
-		return "authorization"
-	case c.BasicAuth != nil:
-		return "basic_auth"
-	case c.OAuth2 != nil:
-		return "oauth2"
-	}
-	return ""
-}
-
+// readSecret reads a secret from file (trimmed), else from env.
 func readSecret(file, env, field string) (string, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)

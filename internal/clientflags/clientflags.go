@@ -112,8 +112,10 @@ func (h HTTP) base(prefix string) (config.HTTPClientConfig, error) {
 	return c, nil
 }
 
-// hasAuth reports which authentication section c has, if any.
-func hasAuth(c config.HTTPClientConfig) string {
+// AuthSection names the authentication section of c: "authorization"
+// (bearer_token and bearer_token_file included), "basic_auth", "oauth2", or
+// "" without one.
+func AuthSection(c config.HTTPClientConfig) string {
 	switch {
 	case c.Authorization != nil || c.BearerToken != "" || c.BearerTokenFile != "":
 		return "authorization"
@@ -133,7 +135,7 @@ func (h HTTP) config(prefix string) (config.HTTPClientConfig, error) {
 		return c, err
 	}
 	if h.BearerTokenFile != "" {
-		if a := hasAuth(c); a != "" {
+		if a := AuthSection(c); a != "" {
 			return c, fmt.Errorf("--%sbearer-token-file conflicts with %s in %s: give one", prefix, a, h.source(prefix))
 		}
 		c.Authorization = &config.Authorization{Type: "Bearer", CredentialsFile: h.BearerTokenFile}
@@ -172,7 +174,7 @@ func (e Exporter) HTTPConfig() (config.HTTPClientConfig, error) {
 	if err != nil {
 		return c, err
 	}
-	if e.HTTP.BearerTokenFile != "" && hasAuth(c) == "authorization" {
+	if e.HTTP.BearerTokenFile != "" && AuthSection(c) == "authorization" {
 		return c, fmt.Errorf("--%sbearer-token-file conflicts with authorization in %s: give one", ExporterPrefix, e.HTTP.source(ExporterPrefix))
 	}
 	return c, validate(c, ExporterPrefix)
@@ -189,7 +191,7 @@ func (e Exporter) Token() (string, error) {
 	if f := e.HTTP.BearerTokenFile; f != "" {
 		return ReadSecret(f, "--"+ExporterPrefix+"bearer-token-file")
 	}
-	if hasAuth(c) == "authorization" {
+	if AuthSection(c) == "authorization" {
 		return "", nil
 	}
 	return strings.TrimSpace(os.Getenv(TokenEnv)), nil
@@ -199,7 +201,7 @@ func (e Exporter) Token() (string, error) {
 // because the HTTP client config takes the Authorization header.
 func (e Exporter) TokenHeader() (bool, error) {
 	c, err := e.HTTPConfig()
-	return hasAuth(c) != "", err
+	return AuthSection(c) != "", err
 }
 
 // RemoteWrite is where samples are pushed (Prometheus remote write).
@@ -248,7 +250,7 @@ func (t Target) HTTPConfig() (config.HTTPClientConfig, error) {
 		}
 		c = *fc
 	}
-	if a := hasAuth(c); a != "" && t.APIKeyFile != "" {
+	if a := AuthSection(c); a != "" && t.APIKeyFile != "" {
 		return c, fmt.Errorf("--%sapi-key-file conflicts with %s in --%shttp-config-file %s: give one", TargetPrefix, a, TargetPrefix, t.ConfigFile)
 	}
 	return c, validate(c, TargetPrefix)
