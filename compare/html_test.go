@@ -2,16 +2,13 @@ package compare
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"image/png"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
+	"github.com/joulemark/joulemark/internal/chromium"
 	"github.com/joulemark/joulemark/internal/testenv"
 )
 
@@ -43,36 +40,6 @@ func TestCompareHTML(t *testing.T) {
 	}
 
 	testenv.SkipIfShort(t, "starts chromium")
-	chromium := testenv.LookPath(t, "chromium")
-	shot := filepath.Join(dir, "compare.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-		"--user-data-dir="+t.TempDir(), "--screenshot="+shot, "--window-size=1200,2600",
-		"file://"+filepath.Join(dir, FileHTML))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	bd, dark := img.Bounds(), 0
-	for y := bd.Min.Y; y < bd.Max.Y; y += 4 {
-		for x := bd.Min.X; x < bd.Max.X; x += 4 {
-			r, g, b, _ := img.At(x, y).RGBA()
-			if r+g+b < 3*0xC000 {
-				dark++
-			}
-		}
-	}
-	if bd.Dx() != 1200 || dark < 2000 {
-		t.Errorf("screenshot %v has %d dark sample points; want a drawn page", bd, dark)
-	}
+	bin := testenv.LookPath(t, "chromium")
+	chromium.Screenshot(t, bin, filepath.Join(dir, FileHTML), filepath.Join(dir, "compare.png"), 2600)
 }
