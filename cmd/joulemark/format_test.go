@@ -3,69 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/internal/reportcsv/csvtest"
 )
-
-// lookup finds a dotted key in decoded JSON (list indices as parts); a
-// list of scalars reads as its items joined by ";", as docs/cli.md says.
-func lookup(v any, key string) (string, bool) {
-	if key != "" {
-		for _, part := range strings.Split(key, ".") {
-			switch x := v.(type) {
-			case map[string]any:
-				var ok bool
-				if v, ok = x[part]; !ok {
-					return "", false
-				}
-			case []any:
-				i, err := strconv.Atoi(part)
-				if err != nil || i >= len(x) {
-					return "", false
-				}
-				v = x[i]
-			default:
-				return "", false
-			}
-		}
-	}
-	switch x := v.(type) {
-	case nil:
-		return "", true
-	case string:
-		return x, true
-	case json.Number:
-		return x.String(), true
-	case bool:
-		return strconv.FormatBool(x), true
-	case []any:
-		var s []string
-		for _, e := range x {
-			c, ok := lookup(e, "")
-			if !ok {
-				return "", false
-			}
-			s = append(s, c)
-		}
-		return strings.Join(s, ";"), true
-	}
-	return "", false
-}
-
-func decode(t *testing.T, b []byte) any {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("%v:\n%s", err, b)
-	}
-	return v
-}
 
 // runOut runs a command of the CLI with its output in a buffer.
 func runOut(t *testing.T, args ...string) (string, error) {
@@ -119,8 +63,8 @@ func TestRunsCSV(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := decode(t, b)
-		id, _ := lookup(v, "run_id")
+		v := csvtest.Decode(t, b)
+		id, _ := csvtest.Lookup(v, "run_id")
 		docs[id] = v
 	}
 	for _, tc := range []struct {
@@ -156,15 +100,15 @@ func TestRunsCSV(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s --format json: %v", name, err)
 		}
-		jv := decode(t, []byte(js))
+		jv := csvtest.Decode(t, []byte(js))
 		jsonByRun := map[string]string{}
 		list, _ := jv.([]any)
 		if tc.jsonRuns != "" {
 			list, _ = jv.(map[string]any)[tc.jsonRuns].([]any)
 		}
 		for _, e := range list {
-			id, _ := lookup(e, "run_id")
-			jsonByRun[id], _ = lookup(e, tc.jsonKey)
+			id, _ := csvtest.Lookup(e, "run_id")
+			jsonByRun[id], _ = csvtest.Lookup(e, tc.jsonKey)
 		}
 		checked := 0
 		for _, row := range rows {
@@ -177,7 +121,7 @@ func TestRunsCSV(t *testing.T) {
 				t.Errorf("%s: %s %s = %q in CSV, %q in JSON", name, id, tc.lead[0], got, want)
 			}
 			for _, key := range header[len(tc.lead):] {
-				want, ok := lookup(doc, key)
+				want, ok := csvtest.Lookup(doc, key)
 				cell := row[col[key]]
 				if !ok && cell != "" || ok && cell != want {
 					t.Errorf("%s: run %s column %s = %q, report.json has %q (%v)", name, id, key, cell, want, ok)
@@ -204,20 +148,20 @@ func TestPlanDiffFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := decode(t, []byte(js)).(map[string]any)
+	plan := csvtest.Decode(t, []byte(js)).(map[string]any)
 	points := plan["points"].([]any)
 	header, rows := readCSV(t, out)
 	if len(rows) != len(points) || header[0] != "plan.admission_limit" {
 		t.Fatalf("plan: %d rows for %d points, header %v", len(rows), len(points), header)
 	}
-	admission, _ := lookup(plan, "admission_limit.run_id")
+	admission, _ := csvtest.Lookup(plan, "admission_limit.run_id")
 	for i, row := range rows {
 		for j, key := range header[1:] {
-			if want, _ := lookup(points[i], key); row[j+1] != want {
+			if want, _ := csvtest.Lookup(points[i], key); row[j+1] != want {
 				t.Errorf("plan point %d %s = %q, JSON %q", i, key, row[j+1], want)
 			}
 		}
-		id, _ := lookup(points[i], "run_id")
+		id, _ := csvtest.Lookup(points[i], "run_id")
 		if (row[0] == "true") != (id == admission) {
 			t.Errorf("plan point %s: admission_limit %s, JSON says %s", id, row[0], admission)
 		}
@@ -229,8 +173,8 @@ func TestPlanDiffFormats(t *testing.T) {
 		t.Fatalf("diff --format json: %v", err)
 	}
 	out, _ = runOut(t, "diff", before, after, "--format", "csv")
-	d := decode(t, []byte(js)).(map[string]any)
-	if n, _ := lookup(d, "regressions"); n != "4" {
+	d := csvtest.Decode(t, []byte(js)).(map[string]any)
+	if n, _ := csvtest.Lookup(d, "regressions"); n != "4" {
 		t.Errorf("diff JSON regressions %s", n)
 	}
 	changes := d["changes"].([]any)
@@ -240,7 +184,7 @@ func TestPlanDiffFormats(t *testing.T) {
 	}
 	for i, row := range rows {
 		for j, key := range header[2:] {
-			if want, _ := lookup(changes[i], key); row[j+2] != want {
+			if want, _ := csvtest.Lookup(changes[i], key); row[j+2] != want {
 				t.Errorf("diff metric %d %s = %q, JSON %q", i, key, row[j+2], want)
 			}
 		}
@@ -262,12 +206,12 @@ func TestReportCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	header, rows := readCSV(t, buf.String())
-	doc := decode(t, b)
+	doc := csvtest.Decode(t, b)
 	if len(rows) != 1 || header[0] != "schema_version" && header[0] != "run_id" && len(header) < 50 {
 		t.Fatalf("%d rows, header %v", len(rows), header[:3])
 	}
 	for i, key := range header {
-		if want, ok := lookup(doc, key); !ok || rows[0][i] != want {
+		if want, ok := csvtest.Lookup(doc, key); !ok || rows[0][i] != want {
 			t.Errorf("%s = %q, report.json %q (%v)", key, rows[0][i], want, ok)
 		}
 	}

@@ -3,13 +3,12 @@ package reportcsv
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/internal/reportcsv/csvtest"
 )
 
 func TestFlatten(t *testing.T) {
@@ -51,50 +50,6 @@ func TestTableUnion(t *testing.T) {
 	}
 }
 
-// Lookup finds key (dotted, list indices as parts) in the decoded JSON v,
-// as the CSV writes it; independent of Flatten.
-func Lookup(t *testing.T, v any, key string) (string, bool) {
-	t.Helper()
-	for _, part := range strings.Split(key, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[part]; !ok {
-				return "", false
-			}
-		case []any:
-			i, err := strconv.Atoi(part)
-			if err != nil || i >= len(x) {
-				return "", false
-			}
-			v = x[i]
-		default:
-			return "", false
-		}
-	}
-	switch x := v.(type) {
-	case nil:
-		return "", true
-	case string:
-		return x, true
-	case json.Number:
-		return x.String(), true
-	case bool:
-		return strconv.FormatBool(x), true
-	case []any:
-		var s []string
-		for _, e := range x {
-			c, ok := Lookup(t, e, "")
-			if !ok {
-				return "", false
-			}
-			s = append(s, c)
-		}
-		return strings.Join(s, ";"), true
-	}
-	return "", false
-}
-
 // Every report fixture goes to CSV and back: each cell is the JSON's
 // value, in the first report's key order.
 func TestReportRoundTrip(t *testing.T) {
@@ -112,13 +67,7 @@ func TestReportRoundTrip(t *testing.T) {
 		if err := tb.AddJSON([]Field{{"file", f}}, b); err != nil {
 			t.Fatal(err)
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, v)
+		docs = append(docs, csvtest.Decode(t, b))
 	}
 	var buf bytes.Buffer
 	if err := tb.Write(&buf); err != nil {
@@ -136,7 +85,7 @@ func TestReportRoundTrip(t *testing.T) {
 	for i, rec := range recs[1:] {
 		for j, key := range header[1:] {
 			cell := rec[j+1]
-			want, ok := Lookup(t, docs[i], key)
+			want, ok := csvtest.Lookup(docs[i], key)
 			switch {
 			case !ok && cell != "":
 				t.Errorf("%s: column %s = %q, the report has no such key", files[i], key, cell)
