@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/openai"
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/quality"
@@ -376,15 +377,7 @@ func targetKey(cfg *Config) (string, error) {
 // readSecret reads a secret from file (trimmed), else from env.
 func readSecret(file, env, field string) (string, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", field, err)
-		}
-		s := strings.TrimSpace(string(b))
-		if s == "" {
-			return "", fmt.Errorf("%s: %s is empty", field, file)
-		}
-		return s, nil
+		return secretfile.Read(file, field)
 	}
 	if env != "" {
 		return os.Getenv(env), nil

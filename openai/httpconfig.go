@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/prometheus/common/config"
+
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // settings is Config.HTTP (and Config.APIKey) read once, when the client is
@@ -156,13 +157,5 @@ func secret(inline, file, field string) (string, error) {
 	if file == "" {
 		return inline, nil
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", field, err)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("%s: %s is empty", field, file)
-	}
-	return s, nil
+	return secretfile.Read(file, field)
 }
