@@ -164,8 +164,23 @@ func setEnv(f *kong.Flag, cmd string) {
 
 // findFlag is flag name of command path cmd (space-separated).
 func findFlag(root *kong.Node, cmd, name string) *kong.Flag {
+	n := findCommand(root, cmd)
+	if n == nil {
+		return nil
+	}
+	for _, f := range n.Flags {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// findCommand is the command at path (space-separated names) below root;
+// nil when there is none.
+func findCommand(root *kong.Node, path string) *kong.Node {
 	n := root
-	for _, part := range strings.Fields(cmd) {
+	for _, part := range strings.Fields(path) {
 		var next *kong.Node
 		for _, c := range n.Children {
 			if c.Type == kong.CommandNode && c.Name == part {
@@ -177,12 +192,7 @@ func findFlag(root *kong.Node, cmd, name string) *kong.Flag {
 		}
 		n = next
 	}
-	for _, f := range n.Flags {
-		if f.Name == name {
-			return f
-		}
-	}
-	return nil
+	return n
 }
 
 // warnDeprecated logs a warning for every deprecated flag on the command

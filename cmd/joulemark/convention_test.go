@@ -466,23 +466,6 @@ func TestDocCommandLines(t *testing.T) {
 	}
 }
 
-func findCommand(root *kong.Node, path string) *kong.Node {
-	n := root
-	for _, part := range strings.Fields(path) {
-		var next *kong.Node
-		for _, c := range n.Children {
-			if c.Type == kong.CommandNode && c.Name == part {
-				next = c
-			}
-		}
-		if next == nil {
-			return nil
-		}
-		n = next
-	}
-	return n
-}
-
 // hasFlag: name is a visible flag of n (or of its default subcommand) or of
 // a command above it.
 func hasFlag(n *kong.Node, name string) bool {
