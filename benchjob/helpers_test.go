@@ -17,6 +17,8 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/joulemark/joulemark/exporter"
+	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/runarchive"
 )
@@ -357,3 +359,22 @@ func runFake(cfg Config) (*Result, error) {
 }
 
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// startSimExporter starts an exporter over sim (API token "tok", sampling
+// every 10 ms, quick release checks) behind an httptest server; both stop
+// when the test ends.
+func startSimExporter(t *testing.T, sim gpu.Backend) (*exporter.Exporter, *httptest.Server) {
+	t.Helper()
+	exp, err := exporter.New(exporter.Config{Backend: sim, Interval: 10 * time.Millisecond, ReleaseHold: 200 * time.Millisecond,
+		ReleaseWindow: 50 * time.Millisecond, ReleaseMaxWait: 20 * time.Second, APIToken: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	exp.Start(ctx)
+	t.Cleanup(func() { exp.Close() })
+	srv := httptest.NewServer(exp.Handler())
+	t.Cleanup(srv.Close)
+	return exp, srv
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/openai/openaitest"
@@ -31,17 +29,9 @@ func TestRunAgainstExporterAndPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp, err := exporter.New(exporter.Config{Backend: sim, Interval: 10 * time.Millisecond, ReleaseHold: 200 * time.Millisecond,
-		ReleaseWindow: 50 * time.Millisecond, ReleaseMaxWait: 20 * time.Second, APIToken: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, expSrv := startSimExporter(t, sim)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	exp.Start(ctx)
-	defer exp.Close()
-	expSrv := httptest.NewServer(exp.Handler())
-	defer expSrv.Close()
 
 	prom, err := promserver.Start(ctx, promserver.Options{Dir: t.TempDir(), ListenAddress: "127.0.0.1:0"})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,17 +29,8 @@ func TestRunMeasuresEngineGPUsOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exp, err := exporter.New(exporter.Config{Backend: sim, Interval: 10 * time.Millisecond, ReleaseHold: 200 * time.Millisecond,
-		ReleaseWindow: 50 * time.Millisecond, ReleaseMaxWait: 20 * time.Second, APIToken: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	exp.Start(ctx)
-	defer exp.Close()
-	expSrv := httptest.NewServer(exp.Handler())
-	defer expSrv.Close()
+	exp, expSrv := startSimExporter(t, sim)
+	ctx := context.Background()
 	srv := openaitest.New(openaitest.Behavior{TokenDelay: time.Millisecond})
 	defer srv.Close()
 	t.Setenv("JOULEMARK_API_TOKEN", "tok")
