@@ -14,6 +14,29 @@ import (
 	"github.com/joulemark/joulemark/phaseapi"
 )
 
+// waitReady polls the exporter at base until /-/ready answers 200 (10 s at
+// most), failing t when it never does or exits first (done).
+func waitReady(t *testing.T, base string, done <-chan error) {
+	t.Helper()
+	for i := 0; ; i++ {
+		select {
+		case err := <-done:
+			t.Fatalf("exporter exited: %v", err)
+		default:
+		}
+		if resp, err := http.Get(base + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if i > 500 {
+			t.Fatal("exporter never became ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // startExporter runs `joulemark exporter` in process with args (plus a
 // listen address and a token) until the test ends, and returns its base URL
 // and a phase API client once it is ready.
@@ -44,23 +67,7 @@ func startExporter(t *testing.T, args ...string) (string, *phaseapi.Client) {
 		}
 	})
 	base := "http://" + addr
-	for i := 0; ; i++ {
-		select {
-		case err := <-done:
-			t.Fatalf("exporter exited: %v", err)
-		default:
-		}
-		if resp, err := http.Get(base + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if i > 500 {
-			t.Fatal("exporter never became ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReady(t, base, done)
 	client, err := phaseapi.NewClient(base, "gpu-test-token-not-secret", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -34,18 +34,7 @@ func TestExporterAndPhaseCommands(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cli.Exporter.run(ctx, slog.New(slog.DiscardHandler)) }()
 	base := "http://" + addr
-	for i := 0; ; i++ {
-		if resp, err := http.Get(base + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if i > 500 {
-			t.Fatal("exporter never became ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitReady(t, base, done)
 	phase := func(args ...string) error {
 		pc := parseCLI(t, append([]string{"phase"}, args...)...)
 		return pc.Phase.Run(context.Background(), &pc.Globals)
