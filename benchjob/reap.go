@@ -25,9 +25,11 @@ const EnginePIDFile = "engine.pid"
 // background of a shell that leads its process group; SIGHUP (the bench's
 // death, through Pdeathsig) kills the whole group; SIGTERM and SIGINT (a
 // stop) reach every member and the shell waits until the engine is gone,
-// then exits with its status.
+// then exits with its status. Its traps are set before the engine starts
+// (the engine's subshell gets the default actions back), so a stop that
+// comes as soon as the engine runs never kills the shell alone.
 func groupScript(cmd string) string {
-	return "trap 'kill -KILL 0' HUP\n{\n" + cmd + "\n} &\np=$!\ntrap : TERM INT\n" +
+	return "trap 'kill -KILL 0' HUP\ntrap : TERM INT\n{\n" + cmd + "\n} &\np=$!\n" +
 		"while :; do wait $p; s=$?; kill -0 $p 2>/dev/null || exit $s; done\n"
 }
 
