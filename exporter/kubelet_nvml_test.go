@@ -66,18 +66,8 @@ func TestPodEnergySMShare(t *testing.T) {
 	 {"PodUID":"bbbbbbbb-0000-4000-8000-000000000002","ContainerName":"engine","ResourceName":"nvidia.com/gpu","DeviceIDs":{"0":["`+g1+`::1"]}}]}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sock := kubeletSocket(t)
-	fake, err := podresources.NewFake(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake, cli := fakeKubelet(t)
 	fake.Set([]podresources.Allocation{alloc("serve", "a", g1+"::0"), alloc("serve", "b", g1+"::1")})
-	cli, err := podresources.Dial(sock, []string{"nvidia.com/gpu"}, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
 	e, err := New(Config{Backend: b, Clock: clk, Pods: &PodConfig{Lister: cli, ProcRoot: proc, Checkpoint: cp}})
 	if err != nil {
 		t.Fatal(err)
@@ -161,18 +151,8 @@ func BenchmarkAttribution8GPUsMockNVML(b *testing.B) {
 	if err := os.WriteFile(cpPath, []byte(cp.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	sock := kubeletSocket(b)
-	fake, err := podresources.NewFake(sock)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer fake.Close()
+	fake, cli := fakeKubelet(b)
 	fake.Set(allocs)
-	cli, err := podresources.Dial(sock, []string{"nvidia.com/gpu"}, time.Second)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cli.Close()
 	nv, err := gpu.NewNVML(m.srv, gpu.NVMLOptions{Clock: clk})
 	if err != nil {
 		b.Fatal(err)
@@ -231,21 +211,11 @@ func TestPodEnergyMIG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := kubeletSocket(t)
-	fake, err := podresources.NewFake(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake, cli := fakeKubelet(t, "nvidia.com/gpu", "nvidia.com/mig-*")
 	mig := func(pod, id string) podresources.Allocation {
 		return podresources.Allocation{Namespace: "batch", Pod: pod, Container: "main", Resource: "nvidia.com/mig-3g.40gb", DeviceID: id}
 	}
 	fake.Set([]podresources.Allocation{mig("x", migs[0]), mig("y", migs[1])})
-	cli, err := podresources.Dial(sock, []string{"nvidia.com/gpu", "nvidia.com/mig-*"}, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
 	e, err := New(Config{Backend: b, Clock: clk, Pods: &PodConfig{Lister: cli, Checkpoint: "/nonexistent"}})
 	if err != nil {
 		t.Fatal(err)

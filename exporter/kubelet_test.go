@@ -36,6 +36,28 @@ func kubeletSocket(t testing.TB) string {
 	return filepath.Join(dir, "kubelet.sock")
 }
 
+// fakeKubelet starts a fake kubelet on a fresh socket and a client of it
+// reading resources (nvidia.com/gpu when none are given); both close when
+// the test ends.
+func fakeKubelet(t testing.TB, resources ...string) (*podresources.Fake, *podresources.Client) {
+	t.Helper()
+	if len(resources) == 0 {
+		resources = []string{"nvidia.com/gpu"}
+	}
+	sock := kubeletSocket(t)
+	fake, err := podresources.NewFake(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	cli, err := podresources.Dial(sock, resources, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return fake, cli
+}
+
 // podRig is an exporter over four simulated GPUs with exact energy, a fake
 // kubelet, and a fake clock the test steps.
 type podRig struct {

@@ -17,17 +17,7 @@ import (
 // selectorHarness is a harness over four simulated GPUs with exact energy
 // and a fake kubelet.
 func selectorHarness(t *testing.T) (*harness, *podresources.Fake) {
-	sock := kubeletSocket(t)
-	fake, err := podresources.NewFake(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Close() })
-	cli, err := podresources.Dial(sock, []string{"nvidia.com/gpu"}, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	fake, cli := fakeKubelet(t)
 	h := newHarness(t, gpu.SimConfig{GPUs: 4, Seed: 5, EnergyCounter: true},
 		Config{ReleaseHold: 2 * time.Second, Pods: &PodConfig{Lister: cli, Checkpoint: "/nonexistent"}})
 	return h, fake
