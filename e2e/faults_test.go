@@ -201,6 +201,23 @@ func waitExit(t *testing.T, p *process, limit time.Duration) int {
 	return exitStatus(p)
 }
 
+// enginePGID is the engine's process group from the run archive dir's
+// engine.pid.
+func enginePGID(t *testing.T, dir string) int {
+	t.Helper()
+	pidb, err := os.ReadFile(filepath.Join(dir, benchjob.EnginePIDFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pf struct {
+		PGID int `json:"pgid"`
+	}
+	if err := json.Unmarshal(pidb, &pf); err != nil || pf.PGID <= 1 {
+		t.Fatalf("engine.pid %s: %v", pidb, err)
+	}
+	return pf.PGID
+}
+
 func readManifest(t *testing.T, dir string) *runarchive.Manifest {
 	t.Helper()
 	run, err := runarchive.OpenDir(dir)
@@ -412,25 +429,16 @@ func TestFaultBenchKilledThenFinalize(t *testing.T) {
 	b := startBench(t, f.bin, f.benchArgs("bk-1", "--formal.duration=60s")...)
 	waitPhase(t, f.client(t), "bk-1", phaseapi.Formal, 60*time.Second)
 	time.Sleep(1500 * time.Millisecond) // records reach the disk every second
-	pidb, err := os.ReadFile(filepath.Join(f.runsDir, "bk-1", benchjob.EnginePIDFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pf struct {
-		PGID int `json:"pgid"`
-	}
-	if err := json.Unmarshal(pidb, &pf); err != nil || pf.PGID <= 1 {
-		t.Fatalf("engine.pid %s: %v", pidb, err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-pf.PGID, syscall.SIGKILL) })
+	pgid := enginePGID(t, filepath.Join(f.runsDir, "bk-1"))
+	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 	_ = b.cmd.Process.Signal(syscall.SIGKILL)
 	waitExit(t, b, 10*time.Second)
 	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(-pf.PGID, 0) == nil && time.Now().Before(deadline) {
+	for syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if syscall.Kill(-pf.PGID, 0) == nil {
-		t.Errorf("the engine's process group %d outlived the killed bench", pf.PGID)
+	if syscall.Kill(-pgid, 0) == nil {
+		t.Errorf("the engine's process group %d outlived the killed bench", pgid)
 	}
 	r := runJoulemark(t, 30*time.Second, f.bin, "runs", "list", "--runs-dir="+f.runsDir)
 	if r.code != 0 || !strings.Contains(r.stdout, "bk-1") || !strings.Contains(r.stdout, "running") {
@@ -461,17 +469,8 @@ func TestFaultEngineKilled(t *testing.T) {
 	b := startBench(t, f.bin, f.benchArgs("ek-1", "--formal.duration=60s")...)
 	waitPhase(t, f.client(t), "ek-1", phaseapi.Formal, 60*time.Second)
 	time.Sleep(500 * time.Millisecond)
-	pidb, err := os.ReadFile(filepath.Join(f.runsDir, "ek-1", benchjob.EnginePIDFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pf struct {
-		PGID int `json:"pgid"`
-	}
-	if err := json.Unmarshal(pidb, &pf); err != nil || pf.PGID <= 1 {
-		t.Fatalf("engine.pid %s: %v", pidb, err)
-	}
-	_ = syscall.Kill(-pf.PGID, syscall.SIGKILL) // the engine (and its shell) killed, as by the OOM killer
+	pgid := enginePGID(t, filepath.Join(f.runsDir, "ek-1"))
+	_ = syscall.Kill(-pgid, syscall.SIGKILL) // the engine (and its shell) killed, as by the OOM killer
 	if code := waitExit(t, b, 60*time.Second); code != 1 {
 		t.Errorf("bench exit %d, want 1:\n%s", code, tail(b.out.String(), 3000))
 	}
