@@ -441,14 +441,23 @@ func fieldValue(f nvml.FieldValue) (float64, bool) {
 	return 0, false
 }
 
+// checkGPU is an error when the backend is closed or has no GPU i. Called
+// with b.mu read-held.
+func (b *NVML) checkGPU(i int) error {
+	if b.closed {
+		return errors.New("nvml: backend closed")
+	}
+	if i < 0 || i >= len(b.devs) {
+		return fmt.Errorf("nvml: no GPU %d", i)
+	}
+	return nil
+}
+
 // device returns GPU i's state, opening it again first when it failed to
 // open and its retry time came. Called with b.mu read-held.
 func (b *NVML) device(i int) (*nvmlDevice, error) {
-	if b.closed {
-		return nil, errors.New("nvml: backend closed")
-	}
-	if i < 0 || i >= len(b.devs) {
-		return nil, fmt.Errorf("nvml: no GPU %d", i)
+	if err := b.checkGPU(i); err != nil {
+		return nil, err
 	}
 	d := b.devs[i]
 	if d.opened.Load() {

@@ -3,8 +3,6 @@
 package gpu
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -19,11 +17,8 @@ const processWindow = 2 * time.Second
 func (b *NVML) ProcessSM(i int) ([]ProcessSM, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if b.closed {
-		return nil, errors.New("nvml: backend closed")
-	}
-	if i < 0 || i >= len(b.devs) {
-		return nil, fmt.Errorf("nvml: no GPU %d", i)
+	if err := b.checkGPU(i); err != nil {
+		return nil, err
 	}
 	since := uint64(b.clock.Now().Add(-processWindow).UnixMicro())
 	samples, ret := b.devs[i].h.GetProcessUtilization(since)
@@ -59,11 +54,8 @@ func (b *NVML) ProcessSM(i int) ([]ProcessSM, error) {
 func (b *NVML) MIGUUIDs(i int) ([]string, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if b.closed {
-		return nil, errors.New("nvml: backend closed")
-	}
-	if i < 0 || i >= len(b.devs) {
-		return nil, fmt.Errorf("nvml: no GPU %d", i)
+	if err := b.checkGPU(i); err != nil {
+		return nil, err
 	}
 	h := b.devs[i].h
 	cur, _, ret := h.GetMigMode()
