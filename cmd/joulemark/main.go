@@ -70,7 +70,9 @@ type CLI struct {
 func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 	return kong.New(cli, append([]kong.Option{
 		kong.Name("joulemark"),
-		kong.Description("Energy per token of LLM inference, measured through Prometheus."),
+		kong.Description("Energy per token of LLM inference, measured through Prometheus.\n\n" +
+			"Exit codes: 0 completed and usable; 1 error, nothing measured; 2 bad usage; " +
+			"3 completed but unusable (no successful request, lost phases, all samples lost, invalid report)."),
 		kong.ShortUsageOnError(),
 		kong.Vars{"version": version.String()},
 		benchDefaults(),
