@@ -45,6 +45,10 @@ const (
 
 var optionalSymbols = []string{symClocksEventReasons, symClocksThrottleReasons, symC2cModeInfo, symFieldValues, symTotalEnergy, symMigMode, symArchitecture}
 
+// maxRetryWait is how far the wait between reopen attempts of a GPU that
+// failed to open doubles (unless NVMLOptions.RetryInterval is longer).
+const maxRetryWait = 5 * time.Minute
+
 // NVML reads GPUs through NVML. Every call into the library is made only
 // after a successful Init, and none after Close. A GPU that cannot be
 // opened is listed (Device.Err says why), answers errors, and is opened
@@ -477,7 +481,7 @@ func (b *NVML) device(i int) (*nvmlDevice, error) {
 	}
 	info, dev, err := b.openDevice(i)
 	if err != nil {
-		d.retryWait = min(2*d.retryWait, 5*time.Minute)
+		d.retryWait = min(2*d.retryWait, max(maxRetryWait, b.opts.RetryInterval))
 		d.nextRetry = now.Add(d.retryWait)
 		return nil, fmt.Errorf("nvml: GPU %d still not opened: %w", i, err)
 	}

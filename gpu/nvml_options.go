@@ -16,7 +16,8 @@ type NVMLOptions struct {
 	// attempt.
 	InitTimeout time.Duration
 	// RetryInterval is the first wait before a GPU that failed to open is
-	// tried again (doubling to 5 minutes; default 10s).
+	// tried again; each failed attempt doubles it, up to 5 minutes or
+	// RetryInterval if longer (default 10s).
 	RetryInterval time.Duration
 	// Logger receives retries (nil: none).
 	Logger *slog.Logger

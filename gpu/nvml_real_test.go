@@ -225,6 +225,52 @@ func TestNVMLLostGPUAtStart(t *testing.T) {
 	}
 }
 
+// TestNVMLRetryInterval: a GPU failing to open is tried again after
+// RetryInterval, then after twice as long each time, up to 5 minutes (or
+// RetryInterval when longer: --nvml.retry-interval).
+func TestNVMLRetryInterval(t *testing.T) {
+	for _, tc := range []struct {
+		interval time.Duration
+		waits    []time.Duration // between attempts, failing each time
+	}{
+		{3 * time.Second, []time.Duration{3 * time.Second, 6 * time.Second, 12 * time.Second, 24 * time.Second}},
+		{2 * time.Minute, []time.Duration{2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute}},
+		{10 * time.Minute, []time.Duration{10 * time.Minute, 10 * time.Minute, 10 * time.Minute}},
+	} {
+		t.Run(tc.interval.String(), func(t *testing.T) {
+			s, _ := powered(t, 0)
+			attempts := 0
+			getHandle := s.DeviceGetHandleByIndexFunc
+			s.DeviceGetHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+				if i == 1 {
+					attempts++
+					return nil, nvml.ERROR_GPU_IS_LOST
+				}
+				return getHandle(i)
+			}
+			clk := fakeclock.New()
+			b, err := NewNVML(s, NVMLOptions{Clock: clk, MaxGPUs: 2, RetryInterval: tc.interval})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			for k, w := range tc.waits {
+				before := attempts
+				clk.Advance(w - time.Millisecond)
+				_, _ = b.Sample(1)
+				if attempts != before {
+					t.Fatalf("attempt %d came before its wait of %v", k+2, w)
+				}
+				clk.Advance(time.Millisecond)
+				_, _ = b.Sample(1)
+				if attempts != before+1 {
+					t.Fatalf("attempt %d did not come after its wait of %v", k+2, w)
+				}
+			}
+		})
+	}
+}
+
 // TestNVMLNoGPUEverWorks: every GPU failing at start fails the backend
 // (after InitTimeout of retries), naming why.
 func TestNVMLNoGPUEverWorks(t *testing.T) {

@@ -378,6 +378,8 @@ func TestExitStatus(t *testing.T) {
 			stderr: []string{"joulemark bench: invalid bench config: concurrency: -1 must not be negative", "Usage: joulemark bench"}},
 		{args: []string{"plan", report, "--target-peak-rate", "1"}, code: exitUsage,
 			stderr: []string{"joulemark plan: give at least one SLO"}, noStderr: []string{"plan: plan:"}},
+		{args: []string{"exporter", "--gpu=nvml", "--nvml.retry-interval=0s"}, code: exitUsage,
+			stderr: []string{"joulemark exporter: --nvml.retry-interval 0s: want more than 0"}},
 		{args: []string{"diff", report, filepath.Join("..", "..", "choose", "testdata", "diff", "after-bad.json")}, code: exitFailed,
 			stderr: []string{"joulemark diff: 4 regression(s)"}, noStderr: []string{"Usage:"}},
 	} {

@@ -39,7 +39,8 @@ type ExporterCmd struct {
 	// RemoteWrite pushes every raw power sample (remote write 1.0).
 	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write."`
 
-	NVMLInitTimeout time.Duration `name:"nvml.init-timeout" default:"2m" help:"With --gpu=nvml: how long NVML's init (and opening a first GPU) is retried, with backoff, before the exporter gives up; GPUs failing after that are listed down and retried."`
+	NVMLInitTimeout   time.Duration `name:"nvml.init-timeout" default:"2m" help:"With --gpu=nvml: how long NVML's init (and opening a first GPU) is retried, with backoff, before the exporter gives up; GPUs failing after that are listed down and retried."`
+	NVMLRetryInterval time.Duration `name:"nvml.retry-interval" default:"10s" help:"With --gpu=nvml: how long after failing to open a GPU is opened again (listed with joulemark_gpu_up 0 meanwhile); the wait doubles after each failed attempt, up to 5m (or this, if longer)."`
 
 	SimEngineURL     []string      `name:"sim.engine-url" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state); repeatable as namespace/pod=URL, each engine then driving only the GPUs its pod holds in --sim.allocations."`
 	SimIdleWatts     float64       `name:"sim.idle-watts" default:"70" help:"Simulated idle power per GPU."`
@@ -112,7 +113,10 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		if c.SimHangGPU >= 0 {
 			return errors.New("--sim.hang-gpu needs --gpu=sim")
 		}
-		b, err := gpu.OpenNVML(gpu.NVMLOptions{MaxGPUs: c.GPUs, InitTimeout: c.NVMLInitTimeout, Logger: log})
+		if c.NVMLRetryInterval <= 0 {
+			return withExitCode(exitUsage, fmt.Errorf("--nvml.retry-interval %v: want more than 0", c.NVMLRetryInterval))
+		}
+		b, err := gpu.OpenNVML(gpu.NVMLOptions{MaxGPUs: c.GPUs, InitTimeout: c.NVMLInitTimeout, RetryInterval: c.NVMLRetryInterval, Logger: log})
 		if err != nil {
 			return err
 		}
