@@ -130,6 +130,7 @@ type Exporter struct {
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+	live      []atomic.Int32 // per GPU: its sampling goroutines still running
 	ready     chan struct{}
 	readyOnce sync.Once
 	started   int64 // offset when Start ran (stall reference before a GPU's first read)
@@ -307,8 +308,10 @@ func (e *Exporter) Start(ctx context.Context) {
 		e.mu.Unlock()
 		var first sync.WaitGroup
 		first.Add(len(e.gpus))
+		e.live = make([]atomic.Int32, len(e.gpus))
 		for i := range e.gpus {
 			e.wg.Add(2)
+			e.live[i].Add(2)
 			go e.fastLoop(ctx, i, first.Done)
 			go e.slowLoop(ctx, i)
 		}
@@ -341,6 +344,7 @@ func (e *Exporter) Start(ctx context.Context) {
 // read.
 func (e *Exporter) fastLoop(ctx context.Context, i int, firstDone func()) {
 	defer e.wg.Done()
+	defer e.live[i].Add(-1)
 	every := e.cfg.Interval
 	e.sampleGPU(i)
 	firstDone()
@@ -363,6 +367,7 @@ func (e *Exporter) fastLoop(ctx context.Context, i int, firstDone func()) {
 // slowLoop reads GPU i's slow metrics every SlowInterval.
 func (e *Exporter) slowLoop(ctx context.Context, i int) {
 	defer e.wg.Done()
+	defer e.live[i].Add(-1)
 	e.sampleSlowGPU(i)
 	t := time.NewTicker(e.cfg.SlowInterval)
 	defer t.Stop()
@@ -378,40 +383,69 @@ func (e *Exporter) slowLoop(ctx context.Context, i int) {
 }
 
 // Close stops sampling, flushes remote write (5 s at most) and closes the
-// backend.
+// backend. A backend call that hangs (a driver hang) does not hold it for
+// long: after a second the backend is closed under the hung call, and a
+// backend whose shutdown is blocked behind it (NVML's) is abandoned
+// shutdownTimeout after Close began, with an error naming the hung GPUs;
+// the process can then exit (the driver releases its state on exit).
 func (e *Exporter) Close() error {
 	var err error
 	e.closeOnce.Do(func() {
+		began := time.Now()
 		if e.stop != nil {
 			e.stop()
 		}
-		if !waitTimeout(&e.wg, time.Second) {
-			// A backend call hangs (a driver hang). Closing the backend
-			// releases what can be released (the simulator's hung calls);
-			// NVML's own shutdown may block behind the hung call.
-			e.log.Error("a GPU read is still hung at shutdown; closing the backend under it")
-			closed := make(chan error, 1)
-			go func() { closed <- e.backend.Close() }()
-			select {
-			case berr := <-closed:
-				if berr != nil {
-					err = fmt.Errorf("closing GPU backend: %w", berr)
-				}
-			case <-time.After(closeGrace):
-				err = fmt.Errorf("closing GPU backend: still blocked after %v", closeGrace)
-			}
-			if !waitTimeout(&e.wg, closeGrace) {
-				err = errors.Join(err, fmt.Errorf("a GPU read was still hung %v after the backend closed", closeGrace))
-			}
+		if waitTimeout(&e.wg, time.Second) {
 			e.closeRemoteWrite(&err)
+			if berr := e.closeBackend(shutdownTimeout - time.Since(began)); berr != nil {
+				err = errors.Join(err, berr)
+			}
 			return
 		}
+		hung := e.hungGPUs()
+		e.log.Error("GPU read(s) still hung at shutdown; closing the GPU backend under them", "gpus", hung)
 		e.closeRemoteWrite(&err)
-		if berr := e.backend.Close(); berr != nil {
-			err = errors.Join(err, fmt.Errorf("closing GPU backend: %w", berr))
+		if berr := e.closeBackend(shutdownTimeout - time.Since(began)); berr != nil {
+			e.log.Error("exiting without the GPU backend's shutdown: it is blocked behind a hung driver call",
+				"gpus", hung, "waited", time.Since(began).Round(time.Millisecond), "err", berr)
+			err = errors.Join(err, fmt.Errorf("GPU(s) %v hung at shutdown: %w", hung, berr))
+			return
+		}
+		if !waitTimeout(&e.wg, max(shutdownTimeout-time.Since(began), 0)) {
+			err = errors.Join(err, fmt.Errorf("GPU(s) %v: a read was still hung after the backend closed", e.hungGPUs()))
 		}
 	})
 	return err
+}
+
+// closeBackend closes the backend, giving up after wait (at least a
+// second) when its shutdown blocks.
+func (e *Exporter) closeBackend(wait time.Duration) error {
+	wait = max(wait, time.Second)
+	closed := make(chan error, 1)
+	go func() { closed <- e.backend.Close() }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case berr := <-closed:
+		if berr != nil {
+			return fmt.Errorf("closing GPU backend: %w", berr)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("closing GPU backend: still blocked after %v", wait.Round(time.Millisecond))
+	}
+}
+
+// hungGPUs lists the GPUs whose sampling goroutines have not returned.
+func (e *Exporter) hungGPUs() []int {
+	var out []int
+	for i := range e.live {
+		if e.live[i].Load() > 0 {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // closeRemoteWrite flushes remote write (5 s at most).
@@ -426,8 +460,8 @@ func (e *Exporter) closeRemoteWrite(err *error) {
 	}
 }
 
-// closeGrace is how long Close waits for the sampling goroutines.
-const closeGrace = 5 * time.Second
+// shutdownTimeout bounds Close when a backend call hangs.
+const shutdownTimeout = 5 * time.Second
 
 // waitTimeout waits for wg at most d; false when it timed out.
 func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {

@@ -66,3 +66,50 @@ func TestGPULostAtStartIsListedAndRetried(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseBehindHungNVMLCall: NVML's shutdown waits for a hung call (the
+// backend's Close takes the lock every call holds), so Close gives up on it
+// after shutdownTimeout, naming the hung GPU, instead of blocking for good.
+func TestCloseBehindHungNVMLCall(t *testing.T) {
+	srv := nvmlmock.New()
+	var ms []*nvmlmock.PowerModel
+	for i := range 3 {
+		ms = append(ms, nvmlmock.Power(srv, i, &nvmlmock.PowerModel{
+			InstantMW: map[uint32]uint32{0: 100_000}, AverageMW: map[uint32]uint32{0: 100_000},
+			Energy: func() uint64 { return 1_000_000 },
+		}))
+	}
+	b, err := gpu.NewNVML(srv, gpu.NVMLOptions{MaxGPUs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Backend: b, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start(t.Context())
+	hang := make(chan struct{})
+	defer close(hang) // lets the hung call, then the backend's Close, return
+	ms[1].Lock()
+	ms[1].Hang = hang
+	ms[1].Unlock()
+	for i := 0; ; i++ {
+		if st := e.Stalled(); len(st) == 1 && st[0] == 1 {
+			break
+		}
+		if i > 1000 {
+			t.Fatalf("GPU 1 never stalled: %v", e.Stalled())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close() }()
+	select {
+	case err := <-closed:
+		if err == nil || !strings.Contains(err.Error(), "GPU(s) [1] hung at shutdown") || !strings.Contains(err.Error(), "still blocked") {
+			t.Errorf("Close: %v, want the hung GPU 1 and the blocked shutdown named", err)
+		}
+	case <-time.After(4 * shutdownTimeout):
+		t.Fatal("Close blocked behind the hung NVML call")
+	}
+}

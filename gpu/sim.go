@@ -68,6 +68,11 @@ type SimConfig struct {
 	// distributed amount in [−CounterJitter, +CounterJitter]; at most
 	// 0.45·CounterPeriod so updates stay in order.
 	CounterJitter time.Duration
+	// HangBlocksClose makes Close block for good while a call of a hung
+	// GPU (HangGPU) is in flight, as NVML's shutdown does behind a hung
+	// driver call (the NVML backend's Close waits for its calls); without
+	// it, Close releases the hung calls.
+	HangBlocksClose bool
 	// History is how long ExactEnergy can look back (default 1h).
 	History time.Duration
 	Clock   Clock // default RealClock
@@ -88,6 +93,7 @@ type Sim struct {
 
 	hangMu    sync.Mutex
 	hung      map[int]bool
+	inHang    int           // calls blocked in a hung GPU
 	done      chan struct{} // closed by Close: hung calls return
 	closeOnce sync.Once
 }
@@ -185,7 +191,8 @@ func (s *Sim) Devices() []Device {
 }
 
 // HangGPU makes every later Sample and SlowSample of GPU i block until
-// Close, as a driver call that hangs does.
+// Close (for good with SimConfig.HangBlocksClose), as a driver call that
+// hangs does.
 func (s *Sim) HangGPU(i int) {
 	s.hangMu.Lock()
 	defer s.hangMu.Unlock()
@@ -196,9 +203,15 @@ func (s *Sim) HangGPU(i int) {
 func (s *Sim) hang(i int) error {
 	s.hangMu.Lock()
 	h := s.hung[i]
+	if h {
+		s.inHang++
+	}
 	s.hangMu.Unlock()
 	if !h {
 		return nil
+	}
+	if s.cfg.HangBlocksClose {
+		select {} // as a driver call that never returns
 	}
 	<-s.done
 	return fmt.Errorf("sim: GPU %d: call hung until the simulator closed", i)
@@ -288,8 +301,15 @@ func (s *Sim) SlowSample(i int) (SlowSample, error) {
 	}, nil
 }
 
-// Close releases hung calls.
+// Close releases hung calls; with SimConfig.HangBlocksClose it blocks for
+// good while a call hangs, as NVML's shutdown behind a hung driver call.
 func (s *Sim) Close() error {
+	s.hangMu.Lock()
+	blocked := s.cfg.HangBlocksClose && s.inHang > 0
+	s.hangMu.Unlock()
+	if blocked {
+		select {}
+	}
 	s.closeOnce.Do(func() { close(s.done) })
 	return nil
 }

@@ -56,6 +56,7 @@ type ExporterCmd struct {
 	SimCounterJitter time.Duration `name:"sim.counter-jitter" default:"0s" help:"Each simulated counter update moves by a seeded amount within ±this (at most 0.45·--sim.counter-period)."`
 	SimHangGPU       int           `name:"sim.hang-gpu" default:"-1" help:"Simulated GPU whose reads hang (as a hung driver call) after --sim.hang-after; -1: none."`
 	SimHangAfter     time.Duration `name:"sim.hang-after" default:"0s" help:"When the reads of --sim.hang-gpu start hanging, after the exporter starts."`
+	SimHangShutdown  bool          `name:"sim.hang-shutdown" help:"With --sim.hang-gpu: the hung call also blocks the backend's shutdown for good, as NVML's shutdown behind a hung driver call (the exporter exits anyway, after a bounded wait)."`
 }
 
 // Run starts the exporter and serves until SIGINT or SIGTERM.
@@ -87,7 +88,7 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 			GPUs: n, IdleWatts: c.SimIdleWatts, MaxWatts: c.SimMaxWatts, StartupWatts: c.SimStartupWatts,
 			RampSeconds: c.SimRampSeconds, DecayTau: c.SimDecaySeconds, NoiseWatts: c.SimNoiseWatts,
 			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter, CounterPeriod: c.SimCounterPeriod,
-			CounterOffset: c.SimCounterOffset, CounterJitter: c.SimCounterJitter,
+			CounterOffset: c.SimCounterOffset, CounterJitter: c.SimCounterJitter, HangBlocksClose: c.SimHangShutdown,
 		})
 		if err != nil {
 			return err
@@ -157,9 +158,18 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		_ = backend.Close()
 		return err
 	}
-	defer func() {
+	closed := false
+	closeExporter := func() error {
+		closed = true
 		if err := exp.Close(); err != nil {
 			log.Error("closing the exporter", "err", err)
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		return nil
+	}
+	defer func() {
+		if !closed {
+			_ = closeExporter()
 		}
 	}()
 	if token == "" {
@@ -169,7 +179,10 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 	devs := exp.Devices()
 	log.Info("exporter started", "gpu_backend", c.GPU, "gpus", len(devs), "power_source", devs[0].PowerSource,
 		"energy_source", devs[0].EnergySource, "interval", c.Interval, "listen", c.ListenAddress)
-	return exp.Serve(ctx, c.ListenAddress, c.WebConfigFile)
+	if err := exp.Serve(ctx, c.ListenAddress, c.WebConfigFile); err != nil {
+		return err
+	}
+	return closeExporter()
 }
 
 // apiToken reads the phase API token from file, else env JOULEMARK_API_TOKEN.

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,5 +124,69 @@ func TestExporterHungGPUFailsHealthz(t *testing.T) {
 			t.Fatalf("/healthz still %d 10 s after GPU 1 hung", resp.StatusCode)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the exporter's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestExporterShutdownBehindHungCall: a GPU read hung for good, and a
+// backend whose shutdown blocks behind it (--sim.hang-shutdown, as NVML's
+// does), still let the exporter exit on SIGTERM within a bounded wait,
+// with an error and a log line naming the hung GPU.
+func TestExporterShutdownBehindHungCall(t *testing.T) {
+	testenv.SkipIfShort(t, "waits for the exporter's bounded shutdown (~5 s of real time)")
+	dir := t.TempDir()
+	addr := testnet.FreeAddr(t)
+	cli := parseCLI(t, "exporter", "--web.listen-address="+addr, "--storage.path="+filepath.Join(dir, "data"),
+		"--gpu=sim", "--gpus=3", "--sample.interval=20ms", "--sim.hang-gpu=1", "--sim.hang-after=100ms", "--sim.hang-shutdown",
+		"--host.powercap-path=", "--kubelet.pod-resources-socket=")
+	var logs lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cli.Exporter.run(ctx, slog.New(slog.NewTextHandler(&logs, nil))) }()
+	base := "http://" + addr
+	waitReady(t, base, done)
+	for i := 0; ; i++ { // GPU 1's read has hung
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if i > 500 {
+			t.Fatal("GPU 1 never hung")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "GPU(s) [1] hung at shutdown") || !strings.Contains(err.Error(), "still blocked") {
+			t.Errorf("exporter returned %v, want the hung GPU 1 and the blocked backend named", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the exporter did not exit 20 s after SIGTERM with a backend shutdown blocked behind a hung call")
+	}
+	if l := logs.String(); !strings.Contains(l, "exiting without the GPU backend's shutdown") || !strings.Contains(l, "gpus=[1]") {
+		t.Errorf("no log line naming the abandoned shutdown and GPU 1:\n%s", l)
 	}
 }
