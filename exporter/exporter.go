@@ -40,6 +40,10 @@ type Config struct {
 	ReleaseHold time.Duration
 	// ReleaseMaxWait ends a release that did not close (default 10m).
 	ReleaseMaxWait time.Duration
+	// ReleaseRequireEngineExit meets the release's process criterion only
+	// when the bench reports the engine's exit (POST .../engine-exited),
+	// never from NVML's compute process list.
+	ReleaseRequireEngineExit bool
 	// ReleaseWindow is the span power is averaged over for the release
 	// check (default 1s, at least Interval).
 	ReleaseWindow time.Duration

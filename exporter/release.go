@@ -44,6 +44,7 @@ type releaseCriteria struct {
 	process, memory, power criterion
 	engineExited           bool
 	engineExitedAt         int64
+	processBasis           string // what the process criterion was judged from (phaseapi.Basis*)
 	closedBy               string
 }
 
@@ -61,22 +62,43 @@ func (r *run) onIdleMemory(i int, used float64) {
 }
 
 // evalProcess: the engine exited (the bench said so), or, without that
-// signal, NVML shows no compute process on the run's GPUs. A GPU that
-// cannot tell its processes does not hold the release.
+// signal and unless Config.ReleaseRequireEngineExit, NVML lists no more
+// compute processes on the run's GPUs than during the idle phase. A GPU
+// that cannot list its processes does not hold the release; when none can,
+// the criterion is met unverified (basis BasisUnverified).
 func (e *Exporter) evalProcess(r *run, now int64) {
 	c := &r.crit
-	if r.crit.engineExited {
-		if !c.process.met {
-			c.process.met, c.process.since, c.process.why = true, r.crit.engineExitedAt, ""
+	if c.engineExited {
+		if !c.process.met || c.processBasis != phaseapi.BasisEngineExit {
+			c.process.met, c.process.since, c.process.why = true, c.engineExitedAt, ""
+			c.processBasis = phaseapi.BasisEngineExit
 		}
 		return
 	}
+	if e.cfg.ReleaseRequireEngineExit {
+		c.processBasis = ""
+		c.process.set(false, now, "the bench has not reported the engine's exit (--release.require-engine-exit)")
+		return
+	}
+	known := false
 	for i, g := range e.gpus {
-		if !r.measured(i) || !g.hasSlow || g.slow.ComputeProcesses <= 0 {
+		if !r.measured(i) || !g.hasSlow || g.slow.ComputeProcesses < 0 {
 			continue
 		}
-		c.process.set(false, now, fmt.Sprintf("gpu %d has %d compute process(es) and the engine's exit was not reported", i, g.slow.ComputeProcesses))
-		return
+		known = true
+		idle := 0
+		if i < len(r.idleProcs) {
+			idle = max(r.idleProcs[i], 0)
+		}
+		if g.slow.ComputeProcesses > idle {
+			c.processBasis = ""
+			c.process.set(false, now, fmt.Sprintf("gpu %d has %d compute process(es) (idle phase: %d) and the engine's exit was not reported", i, g.slow.ComputeProcesses, idle))
+			return
+		}
+	}
+	c.processBasis = phaseapi.BasisNVML
+	if !known {
+		c.processBasis = phaseapi.BasisUnverified
 	}
 	c.process.set(true, now, "")
 }
@@ -123,6 +145,9 @@ func (e *Exporter) criteriaStatus(r *run) []phaseapi.ReleaseCriterion {
 		c    criterion
 	}{{phaseapi.CriterionProcess, r.crit.process}, {phaseapi.CriterionMemory, r.crit.memory}, {phaseapi.CriterionPower, r.crit.power}} {
 		rc := phaseapi.ReleaseCriterion{Name: c.name, Met: c.c.met, Reason: c.c.why}
+		if c.name == phaseapi.CriterionProcess && c.c.met {
+			rc.Basis = r.crit.processBasis
+		}
 		if c.c.met {
 			t := e.unix(c.c.since)
 			rc.Since = &t

@@ -47,23 +47,45 @@ func TestReleasePerMethod(t *testing.T) {
 		memBack    time.Duration // when memory is back (0: never)
 		closedBy   string
 		closedNear time.Duration // when the release should end, after its start (±1.1 s: the 1 Hz reads)
+		basis      string        // of the process criterion at close
+		strict     bool          // Config.ReleaseRequireEngineExit
+		idleProcs  int           // compute processes NVML lists at idle, and again once the engine is gone (-1: unknown)
+		timeoutHas string        // with closedBy "": the timed-out release's reason has this
 	}{
-		{"engine exit reported last", 12 * time.Second, time.Hour, 10 * time.Second, phaseapi.CriterionProcess, 12 * time.Second},
-		{"memory back last, no lifecycle", 0, 8 * time.Second, 10 * time.Second, phaseapi.CriterionMemory, 10 * time.Second},
+		{name: "engine exit reported last", exitAt: 12 * time.Second, procsGone: time.Hour, memBack: 10 * time.Second,
+			closedBy: phaseapi.CriterionProcess, closedNear: 12 * time.Second, basis: phaseapi.BasisEngineExit},
+		{name: "memory back last, no lifecycle", procsGone: 8 * time.Second, memBack: 10 * time.Second,
+			closedBy: phaseapi.CriterionMemory, closedNear: 10 * time.Second, basis: phaseapi.BasisNVML},
 		// 570 W above idle decaying with τ = 1 s is within 5% of 70 W after
 		// ln(570/3.5) ≈ 5.1 s, plus the averaging window
-		{"power back last", 0, time.Second, time.Second, phaseapi.CriterionPower, 5500 * time.Millisecond},
-		{"memory never back", 0, time.Second, 0, "", 0},
+		{name: "power back last", procsGone: time.Second, memBack: time.Second,
+			closedBy: phaseapi.CriterionPower, closedNear: 5500 * time.Millisecond, basis: phaseapi.BasisNVML},
+		{name: "memory never back", procsGone: time.Second, timeoutHas: "memory"},
+		// strict: NVML's empty list does not count, only the exit report
+		{name: "strict, exit reported after NVML shows none", exitAt: 12 * time.Second, procsGone: time.Second, memBack: time.Second,
+			strict: true, closedBy: phaseapi.CriterionProcess, closedNear: 12 * time.Second, basis: phaseapi.BasisEngineExit},
+		{name: "strict, exit never reported", procsGone: time.Second, memBack: time.Second, strict: true, timeoutHas: "require-engine-exit"},
+		// a process NVML listed at idle too (another tenant, a sidecar) does
+		// not hold the release
+		{name: "foreign process at idle", procsGone: 3 * time.Second, memBack: time.Second, idleProcs: 1,
+			closedBy: phaseapi.CriterionPower, closedNear: 5500 * time.Millisecond, basis: phaseapi.BasisNVML},
+		// process queries not permitted: met, but said to be unverified
+		{name: "process lists unknown", procsGone: 0, memBack: time.Second, idleProcs: -1,
+			closedBy: phaseapi.CriterionPower, closedNear: 5500 * time.Millisecond, basis: phaseapi.BasisUnverified},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			view := &engineView{}
 			h := newHarnessWith(t, gpu.SimConfig{GPUs: 2, Seed: 9, DecayTau: 1, RampSeconds: 0.5},
-				Config{ReleaseHold: 5 * time.Second, ReleaseMaxWait: 40 * time.Second},
+				Config{ReleaseHold: 5 * time.Second, ReleaseMaxWait: 40 * time.Second, ReleaseRequireEngineExit: tc.strict},
 				func(b gpu.Backend) gpu.Backend { view.Backend = b; return view })
-			view.set(0, 0.5)
+			engine := 1 // the engine's own process
+			if tc.idleProcs < 0 {
+				engine = 0
+			}
+			view.set(tc.idleProcs, 0.5)
 			h.post("r", phaseapi.Idle)
 			h.step(6 * time.Second)
-			view.set(1, 70)
+			view.set(tc.idleProcs+engine, 70)
 			h.post("r", phaseapi.Formal)
 			h.sim.SetLoad(0.8)
 			h.step(5 * time.Second)
@@ -71,11 +93,11 @@ func TestReleasePerMethod(t *testing.T) {
 			h.sim.SetLoad(0)
 			h.sim.SetEngineState(gpu.EngineStopped)
 			var st phaseapi.RunStatus
-			procs, mem := 1, 70.0
+			procs, mem := tc.idleProcs+engine, 70.0
 			for k := 0; k < 600; k++ {
 				since := h.clk.Now().Sub(rel)
 				if since >= tc.procsGone {
-					procs = 0
+					procs = tc.idleProcs
 				}
 				if tc.memBack > 0 && since >= tc.memBack {
 					mem = 0.5
@@ -93,8 +115,8 @@ func TestReleasePerMethod(t *testing.T) {
 				}
 			}
 			if tc.closedBy == "" {
-				if st.Release.State != phaseapi.ReleaseTimedOut || !strings.Contains(st.Release.Reason, "memory") {
-					t.Errorf("release %s (%s), want timed out on memory", st.Release.State, st.Release.Reason)
+				if st.Release.State != phaseapi.ReleaseTimedOut || !strings.Contains(st.Release.Reason, tc.timeoutHas) {
+					t.Errorf("release %s (%s), want timed out on %s", st.Release.State, st.Release.Reason, tc.timeoutHas)
 				}
 				return
 			}
@@ -107,6 +129,9 @@ func TestReleasePerMethod(t *testing.T) {
 			end := Time(*st.Phases[len(st.Phases)-1].End).Sub(rel)
 			if math.Abs(float64(end-tc.closedNear)) > float64(1100*time.Millisecond) {
 				t.Errorf("release ended %v after its start, want about %v", end, tc.closedNear)
+			}
+			if got := st.Release.Criteria[0]; got.Name != phaseapi.CriterionProcess || got.Basis != tc.basis {
+				t.Errorf("process criterion %+v, want basis %q", got, tc.basis)
 			}
 			if len(st.Release.Criteria) != 3 {
 				t.Errorf("criteria %+v", st.Release.Criteria)

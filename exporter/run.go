@@ -354,7 +354,7 @@ func (e *Exporter) checkRelease(r *run, now int64) {
 			r.rel.state, r.rel.closed, r.rel.reason = phaseapi.ReleaseClosed, &t, ""
 			r.crit.closedBy = last
 			e.finishRun(r, phaseapi.EndReasonReleaseClosed)
-			e.log.Info("release closed: engine gone, memory and power back at idle", "run_id", r.id, "end", e.wall(start), "closed_by", last)
+			e.log.Info("release closed: engine gone, memory and power back at idle", "run_id", r.id, "end", e.wall(start), "closed_by", last, "process_basis", r.crit.processBasis)
 			return
 		}
 	} else {

@@ -134,7 +134,7 @@ type ReleaseStatus struct {
 
 // Release criteria.
 const (
-	CriterionProcess = "process" // the engine exited (reported by the bench), or no compute process on the run's GPUs
+	CriterionProcess = "process" // the engine exited (reported by the bench), or no more compute processes on the run's GPUs than at idle
 	CriterionMemory  = "memory"  // GPU memory in use back within tolerance of the idle phase's
 	CriterionPower   = "power"   // power back within tolerance of the idle baseline
 )
@@ -146,7 +146,23 @@ type ReleaseCriterion struct {
 	// Since is when it was last met since (unix seconds), nil while not met.
 	Since  *float64 `json:"since,omitempty"`
 	Reason string   `json:"reason,omitempty"`
+	// Basis is what the process criterion was judged from: BasisEngineExit,
+	// BasisNVML or BasisUnverified (empty for the other criteria).
+	Basis string `json:"basis,omitempty"`
 }
+
+// Bases of the process criterion.
+const (
+	// BasisEngineExit: the bench reported the engine process's exit.
+	BasisEngineExit = "engine_exit"
+	// BasisNVML: NVML lists no more compute processes on the run's GPUs
+	// than during the idle phase (no lifecycle control).
+	BasisNVML = "nvml_processes"
+	// BasisUnverified: no run GPU could list its processes (NVML answered
+	// NO_PERMISSION or not supported) and no exit was reported: met without
+	// evidence. --release.require-engine-exit refuses it.
+	BasisUnverified = "unverified"
+)
 
 // GPUInfo identifies a GPU and says how it is measured; GET /api/v1/gpus
 // returns a list of them.

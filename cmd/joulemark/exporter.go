@@ -18,23 +18,24 @@ import (
 
 // ExporterCmd samples GPU power and serves /metrics and the phase API.
 type ExporterCmd struct {
-	GPU              string        `name:"gpu" default:"nvml" enum:"nvml,sim" help:"GPU backend: nvml (NVIDIA driver) or sim (simulated GPUs)."`
-	GPUs             int           `name:"gpus" default:"0" help:"GPUs to read: the first N with nvml (0: all); the number of simulated GPUs with sim (0: 8)."`
-	Interval         time.Duration `name:"sample.interval" default:"100ms" help:"Power sampling period (10ms or more)."`
-	Retention        time.Duration `name:"sample.retention" default:"15m" help:"How long raw samples are kept in memory."`
-	ListenAddress    string        `name:"web.listen-address" default:":9402" help:"Address to serve /metrics and the API on."`
-	WebConfigFile    string        `name:"web.config.file" default:"" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for every endpoint."`
-	APITokenFile     string        `name:"web.api-token-file" type:"existingfile" placeholder:"FILE" help:"File holding the bearer token the phase API requires (else env JOULEMARK_API_TOKEN; with neither the API is disabled)."`
-	ReleaseTolerance float64       `name:"release.tolerance" default:"0.05" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release.hold."`
-	ReleaseHold      time.Duration `name:"release.hold" default:"30s" help:"How long every GPU must stay within --release.tolerance of its baseline; the release ends where this hold began."`
-	ReleaseMaxWait   time.Duration `name:"release.max-wait" default:"10m" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
-	IdleCVThreshold  float64       `name:"idle.cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
-	MaxRuns          int           `name:"max-runs" default:"100" help:"Finished runs kept in memory and served by the API (on /metrics for --run.metrics-ttl)."`
-	PowercapPath     string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
-	StoragePath      string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start)."`
-	RunMaxAge        time.Duration `name:"run.max-age" default:"24h" help:"A run still active this long after its first phase ends with reason expired."`
-	RunMetricsTTL    time.Duration `name:"run.metrics-ttl" default:"5m" help:"A finished run leaves /metrics this long after its final values are known (the API serves it until --max-runs evicts it)."`
-	Kubelet          kubeletFlags  `embed:""`
+	GPU                      string        `name:"gpu" default:"nvml" enum:"nvml,sim" help:"GPU backend: nvml (NVIDIA driver) or sim (simulated GPUs)."`
+	GPUs                     int           `name:"gpus" default:"0" help:"GPUs to read: the first N with nvml (0: all); the number of simulated GPUs with sim (0: 8)."`
+	Interval                 time.Duration `name:"sample.interval" default:"100ms" help:"Power sampling period (10ms or more)."`
+	Retention                time.Duration `name:"sample.retention" default:"15m" help:"How long raw samples are kept in memory."`
+	ListenAddress            string        `name:"web.listen-address" default:":9402" help:"Address to serve /metrics and the API on."`
+	WebConfigFile            string        `name:"web.config.file" default:"" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for every endpoint."`
+	APITokenFile             string        `name:"web.api-token-file" type:"existingfile" placeholder:"FILE" help:"File holding the bearer token the phase API requires (else env JOULEMARK_API_TOKEN; with neither the API is disabled)."`
+	ReleaseTolerance         float64       `name:"release.tolerance" default:"0.05" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release.hold."`
+	ReleaseHold              time.Duration `name:"release.hold" default:"30s" help:"How long every GPU must stay within --release.tolerance of its baseline; the release ends where this hold began."`
+	ReleaseMaxWait           time.Duration `name:"release.max-wait" default:"10m" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
+	ReleaseRequireEngineExit bool          `name:"release.require-engine-exit" help:"The release's process criterion is met only when the bench reports the engine's exit (bench with --engine-cmd/--engine-stop), never from NVML's compute process list; a run without the report times out at --release.max-wait."`
+	IdleCVThreshold          float64       `name:"idle.cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
+	MaxRuns                  int           `name:"max-runs" default:"100" help:"Finished runs kept in memory and served by the API (on /metrics for --run.metrics-ttl)."`
+	PowercapPath             string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
+	StoragePath              string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start)."`
+	RunMaxAge                time.Duration `name:"run.max-age" default:"24h" help:"A run still active this long after its first phase ends with reason expired."`
+	RunMetricsTTL            time.Duration `name:"run.metrics-ttl" default:"5m" help:"A finished run leaves /metrics this long after its final values are known (the API serves it until --max-runs evicts it)."`
+	Kubelet                  kubeletFlags  `embed:""`
 
 	// RemoteWrite pushes every raw power sample (remote write 1.0).
 	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write."`
@@ -127,7 +128,8 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 	cfg := exporter.Config{
 		Backend: backend, Interval: c.Interval, Retention: c.Retention,
 		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
-		IdleCVThreshold: c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
+		ReleaseRequireEngineExit: c.ReleaseRequireEngineExit,
+		IdleCVThreshold:          c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
 		StoragePath: c.StoragePath, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
 	}
 	if c.PowercapPath != "" {
@@ -162,14 +164,15 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 	closeExporter := func() error {
 		closed = true
 		if err := exp.Close(); err != nil {
-			log.Error("closing the exporter", "err", err)
 			return fmt.Errorf("shutdown: %w", err)
 		}
 		return nil
 	}
 	defer func() {
 		if !closed {
-			_ = closeExporter()
+			if err := closeExporter(); err != nil {
+				log.Error("closing the exporter", "err", err)
+			}
 		}
 	}()
 	if token == "" {
