@@ -268,22 +268,28 @@ func (b *NVML) openDevice(i int) (Device, *nvmlDevice, error) {
 		}
 	}
 	dev := &nvmlDevice{h: h, retryWait: b.opts.RetryInterval}
-	if err := dev.probe(i, b.syms[symFieldValues], b.syms[symTotalEnergy]); err != nil {
+	trace, err := dev.probe(i, b.syms[symFieldValues], b.syms[symTotalEnergy])
+	if err != nil {
 		return Device{}, nil, err
 	}
 	c2c := b.c2cEnabled(h)
-	d.PowerScope, d.EnergyScope = ScopeGPU, ScopeGPU
-	if dev.scope == scopeModule {
-		d.PowerScope = ScopeModule
-	}
-	if dev.counter && counterCoversModule(d.Name, c2c, dev.scope) {
-		d.EnergyScope = ScopeModule
+	d.PowerScope = scopeName(dev.scope)
+	d.EnergyScope = d.PowerScope
+	if dev.counter {
+		d.EnergyScope = ScopeGPU
+		if counterCoversModule(d.Name, c2c, dev.scope) {
+			d.EnergyScope = ScopeModule
+		}
 	}
 	// Never mix scopes: a module-wide counter with GPU-only power would
 	// count the CPU in energy but not in power. Integrate the power instead.
 	if dev.counter && d.EnergyScope != d.PowerScope {
+		trace = append(trace, fmt.Sprintf("counter not used: it covers the %s, power the %s; energy integrated from power", d.EnergyScope, d.PowerScope))
 		dev.counter = false
 		d.EnergyScope = d.PowerScope
+	}
+	if b.opts.Logger != nil {
+		b.opts.Logger.Info("GPU probed", "gpu", i, "name", d.Name, "c2c", c2c, "power_scope", d.PowerScope, "energy_scope", d.EnergyScope, "steps", strings.Join(trace, "; "))
 	}
 	switch {
 	case dev.instant:
@@ -317,8 +323,15 @@ func (b *NVML) c2cEnabled(h nvml.Device) bool {
 	if !b.syms[symC2cModeInfo] {
 		return false
 	}
+	on, ret := c2cMode(h)
+	return ret == nvml.SUCCESS && on
+}
+
+// c2cMode calls nvmlDeviceGetC2cModeInfoV (a variable: go-nvml's mock
+// cannot answer this call, so tests replace it).
+var c2cMode = func(h nvml.Device) (bool, nvml.Return) {
 	info, ret := h.GetC2cModeInfoV().V1()
-	return ret == nvml.SUCCESS && info.IsC2cEnabled != 0
+	return info.IsC2cEnabled != 0, ret
 }
 
 // powerUsageSource is what nvmlDeviceGetPowerUsage returns: a 1 s average on
@@ -373,36 +386,76 @@ func cString(b []int8) string {
 	return string(out)
 }
 
-// probe finds what the GPU answers: the power fields at GPU scope, else at
-// module scope (Grace Hopper and later C2C superchips may answer only
-// there), the energy counter, or the single-value fallbacks.
-func (d *nvmlDevice) probe(i int, haveFields, haveEnergy bool) error {
+// probe finds how GPU i is measured, in this order (the first that answers
+// wins; docs/exporter.md, Scopes):
+//
+//	power   1. fields 186/185 at GPU scope (one GetFieldValues, field 83 with them)
+//	        2. fields 186/185 at module scope, when step 1 gave neither
+//	           (its whole call failing included): GPU scope unsupported, as
+//	           reported for C2C superchips
+//	        3. nvmlDeviceGetPowerUsage, GPU scope as NVML documents it
+//	energy  1. field 83, read with the power fields
+//	        2. nvmlDeviceGetTotalEnergyConsumption
+//	        3. none: power is integrated
+//
+// The counter's scope and the pairing of scopes are decided by openDevice.
+// The steps taken are kept in trace for the log.
+func (d *nvmlDevice) probe(i int, haveFields, haveEnergy bool) (trace []string, err error) {
 	if haveFields {
 		for _, scope := range []uint32{scopeGPU, scopeModule} {
+			name := scopeName(scope)
 			buf := []nvml.FieldValue{{FieldId: fieldPowerInstant, ScopeId: scope}, {FieldId: fieldPowerAverage, ScopeId: scope}, {FieldId: fieldEnergy}}
-			if ret := d.h.GetFieldValues(buf); ret != nvml.SUCCESS {
-				break
+			ret := d.h.GetFieldValues(buf)
+			if ret == nvml.ERROR_GPU_IS_LOST {
+				return trace, nvmlErr(i, "probing its power fields", ret)
+			}
+			if ret != nvml.SUCCESS {
+				trace = append(trace, fmt.Sprintf("fields at %s scope: %s", name, nvml.ErrorString(ret)))
+				continue
 			}
 			d.batched = true
-			d.counter = d.counter || buf[2].NvmlReturn == uint32(nvml.SUCCESS)
+			if buf[2].NvmlReturn == uint32(nvml.SUCCESS) {
+				d.counter = true
+			}
 			d.instant = buf[0].NvmlReturn == uint32(nvml.SUCCESS)
 			d.average = buf[1].NvmlReturn == uint32(nvml.SUCCESS)
 			if d.instant || d.average {
 				d.scope = scope
+				field := fieldPowerAverage
+				if d.instant {
+					field = fieldPowerInstant
+				}
+				trace = append(trace, fmt.Sprintf("power from field %d at %s scope", field, name))
 				break
 			}
+			trace = append(trace, fmt.Sprintf("fields 186/185 at %s scope: %s/%s", name,
+				nvml.ErrorString(nvml.Return(buf[0].NvmlReturn)), nvml.ErrorString(nvml.Return(buf[1].NvmlReturn))))
 		}
 	}
-	if !d.counter && haveEnergy {
+	if d.counter {
+		trace = append(trace, "energy counter from field 83")
+	} else if haveEnergy {
 		_, ret := d.h.GetTotalEnergyConsumption()
 		d.counter = ret == nvml.SUCCESS
-	}
-	if !d.instant && !d.average {
-		if _, ret := d.h.GetPowerUsage(); ret != nvml.SUCCESS {
-			return fmt.Errorf("nvml: GPU %d: it reports no power (field values at GPU and module scope, and nvmlDeviceGetPowerUsage: %s)", i, nvml.ErrorString(ret))
+		if d.counter {
+			trace = append(trace, "energy counter from nvmlDeviceGetTotalEnergyConsumption")
 		}
 	}
-	return nil
+	if !d.instant && !d.average {
+		d.scope = scopeGPU
+		if _, ret := d.h.GetPowerUsage(); ret != nvml.SUCCESS {
+			return trace, fmt.Errorf("nvml: GPU %d: it reports no power (field values at GPU and module scope, and nvmlDeviceGetPowerUsage: %s)", i, nvml.ErrorString(ret))
+		}
+		trace = append(trace, "power from nvmlDeviceGetPowerUsage (GPU scope)")
+	}
+	return trace, nil
+}
+
+func scopeName(scope uint32) string {
+	if scope == scopeModule {
+		return ScopeModule
+	}
+	return ScopeGPU
 }
 
 // Devices lists the GPUs, those not opened with Err set.

@@ -81,6 +81,108 @@ func TestNVMLScopes(t *testing.T) {
 	}
 }
 
+// TestNVMLProbeOrder walks the probe order (fields at GPU scope, at module
+// scope, nvmlDeviceGetPowerUsage; counter from field 83, from
+// nvmlDeviceGetTotalEnergyConsumption, else integrated) on GPU-scope-
+// unsupported devices, and checks on every case that power is read at the
+// scope it is labelled with and that a counter is used only when its scope
+// is the power's. GPU-scope power is 100 W instant / 95 W average, module
+// scope 300 / 295 W; nvmlDeviceGetPowerUsage answers the GPU-scope average.
+func TestNVMLProbeOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		scopes      []uint32 // scopes the power fields answer at
+		gpuName     string
+		c2c         bool     // nvmlDeviceGetC2cModeInfoV present, C2C on
+		gpuCallFail bool     // GetFieldValues fails as a whole for a GPU-scope request
+		missing     []string // calls the driver lacks
+		noCounter   bool
+		power       string  // scope
+		powerW      float64 // what Sample reads
+		source      string  // power source
+		energy      string  // energy source
+	}{
+		{name: "H100", scopes: []uint32{0}, power: ScopeGPU, powerW: 100, source: PowerInstant, energy: EnergyCounter},
+		{name: "GH200, GPU scope unsupported", scopes: []uint32{1}, gpuName: "NVIDIA GH200 480GB",
+			power: ScopeModule, powerW: 300, source: PowerInstant, energy: EnergyCounter},
+		// the GPU-scope call failing as a whole still leads to module scope
+		{name: "GH200, GPU-scope call fails", scopes: []uint32{1}, gpuName: "NVIDIA GH200 480GB", gpuCallFail: true,
+			power: ScopeModule, powerW: 300, source: PowerInstant, energy: EnergyCounter},
+		{name: "GH200 with GPU-scope power: module counter unused", scopes: []uint32{0, 1}, gpuName: "NVIDIA GH200 480GB",
+			power: ScopeGPU, powerW: 100, source: PowerInstant, energy: EnergyIntegrated},
+		// C2C mode read from the driver, whatever the name says
+		{name: "C2C on, GPU-scope power: module counter unused", scopes: []uint32{0, 1}, c2c: true,
+			power: ScopeGPU, powerW: 100, source: PowerInstant, energy: EnergyIntegrated},
+		{name: "C2C on, module scope only", scopes: []uint32{1}, c2c: true,
+			power: ScopeModule, powerW: 300, source: PowerInstant, energy: EnergyCounter},
+		// no field values (an old driver): GetPowerUsage is GPU scope, so a
+		// superchip's module counter is not used
+		{name: "GH200 without field values", scopes: []uint32{0, 1}, gpuName: "NVIDIA GH200 480GB", missing: []string{"nvmlDeviceGetFieldValues"},
+			power: ScopeGPU, powerW: 95, source: PowerAverage, energy: EnergyIntegrated},
+		{name: "H100 without field values", scopes: []uint32{0}, missing: []string{"nvmlDeviceGetFieldValues"},
+			power: ScopeGPU, powerW: 95, source: PowerAverage, energy: EnergyCounter},
+		{name: "H100 without a counter", scopes: []uint32{0}, noCounter: true,
+			power: ScopeGPU, powerW: 100, source: PowerInstant, energy: EnergyIntegrated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ms := powered(t, tc.scopes...)
+			dev := nvmlmock.Device(s, 0)
+			if tc.gpuName != "" {
+				dev.Config.Name = tc.gpuName
+			}
+			if tc.noCounter {
+				ms[0].Energy = nil
+			}
+			if tc.gpuCallFail {
+				fields := dev.GetFieldValuesFunc
+				dev.GetFieldValuesFunc = func(fv []nvml.FieldValue) nvml.Return {
+					for _, f := range fv {
+						if f.FieldId != nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION && f.ScopeId == scopeGPU {
+							return nvml.ERROR_NOT_SUPPORTED
+						}
+					}
+					return fields(fv)
+				}
+			}
+			nvmlmock.Missing(s, tc.missing...)
+			if tc.c2c {
+				lookup := s.LookupSymbolFunc
+				s.LookupSymbolFunc = func(name string) error {
+					if name == symC2cModeInfo {
+						return nil
+					}
+					return lookup(name)
+				}
+				old := c2cMode
+				c2cMode = func(nvml.Device) (bool, nvml.Return) { return true, nvml.SUCCESS }
+				defer func() { c2cMode = old }()
+			}
+			b, err := NewNVML(s, NVMLOptions{MaxGPUs: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			d := b.Devices()[0]
+			if d.PowerScope != tc.power || d.PowerSource != tc.source || d.EnergySource != tc.energy {
+				t.Errorf("power %s scope from %s, energy %s; want %s from %s, %s", d.PowerScope, d.PowerSource, d.EnergySource, tc.power, tc.source, tc.energy)
+			}
+			if d.EnergyScope != d.PowerScope {
+				t.Errorf("scopes mixed: power %s, energy %s", d.PowerScope, d.EnergyScope)
+			}
+			smp, err := b.Sample(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if smp.PowerWatts != tc.powerW {
+				t.Errorf("read %v W, want %v W (%s scope)", smp.PowerWatts, tc.powerW, tc.power)
+			}
+			if smp.HasEnergy != (tc.energy == EnergyCounter) {
+				t.Errorf("sample has a counter reading %v, energy source %s", smp.HasEnergy, d.EnergySource)
+			}
+		})
+	}
+}
+
 func TestNVMLIdentityLabels(t *testing.T) {
 	s, _ := powered(t, 0)
 	if _, ret := nvmlmock.Device(s, 1).SetMigMode(nvml.DEVICE_MIG_ENABLE); ret != nvml.SUCCESS {
