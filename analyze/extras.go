@@ -28,6 +28,7 @@ func (c *computation) extras() {
 	c.gpuMemory()
 	c.hostEnergy()
 	c.server()
+	c.scrapeCoverage()
 	c.diagnose()
 }
 
