@@ -50,6 +50,19 @@ type faultEnv struct {
 
 func newFaultEnv(t *testing.T, withProm bool, exporterArgs ...string) *faultEnv {
 	t.Helper()
+	f := newFaultDirs(t)
+	if withProm {
+		f.prom = f.startProm(t, false)
+		exporterArgs = append(exporterArgs, "--remote-write.url="+f.prom.URL+"/api/v1/write")
+	}
+	f.start(t, exporterArgs...)
+	return f
+}
+
+// newFaultDirs is a fault env's binary, addresses, token and directories,
+// nothing started yet.
+func newFaultDirs(t *testing.T) *faultEnv {
+	t.Helper()
 	testenv.SkipIfShort(t, "the fault-injection suite starts the joulemark binary, sim-engine and Prometheus")
 	f := &faultEnv{bin: joulemarkBinary(t), dir: t.TempDir()}
 	f.expAddr, f.engAddr = testnet.FreeAddr(t), testnet.FreeAddr(t)
@@ -60,27 +73,51 @@ func newFaultEnv(t *testing.T, withProm bool, exporterArgs ...string) *faultEnv 
 	if err := os.WriteFile(f.tokenFile, []byte(f.token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if withProm {
-		f.prom = realprom.Start(t, realprom.DefaultConfig+fmt.Sprintf(`scrape_configs:
+	return f
+}
+
+// startProm starts a Prometheus scraping the exporter every second (and,
+// with engine, the engine's /metrics every second too), its remote-write
+// receiver on.
+func (f *faultEnv) startProm(t *testing.T, engine bool) *realprom.Server {
+	t.Helper()
+	cfg := realprom.DefaultConfig + fmt.Sprintf(`scrape_configs:
   - job_name: joulemark-exporter
     scrape_interval: 1s
     honor_labels: true
     static_configs:
       - targets: [%q]
-`, f.expAddr))
-		exporterArgs = append(exporterArgs, "--remote-write.url="+f.prom.URL+"/api/v1/write")
+`, f.expAddr)
+	if engine {
+		cfg += fmt.Sprintf(`  - job_name: inference-engine
+    scrape_interval: 1s
+    static_configs:
+      - targets: [%q]
+`, f.engAddr)
 	}
+	return realprom.Start(t, cfg)
+}
+
+// start starts the exporter with the suite's flags plus exporterArgs, and
+// waits until f.prom (when set) scraped it.
+func (f *faultEnv) start(t *testing.T, exporterArgs ...string) {
+	t.Helper()
 	f.exporterArgs = append([]string{"exporter", "--gpu=sim", "--gpus=2", "--sim.engine-url=" + f.engURL,
 		"--web.listen-address=" + f.expAddr, "--storage.path=" + f.storage, "--sample.interval=100ms",
 		"--release.hold=1s", "--release.max-wait=20s", "--sim.ramp-seconds=0.3", "--sim.decay-seconds=0.3",
 		"--sim.energy-counter"}, exporterArgs...)
 	f.startExporter(t)
 	if f.prom != nil {
-		// Prometheus applies new targets after up to 5 s: wait for a scrape.
-		waitQuery(context.Background(), t, promAPI(t, f.prom.URL), `up{job="joulemark-exporter"} == 1`, 30*time.Second,
-			func(v model.Vector) bool { return len(v) == 1 })
+		waitScraped(t, f.prom)
 	}
-	return f
+}
+
+// waitScraped waits until p scraped the exporter: Prometheus applies new
+// targets after up to 5 s.
+func waitScraped(t *testing.T, p *realprom.Server) {
+	t.Helper()
+	waitQuery(context.Background(), t, promAPI(t, p.URL), `up{job="joulemark-exporter"} == 1`, 30*time.Second,
+		func(v model.Vector) bool { return len(v) == 1 })
 }
 
 // startExporter (re)starts the exporter on the same address and storage.
@@ -481,70 +518,6 @@ func TestFaultEngineKilled(t *testing.T) {
 	st, err := f.client(t).Run(context.Background(), "ek-1")
 	if err != nil || st.State != phaseapi.RunEnded {
 		t.Errorf("exporter run: %+v, %v; want ended", st, err)
-	}
-}
-
-// TestFaultPrometheusOutageThenPush: Prometheus is down from the formal
-// phase until after the bench gave up flushing its samples; then it comes
-// back, `runs push` re-sends the archive, and every archived request is in
-// Prometheus (twice pushed, still once). The exporter's raw series, retried
-// by its own writer, cover the outage: analyze reports the run with every
-// request and coverage from the raw series.
-func TestFaultPrometheusOutageThenPush(t *testing.T) {
-	f := newFaultEnv(t, true)
-	args := append(f.benchArgs("po-1", "--formal.duration=4s"), "--remote-write.url="+f.prom.URL+"/api/v1/write")
-	b := startBench(t, f.bin, args...)
-	waitPhase(t, f.client(t), "po-1", phaseapi.Formal, 60*time.Second)
-	f.prom.Stop()
-	code := waitExit(t, b, 120*time.Second)
-	f.prom.Restart(t)
-	if code != 0 && code != 3 {
-		t.Errorf("bench exit %d, want 0 or 3 (completed; samples lost):\n%s", code, tail(b.out.String(), 3000))
-	}
-	m := readManifest(t, filepath.Join(f.runsDir, "po-1"))
-	if !slices.Contains(m.Flags, benchjob.FlagRemoteWriteLost) {
-		t.Errorf("flags %v, want remote_write_lost", m.Flags)
-	}
-	recs := readRecords(t, filepath.Join(f.runsDir, "po-1", runarchive.RequestsFile))
-	for range 2 {
-		r := runJoulemark(t, 60*time.Second, f.bin, "runs", "push", "po-1", "--runs-dir="+f.runsDir, "--remote-write.url="+f.prom.URL+"/api/v1/write")
-		if r.code != 0 || !strings.Contains(r.stdout, " 0 lost") {
-			t.Fatalf("runs push: exit %d\n%s%s", r.code, r.stdout, tail(r.stderr, 2000))
-		}
-	}
-	pa := promAPI(t, f.prom.URL)
-	waitQuery(context.Background(), t, pa, `count(count_over_time(joulemark_request_latency_seconds{run_id="po-1"}[1h]))`, 30*time.Second,
-		func(v model.Vector) bool { return len(v) == 1 })
-	v, _, _, err := pa.Query(context.Background(), `sum(count_over_time(joulemark_request_latency_seconds{run_id="po-1"}[1h]))`, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if vec, ok := v.(model.Vector); !ok || len(vec) != 1 || int(vec[0].Value) != len(recs) {
-		t.Errorf("Prometheus holds %v latency samples of po-1, the archive %d requests", v, len(recs))
-	}
-	// The exporter's raw samples of the outage reach Prometheus once it is
-	// back (its writer retries), and the run's phase markers are scraped
-	// again; analyze then counts every request.
-	waitQuery(context.Background(), t, pa, `last_over_time(joulemark_run_release_closed{run_id="po-1"}[1h])`, 30*time.Second,
-		func(v model.Vector) bool { return len(v) > 0 })
-	out := filepath.Join(f.dir, "report")
-	r := runJoulemark(t, 60*time.Second, f.bin, "analyze", "--prometheus.url="+f.prom.URL, "--run-id=po-1", "--out="+out,
-		"--format=json", "--steady-state.window=5", "--min-coverage=0.9")
-	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
-		t.Fatalf("analyze: exit %d, no report:\n%s", r.code, tail(r.stderr, 3000))
-	}
-	rep := readReport(t, filepath.Join(out, "report.json"))
-	formal := 0
-	for _, rec := range recs {
-		if rec.Phase == "formal" {
-			formal++
-		}
-	}
-	if rep.Requests.Started != formal {
-		t.Errorf("analyze counts %d formal requests, the archive %d (exit %d)", rep.Requests.Started, formal, r.code)
-	}
-	if rep.Measurement.CoverageSeries != "raw" {
-		t.Errorf("coverage from %q, want the exporter's raw series", rep.Measurement.CoverageSeries)
 	}
 }
 
