@@ -1,24 +1,30 @@
 package benchjob
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/rxstamp"
 	"github.com/joulemark/joulemark/runarchive"
 )
 
@@ -38,9 +44,9 @@ type timedEngine struct {
 // taken just before the writes, so the client cannot see a byte before
 // its instant.
 type served struct {
-	recv   time.Time   // handler entered: request read
-	tokens []time.Time // each token chunk sent
-	end    time.Time   // usage and [DONE] sent
+	Recv   time.Time   `json:"recv"`   // the request reached the socket (kernel timestamp; else handler entered)
+	Tokens []time.Time `json:"tokens"` // each token chunk sent
+	End    time.Time   `json:"end"`    // usage and [DONE] sent
 }
 
 func newTimedEngine(ttft, gap time.Duration) *timedEngine {
@@ -51,12 +57,35 @@ func newTimedEngine(ttft, gap time.Duration) *timedEngine {
 		io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
 	})
 	mux.HandleFunc("/v1/completions", e.complete)
-	e.Server = httptest.NewServer(mux)
+	mux.HandleFunc("/truth", e.serveTruth)
+	e.Server = httptest.NewUnstartedServer(mux)
+	e.Listener = rxListener{e.Listener}
+	e.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	e.Start()
 	return e
 }
 
+// rxListener accepts connections whose reads carry the kernel's receive
+// timestamps, so that the server's truth starts when the request reached
+// its socket, not when its handler got a CPU.
+type rxListener struct{ net.Listener }
+
+func (l rxListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return rxstamp.Wrap(c), nil
+}
+
+// connKey is the request context's key of its connection.
+type connKey struct{}
+
 func (e *timedEngine) complete(w http.ResponseWriter, r *http.Request) {
-	s := &served{recv: time.Now()}
+	nc, _ := r.Context().Value(connKey{}).(net.Conn)
+	s := &served{Recv: rxstamp.Arrival(nc, time.Now())}
 	var req struct {
 		MaxTokens int `json:"max_tokens"`
 	}
@@ -68,7 +97,7 @@ func (e *timedEngine) complete(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl := w.(http.Flusher)
 	h := sha256.New()
-	next := s.recv.Add(e.ttft)
+	next := s.Recv.Add(e.ttft)
 	for i := 0; i < req.MaxTokens; i++ {
 		time.Sleep(time.Until(next))
 		text, fin := " tok", "null"
@@ -79,22 +108,37 @@ func (e *timedEngine) complete(w http.ResponseWriter, r *http.Request) {
 			fin = `"length"`
 		}
 		h.Write([]byte(text))
-		s.tokens = append(s.tokens, time.Now())
+		s.Tokens = append(s.Tokens, time.Now())
 		fmt.Fprintf(w, "data: {\"id\":\"cmpl-%d\",\"object\":\"text_completion\",\"model\":\"m\",\"choices\":[{\"index\":0,\"text\":%q,\"finish_reason\":%s}]}\n\n", id, text, fin)
 		fl.Flush()
 		next = next.Add(e.gap)
 	}
-	s.end = time.Now()
+	s.End = time.Now()
 	fmt.Fprintf(w, "data: {\"id\":\"cmpl-%d\",\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", id, req.MaxTokens, 30+req.MaxTokens)
 	fl.Flush()
 	e.truth.Store(hex.EncodeToString(h.Sum(nil)), s)
+}
+
+// serveTruth answers every answer's truth so far, by output hash.
+func (e *timedEngine) serveTruth(w http.ResponseWriter, _ *http.Request) {
+	m := map[string]*served{}
+	e.truth.Range(func(k, v any) bool {
+		m[k.(string)] = v.(*served)
+		return true
+	})
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(m)
 }
 
 // timingErrors are the client's measurement errors (measured minus the
 // server's truth) over a run's records, in seconds, each sorted.
 type timingErrors struct {
 	ttft, tpot, itl []float64
-	unmatched       int
+	// up and down split the TTFT error (wall clocks, one machine): the
+	// client's send to the server's receipt, and the server's first write
+	// to the client's first-token instant.
+	up, down  []float64
+	unmatched int
 }
 
 // compare pairs each successful record with what the server did for it
@@ -109,13 +153,17 @@ func compare(recs []Record, truth func(hash string) (*served, bool)) timingError
 			te.unmatched++
 			continue
 		}
-		te.ttft = append(te.ttft, *r.TTFTSeconds-s.tokens[0].Sub(s.recv).Seconds())
-		if r.TPOTSeconds != nil && len(s.tokens) > 1 {
-			te.tpot = append(te.tpot, *r.TPOTSeconds-s.end.Sub(s.tokens[0]).Seconds()/float64(len(s.tokens)-1))
+		te.ttft = append(te.ttft, *r.TTFTSeconds-s.Tokens[0].Sub(s.Recv).Seconds())
+		if r.FirstTokenTime != nil {
+			te.up = append(te.up, unixSeconds(s.Recv)-r.SendTime)
+			te.down = append(te.down, *r.FirstTokenTime-unixSeconds(s.Tokens[0]))
+		}
+		if r.TPOTSeconds != nil && len(s.Tokens) > 1 {
+			te.tpot = append(te.tpot, *r.TPOTSeconds-s.End.Sub(s.Tokens[0]).Seconds()/float64(len(s.Tokens)-1))
 		}
 		for i, g := range r.ITLSeconds {
-			if i+1 < len(s.tokens) {
-				te.itl = append(te.itl, g-s.tokens[i+1].Sub(s.tokens[i]).Seconds())
+			if i+1 < len(s.Tokens) {
+				te.itl = append(te.itl, g-s.Tokens[i+1].Sub(s.Tokens[i]).Seconds())
 			}
 		}
 	}
@@ -149,11 +197,13 @@ var (
 )
 
 // timedRun runs n requests of 4 tokens in a closed loop of concurrency
-// against e, and compares the records with the server's truth.
-func timedRun(tb testing.TB, e *timedEngine, n, concurrency int) (timingErrors, *Result) {
+// against the timed engine at url, and compares the records with the
+// server's truth.
+func timedRun(tb testing.TB, url string, truth func(hash string) (*served, bool), n int, load func(*Config)) (timingErrors, *Result) {
 	cfg := Defaults()
-	cfg.Target, cfg.Model = e.URL+"/v1", "m"
-	cfg.Concurrency, cfg.Requests, cfg.WarmupRequests = concurrency, n, 0
+	cfg.Target, cfg.Model = url+"/v1", "m"
+	cfg.Requests, cfg.WarmupRequests = n, 0
+	load(&cfg)
 	cfg.Workload.MeanInputTokens, cfg.Workload.StddevInputTokens = 30, 0
 	cfg.Workload.MeanOutputTokens, cfg.Workload.StddevOutputTokens = 4, 0
 	cfg.Engine.NoLifecycle = true
@@ -178,26 +228,50 @@ func timedRun(tb testing.TB, e *timedEngine, n, concurrency int) (timingErrors, 
 		}
 		recs = append(recs, r)
 	}
-	te := compare(recs, func(h string) (*served, bool) {
-		v, ok := e.truth.Load(h)
-		s, _ := v.(*served)
-		return s, ok
-	})
-	return te, res
+	return compare(recs, truth), res
+}
+
+// lookup is the truth of one answer, by output hash.
+func (e *timedEngine) lookup(hash string) (*served, bool) {
+	v, ok := e.truth.Load(hash)
+	s, _ := v.(*served)
+	return s, ok
 }
 
 // BenchmarkTimingAccuracy is the client's timing error under load: b.N
 // streamed requests of 4 tokens, 64 in flight, against a server that sends
 // the first token after -bench-ttft (30 ms) and the others -bench-gap
 // (10 ms) apart — about 1,000 requests/s. Each request's measured TTFT,
-// TPOT and token gaps are compared with the server's own clock (same
-// process, same clock): the metrics are the p50/p99/max of the absolute
-// errors in ms. The target is p99 ≤ 1 ms for TTFT and TPOT.
+// TPOT and token gaps are compared with the server's own clock: the metrics
+// are the p50/p99/max of the absolute errors in ms. The target is p99 ≤
+// 1 ms for TTFT and TPOT.
+//
+// server-process runs the server in a process of its own, as an engine is
+// (the test binary re-run as TestTimedEngineProcess); in-process runs it in
+// the benchmark's process, where its goroutines and garbage share the
+// client's scheduler and collector.
 func BenchmarkTimingAccuracy(b *testing.B) {
-	e := newTimedEngine(*benchTTFT, *benchGap)
-	defer e.Close()
+	b.Run("closed-64", func(b *testing.B) {
+		url, truth := startTimedEngineProcess(b, *benchTTFT, *benchGap)
+		reportTiming(b, url, truth, func(c *Config) { c.Concurrency = 64 })
+	})
+	b.Run("poisson-1000", func(b *testing.B) {
+		url, truth := startTimedEngineProcess(b, *benchTTFT, *benchGap)
+		reportTiming(b, url, truth, func(c *Config) { c.Concurrency, c.Rate, c.Burstiness, c.MaxConcurrency = 0, 1000, 1, 64 })
+	})
+}
+
+// reportTiming runs b.N requests against url and reports the errors
+// against the truth that truth() fetches after the run.
+func reportTiming(b *testing.B, url string, truth func() func(string) (*served, bool), load func(*Config)) {
+	var lookup func(string) (*served, bool)
 	b.ResetTimer()
-	te, res := timedRun(b, e, b.N, 64)
+	te, res := timedRun(b, url, func(h string) (*served, bool) {
+		if lookup == nil {
+			lookup = truth()
+		}
+		return lookup(h)
+	}, b.N, load)
 	b.StopTimer()
 	if te.unmatched > 0 {
 		b.Fatalf("%d of %d records without a server truth", te.unmatched, b.N)
@@ -211,6 +285,81 @@ func BenchmarkTimingAccuracy(b *testing.B) {
 	b.ReportMetric(ms(absQuantile(te.tpot, .99)), "tpot-err-p99-ms")
 	b.ReportMetric(ms(absQuantile(te.tpot, 1)), "tpot-err-max-ms")
 	b.ReportMetric(ms(absQuantile(te.itl, .99)), "itl-err-p99-ms")
+	b.ReportMetric(ms(absQuantile(te.up, .99)), "ttft-up-p99-ms")
+	b.ReportMetric(ms(absQuantile(te.down, .99)), "ttft-down-p99-ms")
+}
+
+// timedEngineEnv carries the child's schedule ("ttft,gap") to
+// TestTimedEngineProcess.
+const timedEngineEnv = "JOULEMARK_TEST_TIMED_ENGINE"
+
+// startTimedEngineProcess starts the timed engine in a child process and
+// returns its URL and a function that fetches its truth (GET /truth: every
+// answer's send instants, each on the child's own clock). The child exits
+// when the test ends (its stdin closes).
+func startTimedEngineProcess(tb testing.TB, ttft, gap time.Duration) (string, func() func(string) (*served, bool)) {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTimedEngineProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), timedEngineEnv+"="+ttft.String()+","+gap.String())
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		stdin.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "url ")
+	if err != nil || !ok {
+		tb.Fatalf("timed engine process said %q: %v", line, err)
+	}
+	return url, func() func(string) (*served, bool) {
+		resp, err := http.Get(url + "/truth")
+		if err != nil {
+			tb.Fatalf("fetching the server's truth: %v", err)
+		}
+		defer resp.Body.Close()
+		var m map[string]*served
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+			tb.Fatalf("decoding the server's truth: %v", err)
+		}
+		return func(h string) (*served, bool) { s, ok := m[h]; return s, ok }
+	}
+}
+
+// TestTimedEngineProcess is the child of startTimedEngineProcess; run
+// directly it does nothing.
+func TestTimedEngineProcess(t *testing.T) {
+	spec := os.Getenv(timedEngineEnv)
+	if spec == "" {
+		t.Skip("the timed engine's child process (BenchmarkTimingAccuracy/server-process)")
+	}
+	ttftS, gapS, _ := strings.Cut(spec, ",")
+	ttft, err1 := time.ParseDuration(ttftS)
+	gap, err2 := time.ParseDuration(gapS)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatalf("%s=%q: %v", timedEngineEnv, spec, err)
+	}
+	e := newTimedEngine(ttft, gap)
+	defer e.Close()
+	fmt.Println("url " + e.URL)
+	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
 // TestTimingErrorMeasurement checks the measurement the benchmark rests
@@ -221,7 +370,7 @@ func BenchmarkTimingAccuracy(b *testing.B) {
 func TestTimingErrorMeasurement(t *testing.T) {
 	e := newTimedEngine(5*time.Millisecond, 2*time.Millisecond)
 	defer e.Close()
-	te, _ := timedRun(t, e, 12, 3)
+	te, _ := timedRun(t, e.URL, e.lookup, 12, func(c *Config) { c.Concurrency = 3 })
 	if te.unmatched != 0 || len(te.ttft) != 12 || len(te.tpot) != 12 || len(te.itl) != 36 {
 		t.Fatalf("paired %d ttft, %d tpot, %d gaps, %d unmatched", len(te.ttft), len(te.tpot), len(te.itl), te.unmatched)
 	}
@@ -232,8 +381,8 @@ func TestTimingErrorMeasurement(t *testing.T) {
 	// The comparison itself: a record 3 ms late on its first token and
 	// with gaps 1 ms long each has those errors.
 	base := time.Unix(1000, 0)
-	s := &served{recv: base, tokens: []time.Time{base.Add(10 * time.Millisecond), base.Add(20 * time.Millisecond), base.Add(30 * time.Millisecond)},
-		end: base.Add(30 * time.Millisecond)}
+	s := &served{Recv: base, Tokens: []time.Time{base.Add(10 * time.Millisecond), base.Add(20 * time.Millisecond), base.Add(30 * time.Millisecond)},
+		End: base.Add(30 * time.Millisecond)}
 	rec := Record{Success: true, OutputHash: "h", TTFTSeconds: new(0.013), TPOTSeconds: new(0.011), ITLSeconds: []float64{0.011, 0.011}}
 	got := compare([]Record{rec, {OutputHash: "other", Success: true}}, func(h string) (*served, bool) { return s, h == "h" })
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }

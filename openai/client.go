@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/config"
+
+	"github.com/joulemark/joulemark/internal/rxstamp"
 )
 
 // Endpoint is the API the client calls.
@@ -327,7 +329,11 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 		st.sse.Reset(nil)
 		c.pool.Put(st)
 	}()
-	complete = c.read(ctx, st, r, resp, firstTimer)
+	var tcp net.Conn // nil through net/http: events are stamped when parsed
+	if x != nil {
+		tcp = x.c.tcp
+	}
+	complete = c.read(ctx, st, r, resp, firstTimer, tcp)
 	return resp
 }
 
@@ -377,7 +383,10 @@ func (c *Client) setHeaders(req *http.Request) {
 
 // read reads the stream to its end; it reports whether the answer was read
 // to its last byte without error (the connection may then serve again).
-func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response, firstTimer *time.Timer) bool {
+// Each event's instant is when its last bytes reached tcp's socket (the
+// kernel's receive timestamp, rxstamp, where the connection has one), not
+// when this goroutine got a CPU to parse it.
+func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response, firstTimer *time.Timer, tcp net.Conn) bool {
 	h := st.hash
 	h.Reset()
 	eof := false
@@ -388,7 +397,7 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 	done := false
 	for {
 		ev, err := st.sse.Next()
-		now := time.Now()
+		now := rxstamp.Arrival(tcp, time.Now())
 		if err != nil {
 			resp.End = now
 			eof = err == io.EOF

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/rxstamp"
 )
 
 // connPool carries the streamed POSTs over HTTP/1.1 connections it owns:
@@ -41,6 +43,7 @@ type connPool struct {
 // conn is one connection with its buffers.
 type conn struct {
 	nc    net.Conn
+	tcp   net.Conn // the TCP connection under nc (under TLS): its reads carry arrival timestamps (rxstamp)
 	br    *bufio.Reader
 	wb    []byte
 	since time.Time // idle since
@@ -102,6 +105,8 @@ func (p *connPool) connect(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	nc = rxstamp.Wrap(nc)
+	tcp := nc
 	if p.tls != nil {
 		tc := tls.Client(nc, p.tls)
 		if err := tc.HandshakeContext(ctx); err != nil {
@@ -110,7 +115,7 @@ func (p *connPool) connect(ctx context.Context) (*conn, error) {
 		}
 		nc = tc
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10)}, nil
+	return &conn{nc: nc, tcp: tcp, br: bufio.NewReaderSize(nc, 4<<10)}, nil
 }
 
 // put keeps c for the next request, or closes it when the pool is full or
