@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -73,6 +74,12 @@ type SimConfig struct {
 	// driver call (the NVML backend's Close waits for its calls); without
 	// it, Close releases the hung calls.
 	HangBlocksClose bool
+	// DownAtStart lists GPUs that fail to open at start, as a GPU failing
+	// nvmlDeviceGetHandleByIndex: Devices lists them with Err and no UUID,
+	// and their reads fail, until DownFor has passed since NewSim (0: for
+	// good); then they open with their identity.
+	DownAtStart []int
+	DownFor     time.Duration
 	// History is how long ExactEnergy can look back (default 1h).
 	History time.Duration
 	Clock   Clock // default RealClock
@@ -153,6 +160,13 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 		return nil, fmt.Errorf("sim: counter jitter %v: want at most 0.45 × the counter period %v", cfg.CounterJitter, cfg.CounterPeriod)
 	case cfg.History < 0:
 		return nil, errors.New("sim: negative history")
+	case cfg.DownFor < 0:
+		return nil, fmt.Errorf("sim: down for %v: want ≥ 0", cfg.DownFor)
+	}
+	for _, i := range cfg.DownAtStart {
+		if i < 0 || i >= cfg.GPUs {
+			return nil, fmt.Errorf("sim: GPU %d down at start: there are %d simulated GPUs", i, cfg.GPUs)
+		}
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6a6f756c656d6172))
 	s := &Sim{cfg: cfg, clock: cfg.Clock, epoch: cfg.Clock.Now(), state: EngineRunning, hung: map[int]bool{}, done: make(chan struct{})}
@@ -180,6 +194,11 @@ func (s *Sim) Devices() []Device {
 		es = EnergyCounter
 	}
 	for i := range s.gpus {
+		if s.down(i) {
+			out[i] = Device{Index: i, Name: "unknown", DriverVersion: "sim", MIGMode: MIGUnsupported,
+				Err: fmt.Sprintf("sim: GPU %d failed to open at start (--sim.down-gpu)", i)}
+			continue
+		}
 		out[i] = Device{
 			Index: i, UUID: fmt.Sprintf("GPU-5e000000-0000-4000-8000-%012d", i),
 			Name: "Simulated GPU", DriverVersion: "sim", PowerSource: PowerSim, EnergySource: es,
@@ -188,6 +207,14 @@ func (s *Sim) Devices() []Device {
 		}
 	}
 	return out
+}
+
+// down tells whether GPU i is still down since the start (DownAtStart).
+func (s *Sim) down(i int) bool {
+	if !slices.Contains(s.cfg.DownAtStart, i) {
+		return false
+	}
+	return s.cfg.DownFor == 0 || s.clock.Now().Sub(s.epoch) < s.cfg.DownFor
 }
 
 // HangGPU makes every later Sample and SlowSample of GPU i block until
@@ -221,6 +248,9 @@ func (s *Sim) hang(i int) error {
 func (s *Sim) Sample(i int) (Sample, error) {
 	if err := s.hang(i); err != nil {
 		return Sample{}, err
+	}
+	if s.down(i) {
+		return Sample{}, fmt.Errorf("sim: GPU %d not opened (down at start, --sim.down-gpu)", i)
 	}
 	now := s.clock.Now()
 	s.mu.RLock()
@@ -278,6 +308,9 @@ func unitHash(seed uint64, k int64) float64 {
 func (s *Sim) SlowSample(i int) (SlowSample, error) {
 	if err := s.hang(i); err != nil {
 		return SlowSample{}, err
+	}
+	if s.down(i) {
+		return SlowSample{}, fmt.Errorf("sim: GPU %d not opened (down at start, --sim.down-gpu)", i)
 	}
 	now := s.clock.Now()
 	s.mu.RLock()

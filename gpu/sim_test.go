@@ -200,3 +200,45 @@ func TestSimDetachedGPUIdles(t *testing.T) {
 		t.Error("no error for GPU 5 of 2")
 	}
 }
+
+// TestSimDownAtStart: a GPU down at start is listed with Err and no UUID
+// and its reads fail until DownFor has passed; then it opens with its
+// identity. DownFor 0 keeps it down.
+func TestSimDownAtStart(t *testing.T) {
+	clk := fakeclock.New()
+	s, err := NewSim(SimConfig{GPUs: 3, Clock: clk, DownAtStart: []int{1}, DownFor: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.Devices()
+	if d[1].Err == "" || d[1].UUID != "" || d[0].Err != "" || d[2].UUID == "" {
+		t.Fatalf("devices at start: %+v", d)
+	}
+	if _, err := s.Sample(1); err == nil {
+		t.Error("a GPU down at start sampled")
+	}
+	if _, err := s.SlowSample(1); err == nil {
+		t.Error("a GPU down at start answered its slow read")
+	}
+	if _, err := s.Sample(0); err != nil {
+		t.Errorf("GPU 0: %v", err)
+	}
+	clk.Advance(5 * time.Second)
+	if _, err := s.Sample(1); err != nil {
+		t.Errorf("GPU 1 after DownFor: %v", err)
+	}
+	if d := s.Devices()[1]; d.Err != "" || d.UUID == "" || d.PowerScope != ScopeGPU {
+		t.Errorf("GPU 1 once open: %+v", d)
+	}
+	forGood, err := NewSim(SimConfig{GPUs: 2, Clock: clk, DownAtStart: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour)
+	if _, err := forGood.Sample(0); err == nil || forGood.Devices()[0].Err == "" {
+		t.Errorf("DownFor 0 opened the GPU after an hour: %v", err)
+	}
+	if _, err := NewSim(SimConfig{GPUs: 2, Clock: clk, DownAtStart: []int{2}}); err == nil {
+		t.Error("GPU 2 of 2 down at start accepted")
+	}
+}

@@ -58,6 +58,8 @@ type ExporterCmd struct {
 	SimHangGPU       int           `name:"sim.hang-gpu" default:"-1" help:"Simulated GPU whose reads hang (as a hung driver call) after --sim.hang-after; -1: none."`
 	SimHangAfter     time.Duration `name:"sim.hang-after" default:"0s" help:"When the reads of --sim.hang-gpu start hanging, after the exporter starts."`
 	SimHangShutdown  bool          `name:"sim.hang-shutdown" help:"With --sim.hang-gpu: the hung call also blocks the backend's shutdown for good, as NVML's shutdown behind a hung driver call (the exporter exits anyway, after a bounded wait)."`
+	SimDownGPU       int           `name:"sim.down-gpu" default:"-1" help:"Simulated GPU that fails to open at start (as a GPU failing nvmlDeviceGetHandleByIndex): listed with joulemark_gpu_up 0 and no uuid until --sim.down-for has passed; -1: none."`
+	SimDownFor       time.Duration `name:"sim.down-for" default:"0s" help:"How long --sim.down-gpu stays down after the start (0: for good)."`
 }
 
 // Run starts the exporter and serves until SIGINT or SIGTERM.
@@ -90,9 +92,13 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 			RampSeconds: c.SimRampSeconds, DecayTau: c.SimDecaySeconds, NoiseWatts: c.SimNoiseWatts,
 			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter, CounterPeriod: c.SimCounterPeriod,
 			CounterOffset: c.SimCounterOffset, CounterJitter: c.SimCounterJitter, HangBlocksClose: c.SimHangShutdown,
+			DownAtStart: downAtStart(c.SimDownGPU), DownFor: c.SimDownFor,
 		})
 		if err != nil {
 			return err
+		}
+		if c.SimDownGPU >= 0 {
+			log.Warn("simulated GPU fails to open at start (--sim.down-gpu); listed with joulemark_gpu_up 0", "gpu", c.SimDownGPU, "for", c.SimDownFor)
 		}
 		if c.SimHangGPU >= n {
 			return fmt.Errorf("--sim.hang-gpu %d: there are %d simulated GPUs", c.SimHangGPU, n)
@@ -112,8 +118,8 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		if len(c.SimEngineURL) > 0 {
 			return errors.New("--sim.engine-url needs --gpu=sim")
 		}
-		if c.SimHangGPU >= 0 {
-			return errors.New("--sim.hang-gpu needs --gpu=sim")
+		if c.SimHangGPU >= 0 || c.SimDownGPU >= 0 {
+			return errors.New("--sim.hang-gpu and --sim.down-gpu need --gpu=sim")
 		}
 		if c.NVMLRetryInterval <= 0 {
 			return withExitCode(exitUsage, fmt.Errorf("--nvml.retry-interval %v: want more than 0", c.NVMLRetryInterval))
@@ -186,6 +192,14 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	return closeExporter()
+}
+
+// downAtStart is --sim.down-gpu as a list (-1: none).
+func downAtStart(i int) []int {
+	if i < 0 {
+		return nil
+	}
+	return []int{i}
 }
 
 // apiToken reads the phase API token from file, else env JOULEMARK_API_TOKEN.

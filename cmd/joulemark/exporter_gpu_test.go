@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -188,5 +191,50 @@ func TestExporterShutdownBehindHungCall(t *testing.T) {
 	}
 	if l := logs.String(); !strings.Contains(l, "exiting without the GPU backend's shutdown") || !strings.Contains(l, "gpus=[1]") {
 		t.Errorf("no log line naming the abandoned shutdown and GPU 1:\n%s", l)
+	}
+}
+
+var downReads = regexp.MustCompile(`joulemark_sampler_errors_total\{gpu="1",reason="read",uuid=""\} (\d+)\n`)
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// TestExporterGPUDownAtStart: with --sim.down-gpu the exporter starts,
+// lists that GPU with joulemark_gpu_up 0 and no uuid, counts its failed
+// reads, samples the others, and stays healthy (restarting would not help).
+func TestExporterGPUDownAtStart(t *testing.T) {
+	base, _ := startExporter(t, "--gpu=sim", "--gpus=3", "--sample.interval=20ms", "--sim.down-gpu=1",
+		"--host.powercap-path=", "--kubelet.pod-resources-socket=")
+	for i := 0; ; i++ {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := string(body)
+		if n := downReads.FindStringSubmatch(m); n != nil && atoi(n[1]) >= 5 {
+			for _, want := range []string{`joulemark_gpu_up{gpu="1",uuid=""} 0`, `joulemark_gpu_up{gpu="0",uuid="GPU-5e000000-0000-4000-8000-000000000000"} 1`,
+				`joulemark_gpu_up{gpu="2",uuid="GPU-5e000000-0000-4000-8000-000000000002"} 1`} {
+				if !strings.Contains(m, want) {
+					t.Errorf("/metrics lacks %s", want)
+				}
+			}
+			break
+		}
+		if i > 500 {
+			t.Fatalf("GPU 1's failed reads never reached 5:\n%s", m)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz %d with a GPU down at start", resp.StatusCode)
 	}
 }
