@@ -47,7 +47,7 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 	for i := range reqs {
 		r := &reqs[i]
 		s, e := r.Send, r.End
-		if e <= from || s >= to || e < s {
+		if e <= from || s >= to || !(e >= s) { // NaN: no span
 			continue
 		}
 		send, end := max(s, from), min(e, to)
@@ -59,32 +59,25 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 	}
 	sortEvents(evs)
 
-	// Slice boundaries: the domain edges and every event time.
-	xs := make([]float64, 0, len(evs)+2)
-	xs = append(xs, from)
-	for _, ev := range evs {
-		if ev.t > xs[len(xs)-1] {
-			xs = append(xs, ev.t)
-		}
-	}
-	if to > xs[len(xs)-1] {
-		xs = append(xs, to)
-	}
-	cum := totalAt(curves, xs)
-
 	var out attribution
 	out.Joules = make([]float64, len(reqs))
-	out.Total = cum[len(cum)-1] - cum[0]
 	// Per request: A at first token and end, B at send and end.
 	aFirst := make([]float64, len(reqs))
 	bSend := make([]float64, len(reqs))
 
+	// The slices lie between consecutive boundaries: the domain edges and
+	// every event time. The summed curves are evaluated at each boundary
+	// as the sweep reaches it.
+	tc := newTotalCursor(curves)
+	x := from
+	cum := tc.at(x)
+	cum0 := cum
 	var A, B, rateSum float64
 	active, producing := 0, 0
 	ei := 0
-	for k := range xs {
-		// Apply the events at xs[k].
-		for ei < len(evs) && evs[ei].t <= xs[k] {
+	for {
+		// Apply the events at x.
+		for ei < len(evs) && evs[ei].t <= x {
 			ev := evs[ei]
 			rate := rates[ev.req]
 			switch ev.kind {
@@ -109,10 +102,20 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 			}
 			ei++
 		}
-		if k+1 == len(xs) {
-			break
+		// The next boundary: the next event's time (later than x, as
+		// every event at or before x is applied), else the domain's end.
+		var next float64
+		switch {
+		case ei < len(evs):
+			next = evs[ei].t
+		case to > x:
+			next = to
+		default:
+			out.Total = cum - cum0
+			return out
 		}
-		dE := cum[k+1] - cum[k]
+		nextCum := tc.at(next)
+		dE := nextCum - cum
 		switch {
 		case active == 0:
 			out.Unattributed += dE
@@ -121,6 +124,6 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 		default:
 			B += dE / float64(active)
 		}
+		x, cum = next, nextCum
 	}
-	return out
 }

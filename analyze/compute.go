@@ -140,6 +140,10 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	}
 	c.oneLifecycle()
 	c.counterCurves()
+	// The attribution, the longest part, runs beside the sections up to
+	// steadyState, which waits for it: it reads only the requests and
+	// the curves, which nothing changes.
+	c.startAttribution()
 	c.measurement()
 	c.stages()
 	c.release()
@@ -165,11 +169,12 @@ type computation struct {
 	r  *Report
 	pd *PlotData
 
-	spanFrom, spanTo float64 // first phase start, last phase end
-	interval         float64 // median energy sample interval; NaN when unknown
-	curves           []curve // one per d.GPUs
-	formal           []int   // indexes into d.Requests of formal requests, in completion order
-	goodTokens       int64   // output tokens of requests within the SLOs
+	spanFrom, spanTo float64            // first phase start, last phase end
+	interval         float64            // median energy sample interval; NaN when unknown
+	curves           []curve            // one per d.GPUs
+	formal           []int              // indexes into d.Requests of formal requests, in completion order
+	attr             <-chan attribution // the attribution to requests (startAttribution); nil when there is none
+	goodTokens       int64              // output tokens of requests within the SLOs
 }
 
 // flag adds a report flag.
@@ -556,19 +561,38 @@ func (c *computation) throughput() {
 	}
 }
 
-// steadyState attributes the formal stage's energy (or that of the
-// requests' span when the formal boundaries are missing) to requests and
-// finds the steady state in their energy per token.
-func (c *computation) steadyState() {
-	r, p, reqs := c.r, c.p, c.d.Requests
-	r.SteadyState.Window, r.SteadyState.Windows, r.SteadyState.CVThreshold = p.SSWindow, p.SSWindows, p.SSCV
+// startAttribution starts attributing the energy over the formal stage (or
+// over the formal requests' span when its boundaries are missing, widened
+// to that span anyway) to the requests, when there are formal requests and
+// energy data over that span.
+func (c *computation) startAttribution() {
+	reqs := c.d.Requests
 	from, to := math.Inf(1), math.Inf(-1)
 	if fb, ok := c.d.Phases["formal"]; ok && fb.HasStart && fb.HasEnd {
 		from, to = fb.Start, fb.End
 	}
-	for _, i := range c.formal {
-		from, to = min(from, reqs[i].Send), max(to, reqs[i].End)
+	formal := false
+	for i := range reqs {
+		if reqs[i].Phase == "formal" {
+			from, to = min(from, reqs[i].Send), max(to, reqs[i].End)
+			formal = true
+		}
 	}
+	if !formal || len(c.curves) == 0 || !(to > from) {
+		return
+	}
+	ch := make(chan attribution, 1)
+	c.attr = ch
+	// All requests of the run compete for the formal stage's energy
+	// (a warm-up straggler is active too).
+	go func() { ch <- attribute(reqs, c.curves, from, to) }()
+}
+
+// steadyState takes the attribution of the formal stage's energy to
+// requests and finds the steady state in their energy per token.
+func (c *computation) steadyState() {
+	r, p, reqs := c.r, c.p, c.d.Requests
+	r.SteadyState.Window, r.SteadyState.Windows, r.SteadyState.CVThreshold = p.SSWindow, p.SSWindows, p.SSCV
 	var ss []int // indexes into reqs of the successful formal requests with tokens, in completion order
 	for _, i := range c.formal {
 		if reqs[i].Success && reqs[i].OutputTokens > 0 {
@@ -581,24 +605,20 @@ func (c *computation) steadyState() {
 	switch {
 	case len(c.formal) == 0:
 		r.SteadyState.Reason = "no formal requests"
-	case len(c.curves) == 0 || !(to > from):
+	case c.attr == nil:
 		r.SteadyState.Reason = "no energy data over the formal stage"
 	default:
-		c.steadyWindow(ss, from, to)
+		c.steadyWindow(ss, <-c.attr)
 	}
 	if !r.SteadyState.Reached {
 		c.flag(FlagSteadyStateNotReach, true, "steady state not reached: %s", r.SteadyState.Reason)
 	}
 }
 
-// steadyWindow attributes the energy over [from, to] to the requests and
-// fills the steady state from ss, the successful formal requests with
-// tokens in completion order.
-func (c *computation) steadyWindow(ss []int, from, to float64) {
+// steadyWindow fills the steady state from the attribution and ss, the
+// successful formal requests with tokens in completion order.
+func (c *computation) steadyWindow(ss []int, at attribution) {
 	r, p, reqs := c.r, c.p, c.d.Requests
-	// All requests of the run compete for the formal stage's energy
-	// (a warm-up straggler is active too).
-	at := attribute(reqs, c.curves, from, to)
 	r.UnattributedJoules = new(at.Unattributed)
 	jpt := make([]float64, len(ss))
 	for j, i := range ss {

@@ -148,29 +148,49 @@ func (cv curve) between(a, b float64) (float64, bool) {
 // one merged pass per curve: O(len(xs) + samples).
 func totalAt(curves []curve, xs []float64) []float64 {
 	out := make([]float64, len(xs))
-	for _, cv := range curves {
-		n := len(cv.t)
-		if n == 0 {
-			continue
-		}
-		k := 0
-		for i, x := range xs {
-			switch {
-			case n == 1:
-				out[i] += cv.c[0]
-			case x <= cv.t[0]:
-				out[i] += cv.seg(0, x)
-			case x >= cv.t[n-1]:
-				out[i] += cv.seg(n-2, x)
-			default:
-				for k+1 < n && cv.t[k+1] < x {
-					k++
-				}
-				out[i] += cv.seg(k, x)
-			}
-		}
+	tc := newTotalCursor(curves)
+	for i, x := range xs {
+		out[i] = tc.at(x)
 	}
 	return out
+}
+
+// totalCursor evaluates the sum of the curves at non-decreasing times, one
+// position per curve carried from one time to the next: O(times + samples)
+// over a sweep, without a slice of the times.
+type totalCursor struct {
+	curves []curve
+	k      []int
+}
+
+func newTotalCursor(curves []curve) *totalCursor {
+	return &totalCursor{curves: curves, k: make([]int, len(curves))}
+}
+
+// at is the sum of the curves at x, added in curve order; x must not be
+// less than at's previous x.
+func (tc *totalCursor) at(x float64) float64 {
+	sum := 0.0
+	for j, cv := range tc.curves {
+		n := len(cv.t)
+		switch {
+		case n == 0:
+		case n == 1:
+			sum += cv.c[0]
+		case x <= cv.t[0]:
+			sum += cv.seg(0, x)
+		case x >= cv.t[n-1]:
+			sum += cv.seg(n-2, x)
+		default:
+			k := tc.k[j]
+			for k+1 < n && cv.t[k+1] < x {
+				k++
+			}
+			tc.k[j] = k
+			sum += cv.seg(k, x)
+		}
+	}
+	return sum
 }
 
 // medianInterval is the median distance between consecutive samples.
