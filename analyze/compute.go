@@ -593,7 +593,7 @@ func (c *computation) startAttribution() {
 func (c *computation) steadyState() {
 	r, p, reqs := c.r, c.p, c.d.Requests
 	r.SteadyState.Window, r.SteadyState.Windows, r.SteadyState.CVThreshold = p.SSWindow, p.SSWindows, p.SSCV
-	var ss []int // indexes into reqs of the successful formal requests with tokens, in completion order
+	ss := make([]int, 0, len(c.formal)) // indexes into reqs of the successful formal requests with tokens, in completion order
 	for _, i := range c.formal {
 		if reqs[i].Success && reqs[i].OutputTokens > 0 {
 			ss = append(ss, i)

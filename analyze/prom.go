@@ -53,7 +53,8 @@ type loader struct {
 	lookback time.Duration
 	now      time.Time
 	timeout  time.Duration
-	// chunk is the window length of raw reads (defaultChunk when 0); par
+	// chunk is the window length of raw reads (when 0, defaultRemoteChunk
+	// through remote read, else defaultChunk); par
 	// how many windows are read at once (defaultParallelism when 0).
 	chunk time.Duration
 	par   int
@@ -141,6 +142,7 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 		if err := l.chooseReadAPI(ctx, l.readAPI, sp); err != nil {
 			return nil, err
 		}
+		sp = l.rawSpan(from, to) // the query API's windows if it fell back
 	}
 	gpuSel, err := l.gpuSelector(ctx, uuids)
 	if err != nil {
@@ -273,7 +275,11 @@ func (l *loader) rawSpan(from, to float64) rawSpan {
 	evalAtMs := int64(math.Ceil((to + rawSampleMargin.Seconds()) * 1000))
 	rngDur := time.Duration((to-from)*float64(time.Second)) + 2*rawSampleMargin
 	chunk := l.chunk
-	if chunk <= 0 {
+	switch {
+	case chunk > 0:
+	case l.rr != nil:
+		chunk = defaultRemoteChunk
+	default:
 		chunk = defaultChunk
 	}
 	if l.par <= 0 {

@@ -13,8 +13,13 @@ import (
 
 // Defaults of the chunked reader: a long run's raw series are read as range
 // selectors over consecutive windows of this length, this many at a time.
+// Remote read takes longer windows: a server cuts (decodes and re-encodes)
+// every chunk that crosses a window's edge, and sparse series (one per
+// slot at high concurrency) have chunks a quarter of an hour long, so
+// half-hour windows made it cut about half of them.
 const (
 	defaultChunk       = 30 * time.Minute
+	defaultRemoteChunk = time.Hour
 	defaultParallelism = 4
 )
 
