@@ -310,7 +310,7 @@ func gpuChecks(g *DoctorGPU, opts DoctorOptions) []Check {
 	if g.ProcessQuery == "ok" {
 		add("process_query", VerdictOK, "compute processes readable")
 	} else {
-		add("process_query", VerdictWarn, "compute processes not readable (%s): run the exporter as a user that can query processes (root, or with the GPU device files); idle checks and release per the method need it", g.ProcessQuery)
+		add("process_query", VerdictWarn, "compute processes not readable (%s): run the exporter as a user that can query processes (root, or with the GPU device files); idle checks and release per the method need it (else the release's process criterion is met unverified; --release.require-engine-exit makes it wait for the bench's exit report)", g.ProcessQuery)
 	}
 	switch g.ClockEventsAPI {
 	case "", "nvmlDeviceGetCurrentClocksEventReasons":
@@ -322,11 +322,42 @@ func gpuChecks(g *DoctorGPU, opts DoctorOptions) []Check {
 	default:
 		add("clock_events", VerdictInfo, "driver before R535: using %s", g.ClockEventsAPI)
 	}
+	if c, ok := powerUsageScopeCheck(g); ok {
+		cs = append(cs, c)
+	}
 	rd := g.Readings
 	if rd.InstantWatts != nil && rd.AverageWatts != nil && rd.PowerUsageWatts != nil {
 		add("readings", VerdictInfo, "instant %.1f W, average %.1f W, GetPowerUsage %.1f W", *rd.InstantWatts, *rd.AverageWatts, *rd.PowerUsageWatts)
 	}
 	return cs
+}
+
+// powerUsageScopeCheck tells which scope nvmlDeviceGetPowerUsage reads,
+// where field 185 answers at both scopes with values far enough apart
+// (over 5%) to tell: the exporter takes it as GPU scope (NVML's
+// documentation) when it falls back to it, so a module reading is a
+// warning. ok is false where it cannot be told.
+func powerUsageScopeCheck(g *DoctorGPU) (Check, bool) {
+	var gpuW, modW *float64
+	for _, f := range g.Fields {
+		if f.Field != 185 || !f.Supported { // field 185: 1 s average power
+			continue
+		}
+		switch f.Scope {
+		case ScopeGPU:
+			gpuW = f.Value
+		case ScopeModule:
+			modW = f.Value
+		}
+	}
+	pu := g.Readings.PowerUsageWatts
+	if gpuW == nil || modW == nil || pu == nil || math.Abs(*modW-*gpuW) <= 0.05*math.Max(*gpuW, *modW) {
+		return Check{}, false
+	}
+	if math.Abs(*pu-*modW) < math.Abs(*pu-*gpuW) {
+		return Check{"power_usage_scope", VerdictWarn, fmt.Sprintf("nvmlDeviceGetPowerUsage reads %.1f W, the module's (field 185: module %.1f W, GPU %.1f W); the exporter takes it as GPU scope where it falls back to it (no field values)", *pu, *modW, *gpuW)}, true
+	}
+	return Check{"power_usage_scope", VerdictOK, fmt.Sprintf("nvmlDeviceGetPowerUsage reads %.1f W, the GPU's, as NVML documents (field 185: GPU %.1f W, module %.1f W)", *pu, *gpuW, *modW)}, true
 }
 
 // driverCheck judges the driver version against the supported range

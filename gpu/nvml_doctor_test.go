@@ -78,3 +78,42 @@ func TestDoctorNVMLMock(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorPowerUsageScope: on a GPU answering field 185 at both scopes,
+// the doctor tells which one nvmlDeviceGetPowerUsage reads (the exporter's
+// fallback takes it as GPU scope); on a GPU answering one scope it cannot.
+func TestDoctorPowerUsageScope(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		scopes  []uint32
+		usageMW uint32 // 0: the mock's (GPU-scope average, 95 W)
+		want    string // verdict, "" for no check
+	}{
+		{"GetPowerUsage reads the GPU", []uint32{0, 1}, 0, VerdictOK},
+		{"GetPowerUsage reads the module", []uint32{0, 1}, 290_000, VerdictWarn},
+		{"one scope only", []uint32{1}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := fakeclock.New()
+			s, _ := powered(t, tc.scopes...)
+			if tc.usageMW != 0 {
+				nvmlmock.Device(s, 0).GetPowerUsageFunc = func() (uint32, nvml.Return) { return tc.usageMW, nvml.SUCCESS }
+			}
+			b, err := NewNVML(s, NVMLOptions{MaxGPUs: 1, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			r := Doctor(b, DoctorOptions{Duration: time.Second, Clock: clk, Sleep: clk.Advance})
+			got := ""
+			for _, c := range r.GPUs[0].Checks {
+				if c.Name == "power_usage_scope" {
+					got = c.Verdict
+				}
+			}
+			if got != tc.want {
+				t.Errorf("power_usage_scope verdict %q, want %q (checks %+v)", got, tc.want, r.GPUs[0].Checks)
+			}
+		})
+	}
+}
