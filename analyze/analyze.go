@@ -202,6 +202,9 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 		if err := addExporterGaps(r, arch); err != nil {
 			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 		}
+		if err := addReleaseBasis(r, arch); err != nil {
+			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
+		}
 		if err := addQuality(r, arch, cfg.Params.MinQuality); err != nil {
 			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/joulemark/joulemark/phaseapi"
 )
 
 // num formats an optional figure; "—" when it could not be computed.
@@ -128,6 +130,14 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	closed := yesNo(r.Release.Closed)
 	if r.Release.ClosedBy != "" && r.Release.ClosedByAt != nil {
 		closed += fmt.Sprintf(" (the %s criterion was met last, at %s)", r.Release.ClosedBy, time.Unix(0, int64(*r.Release.ClosedByAt*1e9)).UTC().Format("15:04:05.000 MST"))
+	}
+	switch r.Release.ProcessBasis {
+	case phaseapi.BasisEngineExit:
+		closed += "; the engine's exit reported by the bench"
+	case phaseapi.BasisNVML:
+		closed += "; the engine's exit judged from NVML's process list (no lifecycle control)"
+	case phaseapi.BasisUnverified:
+		closed += "; the engine's exit unverified (processes not readable, no exit report)"
 	}
 	p("Release closed: %s. The idle baseline is never subtracted.\n\n", closed)
 	gpuEnergyMarkdown(p, r)

@@ -80,6 +80,11 @@ type Release struct {
 	// (unix seconds: the release's end); absent from older exporters.
 	ClosedBy   string   `json:"closed_by,omitempty"`
 	ClosedByAt *float64 `json:"closed_by_at,omitempty"`
+	// ProcessBasis is what the process criterion was judged from, the
+	// weakest over the exporters (engine_exit: the bench's report;
+	// nvml_processes: NVML's process list; unverified: neither), from the
+	// run archive's phases.json; absent without one.
+	ProcessBasis string `json:"process_basis,omitempty"`
 }
 
 // Requests counts the formal requests.

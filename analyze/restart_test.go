@@ -56,3 +56,57 @@ func TestExporterGapsFlagged(t *testing.T) {
 		t.Errorf("measurement gap %+v", last)
 	}
 }
+
+// TestReleaseProcessBasis: release.process_basis is the weakest basis over
+// the exporters' closed releases in phases.json; an unverified one is a
+// non-excluding release_process_unverified flag, and the markdown says it.
+func TestReleaseProcessBasis(t *testing.T) {
+	status := func(basis string) phaseapi.RunStatus {
+		return phaseapi.RunStatus{RunID: "b-1", Release: phaseapi.ReleaseStatus{State: phaseapi.ReleaseClosed, Criteria: []phaseapi.ReleaseCriterion{
+			{Name: phaseapi.CriterionProcess, Met: true, Basis: basis}, {Name: phaseapi.CriterionPower, Met: true}}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		bases  []string
+		want   string
+		flag   bool
+		inText string
+	}{
+		{"bench report", []string{phaseapi.BasisEngineExit, phaseapi.BasisEngineExit}, phaseapi.BasisEngineExit, false, "reported by the bench"},
+		{"one exporter from NVML", []string{phaseapi.BasisEngineExit, phaseapi.BasisNVML}, phaseapi.BasisNVML, false, "NVML's process list"},
+		{"one unverified", []string{phaseapi.BasisUnverified, phaseapi.BasisNVML}, phaseapi.BasisUnverified, true, "the engine's exit unverified"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run, err := runarchive.Create(t.TempDir(), "b-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, _, err := Compute(fixture(), fixtureParams())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var exps []any
+			for i, b := range tc.bases {
+				exps = append(exps, map[string]any{"url": "http://node-" + string(rune('a'+i)) + ":9402", "status": status(b)})
+			}
+			b, _ := json.Marshal(map[string]any{"run_id": "b-1", "exporters": exps})
+			if err := os.WriteFile(run.Path(runarchive.PhasesFile), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			valid := r.Valid
+			if err := addReleaseBasis(r, run); err != nil {
+				t.Fatal(err)
+			}
+			if r.Release.ProcessBasis != tc.want || slices.Contains(flagCodes(r), FlagReleaseProcessUnverified) != tc.flag || r.Valid != valid {
+				t.Errorf("basis %q flags %v valid %v→%v; want %q, flag %v", r.Release.ProcessBasis, flagCodes(r), valid, r.Valid, tc.want, tc.flag)
+			}
+			var md strings.Builder
+			if err := WriteMarkdown(&md, r); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(md.String(), tc.inText) {
+				t.Errorf("markdown lacks %q", tc.inText)
+			}
+		})
+	}
+}
