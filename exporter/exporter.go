@@ -412,11 +412,11 @@ func (e *Exporter) Close() error {
 		if berr := e.closeBackend(shutdownTimeout - time.Since(began)); berr != nil {
 			e.log.Error("exiting without the GPU backend's shutdown: it is blocked behind a hung driver call",
 				"gpus", hung, "waited", time.Since(began).Round(time.Millisecond), "err", berr)
-			err = errors.Join(err, fmt.Errorf("GPU(s) %v hung at shutdown: %w", hung, berr))
+			err = errors.Join(err, fmt.Errorf("%s hung at shutdown: %w", hungWhat(hung), berr))
 			return
 		}
 		if !waitTimeout(&e.wg, max(shutdownTimeout-time.Since(began), 0)) {
-			err = errors.Join(err, fmt.Errorf("GPU(s) %v: a read was still hung after the backend closed", e.hungGPUs()))
+			err = errors.Join(err, fmt.Errorf("%s: a read was still hung after the backend closed", hungWhat(e.hungGPUs())))
 		}
 	})
 	return err
@@ -439,6 +439,15 @@ func (e *Exporter) closeBackend(wait time.Duration) error {
 	case <-t.C:
 		return fmt.Errorf("closing GPU backend: still blocked after %v", wait.Round(time.Millisecond))
 	}
+}
+
+// hungWhat names the hung GPUs, or, with none, the backend call of another
+// loop (pod attribution, host energy).
+func hungWhat(gpus []int) string {
+	if len(gpus) == 0 {
+		return "a GPU backend call outside the sampling loops"
+	}
+	return fmt.Sprintf("GPU(s) %v", gpus)
 }
 
 // hungGPUs lists the GPUs whose sampling goroutines have not returned.
