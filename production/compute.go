@@ -11,6 +11,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/joulemark/joulemark/analyze"
 )
 
 // Sample is one stored sample: unix seconds and value.
@@ -38,6 +40,9 @@ type Data struct {
 	Allocations []Series
 	// Unallocated: joulemark_unallocated_energy_joules_total.
 	Unallocated []Series
+	// ModuleGPUs: joulemark_gpu_info{energy_scope="module"}, GPUs whose
+	// energy covers a C2C module (Grace CPU and memory included).
+	ModuleGPUs []Series
 	// ReadAPI is how the series were read (remote-read or query);
 	// ReadFallback why remote read was given up.
 	ReadAPI, ReadFallback string
@@ -115,8 +120,11 @@ type pod struct {
 // Compute derives the report from data. Pods are filtered by namespace and
 // model when those are set.
 func Compute(d *Data, namespace, model string) *Report {
-	r := &Report{From: d.From, To: d.To, Namespace: namespace, Model: model,
+	r := &Report{From: d.From, To: d.To, Namespace: namespace, Model: model, Boundary: analyze.Boundary,
 		Models: []ModelFigures{}, Pods: []PodFigures{}, Starts: []Start{}, JoulesPerTokenOverTime: []ModelPoints{}}
+	if len(d.ModuleGPUs) > 0 {
+		r.Boundary = analyze.BoundaryModule
+	}
 	pods := gather(d)
 	keys := slices.SortedFunc(func(yield func(podKey) bool) {
 		for k := range pods {

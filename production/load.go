@@ -22,6 +22,7 @@ const (
 	mPodEnergy   = "joulemark_pod_energy_joules_total"
 	mAllocation  = "joulemark_gpu_allocation_info"
 	mUnallocated = "joulemark_unallocated_energy_joules_total"
+	mGPUInfo     = "joulemark_gpu_info"
 	mVLLMTokens  = "vllm:generation_tokens_total"
 	mSGLTokens   = "sglang:generation_tokens_total"
 )
@@ -140,6 +141,7 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Da
 		{mVLLMTokens, ns, &d.Tokens},
 		{mSGLTokens, ns, &d.Tokens},
 		{mUnallocated, "", &d.Unallocated},
+		{mGPUInfo, `energy_scope="module"`, &d.ModuleGPUs},
 	} {
 		expr := fmt.Sprintf("%s{%s}[%s]", q.name, q.sel, rng)
 		if q.sel == "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
+	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/promserver"
@@ -90,6 +91,9 @@ func fixtureSeries() []fseries {
 		{pod(mPodEnergy, "batch", "train"), -margin, func(t float64) float64 { return 400 * (t + margin) }},
 		{alloc("batch", "train", "4"), -margin, one},
 		{exp(map[string]string{"__name__": mUnallocated, "gpu": "7", "uuid": "GPU-7"}), -margin, func(t float64) float64 { return 70 * (t + margin) }},
+		// one node's GPUs measured board energy, the other's a C2C module
+		{exp(map[string]string{"__name__": mGPUInfo, "gpu": "0", "uuid": "GPU-0", "energy_scope": "gpu"}), -margin, one},
+		{map[string]string{"__name__": mGPUInfo, "job": "joulemark-exporter", "instance": "n2:9402", "node": "n2", "gpu": "0", "uuid": "GPU-GH-0", "energy_scope": "module"}, -margin, one},
 	}
 }
 
@@ -108,6 +112,10 @@ func fixtureData(t0 float64) *Data {
 			d.Allocations = append(d.Allocations, ser)
 		case mUnallocated:
 			d.Unallocated = append(d.Unallocated, ser)
+		case mGPUInfo:
+			if s.labels["energy_scope"] == "module" {
+				d.ModuleGPUs = append(d.ModuleGPUs, ser)
+			}
 		default:
 			d.Tokens = append(d.Tokens, ser)
 		}
@@ -145,6 +153,9 @@ func nearp(t *testing.T, what string, got *float64, want float64) {
 func checkReport(t *testing.T, r *Report, t0 float64) {
 	t.Helper()
 	near(t, "energy", r.EnergyJoules, 1_680_000)
+	if r.Boundary != analyze.BoundaryModule {
+		t.Errorf("boundary %q with a module-scope GPU in the range, want %q", r.Boundary, analyze.BoundaryModule)
+	}
 	near(t, "unallocated", r.UnallocatedJoules, 126_000)
 	pods := map[string]PodFigures{}
 	for _, p := range r.Pods {
@@ -208,6 +219,16 @@ func checkReport(t *testing.T, r *Report, t0 float64) {
 func TestComputeFixture(t *testing.T) {
 	t0 := 1_750_000_000.0
 	checkReport(t, Compute(fixtureData(t0), "", ""), t0)
+
+	board := fixtureData(t0)
+	board.ModuleGPUs = nil
+	if r := Compute(board, "", ""); r.Boundary != analyze.Boundary {
+		t.Errorf("boundary %q with board-scope GPUs only, want %q", r.Boundary, analyze.Boundary)
+	}
+	var md strings.Builder
+	if err := WriteMarkdown(&md, Compute(fixtureData(t0), "", "")); err != nil || !strings.Contains(md.String(), analyze.BoundaryModule+", integrated") {
+		t.Errorf("report.md does not state the module boundary (%v):\n%s", err, md.String())
+	}
 
 	r := Compute(fixtureData(t0), "serve", "")
 	if len(r.Pods) != 3 {

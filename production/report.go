@@ -24,13 +24,18 @@ import (
 	"github.com/joulemark/joulemark/internal/svgplot"
 )
 
-// Report is report.json. Energy is GPU board energy, in joules; times are
+// Report is report.json. Energy is GPU energy (Boundary says board or
+// module), in joules; times are
 // unix seconds.
 type Report struct {
 	From      float64 `json:"from"`
 	To        float64 `json:"to"`
 	Namespace string  `json:"namespace,omitempty"`
 	Model     string  `json:"model,omitempty"`
+	// Boundary is what the energy covers: analyze.Boundary (GPU boards),
+	// or analyze.BoundaryModule where an exporter measured a C2C module
+	// in the range.
+	Boundary string `json:"boundary"`
 	// EnergyJoules is the energy of every pod reported.
 	EnergyJoules float64        `json:"energy_joules"`
 	Models       []ModelFigures `json:"models"`
@@ -157,7 +162,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if r.Namespace != "" || r.Model != "" {
 		p("Filter: namespace `%s`, model `%s`.\n\n", or(r.Namespace, "*"), or(r.Model, "*"))
 	}
-	p("GPU board energy only, integrated by the joulemark exporter per pod over the GPUs the kubelet lists for it. ")
+	p("%s, integrated by the joulemark exporter per pod over the GPUs the kubelet lists for it. ", r.Boundary)
 	p("Pods: %.0f J in all; unallocated GPUs (every node): %.0f J.\n\n", r.EnergyJoules, r.UnallocatedJoules)
 	p("## Per model\n\n| model | pods | energy (J) | output tokens | J/token | idle-allocated (J) | idle share | starts | startup energy (J) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range r.Models {
