@@ -23,7 +23,7 @@ const (
 func Benchmark() (dashboard.Dashboard, error) {
 	return dashboard.NewDashboardBuilder("joulemark / Benchmark run").
 		Uid("joulemark-benchmark").
-		Description("One joulemark bench run through idle, startup, warm-up, formal and release: stage energy, J/token, latency from the per-request samples, load and engine state. GPU board energy only. The report of `joulemark analyze` carries the steady-state J/token; this dashboard shows stage figures and live windows.").
+		Description("One joulemark bench run through idle, startup, warm-up, formal and release: stage energy, J/token, latency from the per-request samples, load and engine state. GPU board energy only (the GPU module incl. its Grace CPU on C2C superchips: energy_scope on joulemark_gpu_info). The report of `joulemark analyze` carries the steady-state J/token; this dashboard shows stage figures and live windows.").
 		Tags([]string{"joulemark", "energy", "benchmark"}).
 		Editable().
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).

@@ -16,7 +16,7 @@ const gpuSel = `{node=~"$node", gpu=~"$gpu"}`
 func Fleet() (dashboard.Dashboard, error) {
 	return dashboard.NewDashboardBuilder("joulemark / Fleet energy (live)").
 		Uid("joulemark-fleet").
-		Description("Live GPU power and energy across every node running the joulemark exporter, J/token of the inference engines, and sampler health. GPU board energy only.").
+		Description("Live GPU power and energy across every node running the joulemark exporter, J/token of the inference engines, and sampler health. GPU board energy only (the GPU module incl. its Grace CPU on C2C superchips: energy_scope on joulemark_gpu_info).").
 		Tags([]string{"joulemark", "energy", "gpu"}).
 		Editable().
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).

@@ -14,7 +14,7 @@ import (
 
 // Measurement boundaries, appended to every panel description.
 const (
-	boundaryGPU     = "Boundary: GPU board energy only, as NVML reports it (or the simulated GPU); host CPU, DRAM, network, fans and cooling are not included."
+	boundaryGPU     = "Boundary: GPU board energy only, as NVML reports it (or the simulated GPU); on C2C superchips (GH200, GB200) the GPU module with its Grace CPU and memory, as joulemark_gpu_info's energy_scope=\"module\" says; host CPU, DRAM, network, fans and cooling are not included otherwise."
 	boundaryClient  = "Boundary: measured at the benchmark client (joulemark bench), so network and HTTP time are included; no energy figure."
 	boundaryEngine  = "Boundary: what the inference engine reports on its own /metrics (vLLM names); no energy figure."
 	boundarySampler = "Boundary: the exporter's own sampling and NVML health; no energy figure."

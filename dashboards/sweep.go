@@ -46,7 +46,7 @@ const sweepGoodput = `sum by (run_id) (max_over_time(joulemark_bench_ttft_second
 func Sweep() (dashboard.Dashboard, error) {
 	return dashboard.NewDashboardBuilder("joulemark / Sweep comparison").
 		Uid("joulemark-sweep").
-		Description("Runs of a concurrency or rate sweep side by side: J/token against load, throughput against TTFT p95, goodput per point. Pick the runs in the Run variable and a time range covering them. GPU board energy only; steady-state J/token is in the reports of `joulemark analyze`.").
+		Description("Runs of a concurrency or rate sweep side by side: J/token against load, throughput against TTFT p95, goodput per point. Pick the runs in the Run variable and a time range covering them. GPU board energy only (the GPU module incl. its Grace CPU on C2C superchips: energy_scope on joulemark_gpu_info); steady-state J/token is in the reports of `joulemark analyze`.").
 		Tags([]string{"joulemark", "energy", "sweep"}).
 		Editable().
 		Time("now-24h", "now").
