@@ -25,8 +25,7 @@ import (
 )
 
 // Report is report.json. Energy is GPU energy (Boundary says board or
-// module), in joules; times are
-// unix seconds.
+// module), in joules; times are unix seconds.
 type Report struct {
 	From      float64 `json:"from"`
 	To        float64 `json:"to"`
