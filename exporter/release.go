@@ -182,6 +182,7 @@ func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) 
 	}
 	st := e.status(r)
 	e.mu.Unlock()
+	e.saveActive() // the report survives a restart
 	writeJSON(w, http.StatusOK, st)
 }
 

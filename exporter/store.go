@@ -56,6 +56,9 @@ type storedRun struct {
 	Phases    []storedPhase   `json:"phases"`
 	IdlePower []storedWelford `json:"idle_power"`
 	IdleProcs []int           `json:"idle_compute_processes"`
+	// IdleMemory is each GPU's memory in use over the idle phase (the
+	// release's memory criterion); absent before it was measured.
+	IdleMemory []storedWelford `json:"idle_memory,omitempty"`
 	Release   storedRelease   `json:"release"`
 	Gaps      []phaseapi.Gap  `json:"gaps,omitempty"`
 	// GPUs and Selector are the first phase's GPU selection, absent when
@@ -86,6 +89,9 @@ type storedWelford struct {
 type storedRelease struct {
 	State  string `json:"state"`
 	Reason string `json:"reason,omitempty"`
+	// EngineExitedUnixNs is when the bench reported the engine's exit (the
+	// release's process criterion); 0: not reported.
+	EngineExitedUnixNs int64 `json:"engine_exited_unix_ns,omitempty"`
 }
 
 // storage is the exporter's durable state directory.
@@ -176,8 +182,14 @@ func (e *Exporter) activeDoc() (activeRunsDoc, bool) {
 		}
 		sr := storedRun{RunID: r.id, IdleProcs: slices.Clone(r.idleProcs), Gaps: r.gaps, GPUs: r.selectionIndexes(), Selector: r.selector,
 			Release: storedRelease{State: r.rel.state, Reason: r.rel.reason}}
+		if r.crit.engineExited {
+			sr.Release.EngineExitedUnixNs = e.t0Unix + r.crit.engineExitedAt
+		}
 		for _, w := range r.idleAcc {
 			sr.IdlePower = append(sr.IdlePower, storedWelford{N: w.n, Mean: w.mean, M2: w.m2})
+		}
+		for _, w := range r.idleMem {
+			sr.IdleMemory = append(sr.IdleMemory, storedWelford{N: w.n, Mean: w.mean, M2: w.m2})
 		}
 		for _, ph := range r.phases {
 			sp := storedPhase{Phase: ph.phase, Start: e.storedBoundary(ph.start)}
@@ -267,6 +279,15 @@ func (e *Exporter) restoredRun(sr storedRun) (*run, error) {
 		rel: release{state: sr.Release.State, reason: sr.Release.Reason}, gaps: sr.Gaps}
 	for i, w := range sr.IdlePower {
 		r.idleAcc[i] = welford{n: w.N, mean: w.Mean, m2: w.M2}
+	}
+	if len(sr.IdleMemory) == n {
+		r.idleMem = make([]welford, n)
+		for i, w := range sr.IdleMemory {
+			r.idleMem[i] = welford{n: w.N, mean: w.Mean, m2: w.M2}
+		}
+	}
+	if sr.Release.EngineExitedUnixNs != 0 {
+		r.crit.engineExited, r.crit.engineExitedAt = true, sr.Release.EngineExitedUnixNs-e.t0Unix
 	}
 	if err := restoreSelection(r, sr.GPUs, n); err != nil {
 		return nil, err

@@ -208,3 +208,55 @@ func TestBearerAuth(t *testing.T) {
 		t.Error("the token reached the log")
 	}
 }
+
+// TestRestartKeepsReleaseCriteria: the bench's engine-exit report and the
+// idle phase's memory survive a restart in the release, so a strict
+// exporter (--release.require-engine-exit) still closes the release, and
+// memory still above idle still holds it.
+func TestRestartKeepsReleaseCriteria(t *testing.T) {
+	dir := t.TempDir()
+	simCfg := gpu.SimConfig{GPUs: 2, Seed: 5, NoiseWatts: 0.2, RampSeconds: 0.5, DecayTau: 1}
+	cfg := Config{StoragePath: dir, ReleaseHold: 3 * time.Second, ReleaseMaxWait: 60 * time.Second, ReleaseRequireEngineExit: true}
+	view := &engineView{}
+	h := newHarnessWith(t, simCfg, cfg, func(b gpu.Backend) gpu.Backend { view.Backend = b; return view })
+	view.set(0, 0.5)
+	h.post("run", phaseapi.Idle)
+	h.step(6 * time.Second)
+	view.set(1, 70)
+	h.post("run", phaseapi.Formal)
+	h.sim.SetLoad(0.8)
+	h.step(5 * time.Second)
+	h.post("run", phaseapi.Release)
+	h.sim.SetLoad(0)
+	view.set(0, 70) // the engine gone from NVML's list, its memory not yet freed
+	h.step(2 * time.Second)
+	exitAt := h.clk.Now()
+	if _, err := h.client.EngineExited(context.Background(), "run"); err != nil {
+		t.Fatal(err)
+	}
+	h.step(50 * time.Millisecond) // crash before the periodic save: the report saved itself
+	h.exp.Close()
+
+	h.clk.Advance(2 * time.Second)
+	view2 := &engineView{}
+	view2.set(0, 70)
+	h2 := newHarnessOnWith(t, h.clk, simCfg, cfg, func(b gpu.Backend) gpu.Backend { view2.Backend = b; return view2 })
+	h2.step(8 * time.Second)
+	st, _ := h2.exp.RunStatus("run")
+	if st.Release.State != phaseapi.ReleaseWaiting || !strings.Contains(st.Release.Reason, "memory") {
+		t.Fatalf("release %s (%s) with memory still in use after the restart, want waiting on memory", st.Release.State, st.Release.Reason)
+	}
+	if c := st.Release.Criteria[0]; !c.Met || c.Basis != phaseapi.BasisEngineExit || c.Since == nil || math.Abs(*c.Since-unixSec(exitAt)) > 0.01 {
+		t.Errorf("process criterion after the restart %+v, want met at the reported exit %.3f", c, unixSec(exitAt))
+	}
+	view2.set(0, 0.5)
+	for range 100 {
+		h2.step(100 * time.Millisecond)
+		if st, _ = h2.exp.RunStatus("run"); st.State == phaseapi.RunEnded {
+			break
+		}
+	}
+	if st.Release.State != phaseapi.ReleaseClosed || st.Release.ClosedBy != phaseapi.CriterionMemory {
+		t.Errorf("release %s closed by %q (%s), want closed by memory", st.Release.State, st.Release.ClosedBy, st.Release.Reason)
+	}
+}
