@@ -59,8 +59,8 @@ type storedRun struct {
 	// IdleMemory is each GPU's memory in use over the idle phase (the
 	// release's memory criterion); absent before it was measured.
 	IdleMemory []storedWelford `json:"idle_memory,omitempty"`
-	Release   storedRelease   `json:"release"`
-	Gaps      []phaseapi.Gap  `json:"gaps,omitempty"`
+	Release    storedRelease   `json:"release"`
+	Gaps       []phaseapi.Gap  `json:"gaps,omitempty"`
 	// GPUs and Selector are the first phase's GPU selection, absent when
 	// the run measures every GPU.
 	GPUs     []int              `json:"gpus,omitempty"`
