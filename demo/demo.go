@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,8 +92,8 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err := d.start(ctx); err != nil {
 		return d.res, err
 	}
-	fmt.Fprintf(d.cfg.Out, "joulemark demo %s: %d simulated GPUs, simulated engine %s, Prometheus at %s\n",
-		d.res.RunID, d.cfg.GPUs, d.cfg.Engine.Model, d.res.PrometheusURL)
+	fmt.Fprintf(d.cfg.Out, "joulemark demo %s: a node of %d simulated GPUs; the benchmarked engine %s holds GPUs %s; Prometheus at %s\n",
+		d.res.RunID, d.cfg.GPUs, d.cfg.Engine.Model, gpuList(d.layout.engine), d.res.PrometheusURL)
 	// Let Prometheus store a few samples of the idle GPUs before the run
 	// starts: the idle phase's first boundary is interpolated between them.
 	if err := sleepCtx(ctx, 3*d.cfg.ScrapeInterval); err != nil {
@@ -551,4 +552,16 @@ func hostPort(u string) string {
 		return p.Host
 	}
 	return u
+}
+
+// gpuList writes GPU indexes as "0-4" for a run, "0,2" otherwise.
+func gpuList(gpus []int) string {
+	if len(gpus) > 2 && gpus[len(gpus)-1]-gpus[0] == len(gpus)-1 {
+		return fmt.Sprintf("%d-%d", gpus[0], gpus[len(gpus)-1])
+	}
+	s := make([]string, len(gpus))
+	for i, g := range gpus {
+		s[i] = strconv.Itoa(g)
+	}
+	return strings.Join(s, ",")
 }
