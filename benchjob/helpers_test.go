@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -244,6 +245,12 @@ func newRWReceiver(t *testing.T) *rwReceiver {
 	}))
 	t.Cleanup(rw.Close)
 	return rw
+}
+
+func (rw *rwReceiver) all() []rwSample {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return slices.Clone(rw.samples)
 }
 
 func (rw *rwReceiver) named(name string) []rwSample {

@@ -15,8 +15,9 @@ import (
 
 // slots hands out in-flight slot indexes (the `slot` label). A slot is
 // reused only by a request sent after the millisecond in which its previous
-// request ended, so no two samples of one series share a timestamp, and
-// samples of one series are appended in time order.
+// request ended (both as sampleMs, the samples' timestamps), so no two
+// samples of one series share a timestamp, and samples of one series are
+// appended in time order.
 type slots struct {
 	mu      sync.Mutex
 	busy    []bool
@@ -24,7 +25,7 @@ type slots struct {
 }
 
 func (s *slots) acquire() int {
-	now := time.Now().UnixMilli()
+	now := sampleMs(unixSeconds(time.Now()))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, b := range s.busy {
@@ -261,5 +262,5 @@ func (r *runner) do(ctx context.Context, phase string, p Prompt, scheduled time.
 		rec.Quality = &q
 	}
 	r.record(rec)
-	r.slots.release(slot, rec.endMs)
+	r.slots.release(slot, sampleMs(rec.EndTime))
 }

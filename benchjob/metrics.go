@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/runarchive"
 )
 
 // Aggregate metric names, pushed beside the per-request samples.
@@ -80,13 +80,22 @@ func (a *aggregates) observe(r *Record) {
 	}
 }
 
-// samples gathers the registry into remote-write samples at time t.
-func (a *aggregates) samples(t time.Time) ([]remotewrite.Sample, error) {
+// samples gathers the registry into remote-write samples at tsMs.
+func (a *aggregates) samples(tsMs int64) ([]remotewrite.Sample, error) {
 	mfs, err := a.reg.Gather()
 	if err != nil {
 		return nil, fmt.Errorf("gathering aggregates: %w", err)
 	}
-	return familiesToSamples(mfs, t.UnixMilli()), nil
+	return familiesToSamples(mfs, tsMs), nil
+}
+
+// settle sets the gauges to their final values, from what the archive
+// keeps (the manifest's load section), before the final samples: the
+// bench's and runs push's final samples then carry the same values.
+func (a *aggregates) settle(load runarchive.LoadInfo) {
+	a.inFlight.Set(0)
+	a.target.Set(load.TargetRate)
+	a.achieved.Set(load.AchievedRate)
 }
 
 // familiesToSamples flattens gathered families the way Prometheus would

@@ -45,8 +45,6 @@ type Record struct {
 	// Quality is the answer checked against its rubric (correctness
 	// workload, workload.quality_file); absent when not checked or failed.
 	Quality *quality.Result `json:"quality,omitempty"`
-
-	endMs int64 // resp.End in ms, the sample timestamp
 }
 
 // Token sources (Record.TokensSource).
@@ -60,6 +58,18 @@ const (
 )
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// sampleMs is the remote-write timestamp (ms) of an instant as the archive
+// holds it, unix seconds in a float64. The bench's live samples and
+// `joulemark runs push` both take their timestamps from it, computed from
+// the same float (which survives the JSON round trip exactly), so a
+// re-sent sample lands on the very millisecond of the original one and
+// Prometheus takes it as a duplicate, not as a second sample. Computed
+// from the time.Time instead (UnixMilli), the two could differ by 1 ms
+// where the float's rounding crosses a millisecond. sampleMs of
+// unixSeconds is non-decreasing in time (each step is), which the slot
+// reuse rule (slots) relies on.
+func sampleMs(sec float64) int64 { return int64(math.Floor(sec * 1000)) }
 
 // newRecord turns a response into an archive record.
 func newRecord(phase string, slot int, p Prompt, resp *openai.Response, scheduled time.Time) *Record {
@@ -78,7 +88,6 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 		OutputHash:      resp.TextSHA256,
 		ITLSeconds:      make([]float64, len(resp.ITL)),
 		Success:         resp.Err == nil,
-		endMs:           resp.End.UnixMilli(),
 	}
 	if !scheduled.IsZero() {
 		r.ScheduledTime = new(unixSeconds(scheduled))
@@ -139,13 +148,10 @@ const (
 )
 
 // Samples returns the per-request samples of r: one per contract metric,
-// all at the request's end time (ms), labelled run_id, phase and slot; no
-// TTFT sample for a failed request.
+// all at the request's end time (sampleMs of end_time), labelled run_id,
+// phase and slot; no TTFT sample for a failed request.
 func (r *Record) Samples(runID string) []remotewrite.Sample {
-	ts := r.endMs
-	if ts == 0 {
-		ts = int64(math.Floor(r.EndTime * 1000))
-	}
+	ts := sampleMs(r.EndTime)
 	slot := strconv.Itoa(r.Slot)
 	lbl := func(name string) map[string]string {
 		return map[string]string{"__name__": name, "run_id": runID, "phase": r.Phase, "slot": slot}

@@ -117,6 +117,7 @@ type runner struct {
 	exporters []*phaseapi.Client
 	rw        *remotewrite.Writer
 	agg       *aggregates
+	recMu     sync.Mutex // one record at a time into the archive and the aggregates
 	slots     slots
 	progress  *progress
 	engine    Engine
@@ -405,13 +406,17 @@ func (r *runner) flagList() []string {
 // record keeps one finished request: archive line, remote-write samples,
 // aggregates, progress. It takes rec over.
 func (r *runner) record(rec *Record) {
+	// The aggregates observe the records in archive order, as runs push
+	// does: a histogram's sum, a float, then comes out to the same bits.
+	r.recMu.Lock()
 	r.arch.append(rec)
+	r.agg.observe(rec)
+	r.recMu.Unlock()
 	if r.rw != nil {
 		for _, s := range rec.Samples(r.runID) {
 			r.rw.Append(s)
 		}
 	}
-	r.agg.observe(rec)
 	r.progress.done.Add(1)
 	if !rec.Success {
 		r.progress.errors.Add(1)
@@ -893,16 +898,20 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 	info := r.runInfo(res.Summary)
 	r.man.RunInfo = &info
 	if r.rw != nil {
-		now := time.Now()
-		if s, err := r.agg.samples(now); err == nil {
+		// The final samples' instant is archived: runs push re-sends them
+		// with the very timestamps and values.
+		at := unixSeconds(time.Now())
+		r.man.SamplesAt = at
+		r.agg.settle(r.man.Load)
+		if s, err := r.agg.samples(sampleMs(at)); err == nil {
 			for _, x := range s {
 				r.rw.Append(x)
 			}
 		}
 		r.mu.Lock()
-		fs := r.formalStart
+		fs := r.man.Phases[string(phaseapi.Formal)]
 		r.mu.Unlock()
-		for _, x := range runInfoSamples(info, fs, now) {
+		for _, x := range runInfoSamples(info, fs, at) {
 			r.rw.Append(x)
 		}
 		fctx, cancel := context.WithTimeout(context.Background(), r.cfg.RemoteWrite.FlushTimeout)
@@ -997,7 +1006,7 @@ func (r *runner) pushAggregates(done <-chan struct{}, stopped chan<- struct{}) {
 				}
 				r.agg.target.Set(r.cfg.Rate)
 			}
-			s, err := r.agg.samples(now)
+			s, err := r.agg.samples(sampleMs(unixSeconds(now)))
 			if err != nil {
 				r.log.Warn("aggregates", "err", err)
 				continue

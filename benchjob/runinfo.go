@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"time"
 
 	"github.com/joulemark/joulemark/quality"
 	"github.com/joulemark/joulemark/remotewrite"
@@ -72,17 +71,19 @@ func workloadDigest(w Workload) (string, error) {
 		w.MeanInputTokens, w.StddevInputTokens, w.MeanOutputTokens, w.StddevOutputTokens, w.Seed)), nil
 }
 
-// runInfoSamples are joulemark_run_info 1 at the formal phase's start and at
-// t, so the identity spans the run in Prometheus.
-func runInfoSamples(info runinfo.Info, formalStart, t time.Time) []remotewrite.Sample {
+// runInfoSamples are joulemark_run_info 1 at the formal phase's start (the
+// manifest's phase_starts.formal) and at the run's final samples (its
+// samples_at), both unix seconds (0: none), so the identity spans the run
+// in Prometheus.
+func runInfoSamples(info runinfo.Info, formalStart, at float64) []remotewrite.Sample {
 	var out []remotewrite.Sample
-	for _, at := range []time.Time{formalStart, t} {
-		if at.IsZero() {
+	for _, sec := range []float64{formalStart, at} {
+		if sec <= 0 {
 			continue
 		}
 		l := info.Labels()
 		l["__name__"] = runinfo.Metric
-		out = append(out, remotewrite.Sample{Labels: l, Value: 1, TimestampMs: at.UnixMilli()})
+		out = append(out, remotewrite.Sample{Labels: l, Value: 1, TimestampMs: sampleMs(sec)})
 	}
 	return out
 }

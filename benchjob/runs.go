@@ -94,8 +94,11 @@ type PushResult struct {
 
 // Push re-sends a run's per-request samples (one group per record of
 // requests.jsonl, warm-up included), its run identity and its final
-// aggregates to a remote-write target, with their original timestamps: the
-// same samples the run pushed, so pushing twice changes nothing. Samples
+// aggregates to a remote-write target, with their original timestamps and
+// values (sampleMs of the archived instants; the final aggregates and run
+// identity at the manifest's samples_at, their gauges from its load
+// section): the same samples the run pushed, so pushing twice, or to a
+// server that got the run's own samples, changes nothing. Samples
 // older than what the target already holds of a series are out of order
 // for Prometheus unless its out_of_order_time_window covers them.
 func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *slog.Logger) (*PushResult, error) {
@@ -122,24 +125,23 @@ func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *s
 		agg.observe(r)
 		last = max(last, r.EndTime)
 	}
-	end := m.Ended
-	if end == 0 {
-		end = last
+	// The final samples' instant as the bench stamped them; older archives
+	// lack it: the run's end, else its last request's.
+	at := m.SamplesAt
+	if at == 0 {
+		at = m.Ended
 	}
-	endT := time.Unix(0, int64(end*1e9))
-	if len(recs) > 0 {
-		as, err := agg.samples(endT)
-		if err != nil {
-			return nil, err
-		}
-		samples = append(samples, as...)
+	if at == 0 {
+		at = last
 	}
+	agg.settle(m.Load)
+	as, err := agg.samples(sampleMs(at))
+	if err != nil {
+		return nil, err
+	}
+	samples = append(samples, as...)
 	if m.RunInfo != nil {
-		var fs time.Time
-		if v, ok := m.Phases["formal"]; ok {
-			fs = time.Unix(0, int64(v*1e9))
-		}
-		samples = append(samples, runInfoSamples(*m.RunInfo, fs, endT)...)
+		samples = append(samples, runInfoSamples(*m.RunInfo, m.Phases[string(phaseapi.Formal)], at)...)
 	}
 	// Each series in time order, as remote write expects.
 	slices.SortStableFunc(samples, func(a, b remotewrite.Sample) int { return int(a.TimestampMs - b.TimestampMs) })

@@ -2,6 +2,7 @@ package benchjob
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/remotewrite"
 	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/runinfo"
 )
 
 // TestFinalizeKilledRun: a run whose bench died mid-run (manifest running,
@@ -122,6 +124,28 @@ func TestPushResendsIdempotently(t *testing.T) {
 	}
 	if len(pushed.named(MetricRequestsTotal)) == 0 {
 		t.Error("no aggregates pushed")
+	}
+	// Every pushed sample, aggregates and run identity included, is one the
+	// run pushed itself: same series, timestamp and value. Sent to a server
+	// that got the run's samples, the push is all duplicates.
+	key := func(s rwSample) string {
+		return fmt.Sprint(s.labels, s.ts)
+	}
+	liveAt := map[string]float64{}
+	for _, s := range live.all() {
+		liveAt[key(s)] = s.value
+	}
+	names := map[string]bool{}
+	for _, s := range pushed.all() {
+		names[s.labels["__name__"]] = true
+		if v, ok := liveAt[key(s)]; !ok || v != s.value {
+			t.Errorf("pushed %s = %v; the run pushed %v (present %v)", key(s), s.value, v, ok)
+		}
+	}
+	for _, n := range []string{MetricLatency, MetricRequestsTotal, MetricLatencyHist + "_sum", MetricAchievedRate, MetricTargetRate, MetricInFlight, runinfo.Metric} {
+		if !names[n] {
+			t.Errorf("push sent no %s", n)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(cfg.RunsDir, res.RunID, runarchive.RequestsFile)); err != nil {
 		t.Fatal(err)

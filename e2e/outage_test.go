@@ -229,6 +229,21 @@ func TestFaultPrometheusOutageThenPush(t *testing.T) {
 	ctl, got := analyzeJSON(control, "control"), analyzeJSON(outage, "outage")
 	checkControlReport(t, ctl, recs)
 	compareReports(t, ctl, got)
+
+	// Exactly idempotent: pushed to the control server, which holds the
+	// run's own samples, the push is all duplicates: nothing refused (a
+	// value differing at a timestamp would be), no sample added (a
+	// timestamp off by 1 ms would be one).
+	benchQ := fmt.Sprintf(`{__name__=~"joulemark_request_.*|joulemark_bench_.*|joulemark_run_info",run_id=%q}[1h]`, id)
+	before := countSamples(ctx, t, control, benchQ)
+	r := runJoulemark(t, 60*time.Second, f.bin, "runs", "push", id, "--runs-dir="+f.runsDir, "--remote-write.url="+control.URL+"/api/v1/write")
+	if r.code != 0 || !strings.Contains(r.stdout, " 0 lost") {
+		t.Errorf("runs push to the control server: exit %d\n%s%s", r.code, r.stdout, tail(r.stderr, 2000))
+	}
+	if after := countSamples(ctx, t, control, benchQ); after != before || before == 0 {
+		t.Errorf("runs push to the control server: %v of the bench's samples before, %v after", before, after)
+	}
+	t.Logf("runs push to the control server: %s, %v samples of the bench before and after", strings.TrimSpace(r.stdout), before)
 }
 
 // scrapedOnly are the report sections built on series Prometheus only
@@ -349,6 +364,22 @@ func queryScalar(ctx context.Context, t *testing.T, p *realprom.Server, q string
 		return 0
 	}
 	return float64(vec[0].Value)
+}
+
+// countSamples counts the samples a range selector returns now.
+func countSamples(ctx context.Context, t *testing.T, p *realprom.Server, sel string) int {
+	t.Helper()
+	v, _, _, err := promAPI(t, p.URL).Query(ctx, sel, time.Now())
+	if err != nil {
+		t.Fatalf("%s: %v", sel, err)
+	}
+	n := 0
+	if m, ok := v.(model.Matrix); ok {
+		for _, ss := range m {
+			n += len(ss.Values)
+		}
+	}
+	return n
 }
 
 // flattenReport flattens report.json into dotted paths (flags keyed by

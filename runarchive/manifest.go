@@ -78,6 +78,10 @@ type Manifest struct {
 	// RunInfo is the run's identity, as pushed in joulemark_run_info.
 	RunInfo     *runinfo.Info      `json:"run_info,omitempty"`
 	RemoteWrite *remotewrite.Stats `json:"remote_write,omitempty"`
+	// SamplesAt is the instant (unix seconds) the bench stamped its final
+	// remote-write samples with (aggregates, run identity); `joulemark runs
+	// push` re-sends them with it. Absent without remote write.
+	SamplesAt float64 `json:"samples_at,omitempty"`
 }
 
 // IgnoreEOS is the run's extras.ignore_eos from the config section; nil
