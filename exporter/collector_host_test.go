@@ -144,3 +144,75 @@ joulemark_host_energy_unavailable{reason="` + tc.reason + `"} 1
 		})
 	}
 }
+
+// TestRestartContinuesHostEnergy: an exporter restarted on its storage
+// continues the RAPL zones' counters from the last save, like the GPUs'
+// energy counters, so a restored run's host energy goes on: the idle
+// phase's is kept, the formal phase's is the energy up to the save plus
+// the energy after the restart (the downtime counts nothing). A zone
+// unreadable at the save starts again from 0: the phase running across the
+// restart has no host energy for it; the ended idle phase keeps its own.
+func TestRestartContinuesHostEnergy(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		dramAtSave   bool // the DRAM zone readable at the save
+		wantRestored string
+	}{
+		{"every zone readable", true, `
+joulemark_host_energy_joules_total{domain="dram",zone="intel-rapl:0:0"} 28
+joulemark_host_energy_joules_total{domain="package-0",zone="intel-rapl:0"} 400
+joulemark_phase_host_energy_joules{domain="dram",phase="formal",run_id="r",zone="intel-rapl:0:0"} 23
+joulemark_phase_host_energy_joules{domain="dram",phase="idle",run_id="r",zone="intel-rapl:0:0"} 5
+joulemark_phase_host_energy_joules{domain="package-0",phase="formal",run_id="r",zone="intel-rapl:0"} 250
+joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zone="intel-rapl:0"} 50
+`},
+		{"DRAM unreadable at the save", false, `
+joulemark_host_energy_joules_total{domain="dram",zone="intel-rapl:0:0"} 3
+joulemark_host_energy_joules_total{domain="package-0",zone="intel-rapl:0"} 400
+joulemark_phase_host_energy_joules{domain="dram",phase="idle",run_id="r",zone="intel-rapl:0:0"} 5
+joulemark_phase_host_energy_joules{domain="package-0",phase="formal",run_id="r",zone="intel-rapl:0"} 250
+joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zone="intel-rapl:0"} 50
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			simCfg := gpu.SimConfig{GPUs: 1, Seed: 1}
+			tree := hostTree()
+			h := newHarness(t, simCfg, Config{StoragePath: dir, Host: powercap.NewMeter(tree)})
+			setUJ(tree, "intel-rapl:0", "100000000")
+			h.exp.cfg.Host.Sample()
+			h.post("r", phaseapi.Idle)
+			h.step(time.Second)
+			setUJ(tree, "intel-rapl:0", "150000000") // idle: 50 J
+			setUJ(tree, "intel-rapl:0:0", "5000000") // dram idle: 5 J
+			h.post("r", phaseapi.Formal)
+			h.step(time.Second)
+			setUJ(tree, "intel-rapl:0", "300000000")  // formal up to the save: 150 J
+			setUJ(tree, "intel-rapl:0:0", "25000000") // dram: 20 J
+			if !tc.dramAtSave {
+				delete(tree, "intel-rapl:0:0/energy_uj")
+			}
+			h.exp.cfg.Host.Sample()
+			h.exp.saveActive()
+			setUJ(tree, "intel-rapl:0", "350000000") // measured, never saved: lost with the crash
+			h.exp.cfg.Host.Sample()
+			h.exp.Close()
+
+			setUJ(tree, "intel-rapl:0", "400000000") // the downtime: not counted
+			setUJ(tree, "intel-rapl:0:0", "30000000")
+			h.clk.Advance(5 * time.Second)
+			h2 := newHarnessOn(t, h.clk, simCfg, Config{StoragePath: dir, Host: powercap.NewMeter(tree)})
+			setUJ(tree, "intel-rapl:0", "500000000")  // formal after the restart: 100 J
+			setUJ(tree, "intel-rapl:0:0", "33000000") // dram: 3 J
+			h2.exp.cfg.Host.Sample()
+			if err := testutil.GatherAndCompare(h2.exp.Gatherer(), strings.NewReader(`
+# HELP joulemark_host_energy_joules_total Host energy of one RAPL powercap zone since the exporter started (counter wraparound at max_energy_range_uj bridged). Absent while the zone is unreadable.
+# TYPE joulemark_host_energy_joules_total counter
+# HELP joulemark_phase_host_energy_joules Host energy (one RAPL powercap zone) over the exact phase, read at its boundaries (up to the latest sample while the phase runs); absent where the zone is unreadable.
+# TYPE joulemark_phase_host_energy_joules gauge
+`+strings.TrimPrefix(tc.wantRestored, "\n")), "joulemark_host_energy_joules_total", famPhaseHostEnergy); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -121,6 +121,9 @@ type Exporter struct {
 	storeMu    sync.Mutex  // serializes writes of the active runs
 	savedEmpty bool        // the last active-runs save had no run (under storeMu)
 	dirty      atomic.Bool // a run ended in the sampler: save the active runs
+	// hostContinued says, per RAPL zone, that its counter continues from
+	// the saved state (restoreHost): restored boundaries keep its value.
+	hostContinued []bool
 
 	frozenVersion      uint64       // bumped when a run is frozen or a frozen run leaves /metrics
 	freezeMu           sync.RWMutex // taken before mu: held (write) while runs freeze, (read) by each gather

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,7 +41,17 @@ type activeRunsDoc struct {
 	// restart, the restored runs have a gap from here to the restart.
 	SavedAt int64       `json:"saved_at_unix_ns"`
 	GPUs    []storedGPU `json:"gpus"`
-	Runs    []storedRun `json:"runs"`
+	// Host is each RAPL zone's cumulative energy at SavedAt (with host
+	// metering); the restarted exporter continues from it.
+	Host []storedZone `json:"host,omitempty"`
+	Runs []storedRun  `json:"runs"`
+}
+
+// storedZone is one RAPL zone's cumulative energy counter
+// (joulemark_host_energy_joules_total); null when it was unreadable.
+type storedZone struct {
+	Zone   string   `json:"zone"`
+	Joules *float64 `json:"joules"`
 }
 
 type storedGPU struct {
@@ -78,6 +89,10 @@ type storedPhase struct {
 type storedBoundary struct {
 	TimeUnixNs   int64     `json:"time_unix_ns"`
 	EnergyJoules []float64 `json:"energy_joules"`
+	// HostJoules is each RAPL zone's cumulative energy there, in the
+	// order of the document's host zones (null: unreadable); absent
+	// without host metering.
+	HostJoules []*float64 `json:"host_joules,omitempty"`
 }
 
 type storedWelford struct {
@@ -175,6 +190,12 @@ func (e *Exporter) activeDoc() (activeRunsDoc, bool) {
 	for i, g := range e.gpus {
 		doc.GPUs = append(doc.GPUs, storedGPU{GPU: i, UUID: g.dev.UUID, EnergyJoules: g.energy})
 	}
+	if e.cfg.Host != nil {
+		latest := e.hostLatest()
+		for i, z := range e.cfg.Host.Zones() {
+			doc.Host = append(doc.Host, storedZone{Zone: z.ID, Joules: storedJoules(latest, i)})
+		}
+	}
 	for _, id := range e.seenOrder {
 		r := e.runs[id]
 		if r == nil || r.ended {
@@ -204,8 +225,21 @@ func (e *Exporter) activeDoc() (activeRunsDoc, bool) {
 	return doc, len(doc.Runs) > 0 || !e.savedEmpty
 }
 
+// storedJoules is vals[i] for JSON: nil where NaN or missing.
+func storedJoules(vals []float64, i int) *float64 {
+	if i >= len(vals) || math.IsNaN(vals[i]) {
+		return nil
+	}
+	return &vals[i]
+}
+
 func (e *Exporter) storedBoundary(b *boundary) storedBoundary {
 	sb := storedBoundary{TimeUnixNs: e.t0Unix + b.t, EnergyJoules: make([]float64, len(e.gpus))}
+	if b.host != nil {
+		for i := range b.host {
+			sb.HostJoules = append(sb.HostJoules, storedJoules(b.host, i))
+		}
+	}
 	for i, g := range e.gpus {
 		if b.ok[i] {
 			sb.EnergyJoules[i] = b.e[i]
@@ -251,6 +285,7 @@ func (e *Exporter) restore() error {
 	for i, g := range doc.GPUs {
 		e.gpus[i].energy = g.EnergyJoules
 	}
+	e.restoreHost(doc.Host)
 	gap := phaseapi.Gap{Start: float64(doc.SavedAt) / 1e9, End: float64(e.t0Unix) / 1e9, Reason: phaseapi.GapExporterRestarted}
 	for _, sr := range doc.Runs {
 		r, err := e.restoredRun(sr)
@@ -309,6 +344,15 @@ func (e *Exporter) restoredRun(sr storedRun) (*run, error) {
 		}
 		r.phases = append(r.phases, ph)
 	}
+	// A zone whose counter starts again from 0 (unreadable at the save)
+	// cannot measure the phase running across the restart.
+	if ph := r.phases[len(r.phases)-1]; ph.end == nil && ph.start.host != nil {
+		for i, ok := range e.hostContinued {
+			if !ok {
+				ph.start.host[i] = math.NaN()
+			}
+		}
+	}
 	return r, nil
 }
 
@@ -320,5 +364,47 @@ func (e *Exporter) restoredBoundary(sb storedBoundary) (*boundary, error) {
 	for i := range b.ok {
 		b.ok[i] = true
 	}
+	if e.hostContinued != nil && len(sb.HostJoules) == len(e.hostContinued) {
+		b.host = make([]float64, len(sb.HostJoules))
+		for i, v := range sb.HostJoules {
+			b.host[i] = math.NaN()
+			if v != nil {
+				b.host[i] = *v
+			}
+		}
+	}
 	return b, nil
+}
+
+// restoreHost makes the RAPL zones' counters continue from their saved
+// values when the zones are the same (IDs, in order), so a restored
+// phase's host energy goes on like its GPU energy (nothing counted over the
+// downtime), and restored boundaries keep their host values. A zone
+// unreadable at the save starts again from 0: the phase running across the
+// restart has no host energy for it. Other zones, or no saved host state:
+// no restored phase has host energy (logged when the zones changed).
+func (e *Exporter) restoreHost(saved []storedZone) {
+	if e.cfg.Host == nil || len(saved) == 0 {
+		return
+	}
+	zones := e.cfg.Host.Zones()
+	if len(zones) != len(saved) {
+		e.log.Warn("the host's RAPL zones changed since the last save; restored runs have no host energy", "saved_zones", len(saved), "zones", len(zones))
+		return
+	}
+	for i, z := range zones {
+		if saved[i].Zone != z.ID {
+			e.log.Warn("the host's RAPL zones changed since the last save; restored runs have no host energy", "saved_zone", saved[i].Zone, "zone", z.ID)
+			return
+		}
+	}
+	e.hostContinued = make([]bool, len(saved))
+	vals := make([]float64, len(saved))
+	for i, z := range saved {
+		vals[i] = math.NaN()
+		if z.Joules != nil {
+			vals[i], e.hostContinued[i] = *z.Joules, true
+		}
+	}
+	e.cfg.Host.Continue(vals)
 }

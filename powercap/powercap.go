@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"regexp"
 	"slices"
@@ -239,6 +240,21 @@ func (s *zoneState) add(z Zone, v uint64, err error) {
 		}
 	}
 	s.has, s.last = true, v
+}
+
+// Continue makes each zone's counter go on from a previous meter's value
+// (an exporter restarted on its saved state): joules[i] is added to zone
+// i's energy so far. NaN entries, and entries beyond the zones, are
+// skipped. The energy between the previous meter's value and this meter's
+// first reading is not counted.
+func (m *Meter) Continue(joules []float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range m.state {
+		if i < len(joules) && !math.IsNaN(joules[i]) {
+			m.state[i].joules += joules[i]
+		}
+	}
 }
 
 // Zones lists the zones found (nil without RAPL).
