@@ -61,9 +61,9 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 
 	var out attribution
 	out.Joules = make([]float64, len(reqs))
-	// Per request: A at first token and end, B at send and end.
+	// Per request: A at its first token; B at its send is kept in its
+	// Joules until its end.
 	aFirst := make([]float64, len(reqs))
-	bSend := make([]float64, len(reqs))
 
 	// The slices lie between consecutive boundaries: the domain edges and
 	// every event time. The summed curves are evaluated at each boundary
@@ -83,19 +83,21 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 			switch ev.kind {
 			case evSend:
 				active++
-				bSend[ev.req] = B
+				out.Joules[ev.req] = B
 			case evFirst:
 				producing++
 				rateSum += rate
 				aFirst[ev.req] = A
 			case evEnd:
 				active--
+				j := 0.0
 				if tokens[ev.req] {
 					producing--
 					rateSum -= rate
-					out.Joules[ev.req] += rate * (A - aFirst[ev.req])
+					j += rate * (A - aFirst[ev.req])
 				}
-				out.Joules[ev.req] += B - bSend[ev.req]
+				j += B - out.Joules[ev.req] // B at its send
+				out.Joules[ev.req] = j
 			}
 			if producing == 0 {
 				rateSum = 0 // no drift from adding and removing rates

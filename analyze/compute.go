@@ -452,19 +452,20 @@ func (c *computation) orderFormal() {
 		c.flag(FlagRequestsIncomplete, true, "%d per-request sample groups lack latency, output tokens or success and were left out", c.d.IncompleteRequests)
 	}
 	reqs := c.d.Requests
-	c.formal = make([]int, 0, len(reqs))
-	for i, q := range reqs {
-		if q.Phase == "formal" {
-			c.formal = append(c.formal, i)
+	n := 0
+	for i := range reqs {
+		if reqs[i].Phase == "formal" {
+			n++
 		}
 	}
-	// Ordered through compact keys rather than through the indexes into
-	// reqs: far fewer cache misses for a million requests.
-	keys := make([]formalKey, len(c.formal))
-	for k, i := range c.formal {
-		keys[k] = formalKey{reqs[i].End, reqs[i].Send, reqs[i].Slot, i}
+	idx := make([]int, 0, n)
+	for i := range reqs {
+		if reqs[i].Phase == "formal" {
+			idx = append(idx, i)
+		}
 	}
-	sortFormal(keys, c.formal)
+	c.formal = make([]int, n)
+	sortFormal(reqs, idx, c.formal)
 }
 
 // requests fills the request counts, tokens, latency and good requests

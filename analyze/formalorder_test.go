@@ -8,31 +8,39 @@ import (
 )
 
 // TestSortFormal checks sortFormal against a plain sort under cmpFormal:
-// keys in a few ascending runs (merged), in many runs (sorted), with equal
-// ends, sends and slots and NaN.
+// requests in a few ascending runs (merged), in many runs (sorted), with
+// equal ends, sends and slots and NaN, all of them or every other one.
 func TestSortFormal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{0, 1, 2, 10, 1000, 50_000} {
 		for _, runs := range []int{1, 2, 7, 64, 5000} {
-			keys := make([]formalKey, n)
-			for k := range keys {
-				keys[k] = formalKey{end: float64(rng.IntN(50)), send: float64(rng.IntN(3)), slot: string(rune('a' + rng.IntN(3))), i: rng.IntN(n)}
+			reqs := make([]Request, n)
+			for k := range reqs {
+				reqs[k] = Request{End: float64(rng.IntN(50)), Send: float64(rng.IntN(3)), Slot: string(rune('a' + rng.IntN(3)))}
 				if rng.IntN(100) == 0 {
-					keys[k].end = math.NaN()
+					reqs[k].End = math.NaN()
 				}
 			}
-			// Ascending runs of about n/runs keys.
+			// Ascending runs of about n/runs requests.
 			for lo := 0; lo < n; lo += max(1, n/runs) {
 				hi := min(n, lo+max(1, n/runs))
-				slices.SortFunc(keys[lo:hi], func(a, b formalKey) int { return cmpFormal(&a, &b) })
+				slices.SortFunc(reqs[lo:hi], func(a, b Request) int {
+					return cmpFormal(&formalKey{a.End, a.Send, a.Slot, 0}, &formalKey{b.End, b.Send, b.Slot, 0})
+				})
 			}
-			want := slices.Clone(keys)
-			slices.SortFunc(want, func(a, b formalKey) int { return cmpFormal(&a, &b) })
-			got := make([]int, n)
-			sortFormal(slices.Clone(keys), got)
-			for k := range want {
-				if got[k] != want[k].i {
-					t.Fatalf("n=%d, %d runs: position %d holds %d, want %d", n, runs, k, got[k], want[k].i)
+			for _, step := range []int{1, 2} {
+				var idx []int
+				for i := 0; i < n; i += step {
+					idx = append(idx, i)
+				}
+				want := slices.Clone(idx)
+				slices.SortFunc(want, func(i, j int) int {
+					return cmpFormal(&formalKey{reqs[i].End, reqs[i].Send, reqs[i].Slot, i}, &formalKey{reqs[j].End, reqs[j].Send, reqs[j].Slot, j})
+				})
+				got := make([]int, len(idx))
+				sortFormal(reqs, slices.Clone(idx), got)
+				if !slices.Equal(got, want) {
+					t.Fatalf("n=%d, %d runs, every %d: got %v…, want %v…", n, runs, step, got[:min(len(got), 8)], want[:min(len(want), 8)])
 				}
 			}
 		}

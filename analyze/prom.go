@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/joulemark/joulemark/internal/remoteread"
 )
@@ -148,13 +149,18 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.loadGPUs(ctx, d, gpuSel, sp); err != nil {
-		return nil, err
-	}
-	if err := l.loadRequests(ctx, d, sp.windows); err != nil {
-		return nil, err
-	}
-	if err := l.loadExtras(ctx, d, gpuSel, sp); err != nil {
+	// The GPUs (their instant queries and dense series) and the extras
+	// are read beside the requests: they fill the CPU time the request
+	// windows leave. The two sides fill different fields of d.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := l.loadGPUs(gctx, d, gpuSel, sp); err != nil {
+			return err
+		}
+		return l.loadExtras(gctx, d, gpuSel, sp)
+	})
+	g.Go(func() error { return l.loadRequests(gctx, d, sp.windows) })
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	d.ReadAPI, d.ReadFallback = ReadQuery, l.readFallback
@@ -427,13 +433,15 @@ type reqSeriesPart struct {
 	reqs   []reqVals
 }
 
-// reqVals is a Request without its series' phase and slot: the per-window
-// parts hold these (64 bytes instead of 104) until loadRequests copies
-// them into RunData.Requests, which both live at that moment.
+// reqVals is a Request without its series' phase and slot and without
+// what follows from the rest (send = end − latency, first token = send +
+// TTFT, computed by the same operations when copied): the per-window parts
+// hold these (48 bytes instead of 96) until loadRequests copies them into
+// RunData.Requests, which both live at that moment.
 type reqVals struct {
-	send, firstToken, end, ttft, latency float64
-	outputTokens, inputTokens            int64
-	hasTTFT, success                     bool
+	end, ttft, latency        float64
+	outputTokens, inputTokens int64
+	hasTTFT, success          bool
 }
 
 // loadRequests joins the per-request samples that share their labels (all
@@ -480,11 +488,15 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 		phase, slot := string(a.metric["phase"]), string(a.metric["slot"])
 		for k, p := range a.parts {
 			for _, v := range p {
-				d.Requests = append(d.Requests, Request{
+				r := Request{
 					Phase: phase, Slot: slot,
-					Send: v.send, FirstToken: v.firstToken, End: v.end, HasTTFT: v.hasTTFT, TTFT: v.ttft,
+					Send: v.end - v.latency, End: v.end, HasTTFT: v.hasTTFT,
 					Latency: v.latency, OutputTokens: v.outputTokens, InputTokens: v.inputTokens, Success: v.success,
-				})
+				}
+				if v.hasTTFT {
+					r.TTFT, r.FirstToken = v.ttft, r.Send+v.ttft
+				}
+				d.Requests = append(d.Requests, r)
 			}
 			a.parts[k] = nil
 		}
@@ -550,12 +562,12 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 			}
 			end := float64(ts) / 1000
 			r := reqVals{
-				end: end, send: end - lat, latency: lat,
+				end: end, latency: lat,
 				outputTokens: int64(math.Round(out)), inputTokens: int64(math.Round(val[rIn])),
 				success: val[rSucc] == 1,
 			}
 			if t := val[rTTFT]; has[rTTFT] && t >= 0 && !math.IsInf(t, 0) {
-				r.hasTTFT, r.ttft, r.firstToken = true, t, r.send+t
+				r.hasTTFT, r.ttft = true, t
 			}
 			reqs = append(reqs, r)
 		}
