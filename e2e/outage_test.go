@@ -158,8 +158,9 @@ func TestFaultPrometheusOutageThenPush(t *testing.T) {
 	if code := waitExit(t, b, 120*time.Second); code != 0 {
 		t.Errorf("bench exit %d, want 0:\n%s", code, tail(b.out.String(), 3000))
 	}
-	// Down as long as a bench that saw it would have retried its samples.
-	time.Sleep(time.Until(down.Add(35 * time.Second)))
+	// Down as long as a bench that saw it would have retried its samples
+	// (E2E_PROMETHEUS_OUTAGE, e.g. 75s, for a longer outage).
+	time.Sleep(time.Until(down.Add(outageLength(t))))
 	outage.Restart(t)
 	t.Logf("outage: %.1f s", time.Since(down).Seconds())
 
@@ -327,6 +328,20 @@ func checkControlReport(t *testing.T, ctl map[string]any, recs []benchjob.Record
 	if m["measurement.coverage_series"] != "raw" || m["measurement.coverage_ratio"] != 1.0 {
 		t.Errorf("control report: coverage %v from %v, want 1 from the raw series", m["measurement.coverage_ratio"], m["measurement.coverage_series"])
 	}
+}
+
+// outageLength is how long the outage server is down: 35 s, or
+// $E2E_PROMETHEUS_OUTAGE.
+func outageLength(t *testing.T) time.Duration {
+	v := os.Getenv("E2E_PROMETHEUS_OUTAGE")
+	if v == "" {
+		return 35 * time.Second
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("E2E_PROMETHEUS_OUTAGE=%q: want a duration such as 75s", v)
+	}
+	return d
 }
 
 // pollQuery polls an instant query's single value until ok accepts it.

@@ -23,6 +23,15 @@ import (
 	"github.com/joulemark/joulemark/remotewrite"
 )
 
+// RawWriteRetry is how long the exporter retries one batch of raw samples
+// through a remote-write outage (a Prometheus restart, an upgrade). The raw
+// series are what analyze prefers and what `runs push` cannot restore, and
+// the exporter has no deadline, so it rides out outages as long as its
+// buffer (remotewrite.Config.BufferSize, 100000 samples) holds what it
+// samples meanwhile: about 10 min for 8 GPUs at 100 ms. Later samples are
+// then dropped and counted (joulemark_remote_write_samples_dropped_total).
+const RawWriteRetry = 10 * time.Minute
+
 // Config configures an Exporter. Zero fields take the defaults noted.
 type Config struct {
 	Backend gpu.Backend
@@ -55,7 +64,8 @@ type Config struct {
 	APIToken string
 	// Clock is injectable for tests (default the system clock).
 	Clock gpu.Clock
-	// RemoteWrite, when set, pushes every raw power sample.
+	// RemoteWrite, when set, pushes every raw power sample; a batch is
+	// retried for RawWriteRetry unless its MaxElapsed says otherwise.
 	RemoteWrite *remotewrite.Config
 	// RemoteWriteLabels are added to every remote-written sample (e.g.
 	// instance).
@@ -284,7 +294,11 @@ func New(cfg Config) (*Exporter, error) {
 		}
 	}
 	if cfg.RemoteWrite != nil {
-		w, err := remotewrite.New(*cfg.RemoteWrite, cfg.Logger)
+		rwc := *cfg.RemoteWrite
+		if rwc.MaxElapsed <= 0 {
+			rwc.MaxElapsed = RawWriteRetry
+		}
+		w, err := remotewrite.New(rwc, cfg.Logger)
 		if err != nil {
 			return nil, fmt.Errorf("exporter: %w", err)
 		}
