@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -474,24 +473,27 @@ func (c *computation) requests() {
 	r, p := c.r, c.p
 	r.Requests.Started = len(c.formal)
 	n := len(c.formal)
-	ttfts, tpots, lats := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	// The latencies go to buf; the TTFTs and TPOTs to the plots. A failed
+	// request counts as +Inf in all three percentiles: where it falls
+	// among the plots' values is noted, to put it back there.
+	buf := make([]float64, 0, n)
+	type failure struct{ ttfts, tpots int }
+	var failures []failure
 	c.pd.TTFT, c.pd.TPOT = make([]float64, 0, n), make([]float64, 0, n)
 	for _, i := range c.formal {
 		q := &c.d.Requests[i]
 		if !q.Success {
 			r.Requests.Failed++
-			ttfts = append(ttfts, math.Inf(1))
-			tpots = append(tpots, math.Inf(1))
-			lats = append(lats, math.Inf(1))
+			failures = append(failures, failure{len(c.pd.TTFT), len(c.pd.TPOT)})
+			buf = append(buf, math.Inf(1))
 			continue
 		}
 		r.Requests.Succeeded++
 		r.Tokens.FormalOutput += q.OutputTokens
 		r.Tokens.FormalInput += q.InputTokens
-		lats = append(lats, q.Latency)
+		buf = append(buf, q.Latency)
 		good := true
 		if q.HasTTFT {
-			ttfts = append(ttfts, q.TTFT)
 			c.pd.TTFT = append(c.pd.TTFT, q.TTFT)
 			if p.SLOTTFT > 0 && q.TTFT > p.SLOTTFT.Seconds() {
 				good = false
@@ -500,7 +502,6 @@ func (c *computation) requests() {
 			good = false
 		}
 		if t, ok := tpot(*q); ok {
-			tpots = append(tpots, t)
 			c.pd.TPOT = append(c.pd.TPOT, t)
 			if p.SLOTPOT > 0 && t > p.SLOTPOT.Seconds() {
 				good = false
@@ -518,15 +519,20 @@ func (c *computation) requests() {
 		}
 	}
 	r.Latency.FailedRequests = r.Requests.Failed
-	// Three sorts of up to a million values each: side by side.
-	var wg sync.WaitGroup
-	for _, x := range []struct {
-		dst *Percentiles
-		v   []float64
-	}{{&r.Latency.TTFTSeconds, ttfts}, {&r.Latency.TPOTSeconds, tpots}, {&r.Latency.LatencySeconds, lats}} {
-		wg.Go(func() { *x.dst = percentilesOf(x.v) })
+	// One list at a time in buf (percentilesOf reorders it), each in
+	// completion order as the report has always taken them.
+	r.Latency.LatencySeconds = percentilesOf(buf)
+	withFailures := func(v []float64, at func(failure) int) []float64 {
+		buf, from := buf[:0], 0
+		for _, f := range failures {
+			buf = append(buf, v[from:at(f)]...)
+			buf = append(buf, math.Inf(1))
+			from = at(f)
+		}
+		return append(buf, v[from:]...)
 	}
-	wg.Wait()
+	r.Latency.TTFTSeconds = percentilesOf(withFailures(c.pd.TTFT, func(f failure) int { return f.ttfts }))
+	r.Latency.TPOTSeconds = percentilesOf(withFailures(c.pd.TPOT, func(f failure) int { return f.tpots }))
 }
 
 // goodput fills the goodput section from the good requests.
