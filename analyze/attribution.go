@@ -1,5 +1,10 @@
 package analyze
 
+import (
+	"fmt"
+	"math"
+)
+
 // attribution is the per-request split of GPU energy (docs/design.md,
 // "Definitions", per-request energy).
 type attribution struct {
@@ -16,11 +21,26 @@ const (
 	evEnd
 )
 
+// event is one request's send, first token or end at time t: 12 bytes
+// (16 with a float64 field, for its alignment), three per request, sorted.
 type event struct {
-	t    float64
-	req  int32
-	kind evKind
+	tLo, tHi uint32 // the bits of t
+	reqKind  uint32 // request index << 2 | kind
 }
+
+// maxEventReqs is the most requests an event can index.
+const maxEventReqs = 1 << 30
+
+func newEvent(t float64, req int, kind evKind) event {
+	b := math.Float64bits(t)
+	return event{tLo: uint32(b), tHi: uint32(b >> 32), reqKind: uint32(req)<<2 | uint32(kind)}
+}
+
+func (e event) t() float64 { return math.Float64frombits(uint64(e.tHi)<<32 | uint64(e.tLo)) }
+
+func (e event) req() int { return int(e.reqKind >> 2) }
+
+func (e event) kind() evKind { return evKind(e.reqKind & 3) }
 
 // attribute splits the energy of the summed curves over [from, to] among the
 // requests. A request is active over [send, end]; its output tokens are
@@ -42,6 +62,9 @@ type event struct {
 func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 	// Per request, whether its tokens are spread over [first token, end]
 	// and at which rate.
+	if len(reqs) > maxEventReqs {
+		panic(fmt.Sprintf("attribute: %d requests, at most %d", len(reqs), maxEventReqs))
+	}
 	rates, tokens := make([]float64, len(reqs)), make([]bool, len(reqs))
 	evs := make([]event, 0, 3*len(reqs))
 	for i := range reqs {
@@ -51,10 +74,10 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 			continue
 		}
 		send, end := max(s, from), min(e, to)
-		evs = append(evs, event{send, int32(i), evSend}, event{end, int32(i), evEnd})
+		evs = append(evs, newEvent(send, i, evSend), newEvent(end, i, evEnd))
 		if r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken && r.FirstToken < to {
 			tokens[i], rates[i] = true, float64(r.OutputTokens)/(r.End-r.FirstToken)
-			evs = append(evs, event{min(max(r.FirstToken, send), end), int32(i), evFirst})
+			evs = append(evs, newEvent(min(max(r.FirstToken, send), end), i, evFirst))
 		}
 	}
 	sortEvents(evs)
@@ -77,27 +100,27 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 	ei := 0
 	for {
 		// Apply the events at x.
-		for ei < len(evs) && evs[ei].t <= x {
-			ev := evs[ei]
-			rate := rates[ev.req]
-			switch ev.kind {
+		for ei < len(evs) && evs[ei].t() <= x {
+			req := evs[ei].req()
+			rate := rates[req]
+			switch evs[ei].kind() {
 			case evSend:
 				active++
-				out.Joules[ev.req] = B
+				out.Joules[req] = B
 			case evFirst:
 				producing++
 				rateSum += rate
-				aFirst[ev.req] = A
+				aFirst[req] = A
 			case evEnd:
 				active--
 				j := 0.0
-				if tokens[ev.req] {
+				if tokens[req] {
 					producing--
 					rateSum -= rate
-					j += rate * (A - aFirst[ev.req])
+					j += rate * (A - aFirst[req])
 				}
-				j += B - out.Joules[ev.req] // B at its send
-				out.Joules[ev.req] = j
+				j += B - out.Joules[req] // B at its send
+				out.Joules[req] = j
 			}
 			if producing == 0 {
 				rateSum = 0 // no drift from adding and removing rates
@@ -109,7 +132,7 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 		var next float64
 		switch {
 		case ei < len(evs):
-			next = evs[ei].t
+			next = evs[ei].t()
 		case to > x:
 			next = to
 		default:

@@ -23,13 +23,14 @@ func sortEvents(x []event) {
 
 // cmpEvents orders events by time, then kind.
 func cmpEvents(a, b event) int {
-	if a.t < b.t {
+	at, bt := a.t(), b.t()
+	if at < bt {
 		return -1
 	}
-	if a.t > b.t {
+	if at > bt {
 		return 1
 	}
-	return int(a.kind) - int(b.kind) // send, first token, end
+	return int(a.kind()) - int(b.kind()) // send, first token, end
 }
 
 type evSortedHint int // hint for pdqsort when choosing the pivot

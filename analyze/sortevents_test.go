@@ -15,7 +15,7 @@ func TestSortEventsAsSortFunc(t *testing.T) {
 		for _, distinct := range []int{1, 3, 100, 1 << 30} {
 			evs := make([]event, n)
 			for i := range evs {
-				evs[i] = event{t: float64(rng.IntN(distinct)) / 8, req: int32(i), kind: evKind(rng.IntN(3))}
+				evs[i] = newEvent(float64(rng.IntN(distinct))/8, i, evKind(rng.IntN(3)))
 			}
 			if n > 20 { // runs and reversed runs, pdqsort's special cases
 				slices.SortFunc(evs[:n/3], cmpEvents)
