@@ -60,7 +60,7 @@ func TestRunFullLifecycle(t *testing.T) {
 	if !exp.exited {
 		t.Error("the bench stopped the engine but did not report its exit to the exporter")
 	}
-	if res.Status != StatusCompleted || len(res.Flags) != 0 {
+	if res.Status != StatusCompleted || len(flagsBesidesLoad(res.Flags)) != 0 {
 		t.Errorf("status %q flags %v", res.Status, res.Flags)
 	}
 	if s, st := eng.counts(); s != 1 || st != 1 {
@@ -300,3 +300,10 @@ func TestManifestJSONHidesHTTPSecrets(t *testing.T) {
 }
 
 var _ = time.Second
+
+// flagsBesidesLoad is flags without client_cpu_saturated: that warning
+// says how busy the machine running the test was (CI neighbours), not
+// what the code under test did.
+func flagsBesidesLoad(flags []string) []string {
+	return slices.DeleteFunc(slices.Clone(flags), func(f string) bool { return f == FlagClientCPU })
+}
