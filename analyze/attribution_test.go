@@ -15,7 +15,7 @@ func constPower(w, from, to float64) []curve {
 }
 
 func req(send, ttft, end float64, tokens int64, ok bool) Request {
-	r := Request{Send: send, End: end, Latency: end - send, OutputTokens: tokens, Success: ok, Phase: "formal"}
+	r := Request{Send: send, End: end, Latency: end - send, OutputTokens: tokens, Success: ok, Formal: true}
 	if ttft >= 0 {
 		r.HasTTFT, r.TTFT, r.FirstToken = true, ttft, send+ttft
 	}

@@ -121,12 +121,19 @@ type PhaseBand struct {
 	Start, End float64
 }
 
+// maxRequests is the most requests Compute takes: it indexes them with
+// 32-bit integers (the attribution's events with 30 bits).
+const maxRequests = maxEventReqs
+
 // Compute derives the report from the run's data. It never fails on data
 // quality: what cannot be computed is null and flagged; the error is for
 // misuse (invalid parameters, no data at all).
 func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
+	}
+	if n := len(d.Requests); n > maxRequests {
+		return nil, nil, fmt.Errorf("run %q has %d requests, more than the %d one analysis takes", d.RunID, n, maxRequests)
 	}
 	c := &computation{
 		d:  d,
@@ -171,7 +178,7 @@ type computation struct {
 	spanFrom, spanTo float64            // first phase start, last phase end
 	interval         float64            // median energy sample interval; NaN when unknown
 	curves           []curve            // one per d.GPUs
-	formal           []int              // indexes into d.Requests of formal requests, in completion order
+	formal           []int32            // indexes into d.Requests of formal requests, in completion order
 	attr             <-chan attribution // the attribution to requests (startAttribution); nil when there is none
 	goodTokens       int64              // output tokens of requests within the SLOs
 }
@@ -453,17 +460,17 @@ func (c *computation) orderFormal() {
 	reqs := c.d.Requests
 	n := 0
 	for i := range reqs {
-		if reqs[i].Phase == "formal" {
+		if reqs[i].Formal {
 			n++
 		}
 	}
-	idx := make([]int, 0, n)
+	idx := make([]int32, 0, n)
 	for i := range reqs {
-		if reqs[i].Phase == "formal" {
-			idx = append(idx, i)
+		if reqs[i].Formal {
+			idx = append(idx, int32(i))
 		}
 	}
-	c.formal = make([]int, n)
+	c.formal = make([]int32, n)
 	sortFormal(reqs, idx, c.formal)
 }
 
@@ -580,7 +587,7 @@ func (c *computation) startAttribution() {
 	}
 	formal := false
 	for i := range reqs {
-		if reqs[i].Phase == "formal" {
+		if reqs[i].Formal {
 			from, to = min(from, reqs[i].Send), max(to, reqs[i].End)
 			formal = true
 		}
@@ -600,7 +607,7 @@ func (c *computation) startAttribution() {
 func (c *computation) steadyState() {
 	r, p, reqs := c.r, c.p, c.d.Requests
 	r.SteadyState.Window, r.SteadyState.Windows, r.SteadyState.CVThreshold = p.SSWindow, p.SSWindows, p.SSCV
-	ss := make([]int, 0, len(c.formal)) // indexes into reqs of the successful formal requests with tokens, in completion order
+	ss := make([]int32, 0, len(c.formal)) // indexes into reqs of the successful formal requests with tokens, in completion order
 	for _, i := range c.formal {
 		if reqs[i].Success && reqs[i].OutputTokens > 0 {
 			ss = append(ss, i)
@@ -624,7 +631,7 @@ func (c *computation) steadyState() {
 
 // steadyWindow fills the steady state from the attribution and ss, the
 // successful formal requests with tokens in completion order.
-func (c *computation) steadyWindow(ss []int, at attribution) {
+func (c *computation) steadyWindow(ss []int32, at attribution) {
 	r, p, reqs := c.r, c.p, c.d.Requests
 	r.UnattributedJoules = new(at.Unattributed)
 	jpt := make([]float64, len(ss))

@@ -42,10 +42,9 @@ func (g GPUSeries) Label() string {
 
 // Request is one benchmark request reconstructed from its per-request
 // samples: End is the sample timestamp, Send = End − latency,
-// FirstToken = Send + TTFT. (The two booleans sit together: 96 bytes
-// instead of 104, a million of them in a long run.)
+// FirstToken = Send + TTFT. (80 bytes, the booleans together: a million
+// of them in a long run.)
 type Request struct {
-	Phase        string // warmup or formal
 	Slot         string
 	Send         float64
 	FirstToken   float64 // valid when HasTTFT
@@ -56,6 +55,7 @@ type Request struct {
 	InputTokens  int64
 	HasTTFT      bool
 	Success      bool
+	Formal       bool // of the formal phase (phase="formal"), else of the warm-up
 }
 
 // PhaseBounds are the exact boundaries of one lifecycle phase.

@@ -37,7 +37,7 @@ func TestDiagnosisRules(t *testing.T) {
 		{"healthy", func(*RunData) {}, nil, ""},
 		{"prefill slow", func(d *RunData) {
 			for i := range d.Requests {
-				if r := &d.Requests[i]; r.Phase == "formal" && r.Success {
+				if r := &d.Requests[i]; r.Formal && r.Success {
 					r.TTFT = 0.1 + 0.006*float64(i) // 0.1 s → 0.7 s, nothing waits
 				}
 			}
@@ -56,7 +56,7 @@ func TestDiagnosisRules(t *testing.T) {
 				}
 			}
 			for i := range d.Requests {
-				if r := &d.Requests[i]; r.Phase == "formal" && r.Success {
+				if r := &d.Requests[i]; r.Formal && r.Success {
 					r.Latency = 1 + 0.03*float64(i) // 1 s → 4 s
 				}
 			}

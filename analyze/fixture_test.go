@@ -68,7 +68,7 @@ func fixture() *RunData {
 	fail.Slot = "9"
 	d.Requests = append(d.Requests, fail)
 	w := req(b+25, 0.1, b+26, 10, true)
-	w.Phase, w.Slot, w.InputTokens = "warmup", "0", 20
+	w.Formal, w.Slot, w.InputTokens = false, "0", 20
 	d.Requests = append(d.Requests, w)
 	// Engine (vLLM names), healthy: 4 running, none waiting, KV cache half
 	// full, no preemption, 10 generated tokens per second over the formal
@@ -208,8 +208,12 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 		}
 	}
 	for _, r := range d.Requests {
+		phase := "warmup"
+		if r.Formal {
+			phase = "formal"
+		}
 		lbl := func(name string) []string {
-			return []string{"__name__", name, "run_id", d.RunID, "phase", r.Phase, "slot", r.Slot}
+			return []string{"__name__", name, "run_id", d.RunID, "phase", phase, "slot", r.Slot}
 		}
 		succ := 0.0
 		if r.Success {

@@ -27,7 +27,7 @@ func cmpFormal(a, b *formalKey) int {
 }
 
 // cmpFormalReqs is cmpFormal of requests i and j of reqs.
-func cmpFormalReqs(reqs []Request, i, j int) int {
+func cmpFormalReqs(reqs []Request, i, j int32) int {
 	a, b := &reqs[i], &reqs[j]
 	if c := cmp.Compare(a.End, b.End); c != 0 {
 		return c
@@ -53,7 +53,7 @@ const maxMergeRuns = 1024
 // memory order, so without keys). Indexes in more than maxMergeRuns runs
 // are sorted through compact keys (far fewer cache misses than sorting
 // indexes into reqs). The order is total, so both give the same result.
-func sortFormal(reqs []Request, idx, out []int) {
+func sortFormal(reqs []Request, idx, out []int32) {
 	type run struct{ pos, end int }
 	var runs []run
 	for k := range idx {
@@ -104,13 +104,13 @@ func sortFormal(reqs []Request, idx, out []int) {
 }
 
 // sortFormalKeys is sortFormal by sorting compact keys.
-func sortFormalKeys(reqs []Request, idx, out []int) {
+func sortFormalKeys(reqs []Request, idx, out []int32) {
 	keys := make([]formalKey, len(idx))
 	for k, i := range idx {
-		keys[k] = formalKey{reqs[i].End, reqs[i].Send, reqs[i].Slot, i}
+		keys[k] = formalKey{reqs[i].End, reqs[i].Send, reqs[i].Slot, int(i)}
 	}
 	slices.SortFunc(keys, func(a, b formalKey) int { return cmpFormal(&a, &b) })
 	for k := range keys {
-		out[k] = keys[k].i
+		out[k] = int32(keys[k].i)
 	}
 }

@@ -29,15 +29,15 @@ func TestSortFormal(t *testing.T) {
 				})
 			}
 			for _, step := range []int{1, 2} {
-				var idx []int
+				var idx []int32
 				for i := 0; i < n; i += step {
-					idx = append(idx, i)
+					idx = append(idx, int32(i))
 				}
 				want := slices.Clone(idx)
-				slices.SortFunc(want, func(i, j int) int {
-					return cmpFormal(&formalKey{reqs[i].End, reqs[i].Send, reqs[i].Slot, i}, &formalKey{reqs[j].End, reqs[j].Send, reqs[j].Slot, j})
+				slices.SortFunc(want, func(i, j int32) int {
+					return cmpFormal(&formalKey{reqs[i].End, reqs[i].Send, reqs[i].Slot, int(i)}, &formalKey{reqs[j].End, reqs[j].Send, reqs[j].Slot, int(j)})
 				})
-				got := make([]int, len(idx))
+				got := make([]int32, len(idx))
 				sortFormal(reqs, slices.Clone(idx), got)
 				if !slices.Equal(got, want) {
 					t.Fatalf("n=%d, %d runs, every %d: got %v…, want %v…", n, runs, step, got[:min(len(got), 8)], want[:min(len(want), 8)])

@@ -485,11 +485,11 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 	sortByLabels(all, func(a *acc) model.Metric { return a.metric })
 	d.Requests = make([]Request, 0, total)
 	for _, a := range all {
-		phase, slot := string(a.metric["phase"]), string(a.metric["slot"])
+		formal, slot := a.metric["phase"] == "formal", string(a.metric["slot"])
 		for k, p := range a.parts {
 			for _, v := range p {
 				r := Request{
-					Phase: phase, Slot: slot,
+					Formal: formal, Slot: slot,
 					Send: v.end - v.latency, End: v.end, HasTTFT: v.hasTTFT,
 					Latency: v.latency, OutputTokens: v.outputTokens, InputTokens: v.inputTokens, Success: v.success,
 				}
