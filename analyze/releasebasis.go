@@ -1,11 +1,7 @@
 package analyze
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/runarchive"
@@ -24,23 +20,11 @@ var basisRank = map[string]int{phaseapi.BasisUnverified: 0, phaseapi.BasisNVML: 
 // criterion from (the archive's phases.json) into release.process_basis,
 // the weakest over the exporters, and flags an unverified one.
 func addReleaseBasis(r *Report, arch *runarchive.Run) error {
-	b, err := os.ReadFile(arch.Path(runarchive.PhasesFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	views, err := readExporterViews(arch)
 	if err != nil {
-		return fmt.Errorf("reading the exporters' view of the run: %w", err)
+		return err
 	}
-	var doc struct {
-		Exporters []struct {
-			URL    string              `json:"url"`
-			Status *phaseapi.RunStatus `json:"status"`
-		} `json:"exporters"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("reading %s: %w", arch.Path(runarchive.PhasesFile), err)
-	}
-	for _, e := range doc.Exporters {
+	for _, e := range views {
 		if e.Status == nil || e.Status.Release.State != phaseapi.ReleaseClosed {
 			continue
 		}

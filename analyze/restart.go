@@ -22,23 +22,11 @@ const FlagExporterRestarted = "exporter_restarted"
 // mid-run) with its interval; the gaps join measurement.gaps (series
 // "exporter").
 func addExporterGaps(r *Report, arch *runarchive.Run) error {
-	b, err := os.ReadFile(arch.Path(runarchive.PhasesFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	views, err := readExporterViews(arch)
 	if err != nil {
-		return fmt.Errorf("reading the exporters' view of the run: %w", err)
+		return err
 	}
-	var doc struct {
-		Exporters []struct {
-			URL    string              `json:"url"`
-			Status *phaseapi.RunStatus `json:"status"`
-		} `json:"exporters"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("reading %s: %w", arch.Path(runarchive.PhasesFile), err)
-	}
-	for _, e := range doc.Exporters {
+	for _, e := range views {
 		if e.Status == nil {
 			continue
 		}
@@ -50,6 +38,32 @@ func addExporterGaps(r *Report, arch *runarchive.Run) error {
 		}
 	}
 	return nil
+}
+
+// exporterView is one exporter's final status of the run as the bench
+// archived it (phases.json); Status is nil where the bench could not get it.
+type exporterView struct {
+	URL    string              `json:"url"`
+	Status *phaseapi.RunStatus `json:"status"`
+}
+
+// readExporterViews reads the archive's phases.json: the exporters'
+// views of the run, none when the archive has no such file.
+func readExporterViews(arch *runarchive.Run) ([]exporterView, error) {
+	b, err := os.ReadFile(arch.Path(runarchive.PhasesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the exporters' view of the run: %w", err)
+	}
+	var doc struct {
+		Exporters []exporterView `json:"exporters"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", arch.Path(runarchive.PhasesFile), err)
+	}
+	return doc.Exporters, nil
 }
 
 func unixUTC(s float64) string {

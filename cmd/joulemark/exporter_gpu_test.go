@@ -114,6 +114,12 @@ func TestExporterReleaseClosesWithCounterBeat(t *testing.T) {
 // /healthz turns 503 once that GPU's read has hung for 5 intervals.
 func TestExporterHungGPUFailsHealthz(t *testing.T) {
 	base, _ := startExporter(t, "--gpu=sim", "--gpus=2", "--sample.interval=20ms", "--sim.hang-gpu=1", "--sim.hang-after=200ms")
+	waitUnhealthy(t, base)
+}
+
+// waitUnhealthy polls base's /healthz until it answers 503, at most ~10 s.
+func waitUnhealthy(t *testing.T, base string) {
+	t.Helper()
 	for i := 0; ; i++ {
 		resp, err := http.Get(base + "/healthz")
 		if err != nil {
@@ -121,7 +127,7 @@ func TestExporterHungGPUFailsHealthz(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusServiceUnavailable {
-			break
+			return
 		}
 		if i > 500 {
 			t.Fatalf("/healthz still %d 10 s after GPU 1 hung", resp.StatusCode)
@@ -166,20 +172,7 @@ func TestExporterShutdownBehindHungCall(t *testing.T) {
 	go func() { done <- cli.Exporter.run(ctx, slog.New(slog.NewTextHandler(&logs, nil))) }()
 	base := "http://" + addr
 	waitReady(t, base, done)
-	for i := 0; ; i++ { // GPU 1's read has hung
-		resp, err := http.Get(base + "/healthz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusServiceUnavailable {
-			break
-		}
-		if i > 500 {
-			t.Fatal("GPU 1 never hung")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUnhealthy(t, base) // GPU 1's read has hung
 	cancel()
 	select {
 	case err := <-done:
