@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,9 +96,12 @@ func (r *Reader) Read(ctx context.Context, sel string, startMs, endMs int64) (mo
 	}
 	var m model.Matrix
 	var it chunkenc.Iterator
+	// Each series' samples go to scratch, then into a slice of their
+	// exact size: no slice grown (and copied) sample by sample.
+	var scratch []model.SamplePair
 	for ss.Next() {
 		s := ss.At()
-		var pairs []model.SamplePair
+		pairs := scratch[:0]
 		it = s.Iterator(it)
 		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
 			if vt != chunkenc.ValFloat {
@@ -112,9 +116,11 @@ func (r *Reader) Read(ctx context.Context, sel string, startMs, endMs int64) (mo
 		if err := it.Err(); err != nil {
 			return nil, fmt.Errorf("remote read %s: %w", sel, err)
 		}
+		scratch = pairs
 		if len(pairs) == 0 {
 			continue
 		}
+		pairs = slices.Clone(pairs)
 		metric := make(model.Metric, s.Labels().Len())
 		s.Labels().Range(func(l labels.Label) { metric[model.LabelName(l.Name)] = model.LabelValue(l.Value) })
 		m = append(m, &model.SampleStream{Metric: metric, Values: pairs})
