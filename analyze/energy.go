@@ -187,7 +187,18 @@ func (tc *totalCursor) at(x float64) float64 {
 				k++
 			}
 			tc.k[j] = k
-			sum += cv.seg(k, x)
+			if !(cv.tol >= 0) {
+				sum += cv.seg(k, x)
+				continue
+			}
+			// seg(k, x) without its clamps, which cannot apply:
+			// t[0] < x < t[n-1] and tol ≥ 0.
+			t0, t1, c0 := cv.t[k], cv.t[k+1], cv.c[k]
+			if t1 == t0 {
+				sum += c0
+			} else {
+				sum += c0 + (cv.c[k+1]-c0)*(x-t0)/(t1-t0)
+			}
 		}
 	}
 	return sum
