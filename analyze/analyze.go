@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"time"
@@ -60,6 +61,9 @@ type Config struct {
 	// the default when empty), ReadRemote or ReadQuery. Both give the same
 	// report.
 	ReadAPI string
+	// Logger says how the raw series were read (a fallback from remote
+	// read, and why); nil: nothing logged.
+	Logger *slog.Logger
 }
 
 // withDefaults fills what the zero value leaves open.
@@ -158,7 +162,10 @@ func load(ctx context.Context, cfg Config) (*RunData, error) {
 		return nil, fmt.Errorf("prometheus client for %s: %w", cfg.PrometheusURL, err)
 	}
 	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
-		readAPI: cfg.ReadAPI}
+		readAPI: cfg.ReadAPI, log: cfg.Logger}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
 	if l.now.IsZero() {
 		l.now = time.Now()
 	}

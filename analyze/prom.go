@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"regexp"
@@ -66,6 +67,7 @@ type loader struct {
 	rr           *remoteread.Reader
 	readAPI      string
 	readFallback string
+	log          *slog.Logger
 }
 
 // runSel is the run_id matcher, quoted for PromQL.

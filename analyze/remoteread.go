@@ -52,6 +52,9 @@ func (l *loader) chooseReadAPI(ctx context.Context, mode string, sp rawSpan) err
 		}
 		l.readFallback = err.Error()
 		l.rr = nil
+		l.log.Info("remote read unavailable: the raw series are read through the query API (same report, more CPU)", "err", err)
+		return nil
 	}
+	l.log.Debug("the raw series are read through remote read")
 	return nil
 }

@@ -1,7 +1,9 @@
 package analyze
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -52,6 +54,8 @@ func TestReadAPIFallback(t *testing.T) {
 	}
 
 	cfg.PrometheusURL = noRemoteRead(t, s.URL())
+	var logs bytes.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	d, err = Load(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +63,10 @@ func TestReadAPIFallback(t *testing.T) {
 	if d.ReadAPI != ReadQuery || !strings.Contains(d.ReadFallback, "404") {
 		t.Fatalf("auto without remote read: read through %q (fallback %q), want the query API after a 404", d.ReadAPI, d.ReadFallback)
 	}
+	if !strings.Contains(logs.String(), "remote read unavailable") || !strings.Contains(logs.String(), "404") {
+		t.Errorf("the fallback was not logged with its cause: %q", logs.String())
+	}
+	cfg.Logger = nil
 	r, _, err := Compute(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)

@@ -443,6 +443,7 @@ func (d *demo) report(ctx context.Context) error {
 		// The run's archive: the report counts empty, repeated and short
 		// outputs beside throughput.
 		Archive: res.Dir,
+		Logger:  d.log.With("component", "analyze"),
 	})
 	if err != nil {
 		return fmt.Errorf("analysis: %w", err)

@@ -154,6 +154,7 @@ func (d *demo) production(ctx context.Context) error {
 	pr, err := production.Run(ctx, production.Config{
 		PrometheusURL: d.res.PrometheusURL, HTTP: config.DefaultHTTPClientConfig,
 		From: exporter.Time(idle.Start), To: exporter.Time(rel.End), OutDir: out, QueryTimeout: time.Minute,
+		Logger: d.log.With("component", "production"),
 	})
 	if err != nil {
 		return fmt.Errorf("production view: %w", err)

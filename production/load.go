@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -47,6 +48,9 @@ type Config struct {
 	// the default when empty), remoteread.Remote or remoteread.Query. Both
 	// give the same report.
 	ReadAPI string
+	// Logger says how the series were read (a fallback from remote read,
+	// and why); nil: nothing logged.
+	Logger *slog.Logger
 }
 
 // Validate checks the configuration before any query.
@@ -159,6 +163,9 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Da
 				return nil, err
 			default:
 				rr, d.ReadFallback = nil, err.Error()
+				if cfg.Logger != nil {
+					cfg.Logger.Info("remote read unavailable: the series are read through the query API (same report, more CPU)", "err", err)
+				}
 			}
 			if rr != nil {
 				d.ReadAPI = remoteread.Remote

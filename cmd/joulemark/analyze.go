@@ -67,6 +67,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 		PrometheusURL: c.Prometheus.URL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,
 		Archive: c.Archive, RunsDir: c.RunsDir, EngineSelector: c.EngineSelector, ReadAPI: c.ReadAPI,
+		Logger: g.Logger(),
 	}
 	// Validated once, by analyze.Run, before any query.
 	r, err := analyze.Run(ctx, cfg)

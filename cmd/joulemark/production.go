@@ -54,7 +54,7 @@ func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
 		return withExitCode(exitUsage, err)
 	}
 	r, err := production.Run(ctx, production.Config{PrometheusURL: c.Prometheus.URL, HTTP: hc, From: from, To: to,
-		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout, ReadAPI: c.ReadAPI})
+		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout, ReadAPI: c.ReadAPI, Logger: g.Logger()})
 	if err != nil {
 		return err
 	}
