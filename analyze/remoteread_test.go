@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/testenv"
 )
 
 // noRemoteRead fronts the Prometheus at target with a proxy that answers
@@ -84,4 +87,35 @@ func TestReadAPIFallback(t *testing.T) {
 	if _, err := Load(ctx, cfg); err == nil || !strings.Contains(err.Error(), "read API") {
 		t.Fatalf("unknown read API: err %v", err)
 	}
+}
+
+// TestVictoriaMetrics: a real VictoriaMetrics (remote write in, query API
+// out, no remote read) is read through the query API once auto's first
+// remote read fails, and the fixture's report is the golden one, bit for
+// bit.
+func TestVictoriaMetrics(t *testing.T) {
+	testenv.SkipIfShort(t, "starts VictoriaMetrics")
+	srv := realprom.StartVictoriaMetrics(t)
+	pushRemoteWrite(t, srv.URL+"/api/v1/write", fixtureSamples(fixture()))
+	srv.Flush(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var logs bytes.Buffer
+	cfg := Config{PrometheusURL: srv.URL, RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	d, err := Load(ctx, cfg)
+	if err != nil {
+		t.Fatalf("%v\nVictoriaMetrics log:\n%s", err, srv.Log())
+	}
+	if d.ReadAPI != ReadQuery || !strings.Contains(d.ReadFallback, "400") || !strings.Contains(logs.String(), "remote read unavailable") {
+		t.Fatalf("read through %q (fallback %q, log %q), want the query API after VictoriaMetrics' 400", d.ReadAPI, d.ReadFallback, logs.String())
+	}
+	r, _, err := Compute(d, fixtureParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := MarshalReport(r)
+	want, _ := fixtureReport(t)
+	wantJS, _ := MarshalReport(want)
+	sameJSON(t, js, wantJS)
 }

@@ -1,6 +1,7 @@
 // Package realprom starts a real Prometheus server (Debian's prometheus
-// package, 2.42 or newer) on a random loopback port for tests, and stops it
-// when the test ends. Locally a missing binary skips the test; in CI it fails.
+// package, 2.42 or newer), or VictoriaMetrics, on a random loopback port for
+// tests, and stops it when the test ends. Locally a missing binary skips
+// the test; in CI it fails.
 package realprom
 
 import (
@@ -57,31 +58,69 @@ func Start(t testing.TB, configYAML string, extraArgs ...string) *Server {
 	if err := os.WriteFile(cfgPath, []byte(configYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		addr := testnet.FreeAddr(t)
-		s := &Server{URL: "http://" + addr, DataDir: filepath.Join(dir, fmt.Sprintf("data-%d", attempt)), log: &testnet.SyncBuffer{}}
-		args := append([]string{
+	return launch(t, bin, dir, func(addr, dataDir string) []string {
+		return append([]string{
 			"--config.file=" + cfgPath,
-			"--storage.tsdb.path=" + s.DataDir,
+			"--storage.tsdb.path=" + dataDir,
 			"--web.listen-address=" + addr,
 			"--web.enable-remote-write-receiver",
 			"--web.enable-lifecycle",
 			"--log.level=warn",
 		}, extraArgs...)
-		s.bin, s.args, s.dir = bin, args, dir
+	})
+}
+
+// StartVictoriaMetrics runs VictoriaMetrics (Debian's victoria-metrics
+// package, single node) the same way: a random loopback port, its own
+// data directory, a 100-year retention so fixtures with old timestamps are
+// kept, ready within 30 s and stopped when the test ends. It takes
+// Prometheus remote write at /api/v1/write and answers the query API, but
+// has no remote read. Locally a missing binary skips the test; in CI it
+// fails.
+func StartVictoriaMetrics(t testing.TB) *Server {
+	t.Helper()
+	bin := testenv.LookPath(t, "victoria-metrics")
+	return launch(t, bin, t.TempDir(), func(addr, dataDir string) []string {
+		return []string{"-storageDataPath=" + dataDir, "-httpListenAddr=" + addr, "-retentionPeriod=100y", "-loggerLevel=WARN"}
+	})
+}
+
+// Flush makes what VictoriaMetrics took so far searchable at once (its
+// /internal/force_flush); Prometheus needs no such call.
+func (s *Server) Flush(t testing.TB) {
+	t.Helper()
+	resp, err := http.Get(s.URL + "/internal/force_flush")
+	if err != nil {
+		t.Fatalf("flushing %s: %v", s.URL, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("flushing %s: status %s", s.URL, resp.Status)
+	}
+}
+
+// launch starts bin with the arguments args gives for a free loopback
+// address and a data directory under dir, up to three times (a port taken
+// meanwhile), and waits until it is ready.
+func launch(t testing.TB, bin, dir string, args func(addr, dataDir string) []string) *Server {
+	t.Helper()
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		addr := testnet.FreeAddr(t)
+		s := &Server{URL: "http://" + addr, DataDir: filepath.Join(dir, fmt.Sprintf("data-%d", attempt)), log: &testnet.SyncBuffer{}}
+		s.bin, s.args, s.dir = bin, args(addr, s.DataDir), dir
 		if err := s.start(); err != nil {
 			t.Fatalf("starting %s: %v", bin, err)
 		}
 		if err := waitReady(s.URL, s.exited, 30*time.Second); err != nil {
 			_ = s.cmd.Process.Kill()
-			lastErr = fmt.Errorf("%w\nprometheus log:\n%s", err, s.Log())
+			lastErr = fmt.Errorf("%w\nserver log:\n%s", err, s.Log())
 			continue
 		}
 		t.Cleanup(s.Stop)
 		return s
 	}
-	t.Fatalf("prometheus did not become ready: %v", lastErr)
+	t.Fatalf("%s did not become ready: %v", filepath.Base(bin), lastErr)
 	return nil
 }
 
@@ -91,7 +130,7 @@ func waitReady(url string, exited <-chan error, timeout time.Duration) error {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("prometheus exited before it was ready: %v", err)
+			return fmt.Errorf("the server exited before it was ready: %v", err)
 		default:
 		}
 		resp, err := client.Get(url + "/-/ready")
@@ -103,7 +142,7 @@ func waitReady(url string, exited <-chan error, timeout time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("prometheus at %s not ready after %s", url, timeout)
+	return fmt.Errorf("the server at %s was not ready after %s", url, timeout)
 }
 
 func (s *Server) start() error {
