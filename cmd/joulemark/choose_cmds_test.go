@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -182,6 +183,29 @@ func TestParetoRecommendGroupBy(t *testing.T) {
 	}
 	if err := json.Unmarshal(buf.Bytes(), &groups); err != nil || len(groups) != 2 || groups[1].Group != "qwen2.5-7b" {
 		t.Errorf("pareto --group-by --format json: %v %+v\n%s", err, groups, buf.String())
+	}
+
+	cli = parseCLI(t, append([]string{"pareto", "--group-by", "run.model", "--format", "csv"}, reports...)...)
+	buf.Reset()
+	cli.Pareto.stdout = &buf
+	if err := cli.Pareto.Run(&Globals{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&buf).ReadAll()
+	if err != nil || len(rows) != 5 || rows[0][0] != "pareto.group" {
+		t.Fatalf("pareto --group-by --format csv: %v, %d rows, header %v", err, len(rows)-1, rows[0])
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, r := range rows[1:] {
+		if r[col["run.model"]] != r[0] {
+			t.Errorf("row of %s in group %q", r[col["run.model"]], r[0])
+		}
+		if r[0] == "qwen2.5-7b" && r[col["pareto.front"]] != "true" {
+			t.Errorf("the qwen group's only run is not on its front: %v", r)
+		}
 	}
 
 	cli = parseCLI(t, append([]string{"recommend", "--group-by", "run.model", "--max-ttft-p95", "500ms"}, reports...)...)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,14 +73,23 @@ func writeCompareCSV(w io.Writer, res compare.Result) error {
 // writeParetoCSV: one row per run with its rank (1 = front, 0 = left out).
 func writeParetoCSV(w io.Writer, classes []choose.Class) error {
 	var t reportcsv.Table
+	if err := addParetoRows(&t, classes); err != nil {
+		return err
+	}
+	return t.Write(w)
+}
+
+// addParetoRows adds one row per classified run to t, lead's fields (the
+// group, with --group-by) first.
+func addParetoRows(t *reportcsv.Table, classes []choose.Class, lead ...reportcsv.Field) error {
 	for _, c := range classes {
-		if err := reportRow(&t, c.Run, field("pareto.rank", c.Rank), field("pareto.front", c.Rank == 1),
+		if err := reportRow(t, c.Run, append(slices.Clone(lead), field("pareto.rank", c.Rank), field("pareto.front", c.Rank == 1),
 			field("pareto.excluded", c.Excluded), field("pareto.dominated_by", c.DominatedBy),
-			field("pareto.missing", c.Missing)); err != nil {
+			field("pareto.missing", c.Missing))...); err != nil {
 			return err
 		}
 	}
-	return t.Write(w)
+	return nil
 }
 
 // recommendStatus is a run's status in rec and why.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/choose"
+	"github.com/joulemark/joulemark/internal/reportcsv"
 )
 
 // ParetoCmd is `joulemark pareto report.json...`.
@@ -18,7 +19,7 @@ type ParetoCmd struct {
 	Reports []string `arg:"" name:"report" type:"existingfile" help:"report.json files."`
 	RunsDir string   `name:"runs-dir" default:"runs" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`
 	Format  string   `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per run, report.json keys as columns (docs/cli.md)."`
-	GroupBy string   `name:"group-by" placeholder:"KEYS" help:"Classify each group of runs apart, by dotted report keys joined by commas (e.g. run.model,run.concurrency); one classification over every run by default (text and json only)."`
+	GroupBy string   `name:"group-by" placeholder:"KEYS" help:"Classify each group of runs apart, by dotted report keys joined by commas (e.g. run.model,run.concurrency); one classification over every run by default (csv: a pareto.group column)."`
 }
 
 // Run prints the Pareto classification.
@@ -30,11 +31,17 @@ func (c *ParetoCmd) Run(g *Globals) error {
 	if c.GroupBy == "" {
 		return c.write(c.out(), runs)
 	}
-	if c.Format == "csv" {
-		return usageErrorf("--group-by prints one table per group: use --format text or json")
-	}
 	order, groups := choose.GroupRuns(runs, c.GroupBy)
-	if c.Format == "json" {
+	switch c.Format {
+	case "csv":
+		var t reportcsv.Table
+		for _, k := range order {
+			if err := addParetoRows(&t, choose.Pareto(groups[k], choose.ParetoMetrics), field("pareto.group", k)); err != nil {
+				return err
+			}
+		}
+		return t.Write(c.out())
+	case "json":
 		var parts []string
 		for _, k := range order {
 			var b bytes.Buffer
