@@ -28,7 +28,7 @@ type hostCollector struct {
 func newHostCollector(m *powercap.Meter) *hostCollector {
 	return &hostCollector{m: m,
 		energy: prometheus.NewDesc("joulemark_host_energy_joules_total",
-			"Host energy of one RAPL powercap zone since the exporter started (counter wraparound at max_energy_range_uj bridged). Absent while the zone is unreadable.", hostLabels, nil),
+			"Host energy of one RAPL powercap zone counted by the exporter (continued across restarts from --storage.path; counter wraparound at max_energy_range_uj bridged). Absent while the zone is unreadable.", hostLabels, nil),
 		up: prometheus.NewDesc("joulemark_host_energy_up",
 			"1 when the RAPL zone's energy counter was read at the last sample, else 0.", hostLabels, nil),
 		unavail: prometheus.NewDesc("joulemark_host_energy_unavailable",

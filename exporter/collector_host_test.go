@@ -68,7 +68,7 @@ joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zo
 	}
 	h.step(time.Second) // resolves the GPU boundaries: the run freezes
 	if err := testutil.GatherAndCompare(h.exp.Gatherer(), strings.NewReader(`
-# HELP joulemark_host_energy_joules_total Host energy of one RAPL powercap zone since the exporter started (counter wraparound at max_energy_range_uj bridged). Absent while the zone is unreadable.
+# HELP joulemark_host_energy_joules_total Host energy of one RAPL powercap zone counted by the exporter (continued across restarts from --storage.path; counter wraparound at max_energy_range_uj bridged). Absent while the zone is unreadable.
 # TYPE joulemark_host_energy_joules_total counter
 joulemark_host_energy_joules_total{domain="dram",zone="intel-rapl:0:0"} 25
 joulemark_host_energy_joules_total{domain="package-0",zone="intel-rapl:0"} 1030
@@ -206,7 +206,7 @@ joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zo
 			setUJ(tree, "intel-rapl:0:0", "33000000") // dram: 3 J
 			h2.exp.cfg.Host.Sample()
 			if err := testutil.GatherAndCompare(h2.exp.Gatherer(), strings.NewReader(`
-# HELP joulemark_host_energy_joules_total Host energy of one RAPL powercap zone since the exporter started (counter wraparound at max_energy_range_uj bridged). Absent while the zone is unreadable.
+# HELP joulemark_host_energy_joules_total Host energy of one RAPL powercap zone counted by the exporter (continued across restarts from --storage.path; counter wraparound at max_energy_range_uj bridged). Absent while the zone is unreadable.
 # TYPE joulemark_host_energy_joules_total counter
 # HELP joulemark_phase_host_energy_joules Host energy (one RAPL powercap zone) over the exact phase, read at its boundaries (up to the latest sample while the phase runs); absent where the zone is unreadable.
 # TYPE joulemark_phase_host_energy_joules gauge
