@@ -148,6 +148,9 @@ type timingErrors struct {
 func compare(recs []Record, truth func(hash string) (*served, bool)) timingErrors {
 	var te timingErrors
 	for _, r := range recs {
+		if r.Phase != "formal" {
+			continue // warm-up: it opens the connections
+		}
 		s, ok := truth(r.OutputHash)
 		if !r.Success || !ok || r.TTFTSeconds == nil {
 			te.unmatched++
@@ -246,18 +249,18 @@ func (e *timedEngine) lookup(hash string) (*served, bool) {
 // are the p50/p99/max of the absolute errors in ms. The target is p99 ≤
 // 1 ms for TTFT and TPOT.
 //
-// server-process runs the server in a process of its own, as an engine is
-// (the test binary re-run as TestTimedEngineProcess); in-process runs it in
-// the benchmark's process, where its goroutines and garbage share the
-// client's scheduler and collector.
+// The server runs in a process of its own, as an engine does (the test
+// binary re-run, TestMain serving it).
 func BenchmarkTimingAccuracy(b *testing.B) {
 	b.Run("closed-64", func(b *testing.B) {
 		url, truth := startTimedEngineProcess(b, *benchTTFT, *benchGap)
-		reportTiming(b, url, truth, func(c *Config) { c.Concurrency = 64 })
+		reportTiming(b, url, truth, func(c *Config) { c.Concurrency, c.WarmupRequests = 64, 256 })
 	})
 	b.Run("poisson-1000", func(b *testing.B) {
 		url, truth := startTimedEngineProcess(b, *benchTTFT, *benchGap)
-		reportTiming(b, url, truth, func(c *Config) { c.Concurrency, c.Rate, c.Burstiness, c.MaxConcurrency = 0, 1000, 1, 64 })
+		reportTiming(b, url, truth, func(c *Config) {
+			c.Concurrency, c.Rate, c.Burstiness, c.MaxConcurrency, c.WarmupRequests = 0, 1000, 1, 64, 256
+		})
 	})
 }
 
@@ -289,8 +292,8 @@ func reportTiming(b *testing.B, url string, truth func() func(string) (*served, 
 	b.ReportMetric(ms(absQuantile(te.down, .99)), "ttft-down-p99-ms")
 }
 
-// timedEngineEnv carries the child's schedule ("ttft,gap") to
-// TestTimedEngineProcess.
+// timedEngineEnv carries the child's schedule ("ttft,gap") to its
+// TestMain.
 const timedEngineEnv = "JOULEMARK_TEST_TIMED_ENGINE"
 
 // startTimedEngineProcess starts the timed engine in a child process and
@@ -299,7 +302,7 @@ const timedEngineEnv = "JOULEMARK_TEST_TIMED_ENGINE"
 // when the test ends (its stdin closes).
 func startTimedEngineProcess(tb testing.TB, ttft, gap time.Duration) (string, func() func(string) (*served, bool)) {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTimedEngineProcess$", "-test.count=1")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), timedEngineEnv+"="+ttft.String()+","+gap.String())
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -343,23 +346,34 @@ func startTimedEngineProcess(tb testing.TB, ttft, gap time.Duration) (string, fu
 	}
 }
 
-// TestTimedEngineProcess is the child of startTimedEngineProcess; run
-// directly it does nothing.
-func TestTimedEngineProcess(t *testing.T) {
-	spec := os.Getenv(timedEngineEnv)
-	if spec == "" {
-		t.Skip("the timed engine's child process (BenchmarkTimingAccuracy/server-process)")
+// TestMain serves the timed engine instead of running the tests when the
+// process is startTimedEngineProcess' child.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(timedEngineEnv); spec != "" {
+		if err := serveTimedEngine(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "timed engine:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// serveTimedEngine is the child of startTimedEngineProcess: it serves the
+// schedule spec ("ttft,gap"), prints its URL, and stops when its stdin
+// closes.
+func serveTimedEngine(spec string) error {
 	ttftS, gapS, _ := strings.Cut(spec, ",")
 	ttft, err1 := time.ParseDuration(ttftS)
 	gap, err2 := time.ParseDuration(gapS)
 	if err := errors.Join(err1, err2); err != nil {
-		t.Fatalf("%s=%q: %v", timedEngineEnv, spec, err)
+		return fmt.Errorf("%s=%q: %w", timedEngineEnv, spec, err)
 	}
 	e := newTimedEngine(ttft, gap)
 	defer e.Close()
 	fmt.Println("url " + e.URL)
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	_, err := io.Copy(io.Discard, os.Stdin)
+	return err
 }
 
 // TestTimingErrorMeasurement checks the measurement the benchmark rests
@@ -383,8 +397,8 @@ func TestTimingErrorMeasurement(t *testing.T) {
 	base := time.Unix(1000, 0)
 	s := &served{Recv: base, Tokens: []time.Time{base.Add(10 * time.Millisecond), base.Add(20 * time.Millisecond), base.Add(30 * time.Millisecond)},
 		End: base.Add(30 * time.Millisecond)}
-	rec := Record{Success: true, OutputHash: "h", TTFTSeconds: new(0.013), TPOTSeconds: new(0.011), ITLSeconds: []float64{0.011, 0.011}}
-	got := compare([]Record{rec, {OutputHash: "other", Success: true}}, func(h string) (*served, bool) { return s, h == "h" })
+	rec := Record{Phase: "formal", Success: true, OutputHash: "h", TTFTSeconds: new(0.013), TPOTSeconds: new(0.011), ITLSeconds: []float64{0.011, 0.011}}
+	got := compare([]Record{rec, {Phase: "formal", OutputHash: "other", Success: true}, {Phase: "warmup", OutputHash: "h", Success: true}}, func(h string) (*served, bool) { return s, h == "h" })
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 	if got.unmatched != 1 || !near(got.ttft[0], 0.003) || !near(got.tpot[0], 0.001) || !near(got.itl[1], 0.001) {
 		t.Fatalf("errors %+v, want ttft 3 ms, tpot 1 ms, gaps 1 ms, 1 unmatched", got)

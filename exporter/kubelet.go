@@ -354,15 +354,15 @@ func (a *attributor) splitByProcess() {
 		return
 	}
 	a.mu.Lock()
-	var todo []int
+	var shared []int // GPUs held by several pods
 	for i, g := range a.gpus {
 		if len(g.weights) > 1 && !g.mig {
-			todo = append(todo, i)
+			shared = append(shared, i)
 		}
 	}
 	uidRefs := a.uidRefs
 	a.mu.Unlock()
-	for _, i := range todo {
+	for _, i := range shared {
 		procs, err := r.ProcessSM(i)
 		if err != nil {
 			a.log.Debug("per-process utilization failed; even split", "gpu", i, "err", err)
