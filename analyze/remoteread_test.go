@@ -70,14 +70,7 @@ func TestReadAPIFallback(t *testing.T) {
 		t.Errorf("the fallback was not logged with its cause: %q", logs.String())
 	}
 	cfg.Logger = nil
-	r, _, err := Compute(d, fixtureParams())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, _ := MarshalReport(r)
-	want, _ := fixtureReport(t)
-	wantJS, _ := MarshalReport(want)
-	sameJSON(t, js, wantJS)
+	sameAsFixtureReport(t, d)
 
 	cfg.ReadAPI = ReadRemote
 	if _, err := Load(ctx, cfg); err == nil || !strings.Contains(err.Error(), "remote read") {
@@ -110,6 +103,13 @@ func TestVictoriaMetrics(t *testing.T) {
 	if d.ReadAPI != ReadQuery || !strings.Contains(d.ReadFallback, "400") || !strings.Contains(logs.String(), "remote read unavailable") {
 		t.Fatalf("read through %q (fallback %q, log %q), want the query API after VictoriaMetrics' 400", d.ReadAPI, d.ReadFallback, logs.String())
 	}
+	sameAsFixtureReport(t, d)
+}
+
+// sameAsFixtureReport computes the report of the fixture data d and
+// compares it with the golden one.
+func sameAsFixtureReport(t *testing.T, d *RunData) {
+	t.Helper()
 	r, _, err := Compute(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)
