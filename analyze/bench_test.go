@@ -301,7 +301,7 @@ const heapObjects = "/memory/classes/heap/objects:bytes"
 
 var benchChildEnv = flag.String("bench-child-env", "", "NAME=VALUE added to the environment of BenchmarkAnalyzeTSDB's analyze processes, e.g. GOMEMLIMIT=400MiB")
 
-// Environment of the analyze helper process (TestAnalyzeProcess).
+// Environment of the analyze helper process (analyzeChild, run by TestMain).
 const (
 	envChildURL   = "JOULEMARK_ANALYZE_CHILD_URL"
 	envChildRun   = "JOULEMARK_ANALYZE_CHILD_RUN"
@@ -314,14 +314,14 @@ const (
 )
 
 // benchAnalyzeProcess runs Analyze in a process of its own (this test
-// binary as TestAnalyzeProcess) against the server at url, once per op, and
+// binary, its TestMain running analyzeChild) against the server at url, once per op, and
 // reports that process' wall time, user+system CPU and max RSS: the client
 // alone, as `joulemark analyze` would run it.
 func benchAnalyzeProcess(b *testing.B, url, runID string, now time.Time, readAPI string, n int) {
 	var wall, cpu time.Duration
 	var rss int64
 	for b.Loop() {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestAnalyzeProcess$", "-test.count", "1")
+		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), envChildURL+"="+url, envChildRun+"="+runID,
 			envChildNow+"="+strconv.FormatInt(now.Unix(), 10), envChildAPI+"="+readAPI, envChildCount+"="+strconv.Itoa(n))
 		if *benchChildEnv != "" {
@@ -349,50 +349,60 @@ func benchAnalyzeProcess(b *testing.B, url, runID string, now time.Time, readAPI
 	b.ReportMetric(float64(rss)/(1<<20), "client-maxrss-MB")
 }
 
-// TestAnalyzeProcess is the analyze helper process of benchAnalyzeProcess:
-// it analyzes the run its environment names and checks the request count.
-// Without that environment it has nothing to do.
-func TestAnalyzeProcess(t *testing.T) {
-	url := os.Getenv(envChildURL)
-	if url == "" {
-		t.Skip("the analyze helper process of BenchmarkAnalyzeTSDB")
+// TestMain runs the analyze helper process instead of the tests when the
+// process is benchAnalyzeProcess' child.
+func TestMain(m *testing.M) {
+	if os.Getenv(envChildURL) != "" {
+		if err := analyzeChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "analyze process:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// analyzeChild is the analyze helper process of benchAnalyzeProcess: it
+// analyzes the run its environment names, checks the request count and
+// prints its peak RSS.
+func analyzeChild() error {
 	sec, err := strconv.ParseInt(os.Getenv(envChildNow), 10, 64)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	want, err := strconv.Atoi(os.Getenv(envChildCount))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	cfg := Config{PrometheusURL: url, RunID: os.Getenv(envChildRun), Params: DefaultParams(), Now: time.Unix(sec, 0), ReadAPI: os.Getenv(envChildAPI)}
+	cfg := Config{PrometheusURL: os.Getenv(envChildURL), RunID: os.Getenv(envChildRun), Params: DefaultParams(), Now: time.Unix(sec, 0), ReadAPI: os.Getenv(envChildAPI)}
 	if path := os.Getenv(envChildProfile); path != "" {
 		f, err := os.Create(path)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		defer pprof.StopCPUProfile()
 	}
 	r, _, err := Analyze(context.Background(), cfg)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if r.Requests.Started != want {
-		t.Fatalf("%d requests read back, want %d", r.Requests.Started, want)
+		return fmt.Errorf("%d requests read back, want %d", r.Requests.Started, want)
 	}
 	st, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for _, line := range strings.Split(string(st), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			fmt.Println(hwmPrefix + strings.TrimSuffix(strings.TrimSpace(v), " kB"))
 		}
 	}
+	return nil
 }
 
 // hwmPrefix starts the helper process' line with its peak RSS in kB
