@@ -14,11 +14,11 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/runid"
 	"github.com/joulemark/joulemark/internal/version"
-	"github.com/joulemark/joulemark/outputsanity"
-	"github.com/joulemark/joulemark/runarchive"
-	"github.com/joulemark/joulemark/runid"
 )
 
 // DefaultLookback is how far back a run is looked for.

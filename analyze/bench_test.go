@@ -29,9 +29,9 @@ import (
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
+	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/realprom"
-	"github.com/joulemark/joulemark/promserver"
-	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // BenchmarkCompute1M is the scale target: 1M requests and 3 hours of 8 GPUs

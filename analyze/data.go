@@ -1,6 +1,6 @@
 package analyze
 
-import "github.com/joulemark/joulemark/runinfo"
+import "github.com/joulemark/joulemark/internal/runinfo"
 
 // Sample is one raw sample: T in unix seconds, V its value.
 type Sample struct {

@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/joulemark/joulemark/remotewrite"
-	"github.com/joulemark/joulemark/runinfo"
+	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // fixtureBase is the fixture run's idle start (2026-05-28T20:26:40Z).

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/powercap"
+	"github.com/joulemark/joulemark/internal/powercap"
 )
 
 // Host energy (RAPL powercap zones read by the exporter) beside the GPUs'.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/joulemark/joulemark/runinfo"
+	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // RunIdentity is report.json "run": what was tested, from the bench job's

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 func TestArchiveRunInfoFallback(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 )
 
 // num formats an optional figure; "—" when it could not be computed.

@@ -12,7 +12,7 @@ import (
 	"github.com/joulemark/joulemark/internal/testenv"
 
 	"github.com/joulemark/joulemark/internal/realprom"
-	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // pushRemoteWrite sends the samples through the project's remote-write

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/golden"
-	"github.com/joulemark/joulemark/promserver"
-	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/internal/promserver"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 func startPromserver(t *testing.T) *promserver.Server {

@@ -7,8 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/joulemark/joulemark/quality"
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // FlagQualityLow: the answers' pass rate is under the threshold; the run is

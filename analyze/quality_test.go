@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/golden"
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // qualityArchive writes an archive whose formal answers pass or fail as

@@ -3,8 +3,8 @@ package analyze
 import (
 	"fmt"
 
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // FlagReleaseProcessUnverified warns (without excluding the run) that an

@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // FlagExporterRestarted warns (without excluding the run) that an exporter

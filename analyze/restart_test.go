@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // TestExporterGapsFlagged: a gap in an exporter's final status (it

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/joulemark/joulemark/outputsanity"
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 )
 
 // FlagOutputsSuspect warns (without excluding the run) that the share of

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/golden"
-	"github.com/joulemark/joulemark/outputsanity"
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 func iptr(v int) *int   { return &v }

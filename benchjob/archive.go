@@ -7,7 +7,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // The archive's file names and errors are runarchive's; these names are

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/openai"
-	"github.com/joulemark/joulemark/runid"
+	"github.com/joulemark/joulemark/benchjob/openai"
+	"github.com/joulemark/joulemark/internal/runid"
 )
 
 // staticEngine answers every completion with the same short stream (4

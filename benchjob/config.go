@@ -13,9 +13,9 @@ import (
 
 	"github.com/prometheus/common/config"
 
+	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/internal/clientflags"
-	"github.com/joulemark/joulemark/openai"
-	"github.com/joulemark/joulemark/runid"
+	"github.com/joulemark/joulemark/internal/runid"
 )
 
 // Config is one benchmark run. It is a plain struct: the CLI fills it from

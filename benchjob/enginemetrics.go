@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // engineMetricNames are the engine's own gauges and counters recorded with

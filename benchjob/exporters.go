@@ -12,7 +12,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 )
 
 // Flags set from the exporters' final view of the run.

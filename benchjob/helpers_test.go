@@ -19,9 +19,9 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/joulemark/joulemark/exporter"
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // fakeExporter serves the phase API the way the exporter does, recording

@@ -13,11 +13,11 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/realprom"
-	"github.com/joulemark/joulemark/openai/openaitest"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/promserver"
 )
 
 // TestRunAgainstExporterAndPrometheus runs the whole lifecycle against the

@@ -10,7 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
-	"github.com/joulemark/joulemark/openai"
+	"github.com/joulemark/joulemark/benchjob/openai"
 )
 
 // slots hands out in-flight slot indexes (the `slot` label). A slot is

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/openai"
-	"github.com/joulemark/joulemark/openai/openaitest"
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/benchjob/openai"
+	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 func maxOverlap(recs []Record) int {

@@ -11,8 +11,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/version"
-	"github.com/joulemark/joulemark/runarchive"
 )
 
 // The manifest and its sections are runarchive's (the archive's format).

@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/joulemark/joulemark/remotewrite"
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // Aggregate metric names, pushed beside the per-request samples.

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // preflightTimeout bounds each pre-flight call.

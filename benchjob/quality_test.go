@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/openai/openaitest"
-	"github.com/joulemark/joulemark/quality"
+	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 )
 
 // TestCorrectnessWorkload runs --workload correctness against a fake

@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/joulemark/joulemark/openai"
-	"github.com/joulemark/joulemark/quality"
-	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/benchjob/openai"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // Record is one line of runs/<run_id>/requests.jsonl. The first keys are

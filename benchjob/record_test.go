@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/openai"
-	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/benchjob/openai"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // TestSampleTimestampsSurviveTheArchive: a request's samples have the same

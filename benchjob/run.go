@@ -17,14 +17,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/benchjob/openai"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/runid"
 	"github.com/joulemark/joulemark/internal/secretfile"
-	"github.com/joulemark/joulemark/openai"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/quality"
-	"github.com/joulemark/joulemark/remotewrite"
-	"github.com/joulemark/joulemark/runarchive"
-	"github.com/joulemark/joulemark/runid"
 )
 
 // Run flags: stable names recorded in the manifest and the Result.

@@ -17,10 +17,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/joulemark/joulemark/openai/openaitest"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/runarchive"
-	"github.com/joulemark/joulemark/runinfo"
+	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // designKeys are the run-archive keys of docs/design.md, each on every line.

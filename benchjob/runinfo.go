@@ -5,9 +5,9 @@ import (
 	"math"
 	"os"
 
-	"github.com/joulemark/joulemark/quality"
-	"github.com/joulemark/joulemark/remotewrite"
-	"github.com/joulemark/joulemark/runinfo"
+	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // runInfo is the run's identity as the report and the comparisons key it.

@@ -12,9 +12,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/remotewrite"
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // FinalizeResult is what Finalize did to a killed run.

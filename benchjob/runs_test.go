@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/openai/openaitest"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/remotewrite"
-	"github.com/joulemark/joulemark/runarchive"
-	"github.com/joulemark/joulemark/runinfo"
+	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // TestFinalizeKilledRun: a run whose bench died mid-run (manifest running,

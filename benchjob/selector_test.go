@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 	"github.com/joulemark/joulemark/exporter"
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/openai/openaitest"
-	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // TestRunMeasuresEngineGPUsOnly runs the lifecycle with exporter_gpus set

@@ -10,7 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // Summary (the formal phase in figures) and its Percentiles are the

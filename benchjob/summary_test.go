@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/testnet"
-	"github.com/joulemark/joulemark/remotewrite"
 )
 
 func TestPercentiles(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/joulemark/joulemark/runid"
+	"github.com/joulemark/joulemark/internal/runid"
 )
 
 // Sweep runs cfg once per value of its sweep (sweep_concurrency or

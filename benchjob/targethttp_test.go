@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/joulemark/joulemark/openai/openaitest"
+	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 	"github.com/prometheus/common/config"
 )
 

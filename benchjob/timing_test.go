@@ -24,8 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/rxstamp"
-	"github.com/joulemark/joulemark/runarchive"
 )
 
 // timedEngine streams every completion on a fixed schedule (first token

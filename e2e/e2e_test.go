@@ -33,14 +33,14 @@ import (
 
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/benchjob"
-	"github.com/joulemark/joulemark/demo"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/demo"
 	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/testenv"
 	"github.com/joulemark/joulemark/internal/testnet"
-	"github.com/joulemark/joulemark/phaseapi"
 	"github.com/joulemark/joulemark/rules"
-	"github.com/joulemark/joulemark/runarchive"
 )
 
 // The scenario both modes run: 4 simulated GPUs of which the engine's 2 are

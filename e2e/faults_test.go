@@ -26,11 +26,11 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/benchjob"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/testenv"
 	"github.com/joulemark/joulemark/internal/testnet"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/runarchive"
 )
 
 // faultEnv is one exporter (simulated GPUs, durable storage) and, when

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/runid"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/runid"
 )
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

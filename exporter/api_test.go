@@ -12,10 +12,10 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/runid"
-	"github.com/joulemark/joulemark/runid/runidtest"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/runid"
+	"github.com/joulemark/joulemark/internal/runid/runidtest"
 )
 
 // The phase API accepts exactly the run ids of the shared table (the bench

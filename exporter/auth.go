@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 )
 
 // MinTokenBytes is the shortest API token the exporter command accepts.

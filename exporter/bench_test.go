@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // benchTick measures one sampling pass over 8 GPUs (what the sampler does

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/joulemark/joulemark/powercap"
+	"github.com/joulemark/joulemark/internal/powercap"
 )
 
 // Host energy: the CPU packages' and DRAM's RAPL counters (powercap), read at

@@ -11,9 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/powercap"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/powercap"
 )
 
 func hostTree() fstest.MapFS {

@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/powercap"
-	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/powercap"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // RawWriteRetry is how long the exporter retries one batch of raw samples

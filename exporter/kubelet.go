@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/podresources"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/podresources"
 )
 
 // Attribution methods of joulemark_pod_energy_attribution_info.

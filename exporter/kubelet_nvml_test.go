@@ -16,9 +16,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
-	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/nvmlmock"
-	"github.com/joulemark/joulemark/podresources"
+	"github.com/joulemark/joulemark/internal/podresources"
 )
 
 // TestPodEnergySMShare: two pods time-slice GPU 1 of go-nvml's mock; NVML

@@ -20,10 +20,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/testenv"
-	"github.com/joulemark/joulemark/phaseapi"
 )
 
 // scrape fetches /metrics with the given headers and decodes it.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/nvmlmock"
 )
 

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/testenv"
-	"github.com/joulemark/joulemark/phaseapi"
 )
 
 // TestSimMetricsPassPromtool: the whole /metrics of a simulated exporter

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 )
 
 // Release per the method: the release phase ends when the inference

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // engineView overrides what the slow reads say about the engine: its

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // boundary is one exact phase boundary and every GPU's cumulative energy

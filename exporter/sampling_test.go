@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // runToRelease drives run id through idle (6 s) and formal (3 s) at steady

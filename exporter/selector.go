@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 )
 
 // maxSelectorBody bounds a phase POST's body.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/podresources"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/podresources"
 )
 
 // selectorHarness is a harness over four simulated GPUs with exact energy

@@ -18,10 +18,10 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/testnet"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/remotewrite"
 )
 
 func waitUp(t *testing.T, url string) {

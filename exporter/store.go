@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/atomicfile"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/runid"
+	"github.com/joulemark/joulemark/internal/runid"
 )
 
 // Durable state under Config.StoragePath (docs/exporter.md, "Durable state"):

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/phaseapi"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // TestRunIDUsedOnce: an id is refused (409) once used, after its run was

@@ -4,8 +4,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/joulemark/joulemark/choose"
-	"github.com/joulemark/joulemark/compare"
+	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/analyze/compare"
 )
 
 // CompareCmd is `joulemark compare report.json...`.

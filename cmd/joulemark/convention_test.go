@@ -17,7 +17,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/joulemark/joulemark/benchjob"
-	"github.com/joulemark/joulemark/experiment"
+	"github.com/joulemark/joulemark/benchjob/experiment"
 	"github.com/joulemark/joulemark/internal/golden"
 )
 

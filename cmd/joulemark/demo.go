@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/joulemark/joulemark/demo"
+	"github.com/joulemark/joulemark/internal/demo"
 )
 
 // DemoCmd runs the whole pipeline on the embedded default. Timing flags left

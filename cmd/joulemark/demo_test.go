@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/demo"
-	"github.com/joulemark/joulemark/simengine"
+	"github.com/joulemark/joulemark/internal/demo"
+	"github.com/joulemark/joulemark/internal/simengine"
 )
 
 // The flag defaults are the packages' defaults: no drift between the two.

@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/joulemark/joulemark/choose"
+	"github.com/joulemark/joulemark/analyze/choose"
 )
 
 // DiffCmd is `joulemark diff BEFORE AFTER --fail-on-regression 5`.

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // DoctorCmd checks a GPU node before the exporter is deployed on it.

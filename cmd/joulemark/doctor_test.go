@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/gpu"
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // TestDoctorCommandSim runs `joulemark doctor --gpu=sim` in both formats.

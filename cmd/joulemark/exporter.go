@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter"
-	"github.com/joulemark/joulemark/gpu"
 	"github.com/joulemark/joulemark/internal/clientflags"
-	"github.com/joulemark/joulemark/powercap"
-	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/powercap"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // ExporterCmd samples GPU power and serves /metrics and the phase API.

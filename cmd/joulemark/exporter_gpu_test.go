@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/testenv"
 	"github.com/joulemark/joulemark/internal/testnet"
-	"github.com/joulemark/joulemark/phaseapi"
 )
 
 // waitReady polls the exporter at base until /-/ready answers 200 (10 s at

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/joulemark/joulemark/choose"
-	"github.com/joulemark/joulemark/compare"
+	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/analyze/compare"
 	"github.com/joulemark/joulemark/internal/reportcsv"
 )
 

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter"
-	"github.com/joulemark/joulemark/gpu"
-	"github.com/joulemark/joulemark/podresources"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/podresources"
 )
 
 // kubeletFlags configure the exporter's energy attribution to pods through

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/joulemark/joulemark/choose"
+	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/internal/reportcsv"
 )
 

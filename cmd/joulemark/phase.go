@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/common/config"
 
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
-	"github.com/joulemark/joulemark/phaseapi"
 )
 
 // PhaseCmd starts a lifecycle phase, or ends a run, on one or more exporters.

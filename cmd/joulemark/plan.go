@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/joulemark/joulemark/choose"
+	"github.com/joulemark/joulemark/analyze/choose"
 )
 
 // PlanCmd is `joulemark plan report.json... --target-peak-rate R --slo-...`.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/joulemark/joulemark/analyze/production"
 	"github.com/joulemark/joulemark/internal/clientflags"
-	"github.com/joulemark/joulemark/production"
 )
 
 // AnalyzeGroup holds the analyses: a benchmark run (the default) and a

@@ -9,7 +9,7 @@ import (
 
 	"github.com/alecthomas/units"
 
-	"github.com/joulemark/joulemark/choose"
+	"github.com/joulemark/joulemark/analyze/choose"
 )
 
 // RecommendCmd is `joulemark recommend report.json... --max-ttft-p95 ...`.

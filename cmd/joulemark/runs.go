@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/benchjob"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
-	"github.com/joulemark/joulemark/phaseapi"
-	"github.com/joulemark/joulemark/remotewrite"
-	"github.com/joulemark/joulemark/runarchive"
+	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // RunsCmd lists run archives and finishes what a killed bench or a

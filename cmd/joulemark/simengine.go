@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/joulemark/joulemark/simengine"
+	"github.com/joulemark/joulemark/internal/simengine"
 )
 
 // SimEngineCmd serves a simulated OpenAI-compatible engine. Defaults are

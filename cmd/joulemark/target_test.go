@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/experiment"
+	"github.com/joulemark/joulemark/benchjob/experiment"
 )
 
 // TestBenchTargetHTTP: --target.http-config-file gives the run's

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/joulemark/joulemark/promserver"
+	"github.com/joulemark/joulemark/internal/promserver"
 )
 
 // TSDBCmd works on the embedded Prometheus data of earlier runs.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/promserver"
+	"github.com/joulemark/joulemark/internal/promserver"
 )
 
 // TestTSDBServeReadOnlyByDefault: tsdb serve opens a saved run read-only

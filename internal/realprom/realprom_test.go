@@ -9,7 +9,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // TestRemoteWriteOutOfOrderRoundTrip writes per-request style samples with

@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/value"
 
+	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/remoteread"
-	"github.com/joulemark/joulemark/promserver"
-	"github.com/joulemark/joulemark/remotewrite"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // TestRead reads a series back from the in-process TSDB: the window is

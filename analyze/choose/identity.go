@@ -1,0 +1,137 @@
+package choose
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/joulemark/joulemark/internal/runinfo"
+)
+
+// GroupKey is the run's value of each comma-separated dotted report key
+// (e.g. "run.model,run.concurrency"), joined by ", " with "-" for a missing
+// key; ok is false when the run has none of them.
+func (r *Run) GroupKey(keys string) (key string, ok bool) {
+	var vals []string
+	for k := range strings.SplitSeq(keys, ",") {
+		v, found := r.Lookup(strings.TrimSpace(k))
+		if !found || v == "" {
+			v = "-"
+		} else {
+			ok = true
+		}
+		vals = append(vals, v)
+	}
+	return strings.Join(vals, ", "), ok
+}
+
+// IdentityValues are the run's values of the identity keys
+// (runinfo.IdentityKeys under "run."), nil when its report has no run
+// section (reports from before run identity).
+func (r *Run) IdentityValues() []string {
+	if _, ok := r.Lookup("run.run_id"); !ok {
+		if _, ok := r.Lookup("run.model"); !ok {
+			return nil
+		}
+	}
+	out := make([]string, len(runinfo.IdentityKeys))
+	for i, k := range runinfo.IdentityKeys {
+		out[i], _ = r.Lookup("run." + k)
+	}
+	return out
+}
+
+// IdentitySplit names, for each run, how it differs in identity from the
+// other runs sharing its group key: "" when every run of its group has the
+// same identity (or none is known), else "key=value ..." over the identity
+// keys that differ within the group. Runs with a non-empty split must not
+// be pooled with the rest of their group.
+func IdentitySplit(runs []*Run, groupKey func(*Run) string) []string {
+	byKey := map[string][]int{}
+	ids := make([][]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.IdentityValues()
+		k := groupKey(r)
+		byKey[k] = append(byKey[k], i)
+	}
+	out := make([]string, len(runs))
+	for _, members := range byKey {
+		var differ []int // identity key indexes that differ within the group
+		for ki := range runinfo.IdentityKeys {
+			first, seen := "", false
+			for _, m := range members {
+				if ids[m] == nil {
+					continue
+				}
+				if !seen {
+					first, seen = ids[m][ki], true
+				} else if ids[m][ki] != first {
+					differ = append(differ, ki)
+					break
+				}
+			}
+		}
+		if len(differ) == 0 {
+			continue
+		}
+		for _, m := range members {
+			var parts []string
+			for _, ki := range differ {
+				v := "?"
+				if ids[m] != nil {
+					v = ids[m][ki]
+					if runinfo.IdentityKeys[ki] == "dataset_sha256" && len(v) > 12 {
+						v = v[:12]
+					}
+				}
+				parts = append(parts, runinfo.IdentityKeys[ki]+"="+v)
+			}
+			out[m] = strings.Join(parts, " ")
+		}
+	}
+	return out
+}
+
+// ConfigKeys are the identity keys a load sweep keeps fixed: everything but
+// the load point.
+var ConfigKeys = []string{"model", "engine", "engine_version", "gpu_name", "gpus", "dataset_sha256"}
+
+// IdentityConflict names the run.* keys among keys whose values differ
+// between the runs that carry a run section, e.g. "run.model (a, b)"; "" when
+// they agree (runs without a run section are not compared).
+func IdentityConflict(runs []*Run, keys []string) string {
+	var out []string
+	for _, k := range keys {
+		var vals []string
+		for _, r := range runs {
+			if r.IdentityValues() == nil {
+				continue
+			}
+			v, _ := r.Lookup("run." + k)
+			if !slices.Contains(vals, v) {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) > 1 {
+			out = append(out, "run."+k+" ("+strings.Join(vals, ", ")+")")
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// GroupRuns splits runs by GroupKey(keys), groups in order of first
+// appearance; a run with none of the keys is a group of its own, named by
+// its run name.
+func GroupRuns(runs []*Run, keys string) (order []string, groups map[string][]*Run) {
+	groups = map[string][]*Run{}
+	for _, r := range runs {
+		k, ok := r.GroupKey(keys)
+		if !ok {
+			k = r.Name
+		}
+		if _, seen := groups[k]; !seen {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	return order, groups
+}

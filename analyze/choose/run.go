@@ -1,0 +1,234 @@
+// Package choose answers "which configuration should we run" from finished
+// runs' reports: Pareto classification, constrained recommendation,
+// regression gates between two reports, capacity planning from a load sweep,
+// and the sanity of the model's outputs (docs/experiments.md).
+//
+// Reports are read with encoding/json into analyze.Report; a nil pointer is a
+// missing figure, never 0.
+package choose
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/internal/jsonline"
+	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/runid"
+)
+
+// Run is one report read from disk, with the sanity of its outputs when the
+// run archive was found beside it.
+type Run struct {
+	Path   string         // the report file
+	Name   string         // run_id, or the file path when the report has none
+	Report analyze.Report // the decoded report
+	Raw    map[string]any // the same document undecoded, for lookups by key (--group-by)
+	Sanity *Sanity        // nil when no requests.jsonl was found
+	Load   *LoadPoint     // the configured load from manifest.json; nil when not found
+	// SanityPath is the requests.jsonl the sanity counts come from.
+	SanityPath string
+}
+
+// LoadOptions say where to look for each run's archive.
+type LoadOptions struct {
+	// RunsDir, when set, is searched for RunsDir/<run_id>/requests.jsonl
+	// (and manifest.json) when neither the report's own directory nor the
+	// run archive holding it (runs/<run_id>/report/) has them.
+	RunsDir string
+}
+
+// LoadReport reads one report.json and, when it can find it, the run's
+// requests.jsonl for the output sanity counts.
+func LoadReport(path string, opts LoadOptions) (*Run, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	r := &Run{Path: path}
+	if err := decodeReport(data, &r.Report, &r.Raw); err != nil {
+		return nil, fmt.Errorf("report %s: %w", path, err)
+	}
+	r.Name = r.Report.RunID
+	if r.Name == "" {
+		r.Name = path
+	}
+	for _, arch := range archives(path, r.Report.RunID, opts) {
+		if err := r.readArchive(arch); err != nil {
+			return nil, fmt.Errorf("report %s: %w", path, err)
+		}
+	}
+	return r, nil
+}
+
+// archives are where the run's archive (requests.jsonl, manifest.json) may
+// be: beside the report; the directory above it when the report is in the
+// archive's report/ (runs/<run_id>/report/report.json, as the demo writes
+// it) and that archive's manifest names the run; then RunsDir/<run_id>.
+func archives(reportPath, runID string, opts LoadOptions) []*runarchive.Run {
+	dir := filepath.Dir(reportPath)
+	c := []*runarchive.Run{{ID: runID, Dir: dir}}
+	if up := (&runarchive.Run{ID: runID, Dir: filepath.Dir(dir)}); filepath.Base(dir) == runarchive.ReportDir && runID != "" {
+		if m, err := up.ReadManifest(); err == nil && m.RunID == runID {
+			c = append(c, up)
+		}
+	}
+	if opts.RunsDir != "" && runid.Validate(runID) == nil {
+		c = append(c, &runarchive.Run{ID: runID, Dir: filepath.Join(opts.RunsDir, runID)})
+	}
+	return c
+}
+
+// readArchive takes the sanity counts and the configured load from arch
+// where they are still missing. A missing file is no error; a manifest of
+// another run is ignored.
+func (r *Run) readArchive(arch *runarchive.Run) error {
+	if r.Sanity == nil {
+		f, err := arch.OpenRequests()
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, runarchive.ErrIncomplete):
+		case err != nil:
+			return err
+		default:
+			s, err := ReadSanity(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("archive %s: %w", f.Name(), err)
+			}
+			r.Sanity, r.SanityPath = &s, f.Name()
+		}
+	}
+	if r.Load == nil {
+		m, err := arch.ReadManifest()
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		case m.RunID == r.Report.RunID || r.Report.RunID == "":
+			r.Load = &LoadPoint{Mode: m.Load.Mode, Concurrency: m.Load.Concurrency, TargetRate: m.Load.TargetRate}
+		}
+	}
+	return nil
+}
+
+// LoadPoint is the configured load of a run, from the `load` section of its
+// archive's manifest.json (runarchive.LoadInfo).
+type LoadPoint struct {
+	Mode        string  `json:"mode"` // closed, poisson, gamma, trace
+	Concurrency int     `json:"concurrency,omitempty"`
+	TargetRate  float64 `json:"target_rate,omitempty"`
+}
+
+// String is "concurrency 16", "rate 5 req/s (poisson)" or the mode.
+func (l *LoadPoint) String() string {
+	switch {
+	case l == nil:
+		return "-"
+	case l.Concurrency > 0:
+		return fmt.Sprintf("concurrency %d", l.Concurrency)
+	case l.TargetRate > 0:
+		return fmt.Sprintf("rate %s req/s (%s)", FormatValue(l.TargetRate, true), l.Mode)
+	case l.Mode != "":
+		return l.Mode
+	}
+	return "-"
+}
+
+func decodeReport(data []byte, rep *analyze.Report, raw *map[string]any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(rep); err != nil {
+		return jsonErr(data, err)
+	}
+	d2 := json.NewDecoder(bytes.NewReader(data))
+	d2.UseNumber()
+	if err := d2.Decode(raw); err != nil {
+		return jsonErr(data, err)
+	}
+	return checkReportKeys(*raw)
+}
+
+// jsonErr adds the line of a JSON syntax or type error; any other decoding
+// error says it is one.
+func jsonErr(data []byte, err error) error {
+	if line, ok := jsonline.Line(data, err); ok {
+		return fmt.Errorf("line %d: %w", line, err)
+	}
+	return fmt.Errorf("decode: %w", err)
+}
+
+// LoadReports reads several reports. Two reports with the same run_id are an
+// error: one of them would silently shadow the other in every table.
+func LoadReports(paths []string, opts LoadOptions) ([]*Run, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no report given")
+	}
+	seen := map[string]string{}
+	var runs []*Run
+	for _, p := range paths {
+		r, err := LoadReport(p, opts)
+		if err != nil {
+			return nil, err
+		}
+		if prev, ok := seen[r.Name]; ok {
+			return nil, fmt.Errorf("reports %s and %s both have run_id %q", prev, p, r.Name)
+		}
+		seen[r.Name] = p
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// Lookup returns the value at a dotted key of the report document
+// ("scenario", "measurement.energy_source") as text, and whether it exists.
+func (r *Run) Lookup(key string) (string, bool) {
+	var cur any = r.Raw
+	for part := range strings.SplitSeq(key, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		if cur, ok = m[part]; !ok {
+			return "", false
+		}
+	}
+	switch v := cur.(type) {
+	case nil:
+		return "", false
+	case string:
+		return v, true
+	case json.Number, bool:
+		return fmt.Sprint(v), true
+	default:
+		b, _ := json.Marshal(v)
+		return string(b), true
+	}
+}
+
+// ExcludingFlags returns the codes of the flags that make the run invalid.
+func (r *Run) ExcludingFlags() []string {
+	var codes []string
+	for _, f := range r.Report.Flags {
+		if f.Excluding {
+			codes = append(codes, f.Code)
+		}
+	}
+	return codes
+}
+
+// InvalidReason says why the run is excluded from formal results, or "" when
+// it is valid.
+func (r *Run) InvalidReason() string {
+	if r.Report.Valid {
+		return ""
+	}
+	if codes := r.ExcludingFlags(); len(codes) > 0 {
+		return "invalid: " + strings.Join(codes, ", ")
+	}
+	return "invalid"
+}

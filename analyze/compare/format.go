@@ -1,0 +1,109 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/joulemark/joulemark/analyze/choose"
+)
+
+// WriteText prints the side-by-side table, the comparability check, the
+// group medians and the rank correlation.
+func WriteText(w io.Writer, res Result) error {
+	rows := [][]string{{"run", "group", "status", "formal_out_tokens", "tok/s", "outputs empty/rep/short",
+		"ss_J/tok", "life_J/tok", "life/ss", "ttft_p95_ms", "tpot_p95_ms", "goodput", "err_rate"}}
+	for _, row := range res.Runs {
+		r := row.Run
+		status := "included"
+		if !row.Included {
+			status = "excluded: " + row.Excluded
+		}
+		ratio := "-"
+		ss, okSS := choose.SteadyStateJPT.Value(&r.Report)
+		life, okLife := choose.LifecycleJPT.Value(&r.Report)
+		if okSS && okLife && ss != 0 {
+			ratio = choose.FormatValue(life/ss, true)
+		}
+		rows = append(rows, []string{r.Name, row.Group, status, fmt.Sprint(r.Report.Tokens.FormalOutput),
+			choose.FormatMetric(choose.Throughput, r), choose.FormatSanity(r.Sanity),
+			choose.FormatValue(ss, okSS), choose.FormatValue(life, okLife), ratio,
+			choose.FormatMetric(choose.TTFTP95, r), choose.FormatMetric(choose.TPOTP95, r),
+			choose.FormatMetric(choose.Goodput, r), choose.FormatMetric(choose.ErrorRate, r)})
+	}
+	if err := choose.Table(w, rows); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\ncomparability (formal output tokens within %s%%, |a-b|/max, included runs): %s\n",
+		choose.FormatValue(100*res.Tolerance, true), spreadText(res.Comparability))
+
+	fmt.Fprintf(w, "\ngroups by %s (medians over included runs):\n", res.GroupBy)
+	rows = [][]string{{"group", "runs", "included", "median_ss_J/tok", "median_life_J/tok", "life/ss", "rank_ss", "rank_life", "comparability"}}
+	for _, g := range res.Groups {
+		rows = append(rows, []string{g.Key, fmt.Sprint(len(g.Runs)), fmt.Sprint(g.Included),
+			fmtp(g.MedianSS), fmtp(g.MedianLife), fmtp(g.Ratio), fmtp(g.RankSS), fmtp(g.RankLife), spreadText(g.Spread)})
+	}
+	if err := choose.Table(w, rows); err != nil {
+		return err
+	}
+	for _, sw := range res.Sweeps {
+		fmt.Fprintf(w, "\nsweep %s:\n", sw.Key)
+		for _, p := range sw.Points {
+			verdict := "meets the SLOs"
+			if !p.MeetsSLO {
+				verdict = "misses: " + p.Why
+			}
+			fmt.Fprintf(w, "  %-28s %s\n", p.Load, verdict)
+		}
+		switch {
+		case sw.Knee == "":
+			fmt.Fprintf(w, "  knee: none (the lightest point already misses the SLOs)\n")
+		case sw.After == "":
+			fmt.Fprintf(w, "  knee: %s (every point meets the SLOs; load further to find the knee)\n", sw.Knee)
+		default:
+			fmt.Fprintf(w, "  knee: %s; at %s: %s\n", sw.Knee, sw.After, diagText(sw.AfterDiagnosis))
+		}
+	}
+	if res.Spearman != nil {
+		_, err := fmt.Fprintf(w, "\nspearman rank correlation, steady-state vs full-lifecycle order of %d groups: %s\n",
+			res.SpearmanN, choose.FormatValue(*res.Spearman, true))
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nspearman rank correlation: - (%s)\n", res.SpearmanNote)
+	return err
+}
+
+func diagText(d []string) string {
+	if len(d) == 0 {
+		return "no diagnosis in its report (no rule fired, or no server metrics)"
+	}
+	return strings.Join(d, "; ")
+}
+
+func spreadText(s Spread) string {
+	switch {
+	case s.Runs == 0:
+		return "no run"
+	case s.Runs == 1:
+		return "one run"
+	case s.Comparable:
+		return fmt.Sprintf("ok, spread %s%%", choose.FormatValue(100*s.Ratio, true))
+	}
+	return fmt.Sprintf("NOT COMPARABLE, spread %s%% between %s (%d) and %s (%d)",
+		choose.FormatValue(100*s.Ratio, true), s.Min, s.MinTokens, s.Max, s.MaxTokens)
+}
+
+func fmtp(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return choose.FormatValue(*v, true)
+}
+
+// WriteJSON prints the comparison as indented JSON.
+func WriteJSON(w io.Writer, res Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}

@@ -1,0 +1,163 @@
+package outputsanity
+
+import (
+	"math"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/joulemark/joulemark/internal/runarchive"
+)
+
+func ip(v int) *int   { return &v }
+func bp(v bool) *bool { return &v }
+
+func show(c Counts) string {
+	s := Format(&c)
+	if c.IgnoreEOS != nil {
+		s += map[bool]string{true: " ignore_eos", false: " no ignore_eos"}[*c.IgnoreEOS]
+	}
+	return s
+}
+
+func TestRead(t *testing.T) {
+	tests := []struct {
+		name  string
+		jsonl string
+		want  Counts
+	}{
+		{"empty archive", "", Counts{}},
+		{
+			"hash and max tokens known",
+			`{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
+{"phase":"formal","success":true,"output_tokens":0,"max_tokens":10,"output_hash":"e","finish_reason":"stop"}
+{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
+{"phase":"formal","success":true,"output_tokens":3,"max_tokens":10,"output_hash":"b","finish_reason":"stop"}
+{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
+
+{"phase":"warmup","success":true,"output_tokens":0,"output_hash":"a"}
+{"phase":"formal","success":false,"output_tokens":0,"error":"timeout"}
+`,
+			Counts{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(1)},
+		},
+		{
+			"finish reason only: stop counts as short, length does not, repeats unknown",
+			`{"phase":"formal","success":true,"output_tokens":10,"finish_reason":"length"}
+{"phase":"formal","success":true,"output_tokens":4,"finish_reason":"stop"}
+`,
+			Counts{Requests: 2, Short: ip(1)},
+		},
+		{
+			"max tokens wins over finish reason: full length with stop is not short, one short with length is",
+			`{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"finish_reason":"stop"}
+{"phase":"formal","success":true,"output_tokens":9,"max_tokens":10,"finish_reason":"length"}
+`,
+			Counts{Requests: 2, Short: ip(1)},
+		},
+		{
+			"nothing to judge length by",
+			`{"phase":"formal","success":true,"output_tokens":4}` + "\n",
+			Counts{Requests: 1},
+		},
+		{
+			"empty by characters (reasoning only), not also repeated or short",
+			`{"phase":"formal","success":true,"output_tokens":5,"output_chars":0,"output_hash":"e","max_tokens":10}
+{"phase":"formal","success":true,"output_tokens":5,"output_chars":0,"output_hash":"e","max_tokens":10}
+`,
+			Counts{Requests: 2, Empty: 2},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Read(strings.NewReader(tc.jsonl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %s, want %s", show(got), show(tc.want))
+			}
+		})
+	}
+	_, err := Read(strings.NewReader("{\"phase\":\"formal\"}\n{not json\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("malformed line: error %v, want one naming line 2", err)
+	}
+}
+
+func TestReadArchive(t *testing.T) {
+	tests := []struct {
+		run     string
+		want    Counts
+		bad     int
+		ratio   float64 // NaN: nil
+		wantErr string
+	}{
+		// 9 successful formal requests: two empty (no tokens; tokens but no
+		// text), h1 once repeated, 12 and 149 of 150 tokens short (the
+		// length finish does not hide the missing token; a full-length
+		// "stop" is not short).
+		{run: "ignore-eos", want: Counts{Requests: 9, Empty: 2, Repeated: ip(1), Short: ip(2), IgnoreEOS: bp(true)}, bad: 5, ratio: 5.0 / 9},
+		// Without ignore_eos and max_tokens, a stop is still counted short;
+		// the manifest says so.
+		{run: "natural-stop", want: Counts{Requests: 3, Repeated: ip(0), Short: ip(2), IgnoreEOS: bp(false)}, bad: 2, ratio: 2.0 / 3},
+		{run: "partial", wantErr: "incomplete: requests.jsonl.partial"},
+		{run: "missing", wantErr: "no requests.jsonl"},
+		{run: "bad-line", wantErr: filepath.Join("bad-line", "requests.jsonl") + ": line 2"},
+		{run: "bad-manifest", wantErr: filepath.Join("bad-manifest", "manifest.json")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.run, func(t *testing.T) {
+			dir := filepath.Join("testdata", "runs", tc.run)
+			if tc.run == "missing" { // an empty directory (git keeps none)
+				dir = t.TempDir()
+			}
+			got, err := readDir(dir)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %s, want %s", show(got), show(tc.want))
+			}
+			if n, known := got.Bad(); n != tc.bad || !known {
+				t.Errorf("Bad() = %d, %v; want %d, true", n, known, tc.bad)
+			}
+			if r := got.BadRatio(); r == nil || math.Abs(*r-tc.ratio) > 1e-12 {
+				t.Errorf("BadRatio() = %v, want %v", r, tc.ratio)
+			}
+		})
+	}
+}
+
+func TestBadUnknown(t *testing.T) {
+	c := Counts{Requests: 4, Empty: 1, Short: ip(1)}
+	if n, known := c.Bad(); n != 2 || known {
+		t.Errorf("Bad() = %d, %v; want 2, false (repeats unknown)", n, known)
+	}
+	if r := c.BadRatio(); r == nil || *r != 0.5 {
+		t.Errorf("BadRatio() = %v, want 0.5 (a lower bound)", r)
+	}
+	if r := (Counts{}).BadRatio(); r != nil {
+		t.Errorf("BadRatio of no request = %v, want nil", *r)
+	}
+	if got := Format(&c); got != "1/-/1 of 4" {
+		t.Errorf("Format = %q", got)
+	}
+	if got := Format(nil); got != "-" {
+		t.Errorf("Format(nil) = %q", got)
+	}
+}
+
+func readDir(dir string) (Counts, error) {
+	r, err := runarchive.OpenDir(dir)
+	if err != nil {
+		return Counts{}, err
+	}
+	return ReadArchive(r)
+}

@@ -1,0 +1,344 @@
+package production
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/config"
+
+	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/internal/promserver"
+	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/remotewrite"
+)
+
+// The fixture: 15 s samples from T0-300 s to T0+1800 s; the report covers
+// (T0, T0+1800].
+//
+//	serve/llama-a   vLLM, model llama: 300 W throughout (its counter already
+//	                at 1 MJ), 20 tokens/s until T0+1200 then none:
+//	                540 000 J, 24 000 tokens, 22.5 J/token, idle-allocated
+//	                180 000 J (the last 600 s), share 1/3.
+//	serve/llama-b   vLLM, model llama: allocated at T0+600, 200 W, first
+//	                token at T0+885 (seen at the T0+900 scrape), then 10
+//	                tokens/s: 240 000 J, 9 150 tokens; startup
+//	                T0+600..T0+900 = 60 000 J; idle-allocated 0 (its
+//	                token-less start is startup, not idle).
+//	serve/mistral   SGLang, model mistral: 100 W, 5 tokens/s; the exporter
+//	                restarted at T0+870 (counter back to 0): 180 000 J,
+//	                9 000 tokens, 20 J/token.
+//	batch/train     400 W, no engine: 720 000 J, no model.
+//	unallocated     one GPU at 70 W: 126 000 J.
+//
+// Per model: llama 2 pods, 780 000 J / 33 150 tokens = 23.529… J/token,
+// idle 180 000 J (0.2308), 1 start of 60 000 J; mistral 180 000 J / 9 000
+// = 20 J/token. The llama J/token over the last 5 minutes:
+// (300·300 + 200·300) J / (10·300) tokens = 50.
+const (
+	span   = 1800.0
+	margin = 300.0
+	step   = 15.0
+)
+
+type fseries struct {
+	labels map[string]string
+	from   float64 // first sample, seconds since T0
+	v      func(t float64) float64
+}
+
+func fixtureSeries() []fseries {
+	exp := func(extra map[string]string) map[string]string {
+		l := map[string]string{"job": "joulemark-exporter", "instance": "n1:9402", "node": "n1"}
+		for k, v := range extra {
+			l[k] = v
+		}
+		return l
+	}
+	pod := func(name, ns, p string) map[string]string {
+		return exp(map[string]string{"__name__": name, "namespace": ns, "pod": p, "container": "engine"})
+	}
+	alloc := func(ns, p, g string) map[string]string {
+		return exp(map[string]string{"__name__": mAllocation, "namespace": ns, "pod": p, "container": "engine", "gpu": g, "uuid": "GPU-" + g, "resource": "nvidia.com/gpu", "shared": "false"})
+	}
+	eng := func(name, p, model string) map[string]string {
+		return map[string]string{"__name__": name, "job": "engines", "namespace": "serve", "pod": p, "model_name": model}
+	}
+	one := func(float64) float64 { return 1 }
+	return []fseries{
+		{pod(mPodEnergy, "serve", "llama-a"), -margin, func(t float64) float64 { return 1e6 + 300*(t+margin) }},
+		{eng(mVLLMTokens, "llama-a", "llama"), -margin, func(t float64) float64 { return 5e5 + 20*min(t, 1200) }},
+		{alloc("serve", "llama-a", "0"), -margin, one},
+		{alloc("serve", "llama-a", "1"), -margin, one},
+		{pod(mPodEnergy, "serve", "llama-b"), 600, func(t float64) float64 { return 200 * (t - 600) }},
+		{eng(mVLLMTokens, "llama-b", "llama"), 600, func(t float64) float64 { return 10 * max(0, t-885) }},
+		{alloc("serve", "llama-b", "2"), 600, one},
+		{pod(mPodEnergy, "serve", "mistral"), -margin, func(t float64) float64 {
+			if t <= 870 {
+				return 100 * (t + margin)
+			}
+			return 100 * (t - 870)
+		}},
+		{eng(mSGLTokens, "mistral", "mistral"), -margin, func(t float64) float64 { return 5 * (t + margin) }},
+		{alloc("serve", "mistral", "3"), -margin, one},
+		{pod(mPodEnergy, "batch", "train"), -margin, func(t float64) float64 { return 400 * (t + margin) }},
+		{alloc("batch", "train", "4"), -margin, one},
+		{exp(map[string]string{"__name__": mUnallocated, "gpu": "7", "uuid": "GPU-7"}), -margin, func(t float64) float64 { return 70 * (t + margin) }},
+		// one node's GPUs measured board energy, the other's a C2C module
+		{exp(map[string]string{"__name__": mGPUInfo, "gpu": "0", "uuid": "GPU-0", "energy_scope": "gpu"}), -margin, one},
+		{map[string]string{"__name__": mGPUInfo, "job": "joulemark-exporter", "instance": "n2:9402", "node": "n2", "gpu": "0", "uuid": "GPU-GH-0", "energy_scope": "module"}, -margin, one},
+	}
+}
+
+// fixtureData is the fixture as Data, for Compute alone.
+func fixtureData(t0 float64) *Data {
+	d := &Data{From: t0, To: t0 + span}
+	for _, s := range fixtureSeries() {
+		ser := Series{Labels: s.labels}
+		for t := s.from; t <= span; t += step {
+			ser.Samples = append(ser.Samples, Sample{T: t0 + t, V: s.v(t)})
+		}
+		switch s.labels["__name__"] {
+		case mPodEnergy:
+			d.PodEnergy = append(d.PodEnergy, ser)
+		case mAllocation:
+			d.Allocations = append(d.Allocations, ser)
+		case mUnallocated:
+			d.Unallocated = append(d.Unallocated, ser)
+		case mGPUInfo:
+			if s.labels["energy_scope"] == "module" {
+				d.ModuleGPUs = append(d.ModuleGPUs, ser)
+			}
+		default:
+			d.Tokens = append(d.Tokens, ser)
+		}
+	}
+	return d
+}
+
+func fixtureSamples(t0 float64) []remotewrite.Sample {
+	var out []remotewrite.Sample
+	for _, s := range fixtureSeries() {
+		for t := s.from; t <= span; t += step {
+			out = append(out, remotewrite.Sample{Labels: s.labels, Value: s.v(t), TimestampMs: int64(math.Round((t0 + t) * 1000))})
+		}
+	}
+	return out
+}
+
+func near(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %.9g, want %.9g", what, got, want)
+	}
+}
+
+func nearp(t *testing.T, what string, got *float64, want float64) {
+	t.Helper()
+	if got == nil {
+		t.Errorf("%s missing, want %.9g", what, want)
+		return
+	}
+	near(t, what, *got, want)
+}
+
+// checkReport holds a report of the fixture to the hand-computed figures.
+func checkReport(t *testing.T, r *Report, t0 float64) {
+	t.Helper()
+	near(t, "energy", r.EnergyJoules, 1_680_000)
+	if r.Boundary != analyze.BoundaryModule {
+		t.Errorf("boundary %q with a module-scope GPU in the range, want %q", r.Boundary, analyze.BoundaryModule)
+	}
+	near(t, "unallocated", r.UnallocatedJoules, 126_000)
+	pods := map[string]PodFigures{}
+	for _, p := range r.Pods {
+		pods[p.Namespace+"/"+p.Pod] = p
+	}
+	if len(pods) != 4 {
+		t.Fatalf("pods %+v", r.Pods)
+	}
+	a, b, m, tr := pods["serve/llama-a"], pods["serve/llama-b"], pods["serve/mistral"], pods["batch/train"]
+	near(t, "llama-a energy", a.EnergyJoules, 540_000)
+	near(t, "llama-a tokens", a.OutputTokens, 24_000)
+	nearp(t, "llama-a J/token", a.JoulesPerToken, 22.5)
+	near(t, "llama-a idle", a.IdleAllocatedJoules, 180_000)
+	nearp(t, "llama-a idle share", a.IdleAllocatedRatio, 1.0/3)
+	near(t, "llama-b energy", b.EnergyJoules, 240_000)
+	near(t, "llama-b tokens", b.OutputTokens, 9_150)
+	near(t, "llama-b idle", b.IdleAllocatedJoules, 0)
+	near(t, "mistral energy (across the exporter restart)", m.EnergyJoules, 180_000)
+	nearp(t, "mistral J/token", m.JoulesPerToken, 20)
+	near(t, "train energy", tr.EnergyJoules, 720_000)
+	if tr.Model != "" || tr.JoulesPerToken != nil {
+		t.Errorf("train has a model or J/token: %+v", tr)
+	}
+	if len(r.Models) != 2 || r.Models[0].Model != "llama" || r.Models[1].Model != "mistral" {
+		t.Fatalf("models %+v", r.Models)
+	}
+	l := r.Models[0]
+	if l.Pods != 2 || l.Starts != 1 {
+		t.Errorf("llama: %d pods, %d starts", l.Pods, l.Starts)
+	}
+	near(t, "llama energy", l.EnergyJoules, 780_000)
+	near(t, "llama tokens", l.OutputTokens, 33_150)
+	nearp(t, "llama J/token", l.JoulesPerToken, 780_000.0/33_150)
+	near(t, "llama idle", l.IdleAllocatedJoules, 180_000)
+	nearp(t, "llama idle share", l.IdleAllocatedRatio, 180_000.0/780_000)
+	near(t, "llama startup", l.StartupJoules, 60_000)
+	nearp(t, "mistral model J/token", r.Models[1].JoulesPerToken, 20)
+	if len(r.Starts) != 1 {
+		t.Fatalf("starts %+v, want llama-b's", r.Starts)
+	}
+	s := r.Starts[0]
+	if s.Pod != "llama-b" || !s.Complete || s.FirstTokenAt == nil {
+		t.Fatalf("start %+v", s)
+	}
+	near(t, "llama-b allocated at", s.AllocatedAt-t0, 600)
+	near(t, "llama-b first token at", *s.FirstTokenAt-t0, 900)
+	near(t, "llama-b startup energy", s.EnergyJoules, 60_000)
+	var last *Point
+	for i := range r.JoulesPerTokenOverTime {
+		if pts := r.JoulesPerTokenOverTime[i].Points; r.JoulesPerTokenOverTime[i].Model == "llama" && len(pts) > 0 {
+			last = &pts[len(pts)-1]
+		}
+	}
+	if last == nil {
+		t.Fatal("no llama J/token over time")
+	}
+	near(t, "llama J/token at the end", last.T-t0, span)
+	near(t, "llama J/token over the last 5 minutes", last.JoulesPerToken, 50)
+}
+
+func TestComputeFixture(t *testing.T) {
+	t0 := 1_750_000_000.0
+	checkReport(t, Compute(fixtureData(t0), "", ""), t0)
+
+	board := fixtureData(t0)
+	board.ModuleGPUs = nil
+	if r := Compute(board, "", ""); r.Boundary != analyze.Boundary {
+		t.Errorf("boundary %q with board-scope GPUs only, want %q", r.Boundary, analyze.Boundary)
+	}
+	var md strings.Builder
+	if err := WriteMarkdown(&md, Compute(fixtureData(t0), "", "")); err != nil || !strings.Contains(md.String(), analyze.BoundaryModule+", integrated") {
+		t.Errorf("report.md does not state the module boundary (%v):\n%s", err, md.String())
+	}
+
+	r := Compute(fixtureData(t0), "serve", "")
+	if len(r.Pods) != 3 {
+		t.Errorf("namespace serve: %d pods, want 3", len(r.Pods))
+	}
+	near(t, "namespace serve energy", r.EnergyJoules, 960_000)
+	r = Compute(fixtureData(t0), "", "mistral")
+	if len(r.Pods) != 1 || len(r.Models) != 1 || r.Models[0].Model != "mistral" {
+		t.Errorf("model mistral: %+v", r.Pods)
+	}
+}
+
+// TestCounterResetsAndEdges: the counter helper bridges resets and
+// interpolates at range edges.
+func TestCounterResetsAndEdges(t *testing.T) {
+	c := newCounter([]Sample{{10, 100}, {20, 200}, {30, 50}, {40, 150}})
+	for _, tc := range []struct{ t, want float64 }{{5, 0}, {10, 100}, {15, 150}, {30, 250}, {35, 300}, {50, 350}} {
+		near(t, "counter at", c.at(tc.t), tc.want)
+	}
+}
+
+// analyzeThrough analyzes the fixture at url through both read APIs
+// (remote read and the query API), fails unless both give the same
+// report.json, and returns the report (files in out, when set, from the
+// remote-read pass).
+func analyzeThrough(t *testing.T, url string, t0 float64, out string) *Report {
+	t.Helper()
+	var js [2][]byte
+	var rep *Report
+	for i, readAPI := range []string{remoteread.Remote, remoteread.Query} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		dir := out
+		if i > 0 {
+			dir = ""
+		}
+		r, err := Run(ctx, Config{PrometheusURL: url, HTTP: config.DefaultHTTPClientConfig,
+			From: time.Unix(0, int64(t0*1e9)), To: time.Unix(0, int64((t0+span)*1e9)), OutDir: dir, ReadAPI: readAPI})
+		cancel()
+		if err != nil {
+			t.Fatalf("read API %s: %v", readAPI, err)
+		}
+		if js[i], err = json.Marshal(r); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			rep = r
+		}
+	}
+	if string(js[0]) != string(js[1]) {
+		t.Errorf("remote read and the query API give different reports:\n%s\n%s", js[0], js[1])
+	}
+	return rep
+}
+
+// TestProductionThroughTSDB: the fixture in the embedded TSDB, read over
+// the HTTP query API, gives the hand-computed figures; the three files
+// are written and an earlier report is never overwritten.
+func TestProductionThroughTSDB(t *testing.T) {
+	s, err := promserver.Start(context.Background(), promserver.Options{Dir: filepath.Join(t.TempDir(), "tsdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := float64(time.Now().Add(-time.Hour).Unix())
+	if err := s.AppendSamples(context.Background(), fixtureSamples(t0)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "report")
+	r := analyzeThrough(t, s.URL(), t0, out)
+	checkReport(t, r, t0)
+	b, err := os.ReadFile(filepath.Join(out, FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil || back.EnergyJoules != r.EnergyJoules {
+		t.Errorf("report.json: %v, energy %v", err, back.EnergyJoules)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, FileMarkdown))
+	html, _ := os.ReadFile(filepath.Join(out, FileHTML))
+	for _, want := range []string{"| llama | 2 | 780000 | 33150 | 23.53 |", "| serve | llama-b | llama |", "60000 |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	if !strings.Contains(string(html), "<svg") || !strings.Contains(string(html), "<table>") {
+		t.Error("report.html lacks the plot or the tables")
+	}
+	if err := Write(out, r); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("writing over an earlier report: %v", err)
+	}
+}
+
+// TestProductionRealPrometheus: the same through Debian's Prometheus,
+// fed by remote write.
+func TestProductionRealPrometheus(t *testing.T) {
+	srv := realprom.Start(t, "")
+	t0 := float64(time.Now().Add(-40 * time.Minute).Unix())
+	w, err := remotewrite.New(remotewrite.Config{URL: srv.URL + "/api/v1/write"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range fixtureSamples(t0) {
+		w.Append(s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := w.Close(ctx)
+	if err != nil || st.Lost() > 0 {
+		t.Fatalf("remote write: %+v %v", st, err)
+	}
+	checkReport(t, analyzeThrough(t, srv.URL, t0, ""), t0)
+}

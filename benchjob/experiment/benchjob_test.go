@@ -1,0 +1,71 @@
+package experiment_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/benchjob"
+	"github.com/joulemark/joulemark/benchjob/experiment"
+)
+
+func benchOptions(sets ...string) experiment.Options[benchjob.Config] {
+	return experiment.BenchOptions(sets)
+}
+
+func TestBenchConfig(t *testing.T) {
+	runs, err := experiment.LoadBench(filepath.Join("testdata", "bench.yaml"), []string{"workload.seed=7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"qwen7b-vllm-concurrency-4", "qwen7b-vllm-concurrency-16", "qwen7b-vllm-concurrency-64",
+		"qwen7b-sglang-concurrency-4", "qwen7b-sglang-concurrency-16", "qwen7b-sglang-concurrency-64",
+	}
+	if len(runs) != len(want) {
+		t.Fatalf("%d runs, want %d", len(runs), len(want))
+	}
+	for i, r := range runs {
+		c := r.Config
+		if r.Name != want[i] || c.RunID != want[i] {
+			t.Errorf("run %d: name %q run_id %q, want %q", i, r.Name, c.RunID, want[i])
+		}
+		// File values, benchjob defaults and --set all reach the config.
+		if c.Engine.ReadyTimeout != 15*time.Minute || c.Engine.StopGrace != 30*time.Second || c.Workload.Seed != 7 ||
+			c.Workload.StddevInputTokens != 150 || c.Endpoint != "completions" {
+			t.Errorf("run %s: defaults/base/--set not all applied: %+v", r.Name, c)
+		}
+	}
+	if !strings.HasPrefix(runs[4].Config.Engine.Cmd, "python -m sglang") || runs[4].Config.Concurrency != 16 {
+		t.Errorf("run 5 = %+v", runs[4].Config)
+	}
+}
+
+func TestBenchConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		sets []string
+		want []string
+	}{
+		{"unknown key", "target: http://h:1/v1\nconcurrency: 1\nrequests: 5\nworkload:\n  mean_output_token: 3\n", nil, []string{"line 5", "mean_output_token"}},
+		{"benchjob validation", "target: http://h:1/v1\nrequests: 5\n", nil, []string{"set concurrency"}},
+		{"run id from the name is validated", "name: x\nbase: {target: 'http://h:1/v1', requests: 5}\nsweep:\n  concurrency: [1, 2]\n", []string{"concurrency=-1"}, []string{"must not be negative"}},
+		{"set unknown section", "target: http://h:1/v1\nconcurrency: 1\nrequests: 5\n", []string{"engine.cmdd=x"}, []string{"engine.cmdd", "ready_timeout"}},
+		{"set duration", "target: http://h:1/v1\nconcurrency: 1\nrequests: 5\n", []string{"duration=ten"}, []string{"--set", "ten"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := experiment.Expand[benchjob.Config](strings.NewReader(tc.doc), benchOptions(tc.sets...))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}

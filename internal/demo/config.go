@@ -1,0 +1,187 @@
+// Package demo runs joulemark's whole pipeline in one process with nothing
+// installed: simulated GPUs behind an in-process exporter, a simulated engine
+// whose load drives those GPUs, an embedded Prometheus (or an external one),
+// a benchmark run through the full lifecycle, the analysis and the report.
+// cmd/joulemark's `demo` command is a thin wrapper around Run.
+package demo
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/runid"
+	"github.com/joulemark/joulemark/internal/simengine"
+)
+
+// Config is one demo run. Defaults gives about two minutes end to end;
+// MethodTimings the Benchmark 1.5 method's full timings.
+type Config struct {
+	// Dir is the runs directory: the run's archive is Dir/<run_id>/, an
+	// ordinary bench archive (runarchive) with tsdb/, report/ and
+	// dashboards/ inside. A run directory is never overwritten.
+	Dir   string
+	RunID string // empty: a fresh one (runid.New)
+
+	// PrometheusURL, when set, uses that Prometheus instead of the embedded
+	// one: every sample (exporter, engine, per-request) reaches it by remote
+	// write, so it needs --web.enable-remote-write-receiver.
+	PrometheusURL string
+	// ListenAddress of the embedded Prometheus' HTTP API.
+	ListenAddress string
+	// KeepServing keeps the embedded Prometheus up after the report until
+	// the context ends (for curl or a local Grafana).
+	KeepServing bool
+
+	GPUs int
+	// SampleInterval is the exporter's fast sampling (and raw remote
+	// write), ScrapeInterval Prometheus' scrape of the exporter and the
+	// engine.
+	SampleInterval time.Duration
+	ScrapeInterval time.Duration
+
+	// Lifecycle timings.
+	Idle           time.Duration // idle baseline
+	WarmupRequests int
+	Formal         time.Duration // formal phase length
+	FormalRequests int           // 0: bounded by Formal only
+	ReleaseHold    time.Duration // how long power must stay within ±5% of baseline
+	ReleaseMaxWait time.Duration // past it the release is flagged not closed
+
+	// Load and workload.
+	Concurrency  int
+	InputTokens  int // mean prompt length
+	OutputTokens int // mean completion length (ignore_eos)
+	// OutputStddev spreads completion lengths, so the closed loop's requests
+	// do not start and end in lockstep.
+	OutputStddev int
+
+	Engine simengine.Config
+	Sim    gpu.SimConfig
+	Params analyze.Params
+
+	// Out receives the summary table and the locations (default io.Discard).
+	Out    io.Writer
+	Logger *slog.Logger
+	// Progress is where the benchmark's progress goes (nil: log lines).
+	Progress io.Writer
+
+	// shapeLoad, when set, rewrites the load the engine reports to the GPUs
+	// (tests make the power unsteady with it).
+	shapeLoad func(elapsed time.Duration, load float64) float64
+}
+
+// Defaults is the two-minute demo: 8 GPUs, a 70B-class simulated engine at
+// 24 concurrent requests, 10 s idle, 10 s weight loading, 60 s formal,
+// release held 10 s.
+func Defaults() Config {
+	e := simengine.DefaultConfig()
+	e.MaxBatch = 32
+	e.StartupDelay = 10 * time.Second
+	e.ShutdownDelay = 2 * time.Second
+	return Config{
+		Dir:            "runs",
+		ListenAddress:  "127.0.0.1:0",
+		GPUs:           8,
+		SampleInterval: 100 * time.Millisecond,
+		ScrapeInterval: time.Second,
+		Idle:           10 * time.Second,
+		WarmupRequests: 24,
+		Formal:         60 * time.Second,
+		ReleaseHold:    10 * time.Second,
+		ReleaseMaxWait: 2 * time.Minute,
+		Concurrency:    24,
+		InputTokens:    400,
+		OutputTokens:   150,
+		OutputStddev:   30,
+		Engine:         e,
+		Sim: gpu.SimConfig{
+			IdleWatts: 70, MaxWatts: 700, StartupWatts: 250,
+			RampSeconds: 1.5, DecayTau: 2, NoiseWatts: 0.5, Seed: 1,
+		},
+		Params: analyze.DefaultParams(),
+	}
+}
+
+// MethodTimings is Defaults with the method's full timings: a 60 s idle
+// baseline, weight loading of a real 70B model (about 2 minutes), a 10-minute
+// formal phase, release held 30 s within a 10-minute maximum wait and the
+// release decay of real GPUs.
+func MethodTimings() Config {
+	c := Defaults()
+	c.Idle = time.Minute
+	c.Engine.StartupDelay = 2 * time.Minute
+	c.Engine.ShutdownDelay = 5 * time.Second
+	c.Formal = 10 * time.Minute
+	c.ReleaseHold = 30 * time.Second
+	c.ReleaseMaxWait = 10 * time.Minute
+	c.Sim.DecayTau = 8
+	return c
+}
+
+// Validate checks the configuration before anything starts.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.Dir == "" {
+		bad("dir: empty")
+	}
+	if c.RunID != "" {
+		if err := runid.Validate(c.RunID); err != nil {
+			bad("%w", err)
+		}
+	}
+	if c.PrometheusURL != "" {
+		if u, err := url.Parse(c.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("prometheus url %q: want http(s)://host:port", c.PrometheusURL)
+		}
+		if c.KeepServing {
+			bad("keep serving: only with the embedded Prometheus")
+		}
+	}
+	if c.GPUs < 1 || c.GPUs > 1024 {
+		bad("gpus: %d, want 1..1024", c.GPUs)
+	}
+	if c.SampleInterval < 10*time.Millisecond {
+		bad("sample interval: %s, want >= 10ms", c.SampleInterval)
+	}
+	if c.ScrapeInterval < c.SampleInterval {
+		bad("scrape interval: %s, want >= the sample interval %s", c.ScrapeInterval, c.SampleInterval)
+	}
+	if c.Idle <= 0 {
+		bad("idle: %s, want > 0", c.Idle)
+	}
+	if c.WarmupRequests < 0 {
+		bad("warmup requests: %d, want >= 0", c.WarmupRequests)
+	}
+	if c.Formal <= 0 {
+		bad("formal: %s, want > 0", c.Formal)
+	}
+	if c.FormalRequests < 0 {
+		bad("formal requests: %d, want >= 0", c.FormalRequests)
+	}
+	if c.ReleaseHold <= 0 || c.ReleaseMaxWait <= c.ReleaseHold {
+		bad("release hold %s and max wait %s: want 0 < hold < max wait", c.ReleaseHold, c.ReleaseMaxWait)
+	}
+	if c.Concurrency < 1 {
+		bad("concurrency: %d, want >= 1", c.Concurrency)
+	}
+	if c.InputTokens < 1 || c.OutputTokens < 1 {
+		bad("input tokens %d, output tokens %d: want >= 1", c.InputTokens, c.OutputTokens)
+	}
+	if c.OutputStddev < 0 || c.OutputStddev > c.OutputTokens {
+		bad("output stddev %d: want 0..output tokens %d", c.OutputStddev, c.OutputTokens)
+	}
+	if err := c.Engine.Validate(); err != nil {
+		bad("engine: %w", err)
+	}
+	if err := c.Params.Validate(); err != nil {
+		bad("analysis: %w", err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,215 @@
+package runarchive
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/jsonline"
+	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runinfo"
+)
+
+// Run statuses in manifest.json.
+const (
+	// StatusRunning: the run goes on, or died without a final manifest.
+	StatusRunning = "running"
+	// StatusCompleted: the lifecycle ran to its end.
+	StatusCompleted = "completed"
+	// StatusAborted: interrupted (Ctrl-C, SIGTERM); the archive is final.
+	StatusAborted = "aborted"
+	// StatusFailed: an error ended the run (engine not ready, ...).
+	StatusFailed = "failed"
+	// StatusKilled: the bench died without ending the run (SIGKILL, crash)
+	// and Finalize made the archive final afterwards.
+	StatusKilled = "killed"
+)
+
+// Final reports whether status is one a run ends with.
+func Final(status string) bool {
+	switch status {
+	case StatusCompleted, StatusAborted, StatusFailed, StatusKilled:
+		return true
+	}
+	return false
+}
+
+// Manifest is runs/<run_id>/manifest.json: what was run, where, with what,
+// and what came of it. Secrets never appear: the config holds file paths,
+// and HTTP secrets marshal as <secret>.
+type Manifest struct {
+	RunID  string   `json:"run_id"`
+	Status string   `json:"status"` // running, completed, aborted, failed, killed
+	Error  string   `json:"error,omitempty"`
+	Flags  []string `json:"flags"`
+
+	// Config is the run's config as written to config.yaml (durations as
+	// "20s"); ConfigSHA256 is the SHA-256 of that file.
+	Config       map[string]any `json:"config"`
+	ConfigSHA256 string         `json:"config_sha256"`
+	// PromptSetSHA256 covers every prompt sent (text and max_tokens, in
+	// order), warm-up included; Prompts is their count.
+	PromptSetSHA256 string `json:"prompt_set_sha256"`
+	Prompts         int    `json:"prompts"`
+	// With a trace, warm-up prompts are synthetic and hashed apart.
+	WarmupPromptSetSHA256 string `json:"warmup_prompt_set_sha256,omitempty"`
+	WarmupPrompts         int    `json:"warmup_prompts,omitempty"`
+
+	Joulemark JoulemarkInfo `json:"joulemark"`
+	Git       *GitInfo      `json:"git,omitempty"`
+	Host      HostInfo      `json:"host"`
+	// GPUs per exporter base URL, as each exporter reported them.
+	GPUs map[string][]phaseapi.GPUInfo `json:"gpus"`
+
+	Engine   EngineInfo `json:"engine"`
+	Thinking string     `json:"thinking"` // enabled, disabled, engine_default
+
+	Load LoadInfo `json:"load"`
+
+	// Times are unix seconds.
+	Created float64            `json:"created"`
+	Ended   float64            `json:"ended,omitempty"`
+	Phases  map[string]float64 `json:"phase_starts"` // client-side instant each phase was posted
+
+	Summary *Summary `json:"summary,omitempty"`
+	// RunInfo is the run's identity, as pushed in joulemark_run_info.
+	RunInfo     *runinfo.Info      `json:"run_info,omitempty"`
+	RemoteWrite *remotewrite.Stats `json:"remote_write,omitempty"`
+	// SamplesAt is the instant (unix seconds) the bench stamped its final
+	// remote-write samples with (aggregates, run identity); `joulemark runs
+	// push` re-sends them with it. Absent without remote write.
+	SamplesAt float64 `json:"samples_at,omitempty"`
+}
+
+// IgnoreEOS is the run's extras.ignore_eos from the config section; nil
+// when it was not set (or there is no config).
+func (m *Manifest) IgnoreEOS() *bool {
+	extras, _ := m.Config["extras"].(map[string]any)
+	if v, ok := extras["ignore_eos"].(bool); ok {
+		return &v
+	}
+	return nil
+}
+
+// JoulemarkInfo is the build that ran.
+type JoulemarkInfo struct {
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Dirty    bool   `json:"dirty,omitempty"`
+}
+
+// GitInfo is the checkout the run was started from.
+type GitInfo struct {
+	Commit string `json:"commit"`
+	Dirty  bool   `json:"dirty"`
+}
+
+// HostInfo is the client host.
+type HostInfo struct {
+	Hostname  string `json:"hostname"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	CPUs      int    `json:"cpus"`
+	GoVersion string `json:"go_version"`
+}
+
+// EngineInfo is the engine under test.
+type EngineInfo struct {
+	Cmd           string   `json:"cmd,omitempty"`
+	StartHook     string   `json:"start_hook,omitempty"`
+	StopHook      string   `json:"stop_hook,omitempty"`
+	Controller    string   `json:"controller"` // process, hooks, custom, none
+	Version       string   `json:"version,omitempty"`
+	ReportedVer   string   `json:"reported_version,omitempty"`
+	Image         string   `json:"image,omitempty"`
+	Model         string   `json:"model"`
+	ModelRevision string   `json:"model_revision,omitempty"`
+	ServedModels  []string `json:"served_models,omitempty"`
+	MaxModelLen   int      `json:"max_model_len,omitempty"`
+	Target        string   `json:"target"`
+	ReadySeconds  float64  `json:"ready_seconds,omitempty"`
+	ExitError     string   `json:"exit_error,omitempty"`
+}
+
+// LoadInfo is the load shape and how well the client held it.
+type LoadInfo struct {
+	Mode           string  `json:"mode"` // closed, poisson, gamma, trace
+	Concurrency    int     `json:"concurrency,omitempty"`
+	TargetRate     float64 `json:"target_rate,omitempty"`
+	AchievedRate   float64 `json:"achieved_rate"`
+	Burstiness     float64 `json:"burstiness,omitempty"`
+	MaxConcurrency int     `json:"max_concurrency,omitempty"`
+	LagP50Seconds  float64 `json:"lag_p50_seconds,omitempty"`
+	LagP99Seconds  float64 `json:"lag_p99_seconds,omitempty"`
+	CapWaitSeconds float64 `json:"cap_wait_seconds,omitempty"`
+	// ClientCPURatio is the benchmark process' CPU time over the formal
+	// phase divided by wall time and usable CPUs.
+	ClientCPURatio float64 `json:"client_cpu_ratio"`
+}
+
+// Percentiles of one latency measure, in seconds.
+type Percentiles struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+}
+
+// Summary is the formal phase in figures: error rate first.
+type Summary struct {
+	Started      int            `json:"started"`
+	Succeeded    int            `json:"succeeded"`
+	Failed       int            `json:"failed"`
+	ErrorRate    float64        `json:"error_rate"`
+	Errors       map[string]int `json:"errors"`
+	OutputTokens int64          `json:"output_tokens"`
+	InputTokens  int64          `json:"input_tokens"`
+	TokensSource map[string]int `json:"tokens_source"`
+	EmptyOutputs int            `json:"empty_outputs"`
+	// DurationSeconds runs from the first send to the last end.
+	DurationSeconds       float64 `json:"duration_seconds"`
+	RequestsPerSecond     float64 `json:"requests_per_second"`
+	OutputTokensPerSecond float64 `json:"output_tokens_per_second"`
+	// TTFT and TPOT are over successful requests; latency over all of
+	// them, failures included (their latency to the failure).
+	TTFT    Percentiles `json:"ttft_seconds"`
+	TPOT    Percentiles `json:"tpot_seconds"`
+	Latency Percentiles `json:"latency_seconds"`
+}
+
+// WriteManifest writes manifest.json atomically (temporary file, fsync,
+// rename): a reader sees the previous manifest or this one, never a part.
+func (r *Run) WriteManifest(m *Manifest) error {
+	return r.WriteJSON(ManifestFile, m)
+}
+
+// WriteJSON writes v as indented JSON to name, atomically.
+func (r *Run) WriteJSON(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("run archive %s: encoding %s: %w", r.Dir, name, err)
+	}
+	return r.WriteFile(name, append(b, '\n'))
+}
+
+// ReadManifest reads the run's manifest.json. A run without one gets an
+// error wrapping ErrNoManifest (and fs.ErrNotExist).
+func (r *Run) ReadManifest() (*Manifest, error) {
+	p := r.Path(ManifestFile)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("run archive %s: %w", r.Dir, ErrNoManifest)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run archive: %w", err)
+	}
+	m := new(Manifest)
+	if err := json.Unmarshal(data, m); err != nil {
+		return nil, fmt.Errorf("run archive: reading %s: %w", p, jsonline.Wrap(data, err))
+	}
+	return m, nil
+}
