@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"github.com/joulemark/joulemark/internal/stats"
+
 	"fmt"
 	"maps"
 	"math"
@@ -279,7 +281,7 @@ func (c *computation) counterCurves() {
 func (c *computation) measurement() {
 	m := &c.r.Measurement
 	m.Boundary = Boundary
-	m.SampleIntervalSeconds = finite(c.interval)
+	m.SampleIntervalSeconds = stats.Finite(c.interval)
 	m.GPUs = len(c.d.GPUs)
 	m.GPUUUIDs = []string{}
 	srcs := map[string]bool{}
@@ -528,7 +530,7 @@ func (c *computation) requests() {
 	r.Latency.FailedRequests = r.Requests.Failed
 	// One list at a time in buf (percentilesOf reorders it), each in
 	// completion order as the report has always taken them.
-	r.Latency.LatencySeconds = percentilesOf(buf)
+	r.Latency.LatencySeconds = stats.Of(buf)
 	withFailures := func(v []float64, at func(failure) int) []float64 {
 		buf, from := buf[:0], 0
 		for _, f := range failures {
@@ -538,8 +540,8 @@ func (c *computation) requests() {
 		}
 		return append(buf, v[from:]...)
 	}
-	r.Latency.TTFTSeconds = percentilesOf(withFailures(c.pd.TTFT, func(f failure) int { return f.ttfts }))
-	r.Latency.TPOTSeconds = percentilesOf(withFailures(c.pd.TPOT, func(f failure) int { return f.tpots }))
+	r.Latency.TTFTSeconds = stats.Of(withFailures(c.pd.TTFT, func(f failure) int { return f.ttfts }))
+	r.Latency.TPOTSeconds = stats.Of(withFailures(c.pd.TPOT, func(f failure) int { return f.tpots }))
 }
 
 // goodput fills the goodput section from the good requests.

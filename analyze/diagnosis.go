@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"github.com/joulemark/joulemark/internal/stats"
+
 	"fmt"
 	"maps"
 	"slices"
@@ -43,7 +45,7 @@ func thirds(v []float64) (first, last float64, ok bool) {
 	if n < 6 {
 		return 0, 0, false
 	}
-	med := func(x []float64) float64 { return medianOf(slices.Clone(x)) }
+	med := func(x []float64) float64 { return stats.Median(slices.Clone(x)) }
 	return med(v[:n/3]), med(v[n-n/3:]), true
 }
 

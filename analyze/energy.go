@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"github.com/joulemark/joulemark/internal/stats"
+
 	"math"
 	"sort"
 )
@@ -213,7 +215,7 @@ func medianInterval(s []Sample) float64 {
 	for k := 1; k < len(s); k++ {
 		d[k-1] = s[k].T - s[k-1].T
 	}
-	return medianOf(d)
+	return stats.Median(d)
 }
 
 func median(sorted []float64) float64 {

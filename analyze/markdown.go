@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"github.com/joulemark/joulemark/internal/stats"
+
 	"fmt"
 	"io"
 	"strings"
@@ -151,7 +153,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("| | p50 | p90 | p95 | p99 |\n|---|---:|---:|---:|---:|\n")
 	lat := []struct {
 		name   string
-		pc     Percentiles
+		pc     stats.Percentiles
 		k      float64
 		format string
 	}{{"TTFT (ms)", r.Latency.TTFTSeconds, 1000, "%.1f"}, {"TPOT (ms)", r.Latency.TPOTSeconds, 1000, "%.2f"}, {"latency (ms)", r.Latency.LatencySeconds, 1000, "%.0f"}}

@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"github.com/joulemark/joulemark/internal/stats"
+
 	"fmt"
 	"image/color"
 	"math"
@@ -296,7 +298,7 @@ func jptPlot(pd *PlotData) (*plot.Plot, error) {
 	sorted := slices.Clone(pd.JoulesPerToken)
 	slices.Sort(sorted)
 	// Scale to the 1st–99th percentile so a few outliers do not flatten it.
-	lo, hi := percentile(sorted, 1), percentile(sorted, 99)
+	lo, hi := stats.Percentile(sorted, 1), stats.Percentile(sorted, 99)
 	if !math.IsNaN(pd.SteadyJoulesPerToken) {
 		lo, hi = min(lo, pd.SteadyJoulesPerToken), max(hi, pd.SteadyJoulesPerToken)
 	}

@@ -4,6 +4,8 @@
 // "Definitions"), and writes the report.
 package analyze
 
+import "github.com/joulemark/joulemark/internal/stats"
+
 // Report is report.json. Its JSON keys are public API (docs/design.md, "Report (report.json) — stable keys").
 // Times are unix seconds; energies joules; powers watts. A figure that could
 // not be computed is null (a nil pointer), never 0.
@@ -118,19 +120,11 @@ type SteadyState struct {
 	CVThreshold    float64  `json:"cv_threshold"`
 }
 
-// Percentiles of one latency figure, in seconds.
-type Percentiles struct {
-	P50 *float64 `json:"p50"`
-	P90 *float64 `json:"p90"`
-	P95 *float64 `json:"p95"`
-	P99 *float64 `json:"p99"`
-}
-
 // Latency holds TTFT, TPOT and end-to-end latency percentiles.
 type Latency struct {
-	TTFTSeconds    Percentiles `json:"ttft_seconds"`
-	TPOTSeconds    Percentiles `json:"tpot_seconds"`
-	LatencySeconds Percentiles `json:"latency_seconds"`
+	TTFTSeconds    stats.Percentiles `json:"ttft_seconds"`
+	TPOTSeconds    stats.Percentiles `json:"tpot_seconds"`
+	LatencySeconds stats.Percentiles `json:"latency_seconds"`
 	// FailedRequests counted as infinitely slow in every percentile: a
 	// percentile that lands on one is null.
 	FailedRequests int `json:"failed_requests"`

@@ -58,33 +58,6 @@ func TestSteadyStart(t *testing.T) {
 	}
 }
 
-func TestPercentiles(t *testing.T) {
-	inf := math.Inf(1)
-	tests := []struct {
-		name string
-		v    []float64
-		want [4]float64 // p50 p90 p95 p99; NaN = null
-	}{
-		{"1..10", []float64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, [4]float64{5, 9, 10, 10}},
-		{"failures are the slowest", []float64{1, 2, 3, inf}, [4]float64{2, math.NaN(), math.NaN(), math.NaN()}},
-		{"one failure in 20", []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, inf}, [4]float64{10, 18, 19, math.NaN()}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := percentiles(tt.v)
-			for i, got := range []*float64{p.P50, p.P90, p.P95, p.P99} {
-				want := tt.want[i]
-				switch {
-				case math.IsNaN(want) && got != nil:
-					t.Errorf("percentile %d = %g, want null", i, *got)
-				case !math.IsNaN(want) && (got == nil || *got != want):
-					t.Errorf("percentile %d = %v, want %g", i, got, want)
-				}
-			}
-		})
-	}
-}
-
 func TestTPOT(t *testing.T) {
 	got, ok := tpot(Request{HasTTFT: true, TTFT: 0.2, Latency: 1.2, OutputTokens: 11})
 	if !ok || !near(got, 0.1) {

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gonum.org/v1/gonum/stat"
-
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/stats"
 )
 
 // Summary (the formal phase in figures) and its Percentiles are the
@@ -20,7 +19,10 @@ type (
 	Percentiles = runarchive.Percentiles
 )
 
-// summarize computes the summary of records.
+// summarize computes the summary of records. Latency percentiles follow
+// the report's policy (internal/stats): a failed request counts as
+// infinitely slow in TTFT, TPOT and latency, so the p99 printed here is the
+// report's p99 for the same run.
 func summarize(recs []*Record) Summary {
 	s := Summary{Errors: map[string]int{}, TokensSource: map[string]int{}}
 	var ttft, tpot, lat []float64
@@ -33,12 +35,13 @@ func summarize(recs []*Record) Summary {
 		if r.EndTime > last {
 			last = r.EndTime
 		}
-		lat = append(lat, r.LatencySeconds)
 		if !r.Success {
 			s.Failed++
 			s.Errors[r.ErrorClass]++
+			ttft, tpot, lat = append(ttft, stats.Failed), append(tpot, stats.Failed), append(lat, stats.Failed)
 			continue
 		}
+		lat = append(lat, r.LatencySeconds)
 		s.Succeeded++
 		s.OutputTokens += int64(r.OutputTokens)
 		s.InputTokens += int64(r.InputTokens)
@@ -65,18 +68,9 @@ func summarize(recs []*Record) Summary {
 	return s
 }
 
-// percentiles are nearest-rank (gonum's empirical quantile: the smallest
-// value with at least that share of the values at or below it). v is
-// sorted in place.
+// percentiles are stats.Of over v (reordered), with their count.
 func percentiles(v []float64) Percentiles {
-	p := Percentiles{N: len(v)}
-	if len(v) == 0 {
-		return p
-	}
-	slices.Sort(v)
-	at := func(q float64) float64 { return stat.Quantile(q, stat.Empirical, v, nil) }
-	p.P50, p.P90, p.P95, p.P99 = at(.5), at(.9), at(.95), at(.99)
-	return p
+	return Percentiles{N: len(v), Percentiles: stats.Of(v)}
 }
 
 // WriteSummary prints the end-of-run table: flags and error rate first,
@@ -108,7 +102,7 @@ func WriteSummary(w io.Writer, res *Result) error {
 			fmt.Fprintf(tw, "%s\tn/a\tn/a\tn/a\tn/a\t0\n", row.name)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%d\n", row.name, 1000*row.p.P50, 1000*row.p.P90, 1000*row.p.P95, 1000*row.p.P99, row.p.N)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", row.name, ms(row.p.P50), ms(row.p.P90), ms(row.p.P95), ms(row.p.P99), row.p.N)
 	}
 	if s.DurationSeconds > 0 && s.Succeeded > 0 {
 		fmt.Fprintf(tw, "throughput\t%.2f req/s, %.1f output tok/s over %.1f s\n", s.RequestsPerSecond, s.OutputTokensPerSecond, s.DurationSeconds)
@@ -129,6 +123,15 @@ func WriteSummary(w io.Writer, res *Result) error {
 		fmt.Fprintf(tw, "unusable\t%s\n", strings.Join(why, "; "))
 	}
 	return tw.Flush()
+}
+
+// ms formats a percentile in milliseconds; one that lands on a failed
+// request is "failed".
+func ms(v *float64) string {
+	if v == nil {
+		return "failed"
+	}
+	return fmt.Sprintf("%.1f", 1000**v)
 }
 
 func formatCounts(m map[string]int) string {

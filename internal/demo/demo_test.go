@@ -27,6 +27,7 @@ import (
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/stats"
 )
 
 // smallConfig is the demo at test scale: phases of a few seconds, a fast
@@ -189,6 +190,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if p99 := rep.Latency.TTFTSeconds.P99; p99 == nil || *p99 < 0.3 {
 		t.Errorf("TTFT p99 %v s; 20%% of first tokens were delayed 300 ms", p99)
 	}
+	samePercentilesAsBench(t, res.BenchDir, rep)
 
 	// The TSDB reopens, and the recording rules ran on the demo's series:
 	// the per-run J/token from the benchmark aggregates, and the per-pod and
@@ -495,5 +497,35 @@ func checkProductionView(t *testing.T, cfg Config, res *Result) {
 	servingWant := exact(res.Sim, []int{cfg.GPUs - 3}, pr.From, pr.To)
 	if e := pods[ServingPod]; relErr(e, servingWant) > 0.02 {
 		t.Errorf("production: serving pod %.0f J, its GPU's exact energy %.0f J", e, servingWant)
+	}
+}
+
+// samePercentilesAsBench checks that the percentiles bench printed (its
+// manifest's summary) are the report's for the same run: one statistics
+// helper, one failure policy (internal/stats).
+func samePercentilesAsBench(t *testing.T, benchDir string, rep *analyze.Report) {
+	t.Helper()
+	run, err := runarchive.OpenDir(benchDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := run.ReadManifest()
+	if err != nil || m.Summary == nil {
+		t.Fatalf("manifest summary: %v", err)
+	}
+	for _, c := range []struct {
+		name        string
+		bench, post stats.Percentiles
+	}{
+		{"ttft", m.Summary.TTFT.Percentiles, rep.Latency.TTFTSeconds},
+		{"tpot", m.Summary.TPOT.Percentiles, rep.Latency.TPOTSeconds},
+		{"latency", m.Summary.Latency.Percentiles, rep.Latency.LatencySeconds},
+	} {
+		b := []*float64{c.bench.P50, c.bench.P90, c.bench.P95, c.bench.P99}
+		for i, a := range []*float64{c.post.P50, c.post.P90, c.post.P95, c.post.P99} {
+			if (a == nil) != (b[i] == nil) || a != nil && math.Abs(*a-*b[i]) > 1e-6*math.Abs(*a) {
+				t.Errorf("%s percentile %d: bench %v, report %v", c.name, i, deref(b[i]), deref(a))
+			}
+		}
 	}
 }

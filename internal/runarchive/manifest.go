@@ -1,6 +1,8 @@
 package runarchive
 
 import (
+	"github.com/joulemark/joulemark/internal/stats"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,13 +152,11 @@ type LoadInfo struct {
 	ClientCPURatio float64 `json:"client_cpu_ratio"`
 }
 
-// Percentiles of one latency measure, in seconds.
+// Percentiles of one latency measure, in seconds, over N values (failed
+// requests included, as infinitely slow: stats' policy).
 type Percentiles struct {
-	N   int     `json:"n"`
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P95 float64 `json:"p95"`
-	P99 float64 `json:"p99"`
+	N int `json:"n"`
+	stats.Percentiles
 }
 
 // Summary is the formal phase in figures: error rate first.
@@ -174,8 +174,8 @@ type Summary struct {
 	DurationSeconds       float64 `json:"duration_seconds"`
 	RequestsPerSecond     float64 `json:"requests_per_second"`
 	OutputTokensPerSecond float64 `json:"output_tokens_per_second"`
-	// TTFT and TPOT are over successful requests; latency over all of
-	// them, failures included (their latency to the failure).
+	// TTFT, TPOT and latency are over every formal request, a failed one
+	// counting as infinitely slow (internal/stats), as in the report.
 	TTFT    Percentiles `json:"ttft_seconds"`
 	TPOT    Percentiles `json:"tpot_seconds"`
 	Latency Percentiles `json:"latency_seconds"`
