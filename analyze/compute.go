@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/stats"
 
 	"fmt"
@@ -201,7 +202,8 @@ func (c *computation) complete(name string) (PhaseBounds, bool) {
 func (c *computation) span() error {
 	c.spanFrom, c.spanTo = math.Inf(1), math.Inf(-1)
 	var missing []string
-	for _, name := range phaseNames {
+	for _, ph := range contract.Phases {
+		name := string(ph)
 		b, ok := c.complete(name)
 		if !ok {
 			missing = append(missing, name)
@@ -210,7 +212,7 @@ func (c *computation) span() error {
 		c.spanFrom, c.spanTo = min(c.spanFrom, b.Start), max(c.spanTo, b.End)
 		c.pd.Phases = append(c.pd.Phases, PhaseBand{name, b.Start, b.End})
 	}
-	if len(missing) == len(phaseNames) {
+	if len(missing) == len(contract.Phases) {
 		return fmt.Errorf("run %q has no complete phase (no start and end timestamps)", c.d.RunID)
 	}
 	if len(missing) > 0 {
@@ -229,7 +231,8 @@ func (c *computation) oneLifecycle() {
 	}
 	var prevName string
 	var prev PhaseBounds
-	for _, name := range phaseNames {
+	for _, ph := range contract.Phases {
+		name := string(ph)
 		b, ok := c.d.Phases[name]
 		if !ok || !b.HasStart {
 			continue
@@ -336,7 +339,8 @@ func (c *computation) measurement() {
 // exporter), and the energy section summing them.
 func (c *computation) stages() {
 	var disagree []string
-	for _, name := range phaseNames {
+	for _, ph := range contract.Phases {
+		name := string(ph)
 		b, ok := c.complete(name)
 		if !ok {
 			continue

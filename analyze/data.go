@@ -98,6 +98,3 @@ type RunData struct {
 	// ReadFallback why remote read was given up (Config.ReadAPI auto).
 	ReadAPI, ReadFallback string
 }
-
-// Phase names in lifecycle order.
-var phaseNames = []string{"idle", "startup", "warmup", "formal", "release"}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runinfo"
 )
@@ -39,7 +40,8 @@ func fixture() *RunData {
 			IgnoreEOS: true, DatasetSHA256: "5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
 	}
 	bounds := [][2]float64{{0, 10}, {10, 20}, {20, 30}, {30, 130}, {130, 140}}
-	for i, name := range phaseNames {
+	for i, ph := range contract.Phases {
+		name := string(ph)
 		d.Phases[name] = PhaseBounds{Start: b + bounds[i][0], End: b + bounds[i][1], HasStart: true, HasEnd: true}
 		d.PhaseEnergy[name] = 100 * (bounds[i][1] - bounds[i][0])
 	}
@@ -94,7 +96,8 @@ func fixture() *RunData {
 	// GPUs; the exporter's host phase energies are 25 W × duration.
 	d.Host = &HostData{PhaseEnergy: map[string]float64{}, Zones: []string{"fixture:9400 intel-rapl:0 (package-0)", "fixture:9400 intel-rapl:0:0 (dram)"},
 		Unavailable: map[string]string{}}
-	for i, name := range phaseNames {
+	for i, ph := range contract.Phases {
+		name := string(ph)
 		d.Host.PhaseEnergy[name] = 25 * (bounds[i][1] - bounds[i][0])
 	}
 	for _, w := range []float64{20, 5} {
@@ -136,15 +139,15 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 	// the run.
 	for name, b := range d.Phases {
 		for t := math.Ceil(b.Start); t <= last+5; t++ {
-			add(b.Start, t, "__name__", mPhaseStart, "run_id", d.RunID, "phase", name, "instance", inst, "job", job)
+			add(b.Start, t, "__name__", contract.PhaseStart, "run_id", d.RunID, "phase", name, "instance", inst, "job", job)
 			if t >= b.End {
-				add(b.End, t, "__name__", mPhaseEnd, "run_id", d.RunID, "phase", name, "instance", inst, "job", job)
+				add(b.End, t, "__name__", contract.PhaseEnd, "run_id", d.RunID, "phase", name, "instance", inst, "job", job)
 			}
 		}
 	}
 	for name, e := range d.PhaseEnergy {
 		for _, gs := range d.GPUs {
-			add(e/float64(len(d.GPUs)), last+1, "__name__", mPhaseEnergy, "run_id", d.RunID, "phase", name, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
+			add(e/float64(len(d.GPUs)), last+1, "__name__", contract.PhaseEnergy, "run_id", d.RunID, "phase", name, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
 		}
 	}
 	if d.ReleaseClosed != nil {
@@ -152,7 +155,7 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 		if *d.ReleaseClosed {
 			v = 1
 		}
-		add(v, last+1, "__name__", mReleaseClosed, "run_id", d.RunID, "instance", inst, "job", job)
+		add(v, last+1, "__name__", contract.RunReleaseClosed, "run_id", d.RunID, "instance", inst, "job", job)
 	}
 	if d.RunInfo != nil {
 		// pushed by the bench job at the formal start and at its end
@@ -161,7 +164,7 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 			kv = append(kv, k, v)
 		}
 		for _, t := range []float64{d.Phases["formal"].Start, last} {
-			add(1, t, append([]string{"__name__", runinfo.Metric}, kv...)...)
+			add(1, t, append([]string{"__name__", contract.RunInfo}, kv...)...)
 		}
 	}
 	if d.Engine != nil {
@@ -178,33 +181,33 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 		for name, e := range h.PhaseEnergy {
 			for zi, z := range zones {
 				share := []float64{0.8, 0.2}[zi] // 20 W and 5 W of 25 W
-				add(e*share, last+1, "__name__", mPhaseHostEnergy, "run_id", d.RunID, "phase", name, "zone", z[0], "domain", z[1], "instance", inst, "job", job)
+				add(e*share, last+1, "__name__", contract.PhaseHostEnergy, "run_id", d.RunID, "phase", name, "zone", z[0], "domain", z[1], "instance", inst, "job", job)
 			}
 			// core lies inside the package: never summed
-			add(e, last+1, "__name__", mPhaseHostEnergy, "run_id", d.RunID, "phase", name, "zone", "intel-rapl:0:1", "domain", "core", "instance", inst, "job", job)
+			add(e, last+1, "__name__", contract.PhaseHostEnergy, "run_id", d.RunID, "phase", name, "zone", "intel-rapl:0:1", "domain", "core", "instance", inst, "job", job)
 		}
 		for zi, s := range h.Counters {
 			for _, x := range s {
-				add(x.V, x.T, "__name__", mHostEnergy, "zone", zones[zi][0], "domain", zones[zi][1], "instance", inst, "job", job)
+				add(x.V, x.T, "__name__", contract.HostEnergy, "zone", zones[zi][0], "domain", zones[zi][1], "instance", inst, "job", job)
 			}
 		}
 		for inst, reason := range h.Unavailable {
-			add(1, last, "__name__", mHostUnavailable, "reason", reason, "instance", inst, "job", job)
+			add(1, last, "__name__", contract.HostEnergyUnavail, "reason", reason, "instance", inst, "job", job)
 		}
 	}
 	for _, gs := range d.GPUs {
 		for _, s := range gs.Energy {
-			add(s.V, s.T, "__name__", mGPUEnergy, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
-			add(1, s.T, "__name__", mGPUInfo, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job, "name", "Fixture GPU", "energy_source", gs.EnergySource)
+			add(s.V, s.T, "__name__", contract.GPUEnergy, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
+			add(1, s.T, "__name__", contract.GPUInfo, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job, "name", "Fixture GPU", "energy_source", gs.EnergySource)
 		}
 		for _, s := range gs.Power {
-			add(s.V, s.T, "__name__", mGPUPower, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
+			add(s.V, s.T, "__name__", contract.GPUPower, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
 		}
 		for _, s := range gs.Utilization {
-			add(s.V, s.T, "__name__", mGPUUtil, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
+			add(s.V, s.T, "__name__", contract.GPUUtilization, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
 		}
 		for _, s := range gs.Memory {
-			add(s.V, s.T, "__name__", mGPUMemory, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
+			add(s.V, s.T, "__name__", contract.GPUMemoryUsed, "gpu", gs.GPU, "uuid", gs.UUID, "instance", inst, "job", job)
 		}
 	}
 	for _, r := range d.Requests {
@@ -219,12 +222,12 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 		if r.Success {
 			succ = 1
 		}
-		add(float64(r.OutputTokens), r.End, lbl(mReqOutput)...)
-		add(float64(r.InputTokens), r.End, lbl(mReqInput)...)
-		add(r.Latency, r.End, lbl(mReqLatency)...)
-		add(succ, r.End, lbl(mReqSuccess)...)
+		add(float64(r.OutputTokens), r.End, lbl(contract.RequestOutputTokens)...)
+		add(float64(r.InputTokens), r.End, lbl(contract.RequestInputTokens)...)
+		add(r.Latency, r.End, lbl(contract.RequestLatency)...)
+		add(succ, r.End, lbl(contract.RequestSuccess)...)
 		if r.HasTTFT {
-			add(r.TTFT, r.End, lbl(mReqTTFT)...)
+			add(r.TTFT, r.End, lbl(contract.RequestTTFT)...)
 		}
 	}
 	return out

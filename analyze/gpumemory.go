@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-)
 
-const mGPUMemory = "joulemark_gpu_memory_used_bytes"
+	"github.com/joulemark/joulemark/internal/contract"
+)
 
 // GPUMemory is report.json "gpu_memory": GPU memory in use over the formal
 // phase, from the exporter's 1 Hz joulemark_gpu_memory_used_bytes. Totals
@@ -32,7 +32,7 @@ type GPUMemoryOf struct {
 
 // loadGPUMemory reads each run GPU's memory series into d.GPUs.
 func (l *loader) loadGPUMemory(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
-	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", mGPUMemory, gpuSel), sp.windows)
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUMemoryUsed, gpuSel), sp.windows)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,8 @@ func (c *computation) gpuEnergy() {
 	total := 0.0
 	for i, g := range c.d.GPUs {
 		ge := GPUEnergy{GPU: g.GPU, UUID: g.UUID, Stages: map[string]*float64{}}
-		for _, name := range phaseNames {
+		for _, ph := range contract.Phases {
+			name := string(ph)
 			b, ok := c.complete(name)
 			if !ok {
 				ge.Stages[name] = nil

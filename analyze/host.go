@@ -8,14 +8,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/powercap"
 )
 
 // Host energy (RAPL powercap zones read by the exporter) beside the GPUs'.
 const (
-	mPhaseHostEnergy = "joulemark_phase_host_energy_joules"
-	mHostEnergy      = "joulemark_host_energy_joules_total"
-	mHostUnavailable = "joulemark_host_energy_unavailable"
 	// ReasonHostNotExported: the run's exporters published no host energy
 	// metric at all (host metering off, or an older exporter).
 	ReasonHostNotExported = "not_exported"
@@ -64,7 +62,7 @@ type HostEnergy struct {
 // loadHost reads the run's host energy: phase energies, counters and the
 // exporters' unavailability reasons.
 func (l *loader) loadHost(ctx context.Context, d *RunData, sp rawSpan) error {
-	insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()))), l.now)
+	insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel()))), l.now)
 	if err != nil {
 		return err
 	}
@@ -74,7 +72,7 @@ func (l *loader) loadHost(ctx context.Context, d *RunData, sp rawSpan) error {
 	}
 	instSel := "instance=~" + anyOf(names)
 	h := &HostData{PhaseEnergy: map[string]float64{}, Unavailable: map[string]string{}}
-	pe, err := l.vector(ctx, fmt.Sprintf("max by (instance, phase, zone, domain) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseHostEnergy, l.runSel()))), l.now)
+	pe, err := l.vector(ctx, fmt.Sprintf("max by (instance, phase, zone, domain) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseHostEnergy, l.runSel()))), l.now)
 	if err != nil {
 		return err
 	}
@@ -87,7 +85,7 @@ func (l *loader) loadHost(ctx context.Context, d *RunData, sp rawSpan) error {
 		zones[fmt.Sprintf("%s %s (%s)", s.Metric["instance"], s.Metric["zone"], s.Metric["domain"])] = true
 	}
 	h.Zones = slices.Sorted(maps.Keys(zones))
-	un, err := l.vector(ctx, fmt.Sprintf("max by (instance, reason) (max_over_time(%s{%s}[%s]))", mHostUnavailable, instSel, sp.rng), sp.evalAt)
+	un, err := l.vector(ctx, fmt.Sprintf("max by (instance, reason) (max_over_time(%s{%s}[%s]))", contract.HostEnergyUnavail, instSel, sp.rng), sp.evalAt)
 	if err != nil {
 		return err
 	}
@@ -96,7 +94,7 @@ func (l *loader) loadHost(ctx context.Context, d *RunData, sp rawSpan) error {
 			h.Unavailable[string(s.Metric["instance"])] = string(s.Metric["reason"])
 		}
 	}
-	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", mHostEnergy, instSel), sp.windows)
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.HostEnergy, instSel), sp.windows)
 	if err != nil {
 		return err
 	}
@@ -147,7 +145,8 @@ func (c *computation) hostEnergy() {
 		return
 	}
 	he.Available, he.Zones = true, h.Zones
-	for _, name := range phaseNames {
+	for _, ph := range contract.Phases {
+		name := string(ph)
 		if v, ok := h.PhaseEnergy[name]; ok {
 			he.Stages[name] = new(v)
 		} else {
@@ -209,7 +208,8 @@ func hostMarkdown(p func(string, ...any), r *Report) {
 	}
 	p("Boundary: %s. Zones: %s.\n\n", he.Boundary, strings.Join(he.Zones, ", "))
 	p("| stage | host energy | GPU energy |\n|---|---:|---:|\n")
-	for _, name := range phaseNames {
+	for _, ph := range contract.Phases {
+		name := string(ph)
 		var gpu *float64
 		if st, ok := r.Stages[name]; ok {
 			gpu = st.EnergyJoules

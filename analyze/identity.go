@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
@@ -18,7 +19,7 @@ type RunIdentity struct {
 // loadRunInfo reads the run's joulemark_run_info labels into d (nil when the
 // bench job pushed none, e.g. without remote write).
 func (l *loader) loadRunInfo(ctx context.Context, d *RunData) error {
-	vec, err := l.vector(ctx, l.lastOver(fmt.Sprintf("%s{%s}", runinfo.Metric, l.runSel())), l.now)
+	vec, err := l.vector(ctx, l.lastOver(fmt.Sprintf("%s{%s}", contract.RunInfo, l.runSel())), l.now)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/stats"
 
 	"fmt"
@@ -115,7 +116,8 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 
 	p("## Stage energy\n\n")
 	p("| stage | start (UTC) | duration | energy | exporter energy | difference | avg power |\n|---|---|---:|---:|---:|---:|---:|\n")
-	for _, name := range phaseNames {
+	for _, ph := range contract.Phases {
+		name := string(ph)
 		st, ok := r.Stages[name]
 		if !ok {
 			p("| %s | — | — | — | — | — | — |\n", name)

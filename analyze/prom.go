@@ -17,36 +17,13 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
 )
 
-// Metric names read from Prometheus (docs/design.md, "Metric contract").
-const (
-	mPhaseStart    = "joulemark_phase_start_timestamp_seconds"
-	mPhaseEnd      = "joulemark_phase_end_timestamp_seconds"
-	mPhaseEnergy   = "joulemark_phase_energy_joules"
-	mReleaseClosed = "joulemark_run_release_closed"
-	// mReleaseClosedBy is when the release closed, by the criterion met last.
-	mReleaseClosedBy = "joulemark_run_release_closed_by_timestamp_seconds"
-	mGPUInfo         = "joulemark_gpu_info"
-	mGPUEnergy       = "joulemark_gpu_energy_joules_total"
-	mGPUPower        = "joulemark_gpu_power_watts"
-	// mGPUEnergyRaw is the exporter's energy counter at every high-rate
-	// sample, pushed by its --remote-write.url with the sample's own
-	// timestamp. Where present it replaces the scraped counter: boundary
-	// interpolation over 100 ms instead of the scrape interval.
-	mGPUEnergyRaw = "joulemark_gpu_energy_sample_joules_total"
-	// mGPUPowerRaw is every high-rate power sample, pushed likewise; where
-	// present it replaces the scraped power (coverage, plots), so a scrape
-	// outage with complete raw samples leaves the run valid.
-	mGPUPowerRaw    = "joulemark_gpu_power_sample_watts"
-	mReqOutput      = "joulemark_request_output_tokens"
-	mReqInput       = "joulemark_request_input_tokens"
-	mReqTTFT        = "joulemark_request_ttft_seconds"
-	mReqLatency     = "joulemark_request_latency_seconds"
-	mReqSuccess     = "joulemark_request_success"
-	rawSampleMargin = time.Minute // raw samples fetched beyond the run's span, for interpolation at its edges
-)
+// rawSampleMargin: raw samples are fetched beyond the run's span, for
+// interpolation at its edges.
+const rawSampleMargin = time.Minute
 
 // loader reads one run from Prometheus.
 type loader struct {
@@ -175,14 +152,14 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 // loadPhases reads the phase boundaries into d and returns the run's span:
 // the first start and the last start or end.
 func (l *loader) loadPhases(ctx context.Context, d *RunData) (from, to float64, err error) {
-	starts, err := l.vector(ctx, fmt.Sprintf("min by (phase) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()))), l.now)
+	starts, err := l.vector(ctx, fmt.Sprintf("min by (phase) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel()))), l.now)
 	if err != nil {
 		return 0, 0, err
 	}
 	if len(starts) == 0 {
-		return 0, 0, fmt.Errorf("%w: no %s{%s} within %s before %s (widen --lookback?)", errRunNotFound, mPhaseStart, l.runSel(), model.Duration(l.lookback), l.now.UTC().Format(time.RFC3339))
+		return 0, 0, fmt.Errorf("%w: no %s{%s} within %s before %s (widen --lookback?)", errRunNotFound, contract.PhaseStart, l.runSel(), model.Duration(l.lookback), l.now.UTC().Format(time.RFC3339))
 	}
-	ends, err := l.vector(ctx, fmt.Sprintf("max by (phase) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseEnd, l.runSel()))), l.now)
+	ends, err := l.vector(ctx, fmt.Sprintf("max by (phase) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseEnd, l.runSel()))), l.now)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -204,7 +181,7 @@ func (l *loader) loadPhases(ctx context.Context, d *RunData) (from, to float64, 
 	}
 	// One lifecycle sets each phase's start once; a start that changed
 	// within the lookback is a second lifecycle under the same id.
-	sel := fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel())
+	sel := fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel())
 	restarted, err := l.vector(ctx, fmt.Sprintf("max by (phase) (max_over_time(%[1]s[%[2]s]) - min_over_time(%[1]s[%[2]s])) > 0",
 		sel, promDuration(l.lookback)), l.now)
 	if err != nil {
@@ -225,7 +202,7 @@ func (l *loader) loadPhases(ctx context.Context, d *RunData) (from, to float64, 
 		}
 	}
 	if math.IsInf(from, 0) {
-		return 0, 0, fmt.Errorf("%w: %s{%s} has no positive start timestamp", errRunNotFound, mPhaseStart, l.runSel())
+		return 0, 0, fmt.Errorf("%w: %s{%s} has no positive start timestamp", errRunNotFound, contract.PhaseStart, l.runSel())
 	}
 	return from, to, nil
 }
@@ -234,7 +211,7 @@ func (l *loader) loadPhases(ctx context.Context, d *RunData) (from, to float64, 
 // GPU; max over duplicates of the same GPU, e.g. two scrapers) and returns
 // the UUIDs of the GPUs that have them.
 func (l *loader) loadPhaseEnergy(ctx context.Context, d *RunData) (map[string]bool, error) {
-	pe, err := l.vector(ctx, fmt.Sprintf("max by (phase, uuid) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseEnergy, l.runSel()))), l.now)
+	pe, err := l.vector(ctx, fmt.Sprintf("max by (phase, uuid) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseEnergy, l.runSel()))), l.now)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +225,7 @@ func (l *loader) loadPhaseEnergy(ctx context.Context, d *RunData) (map[string]bo
 
 // loadRelease reads whether the exporter closed the run's release.
 func (l *loader) loadRelease(ctx context.Context, d *RunData) error {
-	rc, err := l.vector(ctx, fmt.Sprintf("min(%s)", l.lastOver(fmt.Sprintf("%s{%s}", mReleaseClosed, l.runSel()))), l.now)
+	rc, err := l.vector(ctx, fmt.Sprintf("min(%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.RunReleaseClosed, l.runSel()))), l.now)
 	if err != nil {
 		return err
 	}
@@ -256,7 +233,7 @@ func (l *loader) loadRelease(ctx context.Context, d *RunData) error {
 		d.ReleaseClosed = new(rc[0].Value == 1)
 	}
 	// which criterion closed the release last, over every exporter
-	by, err := l.vector(ctx, fmt.Sprintf("max by (criterion) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mReleaseClosedBy, l.runSel()))), l.now)
+	by, err := l.vector(ctx, fmt.Sprintf("max by (criterion) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.RunReleaseClosedBy, l.runSel()))), l.now)
 	if err != nil {
 		return err
 	}
@@ -307,7 +284,7 @@ func (l *loader) gpuSelector(ctx context.Context, uuids map[string]bool) (string
 	if len(uuids) > 0 {
 		return "uuid=~" + anyOf(slices.Sorted(maps.Keys(uuids))), nil
 	}
-	insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()))), l.now)
+	insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel()))), l.now)
 	if err != nil {
 		return "", err
 	}
@@ -321,7 +298,7 @@ func (l *loader) gpuSelector(ctx context.Context, uuids map[string]bool) (string
 // loadGPUs reads the GPUs' energy sources, the sampler interval and the
 // GPUs' energy and power series into d.
 func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
-	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source, energy_scope) (last_over_time(%s{%s}[%s]))", mGPUInfo, gpuSel, sp.rng), sp.evalAt)
+	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source, energy_scope) (last_over_time(%s{%s}[%s]))", contract.GPUInfo, gpuSel, sp.rng), sp.evalAt)
 	if err != nil {
 		return err
 	}
@@ -357,14 +334,14 @@ func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel string, sp raw
 		return nil
 	}
 	// The same GPU seen by two scrapers: keep the series with more samples.
-	if err := pick(mGPUEnergy, func(g *GPUSeries, s []Sample) {
+	if err := pick(contract.GPUEnergy, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Energy) {
 			g.Energy = s
 		}
 	}); err != nil {
 		return err
 	}
-	if err := pick(mGPUEnergyRaw, func(g *GPUSeries, s []Sample) {
+	if err := pick(contract.GPUEnergySample, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Energy) {
 			g.Energy = s
 			g.EnergyRaw = true
@@ -372,14 +349,14 @@ func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel string, sp raw
 	}); err != nil {
 		return err
 	}
-	if err := pick(mGPUPower, func(g *GPUSeries, s []Sample) {
+	if err := pick(contract.GPUPower, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Power) {
 			g.Power = s
 		}
 	}); err != nil {
 		return err
 	}
-	if err := pick(mGPUPowerRaw, func(g *GPUSeries, s []Sample) {
+	if err := pick(contract.GPUPowerSample, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Power) {
 			g.Power = s
 			g.PowerRaw = true
@@ -412,7 +389,7 @@ const (
 	nReqMetrics
 )
 
-var reqMetrics = [nReqMetrics]string{rOut: mReqOutput, rIn: mReqInput, rTTFT: mReqTTFT, rLat: mReqLatency, rSucc: mReqSuccess}
+var reqMetrics = [nReqMetrics]string{rOut: contract.RequestOutputTokens, rIn: contract.RequestInputTokens, rTTFT: contract.RequestTTFT, rLat: contract.RequestLatency, rSucc: contract.RequestSuccess}
 
 // reqSeries is one request series (labels without __name__) within one
 // window across the five metrics; each list is time ordered, as Prometheus

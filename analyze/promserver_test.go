@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/remotewrite"
@@ -112,7 +113,7 @@ func TestScenariosThroughTSDB(t *testing.T) {
 		// One request lost its latency sample: it cannot be reconstructed.
 		{"request without latency", func(d *RunData) {}, []string{FlagRequestsIncomplete}, func(ss []remotewrite.Sample) []remotewrite.Sample {
 			return slices.DeleteFunc(ss, func(s remotewrite.Sample) bool {
-				return s.Labels["__name__"] == mReqLatency && s.TimestampMs == int64(fixtureBase+100)*1000
+				return s.Labels["__name__"] == contract.RequestLatency && s.TimestampMs == int64(fixtureBase+100)*1000
 			})
 		}},
 	}
@@ -125,7 +126,7 @@ func TestScenariosThroughTSDB(t *testing.T) {
 			for k := range 200 {
 				ts := int64(fixtureBase-10+float64(k)) * 1000
 				samples = append(samples, remotewrite.Sample{Value: 500 * float64(k), TimestampMs: ts, Labels: map[string]string{
-					"__name__": mGPUEnergy, "instance": "other:9400", "gpu": "0", "uuid": "GPU-other"}})
+					"__name__": contract.GPUEnergy, "instance": "other:9400", "gpu": "0", "uuid": "GPU-other"}})
 			}
 			if tt.edit != nil {
 				samples = tt.edit(samples)
@@ -164,7 +165,7 @@ func TestRawEnergySamplesPreferred(t *testing.T) {
 		for k := 0; k <= 1500; k++ {
 			tt := -5 + float64(k)/10
 			samples = append(samples, remotewrite.Sample{Value: 1000 + w*(tt+5), TimestampMs: int64((fixtureBase + tt) * 1000), Labels: map[string]string{
-				"__name__": mGPUEnergyRaw, "gpu": d.GPUs[g].GPU, "uuid": d.GPUs[g].UUID}})
+				"__name__": contract.GPUEnergySample, "gpu": d.GPUs[g].GPU, "uuid": d.GPUs[g].UUID}})
 		}
 	}
 	if err := s.AppendSamples(context.Background(), samples); err != nil {
@@ -192,7 +193,7 @@ func TestScrapeOutageWithRawSeries(t *testing.T) {
 	samples := slices.DeleteFunc(fixtureSamples(d), func(x remotewrite.Sample) bool {
 		n := x.Labels["__name__"]
 		at := float64(x.TimestampMs) / 1000
-		return (n == mGPUEnergy || n == mGPUPower) && at > fixtureBase+40 && at < fixtureBase+70
+		return (n == contract.GPUEnergy || n == contract.GPUPower) && at > fixtureBase+40 && at < fixtureBase+70
 	})
 	for _, g := range d.GPUs {
 		for k := 0; k+1 < len(g.Energy); k++ {
@@ -204,8 +205,8 @@ func TestScrapeOutageWithRawSeries(t *testing.T) {
 					return map[string]string{"__name__": name, "gpu": g.GPU, "uuid": g.UUID, "instance": "node-a", "job": "joulemark-exporter"}
 				}
 				samples = append(samples,
-					remotewrite.Sample{Labels: lbl(mGPUEnergyRaw), Value: a.V + f*(b.V-a.V), TimestampMs: int64(math.Round(tt * 1000))},
-					remotewrite.Sample{Labels: lbl(mGPUPowerRaw), Value: (b.V - a.V) / (b.T - a.T), TimestampMs: int64(math.Round(tt * 1000))})
+					remotewrite.Sample{Labels: lbl(contract.GPUEnergySample), Value: a.V + f*(b.V-a.V), TimestampMs: int64(math.Round(tt * 1000))},
+					remotewrite.Sample{Labels: lbl(contract.GPUPowerSample), Value: (b.V - a.V) / (b.T - a.T), TimestampMs: int64(math.Round(tt * 1000))})
 			}
 		}
 	}
@@ -233,7 +234,7 @@ func TestRunIDReusedThroughTSDB(t *testing.T) {
 	samples := fixtureSamples(fixture())
 	var last remotewrite.Sample
 	for _, x := range samples {
-		if x.Labels["__name__"] == mPhaseStart && x.Labels["phase"] == "idle" && x.TimestampMs > last.TimestampMs {
+		if x.Labels["__name__"] == contract.PhaseStart && x.Labels["phase"] == "idle" && x.TimestampMs > last.TimestampMs {
 			last = x
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
 )
 
@@ -45,7 +46,7 @@ func (l *loader) chooseReadAPI(ctx context.Context, mode string, sp rawSpan) err
 		return nil
 	}
 	w := sp.windows[len(sp.windows)-1]
-	_, err := l.rr.Read(ctx, fmt.Sprintf("%s{%s}", mPhaseStart, l.runSel()), w.endMs-w.rngMs, w.endMs)
+	_, err := l.rr.Read(ctx, fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel()), w.endMs-w.rngMs, w.endMs)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err

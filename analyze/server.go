@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // The engine's own metrics read for the server view: vLLM
@@ -25,8 +27,6 @@ var engineMetricRoles = []struct {
 	{"retracted_now", []string{"sglang:num_retracted_reqs"}}, // SGLang's gauge, when its counter is missing
 	{"generation_tokens", []string{"vllm:generation_tokens_total", "sglang:generation_tokens_total"}},
 }
-
-const mGPUUtil = "joulemark_gpu_utilization_ratio"
 
 // ServerTokenTolerance is the client/server output token difference above
 // which the run is flagged server_tokens_mismatch.
@@ -121,7 +121,7 @@ func (l *loader) loadEngine(ctx context.Context, d *RunData, sp rawSpan) error {
 
 // loadGPUUtil reads each run GPU's utilization series into d.GPUs.
 func (l *loader) loadGPUUtil(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
-	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", mGPUUtil, gpuSel), sp.windows)
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUUtilization, gpuSel), sp.windows)
 	if err != nil {
 		return err
 	}

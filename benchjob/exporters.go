@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Flags set from the exporters' final view of the run.
@@ -107,7 +108,7 @@ func (r *runner) postedPhases() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
-	for _, p := range phaseapi.Phases {
+	for _, p := range contract.Phases {
 		if _, ok := r.man.Phases[string(p)]; ok {
 			out = append(out, string(p))
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
@@ -71,17 +72,17 @@ func TestRunFailedRequestsRecorded(t *testing.T) {
 		t.Errorf("%d failed records", failed)
 	}
 	// A failure writes output tokens 0, success 0, its latency, no TTFT.
-	if n := len(rw.named(MetricTTFT)); n != 8 {
+	if n := len(rw.named(contract.RequestTTFT)); n != 8 {
 		t.Errorf("%d TTFT samples, want 8 (none for failures)", n)
 	}
 	zeros := 0
-	for _, s := range rw.named(MetricSuccess) {
+	for _, s := range rw.named(contract.RequestSuccess) {
 		if s.value == 0 {
 			zeros++
 		}
 	}
-	if zeros != 4 || len(rw.named(MetricLatency)) != 12 {
-		t.Errorf("%d success=0 samples, %d latency samples", zeros, len(rw.named(MetricLatency)))
+	if zeros != 4 || len(rw.named(contract.RequestLatency)) != 12 {
+		t.Errorf("%d success=0 samples, %d latency samples", zeros, len(rw.named(contract.RequestLatency)))
 	}
 }
 
@@ -272,7 +273,7 @@ func TestRunNoLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := exp.phases(); !equalPhases(got, []phaseapi.Phase{phaseapi.Formal}) || !exp.isEnded() {
+	if got := exp.phases(); !equalPhases(got, []contract.Phase{contract.Formal}) || !exp.isEnded() {
 		t.Errorf("phases %v ended %v", got, exp.isEnded())
 	}
 	if !slices.Contains(res.Flags, FlagNoLifecycle) || res.Warmup.Started != 0 || res.Summary.Started != 10 {
@@ -427,7 +428,7 @@ func TestRunExporterBlipRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := exp.phases(); len(got) != 5 || got[0] != phaseapi.Idle {
+	if got := exp.phases(); len(got) != 5 || got[0] != contract.Idle {
 		t.Errorf("exporter got phases %v, want all 5 (idle retried)", got)
 	}
 	if len(flagsBesidesLoad(res.Flags)) != 0 || len(res.Unusable()) != 0 {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
@@ -38,7 +39,7 @@ type fakeExporter struct {
 	mu         sync.Mutex
 	preflights int
 	used       map[string]bool // run ids the pre-flight refuses
-	events     []phaseapi.Phase
+	events     []contract.Phase
 	times      []float64
 	ended      bool
 	exited     bool // the bench reported the engine's exit
@@ -74,7 +75,7 @@ func newFakeExporter(t *testing.T, token string) *fakeExporter {
 		if !f.authed(w, r) {
 			return
 		}
-		p, err := phaseapi.ParsePhase(r.PathValue("phase"))
+		p, err := contract.ParsePhase(r.PathValue("phase"))
 		if err != nil {
 			w.WriteHeader(http.StatusBadRequest)
 			_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: err.Error()})
@@ -152,7 +153,7 @@ func (f *fakeExporter) status(id string, poll bool) *phaseapi.RunStatus {
 		}
 		st.Phases = append(st.Phases, ps)
 	}
-	if n := len(f.events); n > 0 && f.events[n-1] == phaseapi.Release {
+	if n := len(f.events); n > 0 && f.events[n-1] == contract.Release {
 		if poll {
 			f.polls++
 		}
@@ -169,10 +170,10 @@ func (f *fakeExporter) status(id string, poll bool) *phaseapi.RunStatus {
 	return st
 }
 
-func (f *fakeExporter) phases() []phaseapi.Phase {
+func (f *fakeExporter) phases() []contract.Phase {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]phaseapi.Phase(nil), f.events...)
+	return append([]contract.Phase(nil), f.events...)
 }
 
 func (f *fakeExporter) isEnded() bool {

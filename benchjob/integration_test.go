@@ -15,6 +15,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/realprom"
@@ -62,7 +63,7 @@ func TestRunAgainstExporterAndPrometheus(t *testing.T) {
 	if st == nil || st.Release.State != phaseapi.ReleaseClosed || len(st.Phases) != 5 {
 		t.Fatalf("exporter status %+v", st)
 	}
-	for i, p := range phaseapi.Phases {
+	for i, p := range contract.Phases {
 		if st.Phases[i].Phase != p {
 			t.Errorf("exporter phase %d = %s, want %s", i, st.Phases[i].Phase, p)
 		}
@@ -78,7 +79,7 @@ func TestRunAgainstExporterAndPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	papi := promv1.NewAPI(cl)
-	for _, metric := range []string{MetricLatency, MetricOutputTokens, MetricSuccess} {
+	for _, metric := range []string{contract.RequestLatency, contract.RequestOutputTokens, contract.RequestSuccess} {
 		q := fmt.Sprintf(`%s{run_id="integration-1"}[1h]`, metric)
 		v, _, _, err := papi.Query(ctx, q, time.Now())
 		if err != nil {
@@ -105,7 +106,7 @@ func TestRunAgainstExporterAndPrometheus(t *testing.T) {
 			for _, d := range []int64{0, -1, 1} {
 				if v, ok := got[fmt.Sprintf("%s/%s/%d", r.Phase, strconv.Itoa(r.Slot), ms+d)]; ok {
 					found = true
-					if metric == MetricLatency && math.Abs(v-r.LatencySeconds) > 1e-9 {
+					if metric == contract.RequestLatency && math.Abs(v-r.LatencySeconds) > 1e-9 {
 						t.Errorf("latency %g, archive %g", v, r.LatencySeconds)
 					}
 				}

@@ -8,20 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
-)
-
-// Aggregate metric names, pushed beside the per-request samples.
-const (
-	MetricRequestsTotal     = "joulemark_bench_requests_total"
-	MetricOutputTokensTotal = "joulemark_bench_output_tokens_total"
-	MetricTTFTHist          = "joulemark_bench_ttft_seconds"
-	MetricTPOTHist          = "joulemark_bench_tpot_seconds"
-	MetricLatencyHist       = "joulemark_bench_latency_seconds"
-	MetricInFlight          = "joulemark_bench_requests_in_flight"
-	MetricTargetRate        = "joulemark_bench_target_rate_requests_per_second"
-	MetricAchievedRate      = "joulemark_bench_achieved_rate_requests_per_second"
 )
 
 // aggregates are the run's dashboard metrics, kept in a private
@@ -42,24 +31,24 @@ func newAggregates(runID string) *aggregates {
 	cl := prometheus.Labels{"run_id": runID}
 	a := &aggregates{
 		reg: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRequestsTotal, ConstLabels: cl,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.BenchRequests, ConstLabels: cl,
 			Help: "Requests finished, by outcome (success or the error class)."}, []string{"outcome"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricOutputTokensTotal, ConstLabels: cl,
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.BenchOutputTokens, ConstLabels: cl,
 			Help: "Output tokens of successful requests."}, []string{"phase"}),
-		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricTTFTHist, ConstLabels: cl,
+		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: contract.BenchTTFT, ConstLabels: cl,
 			Help:    "Time to first token of successful requests.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}, []string{"phase"}),
-		tpot: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricTPOTHist, ConstLabels: cl,
+		tpot: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: contract.BenchTPOT, ConstLabels: cl,
 			Help:    "Time per output token after the first, of successful requests.",
 			Buckets: []float64{.001, .0025, .005, .01, .02, .03, .05, .075, .1, .2, .5, 1}}, []string{"phase"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricLatencyHist, ConstLabels: cl,
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: contract.BenchLatency, ConstLabels: cl,
 			Help:    "End-to-end latency of every request, failures included.",
 			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}}, []string{"phase"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricInFlight, ConstLabels: cl,
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: contract.BenchInFlight, ConstLabels: cl,
 			Help: "Requests in flight."}),
-		target: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricTargetRate, ConstLabels: cl,
+		target: prometheus.NewGauge(prometheus.GaugeOpts{Name: contract.BenchTargetRate, ConstLabels: cl,
 			Help: "Target request rate of the open loop (0 for a closed loop)."}),
-		achieved: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricAchievedRate, ConstLabels: cl,
+		achieved: prometheus.NewGauge(prometheus.GaugeOpts{Name: contract.BenchAchievedRate, ConstLabels: cl,
 			Help: "Requests sent per second since the formal phase started."}),
 	}
 	a.reg.MustRegister(a.requests, a.tokens, a.ttft, a.tpot, a.latency, a.inFlight, a.target, a.achieved)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/benchjob/openai"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
@@ -138,15 +139,6 @@ func (r *Record) Outcome() string {
 	return r.ErrorClass
 }
 
-// Per-request metric names (metric contract v1).
-const (
-	MetricOutputTokens = "joulemark_request_output_tokens"
-	MetricInputTokens  = "joulemark_request_input_tokens"
-	MetricTTFT         = "joulemark_request_ttft_seconds"
-	MetricLatency      = "joulemark_request_latency_seconds"
-	MetricSuccess      = "joulemark_request_success"
-)
-
 // Samples returns the per-request samples of r: one per contract metric,
 // all at the request's end time (sampleMs of end_time), labelled run_id,
 // phase and slot; no TTFT sample for a failed request.
@@ -162,15 +154,15 @@ func (r *Record) Samples(runID string) []remotewrite.Sample {
 	}
 	out := make([]remotewrite.Sample, 0, 5)
 	out = append(out,
-		remotewrite.Sample{Labels: lbl(MetricOutputTokens), Value: float64(r.OutputTokens), TimestampMs: ts},
-		remotewrite.Sample{Labels: lbl(MetricInputTokens), Value: float64(r.InputTokens), TimestampMs: ts},
+		remotewrite.Sample{Labels: lbl(contract.RequestOutputTokens), Value: float64(r.OutputTokens), TimestampMs: ts},
+		remotewrite.Sample{Labels: lbl(contract.RequestInputTokens), Value: float64(r.InputTokens), TimestampMs: ts},
 	)
 	if r.Success && r.TTFTSeconds != nil {
-		out = append(out, remotewrite.Sample{Labels: lbl(MetricTTFT), Value: *r.TTFTSeconds, TimestampMs: ts})
+		out = append(out, remotewrite.Sample{Labels: lbl(contract.RequestTTFT), Value: *r.TTFTSeconds, TimestampMs: ts})
 	}
 	out = append(out,
-		remotewrite.Sample{Labels: lbl(MetricLatency), Value: r.LatencySeconds, TimestampMs: ts},
-		remotewrite.Sample{Labels: lbl(MetricSuccess), Value: succ, TimestampMs: ts},
+		remotewrite.Sample{Labels: lbl(contract.RequestLatency), Value: r.LatencySeconds, TimestampMs: ts},
+		remotewrite.Sample{Labels: lbl(contract.RequestSuccess), Value: succ, TimestampMs: ts},
 	)
 	return out
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/runid"
@@ -488,12 +489,12 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	if nl {
 		r.flag(FlagNoLifecycle)
 	} else {
-		r.postPhase(phaseapi.Idle)
+		r.postPhase(contract.Idle)
 		r.log.Info("idle baseline", "duration", r.cfg.IdleDuration)
 		if err := sleepCtx(ctx, r.cfg.IdleDuration); err != nil {
 			return err
 		}
-		r.postPhase(phaseapi.Startup)
+		r.postPhase(contract.Startup)
 		if lc, ok := r.engine.(LogCapturer); ok {
 			f, err := r.arch.CreateFile(runarchive.EngineLogFile)
 			if err != nil {
@@ -538,14 +539,14 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	}
 	eff := max(1, r.cfg.Concurrency, r.cfg.MaxConcurrency)
 	if !nl && r.cfg.WarmupRequests > 0 {
-		r.postPhase(phaseapi.Warmup)
-		r.progress.reset(string(phaseapi.Warmup), r.cfg.WarmupRequests)
+		r.postPhase(contract.Warmup)
+		r.progress.reset(string(contract.Warmup), r.cfg.WarmupRequests)
 		src := r.src
 		if r.trace != nil {
 			// The trace is the formal load: warm up on synthetic prompts.
 			r.src = newSource(newSynthetic(r.cfg.Workload).prompt, -1)
 		}
-		r.runLoad(ctx, loadSpec{phase: string(phaseapi.Warmup), requests: r.cfg.WarmupRequests,
+		r.runLoad(ctx, loadSpec{phase: string(contract.Warmup), requests: r.cfg.WarmupRequests,
 			concurrency: min(r.cfg.WarmupRequests, eff)})
 		if r.trace != nil {
 			r.man.WarmupPromptSetSHA256, r.man.WarmupPrompts = r.src.digest()
@@ -555,9 +556,9 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 			return err
 		}
 	}
-	r.postPhase(phaseapi.Formal)
-	r.progress.reset(string(phaseapi.Formal), r.cfg.Requests)
-	spec := loadSpec{phase: string(phaseapi.Formal), requests: r.cfg.Requests, duration: r.cfg.Duration,
+	r.postPhase(contract.Formal)
+	r.progress.reset(string(contract.Formal), r.cfg.Requests)
+	spec := loadSpec{phase: string(contract.Formal), requests: r.cfg.Requests, duration: r.cfg.Duration,
 		concurrency: r.cfg.Concurrency, rate: r.cfg.Rate, burstiness: r.cfg.Burstiness,
 		maxConc: r.cfg.MaxConcurrency, trace: r.trace, seed: r.cfg.Workload.Seed}
 	cpu0 := cpuTime()
@@ -690,7 +691,7 @@ func (r *runner) identify(ctx context.Context) error {
 // (an exporter restarting or a network blip); a failure is flagged and
 // logged, and the run goes on (the archive still records everything, and
 // the final status check flags the phase as lost).
-func (r *runner) postPhase(p phaseapi.Phase) {
+func (r *runner) postPhase(p contract.Phase) {
 	now := time.Now()
 	r.mu.Lock()
 	r.man.Phases[string(p)] = unixSeconds(now)
@@ -739,10 +740,10 @@ func (r *runner) teardown(ctx context.Context, ok bool) {
 	if !r.cfg.Engine.NoLifecycle {
 		r.mu.Lock()
 		r.stopping = true
-		started := r.man.Phases[string(phaseapi.Startup)] != 0
+		started := r.man.Phases[string(contract.Startup)] != 0
 		r.mu.Unlock()
 		if ok {
-			r.postPhase(phaseapi.Release)
+			r.postPhase(contract.Release)
 		}
 		if started && r.engine != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), r.cfg.Engine.StopGrace+2*time.Minute)
@@ -888,7 +889,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 	}
 	var warm, formal []*Record
 	for _, rec := range r.records {
-		if rec.Phase == string(phaseapi.Warmup) {
+		if rec.Phase == string(contract.Warmup) {
 			warm = append(warm, rec)
 		} else {
 			formal = append(formal, rec)
@@ -909,7 +910,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 			}
 		}
 		r.mu.Lock()
-		fs := r.man.Phases[string(phaseapi.Formal)]
+		fs := r.man.Phases[string(contract.Formal)]
 		r.mu.Unlock()
 		for _, x := range runInfoSamples(info, fs, at) {
 			r.rw.Append(x)

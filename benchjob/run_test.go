@@ -18,7 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/runinfo"
 )
@@ -66,7 +66,7 @@ func TestRunFullLifecycle(t *testing.T) {
 	if s, st := eng.counts(); s != 1 || st != 1 {
 		t.Errorf("engine started %d, stopped %d times", s, st)
 	}
-	want := []phaseapi.Phase{phaseapi.Idle, phaseapi.Startup, phaseapi.Warmup, phaseapi.Formal, phaseapi.Release}
+	want := []contract.Phase{contract.Idle, contract.Startup, contract.Warmup, contract.Formal, contract.Release}
 	if got := exp.phases(); !equalPhases(got, want) {
 		t.Errorf("exporter phases %v, want %v", got, want)
 	}
@@ -116,7 +116,7 @@ func TestRunFullLifecycle(t *testing.T) {
 		phase, slot string
 		ts          int64
 	}
-	for _, metric := range []string{MetricOutputTokens, MetricInputTokens, MetricTTFT, MetricLatency, MetricSuccess} {
+	for _, metric := range []string{contract.RequestOutputTokens, contract.RequestInputTokens, contract.RequestTTFT, contract.RequestLatency, contract.RequestSuccess} {
 		got := map[key]float64{}
 		for _, s := range rw.named(metric) {
 			if s.labels["run_id"] != "lifecycle-1" || len(s.labels) != 4 {
@@ -145,15 +145,15 @@ func TestRunFullLifecycle(t *testing.T) {
 			}
 			var want float64
 			switch metric {
-			case MetricOutputTokens:
+			case contract.RequestOutputTokens:
 				want = float64(r.OutputTokens)
-			case MetricInputTokens:
+			case contract.RequestInputTokens:
 				want = float64(r.InputTokens)
-			case MetricTTFT:
+			case contract.RequestTTFT:
 				want = *r.TTFTSeconds
-			case MetricLatency:
+			case contract.RequestLatency:
 				want = r.LatencySeconds
-			case MetricSuccess:
+			case contract.RequestSuccess:
 				want = 1
 			}
 			if math.Abs(v-want) > 1e-9 {
@@ -163,33 +163,33 @@ func TestRunFullLifecycle(t *testing.T) {
 	}
 	// Aggregates beside them.
 	var lastSuccess float64
-	for _, s := range rw.named(MetricRequestsTotal) {
+	for _, s := range rw.named(contract.BenchRequests) {
 		if s.labels["outcome"] == "success" && s.labels["run_id"] == "lifecycle-1" {
 			lastSuccess = math.Max(lastSuccess, s.value)
 		}
 	}
 	if lastSuccess != 23 {
-		t.Errorf("%s{outcome=success} = %g, want 23", MetricRequestsTotal, lastSuccess)
+		t.Errorf("%s{outcome=success} = %g, want 23", contract.BenchRequests, lastSuccess)
 	}
-	if len(rw.named(MetricTTFTHist+"_bucket")) == 0 || len(rw.named(MetricInFlight)) == 0 {
+	if len(rw.named(contract.BenchTTFT+"_bucket")) == 0 || len(rw.named(contract.BenchInFlight)) == 0 {
 		t.Error("histograms or in-flight gauge missing")
 	}
 	// The run's identity: joulemark_run_info 1 at the formal start and the
 	// end, the same labels as the manifest's run_info.
-	infos := rw.named(runinfo.Metric)
+	infos := rw.named(contract.RunInfo)
 	if len(infos) != 2 {
-		t.Fatalf("%d %s samples, want 2", len(infos), runinfo.Metric)
+		t.Fatalf("%d %s samples, want 2", len(infos), contract.RunInfo)
 	}
 	wantInfo := runinfo.Info{RunID: "lifecycle-1", Scenario: "lifecycle", Model: "test-model", Engine: "joulemark", EngineVersion: "0.0.0-fake", GPUName: "Fake H100", GPUs: 1,
 		LoadMode: "closed", Concurrency: 2, MeanInputTokens: 40, MeanOutputTokens: 4}
 	for _, s := range infos {
 		got := runinfo.FromLabels(s.labels)
 		if len(got.DatasetSHA256) != 64 || s.value != 1 {
-			t.Errorf("%s %v = %g: want a dataset digest and value 1", runinfo.Metric, s.labels, s.value)
+			t.Errorf("%s %v = %g: want a dataset digest and value 1", contract.RunInfo, s.labels, s.value)
 		}
 		got.DatasetSHA256 = ""
 		if got != wantInfo {
-			t.Errorf("%s labels %+v, want %+v", runinfo.Metric, got, wantInfo)
+			t.Errorf("%s labels %+v, want %+v", contract.RunInfo, got, wantInfo)
 		}
 	}
 	if infos[0].ts >= infos[1].ts {
@@ -271,7 +271,7 @@ func TestRunFullLifecycle(t *testing.T) {
 	}
 }
 
-func equalPhases(a, b []phaseapi.Phase) bool {
+func equalPhases(a, b []contract.Phase) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runinfo"
 )
@@ -82,7 +83,7 @@ func runInfoSamples(info runinfo.Info, formalStart, at float64) []remotewrite.Sa
 			continue
 		}
 		l := info.Labels()
-		l["__name__"] = runinfo.Metric
+		l["__name__"] = contract.RunInfo
 		out = append(out, remotewrite.Sample{Labels: l, Value: 1, TimestampMs: sampleMs(sec)})
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
@@ -141,7 +142,7 @@ func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *s
 	}
 	samples = append(samples, as...)
 	if m.RunInfo != nil {
-		samples = append(samples, runInfoSamples(*m.RunInfo, m.Phases[string(phaseapi.Formal)], at)...)
+		samples = append(samples, runInfoSamples(*m.RunInfo, m.Phases[string(contract.Formal)], at)...)
 	}
 	// Each series in time order, as remote write expects.
 	slices.SortStableFunc(samples, func(a, b remotewrite.Sample) int { return int(a.TimestampMs - b.TimestampMs) })

@@ -14,9 +14,9 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // TestFinalizeKilledRun: a run whose bench died mid-run (manifest running,
@@ -102,7 +102,7 @@ func TestPushResendsIdempotently(t *testing.T) {
 	}
 	perRequest := func(rw *rwReceiver) []string {
 		var out []string
-		for _, name := range []string{MetricOutputTokens, MetricInputTokens, MetricTTFT, MetricLatency, MetricSuccess} {
+		for _, name := range []string{contract.RequestOutputTokens, contract.RequestInputTokens, contract.RequestTTFT, contract.RequestLatency, contract.RequestSuccess} {
 			for _, s := range rw.named(name) {
 				out = append(out, name+s.labels["slot"]+s.labels["phase"]+time.UnixMilli(s.ts).UTC().Format(time.RFC3339Nano)+strconv.FormatFloat(s.value, 'g', -1, 64))
 			}
@@ -122,7 +122,7 @@ func TestPushResendsIdempotently(t *testing.T) {
 		}
 		t.Errorf("pushed per-request samples (twice) differ from the live ones: got %d, want 2×%d", len(got), len(want))
 	}
-	if len(pushed.named(MetricRequestsTotal)) == 0 {
+	if len(pushed.named(contract.BenchRequests)) == 0 {
 		t.Error("no aggregates pushed")
 	}
 	// Every pushed sample, aggregates and run identity included, is one the
@@ -142,7 +142,7 @@ func TestPushResendsIdempotently(t *testing.T) {
 			t.Errorf("pushed %s = %v; the run pushed %v (present %v)", key(s), s.value, v, ok)
 		}
 	}
-	for _, n := range []string{MetricLatency, MetricRequestsTotal, MetricLatencyHist + "_sum", MetricAchievedRate, MetricTargetRate, MetricInFlight, runinfo.Metric} {
+	for _, n := range []string{contract.RequestLatency, contract.BenchRequests, contract.BenchLatency + "_sum", contract.BenchAchievedRate, contract.BenchTargetRate, contract.BenchInFlight, contract.RunInfo} {
 		if !names[n] {
 			t.Errorf("push sent no %s", n)
 		}

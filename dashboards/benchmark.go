@@ -8,6 +8,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/statetimeline"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Selectors of the benchmark dashboard.
@@ -225,15 +226,15 @@ func lastPerSlot(metric string) string {
 }
 
 var (
-	requestTTFT    = lastPerSlot("joulemark_request_ttft_seconds")
-	requestLatency = lastPerSlot("joulemark_request_latency_seconds")
+	requestTTFT    = lastPerSlot(contract.RequestTTFT)
+	requestLatency = lastPerSlot(contract.RequestLatency)
 	// requestTPOT follows docs/design.md: (latency - TTFT) / (output tokens - 1),
 	// for successful requests with more than one output token.
 	// It is parenthesised whole: "and" binds looser than a comparison after it.
-	requestTPOT = `((` + requestLatency + ` - ` + requestTTFT + `) / (` + lastPerSlot("joulemark_request_output_tokens") + ` - 1 > 0) and on (phase, slot) (` + lastPerSlot("joulemark_request_success") + ` == 1))`
+	requestTPOT = `((` + requestLatency + ` - ` + requestTTFT + `) / (` + lastPerSlot(contract.RequestOutputTokens) + ` - 1 > 0) and on (phase, slot) (` + lastPerSlot(contract.RequestSuccess) + ` == 1))`
 	// liveGoodput: good requests (success, TTFT and TPOT within the SLOs)
 	// over all requests, among the last request of each slot per step.
-	liveGoodput = `count((` + requestTTFT + ` <= $slo_ttft) and on (phase, slot) (` + requestTPOT + ` <= $slo_tpot)) / count(` + lastPerSlot("joulemark_request_success") + `)`
+	liveGoodput = `count((` + requestTTFT + ` <= $slo_ttft) and on (phase, slot) (` + requestTPOT + ` <= $slo_tpot)) / count(` + lastPerSlot(contract.RequestSuccess) + `)`
 )
 
 // formalJoulesPerToken is formal-phase energy over formal output tokens,

@@ -10,6 +10,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Measurement boundaries, appended to every panel description.
@@ -145,13 +146,13 @@ func labelVariable(name, label, help, selector string, multi bool) *dashboard.Qu
 func nodeVariable() *dashboard.QueryVariableBuilder {
 	return labelVariable("node", "Node",
 		"GPU node: the node label the scrape config sets on exporter and engine targets (deploy/prometheus).",
-		"joulemark_gpu_info", true)
+		contract.GPUInfo, true)
 }
 
 func namespaceVariable() *dashboard.QueryVariableBuilder {
 	return labelVariable("namespace", "Namespace",
 		"Namespace of the pods holding GPUs (the exporter's joulemark_pod_energy_joules_total, from the kubelet).",
-		"joulemark_pod_energy_joules_total", true)
+		contract.PodEnergy, true)
 }
 
 func podVariable() *dashboard.QueryVariableBuilder {
@@ -183,7 +184,7 @@ func gpuVariable() *dashboard.QueryVariableBuilder {
 func runVariable(multi bool) *dashboard.QueryVariableBuilder {
 	b := labelVariable("run_id", "Run",
 		"Benchmark run id (the exporter's lifecycle phase markers).",
-		"joulemark_phase_active", multi)
+		contract.PhaseActive, multi)
 	return b.Sort(dashboard.VariableSortAlphabeticalDesc)
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/demo"
 	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/realprom"
@@ -297,7 +298,7 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	}
 	var releaseEnd float64
 	for _, p := range st.Phases {
-		if p.Phase == phaseapi.Release && p.End != nil {
+		if p.Phase == contract.Release && p.End != nil {
 			releaseEnd = *p.End
 		}
 	}
@@ -460,7 +461,7 @@ func checkStageEnergy(t *testing.T, ext *external) {
 	}
 	swing := measuredGPUs * (simMaxWatts - 0.9*simIdleWatts)
 	var total, totalAPI float64
-	for _, name := range phaseapi.Phases {
+	for _, name := range contract.Phases {
 		st, ok := rep.Stages[string(name)]
 		ph, okAPI := api[string(name)]
 		if !ok || !okAPI || ph.End == nil || st.EnergyJoules == nil || st.ExporterEnergyJoules == nil || st.CounterEnergyJoules == nil {
@@ -565,14 +566,14 @@ func checkRequests(ctx context.Context, t *testing.T, ext *external) {
 		metric string
 		want   map[string]int
 	}{
-		{benchjob.MetricLatency, perPhase},
-		{benchjob.MetricOutputTokens, perPhase},
-		{benchjob.MetricInputTokens, perPhase},
-		{benchjob.MetricSuccess, perPhase},
-		{benchjob.MetricTTFT, map[string]int{"all": ttft}},
+		{contract.RequestLatency, perPhase},
+		{contract.RequestOutputTokens, perPhase},
+		{contract.RequestInputTokens, perPhase},
+		{contract.RequestSuccess, perPhase},
+		{contract.RequestTTFT, map[string]int{"all": ttft}},
 	} {
 		q := fmt.Sprintf(`sum by (phase) (count_over_time(%s{run_id=%q}[1h]))`, c.metric, ext.runID)
-		if c.metric == benchjob.MetricTTFT {
+		if c.metric == contract.RequestTTFT {
 			q = fmt.Sprintf(`label_replace(sum(count_over_time(%s{run_id=%q}[1h])), "phase", "all", "", "")`, c.metric, ext.runID)
 		}
 		v, _, _, err := pa.Query(ctx, q, time.Now())
@@ -610,7 +611,7 @@ func compareModes(t *testing.T, ext, emb *analyze.Report) {
 	// the reports carry them; the counter figures of stages this short move
 	// with where the 1 s scrapes fall (checkStageEnergy).
 	stageE := func(r *analyze.Report, name string) *float64 { return r.Stages[name].ExporterEnergyJoules }
-	for _, name := range phaseapi.Phases {
+	for _, name := range contract.Phases {
 		a, b := ext.Stages[string(name)], emb.Stages[string(name)]
 		t.Logf("%-28s external %7.3f s %9.1f J  embedded %7.3f s %9.1f J", "stage "+string(name), a.DurationSeconds, deref(a.ExporterEnergyJoules), b.DurationSeconds, deref(b.ExporterEnergyJoules))
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/testenv"
@@ -206,7 +207,7 @@ func startBench(t *testing.T, bin string, args ...string) *process {
 }
 
 // waitPhase waits until the exporter's run is in phase p.
-func waitPhase(t *testing.T, c *phaseapi.Client, runID string, p phaseapi.Phase, limit time.Duration) {
+func waitPhase(t *testing.T, c *phaseapi.Client, runID string, p contract.Phase, limit time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
@@ -362,7 +363,7 @@ func TestFaultReusedRunID(t *testing.T) {
 	c := f.client(t)
 	ctx := context.Background()
 	for _, id := range []string{"used-1", "used-2"} {
-		if _, err := c.StartPhase(ctx, id, phaseapi.Idle); err != nil {
+		if _, err := c.StartPhase(ctx, id, contract.Idle); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.EndRun(ctx, id); err != nil {
@@ -413,7 +414,7 @@ func TestFaultExporterRestartMidFormal(t *testing.T) {
 	f := newFaultEnv(t, true)
 	b := startBench(t, f.bin, f.benchArgs("xr-1", "--formal.duration=6s")...)
 	c := f.client(t)
-	waitPhase(t, c, "xr-1", phaseapi.Formal, 60*time.Second)
+	waitPhase(t, c, "xr-1", contract.Formal, 60*time.Second)
 	time.Sleep(time.Second)
 	f.killExporter(t)
 	time.Sleep(2 * time.Second)
@@ -464,7 +465,7 @@ func TestFaultExporterRestartMidFormal(t *testing.T) {
 func TestFaultBenchKilledThenFinalize(t *testing.T) {
 	f := newFaultEnv(t, false)
 	b := startBench(t, f.bin, f.benchArgs("bk-1", "--formal.duration=60s")...)
-	waitPhase(t, f.client(t), "bk-1", phaseapi.Formal, 60*time.Second)
+	waitPhase(t, f.client(t), "bk-1", contract.Formal, 60*time.Second)
 	time.Sleep(1500 * time.Millisecond) // records reach the disk every second
 	pgid := enginePGID(t, filepath.Join(f.runsDir, "bk-1"))
 	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
@@ -504,7 +505,7 @@ func TestFaultBenchKilledThenFinalize(t *testing.T) {
 func TestFaultEngineKilled(t *testing.T) {
 	f := newFaultEnv(t, false)
 	b := startBench(t, f.bin, f.benchArgs("ek-1", "--formal.duration=60s")...)
-	waitPhase(t, f.client(t), "ek-1", phaseapi.Formal, 60*time.Second)
+	waitPhase(t, f.client(t), "ek-1", contract.Formal, 60*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	pgid := enginePGID(t, filepath.Join(f.runsDir, "ek-1"))
 	_ = syscall.Kill(-pgid, syscall.SIGKILL) // the engine (and its shell) killed, as by the OOM killer

@@ -26,7 +26,7 @@ import (
 
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/benchjob"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
@@ -154,7 +154,7 @@ func TestFaultPrometheusOutageThenPush(t *testing.T) {
 
 	const id = "po-1"
 	b := startBench(t, f.bin, append(f.benchArgs(id, "--formal.duration=4s"), "--remote-write.url="+benchTee.URL)...)
-	waitPhase(t, f.client(t), id, phaseapi.Formal, 60*time.Second)
+	waitPhase(t, f.client(t), id, contract.Formal, 60*time.Second)
 	down := time.Now()
 	outage.Stop()
 	if code := waitExit(t, b, 120*time.Second); code != 0 {

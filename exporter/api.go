@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runid"
 )
 
@@ -55,7 +56,7 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := phaseapi.ParsePhase(r.PathValue("phase"))
+	p, err := contract.ParsePhase(r.PathValue("phase"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/runid"
 	"github.com/joulemark/joulemark/internal/runid/runidtest"
@@ -152,12 +153,12 @@ func TestAPIDisabledWithoutToken(t *testing.T) {
 
 func TestReleaseTimesOut(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 2, Seed: 3, DecayTau: 5}, Config{ReleaseHold: 5 * time.Second, ReleaseMaxWait: 20 * time.Second})
-	h.post("r", phaseapi.Idle)
+	h.post("r", contract.Idle)
 	h.step(5 * time.Second)
-	h.post("r", phaseapi.Formal)
+	h.post("r", contract.Formal)
 	h.sim.SetLoad(1)
 	h.step(10 * time.Second)
-	rel := h.post("r", phaseapi.Release) // load stays: power never comes back
+	rel := h.post("r", contract.Release) // load stays: power never comes back
 	h.step(25 * time.Second)
 	st, ok := h.exp.RunStatus("r")
 	if !ok {
@@ -182,7 +183,7 @@ func TestReleaseTimesOut(t *testing.T) {
 func TestRunRetentionBounded(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 1, Seed: 3}, Config{MaxRuns: 3})
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		h.post(id, phaseapi.Idle)
+		h.post(id, contract.Idle)
 		h.step(time.Second)
 		if _, err := h.client.EndRun(t.Context(), id); err != nil {
 			t.Fatal(err)
@@ -195,9 +196,9 @@ func TestRunRetentionBounded(t *testing.T) {
 	}
 	// active runs are bounded too
 	for _, id := range []string{"x1", "x2", "x3"} {
-		h.post(id, phaseapi.Idle)
+		h.post(id, contract.Idle)
 	}
-	if _, err := h.client.StartPhase(t.Context(), "x4", phaseapi.Idle); !phaseapi.IsStatus(err, http.StatusTooManyRequests) {
+	if _, err := h.client.StartPhase(t.Context(), "x4", contract.Idle); !phaseapi.IsStatus(err, http.StatusTooManyRequests) {
 		t.Errorf("4th active run with MaxRuns 3: %v, want 429", err)
 	}
 }
@@ -242,10 +243,10 @@ func TestIdleStability(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, gpu.SimConfig{GPUs: 2, Seed: 5, NoiseWatts: 0.5}, Config{})
-			h.post("r", phaseapi.Idle)
+			h.post("r", contract.Idle)
 			tc.during(h)
 			h.step(5 * time.Second)
-			h.post("r", phaseapi.Startup)
+			h.post("r", contract.Startup)
 			h.step(time.Second)
 			st, _ := h.exp.RunStatus("r")
 			if st.Idle == nil {
@@ -267,9 +268,9 @@ func TestIdleStability(t *testing.T) {
 func TestFrozenRunsServeTheSameSeries(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 3, Seed: 9, NoiseWatts: 0.5}, Config{MaxRuns: 4})
 	for _, id := range []string{"b-run", "d-run", "a-run", "c-run", "e-run", "f-run"} {
-		h.post(id, phaseapi.Idle)
+		h.post(id, contract.Idle)
 		h.step(time.Second)
-		h.post(id, phaseapi.Formal)
+		h.post(id, contract.Formal)
 		h.sim.SetLoad(0.5)
 		h.step(time.Second)
 		h.sim.SetLoad(0)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 )
 
@@ -24,7 +24,7 @@ func benchTick(b *testing.B, backend gpu.Backend, clk *fakeClock, advance func(t
 	defer e.Close()
 	// a run in progress, as during a benchmark: idle done, formal running
 	e.mu.Lock()
-	if _, err := e.startPhase("bench", phaseapi.Idle, e.off(clk.Now())); err != nil {
+	if _, err := e.startPhase("bench", contract.Idle, e.off(clk.Now())); err != nil {
 		b.Fatal(err)
 	}
 	e.mu.Unlock()
@@ -34,7 +34,7 @@ func benchTick(b *testing.B, backend gpu.Backend, clk *fakeClock, advance func(t
 		e.SampleOnce()
 	}
 	e.mu.Lock()
-	if _, err := e.startPhase("bench", phaseapi.Formal, e.off(clk.Now())); err != nil {
+	if _, err := e.startPhase("bench", contract.Formal, e.off(clk.Now())); err != nil {
 		b.Fatal(err)
 	}
 	e.mu.Unlock()
@@ -101,7 +101,7 @@ func benchMetrics(b *testing.B, runs int, gap time.Duration, accept string, refr
 	e.SampleSlowOnce()
 	for r := range runs + 1 {
 		id := fmt.Sprintf("run-%03d", r)
-		for _, p := range phaseapi.Phases {
+		for _, p := range contract.Phases {
 			e.mu.Lock()
 			if _, err := e.startPhase(id, p, e.off(clk.Now())); err != nil {
 				b.Fatal(err)

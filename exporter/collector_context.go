@@ -3,6 +3,7 @@ package exporter
 import (
 	"math"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -33,16 +34,16 @@ type contextCollector struct {
 func newContextCollector(e *Exporter) *contextCollector {
 	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, gpuLabels, nil) }
 	return &contextCollector{e: e,
-		memory: d("joulemark_gpu_memory_used_bytes", "GPU memory in use."),
-		util:   d("joulemark_gpu_utilization_ratio", "Fraction of the last sample period the GPU was busy (NVML utilization.gpu / 100)."),
-		temp:   d("joulemark_gpu_temperature_celsius", "GPU core temperature."),
-		limit:  d("joulemark_gpu_power_limit_watts", "Enforced power limit."),
-		clock:  d("joulemark_gpu_sm_clock_hertz", "Current SM clock."),
-		avgPower: d("joulemark_gpu_power_average_watts",
+		memory: d(contract.GPUMemoryUsed, "GPU memory in use."),
+		util:   d(contract.GPUUtilization, "Fraction of the last sample period the GPU was busy (NVML utilization.gpu / 100)."),
+		temp:   d(contract.GPUTemperature, "GPU core temperature."),
+		limit:  d(contract.GPUPowerLimit, "Enforced power limit."),
+		clock:  d(contract.GPUSMClock, "Current SM clock."),
+		avgPower: d(contract.GPUPowerAverage,
 			"NVML's own ~1 s average power (field 185), read at 1 Hz; joulemark_gpu_power_watts is the sampled power."),
-		events: prometheus.NewDesc("joulemark_gpu_clock_event_active",
+		events: prometheus.NewDesc(contract.GPUClockEventActive,
 			"1 while the clock-event (throttle) reason is active, by NVML reason.", []string{"gpu", "uuid", "reason"}, nil),
-		up: d("joulemark_gpu_up", "1 when the GPU's last sample succeeded and its reads are not hung, 0 when it failed (lost, erroring or never opened GPU) or a read has not returned for 5 intervals."),
+		up: d(contract.GPUUp, "1 when the GPU's last sample succeeded and its reads are not hung, 0 when it failed (lost, erroring or never opened GPU) or a read has not returned for 5 intervals."),
 	}
 }
 

@@ -1,6 +1,9 @@
 package exporter
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type energyCollector struct {
 	e             *Exporter
@@ -9,9 +12,9 @@ type energyCollector struct {
 
 func newEnergyCollector(e *Exporter) *energyCollector {
 	return &energyCollector{e: e,
-		energy: prometheus.NewDesc("joulemark_gpu_energy_joules_total",
+		energy: prometheus.NewDesc(contract.GPUEnergy,
 			"GPU energy counted by the exporter (continued across restarts from --storage.path; nothing counted while it was down): energy-counter deltas where the GPU has a counter (see joulemark_gpu_info energy_source), else trapezoid integration of the power samples; counter resets are bridged.", gpuLabels, nil),
-		reset: prometheus.NewDesc("joulemark_gpu_energy_resets_total",
+		reset: prometheus.NewDesc(contract.GPUEnergyResets,
 			"Times the GPU's energy counter went back (driver reload, reset); the interval was integrated from power instead.", gpuLabels, nil),
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/powercap"
 )
 
@@ -14,9 +15,6 @@ import (
 // the fast sampling rate beside the GPUs, so a report can put host energy
 // next to GPU energy. A host without readable RAPL exports the reason, never
 // a 0.
-
-// famPhaseHostEnergy is the host's energy over a phase, per RAPL zone.
-const famPhaseHostEnergy = "joulemark_phase_host_energy_joules"
 
 var hostLabels = []string{"zone", "domain"}
 
@@ -27,13 +25,13 @@ type hostCollector struct {
 
 func newHostCollector(m *powercap.Meter) *hostCollector {
 	return &hostCollector{m: m,
-		energy: prometheus.NewDesc("joulemark_host_energy_joules_total",
+		energy: prometheus.NewDesc(contract.HostEnergy,
 			"Host energy of one RAPL powercap zone counted by the exporter (continued across restarts from --storage.path; counter wraparound at max_energy_range_uj bridged). Absent while the zone is unreadable.", hostLabels, nil),
-		up: prometheus.NewDesc("joulemark_host_energy_up",
+		up: prometheus.NewDesc(contract.HostEnergyUp,
 			"1 when the RAPL zone's energy counter was read at the last sample, else 0.", hostLabels, nil),
-		unavail: prometheus.NewDesc("joulemark_host_energy_unavailable",
+		unavail: prometheus.NewDesc(contract.HostEnergyUnavail,
 			"1 when no RAPL zone is readable, with the reason (no_rapl, permission_denied, read_error); absent when host energy is measured.", []string{"reason"}, nil),
-		wrap: prometheus.NewDesc("joulemark_host_energy_wraps_total",
+		wrap: prometheus.NewDesc(contract.HostEnergyWraps,
 			"Times the zone's energy counter wrapped at max_energy_range_uj and was bridged.", hostLabels, nil),
 	}
 }
@@ -102,7 +100,7 @@ func (c *phaseCollector) emitHostPhase(r *run, ph *phaseRec, emit func(string, p
 		if i >= len(end) || i >= len(ph.start.host) || math.IsNaN(ph.start.host[i]) || math.IsNaN(end[i]) {
 			continue
 		}
-		emit(famPhaseHostEnergy, prometheus.MustNewConstMetric(c.hostEnergy, prometheus.GaugeValue,
+		emit(contract.PhaseHostEnergy, prometheus.MustNewConstMetric(c.hostEnergy, prometheus.GaugeValue,
 			math.Max(0, end[i]-ph.start.host[i]), r.id, string(ph.phase), z.ID, z.Domain))
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/powercap"
 )
@@ -40,11 +40,11 @@ func TestHostEnergyPerPhase(t *testing.T) {
 	tree := hostTree()
 	h := newHarness(t, gpu.SimConfig{GPUs: 1, Seed: 1}, Config{Host: powercap.NewMeter(tree)})
 	setUJ(tree, "intel-rapl:0", "100000000") // 100 J before the run
-	h.post("r", phaseapi.Idle)
+	h.post("r", contract.Idle)
 	h.step(time.Second)
 	setUJ(tree, "intel-rapl:0", "150000000") // idle: 50 J
 	setUJ(tree, "intel-rapl:0:0", "5000000") // dram idle: 5 J
-	h.post("r", phaseapi.Formal)
+	h.post("r", contract.Formal)
 	h.step(time.Second)
 	setUJ(tree, "intel-rapl:0", "900000000")
 	h.exp.cfg.Host.Sample()
@@ -58,10 +58,10 @@ joulemark_phase_host_energy_joules{domain="dram",phase="formal",run_id="r",zone=
 joulemark_phase_host_energy_joules{domain="dram",phase="idle",run_id="r",zone="intel-rapl:0:0"} 5
 joulemark_phase_host_energy_joules{domain="package-0",phase="formal",run_id="r",zone="intel-rapl:0"} 870
 joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zone="intel-rapl:0"} 50
-`), famPhaseHostEnergy); err != nil {
+`), contract.PhaseHostEnergy); err != nil {
 		t.Errorf("live run: %v", err)
 	}
-	h.post("r", phaseapi.Release)
+	h.post("r", contract.Release)
 	setUJ(tree, "intel-rapl:0", "30000000")
 	if _, err := h.client.EndRun(context.Background(), "r"); err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ joulemark_phase_host_energy_joules{domain="dram",phase="release",run_id="r",zone
 joulemark_phase_host_energy_joules{domain="package-0",phase="formal",run_id="r",zone="intel-rapl:0"} 870
 joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zone="intel-rapl:0"} 50
 joulemark_phase_host_energy_joules{domain="package-0",phase="release",run_id="r",zone="intel-rapl:0"} 10
-`), "joulemark_host_energy_joules_total", "joulemark_host_energy_up", "joulemark_host_energy_wraps_total", famPhaseHostEnergy,
+`), "joulemark_host_energy_joules_total", "joulemark_host_energy_up", "joulemark_host_energy_wraps_total", contract.PhaseHostEnergy,
 		"joulemark_host_energy_unavailable"); err != nil {
 		t.Errorf("finished run: %v", err)
 	}
@@ -128,9 +128,9 @@ joulemark_host_energy_up{domain="package-0",zone="intel-rapl:0"} 0
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, gpu.SimConfig{GPUs: 1, Seed: 1}, Config{Host: powercap.NewMeter(tc.tree)})
-			h.post("r", phaseapi.Idle)
+			h.post("r", contract.Idle)
 			h.step(time.Second)
-			h.post("r", phaseapi.Formal)
+			h.post("r", contract.Formal)
 			want := `
 # HELP joulemark_host_energy_unavailable 1 when no RAPL zone is readable, with the reason (no_rapl, permission_denied, read_error); absent when host energy is measured.
 # TYPE joulemark_host_energy_unavailable gauge
@@ -138,7 +138,7 @@ joulemark_host_energy_unavailable{reason="` + tc.reason + `"} 1
 ` + tc.up
 			// no energy series at all: unreadable is never exported as 0
 			if err := testutil.GatherAndCompare(h.exp.Gatherer(), strings.NewReader(want),
-				"joulemark_host_energy_unavailable", "joulemark_host_energy_up", "joulemark_host_energy_joules_total", famPhaseHostEnergy); err != nil {
+				"joulemark_host_energy_unavailable", "joulemark_host_energy_up", "joulemark_host_energy_joules_total", contract.PhaseHostEnergy); err != nil {
 				t.Error(err)
 			}
 		})
@@ -181,11 +181,11 @@ joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zo
 			h := newHarness(t, simCfg, Config{StoragePath: dir, Host: powercap.NewMeter(tree)})
 			setUJ(tree, "intel-rapl:0", "100000000")
 			h.exp.cfg.Host.Sample()
-			h.post("r", phaseapi.Idle)
+			h.post("r", contract.Idle)
 			h.step(time.Second)
 			setUJ(tree, "intel-rapl:0", "150000000") // idle: 50 J
 			setUJ(tree, "intel-rapl:0:0", "5000000") // dram idle: 5 J
-			h.post("r", phaseapi.Formal)
+			h.post("r", contract.Formal)
 			h.step(time.Second)
 			setUJ(tree, "intel-rapl:0", "300000000")  // formal up to the save: 150 J
 			setUJ(tree, "intel-rapl:0:0", "25000000") // dram: 20 J
@@ -210,7 +210,7 @@ joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zo
 # TYPE joulemark_host_energy_joules_total counter
 # HELP joulemark_phase_host_energy_joules Host energy (one RAPL powercap zone) over the exact phase, read at its boundaries (up to the latest sample while the phase runs); absent where the zone is unreadable.
 # TYPE joulemark_phase_host_energy_joules gauge
-`+strings.TrimPrefix(tc.wantRestored, "\n")), "joulemark_host_energy_joules_total", famPhaseHostEnergy); err != nil {
+`+strings.TrimPrefix(tc.wantRestored, "\n")), "joulemark_host_energy_joules_total", contract.PhaseHostEnergy); err != nil {
 				t.Error(err)
 			}
 		})

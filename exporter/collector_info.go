@@ -1,6 +1,9 @@
 package exporter
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type infoCollector struct {
 	e    *Exporter
@@ -8,7 +11,7 @@ type infoCollector struct {
 }
 
 func newInfoCollector(e *Exporter) *infoCollector {
-	return &infoCollector{e: e, desc: prometheus.NewDesc("joulemark_gpu_info",
+	return &infoCollector{e: e, desc: prometheus.NewDesc(contract.GPUInfo,
 		"What is measured and how: power_source is instant, average or sim; energy_source is counter (the GPU's energy counter) or integrated (trapezoid of power samples); power_scope and energy_scope are gpu (the GPU board) or module (the whole C2C module, Grace CPU and memory included); pci_bus_id is stable across reboots, unlike gpu; mig_mode is enabled, disabled or unsupported (power and energy are whole-GPU either way).",
 		[]string{"gpu", "uuid", "name", "driver_version", "power_source", "energy_source", "power_scope", "energy_scope", "pci_bus_id", "mig_mode"}, nil)}
 }

@@ -1,13 +1,8 @@
 package exporter
 
-import "github.com/prometheus/client_golang/prometheus"
-
-// Metric family names of the lifecycle collectors.
-const (
-	famPhaseActive = "joulemark_phase_active"
-	famPhaseStart  = "joulemark_phase_start_timestamp_seconds"
-	famPhaseEnd    = "joulemark_phase_end_timestamp_seconds"
-	famPhaseEnergy = "joulemark_phase_energy_joules"
+import (
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 type phaseCollector struct {
@@ -19,11 +14,11 @@ type phaseCollector struct {
 func newPhaseCollector(e *Exporter) *phaseCollector {
 	l := []string{"run_id", "phase"}
 	return &phaseCollector{e: e,
-		active:     prometheus.NewDesc(famPhaseActive, familyHelp[famPhaseActive], l, nil),
-		start:      prometheus.NewDesc(famPhaseStart, familyHelp[famPhaseStart], l, nil),
-		end:        prometheus.NewDesc(famPhaseEnd, familyHelp[famPhaseEnd], l, nil),
-		energyDsc:  prometheus.NewDesc(famPhaseEnergy, familyHelp[famPhaseEnergy], []string{"run_id", "phase", "gpu", "uuid"}, nil),
-		hostEnergy: prometheus.NewDesc(famPhaseHostEnergy, familyHelp[famPhaseHostEnergy], []string{"run_id", "phase", "zone", "domain"}, nil),
+		active:     prometheus.NewDesc(contract.PhaseActive, familyHelp[contract.PhaseActive], l, nil),
+		start:      prometheus.NewDesc(contract.PhaseStart, familyHelp[contract.PhaseStart], l, nil),
+		end:        prometheus.NewDesc(contract.PhaseEnd, familyHelp[contract.PhaseEnd], l, nil),
+		energyDsc:  prometheus.NewDesc(contract.PhaseEnergy, familyHelp[contract.PhaseEnergy], []string{"run_id", "phase", "gpu", "uuid"}, nil),
+		hostEnergy: prometheus.NewDesc(contract.PhaseHostEnergy, familyHelp[contract.PhaseHostEnergy], []string{"run_id", "phase", "zone", "domain"}, nil),
 	}
 }
 
@@ -61,16 +56,16 @@ func (c *phaseCollector) emitRun(r *run, emit func(family string, m prometheus.M
 		if ph.end == nil && !r.ended {
 			active = 1
 		}
-		emit(famPhaseActive, prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, active, r.id, p))
-		emit(famPhaseStart, prometheus.MustNewConstMetric(c.start, prometheus.GaugeValue, e.unix(ph.start.t), r.id, p))
+		emit(contract.PhaseActive, prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, active, r.id, p))
+		emit(contract.PhaseStart, prometheus.MustNewConstMetric(c.start, prometheus.GaugeValue, e.unix(ph.start.t), r.id, p))
 		if ph.end != nil {
-			emit(famPhaseEnd, prometheus.MustNewConstMetric(c.end, prometheus.GaugeValue, e.unix(ph.end.t), r.id, p))
+			emit(contract.PhaseEnd, prometheus.MustNewConstMetric(c.end, prometheus.GaugeValue, e.unix(ph.end.t), r.id, p))
 		}
 		for i, g := range e.gpus {
 			if !r.measured(i) {
 				continue
 			}
-			emit(famPhaseEnergy, prometheus.MustNewConstMetric(c.energyDsc, prometheus.GaugeValue, e.phaseEnergy(ph, i), r.id, p, g.idx, g.dev.UUID))
+			emit(contract.PhaseEnergy, prometheus.MustNewConstMetric(c.energyDsc, prometheus.GaugeValue, e.phaseEnergy(ph, i), r.id, p, g.idx, g.dev.UUID))
 		}
 		c.emitHostPhase(r, ph, emit)
 	}

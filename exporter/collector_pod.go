@@ -3,6 +3,7 @@ package exporter
 import (
 	"strconv"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -16,17 +17,17 @@ type podCollector struct {
 func newPodCollector(a *attributor) *podCollector {
 	pod := []string{"namespace", "pod", "container"}
 	return &podCollector{a: a,
-		up:   prometheus.NewDesc("joulemark_kubelet_up", "1 when the last read of the kubelet's PodResources API succeeded.", nil, nil),
-		errs: prometheus.NewDesc("joulemark_kubelet_errors_total", "Failed reads of the kubelet's PodResources API (socket missing, kubelet down, timeout, bad answer).", nil, nil),
-		alloc: prometheus.NewDesc("joulemark_gpu_allocation_info",
+		up:   prometheus.NewDesc(contract.KubeletUp, "1 when the last read of the kubelet's PodResources API succeeded.", nil, nil),
+		errs: prometheus.NewDesc(contract.KubeletErrors, "Failed reads of the kubelet's PodResources API (socket missing, kubelet down, timeout, bad answer).", nil, nil),
+		alloc: prometheus.NewDesc(contract.GPUAllocationInfo,
 			"1 for each GPU a container holds, as the kubelet lists it; shared is true for MIG instances, time-sliced replicas and GPUs held by several containers.",
 			[]string{"gpu", "uuid", "namespace", "pod", "container", "resource", "shared"}, nil),
-		energy: prometheus.NewDesc("joulemark_pod_energy_joules_total",
+		energy: prometheus.NewDesc(contract.PodEnergy,
 			"GPU energy attributed to the container since the exporter saw it, integrated at the sampling rate over the GPUs it holds (see joulemark_pod_energy_attribution_info).", pod, nil),
-		method: prometheus.NewDesc("joulemark_pod_energy_attribution_info",
+		method: prometheus.NewDesc(contract.PodAttributionInfo,
 			"How a GPU's energy is split among its holders now: exclusive (one holder), sm_share (by each process's SM utilization), even (per device id held).",
 			[]string{"gpu", "uuid", "namespace", "pod", "container", "method"}, nil),
-		un: prometheus.NewDesc("joulemark_unallocated_energy_joules_total",
+		un: prometheus.NewDesc(contract.UnallocatedEnergy,
 			"Energy of the GPU while no container held it, since the first successful kubelet read.", gpuLabels, nil),
 	}
 }

@@ -1,6 +1,9 @@
 package exporter
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type powerCollector struct {
 	e    *Exporter
@@ -8,7 +11,7 @@ type powerCollector struct {
 }
 
 func newPowerCollector(e *Exporter) *powerCollector {
-	return &powerCollector{e: e, desc: prometheus.NewDesc("joulemark_gpu_power_watts",
+	return &powerCollector{e: e, desc: prometheus.NewDesc(contract.GPUPower,
 		"Latest power sample (instant power where the GPU offers it).", gpuLabels, nil)}
 }
 

@@ -1,6 +1,9 @@
 package exporter
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type remoteWriteCollector struct {
 	e                                      *Exporter
@@ -10,11 +13,11 @@ type remoteWriteCollector struct {
 func newRemoteWriteCollector(e *Exporter) *remoteWriteCollector {
 	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
 	return &remoteWriteCollector{e: e,
-		sent:    d("joulemark_remote_write_samples_sent_total", "Raw power samples the remote-write server acknowledged."),
-		dropped: d("joulemark_remote_write_samples_dropped_total", "Raw power samples dropped because the remote-write buffer was full."),
-		failed:  d("joulemark_remote_write_samples_failed_total", "Raw power samples rejected by the server or whose retries ran out."),
-		retries: d("joulemark_remote_write_retries_total", "Remote-write requests retried."),
-		queued:  d("joulemark_remote_write_pending_samples", "Raw power samples waiting to be sent."),
+		sent:    d(contract.RemoteWriteSent, "Raw power samples the remote-write server acknowledged."),
+		dropped: d(contract.RemoteWriteDropped, "Raw power samples dropped because the remote-write buffer was full."),
+		failed:  d(contract.RemoteWriteFailed, "Raw power samples rejected by the server or whose retries ran out."),
+		retries: d(contract.RemoteWriteRetries, "Remote-write requests retried."),
+		queued:  d(contract.RemoteWritePending, "Raw power samples waiting to be sent."),
 	}
 }
 

@@ -1,13 +1,8 @@
 package exporter
 
-import "github.com/prometheus/client_golang/prometheus"
-
-// Metric family names of the run collector.
-const (
-	famRunBaseline = "joulemark_run_baseline_power_watts"
-	famRunClosed   = "joulemark_run_release_closed"
-	famRunIdle     = "joulemark_run_idle_stable"
-	famRunClosedBy = "joulemark_run_release_closed_by_timestamp_seconds"
+import (
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 type runCollector struct {
@@ -18,10 +13,10 @@ type runCollector struct {
 
 func newRunCollector(e *Exporter) *runCollector {
 	return &runCollector{e: e,
-		baseline: prometheus.NewDesc(famRunBaseline, familyHelp[famRunBaseline], []string{"run_id", "gpu", "uuid"}, nil),
-		closed:   prometheus.NewDesc(famRunClosed, familyHelp[famRunClosed], []string{"run_id"}, nil),
-		idleStab: prometheus.NewDesc(famRunIdle, familyHelp[famRunIdle], []string{"run_id"}, nil),
-		closedBy: prometheus.NewDesc(famRunClosedBy, familyHelp[famRunClosedBy], []string{"run_id", "criterion"}, nil),
+		baseline: prometheus.NewDesc(contract.RunBaselinePower, familyHelp[contract.RunBaselinePower], []string{"run_id", "gpu", "uuid"}, nil),
+		closed:   prometheus.NewDesc(contract.RunReleaseClosed, familyHelp[contract.RunReleaseClosed], []string{"run_id"}, nil),
+		idleStab: prometheus.NewDesc(contract.RunIdleStable, familyHelp[contract.RunIdleStable], []string{"run_id"}, nil),
+		closedBy: prometheus.NewDesc(contract.RunReleaseClosedBy, familyHelp[contract.RunReleaseClosedBy], []string{"run_id", "criterion"}, nil),
 	}
 }
 
@@ -40,15 +35,15 @@ func (c *runCollector) emitRun(r *run, emit func(family string, m prometheus.Met
 	e := c.e
 	if is := e.idleStatus(r); is != nil {
 		for _, b := range is.Baseline {
-			emit(famRunBaseline, prometheus.MustNewConstMetric(c.baseline, prometheus.GaugeValue, b.PowerWatts, r.id, e.gpus[b.GPU].idx, b.UUID))
+			emit(contract.RunBaselinePower, prometheus.MustNewConstMetric(c.baseline, prometheus.GaugeValue, b.PowerWatts, r.id, e.gpus[b.GPU].idx, b.UUID))
 		}
-		emit(famRunIdle, prometheus.MustNewConstMetric(c.idleStab, prometheus.GaugeValue, b2f(is.Stable), r.id))
+		emit(contract.RunIdleStable, prometheus.MustNewConstMetric(c.idleStab, prometheus.GaugeValue, b2f(is.Stable), r.id))
 	}
 	if r.rel.closed != nil {
-		emit(famRunClosed, prometheus.MustNewConstMetric(c.closed, prometheus.GaugeValue, b2f(*r.rel.closed), r.id))
+		emit(contract.RunReleaseClosed, prometheus.MustNewConstMetric(c.closed, prometheus.GaugeValue, b2f(*r.rel.closed), r.id))
 	}
 	if r.crit.closedBy != "" {
-		emit(famRunClosedBy, prometheus.MustNewConstMetric(c.closedBy, prometheus.GaugeValue, e.unix(r.rel.holdStart), r.id, r.crit.closedBy))
+		emit(contract.RunReleaseClosedBy, prometheus.MustNewConstMetric(c.closedBy, prometheus.GaugeValue, e.unix(r.rel.holdStart), r.id, r.crit.closedBy))
 	}
 }
 

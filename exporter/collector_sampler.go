@@ -1,6 +1,9 @@
 package exporter
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type samplerCollector struct {
 	e                                   *Exporter
@@ -10,13 +13,13 @@ type samplerCollector struct {
 
 func newSamplerCollector(e *Exporter) *samplerCollector {
 	return &samplerCollector{e: e,
-		samples: prometheus.NewDesc("joulemark_sampler_samples_total", "Power samples taken.", gpuLabels, nil),
-		errors: prometheus.NewDesc("joulemark_sampler_errors_total",
+		samples: prometheus.NewDesc(contract.SamplerSamples, "Power samples taken.", gpuLabels, nil),
+		errors: prometheus.NewDesc(contract.SamplerErrors,
 			"Failed or invalid GPU reads, by reason: read (a fast read failed), slow (a 1 Hz read failed), counter (the energy counter could not be read; the interval was integrated from power), invalid (a NaN, infinite or negative power).",
 			[]string{"gpu", "uuid", "reason"}, nil),
-		overruns: prometheus.NewDesc("joulemark_sampler_overruns_total", "Sampling periods missed because one GPU read took longer than the interval (all GPUs).", nil, nil),
-		interval: prometheus.NewDesc("joulemark_sampler_interval_seconds", "Configured fast sampling period.", nil, nil),
-		last: prometheus.NewDesc("joulemark_gpu_last_sample_timestamp_seconds",
+		overruns: prometheus.NewDesc(contract.SamplerOverruns, "Sampling periods missed because one GPU read took longer than the interval (all GPUs).", nil, nil),
+		interval: prometheus.NewDesc(contract.SamplerInterval, "Configured fast sampling period.", nil, nil),
+		last: prometheus.NewDesc(contract.GPULastSample,
 			"When the GPU's latest good power sample was taken (unix seconds); stale while its reads fail or hang.", gpuLabels, nil),
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/powercap"
 	"github.com/joulemark/joulemark/internal/remotewrite"
@@ -675,7 +676,7 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 		for _, m := range []struct {
 			name string
 			v    float64
-		}{{RawPowerMetric, p}, {RawEnergyMetric, g.energy}} {
+		}{{contract.GPUPowerSample, p}, {contract.GPUEnergySample, g.energy}} {
 			lbls := map[string]string{"__name__": m.name, "gpu": g.idx, "uuid": g.dev.UUID}
 			for k, v := range e.cfg.RemoteWriteLabels {
 				lbls[k] = v
@@ -687,16 +688,6 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 		r.onSample(i, p)
 	}
 }
-
-// Names of the raw high-rate series pushed by remote write: every sample's
-// power, and the exporter's energy counter (joulemark_gpu_energy_joules_total's
-// value) at that sample. They differ from the scraped names so sums over
-// scraped series never double-count; analyze prefers the raw energy series
-// for boundary interpolation when present.
-const (
-	RawPowerMetric  = "joulemark_gpu_power_sample_watts"
-	RawEnergyMetric = "joulemark_gpu_energy_sample_joules_total"
-)
 
 // SampleSlowOnce reads every GPU's slow metrics once, one after the other.
 // Start reads each GPU's in its own goroutine every SlowInterval.

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -17,15 +18,15 @@ import (
 // familyHelp is the HELP text of the lifecycle families, shared by the
 // collectors' descriptors and the frozen families.
 var familyHelp = map[string]string{
-	famPhaseActive:     "1 while the lifecycle phase runs, 0 after.",
-	famPhaseStart:      "Exact start of the phase (unix seconds).",
-	famPhaseEnd:        "Exact end of the phase (unix seconds); absent while it runs.",
-	famPhaseEnergy:     "GPU energy over the exact phase, integrated at the exporter from the high-rate samples (up to the latest sample while the phase runs).",
-	famPhaseHostEnergy: "Host energy (one RAPL powercap zone) over the exact phase, read at its boundaries (up to the latest sample while the phase runs); absent where the zone is unreadable.",
-	famRunBaseline:     "Mean power of the run's idle phase.",
-	famRunClosed:       "1 when every GPU came back within the tolerance of its idle baseline and held; 0 when the wait timed out (or the run was ended first).",
-	famRunClosedBy:     "When the release closed (its end, unix seconds), labelled with the criterion met last: process (the engine gone), memory (back to idle) or power (back to the baseline).",
-	famRunIdle:         "1 when the idle phase was stable (power CV under the threshold, no compute process where the GPU can tell), else 0.",
+	contract.PhaseActive:        "1 while the lifecycle phase runs, 0 after.",
+	contract.PhaseStart:         "Exact start of the phase (unix seconds).",
+	contract.PhaseEnd:           "Exact end of the phase (unix seconds); absent while it runs.",
+	contract.PhaseEnergy:        "GPU energy over the exact phase, integrated at the exporter from the high-rate samples (up to the latest sample while the phase runs).",
+	contract.PhaseHostEnergy:    "Host energy (one RAPL powercap zone) over the exact phase, read at its boundaries (up to the latest sample while the phase runs); absent where the zone is unreadable.",
+	contract.RunBaselinePower:   "Mean power of the run's idle phase.",
+	contract.RunReleaseClosed:   "1 when every GPU came back within the tolerance of its idle baseline and held; 0 when the wait timed out (or the run was ended first).",
+	contract.RunReleaseClosedBy: "When the release closed (its end, unix seconds), labelled with the criterion met last: process (the engine gone), memory (back to idle) or power (back to the baseline).",
+	contract.RunIdleStable:      "1 when the idle phase was stable (power CV under the threshold, no compute process where the GPU can tell), else 0.",
 }
 
 type frozenRun struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 )
 
@@ -93,7 +94,7 @@ func (h *harness) step(d time.Duration) {
 }
 
 // post starts phase p of run id now and returns the exact instant.
-func (h *harness) post(id string, p phaseapi.Phase) time.Time {
+func (h *harness) post(id string, p contract.Phase) time.Time {
 	h.t.Helper()
 	at := h.clk.Now()
 	if _, err := h.client.StartPhase(context.Background(), id, p); err != nil {
@@ -123,21 +124,21 @@ func TestLifecycleEnergyAndRelease(t *testing.T) {
 			h.step(2 * time.Second)
 			h.clk.Advance(37 * time.Millisecond) // boundaries between samples
 			var at [5]time.Time
-			at[0] = h.post(run, phaseapi.Idle)
+			at[0] = h.post(run, contract.Idle)
 			h.step(10 * time.Second)
 			h.clk.Advance(13 * time.Millisecond)
-			at[1] = h.post(run, phaseapi.Startup)
+			at[1] = h.post(run, contract.Startup)
 			sim.SetEngineState(gpu.EngineLoading)
 			h.step(20 * time.Second)
-			at[2] = h.post(run, phaseapi.Warmup)
+			at[2] = h.post(run, contract.Warmup)
 			sim.SetLoad(0.5)
 			sim.SetEngineState(gpu.EngineRunning)
 			h.step(15 * time.Second)
 			h.clk.Advance(51 * time.Millisecond)
-			at[3] = h.post(run, phaseapi.Formal)
+			at[3] = h.post(run, contract.Formal)
 			sim.SetLoad(0.9)
 			h.step(60 * time.Second)
-			at[4] = h.post(run, phaseapi.Release)
+			at[4] = h.post(run, contract.Release)
 			sim.SetLoad(0)
 			sim.SetEngineState(gpu.EngineStopped)
 
@@ -229,9 +230,9 @@ func TestLifecycleEnergyAndRelease(t *testing.T) {
 // exporter metric of the design's contract (v1).
 func TestSimServesEveryContractMetric(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 8, Seed: 2, NoiseWatts: 0.5}, Config{ReleaseHold: time.Second})
-	h.post("c", phaseapi.Idle)
+	h.post("c", contract.Idle)
 	h.step(2 * time.Second)
-	for _, p := range []phaseapi.Phase{phaseapi.Startup, phaseapi.Warmup, phaseapi.Formal, phaseapi.Release} {
+	for _, p := range []contract.Phase{contract.Startup, contract.Warmup, contract.Formal, contract.Release} {
 		h.post("c", p)
 		h.step(3 * time.Second)
 	}

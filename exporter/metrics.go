@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/version"
 )
 
@@ -28,7 +29,7 @@ func (e *Exporter) registerMetrics() {
 		e.reg.MustRegister(newPodCollector(e.attr))
 	}
 	e.sampleDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "joulemark_gpu_sample_duration_seconds",
+		Name: contract.GPUSampleDuration,
 		Help: "Time one fast GPU read took (the backend call: NVML, or the simulator), per GPU.",
 		// NVML power reads take ~0.1–1 ms when healthy; the tail catches
 		// PMU/GSP contention and driver stalls.
@@ -37,20 +38,20 @@ func (e *Exporter) registerMetrics() {
 	e.reg.MustRegister(e.sampleDuration)
 	e.selfReg = prometheus.NewRegistry()
 	e.apiRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "joulemark_exporter_api_requests_total",
+		Name: contract.ExporterAPIRequests,
 		Help: "HTTP requests to the exporter's API, by handler, method and status code.",
 	}, []string{"handler", "method", "code"})
 	e.scrapeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "joulemark_exporter_scrape_duration_seconds",
+		Name:    contract.ExporterScrapeTime,
 		Help:    "Time to answer a /metrics scrape.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25},
 	}, nil)
 	e.authFailures = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "joulemark_exporter_auth_failures_total",
+		Name: contract.ExporterAuthFailed,
 		Help: "API requests refused for a missing or wrong token.",
 	})
 	e.storeErrors = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "joulemark_exporter_storage_errors_total",
+		Name: contract.ExporterStoreErrors,
 		Help: "Failed writes of the durable state under --storage.path.",
 	})
 	e.selfReg.MustRegister(
@@ -64,7 +65,7 @@ func (e *Exporter) registerMetrics() {
 func buildInfo() prometheus.Collector {
 	v, rev, _ := version.Info()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "joulemark_exporter_build_info",
+		Name:        contract.ExporterBuildInfo,
 		Help:        "The joulemark build serving these metrics.",
 		ConstLabels: prometheus.Labels{"version": v, "revision": rev},
 	})

@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/testenv"
@@ -103,9 +103,9 @@ func canonical(t *testing.T, fams map[string]*dto.MetricFamily) string {
 func TestMetricsFormatsServeTheSameSeries(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 3, Seed: 4, NoiseWatts: 0.5}, Config{MaxRuns: 5})
 	for _, id := range []string{"r-c", "r-a", "r-d", "r-b", "r-f", "r-e", "r-live"} {
-		h.post(id, phaseapi.Idle)
+		h.post(id, contract.Idle)
 		h.step(time.Second)
-		h.post(id, phaseapi.Formal)
+		h.post(id, contract.Formal)
 		h.step(time.Second)
 		if id != "r-live" {
 			if _, err := h.client.EndRun(t.Context(), id); err != nil {
@@ -215,7 +215,7 @@ func stableLines(text []byte) string {
 func TestMetricsGzipMatchesPlain(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 3, Seed: 7, NoiseWatts: 0.5}, Config{MaxRuns: 3})
 	lifecycle := func(id string, end bool) {
-		for _, p := range []phaseapi.Phase{phaseapi.Idle, phaseapi.Formal, phaseapi.Release} {
+		for _, p := range []contract.Phase{contract.Idle, contract.Formal, contract.Release} {
 			h.post(id, p)
 			h.step(700 * time.Millisecond)
 		}
@@ -298,9 +298,9 @@ func TestRealPrometheusScrapesGzip(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 4, Seed: 5, NoiseWatts: 0.5}, Config{MaxRuns: 6})
 	for i := range 9 {
 		id := fmt.Sprintf("run-%d", i)
-		h.post(id, phaseapi.Idle)
+		h.post(id, contract.Idle)
 		h.step(500 * time.Millisecond)
-		h.post(id, phaseapi.Formal)
+		h.post(id, contract.Formal)
 		h.step(500 * time.Millisecond)
 		if i < 8 {
 			if _, err := h.client.EndRun(t.Context(), id); err != nil {
@@ -443,7 +443,7 @@ func TestMetricsScrapesWhileRunsFreeze(t *testing.T) {
 	}
 	for i := range 8 {
 		id := fmt.Sprintf("c-%d", i)
-		h.post(id, phaseapi.Idle)
+		h.post(id, contract.Idle)
 		h.step(300 * time.Millisecond)
 		if _, err := h.client.EndRun(t.Context(), id); err != nil {
 			t.Fatal(err)
@@ -479,7 +479,7 @@ func TestFinishedRunLeavesMetricsAfterTTL(t *testing.T) {
 	const ttl = 10 * time.Second
 	h := newHarness(t, gpu.SimConfig{GPUs: 2, Seed: 9, NoiseWatts: 0.5}, Config{MaxRuns: 2, RunMetricsTTL: ttl})
 	finish := func(id string) {
-		h.post(id, phaseapi.Idle)
+		h.post(id, contract.Idle)
 		h.step(time.Second)
 		if _, err := h.client.EndRun(t.Context(), id); err != nil {
 			t.Fatal(err)
@@ -506,7 +506,7 @@ func TestFinishedRunLeavesMetricsAfterTTL(t *testing.T) {
 	if fr == nil {
 		t.Fatal("the finished run did not freeze")
 	}
-	h.post("live", phaseapi.Idle)
+	h.post("live", contract.Idle)
 	// up to the last sample before the TTL: on /metrics
 	iv := h.exp.cfg.Interval
 	h.step(time.Duration(fr.at+int64(ttl)-h.exp.off(h.clk.Now())) - iv)

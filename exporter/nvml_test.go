@@ -19,6 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/nvmlmock"
@@ -98,7 +99,7 @@ func mockScenario(t testing.TB) *Exporter {
 			e.SampleOnce()
 		}
 	}
-	post := func(p phaseapi.Phase) {
+	post := func(p contract.Phase) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if _, err := e.startPhase("golden-run", p, e.off(clk.Now())); err != nil {
@@ -107,18 +108,18 @@ func mockScenario(t testing.TB) *Exporter {
 	}
 	e.SampleOnce()
 	e.SampleSlowOnce()
-	post(phaseapi.Idle)
+	post(contract.Idle)
 	step(5 * time.Second)
-	post(phaseapi.Startup)
+	post(contract.Startup)
 	m.set(func() {
 		for i := range m.watts {
 			m.watts[i] = 250
 		}
 	})
 	step(5 * time.Second)
-	post(phaseapi.Warmup)
+	post(contract.Warmup)
 	step(2 * time.Second)
-	post(phaseapi.Formal)
+	post(contract.Formal)
 	m.set(func() {
 		for i := range m.watts {
 			m.watts[i] = 600
@@ -127,7 +128,7 @@ func mockScenario(t testing.TB) *Exporter {
 	step(10 * time.Second)
 	m.set(func() { m.counter[6] = 5000 }) // driver reload: the counter restarts
 	step(time.Second)
-	post(phaseapi.Release)
+	post(contract.Release)
 	m.set(func() {
 		for i := range m.watts {
 			m.watts[i] = 70 + float64(i)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/testenv"
 )
@@ -17,9 +17,9 @@ import (
 func TestSimMetricsPassPromtool(t *testing.T) {
 	promtool := testenv.LookPath(t, "promtool")
 	h := newHarness(t, gpu.SimConfig{GPUs: 4, Seed: 2, NoiseWatts: 0.5, EnergyCounter: true}, Config{ReleaseHold: time.Second})
-	h.post("p", phaseapi.Idle)
+	h.post("p", contract.Idle)
 	h.step(2 * time.Second)
-	for _, p := range []phaseapi.Phase{phaseapi.Startup, phaseapi.Formal, phaseapi.Release} {
+	for _, p := range []contract.Phase{contract.Startup, contract.Formal, contract.Release} {
 		h.post("p", p)
 		h.step(3 * time.Second)
 	}

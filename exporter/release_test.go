@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 )
 
@@ -83,13 +84,13 @@ func TestReleasePerMethod(t *testing.T) {
 				engine = 0
 			}
 			view.set(tc.idleProcs, 0.5)
-			h.post("r", phaseapi.Idle)
+			h.post("r", contract.Idle)
 			h.step(6 * time.Second)
 			view.set(tc.idleProcs+engine, 70)
-			h.post("r", phaseapi.Formal)
+			h.post("r", contract.Formal)
 			h.sim.SetLoad(0.8)
 			h.step(5 * time.Second)
-			rel := h.post("r", phaseapi.Release)
+			rel := h.post("r", contract.Release)
 			h.sim.SetLoad(0)
 			h.sim.SetEngineState(gpu.EngineStopped)
 			var st phaseapi.RunStatus

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 )
 
@@ -22,7 +23,7 @@ type boundary struct {
 }
 
 type phaseRec struct {
-	phase      phaseapi.Phase
+	phase      contract.Phase
 	start, end *boundary // end is nil while the phase runs
 }
 
@@ -80,19 +81,19 @@ func (r *run) current() *phaseRec {
 	return r.phases[len(r.phases)-1]
 }
 
-func (r *run) active(p phaseapi.Phase) bool {
+func (r *run) active(p contract.Phase) bool {
 	c := r.current()
 	return !r.ended && c != nil && c.end == nil && c.phase == p
 }
 
 func (r *run) onSample(i int, p float64) {
-	if r.active(phaseapi.Idle) {
+	if r.active(contract.Idle) {
 		r.idleAcc[i].add(p)
 	}
 }
 
 func (r *run) onSlow(i int, s gpu.SlowSample) {
-	if !r.active(phaseapi.Idle) {
+	if !r.active(contract.Idle) {
 		return
 	}
 	if s.ComputeProcesses > r.idleProcs[i] {
@@ -101,7 +102,7 @@ func (r *run) onSlow(i int, s gpu.SlowSample) {
 	r.onIdleMemory(i, s.MemoryUsedBytes)
 }
 
-func (r *run) phase(p phaseapi.Phase) *phaseRec {
+func (r *run) phase(p contract.Phase) *phaseRec {
 	for _, ph := range r.phases {
 		if ph.phase == p {
 			return ph
@@ -175,7 +176,7 @@ func (e *Exporter) phaseEnergy(ph *phaseRec, i int) float64 {
 
 // startPhase starts phase p of run id at now, ending the previous phase at
 // the same instant. Called with e.mu held.
-func (e *Exporter) startPhase(id string, p phaseapi.Phase, now int64) (*run, error) {
+func (e *Exporter) startPhase(id string, p contract.Phase, now int64) (*run, error) {
 	r := e.runs[id]
 	if r == nil {
 		if _, used := e.seen[id]; used {
@@ -215,7 +216,7 @@ func (e *Exporter) startPhase(id string, p phaseapi.Phase, now int64) (*run, err
 		cur.end = b
 	}
 	r.phases = append(r.phases, &phaseRec{phase: p, start: b})
-	if p == phaseapi.Release {
+	if p == contract.Release {
 		r.rel.state = phaseapi.ReleaseWaiting
 	}
 	e.log.Info("phase started", "run_id", id, "phase", p, "at", e.wall(now))
@@ -233,7 +234,7 @@ func (e *Exporter) endRun(id string, now int64) (*run, error) {
 	}
 	if cur := r.current(); cur != nil && cur.end == nil {
 		cur.end = e.newBoundary(now)
-		if cur.phase == phaseapi.Release && r.rel.state == phaseapi.ReleaseWaiting {
+		if cur.phase == contract.Release && r.rel.state == phaseapi.ReleaseWaiting {
 			f := false
 			r.rel.state, r.rel.closed = phaseapi.ReleaseTimedOut, &f
 			r.rel.reason = "run ended through the API before power came back to the idle baseline"
@@ -261,7 +262,7 @@ func (e *Exporter) finishRun(r *run, reason string) {
 // phase ended and its energy is resolved on every GPU (mean power = idle
 // energy / idle duration).
 func (e *Exporter) baseline(r *run) []float64 {
-	ph := r.phase(phaseapi.Idle)
+	ph := r.phase(contract.Idle)
 	if ph == nil || ph.end == nil || ph.start.left > 0 || ph.end.left > 0 || ph.end.t <= ph.start.t {
 		return nil
 	}
@@ -279,7 +280,7 @@ func (e *Exporter) baseline(r *run) []float64 {
 // ends the runs active longer than RunMaxAge.
 func (e *Exporter) observeRuns(now int64) {
 	for _, r := range e.runs {
-		if r.active(phaseapi.Release) && r.rel.state == phaseapi.ReleaseWaiting {
+		if r.active(contract.Release) && r.rel.state == phaseapi.ReleaseWaiting {
 			e.checkRelease(r, now)
 		}
 		if !r.ended && len(r.phases) > 0 && time.Duration(now-r.phases[0].start.t) >= e.cfg.RunMaxAge {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 )
 
@@ -19,11 +20,11 @@ import (
 // maxSteps intervals passed; during(h, k) is called before step k of the
 // release.
 func runToRelease(h *harness, id string, during func(h *harness, k int)) phaseapi.RunStatus {
-	h.post(id, phaseapi.Idle)
+	h.post(id, contract.Idle)
 	h.step(6 * time.Second)
-	h.post(id, phaseapi.Formal)
+	h.post(id, contract.Formal)
 	h.step(3 * time.Second)
-	h.post(id, phaseapi.Release)
+	h.post(id, contract.Release)
 	limit := int(h.exp.cfg.ReleaseMaxWait/h.exp.cfg.Interval) + 10
 	for k := range limit {
 		if during != nil {

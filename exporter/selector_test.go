@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/podresources"
 )
@@ -41,26 +42,26 @@ func TestRunMeasuresSelectedGPUs(t *testing.T) {
 	ctx := context.Background()
 	devs := h.exp.Devices()
 	sel := phaseapi.Selector{GPUs: []string{devs[2].UUID, devs[0].UUID}}
-	ts := map[phaseapi.Phase]time.Time{}
-	st, err := h.client.StartPhaseSelect(ctx, "sel", phaseapi.Idle, sel)
+	ts := map[contract.Phase]time.Time{}
+	st, err := h.client.StartPhaseSelect(ctx, "sel", contract.Idle, sel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts[phaseapi.Idle] = h.clk.Now()
+	ts[contract.Idle] = h.clk.Now()
 	if got := uuidsOf(st.GPUs); !slices.Equal(got, []string{devs[0].UUID, devs[2].UUID}) {
 		t.Fatalf("run GPUs %v, want GPUs 0 and 2", got)
 	}
 	h.step(5 * time.Second)
-	ts[phaseapi.Formal] = h.post("sel", phaseapi.Formal)
+	ts[contract.Formal] = h.post("sel", contract.Formal)
 	h.sim.SetEngineState(gpu.EngineRunning)
 	h.sim.SetLoad(0.8)
 	h.step(10 * time.Second)
-	ts[phaseapi.Release] = h.clk.Now()
+	ts[contract.Release] = h.clk.Now()
 	// the same selection again is a retry-safe no-op; another is refused
-	if _, err := h.client.StartPhaseSelect(ctx, "sel", phaseapi.Release, sel); err != nil {
+	if _, err := h.client.StartPhaseSelect(ctx, "sel", contract.Release, sel); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.client.StartPhaseSelect(ctx, "sel", phaseapi.Release, phaseapi.Selector{GPUs: []string{devs[1].UUID}}); !phaseapi.IsStatus(err, http.StatusConflict) {
+	if _, err := h.client.StartPhaseSelect(ctx, "sel", contract.Release, phaseapi.Selector{GPUs: []string{devs[1].UUID}}); !phaseapi.IsStatus(err, http.StatusConflict) {
 		t.Errorf("changing the selection: %v, want 409", err)
 	}
 	h.sim.SetEngineState(gpu.EngineStopped)
@@ -116,7 +117,7 @@ func TestRunSelectsPodGPUs(t *testing.T) {
 	devs := h.exp.Devices()
 	fake.Set([]podresources.Allocation{alloc("serve", "llama-0", devs[1].UUID), alloc("serve", "llama-0", devs[3].UUID), alloc("serve", "other", devs[0].UUID)})
 	h.exp.attr.refresh(ctx)
-	st, err := h.client.StartPhaseSelect(ctx, "pod", phaseapi.Idle, phaseapi.Selector{Pod: "serve/llama-0"})
+	st, err := h.client.StartPhaseSelect(ctx, "pod", contract.Idle, phaseapi.Selector{Pod: "serve/llama-0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestRunSelectsPodGPUs(t *testing.T) {
 		{"bad pod", phaseapi.Selector{Pod: "llama-0"}, 400},
 		{"pod without GPUs", phaseapi.Selector{Pod: "serve/gone"}, 409},
 	} {
-		if _, err := h.client.StartPhaseSelect(ctx, "bad-"+strings.ReplaceAll(c.name, " ", "-"), phaseapi.Idle, c.sel); !phaseapi.IsStatus(err, c.code) {
+		if _, err := h.client.StartPhaseSelect(ctx, "bad-"+strings.ReplaceAll(c.name, " ", "-"), contract.Idle, c.sel); !phaseapi.IsStatus(err, c.code) {
 			t.Errorf("%s: %v, want %d", c.name, err, c.code)
 		}
 		if _, ok := h.exp.RunStatus("bad-" + strings.ReplaceAll(c.name, " ", "-")); ok {
@@ -152,7 +153,7 @@ func TestRunSelectsPodGPUs(t *testing.T) {
 	}
 	// without attribution a pod selector cannot be resolved
 	plain := newHarness(t, gpu.SimConfig{GPUs: 2}, Config{})
-	if _, err := plain.client.StartPhaseSelect(ctx, "p", phaseapi.Idle, phaseapi.Selector{Pod: "a/b"}); !phaseapi.IsStatus(err, 409) || !strings.Contains(err.Error(), "kubelet") {
+	if _, err := plain.client.StartPhaseSelect(ctx, "p", contract.Idle, phaseapi.Selector{Pod: "a/b"}); !phaseapi.IsStatus(err, 409) || !strings.Contains(err.Error(), "kubelet") {
 		t.Errorf("pod selector without a kubelet: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/testnet"
@@ -87,11 +88,11 @@ func TestServeWebConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl, _ := phaseapi.NewClient(base, testToken, hc)
-	if _, err := cl.WithTokenHeader().StartPhase(ctx, "r", phaseapi.Idle); err != nil {
+	if _, err := cl.WithTokenHeader().StartPhase(ctx, "r", contract.Idle); err != nil {
 		t.Errorf("phase through basic auth with the token header: %v", err)
 	}
 	nok, _ := phaseapi.NewClient(base, "wrong", hc)
-	if _, err := nok.WithTokenHeader().StartPhase(ctx, "r", phaseapi.Startup); !phaseapi.IsStatus(err, 401) {
+	if _, err := nok.WithTokenHeader().StartPhase(ctx, "r", contract.Startup); !phaseapi.IsStatus(err, 401) {
 		t.Errorf("wrong token through basic auth: %v, want 401", err)
 	}
 	cancel()
@@ -195,13 +196,13 @@ func TestRemoteWriteRawSamples(t *testing.T) {
 		for _, l := range ts.Labels {
 			lbl[l.Name] = l.Value
 		}
-		if (lbl["__name__"] != RawPowerMetric && lbl["__name__"] != RawEnergyMetric) || lbl["instance"] != "node-1" || lbl["uuid"] == "" {
+		if (lbl["__name__"] != contract.GPUPowerSample && lbl["__name__"] != contract.GPUEnergySample) || lbl["instance"] != "node-1" || lbl["uuid"] == "" {
 			t.Errorf("series labels %v", lbl)
 		}
-		if lbl["gpu"] == "1" && lbl["__name__"] == RawPowerMetric {
+		if lbl["gpu"] == "1" && lbl["__name__"] == contract.GPUPowerSample {
 			got = append(got, ts.Samples...)
 		}
-		if lbl["gpu"] == "1" && lbl["__name__"] == RawEnergyMetric {
+		if lbl["gpu"] == "1" && lbl["__name__"] == contract.GPUEnergySample {
 			energy = append(energy, ts.Samples...)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/atomicfile"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runid"
 )
 
@@ -79,7 +80,7 @@ type storedRun struct {
 }
 
 type storedPhase struct {
-	Phase phaseapi.Phase  `json:"phase"`
+	Phase contract.Phase  `json:"phase"`
 	Start storedBoundary  `json:"start"`
 	End   *storedBoundary `json:"end,omitempty"`
 }

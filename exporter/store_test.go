@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 )
 
@@ -26,7 +27,7 @@ func TestRunIDUsedOnce(t *testing.T) {
 	h := newHarness(t, simCfg, Config{MaxRuns: 1, StoragePath: dir})
 	ctx := context.Background()
 	for _, id := range []string{"r1", "r2"} {
-		h.post(id, phaseapi.Idle)
+		h.post(id, contract.Idle)
 		h.step(time.Second)
 		if _, err := h.client.EndRun(ctx, id); err != nil {
 			t.Fatal(err)
@@ -35,7 +36,7 @@ func TestRunIDUsedOnce(t *testing.T) {
 	if _, ok := h.exp.RunStatus("r1"); ok {
 		t.Fatal("r1 still kept with --max-runs 1: the eviction this test needs did not happen")
 	}
-	if _, err := h.client.StartPhase(ctx, "r1", phaseapi.Idle); !phaseapi.IsStatus(err, http.StatusConflict) || !strings.Contains(err.Error(), "used before") {
+	if _, err := h.client.StartPhase(ctx, "r1", contract.Idle); !phaseapi.IsStatus(err, http.StatusConflict) || !strings.Contains(err.Error(), "used before") {
 		t.Errorf("reusing evicted r1: %v, want 409 naming the id as used", err)
 	}
 	if _, err := h.client.Preflight(ctx, "r1"); !phaseapi.IsStatus(err, http.StatusConflict) {
@@ -53,11 +54,11 @@ func TestRunIDUsedOnce(t *testing.T) {
 	h.exp.Close()
 	h2 := newHarnessOn(t, h.clk, simCfg, Config{MaxRuns: 1, StoragePath: dir})
 	for _, id := range []string{"r1", "r2"} {
-		if _, err := h2.client.StartPhase(ctx, id, phaseapi.Idle); !phaseapi.IsStatus(err, http.StatusConflict) {
+		if _, err := h2.client.StartPhase(ctx, id, contract.Idle); !phaseapi.IsStatus(err, http.StatusConflict) {
 			t.Errorf("reusing %s after a restart: %v, want 409", id, err)
 		}
 	}
-	h2.post("r3", phaseapi.Idle)
+	h2.post("r3", contract.Idle)
 
 	var doc runIDsDoc
 	b, err := os.ReadFile(filepath.Join(dir, runIDsFile))
@@ -76,11 +77,11 @@ func TestRestartRestoresActiveRun(t *testing.T) {
 	cfg := Config{StoragePath: dir, ReleaseHold: 2 * time.Second}
 	h := newHarness(t, simCfg, cfg)
 	h.step(time.Second)
-	idleAt := h.post("run", phaseapi.Idle)
+	idleAt := h.post("run", contract.Idle)
 	h.step(10 * time.Second)
-	h.post("run", phaseapi.Startup)
+	h.post("run", contract.Startup)
 	h.step(2 * time.Second)
-	formalAt := h.post("run", phaseapi.Formal)
+	formalAt := h.post("run", contract.Formal)
 	h.sim.SetLoad(0.8)
 	h.step(20 * time.Second)
 	h.exp.saveActive() // the sampler's periodic save
@@ -123,7 +124,7 @@ func TestRestartRestoresActiveRun(t *testing.T) {
 			t.Errorf("gpu %d formal energy %.1f J, want %.1f J (before the save + after the restart)", i, got, want)
 		}
 	}
-	h2.post("run", phaseapi.Release)
+	h2.post("run", contract.Release)
 	h2.sim.SetLoad(0)
 	for range 600 {
 		h2.step(100 * time.Millisecond)
@@ -134,7 +135,7 @@ func TestRestartRestoresActiveRun(t *testing.T) {
 	if st.EndReason != phaseapi.EndReasonReleaseClosed {
 		t.Errorf("restored run ended %q (%+v), want release_closed", st.EndReason, st.Release)
 	}
-	if _, err := h2.client.StartPhase(context.Background(), "run", phaseapi.Idle); !phaseapi.IsStatus(err, http.StatusConflict) {
+	if _, err := h2.client.StartPhase(context.Background(), "run", contract.Idle); !phaseapi.IsStatus(err, http.StatusConflict) {
 		t.Errorf("reusing the restored run's id: %v, want 409", err)
 	}
 }
@@ -143,10 +144,10 @@ func TestRestartRestoresActiveRun(t *testing.T) {
 // frees its active slot.
 func TestRunMaxAge(t *testing.T) {
 	h := newHarness(t, gpu.SimConfig{GPUs: 1, Seed: 1}, Config{MaxRuns: 1, RunMaxAge: time.Minute})
-	h.post("dead", phaseapi.Idle)
+	h.post("dead", contract.Idle)
 	h.step(30 * time.Second)
-	h.post("dead", phaseapi.Formal)
-	if _, err := h.client.StartPhase(context.Background(), "next", phaseapi.Idle); !phaseapi.IsStatus(err, http.StatusTooManyRequests) {
+	h.post("dead", contract.Formal)
+	if _, err := h.client.StartPhase(context.Background(), "next", contract.Idle); !phaseapi.IsStatus(err, http.StatusTooManyRequests) {
 		t.Fatalf("second run while one is active with --max-runs 1: %v, want 429", err)
 	}
 	h.step(31 * time.Second)
@@ -154,7 +155,7 @@ func TestRunMaxAge(t *testing.T) {
 	if st.State != phaseapi.RunEnded || st.EndReason != phaseapi.EndReasonExpired || st.Phases[1].End == nil {
 		t.Fatalf("run after its max age: state %s, end reason %q, formal end %v; want ended, expired", st.State, st.EndReason, st.Phases[1].End)
 	}
-	h.post("next", phaseapi.Idle)
+	h.post("next", contract.Idle)
 }
 
 // TestBearerAuth: RFC 6750 bearer tokens only (scheme in any case), every
@@ -220,13 +221,13 @@ func TestRestartKeepsReleaseCriteria(t *testing.T) {
 	view := &engineView{}
 	h := newHarnessWith(t, simCfg, cfg, func(b gpu.Backend) gpu.Backend { view.Backend = b; return view })
 	view.set(0, 0.5)
-	h.post("run", phaseapi.Idle)
+	h.post("run", contract.Idle)
 	h.step(6 * time.Second)
 	view.set(1, 70)
-	h.post("run", phaseapi.Formal)
+	h.post("run", contract.Formal)
 	h.sim.SetLoad(0.8)
 	h.step(5 * time.Second)
-	h.post("run", phaseapi.Release)
+	h.post("run", contract.Release)
 	h.sim.SetLoad(0)
 	view.set(0, 70) // the engine gone from NVML's list, its memory not yet freed
 	h.step(2 * time.Second)

@@ -15,17 +15,14 @@ import (
 	"github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
 )
 
 // Metric names read (docs/design.md, docs/exporter.md "Energy per pod").
 const (
-	mPodEnergy   = "joulemark_pod_energy_joules_total"
-	mAllocation  = "joulemark_gpu_allocation_info"
-	mUnallocated = "joulemark_unallocated_energy_joules_total"
-	mGPUInfo     = "joulemark_gpu_info"
-	mVLLMTokens  = "vllm:generation_tokens_total"
-	mSGLTokens   = "sglang:generation_tokens_total"
+	mVLLMTokens = "vllm:generation_tokens_total"
+	mSGLTokens  = "sglang:generation_tokens_total"
 )
 
 // Config says what to analyze and where to write it.
@@ -140,12 +137,12 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Da
 		sel  string
 		into *[]Series
 	}{
-		{mPodEnergy, ns, &d.PodEnergy},
-		{mAllocation, ns, &d.Allocations},
+		{contract.PodEnergy, ns, &d.PodEnergy},
+		{contract.GPUAllocationInfo, ns, &d.Allocations},
 		{mVLLMTokens, ns, &d.Tokens},
 		{mSGLTokens, ns, &d.Tokens},
-		{mUnallocated, "", &d.Unallocated},
-		{mGPUInfo, `energy_scope="module"`, &d.ModuleGPUs},
+		{contract.UnallocatedEnergy, "", &d.Unallocated},
+		{contract.GPUInfo, `energy_scope="module"`, &d.ModuleGPUs},
 	} {
 		expr := fmt.Sprintf("%s{%s}[%s]", q.name, q.sel, rng)
 		if q.sel == "" {
@@ -201,7 +198,7 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Da
 	}
 	if len(d.PodEnergy) == 0 {
 		return nil, fmt.Errorf("no %s in Prometheus between %s and %s (does the exporter read the kubelet's PodResources socket? is it scraped with honor_labels?)",
-			mPodEnergy, cfg.From.UTC().Format(time.RFC3339), cfg.To.UTC().Format(time.RFC3339))
+			contract.PodEnergy, cfg.From.UTC().Format(time.RFC3339), cfg.To.UTC().Format(time.RFC3339))
 	}
 	return d, nil
 }

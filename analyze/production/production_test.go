@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remoteread"
@@ -66,21 +67,21 @@ func fixtureSeries() []fseries {
 		return exp(map[string]string{"__name__": name, "namespace": ns, "pod": p, "container": "engine"})
 	}
 	alloc := func(ns, p, g string) map[string]string {
-		return exp(map[string]string{"__name__": mAllocation, "namespace": ns, "pod": p, "container": "engine", "gpu": g, "uuid": "GPU-" + g, "resource": "nvidia.com/gpu", "shared": "false"})
+		return exp(map[string]string{"__name__": contract.GPUAllocationInfo, "namespace": ns, "pod": p, "container": "engine", "gpu": g, "uuid": "GPU-" + g, "resource": "nvidia.com/gpu", "shared": "false"})
 	}
 	eng := func(name, p, model string) map[string]string {
 		return map[string]string{"__name__": name, "job": "engines", "namespace": "serve", "pod": p, "model_name": model}
 	}
 	one := func(float64) float64 { return 1 }
 	return []fseries{
-		{pod(mPodEnergy, "serve", "llama-a"), -margin, func(t float64) float64 { return 1e6 + 300*(t+margin) }},
+		{pod(contract.PodEnergy, "serve", "llama-a"), -margin, func(t float64) float64 { return 1e6 + 300*(t+margin) }},
 		{eng(mVLLMTokens, "llama-a", "llama"), -margin, func(t float64) float64 { return 5e5 + 20*min(t, 1200) }},
 		{alloc("serve", "llama-a", "0"), -margin, one},
 		{alloc("serve", "llama-a", "1"), -margin, one},
-		{pod(mPodEnergy, "serve", "llama-b"), 600, func(t float64) float64 { return 200 * (t - 600) }},
+		{pod(contract.PodEnergy, "serve", "llama-b"), 600, func(t float64) float64 { return 200 * (t - 600) }},
 		{eng(mVLLMTokens, "llama-b", "llama"), 600, func(t float64) float64 { return 10 * max(0, t-885) }},
 		{alloc("serve", "llama-b", "2"), 600, one},
-		{pod(mPodEnergy, "serve", "mistral"), -margin, func(t float64) float64 {
+		{pod(contract.PodEnergy, "serve", "mistral"), -margin, func(t float64) float64 {
 			if t <= 870 {
 				return 100 * (t + margin)
 			}
@@ -88,12 +89,12 @@ func fixtureSeries() []fseries {
 		}},
 		{eng(mSGLTokens, "mistral", "mistral"), -margin, func(t float64) float64 { return 5 * (t + margin) }},
 		{alloc("serve", "mistral", "3"), -margin, one},
-		{pod(mPodEnergy, "batch", "train"), -margin, func(t float64) float64 { return 400 * (t + margin) }},
+		{pod(contract.PodEnergy, "batch", "train"), -margin, func(t float64) float64 { return 400 * (t + margin) }},
 		{alloc("batch", "train", "4"), -margin, one},
-		{exp(map[string]string{"__name__": mUnallocated, "gpu": "7", "uuid": "GPU-7"}), -margin, func(t float64) float64 { return 70 * (t + margin) }},
+		{exp(map[string]string{"__name__": contract.UnallocatedEnergy, "gpu": "7", "uuid": "GPU-7"}), -margin, func(t float64) float64 { return 70 * (t + margin) }},
 		// one node's GPUs measured board energy, the other's a C2C module
-		{exp(map[string]string{"__name__": mGPUInfo, "gpu": "0", "uuid": "GPU-0", "energy_scope": "gpu"}), -margin, one},
-		{map[string]string{"__name__": mGPUInfo, "job": "joulemark-exporter", "instance": "n2:9402", "node": "n2", "gpu": "0", "uuid": "GPU-GH-0", "energy_scope": "module"}, -margin, one},
+		{exp(map[string]string{"__name__": contract.GPUInfo, "gpu": "0", "uuid": "GPU-0", "energy_scope": "gpu"}), -margin, one},
+		{map[string]string{"__name__": contract.GPUInfo, "job": "joulemark-exporter", "instance": "n2:9402", "node": "n2", "gpu": "0", "uuid": "GPU-GH-0", "energy_scope": "module"}, -margin, one},
 	}
 }
 
@@ -106,13 +107,13 @@ func fixtureData(t0 float64) *Data {
 			ser.Samples = append(ser.Samples, Sample{T: t0 + t, V: s.v(t)})
 		}
 		switch s.labels["__name__"] {
-		case mPodEnergy:
+		case contract.PodEnergy:
 			d.PodEnergy = append(d.PodEnergy, ser)
-		case mAllocation:
+		case contract.GPUAllocationInfo:
 			d.Allocations = append(d.Allocations, ser)
-		case mUnallocated:
+		case contract.UnallocatedEnergy:
 			d.Unallocated = append(d.Unallocated, ser)
-		case mGPUInfo:
+		case contract.GPUInfo:
 			if s.labels["energy_scope"] == "module" {
 				d.ModuleGPUs = append(d.ModuleGPUs, ser)
 			}

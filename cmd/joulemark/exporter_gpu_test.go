@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/testenv"
 	"github.com/joulemark/joulemark/internal/testnet"
 )
@@ -91,11 +92,11 @@ func TestExporterReleaseClosesWithCounterBeat(t *testing.T) {
 	_, client := startExporter(t, "--gpu=sim", "--gpus=2", "--sim.energy-counter", "--sim.counter-period=95ms",
 		"--sim.counter-jitter=3ms", "--sim.noise-watts=0", "--release.hold=2s", "--release.max-wait=20s")
 	ctx := t.Context()
-	for _, p := range []phaseapi.Phase{phaseapi.Idle, phaseapi.Formal, phaseapi.Release} {
+	for _, p := range []contract.Phase{contract.Idle, contract.Formal, contract.Release} {
 		if _, err := client.StartPhase(ctx, "beat", p); err != nil {
 			t.Fatalf("phase %s: %v", p, err)
 		}
-		if p == phaseapi.Idle {
+		if p == contract.Idle {
 			time.Sleep(3 * time.Second)
 		}
 	}

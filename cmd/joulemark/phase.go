@@ -11,6 +11,7 @@ import (
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // PhaseCmd starts a lifecycle phase, or ends a run, on one or more exporters.
@@ -26,7 +27,7 @@ type PhaseCmd struct {
 // Run posts the phase to every exporter and prints each one's answer.
 func (c *PhaseCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Phase != "end" {
-		if _, err := phaseapi.ParsePhase(c.Phase); err != nil {
+		if _, err := contract.ParsePhase(c.Phase); err != nil {
 			return usageErrorf("%w, or end", err)
 		}
 	}
@@ -65,7 +66,7 @@ func (c *PhaseCmd) Run(ctx context.Context, g *Globals) error {
 		if c.Phase == "end" {
 			st, err = cl.EndRun(rctx, c.RunID)
 		} else {
-			st, err = cl.StartPhaseSelect(rctx, c.RunID, phaseapi.Phase(c.Phase), phaseapi.Selector{GPUs: c.GPUs, Pod: c.Pod})
+			st, err = cl.StartPhaseSelect(rctx, c.RunID, contract.Phase(c.Phase), phaseapi.Selector{GPUs: c.GPUs, Pod: c.Pod})
 		}
 		cancel()
 		if err != nil {

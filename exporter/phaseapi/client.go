@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // APIError is a non-2xx answer from the exporter's phase API.
@@ -66,7 +68,7 @@ func (c *Client) BaseURL() string { return c.base }
 
 // StartPhase starts phase p of run runID, ending the previous phase at the
 // same instant.
-func (c *Client) StartPhase(ctx context.Context, runID string, p Phase) (*RunStatus, error) {
+func (c *Client) StartPhase(ctx context.Context, runID string, p contract.Phase) (*RunStatus, error) {
 	var st RunStatus
 	err := c.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/phases/"+url.PathEscape(string(p)), &st)
 	return &st, err
@@ -75,7 +77,7 @@ func (c *Client) StartPhase(ctx context.Context, runID string, p Phase) (*RunSta
 // StartPhaseSelect starts phase p of run runID like StartPhase; on the
 // run's first phase a non-empty sel makes the run measure only the GPUs it
 // names.
-func (c *Client) StartPhaseSelect(ctx context.Context, runID string, p Phase, sel Selector) (*RunStatus, error) {
+func (c *Client) StartPhaseSelect(ctx context.Context, runID string, p contract.Phase, sel Selector) (*RunStatus, error) {
 	if sel.Empty() {
 		return c.StartPhase(ctx, runID, p)
 	}

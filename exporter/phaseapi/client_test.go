@@ -9,22 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-func TestParsePhase(t *testing.T) {
-	for i, p := range Phases {
-		got, err := ParsePhase(string(p))
-		if err != nil || got != p || got.Index() != i {
-			t.Errorf("ParsePhase(%q) = %q, %v (index %d), want %q index %d", p, got, err, got.Index(), p, i)
-		}
-	}
-	if _, err := ParsePhase("steady"); err == nil || !strings.Contains(err.Error(), "idle, startup") {
-		t.Errorf("ParsePhase(steady) error = %v, want one naming the valid phases", err)
-	}
-	if Phase("x").Index() != -1 {
-		t.Error("unknown phase has an index")
-	}
-}
+	"github.com/joulemark/joulemark/internal/contract"
+)
 
 func TestClientSendsTokenAndDecodes(t *testing.T) {
 	var polls atomic.Int64
@@ -36,7 +23,7 @@ func TestClientSendsTokenAndDecodes(t *testing.T) {
 		}
 		switch {
 		case r.Method == http.MethodPost && r.URL.Path == "/api/v1/runs/run-1/phases/formal":
-			_ = json.NewEncoder(w).Encode(RunStatus{RunID: "run-1", State: RunActive, Phases: []PhaseStatus{{Phase: Formal, Start: 12.5, Active: true}}})
+			_ = json.NewEncoder(w).Encode(RunStatus{RunID: "run-1", State: RunActive, Phases: []PhaseStatus{{Phase: contract.Formal, Start: 12.5, Active: true}}})
 		case r.Method == http.MethodPost && r.URL.Path == "/api/v1/runs/run-1/phases/release":
 			w.WriteHeader(http.StatusConflict)
 			_ = json.NewEncoder(w).Encode(Error{Error: "phase release out of order"})
@@ -60,11 +47,11 @@ func TestClientSendsTokenAndDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := c.StartPhase(ctx, "run-1", Formal)
+	st, err := c.StartPhase(ctx, "run-1", contract.Formal)
 	if err != nil || len(st.Phases) != 1 || st.Phases[0].Start != 12.5 {
 		t.Fatalf("StartPhase = %+v, %v", st, err)
 	}
-	_, err = c.StartPhase(ctx, "run-1", Release)
+	_, err = c.StartPhase(ctx, "run-1", contract.Release)
 	if !IsStatus(err, http.StatusConflict) || !strings.Contains(err.Error(), "out of order") {
 		t.Fatalf("out-of-order error = %v, want a 409 carrying the server's message", err)
 	}

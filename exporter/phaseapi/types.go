@@ -1,5 +1,7 @@
 package phaseapi
 
+import "github.com/joulemark/joulemark/internal/contract"
+
 // Timestamps in these documents are unix seconds as float64 (sub-millisecond
 // precision), the same values the exporter publishes in
 // joulemark_phase_{start,end}_timestamp_seconds.
@@ -68,7 +70,7 @@ type Preflight struct {
 
 // PhaseStatus is one phase of a run with its exact boundaries and energy.
 type PhaseStatus struct {
-	Phase Phase `json:"phase"`
+	Phase contract.Phase `json:"phase"`
 	// Start and End are unix seconds; End is nil while the phase runs.
 	Start  float64  `json:"start"`
 	End    *float64 `json:"end,omitempty"`

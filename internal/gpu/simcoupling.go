@@ -12,22 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
 
-// Gauges a simulated engine exposes on its /metrics for SimCoupler.
-const (
-	// SimLoadMetric is the engine's load, 0..1; with a gpu label it applies
-	// to that GPU index only.
-	SimLoadMetric = "joulemark_sim_engine_load_ratio"
-	// SimStateMetric is the engine state: 0 stopped, 1 loading, 2 running.
-	SimStateMetric = "joulemark_sim_engine_state"
-)
-
 // SimCoupler drives a Sim from a simulated engine in another process: each
-// interval it scrapes the engine's /metrics and applies SimLoadMetric and
-// SimStateMetric. An engine that cannot be reached counts as stopped.
+// interval it scrapes the engine's /metrics and applies contract.SimEngineLoad and
+// contract.SimEngineState. An engine that cannot be reached counts as stopped.
 type SimCoupler struct {
 	sim      *Sim
 	url      string
@@ -151,7 +143,7 @@ func (c *SimCoupler) read(ctx context.Context) (state EngineState, perGPU map[in
 			return 0, nil, all, fmt.Errorf("parsing %s: %w", c.url, err)
 		}
 		switch mf.GetName() {
-		case SimStateMetric:
+		case contract.SimEngineState:
 			for _, m := range mf.GetMetric() {
 				v := value(m)
 				switch {
@@ -164,7 +156,7 @@ func (c *SimCoupler) read(ctx context.Context) (state EngineState, perGPU map[in
 				}
 				sawState = true
 			}
-		case SimLoadMetric:
+		case contract.SimEngineLoad:
 			for _, m := range mf.GetMetric() {
 				v := value(m)
 				idx := -1
@@ -184,7 +176,7 @@ func (c *SimCoupler) read(ctx context.Context) (state EngineState, perGPU map[in
 		}
 	}
 	if !sawState {
-		return 0, nil, -1, fmt.Errorf("%s has no %s gauge", c.url, SimStateMetric)
+		return 0, nil, -1, fmt.Errorf("%s has no %s gauge", c.url, contract.SimEngineState)
 	}
 	return state, perGPU, all, nil
 }

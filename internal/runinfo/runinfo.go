@@ -11,9 +11,6 @@ import (
 	"strings"
 )
 
-// Metric is the info metric's name: value 1, the identity in its labels.
-const Metric = "joulemark_run_info"
-
 // Info is a run's identity. JSON keys are report.json "run.*" keys and the
 // metric's label names (public API, docs/design.md).
 type Info struct {

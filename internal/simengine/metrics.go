@@ -1,12 +1,8 @@
 package simengine
 
-import "github.com/prometheus/client_golang/prometheus"
-
-// Metric names: vLLM's for what vLLM has (so dashboards and queries written
-// for vLLM work), joulemark_sim_engine_* for the simulator's own coupling.
-const (
-	MetricLoadRatio = "joulemark_sim_engine_load_ratio"
-	MetricState     = "joulemark_sim_engine_state"
+import (
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 type metrics struct {
@@ -73,10 +69,10 @@ func newMetrics(e *Engine) *metrics {
 			Name: "vllm:kv_cache_usage_perc", Help: "KV-cache usage. 1 means 100 percent usage.", ConstLabels: model},
 			kvUsage),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: MetricLoadRatio, Help: "Batch utilisation of the current step: sequences in the step / max batch (0 when idle)."},
+			Name: contract.SimEngineLoad, Help: "Batch utilisation of the current step: sequences in the step / max batch (0 when idle)."},
 			locked(func() float64 { return e.load })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: MetricState, Help: "Engine state: 0 stopped, 1 loading weights, 2 running."},
+			Name: contract.SimEngineState, Help: "Engine state: 0 stopped, 1 loading weights, 2 running."},
 			locked(func() float64 { return float64(e.state) })),
 	)
 	return m

@@ -1,0 +1,54 @@
+package contract
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+)
+
+// TestDesignDocMetrics checks docs/design.md against Metrics both ways: a
+// name in one and not the other fails (as Prometheus checks its generated
+// command-line docs). A name ending in "_" is a prefix in prose, not a name.
+func TestDesignDocMetrics(t *testing.T) {
+	b, err := os.ReadFile("../../docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inDoc := map[string]bool{}
+	for _, m := range regexp.MustCompile(`joulemark_[a-z_]*[a-z]`).FindAllString(string(b), -1) {
+		inDoc[m] = true
+	}
+	for _, m := range Metrics {
+		if !inDoc[m] {
+			t.Errorf("%s is in the contract but not in docs/design.md", m)
+		}
+	}
+	for m := range inDoc {
+		if !slices.Contains(Metrics, m) {
+			t.Errorf("docs/design.md names %s, which is not in the contract (internal/contract)", m)
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range Metrics {
+		if seen[m] {
+			t.Errorf("%s listed twice", m)
+		}
+		seen[m] = true
+	}
+}
+
+// TestPhases checks the lifecycle order and ParsePhase.
+func TestPhases(t *testing.T) {
+	for i, p := range Phases {
+		if p.Index() != i {
+			t.Errorf("%s index %d, want %d", p, p.Index(), i)
+		}
+		if q, err := ParsePhase(string(p)); err != nil || q != p {
+			t.Errorf("ParsePhase(%s) = %s, %v", p, q, err)
+		}
+	}
+	if _, err := ParsePhase("cooldown"); err == nil {
+		t.Error("unknown phase accepted")
+	}
+}
