@@ -363,7 +363,7 @@ func TestBenchSharedDefaults(t *testing.T) {
 
 // Exit statuses and error lines of docs/cli.md.
 func TestExitStatus(t *testing.T) {
-	report := filepath.Join("..", "..", "choose", "testdata", "diff", "before.json")
+	report := filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "before.json")
 	for _, tc := range []struct {
 		args     []string
 		code     int
@@ -380,7 +380,7 @@ func TestExitStatus(t *testing.T) {
 			stderr: []string{"joulemark plan: give at least one SLO"}, noStderr: []string{"plan: plan:"}},
 		{args: []string{"exporter", "--gpu=nvml", "--nvml.retry-interval=0s"}, code: exitUsage,
 			stderr: []string{"joulemark exporter: --nvml.retry-interval 0s: want more than 0"}},
-		{args: []string{"diff", report, filepath.Join("..", "..", "choose", "testdata", "diff", "after-bad.json")}, code: exitFailed,
+		{args: []string{"diff", report, filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "after-bad.json")}, code: exitFailed,
 			stderr: []string{"joulemark diff: 4 regression(s)"}, noStderr: []string{"Usage:"}},
 	} {
 		var stdout, stderr bytes.Buffer

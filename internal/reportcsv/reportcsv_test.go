@@ -53,7 +53,7 @@ func TestTableUnion(t *testing.T) {
 // Every report fixture goes to CSV and back: each cell is the JSON's
 // value, in the first report's key order.
 func TestReportRoundTrip(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "choose", "testdata", "runs", "*", "report.json"))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "analyze", "choose", "testdata", "runs", "*", "report.json"))
 	if len(files) < 3 {
 		t.Fatalf("%d report fixtures", len(files))
 	}
