@@ -176,8 +176,8 @@ func checkHelmValues(t *testing.T, name string, values map[string]any, objs []ob
 				t.Errorf("args %q lack %q", args, want)
 			}
 		}
-		if strings.Contains(args, "--api-token-file") {
-			t.Error("no token given, yet --api-token-file")
+		if strings.Contains(args, "--web.api-token-file") {
+			t.Error("no token given, yet --web.api-token-file")
 		}
 		if kinds["ServiceMonitor"] != 1 || kinds["PrometheusRule"] != 1 || kinds["ConfigMap"] != 1 {
 			t.Errorf("objects %v: want a ServiceMonitor, a PrometheusRule and the dashboards", kinds)
@@ -208,7 +208,7 @@ func checkHelmValues(t *testing.T, name string, values map[string]any, objs []ob
 				t.Errorf("pod resources off, yet hostPath volume %s", v.Name)
 			}
 		}
-		if !strings.Contains(args, "--kubelet.pod-resources-socket= ") && !strings.HasSuffix(args, "--kubelet.pod-resources-socket=") || !strings.Contains(args, "--api-token-file=") {
+		if !strings.Contains(args, "--kubelet.pod-resources-socket= ") && !strings.HasSuffix(args, "--kubelet.pod-resources-socket=") || !strings.Contains(args, "--web.api-token-file=") {
 			t.Errorf("args %q: want the kubelet off and the token file", args)
 		}
 		if kinds["ServiceMonitor"]+kinds["PrometheusRule"]+kinds["ConfigMap"]+kinds["Secret"] != 0 {
@@ -224,7 +224,7 @@ func checkHelmValues(t *testing.T, name string, values map[string]any, objs []ob
 		if pod.RuntimeClassName != nil || pod.NodeSelector["gpu"] != "h200" || len(pod.Tolerations) != 1 || pod.Tolerations[0].Key != "dedicated" {
 			t.Errorf("runtime class, node selector, tolerations: %v %v %v", pod.RuntimeClassName, pod.NodeSelector, pod.Tolerations)
 		}
-		for _, want := range []string{"--web.config.file=", "--api-token-file=", "--max-runs=50", "--kubelet.gpu-resource=nvidia.com/mig-*"} {
+		for _, want := range []string{"--web.config.file=", "--web.api-token-file=", "--max-runs=50", "--kubelet.gpu-resource=nvidia.com/mig-*"} {
 			if !strings.Contains(args, want) {
 				t.Errorf("args %q lack %q", args, want)
 			}

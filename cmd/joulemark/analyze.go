@@ -19,10 +19,9 @@ type AnalyzeCmd struct {
 	RunID          string                 `name:"run-id" required:"" help:"Run to analyze."`
 	Lookback       string                 `default:"7d" help:"How far back from now to look for the run (Prometheus duration)."`
 	Out            string                 `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten)."`
-	Format         string                 `default:"text" enum:"text,json,csv,table" help:"What to print on stdout: text, json or csv (one row, report.json keys as columns)."`
+	Format         string                 `default:"text" enum:"text,json,csv" help:"What to print on stdout: text, json or csv (one row, report.json keys as columns)."`
 	Scenario       string                 `help:"Scenario name copied into the report (compare groups by it)."`
 	RunsDir        string                 `name:"runs-dir" default:"runs" placeholder:"DIR" help:"Runs directory searched for the run's archive, DIR/<run-id> (requests.jsonl): the report then counts empty, repeated and short outputs (output_sanity); a run without one there is analyzed without."`
-	Archive        string                 `name:"archive" hidden:"" type:"existingdir" help:"use --runs-dir (the directory holding <run-id>/)."`
 	EngineSelector string                 `name:"engine.selector" placeholder:"MATCHERS" help:"PromQL label matchers picking the run's engine series for the server view, e.g. job=\"vllm\",instance=\"node1:8000\" (default: model_name of the run identity)."`
 
 	SLOTTFT   time.Duration `name:"slo.ttft" default:"500ms" help:"TTFT SLO for goodput (0 disables)."`
@@ -53,10 +52,6 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return withExitCode(exitUsage, err)
 	}
-	if c.Format == "table" {
-		g.Logger().Warn("deprecated: --format table is --format text")
-		c.Format = "text"
-	}
 	p := analyze.DefaultParams()
 	p.SLOTTFT, p.SLOTPOT = c.SLOTTFT, c.SLOTPOT
 	p.SSWindow, p.SSWindows, p.SSCV = c.SSWindow, c.SSWindows, c.SSCV
@@ -66,7 +61,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	cfg := analyze.Config{
 		PrometheusURL: c.Prometheus.URL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,
-		Archive: c.Archive, RunsDir: c.RunsDir, EngineSelector: c.EngineSelector, ReadAPI: c.ReadAPI,
+		RunsDir: c.RunsDir, EngineSelector: c.EngineSelector, ReadAPI: c.ReadAPI,
 		Logger: g.Logger(),
 	}
 	// Validated once, by analyze.Run, before any query.

@@ -80,7 +80,7 @@ func TestBenchConfigFileExcludesFlags(t *testing.T) {
 	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "--set") {
 		t.Errorf("--set without --config: %v", err)
 	}
-	c, _ = parseBench(t, "--target", "http://h:1/v1", "--requests", "5")
+	c, _ = parseBench(t, "--target", "http://h:1/v1", "--formal.requests", "5")
 	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "set concurrency") {
 		t.Errorf("invalid flags: %v", err)
 	}

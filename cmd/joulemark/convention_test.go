@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -193,132 +192,6 @@ func lineDiff(a, b string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-// docs/cli.md's "Renamed flags" table is the renames list, both ways.
-func TestRenamesDocumented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(doc), "## Renamed flags")
-	if !ok {
-		t.Fatal("docs/cli.md has no Renamed flags section")
-	}
-	table, _, _ = strings.Cut(table, "\n## ")
-	rowRe := regexp.MustCompile("(?m)^\\| ([a-z -]+) \\| `--([a-z0-9.-]+)` \\| (.*) \\|$")
-	documented := map[string]string{}
-	for _, m := range rowRe.FindAllStringSubmatch(table, -1) {
-		documented[m[1]+" --"+m[2]] = m[3]
-	}
-	for _, r := range renames {
-		key := r.cmd + " --" + r.old
-		newCol, ok := documented[key]
-		if !ok {
-			t.Errorf("docs/cli.md: no row for %s", key)
-			continue
-		}
-		delete(documented, key)
-		if f := findFlag(mustModel(t), r.cmd, r.new); f != nil && !f.Hidden && !strings.Contains(newCol, "`--"+r.new+"`") {
-			t.Errorf("docs/cli.md: %s is renamed --%s, the row says %s", key, r.new, newCol)
-		}
-	}
-	for k := range documented {
-		t.Errorf("docs/cli.md lists %s, which is no renamed flag", k)
-	}
-}
-
-func mustModel(t *testing.T) *kong.Node {
-	_, p := testParser(t)
-	return p.Model.Node
-}
-
-// requiredArgs make a command parse apart from the renamed flag.
-func requiredArgs(t *testing.T, cmd string) []string {
-	dir := t.TempDir()
-	report := filepath.Join(dir, "report.json")
-	if err := os.WriteFile(report, []byte("{}"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	switch cmd {
-	case "analyze run":
-		return []string{"--run-id", "r1", "--out", filepath.Join(dir, "out")}
-	case "analyze production":
-		return []string{"--from", "now-1h", "--out", filepath.Join(dir, "out")}
-	case "plan":
-		return []string{report, "--target-peak-rate", "1"}
-	case "phase":
-		return []string{"r1", "idle"}
-	}
-	return nil
-}
-
-// Every old name still works one release, and warns.
-func TestDeprecatedAliases(t *testing.T) {
-	for _, r := range renames {
-		t.Run(r.cmd+" --"+r.old, func(t *testing.T) {
-			_, p := testParser(t)
-			f := findFlag(p.Model.Node, r.cmd, r.new)
-			arg := "--" + r.old
-			switch {
-			case f.IsBool():
-			case f.Tag.Type == "existingdir":
-				arg += "=" + t.TempDir()
-			case f.Tag.Type == "existingfile":
-				arg += "=" + filepath.Join("..", "..", "go.mod")
-			case f.Target.Kind() == reflect.Map:
-				arg += "=X-Scope-OrgID=t"
-			case f.Target.Kind() == reflect.String:
-				arg += "=x"
-			case strings.HasSuffix(f.Target.Type().String(), "float64"):
-				arg += "=0.5"
-			case strings.HasSuffix(f.Target.Type().String(), "time.Duration"):
-				arg += "=3s"
-			default:
-				arg += "=3"
-			}
-			args := append(append(strings.Fields(r.cmd), requiredArgs(t, r.cmd)...), arg)
-			kctx, err := p.Parse(args)
-			if err != nil {
-				t.Fatalf("%v: %v", args, err)
-			}
-			if v := kctx.FlagValue(f); reflect.ValueOf(v).IsZero() {
-				t.Errorf("%v: --%s is %v", args, r.new, v)
-			}
-			var logs bytes.Buffer
-			warnDeprecated(kctx, args, slog.New(slog.NewTextHandler(&logs, nil)))
-			if !strings.Contains(logs.String(), "deprecated flag") || !strings.Contains(logs.String(), "flag=--"+r.old) {
-				t.Errorf("%v: no deprecation warning: %q", args, logs.String())
-			}
-			if f.Hidden {
-				return
-			}
-			if !strings.Contains(logs.String(), "use --"+r.new) {
-				t.Errorf("%v: the warning does not name --%s: %q", args, r.new, logs.String())
-			}
-		})
-	}
-}
-
-// The new names do not warn; an environment variable of the old shared
-// scheme does.
-func TestNoWarningForNewNames(t *testing.T) {
-	args := []string{"demo", "--runs-dir=x", "--formal.duration=1s"}
-	_, p := testParser(t)
-	kctx, err := p.Parse(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	warnDeprecated(kctx, args, slog.New(slog.NewTextHandler(&logs, nil)))
-	if logs.Len() != 0 {
-		t.Errorf("warned: %s", logs.String())
-	}
-	t.Setenv("JOULEMARK_WEB_LISTEN_ADDRESS", ":1")
-	warnDeprecated(kctx, args, slog.New(slog.NewTextHandler(&logs, nil)))
-	if !strings.Contains(logs.String(), "env=JOULEMARK_WEB_LISTEN_ADDRESS") || !strings.Contains(logs.String(), "JOULEMARK_DEMO_WEB_LISTEN_ADDRESS") {
-		t.Errorf("old env var: %q", logs.String())
-	}
 }
 
 // Flags and --config share benchjob.Defaults: the same run given either way
@@ -517,5 +390,28 @@ func TestReportOnePrefix(t *testing.T) {
 	report(&buf, kctx, errors.Join(errors.New("tsdb serve: opening x: no such file"), errors.New("second")), false)
 	if got, want := buf.String(), "joulemark tsdb serve: opening x: no such file; second\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// The names before the convention are gone, not aliases (nothing was
+// released), and "did you mean" never names a hidden flag.
+func TestNoAliases(t *testing.T) {
+	for _, args := range [][]string{
+		{"exporter", "--interval=1s"},
+		{"bench", "--requests=3"},
+		{"analyze", "run", "--prometheus-url=http://x", "--run-id=r1"},
+		{"analyze", "run", "--archive=.", "--run-id=r1"},
+		{"analyze", "run", "--format=table", "--run-id=r1"},
+		{"phase", "r1", "idle", "--exporter.ca-file=x"},
+	} {
+		_, p := testParser(t)
+		if _, err := p.Parse(args); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+	_, p := testParser(t)
+	_, err := p.Parse([]string{"analyze", "run", "--prometheus.ur=http://x"})
+	if err == nil || !strings.Contains(err.Error(), "--prometheus.url") {
+		t.Errorf("typo: %v, want a suggestion of --prometheus.url", err)
 	}
 }

@@ -22,15 +22,15 @@ func TestTSDBServeReadOnlyByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	opts, err := parseCLI(t, "tsdb", "serve", "--data", dir).TSDB.Serve.options(log)
+	opts, err := parseCLI(t, "tsdb", "serve", "--storage.tsdb.path", dir).TSDB.Serve.options(log)
 	if err != nil || !opts.ReadOnly || !opts.DisableRemoteWrite {
 		t.Errorf("default: %+v %v, want read-only without remote write", opts, err)
 	}
-	opts, err = parseCLI(t, "tsdb", "serve", "--data", dir, "--storage.writable", "--web.enable-remote-write-receiver").TSDB.Serve.options(log)
+	opts, err = parseCLI(t, "tsdb", "serve", "--storage.tsdb.path", dir, "--storage.writable", "--web.enable-remote-write-receiver").TSDB.Serve.options(log)
 	if err != nil || opts.ReadOnly || opts.DisableRemoteWrite {
 		t.Errorf("--storage.writable with remote write: %+v %v", opts, err)
 	}
-	_, err = parseCLI(t, "tsdb", "serve", "--data", dir, "--web.enable-remote-write-receiver").TSDB.Serve.options(log)
+	_, err = parseCLI(t, "tsdb", "serve", "--storage.tsdb.path", dir, "--web.enable-remote-write-receiver").TSDB.Serve.options(log)
 	if err == nil || !strings.Contains(err.Error(), "--storage.writable") {
 		t.Errorf("remote write without --storage.writable: %v", err)
 	}

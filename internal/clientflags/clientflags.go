@@ -18,7 +18,6 @@ package clientflags
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 
@@ -38,78 +37,23 @@ const (
 const TokenEnv = "JOULEMARK_API_TOKEN"
 
 // HTTP is the client configuration of one party: a prometheus/common HTTP
-// client config file and a bearer token file. The Deprecated flags are the
-// per-command auth and TLS flags of earlier releases, hidden, kept one
-// release.
+// client config file and a bearer token file.
 type HTTP struct {
 	ConfigFile      string `name:"http-config-file" type:"existingfile" placeholder:"FILE" help:"HTTP client config file for ${party}: authorization, basic_auth, tls_config, proxy_url, http_headers (e.g. X-Scope-OrgID), as promtool takes."`
 	BearerTokenFile string `name:"bearer-token-file" type:"existingfile" placeholder:"FILE" help:"File holding the bearer token for ${party}${token_env}."`
-
-	Deprecated Deprecated `embed:""`
 }
 
-// Deprecated are the auth and TLS flags of earlier releases. They are hidden
-// and go into the HTTP client configuration as before; their help is the
-// warning logged when one is used.
-type Deprecated struct {
-	BasicAuthUser         string            `name:"basic-auth-user" hidden:"" help:"use basic_auth.username in the http config file."`
-	BasicAuthPasswordFile string            `name:"basic-auth-password-file" hidden:"" help:"use basic_auth.password_file in the http config file."`
-	CAFile                string            `name:"ca-file" hidden:"" help:"use tls_config.ca_file in the http config file."`
-	CertFile              string            `name:"cert-file" hidden:"" help:"use tls_config.cert_file in the http config file."`
-	KeyFile               string            `name:"key-file" hidden:"" help:"use tls_config.key_file in the http config file."`
-	ServerName            string            `name:"server-name" hidden:"" help:"use tls_config.server_name in the http config file."`
-	InsecureSkipVerify    bool              `name:"insecure-skip-verify" hidden:"" help:"use tls_config.insecure_skip_verify in the http config file."`
-	Headers               map[string]string `name:"header" hidden:"" help:"use http_headers in the http config file."`
-}
-
-func (d Deprecated) set() bool {
-	return d.BasicAuthUser != "" || d.BasicAuthPasswordFile != "" || d.CAFile != "" || d.CertFile != "" || d.KeyFile != "" ||
-		d.ServerName != "" || d.InsecureSkipVerify || len(d.Headers) > 0
-}
-
-// apply writes the deprecated flags into c.
-func (d Deprecated) apply(c *config.HTTPClientConfig, prefix string) error {
-	if d.BasicAuthUser != "" || d.BasicAuthPasswordFile != "" {
-		if d.BasicAuthUser == "" {
-			return fmt.Errorf("--%sbasic-auth-password-file needs a basic-auth user", prefix)
-		}
-		c.BasicAuth = &config.BasicAuth{Username: d.BasicAuthUser, PasswordFile: d.BasicAuthPasswordFile}
-	}
-	c.TLSConfig = config.TLSConfig{CAFile: d.CAFile, CertFile: d.CertFile, KeyFile: d.KeyFile, ServerName: d.ServerName,
-		InsecureSkipVerify: d.InsecureSkipVerify}
-	if len(d.Headers) > 0 {
-		h := map[string]config.Header{}
-		for k, v := range d.Headers {
-			name := http.CanonicalHeaderKey(strings.TrimSpace(k))
-			if name == "" {
-				return fmt.Errorf("--%sheader %q=%q: empty name", prefix, k, v)
-			}
-			h[name] = config.Header{Values: []string{v}}
-		}
-		c.HTTPHeaders = &config.Headers{Headers: h}
-	}
-	return nil
-}
-
-// base is the configuration of the file, or of the deprecated flags, or
-// the default; never both a file and deprecated flags.
+// base is the configuration of the file, or the default.
 func (h HTTP) base(prefix string) (config.HTTPClientConfig, error) {
 	c := config.DefaultHTTPClientConfig
-	if h.ConfigFile != "" {
-		if h.Deprecated.set() {
-			return c, fmt.Errorf("--%shttp-config-file and the deprecated --%s* auth/TLS flags are exclusive: put everything in %s",
-				prefix, prefix, h.ConfigFile)
-		}
-		fc, _, err := config.LoadHTTPConfigFile(h.ConfigFile)
-		if err != nil {
-			return c, fmt.Errorf("--%shttp-config-file %s: %w", prefix, h.ConfigFile, err)
-		}
-		return *fc, nil
+	if h.ConfigFile == "" {
+		return c, nil
 	}
-	if err := h.Deprecated.apply(&c, prefix); err != nil {
-		return c, err
+	fc, _, err := config.LoadHTTPConfigFile(h.ConfigFile)
+	if err != nil {
+		return c, fmt.Errorf("--%shttp-config-file %s: %w", prefix, h.ConfigFile, err)
 	}
-	return c, nil
+	return *fc, nil
 }
 
 // AuthSection names the authentication section of c: "authorization"
@@ -145,10 +89,7 @@ func (h HTTP) config(prefix string) (config.HTTPClientConfig, error) {
 
 // source names where the configuration came from, for errors.
 func (h HTTP) source(prefix string) string {
-	if h.ConfigFile != "" {
-		return "--" + prefix + "http-config-file " + h.ConfigFile
-	}
-	return "the deprecated --" + prefix + "* flags"
+	return "--" + prefix + "http-config-file " + h.ConfigFile
 }
 
 func validate(c config.HTTPClientConfig, prefix string) error {

@@ -122,17 +122,6 @@ func TestHTTPConfig(t *testing.T) {
 		{name: "bad YAML", args: []string{"--prometheus.http-config-file", badYAML}, wantErr: "--prometheus.http-config-file " + badYAML + ": yaml"},
 		{name: "unknown field", args: []string{"--prometheus.http-config-file", unknown}, wantErr: "usrname"},
 		{name: "invalid combination", args: []string{"--prometheus.http-config-file", twoAuth}, wantErr: "--prometheus.http-config-file " + twoAuth},
-		{name: "deprecated flags", args: []string{"--prometheus.basic-auth-user", "u", "--prometheus.basic-auth-password-file", pw,
-			"--prometheus.ca-file", "/ca.pem", "--prometheus.header", "x-scope-orgid=t"}, check: func(t *testing.T, c config.HTTPClientConfig) {
-			if c.BasicAuth == nil || c.BasicAuth.Username != "u" || c.TLSConfig.CAFile != "/ca.pem" || c.HTTPHeaders.Headers["X-Scope-Orgid"].Values[0] != "t" {
-				t.Errorf("deprecated flags gave %+v", c)
-			}
-		}},
-		{name: "deprecated flags with a file", args: []string{"--prometheus.http-config-file", headers, "--prometheus.ca-file", "/ca.pem"},
-			wantErr: "--prometheus.http-config-file and the deprecated --prometheus.* auth/TLS flags are exclusive"},
-		{name: "deprecated password without user", args: []string{"--prometheus.basic-auth-password-file", pw}, wantErr: "needs a basic-auth user"},
-		{name: "deprecated basic auth with the shortcut", args: []string{"--prometheus.basic-auth-user", "u", "--prometheus.bearer-token-file", token},
-			wantErr: "conflicts with basic_auth in the deprecated --prometheus.* flags"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parse(t, tc.args...).Prometheus.HTTPConfig()
@@ -186,8 +175,6 @@ func TestExporterToken(t *testing.T) {
 		{name: "env alias", env: "from-env", wantToken: "from-env"},
 		{name: "file over env", env: "from-env", args: []string{"--exporter.bearer-token-file", token}, wantToken: "phase-token"},
 		{name: "basic auth takes the header", args: []string{"--exporter.bearer-token-file", token, "--exporter.http-config-file", basic},
-			wantToken: "phase-token", wantHeader: true},
-		{name: "deprecated basic auth", args: []string{"--exporter.bearer-token-file", token, "--exporter.basic-auth-user", "u"},
 			wantToken: "phase-token", wantHeader: true},
 		{name: "authorization in the file", env: "from-env", args: []string{"--exporter.http-config-file", authz}, wantHeader: true},
 		{name: "authorization and token file", args: []string{"--exporter.http-config-file", authz, "--exporter.bearer-token-file", token},
