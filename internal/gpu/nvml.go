@@ -64,25 +64,35 @@ type NVML struct {
 
 	mu     sync.RWMutex // held (read) across every library call; Close takes it
 	closed bool
-	devs   []*nvmlDevice
+	slots  []*nvmlSlot
 
 	infoMu sync.RWMutex
 	info   []Device
 }
 
-type nvmlDevice struct {
-	opened atomic.Bool // h and the probe results are set
-	h      nvml.Device
+// nvmlSlot is GPU i's place in the backend: its device once opened, and
+// when opening it is tried again meanwhile.
+type nvmlSlot struct {
+	dev atomic.Pointer[nvmlDevice] // nil until the GPU opened; then never changes
 
-	mu        sync.Mutex
-	batched   bool   // GetFieldValues works on this GPU
-	instant   bool   // field 186 answered at the probe
-	average   bool   // field 185 answered at the probe
-	counter   bool   // the energy counter is used
-	scope     uint32 // the power fields' ScopeId
+	mu        sync.Mutex // serializes opening and the retry times
 	nextRetry time.Time
 	retryWait time.Duration
-	fieldBuf  [2]nvml.FieldValue
+}
+
+// nvmlDevice is an opened GPU: a handle and what its probe found, fixed once
+// published in its slot. Only use (through device) hands one out, so no
+// call can reach a GPU that did not open.
+type nvmlDevice struct {
+	h       nvml.Device // never nil
+	batched bool        // GetFieldValues works on this GPU
+	instant bool        // field 186 answered at the probe
+	average bool        // field 185 answered at the probe
+	counter bool        // the energy counter is used
+	scope   uint32      // the power fields' ScopeId
+
+	mu       sync.Mutex // serializes the fast read (fieldBuf)
+	fieldBuf [2]nvml.FieldValue
 }
 
 // OpenNVML loads the system's NVML library (libnvidia-ml.so.1) and opens
@@ -179,21 +189,21 @@ func (b *NVML) open() error {
 		b.cuda = fmt.Sprintf("%d.%d", c/1000, c%1000/10)
 	}
 	b.info = make([]Device, n)
-	b.devs = make([]*nvmlDevice, n)
+	b.slots = make([]*nvmlSlot, n)
 	ok := 0
 	for i := range n {
-		b.devs[i] = &nvmlDevice{retryWait: b.opts.RetryInterval}
+		b.slots[i] = &nvmlSlot{retryWait: b.opts.RetryInterval}
 		d, dev, err := b.openDevice(i)
 		if err != nil {
 			b.info[i] = Device{Index: i, Name: "unknown", DriverVersion: b.driver, Err: err.Error()}
-			b.devs[i].nextRetry = b.clock.Now().Add(b.opts.RetryInterval)
+			b.slots[i].nextRetry = b.clock.Now().Add(b.opts.RetryInterval)
 			if b.opts.Logger != nil {
 				b.opts.Logger.Warn("GPU could not be opened; listing it down and retrying", "gpu", i, "err", err, "retry_every", b.opts.RetryInterval)
 			}
 			continue
 		}
-		dev.opened.Store(true)
-		b.info[i], b.devs[i] = d, dev
+		b.info[i] = d
+		b.slots[i].dev.Store(dev)
 		ok++
 	}
 	if ok == 0 {
@@ -214,8 +224,8 @@ func (b *NVML) waitForAny(n int) error {
 				errs = append(errs, err)
 				continue
 			}
-			dev.opened.Store(true)
-			b.info[i], b.devs[i] = d, dev
+			b.info[i] = d
+			b.slots[i].dev.Store(dev)
 			return struct{}{}, nil
 		}
 		return struct{}{}, errors.Join(errs...)
@@ -267,7 +277,7 @@ func (b *NVML) openDevice(i int) (Device, *nvmlDevice, error) {
 			}
 		}
 	}
-	dev := &nvmlDevice{h: h, retryWait: b.opts.RetryInterval}
+	dev := &nvmlDevice{h: h}
 	trace, err := dev.probe(i, b.syms[symFieldValues], b.syms[symTotalEnergy])
 	if err != nil {
 		return Device{}, nil, err
@@ -498,56 +508,59 @@ func fieldValue(f nvml.FieldValue) (float64, bool) {
 	return 0, false
 }
 
-// checkGPU is an error when the backend is closed or has no GPU i. Called
-// with b.mu read-held.
-func (b *NVML) checkGPU(i int) error {
-	if b.closed {
-		return errors.New("nvml: backend closed")
+// use calls f with GPU i's opened device, b.mu read-held so Close waits
+// for it: the one way to a GPU's handle. A GPU that is not open (it
+// failed to open and its retry time has not come, or the retry failed), an
+// index out of range, or a closed backend is an error and f is not called.
+func (b *NVML) use(i int, f func(d *nvmlDevice) error) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	d, err := b.device(i)
+	if err != nil {
+		return err
 	}
-	if i < 0 || i >= len(b.devs) {
-		return fmt.Errorf("nvml: no GPU %d", i)
-	}
-	return nil
+	return f(d)
 }
 
-// device returns GPU i's state, opening it again first when it failed to
-// open and its retry time came. Called with b.mu read-held.
+// device returns GPU i's opened device, opening it again first when it
+// failed to open and its retry time came. Called with b.mu read-held.
 func (b *NVML) device(i int) (*nvmlDevice, error) {
-	if err := b.checkGPU(i); err != nil {
-		return nil, err
+	if b.closed {
+		return nil, errors.New("nvml: backend closed")
 	}
-	d := b.devs[i]
-	if d.opened.Load() {
+	if i < 0 || i >= len(b.slots) {
+		return nil, fmt.Errorf("nvml: no GPU %d", i)
+	}
+	sl := b.slots[i]
+	if d := sl.dev.Load(); d != nil {
 		return d, nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.opened.Load() {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if d := sl.dev.Load(); d != nil {
 		return d, nil
 	}
 	now := b.clock.Now()
-	if now.Before(d.nextRetry) {
+	if now.Before(sl.nextRetry) {
 		b.infoMu.RLock()
 		why := b.info[i].Err
 		b.infoMu.RUnlock()
-		return nil, fmt.Errorf("nvml: GPU %d not opened (%s); next try at %s", i, why, d.nextRetry.Format(time.RFC3339))
+		return nil, fmt.Errorf("nvml: GPU %d not opened (%s); next try at %s", i, why, sl.nextRetry.Format(time.RFC3339))
 	}
 	info, dev, err := b.openDevice(i)
 	if err != nil {
-		d.retryWait = min(2*d.retryWait, max(maxRetryWait, b.opts.RetryInterval))
-		d.nextRetry = now.Add(d.retryWait)
+		sl.retryWait = min(2*sl.retryWait, max(maxRetryWait, b.opts.RetryInterval))
+		sl.nextRetry = now.Add(sl.retryWait)
 		return nil, fmt.Errorf("nvml: GPU %d still not opened: %w", i, err)
 	}
-	// opened is set last: readers that see it see the handle and probe.
-	d.h, d.batched, d.instant, d.average, d.counter, d.scope = dev.h, dev.batched, dev.instant, dev.average, dev.counter, dev.scope
 	b.infoMu.Lock()
 	b.info[i] = info
 	b.infoMu.Unlock()
-	d.opened.Store(true)
+	sl.dev.Store(dev) // published whole: readers see the handle and the probe
 	if b.opts.Logger != nil {
 		b.opts.Logger.Info("GPU opened after failing at start", "gpu", i, "uuid", info.UUID)
 	}
-	return d, nil
+	return dev, nil
 }
 
 // Sample reads GPU i's power and energy counter: one batched GetFieldValues
@@ -556,12 +569,16 @@ func (b *NVML) device(i int) (*nvmlDevice, error) {
 // nvmlDeviceGetPowerUsage and nvmlDeviceGetTotalEnergyConsumption as
 // fallbacks. The sample is stamped at the midpoint of the NVML calls.
 func (b *NVML) Sample(i int) (Sample, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	d, err := b.device(i)
-	if err != nil {
-		return Sample{}, err
-	}
+	var s Sample
+	err := b.use(i, func(d *nvmlDevice) (err error) {
+		s, err = b.sample(i, d)
+		return err
+	})
+	return s, err
+}
+
+// sample is Sample on the opened device d.
+func (b *NVML) sample(i int, d *nvmlDevice) (Sample, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var s Sample
@@ -614,12 +631,16 @@ func (b *NVML) Sample(i int) (Sample, error) {
 // power (field 185) of GPU i. Values the GPU does not give are NaN; a lost
 // GPU is an error.
 func (b *NVML) SlowSample(i int) (SlowSample, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	d, err := b.device(i)
-	if err != nil {
-		return SlowSample{}, err
-	}
+	var s SlowSample
+	err := b.use(i, func(d *nvmlDevice) (err error) {
+		s, err = b.slowSample(i, d)
+		return err
+	})
+	return s, err
+}
+
+// slowSample is SlowSample on the opened device d.
+func (b *NVML) slowSample(i int, d *nvmlDevice) (SlowSample, error) {
 	h := d.h
 	nan := math.NaN()
 	s := SlowSample{MemoryUsedBytes: nan, UtilizationRatio: nan, TemperatureCelsius: nan, PowerLimitWatts: nan, SMClockHertz: nan, AvgPowerWatts: nan, ComputeProcesses: -1}

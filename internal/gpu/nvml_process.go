@@ -15,13 +15,16 @@ const processWindow = 2 * time.Second
 // and averages each process's SM utilization over its samples. No process
 // in the window (NVML's NOT_FOUND) is an empty list.
 func (b *NVML) ProcessSM(i int) ([]ProcessSM, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if err := b.checkGPU(i); err != nil {
+	var samples []nvml.ProcessUtilizationSample
+	ret := nvml.SUCCESS
+	err := b.use(i, func(d *nvmlDevice) error {
+		since := uint64(b.clock.Now().Add(-processWindow).UnixMicro())
+		samples, ret = d.h.GetProcessUtilization(since)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	since := uint64(b.clock.Now().Add(-processWindow).UnixMicro())
-	samples, ret := b.devs[i].h.GetProcessUtilization(since)
 	switch ret {
 	case nvml.SUCCESS:
 	case nvml.ERROR_NOT_FOUND:
@@ -52,12 +55,15 @@ func (b *NVML) ProcessSM(i int) ([]ProcessSM, error) {
 // MIGUUIDs lists GPU i's MIG instance UUIDs; none when MIG is off or not
 // supported.
 func (b *NVML) MIGUUIDs(i int) ([]string, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if err := b.checkGPU(i); err != nil {
-		return nil, err
-	}
-	h := b.devs[i].h
+	var out []string
+	err := b.use(i, func(d *nvmlDevice) (err error) {
+		out, err = migUUIDs(i, d.h)
+		return err
+	})
+	return out, err
+}
+
+func migUUIDs(i int, h nvml.Device) ([]string, error) {
 	cur, _, ret := h.GetMigMode()
 	if ret != nvml.SUCCESS || cur != nvml.DEVICE_MIG_ENABLE {
 		return nil, nil

@@ -311,6 +311,16 @@ func TestNVMLLostGPUAtStart(t *testing.T) {
 	if _, err := b.Sample(3); err == nil {
 		t.Error("a GPU that is not open sampled")
 	}
+	// Every per-GPU call goes through the open check: none reaches a nil handle.
+	if _, err := b.MIGUUIDs(3); err == nil {
+		t.Error("MIGUUIDs of a GPU that is not open answered")
+	}
+	if _, err := b.ProcessSM(3); err == nil {
+		t.Error("ProcessSM of a GPU that is not open answered")
+	}
+	if _, err := b.SlowSample(3); err == nil {
+		t.Error("SlowSample of a GPU that is not open answered")
+	}
 	if _, err := b.Sample(4); err != nil {
 		t.Errorf("GPU 4: %v", err)
 	}
