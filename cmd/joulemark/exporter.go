@@ -55,6 +55,7 @@ type ExporterCmd struct {
 	SimCounterPeriod time.Duration `name:"sim.counter-period" default:"0s" help:"How often the simulated energy counter updates (real drivers: about 100ms; 0: continuously)."`
 	SimCounterOffset time.Duration `name:"sim.counter-offset" default:"0s" help:"Phase of the simulated counter's update grid (updates at offset + k·period)."`
 	SimCounterJitter time.Duration `name:"sim.counter-jitter" default:"0s" help:"Each simulated counter update moves by a seeded amount within ±this (at most 0.45·--sim.counter-period)."`
+	SimPowerBias     float64       `name:"sim.power-bias" default:"1" help:"Simulated power readings are this factor times the power the simulated energy counter integrates (a real GPU's instant power may read a few percent off its counter); 0.5..1.5."`
 	SimHangGPU       int           `name:"sim.hang-gpu" default:"-1" help:"Simulated GPU whose reads hang (as a hung driver call) after --sim.hang-after; -1: none."`
 	SimHangAfter     time.Duration `name:"sim.hang-after" default:"0s" help:"When the reads of --sim.hang-gpu start hanging, after the exporter starts."`
 	SimHangShutdown  bool          `name:"sim.hang-shutdown" help:"With --sim.hang-gpu: the hung call also blocks the backend's shutdown for good, as NVML's shutdown behind a hung driver call (the exporter exits anyway, after a bounded wait)."`
@@ -92,7 +93,7 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 			RampSeconds: c.SimRampSeconds, DecayTau: c.SimDecaySeconds, NoiseWatts: c.SimNoiseWatts,
 			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter, CounterPeriod: c.SimCounterPeriod,
 			CounterOffset: c.SimCounterOffset, CounterJitter: c.SimCounterJitter, HangBlocksClose: c.SimHangShutdown,
-			DownAtStart: downAtStart(c.SimDownGPU), DownFor: c.SimDownFor,
+			DownAtStart: downAtStart(c.SimDownGPU), DownFor: c.SimDownFor, PowerBias: c.SimPowerBias,
 		})
 		if err != nil {
 			return err
