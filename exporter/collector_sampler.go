@@ -12,7 +12,7 @@ func newSamplerCollector(e *Exporter) *samplerCollector {
 	return &samplerCollector{e: e,
 		samples: prometheus.NewDesc("joulemark_sampler_samples_total", "Power samples taken.", gpuLabels, nil),
 		errors: prometheus.NewDesc("joulemark_sampler_errors_total",
-			"Failed or invalid GPU reads, by reason: read (a fast read failed), slow (a 1 Hz read failed), counter (the energy counter could not be read; the interval was integrated from power), invalid (a NaN, infinite or negative power).",
+			"Failed or invalid GPU reads, by reason: read (a fast read failed), slow (a 1 Hz read failed), counter (the energy counter could not be read; the interval was integrated from power), invalid (a NaN, infinite or negative power), power_fallback (the power field failed and nvmlDeviceGetPowerUsage answered; joulemark_gpu_info's power_source names what it read).",
 			[]string{"gpu", "uuid", "reason"}, nil),
 		overruns: prometheus.NewDesc("joulemark_sampler_overruns_total", "Sampling periods missed because one GPU read took longer than the interval (all GPUs).", nil, nil),
 		interval: prometheus.NewDesc("joulemark_sampler_interval_seconds", "Configured fast sampling period.", nil, nil),

@@ -160,9 +160,12 @@ const (
 	errSlow    = "slow"    // a slow (1 Hz) read failed
 	errCounter = "counter" // the energy counter could not be read; the interval was integrated from power
 	errInvalid = "invalid" // a power value that is NaN, infinite or negative
+	// errFallback: the power field failed and a fallback call answered;
+	// joulemark_gpu_info's power_source names that reading's source.
+	errFallback = "power_fallback"
 )
 
-var errorReasons = []string{errRead, errSlow, errCounter, errInvalid}
+var errorReasons = []string{errRead, errSlow, errCounter, errInvalid, errFallback}
 
 // stallIntervals: a GPU whose backend call has not returned for this many
 // intervals is stalled (joulemark_gpu_up 0, /healthz fails).
@@ -180,6 +183,7 @@ type gpuState struct {
 	has         bool
 	lastT       int64
 	lastP       float64
+	lastSource  string  // the latest sample's power source when not the device's (gpu.Sample.PowerSource)
 	energy      float64 // cumulative joules since exporter start
 	lastCounter float64
 	hasCounter  bool // lastCounter is the counter at lastT
@@ -646,6 +650,10 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 	if g.counter && !s.HasEnergy {
 		g.errors[errCounter]++
 	}
+	if s.PowerSource != "" {
+		g.errors[errFallback]++
+	}
+	g.lastSource = s.PowerSource
 	if g.has {
 		dt := float64(t-g.lastT) / 1e9
 		de := (g.lastP + p) / 2 * dt

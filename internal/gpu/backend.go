@@ -67,8 +67,13 @@ type Device struct {
 type Sample struct {
 	// Time is when the reading was taken (monotonic where the clock has it).
 	Time time.Time
-	// PowerWatts is the power the Device's PowerSource names.
+	// PowerWatts is the power the Device's PowerSource names, unless
+	// PowerSource is set.
 	PowerWatts float64
+	// PowerSource, when not empty, is what PowerWatts is this time
+	// (PowerInstant, PowerAverage): the GPU's power field failed and a
+	// fallback call (nvmlDeviceGetPowerUsage) answered.
+	PowerSource string
 	// EnergyJoules is the GPU's cumulative energy counter; valid when
 	// HasEnergy. It may reset (decrease), e.g. on a driver reload.
 	EnergyJoules float64

@@ -90,6 +90,7 @@ type nvmlDevice struct {
 	average bool        // field 185 answered at the probe
 	counter bool        // the energy counter is used
 	scope   uint32      // the power fields' ScopeId
+	usage   string      // what nvmlDeviceGetPowerUsage reads on this GPU (PowerInstant or PowerAverage)
 
 	mu       sync.Mutex // serializes the fast read (fieldBuf)
 	fieldBuf [2]nvml.FieldValue
@@ -259,8 +260,10 @@ func (b *NVML) openDevice(i int) (Device, *nvmlDevice, error) {
 	if mem, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
 		d.MemoryTotalBytes = mem.Total
 	}
+	var pciID uint32
 	if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
 		d.PCIBusID = cString(pci.BusId[:])
+		pciID = pci.PciDeviceId
 	}
 	arch := nvml.DeviceArchitecture(nvml.DEVICE_ARCH_UNKNOWN)
 	if b.syms[symArchitecture] {
@@ -277,7 +280,7 @@ func (b *NVML) openDevice(i int) (Device, *nvmlDevice, error) {
 			}
 		}
 	}
-	dev := &nvmlDevice{h: h}
+	dev := &nvmlDevice{h: h, usage: powerUsageSource(arch, d.Name, pciID)}
 	trace, err := dev.probe(i, b.syms[symFieldValues], b.syms[symTotalEnergy])
 	if err != nil {
 		return Device{}, nil, err
@@ -307,7 +310,7 @@ func (b *NVML) openDevice(i int) (Device, *nvmlDevice, error) {
 	case dev.average:
 		d.PowerSource = PowerAverage
 	default:
-		d.PowerSource = powerUsageSource(arch, d.Name)
+		d.PowerSource = dev.usage
 	}
 	d.EnergySource = EnergyIntegrated
 	if dev.counter {
@@ -346,16 +349,39 @@ var c2cMode = func(h nvml.Device) (bool, nvml.Return) {
 
 // powerUsageSource is what nvmlDeviceGetPowerUsage returns: a 1 s average on
 // Ampere (except GA100) and later, instantaneous power on GA100 and older.
-func powerUsageSource(arch nvml.DeviceArchitecture, name string) string {
+func powerUsageSource(arch nvml.DeviceArchitecture, name string, pciDeviceID uint32) string {
 	if arch == nvml.DEVICE_ARCH_UNKNOWN {
 		return PowerAverage // newer than this go-nvml knows, or not told
 	}
-	n := strings.ToUpper(name)
-	ga100 := strings.Contains(n, "A100") || strings.Contains(n, "A30") || strings.Contains(n, "A800")
-	if arch < nvml.DEVICE_ARCH_AMPERE || (arch == nvml.DEVICE_ARCH_AMPERE && ga100) {
+	if arch < nvml.DEVICE_ARCH_AMPERE || (arch == nvml.DEVICE_ARCH_AMPERE && isGA100(pciDeviceID, name)) {
 		return PowerInstant
 	}
 	return PowerAverage
+}
+
+// nvidiaVendor is NVIDIA's PCI vendor id, the low 16 bits of
+// nvmlPciInfo_t.pciDeviceId (the device id is the high 16).
+const nvidiaVendor = 0x10de
+
+// isGA100 tells a GA100 GPU (A100, A30, A800, CMP 170HX) by its PCI device
+// id, 0x2080–0x20FF, where NVML gives it; else by its exact marketing name.
+// No substring: "NVIDIA RTX A1000" (GA107) and "NVIDIA RTX A3000" (GA104)
+// contain "A100" and "A30".
+func isGA100(pciDeviceID uint32, name string) bool {
+	if pciDeviceID&0xffff == nvidiaVendor {
+		id := pciDeviceID >> 16
+		return id >= 0x2080 && id <= 0x20ff
+	}
+	return ga100Names[strings.TrimPrefix(name, "NVIDIA ")]
+}
+
+// ga100Names are the names NVML gives GA100 boards.
+var ga100Names = map[string]bool{
+	"A100-SXM4-40GB": true, "A100-SXM4-80GB": true, "A100-PCIE-40GB": true, "A100-PCIE-80GB": true,
+	"A100 80GB PCIe": true, "A100-SXM-64GB": true, "A100-SXM-80GB": true, "A100X": true,
+	"A30": true, "A30X": true, "A30 24GB": true,
+	"A800-SXM4-80GB": true, "A800-SXM4-40GB": true, "A800 80GB PCIe": true, "A800 40GB PCIe": true, "A800 40GB Active": true,
+	"A800 80GB PCIe LC": true, "AX800": true, "PG506-207": true, "PG506-217": true, "PG506-232": true, "PG506-242": true, "PG506-243": true,
 }
 
 func archName(a nvml.DeviceArchitecture) string {
@@ -608,6 +634,9 @@ func (b *NVML) sample(i int, d *nvmlDevice) (Sample, error) {
 			return s, nvmlErr(i, "reading power", ret)
 		}
 		power = float64(mw) / 1000
+		if d.batched {
+			s.PowerSource = d.usage // the field failed: this reading is another source's
+		}
 	}
 	if d.counter && math.IsNaN(energy) {
 		mj, ret := d.h.GetTotalEnergyConsumption()

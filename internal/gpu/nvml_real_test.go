@@ -203,16 +203,22 @@ func TestPowerUsageSourcePerArchitecture(t *testing.T) {
 	for _, tc := range []struct {
 		arch nvml.DeviceArchitecture
 		name string
+		pci  uint32 // nvmlPciInfo_t.pciDeviceId, 0: unknown
 		want string
 	}{
-		{nvml.DEVICE_ARCH_VOLTA, "Tesla V100-SXM2-32GB", PowerInstant},
-		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A100-SXM4-80GB", PowerInstant}, // GA100
-		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A30", PowerInstant},            // GA100
-		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A10", PowerAverage},            // GA102
-		{nvml.DEVICE_ARCH_HOPPER, "NVIDIA H200", PowerAverage},
+		{nvml.DEVICE_ARCH_VOLTA, "Tesla V100-SXM2-32GB", 0, PowerInstant},
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A100-SXM4-80GB", 0, PowerInstant}, // GA100
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A30", 0, PowerInstant},            // GA100
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A10", 0, PowerAverage},            // GA102
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA RTX A1000", 0, PowerAverage},      // GA107: "A100" in its name
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA RTX A3000 Laptop GPU", 0, PowerAverage},
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A100 80GB PCIe", 0x20b510de, PowerInstant},
+		{nvml.DEVICE_ARCH_AMPERE, "a renamed board", 0x20f310de, PowerInstant},       // A800 by its device id
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A100-SXM4-80GB", 0x25b010de, PowerAverage}, // the id wins over the name
+		{nvml.DEVICE_ARCH_HOPPER, "NVIDIA H200", 0x233510de, PowerAverage},
 	} {
-		if got := powerUsageSource(tc.arch, tc.name); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		if got := powerUsageSource(tc.arch, tc.name, tc.pci); got != tc.want {
+			t.Errorf("%s (%#x): %s, want %s", tc.name, tc.pci, got, tc.want)
 		}
 	}
 	// without the field API the exporter falls back to GetPowerUsage and

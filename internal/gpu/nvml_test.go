@@ -248,3 +248,31 @@ func BenchmarkNVMLMockSample(b *testing.B) {
 		}
 	}
 }
+
+// TestNVMLTransientFieldFailureLabelsItsSource: field 186 fails on one read
+// after the probe found it; that read falls back to GetPowerUsage (a 1 s
+// average on Hopper) and says so in Sample.PowerSource; the next good read
+// is the device's instant power again.
+func TestNVMLTransientFieldFailureLabelsItsSource(t *testing.T) {
+	gpus := healthyGPUs(8)
+	b, err := NewNVML(mockServer(gpus), NVMLOptions{MaxGPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if d := b.Devices()[0]; d.PowerSource != PowerInstant {
+		t.Fatalf("power source %s, want instant", d.PowerSource)
+	}
+	gpus[0].instantRet = nvml.ERROR_UNKNOWN
+	s, err := b.Sample(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PowerWatts != 90 || s.PowerSource != PowerAverage {
+		t.Errorf("fallback read %v W labelled %q, want 90 W labelled average", s.PowerWatts, s.PowerSource)
+	}
+	gpus[0].instantRet = nvml.SUCCESS
+	if s, _ := b.Sample(0); s.PowerWatts != 100 || s.PowerSource != "" {
+		t.Errorf("good read %v W labelled %q, want 100 W of the device's source", s.PowerWatts, s.PowerSource)
+	}
+}
