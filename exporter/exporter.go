@@ -53,6 +53,11 @@ type Config struct {
 	// when the bench reports the engine's exit (POST .../engine-exited),
 	// never from NVML's compute process list.
 	ReleaseRequireEngineExit bool
+	// ProcessesBlind, when set, says why NVML's process lists cannot be
+	// trusted (the exporter is outside the host's PID namespace, so other
+	// containers' processes are never listed): the release's process
+	// criterion is then met only unverified, never from the lists.
+	ProcessesBlind string
 	// ReleaseWindow is the span power is averaged over for the release
 	// check (default 1s, at least Interval).
 	ReleaseWindow time.Duration

@@ -62,6 +62,7 @@ type run struct {
 
 	idleAcc   []welford
 	idleProcs []int
+	idlePIDs  []map[uint32]bool // per GPU, every compute PID seen in the idle phase; nil: none known (release.go)
 	idleMem   []welford // memory in use over the idle phase (release.go)
 	rel       release
 	crit      releaseCriteria
@@ -98,6 +99,7 @@ func (r *run) onSlow(i int, s gpu.SlowSample) {
 	if s.ComputeProcesses > r.idleProcs[i] {
 		r.idleProcs[i] = s.ComputeProcesses
 	}
+	r.onIdlePIDs(i, s.ComputePIDs)
 	r.onIdleMemory(i, s.MemoryUsedBytes)
 }
 

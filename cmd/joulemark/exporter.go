@@ -131,11 +131,12 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		}
 		backend = b
 	}
+	blind := c.processesBlind(log)
 
 	cfg := exporter.Config{
 		Backend: backend, Interval: c.Interval, Retention: c.Retention,
 		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
-		ReleaseRequireEngineExit: c.ReleaseRequireEngineExit,
+		ReleaseRequireEngineExit: c.ReleaseRequireEngineExit, ProcessesBlind: blind,
 		IdleCVThreshold:          c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
 		StoragePath: c.StoragePath, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
 	}
@@ -193,6 +194,25 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	return closeExporter()
+}
+
+// processesBlind is why NVML's process lists cannot be trusted here ("" when
+// they can): with --gpu=nvml, an exporter outside the host's PID namespace
+// sees no other container's GPU process.
+func (c *ExporterCmd) processesBlind(log *slog.Logger) string {
+	if c.GPU != "nvml" {
+		return ""
+	}
+	ns, err := gpu.DetectPIDNamespace(c.Kubelet.ProcFS)
+	if err != nil {
+		why := fmt.Sprintf("the exporter's PID namespace is unknown (%v)", err)
+		log.Warn("NVML process lists cannot be trusted; the release's process criterion is met unverified", "why", why)
+		return why
+	}
+	if !ns.Host {
+		log.Warn("NVML process lists are blind; the release's process criterion is met unverified", "why", ns.Why())
+	}
+	return ns.Why()
 }
 
 // downAtStart is --sim.down-gpu as a list (-1: none).

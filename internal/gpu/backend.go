@@ -95,6 +95,10 @@ type SlowSample struct {
 	// ComputeProcesses is the number of compute processes on the GPU, -1
 	// when it cannot be told.
 	ComputeProcesses int
+	// ComputePIDs are those processes' PIDs, sorted (nil when they cannot
+	// be told): what the release's process criterion compares with the
+	// idle phase's. An MPS server is not one of them; its clients are.
+	ComputePIDs []uint32
 	// AvgPowerWatts is NVML's ~1 s average power (field 185), read at this
 	// rate because it changes no faster.
 	AvgPowerWatts float64

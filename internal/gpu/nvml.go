@@ -41,9 +41,12 @@ const (
 	symTotalEnergy           = "nvmlDeviceGetTotalEnergyConsumption"
 	symMigMode               = "nvmlDeviceGetMigMode"
 	symArchitecture          = "nvmlDeviceGetArchitecture"
+	symMPSProcesses          = "nvmlDeviceGetMPSComputeRunningProcesses"
+	symProcessName           = "nvmlSystemGetProcessName"
 )
 
-var optionalSymbols = []string{symClocksEventReasons, symClocksThrottleReasons, symC2cModeInfo, symFieldValues, symTotalEnergy, symMigMode, symArchitecture}
+var optionalSymbols = []string{symClocksEventReasons, symClocksThrottleReasons, symC2cModeInfo, symFieldValues, symTotalEnergy, symMigMode, symArchitecture,
+	symMPSProcesses, symProcessName}
 
 // maxRetryWait is how far the wait between reopen attempts of a GPU that
 // failed to open doubles (unless NVMLOptions.RetryInterval is longer).
@@ -703,8 +706,8 @@ func (b *NVML) slowSample(i int, d *nvmlDevice) (SlowSample, error) {
 			s.ClockEventReasons, s.HasClockEvents = r, true
 		}
 	}
-	if p, ret := h.GetComputeRunningProcesses(); ok(ret) {
-		s.ComputeProcesses = len(p)
+	if pids, ret := b.computePIDs(h); ok(ret) {
+		s.ComputePIDs, s.ComputeProcesses = pids, len(pids)
 	}
 	if d.average && d.batched {
 		fv := []nvml.FieldValue{{FieldId: fieldPowerAverage, ScopeId: d.scope}}

@@ -3,6 +3,8 @@
 package gpu
 
 import (
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -88,4 +90,37 @@ func migUUIDs(i int, h nvml.Device) ([]string, error) {
 		out = append(out, uuid)
 	}
 	return out, nil
+}
+
+// mpsServer is the name of CUDA MPS's server process. Under MPS, NVML lists
+// it among the compute processes for as long as the MPS daemon keeps it,
+// which outlives the engine; the engine is one of its clients.
+const mpsServer = "nvidia-cuda-mps-server"
+
+// computePIDs lists the PIDs of GPU h's compute processes, sorted: the
+// compute processes less MPS servers, plus MPS clients where the driver
+// lists them.
+func (b *NVML) computePIDs(h nvml.Device) ([]uint32, nvml.Return) {
+	procs, ret := h.GetComputeRunningProcesses()
+	if ret != nvml.SUCCESS {
+		return nil, ret
+	}
+	pids := make([]uint32, 0, len(procs))
+	for _, p := range procs {
+		if b.syms[symProcessName] {
+			if name, r := b.lib.SystemGetProcessName(int(p.Pid)); r == nvml.SUCCESS && filepath.Base(name) == mpsServer {
+				continue
+			}
+		}
+		pids = append(pids, p.Pid)
+	}
+	if b.syms[symMPSProcesses] {
+		if mps, r := h.GetMPSComputeRunningProcesses(); r == nvml.SUCCESS {
+			for _, p := range mps {
+				pids = append(pids, p.Pid)
+			}
+		}
+	}
+	slices.Sort(pids)
+	return slices.Compact(pids), nvml.SUCCESS
 }

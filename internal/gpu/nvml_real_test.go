@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -474,5 +475,51 @@ func TestNVMLMidpointTimestamp(t *testing.T) {
 	}
 	if got := smp.Time.Sub(before); got != 20*time.Millisecond {
 		t.Errorf("stamped %v after the call began, want 20ms (the midpoint of 40ms)", got)
+	}
+}
+
+// TestNVMLComputePIDsUnderMPS: under MPS, NVML lists the MPS server among
+// the compute processes for as long as the daemon keeps it, and the engine
+// as one of its clients. The PIDs leave the server out and take the
+// clients in, so the server outliving the engine does not hold a release.
+func TestNVMLComputePIDsUnderMPS(t *testing.T) {
+	s, _ := powered(t, 0)
+	engine := true
+	dev := nvmlmock.Device(s, 0)
+	dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		return []nvml.ProcessInfo{{Pid: 10}, {Pid: 30}}, nvml.SUCCESS
+	}
+	dev.GetMPSComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		if !engine {
+			return nil, nvml.SUCCESS
+		}
+		return []nvml.ProcessInfo{{Pid: 20}}, nvml.SUCCESS
+	}
+	s.SystemGetProcessNameFunc = func(pid int) (string, nvml.Return) {
+		switch pid {
+		case 10:
+			return "/usr/bin/nvidia-cuda-mps-server", nvml.SUCCESS
+		case 30:
+			return "python3", nvml.SUCCESS
+		}
+		return "", nvml.ERROR_NOT_FOUND
+	}
+	b, err := NewNVML(s, NVMLOptions{MaxGPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, tc := range []struct {
+		engine bool
+		want   []uint32
+	}{{true, []uint32{20, 30}}, {false, []uint32{30}}} {
+		engine = tc.engine
+		slow, err := b.SlowSample(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(slow.ComputePIDs, tc.want) || slow.ComputeProcesses != len(tc.want) {
+			t.Errorf("engine %v: PIDs %v (%d), want %v", tc.engine, slow.ComputePIDs, slow.ComputeProcesses, tc.want)
+		}
 	}
 }

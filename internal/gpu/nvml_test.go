@@ -5,6 +5,7 @@ package gpu
 import (
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -104,8 +105,8 @@ func TestNVMLBatchedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := SlowSample{MemoryUsedBytes: 3 << 30, UtilizationRatio: 0.2, TemperatureCelsius: 32, PowerLimitWatts: 700,
-		SMClockHertz: 1980e6, ClockEventReasons: 5, HasClockEvents: true, ComputeProcesses: 0, AvgPowerWatts: 90}
-	if slow != want {
+		SMClockHertz: 1980e6, ClockEventReasons: 5, HasClockEvents: true, ComputeProcesses: 0, ComputePIDs: []uint32{}, AvgPowerWatts: 90}
+	if !reflect.DeepEqual(slow, want) {
 		t.Errorf("slow sample %+v, want %+v", slow, want)
 	}
 }

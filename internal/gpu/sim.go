@@ -92,6 +92,10 @@ type SimConfig struct {
 
 const noiseTerms = 4
 
+// SimEnginePID is the PID the simulated engine's process has on every GPU
+// it loads.
+const SimEnginePID = 4242
+
 // Sim is a set of simulated GPUs with a piecewise closed-form power
 // function; ExactEnergy integrates it exactly. Safe for concurrent use.
 type Sim struct {
@@ -330,15 +334,15 @@ func (s *Sim) SlowSample(i int) (SlowSample, error) {
 	p := g.power(s.sec(now))
 	util := math.Max(0, math.Min(1, (p-g.idle)/(s.cfg.MaxWatts-g.idle)))
 	mem := 0.0
-	procs := 0
+	pids := []uint32{}
 	if s.state == EngineLoading || (s.state == EngineRunning && g.load > 0) {
 		mem = 0.9 * float64(80<<30)
-		procs = 1
+		pids = []uint32{SimEnginePID}
 	}
 	return SlowSample{
 		MemoryUsedBytes: mem, UtilizationRatio: math.Round(util*100) / 100,
 		TemperatureCelsius: math.Round(30 + 45*util), PowerLimitWatts: s.cfg.MaxWatts,
-		SMClockHertz: 1980e6, HasClockEvents: true, ComputeProcesses: procs, AvgPowerWatts: s.cfg.PowerBias * p,
+		SMClockHertz: 1980e6, HasClockEvents: true, ComputeProcesses: len(pids), ComputePIDs: pids, AvgPowerWatts: s.cfg.PowerBias * p,
 	}, nil
 }
 
