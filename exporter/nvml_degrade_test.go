@@ -170,4 +170,3 @@ func TestFallbackReadCarriesItsSource(t *testing.T) {
 		}
 	}
 }
-

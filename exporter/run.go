@@ -63,7 +63,7 @@ type run struct {
 	idleAcc   []welford
 	idleProcs []int
 	idlePIDs  []map[uint32]bool // per GPU, every compute PID seen in the idle phase; nil: none known (release.go)
-	idleMem   []welford // memory in use over the idle phase (release.go)
+	idleMem   []welford         // memory in use over the idle phase (release.go)
 	rel       release
 	crit      releaseCriteria
 	endReason string         // phaseapi.EndReason*, once ended

@@ -137,7 +137,7 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		Backend: backend, Interval: c.Interval, Retention: c.Retention,
 		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
 		ReleaseRequireEngineExit: c.ReleaseRequireEngineExit, ProcessesBlind: blind,
-		IdleCVThreshold:          c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
+		IdleCVThreshold: c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
 		StoragePath: c.StoragePath, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
 	}
 	if c.PowercapPath != "" {
