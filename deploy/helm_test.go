@@ -53,7 +53,7 @@ var helmValueSets = []struct {
 		"tolerations":       []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}},
 		"prometheusRelease": "kps",
 		"webConfig":         map[string]any{"enabled": true, "config": map[string]any{"basic_auth_users": map[string]any{"prometheus": "$2y$10$abc"}}},
-		"exporter":          map[string]any{"apiToken": map[string]any{"value": "s3cret"}, "extraArgs": []any{"--max-runs=50"}},
+		"exporter":          map[string]any{"apiToken": map[string]any{"value": "s3cret"}, "extraArgs": []any{"--max-runs=50"}, "hostPID": true},
 		"podResources":      map[string]any{"processSplit": false, "gpuResources": []any{"nvidia.com/gpu", "nvidia.com/mig-*"}},
 	}, nil},
 }
@@ -179,6 +179,9 @@ func checkHelmValues(t *testing.T, name string, values map[string]any, objs []ob
 		if strings.Contains(args, "--web.api-token-file") {
 			t.Error("no token given, yet --web.api-token-file")
 		}
+		if pod.HostPID {
+			t.Error("hostPID by default: it is opt-in (exporter.hostPID)")
+		}
 		if kinds["ServiceMonitor"] != 1 || kinds["PrometheusRule"] != 1 || kinds["ConfigMap"] != 1 {
 			t.Errorf("objects %v: want a ServiceMonitor, a PrometheusRule and the dashboards", kinds)
 		}
@@ -231,6 +234,9 @@ func checkHelmValues(t *testing.T, name string, values map[string]any, objs []ob
 		}
 		if strings.Contains(args, "--path.procfs") {
 			t.Error("processSplit off, yet --path.procfs")
+		}
+		if !pod.HostPID {
+			t.Error("exporter.hostPID true, yet no hostPID")
 		}
 		checkPodResourcesMount(t, "custom DaemonSet", pod)
 		for _, k := range []string{"ServiceMonitor", "PrometheusRule"} {

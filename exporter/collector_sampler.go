@@ -15,7 +15,7 @@ func newSamplerCollector(e *Exporter) *samplerCollector {
 	return &samplerCollector{e: e,
 		samples: prometheus.NewDesc(contract.SamplerSamples, "Power samples taken.", gpuLabels, nil),
 		errors: prometheus.NewDesc(contract.SamplerErrors,
-			"Failed or invalid GPU reads, by reason: read (a fast read failed), slow (a 1 Hz read failed), counter (the energy counter could not be read; the interval was integrated from power), invalid (a NaN, infinite or negative power).",
+			"Failed or invalid GPU reads, by reason: read (a fast read failed), slow (a 1 Hz read failed), counter (the energy counter could not be read; the interval was integrated from power), invalid (a NaN, infinite or negative power), power_fallback (the power field failed and nvmlDeviceGetPowerUsage answered; joulemark_gpu_info's power_source names what it read).",
 			[]string{"gpu", "uuid", "reason"}, nil),
 		overruns: prometheus.NewDesc(contract.SamplerOverruns, "Sampling periods missed because one GPU read took longer than the interval (all GPUs).", nil, nil),
 		interval: prometheus.NewDesc(contract.SamplerInterval, "Configured fast sampling period.", nil, nil),

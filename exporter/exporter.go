@@ -54,6 +54,11 @@ type Config struct {
 	// when the bench reports the engine's exit (POST .../engine-exited),
 	// never from NVML's compute process list.
 	ReleaseRequireEngineExit bool
+	// ProcessesBlind, when set, says why NVML's process lists cannot be
+	// trusted (the exporter is outside the host's PID namespace, so other
+	// containers' processes are never listed): the release's process
+	// criterion is then met only unverified, never from the lists.
+	ProcessesBlind string
 	// ReleaseWindow is the span power is averaged over for the release
 	// check (default 1s, at least Interval).
 	ReleaseWindow time.Duration
@@ -161,9 +166,12 @@ const (
 	errSlow    = "slow"    // a slow (1 Hz) read failed
 	errCounter = "counter" // the energy counter could not be read; the interval was integrated from power
 	errInvalid = "invalid" // a power value that is NaN, infinite or negative
+	// errFallback: the power field failed and a fallback call answered;
+	// joulemark_gpu_info's power_source names that reading's source.
+	errFallback = "power_fallback"
 )
 
-var errorReasons = []string{errRead, errSlow, errCounter, errInvalid}
+var errorReasons = []string{errRead, errSlow, errCounter, errInvalid, errFallback}
 
 // stallIntervals: a GPU whose backend call has not returned for this many
 // intervals is stalled (joulemark_gpu_up 0, /healthz fails).
@@ -181,6 +189,7 @@ type gpuState struct {
 	has         bool
 	lastT       int64
 	lastP       float64
+	lastSource  string  // the latest sample's power source when not the device's (gpu.Sample.PowerSource)
 	energy      float64 // cumulative joules since exporter start
 	lastCounter float64
 	hasCounter  bool // lastCounter is the counter at lastT
@@ -647,6 +656,10 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 	if g.counter && !s.HasEnergy {
 		g.errors[errCounter]++
 	}
+	if s.PowerSource != "" {
+		g.errors[errFallback]++
+	}
+	g.lastSource = s.PowerSource
 	if g.has {
 		dt := float64(t-g.lastT) / 1e9
 		de := (g.lastP + p) / 2 * dt

@@ -246,3 +246,62 @@ func TestPodEnergyMIG(t *testing.T) {
 		}
 	}
 }
+
+// TestPodMIGWithGPUDown: GPU 2 is in MIG mode with its instances held by
+// pods while GPU 4 failed to open. Resolving the MIG device ids lists every
+// GPU's instances; the GPU that is not open answers an error (its handle is
+// never touched), and the MIG pods are still attributed.
+func TestPodMIGWithGPUDown(t *testing.T) {
+	clk := newFakeClock()
+	m := newMockNVML()
+	migs := []string{"MIG-aaaaaaaa-0000-4000-8000-000000000001", "MIG-aaaaaaaa-0000-4000-8000-000000000002"}
+	dev := nvmlmock.Device(m.srv, 2)
+	dev.GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS }
+	dev.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
+	dev.GetMigDeviceHandleByIndexFunc = func(k int) (nvml.Device, nvml.Return) {
+		if k >= len(migs) {
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+		return &mock.Device{GetUUIDFunc: func() (string, nvml.Return) { return migs[k], nvml.SUCCESS }}, nvml.SUCCESS
+	}
+	var down sync.Mutex
+	lost := true
+	getHandle := m.srv.DeviceGetHandleByIndexFunc
+	m.srv.DeviceGetHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		down.Lock()
+		defer down.Unlock()
+		if i == 4 && lost {
+			return nil, nvml.ERROR_UNKNOWN
+		}
+		return getHandle(i)
+	}
+	b, err := gpu.NewNVML(m.srv, gpu.NVMLOptions{Clock: clk, RetryInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake, cli := fakeKubelet(t, "nvidia.com/gpu", "nvidia.com/mig-*")
+	mig := func(pod, id string) podresources.Allocation {
+		return podresources.Allocation{Namespace: "batch", Pod: pod, Container: "main", Resource: "nvidia.com/mig-3g.40gb", DeviceID: id}
+	}
+	fake.Set([]podresources.Allocation{mig("x", migs[0]), mig("y", migs[1]), alloc("serve", "late", nvmlmock.UUID(4))})
+	e, err := New(Config{Backend: b, Clock: clk, Pods: &PodConfig{Lister: cli, Checkpoint: "/nonexistent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r := &podRig{t: t, clk: clk, e: e}
+	e.SampleOnce()
+	e.attr.refresh(context.Background()) // lists every GPU's MIG instances, GPU 4's included
+	e.attr.splitByProcess()
+	for range 20 {
+		clk.Advance(e.cfg.Interval)
+		m.advance(e.cfg.Interval)
+		e.SampleOnce()
+	}
+	if x, _ := r.value("joulemark_pod_energy_joules_total", "pod", "x"); x <= 0 {
+		t.Errorf("MIG pod x got %v J with GPU 4 down", x)
+	}
+	if v, ok := r.value("joulemark_pod_energy_joules_total", "pod", "late"); ok && v != 0 {
+		t.Errorf("pod late got %v J while its GPU is down", v)
+	}
+}

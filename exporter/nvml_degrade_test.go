@@ -113,3 +113,60 @@ func TestCloseBehindHungNVMLCall(t *testing.T) {
 		t.Fatal("Close blocked behind the hung NVML call")
 	}
 }
+
+// TestFallbackReadCarriesItsSource: field 186 fails on GPU 0 for three
+// reads; each is read through nvmlDeviceGetPowerUsage (a 1 s average on
+// Hopper), counted as reason power_fallback, and joulemark_gpu_info says
+// power_source average meanwhile, instant again after.
+func TestFallbackReadCarriesItsSource(t *testing.T) {
+	clk := newFakeClock()
+	m := newMockNVML()
+	fail := 0
+	dev := nvmlmock.Device(m.srv, 0)
+	fields := dev.GetFieldValuesFunc
+	dev.GetFieldValuesFunc = func(fv []nvml.FieldValue) nvml.Return {
+		ret := fields(fv)
+		if fail > 0 {
+			for k := range fv {
+				if fv[k].FieldId == nvml.FI_DEV_POWER_INSTANT {
+					fv[k].NvmlReturn = uint32(nvml.ERROR_UNKNOWN)
+				}
+			}
+		}
+		return ret
+	}
+	dev.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 69000, nvml.SUCCESS }
+	b, err := gpu.NewNVML(m.srv, gpu.NVMLOptions{Clock: clk, MaxGPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Backend: b, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	step := func(n int) {
+		for range n {
+			clk.Advance(e.cfg.Interval)
+			m.advance(e.cfg.Interval)
+			e.SampleOnce()
+		}
+	}
+	e.SampleOnce()
+	fail = 3
+	for range 3 {
+		step(1)
+		fail--
+		body := fetchMetricsHandler(t, e)
+		if !strings.Contains(body, `power_source="average"`) {
+			t.Errorf("a fallback reading is labelled other than average:\n%s", grepLines(body, "joulemark_gpu_info"))
+		}
+	}
+	step(1)
+	body := fetchMetricsHandler(t, e)
+	for _, want := range []string{`power_source="instant"`, fmt.Sprintf(`joulemark_sampler_errors_total{gpu="0",reason="power_fallback",uuid=%q} 3`, nvmlmock.UUID(0))} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // Release per the method: the release phase ends when the inference
@@ -61,10 +62,45 @@ func (r *run) onIdleMemory(i int, used float64) {
 	}
 }
 
+// onIdlePIDs adds the compute PIDs of GPU i seen during the idle phase.
+func (r *run) onIdlePIDs(i int, pids []uint32) {
+	if pids == nil {
+		return
+	}
+	if r.idlePIDs == nil {
+		r.idlePIDs = make([]map[uint32]bool, len(r.idleAcc))
+	}
+	if i >= len(r.idlePIDs) {
+		return
+	}
+	if r.idlePIDs[i] == nil {
+		r.idlePIDs[i] = map[uint32]bool{}
+	}
+	for _, p := range pids {
+		r.idlePIDs[i][p] = true
+	}
+}
+
+// newPIDs are the PIDs of GPU i's compute processes not seen on it in the
+// idle phase; ok is false when either side is unknown.
+func (r *run) newPIDs(i int, now []uint32) (out []uint32, ok bool) {
+	if now == nil || i >= len(r.idlePIDs) || r.idlePIDs[i] == nil {
+		return nil, false
+	}
+	for _, p := range now {
+		if !r.idlePIDs[i][p] {
+			out = append(out, p)
+		}
+	}
+	return out, true
+}
+
 // evalProcess: the engine exited (the bench said so), or, without that
-// signal and unless Config.ReleaseRequireEngineExit, NVML lists no more
-// compute processes on the run's GPUs than during the idle phase. A GPU
-// that cannot list its processes does not hold the release; when none can,
+// signal and unless Config.ReleaseRequireEngineExit, NVML lists no compute
+// process on the run's GPUs that was not there in the idle phase (PID
+// sets; counts where the sets are unknown, as for a run restored from a
+// state file). A GPU that cannot list its processes does not hold the
+// release; when none can, or the lists are blind (Config.ProcessesBlind),
 // the criterion is met unverified (basis BasisUnverified).
 func (e *Exporter) evalProcess(r *run, now int64) {
 	c := &r.crit
@@ -80,19 +116,21 @@ func (e *Exporter) evalProcess(r *run, now int64) {
 		c.process.set(false, now, "the bench has not reported the engine's exit (--release.require-engine-exit)")
 		return
 	}
+	if e.cfg.ProcessesBlind != "" {
+		c.processBasis = phaseapi.BasisUnverified
+		c.process.set(true, now, "")
+		c.process.why = "met unverified: " + e.cfg.ProcessesBlind
+		return
+	}
 	known := false
 	for i, g := range e.gpus {
 		if !r.measured(i) || !g.hasSlow || g.slow.ComputeProcesses < 0 {
 			continue
 		}
 		known = true
-		idle := 0
-		if i < len(r.idleProcs) {
-			idle = max(r.idleProcs[i], 0)
-		}
-		if g.slow.ComputeProcesses > idle {
+		if why := processHolds(r, i, g.slow); why != "" {
 			c.processBasis = ""
-			c.process.set(false, now, fmt.Sprintf("gpu %d has %d compute process(es) (idle phase: %d) and the engine's exit was not reported", i, g.slow.ComputeProcesses, idle))
+			c.process.set(false, now, why+" and the engine's exit was not reported")
 			return
 		}
 	}
@@ -101,6 +139,25 @@ func (e *Exporter) evalProcess(r *run, now int64) {
 		c.processBasis = phaseapi.BasisUnverified
 	}
 	c.process.set(true, now, "")
+}
+
+// processHolds says why GPU i's compute processes hold the release: one
+// not seen in the idle phase, or, with the PIDs unknown, more than then.
+func processHolds(r *run, i int, s gpu.SlowSample) string {
+	if pids, ok := r.newPIDs(i, s.ComputePIDs); ok {
+		if len(pids) > 0 {
+			return fmt.Sprintf("gpu %d has compute process(es) %v not seen in the idle phase", i, pids)
+		}
+		return ""
+	}
+	idle := 0
+	if i < len(r.idleProcs) {
+		idle = max(r.idleProcs[i], 0)
+	}
+	if s.ComputeProcesses > idle {
+		return fmt.Sprintf("gpu %d has %d compute process(es) (idle phase: %d)", i, s.ComputeProcesses, idle)
+	}
+	return ""
 }
 
 // evalMemory: every GPU's memory in use is back within ReleaseTolerance

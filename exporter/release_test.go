@@ -14,26 +14,50 @@ import (
 )
 
 // engineView overrides what the slow reads say about the engine: its
-// compute processes and the memory in use, on every GPU.
+// compute processes (PIDs; nil: the list cannot be read) and the memory in
+// use, on every GPU.
 type engineView struct {
 	gpu.Backend
-	mu    sync.Mutex
-	procs int
-	mem   float64
+	mu   sync.Mutex
+	pids []uint32
+	mem  float64
 }
 
-func (v *engineView) set(procs int, memGiB float64) {
+// set shows procs processes (PIDs 100, 101, …; -1: the list cannot be
+// read) and memGiB in use.
+func (v *engineView) set(procs int, memGiB float64) { v.setPIDs(pids(procs, false), memGiB) }
+
+func (v *engineView) setPIDs(pids []uint32, memGiB float64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.procs, v.mem = procs, memGiB*(1<<30)
+	v.pids, v.mem = pids, memGiB*(1<<30)
 }
 
 func (v *engineView) SlowSample(i int) (gpu.SlowSample, error) {
 	s, err := v.Backend.SlowSample(i)
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	s.ComputeProcesses, s.MemoryUsedBytes = v.procs, v.mem
+	s.ComputePIDs, s.ComputeProcesses, s.MemoryUsedBytes = v.pids, len(v.pids), v.mem
+	if v.pids == nil {
+		s.ComputeProcesses = -1
+	}
 	return s, err
+}
+
+// pids are the PIDs of n processes of other tenants (-1: the list cannot
+// be read), plus the engine's when engine.
+func pids(n int, engine bool) []uint32 {
+	if n < 0 {
+		return nil
+	}
+	out := []uint32{}
+	for k := range n {
+		out = append(out, uint32(100+k))
+	}
+	if engine {
+		out = append(out, gpu.SimEnginePID)
+	}
+	return out
 }
 
 // TestReleasePerMethod: the release closes only once the engine is gone
@@ -51,6 +75,8 @@ func TestReleasePerMethod(t *testing.T) {
 		basis      string        // of the process criterion at close
 		strict     bool          // Config.ReleaseRequireEngineExit
 		idleProcs  int           // compute processes NVML lists at idle, and again once the engine is gone (-1: unknown)
+		tenantGone time.Duration // when the idle phase's other processes leave (0: never)
+		blind      bool          // Config.ProcessesBlind: not in the host's PID namespace
 		timeoutHas string        // with closedBy "": the timed-out release's reason has this
 	}{
 		{name: "engine exit reported last", exitAt: 12 * time.Second, procsGone: time.Hour, memBack: 10 * time.Second,
@@ -73,20 +99,27 @@ func TestReleasePerMethod(t *testing.T) {
 		// process queries not permitted: met, but said to be unverified
 		{name: "process lists unknown", procsGone: 0, memBack: time.Second, idleProcs: -1,
 			closedBy: phaseapi.CriterionPower, closedNear: 5500 * time.Millisecond, basis: phaseapi.BasisUnverified},
+		// PID sets, not counts: the idle phase's other process leaving at
+		// 1 s does not stand for the engine, which leaves at 8 s
+		{name: "another process leaves while the engine runs", procsGone: 8 * time.Second, memBack: time.Second, idleProcs: 1,
+			tenantGone: time.Second, closedBy: phaseapi.CriterionProcess, closedNear: 8 * time.Second, basis: phaseapi.BasisNVML},
+		// outside the host's PID namespace the lists are blind: met
+		// unverified, never from them (here they never empty)
+		{name: "blind PID namespace", procsGone: time.Hour, memBack: time.Second, blind: true,
+			closedBy: phaseapi.CriterionPower, closedNear: 5500 * time.Millisecond, basis: phaseapi.BasisUnverified},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			view := &engineView{}
-			h := newHarnessWith(t, gpu.SimConfig{GPUs: 2, Seed: 9, DecayTau: 1, RampSeconds: 0.5},
-				Config{ReleaseHold: 5 * time.Second, ReleaseMaxWait: 40 * time.Second, ReleaseRequireEngineExit: tc.strict},
-				func(b gpu.Backend) gpu.Backend { view.Backend = b; return view })
-			engine := 1 // the engine's own process
-			if tc.idleProcs < 0 {
-				engine = 0
+			cfg := Config{ReleaseHold: 5 * time.Second, ReleaseMaxWait: 40 * time.Second, ReleaseRequireEngineExit: tc.strict}
+			if tc.blind {
+				cfg.ProcessesBlind = "not in the host's PID namespace (test)"
 			}
-			view.set(tc.idleProcs, 0.5)
+			h := newHarnessWith(t, gpu.SimConfig{GPUs: 2, Seed: 9, DecayTau: 1, RampSeconds: 0.5}, cfg,
+				func(b gpu.Backend) gpu.Backend { view.Backend = b; return view })
+			view.setPIDs(pids(tc.idleProcs, false), 0.5)
 			h.post("r", contract.Idle)
 			h.step(6 * time.Second)
-			view.set(tc.idleProcs+engine, 70)
+			view.setPIDs(pids(tc.idleProcs, true), 70)
 			h.post("r", contract.Formal)
 			h.sim.SetLoad(0.8)
 			h.step(5 * time.Second)
@@ -94,16 +127,17 @@ func TestReleasePerMethod(t *testing.T) {
 			h.sim.SetLoad(0)
 			h.sim.SetEngineState(gpu.EngineStopped)
 			var st phaseapi.RunStatus
-			procs, mem := tc.idleProcs+engine, 70.0
+			mem := 70.0
 			for k := 0; k < 600; k++ {
 				since := h.clk.Now().Sub(rel)
-				if since >= tc.procsGone {
-					procs = tc.idleProcs
+				others := tc.idleProcs
+				if tc.tenantGone > 0 && since >= tc.tenantGone {
+					others = 0
 				}
 				if tc.memBack > 0 && since >= tc.memBack {
 					mem = 0.5
 				}
-				view.set(procs, mem)
+				view.setPIDs(pids(others, since < tc.procsGone), mem)
 				if tc.exitAt > 0 && since == tc.exitAt {
 					if _, err := h.client.EngineExited(context.Background(), "r"); err != nil {
 						t.Fatal(err)

@@ -63,7 +63,8 @@ type run struct {
 
 	idleAcc   []welford
 	idleProcs []int
-	idleMem   []welford // memory in use over the idle phase (release.go)
+	idlePIDs  []map[uint32]bool // per GPU, every compute PID seen in the idle phase; nil: none known (release.go)
+	idleMem   []welford         // memory in use over the idle phase (release.go)
 	rel       release
 	crit      releaseCriteria
 	endReason string         // phaseapi.EndReason*, once ended
@@ -99,6 +100,7 @@ func (r *run) onSlow(i int, s gpu.SlowSample) {
 	if s.ComputeProcesses > r.idleProcs[i] {
 		r.idleProcs[i] = s.ComputeProcesses
 	}
+	r.onIdlePIDs(i, s.ComputePIDs)
 	r.onIdleMemory(i, s.MemoryUsedBytes)
 }
 
@@ -259,18 +261,24 @@ func (e *Exporter) finishRun(r *run, reason string) {
 }
 
 // baseline returns each GPU's idle baseline power, or nil until the idle
-// phase ended and its energy is resolved on every GPU (mean power = idle
-// energy / idle duration).
+// phase ended and its energy is resolved on every GPU: the mean of the idle
+// phase's power samples, the same field and the same kind of mean as the
+// release window (windowPower), so a bias between the power field and the
+// energy counter cancels in the release comparison. NaN for a GPU without
+// an idle sample.
 func (e *Exporter) baseline(r *run) []float64 {
 	ph := r.phase(contract.Idle)
 	if ph == nil || ph.end == nil || ph.start.left > 0 || ph.end.left > 0 || ph.end.t <= ph.start.t {
 		return nil
 	}
-	dur := float64(ph.end.t-ph.start.t) / 1e9
 	b := make([]float64, len(e.gpus))
 	for i := range b {
-		if r.measured(i) {
-			b[i] = (ph.end.e[i] - ph.start.e[i]) / dur
+		switch {
+		case !r.measured(i):
+		case i < len(r.idleAcc) && r.idleAcc[i].n > 0:
+			b[i] = r.idleAcc[i].mean
+		default:
+			b[i] = math.NaN()
 		}
 	}
 	return b
@@ -334,6 +342,10 @@ func (e *Exporter) checkRelease(r *run, now int64) {
 			}
 			if e.sampling && e.stalled(g, now) {
 				why = fmt.Sprintf("gpu %d not sampled for %v (a read hangs)", i, time.Duration(now-g.lastDone))
+				break
+			}
+			if math.IsNaN(base[i]) {
+				why = fmt.Sprintf("gpu %d has no power sample in the idle phase: no baseline", i)
 				break
 			}
 			p := e.windowPower(g)
@@ -451,6 +463,9 @@ func (e *Exporter) idleStatus(r *run) *phaseapi.IdleStatus {
 		}
 		cv := r.idleAcc[i].cv()
 		gb := phaseapi.GPUBaseline{GPU: i, UUID: g.dev.UUID, PowerWatts: base[i], CV: cv, Stable: true, ComputeProcesses: r.idleProcs[i]}
+		if math.IsNaN(gb.PowerWatts) {
+			gb.PowerWatts = 0 // no sample: flagged unstable below
+		}
 		switch {
 		case math.IsNaN(cv):
 			gb.CV, gb.Stable = 0, false

@@ -18,6 +18,7 @@ type DoctorCmd struct {
 	Poll     time.Duration `name:"poll" default:"2ms" help:"Pause between reads while polling."`
 	Interval time.Duration `name:"sample.interval" default:"100ms" help:"The exporter's sampling interval the read latency is judged against."`
 	Format   string        `name:"format" default:"text" enum:"text,json" help:"Output format (${enum})."`
+	ProcFS   string        `name:"path.procfs" default:"/proc" help:"The host's procfs as mounted here (e.g. /host/proc in a container), to tell whether this process shares the host's PID namespace."`
 
 	SimEnergyCounter bool          `name:"sim.energy-counter" default:"true" negatable:"" help:"Simulated GPUs report an energy counter."`
 	SimCounterPeriod time.Duration `name:"sim.counter-period" default:"100ms" help:"How often the simulated energy counter updates."`
@@ -47,7 +48,15 @@ func (c *DoctorCmd) Run(g *Globals) error {
 		b = nv
 	}
 	defer b.Close()
-	r := gpu.Doctor(b, gpu.DoctorOptions{Duration: c.Duration, Poll: c.Poll, Interval: c.Interval})
+	opts := gpu.DoctorOptions{Duration: c.Duration, Poll: c.Poll, Interval: c.Interval}
+	if c.GPU == "nvml" {
+		ns, err := gpu.DetectPIDNamespace(c.ProcFS)
+		if err != nil {
+			return err
+		}
+		opts.PIDNamespace = &ns
+	}
+	r := gpu.Doctor(b, opts)
 	out := c.out
 	if out == nil {
 		out = os.Stdout

@@ -55,6 +55,7 @@ type ExporterCmd struct {
 	SimCounterPeriod time.Duration `name:"sim.counter-period" default:"0s" help:"How often the simulated energy counter updates (real drivers: about 100ms; 0: continuously)."`
 	SimCounterOffset time.Duration `name:"sim.counter-offset" default:"0s" help:"Phase of the simulated counter's update grid (updates at offset + k·period)."`
 	SimCounterJitter time.Duration `name:"sim.counter-jitter" default:"0s" help:"Each simulated counter update moves by a seeded amount within ±this (at most 0.45·--sim.counter-period)."`
+	SimPowerBias     float64       `name:"sim.power-bias" default:"1" help:"Simulated power readings are this factor times the power the simulated energy counter integrates (a real GPU's instant power may read a few percent off its counter); 0.5..1.5."`
 	SimHangGPU       int           `name:"sim.hang-gpu" default:"-1" help:"Simulated GPU whose reads hang (as a hung driver call) after --sim.hang-after; -1: none."`
 	SimHangAfter     time.Duration `name:"sim.hang-after" default:"0s" help:"When the reads of --sim.hang-gpu start hanging, after the exporter starts."`
 	SimHangShutdown  bool          `name:"sim.hang-shutdown" help:"With --sim.hang-gpu: the hung call also blocks the backend's shutdown for good, as NVML's shutdown behind a hung driver call (the exporter exits anyway, after a bounded wait)."`
@@ -92,7 +93,7 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 			RampSeconds: c.SimRampSeconds, DecayTau: c.SimDecaySeconds, NoiseWatts: c.SimNoiseWatts,
 			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter, CounterPeriod: c.SimCounterPeriod,
 			CounterOffset: c.SimCounterOffset, CounterJitter: c.SimCounterJitter, HangBlocksClose: c.SimHangShutdown,
-			DownAtStart: downAtStart(c.SimDownGPU), DownFor: c.SimDownFor,
+			DownAtStart: downAtStart(c.SimDownGPU), DownFor: c.SimDownFor, PowerBias: c.SimPowerBias,
 		})
 		if err != nil {
 			return err
@@ -130,12 +131,13 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		}
 		backend = b
 	}
+	blind := c.processesBlind(log)
 
 	cfg := exporter.Config{
 		Backend: backend, Interval: c.Interval, Retention: c.Retention,
 		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
-		ReleaseRequireEngineExit: c.ReleaseRequireEngineExit,
-		IdleCVThreshold:          c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
+		ReleaseRequireEngineExit: c.ReleaseRequireEngineExit, ProcessesBlind: blind,
+		IdleCVThreshold: c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
 		StoragePath: c.StoragePath, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
 	}
 	if c.PowercapPath != "" {
@@ -192,6 +194,25 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	return closeExporter()
+}
+
+// processesBlind is why NVML's process lists cannot be trusted here ("" when
+// they can): with --gpu=nvml, an exporter outside the host's PID namespace
+// sees no other container's GPU process.
+func (c *ExporterCmd) processesBlind(log *slog.Logger) string {
+	if c.GPU != "nvml" {
+		return ""
+	}
+	ns, err := gpu.DetectPIDNamespace(c.Kubelet.ProcFS)
+	if err != nil {
+		why := fmt.Sprintf("the exporter's PID namespace is unknown (%v)", err)
+		log.Warn("NVML process lists cannot be trusted; the release's process criterion is met unverified", "why", why)
+		return why
+	}
+	if !ns.Host {
+		log.Warn("NVML process lists are blind; the release's process criterion is met unverified", "why", ns.Why())
+	}
+	return ns.Why()
 }
 
 // downAtStart is --sim.down-gpu as a list (-1: none).

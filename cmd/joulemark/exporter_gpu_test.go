@@ -111,6 +111,42 @@ func TestExporterReleaseClosesWithCounterBeat(t *testing.T) {
 	}
 }
 
+// TestExporterReleaseClosesAtPowerBias: the simulated instant power reads
+// --sim.power-bias times the power its energy counter integrates, as a real
+// GPU's field 186 may read a few percent off its counter. At a perfectly
+// steady idle the release closes for every bias from 0.94 to 1.06: the
+// baseline and the release window are both means of the power samples.
+// Against a counter baseline, 1.06 timed out ("gpu 0 at 74.2 W, baseline
+// 70.0 W") and 0.94 as well.
+func TestExporterReleaseClosesAtPowerBias(t *testing.T) {
+	testenv.SkipIfShort(t, "runs five exporters for ~8 s of real time")
+	for _, bias := range []string{"0.94", "0.97", "1", "1.03", "1.06"} {
+		t.Run(bias, func(t *testing.T) {
+			t.Parallel()
+			_, client := startExporter(t, "--gpu=sim", "--gpus=2", "--sim.energy-counter", "--sim.counter-period=100ms",
+				"--sim.noise-watts=0", "--sim.power-bias="+bias, "--release.hold=2s", "--release.max-wait=15s")
+			ctx := t.Context()
+			for _, p := range []contract.Phase{contract.Idle, contract.Formal, contract.Release} {
+				if _, err := client.StartPhase(ctx, "bias", p); err != nil {
+					t.Fatalf("phase %s: %v", p, err)
+				}
+				if p == contract.Idle {
+					time.Sleep(2 * time.Second)
+				}
+			}
+			wctx, cancel := context.WithTimeout(ctx, 25*time.Second)
+			defer cancel()
+			st, err := client.WaitRelease(wctx, "bias", 100*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Release.State != phaseapi.ReleaseClosed {
+				t.Errorf("bias %s: release %s (%s), want closed at a steady idle", bias, st.Release.State, st.Release.Reason)
+			}
+		})
+	}
+}
+
 // TestExporterHungGPUFailsHealthz: with --sim.hang-gpu the exporter's
 // /healthz turns 503 once that GPU's read has hung for 5 intervals.
 func TestExporterHungGPUFailsHealthz(t *testing.T) {

@@ -67,8 +67,13 @@ type Device struct {
 type Sample struct {
 	// Time is when the reading was taken (monotonic where the clock has it).
 	Time time.Time
-	// PowerWatts is the power the Device's PowerSource names.
+	// PowerWatts is the power the Device's PowerSource names, unless
+	// PowerSource is set.
 	PowerWatts float64
+	// PowerSource, when not empty, is what PowerWatts is this time
+	// (PowerInstant, PowerAverage): the GPU's power field failed and a
+	// fallback call (nvmlDeviceGetPowerUsage) answered.
+	PowerSource string
 	// EnergyJoules is the GPU's cumulative energy counter; valid when
 	// HasEnergy. It may reset (decrease), e.g. on a driver reload.
 	EnergyJoules float64
@@ -90,6 +95,10 @@ type SlowSample struct {
 	// ComputeProcesses is the number of compute processes on the GPU, -1
 	// when it cannot be told.
 	ComputeProcesses int
+	// ComputePIDs are those processes' PIDs, sorted (nil when they cannot
+	// be told): what the release's process criterion compares with the
+	// idle phase's. An MPS server is not one of them; its clients are.
+	ComputePIDs []uint32
 	// AvgPowerWatts is NVML's ~1 s average power (field 185), read at this
 	// rate because it changes no faster.
 	AvgPowerWatts float64

@@ -31,6 +31,10 @@ type DoctorOptions struct {
 	// Clock and Sleep are injectable for tests (default the system's).
 	Clock Clock
 	Sleep func(time.Duration)
+	// PIDNamespace, when set, is whether this process shares the host's
+	// PID namespace (DetectPIDNamespace); outside it NVML's process lists
+	// are blind to other containers.
+	PIDNamespace *PIDNamespace
 }
 
 // Check is one doctor verdict.
@@ -92,13 +96,14 @@ type DoctorGPU struct {
 
 // DoctorReport is the whole diagnosis.
 type DoctorReport struct {
-	Backend       string      `json:"backend"`
-	Time          time.Time   `json:"time"`
-	DriverVersion string      `json:"driver_version"`
-	NVMLVersion   string      `json:"nvml_version,omitempty"`
-	CUDAVersion   string      `json:"cuda_driver_version,omitempty"`
-	Checks        []Check     `json:"checks"`
-	GPUs          []DoctorGPU `json:"gpus"`
+	Backend       string        `json:"backend"`
+	Time          time.Time     `json:"time"`
+	DriverVersion string        `json:"driver_version"`
+	NVMLVersion   string        `json:"nvml_version,omitempty"`
+	CUDAVersion   string        `json:"cuda_driver_version,omitempty"`
+	Checks        []Check       `json:"checks"`
+	PIDNamespace  *PIDNamespace `json:"pid_namespace,omitempty"`
+	GPUs          []DoctorGPU   `json:"gpus"`
 	// Verdict is the worst verdict of every check.
 	Verdict string `json:"verdict"`
 }
@@ -153,11 +158,22 @@ func Doctor(b Backend, opts DoctorOptions) DoctorReport {
 					g.ProcessQuery = "not answered"
 				}
 			}
+			if ns := opts.PIDNamespace; ns != nil && !ns.Host && g.ProcessQuery == "ok" {
+				g.ProcessQuery = "answered but blind: not in the host's PID namespace"
+			}
 		}
 		g.Checks = gpuChecks(&g, opts)
 		r.GPUs = append(r.GPUs, g)
 	}
 	r.Checks = append(r.Checks, driverCheck(r.Backend, r.DriverVersion))
+	if ns := opts.PIDNamespace; ns != nil {
+		r.PIDNamespace = ns
+		c := Check{Name: "pid_namespace", Verdict: VerdictOK, Detail: fmt.Sprintf("in the host's PID namespace (%s, by %s): NVML lists every GPU process", ns.Self, ns.Basis)}
+		if !ns.Host {
+			c.Verdict, c.Detail = VerdictWarn, ns.Why()+"; the release's process criterion is then met unverified"
+		}
+		r.Checks = append(r.Checks, c)
+	}
 	r.Verdict = VerdictOK
 	for _, c := range r.Checks {
 		r.Verdict = worse(r.Verdict, c.Verdict)

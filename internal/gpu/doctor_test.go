@@ -70,3 +70,33 @@ func TestDriverCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorPIDNamespace: outside the host's PID namespace the doctor warns
+// that the process lists are blind, on the report and on each GPU's
+// process_query, instead of calling them ok.
+func TestDoctorPIDNamespace(t *testing.T) {
+	clk := fakeclock.New()
+	sim, err := NewSim(SimConfig{GPUs: 1, EnergyCounter: true, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []bool{true, false} {
+		ns := &PIDNamespace{Host: host, Self: "pid:[4026532000]", HostNS: initPIDNamespace, Basis: "test"}
+		r := Doctor(sim, DoctorOptions{Duration: 100 * time.Millisecond, Poll: time.Millisecond, Clock: clk, Sleep: clk.Advance, PIDNamespace: ns})
+		want := map[bool]string{true: VerdictOK, false: VerdictWarn}[host]
+		var got, pq string
+		for _, c := range r.Checks {
+			if c.Name == "pid_namespace" {
+				got = c.Verdict
+			}
+		}
+		for _, c := range r.GPUs[0].Checks {
+			if c.Name == "process_query" {
+				pq = c.Verdict + ": " + c.Detail
+			}
+		}
+		if got != want || !strings.HasPrefix(pq, want) || (!host && !strings.Contains(pq, "blind")) {
+			t.Errorf("host PID namespace %v: pid_namespace %q, process_query %q; want %s", host, got, pq, want)
+		}
+	}
+}

@@ -41,9 +41,12 @@ const (
 	symTotalEnergy           = "nvmlDeviceGetTotalEnergyConsumption"
 	symMigMode               = "nvmlDeviceGetMigMode"
 	symArchitecture          = "nvmlDeviceGetArchitecture"
+	symMPSProcesses          = "nvmlDeviceGetMPSComputeRunningProcesses"
+	symProcessName           = "nvmlSystemGetProcessName"
 )
 
-var optionalSymbols = []string{symClocksEventReasons, symClocksThrottleReasons, symC2cModeInfo, symFieldValues, symTotalEnergy, symMigMode, symArchitecture}
+var optionalSymbols = []string{symClocksEventReasons, symClocksThrottleReasons, symC2cModeInfo, symFieldValues, symTotalEnergy, symMigMode, symArchitecture,
+	symMPSProcesses, symProcessName}
 
 // maxRetryWait is how far the wait between reopen attempts of a GPU that
 // failed to open doubles (unless NVMLOptions.RetryInterval is longer).
@@ -64,25 +67,36 @@ type NVML struct {
 
 	mu     sync.RWMutex // held (read) across every library call; Close takes it
 	closed bool
-	devs   []*nvmlDevice
+	slots  []*nvmlSlot
 
 	infoMu sync.RWMutex
 	info   []Device
 }
 
-type nvmlDevice struct {
-	opened atomic.Bool // h and the probe results are set
-	h      nvml.Device
+// nvmlSlot is GPU i's place in the backend: its device once opened, and
+// when opening it is tried again meanwhile.
+type nvmlSlot struct {
+	dev atomic.Pointer[nvmlDevice] // nil until the GPU opened; then never changes
 
-	mu        sync.Mutex
-	batched   bool   // GetFieldValues works on this GPU
-	instant   bool   // field 186 answered at the probe
-	average   bool   // field 185 answered at the probe
-	counter   bool   // the energy counter is used
-	scope     uint32 // the power fields' ScopeId
+	mu        sync.Mutex // serializes opening and the retry times
 	nextRetry time.Time
 	retryWait time.Duration
-	fieldBuf  [2]nvml.FieldValue
+}
+
+// nvmlDevice is an opened GPU: a handle and what its probe found, fixed once
+// published in its slot. Only use (through device) hands one out, so no
+// call can reach a GPU that did not open.
+type nvmlDevice struct {
+	h       nvml.Device // never nil
+	batched bool        // GetFieldValues works on this GPU
+	instant bool        // field 186 answered at the probe
+	average bool        // field 185 answered at the probe
+	counter bool        // the energy counter is used
+	scope   uint32      // the power fields' ScopeId
+	usage   string      // what nvmlDeviceGetPowerUsage reads on this GPU (PowerInstant or PowerAverage)
+
+	mu       sync.Mutex // serializes the fast read (fieldBuf)
+	fieldBuf [2]nvml.FieldValue
 }
 
 // OpenNVML loads the system's NVML library (libnvidia-ml.so.1) and opens
@@ -179,21 +193,21 @@ func (b *NVML) open() error {
 		b.cuda = fmt.Sprintf("%d.%d", c/1000, c%1000/10)
 	}
 	b.info = make([]Device, n)
-	b.devs = make([]*nvmlDevice, n)
+	b.slots = make([]*nvmlSlot, n)
 	ok := 0
 	for i := range n {
-		b.devs[i] = &nvmlDevice{retryWait: b.opts.RetryInterval}
+		b.slots[i] = &nvmlSlot{retryWait: b.opts.RetryInterval}
 		d, dev, err := b.openDevice(i)
 		if err != nil {
 			b.info[i] = Device{Index: i, Name: "unknown", DriverVersion: b.driver, Err: err.Error()}
-			b.devs[i].nextRetry = b.clock.Now().Add(b.opts.RetryInterval)
+			b.slots[i].nextRetry = b.clock.Now().Add(b.opts.RetryInterval)
 			if b.opts.Logger != nil {
 				b.opts.Logger.Warn("GPU could not be opened; listing it down and retrying", "gpu", i, "err", err, "retry_every", b.opts.RetryInterval)
 			}
 			continue
 		}
-		dev.opened.Store(true)
-		b.info[i], b.devs[i] = d, dev
+		b.info[i] = d
+		b.slots[i].dev.Store(dev)
 		ok++
 	}
 	if ok == 0 {
@@ -214,8 +228,8 @@ func (b *NVML) waitForAny(n int) error {
 				errs = append(errs, err)
 				continue
 			}
-			dev.opened.Store(true)
-			b.info[i], b.devs[i] = d, dev
+			b.info[i] = d
+			b.slots[i].dev.Store(dev)
 			return struct{}{}, nil
 		}
 		return struct{}{}, errors.Join(errs...)
@@ -249,8 +263,10 @@ func (b *NVML) openDevice(i int) (Device, *nvmlDevice, error) {
 	if mem, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
 		d.MemoryTotalBytes = mem.Total
 	}
+	var pciID uint32
 	if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
 		d.PCIBusID = cString(pci.BusId[:])
+		pciID = pci.PciDeviceId
 	}
 	arch := nvml.DeviceArchitecture(nvml.DEVICE_ARCH_UNKNOWN)
 	if b.syms[symArchitecture] {
@@ -267,7 +283,7 @@ func (b *NVML) openDevice(i int) (Device, *nvmlDevice, error) {
 			}
 		}
 	}
-	dev := &nvmlDevice{h: h, retryWait: b.opts.RetryInterval}
+	dev := &nvmlDevice{h: h, usage: powerUsageSource(arch, d.Name, pciID)}
 	trace, err := dev.probe(i, b.syms[symFieldValues], b.syms[symTotalEnergy])
 	if err != nil {
 		return Device{}, nil, err
@@ -297,7 +313,7 @@ func (b *NVML) openDevice(i int) (Device, *nvmlDevice, error) {
 	case dev.average:
 		d.PowerSource = PowerAverage
 	default:
-		d.PowerSource = powerUsageSource(arch, d.Name)
+		d.PowerSource = dev.usage
 	}
 	d.EnergySource = EnergyIntegrated
 	if dev.counter {
@@ -336,16 +352,39 @@ var c2cMode = func(h nvml.Device) (bool, nvml.Return) {
 
 // powerUsageSource is what nvmlDeviceGetPowerUsage returns: a 1 s average on
 // Ampere (except GA100) and later, instantaneous power on GA100 and older.
-func powerUsageSource(arch nvml.DeviceArchitecture, name string) string {
+func powerUsageSource(arch nvml.DeviceArchitecture, name string, pciDeviceID uint32) string {
 	if arch == nvml.DEVICE_ARCH_UNKNOWN {
 		return PowerAverage // newer than this go-nvml knows, or not told
 	}
-	n := strings.ToUpper(name)
-	ga100 := strings.Contains(n, "A100") || strings.Contains(n, "A30") || strings.Contains(n, "A800")
-	if arch < nvml.DEVICE_ARCH_AMPERE || (arch == nvml.DEVICE_ARCH_AMPERE && ga100) {
+	if arch < nvml.DEVICE_ARCH_AMPERE || (arch == nvml.DEVICE_ARCH_AMPERE && isGA100(pciDeviceID, name)) {
 		return PowerInstant
 	}
 	return PowerAverage
+}
+
+// nvidiaVendor is NVIDIA's PCI vendor id, the low 16 bits of
+// nvmlPciInfo_t.pciDeviceId (the device id is the high 16).
+const nvidiaVendor = 0x10de
+
+// isGA100 tells a GA100 GPU (A100, A30, A800, CMP 170HX) by its PCI device
+// id, 0x2080–0x20FF, where NVML gives it; else by its exact marketing name.
+// No substring: "NVIDIA RTX A1000" (GA107) and "NVIDIA RTX A3000" (GA104)
+// contain "A100" and "A30".
+func isGA100(pciDeviceID uint32, name string) bool {
+	if pciDeviceID&0xffff == nvidiaVendor {
+		id := pciDeviceID >> 16
+		return id >= 0x2080 && id <= 0x20ff
+	}
+	return ga100Names[strings.TrimPrefix(name, "NVIDIA ")]
+}
+
+// ga100Names are the names NVML gives GA100 boards.
+var ga100Names = map[string]bool{
+	"A100-SXM4-40GB": true, "A100-SXM4-80GB": true, "A100-PCIE-40GB": true, "A100-PCIE-80GB": true,
+	"A100 80GB PCIe": true, "A100-SXM-64GB": true, "A100-SXM-80GB": true, "A100X": true,
+	"A30": true, "A30X": true, "A30 24GB": true,
+	"A800-SXM4-80GB": true, "A800-SXM4-40GB": true, "A800 80GB PCIe": true, "A800 40GB PCIe": true, "A800 40GB Active": true,
+	"A800 80GB PCIe LC": true, "AX800": true, "PG506-207": true, "PG506-217": true, "PG506-232": true, "PG506-242": true, "PG506-243": true,
 }
 
 func archName(a nvml.DeviceArchitecture) string {
@@ -498,56 +537,59 @@ func fieldValue(f nvml.FieldValue) (float64, bool) {
 	return 0, false
 }
 
-// checkGPU is an error when the backend is closed or has no GPU i. Called
-// with b.mu read-held.
-func (b *NVML) checkGPU(i int) error {
-	if b.closed {
-		return errors.New("nvml: backend closed")
+// use calls f with GPU i's opened device, b.mu read-held so Close waits
+// for it: the one way to a GPU's handle. A GPU that is not open (it
+// failed to open and its retry time has not come, or the retry failed), an
+// index out of range, or a closed backend is an error and f is not called.
+func (b *NVML) use(i int, f func(d *nvmlDevice) error) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	d, err := b.device(i)
+	if err != nil {
+		return err
 	}
-	if i < 0 || i >= len(b.devs) {
-		return fmt.Errorf("nvml: no GPU %d", i)
-	}
-	return nil
+	return f(d)
 }
 
-// device returns GPU i's state, opening it again first when it failed to
-// open and its retry time came. Called with b.mu read-held.
+// device returns GPU i's opened device, opening it again first when it
+// failed to open and its retry time came. Called with b.mu read-held.
 func (b *NVML) device(i int) (*nvmlDevice, error) {
-	if err := b.checkGPU(i); err != nil {
-		return nil, err
+	if b.closed {
+		return nil, errors.New("nvml: backend closed")
 	}
-	d := b.devs[i]
-	if d.opened.Load() {
+	if i < 0 || i >= len(b.slots) {
+		return nil, fmt.Errorf("nvml: no GPU %d", i)
+	}
+	sl := b.slots[i]
+	if d := sl.dev.Load(); d != nil {
 		return d, nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.opened.Load() {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if d := sl.dev.Load(); d != nil {
 		return d, nil
 	}
 	now := b.clock.Now()
-	if now.Before(d.nextRetry) {
+	if now.Before(sl.nextRetry) {
 		b.infoMu.RLock()
 		why := b.info[i].Err
 		b.infoMu.RUnlock()
-		return nil, fmt.Errorf("nvml: GPU %d not opened (%s); next try at %s", i, why, d.nextRetry.Format(time.RFC3339))
+		return nil, fmt.Errorf("nvml: GPU %d not opened (%s); next try at %s", i, why, sl.nextRetry.Format(time.RFC3339))
 	}
 	info, dev, err := b.openDevice(i)
 	if err != nil {
-		d.retryWait = min(2*d.retryWait, max(maxRetryWait, b.opts.RetryInterval))
-		d.nextRetry = now.Add(d.retryWait)
+		sl.retryWait = min(2*sl.retryWait, max(maxRetryWait, b.opts.RetryInterval))
+		sl.nextRetry = now.Add(sl.retryWait)
 		return nil, fmt.Errorf("nvml: GPU %d still not opened: %w", i, err)
 	}
-	// opened is set last: readers that see it see the handle and probe.
-	d.h, d.batched, d.instant, d.average, d.counter, d.scope = dev.h, dev.batched, dev.instant, dev.average, dev.counter, dev.scope
 	b.infoMu.Lock()
 	b.info[i] = info
 	b.infoMu.Unlock()
-	d.opened.Store(true)
+	sl.dev.Store(dev) // published whole: readers see the handle and the probe
 	if b.opts.Logger != nil {
 		b.opts.Logger.Info("GPU opened after failing at start", "gpu", i, "uuid", info.UUID)
 	}
-	return d, nil
+	return dev, nil
 }
 
 // Sample reads GPU i's power and energy counter: one batched GetFieldValues
@@ -556,12 +598,16 @@ func (b *NVML) device(i int) (*nvmlDevice, error) {
 // nvmlDeviceGetPowerUsage and nvmlDeviceGetTotalEnergyConsumption as
 // fallbacks. The sample is stamped at the midpoint of the NVML calls.
 func (b *NVML) Sample(i int) (Sample, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	d, err := b.device(i)
-	if err != nil {
-		return Sample{}, err
-	}
+	var s Sample
+	err := b.use(i, func(d *nvmlDevice) (err error) {
+		s, err = b.sample(i, d)
+		return err
+	})
+	return s, err
+}
+
+// sample is Sample on the opened device d.
+func (b *NVML) sample(i int, d *nvmlDevice) (Sample, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var s Sample
@@ -591,6 +637,9 @@ func (b *NVML) Sample(i int) (Sample, error) {
 			return s, nvmlErr(i, "reading power", ret)
 		}
 		power = float64(mw) / 1000
+		if d.batched {
+			s.PowerSource = d.usage // the field failed: this reading is another source's
+		}
 	}
 	if d.counter && math.IsNaN(energy) {
 		mj, ret := d.h.GetTotalEnergyConsumption()
@@ -614,12 +663,16 @@ func (b *NVML) Sample(i int) (Sample, error) {
 // power (field 185) of GPU i. Values the GPU does not give are NaN; a lost
 // GPU is an error.
 func (b *NVML) SlowSample(i int) (SlowSample, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	d, err := b.device(i)
-	if err != nil {
-		return SlowSample{}, err
-	}
+	var s SlowSample
+	err := b.use(i, func(d *nvmlDevice) (err error) {
+		s, err = b.slowSample(i, d)
+		return err
+	})
+	return s, err
+}
+
+// slowSample is SlowSample on the opened device d.
+func (b *NVML) slowSample(i int, d *nvmlDevice) (SlowSample, error) {
 	h := d.h
 	nan := math.NaN()
 	s := SlowSample{MemoryUsedBytes: nan, UtilizationRatio: nan, TemperatureCelsius: nan, PowerLimitWatts: nan, SMClockHertz: nan, AvgPowerWatts: nan, ComputeProcesses: -1}
@@ -653,8 +706,8 @@ func (b *NVML) SlowSample(i int) (SlowSample, error) {
 			s.ClockEventReasons, s.HasClockEvents = r, true
 		}
 	}
-	if p, ret := h.GetComputeRunningProcesses(); ok(ret) {
-		s.ComputeProcesses = len(p)
+	if pids, ret := b.computePIDs(h); ok(ret) {
+		s.ComputePIDs, s.ComputeProcesses = pids, len(pids)
 	}
 	if d.average && d.batched {
 		fv := []nvml.FieldValue{{FieldId: fieldPowerAverage, ScopeId: d.scope}}

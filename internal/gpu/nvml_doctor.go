@@ -14,12 +14,14 @@ func (b *NVML) doctorVersions(r *DoctorReport) {
 // its power by every method side by side, and tries the calls that need
 // permissions.
 func (b *NVML) doctorDetails(i int, g *DoctorGPU) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	d, err := b.device(i)
-	if err != nil {
-		return
-	}
+	_ = b.use(i, func(d *nvmlDevice) error {
+		b.doctorDevice(d, g)
+		return nil
+	})
+}
+
+// doctorDevice is doctorDetails on the opened device d.
+func (b *NVML) doctorDevice(d *nvmlDevice, g *DoctorGPU) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	type probe struct {

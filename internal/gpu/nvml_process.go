@@ -3,6 +3,8 @@
 package gpu
 
 import (
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -15,13 +17,16 @@ const processWindow = 2 * time.Second
 // and averages each process's SM utilization over its samples. No process
 // in the window (NVML's NOT_FOUND) is an empty list.
 func (b *NVML) ProcessSM(i int) ([]ProcessSM, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if err := b.checkGPU(i); err != nil {
+	var samples []nvml.ProcessUtilizationSample
+	ret := nvml.SUCCESS
+	err := b.use(i, func(d *nvmlDevice) error {
+		since := uint64(b.clock.Now().Add(-processWindow).UnixMicro())
+		samples, ret = d.h.GetProcessUtilization(since)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	since := uint64(b.clock.Now().Add(-processWindow).UnixMicro())
-	samples, ret := b.devs[i].h.GetProcessUtilization(since)
 	switch ret {
 	case nvml.SUCCESS:
 	case nvml.ERROR_NOT_FOUND:
@@ -52,12 +57,15 @@ func (b *NVML) ProcessSM(i int) ([]ProcessSM, error) {
 // MIGUUIDs lists GPU i's MIG instance UUIDs; none when MIG is off or not
 // supported.
 func (b *NVML) MIGUUIDs(i int) ([]string, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if err := b.checkGPU(i); err != nil {
-		return nil, err
-	}
-	h := b.devs[i].h
+	var out []string
+	err := b.use(i, func(d *nvmlDevice) (err error) {
+		out, err = migUUIDs(i, d.h)
+		return err
+	})
+	return out, err
+}
+
+func migUUIDs(i int, h nvml.Device) ([]string, error) {
 	cur, _, ret := h.GetMigMode()
 	if ret != nvml.SUCCESS || cur != nvml.DEVICE_MIG_ENABLE {
 		return nil, nil
@@ -82,4 +90,37 @@ func (b *NVML) MIGUUIDs(i int) ([]string, error) {
 		out = append(out, uuid)
 	}
 	return out, nil
+}
+
+// mpsServer is the name of CUDA MPS's server process. Under MPS, NVML lists
+// it among the compute processes for as long as the MPS daemon keeps it,
+// which outlives the engine; the engine is one of its clients.
+const mpsServer = "nvidia-cuda-mps-server"
+
+// computePIDs lists the PIDs of GPU h's compute processes, sorted: the
+// compute processes less MPS servers, plus MPS clients where the driver
+// lists them.
+func (b *NVML) computePIDs(h nvml.Device) ([]uint32, nvml.Return) {
+	procs, ret := h.GetComputeRunningProcesses()
+	if ret != nvml.SUCCESS {
+		return nil, ret
+	}
+	pids := make([]uint32, 0, len(procs))
+	for _, p := range procs {
+		if b.syms[symProcessName] {
+			if name, r := b.lib.SystemGetProcessName(int(p.Pid)); r == nvml.SUCCESS && filepath.Base(name) == mpsServer {
+				continue
+			}
+		}
+		pids = append(pids, p.Pid)
+	}
+	if b.syms[symMPSProcesses] {
+		if mps, r := h.GetMPSComputeRunningProcesses(); r == nvml.SUCCESS {
+			for _, p := range mps {
+				pids = append(pids, p.Pid)
+			}
+		}
+	}
+	slices.Sort(pids)
+	return slices.Compact(pids), nvml.SUCCESS
 }

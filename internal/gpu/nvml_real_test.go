@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,16 +204,22 @@ func TestPowerUsageSourcePerArchitecture(t *testing.T) {
 	for _, tc := range []struct {
 		arch nvml.DeviceArchitecture
 		name string
+		pci  uint32 // nvmlPciInfo_t.pciDeviceId, 0: unknown
 		want string
 	}{
-		{nvml.DEVICE_ARCH_VOLTA, "Tesla V100-SXM2-32GB", PowerInstant},
-		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A100-SXM4-80GB", PowerInstant}, // GA100
-		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A30", PowerInstant},            // GA100
-		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A10", PowerAverage},            // GA102
-		{nvml.DEVICE_ARCH_HOPPER, "NVIDIA H200", PowerAverage},
+		{nvml.DEVICE_ARCH_VOLTA, "Tesla V100-SXM2-32GB", 0, PowerInstant},
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A100-SXM4-80GB", 0, PowerInstant}, // GA100
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A30", 0, PowerInstant},            // GA100
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A10", 0, PowerAverage},            // GA102
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA RTX A1000", 0, PowerAverage},      // GA107: "A100" in its name
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA RTX A3000 Laptop GPU", 0, PowerAverage},
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A100 80GB PCIe", 0x20b510de, PowerInstant},
+		{nvml.DEVICE_ARCH_AMPERE, "a renamed board", 0x20f310de, PowerInstant},       // A800 by its device id
+		{nvml.DEVICE_ARCH_AMPERE, "NVIDIA A100-SXM4-80GB", 0x25b010de, PowerAverage}, // the id wins over the name
+		{nvml.DEVICE_ARCH_HOPPER, "NVIDIA H200", 0x233510de, PowerAverage},
 	} {
-		if got := powerUsageSource(tc.arch, tc.name); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		if got := powerUsageSource(tc.arch, tc.name, tc.pci); got != tc.want {
+			t.Errorf("%s (%#x): %s, want %s", tc.name, tc.pci, got, tc.want)
 		}
 	}
 	// without the field API the exporter falls back to GetPowerUsage and
@@ -310,6 +317,16 @@ func TestNVMLLostGPUAtStart(t *testing.T) {
 	}
 	if _, err := b.Sample(3); err == nil {
 		t.Error("a GPU that is not open sampled")
+	}
+	// Every per-GPU call goes through the open check: none reaches a nil handle.
+	if _, err := b.MIGUUIDs(3); err == nil {
+		t.Error("MIGUUIDs of a GPU that is not open answered")
+	}
+	if _, err := b.ProcessSM(3); err == nil {
+		t.Error("ProcessSM of a GPU that is not open answered")
+	}
+	if _, err := b.SlowSample(3); err == nil {
+		t.Error("SlowSample of a GPU that is not open answered")
 	}
 	if _, err := b.Sample(4); err != nil {
 		t.Errorf("GPU 4: %v", err)
@@ -458,5 +475,51 @@ func TestNVMLMidpointTimestamp(t *testing.T) {
 	}
 	if got := smp.Time.Sub(before); got != 20*time.Millisecond {
 		t.Errorf("stamped %v after the call began, want 20ms (the midpoint of 40ms)", got)
+	}
+}
+
+// TestNVMLComputePIDsUnderMPS: under MPS, NVML lists the MPS server among
+// the compute processes for as long as the daemon keeps it, and the engine
+// as one of its clients. The PIDs leave the server out and take the
+// clients in, so the server outliving the engine does not hold a release.
+func TestNVMLComputePIDsUnderMPS(t *testing.T) {
+	s, _ := powered(t, 0)
+	engine := true
+	dev := nvmlmock.Device(s, 0)
+	dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		return []nvml.ProcessInfo{{Pid: 10}, {Pid: 30}}, nvml.SUCCESS
+	}
+	dev.GetMPSComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		if !engine {
+			return nil, nvml.SUCCESS
+		}
+		return []nvml.ProcessInfo{{Pid: 20}}, nvml.SUCCESS
+	}
+	s.SystemGetProcessNameFunc = func(pid int) (string, nvml.Return) {
+		switch pid {
+		case 10:
+			return "/usr/bin/nvidia-cuda-mps-server", nvml.SUCCESS
+		case 30:
+			return "python3", nvml.SUCCESS
+		}
+		return "", nvml.ERROR_NOT_FOUND
+	}
+	b, err := NewNVML(s, NVMLOptions{MaxGPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, tc := range []struct {
+		engine bool
+		want   []uint32
+	}{{true, []uint32{20, 30}}, {false, []uint32{30}}} {
+		engine = tc.engine
+		slow, err := b.SlowSample(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(slow.ComputePIDs, tc.want) || slow.ComputeProcesses != len(tc.want) {
+			t.Errorf("engine %v: PIDs %v (%d), want %v", tc.engine, slow.ComputePIDs, slow.ComputeProcesses, tc.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ package gpu
 import (
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -104,8 +105,8 @@ func TestNVMLBatchedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := SlowSample{MemoryUsedBytes: 3 << 30, UtilizationRatio: 0.2, TemperatureCelsius: 32, PowerLimitWatts: 700,
-		SMClockHertz: 1980e6, ClockEventReasons: 5, HasClockEvents: true, ComputeProcesses: 0, AvgPowerWatts: 90}
-	if slow != want {
+		SMClockHertz: 1980e6, ClockEventReasons: 5, HasClockEvents: true, ComputeProcesses: 0, ComputePIDs: []uint32{}, AvgPowerWatts: 90}
+	if !reflect.DeepEqual(slow, want) {
 		t.Errorf("slow sample %+v, want %+v", slow, want)
 	}
 }
@@ -246,5 +247,33 @@ func BenchmarkNVMLMockSample(b *testing.B) {
 		if _, err := nv.Sample(i % 8); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestNVMLTransientFieldFailureLabelsItsSource: field 186 fails on one read
+// after the probe found it; that read falls back to GetPowerUsage (a 1 s
+// average on Hopper) and says so in Sample.PowerSource; the next good read
+// is the device's instant power again.
+func TestNVMLTransientFieldFailureLabelsItsSource(t *testing.T) {
+	gpus := healthyGPUs(8)
+	b, err := NewNVML(mockServer(gpus), NVMLOptions{MaxGPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if d := b.Devices()[0]; d.PowerSource != PowerInstant {
+		t.Fatalf("power source %s, want instant", d.PowerSource)
+	}
+	gpus[0].instantRet = nvml.ERROR_UNKNOWN
+	s, err := b.Sample(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PowerWatts != 90 || s.PowerSource != PowerAverage {
+		t.Errorf("fallback read %v W labelled %q, want 90 W labelled average", s.PowerWatts, s.PowerSource)
+	}
+	gpus[0].instantRet = nvml.SUCCESS
+	if s, _ := b.Sample(0); s.PowerWatts != 100 || s.PowerSource != "" {
+		t.Errorf("good read %v W labelled %q, want 100 W of the device's source", s.PowerWatts, s.PowerSource)
 	}
 }

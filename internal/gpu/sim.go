@@ -80,12 +80,21 @@ type SimConfig struct {
 	// good); then they open with their identity.
 	DownAtStart []int
 	DownFor     time.Duration
+	// PowerBias makes every power reading (Sample.PowerWatts, the average
+	// power of SlowSample) this factor times the power the energy counter,
+	// PowerAt and ExactEnergy integrate, as a real GPU's field 186 may read
+	// a few percent off its counter (default 1; 0.5..1.5).
+	PowerBias float64
 	// History is how long ExactEnergy can look back (default 1h).
 	History time.Duration
 	Clock   Clock // default RealClock
 }
 
 const noiseTerms = 4
+
+// SimEnginePID is the PID the simulated engine's process has on every GPU
+// it loads.
+const SimEnginePID = 4242
 
 // Sim is a set of simulated GPUs with a piecewise closed-form power
 // function; ExactEnergy integrates it exactly. Safe for concurrent use.
@@ -136,6 +145,7 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 	cfg.RampSeconds = cmp.Or(cfg.RampSeconds, 1.5)
 	cfg.DecayTau = cmp.Or(cfg.DecayTau, 8)
 	cfg.History = cmp.Or(cfg.History, time.Hour)
+	cfg.PowerBias = cmp.Or(cfg.PowerBias, 1)
 	if cfg.Clock == nil {
 		cfg.Clock = RealClock{}
 	}
@@ -160,6 +170,8 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 		return nil, fmt.Errorf("sim: counter jitter %v: want at most 0.45 × the counter period %v", cfg.CounterJitter, cfg.CounterPeriod)
 	case cfg.History < 0:
 		return nil, errors.New("sim: negative history")
+	case !(cfg.PowerBias >= 0.5 && cfg.PowerBias <= 1.5):
+		return nil, fmt.Errorf("sim: power bias %g: want 0.5..1.5", cfg.PowerBias)
 	case cfg.DownFor < 0:
 		return nil, fmt.Errorf("sim: down for %v: want ≥ 0", cfg.DownFor)
 	}
@@ -260,7 +272,7 @@ func (s *Sim) Sample(i int) (Sample, error) {
 	}
 	g := s.gpus[i]
 	t := s.sec(now)
-	out := Sample{Time: now, PowerWatts: g.power(t)}
+	out := Sample{Time: now, PowerWatts: s.cfg.PowerBias * g.power(t)}
 	if s.cfg.EnergyCounter {
 		tc := s.counterTime(t)
 		out.EnergyJoules = math.Floor(g.energy(tc)*1000) / 1000
@@ -322,15 +334,15 @@ func (s *Sim) SlowSample(i int) (SlowSample, error) {
 	p := g.power(s.sec(now))
 	util := math.Max(0, math.Min(1, (p-g.idle)/(s.cfg.MaxWatts-g.idle)))
 	mem := 0.0
-	procs := 0
+	pids := []uint32{}
 	if s.state == EngineLoading || (s.state == EngineRunning && g.load > 0) {
 		mem = 0.9 * float64(80<<30)
-		procs = 1
+		pids = []uint32{SimEnginePID}
 	}
 	return SlowSample{
 		MemoryUsedBytes: mem, UtilizationRatio: math.Round(util*100) / 100,
 		TemperatureCelsius: math.Round(30 + 45*util), PowerLimitWatts: s.cfg.MaxWatts,
-		SMClockHertz: 1980e6, HasClockEvents: true, ComputeProcesses: procs, AvgPowerWatts: p,
+		SMClockHertz: 1980e6, HasClockEvents: true, ComputeProcesses: len(pids), ComputePIDs: pids, AvgPowerWatts: s.cfg.PowerBias * p,
 	}, nil
 }
 

@@ -242,3 +242,31 @@ func TestSimDownAtStart(t *testing.T) {
 		t.Error("GPU 2 of 2 down at start accepted")
 	}
 }
+
+// TestSimPowerBias: with PowerBias the power readings are that factor times
+// the power the counter integrates; the counter and ExactEnergy are not
+// biased; a bias outside 0.5..1.5 is refused.
+func TestSimPowerBias(t *testing.T) {
+	clk := fakeclock.New()
+	s, err := NewSim(SimConfig{GPUs: 1, Clock: clk, EnergyCounter: true, PowerBias: 1.06})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := clk.Now()
+	clk.Advance(10 * time.Second)
+	smp, err := s.Sample(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1.06 * s.PowerAt(0, clk.Now()); math.Abs(smp.PowerWatts-want) > 1e-9 {
+		t.Errorf("power %v W, want 1.06 × %v", smp.PowerWatts, s.PowerAt(0, clk.Now()))
+	}
+	if exact := s.ExactEnergy(0, t0, clk.Now()); math.Abs(smp.EnergyJoules-exact) > 0.002 {
+		t.Errorf("counter %v J, want the unbiased %v J", smp.EnergyJoules, exact)
+	}
+	for _, bad := range []float64{0.4, 1.6, math.NaN()} {
+		if _, err := NewSim(SimConfig{PowerBias: bad}); err == nil {
+			t.Errorf("power bias %v accepted", bad)
+		}
+	}
+}

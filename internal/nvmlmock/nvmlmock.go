@@ -67,7 +67,9 @@ func New() *server.Server {
 		dev.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return 0x1 | 0x4, nvml.SUCCESS }
 		dev.GetCurrentClocksThrottleReasonsFunc = func() (uint64, nvml.Return) { return 0x1 | 0x4, nvml.SUCCESS }
 		dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
+		dev.GetMPSComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
 	}
+	s.SystemGetProcessNameFunc = func(int) (string, nvml.Return) { return "", nvml.ERROR_NOT_FOUND }
 	s.LookupSymbolFunc = func(name string) error {
 		has, known := symbols[name]
 		if !known {
