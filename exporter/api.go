@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
@@ -72,21 +73,24 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := e.off(e.clock.Now())
+	e.storeMu.Lock()
 	e.mu.Lock()
+	u := e.undoPoint(id)
 	run, err := e.startPhase(id, p, now)
 	if err == nil {
 		err = e.selectGPUs(run, pick, sel)
 	}
+	err = e.commit(u, err)
 	var st phaseapi.RunStatus
 	if err == nil {
 		st = e.status(run)
 	}
 	e.mu.Unlock()
+	e.storeMu.Unlock()
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	e.saveActive()
 	writeJSON(w, http.StatusOK, st)
 }
 
@@ -100,19 +104,97 @@ func (e *Exporter) handleEndRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := e.off(e.clock.Now())
+	e.storeMu.Lock()
 	e.mu.Lock()
+	u := e.undoPoint(id)
 	run, err := e.endRun(id, now)
+	err = e.commit(u, err)
 	var st phaseapi.RunStatus
 	if err == nil {
 		st = e.status(run)
 	}
 	e.mu.Unlock()
+	e.storeMu.Unlock()
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	e.saveActive()
 	writeJSON(w, http.StatusOK, st)
+}
+
+// undo is what a phase POST or an end may change in run id, to take it
+// back when it cannot be persisted.
+type undo struct {
+	id        string
+	r         *run // nil: no such run before
+	phases    int
+	curEnd    *boundary
+	rel       release
+	gpus      []bool
+	selected  bool
+	selector  *phaseapi.Selector
+	ended     bool
+	endReason string
+	seen      int
+	finished  int
+}
+
+// undoPoint records run id's state before a change. Called with e.mu held.
+func (e *Exporter) undoPoint(id string) undo {
+	u := undo{id: id, r: e.runs[id], seen: len(e.seenOrder), finished: len(e.finished)}
+	if r := u.r; r != nil {
+		u.phases = len(r.phases)
+		if c := r.current(); c != nil {
+			u.curEnd = c.end
+		}
+		u.rel, u.gpus, u.selected, u.selector = r.rel, r.gpus, r.selected, r.selector
+		u.ended, u.endReason = r.ended, r.endReason
+	}
+	return u
+}
+
+// commit persists a change (err nil) before it is acknowledged; when the
+// change failed or cannot be persisted it is taken back, and a
+// persistence failure is a 503 (the client retries). Called with
+// e.storeMu and e.mu held.
+func (e *Exporter) commit(u undo, err error) error {
+	if err == nil {
+		perr := e.persistLocked()
+		if perr == nil {
+			return nil
+		}
+		e.log.Error("a phase change could not be saved; refused with 503 and not applied", "run_id", u.id, "err", perr)
+		err = errf(http.StatusServiceUnavailable, "the exporter could not save the change (%v); nothing was applied: retry", perr)
+	}
+	e.rollback(u)
+	return err
+}
+
+// rollback takes back what changed since u. A finished run evicted by the
+// change (--max-runs) stays evicted. Called with e.mu held.
+func (e *Exporter) rollback(u undo) {
+	if r := u.r; r == nil {
+		delete(e.runs, u.id)
+	} else {
+		r.phases = r.phases[:u.phases]
+		if c := r.current(); c != nil {
+			c.end = u.curEnd
+		}
+		r.rel, r.gpus, r.selected, r.selector = u.rel, u.gpus, u.selected, u.selector
+		r.ended, r.endReason = u.ended, u.endReason
+	}
+	if i := slices.Index(e.finished, u.id); i >= 0 && (u.r == nil || !u.ended) {
+		e.finished = slices.Delete(e.finished, i, i+1)
+	}
+	if len(e.seenOrder) > u.seen {
+		e.forgetRunIDs(u.seen)
+		if e.store == nil {
+			return
+		}
+		if err := e.writeRunIDs(); err != nil {
+			e.log.Warn("run ID not taken back from "+runIDsFile+"; it stays used after a restart", "run_id", u.id, "err", err)
+		}
+	}
 }
 
 // handleRun serves GET /api/v1/runs/{run_id}.

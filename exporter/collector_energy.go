@@ -25,6 +25,9 @@ func (c *energyCollector) Collect(ch chan<- prometheus.Metric) {
 	c.e.mu.RLock()
 	defer c.e.mu.RUnlock()
 	for _, g := range c.e.gpus {
+		if g.restored != nil && g.restored.hide {
+			continue // may go back to 0 at the first sample (store_restore.go)
+		}
 		ch <- prometheus.MustNewConstMetric(c.energy, prometheus.CounterValue, g.energy, g.idx, g.dev.UUID)
 		if g.counter {
 			ch <- prometheus.MustNewConstMetric(c.reset, prometheus.CounterValue, float64(g.resets), g.idx, g.dev.UUID)

@@ -146,33 +146,45 @@ joulemark_host_energy_unavailable{reason="` + tc.reason + `"} 1
 }
 
 // TestRestartContinuesHostEnergy: an exporter restarted on its storage
-// continues the RAPL zones' counters from the last save, like the GPUs'
-// energy counters, so a restored run's host energy goes on: the idle
-// phase's is kept, the formal phase's is the energy up to the save plus
-// the energy after the restart (the downtime counts nothing). A zone
-// unreadable at the save starts again from 0: the phase running across the
-// restart has no host energy for it; the ended idle phase keeps its own.
+// after a graceful shutdown (a clean save) continues the RAPL zones'
+// counters from the save, like the GPUs' energy counters; after an unclean
+// one (the periodic save, then a crash) they start again from 0, never
+// from a base older than the last value served. Either way a restored
+// run's host energy goes on: the idle phase's is kept, the formal phase's
+// is the energy up to the save plus the energy after the restart (the
+// downtime counts nothing). A zone unreadable at the save starts again from
+// 0: the phase running across the restart has no host energy for it; the
+// ended idle phase keeps its own.
 func TestRestartContinuesHostEnergy(t *testing.T) {
-	for _, tc := range []struct {
-		name         string
-		dramAtSave   bool // the DRAM zone readable at the save
-		wantRestored string
-	}{
-		{"every zone readable", true, `
-joulemark_host_energy_joules_total{domain="dram",zone="intel-rapl:0:0"} 28
-joulemark_host_energy_joules_total{domain="package-0",zone="intel-rapl:0"} 400
+	phases := `
 joulemark_phase_host_energy_joules{domain="dram",phase="formal",run_id="r",zone="intel-rapl:0:0"} 23
 joulemark_phase_host_energy_joules{domain="dram",phase="idle",run_id="r",zone="intel-rapl:0:0"} 5
 joulemark_phase_host_energy_joules{domain="package-0",phase="formal",run_id="r",zone="intel-rapl:0"} 250
 joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zone="intel-rapl:0"} 50
-`},
-		{"DRAM unreadable at the save", false, `
-joulemark_host_energy_joules_total{domain="dram",zone="intel-rapl:0:0"} 3
-joulemark_host_energy_joules_total{domain="package-0",zone="intel-rapl:0"} 400
+`
+	phasesNoDRAM := `
 joulemark_phase_host_energy_joules{domain="dram",phase="idle",run_id="r",zone="intel-rapl:0:0"} 5
 joulemark_phase_host_energy_joules{domain="package-0",phase="formal",run_id="r",zone="intel-rapl:0"} 250
 joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zone="intel-rapl:0"} 50
-`},
+`
+	for _, tc := range []struct {
+		name         string
+		dramAtSave   bool // the DRAM zone readable at the save
+		clean        bool // the save of a graceful shutdown
+		wantRestored string
+	}{
+		{"every zone readable, clean", true, true, `
+joulemark_host_energy_joules_total{domain="dram",zone="intel-rapl:0:0"} 28
+joulemark_host_energy_joules_total{domain="package-0",zone="intel-rapl:0"} 400` + phases},
+		{"every zone readable, unclean", true, false, `
+joulemark_host_energy_joules_total{domain="dram",zone="intel-rapl:0:0"} 3
+joulemark_host_energy_joules_total{domain="package-0",zone="intel-rapl:0"} 100` + phases},
+		{"DRAM unreadable at the save, clean", false, true, `
+joulemark_host_energy_joules_total{domain="dram",zone="intel-rapl:0:0"} 3
+joulemark_host_energy_joules_total{domain="package-0",zone="intel-rapl:0"} 400` + phasesNoDRAM},
+		{"DRAM unreadable at the save, unclean", false, false, `
+joulemark_host_energy_joules_total{domain="dram",zone="intel-rapl:0:0"} 3
+joulemark_host_energy_joules_total{domain="package-0",zone="intel-rapl:0"} 100` + phasesNoDRAM},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -193,7 +205,7 @@ joulemark_phase_host_energy_joules{domain="package-0",phase="idle",run_id="r",zo
 				delete(tree, "intel-rapl:0:0/energy_uj")
 			}
 			h.exp.cfg.Host.Sample()
-			h.exp.saveActive()
+			h.exp.save(tc.clean)
 			setUJ(tree, "intel-rapl:0", "350000000") // measured, never saved: lost with the crash
 			h.exp.cfg.Host.Sample()
 			h.exp.Close()

@@ -98,6 +98,9 @@ type Config struct {
 	// RunMaxAge ends a run still active this long after its first phase,
 	// with end reason "expired" (default 24h).
 	RunMaxAge time.Duration
+	// SaveInterval is how often the energy counters and the active runs
+	// are saved besides every change and the shutdown (default 10s).
+	SaveInterval time.Duration
 }
 
 // Exporter is the sampler, the lifecycle state and the HTTP API.
@@ -134,9 +137,10 @@ type Exporter struct {
 	seenOrder []string
 
 	store      *storage
-	storeMu    sync.Mutex  // serializes writes of the active runs
-	savedEmpty bool        // the last active-runs save had no run (under storeMu)
-	dirty      atomic.Bool // a run ended in the sampler: save the active runs
+	storeMu    sync.Mutex    // serializes writes of the active runs
+	savedEmpty bool          // the last active-runs save had no run (under storeMu)
+	dirty      atomic.Bool   // a run ended in the sampler: save the active runs
+	saveReq    chan struct{} // asks the save loop for a save (nil before Start)
 	// hostContinued says, per RAPL zone, that its counter continues from
 	// the saved state (restoreHost): restored boundaries keep its value.
 	hostContinued []bool
@@ -194,6 +198,7 @@ type gpuState struct {
 	lastCounter float64
 	hasCounter  bool // lastCounter is the counter at lastT
 	resets      uint64
+	restored    *restoredCounter // the saved counter, until the first sample after a restart (store_restore.go)
 
 	slow    gpu.SlowSample
 	hasSlow bool
@@ -245,6 +250,9 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.RunMetricsTTL == 0 {
 		cfg.RunMetricsTTL = 5 * time.Minute
 	}
+	if cfg.SaveInterval == 0 {
+		cfg.SaveInterval = 10 * time.Second
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = gpu.RealClock{}
 	}
@@ -274,6 +282,8 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("exporter: run max age %v: want > 0", cfg.RunMaxAge)
 	case cfg.RunMetricsTTL < 0:
 		return nil, fmt.Errorf("exporter: run metrics TTL %v: want > 0", cfg.RunMetricsTTL)
+	case cfg.SaveInterval < 0:
+		return nil, fmt.Errorf("exporter: save interval %v: want > 0", cfg.SaveInterval)
 	}
 	devs := cfg.Backend.Devices()
 	if len(devs) == 0 {
@@ -368,6 +378,10 @@ func (e *Exporter) Start(ctx context.Context) {
 		if e.attr != nil {
 			e.wg.Go(func() { e.attr.run(ctx, e.cfg.SlowInterval) })
 		}
+		if e.store != nil {
+			e.saveReq = make(chan struct{}, 1)
+			e.wg.Go(func() { e.saveLoop(ctx) })
+		}
 	})
 }
 
@@ -409,7 +423,6 @@ func (e *Exporter) slowLoop(ctx context.Context, i int) {
 		case <-t.C:
 		}
 		e.sampleSlowGPU(i)
-		e.saveActive() // cheap when nothing changed
 	}
 }
 
@@ -574,7 +587,7 @@ func (e *Exporter) sampleGPU(i int) time.Duration {
 	e.mu.Unlock()
 	e.freezeRuns()
 	if e.dirty.CompareAndSwap(true, false) {
-		e.saveActive()
+		e.requestSave()
 	}
 	return took
 }
@@ -652,6 +665,9 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 	}
 	if g.has && t <= g.lastT {
 		return // not newer than the last sample: nothing to add
+	}
+	if g.restored != nil {
+		e.settleRestored(i, g, s)
 	}
 	if g.counter && !s.HasEnergy {
 		g.errors[errCounter]++

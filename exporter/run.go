@@ -199,7 +199,7 @@ func (e *Exporter) startPhase(id string, p contract.Phase, now int64) (*run, err
 			r.idleProcs[i] = -1
 		}
 		if err := e.recordRunID(id); err != nil {
-			return nil, errf(http.StatusInternalServerError, "recording run ID %s: %v", id, err)
+			return nil, errf(http.StatusServiceUnavailable, "recording run ID %s: %v; nothing was applied: retry", id, err)
 		}
 		e.runs[id] = r
 	}

@@ -1,19 +1,22 @@
 package exporter
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/atomicfile"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/runid"
 )
 
 // Durable state under Config.StoragePath (docs/exporter.md, "Durable state"):
@@ -21,14 +24,24 @@ import (
 //   - run_ids.json: every run id this exporter ever accepted, rewritten
 //     (atomically) before the first phase of a new id is acknowledged, so a
 //     used id is refused after eviction and after a restart;
-//   - active_runs.json: the runs still active, with their phase boundaries,
-//     the energy counters there, the idle statistics and the release state,
-//     and each GPU's cumulative energy at the save; rewritten (atomically)
-//     on every phase change and every second while a run is active.
+//   - active_runs.json: each GPU's (and RAPL zone's) cumulative energy, the
+//     runs still active with their phase boundaries, the energy counters
+//     there, the idle statistics and the release state. It is rewritten
+//     (atomically) before a phase change is acknowledged, when the sampler
+//     ends a run, every Config.SaveInterval, and at a graceful shutdown
+//     (clean_shutdown: the counters stopped there).
+//
+// Both are versioned and decoded strictly: an unknown version or field, a
+// null where a list belongs, a value that is not finite or is negative, or
+// the two files disagreeing stop the exporter at start, naming the file and
+// how to recover (stateError).
 const (
 	runIDsFile     = "run_ids.json"
 	activeRunsFile = "active_runs.json"
-	storeVersion   = 1
+	runIDsVersion  = 1
+	// activeRunsVersion 2 added clean_shutdown, run_ids and each GPU's raw
+	// counter; version 1 documents are read as an unclean shutdown.
+	activeRunsVersion = 2
 )
 
 type runIDsDoc struct {
@@ -40,8 +53,14 @@ type activeRunsDoc struct {
 	Version int `json:"version"`
 	// SavedAt is when the document was written (unix nanoseconds): after a
 	// restart, the restored runs have a gap from here to the restart.
-	SavedAt int64       `json:"saved_at_unix_ns"`
-	GPUs    []storedGPU `json:"gpus"`
+	SavedAt int64 `json:"saved_at_unix_ns"`
+	// Clean is set by the save at a graceful shutdown: no counter went on
+	// after it, so a restart continues every counter from it.
+	Clean bool `json:"clean_shutdown,omitempty"`
+	// RunIDs is how many ids run_ids.json held at the save: fewer there at
+	// a restart means it was truncated or replaced.
+	RunIDs int         `json:"run_ids,omitempty"`
+	GPUs   []storedGPU `json:"gpus"`
 	// Host is each RAPL zone's cumulative energy at SavedAt (with host
 	// metering); the restarted exporter continues from it.
 	Host []storedZone `json:"host,omitempty"`
@@ -58,9 +77,12 @@ type storedZone struct {
 type storedGPU struct {
 	GPU  int    `json:"gpu"`
 	UUID string `json:"uuid"`
-	// EnergyJoules is the exporter's cumulative energy counter at SavedAt;
-	// the restarted exporter continues from it.
+	// EnergyJoules is the exporter's cumulative energy counter at SavedAt.
 	EnergyJoules float64 `json:"energy_joules"`
+	// RawCounterJoules is the GPU's own energy counter (NVML's) read with
+	// the sample EnergyJoules includes; absent without one. A restart
+	// adds the counter's advance since, the downtime's energy.
+	RawCounterJoules *float64 `json:"raw_counter_joules,omitempty"`
 }
 
 type storedRun struct {
@@ -111,15 +133,58 @@ type storedRelease struct {
 }
 
 // storage is the exporter's durable state directory.
-type storage struct{ dir string }
+type storage struct {
+	dir string
+	// writeFile replaces a file atomically and durably (tests inject
+	// failures here).
+	writeFile func(path string, data []byte) error
+}
 
 func openStorage(dir string) (*storage, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("exporter: storage path %s: %w", dir, err)
 	}
-	return &storage{dir: dir}, nil
+	return &storage{dir: dir, writeFile: writeDurable}, nil
 }
 
+// writeDurable writes path atomically, then syncs its directory so the
+// rename survives a power loss before the write is acknowledged.
+func writeDurable(path string, data []byte) error {
+	if err := atomicfile.WriteFile(path, data); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("syncing the directory of %s: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing the directory of %s: %w", path, err)
+	}
+	return nil
+}
+
+// stateError is a state file the exporter refuses to start on.
+type stateError struct {
+	path, problem, recovery string
+}
+
+func (e *stateError) Error() string {
+	return fmt.Sprintf("exporter: state file %s: %s; refusing to start on it (docs/exporter.md, \"Durable state\"): %s", e.path, e.problem, e.recovery)
+}
+
+// corrupt is a stateError for file name with the recovery that fits it.
+func (s *storage) corrupt(name, format string, args ...any) error {
+	p := filepath.Join(s.dir, name)
+	rec := fmt.Sprintf("it lists every run ID this exporter accepted; repair it, or start afresh forgetting them (reusing an old run ID is then possible): mv %s %s.broken", s.dir, filepath.Clean(s.dir))
+	if name == activeRunsFile {
+		rec = fmt.Sprintf("to start without the active runs and with energy counters from 0 (run IDs stay used): mv %s %s.broken", p, p)
+	}
+	return &stateError{path: p, problem: fmt.Sprintf(format, args...), recovery: rec}
+}
+
+// read decodes file name into v strictly: no unknown field, no trailing
+// data. false when the file does not exist.
 func (s *storage) read(name string, v any) (bool, error) {
 	p := filepath.Join(s.dir, name)
 	b, err := os.ReadFile(p)
@@ -129,8 +194,13 @@ func (s *storage) read(name string, v any) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("exporter: reading %s: %w", p, err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return false, fmt.Errorf("exporter: reading %s: %w (move it away to start without it)", p, err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return false, s.corrupt(name, "%v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return false, s.corrupt(name, "data after the JSON document")
 	}
 	return true, nil
 }
@@ -140,7 +210,7 @@ func (s *storage) write(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("exporter: encoding %s: %w", name, err)
 	}
-	return atomicfile.WriteFile(filepath.Join(s.dir, name), append(b, '\n'))
+	return s.writeFile(filepath.Join(s.dir, name), append(b, '\n'))
 }
 
 // recordRunID adds id to the durable set of seen run ids. Called with e.mu
@@ -151,45 +221,110 @@ func (e *Exporter) recordRunID(id string) error {
 	if e.store == nil {
 		return nil
 	}
-	if err := e.store.write(runIDsFile, runIDsDoc{Version: storeVersion, RunIDs: e.seenOrder}); err != nil {
-		delete(e.seen, id)
-		e.seenOrder = e.seenOrder[:len(e.seenOrder)-1]
+	if err := e.writeRunIDs(); err != nil {
+		e.forgetRunIDs(len(e.seenOrder) - 1)
+		return err
+	}
+	return nil
+}
+
+func (e *Exporter) writeRunIDs() error {
+	if err := e.store.write(runIDsFile, runIDsDoc{Version: runIDsVersion, RunIDs: e.seenOrder}); err != nil {
 		e.storeErrors.Inc()
 		return err
 	}
 	return nil
 }
 
-// saveActive writes the active runs. Safe to call from any goroutine not
-// holding e.mu; a failure is logged and counted (the runs go on in memory,
-// only their recovery after a restart is at stake).
-func (e *Exporter) saveActive() {
+// forgetRunIDs drops the run ids accepted after the first n, in memory
+// only. Called with e.mu held.
+func (e *Exporter) forgetRunIDs(n int) {
+	for _, id := range e.seenOrder[n:] {
+		delete(e.seen, id)
+	}
+	e.seenOrder = e.seenOrder[:n]
+}
+
+// saveActive writes the active runs and the counters (the periodic save).
+// Safe to call from any goroutine not holding e.mu; a failure is logged
+// and counted (the runs go on in memory, only their recovery after a
+// restart is at stake).
+func (e *Exporter) saveActive() { e.save(false) }
+
+// save writes the active runs and the counters; clean marks the save at a
+// graceful shutdown.
+func (e *Exporter) save(clean bool) {
 	if e.store == nil {
 		return
 	}
 	e.storeMu.Lock()
 	defer e.storeMu.Unlock()
 	e.mu.RLock()
-	doc, changed := e.activeDoc()
+	doc := e.activeDoc(clean)
 	e.mu.RUnlock()
-	if !changed {
-		return
-	}
 	if err := e.store.write(activeRunsFile, doc); err != nil {
 		e.storeErrors.Inc()
-		e.log.Error("saving the active runs; they will not survive a restart", "err", err)
-		return
+		e.log.Error("saving the active runs and energy counters; a restart will lose what changed since the last save", "err", err)
 	}
-	e.savedEmpty = len(doc.Runs) == 0
 }
 
-// activeDoc snapshots the active runs; changed is false when there is
-// nothing new to write (no active run, and none when last written).
-// Called with e.mu held (read).
-func (e *Exporter) activeDoc() (activeRunsDoc, bool) {
-	doc := activeRunsDoc{Version: storeVersion, SavedAt: e.t0Unix + e.off(e.clock.Now()), Runs: []storedRun{}}
+// persistLocked writes the active runs before an API change is
+// acknowledged. Called with e.storeMu and e.mu held.
+func (e *Exporter) persistLocked() error {
+	if e.store == nil {
+		return nil
+	}
+	if err := e.store.write(activeRunsFile, e.activeDoc(false)); err != nil {
+		e.storeErrors.Inc()
+		return err
+	}
+	return nil
+}
+
+// requestSave asks the save loop for a save soon (a run ended in the
+// sampler); without a running save loop it saves now.
+func (e *Exporter) requestSave() {
+	if e.saveReq == nil {
+		e.saveActive()
+		return
+	}
+	select {
+	case e.saveReq <- struct{}{}:
+	default:
+	}
+}
+
+// saveLoop saves every SaveInterval and on request, and a last time,
+// marked clean, when ctx ends (a graceful shutdown): one writer, so the
+// state costs one file write per interval whatever the GPUs and the
+// sampling rate.
+func (e *Exporter) saveLoop(ctx context.Context) {
+	t := time.NewTicker(e.cfg.SaveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			e.save(true)
+			return
+		case <-t.C:
+		case <-e.saveReq:
+		}
+		e.saveActive()
+	}
+}
+
+// activeDoc snapshots the counters and the active runs. Called with e.mu
+// held (read).
+func (e *Exporter) activeDoc(clean bool) activeRunsDoc {
+	doc := activeRunsDoc{Version: activeRunsVersion, SavedAt: e.t0Unix + e.off(e.clock.Now()), Clean: clean,
+		RunIDs: len(e.seenOrder), Runs: []storedRun{}}
 	for i, g := range e.gpus {
-		doc.GPUs = append(doc.GPUs, storedGPU{GPU: i, UUID: g.dev.UUID, EnergyJoules: g.energy})
+		sg := storedGPU{GPU: i, UUID: g.dev.UUID, EnergyJoules: g.energy}
+		if g.hasCounter {
+			raw := g.lastCounter
+			sg.RawCounterJoules = &raw
+		}
+		doc.GPUs = append(doc.GPUs, sg)
 	}
 	if e.cfg.Host != nil {
 		latest := e.hostLatest()
@@ -202,28 +337,32 @@ func (e *Exporter) activeDoc() (activeRunsDoc, bool) {
 		if r == nil || r.ended {
 			continue
 		}
-		sr := storedRun{RunID: r.id, IdleProcs: slices.Clone(r.idleProcs), Gaps: r.gaps, GPUs: r.selectionIndexes(), Selector: r.selector,
-			Release: storedRelease{State: r.rel.state, Reason: r.rel.reason}}
-		if r.crit.engineExited {
-			sr.Release.EngineExitedUnixNs = e.t0Unix + r.crit.engineExitedAt
-		}
-		for _, w := range r.idleAcc {
-			sr.IdlePower = append(sr.IdlePower, storedWelford{N: w.n, Mean: w.mean, M2: w.m2})
-		}
-		for _, w := range r.idleMem {
-			sr.IdleMemory = append(sr.IdleMemory, storedWelford{N: w.n, Mean: w.mean, M2: w.m2})
-		}
-		for _, ph := range r.phases {
-			sp := storedPhase{Phase: ph.phase, Start: e.storedBoundary(ph.start)}
-			if ph.end != nil {
-				b := e.storedBoundary(ph.end)
-				sp.End = &b
-			}
-			sr.Phases = append(sr.Phases, sp)
-		}
-		doc.Runs = append(doc.Runs, sr)
+		doc.Runs = append(doc.Runs, e.storedRun(r))
 	}
-	return doc, len(doc.Runs) > 0 || !e.savedEmpty
+	return doc
+}
+
+func (e *Exporter) storedRun(r *run) storedRun {
+	sr := storedRun{RunID: r.id, IdleProcs: slices.Clone(r.idleProcs), Gaps: r.gaps, GPUs: r.selectionIndexes(), Selector: r.selector,
+		Release: storedRelease{State: r.rel.state, Reason: r.rel.reason}}
+	if r.crit.engineExited {
+		sr.Release.EngineExitedUnixNs = e.t0Unix + r.crit.engineExitedAt
+	}
+	for _, w := range r.idleAcc {
+		sr.IdlePower = append(sr.IdlePower, storedWelford{N: w.n, Mean: w.mean, M2: w.m2})
+	}
+	for _, w := range r.idleMem {
+		sr.IdleMemory = append(sr.IdleMemory, storedWelford{N: w.n, Mean: w.mean, M2: w.m2})
+	}
+	for _, ph := range r.phases {
+		sp := storedPhase{Phase: ph.phase, Start: e.storedBoundary(ph.start)}
+		if ph.end != nil {
+			b := e.storedBoundary(ph.end)
+			sp.End = &b
+		}
+		sr.Phases = append(sr.Phases, sp)
+	}
+	return sr
 }
 
 // storedJoules is vals[i] for JSON: nil where NaN or missing.
@@ -249,163 +388,4 @@ func (e *Exporter) storedBoundary(b *boundary) storedBoundary {
 		}
 	}
 	return sb
-}
-
-// restore loads the seen run ids and the active runs from storage. Runs
-// come back with their phases and energy so far; the time from the last
-// save to now is a gap (phaseapi.GapExporterRestarted) without energy.
-// Called from New, before sampling starts.
-func (e *Exporter) restore() error {
-	var ids runIDsDoc
-	if _, err := e.store.read(runIDsFile, &ids); err != nil {
-		return err
-	}
-	for _, id := range ids.RunIDs {
-		if _, dup := e.seen[id]; !dup {
-			e.seen[id] = struct{}{}
-			e.seenOrder = append(e.seenOrder, id)
-		}
-	}
-	var doc activeRunsDoc
-	ok, err := e.store.read(activeRunsFile, &doc)
-	if err != nil || !ok {
-		return err
-	}
-	if len(doc.GPUs) != len(e.gpus) {
-		e.log.Error("the GPUs changed since the last save; active runs are not restored (their ids stay used)",
-			"saved_gpus", len(doc.GPUs), "gpus", len(e.gpus))
-		return nil
-	}
-	for i, g := range doc.GPUs {
-		if g.UUID != e.gpus[i].dev.UUID {
-			e.log.Error("the GPUs changed since the last save; active runs are not restored (their ids stay used)",
-				"gpu", i, "saved_uuid", g.UUID, "uuid", e.gpus[i].dev.UUID)
-			return nil
-		}
-	}
-	for i, g := range doc.GPUs {
-		e.gpus[i].energy = g.EnergyJoules
-	}
-	e.restoreHost(doc.Host)
-	gap := phaseapi.Gap{Start: float64(doc.SavedAt) / 1e9, End: float64(e.t0Unix) / 1e9, Reason: phaseapi.GapExporterRestarted}
-	for _, sr := range doc.Runs {
-		r, err := e.restoredRun(sr)
-		if err != nil {
-			e.log.Error("an active run in storage cannot be restored; its id stays used", "run_id", sr.RunID, "err", err)
-			continue
-		}
-		r.gaps = append(r.gaps, gap)
-		e.runs[r.id] = r
-		if _, seen := e.seen[r.id]; !seen {
-			e.seen[r.id] = struct{}{}
-			e.seenOrder = append(e.seenOrder, r.id)
-		}
-		e.log.Warn("restored an active run; the exporter's downtime is a gap without energy", "run_id", r.id,
-			"gap_start", e.wall(doc.SavedAt-e.t0Unix), "gap_seconds", gap.End-gap.Start)
-	}
-	return nil
-}
-
-func (e *Exporter) restoredRun(sr storedRun) (*run, error) {
-	n := len(e.gpus)
-	if runid.Validate(sr.RunID) != nil || len(sr.Phases) == 0 || len(sr.IdlePower) != n || len(sr.IdleProcs) != n {
-		return nil, errors.New("incomplete record")
-	}
-	r := &run{id: sr.RunID, idleAcc: make([]welford, n), idleProcs: slices.Clone(sr.IdleProcs),
-		rel: release{state: sr.Release.State, reason: sr.Release.Reason}, gaps: sr.Gaps}
-	for i, w := range sr.IdlePower {
-		r.idleAcc[i] = welford{n: w.N, mean: w.Mean, m2: w.M2}
-	}
-	if len(sr.IdleMemory) == n {
-		r.idleMem = make([]welford, n)
-		for i, w := range sr.IdleMemory {
-			r.idleMem[i] = welford{n: w.N, mean: w.Mean, m2: w.M2}
-		}
-	}
-	if sr.Release.EngineExitedUnixNs != 0 {
-		r.crit.engineExited, r.crit.engineExitedAt = true, sr.Release.EngineExitedUnixNs-e.t0Unix
-	}
-	if err := restoreSelection(r, sr.GPUs, n); err != nil {
-		return nil, err
-	}
-	r.selector = sr.Selector
-	for i, sp := range sr.Phases {
-		if sp.Phase.Index() < 0 || (i > 0 && sp.Phase.Index() <= sr.Phases[i-1].Phase.Index()) {
-			return nil, fmt.Errorf("phase %q out of order", sp.Phase)
-		}
-		ph := &phaseRec{phase: sp.Phase}
-		var err error
-		if ph.start, err = e.restoredBoundary(sp.Start); err != nil {
-			return nil, err
-		}
-		if sp.End != nil {
-			if ph.end, err = e.restoredBoundary(*sp.End); err != nil {
-				return nil, err
-			}
-		}
-		r.phases = append(r.phases, ph)
-	}
-	// A zone whose counter starts again from 0 (unreadable at the save)
-	// cannot measure the phase running across the restart.
-	if ph := r.phases[len(r.phases)-1]; ph.end == nil && ph.start.host != nil {
-		for i, ok := range e.hostContinued {
-			if !ok {
-				ph.start.host[i] = math.NaN()
-			}
-		}
-	}
-	return r, nil
-}
-
-func (e *Exporter) restoredBoundary(sb storedBoundary) (*boundary, error) {
-	if len(sb.EnergyJoules) != len(e.gpus) {
-		return nil, fmt.Errorf("boundary with %d GPU energies, want %d", len(sb.EnergyJoules), len(e.gpus))
-	}
-	b := &boundary{t: sb.TimeUnixNs - e.t0Unix, e: slices.Clone(sb.EnergyJoules), ok: make([]bool, len(e.gpus))}
-	for i := range b.ok {
-		b.ok[i] = true
-	}
-	if e.hostContinued != nil && len(sb.HostJoules) == len(e.hostContinued) {
-		b.host = make([]float64, len(sb.HostJoules))
-		for i, v := range sb.HostJoules {
-			b.host[i] = math.NaN()
-			if v != nil {
-				b.host[i] = *v
-			}
-		}
-	}
-	return b, nil
-}
-
-// restoreHost makes the RAPL zones' counters continue from their saved
-// values when the zones are the same (IDs, in order), so a restored
-// phase's host energy goes on like its GPU energy (nothing counted over the
-// downtime), and restored boundaries keep their host values. A zone
-// unreadable at the save starts again from 0: the phase running across the
-// restart has no host energy for it. Other zones, or no saved host state:
-// no restored phase has host energy (logged when the zones changed).
-func (e *Exporter) restoreHost(saved []storedZone) {
-	if e.cfg.Host == nil || len(saved) == 0 {
-		return
-	}
-	zones := e.cfg.Host.Zones()
-	if len(zones) != len(saved) {
-		e.log.Warn("the host's RAPL zones changed since the last save; restored runs have no host energy", "saved_zones", len(saved), "zones", len(zones))
-		return
-	}
-	for i, z := range zones {
-		if saved[i].Zone != z.ID {
-			e.log.Warn("the host's RAPL zones changed since the last save; restored runs have no host energy", "saved_zone", saved[i].Zone, "zone", z.ID)
-			return
-		}
-	}
-	e.hostContinued = make([]bool, len(saved))
-	vals := make([]float64, len(saved))
-	for i, z := range saved {
-		vals[i] = math.NaN()
-		if z.Joules != nil {
-			vals[i], e.hostContinued[i] = *z.Joules, true
-		}
-	}
-	e.cfg.Host.Continue(vals)
 }

@@ -1,0 +1,384 @@
+package exporter
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/runid"
+)
+
+// restoredCounter is a GPU's saved counter, settled at its first sample
+// after the restart (settleRestored).
+type restoredCounter struct {
+	energy float64  // the exporter's counter at the save
+	raw    *float64 // the GPU's own counter at the save
+	clean  bool     // saved at a graceful shutdown
+	// hide: the counter is not served until settled (after an unclean
+	// shutdown it may go back to 0).
+	hide bool
+}
+
+// restore loads the seen run ids, the counters and the active runs from
+// storage, refusing state it cannot trust (stateError). Runs come back
+// with their phases and energy so far; the time from the last save to now
+// is a gap (phaseapi.GapExporterRestarted). Counters continue from the
+// save after a graceful shutdown; after an unclean one, from the GPU's own
+// counter's advance when it has one, else from 0 (a reset, which
+// Prometheus handles, never a value below one already served). Called
+// from New, before sampling starts.
+func (e *Exporter) restore() error {
+	var ids runIDsDoc
+	haveIDs, err := e.store.read(runIDsFile, &ids)
+	if err != nil {
+		return err
+	}
+	if haveIDs {
+		if err := e.checkRunIDs(ids); err != nil {
+			return err
+		}
+	}
+	var doc activeRunsDoc
+	ok, err := e.store.read(activeRunsFile, &doc)
+	if err != nil || !ok {
+		return err
+	}
+	if err := e.checkActive(doc, haveIDs); err != nil {
+		return err
+	}
+	if !e.sameGPUs(doc.GPUs) {
+		return nil
+	}
+	e.restoreHost(doc.Host, doc.Clean)
+	gap := phaseapi.Gap{Start: float64(doc.SavedAt) / 1e9, End: float64(e.t0Unix) / 1e9, Reason: phaseapi.GapExporterRestarted}
+	for _, sr := range doc.Runs {
+		r, err := e.restoredRun(sr, doc.Host, doc.Clean)
+		if err != nil {
+			return e.store.corrupt(activeRunsFile, "run %s: %v", sr.RunID, err)
+		}
+		r.gaps = append(r.gaps, gap)
+		e.runs[r.id] = r
+		e.log.Warn("restored an active run; the exporter's downtime is a gap", "run_id", r.id,
+			"gap_start", e.wall(doc.SavedAt-e.t0Unix), "gap_seconds", gap.End-gap.Start)
+	}
+	e.restoreGPUCounters(doc)
+	return nil
+}
+
+// checkRunIDs validates run_ids.json and loads it.
+func (e *Exporter) checkRunIDs(ids runIDsDoc) error {
+	if ids.Version != runIDsVersion {
+		return e.store.corrupt(runIDsFile, "version %d, this exporter reads version %d", ids.Version, runIDsVersion)
+	}
+	if ids.RunIDs == nil {
+		return e.store.corrupt(runIDsFile, "run_ids missing or null (want a list)")
+	}
+	for _, id := range ids.RunIDs {
+		if err := runid.Validate(id); err != nil {
+			return e.store.corrupt(runIDsFile, "%v", err)
+		}
+		if _, dup := e.seen[id]; !dup {
+			e.seen[id] = struct{}{}
+			e.seenOrder = append(e.seenOrder, id)
+		}
+	}
+	return nil
+}
+
+// checkActive validates active_runs.json against itself and run_ids.json.
+func (e *Exporter) checkActive(doc activeRunsDoc, haveIDs bool) error {
+	bad := func(format string, args ...any) error { return e.store.corrupt(activeRunsFile, format, args...) }
+	switch {
+	case doc.Version != 1 && doc.Version != activeRunsVersion:
+		return bad("version %d, this exporter reads versions 1 and %d", doc.Version, activeRunsVersion)
+	case doc.GPUs == nil || doc.Runs == nil:
+		return bad("gpus or runs missing or null (want lists)")
+	case doc.SavedAt <= 0:
+		return bad("saved_at_unix_ns %d", doc.SavedAt)
+	case doc.RunIDs > len(e.seenOrder) || (!haveIDs && len(doc.Runs) > 0):
+		return e.store.corrupt(runIDsFile, "holds %d run IDs (file present: %v), but %d when %s was saved: truncated, replaced or deleted",
+			len(e.seenOrder), haveIDs, max(doc.RunIDs, len(doc.Runs)), activeRunsFile)
+	}
+	for _, g := range doc.GPUs {
+		if !counterValue(g.EnergyJoules) || (g.RawCounterJoules != nil && !counterValue(*g.RawCounterJoules)) {
+			return bad("gpu %d: energy counter %v (raw %v): want 0 to 1e15", g.GPU, g.EnergyJoules, ptrString(g.RawCounterJoules))
+		}
+	}
+	for _, z := range doc.Host {
+		if z.Joules != nil && !counterValue(*z.Joules) {
+			return bad("host zone %s: energy counter %v: want 0 to 1e15", z.Zone, *z.Joules)
+		}
+	}
+	runs := map[string]bool{}
+	for _, sr := range doc.Runs {
+		if err := runid.Validate(sr.RunID); err != nil {
+			return bad("%v", err)
+		}
+		if _, seen := e.seen[sr.RunID]; !seen {
+			return e.store.corrupt(runIDsFile, "lacks run %s, active in %s", sr.RunID, activeRunsFile)
+		}
+		if runs[sr.RunID] {
+			return bad("run %s listed twice", sr.RunID)
+		}
+		runs[sr.RunID] = true
+		if err := checkStoredRun(sr); err != nil {
+			return bad("run %s: %v", sr.RunID, err)
+		}
+	}
+	return nil
+}
+
+// checkStoredRun checks a run's numbers: finite boundaries, idle
+// statistics finite and non-negative.
+func checkStoredRun(sr storedRun) error {
+	if sr.Phases == nil || sr.IdlePower == nil || sr.IdleProcs == nil {
+		return errors.New("phases, idle_power or idle_compute_processes missing or null (want lists)")
+	}
+	for _, w := range sr.IdlePower {
+		if w.N < 0 || !counterValue(w.Mean) || !counterValue(w.M2) {
+			return fmt.Errorf("idle power statistics %+v: want n ≥ 0, mean and m2 from 0 to 1e15", w)
+		}
+	}
+	for _, w := range sr.IdleMemory { // bytes: JSON numbers are finite
+		if w.N < 0 || w.Mean < 0 || w.M2 < 0 {
+			return fmt.Errorf("idle memory statistics %+v: want n, mean and m2 ≥ 0", w)
+		}
+	}
+	for _, sp := range sr.Phases {
+		bs := []storedBoundary{sp.Start}
+		if sp.End != nil {
+			bs = append(bs, *sp.End)
+		}
+		for _, b := range bs {
+			if b.EnergyJoules == nil || b.TimeUnixNs <= 0 {
+				return fmt.Errorf("phase %s: boundary without time or energies", sp.Phase)
+			}
+			for _, v := range b.EnergyJoules {
+				if math.Abs(v) > maxStoredJoules {
+					return fmt.Errorf("phase %s: boundary energy %v", sp.Phase, v)
+				}
+			}
+			for _, v := range b.HostJoules {
+				if v != nil && math.Abs(*v) > maxStoredJoules {
+					return fmt.Errorf("phase %s: boundary host energy %v", sp.Phase, *v)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// maxStoredJoules bounds a restored energy value: 1e15 J is a 1 kW device
+// running for 30,000 years; anything above is a corrupt file.
+const maxStoredJoules = 1e15
+
+// counterValue: finite, ≥ 0 and at most maxStoredJoules.
+func counterValue(v float64) bool { return v >= 0 && v <= maxStoredJoules }
+
+func ptrString(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return fmt.Sprint(*v)
+}
+
+// sameGPUs reports whether the saved GPUs are this exporter's; when not,
+// nothing is restored but the run ids (logged).
+func (e *Exporter) sameGPUs(saved []storedGPU) bool {
+	if len(saved) != len(e.gpus) {
+		e.log.Error("the GPUs changed since the last save; active runs are not restored (their ids stay used) and energy counters start from 0",
+			"saved_gpus", len(saved), "gpus", len(e.gpus))
+		return false
+	}
+	for i, g := range saved {
+		if g.UUID != e.gpus[i].dev.UUID {
+			e.log.Error("the GPUs changed since the last save; active runs are not restored (their ids stay used) and energy counters start from 0",
+				"gpu", i, "saved_uuid", g.UUID, "uuid", e.gpus[i].dev.UUID)
+			return false
+		}
+	}
+	return true
+}
+
+// restoreGPUCounters sets each GPU's counter from the save: continued
+// after a graceful shutdown; after an unclean one, held back until the
+// first sample when the GPU's own counter can bridge the downtime, else
+// from 0 with the open phases rebased (rebaseOpen).
+func (e *Exporter) restoreGPUCounters(doc activeRunsDoc) {
+	for i, sg := range doc.GPUs {
+		g := e.gpus[i]
+		rc := &restoredCounter{energy: sg.EnergyJoules, raw: sg.RawCounterJoules, clean: doc.Clean, hide: !doc.Clean}
+		switch {
+		case doc.Clean:
+			g.energy = sg.EnergyJoules
+		case sg.RawCounterJoules != nil:
+			g.energy = sg.EnergyJoules
+		default:
+			e.rebaseOpen(i, sg.EnergyJoules)
+			e.log.Warn("unclean shutdown: the GPU's energy counter starts again from 0 (the last save may be older than the last value served)",
+				"gpu", i, "uuid", g.dev.UUID, "saved_joules", sg.EnergyJoules)
+			continue
+		}
+		if sg.RawCounterJoules != nil {
+			g.restored = rc
+		}
+	}
+}
+
+// settleRestored settles GPU i's restored counter at its first valid
+// sample s: the GPU's own counter's advance since the save is added (the
+// downtime's energy) when it did not go back; else a graceful shutdown's
+// counter goes on as saved and an unclean one's starts again from 0.
+// Called with e.mu held.
+func (e *Exporter) settleRestored(i int, g *gpuState, s gpu.Sample) {
+	rc := g.restored
+	g.restored = nil
+	if g.counter && s.HasEnergy && s.EnergyJoules >= *rc.raw {
+		g.energy = rc.energy + s.EnergyJoules - *rc.raw
+		e.log.Info("energy counter continued across the restart; the GPU's own counter gives the downtime's energy",
+			"gpu", i, "uuid", g.dev.UUID, "downtime_joules", s.EnergyJoules-*rc.raw)
+		return
+	}
+	if rc.clean {
+		return
+	}
+	g.energy = 0
+	e.rebaseOpen(i, rc.energy)
+	e.log.Warn("unclean shutdown and the GPU's own counter went back: its energy counter starts again from 0", "gpu", i, "uuid", g.dev.UUID)
+}
+
+// rebaseOpen moves GPU i's start of every running phase by -by: its
+// counter starts again from 0, and the energy before the save still
+// counts. Called with e.mu held.
+func (e *Exporter) rebaseOpen(i int, by float64) {
+	for _, r := range e.runs {
+		if ph := r.current(); !r.ended && ph != nil && ph.end == nil && ph.start.ok[i] {
+			ph.start.e[i] -= by
+		}
+	}
+}
+
+func (e *Exporter) restoredRun(sr storedRun, host []storedZone, clean bool) (*run, error) {
+	n := len(e.gpus)
+	if len(sr.Phases) == 0 || len(sr.IdlePower) != n || len(sr.IdleProcs) != n {
+		return nil, errors.New("incomplete record")
+	}
+	r := &run{id: sr.RunID, idleAcc: make([]welford, n), idleProcs: slices.Clone(sr.IdleProcs),
+		rel: release{state: sr.Release.State, reason: sr.Release.Reason}, gaps: sr.Gaps}
+	for i, w := range sr.IdlePower {
+		r.idleAcc[i] = welford{n: w.N, mean: w.Mean, m2: w.M2}
+	}
+	if len(sr.IdleMemory) == n {
+		r.idleMem = make([]welford, n)
+		for i, w := range sr.IdleMemory {
+			r.idleMem[i] = welford{n: w.N, mean: w.Mean, m2: w.M2}
+		}
+	}
+	if sr.Release.EngineExitedUnixNs != 0 {
+		r.crit.engineExited, r.crit.engineExitedAt = true, sr.Release.EngineExitedUnixNs-e.t0Unix
+	}
+	if err := restoreSelection(r, sr.GPUs, n); err != nil {
+		return nil, err
+	}
+	r.selector = sr.Selector
+	for i, sp := range sr.Phases {
+		if sp.Phase.Index() < 0 || (i > 0 && sp.Phase.Index() <= sr.Phases[i-1].Phase.Index()) {
+			return nil, fmt.Errorf("phase %q out of order", sp.Phase)
+		}
+		ph := &phaseRec{phase: sp.Phase}
+		var err error
+		if ph.start, err = e.restoredBoundary(sp.Start); err != nil {
+			return nil, err
+		}
+		if sp.End != nil {
+			if ph.end, err = e.restoredBoundary(*sp.End); err != nil {
+				return nil, err
+			}
+		}
+		r.phases = append(r.phases, ph)
+	}
+	e.rebaseHost(r.phases[len(r.phases)-1], host, clean)
+	return r, nil
+}
+
+// rebaseHost fits a running phase's host start to the zones' counters
+// after the restart: kept where a zone continues, moved by the saved
+// value where it starts again from 0 (an unclean shutdown), unknown (NaN)
+// where the zone was unreadable at the save.
+func (e *Exporter) rebaseHost(ph *phaseRec, host []storedZone, clean bool) {
+	if ph.end != nil || ph.start.host == nil {
+		return
+	}
+	for i, ok := range e.hostContinued {
+		switch {
+		case ok:
+		case !clean && i < len(host) && host[i].Joules != nil:
+			ph.start.host[i] -= *host[i].Joules
+		default:
+			ph.start.host[i] = math.NaN()
+		}
+	}
+}
+
+func (e *Exporter) restoredBoundary(sb storedBoundary) (*boundary, error) {
+	if len(sb.EnergyJoules) != len(e.gpus) {
+		return nil, fmt.Errorf("boundary with %d GPU energies, want %d", len(sb.EnergyJoules), len(e.gpus))
+	}
+	b := &boundary{t: sb.TimeUnixNs - e.t0Unix, e: slices.Clone(sb.EnergyJoules), ok: make([]bool, len(e.gpus))}
+	for i := range b.ok {
+		b.ok[i] = true
+	}
+	if e.hostContinued != nil && len(sb.HostJoules) == len(e.hostContinued) {
+		b.host = make([]float64, len(sb.HostJoules))
+		for i, v := range sb.HostJoules {
+			b.host[i] = math.NaN()
+			if v != nil {
+				b.host[i] = *v
+			}
+		}
+	}
+	return b, nil
+}
+
+// restoreHost makes the RAPL zones' counters continue from their saved
+// values after a graceful shutdown when the zones are the same (IDs, in
+// order), so a restored phase's host energy goes on like its GPU energy
+// (nothing counted over the downtime), and restored boundaries keep their
+// host values. After an unclean shutdown every zone starts again from 0
+// (the save may be older than the last value served) and a running phase's
+// start moves with it (rebaseHost). A zone unreadable at the save starts
+// again from 0: the phase running across the restart has no host energy
+// for it. Other zones, or no saved host state: no restored phase has host
+// energy (logged when the zones changed).
+func (e *Exporter) restoreHost(saved []storedZone, clean bool) {
+	if e.cfg.Host == nil || len(saved) == 0 {
+		return
+	}
+	zones := e.cfg.Host.Zones()
+	if len(zones) != len(saved) {
+		e.log.Warn("the host's RAPL zones changed since the last save; restored runs have no host energy", "saved_zones", len(saved), "zones", len(zones))
+		return
+	}
+	for i, z := range zones {
+		if saved[i].Zone != z.ID {
+			e.log.Warn("the host's RAPL zones changed since the last save; restored runs have no host energy", "saved_zone", saved[i].Zone, "zone", z.ID)
+			return
+		}
+	}
+	e.hostContinued = make([]bool, len(saved))
+	if !clean {
+		e.log.Warn("unclean shutdown: the host's energy counters start again from 0 (the last save may be older than the last value served)")
+		return
+	}
+	vals := make([]float64, len(saved))
+	for i, z := range saved {
+		vals[i] = math.NaN()
+		if z.Joules != nil {
+			vals[i], e.hostContinued[i] = *z.Joules, true
+		}
+	}
+	e.cfg.Host.Continue(vals)
+}
