@@ -167,6 +167,14 @@ type Request struct {
 	KeepText bool
 }
 
+// maxTokens is the max_tokens the request sends (0: none).
+func (r *Request) maxTokens() int {
+	if r.Extras.MaxTokens != nil {
+		return *r.Extras.MaxTokens
+	}
+	return r.MaxTokens
+}
+
 // Response is what one request did, with its timing. Err is nil on success.
 type Response struct {
 	Send       time.Time
@@ -222,9 +230,7 @@ type body struct {
 func Body(r *Request) ([]byte, error) {
 	b := body{Model: r.Model, MaxTokens: r.MaxTokens, Stream: true, StreamOptions: streamOptions{IncludeUsage: true},
 		IgnoreEOS: r.Extras.IgnoreEOS, MinTokens: r.Extras.MinTokens, Temperature: r.Extras.Temperature, Seed: r.Extras.Seed}
-	if r.Extras.MaxTokens != nil {
-		b.MaxTokens = *r.Extras.MaxTokens
-	}
+	b.MaxTokens = r.maxTokens()
 	switch r.Endpoint {
 	case Chat:
 		b.Messages = []message{{Role: "user", Content: r.Prompt}}
@@ -432,7 +438,11 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		ch, err := st.dec.decode(data)
 		if err != nil {
 			resp.End = now
-			resp.Err = &Error{Class: ClassMalformedStream, Msg: "chunk " + truncate(data, 200), Err: err}
+			class := ClassMalformedStream
+			if ue := (*UsageError)(nil); errors.As(err, &ue) {
+				class = ClassInvalidUsage
+			}
+			resp.Err = &Error{Class: class, Msg: "chunk " + truncate(data, 200), Err: err}
 			break
 		}
 		if ch.err {
@@ -486,6 +496,11 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		}
 	}
 	resp.TextSHA256 = hex.EncodeToString(h.Sum(st.sum[:0]))
+	if resp.Err == nil {
+		if e := checkAnswer(resp, r.maxTokens()); e != nil {
+			resp.Err = e
+		}
+	}
 	if !resp.UsageReported {
 		resp.CompletionTokens = resp.Chunks
 		if resp.Err == nil && c.cfg.RequireUsage {
