@@ -1,10 +1,16 @@
 package benchjob
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // TestRunHostileUsage: an engine whose usage cannot be true (negative
@@ -50,5 +56,46 @@ func TestRunHostileUsage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunPanicFinalises: a panic in the request path (a bug) does not kill
+// the process: the run stops with an error wrapping ErrPanic, its archive
+// is final (requests.jsonl committed, manifest status failed) and the run
+// is ended on the exporter.
+func TestRunPanicFinalises(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	exp := newFakeExporter(t, "")
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Exporters = []string{exp.URL}
+	cfg.Requests = 1000
+	var n atomic.Int64
+	testHookRequest = func(r *Record) {
+		if r.Phase == "formal" && n.Add(1) == 5 {
+			panic("injected bug")
+		}
+	}
+	defer func() { testHookRequest = nil }()
+	res, err := runFake(cfg)
+	if !errors.Is(err, ErrPanic) || res == nil {
+		t.Fatalf("err %v res %v, want ErrPanic with a result", err, res)
+	}
+	if res.Status != StatusFailed {
+		t.Errorf("status %s, want failed", res.Status)
+	}
+	if _, err := os.Stat(filepath.Join(res.ArchiveDir, runarchive.RequestsFile)); err != nil {
+		t.Errorf("requests.jsonl not committed: %v", err)
+	}
+	var man Manifest
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
+	if man.Status != StatusFailed || !strings.Contains(man.Error, "injected bug") {
+		t.Errorf("manifest status %s error %q", man.Status, man.Error)
+	}
+	if !exp.isEnded() {
+		t.Error("run not ended on the exporter")
+	}
+	if _, recs := readRecords(t, res.ArchiveDir); len(recs) >= 1000 {
+		t.Errorf("%d records: the run went on after the panic", len(recs))
 	}
 }

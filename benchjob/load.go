@@ -245,7 +245,9 @@ func (r *runner) drainAt(deadline time.Time, drain time.Duration, phase string, 
 }
 
 // do sends one request and records it.
+// A panic in it is recovered (guard): the run stops, the process lives.
 func (r *runner) do(ctx context.Context, phase string, p Prompt, scheduled time.Time) {
+	defer r.guard("a request")
 	slot := r.slots.acquire()
 	r.inFlight.Add(1)
 	defer r.inFlight.Add(-1)
@@ -257,6 +259,9 @@ func (r *runner) do(ctx context.Context, phase string, p Prompt, scheduled time.
 	})
 	r.agg.inFlight.Dec()
 	rec := newRecord(phase, slot, p, resp, scheduled)
+	if testHookRequest != nil {
+		testHookRequest(rec)
+	}
 	if p.Check != nil && rec.Success {
 		q := p.Check.Evaluate(resp.Text)
 		rec.Quality = &q
