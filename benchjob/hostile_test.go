@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -97,5 +98,56 @@ func TestRunPanicFinalises(t *testing.T) {
 	}
 	if _, recs := readRecords(t, res.ArchiveDir); len(recs) >= 1000 {
 		t.Errorf("%d records: the run went on after the panic", len(recs))
+	}
+}
+
+// TestRunHonoursRetryAfter: a 429 with Retry-After pauses the load, closed
+// and open loop: no request is sent in the second the engine asked for;
+// the wait is recorded per request, in the manifest and as a flag.
+func TestRunHonoursRetryAfter(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		t.Run(map[bool]string{false: "closed", true: "open"}[open], func(t *testing.T) {
+			srv := openaitest.New(openaitest.Behavior{FailEvery: 3, FailStatus: 429, RetryAfter: "1"})
+			defer srv.Close()
+			cfg := testConfig(t, srv.BaseURL())
+			cfg.WarmupRequests = 0
+			cfg.Requests = 6
+			if open {
+				cfg.Concurrency, cfg.Rate = 0, 200
+			}
+			res, err := runFake(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(res.Flags, FlagRetryAfter) {
+				t.Errorf("flags %v lack %s", res.Flags, FlagRetryAfter)
+			}
+			_, recs := readRecords(t, res.ArchiveDir)
+			asked := 0
+			for _, f := range recs {
+				if f.StatusCode != 429 {
+					continue
+				}
+				asked++
+				if f.RetryAfterSeconds != 1 {
+					t.Errorf("429 record retry_after_seconds %g, want 1", f.RetryAfterSeconds)
+				}
+				for _, r := range recs {
+					// 100 ms either side: a request already past the
+					// pause check when the 429 arrived.
+					if r.SendTime > f.EndTime+0.1 && r.SendTime < f.EndTime+0.9 {
+						t.Errorf("request %d sent %.3f s after a 429 that asked for 1 s", r.Index, r.SendTime-f.EndTime)
+					}
+				}
+			}
+			if asked == 0 {
+				t.Fatal("no 429 answered")
+			}
+			var man Manifest
+			readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
+			if man.Load.RetryAfterWaitSeconds < 1 {
+				t.Errorf("manifest retry_after_wait_seconds %g, want ≥ 1", man.Load.RetryAfterWaitSeconds)
+			}
+		})
 	}
 }

@@ -124,6 +124,7 @@ type runner struct {
 	engLog    *os.File
 	inFlight  atomic.Int64 // requests running
 	crash     crashes      // the first recovered panic (crash.go)
+	asked     serverWait   // the pause a Retry-After asked for (retryafter.go)
 
 	engineName    string // the served model's owned_by (vllm, sglang, …)
 	datasetDigest string // workloadDigest
@@ -583,6 +584,7 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 		}
 	}
 	r.man.Load.AchievedRate = st.achievedRate()
+	r.man.Load.RetryAfterWaitSeconds = st.retryWait.Seconds()
 	r.agg.achieved.Set(st.achievedRate())
 	if len(st.lags) > 0 {
 		p50, p99 := st.lagQuantile(.5), st.lagQuantile(.99)

@@ -200,7 +200,10 @@ type Response struct {
 	TextSHA256     string
 	// Text is the generated content, with Request.KeepText only.
 	Text string
-	Err  error
+	// RetryAfter is how long a 429 or 503 answer asked the client to
+	// wait (its Retry-After header, at most MaxRetryAfter); 0 when none.
+	RetryAfter time.Duration
+	Err        error
 }
 
 type message struct {
@@ -317,6 +320,9 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 			return resp
 		}
 		resp.Err = &Error{Class: ClassHTTPStatus, StatusCode: hr.StatusCode, Msg: strings.TrimSpace(string(msg))}
+		if hr.StatusCode == http.StatusTooManyRequests || hr.StatusCode == http.StatusServiceUnavailable {
+			resp.RetryAfter = retryAfter(hr.Header.Get("Retry-After"), resp.End)
+		}
 		return resp
 	}
 	if ct := hr.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "text/event-stream") {

@@ -1,6 +1,12 @@
 package openai
 
-import "fmt"
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // MaxUsageTokens bounds any token count of a usage block (2^24, above
 // every context length served today): a larger count is invalid_usage.
@@ -43,4 +49,28 @@ func checkAnswer(resp *Response, maxTokens int) *Error {
 		return &Error{Class: ClassEmptyResponse, Msg: "the stream ended with neither content nor tokens"}
 	}
 	return nil
+}
+
+// MaxRetryAfter bounds the wait a Retry-After header can ask for: a
+// longer one (or a date further away) is taken as MaxRetryAfter.
+const MaxRetryAfter = time.Minute
+
+// retryAfter parses a Retry-After value, delay-seconds or an HTTP date,
+// against now (RFC 9110, 10.2.3): 0 when absent, invalid or past, at
+// most MaxRetryAfter.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		d = MaxRetryAfter
+		if n < uint64(MaxRetryAfter/time.Second) {
+			d = time.Duration(n) * time.Second
+		}
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), MaxRetryAfter)
 }
