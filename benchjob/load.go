@@ -68,6 +68,7 @@ type loadStats struct {
 	sent       int
 	lags       []time.Duration // open loop: dispatcher lateness per arrival
 	capWait    time.Duration   // open loop: time spent waiting for the concurrency cap
+	retryWait  time.Duration   // the pause the engine asked for (Retry-After) during the phase
 	exhausted  bool            // the prompt source (a trace) ran out
 }
 
@@ -106,6 +107,7 @@ func (r *runner) runLoad(ctx context.Context, spec loadSpec) *loadStats {
 		stopDrain := r.drainAt(deadline, drain, spec.phase, func() { cancel(openai.ErrCanceledAtEnd) })
 		defer stopDrain()
 	}
+	paused0 := r.asked.pausedFor()
 	var mu sync.Mutex
 	noteSend := func() {
 		mu.Lock()
@@ -124,7 +126,8 @@ func (r *runner) runLoad(ctx context.Context, spec loadSpec) *loadStats {
 					if spec.requests > 0 && issued.Add(1) > int64(spec.requests) {
 						return
 					}
-					if !deadline.IsZero() && !time.Now().Before(deadline) {
+					r.asked.wait(ctx, deadline)
+					if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
 						return
 					}
 					p, ok := r.src.take()
@@ -141,6 +144,7 @@ func (r *runner) runLoad(ctx context.Context, spec loadSpec) *loadStats {
 		}
 		wg.Wait()
 		st.end = time.Now()
+		st.retryWait = r.asked.pausedFor() - paused0
 		return st
 	}
 
@@ -164,6 +168,7 @@ func (r *runner) runLoad(ctx context.Context, spec loadSpec) *loadStats {
 	defer timer.Stop()
 	next := st.start
 	prevDone := st.start
+	var shift time.Duration // how far the engine's Retry-After pauses moved the schedule
 dispatch:
 	for i := 0; ctx.Err() == nil; i++ {
 		if spec.requests > 0 && i >= spec.requests {
@@ -174,7 +179,7 @@ dispatch:
 				st.exhausted = true
 				break
 			}
-			next = st.start.Add(spec.trace[i].At)
+			next = st.start.Add(spec.trace[i].At + shift)
 		} else if i > 0 {
 			next = next.Add(time.Duration(gap.Rand() * float64(time.Second)))
 		}
@@ -194,6 +199,15 @@ dispatch:
 			ready = prevDone
 		}
 		st.lags = append(st.lags, max(0, time.Since(ready)))
+		if r.asked.wait(ctx, deadline) > 0 {
+			// The engine asked for a pause: the schedule moves by it
+			// (no burst of the arrivals it held back).
+			late := max(0, time.Since(next))
+			shift, next = shift+late, next.Add(late)
+			if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+				break
+			}
+		}
 		p, ok := r.src.take()
 		if !ok {
 			st.exhausted = true
@@ -221,6 +235,7 @@ dispatch:
 	}
 	wg.Wait()
 	st.end = time.Now()
+	st.retryWait = r.asked.pausedFor() - paused0
 	return st
 }
 
@@ -245,7 +260,9 @@ func (r *runner) drainAt(deadline time.Time, drain time.Duration, phase string, 
 }
 
 // do sends one request and records it.
+// A panic in it is recovered (guard): the run stops, the process lives.
 func (r *runner) do(ctx context.Context, phase string, p Prompt, scheduled time.Time) {
+	defer r.guard("a request")
 	slot := r.slots.acquire()
 	r.inFlight.Add(1)
 	defer r.inFlight.Add(-1)
@@ -257,10 +274,14 @@ func (r *runner) do(ctx context.Context, phase string, p Prompt, scheduled time.
 	})
 	r.agg.inFlight.Dec()
 	rec := newRecord(phase, slot, p, resp, scheduled)
+	if testHookRequest != nil {
+		testHookRequest(rec)
+	}
 	if p.Check != nil && rec.Success {
 		q := p.Check.Evaluate(resp.Text)
 		rec.Quality = &q
 	}
 	r.record(rec)
 	r.slots.release(slot, sampleMs(rec.EndTime))
+	r.honourRetryAfter(rec, resp.RetryAfter)
 }

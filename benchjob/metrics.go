@@ -55,11 +55,13 @@ func newAggregates(runID string) *aggregates {
 	return a
 }
 
+// observe counts one finished request. It never panics: a count below
+// zero (which the client's usage checks already refuse) adds nothing.
 func (a *aggregates) observe(r *Record) {
 	a.requests.WithLabelValues(r.Outcome()).Inc()
 	a.latency.WithLabelValues(r.Phase).Observe(r.LatencySeconds)
 	if r.Success {
-		a.tokens.WithLabelValues(r.Phase).Add(float64(r.OutputTokens))
+		a.tokens.WithLabelValues(r.Phase).Add(float64(max(0, r.OutputTokens)))
 		if r.TTFTSeconds != nil {
 			a.ttft.WithLabelValues(r.Phase).Observe(*r.TTFTSeconds)
 		}

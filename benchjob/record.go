@@ -43,6 +43,9 @@ type Record struct {
 	ReasoningChars  int      `json:"reasoning_chars"`
 	OutputHash      string   `json:"output_hash"`
 	MaxTokens       int      `json:"max_tokens"`
+	// RetryAfterSeconds is the wait a 429 or 503 answer asked for
+	// (Retry-After, at most openai.MaxRetryAfter); the load paused for it.
+	RetryAfterSeconds float64 `json:"retry_after_seconds,omitempty"`
 	// Quality is the answer checked against its rubric (correctness
 	// workload, workload.quality_file); absent when not checked or failed.
 	Quality *quality.Result `json:"quality,omitempty"`
@@ -90,6 +93,7 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 		ITLSeconds:      make([]float64, len(resp.ITL)),
 		Success:         resp.Err == nil,
 	}
+	r.RetryAfterSeconds = resp.RetryAfter.Seconds()
 	if !scheduled.IsZero() {
 		r.ScheduledTime = new(unixSeconds(scheduled))
 	}

@@ -124,6 +124,8 @@ type runner struct {
 	engine    Engine
 	engLog    *os.File
 	inFlight  atomic.Int64 // requests running
+	crash     crashes      // the first recovered panic (crash.go)
+	asked     serverWait   // the pause a Retry-After asked for (retryafter.go)
 
 	engineName    string // the served model's owned_by (vllm, sglang, …)
 	datasetDigest string // workloadDigest
@@ -409,10 +411,12 @@ func (r *runner) flagList() []string {
 func (r *runner) record(rec *Record) {
 	// The aggregates observe the records in archive order, as runs push
 	// does: a histogram's sum, a float, then comes out to the same bits.
-	r.recMu.Lock()
-	r.arch.append(rec)
-	r.agg.observe(rec)
-	r.recMu.Unlock()
+	func() {
+		r.recMu.Lock()
+		defer r.recMu.Unlock() // a panic below must not leave it held
+		r.arch.append(rec)
+		r.agg.observe(rec)
+	}()
 	if r.rw != nil {
 		for _, s := range rec.Samples(r.runID) {
 			r.rw.Append(s)
@@ -443,6 +447,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	aggStopped := make(chan struct{})
 	go r.pushAggregates(aggDone, aggStopped)
 	go func() {
+		defer r.guard("the archive flush")
 		// Records reach the disk at least every second: a crash loses little.
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -457,14 +462,19 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}()
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
+	r.crash.setCancel(cancelRun)
 	var scrapeWG sync.WaitGroup
 	stopScrape := make(chan struct{})
 	if r.cfg.EngineMetrics {
 		scrapeWG.Add(1)
-		go func() { defer scrapeWG.Done(); r.scrapeEngineMetrics(stopScrape) }()
+		go func() {
+			defer scrapeWG.Done()
+			defer r.guard("the engine metrics scrape")
+			r.scrapeEngineMetrics(stopScrape)
+		}()
 	}
 
-	err := r.lifecycle(runCtx, cancelRun)
+	err := r.safeLifecycle(runCtx, cancelRun)
 	status := StatusCompleted
 	switch {
 	case ctx.Err() != nil:
@@ -575,6 +585,7 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 		}
 	}
 	r.man.Load.AchievedRate = st.achievedRate()
+	r.man.Load.RetryAfterWaitSeconds = st.retryWait.Seconds()
 	r.agg.achieved.Set(st.achievedRate())
 	if len(st.lags) > 0 {
 		p50, p99 := st.lagQuantile(.5), st.lagQuantile(.99)
@@ -984,6 +995,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 // pushAggregates sends the aggregates every interval until done closes.
 func (r *runner) pushAggregates(done <-chan struct{}, stopped chan<- struct{}) {
 	defer close(stopped)
+	defer r.guard("the aggregates push")
 	if r.rw == nil {
 		return
 	}

@@ -3,7 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
+	"math"
 
 	"github.com/valyala/fastjson"
 )
@@ -104,26 +104,45 @@ func (d *decoder) choice(ch *fastjson.Value) {
 	}
 }
 
-// usage reads the server's token counts; a count that is not an integer
-// makes the chunk malformed.
+// usage reads the server's token counts. A count that is not a
+// non-negative integer of at most MaxUsageTokens (a string such as "NaN",
+// a fraction, a negative or absurd number), or a usage without
+// completion_tokens, is a *UsageError: the engine's usage is not trusted.
 func (d *decoder) usage(u *fastjson.Value) error {
+	c := u.Get("completion_tokens")
+	if c == nil || c.Type() == fastjson.TypeNull {
+		return &UsageError{Field: "completion_tokens", Value: "absent"}
+	}
 	var err error
 	d.v.prompt, err = count(u.Get("prompt_tokens"), "prompt_tokens", err)
-	d.v.complete, err = count(u.Get("completion_tokens"), "completion_tokens", err)
+	d.v.complete, err = count(c, "completion_tokens", err)
 	d.v.reasonTok, err = count(u.Get("completion_tokens_details", "reasoning_tokens"), "reasoning_tokens", err)
 	return err
 }
 
-// count is n as an int (0 when absent or not a number); the first error sticks.
+// count is n as an int (0 when absent or null); the first error sticks.
 func count(n *fastjson.Value, name string, err error) (int, error) {
-	if n == nil || n.Type() != fastjson.TypeNumber {
+	if n == nil || n.Type() == fastjson.TypeNull {
 		return 0, err
 	}
-	x, cerr := n.Int()
-	if cerr != nil && err == nil {
-		err = fmt.Errorf("usage %s: %w", name, cerr)
+	x, ok := usageCount(n)
+	if !ok && err == nil {
+		err = &UsageError{Field: name, Value: truncate(n.MarshalTo(nil), 64)}
 	}
 	return x, err
+}
+
+// usageCount is n as a token count: a JSON number whose value is an
+// integer in [0, MaxUsageTokens] (1e3 and 3.0 are taken, 3.5 is not).
+func usageCount(n *fastjson.Value) (int, bool) {
+	if n.Type() != fastjson.TypeNumber {
+		return 0, false
+	}
+	f, err := n.Float64()
+	if err != nil || f < 0 || f > MaxUsageTokens || f != math.Trunc(f) {
+		return 0, false
+	}
+	return int(f), true
 }
 
 // str is v's unescaped string, or nil when v is absent or not a string.

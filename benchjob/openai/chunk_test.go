@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math"
 	"strconv"
 	"testing"
 	"unicode/utf8"
@@ -55,13 +56,21 @@ func refChunk(data []byte) (chunkView, bool) {
 	}
 	if u, ok := m["usage"].(map[string]any); ok {
 		v.usage = true
+		// A count: absent or null is 0; else an integral number in
+		// [0, MaxUsageTokens]; anything else makes the chunk invalid.
 		num := func(x any) (int, bool) {
-			n, ok := x.(json.Number)
-			if !ok {
+			if x == nil {
 				return 0, true
 			}
-			i, err := strconv.Atoi(string(n))
-			return i, err == nil
+			n, ok := x.(json.Number)
+			if !ok {
+				return 0, false
+			}
+			f, err := strconv.ParseFloat(string(n), 64)
+			if err != nil || f < 0 || f > MaxUsageTokens || f != math.Trunc(f) {
+				return 0, false
+			}
+			return int(f), true
 		}
 		var ok1, ok2, ok3 bool
 		v.prompt, ok1 = num(u["prompt_tokens"])
@@ -70,7 +79,7 @@ func refChunk(data []byte) (chunkView, bool) {
 		if d, ok := u["completion_tokens_details"].(map[string]any); ok {
 			v.reasonTok, ok3 = num(d["reasoning_tokens"])
 		}
-		if !ok1 || !ok2 || !ok3 {
+		if !ok1 || !ok2 || !ok3 || u["completion_tokens"] == nil {
 			return v, false
 		}
 	}
@@ -143,6 +152,10 @@ func FuzzChunkDecode(f *testing.F) {
 		`{"choices":[{"delta":{"reasoning":"thinking"}}, 3, {"text":"x"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":2}}}`,
 		`{"usage":{"prompt_tokens":1.5}}`,
 		`{"usage":{"completion_tokens":99999999999999999999}}`,
+		`{"usage":{"completion_tokens":-1000000,"prompt_tokens":-5}}`,
+		`{"usage":{"completion_tokens":"NaN"}}`,
+		`{"usage":{"completion_tokens":1e3,"prompt_tokens":null}}`,
+		`{"usage":{"prompt_tokens":3}}`,
 		`{"error":{"message":"boom","code":500}}`,
 		`{"error":"plain"}`,
 		`{"error":{"code":1}}`,

@@ -167,6 +167,14 @@ type Request struct {
 	KeepText bool
 }
 
+// maxTokens is the max_tokens the request sends (0: none).
+func (r *Request) maxTokens() int {
+	if r.Extras.MaxTokens != nil {
+		return *r.Extras.MaxTokens
+	}
+	return r.MaxTokens
+}
+
 // Response is what one request did, with its timing. Err is nil on success.
 type Response struct {
 	Send       time.Time
@@ -192,7 +200,10 @@ type Response struct {
 	TextSHA256     string
 	// Text is the generated content, with Request.KeepText only.
 	Text string
-	Err  error
+	// RetryAfter is how long a 429 or 503 answer asked the client to
+	// wait (its Retry-After header, at most MaxRetryAfter); 0 when none.
+	RetryAfter time.Duration
+	Err        error
 }
 
 type message struct {
@@ -222,9 +233,7 @@ type body struct {
 func Body(r *Request) ([]byte, error) {
 	b := body{Model: r.Model, MaxTokens: r.MaxTokens, Stream: true, StreamOptions: streamOptions{IncludeUsage: true},
 		IgnoreEOS: r.Extras.IgnoreEOS, MinTokens: r.Extras.MinTokens, Temperature: r.Extras.Temperature, Seed: r.Extras.Seed}
-	if r.Extras.MaxTokens != nil {
-		b.MaxTokens = *r.Extras.MaxTokens
-	}
+	b.MaxTokens = r.maxTokens()
 	switch r.Endpoint {
 	case Chat:
 		b.Messages = []message{{Role: "user", Content: r.Prompt}}
@@ -311,6 +320,9 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 			return resp
 		}
 		resp.Err = &Error{Class: ClassHTTPStatus, StatusCode: hr.StatusCode, Msg: strings.TrimSpace(string(msg))}
+		if hr.StatusCode == http.StatusTooManyRequests || hr.StatusCode == http.StatusServiceUnavailable {
+			resp.RetryAfter = retryAfter(hr.Header.Get("Retry-After"), resp.End)
+		}
 		return resp
 	}
 	if ct := hr.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "text/event-stream") {
@@ -432,7 +444,11 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		ch, err := st.dec.decode(data)
 		if err != nil {
 			resp.End = now
-			resp.Err = &Error{Class: ClassMalformedStream, Msg: "chunk " + truncate(data, 200), Err: err}
+			class := ClassMalformedStream
+			if ue := (*UsageError)(nil); errors.As(err, &ue) {
+				class = ClassInvalidUsage
+			}
+			resp.Err = &Error{Class: class, Msg: "chunk " + truncate(data, 200), Err: err}
 			break
 		}
 		if ch.err {
@@ -486,6 +502,11 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		}
 	}
 	resp.TextSHA256 = hex.EncodeToString(h.Sum(st.sum[:0]))
+	if resp.Err == nil {
+		if e := checkAnswer(resp, r.maxTokens()); e != nil {
+			resp.Err = e
+		}
+	}
 	if !resp.UsageReported {
 		resp.CompletionTokens = resp.Chunks
 		if resp.Err == nil && c.cfg.RequireUsage {

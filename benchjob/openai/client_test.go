@@ -267,3 +267,42 @@ func TestStreamIdleTimeoutRearms(t *testing.T) {
 		t.Fatalf("slow stream: %v after %v, want success after more than twice the idle timeout", resp.Err, resp.End.Sub(resp.Send))
 	}
 }
+
+// TestStreamUsageValidated: a usage block that cannot be true and an
+// answer with neither content nor tokens are failures with their own
+// classes, never successes.
+func TestStreamUsageValidated(t *testing.T) {
+	tests := []struct {
+		name string
+		b    openaitest.Behavior
+		max  int
+		want openai.Class
+	}{
+		{"negative", openaitest.Behavior{Usage: `{"completion_tokens":-1000000,"prompt_tokens":-5}`}, 4, openai.ClassInvalidUsage},
+		{"negative prompt", openaitest.Behavior{Usage: `{"completion_tokens":4,"prompt_tokens":-5}`}, 4, openai.ClassInvalidUsage},
+		{"fraction", openaitest.Behavior{Usage: `{"completion_tokens":3.5,"prompt_tokens":7}`}, 4, openai.ClassInvalidUsage},
+		{"NaN string", openaitest.Behavior{Usage: `{"completion_tokens":"NaN","prompt_tokens":7}`}, 4, openai.ClassInvalidUsage},
+		{"no completion_tokens", openaitest.Behavior{Usage: `{"prompt_tokens":7}`}, 4, openai.ClassInvalidUsage},
+		{"1e15 for max_tokens 5", openaitest.Behavior{Usage: `{"completion_tokens":1000000000000000,"prompt_tokens":7}`}, 5, openai.ClassInvalidUsage},
+		{"beyond max_tokens and slack", openaitest.Behavior{Usage: `{"completion_tokens":21,"prompt_tokens":7}`}, 4, openai.ClassInvalidUsage},
+		{"reasoning above completion", openaitest.Behavior{Usage: `{"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":9}}`}, 4, openai.ClassInvalidUsage},
+		{"only [DONE]", openaitest.Behavior{Empty: true}, 4, openai.ClassEmptyResponse},
+		{"only [DONE], usage required", openaitest.Behavior{Empty: true}, 4, openai.ClassEmptyResponse},
+		{"within the slack", openaitest.Behavior{Usage: `{"completion_tokens":20,"prompt_tokens":7}`}, 4, ""},
+		{"integral float", openaitest.Behavior{Usage: `{"completion_tokens":4.0,"prompt_tokens":7e0}`}, 4, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := openaitest.New(tc.b)
+			defer srv.Close()
+			c, _ := openai.New(openai.Config{BaseURL: srv.BaseURL(), RequireUsage: strings.Contains(tc.name, "required")})
+			resp := c.Stream(context.Background(), &openai.Request{Model: "test-model", Prompt: "hi", MaxTokens: tc.max})
+			if got := openai.ClassOf(resp.Err); got != tc.want {
+				t.Fatalf("class %q (%v), want %q", got, resp.Err, tc.want)
+			}
+			if tc.want == "" && (resp.CompletionTokens < 0 || resp.PromptTokens < 0) {
+				t.Errorf("tokens %d/%d", resp.CompletionTokens, resp.PromptTokens)
+			}
+		})
+	}
+}

@@ -26,6 +26,8 @@ const (
 	ClassTimeoutIdle       Class = "timeout_idle"        // no byte of the answer for the idle timeout
 	ClassCanceled          Class = "canceled"            // the run was stopped (Ctrl-C) while the request ran
 	ClassCanceledAtEnd     Class = "canceled_at_end"     // still running when the phase's duration and drain timeout were over
+	ClassInvalidUsage      Class = "invalid_usage"       // a usage block that cannot be true (negative, not an integer, far beyond max_tokens)
+	ClassEmptyResponse     Class = "empty_response"      // a complete stream with neither content nor tokens
 )
 
 // ErrCanceledAtEnd is the cancel cause a caller gives a request's context to

@@ -3,11 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"runtime/debug"
 )
 
-// Exit statuses (docs/cli.md).
+// Exit statuses (docs/cli.md). A panic is exit 1, never 2: Go's own
+// status for an unrecovered panic is 2, so every panic is recovered
+// (runCommand here, the bench's goroutines in benchjob).
 const (
-	exitFailed   = 1 // error, nothing measured
+	exitFailed   = 1 // error, nothing measured; an internal error (panic)
 	exitUsage    = 2 // bad usage: flags, config file
 	exitUnusable = 3 // completed but unusable results
 )
@@ -46,4 +50,17 @@ func exitCode(err error) int {
 		return e.code
 	}
 	return exitFailed
+}
+
+// runCommand runs a command; a panic in it is printed with its stack to
+// stderr and becomes an error that exits 1 (exitFailed), not Go's 2, which
+// means bad usage here.
+func runCommand(stderr io.Writer, f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			fmt.Fprintf(stderr, "panic: %v\n\n%s\n", v, debug.Stack())
+			err = withExitCode(exitFailed, fmt.Errorf("internal error (panic): %v (stack above)", v))
+		}
+	}()
+	return f()
 }

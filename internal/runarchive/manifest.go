@@ -147,6 +147,9 @@ type LoadInfo struct {
 	LagP50Seconds  float64 `json:"lag_p50_seconds,omitempty"`
 	LagP99Seconds  float64 `json:"lag_p99_seconds,omitempty"`
 	CapWaitSeconds float64 `json:"cap_wait_seconds,omitempty"`
+	// RetryAfterWaitSeconds is how long the formal load paused because
+	// the engine asked for it (Retry-After on a 429 or 503).
+	RetryAfterWaitSeconds float64 `json:"retry_after_wait_seconds,omitempty"`
 	// ClientCPURatio is the benchmark process' CPU time over the formal
 	// phase divided by wall time and usable CPUs.
 	ClientCPURatio float64 `json:"client_cpu_ratio"`

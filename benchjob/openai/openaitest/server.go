@@ -52,6 +52,15 @@ type Behavior struct {
 	Health, ModelsStatus int
 	NotReadyFor          time.Duration
 	MaxModelLen          int
+	// Usage, when set, is the raw JSON of the usage block sent instead of
+	// the true counts (a hostile or broken engine: negative, fractional,
+	// absurd counts).
+	Usage string
+	// Empty answers with a stream that is only "data: [DONE]".
+	Empty bool
+	// RetryAfter is the Retry-After header sent with a Status or
+	// FailStatus answer ("" none).
+	RetryAfter string
 	// Answer, when set, is the generated text for a prompt (the chat
 	// message's content or the completion prompt), streamed one word per
 	// token; max_tokens then only caps it.
@@ -189,6 +198,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		status = b.FailStatus
 	}
 	if status != 0 {
+		if b.RetryAfter != "" {
+			w.Header().Set("Retry-After", b.RetryAfter)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		fmt.Fprintf(w, `{"error":{"message":"fake failure %d","type":"server_error"}}`, status)
@@ -240,6 +252,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		}
 	}
 	id := "cmpl-" + strconv.FormatInt(n, 10)
+	if b.Empty {
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		return
+	}
 	if b.FirstTokenDelay > 0 {
 		select {
 		case <-time.After(b.FirstTokenDelay):
@@ -289,7 +305,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		fmt.Fprintf(w, "data: {\"id\":%q,\"object\":%q,\"model\":%q,\"choices\":[%s]}\n\n", id, obj, answer, choice)
 		flush()
 	}
-	if !b.NoUsage {
+	switch {
+	case b.Usage != "":
+		fmt.Fprintf(w, "data: {\"id\":%q,\"model\":%q,\"choices\":[],\"usage\":%s}\n\n", id, answer, b.Usage)
+	case !b.NoUsage:
 		prompt := 7
 		fmt.Fprintf(w, "data: {\"id\":%q,\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d,\"completion_tokens_details\":{\"reasoning_tokens\":%d}}}\n\n",
 			id, answer, prompt, tokens, prompt+tokens, min(b.Reasoning, tokens))

@@ -1,0 +1,76 @@
+package openai
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxUsageTokens bounds any token count of a usage block (2^24, above
+// every context length served today): a larger count is invalid_usage.
+const MaxUsageTokens = 1 << 24
+
+// UsageSlack is how many completion tokens a usage block may report
+// beyond the request's max_tokens before it is invalid_usage: 16 tokens
+// or a tenth of max_tokens, whichever is more (an engine that counts a
+// stop token or a rejected speculative token stays valid; a count far
+// beyond what was asked is not).
+func UsageSlack(maxTokens int) int { return max(16, maxTokens/10) }
+
+// UsageError is a usage block that cannot be true: a count that is not a
+// non-negative integer, above MaxUsageTokens or, for completion_tokens,
+// above the request's max_tokens plus UsageSlack.
+type UsageError struct {
+	Field string // completion_tokens, prompt_tokens, reasoning_tokens
+	Value string // as the engine sent it, or why it is wrong
+}
+
+func (e *UsageError) Error() string {
+	return fmt.Sprintf("usage %s %s: want an integer from 0 to %d", e.Field, e.Value, MaxUsageTokens)
+}
+
+// checkAnswer judges a stream that ended complete: a usage block that
+// contradicts the request (ClassInvalidUsage), or an answer with neither
+// content nor tokens (ClassEmptyResponse). Nil when the answer stands.
+func checkAnswer(resp *Response, maxTokens int) *Error {
+	if resp.UsageReported {
+		if maxTokens > 0 && resp.CompletionTokens > maxTokens+UsageSlack(maxTokens) {
+			return &Error{Class: ClassInvalidUsage, Msg: fmt.Sprintf("usage completion_tokens %d for max_tokens %d (at most %d taken)",
+				resp.CompletionTokens, maxTokens, maxTokens+UsageSlack(maxTokens))}
+		}
+		if resp.ReasoningTokens > resp.CompletionTokens {
+			return &Error{Class: ClassInvalidUsage, Msg: fmt.Sprintf("usage reasoning_tokens %d above completion_tokens %d",
+				resp.ReasoningTokens, resp.CompletionTokens)}
+		}
+	}
+	if resp.Chunks == 0 && (!resp.UsageReported || resp.CompletionTokens == 0) {
+		return &Error{Class: ClassEmptyResponse, Msg: "the stream ended with neither content nor tokens"}
+	}
+	return nil
+}
+
+// MaxRetryAfter bounds the wait a Retry-After header can ask for: a
+// longer one (or a date further away) is taken as MaxRetryAfter.
+const MaxRetryAfter = time.Minute
+
+// retryAfter parses a Retry-After value, delay-seconds or an HTTP date,
+// against now (RFC 9110, 10.2.3): 0 when absent, invalid or past, at
+// most MaxRetryAfter.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		d = MaxRetryAfter
+		if n < uint64(MaxRetryAfter/time.Second) {
+			d = time.Duration(n) * time.Second
+		}
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), MaxRetryAfter)
+}
