@@ -35,8 +35,11 @@ const (
 	// preemptionsPerRequest: preemptions per formal request that count
 	// as evictions (at least one).
 	preemptionsPerRequest = 0.01
-	// nothingWaits: mean waiting requests under which nothing waits.
-	nothingWaits = 0.5
+	// nothingWaits: mean waiting requests under which nothing queues: the
+	// complement of queueing's queue. Not 0: the engines admit at step
+	// boundaries, so requests that arrive during a long prefill step
+	// wait for it to end.
+	nothingWaits = waitingQueueSize
 	// gpuIdle: mean GPU utilization under which the GPUs idle.
 	gpuIdle = 0.5
 	// outsideEngine: share of the client's in-flight requests the engine

@@ -37,11 +37,13 @@ func ApplyScenario(c *Config, name string) error {
 		e.KVCacheTokens = max(e.MaxModelLen, c.Concurrency*(c.InputTokens+c.OutputTokens)/2)
 		e.MaxNumBatchedTokens = max(e.MaxNumBatchedTokens, e.MaxBatch+1)
 	case ScenarioSlowPrefill:
-		// Long prompts on a prefill ten times slower than the default:
-		// each takes about a second, with batch and KV room to spare.
+		// Long prompts on a prefill twelve times slower than the default:
+		// each takes about a second, with batch and KV room to spare; short
+		// answers, so the prefill dominates.
 		c.InputTokens = 2000
-		c.Concurrency = min(c.Concurrency, 8)
-		e.PrefillPerToken = 500 * time.Microsecond
+		c.OutputTokens, c.OutputStddev = 30, 5
+		c.Concurrency = min(c.Concurrency, 4)
+		e.PrefillPerToken = 600 * time.Microsecond
 		e.MaxNumBatchedTokens = 2048
 		e.MaxBatch = max(e.MaxBatch, 4*c.Concurrency)
 		e.MaxModelLen = max(e.MaxModelLen, 4*(c.InputTokens+c.OutputTokens))
