@@ -1,25 +1,54 @@
 package analyze
 
 import (
-	"github.com/joulemark/joulemark/internal/stats"
-
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 )
 
-// Diagnosis rules (the LLMPerf analysis), each applied with the numbers
-// behind its verdict.
+// Diagnosis rules (the LLMPerf analysis), each judged on the situation a
+// user would name and reported with the numbers behind its verdict and the
+// thresholds they crossed (docs/analyze.md, "Diagnosis").
 const (
-	RulePrefillSlow  = "prefill_slow" // TTFT rising (or over its SLO) while nothing waits
-	RuleQueueing     = "queueing"     // the waiting queue grows: batch or KV memory limit
-	RuleKVEvictions  = "kv_evictions" // KV cache near full with preemptions: bimodal latency
-	RuleClientBound  = "client_bound" // GPUs idle while latency climbs: client, network or router
-	risingFactor     = 1.25           // last third / first third that counts as rising
-	kvFull           = 0.95           // KV cache usage counted as full
-	gpuIdle          = 0.5            // mean GPU utilization under which the GPUs idle
-	waitingQueueSize = 1.0            // mean waiting requests that count as a queue
+	RuleClientBound = "client_bound" // requests held outside the engine while the GPUs idle
+	RuleKVEvictions = "kv_evictions" // preemptions near a full KV cache
+	RuleQueueing    = "queueing"     // requests wait while the engine runs at its batch or KV limit
+	RulePrefillSlow = "prefill_slow" // TTFT over its SLO while nothing waits
+)
+
+// Thresholds of the rules; docs/analyze.md says why each is where it is.
+const (
+	// waitingQueueSize: mean waiting requests that count as a queue.
+	waitingQueueSize = 1.0
+	// waitingPersistent: share of the formal phase's engine samples with
+	// a request waiting that makes the queue persistent, not a burst.
+	waitingPersistent = 0.5
+	// risingFactor: last third over first third that counts as growing.
+	risingFactor = 1.25
+	// batchAtLimit: running mean over running max at which the batch is
+	// held at its ceiling (the engine's limit, not the offered load).
+	batchAtLimit = 0.9
+	// kvFull: KV cache usage (max over the formal phase) counted as full.
+	kvFull = 0.9
+	// preemptionsPerRequest: preemptions per formal request that count
+	// as evictions (at least one).
+	preemptionsPerRequest = 0.01
+	// nothingWaits: mean waiting requests under which nothing queues: the
+	// complement of queueing's queue. Not 0: the engines admit at step
+	// boundaries, so requests that arrive during a long prefill step
+	// wait for it to end.
+	nothingWaits = waitingQueueSize
+	// gpuIdle: mean GPU utilization under which the GPUs idle.
+	gpuIdle = 0.5
+	// outsideEngine: share of the client's in-flight requests the engine
+	// does not hold (running + waiting) above which requests are held
+	// between client and engine (network, router, a proxy).
+	outsideEngine = 0.5
+	// clientShort: the client's in-flight requests over its configured
+	// concurrency under which the client does not keep its offered load.
+	clientShort = 0.5
 )
 
 // Diagnosis is report.json "diagnosis".
@@ -31,105 +60,203 @@ type Diagnosis struct {
 	Skipped  map[string]string `json:"skipped,omitempty"` // rule → the data it lacked
 }
 
-// Finding is one rule that fired, with its evidence.
+// Finding is one rule that fired: its verdict, the evidence (the run's
+// figures) and the thresholds those figures crossed.
 type Finding struct {
-	Rule     string             `json:"rule"`
-	Verdict  string             `json:"verdict"`
-	Evidence map[string]float64 `json:"evidence"`
+	Rule       string             `json:"rule"`
+	Verdict    string             `json:"verdict"`
+	Evidence   map[string]float64 `json:"evidence"`
+	Thresholds map[string]float64 `json:"thresholds"`
 }
 
-// thirds are the medians of v's first and last third (v in completion
-// order); ok false under 6 values.
-func thirds(v []float64) (first, last float64, ok bool) {
-	n := len(v)
-	if n < 6 {
-		return 0, 0, false
-	}
-	med := func(x []float64) float64 { return stats.Median(slices.Clone(x)) }
-	return med(v[:n/3]), med(v[n-n/3:]), true
+// situation is what the rules read: the engine's view of the formal phase
+// beside the client's.
+type situation struct {
+	waitMean, waitMax, waitShare float64
+	waitFirst, waitLast          *float64
+	runMean, runMax              float64
+	kvMax                        *float64
+	preempt                      *float64
+	util                         *float64
+	clientInFlight               float64 // mean requests in flight at the client (Little's law)
+	concurrency                  float64 // configured closed-loop concurrency; 0 when unknown or open loop
+	requests                     float64 // formal requests
+	ttftP50, slo                 *float64
 }
 
-func rising(first, last float64) bool { return last > first*risingFactor && last > first }
-
-// diagnose applies the rules to the server view and the client's latencies.
+// diagnose applies the rules to the server view and the client's requests.
 func (c *computation) diagnose() {
 	dg := &Diagnosis{Findings: []Finding{}, Skipped: map[string]string{}}
 	c.r.Diagnosis = dg
 	sv := c.r.Server
-	// The successful formal requests' TTFTs in completion order: the TTFT
-	// plot's values (c.requests).
-	ttft := c.pd.TTFT
-	lat := make([]float64, 0, len(c.formal))
-	for _, i := range c.formal {
-		if r := &c.d.Requests[i]; r.Success {
-			lat = append(lat, r.Latency)
+	fb, ok := c.complete("formal")
+	if !sv.Available || !ok || sv.Waiting.Mean == nil || sv.Running.Mean == nil {
+		for _, r := range []string{RuleClientBound, RuleKVEvictions, RuleQueueing, RulePrefillSlow} {
+			dg.Skipped[r] = "no running or waiting-queue metric of the engine"
+		}
+		dg.Healthy = true
+		return
+	}
+	s := c.situation(fb)
+	add := func(f *Finding) {
+		if f != nil {
+			dg.Findings = append(dg.Findings, *f)
 		}
 	}
-	tf, tl, tOK := thirds(ttft)
-	lf, ll, lOK := thirds(lat)
-	p95 := c.r.Latency.TTFTSeconds.P95
-	slo := c.r.Goodput.TTFTSLOSeconds
-	ttftBad := tOK && rising(tf, tl) || p95 != nil && slo != nil && *p95 > *slo
-	ttftEv := func(ev map[string]float64) map[string]float64 {
-		if tOK {
-			ev["ttft_first_third_median_seconds"], ev["ttft_last_third_median_seconds"] = tf, tl
-		}
-		if p95 != nil {
-			ev["ttft_p95_seconds"] = *p95
-		}
-		if slo != nil {
-			ev["ttft_slo_seconds"] = *slo
-		}
-		return ev
-	}
-	add := func(rule, verdict string, ev map[string]float64) {
-		dg.Findings = append(dg.Findings, Finding{Rule: rule, Verdict: verdict, Evidence: ev})
-	}
-	w := sv.Waiting
-	switch {
-	case !sv.Available || w.Max == nil:
-		dg.Skipped[RulePrefillSlow] = "no waiting-queue metric"
-		dg.Skipped[RuleQueueing] = "no waiting-queue metric"
-	default:
-		if *w.Max < 0.5 && ttftBad {
-			add(RulePrefillSlow, fmt.Sprintf("prefill is slow: TTFT rises or misses its SLO while no request waits (waiting max %.0f)", *w.Max),
-				ttftEv(map[string]float64{"waiting_max": *w.Max}))
-		}
-		if *w.Mean >= waitingQueueSize && w.FirstThirdMean != nil && w.LastThirdMean != nil && rising(*w.FirstThirdMean, *w.LastThirdMean) {
-			ev := map[string]float64{"waiting_mean": *w.Mean, "waiting_max": *w.Max,
-				"waiting_first_third_mean": *w.FirstThirdMean, "waiting_last_third_mean": *w.LastThirdMean}
-			if sv.Running.Max != nil {
-				ev["running_max"] = *sv.Running.Max
-			}
-			add(RuleQueueing, fmt.Sprintf("requests queue: waiting grows from %.1f to %.1f (mean %.1f); the batch or KV memory limit is reached", *w.FirstThirdMean, *w.LastThirdMean, *w.Mean),
-				ttftEv(ev))
-		}
-	}
-	switch {
-	case !sv.Available || sv.KVCache.Max == nil || sv.Preemptions == nil:
-		dg.Skipped[RuleKVEvictions] = "no KV-cache usage or preemption metric"
-	case *sv.KVCache.Max >= kvFull && *sv.Preemptions > 0:
-		ev := map[string]float64{"kv_cache_max": *sv.KVCache.Max, "preemptions": *sv.Preemptions}
-		lp := c.r.Latency.LatencySeconds
-		if lp.P50 != nil && lp.P99 != nil && *lp.P50 > 0 {
-			ev["latency_p99_over_p50"] = *lp.P99 / *lp.P50
-		}
-		add(RuleKVEvictions, fmt.Sprintf("KV cache full (max %.0f%%) with %.0f preemptions: evicted requests recompute, latency turns bimodal", 100**sv.KVCache.Max, *sv.Preemptions), ev)
-	}
-	u := sv.GPUUtilization
-	switch {
-	case u.Mean == nil:
+	// Most specific first: a finding explains the symptoms of the rules
+	// after it (requests held outside the engine leave it idle with high
+	// TTFT; evictions make requests wait), so those do not fire beside it.
+	if s.util == nil {
 		dg.Skipped[RuleClientBound] = "no GPU utilization"
-	case !lOK && !ttftBad:
-		dg.Skipped[RuleClientBound] = "too few requests for a latency trend"
-	case *u.Mean < gpuIdle && (lOK && rising(lf, ll) || ttftBad):
-		ev := ttftEv(map[string]float64{"gpu_utilization_mean": *u.Mean})
-		if lOK {
-			ev["latency_first_third_median_seconds"], ev["latency_last_third_median_seconds"] = lf, ll
-		}
-		add(RuleClientBound, fmt.Sprintf("GPUs mostly idle (utilization %.0f%%) while latency climbs: the client, the network or a router holds requests back", 100**u.Mean), ev)
+	} else {
+		add(s.clientBound())
+	}
+	if s.kvMax == nil || s.preempt == nil {
+		dg.Skipped[RuleKVEvictions] = "no KV-cache usage or preemption metric"
+	} else if len(dg.Findings) == 0 {
+		add(s.kvEvictions())
+	}
+	if len(dg.Findings) == 0 {
+		add(s.queueing())
+	}
+	switch {
+	case s.slo == nil || s.ttftP50 == nil:
+		dg.Skipped[RulePrefillSlow] = "no TTFT SLO (--slo.ttft) to judge TTFT against"
+	case len(dg.Findings) == 0:
+		add(s.prefillSlow())
 	}
 	dg.Healthy = len(dg.Findings) == 0
+}
+
+// situation gathers the figures the rules read.
+func (c *computation) situation(fb PhaseBounds) situation {
+	sv := c.r.Server
+	s := situation{waitMean: *sv.Waiting.Mean, waitMax: *sv.Waiting.Max, waitFirst: sv.Waiting.FirstThirdMean,
+		waitLast: sv.Waiting.LastThirdMean, runMean: *sv.Running.Mean, runMax: *sv.Running.Max,
+		kvMax: sv.KVCache.Max, preempt: sv.Preemptions, util: sv.GPUUtilization.Mean,
+		ttftP50: c.r.Latency.TTFTSeconds.P50, slo: c.r.Goodput.TTFTSLOSeconds}
+	if n := sv.MetricsFound["waiting"]; n != "" && c.d.Engine != nil {
+		s.waitShare = shareAtLeast(c.d.Engine.Series[n], fb.Start, fb.End, 1)
+	}
+	busy := 0.0
+	for _, i := range c.formal {
+		r := &c.d.Requests[i]
+		s.requests++
+		busy += max(0, min(r.End, fb.End)-max(r.Send, fb.Start))
+	}
+	if d := fb.End - fb.Start; d > 0 {
+		s.clientInFlight = busy / d
+	}
+	if ri := c.d.RunInfo; ri != nil && (ri.LoadMode == "closed" || ri.LoadMode == "") {
+		s.concurrency = float64(ri.Concurrency)
+	}
+	return s
+}
+
+// shareAtLeast is the largest share, over the series (engine replicas;
+// an idle replica has nothing waiting), of a series' samples in [from, to]
+// at or above v.
+func shareAtLeast(series [][]Sample, from, to, v float64) float64 {
+	best := 0.0
+	for _, ss := range series {
+		n, hit := 0, 0
+		for _, x := range ss {
+			if x.T >= from && x.T <= to && !math.IsNaN(x.V) {
+				n++
+				if x.V >= v {
+					hit++
+				}
+			}
+		}
+		if n > 0 {
+			best = max(best, float64(hit)/float64(n))
+		}
+	}
+	return best
+}
+
+// clientBound: the GPUs idle while the requests the client has in flight
+// are not in the engine (held by the network, a router or a proxy), or the
+// client does not keep its configured concurrency.
+func (s situation) clientBound() *Finding {
+	if *s.util >= gpuIdle || s.clientInFlight <= 0 {
+		return nil
+	}
+	inEngine := s.runMean + s.waitMean
+	outside := max(0, 1-inEngine/s.clientInFlight)
+	short := s.concurrency > 0 && s.clientInFlight < clientShort*s.concurrency
+	if outside <= outsideEngine && !short {
+		return nil
+	}
+	ev := map[string]float64{"gpu_utilization_mean": *s.util, "client_in_flight_mean": s.clientInFlight,
+		"engine_requests_mean": inEngine, "outside_engine_share": outside}
+	th := map[string]float64{"gpu_utilization_mean_below": gpuIdle, "outside_engine_share_above": outsideEngine}
+	verdict := fmt.Sprintf("the client has %.1f requests in flight, the engine holds %.1f (%.0f%% outside it) while the GPUs are %.0f%% utilized: the network, a router or a proxy between client and engine holds requests back",
+		s.clientInFlight, inEngine, 100*outside, 100**s.util)
+	if s.concurrency > 0 {
+		ev["client_concurrency"] = s.concurrency
+		th["client_in_flight_over_concurrency_below"] = clientShort
+		if short {
+			verdict = fmt.Sprintf("the client keeps %.1f requests in flight of its concurrency %.0f while the GPUs are %.0f%% utilized: the client cannot offer its load (its CPU, its connections, its rate)",
+				s.clientInFlight, s.concurrency, 100**s.util)
+		}
+	}
+	return &Finding{Rule: RuleClientBound, Verdict: verdict, Evidence: ev, Thresholds: th}
+}
+
+// kvEvictions: the engine preempted requests with its KV cache full.
+func (s situation) kvEvictions() *Finding {
+	need := max(1, math.Ceil(preemptionsPerRequest*s.requests))
+	if *s.kvMax < kvFull || *s.preempt < need {
+		return nil
+	}
+	return &Finding{Rule: RuleKVEvictions,
+		Verdict: fmt.Sprintf("KV cache full (max %.0f%%) with %.0f preemptions in %.0f requests: evicted requests wait and recompute, latency turns bimodal; give the KV cache more memory or admit fewer sequences",
+			100**s.kvMax, *s.preempt, s.requests),
+		Evidence: map[string]float64{"kv_cache_max": *s.kvMax, "preemptions": *s.preempt, "formal_requests": s.requests,
+			"waiting_mean": s.waitMean},
+		Thresholds: map[string]float64{"kv_cache_max_at_least": kvFull, "preemptions_at_least": need}}
+}
+
+// queueing: requests wait persistently (or ever more) while the engine
+// runs at its batch or KV limit. A queue full from the start counts.
+func (s situation) queueing() *Finding {
+	growing := s.waitFirst != nil && s.waitLast != nil && *s.waitLast > *s.waitFirst*risingFactor && *s.waitLast > *s.waitFirst
+	batchFull := s.runMax > 0 && s.runMean >= batchAtLimit*s.runMax
+	kvLimit := s.kvMax != nil && *s.kvMax >= kvFull
+	if s.waitMean < waitingQueueSize || !(s.waitShare >= waitingPersistent || growing) || !(batchFull || kvLimit) {
+		return nil
+	}
+	limit := fmt.Sprintf("the batch held at %.1f of its max %.0f", s.runMean, s.runMax)
+	if !batchFull {
+		limit = fmt.Sprintf("the KV cache full (max %.0f%%)", 100**s.kvMax)
+	}
+	ev := map[string]float64{"waiting_mean": s.waitMean, "waiting_max": s.waitMax, "waiting_share": s.waitShare,
+		"running_mean": s.runMean, "running_max": s.runMax}
+	if s.kvMax != nil {
+		ev["kv_cache_max"] = *s.kvMax
+	}
+	if s.ttftP50 != nil {
+		ev["ttft_p50_seconds"] = *s.ttftP50
+	}
+	return &Finding{Rule: RuleQueueing,
+		Verdict: fmt.Sprintf("requests queue: %.1f wait on average (some waiting in %.0f%% of the formal phase) with %s; the engine's limit, not the GPUs' speed, sets TTFT: raise --max-num-seqs or the KV cache, or lower the offered load",
+			s.waitMean, 100*s.waitShare, limit),
+		Evidence: ev,
+		Thresholds: map[string]float64{"waiting_mean_at_least": waitingQueueSize, "waiting_share_at_least": waitingPersistent,
+			"running_mean_over_max_at_least": batchAtLimit, "kv_cache_max_at_least": kvFull}}
+}
+
+// prefillSlow: the median TTFT misses its SLO while nothing waits.
+func (s situation) prefillSlow() *Finding {
+	if *s.ttftP50 <= *s.slo || s.waitMean >= nothingWaits {
+		return nil
+	}
+	return &Finding{Rule: RulePrefillSlow,
+		Verdict: fmt.Sprintf("prefill is slow: median TTFT %.3f s over the %.3f s SLO while nothing waits (waiting mean %.2f); long prompts or a slow prefill, not a queue",
+			*s.ttftP50, *s.slo, s.waitMean),
+		Evidence:   map[string]float64{"ttft_p50_seconds": *s.ttftP50, "ttft_slo_seconds": *s.slo, "waiting_mean": s.waitMean, "running_mean": s.runMean},
+		Thresholds: map[string]float64{"ttft_p50_over_slo_above": 1, "waiting_mean_below": nothingWaits}}
 }
 
 // diagnosisMarkdown renders the diagnosis.
@@ -141,12 +268,15 @@ func diagnosisMarkdown(p func(string, ...any), dg *Diagnosis) {
 	if dg.Healthy {
 		p("No rule fired.")
 	}
-	for _, f := range dg.Findings {
-		var ev []string
-		for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
-			ev = append(ev, fmt.Sprintf("%s %.4g", k, f.Evidence[k]))
+	kv := func(m map[string]float64) string {
+		var out []string
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, fmt.Sprintf("%s %.4g", k, m[k]))
 		}
-		p("- **%s**: %s. Evidence: %s.\n", f.Rule, mdEscape(f.Verdict), strings.Join(ev, ", "))
+		return strings.Join(out, ", ")
+	}
+	for _, f := range dg.Findings {
+		p("- **%s**: %s. Evidence: %s. Thresholds: %s.\n", f.Rule, mdEscape(f.Verdict), kv(f.Evidence), kv(f.Thresholds))
 	}
 	if len(dg.Skipped) > 0 {
 		var sk []string

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -25,9 +26,18 @@ func ramp(a, b float64) func(float64) float64 {
 	return func(t float64) float64 { return a + (b-a)*min(max(t-30, 0), 100)/100 }
 }
 
-// TestDiagnosisRules: fixtures built to show each rule fire that rule and
-// only it, with its evidence; the healthy fixture fires none.
+// TestDiagnosisRules: fixtures built to show each situation fire its rule
+// and only it, with its evidence and thresholds; the healthy fixture and
+// near misses fire none.
 func TestDiagnosisRules(t *testing.T) {
+	constant := func(v float64) func(float64) float64 { return func(float64) float64 { return v } }
+	idleGPUs := func(d *RunData) {
+		for i := range d.GPUs {
+			for k := range d.GPUs[i].Utilization {
+				d.GPUs[i].Utilization[k].V = 0.2
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name     string
 		change   func(d *RunData)
@@ -38,29 +48,80 @@ func TestDiagnosisRules(t *testing.T) {
 		{"prefill slow", func(d *RunData) {
 			for i := range d.Requests {
 				if r := &d.Requests[i]; r.Formal && r.Success {
-					r.TTFT = 0.1 + 0.006*float64(i) // 0.1 s → 0.7 s, nothing waits
+					r.TTFT = 0.8 // over the 500 ms SLO, nothing waits
 				}
 			}
-		}, []string{RulePrefillSlow}, "ttft_last_third_median_seconds"},
-		{"queueing", func(d *RunData) {
-			setEngine(d, "vllm:num_requests_waiting", ramp(0, 20))
-		}, []string{RuleQueueing}, "waiting_last_third_mean"},
-		{"kv evictions", func(d *RunData) {
-			setEngine(d, "vllm:kv_cache_usage_perc", func(float64) float64 { return 0.99 })
-			setEngine(d, "vllm:num_preemptions_total", ramp(0, 12))
-		}, []string{RuleKVEvictions}, "preemptions"},
-		{"client bound", func(d *RunData) {
-			for i := range d.GPUs {
-				for k := range d.GPUs[i].Utilization {
-					d.GPUs[i].Utilization[k].V = 0.2
-				}
-			}
+		}, []string{RulePrefillSlow}, "ttft_p50_seconds"},
+		{"TTFT within its SLO", func(d *RunData) {
 			for i := range d.Requests {
 				if r := &d.Requests[i]; r.Formal && r.Success {
-					r.Latency = 1 + 0.03*float64(i) // 1 s → 4 s
+					r.TTFT = 0.45
 				}
 			}
-		}, []string{RuleClientBound}, "gpu_utilization_mean"},
+		}, nil, ""},
+		// The case: a closed loop at its batch limit, the queue
+		// full from the start and draining towards the end.
+		{"queueing, full from the start", func(d *RunData) {
+			setEngine(d, "vllm:num_requests_waiting", ramp(20, 7.5))
+			for i := range d.Requests {
+				if r := &d.Requests[i]; r.Formal && r.Success {
+					r.TTFT = 11
+				}
+			}
+		}, []string{RuleQueueing}, "waiting_share"},
+		{"queueing beside an idle replica of the model", func(d *RunData) {
+			setEngine(d, "vllm:num_requests_waiting", ramp(20, 7.5))
+			for _, n := range []string{"vllm:num_requests_waiting", "vllm:num_requests_running"} {
+				s := slices.Clone(d.Engine.Series[n][0])
+				for k := range s {
+					s[k].V = 0
+				}
+				d.Engine.Series[n] = append(d.Engine.Series[n], s)
+			}
+		}, []string{RuleQueueing}, "waiting_share"},
+		{"queueing, growing", func(d *RunData) {
+			setEngine(d, "vllm:num_requests_waiting", ramp(0, 20))
+		}, []string{RuleQueueing}, "waiting_mean"},
+		{"waiting below the batch limit", func(d *RunData) {
+			setEngine(d, "vllm:num_requests_waiting", constant(3))
+			setEngine(d, "vllm:num_requests_running", func(t float64) float64 { return 2 + 2*math.Sin(t) })
+		}, nil, ""},
+		{"a burst of waiting", func(d *RunData) {
+			setEngine(d, "vllm:num_requests_waiting", func(t float64) float64 {
+				if t >= 60 && t < 80 {
+					return 10
+				}
+				return 0
+			})
+		}, nil, ""},
+		{"kv evictions", func(d *RunData) {
+			setEngine(d, "vllm:kv_cache_usage_perc", constant(0.99))
+			setEngine(d, "vllm:num_preemptions_total", ramp(0, 12))
+			setEngine(d, "vllm:num_requests_waiting", ramp(0, 20)) // the evicted wait: no queueing finding beside it
+		}, []string{RuleKVEvictions}, "preemptions"},
+		{"preemptions with room in the KV cache", func(d *RunData) {
+			setEngine(d, "vllm:kv_cache_usage_perc", constant(0.6))
+			setEngine(d, "vllm:num_preemptions_total", ramp(0, 12))
+		}, nil, ""},
+		{"client bound: requests outside the engine", func(d *RunData) {
+			idleGPUs(d)
+			setEngine(d, "vllm:num_requests_running", constant(1))
+			for i := range d.Requests {
+				if r := &d.Requests[i]; r.Formal && r.Success {
+					r.Latency, r.Send, r.TTFT = 4, r.End-4, 3.1 // 3 s before the engine sees it
+				}
+			}
+		}, []string{RuleClientBound}, "outside_engine_share"},
+		{"client bound: the client short of its concurrency", func(d *RunData) {
+			idleGPUs(d)
+			setEngine(d, "vllm:num_requests_running", constant(1))
+			d.RunInfo.Concurrency = 16
+		}, []string{RuleClientBound}, "client_concurrency"},
+		{"idle GPUs, the engine holds the requests", func(d *RunData) {
+			idleGPUs(d)
+			setEngine(d, "vllm:num_requests_running", constant(1))
+			d.RunInfo.Concurrency = 1
+		}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := fixture()
@@ -73,8 +134,8 @@ func TestDiagnosisRules(t *testing.T) {
 			var got []string
 			for _, f := range dg.Findings {
 				got = append(got, f.Rule)
-				if f.Verdict == "" || len(f.Evidence) == 0 {
-					t.Errorf("finding %s without verdict or evidence: %+v", f.Rule, f)
+				if f.Verdict == "" || len(f.Evidence) == 0 || len(f.Thresholds) == 0 {
+					t.Errorf("finding %s without verdict, evidence or thresholds: %+v", f.Rule, f)
 				}
 			}
 			if !reflect.DeepEqual(got, tc.rules) || dg.Healthy != (len(tc.rules) == 0) {
@@ -102,7 +163,7 @@ func TestDiagnosisSkipsWithoutEngineMetrics(t *testing.T) {
 	if r.Server.Available || r.Server.Reason == "" {
 		t.Errorf("server %+v, want unavailable with a reason", r.Server)
 	}
-	for _, rule := range []string{RulePrefillSlow, RuleQueueing, RuleKVEvictions} {
+	for _, rule := range []string{RulePrefillSlow, RuleQueueing, RuleKVEvictions, RuleClientBound} {
 		if r.Diagnosis.Skipped[rule] == "" {
 			t.Errorf("rule %s not listed as skipped: %v", rule, r.Diagnosis.Skipped)
 		}

@@ -31,13 +31,18 @@ type DemoCmd struct {
 	ReleaseHold    time.Duration `name:"release.hold" help:"Time power must hold within ±5% of the idle baseline (10s; 30s with --method-timings)."`
 	ReleaseMaxWait time.Duration `name:"release.max-wait" help:"Release wait past which the run is flagged release not closed (2m; 10m with --method-timings)."`
 
-	Concurrency  int        `default:"24" help:"Concurrent requests (closed loop)."`
-	InputTokens  int        `name:"mean-input-tokens" default:"400" help:"Mean prompt length in tokens."`
-	OutputTokens int        `name:"mean-output-tokens" default:"150" help:"Mean completion length in tokens (ignore_eos)."`
-	OutputStddev int        `name:"stddev-output-tokens" default:"30" help:"Standard deviation of completion lengths."`
-	MaxBatch     int        `name:"max-num-seqs" default:"32" help:"Simulated engine's maximum batch."`
-	Seed         uint64     `default:"1" help:"Seed of the simulated engine and GPUs."`
-	Faults       FaultFlags `embed:"" prefix:"fault."`
+	Concurrency  int           `default:"24" help:"Concurrent requests (closed loop)."`
+	InputTokens  int           `name:"mean-input-tokens" default:"400" help:"Mean prompt length in tokens."`
+	OutputTokens int           `name:"mean-output-tokens" default:"150" help:"Mean completion length in tokens (ignore_eos)."`
+	OutputStddev int           `name:"stddev-output-tokens" default:"30" help:"Standard deviation of completion lengths."`
+	MaxBatch     int           `name:"max-num-seqs" default:"32" help:"Simulated engine's maximum batch."`
+	Scenario     string        `default:"healthy" enum:"healthy,queueing,kv-evictions,slow-prefill,client-bound" help:"Situation to simulate, one per diagnosis rule (healthy, queueing, kv-evictions, slow-prefill, client-bound); applied after the other flags."`
+	KVCache      int           `name:"kv-cache-tokens" default:"65536" help:"Simulated engine's KV cache capacity in tokens (blocks of 16; preempts when full)."`
+	Prefill      time.Duration `name:"prefill-per-token" default:"50us" help:"Simulated engine's prefill time per prompt token."`
+	Frontend     time.Duration `name:"frontend-delay" default:"0s" help:"Delay every request spends in front of the simulated engine (a router, a proxy) before its scheduler sees it."`
+	Dialect      string        `default:"vllm" enum:"vllm,sglang" help:"Metric names the simulated engine speaks (vllm or sglang)."`
+	Seed         uint64        `default:"1" help:"Seed of the simulated engine and GPUs."`
+	Faults       FaultFlags    `embed:"" prefix:"fault."`
 
 	SLOTTFT   time.Duration `name:"slo.ttft" default:"500ms" help:"TTFT SLO for goodput (0 disables)."`
 	SLOTPOT   time.Duration `name:"slo.tpot" default:"35ms" help:"TPOT SLO for goodput (0 disables)."`
@@ -47,7 +52,7 @@ type DemoCmd struct {
 }
 
 // Config is the demo configuration the flags give.
-func (c *DemoCmd) Config() demo.Config {
+func (c *DemoCmd) Config() (demo.Config, error) {
 	cfg := demo.Defaults()
 	if c.MethodTimings {
 		cfg = demo.MethodTimings()
@@ -68,15 +73,20 @@ func (c *DemoCmd) Config() demo.Config {
 	cfg.SampleInterval, cfg.ScrapeInterval = c.SampleInterval, c.ScrapeInterval
 	cfg.Concurrency, cfg.InputTokens, cfg.OutputTokens, cfg.OutputStddev = c.Concurrency, c.InputTokens, c.OutputTokens, c.OutputStddev
 	cfg.Engine.MaxBatch, cfg.Engine.Seed, cfg.Sim.Seed = c.MaxBatch, c.Seed, c.Seed
+	cfg.Engine.KVCacheTokens, cfg.Engine.PrefillPerToken, cfg.Engine.FrontendDelay = c.KVCache, c.Prefill, c.Frontend
+	cfg.Engine.Dialect = c.Dialect
 	cfg.Engine.Faults = c.Faults.faults()
 	cfg.Params.SLOTTFT, cfg.Params.SLOTPOT = c.SLOTTFT, c.SLOTPOT
 	cfg.Params.SSWindow, cfg.Params.SSWindows, cfg.Params.SSCV = c.SSWindow, c.SSWindows, c.SSCV
-	return cfg
+	return cfg, demo.ApplyScenario(&cfg, c.Scenario)
 }
 
 // Run runs the demo until the report is written (or Ctrl-C).
 func (c *DemoCmd) Run(ctx context.Context, g *Globals) error {
-	cfg := c.Config()
+	cfg, err := c.Config()
+	if err != nil {
+		return err
+	}
 	cfg.Out = os.Stdout
 	cfg.Logger = g.Logger()
 	res, err := demo.Run(ctx, cfg)

@@ -18,15 +18,21 @@ func TestSimEngineFlagDefaults(t *testing.T) {
 }
 
 func TestDemoFlagDefaults(t *testing.T) {
-	got := parseCLI(t, "demo").Demo.Config()
+	got, err := parseCLI(t, "demo").Demo.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if want := demo.Defaults(); !reflect.DeepEqual(got, want) {
 		t.Errorf("demo flags give\n%+v\ndemo.Defaults is\n%+v", got, want)
 	}
 }
 
 func TestDemoFlags(t *testing.T) {
-	c := parseCLI(t, "demo", "--method-timings", "--formal.duration", "30s", "--fault.slow-first-token-rate", "0.2",
+	c, err := parseCLI(t, "demo", "--method-timings", "--formal.duration", "30s", "--fault.slow-first-token-rate", "0.2",
 		"--slo.ttft", "200ms", "--prometheus.url", "http://p:9090").Demo.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := demo.MethodTimings()
 	if c.Idle != want.Idle || c.Engine.StartupDelay != want.Engine.StartupDelay || c.ReleaseHold != want.ReleaseHold {
 		t.Errorf("--method-timings: idle %s startup %s hold %s, want %s %s %s",
@@ -40,5 +46,23 @@ func TestDemoFlags(t *testing.T) {
 	}
 	if err := c.Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// --scenario shapes the demo after the other flags; each scenario is a
+// valid configuration.
+func TestDemoScenarioFlag(t *testing.T) {
+	for _, name := range demo.Scenarios {
+		c, err := parseCLI(t, "demo", "--scenario", name).Demo.Config()
+		if err != nil {
+			t.Fatalf("--scenario %s: %v", name, err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("--scenario %s: %v", name, err)
+		}
+	}
+	c, err := parseCLI(t, "demo", "--scenario", "queueing").Demo.Config()
+	if err != nil || c.Engine.MaxBatch != 4 || c.Concurrency != 24 {
+		t.Errorf("--scenario queueing: max batch %d, concurrency %d, err %v; want 4 and 24", c.Engine.MaxBatch, c.Concurrency, err)
 	}
 }

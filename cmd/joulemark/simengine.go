@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/simengine"
 )
 
@@ -29,6 +30,9 @@ type SimEngineCmd struct {
 	StartupDelay    time.Duration `name:"startup-delay" default:"20s" help:"Weight loading time (/health answers 503 until it passes)."`
 	ShutdownDelay   time.Duration `name:"shutdown-delay" default:"3s" help:"Time to free the GPUs after SIGTERM."`
 	Seed            uint64        `default:"1" help:"Seed of token text, completion lengths and faults."`
+	Dialect         string        `default:"vllm" enum:"vllm,sglang" help:"Metric names /metrics speaks: vllm (vllm:num_requests_running, ...) or sglang (sglang:num_running_reqs, ...)."`
+	FrontendDelay   time.Duration `name:"frontend-delay" default:"0s" help:"Delay every request spends in front of the scheduler (a router, a proxy): in the client's latency, not in the engine's metrics."`
+	Power           SimPowerFlags `embed:"" prefix:"power."`
 
 	Faults FaultFlags `embed:"" prefix:"fault."`
 }
@@ -39,8 +43,24 @@ func (c *SimEngineCmd) Config() simengine.Config {
 		Model: c.Model, MaxModelLen: c.MaxModelLen, MaxBatch: c.MaxBatch, KVCacheTokens: c.KVCacheTokens, MaxNumBatchedTokens: c.MaxBatchedTok,
 		PrefillPerToken: c.PrefillPerToken, DecodeBase: c.DecodeBase, DecodePerSeq: c.DecodePerSeq,
 		EOSMeanTokens: c.EOSMeanTokens, StartupDelay: c.StartupDelay, ShutdownDelay: c.ShutdownDelay, Seed: c.Seed,
-		Faults: c.Faults.faults(),
+		Faults: c.Faults.faults(), Dialect: c.Dialect, FrontendDelay: c.FrontendDelay, Power: c.Power.model(),
+		Memory: simengine.DefaultConfig().Memory,
 	}
+}
+
+// SimPowerFlags are the simulated engine's power model (gpu.SimPower):
+// what each of its GPUs draws per step.
+type SimPowerFlags struct {
+	IdleWatts    float64 `name:"idle-watts" default:"70" help:"The GPUs' idle power (the exporter's simulated GPUs' must be the same)."`
+	MaxWatts     float64 `name:"max-watts" default:"700" help:"The GPUs' power at load 1 (the exporter's simulated GPUs' must be the same)."`
+	ActiveWatts  float64 `name:"active-watts" default:"200" help:"Power above idle on each GPU while a step runs."`
+	PrefillJoule float64 `name:"prefill-joules-per-token" default:"0.02" help:"Energy of one prompt token prefilled, on each GPU."`
+	DecodeJoule  float64 `name:"decode-joules-per-token" default:"0.045" help:"Energy of one token decoded, on each GPU."`
+}
+
+func (f SimPowerFlags) model() gpu.SimPower {
+	return gpu.SimPower{IdleWatts: f.IdleWatts, MaxWatts: f.MaxWatts, ActiveWatts: f.ActiveWatts,
+		PrefillJoulesPerToken: f.PrefillJoule, DecodeJoulesPerToken: f.DecodeJoule}
 }
 
 // Run serves until SIGINT or SIGTERM.

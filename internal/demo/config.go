@@ -82,6 +82,8 @@ type Config struct {
 func Defaults() Config {
 	e := simengine.DefaultConfig()
 	e.MaxBatch = 32
+	// 64k tokens of KV cache: the default load fills a fifth of it.
+	e.KVCacheTokens = 1 << 16
 	e.StartupDelay = 10 * time.Second
 	e.ShutdownDelay = 2 * time.Second
 	return Config{
@@ -101,7 +103,7 @@ func Defaults() Config {
 		OutputStddev:   30,
 		Engine:         e,
 		Sim: gpu.SimConfig{
-			IdleWatts: 70, MaxWatts: 700, StartupWatts: 250,
+			IdleWatts: e.Power.IdleWatts, MaxWatts: e.Power.MaxWatts, StartupWatts: 250,
 			RampSeconds: 1.5, DecayTau: 2, NoiseWatts: 0.5, Seed: 1,
 		},
 		Params: analyze.DefaultParams(),
@@ -176,6 +178,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OutputStddev < 0 || c.OutputStddev > c.OutputTokens {
 		bad("output stddev %d: want 0..output tokens %d", c.OutputStddev, c.OutputTokens)
+	}
+	if p := c.Engine.Power; p.IdleWatts != c.Sim.IdleWatts || p.MaxWatts != c.Sim.MaxWatts {
+		bad("engine power model: idle %g W, max %g W; the simulated GPUs': idle %g W, max %g W: want the same", p.IdleWatts, p.MaxWatts, c.Sim.IdleWatts, c.Sim.MaxWatts)
 	}
 	if err := c.Engine.Validate(); err != nil {
 		bad("engine: %w", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/benchjob"
+	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/simengine"
 )
 
@@ -108,5 +109,12 @@ func (s *shapedSink) SetLoad(l float64) {
 }
 
 func (s *shapedSink) SetEngineState(st simengine.State) { s.next.SetEngineState(st) }
+
+// SetMemory passes the engine's memory on.
+func (s *shapedSink) SetMemory(m gpu.SimMemory) {
+	if ms, ok := s.next.(simengine.MemorySink); ok {
+		ms.SetMemory(m)
+	}
+}
 
 func (s *shapedSink) close() { close(s.stop) }

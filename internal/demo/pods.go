@@ -176,6 +176,13 @@ func (p podSink) SetLoad(l float64) {
 	}
 }
 
+// SetMemory gives the pod's GPUs the engine's memory.
+func (p podSink) SetMemory(m gpu.SimMemory) {
+	for _, i := range p.gpus {
+		_ = p.sim.SetGPUMemory(i, m)
+	}
+}
+
 func (p podSink) SetEngineState(st simengine.State) {
 	for _, i := range p.gpus {
 		_ = p.sim.SetGPUEngineState(i, st)

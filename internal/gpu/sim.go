@@ -124,6 +124,8 @@ type simGPU struct {
 	// engine of its own), else the Sim's.
 	state EngineState
 	own   bool
+	// mem, when set, is what its engine keeps in memory (SetGPUMemory).
+	mem *SimMemory
 	// noise: sum of a·sin(ω t + φ)
 	amp, omega, phase [noiseTerms]float64
 	segs              []segment
@@ -333,10 +335,9 @@ func (s *Sim) SlowSample(i int) (SlowSample, error) {
 	g := s.gpus[i]
 	p := g.power(s.sec(now))
 	util := math.Max(0, math.Min(1, (p-g.idle)/(s.cfg.MaxWatts-g.idle)))
-	mem := 0.0
+	mem, procs := s.memoryLocked(g)
 	pids := []uint32{}
-	if s.state == EngineLoading || (s.state == EngineRunning && g.load > 0) {
-		mem = 0.9 * float64(80<<30)
+	if procs > 0 {
 		pids = []uint32{SimEnginePID}
 	}
 	return SlowSample{

@@ -188,3 +188,125 @@ func value(m *dto.Metric) float64 {
 	}
 	return m.GetUntyped().GetValue()
 }
+
+// SimPower is the simulated engine's power model: what each of the
+// engine's GPUs draws while the engine runs a step. A step that prefills
+// p prompt tokens and decodes d tokens in T seconds draws, on each GPU,
+//
+//	IdleWatts + ActiveWatts + (PrefillJoulesPerToken·p + DecodeJoulesPerToken·d) / T
+//
+// so its energy on each GPU is (IdleWatts + ActiveWatts)·T plus the
+// per-token terms: the coefficients are the exact marginal energy of one
+// more prompt or generated token on one GPU (an engine on k GPUs spends
+// k times as much). Power rises with the batch and saturates (the step
+// time grows with the batch too); prefill draws more than decode. The
+// engine turns the watts into the GPUs' load (Load); the Sim's per-GPU
+// idle offset (±2 %) makes a GPU's dynamic watts differ from the model's
+// by at most 0.3 %.
+type SimPower struct {
+	// IdleWatts and MaxWatts are the GPUs' (SimConfig's): load 1 is
+	// MaxWatts − IdleWatts above idle.
+	IdleWatts, MaxWatts float64
+	// ActiveWatts is drawn above idle whenever a step runs, whatever its
+	// size: clocks up, the weights streamed from memory once per step.
+	ActiveWatts float64
+	// PrefillJoulesPerToken and DecodeJoulesPerToken are the dynamic
+	// energy of one prompt token prefilled and one token decoded, per GPU.
+	PrefillJoulesPerToken float64
+	DecodeJoulesPerToken  float64
+}
+
+// DefaultSimPower is shaped after a 70B-class model on H100-class GPUs
+// (700 W) on the default engine's 15 ms + 0.1 ms/sequence decode steps and
+// 50 µs/token prefill: per GPU about 270 W decoding one sequence, 350 W at
+// a batch of 32, 550 W at 256, 670 W prefilling; docs/demo.md says after
+// which published figures.
+func DefaultSimPower() SimPower {
+	return SimPower{IdleWatts: 70, MaxWatts: 700, ActiveWatts: 200, PrefillJoulesPerToken: 0.02, DecodeJoulesPerToken: 0.045}
+}
+
+// Validate checks the model.
+func (p SimPower) Validate() error {
+	switch {
+	case p.IdleWatts < 0 || p.MaxWatts <= p.IdleWatts:
+		return fmt.Errorf("power: idle %g W, max %g W: want 0 <= idle < max", p.IdleWatts, p.MaxWatts)
+	case p.ActiveWatts < 0 || p.ActiveWatts > p.MaxWatts-p.IdleWatts:
+		return fmt.Errorf("power: active %g W: want 0..%g W (max − idle)", p.ActiveWatts, p.MaxWatts-p.IdleWatts)
+	case p.PrefillJoulesPerToken < 0 || p.DecodeJoulesPerToken < 0:
+		return fmt.Errorf("power: prefill %g J/token, decode %g J/token: want >= 0", p.PrefillJoulesPerToken, p.DecodeJoulesPerToken)
+	}
+	return nil
+}
+
+// Watts is what a step of prefill prompt tokens and decode generated tokens
+// lasting step draws on each GPU, above idle.
+func (p SimPower) Watts(prefill, decode int, step time.Duration) float64 {
+	if step <= 0 {
+		return 0
+	}
+	return p.ActiveWatts + (p.PrefillJoulesPerToken*float64(prefill)+p.DecodeJoulesPerToken*float64(decode))/step.Seconds()
+}
+
+// Load is Watts as the GPUs' load in [0, 1] (clamped at MaxWatts).
+func (p SimPower) Load(prefill, decode int, step time.Duration) float64 {
+	return clamp01(p.Watts(prefill, decode, step) / (p.MaxWatts - p.IdleWatts))
+}
+
+// SimMemory is what an engine keeps in one GPU's memory: the weights,
+// loaded at startup, and the KV cache, allocated once the weights are in
+// (vLLM and SGLang reserve their whole KV cache pool before serving, so
+// GPU memory does not move with the batch; their KV usage gauges do).
+type SimMemory struct {
+	WeightsBytes, KVCacheBytes float64
+}
+
+// SetGPUMemory declares what the engine on GPU i keeps in its memory. From
+// then on the GPU's memory follows its engine state: nothing when stopped,
+// the weights while loading, weights and KV cache while running. A GPU
+// never given one reports the simulator's older figure (90 % of 80 GiB
+// while an engine works on it).
+func (s *Sim) SetGPUMemory(i int, m SimMemory) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < 0 || i >= len(s.gpus) {
+		return fmt.Errorf("sim: no GPU %d", i)
+	}
+	if m.WeightsBytes < 0 || m.KVCacheBytes < 0 || m.WeightsBytes+m.KVCacheBytes > simMemoryTotal {
+		return fmt.Errorf("sim: GPU %d memory: weights %g + KV cache %g bytes: want >= 0 and within %d", i, m.WeightsBytes, m.KVCacheBytes, int64(simMemoryTotal))
+	}
+	s.gpus[i].mem = &m
+	return nil
+}
+
+// simMemoryTotal is each simulated GPU's memory.
+const simMemoryTotal = float64(80 << 30)
+
+// memoryLocked is GPU g's memory in use and compute processes on it.
+// Called with s.mu held.
+func (s *Sim) memoryLocked(g *simGPU) (bytes float64, procs int) {
+	state := s.state
+	if g.own {
+		state = g.state
+	}
+	if g.mem == nil {
+		if state == EngineLoading || (state == EngineRunning && g.load > 0) {
+			return 0.9 * simMemoryTotal, 1
+		}
+		return 0, 0
+	}
+	switch {
+	case g.detached || state == EngineStopped:
+		return 0, 0
+	case state == EngineLoading:
+		return g.mem.WeightsBytes, 1
+	}
+	return g.mem.WeightsBytes + g.mem.KVCacheBytes, 1
+}
+
+// SetMemory declares the engine's memory on every GPU (SetGPUMemory): the
+// Sim is a simengine.MemorySink.
+func (s *Sim) SetMemory(m SimMemory) {
+	for i := range s.gpus {
+		_ = s.SetGPUMemory(i, m)
+	}
+}

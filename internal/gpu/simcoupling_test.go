@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/joulemark/joulemark/internal/fakeclock"
 )
@@ -114,5 +115,33 @@ func TestSimCouplersPerPod(t *testing.T) {
 	clk.Advance(60_000_000_000)
 	if p(0) < 600 || p(1) > 80 {
 		t.Errorf("after engine b died: %.0f %.0f W, want GPU 0 still loaded, GPU 1 idle", p(0), p(1))
+	}
+}
+
+// TestSimPowerShape: on the default engine's step times, power rises with
+// the batch and saturates, prefill draws more than a large decode batch,
+// and J/token falls steeply up to a batch of 32 and slowly after it.
+func TestSimPowerShape(t *testing.T) {
+	p := DefaultSimPower()
+	step := func(b int) time.Duration { return 15*time.Millisecond + time.Duration(b)*100*time.Microsecond }
+	jPerToken := func(b int) float64 {
+		return (p.IdleWatts + p.Watts(0, b, step(b))) * step(b).Seconds() / float64(b)
+	}
+	prev := 0.0
+	for _, b := range []int{1, 2, 4, 8, 16, 32, 64, 128, 256} {
+		w := p.Watts(0, b, step(b))
+		if w <= prev || p.Load(0, b, step(b)) >= 1 {
+			t.Errorf("batch %d: %.0f W above idle (previous %.0f), load %.2f: want rising, below max", b, w, prev, p.Load(0, b, step(b)))
+		}
+		prev = w
+	}
+	if r := jPerToken(1) / jPerToken(32); r < 5 {
+		t.Errorf("J/token batch 1 over batch 32: %.1f, want a steep fall (> 5)", r)
+	}
+	if r := jPerToken(32) / jPerToken(256); r > 3 {
+		t.Errorf("J/token batch 32 over batch 256: %.1f, want a flatter fall (< 3)", r)
+	}
+	if pre, dec := p.Watts(8192, 0, 8192*50*time.Microsecond), p.Watts(0, 256, step(256)); pre <= dec {
+		t.Errorf("prefill %.0f W, decode at 256 %.0f W: want prefill above", pre, dec)
 	}
 }

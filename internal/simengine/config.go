@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // Config is the engine's model and timing. Durations may be scaled down
@@ -22,9 +24,11 @@ type Config struct {
 	MaxModelLen int
 	// MaxBatch is the most sequences in one batch (vLLM --max-num-seqs).
 	MaxBatch int
-	// KVCacheTokens is the KV cache capacity in tokens. A sequence reserves
-	// prompt + completion tokens when admitted and holds them until it ends;
-	// a sequence that does not fit waits in the queue.
+	// KVCacheTokens is the KV cache capacity in tokens, in blocks of
+	// KVBlockSize as vLLM's: a sequence is admitted when blocks for its
+	// prompt are free and takes a block per KVBlockSize generated tokens;
+	// when none is free the most recently admitted sequence is preempted
+	// (its blocks freed, recomputed later).
 	KVCacheTokens int
 
 	// MaxNumBatchedTokens is the token budget of one step (vLLM
@@ -54,6 +58,18 @@ type Config struct {
 	Seed uint64
 
 	Faults Faults
+
+	// Dialect is whose metric names /metrics speaks: DialectVLLM or
+	// DialectSGLang.
+	Dialect string
+	// Power is the power model the engine's steps draw on its GPUs.
+	Power gpu.SimPower
+	// Memory is what the engine keeps in each of its GPUs' memory.
+	Memory gpu.SimMemory
+	// FrontendDelay holds every request that long before it reaches the
+	// scheduler (a router, a proxy, the network): it counts in the
+	// client's latency, not in the engine's metrics.
+	FrontendDelay time.Duration
 }
 
 // Faults are injected failures. Rates are per request, in [0, 1].
@@ -90,7 +106,12 @@ func DefaultConfig() Config {
 		ShutdownDelay:       3 * time.Second,
 		Seed:                1,
 		// Fault durations apply once a rate is set.
-		Faults: Faults{StallDuration: 2 * time.Second, SlowFirstTokenDelay: 2 * time.Second},
+		Faults:  Faults{StallDuration: 2 * time.Second, SlowFirstTokenDelay: 2 * time.Second},
+		Dialect: DialectVLLM,
+		Power:   gpu.DefaultSimPower(),
+		// 70B in bf16 over 4 GPUs, and the KV cache pool vLLM's
+		// --gpu-memory-utilization 0.9 leaves of 80 GB.
+		Memory: gpu.SimMemory{WeightsBytes: 35 << 30, KVCacheBytes: 37 << 30},
 	}
 }
 
@@ -127,6 +148,18 @@ func (c Config) Validate() error {
 	}
 	if c.DecodeBase+c.DecodePerSeq <= 0 {
 		errs = append(errs, errors.New("decode base + decode per seq: 0, a step must take time"))
+	}
+	if err := validDialect(c.Dialect); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Power.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Memory.WeightsBytes < 0 || c.Memory.KVCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("memory: weights %g, KV cache %g bytes: want >= 0", c.Memory.WeightsBytes, c.Memory.KVCacheBytes))
+	}
+	if c.FrontendDelay < 0 {
+		errs = append(errs, fmt.Errorf("frontend delay: %s, want >= 0", c.FrontendDelay))
 	}
 	if c.EOSMeanTokens < 0 {
 		errs = append(errs, fmt.Errorf("eos mean tokens: %g, want >= 0", c.EOSMeanTokens))

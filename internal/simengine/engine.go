@@ -36,6 +36,12 @@ type LoadSink interface {
 	SetEngineState(s State)
 }
 
+// MemorySink is a LoadSink that also keeps the engine's memory (the
+// simulated GPUs do): New tells it once.
+type MemorySink interface {
+	SetMemory(m gpu.SimMemory)
+}
+
 // Simulated GPUs follow the engine in-process.
 var _ LoadSink = (*gpu.Sim)(nil)
 
@@ -53,22 +59,23 @@ type Engine struct {
 	// sinkMu orders sink calls (the loop's loads and Start/Stop's states).
 	sinkMu sync.Mutex
 
-	mu          sync.Mutex
-	state       State
-	stopping    bool          // Stop in progress: new requests refused
-	ready       chan struct{} // closed when the state becomes running
-	startCancel context.CancelFunc
-	loopCancel  context.CancelFunc
-	loopDone    chan struct{}
-	waiting     []*seq
-	running     []*seq
-	kvReserved  int
-	kvUsed      int
-	load        float64
-	nextID      uint64
-	rng         *rand.Rand
-	faultLog    []FaultEvent
-	wake        chan struct{}
+	mu           sync.Mutex
+	state        State
+	stopping     bool          // Stop in progress: new requests refused
+	ready        chan struct{} // closed when the state becomes running
+	startCancel  context.CancelFunc
+	loopCancel   context.CancelFunc
+	loopDone     chan struct{}
+	waiting      []*seq
+	running      []*seq
+	kvBlocks     int // KV cache blocks in use (KVBlockSize tokens each)
+	retracted    int // preemptions of the current step (SGLang's num_retracted_reqs)
+	retractedNow int
+	load         float64
+	nextID       uint64
+	rng          *rand.Rand
+	faultLog     []FaultEvent
+	wake         chan struct{}
 }
 
 // FaultEvent is one injected fault, for tests and the demo's checks.
@@ -91,7 +98,6 @@ type seq struct {
 	target     int    // completion tokens it will produce
 	finishAt   string // finish reason at target: stop or length
 	seed       uint64
-	reserve    int // KV tokens reserved while admitted
 	stallAt    int // token after which it stalls once; 0 for none
 	truncateAt int // tokens sent before the response is cut; -1 for none
 	slowFirst  bool
@@ -99,7 +105,9 @@ type seq struct {
 	// engine-owned
 	admitted    bool
 	prefilled   bool
-	prefillDone int // prompt tokens prefilled so far
+	prefillDone int // tokens prefilled so far, of prefillLen
+	prefillLen  int // the prompt, plus the tokens generated before a preemption (recomputed)
+	blocks      int // KV cache blocks held
 	holdUntil   time.Time
 	generated   int
 	finish      string // set when the sequence ends: stop, length, abort
@@ -124,6 +132,11 @@ func New(cfg Config, sinks ...LoadSink) (*Engine, error) {
 		ready:   make(chan struct{}),
 	}
 	e.m = newMetrics(e)
+	for _, k := range sinks {
+		if m, ok := k.(MemorySink); ok {
+			m.SetMemory(cfg.Memory)
+		}
+	}
 	return e, nil
 }
 
@@ -261,7 +274,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		}
 	}
 	e.waiting, e.running = nil, nil
-	e.kvReserved, e.kvUsed, e.load = 0, 0, 0
+	e.kvBlocks, e.load = 0, 0
 	e.mu.Unlock()
 	e.publishLoad(0)
 
@@ -353,7 +366,7 @@ func (e *Engine) submit(r request) (*seq, error) {
 			s.target, s.finishAt = l, "stop"
 		}
 	}
-	s.reserve = s.prompt + s.target
+	s.prefillLen = s.prompt
 
 	f := e.cfg.Faults
 	if f.ErrorRate > 0 && e.rng.Float64() < f.ErrorRate {
@@ -424,13 +437,14 @@ func (e *Engine) loop(ctx context.Context, done chan<- struct{}) {
 			stepEnd = time.Time{}
 			continue
 		}
-		e.setLoadLocked(math.Min(1, float64(st.size())/float64(e.cfg.MaxBatch)))
+		d := e.stepDuration(st)
+		e.retractedNow, e.retracted = e.retracted, 0
+		e.setLoadLocked(e.cfg.Power.Load(st.prefillTokens, len(st.decode)+st.firstTokens(), d))
 
 		// Steps follow each other back to back on a virtual timeline: a
 		// late wake-up (the host's scheduling) is made up by the next
 		// steps, so the engine's token rate does not depend on the host.
 		// Beyond maxCatchUp behind (a stopped process) it starts afresh.
-		d := e.stepDuration(st)
 		if stepEnd.IsZero() || time.Since(stepEnd) > maxCatchUp {
 			stepEnd = time.Now()
 		}
@@ -465,12 +479,24 @@ type step struct {
 // size is the number of sequences the step runs.
 func (st step) size() int { return len(st.prefill) + len(st.decode) }
 
+// firstTokens is the tokens the step samples at the end of a prefill.
+func (st step) firstTokens() int {
+	n := 0
+	for _, c := range st.prefill {
+		if c.s.prefillDone+c.tokens >= c.s.prefillLen {
+			n++
+		}
+	}
+	return n
+}
+
 // planStepLocked drops cancelled sequences, admits waiting ones and plans
 // the next step. Chunked prefill: decode tokens first, then prompt chunks in
 // admission order up to the step's token budget.
 func (e *Engine) planStepLocked(now time.Time) step {
 	e.dropCancelledLocked()
 	e.admitLocked(now)
+	e.growLocked()
 	var st step
 	var waitingPrefill []*seq
 	for _, s := range e.running {
@@ -491,7 +517,7 @@ func (e *Engine) planStepLocked(now time.Time) step {
 		budget = math.MaxInt
 	}
 	for _, s := range waitingPrefill {
-		left := s.prompt - s.prefillDone
+		left := s.prefillLen - s.prefillDone
 		if left > 0 && budget <= 0 {
 			break
 		}
@@ -548,7 +574,7 @@ func (e *Engine) finishStepLocked(st step, now time.Time) {
 		}
 		s.prefillDone += c.tokens
 		e.m.promptTokens.Add(float64(c.tokens))
-		if s.prefillDone >= s.prompt {
+		if s.prefillDone >= s.prefillLen {
 			// The step that ends the prefill samples the first token.
 			s.prefilled = true
 			e.emitLocked(s, now)
@@ -569,24 +595,77 @@ func (e *Engine) finishStepLocked(st step, now time.Time) {
 	e.running = kept
 }
 
+// KVBlockSize is the tokens of one KV cache block (vLLM's default
+// --block-size).
+const KVBlockSize = 16
+
+// blocksFor is the KV cache blocks n tokens occupy.
+func blocksFor(n int) int { return (n + KVBlockSize - 1) / KVBlockSize }
+
+// kvCapacity is the KV cache's size in blocks.
+func (e *Engine) kvCapacity() int { return e.cfg.KVCacheTokens / KVBlockSize }
+
 // admitLocked moves waiting sequences into the batch while it has room and
-// the KV cache can reserve their tokens (first come, first served).
+// the KV cache has free blocks for the tokens they prefill (first come,
+// first served; a preempted sequence is first in line), as vLLM's
+// scheduler does. Blocks for generated tokens are taken as they come
+// (growLocked).
 func (e *Engine) admitLocked(now time.Time) {
 	for len(e.waiting) > 0 && len(e.running) < e.cfg.MaxBatch {
 		s := e.waiting[0]
-		if e.kvReserved+s.reserve > e.cfg.KVCacheTokens {
+		need := blocksFor(s.prefillLen + 1)
+		if e.kvBlocks+need > e.kvCapacity() {
 			break
 		}
 		e.waiting[0] = nil
 		e.waiting = e.waiting[1:]
-		s.admitted = true
-		e.kvReserved += s.reserve
-		e.kvUsed += s.prompt
-		if s.slowFirst {
+		e.kvBlocks += need
+		s.blocks = need
+		if !s.admitted && s.slowFirst {
 			s.holdUntil = now.Add(e.cfg.Faults.SlowFirstTokenDelay)
 		}
+		s.admitted = true
 		e.running = append(e.running, s)
 	}
+}
+
+// growLocked gives every decoding sequence the block its next token needs;
+// when the cache is full it preempts the most recently admitted sequence
+// (vLLM's recompute preemption): its blocks are freed and it goes back to
+// the head of the queue, to prefill its prompt and the tokens it had
+// generated again.
+func (e *Engine) growLocked() {
+	for i := 0; i < len(e.running); i++ {
+		s := e.running[i]
+		if !s.prefilled {
+			continue
+		}
+		need := blocksFor(s.prompt+s.generated+1) - s.blocks
+		for need > 0 && e.kvBlocks+need > e.kvCapacity() {
+			victim := e.running[len(e.running)-1]
+			e.preemptLocked(victim)
+			if victim == s {
+				need = 0
+				i--
+			}
+		}
+		if need > 0 {
+			e.kvBlocks += need
+			s.blocks += need
+		}
+	}
+}
+
+// preemptLocked takes the last running sequence out of the batch.
+func (e *Engine) preemptLocked(s *seq) {
+	e.running[len(e.running)-1] = nil
+	e.running = e.running[:len(e.running)-1]
+	e.kvBlocks -= s.blocks
+	s.blocks = 0
+	s.prefilled, s.prefillDone, s.prefillLen = false, 0, s.prompt+s.generated
+	e.waiting = append([]*seq{s}, e.waiting...)
+	e.m.preemptions.Inc()
+	e.retracted++
 }
 
 // dropCancelledLocked removes cancelled sequences and frees their cache.
@@ -612,14 +691,13 @@ func (e *Engine) dropCancelledLocked() {
 }
 
 func (e *Engine) releaseLocked(s *seq) {
-	e.kvReserved -= s.reserve
-	e.kvUsed -= s.prompt + s.generated
+	e.kvBlocks -= s.blocks
+	s.blocks = 0
 }
 
 // emitLocked gives s its next token.
 func (e *Engine) emitLocked(s *seq, now time.Time) {
 	s.generated++
-	e.kvUsed++
 	e.m.generationTokens.Inc()
 	if s.generated == 1 {
 		s.firstToken = now
@@ -629,7 +707,9 @@ func (e *Engine) emitLocked(s *seq, now time.Time) {
 	case s.generated >= s.target:
 		s.finish = s.finishAt
 		e.releaseLocked(s)
-		e.m.success.WithLabelValues(s.finish).Inc()
+		if e.m.success != nil {
+			e.m.success.WithLabelValues(s.finish).Inc()
+		}
 		e.m.e2e.Observe(now.Sub(s.arrival).Seconds())
 	case s.generated == s.stallAt:
 		s.holdUntil = now.Add(e.cfg.Faults.StallDuration)

@@ -3,6 +3,7 @@ package simengine
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -88,35 +89,43 @@ func TestQueueingAtMaxBatch(t *testing.T) {
 	}
 }
 
-func TestKVCacheLimitsAdmission(t *testing.T) {
-	// The cache holds one sequence of 10 prompt + 50 completion tokens.
+// TestKVCachePreempts: two sequences of 10 + 80 tokens (6 blocks each)
+// in a cache of 8 blocks are both admitted (their prompts fit), then the
+// cache fills as they decode: the later one is preempted, waits, is
+// recomputed, and both still stream all their tokens once.
+func TestKVCachePreempts(t *testing.T) {
 	e, srv := startEngine(t, func(c *Config) {
 		c.MaxModelLen = 100
-		c.KVCacheTokens = 100
+		c.KVCacheTokens = 8 * KVBlockSize
 		c.DecodeBase = 2 * time.Millisecond
 	})
-	body := map[string]any{"prompt": strings.Repeat("a ", 10), "max_tokens": 50, "ignore_eos": true, "stream": true}
+	body := map[string]any{"prompt": strings.Repeat("a ", 10), "max_tokens": 80, "ignore_eos": true, "stream": true}
 	done := make(chan []sseResult)
 	go func() { done <- streamN(t, srv.URL, 2, body) }()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	var peak float64
+	sawWaiting := false
 	for time.Now().Before(deadline) {
 		e.mu.Lock()
-		running, usage := len(e.running), float64(e.kvUsed)/float64(e.cfg.KVCacheTokens)
+		usage := float64(e.kvBlocks) / float64(e.kvCapacity())
+		sawWaiting = sawWaiting || len(e.waiting) > 0 && len(e.running) == 1
 		e.mu.Unlock()
-		if running > 1 {
-			t.Fatalf("%d sequences admitted; the KV cache fits one", running)
+		if usage > 1 {
+			t.Fatalf("KV cache usage %.2f over 1", usage)
 		}
 		peak = max(peak, usage)
 		select {
 		case res := <-done:
 			for i, r := range res {
-				if r.chunksTok != 50 || !r.done() {
+				if r.chunksTok != 80 || !r.done() {
 					t.Errorf("request %d: %d tokens, done %v", i, r.chunksTok, r.done())
 				}
 			}
-			if peak < 0.3 || peak > 0.6 {
-				t.Errorf("peak KV cache usage %.2f, want about 0.6 (10+50 of 100) and above 0.3", peak)
+			if got := testutil.ToFloat64(e.m.preemptions); got < 1 {
+				t.Errorf("%g preemptions, want at least 1", got)
+			}
+			if peak < 0.99 || !sawWaiting {
+				t.Errorf("peak KV cache usage %.2f (want full), a preempted sequence seen waiting: %v", peak, sawWaiting)
 			}
 			return
 		case <-time.After(time.Millisecond):
@@ -275,24 +284,27 @@ func TestStopAbortsInFlight(t *testing.T) {
 
 func TestLoadSinkFollowsBatch(t *testing.T) {
 	sink := &recordingSink{}
-	_, srv := startEngine(t, func(c *Config) {
+	e, srv := startEngine(t, func(c *Config) {
 		c.MaxBatch = 8
 		c.DecodeBase = 3 * time.Millisecond
 	}, sink)
+	cfg := e.Config()
+	// A decode step of the four sequences: the power model's load.
+	want := cfg.Power.Load(0, 4, cfg.DecodeBase+4*cfg.DecodePerSeq)
 	streamN(t, srv.URL, 4, map[string]any{"prompt": "a", "max_tokens": 30, "ignore_eos": true, "stream": true})
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		loads, _ := sink.snapshot()
 		if len(loads) > 0 && loads[len(loads)-1] == 0 {
-			peak := 0.0
+			seen := false
 			for _, l := range loads {
-				peak = max(peak, l)
+				seen = seen || math.Abs(l-want) < 1e-12
 				if l < 0 || l > 1 {
 					t.Errorf("load %g outside [0, 1]", l)
 				}
 			}
-			if peak != 0.5 {
-				t.Errorf("peak load %g, want 0.5 (4 sequences of max batch 8); loads %v", peak, loads)
+			if !seen {
+				t.Errorf("loads %v: no decode step of 4 sequences (load %g)", loads, want)
 			}
 			return
 		}
@@ -316,13 +328,13 @@ func TestClientCancelFreesBatch(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		e.mu.Lock()
-		n, kv, res := len(e.running), e.kvUsed, e.kvReserved
+		n, kv := len(e.running), e.kvBlocks
 		e.mu.Unlock()
-		if n == 0 && kv == 0 && res == 0 {
+		if n == 0 && kv == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after cancel: %d running, kv used %d reserved %d", n, kv, res)
+			t.Fatalf("after cancel: %d running, %d KV blocks", n, kv)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -338,7 +350,7 @@ func TestMetrics(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	expected := `
-# HELP joulemark_sim_engine_load_ratio Batch utilisation of the current step: sequences in the step / max batch (0 when idle).
+# HELP joulemark_sim_engine_load_ratio Power the current step draws on each of the engine's GPUs, as a share of the GPU's range above idle (the sim GPUs' load; 0 when idle).
 # TYPE joulemark_sim_engine_load_ratio gauge
 joulemark_sim_engine_load_ratio 0
 # HELP joulemark_sim_engine_state Engine state: 0 stopped, 1 loading weights, 2 running.
@@ -412,5 +424,36 @@ func TestChunkedPrefill(t *testing.T) {
 	}
 	if maxGap > 150*time.Millisecond {
 		t.Errorf("decoding sequence stalled %s during the other's prefill; chunks of 100 tokens take ~50 ms", maxGap)
+	}
+}
+
+// TestSGLangDialect: with Dialect sglang /metrics speaks SGLang's names
+// and no vLLM name.
+func TestSGLangDialect(t *testing.T) {
+	e, srv := startEngine(t, func(c *Config) { c.Dialect = DialectSGLang })
+	streamN(t, srv.URL, 2, map[string]any{"prompt": "a b c", "max_tokens": 5, "ignore_eos": true, "stream": true})
+	mfs, err := e.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = true
+		if strings.HasPrefix(mf.GetName(), "vllm:") {
+			t.Errorf("vLLM name %s in the SGLang dialect", mf.GetName())
+		}
+	}
+	for _, n := range []string{"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage", "sglang:num_used_tokens",
+		"sglang:num_retracted_requests_total", "sglang:num_retracted_reqs", "sglang:generation_tokens_total",
+		"sglang:prompt_tokens_total", "sglang:time_to_first_token_seconds", "sglang:e2e_request_latency_seconds"} {
+		if !got[n] {
+			t.Errorf("no %s", n)
+		}
+	}
+	if v := testutil.ToFloat64(e.m.generationTokens); v != 10 {
+		t.Errorf("sglang:generation_tokens_total %g, want 10", v)
+	}
+	if _, err := New(func() Config { c := fastConfig(); c.Dialect = "tgi"; return c }()); err == nil {
+		t.Error("dialect tgi accepted")
 	}
 }

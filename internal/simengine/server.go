@@ -80,6 +80,17 @@ func (e *Engine) serve(w http.ResponseWriter, r *http.Request, req apiRequest, c
 		writeRequestError(w, err)
 		return
 	}
+	if d := e.cfg.FrontendDelay; d > 0 {
+		// A router or proxy in front of the engine: the client waits, the
+		// engine does not know yet.
+		t := time.NewTimer(d)
+		select {
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 	s, err := e.submit(rq)
 	if err != nil {
 		writeRequestError(w, err)
