@@ -141,6 +141,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 		r:  &Report{RunID: d.RunID, Stages: map[string]Stage{}, Flags: []Flag{}},
 		pd: &PlotData{SteadyFirst: -1, SteadyJoulesPerToken: math.NaN()},
 	}
+	c.decideMode()
 	if err := c.span(); err != nil {
 		return nil, nil, err
 	}
@@ -199,16 +200,20 @@ func (c *computation) complete(name string) (PhaseBounds, bool) {
 func (c *computation) span() error {
 	c.spanFrom, c.spanTo = math.Inf(1), math.Inf(-1)
 	var missing []string
+	found := false
 	for _, name := range phaseNames {
 		b, ok := c.complete(name)
 		if !ok {
-			missing = append(missing, name)
+			if slices.Contains(c.expectedPhases(), name) {
+				missing = append(missing, name)
+			}
 			continue
 		}
+		found = true
 		c.spanFrom, c.spanTo = min(c.spanFrom, b.Start), max(c.spanTo, b.End)
 		c.pd.Phases = append(c.pd.Phases, PhaseBand{name, b.Start, b.End})
 	}
-	if len(missing) == len(phaseNames) {
+	if !found {
 		return fmt.Errorf("run %q has no complete phase (no start and end timestamps)", c.d.RunID)
 	}
 	if len(missing) > 0 {
@@ -293,6 +298,7 @@ func (c *computation) measurement() {
 		}
 	}
 	m.EnergySource = strings.Join(slices.Sorted(maps.Keys(srcs)), ",")
+	m.FromArchive, m.WaitedSeconds = c.d.FromArchive, c.d.WaitedSeconds
 	if len(c.d.GPUs) == 0 || !(c.spanTo > c.spanFrom) {
 		return
 	}
@@ -411,8 +417,12 @@ func (c *computation) stage(name string, b PhaseBounds) (st Stage, disagree stri
 	return st, disagree
 }
 
-// release fills the release section.
+// release fills the release section; an attached run has none to judge
+// (not_measured names it).
 func (c *computation) release() {
+	if c.attached() {
+		return
+	}
 	if rc := c.d.ReleaseClosed; rc != nil && *rc {
 		c.r.Release.Closed = true
 		c.r.Release.ClosedBy, c.r.Release.ClosedByAt = c.d.ReleaseClosedBy, c.d.ReleaseClosedAt

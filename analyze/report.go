@@ -9,7 +9,10 @@ package analyze
 // not be computed is null (a nil pointer), never 0.
 type Report struct {
 	RunID                       string           `json:"run_id"`
-	Run                         *RunIdentity     `json:"run,omitempty"` // what was tested; absent when unknown
+	Run                         *RunIdentity     `json:"run,omitempty"`          // what was tested; absent when unknown
+	Mode                        string           `json:"mode"`                   // lifecycle or attached (runinfo.Mode*)
+	ModeSource                  string           `json:"mode_source"`            // run_identity, phase_markers or default
+	NotMeasured                 []string         `json:"not_measured,omitempty"` // attached: idle_baseline, startup, release, full_lifecycle
 	Valid                       bool             `json:"valid"`
 	Flags                       []Flag           `json:"flags"`
 	Stages                      map[string]Stage `json:"stages"` // idle, startup, warmup, formal, release
@@ -170,4 +173,10 @@ type Measurement struct {
 	// those its first phase selected.
 	GPUUUIDs []string `json:"gpu_uuids"`
 	Gaps     []Gap    `json:"gaps,omitempty"`
+	// FromArchive lists what came from the bench archive's phases.json
+	// because Prometheus lacked it (a boundary not yet scraped, markers
+	// lost in an outage); WaitedSeconds how long analyze waited for the
+	// run's final samples. Both absent when not the case.
+	FromArchive   []string `json:"from_archive,omitempty"`
+	WaitedSeconds *float64 `json:"waited_for_samples_seconds,omitempty"`
 }
