@@ -649,8 +649,15 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 		jpt[j] = at.Joules[i] / float64(reqs[i].OutputTokens)
 	}
 	c.pd.JoulesPerToken = jpt
-	first, reason := steadyStart(jpt, p.SSWindow, p.SSWindows, p.SSCV)
+	// The windows are tested before the drain: the requests that ended
+	// after the last formal send ran while the offered load fell.
+	drain := c.drainCount(ss)
+	r.SteadyState.DrainRequests = drain
+	first, reason := steadyStart(jpt[:len(jpt)-drain], p.SSWindow, p.SSWindows, p.SSCV)
 	if first < 0 {
+		if drain > 0 {
+			reason += fmt.Sprintf(" (the last %d requests, the drain after the last send, are not tested)", drain)
+		}
 		r.SteadyState.Reason = reason
 		return
 	}
@@ -670,6 +677,22 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	r.SteadyState.OutputTokens = new(tok)
 	r.SteadyState.JoulesPerToken = new(e / float64(tok))
 	r.SteadyState.Requests = new(len(ss) - first)
+}
+
+// drainCount is how many of ss (completion order) ended after the last
+// formal request was sent: the drain, where a closed loop's concurrency
+// (an open loop's arrivals) falls to zero.
+func (c *computation) drainCount(ss []int32) int {
+	reqs := c.d.Requests
+	lastSend := math.Inf(-1)
+	for _, i := range c.formal {
+		lastSend = max(lastSend, reqs[i].Send)
+	}
+	n := 0
+	for k := len(ss) - 1; k >= 0 && reqs[ss[k]].End > lastSend; k-- {
+		n++
+	}
+	return n
 }
 
 // lifecycleEstimate fills E(N) = E_start + N·e_ss + E_release.

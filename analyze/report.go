@@ -116,9 +116,13 @@ type SteadyState struct {
 	OutputTokens   *int64   `json:"output_tokens"`
 	JoulesPerToken *float64 `json:"joules_per_token"`
 	Requests       *int     `json:"requests"` // last_request − first_request + 1
-	Window         int      `json:"window"`
-	Windows        int      `json:"windows"`
-	CVThreshold    float64  `json:"cv_threshold"`
+	// DrainRequests are the last successful requests, ended after the last
+	// formal send (the drain): the windows are tested before them; the
+	// steady state still runs to the formal stage's end.
+	DrainRequests int     `json:"drain_requests"`
+	Window        int     `json:"window"`
+	Windows       int     `json:"windows"`
+	CVThreshold   float64 `json:"cv_threshold"`
 }
 
 // Percentiles of one latency figure, in seconds.
