@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -64,6 +65,10 @@ type Config struct {
 	// Logger says how the raw series were read (a fallback from remote
 	// read, and why); nil: nothing logged.
 	Logger *slog.Logger
+	// Wait bounds how long the run's final samples are waited for when
+	// Prometheus does not hold its end yet (analyze run right after bench);
+	// 0: not at all. What the bench archived fills in meanwhile.
+	Wait time.Duration
 }
 
 // withDefaults fills what the zero value leaves open.
@@ -85,15 +90,17 @@ func (c *Config) Validate() error {
 	if c.PrometheusURL == "" {
 		return errors.New("the Prometheus URL is required")
 	}
-	u, err := url.Parse(c.PrometheusURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("prometheus URL %q: want http(s)://host[:port][/path]", c.PrometheusURL)
+	if err := CheckPrometheusURL(c.PrometheusURL); err != nil {
+		return fmt.Errorf("prometheus URL: %w", err)
 	}
 	if c.RunID == "" {
 		return errors.New("the run id is required")
 	}
 	if err := runid.Validate(c.RunID); err != nil {
 		return err
+	}
+	if c.Wait < 0 {
+		return fmt.Errorf("wait must not be negative, got %s", c.Wait)
 	}
 	if c.Lookback < 0 {
 		return fmt.Errorf("lookback must not be negative, got %s", c.Lookback)
@@ -148,11 +155,12 @@ func Load(ctx context.Context, cfg Config) (*RunData, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return load(ctx, cfg)
+	return load(ctx, cfg, nil)
 }
 
-// load is Load with cfg validated.
-func load(ctx context.Context, cfg Config) (*RunData, error) {
+// load is Load with cfg validated; arch, when set, is the run's bench
+// archive, whose phases.json fills in what Prometheus lacks.
+func load(ctx context.Context, cfg Config, arch *runarchive.Run) (*RunData, error) {
 	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
 	if err != nil {
 		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
@@ -162,7 +170,15 @@ func load(ctx context.Context, cfg Config) (*RunData, error) {
 		return nil, fmt.Errorf("prometheus client for %s: %w", cfg.PrometheusURL, err)
 	}
 	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
-		readAPI: cfg.ReadAPI, log: cfg.Logger}
+		readAPI: cfg.ReadAPI, log: cfg.Logger, wait: cfg.Wait}
+	if arch != nil {
+		if l.arch, err = readArchivedRun(arch); err != nil {
+			return nil, fmt.Errorf("run %q: %w", cfg.RunID, err)
+		}
+	}
+	if !cfg.Now.IsZero() {
+		l.wait = 0 // a fixed instant: nothing more will arrive
+	}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -192,9 +208,12 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := load(ctx, cfg)
+	d, err := load(ctx, cfg, arch)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := modeFromArchive(d, arch); err != nil {
+		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 	}
 	r, pd, err := Compute(d, cfg.Params)
 	if err != nil {
@@ -227,6 +246,9 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 		r.Run.Scenario = cfg.Scenario
 	}
 	r.Scenario = cfg.Scenario
+	if r.Scenario == "" && r.Run != nil {
+		r.Scenario = r.Run.Scenario
+	}
 	r.GeneratedBy = version.String()
 	return r, pd, nil
 }
@@ -249,4 +271,42 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	return r, nil
+}
+
+// modeFromArchive sets d.Mode from the archive manifest's run identity
+// when Prometheus's names none.
+func modeFromArchive(d *RunData, arch *runarchive.Run) error {
+	if arch == nil || d.RunInfo != nil && d.RunInfo.Mode != "" {
+		return nil
+	}
+	m, err := arch.ReadManifest()
+	switch {
+	case errors.Is(err, runarchive.ErrNoManifest):
+	case err != nil:
+		return err
+	case m.RunInfo != nil:
+		d.Mode = m.RunInfo.Mode
+	}
+	return nil
+}
+
+// CheckPrometheusURL checks a Prometheus base URL and recognises the
+// near-misses people paste (an API or UI path, no scheme), naming the URL
+// they meant.
+func CheckPrometheusURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err == nil && u.Host == "" && raw != "" && !strings.HasPrefix(raw, "/") && (u.Scheme == "" || u.Opaque != "") {
+		return fmt.Errorf("%q has no scheme: did you mean http://%s?", raw, raw)
+	}
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q: want http(s)://host[:port][/path]", raw)
+	}
+	for _, tail := range []string{"/api/v1", "/graph", "/federate"} {
+		if i := strings.Index(u.Path, tail); i >= 0 && (len(u.Path) == i+len(tail) || u.Path[i+len(tail)] == '/') {
+			base := *u
+			base.Path, base.RawQuery, base.Fragment = u.Path[:i], "", ""
+			return fmt.Errorf("%q ends in an API or UI path (%s): give the base URL Prometheus serves under, e.g. %s", raw, u.Path[i:], base.String())
+		}
+	}
+	return nil
 }

@@ -144,6 +144,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 		r:  &Report{RunID: d.RunID, Stages: map[string]Stage{}, Flags: []Flag{}},
 		pd: &PlotData{SteadyFirst: -1, SteadyJoulesPerToken: math.NaN()},
 	}
+	c.decideMode()
 	if err := c.span(); err != nil {
 		return nil, nil, err
 	}
@@ -202,17 +203,21 @@ func (c *computation) complete(name string) (PhaseBounds, bool) {
 func (c *computation) span() error {
 	c.spanFrom, c.spanTo = math.Inf(1), math.Inf(-1)
 	var missing []string
+	found := false
 	for _, ph := range contract.Phases {
 		name := string(ph)
 		b, ok := c.complete(name)
 		if !ok {
-			missing = append(missing, name)
+			if slices.Contains(c.expectedPhases(), name) {
+				missing = append(missing, name)
+			}
 			continue
 		}
+		found = true
 		c.spanFrom, c.spanTo = min(c.spanFrom, b.Start), max(c.spanTo, b.End)
 		c.pd.Phases = append(c.pd.Phases, PhaseBand{name, b.Start, b.End})
 	}
-	if len(missing) == len(contract.Phases) {
+	if !found {
 		return fmt.Errorf("run %q has no complete phase (no start and end timestamps)", c.d.RunID)
 	}
 	if len(missing) > 0 {
@@ -298,6 +303,7 @@ func (c *computation) measurement() {
 		}
 	}
 	m.EnergySource = strings.Join(slices.Sorted(maps.Keys(srcs)), ",")
+	m.FromArchive, m.WaitedSeconds = c.d.FromArchive, c.d.WaitedSeconds
 	if len(c.d.GPUs) == 0 || !(c.spanTo > c.spanFrom) {
 		return
 	}
@@ -417,8 +423,12 @@ func (c *computation) stage(name string, b PhaseBounds) (st Stage, disagree stri
 	return st, disagree
 }
 
-// release fills the release section.
+// release fills the release section; an attached run has none to judge
+// (not_measured names it).
 func (c *computation) release() {
+	if c.attached() {
+		return
+	}
 	if rc := c.d.ReleaseClosed; rc != nil && *rc {
 		c.r.Release.Closed = true
 		c.r.Release.ClosedBy, c.r.Release.ClosedByAt = c.d.ReleaseClosedBy, c.d.ReleaseClosedAt
@@ -645,8 +655,15 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 		jpt[j] = at.Joules[i] / float64(reqs[i].OutputTokens)
 	}
 	c.pd.JoulesPerToken = jpt
-	first, reason := steadyStart(jpt, p.SSWindow, p.SSWindows, p.SSCV)
+	// The windows are tested before the drain: the requests that ended
+	// after the last formal send ran while the offered load fell.
+	drain := c.drainCount(ss)
+	r.SteadyState.DrainRequests = drain
+	first, reason := steadyStart(jpt[:len(jpt)-drain], p.SSWindow, p.SSWindows, p.SSCV)
 	if first < 0 {
+		if drain > 0 {
+			reason += fmt.Sprintf(" (the last %d requests, the drain after the last send, are not tested)", drain)
+		}
 		r.SteadyState.Reason = reason
 		return
 	}
@@ -666,6 +683,22 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	r.SteadyState.OutputTokens = new(tok)
 	r.SteadyState.JoulesPerToken = new(e / float64(tok))
 	r.SteadyState.Requests = new(len(ss) - first)
+}
+
+// drainCount is how many of ss (completion order) ended after the last
+// formal request was sent: the drain, where a closed loop's concurrency
+// (an open loop's arrivals) falls to zero.
+func (c *computation) drainCount(ss []int32) int {
+	reqs := c.d.Requests
+	lastSend := math.Inf(-1)
+	for _, i := range c.formal {
+		lastSend = max(lastSend, reqs[i].Send)
+	}
+	n := 0
+	for k := len(ss) - 1; k >= 0 && reqs[ss[k]].End > lastSend; k-- {
+		n++
+	}
+	return n
 }
 
 // lifecycleEstimate fills E(N) = E_start + N·e_ss + E_release.

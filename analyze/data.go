@@ -91,6 +91,15 @@ type RunData struct {
 	Host *HostData
 	// RunInfo is the bench job's joulemark_run_info; nil when absent.
 	RunInfo *runinfo.Info
+	// FromArchive lists what was taken from the bench archive's
+	// phases.json because Prometheus lacked it ("formal end", "release
+	// verdict", ...); WaitedSeconds how long the loader waited for the
+	// run's final samples (nil: it did not).
+	FromArchive   []string
+	WaitedSeconds *float64
+	// Mode, when set, is the run's mode from its archive (manifest run_info
+	// or the bench's no_lifecycle flag); else RunInfo's, else inferred.
+	Mode string
 	// IncompleteRequests counts per-request sample groups that lacked a
 	// required sample (latency, output tokens or success).
 	IncompleteRequests int

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // num formats an optional figure; "—" when it could not be computed.
@@ -69,7 +70,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if r.Scenario != "" {
 		p("Scenario: `%s`\n\n", r.Scenario)
 	}
-	p("%s\n\n", identityLine(r.Run))
+	p("%s\n\n%s\n\n", identityLine(r.Run), modeLine(r))
 
 	p("## Flags\n\n")
 	if len(r.Flags) == 0 {
@@ -93,7 +94,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		ssVal = num(ss.JoulesPerToken, "%.4f J/token") + " (" + num(whPer1k(ss.JoulesPerToken), "%.4f Wh/1k tokens") + ")"
 	}
 	p("| steady-state J/token | %s |\n", ssVal)
-	p("| full-lifecycle J/token | %s (%s) |\n", num(r.FullLifecycleJoulesPerToken, "%.4f J/token"), num(whPer1k(r.FullLifecycleJoulesPerToken), "%.4f Wh/1k tokens"))
+	if r.Mode == runinfo.ModeAttached {
+		p("| full-lifecycle J/token | not measured (attached run) |\n")
+	} else {
+		p("| full-lifecycle J/token | %s (%s) |\n", num(r.FullLifecycleJoulesPerToken, "%.4f J/token"), num(whPer1k(r.FullLifecycleJoulesPerToken), "%.4f Wh/1k tokens"))
+	}
 	p("| J per good token (formal energy / good requests' tokens) | %s (%s) |\n", num(r.Goodput.JoulesPerGoodToken, "%.4f J/token"), num(whPer1k(r.Goodput.JoulesPerGoodToken), "%.4f Wh/1k tokens"))
 	p("| formal output tokens (successful) | %d |\n", r.Tokens.FormalOutput)
 	p("| formal input tokens (successful) | %d |\n", r.Tokens.FormalInput)
@@ -143,6 +148,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	case phaseapi.BasisUnverified:
 		closed += "; the engine's exit unverified (processes not readable, no exit report)"
 	}
+	if r.Mode == runinfo.ModeAttached {
+		closed = "not measured (attached run: the engine keeps running)"
+	}
 	p("Release closed: %s. The idle baseline is never subtracted.\n\n", closed)
 	gpuEnergyMarkdown(p, r)
 	qualityMarkdown(p, r)
@@ -180,6 +188,12 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("## Measurement\n\n")
 	p("| boundary | energy source | GPUs | sample interval | coverage |\n|---|---|---:|---:|---:|\n")
 	p("| %s | %s | %d | %s | %s |\n\n", m.Boundary, orDash(m.EnergySource), m.GPUs, num(m.SampleIntervalSeconds, "%.3f s"), scaled(m.CoverageRatio, 100, "%.2f%%"))
+	if l := fromArchiveLine(m); l != "" {
+		p("%s\n\n", l)
+	}
+	if m.WaitedSeconds != nil {
+		p("Analyze waited %.1f s for the run's final samples in Prometheus.\n\n", *m.WaitedSeconds)
+	}
 	if len(m.Gaps) > 0 {
 		p("Gaps (no sample for longer than twice the median interval):\n\n| GPU | series | from (UTC) | length |\n|---|---|---|---:|\n")
 		for i, g := range m.Gaps {
@@ -228,6 +242,7 @@ func WriteSummary(w io.Writer, r *Report) error {
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("run", r.RunID)
 	row("valid", yesNo(r.Valid))
+	row("mode", r.Mode)
 	if r.Run != nil {
 		row("tested", fmt.Sprintf("%s on %s %d×%s, %s, %s", orDash(r.Run.Model), orDash(r.Run.Engine), r.Run.GPUs, orDash(r.Run.GPUName), orDash(r.Run.Load()), "tokens in/out "+fmt.Sprintf("%.0f/%.0f", r.Run.MeanInputTokens, r.Run.MeanOutputTokens)))
 	}
@@ -244,7 +259,11 @@ func WriteSummary(w io.Writer, r *Report) error {
 		ssv = num(r.SteadyState.JoulesPerToken, "%.4f")
 	}
 	row("steady-state J/token", ssv)
-	row("full-lifecycle J/token", num(r.FullLifecycleJoulesPerToken, "%.4f"))
+	if r.Mode == runinfo.ModeAttached {
+		row("full-lifecycle J/token", "not measured (attached run)")
+	} else {
+		row("full-lifecycle J/token", num(r.FullLifecycleJoulesPerToken, "%.4f"))
+	}
 	row("energy startup/formal/release J", fmt.Sprintf("%s / %s / %s", num(r.Energy.StartupJoules, "%.1f"), num(r.Energy.FormalJoules, "%.1f"), num(r.Energy.ReleaseJoules, "%.1f")))
 	row("throughput tokens/s", num(r.ThroughputTokensPerSecond, "%.1f"))
 	if r.OutputSanity != nil {

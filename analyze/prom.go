@@ -45,6 +45,12 @@ type loader struct {
 	readAPI      string
 	readFallback string
 	log          *slog.Logger
+	// arch is the bench's archived view of the run (nil: none): what
+	// Prometheus lacks of boundaries, phase energies and release is taken
+	// from it. wait bounds how long load waits for the run's final samples
+	// (0: not at all).
+	arch *archivedRun
+	wait time.Duration
 }
 
 // runSel is the run_id matcher, quoted for PromQL.
@@ -117,16 +123,21 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	if err := l.loadRelease(ctx, d); err != nil {
 		return nil, err
 	}
+	gpuSel, err := l.gpuSelector(ctx, uuids)
+	if err != nil {
+		return nil, err
+	}
+	if l.wait > 0 {
+		if from, to, err = l.settle(ctx, d, gpuSel, from, to); err != nil {
+			return nil, err
+		}
+	}
 	sp := l.rawSpan(from, to)
 	if l.rr != nil {
 		if err := l.chooseReadAPI(ctx, l.readAPI, sp); err != nil {
 			return nil, err
 		}
 		sp = l.rawSpan(from, to) // the query API's windows if it fell back
-	}
-	gpuSel, err := l.gpuSelector(ctx, uuids)
-	if err != nil {
-		return nil, err
 	}
 	// The GPUs (their instant queries and dense series) and the extras
 	// are read beside the requests: they fill the CPU time the request
@@ -156,7 +167,7 @@ func (l *loader) loadPhases(ctx context.Context, d *RunData) (from, to float64, 
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(starts) == 0 {
+	if len(starts) == 0 && l.arch == nil {
 		return 0, 0, fmt.Errorf("%w: no %s{%s} within %s before %s (widen --lookback?)", errRunNotFound, contract.PhaseStart, l.runSel(), model.Duration(l.lookback), l.now.UTC().Format(time.RFC3339))
 	}
 	ends, err := l.vector(ctx, fmt.Sprintf("max by (phase) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseEnd, l.runSel()))), l.now)
@@ -191,6 +202,9 @@ func (l *loader) loadPhases(ctx context.Context, d *RunData) (from, to float64, 
 		d.RestartedPhases = append(d.RestartedPhases, string(s.Metric["phase"]))
 	}
 	slices.Sort(d.RestartedPhases)
+	if l.arch != nil {
+		l.arch.fillPhases(d)
+	}
 	from, to = math.Inf(1), math.Inf(-1)
 	for _, b := range d.Phases {
 		if b.HasStart {
@@ -202,7 +216,7 @@ func (l *loader) loadPhases(ctx context.Context, d *RunData) (from, to float64, 
 		}
 	}
 	if math.IsInf(from, 0) {
-		return 0, 0, fmt.Errorf("%w: %s{%s} has no positive start timestamp", errRunNotFound, contract.PhaseStart, l.runSel())
+		return 0, 0, fmt.Errorf("%w: %s{%s} has no positive start timestamp within %s before %s, and the bench archive none either (widen --lookback?)", errRunNotFound, contract.PhaseStart, l.runSel(), model.Duration(l.lookback), l.now.UTC().Format(time.RFC3339))
 	}
 	return from, to, nil
 }
@@ -219,6 +233,9 @@ func (l *loader) loadPhaseEnergy(ctx context.Context, d *RunData) (map[string]bo
 	for _, s := range pe {
 		d.PhaseEnergy[string(s.Metric["phase"])] += float64(s.Value)
 		uuids[string(s.Metric["uuid"])] = true
+	}
+	if l.arch != nil {
+		l.arch.fillEnergy(d, uuids)
 	}
 	return uuids, nil
 }
@@ -241,6 +258,9 @@ func (l *loader) loadRelease(ctx context.Context, d *RunData) error {
 		if v := float64(s.Value); d.ReleaseClosedAt == nil || v > *d.ReleaseClosedAt {
 			d.ReleaseClosedBy, d.ReleaseClosedAt = string(s.Metric["criterion"]), &v
 		}
+	}
+	if l.arch != nil {
+		l.arch.fillRelease(d)
 	}
 	return nil
 }

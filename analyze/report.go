@@ -11,7 +11,10 @@ import "github.com/joulemark/joulemark/internal/stats"
 // not be computed is null (a nil pointer), never 0.
 type Report struct {
 	RunID                       string           `json:"run_id"`
-	Run                         *RunIdentity     `json:"run,omitempty"` // what was tested; absent when unknown
+	Run                         *RunIdentity     `json:"run,omitempty"`          // what was tested; absent when unknown
+	Mode                        string           `json:"mode"`                   // lifecycle or attached (runinfo.Mode*)
+	ModeSource                  string           `json:"mode_source"`            // run_identity, phase_markers or default
+	NotMeasured                 []string         `json:"not_measured,omitempty"` // attached: idle_baseline, startup, release, full_lifecycle
 	Valid                       bool             `json:"valid"`
 	Flags                       []Flag           `json:"flags"`
 	Stages                      map[string]Stage `json:"stages"` // idle, startup, warmup, formal, release
@@ -115,9 +118,13 @@ type SteadyState struct {
 	OutputTokens   *int64   `json:"output_tokens"`
 	JoulesPerToken *float64 `json:"joules_per_token"`
 	Requests       *int     `json:"requests"` // last_request − first_request + 1
-	Window         int      `json:"window"`
-	Windows        int      `json:"windows"`
-	CVThreshold    float64  `json:"cv_threshold"`
+	// DrainRequests are the last successful requests, ended after the last
+	// formal send (the drain): the windows are tested before them; the
+	// steady state still runs to the formal stage's end.
+	DrainRequests int     `json:"drain_requests"`
+	Window        int     `json:"window"`
+	Windows       int     `json:"windows"`
+	CVThreshold   float64 `json:"cv_threshold"`
 }
 
 // Latency holds TTFT, TPOT and end-to-end latency percentiles.
@@ -164,4 +171,10 @@ type Measurement struct {
 	// those its first phase selected.
 	GPUUUIDs []string `json:"gpu_uuids"`
 	Gaps     []Gap    `json:"gaps,omitempty"`
+	// FromArchive lists what came from the bench archive's phases.json
+	// because Prometheus lacked it (a boundary not yet scraped, markers
+	// lost in an outage); WaitedSeconds how long analyze waited for the
+	// run's final samples. Both absent when not the case.
+	FromArchive   []string `json:"from_archive,omitempty"`
+	WaitedSeconds *float64 `json:"waited_for_samples_seconds,omitempty"`
 }

@@ -176,7 +176,7 @@ func (r *runner) probeTarget(ctx context.Context) error {
 	}
 	switch {
 	case r.cfg.Engine.NoLifecycle && err != nil:
-		return fmt.Errorf("target %s: GET /v1/models: %w", r.cfg.Target, err)
+		return fmt.Errorf("target %s: GET /v1/models: %w", r.cfg.Target, withTargetHint(r.cfg.Target, err))
 	case !r.cfg.Engine.NoLifecycle && err == nil && r.cfg.Engine.Cmd != "":
 		r.log.Warn("the target already serves models before the engine started: another engine holds the address? (an orphan of a killed run: see joulemark runs finalize)",
 			"target", r.cfg.Target)

@@ -660,7 +660,7 @@ func (r *runner) waitReady(ctx context.Context) error {
 				return ctx.Err()
 			}
 			r.flag(FlagEngineNotReady)
-			return fmt.Errorf("engine not ready after %s at %s: %v", r.cfg.Engine.ReadyTimeout, r.cfg.Target, last)
+			return fmt.Errorf("engine not ready after %s at %s: %v", r.cfg.Engine.ReadyTimeout, r.cfg.Target, withTargetHint(r.cfg.Target, last))
 		case <-time.After(r.opts.PollInterval):
 		}
 	}

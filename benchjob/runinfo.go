@@ -21,7 +21,10 @@ func (r *runner) runInfo(formal Summary) runinfo.Info {
 		RunID: r.runID, Model: r.model, Engine: r.engineName, EngineVersion: c.Engine.Version, Scenario: c.Scenario,
 		LoadMode: r.man.Load.Mode, Concurrency: c.Concurrency, Rate: c.Rate,
 		IgnoreEOS:     c.Extras.IgnoreEOS != nil && *c.Extras.IgnoreEOS,
-		DatasetSHA256: r.datasetDigest,
+		DatasetSHA256: r.datasetDigest, Mode: runinfo.ModeLifecycle,
+	}
+	if c.Engine.NoLifecycle {
+		info.Mode = runinfo.ModeAttached
 	}
 	if info.EngineVersion == "" {
 		info.EngineVersion = r.man.Engine.ReportedVer

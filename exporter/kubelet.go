@@ -183,7 +183,6 @@ func (a *attributor) refresh(ctx context.Context) {
 	if !a.up && !first {
 		a.log.Info("reading GPU allocations from the kubelet works again")
 	}
-	a.up, a.known = true, true
 	a.mu.Unlock()
 
 	rows, weights, mig, bad := a.resolve(allocs)
@@ -195,8 +194,12 @@ func (a *attributor) refresh(ctx context.Context) {
 		cp = a.readCheckpoint()
 	}
 
+	// up and known change with the rows, under one lock: a scrape in
+	// between served kubelet_up 1 without the allocations, and a sample
+	// in between counted a held GPU's energy as unallocated.
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.up, a.known = true, true
 	a.rows = rows
 	if cp != nil {
 		a.uidRefs = podresources.ResolveUIDs(cp, allocs)

@@ -1,6 +1,7 @@
 package choose
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -36,8 +37,24 @@ func (r *Run) IdentityValues() []string {
 	out := make([]string, len(runinfo.IdentityKeys))
 	for i, k := range runinfo.IdentityKeys {
 		out[i], _ = r.Lookup("run." + k)
+		if k == "mode" {
+			out[i] = r.Mode()
+		}
 	}
 	return out
+}
+
+// Mode is the run's measurement mode (runinfo.ModeLifecycle or
+// ModeAttached): report.json "mode", else run.mode, else lifecycle (reports
+// from before the mode).
+func (r *Run) Mode() string {
+	if r.Report.Mode != "" {
+		return r.Report.Mode
+	}
+	if r.Report.Run != nil {
+		return r.Report.Run.EffectiveMode()
+	}
+	return runinfo.ModeLifecycle
 }
 
 // IdentitySplit names, for each run, how it differs in identity from the
@@ -93,7 +110,7 @@ func IdentitySplit(runs []*Run, groupKey func(*Run) string) []string {
 
 // ConfigKeys are the identity keys a load sweep keeps fixed: everything but
 // the load point.
-var ConfigKeys = []string{"model", "engine", "engine_version", "gpu_name", "gpus", "dataset_sha256"}
+var ConfigKeys = []string{"model", "engine", "engine_version", "gpu_name", "gpus", "dataset_sha256", "mode"}
 
 // IdentityConflict names the run.* keys among keys whose values differ
 // between the runs that carry a run section, e.g. "run.model (a, b)"; "" when
@@ -107,6 +124,9 @@ func IdentityConflict(runs []*Run, keys []string) string {
 				continue
 			}
 			v, _ := r.Lookup("run." + k)
+			if k == "mode" {
+				v = r.Mode()
+			}
 			if !slices.Contains(vals, v) {
 				vals = append(vals, v)
 			}
@@ -134,4 +154,37 @@ func GroupRuns(runs []*Run, keys string) (order []string, groups map[string][]*R
 		groups[k] = append(groups[k], r)
 	}
 	return order, groups
+}
+
+// LifecycleBasis are the metrics of the cold-start lifecycle basis, which
+// an attached run does not measure.
+var LifecycleBasis = []Metric{LifecycleJPT, StartupEnergy}
+
+// SteadyBasis drops the lifecycle-basis metrics when any run is attached:
+// the method never ranks runs on two bases, so a set with an attached run
+// is ranked on steady-state figures alone. note says so ("" when nothing
+// was dropped).
+func SteadyBasis(runs []*Run, metrics []Metric) (kept []Metric, note string) {
+	var attached []string
+	for _, r := range runs {
+		if r.Mode() == runinfo.ModeAttached {
+			attached = append(attached, r.Name)
+		}
+	}
+	if len(attached) == 0 {
+		return metrics, ""
+	}
+	var dropped []string
+	for _, m := range metrics {
+		if slices.ContainsFunc(LifecycleBasis, func(l Metric) bool { return l.Key == m.Key }) {
+			dropped = append(dropped, m.Key)
+			continue
+		}
+		kept = append(kept, m)
+	}
+	if len(dropped) == 0 {
+		return metrics, ""
+	}
+	return kept, fmt.Sprintf("attached runs (%s) measure no lifecycle: every run is ranked on steady-state figures, without %s",
+		strings.Join(attached, ", "), strings.Join(dropped, ", "))
 }

@@ -65,6 +65,7 @@ func (c Class) Front() bool { return c.Rank == 1 }
 // shown but left out: their figures are not formal results. The result keeps
 // the input order.
 func Pareto(runs []*Run, metrics []Metric) []Class {
+	metrics, _ = SteadyBasis(runs, metrics)
 	classes := make([]Class, len(runs))
 	var live []int
 	for i, r := range runs {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // Constraint is one bound a run must meet to be recommended.
@@ -21,6 +23,9 @@ type Constraint struct {
 // run missing the constrained metric breaks it.
 func (c Constraint) Check(r *Run) string {
 	v, ok := c.Metric.Value(&r.Report)
+	if !ok && r.Mode() == runinfo.ModeAttached && slices.ContainsFunc(LifecycleBasis, func(l Metric) bool { return l.Key == c.Metric.Key }) {
+		return fmt.Sprintf("%s not measured: an attached run has no lifecycle (%s)", c.Metric.Key, c.Flag)
+	}
 	if !ok {
 		return fmt.Sprintf("%s missing (%s)", c.Metric.Key, c.Flag)
 	}

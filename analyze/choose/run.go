@@ -170,7 +170,11 @@ func LoadReports(paths []string, opts LoadOptions) ([]*Run, error) {
 	}
 	seen := map[string]string{}
 	var runs []*Run
-	for _, p := range paths {
+	for _, arg := range paths {
+		p, err := ResolveReport(arg, opts.RunsDir)
+		if err != nil {
+			return nil, err
+		}
 		r, err := LoadReport(p, opts)
 		if err != nil {
 			return nil, err
@@ -184,9 +188,47 @@ func LoadReports(paths []string, opts LoadOptions) ([]*Run, error) {
 	return runs, nil
 }
 
+// ResolveReport finds the report.json an argument names: the file itself,
+// a directory holding report.json (analyze --out) or report/report.json
+// (a run archive), or a run id looked up as <runsDir>/<id>/report/ and
+// reports/<id>/ (analyze's default --out).
+func ResolveReport(arg, runsDir string) (string, error) {
+	st, err := os.Stat(arg)
+	if err == nil && !st.IsDir() {
+		return arg, nil
+	}
+	var tried []string
+	if err == nil {
+		tried = []string{filepath.Join(arg, analyze.FileJSON), filepath.Join(arg, "report", analyze.FileJSON)}
+	} else if runid.Validate(arg) == nil {
+		if runsDir != "" {
+			tried = append(tried, filepath.Join(runsDir, arg, "report", analyze.FileJSON))
+		}
+		tried = append(tried, filepath.Join("reports", arg, analyze.FileJSON))
+	} else {
+		return "", fmt.Errorf("report %s: %w", arg, err)
+	}
+	for _, p := range tried {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("report %s: no report found (tried %s)", arg, strings.Join(tried, ", "))
+}
+
 // Lookup returns the value at a dotted key of the report document
 // ("scenario", "measurement.energy_source") as text, and whether it exists.
+// "scenario" falls back to run.scenario, the bench's, for reports whose
+// analyze was given no --scenario.
 func (r *Run) Lookup(key string) (string, bool) {
+	v, ok := r.lookup(key)
+	if key == "scenario" && (!ok || v == "") {
+		return r.lookup("run.scenario")
+	}
+	return v, ok
+}
+
+func (r *Run) lookup(key string) (string, bool) {
 	var cur any = r.Raw
 	for part := range strings.SplitSeq(key, ".") {
 		m, ok := cur.(map[string]any)

@@ -212,6 +212,22 @@ func median(runs []*choose.Run, m choose.Metric) *float64 {
 // correlates the two orders (Spearman = Pearson correlation of the ranks,
 // ties given their mean rank).
 func rankGroups(res *Result) {
+	// Each basis ranks the groups that have its median: attached runs'
+	// groups (no lifecycle) rank on steady state alone.
+	rankOn := func(med func(g *Group) *float64, set func(g *Group, r *float64)) {
+		var xs []float64
+		var at []int
+		for i := range res.Groups {
+			if v := med(&res.Groups[i]); v != nil {
+				xs, at = append(xs, *v), append(at, i)
+			}
+		}
+		for k, r := range ranks(xs) {
+			set(&res.Groups[at[k]], &r)
+		}
+	}
+	rankOn(func(g *Group) *float64 { return g.MedianSS }, func(g *Group, r *float64) { g.RankSS = r })
+	rankOn(func(g *Group) *float64 { return g.MedianLife }, func(g *Group, r *float64) { g.RankLife = r })
 	var idx []int
 	for i, g := range res.Groups {
 		if g.MedianSS != nil && g.MedianLife != nil {
@@ -225,9 +241,6 @@ func rankGroups(res *Result) {
 		ss[k], life[k] = *res.Groups[i].MedianSS, *res.Groups[i].MedianLife
 	}
 	rs, rl := ranks(ss), ranks(life)
-	for k, i := range idx {
-		res.Groups[i].RankSS, res.Groups[i].RankLife = &rs[k], &rl[k]
-	}
 	if len(idx) < 2 {
 		res.SpearmanNote = fmt.Sprintf("needs at least 2 groups with both medians, have %d", len(idx))
 		return

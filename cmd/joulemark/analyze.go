@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,7 +19,8 @@ type AnalyzeCmd struct {
 	Prometheus     clientflags.Prometheus `embed:"" prefix:"prometheus."`
 	RunID          string                 `name:"run-id" required:"" help:"Run to analyze."`
 	Lookback       string                 `default:"7d" help:"How far back from now to look for the run (Prometheus duration)."`
-	Out            string                 `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten)."`
+	Out            string                 `placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten). Default: the run's archive, <runs-dir>/<run-id>/report, or reports/<run-id> without one."`
+	Wait           time.Duration          `default:"30s" help:"Longest wait for the run's final samples when Prometheus does not hold its end yet (analyze right after bench); the bench archive's boundaries fill in meanwhile. 0: no wait."`
 	Format         string                 `default:"text" enum:"text,json,csv" help:"What to print on stdout: text, json or csv (one row, report.json keys as columns)."`
 	Scenario       string                 `help:"Scenario name copied into the report (compare groups by it)."`
 	RunsDir        string                 `name:"runs-dir" default:"runs" placeholder:"DIR" help:"Runs directory searched for the run's archive, DIR/<run-id> (requests.jsonl): the report then counts empty, repeated and short outputs (output_sanity); a run without one there is analyzed without."`
@@ -42,7 +44,13 @@ type AnalyzeCmd struct {
 // Run analyzes the run and writes the report.
 func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Prometheus.URL == "" {
-		return usageErrorf("--prometheus.url is required")
+		c.Prometheus.URL = defaultPrometheusURL
+	}
+	if err := analyze.CheckPrometheusURL(c.Prometheus.URL); err != nil {
+		return withExitCode(exitUsage, fmt.Errorf("--prometheus.url: %w", err))
+	}
+	if c.Out == "" {
+		c.Out = defaultReportDir(c.RunsDir, c.RunID)
 	}
 	lb, err := model.ParseDuration(c.Lookback)
 	if err != nil {
@@ -62,7 +70,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 		PrometheusURL: c.Prometheus.URL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,
 		RunsDir: c.RunsDir, EngineSelector: c.EngineSelector, ReadAPI: c.ReadAPI,
-		Logger: g.Logger(),
+		Logger: g.Logger(), Wait: c.Wait,
 	}
 	// Validated once, by analyze.Run, before any query.
 	r, err := analyze.Run(ctx, cfg)
@@ -102,4 +110,21 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 		return withExitCode(exitUnusable, fmt.Errorf("report of run %s written to %s is invalid: %s", r.RunID, c.Out, strings.Join(codes, ", ")))
 	}
 	return nil
+}
+
+// defaultPrometheusURL is where analyze looks without --prometheus.url, as
+// Prometheus's own tools do.
+const defaultPrometheusURL = "http://localhost:9090"
+
+// defaultReportDir is the report directory without --out: report/ in the
+// run's archive when there is one, else reports/<run-id>.
+func defaultReportDir(runsDir, runID string) string {
+	dir := ""
+	if runsDir != "" {
+		dir = filepath.Join(runsDir, runID)
+	}
+	if st, err := os.Stat(dir); dir != "" && err == nil && st.IsDir() {
+		return filepath.Join(dir, "report")
+	}
+	return filepath.Join("reports", runID)
 }

@@ -12,7 +12,7 @@ import (
 type CompareCmd struct {
 	stdout io.Writer // os.Stdout when nil; tests set it
 
-	Reports   []string `arg:"" name:"report" type:"existingfile" help:"report.json files."`
+	Reports   []string `arg:"" name:"report" help:"report.json files, report directories or run ids (<runs-dir>/<id>/report/, reports/<id>/)."`
 	GroupBy   string   `name:"group-by" default:"scenario" help:"Dotted report key, or several joined by commas, that groups runs for the medians (scenario, run.model,run.concurrency, ...); a run with none of them is its own group."`
 	Pool      bool     `name:"pool" help:"Pool runs of one group in its medians even when they differ in model, engine, GPU, prompt set or load point (run.*); by default such a group is split."`
 	Tolerance float64  `default:"0.2" help:"Comparability bound on formal output tokens, |a-b|/max."`

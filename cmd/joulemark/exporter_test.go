@@ -142,7 +142,10 @@ func TestExporterSimAllocations(t *testing.T) {
 		if resp, err := http.Get(base + "/metrics"); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if body = string(b); strings.Contains(body, "joulemark_kubelet_up 1") {
+			// The sample line, not the HELP text ("joulemark_kubelet_up 1
+			// when the last read ... succeeded"), which every scrape
+			// serves from the first one on.
+			if body = string(b); strings.Contains(body, "\njoulemark_kubelet_up 1\n") {
 				break
 			}
 		}

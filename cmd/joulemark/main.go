@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
-			report(stderr, pe.Context, err, true)
+			report(stderr, pe.Context, visibleSuggestion(pe.Context, err), true)
 			return exitUsage
 		}
 		fmt.Fprintf(stderr, "joulemark: %v\n", err)

@@ -16,7 +16,7 @@ import (
 type ParetoCmd struct {
 	stdout io.Writer // os.Stdout when nil; tests set it
 
-	Reports []string `arg:"" name:"report" type:"existingfile" help:"report.json files."`
+	Reports []string `arg:"" name:"report" help:"report.json files, report directories or run ids (<runs-dir>/<id>/report/, reports/<id>/)."`
 	RunsDir string   `name:"runs-dir" default:"runs" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`
 	Format  string   `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per run, report.json keys as columns (docs/cli.md)."`
 	GroupBy string   `name:"group-by" placeholder:"KEYS" help:"Classify each group of runs apart, by dotted report keys joined by commas (e.g. run.model,run.concurrency); one classification over every run by default (csv: a pareto.group column)."`
@@ -73,6 +73,9 @@ func (c *ParetoCmd) write(w io.Writer, runs []*choose.Run) error {
 		return choose.WriteParetoJSON(w, classes, choose.ParetoMetrics)
 	case "csv":
 		return writeParetoCSV(w, classes)
+	}
+	if _, note := choose.SteadyBasis(runs, choose.ParetoMetrics); note != "" {
+		fmt.Fprintf(w, "Note: %s.\n", note)
 	}
 	return choose.WriteParetoTable(w, classes, choose.ParetoMetrics)
 }

@@ -13,7 +13,7 @@ import (
 type PlanCmd struct {
 	stdout io.Writer // os.Stdout when nil; tests set it
 
-	Reports        []string       `arg:"" name:"report" type:"existingfile" help:"report.json files of a concurrency or rate sweep, one per load point."`
+	Reports        []string       `arg:"" name:"report" help:"report.json files, report directories or run ids of a concurrency or rate sweep, one per load point."`
 	TargetPeakRate float64        `name:"target-peak-rate" required:"" help:"Peak request rate to serve, requests per second."`
 	SLOTTFTP95     *time.Duration `name:"slo.ttft-p95" help:"SLO on p95 TTFT (e.g. 500ms)."`
 	SLOTPOTP95     *time.Duration `name:"slo.tpot-p95" help:"SLO on p95 TPOT (e.g. 35ms)."`

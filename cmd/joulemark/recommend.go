@@ -16,7 +16,7 @@ import (
 type RecommendCmd struct {
 	stdout io.Writer // os.Stdout when nil; tests set it
 
-	Reports []string `arg:"" name:"report" type:"existingfile" help:"report.json files."`
+	Reports []string `arg:"" name:"report" help:"report.json files, report directories or run ids (<runs-dir>/<id>/report/, reports/<id>/)."`
 
 	MaxTTFTP95                 *time.Duration    `name:"max-ttft-p95" help:"Drop runs whose p95 TTFT is above this (e.g. 500ms)."`
 	MaxTPOTP95                 *time.Duration    `name:"max-tpot-p95" help:"Drop runs whose p95 TPOT is above this (e.g. 35ms)."`
@@ -69,6 +69,9 @@ func (c *RecommendCmd) Run(g *Globals) error {
 	maxBad := -1.0
 	if c.MaxBadOutputRatio != nil {
 		maxBad = *c.MaxBadOutputRatio
+	}
+	if _, note := choose.SteadyBasis(runs, choose.ParetoMetrics); note != "" && c.Format != "json" && c.Format != "csv" {
+		fmt.Fprintf(c.out(), "Note: %s.\n", note)
 	}
 	if c.GroupBy == "" {
 		rec := choose.Recommend(runs, cons, maxBad, choose.ParetoMetrics, prefer)

@@ -28,17 +28,37 @@ type Info struct {
 	MeanOutputTokens float64 `json:"mean_output_tokens"`
 	IgnoreEOS        bool    `json:"ignore_eos"`
 	DatasetSHA256    string  `json:"dataset_sha256"` // the prompt set sent (manifest prompt_set_sha256)
+	// Mode is how the engine was measured: ModeLifecycle (the bench started
+	// and stopped it: idle, startup, warm-up, formal, release) or
+	// ModeAttached (an engine already running, --no-lifecycle: the formal
+	// phase only). Empty in identities from before the mode: lifecycle.
+	Mode string `json:"mode,omitempty"`
+}
+
+// Measurement modes (run.mode, report.json mode).
+const (
+	ModeLifecycle = "lifecycle" // cold start: the whole lifecycle measured
+	ModeAttached  = "attached"  // an already running engine: steady-state figures only
+)
+
+// EffectiveMode is the identity's mode, ModeLifecycle when it names none
+// (identities from before the mode were all cold-start lifecycles).
+func (i Info) EffectiveMode() string {
+	if i.Mode == "" {
+		return ModeLifecycle
+	}
+	return i.Mode
 }
 
 // LabelNames lists the metric's labels in a stable order.
 var LabelNames = []string{"run_id", "model", "engine", "engine_version", "gpu_name", "gpus", "scenario",
-	"load_mode", "concurrency", "rate", "mean_input_tokens", "mean_output_tokens", "ignore_eos", "dataset_sha256"}
+	"load_mode", "concurrency", "rate", "mean_input_tokens", "mean_output_tokens", "ignore_eos", "dataset_sha256", "mode"}
 
 // IdentityKeys are the keys whose runs are never pooled in one median
 // unless asked: a different model, engine, GPU, prompt set or load point is
 // a different experiment.
 var IdentityKeys = []string{"model", "engine", "engine_version", "gpu_name", "gpus", "dataset_sha256",
-	"load_mode", "concurrency", "rate"}
+	"load_mode", "concurrency", "rate", "mode"}
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
@@ -50,7 +70,7 @@ func (i Info) Labels() map[string]string {
 		"gpu_name": i.GPUName, "gpus": strconv.Itoa(i.GPUs), "scenario": i.Scenario, "load_mode": i.LoadMode,
 		"concurrency": strconv.Itoa(i.Concurrency), "rate": num(i.Rate),
 		"mean_input_tokens": num(i.MeanInputTokens), "mean_output_tokens": num(i.MeanOutputTokens),
-		"ignore_eos": strconv.FormatBool(i.IgnoreEOS), "dataset_sha256": i.DatasetSHA256,
+		"ignore_eos": strconv.FormatBool(i.IgnoreEOS), "dataset_sha256": i.DatasetSHA256, "mode": i.Mode,
 	}
 	for k, v := range all {
 		if v == "" {
@@ -71,7 +91,7 @@ func FromLabels(l map[string]string) Info {
 		GPUName: l["gpu_name"], GPUs: atoi(l["gpus"]), Scenario: l["scenario"], LoadMode: l["load_mode"],
 		Concurrency: atoi(l["concurrency"]), Rate: atof(l["rate"]),
 		MeanInputTokens: atof(l["mean_input_tokens"]), MeanOutputTokens: atof(l["mean_output_tokens"]),
-		IgnoreEOS: b, DatasetSHA256: l["dataset_sha256"],
+		IgnoreEOS: b, DatasetSHA256: l["dataset_sha256"], Mode: l["mode"],
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 func TestLabelsRoundTrip(t *testing.T) {
 	in := Info{RunID: "r1", Model: "m", Engine: "vllm", EngineVersion: "0.11.0", GPUName: "NVIDIA H200", GPUs: 8,
 		Scenario: "s", LoadMode: "poisson", Rate: 2.5, MeanInputTokens: 512, MeanOutputTokens: 150, IgnoreEOS: true,
-		DatasetSHA256: "ab"}
+		DatasetSHA256: "ab", Mode: ModeAttached}
 	l := in.Labels()
 	for k := range l {
 		if !slices.Contains(LabelNames, k) {
