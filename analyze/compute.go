@@ -34,7 +34,7 @@ type Params struct {
 // DefaultParams are the documented defaults.
 func DefaultParams() Params {
 	return Params{
-		SLOTTFT: 500 * time.Millisecond, SLOTPOT: 35 * time.Millisecond,
+		SLOTTFT: 500 * time.Millisecond, SLOTPOT: 50 * time.Millisecond,
 		SSWindow: 100, SSWindows: 3, SSCV: 0.03,
 		MaxErrorRate: 0.05, MinCoverage: 0.95, EnergyTolerance: 0.01, IdleMaxCV: 0.05,
 		MaxBadOutputRatio: 0.05, MinQuality: 0.95,
