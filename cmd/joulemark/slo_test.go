@@ -46,7 +46,7 @@ func TestOneSLODefault(t *testing.T) {
 				t.Errorf("%s: $%s defaults to %q, analyze's is %v", file, tc.variable, defs[tc.variable], tc.want)
 			}
 		}
-		le := regexp.MustCompile(tc.bucket + `\{[^}]*le="([0-9.]+)"`).FindAllSubmatch(rec, -1)
+		le := regexp.MustCompile(tc.bucket+`\{[^}]*le="([0-9.]+)"`).FindAllSubmatch(rec, -1)
 		if len(le) == 0 {
 			t.Errorf("rules/recording.yml reads no %s", tc.bucket)
 		}
