@@ -102,6 +102,7 @@ type PlotData struct {
 	Phases         []PhaseBand
 	JoulesPerToken []float64 // successful formal requests in completion order
 	SteadyFirst    int       // index into JoulesPerToken, -1 when not reached
+	SteadyLast     int       // index of the steady state's last request
 	TTFT, TPOT     []float64 // seconds, successful formal requests
 	// SteadyJoulesPerToken is the steady-state level (NaN when not reached);
 	// the SLOs are drawn on the histograms (0: none).
@@ -647,6 +648,7 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	r.SteadyState.Reached = true
 	c.pd.SteadyFirst = first
 	last := len(ss) - 1
+	c.pd.SteadyLast = last
 	r.SteadyState.FirstRequest, r.SteadyState.LastRequest = new(first), new(last)
 	var e float64
 	var tok int64
