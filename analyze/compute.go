@@ -37,7 +37,7 @@ type Params struct {
 // DefaultParams are the documented defaults.
 func DefaultParams() Params {
 	return Params{
-		SLOTTFT: 500 * time.Millisecond, SLOTPOT: 35 * time.Millisecond,
+		SLOTTFT: 500 * time.Millisecond, SLOTPOT: 50 * time.Millisecond,
 		SSWindow: 100, SSWindows: 3, SSCV: 0.03,
 		MaxErrorRate: 0.05, MinCoverage: 0.95, EnergyTolerance: 0.01, IdleMaxCV: 0.05,
 		MaxBadOutputRatio: 0.05, MinQuality: 0.95,
@@ -105,6 +105,7 @@ type PlotData struct {
 	Phases         []PhaseBand
 	JoulesPerToken []float64 // successful formal requests in completion order
 	SteadyFirst    int       // index into JoulesPerToken, -1 when not reached
+	SteadyLast     int       // index of the steady state's last request
 	TTFT, TPOT     []float64 // seconds, successful formal requests
 	// SteadyJoulesPerToken is the steady-state level (NaN when not reached);
 	// the SLOs are drawn on the histograms (0: none).
@@ -670,6 +671,7 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	r.SteadyState.Reached = true
 	c.pd.SteadyFirst = first
 	last := len(ss) - 1
+	c.pd.SteadyLast = last
 	r.SteadyState.FirstRequest, r.SteadyState.LastRequest = new(first), new(last)
 	var e float64
 	var tok int64

@@ -55,10 +55,6 @@ func identityLine(id *RunIdentity) string {
 		return "Run identity unknown (no joulemark_run_info in Prometheus and no archive manifest with run_info)."
 	}
 	i := id.Info
-	eng := orDash(i.Engine)
-	if i.EngineVersion != "" {
-		eng += " " + i.EngineVersion
-	}
 	eos := ""
 	if i.IgnoreEOS {
 		eos = ", ignore_eos"
@@ -67,6 +63,6 @@ func identityLine(id *RunIdentity) string {
 	if len(digest) > 12 {
 		digest = digest[:12]
 	}
-	return fmt.Sprintf("Model `%s` · engine %s · %d × %s · load %s · mean tokens in/out %.0f/%.0f%s · prompt set `%s` (from %s)",
-		orDash(i.Model), eng, i.GPUs, orDash(i.GPUName), orDash(i.Load()), i.MeanInputTokens, i.MeanOutputTokens, eos, orDash(digest), id.Source)
+	return fmt.Sprintf("Model `%s` · engine %s · %s · load %s · mean tokens in/out %.0f/%.0f%s · prompt set `%s` (from %s)",
+		orDash(i.Model), i.EngineLabel(), i.Hardware(), orDash(i.Load()), i.MeanInputTokens, i.MeanOutputTokens, eos, orDash(digest), id.Source)
 }

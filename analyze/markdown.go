@@ -244,7 +244,8 @@ func WriteSummary(w io.Writer, r *Report) error {
 	row("valid", yesNo(r.Valid))
 	row("mode", r.Mode)
 	if r.Run != nil {
-		row("tested", fmt.Sprintf("%s on %s %d×%s, %s, %s", orDash(r.Run.Model), orDash(r.Run.Engine), r.Run.GPUs, orDash(r.Run.GPUName), orDash(r.Run.Load()), "tokens in/out "+fmt.Sprintf("%.0f/%.0f", r.Run.MeanInputTokens, r.Run.MeanOutputTokens)))
+		row("tested", fmt.Sprintf("%s, engine %s, on %s, %s, tokens in/out %.0f/%.0f", orDash(r.Run.Model), r.Run.EngineLabel(), r.Run.Hardware(),
+			orDash(r.Run.Load()), r.Run.MeanInputTokens, r.Run.MeanOutputTokens))
 	}
 	for _, f := range r.Flags {
 		ex := "warning"

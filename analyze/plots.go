@@ -283,6 +283,12 @@ func gpuBandPlot(pd *PlotData, width vg.Length) (*plot.Plot, error) {
 	return f.done(), nil
 }
 
+// steadyEnd is the index of the steady state's last request in
+// pd.JoulesPerToken.
+func steadyEnd(pd *PlotData) int {
+	return min(max(pd.SteadyLast, pd.SteadyFirst), len(pd.JoulesPerToken)-1)
+}
+
 // jptPlot: per-request J/token in completion order, steady state shaded and
 // its J/token level drawn as a line; the legend sits in headroom above the
 // points.
@@ -309,7 +315,8 @@ func jptPlot(pd *PlotData) (*plot.Plot, error) {
 	ymin, ymax := math.Max(0, lo-pad), hi+pad
 	top := ymax + (ymax-ymin)*0.45 // legend room: no legend over a point
 	if pd.SteadyFirst >= 0 {
-		bd, err := band(float64(pd.SteadyFirst), float64(n-1), ymin, ymax, color.NRGBA{R: 0x66, G: 0xbb, B: 0x6a, A: 0x50})
+		// the band ends where the steady state ends, not at the last request
+		bd, err := band(float64(pd.SteadyFirst), float64(steadyEnd(pd)), ymin, ymax, color.NRGBA{R: 0x66, G: 0xbb, B: 0x6a, A: 0x50})
 		if err != nil {
 			return nil, err
 		}
@@ -335,7 +342,7 @@ func jptPlot(pd *PlotData) (*plot.Plot, error) {
 	}
 	p.Legend.Add(label, sc)
 	if !math.IsNaN(pd.SteadyJoulesPerToken) && pd.SteadyFirst >= 0 {
-		lv, err := plotter.NewLine(plotter.XYs{{X: float64(pd.SteadyFirst), Y: pd.SteadyJoulesPerToken}, {X: float64(max(n-1, 1)), Y: pd.SteadyJoulesPerToken}})
+		lv, err := plotter.NewLine(plotter.XYs{{X: float64(pd.SteadyFirst), Y: pd.SteadyJoulesPerToken}, {X: float64(max(steadyEnd(pd), pd.SteadyFirst+1)), Y: pd.SteadyJoulesPerToken}})
 		if err != nil {
 			return nil, err
 		}

@@ -856,11 +856,11 @@ func (r *runner) awaitRelease(ctx context.Context, c *phaseapi.Client) (*phaseap
 			said = time.Now()
 			why := ""
 			if err == nil {
-				why = st.Release.Reason
+				why = releaseProgress(st.Release, time.Now())
 			} else {
 				why = err.Error()
 			}
-			r.log.Info("waiting for the release (power back at the idle baseline)", "exporter", c.BaseURL(),
+			r.log.Info("waiting for the release", "exporter", c.BaseURL(),
 				"waited", time.Since(t0).Round(time.Second), "max", r.cfg.Engine.ReleaseWait, "now", why)
 		}
 		select {

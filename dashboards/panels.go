@@ -72,6 +72,9 @@ func buildTargets(qs []query) []cog.Builder[variants.Dataquery] {
 		if q.table {
 			b = b.Format(prometheus.PromQueryFormatTable)
 		}
+		if step := minStep(q.expr); step != "" {
+			b = b.Interval(step)
+		}
 		out = append(out, b)
 	}
 	return out

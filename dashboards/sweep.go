@@ -56,7 +56,7 @@ func Sweep() (dashboard.Dashboard, error) {
 		WithVariable(gpuVariable()).
 		WithVariable(runVariable(true)).
 		WithVariable(sloVariable("slo_ttft", "TTFT SLO (s)", "0.5", "Goodput's time-to-first-token objective in seconds; must be a bucket boundary of joulemark_bench_ttft_seconds (le label as written, e.g. 0.25, 0.5, 1).")).
-		WithVariable(sloVariable("slo_tpot", "TPOT SLO (s)", "0.05", "Goodput's time-per-output-token objective in seconds; must be a bucket boundary of joulemark_bench_tpot_seconds (le label as written, e.g. 0.03, 0.05, 0.075): analyze's 35 ms default is not one.")).
+		WithVariable(sloVariable("slo_tpot", "TPOT SLO (s)", "0.05", "Goodput's time-per-output-token objective in seconds; must be a bucket boundary of joulemark_bench_tpot_seconds (le label as written, e.g. 0.03, 0.05, 0.075); the default is analyze's.")).
 		Annotations(phaseAnnotations(sweepRuns)).
 		WithRow(dashboard.NewRowBuilder("Points")).
 		WithPanel(sweepTable()).

@@ -159,7 +159,8 @@ func TestKebab(t *testing.T) {
 }
 
 // TestCommandLinesUseRealFlags checks every joulemark command line in the
-// compose file and the Kubernetes manifests against the CLI's kong structs.
+// compose file, the Kubernetes manifests and the Helm chart (rendered with
+// each value set) against the CLI's kong structs.
 func TestCommandLinesUseRealFlags(t *testing.T) {
 	root := loadCLI(t)
 	if errs := checkArgs(root, []string{"exporter", "--no-such-flag"}); len(errs) != 1 {
@@ -189,6 +190,22 @@ func TestCommandLinesUseRealFlags(t *testing.T) {
 						args = append(args, a.(string))
 					}
 					where[len(lines)] = o.String()
+					lines = append(lines, args)
+				}
+			}
+		}
+	}
+	for _, vs := range helmValueSets {
+		for _, o := range renderChart(t, vs.values) {
+			for _, ps := range podSpecs(o.raw) {
+				cs, _ := ps["containers"].([]any)
+				for _, ci := range cs {
+					cm, _ := ci.(map[string]any)
+					var args []string
+					for _, a := range cm["args"].([]any) {
+						args = append(args, a.(string))
+					}
+					where[len(lines)] = "helm chart (" + vs.name + " values) " + o.String()
 					lines = append(lines, args)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"log"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -37,15 +38,18 @@ var helmValueSets = []struct {
 	name     string
 	values   map[string]any
 	external map[string][]string // Secrets the installer provides
+	claims   []string            // PersistentVolumeClaims the installer provides
 }{
-	{"default", map[string]any{}, nil},
+	{"default", map[string]any{}, nil, nil},
 	{"minimal", map[string]any{
 		"podResources":   map[string]any{"enabled": false},
 		"serviceMonitor": map[string]any{"enabled": false},
 		"prometheusRule": map[string]any{"enabled": false},
 		"dashboards":     map[string]any{"enabled": false},
-		"exporter":       map[string]any{"apiToken": map[string]any{"existingSecret": "my-token"}},
-	}, map[string][]string{"my-token": {"token"}}},
+		"exporter": map[string]any{"apiToken": map[string]any{"existingSecret": "my-token"},
+			"storage": map[string]any{"volume": map[string]any{"persistentVolumeClaim": map[string]any{"claimName": "joulemark-state"}}}},
+		"enginePodMonitor": map[string]any{"enabled": false},
+	}, map[string][]string{"my-token": {"token"}}, []string{"joulemark-state"}},
 	{"custom", map[string]any{
 		"image":             map[string]any{"tag": "v1.2.3"},
 		"runtimeClassName":  "",
@@ -55,7 +59,7 @@ var helmValueSets = []struct {
 		"webConfig":         map[string]any{"enabled": true, "config": map[string]any{"basic_auth_users": map[string]any{"prometheus": "$2y$10$abc"}}},
 		"exporter":          map[string]any{"apiToken": map[string]any{"value": "s3cret"}, "extraArgs": []any{"--max-runs=50"}, "hostPID": true},
 		"podResources":      map[string]any{"processSplit": false, "gpuResources": []any{"nvidia.com/gpu", "nvidia.com/mig-*"}},
-	}, nil},
+	}, nil, nil},
 }
 
 // renderChart renders the chart with values as `helm install` would, and
@@ -118,6 +122,9 @@ func TestHelmChartObjects(t *testing.T) {
 		t.Run(vs.name, func(t *testing.T) {
 			objs := renderChart(t, vs.values)
 			w := world{objects: objs, secrets: map[string][]string{}}
+			for _, c := range vs.claims {
+				w.objects = append(w.objects, object{file: "(installer)", kind: "PersistentVolumeClaim", name: c})
+			}
 			maps.Copy(w.secrets, vs.external)
 			for _, o := range objs {
 				if o.kind == "Secret" {
@@ -168,6 +175,12 @@ func checkHelmValues(t *testing.T, name string, values map[string]any, objs []ob
 	switch name {
 	case "default":
 		checkPodResourcesMount(t, "default DaemonSet", pod)
+		if v := volume(pod, "exporter-data"); v == nil || v.HostPath == nil || v.HostPath.Path != "/var/lib/joulemark" {
+			t.Errorf("exporter state on %+v, want the node's /var/lib/joulemark: it must survive a restart", v)
+		}
+		if kinds["PodMonitor"] != 1 {
+			t.Errorf("objects %v: want the engine PodMonitor", kinds)
+		}
 		if pod.RuntimeClassName == nil || *pod.RuntimeClassName != "nvidia" || pod.NodeSelector["nvidia.com/gpu.present"] != "true" || len(pod.Tolerations) != 1 {
 			t.Errorf("default runtime class, node selector, tolerations: %v %v %v", pod.RuntimeClassName, pod.NodeSelector, pod.Tolerations)
 		}
@@ -207,14 +220,21 @@ func checkHelmValues(t *testing.T, name string, values map[string]any, objs []ob
 		}
 	case "minimal":
 		for _, v := range pod.Volumes {
-			if v.HostPath != nil {
+			if v.HostPath != nil && v.Name != "exporter-data" {
 				t.Errorf("pod resources off, yet hostPath volume %s", v.Name)
 			}
 		}
 		if !strings.Contains(args, "--kubelet.pod-resources-socket= ") && !strings.HasSuffix(args, "--kubelet.pod-resources-socket=") || !strings.Contains(args, "--web.api-token-file=") {
 			t.Errorf("args %q: want the kubelet off and the token file", args)
 		}
-		if kinds["ServiceMonitor"]+kinds["PrometheusRule"]+kinds["ConfigMap"]+kinds["Secret"] != 0 {
+		if v := volume(pod, "exporter-data"); v == nil || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "joulemark-state" {
+			t.Errorf("exporter state on %+v, want the claim joulemark-state", v)
+		} else if m := pod.Containers[0].VolumeMounts; !slices.ContainsFunc(m, func(m corev1.VolumeMount) bool {
+			return m.Name == "exporter-data" && m.SubPathExpr == "$(NODE_NAME)"
+		}) {
+			t.Errorf("a shared state volume needs one sub-directory per node: mounts %+v", m)
+		}
+		if kinds["ServiceMonitor"]+kinds["PrometheusRule"]+kinds["ConfigMap"]+kinds["Secret"]+kinds["PodMonitor"] != 0 {
 			t.Errorf("objects %v: want none of the optional ones", kinds)
 		}
 		if pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
@@ -249,5 +269,40 @@ func checkHelmValues(t *testing.T, name string, values map[string]any, objs []ob
 		if kinds["Secret"] != 2 {
 			t.Errorf("%d Secrets, want the token and the web config", kinds["Secret"])
 		}
+	}
+}
+
+// volume returns the pod's volume called name, nil when none.
+func volume(pod corev1.PodSpec, name string) *corev1.Volume {
+	for i := range pod.Volumes {
+		if pod.Volumes[i].Name == name {
+			return &pod.Volumes[i]
+		}
+	}
+	return nil
+}
+
+// TestHelmImagePinned: the image defaults to the chart's appVersion, a
+// release version (never a moving tag such as latest).
+func TestHelmImagePinned(t *testing.T) {
+	quietHelm(t)
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := ch.Metadata.AppVersion
+	if !regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`).MatchString(app) {
+		t.Errorf("Chart.yaml appVersion %q is not a release version (MAJOR.MINOR.PATCH)", app)
+	}
+	ds := find(renderChart(t, map[string]any{}), "DaemonSet")
+	if len(ds) != 1 {
+		t.Fatalf("%d DaemonSets", len(ds))
+	}
+	var d appsv1.DaemonSet
+	if err := strict(ds[0].raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/joulemark/joulemark:"+app {
+		t.Errorf("default image %s, want the appVersion %s", img, app)
 	}
 }

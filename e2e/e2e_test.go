@@ -200,6 +200,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("MeasuredGPUsOnly", func(t *testing.T) { checkMeasuredGPUs(ctx, t, ext) })
 	t.Run("Requests", func(t *testing.T) { checkRequests(ctx, t, ext) })
 	t.Run("EmbeddedMode", func(t *testing.T) { compareModes(t, ext.report, emb.res.Report) })
+	t.Run("Dashboards", func(t *testing.T) { checkDashboards(ctx, t, ext) })
 }
 
 type embeddedResult struct {
@@ -209,13 +210,14 @@ type embeddedResult struct {
 
 // external is what the run against the real Prometheus produced.
 type external struct {
-	runID    string
-	prom     *realprom.Server
-	report   *analyze.Report
-	exporter *phaseapi.RunStatus
-	scrapes  []float64 // when Prometheus scraped the exporter (unix seconds)
-	records  []benchjob.Record
-	selected []string // the GPUs the run measures (bench --exporter.gpus)
+	runID      string
+	prom       *realprom.Server
+	report     *analyze.Report
+	exporter   *phaseapi.RunStatus
+	scrapes    []float64 // when Prometheus scraped the exporter (unix seconds)
+	records    []benchjob.Record
+	selected   []string // the GPUs the run measures (bench --exporter.gpus)
+	benchStart time.Time
 }
 
 // runExternal starts Prometheus and the exporter, runs bench and analyze.
@@ -325,7 +327,7 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	if err := json.Unmarshal(stdout, &printed); err != nil || printed.RunID != runID || printed.Valid != rep.Valid {
 		t.Errorf("analyze --format json printed run %q valid %v (%v), report.json has run %q valid %v", printed.RunID, printed.Valid, err, rep.RunID, rep.Valid)
 	}
-	return &external{runID: runID, prom: prom, report: rep, exporter: st, scrapes: scrapes, records: readRecords(t, filepath.Join(runsDir, runID, runarchive.RequestsFile)), selected: selected}
+	return &external{runID: runID, prom: prom, report: rep, exporter: st, scrapes: scrapes, records: readRecords(t, filepath.Join(runsDir, runID, runarchive.RequestsFile)), selected: selected, benchStart: start}
 }
 
 // demoConfig is the scenario in embedded mode: in-process simulated GPUs,

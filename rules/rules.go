@@ -44,6 +44,8 @@ var RecordingRuleNames = []string{
 	"node:joulemark_unallocated_energy_joules:rate5m",
 	"namespace_pod:joulemark_idle_allocated_energy_joules:rate5m",
 	"node:joulemark_gpu_energy_joules:rate5m",
+	"node:joulemark_generation_tokens:rate5m",
+	"node:joulemark_joules_per_generation_token:ratio_rate5m",
 }
 
 // AlertNames are the alerting rules' names.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -89,5 +90,38 @@ func TestPromtool(t *testing.T) {
 		if err != nil {
 			t.Errorf("promtool test rules %s: %v\n%s", f, err, out)
 		}
+	}
+}
+
+var (
+	docRuleName  = regexp.MustCompile(`\b(?:[a-z_]+:joulemark_[a-z0-9_]+|joulemark:[a-z0-9_]+):[a-z0-9_]+\b`)
+	docAlertName = regexp.MustCompile(`\bJoulemark[A-Z][A-Za-z]+\b`)
+)
+
+// TestDocsNameExistingRules: every recording rule and alert the docs (and
+// the README) name exists in the rule files.
+func TestDocsNameExistingRules(t *testing.T) {
+	files, _ := filepath.Glob("../docs/*.md")
+	files = append(files, "../README.md")
+	var named int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range docRuleName.FindAllString(string(b), -1) {
+			named++
+			if !slices.Contains(RecordingRuleNames, name) {
+				t.Errorf("%s names the recording rule %s, which rules/*.yml lacks", f, name)
+			}
+		}
+		for _, name := range docAlertName.FindAllString(string(b), -1) {
+			if !slices.Contains(AlertNames, name) {
+				t.Errorf("%s names the alert %s, which rules/alerts.yml lacks", f, name)
+			}
+		}
+	}
+	if named < 10 {
+		t.Errorf("the docs name only %d recording rules: the pattern misses them", named)
 	}
 }

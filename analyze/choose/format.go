@@ -75,3 +75,18 @@ func Table(w io.Writer, rows [][]string) error {
 	}
 	return tw.Flush()
 }
+
+// RunLoad is the load a run was measured at ("concurrency 16", "rate 5
+// req/s (poisson)"), from its report's run identity, else from its
+// manifest; "-" when neither says.
+func RunLoad(r *Run) string {
+	if id := r.Report.Run; id != nil {
+		if l := id.Load(); l != "" {
+			return l
+		}
+	}
+	if r.Load != nil {
+		return r.Load.String()
+	}
+	return "-"
+}

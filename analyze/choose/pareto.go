@@ -142,10 +142,10 @@ func Pareto(runs []*Run, metrics []Metric) []Class {
 	return classes
 }
 
-// WriteParetoTable prints the classification with each metric, its
-// direction, and the output sanity beside throughput.
-func WriteParetoTable(w io.Writer, classes []Class, metrics []Metric) error {
-	header := []string{"run", "pareto"}
+// paretoRows is the classification as a table, header first: each run
+// with its load, its class, each metric (with its direction) and a note.
+func paretoRows(classes []Class, metrics []Metric) [][]string {
+	header := []string{"run", "load", "pareto"}
 	for _, m := range metrics {
 		header = append(header, m.Header()+m.Dir.Arrow())
 		if m.Key == Throughput.Key {
@@ -155,7 +155,7 @@ func WriteParetoTable(w io.Writer, classes []Class, metrics []Metric) error {
 	header = append(header, "note")
 	rows := [][]string{header}
 	for _, c := range classes {
-		row := []string{c.Run.Name, classLabel(c)}
+		row := []string{c.Run.Name, RunLoad(c.Run), classLabel(c)}
 		for _, m := range metrics {
 			row = append(row, FormatMetric(m, c.Run))
 			if m.Key == Throughput.Key {
@@ -165,10 +165,19 @@ func WriteParetoTable(w io.Writer, classes []Class, metrics []Metric) error {
 		row = append(row, classNote(c))
 		rows = append(rows, row)
 	}
-	if err := Table(w, rows); err != nil {
+	return rows
+}
+
+// paretoLegend explains the table's arrows and classes.
+const paretoLegend = "↓ lower is better, ↑ higher is better; latencies in ms.\npareto: front = dominated by no other valid run; rank n = front once ranks < n are removed; a metric missing in a run narrows its comparisons to the metrics both runs have."
+
+// WriteParetoTable prints the classification with each run's load, each
+// metric, its direction, and the output sanity beside throughput.
+func WriteParetoTable(w io.Writer, classes []Class, metrics []Metric) error {
+	if err := Table(w, paretoRows(classes, metrics)); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "↓ lower is better, ↑ higher is better; latencies in ms.\npareto: front = dominated by no other valid run; rank n = front once ranks < n are removed; a metric missing in a run narrows its comparisons to the metrics both runs have.")
+	_, err := fmt.Fprintln(w, paretoLegend)
 	return err
 }
 

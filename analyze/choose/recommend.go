@@ -163,7 +163,7 @@ func WriteRecommendation(w io.Writer, rec Recommendation, metrics []Metric) erro
 		fmt.Fprintf(w, "front (best first): %s\n", strings.Join(names, ", "))
 	}
 	fmt.Fprintln(w)
-	rows := [][]string{{"run", "status"}}
+	rows := [][]string{{"run", "load", "status"}}
 	for _, m := range metrics {
 		rows[0] = append(rows[0], m.Header())
 		if m.Key == Throughput.Key {
@@ -179,7 +179,7 @@ func WriteRecommendation(w io.Writer, rec Recommendation, metrics []Metric) erro
 		if r == rec.Best {
 			status = "recommended"
 		}
-		row := []string{r.Name, status}
+		row := []string{r.Name, RunLoad(r), status}
 		for _, m := range metrics {
 			row = append(row, FormatMetric(m, r))
 			if m.Key == Throughput.Key {

@@ -9,10 +9,9 @@ import (
 	"github.com/joulemark/joulemark/analyze/choose"
 )
 
-// WriteText prints the side-by-side table, the comparability check, the
-// group medians and the rank correlation.
-func WriteText(w io.Writer, res Result) error {
-	rows := [][]string{{"run", "group", "status", "formal_out_tokens", "tok/s", "outputs empty/rep/short",
+// runRows is the side-by-side table, header first: each run with its load.
+func runRows(res Result) [][]string {
+	rows := [][]string{{"run", "load", "group", "status", "formal_out_tokens", "tok/s", "outputs empty/rep/short",
 		"ss_J/tok", "life_J/tok", "life/ss", "ttft_p95_ms", "tpot_p95_ms", "goodput", "err_rate"}}
 	for _, row := range res.Runs {
 		r := row.Run
@@ -26,33 +25,50 @@ func WriteText(w io.Writer, res Result) error {
 		if okSS && okLife && ss != 0 {
 			ratio = choose.FormatValue(life/ss, true)
 		}
-		rows = append(rows, []string{r.Name, row.Group, status, fmt.Sprint(r.Report.Tokens.FormalOutput),
+		rows = append(rows, []string{r.Name, choose.RunLoad(r), row.Group, status, fmt.Sprint(r.Report.Tokens.FormalOutput),
 			choose.FormatMetric(choose.Throughput, r), choose.FormatSanity(r.Sanity),
 			choose.FormatValue(ss, okSS), choose.FormatValue(life, okLife), ratio,
 			choose.FormatMetric(choose.TTFTP95, r), choose.FormatMetric(choose.TPOTP95, r),
 			choose.FormatMetric(choose.Goodput, r), choose.FormatMetric(choose.ErrorRate, r)})
 	}
-	if err := choose.Table(w, rows); err != nil {
+	return rows
+}
+
+// groupRows is the table of group medians, header first.
+func groupRows(res Result) [][]string {
+	rows := [][]string{{"group", "runs", "included", "median_ss_J/tok", "median_life_J/tok", "life/ss", "rank_ss", "rank_life", "comparability"}}
+	for _, g := range res.Groups {
+		rows = append(rows, []string{g.Key, fmt.Sprint(len(g.Runs)), fmt.Sprint(g.Included),
+			fmtp(g.MedianSS), fmtp(g.MedianLife), fmtp(g.Ratio), fmtp(g.RankSS), fmtp(g.RankLife), spreadText(g.Spread)})
+	}
+	return rows
+}
+
+// WriteText prints the side-by-side table, the comparability check, the
+// group medians and the rank correlation.
+func WriteText(w io.Writer, res Result) error {
+	if err := choose.Table(w, runRows(res)); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\ncomparability (formal output tokens within %s%%, |a-b|/max, included runs): %s\n",
 		choose.FormatValue(100*res.Tolerance, true), spreadText(res.Comparability))
 
 	fmt.Fprintf(w, "\ngroups by %s (medians over included runs):\n", res.GroupBy)
-	rows = [][]string{{"group", "runs", "included", "median_ss_J/tok", "median_life_J/tok", "life/ss", "rank_ss", "rank_life", "comparability"}}
-	for _, g := range res.Groups {
-		rows = append(rows, []string{g.Key, fmt.Sprint(len(g.Runs)), fmt.Sprint(g.Included),
-			fmtp(g.MedianSS), fmtp(g.MedianLife), fmtp(g.Ratio), fmtp(g.RankSS), fmtp(g.RankLife), spreadText(g.Spread)})
-	}
-	if err := choose.Table(w, rows); err != nil {
+	if err := choose.Table(w, groupRows(res)); err != nil {
 		return err
 	}
 	for _, sw := range res.Sweeps {
 		fmt.Fprintf(w, "\nsweep %s:\n", sw.Key)
 		for _, p := range sw.Points {
 			verdict := "meets the SLOs"
-			if !p.MeetsSLO {
+			switch {
+			case !p.Measured():
+				verdict = "no valid run"
+			case !p.MeetsSLO:
 				verdict = "misses: " + p.Why
+			}
+			for _, iv := range p.Invalid {
+				verdict += "; left out " + iv.Run + " (" + iv.Reason + ")"
 			}
 			fmt.Fprintf(w, "  %-28s %s\n", p.Load, verdict)
 		}

@@ -23,7 +23,9 @@ import (
 // FileHTML is the comparison page compare --out writes.
 const FileHTML = "compare.html"
 
-var comparePage = template.Must(template.New("compare").Parse(`<!DOCTYPE html>
+var comparePage = template.Must(template.New("compare").Funcs(template.FuncMap{
+	"hasPrefix": strings.HasPrefix,
+}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -33,7 +35,11 @@ var comparePage = template.Must(template.New("compare").Parse(`<!DOCTYPE html>
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #1b1b1b; line-height: 1.45; }
 h1 { font-size: 1.6em; border-bottom: 2px solid #ddd; padding-bottom: .3em; }
 h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #eee; }
-pre { background: #f6f6f6; padding: .8em; overflow-x: auto; font-size: .8em; }
+table { border-collapse: collapse; width: 100%; font-size: .78em; margin: .6em 0; }
+th, td { border-bottom: 1px solid #e3e3e3; padding: .25em .4em; text-align: left; vertical-align: top; overflow-wrap: break-word; }
+th { background: #f3f3f3; }
+tr.excluded td { color: #777; }
+.note { font-size: .85em; color: #444; }
 .knee { background: #edf7ed; border-left: 5px solid #2e7d32; padding: .4em .8em; }
 .noknee { background: #fdecea; border-left: 5px solid #c62828; padding: .4em .8em; }
 figure { margin: 1.2em 0; }
@@ -48,9 +54,17 @@ figure svg { max-width: 100%; height: auto; }
 {{range .Figures}}<figure>{{if .Err}}<p class="missing">Not drawn: {{.Err}}</p>{{else}}{{.SVG}}{{end}}</figure>
 {{end}}{{end}}
 <h2>All runs</h2>
-<pre>{{.Text}}</pre>
+{{template "table" .Runs}}
+<p class="note">{{.Comparability}}</p>
+<h2>Groups by {{.Res.GroupBy}} (medians over included runs)</h2>
+{{template "table" .Groups}}
+<p class="note">{{.Spearman}}</p>
 </body>
 </html>
+{{define "table"}}<table>
+<tr>{{range index . 0}}<th>{{.}}</th>{{end}}</tr>
+{{range slice . 1}}<tr{{if hasPrefix (index . 3) "excluded"}} class="excluded"{{end}}>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
 `))
 
 type figure struct {
@@ -58,14 +72,11 @@ type figure struct {
 	Err string
 }
 
-// WriteHTML renders the comparison as one self-contained page: per sweep
-// its J/token and its p95 latencies against load with the SLOs and the
-// knee, then the text tables.
+// WriteHTML renders the comparison as one self-contained page, readable
+// at 1280 px without horizontal scrolling: per sweep its J/token and its
+// p95 latencies against load with the SLOs and the knee (invalid runs as
+// hollow markers, never a point), then the tables of runs and groups.
 func WriteHTML(w io.Writer, res Result) error {
-	var text bytes.Buffer
-	if err := WriteText(&text, res); err != nil {
-		return err
-	}
 	type sweepHTML struct {
 		Key, Knee, Verdict string
 		Figures            []figure
@@ -73,8 +84,8 @@ func WriteHTML(w io.Writer, res Result) error {
 	var sweeps []sweepHTML
 	for _, sw := range res.Sweeps {
 		sh := sweepHTML{Key: sw.Key, Knee: sw.Knee, Verdict: kneeVerdict(sw)}
-		for _, mk := range []func(Sweep) (*plot.Plot, error){jptVsLoad, latencyVsLoad("TTFT", func(p SweepPoint) *float64 { return p.TTFTP95 }, sw.TTFTSLOSeconds),
-			latencyVsLoad("TPOT", func(p SweepPoint) *float64 { return p.TPOTP95 }, sw.TPOTSLOSeconds)} {
+		for _, mk := range []func(Sweep) (*plot.Plot, error){jptVsLoad, latencyVsLoad("TTFT", func(p SweepPoint) *float64 { return p.TTFTP95 }, func(r InvalidRun) *float64 { return r.TTFTP95 }, sw.TTFTSLOSeconds),
+			latencyVsLoad("TPOT", func(p SweepPoint) *float64 { return p.TPOTP95 }, func(r InvalidRun) *float64 { return r.TPOTP95 }, sw.TPOTSLOSeconds)} {
 			p, err := mk(sw)
 			var s string
 			if err == nil {
@@ -89,11 +100,19 @@ func WriteHTML(w io.Writer, res Result) error {
 		}
 		sweeps = append(sweeps, sh)
 	}
+	comp := "comparability (formal output tokens within " + strconv.FormatFloat(100*res.Tolerance, 'g', 4, 64) +
+		"%, |a-b|/max, included runs): " + spreadText(res.Comparability)
+	spear := "Spearman rank correlation: - (" + res.SpearmanNote + ")"
+	if res.Spearman != nil {
+		spear = fmt.Sprintf("Spearman rank correlation, steady-state vs full-lifecycle order of %d groups: %s",
+			res.SpearmanN, strconv.FormatFloat(*res.Spearman, 'g', 4, 64))
+	}
 	return comparePage.Execute(w, struct {
-		Res    Result
-		Sweeps []sweepHTML
-		Text   string
-	}{res, sweeps, text.String()})
+		Res                     Result
+		Sweeps                  []sweepHTML
+		Runs, Groups            [][]string
+		Comparability, Spearman string
+	}{res, sweeps, runRows(res), groupRows(res), comp, spear})
 }
 
 func kneeVerdict(sw Sweep) string {
@@ -123,6 +142,7 @@ var (
 	blue = color.NRGBA{R: 0x1f, G: 0x3b, B: 0x73, A: 0xff}
 	oran = color.NRGBA{R: 0xe0, G: 0x6c, B: 0x00, A: 0xff}
 	red  = color.NRGBA{R: 0xc6, G: 0x28, B: 0x28, A: 0xff}
+	grey = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0xff}
 )
 
 // series adds a line with points for the values present.
@@ -145,6 +165,31 @@ func series(p *plot.Plot, sw Sweep, v func(SweepPoint) *float64, scale float64, 
 	sc.Color, sc.Shape, sc.Radius = c, draw.CircleGlyph{}, vg.Points(3)
 	p.Add(ln, sc)
 	p.Legend.Add(label, ln, sc)
+	return ymax, nil
+}
+
+// invalidMarks draws the invalid runs' own values as hollow grey rings:
+// shown, never joined to the line of medians.
+func invalidMarks(p *plot.Plot, sw Sweep, v func(InvalidRun) *float64, scale float64) (ymax float64, err error) {
+	var xy plotter.XYs
+	for _, pt := range sw.Points {
+		for _, iv := range pt.Invalid {
+			if y := v(iv); y != nil {
+				xy = append(xy, plotter.XY{X: pt.Value, Y: *y * scale})
+				ymax = max(ymax, *y*scale)
+			}
+		}
+	}
+	if len(xy) == 0 {
+		return 0, nil
+	}
+	sc, err := plotter.NewScatter(xy)
+	if err != nil {
+		return 0, err
+	}
+	sc.Color, sc.Shape, sc.Radius = grey, draw.RingGlyph{}, vg.Points(4)
+	p.Add(sc)
+	p.Legend.Add("invalid run (left out)", sc)
 	return ymax, nil
 }
 
@@ -195,7 +240,11 @@ func jptVsLoad(sw Sweep) (*plot.Plot, error) {
 	if err != nil {
 		return nil, err
 	}
-	ymax := max(y1, y2) * 1.45 // legend headroom
+	y3, err := invalidMarks(p, sw, func(iv InvalidRun) *float64 { return iv.SteadyStateJPT }, 1)
+	if err != nil {
+		return nil, err
+	}
+	ymax := max(y1, y2, y3) * 1.45 // legend headroom
 	if ymax == 0 {
 		return nil, fmt.Errorf("no J/token in the sweep's reports")
 	}
@@ -208,7 +257,7 @@ func jptVsLoad(sw Sweep) (*plot.Plot, error) {
 }
 
 // latencyVsLoad: a p95 latency (ms) against load with its SLO.
-func latencyVsLoad(name string, v func(SweepPoint) *float64, slo *float64) func(Sweep) (*plot.Plot, error) {
+func latencyVsLoad(name string, v func(SweepPoint) *float64, iv func(InvalidRun) *float64, slo *float64) func(Sweep) (*plot.Plot, error) {
 	return func(sw Sweep) (*plot.Plot, error) {
 		p := plot.New()
 		p.Title.Text = name + " p95 against load (medians per point)"
@@ -218,8 +267,13 @@ func latencyVsLoad(name string, v func(SweepPoint) *float64, slo *float64) func(
 			return nil, err
 		}
 		if ymax == 0 {
-			return nil, fmt.Errorf("no %s p95 in the sweep's reports", name)
+			return nil, fmt.Errorf("no %s p95 in the sweep's valid reports", name)
 		}
+		yi, err := invalidMarks(p, sw, iv, 1000)
+		if err != nil {
+			return nil, err
+		}
+		ymax = max(ymax, yi)
 		if slo != nil && *slo > 0 {
 			s := *slo * 1000
 			ymax = max(ymax, s)

@@ -43,6 +43,29 @@ type SweepPoint struct {
 	LifecycleJPT   *float64 `json:"median_full_lifecycle_joules_per_token"`
 	TTFTP95        *float64 `json:"median_ttft_p95_seconds"`
 	TPOTP95        *float64 `json:"median_tpot_p95_seconds"`
+	// Invalid are the point's invalid runs: shown, never in a median, the
+	// SLO verdict or the knee. A point with no valid run has no verdict.
+	Invalid []InvalidRun `json:"invalid_runs,omitempty"`
+}
+
+// InvalidRun is an invalid run of a sweep point with its own figures.
+type InvalidRun struct {
+	Run            string   `json:"run"`
+	Reason         string   `json:"reason"`
+	SteadyStateJPT *float64 `json:"steady_state_joules_per_token"`
+	LifecycleJPT   *float64 `json:"full_lifecycle_joules_per_token"`
+	TTFTP95        *float64 `json:"ttft_p95_seconds"`
+	TPOTP95        *float64 `json:"tpot_p95_seconds"`
+}
+
+// Measured reports whether the point has a valid run.
+func (p SweepPoint) Measured() bool { return len(p.Runs) > len(p.Invalid) }
+
+func value(r *choose.Run, m choose.Metric) *float64 {
+	if v, ok := m.Value(&r.Report); ok {
+		return &v
+	}
+	return nil
 }
 
 // sweepIdentity are the run.* keys a sweep's points share.
@@ -98,38 +121,57 @@ func sweeps(runs []*choose.Run, groupKey func(*choose.Run) string) []Sweep {
 		first := ps[0].runs[0].Report.Run
 		sw := Sweep{Key: fmt.Sprintf("%s, %s %s on %d×%s", strings.SplitN(key, " | ", 2)[0], first.Model, first.Engine, first.GPUs, first.GPUName)}
 		broken := false
-		for i, p := range ps {
-			sp := SweepPoint{Load: p.load, Value: p.value, MeetsSLO: true,
-				SteadyStateJPT: median(p.runs, choose.SteadyStateJPT), LifecycleJPT: median(p.runs, choose.LifecycleJPT),
-				TTFTP95: median(p.runs, choose.TTFTP95), TPOTP95: median(p.runs, choose.TPOTP95)}
-			var why []string
+		last := -1 // the last measured point
+		for _, p := range ps {
+			var valid []*choose.Run
+			sp := SweepPoint{Load: p.load, Value: p.value, MeetsSLO: true}
 			for _, r := range p.runs {
 				sp.Runs = append(sp.Runs, r.Name)
+				if reason := r.InvalidReason(); reason != "" {
+					sp.Invalid = append(sp.Invalid, InvalidRun{Run: r.Name, Reason: reason,
+						SteadyStateJPT: value(r, choose.SteadyStateJPT), LifecycleJPT: value(r, choose.LifecycleJPT),
+						TTFTP95: value(r, choose.TTFTP95), TPOTP95: value(r, choose.TPOTP95)})
+					continue
+				}
+				valid = append(valid, r)
+			}
+			sw.Points = append(sw.Points, sp)
+			if len(valid) == 0 {
+				sw.Points[len(sw.Points)-1].MeetsSLO = false
+				continue
+			}
+			pt := &sw.Points[len(sw.Points)-1]
+			pt.SteadyStateJPT, pt.LifecycleJPT = median(valid, choose.SteadyStateJPT), median(valid, choose.LifecycleJPT)
+			pt.TTFTP95, pt.TPOTP95 = median(valid, choose.TTFTP95), median(valid, choose.TPOTP95)
+			var why []string
+			for _, r := range valid {
 				if w := missesSLO(r); w != "" {
 					why = append(why, r.Name+": "+w)
 				}
 			}
 			if len(why) > 0 {
-				sp.MeetsSLO, sp.Why = false, strings.Join(why, "; ")
+				pt.MeetsSLO, pt.Why = false, strings.Join(why, "; ")
 			}
-			if !broken && !sp.MeetsSLO {
+			if !broken && !pt.MeetsSLO {
 				broken = true
 				sw.After = p.load
-				for _, r := range p.runs {
+				for _, r := range valid {
 					if d := r.Report.Diagnosis; d != nil {
 						for _, f := range d.Findings {
 							sw.AfterDiagnosis = append(sw.AfterDiagnosis, f.Rule+": "+f.Verdict)
 						}
 					}
 				}
-				if i > 0 {
-					sw.Knee, sw.KneeValue = ps[i-1].load, ps[i-1].value
+				if last >= 0 {
+					sw.Knee, sw.KneeValue = ps[last].load, ps[last].value
 				}
 			}
-			sw.Points = append(sw.Points, sp)
+			if !broken {
+				last = len(sw.Points) - 1
+			}
 		}
-		if !broken {
-			sw.Knee, sw.KneeValue = ps[len(ps)-1].load, ps[len(ps)-1].value
+		if !broken && last >= 0 {
+			sw.Knee, sw.KneeValue = ps[last].load, ps[last].value
 		}
 		lightest := &ps[0].runs[0].Report
 		sw.TTFTSLOSeconds, sw.TPOTSLOSeconds = lightest.Goodput.TTFTSLOSeconds, lightest.Goodput.TPOTSLOSeconds
@@ -138,13 +180,9 @@ func sweeps(runs []*choose.Run, groupKey func(*choose.Run) string) []Sweep {
 	return out
 }
 
-// missesSLO says which SLO the run's p95 TTFT or TPOT misses ("" when it
-// meets both; a run without an SLO or a figure cannot miss it). An invalid
-// run misses by definition.
+// missesSLO says which SLO the valid run's p95 TTFT or TPOT misses (""
+// when it meets both; a run without an SLO or a figure cannot miss it).
 func missesSLO(r *choose.Run) string {
-	if reason := r.InvalidReason(); reason != "" {
-		return reason
-	}
 	rep := &r.Report
 	var why []string
 	check := func(name string, p95, slo *float64) {

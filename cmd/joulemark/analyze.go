@@ -27,7 +27,7 @@ type AnalyzeCmd struct {
 	EngineSelector string                 `name:"engine.selector" placeholder:"MATCHERS" help:"PromQL label matchers picking the run's engine series for the server view, e.g. job=\"vllm\",instance=\"node1:8000\" (default: model_name of the run identity)."`
 
 	SLOTTFT   time.Duration `name:"slo.ttft" default:"500ms" help:"TTFT SLO for goodput (0 disables)."`
-	SLOTPOT   time.Duration `name:"slo.tpot" default:"35ms" help:"TPOT SLO for goodput (0 disables)."`
+	SLOTPOT   time.Duration `name:"slo.tpot" default:"50ms" help:"TPOT SLO for goodput (0 disables)."`
 	SSWindow  int           `name:"steady-state.window" default:"100" help:"Steady state: requests per window."`
 	SSWindows int           `name:"steady-state.windows" default:"3" help:"Steady state: consecutive non-overlapping windows."`
 	SSCV      float64       `name:"steady-state.cv" default:"0.03" help:"Steady state: CV threshold of every window."`

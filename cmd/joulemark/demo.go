@@ -45,7 +45,7 @@ type DemoCmd struct {
 	Faults       FaultFlags    `embed:"" prefix:"fault."`
 
 	SLOTTFT   time.Duration `name:"slo.ttft" default:"500ms" help:"TTFT SLO for goodput (0 disables)."`
-	SLOTPOT   time.Duration `name:"slo.tpot" default:"35ms" help:"TPOT SLO for goodput (0 disables)."`
+	SLOTPOT   time.Duration `name:"slo.tpot" default:"50ms" help:"TPOT SLO for goodput (0 disables)."`
 	SSWindow  int           `name:"steady-state.window" default:"100" help:"Steady state: requests per window."`
 	SSWindows int           `name:"steady-state.windows" default:"3" help:"Steady state: consecutive non-overlapping windows."`
 	SSCV      float64       `name:"steady-state.cv" default:"0.03" help:"Steady state: CV threshold of every window."`

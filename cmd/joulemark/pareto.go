@@ -20,6 +20,7 @@ type ParetoCmd struct {
 	RunsDir string   `name:"runs-dir" default:"runs" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`
 	Format  string   `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per run, report.json keys as columns (docs/cli.md)."`
 	GroupBy string   `name:"group-by" placeholder:"KEYS" help:"Classify each group of runs apart, by dotted report keys joined by commas (e.g. run.model,run.concurrency); one classification over every run by default (csv: a pareto.group column)."`
+	HTML    string   `name:"html" placeholder:"FILE" type:"path" help:"Also write the Pareto page to FILE: per group a scatter of steady-state J/token against throughput (front filled, dominated runs labelled with their rank, invalid runs hollow) and the table; an existing file is never overwritten."`
 }
 
 // Run prints the Pareto classification.
@@ -27,6 +28,11 @@ func (c *ParetoCmd) Run(g *Globals) error {
 	runs, err := choose.LoadReports(c.Reports, choose.LoadOptions{RunsDir: c.RunsDir})
 	if err != nil {
 		return err
+	}
+	if c.HTML != "" {
+		if err := c.writeHTML(runs); err != nil {
+			return err
+		}
 	}
 	if c.GroupBy == "" {
 		return c.write(c.out(), runs)
@@ -78,6 +84,23 @@ func (c *ParetoCmd) write(w io.Writer, runs []*choose.Run) error {
 		fmt.Fprintf(w, "Note: %s.\n", note)
 	}
 	return choose.WriteParetoTable(w, classes, choose.ParetoMetrics)
+}
+
+// writeHTML writes the Pareto page: one classification, or one per group.
+func (c *ParetoCmd) writeHTML(runs []*choose.Run) error {
+	var pgs []choose.ParetoGroup
+	if c.GroupBy == "" {
+		pgs = []choose.ParetoGroup{{Classes: choose.Pareto(runs, choose.ParetoMetrics)}}
+	} else {
+		order, groups := choose.GroupRuns(runs, c.GroupBy)
+		for _, k := range order {
+			pgs = append(pgs, choose.ParetoGroup{Name: k, Classes: choose.Pareto(groups[k], choose.ParetoMetrics)})
+		}
+	}
+	if err := choose.WriteParetoHTMLFile(c.HTML, pgs, choose.ParetoMetrics); err != nil {
+		return fmt.Errorf("pareto --html: %w", err)
+	}
+	return nil
 }
 
 func (c *ParetoCmd) out() io.Writer {

@@ -16,7 +16,7 @@ type PlanCmd struct {
 	Reports        []string       `arg:"" name:"report" help:"report.json files, report directories or run ids of a concurrency or rate sweep, one per load point."`
 	TargetPeakRate float64        `name:"target-peak-rate" required:"" help:"Peak request rate to serve, requests per second."`
 	SLOTTFTP95     *time.Duration `name:"slo.ttft-p95" help:"SLO on p95 TTFT (e.g. 500ms)."`
-	SLOTPOTP95     *time.Duration `name:"slo.tpot-p95" help:"SLO on p95 TPOT (e.g. 35ms)."`
+	SLOTPOTP95     *time.Duration `name:"slo.tpot-p95" help:"SLO on p95 TPOT (e.g. 50ms)."`
 	MinGoodput     *float64       `name:"min-goodput" help:"SLO on the goodput ratio (0..1)."`
 	MaxErrorRate   *float64       `name:"max-error-rate" help:"SLO on the error rate (0..1)."`
 	RestartsPerDay float64        `name:"restarts-per-day" default:"1" help:"Engine startups (and releases) per replica per day, for the energy of a day."`

@@ -19,7 +19,7 @@ type RecommendCmd struct {
 	Reports []string `arg:"" name:"report" help:"report.json files, report directories or run ids (<runs-dir>/<id>/report/, reports/<id>/)."`
 
 	MaxTTFTP95                 *time.Duration    `name:"max-ttft-p95" help:"Drop runs whose p95 TTFT is above this (e.g. 500ms)."`
-	MaxTPOTP95                 *time.Duration    `name:"max-tpot-p95" help:"Drop runs whose p95 TPOT is above this (e.g. 35ms)."`
+	MaxTPOTP95                 *time.Duration    `name:"max-tpot-p95" help:"Drop runs whose p95 TPOT is above this (e.g. 50ms)."`
 	MinGoodput                 *float64          `name:"min-goodput" help:"Drop runs whose goodput ratio is below this (0..1)."`
 	MaxJoulesPerToken          *float64          `name:"max-joules-per-token" help:"Drop runs whose steady-state J/token is above this."`
 	MaxLifecycleJoulesPerToken *float64          `name:"max-lifecycle-joules-per-token" help:"Drop runs whose full-lifecycle J/token is above this."`

@@ -7,7 +7,10 @@ import (
 	"image/png"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,11 +24,17 @@ const Width = 1200
 // among every 4th pixel each way (text, tables, plot lines).
 func Screenshot(t testing.TB, bin, page, shot string, height int) {
 	t.Helper()
+	ScreenshotAt(t, bin, page, shot, Width, height)
+}
+
+// ScreenshotAt is Screenshot at width pixels.
+func ScreenshotAt(t testing.TB, bin, page, shot string, width, height int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-		"--user-data-dir="+t.TempDir(), "--screenshot="+shot, "--window-size="+windowSize(height),
+		"--user-data-dir="+t.TempDir(), "--screenshot="+shot, "--window-size="+strconv.Itoa(width)+","+strconv.Itoa(height),
 		"file://"+page)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
@@ -48,11 +57,59 @@ func Screenshot(t testing.TB, bin, page, shot string, height int) {
 			}
 		}
 	}
-	if bd.Dx() != Width || dark < 2000 {
-		t.Errorf("screenshot %s %v has %d dark sample points; want a %d px wide drawn page", shot, bd, dark, Width)
+	if bd.Dx() != width || dark < 2000 {
+		t.Errorf("screenshot %s %v has %d dark sample points; want a %d px wide drawn page", shot, bd, dark, width)
 	}
 }
 
-func windowSize(height int) string {
-	return strconv.Itoa(Width) + "," + strconv.Itoa(height)
+var overflowOut = regexp.MustCompile(`<pre id="overflow">(-?\d+) (\d+)</pre>`)
+
+// Overflow loads the HTML file page in a frame width pixels wide and
+// returns how many pixels its content reaches past the frame's width (0
+// when the page needs no horizontal scrolling), and the elements that
+// reach past it or scroll sideways inside (tag.class, at most 5; "" when
+// none).
+func Overflow(t testing.TB, bin, page string, width int) (int, string) {
+	t.Helper()
+	dir := t.TempDir()
+	harness := filepath.Join(dir, "overflow.html")
+	src := `<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="file://` + page + `" style="border:0;width:` + strconv.Itoa(width) + `px;height:900px"></iframe>
+<script>
+document.getElementById("f").onload = function () {
+  var d = this.contentDocument, w = d.documentElement.clientWidth, wide = [];
+  d.querySelectorAll("body *").forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    if ((r.right > w + 1 || e.scrollWidth > e.clientWidth + 1) && wide.length < 5) wide.push(e.tagName.toLowerCase() + (e.className && e.className.baseVal === undefined ? "." + e.className : ""));
+  });
+  var o = document.createElement("pre");
+  o.id = "overflow";
+  o.textContent = (d.documentElement.scrollWidth - w) + " " + w;
+  document.body.appendChild(o);
+  var l = document.createElement("pre");
+  l.id = "wide";
+  l.textContent = wide.join(", ");
+  document.body.appendChild(l);
+};
+</script></body></html>`
+	if err := os.WriteFile(harness, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=10000", "--dump-dom", "file://"+harness)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	m := overflowOut.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("chromium measured nothing on %s:\n%.2000s", page, out)
+	}
+	over, _ := strconv.Atoi(string(m[1]))
+	_, wide, _ := strings.Cut(string(out), `<pre id="wide">`)
+	wide, _, _ = strings.Cut(wide, "</pre>")
+	return max(over, 0), wide
 }

@@ -44,3 +44,30 @@ func TestScreenshot(t *testing.T) {
 		}
 	}
 }
+
+// TestOverflow: a page wider than the frame overflows by the excess, a
+// page that wraps does not.
+func TestOverflow(t *testing.T) {
+	testenv.SkipIfShort(t, "starts chromium")
+	bin := testenv.LookPath(t, "chromium")
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, body string
+		over       bool
+	}{
+		{"wide", `<pre class="wide">` + strings.Repeat("x", 400) + `</pre>`, true},
+		{"wrapped", "<p>" + strings.Repeat("joulemark ", 400) + "</p>", false},
+	} {
+		page := filepath.Join(dir, tc.name+".html")
+		if err := os.WriteFile(page, []byte("<!DOCTYPE html><html><body>"+tc.body+"</body></html>"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		over, wide := Overflow(t, bin, page, 1280)
+		if (over > 0) != tc.over {
+			t.Errorf("%s page: overflow %d px (%s), want overflow %v", tc.name, over, wide, tc.over)
+		}
+		if tc.over && !strings.Contains(wide, "pre.wide") {
+			t.Errorf("%s page: wide elements %q, want pre.wide", tc.name, wide)
+		}
+	}
+}

@@ -106,6 +106,33 @@ func (i Info) Load() string {
 	return i.LoadMode
 }
 
+// EngineLabel is the engine and its version, each named once: "vllm
+// 0.6.3"; a version that already starts with the engine's name is not
+// prefixed with it again; "-" when neither is known.
+func (i Info) EngineLabel() string {
+	switch {
+	case i.Engine == "" && i.EngineVersion == "":
+		return "-"
+	case i.EngineVersion == "":
+		return i.Engine
+	case i.Engine == "" || strings.HasPrefix(i.EngineVersion, i.Engine):
+		return i.EngineVersion
+	}
+	return i.Engine + " " + i.EngineVersion
+}
+
+// Hardware is the GPUs a run measured: "2 × NVIDIA H200", "-" when unknown.
+func (i Info) Hardware() string {
+	if i.GPUs == 0 && i.GPUName == "" {
+		return "-"
+	}
+	name := i.GPUName
+	if name == "" {
+		name = "unnamed GPU"
+	}
+	return strconv.Itoa(i.GPUs) + " × " + name
+}
+
 // GPUNames joins distinct GPU names in order of first appearance with "+".
 func GPUNames(names []string) string {
 	var out []string

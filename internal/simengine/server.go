@@ -1,6 +1,7 @@
 package simengine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,7 +33,9 @@ func (e *Engine) Handler(extra prometheus.Gatherer) http.Handler {
 	mux.HandleFunc("GET /health", e.serveHealth)
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]string{"version": "joulemark-sim-engine " + version.String()})
+		// A bare version, as vLLM's /version: the engine is named by owned_by.
+		v, _, _ := version.Info()
+		_ = json.NewEncoder(w).Encode(map[string]string{"version": "sim " + cmp.Or(v, "devel")})
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	return mux
