@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -168,7 +169,7 @@ func TestParetoRecommendGroupBy(t *testing.T) {
 		t.Errorf("pareto --group-by run.model:\n%s", out)
 	}
 	// within the qwen group its only run is on the front
-	if i := strings.Index(out, "group qwen2.5-7b"); i < 0 || !strings.Contains(out[i:], "sweep-c12-qwen  front") {
+	if i := strings.Index(out, "group qwen2.5-7b"); i < 0 || !regexp.MustCompile(`sweep-c12-qwen +concurrency 12 +front`).MatchString(out[i:]) {
 		t.Errorf("qwen group lacks its front run:\n%s", out)
 	}
 	cli = parseCLI(t, append([]string{"pareto", "--group-by", "run.model", "--format", "json"}, reports...)...)
