@@ -318,6 +318,7 @@ func New(cfg Config) (*Exporter, error) {
 		if err != nil {
 			return nil, err
 		}
+		a.refreshed = e.noteAllCoTenants
 		e.attr = a
 	}
 	e.registerMetrics()
