@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"slices"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
