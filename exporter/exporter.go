@@ -589,9 +589,10 @@ func (e *Exporter) applySample(i int, g *gpuState, s gpu.Sample, err error) {
 		}
 		g.healthy = false
 		g.lastErr = err.Error()
-		// The interval until the next good read is integrated from power;
-		// the counter is resynchronised there.
-		g.hasCounter = false
+		// The counter read at lastT stays: the next good read's counter
+		// delta covers the failed reads' interval (the trapezoid across it
+		// would draw a line over whatever the GPU did meanwhile), unless the
+		// counter went back (a reset), when the interval is integrated.
 		return
 	}
 	if g.dev.Err != "" {
