@@ -13,7 +13,7 @@
 # a check failed. About 90 s on a GPU; GPU=sim runs it anywhere (no load: times only).
 # Env: JOULEMARK (binary; default ./joulemark beside this script, else PATH), NODECHECK (the
 # helper, go build ./deploy/internal/nodecheck; default ./nodecheck beside, else PATH), OUT
-# (default /tmp/devout), PORT (default 9402), GPU (nvml or sim), BUSY (30s), HOLD (4s),
+# (default /tmp/devout), PORT (default 9402), GPU (nvml or sim), BUSY (whole seconds, 30s), HOLD (4s),
 # MEM_GIB (8).
 set -u
 START=$(date +%s.%N)

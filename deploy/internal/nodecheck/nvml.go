@@ -402,27 +402,37 @@ func procs(sim bool) (ProcView, error) {
 	return v, nil
 }
 
-// counters are every GPU's raw energy counter in joules (empty on sim).
-func counters(sim bool) ([]float64, error) {
+// Counters are every GPU's raw energy counter in joules, and when they
+// were read (unix seconds, the midpoint of the reads).
+type Counters struct {
+	Time   float64   `json:"time"`
+	Joules []float64 `json:"joules"`
+}
+
+// counters reads every GPU's raw energy counter (none on sim).
+func counters(sim bool) (Counters, error) {
+	c := Counters{Joules: []float64{}}
 	if sim {
-		return []float64{}, nil
+		c.Time = unixNow()
+		return c, nil
 	}
 	if err := initNVML(); err != nil {
-		return nil, err
+		return c, err
 	}
 	defer nvml.Shutdown()
 	n, _ := nvml.DeviceGetCount()
-	out := []float64{}
+	began := unixNow()
 	for i := range n {
 		h, ret := nvml.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("GPU %d: %s", i, nvml.ErrorString(ret))
+			return c, fmt.Errorf("GPU %d: %s", i, nvml.ErrorString(ret))
 		}
 		mj, ret := h.GetTotalEnergyConsumption()
 		if ret != nvml.SUCCESS {
-			return nil, fmt.Errorf("GPU %d counter: %s", i, nvml.ErrorString(ret))
+			return c, fmt.Errorf("GPU %d counter: %s", i, nvml.ErrorString(ret))
 		}
-		out = append(out, float64(mj)/1000)
+		c.Joules = append(c.Joules, float64(mj)/1000)
 	}
-	return out, nil
+	c.Time = (began + unixNow()) / 2
+	return c, nil
 }

@@ -25,13 +25,18 @@ type Report struct {
 	Elapsed   float64             `json:"elapsed_seconds"`
 }
 
-// CounterCompare is a phase's energy by the exporter and by the raw
-// counter read by nodecheck counter right after the phase posts.
+// CounterCompare is GPU 0's phase energy by the exporter and by the raw
+// counter read by nodecheck counter right after the phase posts. The
+// counter's reads lag the phase boundaries by StartLag and EndLag seconds
+// (the read's own NVML init), which the difference includes at the power
+// of those instants.
 type CounterCompare struct {
 	Phase     string  `json:"phase"`
 	Exporter  float64 `json:"exporter_joules"`
 	Counter   float64 `json:"counter_joules"`
 	DiffRatio float64 `json:"difference_ratio"`
+	StartLag  float64 `json:"counter_start_lag_seconds"`
+	EndLag    float64 `json:"counter_end_lag_seconds"`
 }
 
 // Check is one pass/fail line.
@@ -56,13 +61,17 @@ func report(dir, out string) error {
 	r := Report{Facts: &Facts{}, ProcsHost: &ProcView{}, ProcsOwn: &ProcView{}, Load: &Load{}, Run: &phaseapi.RunStatus{}}
 	var missing []string
 	for name, v := range map[string]any{"facts.json": r.Facts, "poll.json": &r.Poll, "procs-host.json": r.ProcsHost,
-		"procs-unshare.json": r.ProcsOwn, "load.json": r.Load, "run.json": r.Run} {
+		"load.json": r.Load, "run.json": r.Run} {
 		if err := readJSON(dir, name, v); err != nil {
 			missing = append(missing, fmt.Sprintf("%s (%v)", name, err))
 		}
 	}
+	// unshare needs CAP_SYS_ADMIN: without it the view is missing, said in the note
+	if err := readJSON(dir, "procs-unshare.json", r.ProcsOwn); err != nil {
+		r.ProcsNote = fmt.Sprintf("no view from a new PID namespace (%v)", err)
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, "procs-unshare.err")); err == nil && len(b) > 0 {
-		r.ProcsNote = strings.TrimSpace(string(b))
+		r.ProcsNote = strings.TrimSpace(r.ProcsNote + " " + string(b))
 	}
 	_ = readJSON(dir, "elapsed.json", &r.Elapsed)
 	r.Counter = compareCounter(dir, r.Run)
@@ -93,11 +102,13 @@ func compareCounter(dir string, st *phaseapi.RunStatus) []CounterCompare {
 		if k+1 >= len(st.Phases) || len(ph.GPUs) == 0 {
 			continue
 		}
-		var a, b []float64
-		if readJSON(dir, "counter."+string(ph.Phase)+".json", &a) != nil || readJSON(dir, "counter."+string(st.Phases[k+1].Phase)+".json", &b) != nil || len(a) == 0 || len(b) == 0 {
+		var a, b Counters
+		next := st.Phases[k+1]
+		if readJSON(dir, "counter."+string(ph.Phase)+".json", &a) != nil || readJSON(dir, "counter."+string(next.Phase)+".json", &b) != nil || len(a.Joules) == 0 || len(b.Joules) == 0 {
 			continue
 		}
-		c := CounterCompare{Phase: string(ph.Phase), Exporter: ph.GPUs[0].EnergyJoules, Counter: b[0] - a[0]}
+		c := CounterCompare{Phase: string(ph.Phase), Exporter: ph.GPUs[0].EnergyJoules, Counter: b.Joules[0] - a.Joules[0],
+			StartLag: a.Time - ph.Start, EndLag: b.Time - next.Start}
 		if c.Counter > 0 {
 			c.DiffRatio = (c.Exporter - c.Counter) / c.Counter
 		}
@@ -156,9 +167,9 @@ func markdown(r *Report) string {
 	for _, c := range rel.Criteria {
 		p("%s met %v (%s%s); ", c.Name, c.Met, c.Basis, c.Reason)
 	}
-	p("\n\n| phase | exporter J | counter J | difference |\n|---|---|---|---|\n")
+	p("\n\n| phase | exporter J | counter J | difference | counter read lag at start, end |\n|---|---|---|---|---|\n")
 	for _, c := range r.Counter {
-		p("| %s | %.1f | %.1f | %.3f%% |\n", c.Phase, c.Exporter, c.Counter, 100*c.DiffRatio)
+		p("| %s | %.1f | %.1f | %.3f%% | %.3f s, %.3f s |\n", c.Phase, c.Exporter, c.Counter, 100*c.DiffRatio, c.StartLag, c.EndLag)
 	}
 	p("\n## Checks\n\n")
 	for _, c := range r.Checks {
