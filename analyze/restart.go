@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
@@ -16,6 +17,10 @@ import (
 // was down during the run: phases.json of the bench archive holds its gap,
 // an interval without energy. Coverage counts the hole the scrapes show.
 const FlagExporterRestarted = "exporter_restarted"
+
+// FlagGPUShared warns (without excluding the run) that other pods held
+// GPUs of a run selected by pod: their energy is in the run's.
+const FlagGPUShared = "gpu_shared"
 
 // addExporterGaps reads the exporters' final run statuses from the
 // archive's phases.json and flags every gap (an exporter restarted
@@ -35,6 +40,10 @@ func addExporterGaps(r *Report, arch *runarchive.Run) error {
 			r.Flags = append(r.Flags, Flag{Code: FlagExporterRestarted, Message: fmt.Sprintf(
 				"exporter %s was down from %s to %s (%.1f s, %s): no energy was measured there",
 				e.URL, unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason)})
+		}
+		if len(e.Status.CoTenants) > 0 {
+			r.Flags = append(r.Flags, Flag{Code: FlagGPUShared, Message: fmt.Sprintf(
+				"exporter %s: other pods held the run's GPUs (%s): their GPU energy is in the run's", e.URL, strings.Join(e.Status.CoTenants, ", "))})
 		}
 	}
 	return nil

@@ -29,7 +29,7 @@ func TestExporterGapsFlagged(t *testing.T) {
 	doc := map[string]any{"run_id": "gap-1", "exporters": []any{
 		map[string]any{"url": "http://node-a:9402", "status": phaseapi.RunStatus{RunID: "gap-1",
 			Gaps: []phaseapi.Gap{{Start: fixtureBase + 40, End: fixtureBase + 47.5, Reason: phaseapi.GapExporterRestarted}}}},
-		map[string]any{"url": "http://node-b:9402", "status": phaseapi.RunStatus{RunID: "gap-1"}},
+		map[string]any{"url": "http://node-b:9402", "status": phaseapi.RunStatus{RunID: "gap-1", CoTenants: []string{"batch/job"}}},
 	}}
 	b, _ := json.Marshal(doc)
 	if err := os.WriteFile(run.Path(runarchive.PhasesFile), b, 0o644); err != nil {
@@ -50,6 +50,10 @@ func TestExporterGapsFlagged(t *testing.T) {
 	}
 	if !strings.Contains(msg, "http://node-a:9402") || !strings.Contains(msg, "7.5 s") || r.Valid != valid {
 		t.Errorf("flag message %q (valid %v→%v), want node-a's 7.5 s gap", msg, valid, r.Valid)
+	}
+	if i := slices.IndexFunc(r.Flags, func(f Flag) bool { return f.Code == FlagGPUShared }); i < 0 || r.Flags[i].Excluding ||
+		!strings.Contains(r.Flags[i].Message, "node-b") || !strings.Contains(r.Flags[i].Message, "batch/job") {
+		t.Errorf("flags %+v: want a non-excluding gpu_shared naming node-b's co-tenant batch/job", r.Flags)
 	}
 	last := r.Measurement.Gaps[len(r.Measurement.Gaps)-1]
 	if last.Series != "exporter" || last.Start != fixtureBase+40 || last.End != fixtureBase+47.5 {

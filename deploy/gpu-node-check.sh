@@ -1,71 +1,68 @@
 #!/bin/bash
-# gpu-node-check.sh: what joulemark sees on a real GPU node, in one run (docs/exporter.md,
-# "Checking a node"): nvidia-smi, `joulemark doctor` (json, text), the exporter on NVML for
-# ~50 s with /metrics, /healthz and two lifecycles at idle whose releases must close (one
-# judged from NVML's process list, one with the bench's engine-exit report), then a timed
-# SIGTERM shutdown.
-# Env: JOULEMARK (binary; default ./joulemark beside this script, else PATH), OUT (results;
-# default /tmp/devout), PORT (default 9402), GPU (nvml; sim to try it anywhere).
+# gpu-node-check.sh: what joulemark sees on a GPU node, in one short run (docs/exporter.md,
+# "Checking a node"). Every run starts from a fresh state directory with unique run ids.
+# Steps: facts (driver, open or proprietary kernel module, persistence and MIG modes, PID
+# namespace); `joulemark doctor`; raw polling of fields 186/185 (GPU and module scope) and 83
+# with NVML's timestamps (update periods, instant/counter bias) and the p50/p99/max latency of
+# every NVML call the exporter makes; the exporter on NVML driving a full lifecycle around a
+# stand-in engine (CUDA context, GPU memory, SM-bound kernels for $BUSY, then the context held
+# $HOLD before it exits), so the release must wait for the process and the memory; GPU process
+# visibility from the host's PID namespace and from a new one (unshare); the exporter's phase
+# energy against the raw counter read at the phase posts. Results in $OUT: node-check.json,
+# node-check.md, summary.txt, doctor.json, metrics.prom, exporter.log, work.tar.gz. Exit 1 when
+# a check failed. About 90 s on a GPU; GPU=sim runs it anywhere (no load: times only).
+# Env: JOULEMARK (binary; default ./joulemark beside this script, else PATH), NODECHECK (the
+# helper, go build ./deploy/internal/nodecheck; default ./nodecheck beside, else PATH), OUT
+# (default /tmp/devout), PORT (default 9402), GPU (nvml or sim), BUSY (whole seconds, 30s), HOLD (4s),
+# MEM_GIB (8).
 set -u
+START=$(date +%s.%N)
 cd "$(dirname "$0")"
 B=${JOULEMARK:-$PWD/joulemark}; command -v "$B" >/dev/null || B=$(command -v joulemark)
-O=${OUT:-/tmp/devout}; W=/tmp/devwork; mkdir -p "$O" "$W"
+N=${NODECHECK:-$PWD/nodecheck}; command -v "$N" >/dev/null || N=$(command -v nodecheck)
+O=${OUT:-/tmp/devout}; mkdir -p "$O"
+W=$(mktemp -d /tmp/nodecheck.XXXXXX)   # fresh state on every run
+RID=$(date -u +%Y%m%dT%H%M%S)-$$         # unique run ids on every run
+G=${GPU:-nvml}; PORT=${PORT:-9402}; BUSY=${BUSY:-30s}; HOLD=${HOLD:-4s}
 S=$W/summary.txt
 sec() { echo; echo "===== $* ====="; }
-# http METHOD PATH [HEADER]: curl where present, else bash's /dev/tcp (HTTP/1.0)
-http() {
-  if [ -z "${NOCURL:-}" ] && command -v curl >/dev/null; then curl -s -X "$1" ${3:+-H "$3"} -w '\n[HTTP %{http_code}]\n' "http://127.0.0.1:${PORT:-9402}$2"; return; fi
-  exec 3<>/dev/tcp/127.0.0.1/${PORT:-9402} || return 1
-  printf '%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n%s\r\n' "$1" "$2" "${3:+$3$'\r\n'}" >&3
-  sed '1{s/^HTTP\/[0-9.]* \([0-9]*\).*/[HTTP \1]/;p;d};1,/^\r$/d' <&3; exec 3<&-
+TOK=nodecheck-token-$RID-0123456789abcdef
+# get/post PATH: the body only (curl where present, else bash's /dev/tcp with HTTP/1.0)
+req() {
+  if command -v curl >/dev/null; then curl -s -X "$1" -H "Authorization: Bearer $TOK" "http://127.0.0.1:$PORT$2"; return; fi
+  exec 3<>/dev/tcp/127.0.0.1/$PORT || return 1
+  printf '%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Length: 0\r\n\r\n' "$1" "$2" "$TOK" >&3
+  sed '1,/^\r$/d' <&3; exec 3<&-
 }
-{
-sec env; date -u; uname -a; id; nproc; ldd --version | head -1; ldd "$B"
-sec nvidia-smi; nvidia-smi
-sec "nvidia-smi --query-gpu"; nvidia-smi --query-gpu=name,pci.bus_id,driver_version,vbios_version,mig.mode.current,power.draw,power.draw.average,power.draw.instant,power.limit,clocks.sm,temperature.gpu,memory.used,compute_mode --format=csv
-sec version; "$B" --version
-} > "$S" 2>&1
-nvidia-smi -q > "$W/nvidia-smi-q.txt" 2>&1
-sec "doctor json (5 s, poll 1 ms)" >> "$S"
-timeout 90 "$B" doctor --gpu=${GPU:-nvml} --format json --duration 5s --poll 1ms > "$O/doctor.json" 2> "$W/doctor.err"; echo "doctor json rc=$?" >> "$S"; cat "$W/doctor.err" >> "$S"
-sec "doctor text (3 s, poll 2 ms)" >> "$S"
-timeout 90 "$B" doctor --gpu=${GPU:-nvml} --format text --duration 3s > "$O/doctor.txt" 2>&1; echo "doctor text rc=$?" >> "$S"; cat "$O/doctor.txt" >> "$S"
-# exporter on NVML
-echo "device-check-token-0123456789abcdef" > $W/tok
-"$B" exporter --gpu=${GPU:-nvml} --web.listen-address=127.0.0.1:${PORT:-9402} --web.api-token-file=$W/tok --storage.path=$W/data \
-  --release.hold=5s --release.max-wait=40s --nvml.retry-interval=5s > "$O/exporter.log" 2>&1 &
+phase() { req POST "/api/v1/runs/$1/phases/$2" >> "$W/posts.txt"; echo >> "$W/posts.txt"; "$N" counter --gpu="$G" > "$W/counter.$2.json" 2>>"$W/nodecheck.err"; }
+{ sec env; date -u; uname -a; id; nproc; "$B" --version; sec nvidia-smi; nvidia-smi 2>&1 | head -30; } > "$S" 2>&1
+"$N" facts --gpu="$G" > "$W/facts.json" 2>>"$W/nodecheck.err"
+timeout 60 "$B" doctor --gpu="$G" --format json --duration 3s --poll 1ms > "$O/doctor.json" 2>> "$W/doctor.err"; echo "doctor rc=$?" >> "$S"
+timeout 60 "$N" poll --gpu="$G" --duration 5s --poll 2ms > "$W/poll.json" 2>>"$W/nodecheck.err"; echo "poll rc=$?" >> "$S"
+echo "$TOK" > "$W/tok"
+"$B" exporter --gpu="$G" --web.listen-address=127.0.0.1:$PORT --web.api-token-file="$W/tok" --storage.path="$W/data" \
+  --release.hold=5s --release.max-wait=60s --nvml.retry-interval=5s > "$O/exporter.log" 2>&1 &
 P=$!
-U=http://127.0.0.1:${PORT:-9402}
-for i in $(seq 1 100); do http GET /-/ready 2>/dev/null | grep -q 'HTTP 200' && break; sleep 0.2; done
-sec "exporter ready after ~$((i/5)) s" >> "$S"
-H="Authorization: Bearer $(cat $W/tok)"
-{ sec healthz; http GET /healthz; sec gpus; http GET /api/v1/gpus; echo; } >> "$S" 2>&1
-http GET /metrics > $W/metrics-0.prom
-# a real lifecycle at idle: idle 8 s, formal 3 s, release (hold 5 s) -> must close
-T0=$(date +%s.%N)
-{ sec "phase posts"; http POST /api/v1/runs/dev-idle/phases/idle "$H"
-sleep 8; http POST /api/v1/runs/dev-idle/phases/formal "$H"
-sleep 3; http POST /api/v1/runs/dev-idle/phases/release "$H"; } > $W/posts.txt 2>&1
-for k in 1 2 3 4 5 6; do sleep 2.5; http GET /metrics > $W/metrics-$k.prom; done
-for k in $(seq 1 30); do st=$(http GET /api/v1/runs/dev-idle "$H"); echo "$st" | grep -q '"state":"waiting"' || break; sleep 1; done
-{ sec "run dev-idle status after $(awk "BEGIN{print $(date +%s.%N) - $T0}") s"; echo "$st"
-  sec "dev-idle release criteria (process basis: nvml_processes, or unverified without process queries)"; echo "$st" | grep -o '"criteria":\[[^]]*\]'; } >> "$S" 2>&1
-# the same with the bench's report that the engine exited (basis engine_exit)
-{ sec "phase posts (dev-exit)"; http POST /api/v1/runs/dev-exit/phases/idle "$H"
-sleep 5; http POST /api/v1/runs/dev-exit/phases/formal "$H"
-sleep 2; http POST /api/v1/runs/dev-exit/phases/release "$H"; sleep 1; http POST /api/v1/runs/dev-exit/engine-exited "$H"; } >> $W/posts.txt 2>&1
-for k in $(seq 1 30); do st=$(http GET /api/v1/runs/dev-exit "$H"); echo "$st" | grep -q '"state":"waiting"' || break; sleep 1; done
-{ sec "dev-exit release criteria (process basis: engine_exit)"; echo "$st" | grep -o '"release":{[^}]*"closed_by[^}]*}\|"criteria":\[[^]]*\]'
-  sec "GPU probe (power/energy scope steps, from the exporter log)"; grep -E 'GPU probed|GPU could not be opened|GPU opened' "$O/exporter.log"
-  sec "healthz at end"; http GET /healthz; } >> "$S" 2>&1
-cp $W/metrics-6.prom "$O/metrics.prom"
-{ sec "metrics of interest (last scrape)"; grep -E '^joulemark_(gpu_info|gpu_power|gpu_energy_joules|gpu_up|gpu_last_sample|sampler_|gpu_power_average|gpu_sample_duration_seconds_(sum|count)|gpu_clock_event|gpu_memory|run_release)' $W/metrics-6.prom; } >> "$S"
-{ sec "sample duration histogram (NVML fast read at 10 Hz)"; grep '^joulemark_gpu_sample_duration_seconds' $W/metrics-6.prom; } >> "$S"
-{ sec "power and energy across scrapes"; for f in $W/metrics-*.prom; do echo "$f $(grep -E '^joulemark_gpu_(power_watts|energy_joules_total|power_average_watts)' $f | tr '\n' ' ')"; done; } >> "$S"
+for i in $(seq 1 100); do req GET /-/ready 2>/dev/null | grep -qi ready && break; sleep 0.2; done
+{ sec "exporter ready after ~$((i/5)) s"; req GET /api/v1/gpus; echo; } >> "$S" 2>&1
+R=nc-load-$RID
+phase "$R" idle; sleep 8
+"$N" load --gpu="$G" --busy="$BUSY" --hold="$HOLD" --mem-gib="${MEM_GIB:-8}" > "$W/load.json" 2>>"$W/nodecheck.err" &
+L=$!
+phase "$R" formal; sleep 3
+"$N" procs --gpu="$G" > "$W/procs-host.json" 2>>"$W/nodecheck.err"
+unshare --pid --fork --mount-proc "$N" procs --gpu="$G" > "$W/procs-unshare.json" 2> "$W/procs-unshare.err" || echo "unshare failed (rc $?)" >> "$W/procs-unshare.err"
+sleep $(( ${BUSY%s} > 3 ? ${BUSY%s} - 3 : 0 ))
+phase "$R" release                      # the engine still holds its context and memory for $HOLD
+wait $L; echo "stand-in engine rc=$? exited at $(date +%s.%N)" >> "$S"
+for k in $(seq 1 80); do req GET /api/v1/runs/$R > "$W/run.json"; grep -q '"state":"waiting"' "$W/run.json" || break; sleep 1; done
+req GET /metrics > "$O/metrics.prom"
 TS=$(date +%s.%N); kill -TERM $P; wait $P; rc=$?
-echo "exporter rc=$rc, exited $(awk "BEGIN{print $(date +%s.%N) - $TS}") s after SIGTERM (bounded at ~5 s even behind a hung NVML call)" >> "$S"
-{ sec "exporter log: warnings and errors"; grep -E 'level=(WARN|ERROR)' "$O/exporter.log" | head -40; } >> "$S"
+echo "exporter rc=$rc, exited $(awk "BEGIN{print $(date +%s.%N) - $TS}") s after SIGTERM" >> "$S"
+{ sec "exporter warnings"; grep -E 'level=(WARN|ERROR)' "$O/exporter.log" | head -20; sec "nodecheck errors"; cat "$W/nodecheck.err" "$W/doctor.err"; } >> "$S" 2>&1
+awk "BEGIN{print $(date +%s.%N) - $START}" > "$W/elapsed.json"
+"$N" report --dir "$W" --out "$O" 2>> "$S"; RC=$?
 cp "$S" "$O/summary.txt"
-tar -C $W -czf "$O/work.tar.gz" . 2>/dev/null
-ls -la "$O"
-cat "$S" | tail -c 9000
+tar -C "$W" -czf "$O/work.tar.gz" . 2>/dev/null
+cat "$O/node-check.md" 2>/dev/null | tail -c 9000
+exit $RC

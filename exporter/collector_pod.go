@@ -25,7 +25,7 @@ func newPodCollector(a *attributor) *podCollector {
 		energy: prometheus.NewDesc(contract.PodEnergy,
 			"GPU energy attributed to the container since the exporter saw it, integrated at the sampling rate over the GPUs it holds (see joulemark_pod_energy_attribution_info).", pod, nil),
 		method: prometheus.NewDesc(contract.PodAttributionInfo,
-			"How a GPU's energy is split among its holders now: exclusive (one holder), sm_share (by each process's SM utilization), even (per device id held).",
+			"How a GPU's energy is split among its holders now: exclusive (one holder), sm_share (by each process's SM utilization), even (per device id held), mig_size (MIG instances, by their SM count over all of the GPU's; instances nobody holds are unallocated).",
 			[]string{"gpu", "uuid", "namespace", "pod", "container", "method"}, nil),
 		un: prometheus.NewDesc(contract.UnallocatedEnergy,
 			"Energy of the GPU while no container held it, since the first successful kubelet read.", gpuLabels, nil),
@@ -40,12 +40,12 @@ func (c *podCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *podCollector) Collect(ch chan<- prometheus.Metric) {
 	a := c.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	uuid := make([]string, a.ngpu)
 	for u, i := range a.uuids {
 		uuid[i] = u
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	up := 0.0
 	if a.up {
 		up = 1

@@ -329,6 +329,7 @@ func New(cfg Config) (*Exporter, error) {
 		if err != nil {
 			return nil, err
 		}
+		a.refreshed = e.noteAllCoTenants
 		e.attr = a
 	}
 	e.registerMetrics()
@@ -602,9 +603,10 @@ func (e *Exporter) applySample(i int, g *gpuState, s gpu.Sample, err error) {
 		}
 		g.healthy = false
 		g.lastErr = err.Error()
-		// The interval until the next good read is integrated from power;
-		// the counter is resynchronised there.
-		g.hasCounter = false
+		// The counter read at lastT stays: the next good read's counter
+		// delta covers the failed reads' interval (the trapezoid across it
+		// would draw a line over whatever the GPU did meanwhile), unless the
+		// counter went back (a reset), when the interval is integrated.
 		return
 	}
 	if g.dev.Err != "" {

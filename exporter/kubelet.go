@@ -20,6 +20,10 @@ const (
 	MethodExclusive = "exclusive" // one container holds the GPU
 	MethodSMShare   = "sm_share"  // split by each process's SM utilization
 	MethodEven      = "even"      // split evenly per device id held
+	// MethodMIGSize: MIG instances, each holder's share the size (SMs) of
+	// the instances it holds over all of the GPU's; instances nobody holds
+	// count as unallocated. A lone instance is a slice, never exclusive.
+	MethodMIGSize = "mig_size"
 )
 
 // AllocationLister lists the devices each container holds
@@ -51,8 +55,10 @@ type attributor struct {
 	cfg     PodConfig
 	log     *slog.Logger
 	backend gpu.Backend
-	uuids   map[string]int // GPU UUID -> index
 	ngpu    int
+	// refreshed is called after each refresh, without a.mu held (the
+	// exporter notes runs' co-tenants; it takes Exporter.mu).
+	refreshed func()
 
 	mu      sync.Mutex
 	known   bool // a List has succeeded
@@ -62,17 +68,26 @@ type attributor struct {
 	gpus    []gpuAttrib
 	pods    map[podresources.PodRef]*podEnergy
 	rows    []allocRow
-	migs    map[string]int // MIG UUID -> GPU index
+	uuids   map[string]int // GPU UUID -> index, GPUs opened after start included (syncUUIDs)
+	migs    map[string]migRef
+	migSize []float64 // per GPU, the size of all its MIG instances (gpu.MIGInstance.Weight)
 	uidRefs map[string][]podresources.PodRef
 	cpErr   string // last checkpoint error logged
 }
 
 type gpuAttrib struct {
-	weights map[podresources.PodRef]float64 // device ids held, for the even split
+	weights map[podresources.PodRef]float64 // device ids held (MIG: instance sizes), for the even split
 	shares  []holderShare
 	method  string
 	unalloc float64
-	mig     bool // held through MIG instances: no per-process split
+	mig     bool    // held through MIG instances: no per-process split
+	migSize float64 // with mig: the size of all the GPU's instances
+}
+
+// migRef is the GPU a MIG instance is on and its size.
+type migRef struct {
+	gpu    int
+	weight float64
 }
 
 type holderShare struct {
@@ -113,12 +128,24 @@ func newAttributor(cfg PodConfig, backend gpu.Backend, log *slog.Logger) (*attri
 		cfg.KeepScrapes = 3
 	}
 	devs := backend.Devices()
-	a := &attributor{cfg: cfg, log: log, backend: backend, uuids: map[string]int{}, ngpu: len(devs),
+	a := &attributor{cfg: cfg, log: log, backend: backend, ngpu: len(devs),
 		gpus: make([]gpuAttrib, len(devs)), pods: map[podresources.PodRef]*podEnergy{}}
-	for i, d := range devs {
-		a.uuids[d.UUID] = i
-	}
+	a.syncUUIDs()
 	return a, nil
+}
+
+// syncUUIDs maps the GPUs' UUIDs to their indexes, as the backend lists
+// them now: a GPU that failed to open at start has no UUID until it opens.
+func (a *attributor) syncUUIDs() {
+	m := map[string]int{}
+	for i, d := range a.backend.Devices() {
+		if d.UUID != "" && i < a.ngpu {
+			m[d.UUID] = i
+		}
+	}
+	a.mu.Lock()
+	a.uuids = m
+	a.mu.Unlock()
 }
 
 // add attributes de joules of GPU i, sampled now, to its holders.
@@ -133,17 +160,22 @@ func (a *attributor) add(i int, de float64) {
 		g.unalloc += de
 		return
 	}
+	left := de
 	for _, h := range g.shares {
 		if p := a.pods[h.ref]; p != nil {
 			p.joules += de * h.share
+			left -= de * h.share
 		}
+	}
+	if g.mig && left > 1e-12*de {
+		g.unalloc += left // MIG instances nobody holds
 	}
 }
 
 // run refreshes allocations every Refresh and per-process shares every
 // slow interval until ctx ends.
 func (a *attributor) run(ctx context.Context, slow time.Duration) {
-	a.refresh(ctx)
+	a.refreshAndNotify(ctx)
 	a.splitByProcess()
 	refresh := time.NewTicker(a.cfg.Refresh)
 	defer refresh.Stop()
@@ -154,10 +186,18 @@ func (a *attributor) run(ctx context.Context, slow time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-refresh.C:
-			a.refresh(ctx)
+			a.refreshAndNotify(ctx)
 		case <-split.C:
 			a.splitByProcess()
 		}
+	}
+}
+
+// refreshAndNotify refreshes and then calls refreshed.
+func (a *attributor) refreshAndNotify(ctx context.Context) {
+	a.refresh(ctx)
+	if a.refreshed != nil {
+		a.refreshed()
 	}
 }
 
@@ -185,6 +225,7 @@ func (a *attributor) refresh(ctx context.Context) {
 	}
 	a.mu.Unlock()
 
+	a.syncUUIDs()
 	rows, weights, mig, bad := a.resolve(allocs)
 	for _, msg := range bad {
 		a.log.Debug("ignoring a kubelet device", "why", msg)
@@ -210,6 +251,10 @@ func (a *attributor) refresh(ctx context.Context) {
 	for i := range a.gpus {
 		g := &a.gpus[i]
 		g.mig = mig[i]
+		g.migSize = 0
+		if g.mig && i < len(a.migSize) {
+			g.migSize = a.migSize[i]
+		}
 		same := maps.Equal(g.weights, weights[i])
 		g.weights = weights[i]
 		for ref := range g.weights {
@@ -237,7 +282,7 @@ func (a *attributor) resolve(allocs []podresources.Allocation) (rows []allocRow,
 			bad = append(bad, fmt.Sprintf("pod %s/%s: %v", al.Namespace, al.Pod, err))
 			continue
 		}
-		i, ok := a.index(d)
+		i, w, ok := a.index(d)
 		if !ok {
 			bad = append(bad, fmt.Sprintf("pod %s/%s: device %s is not a GPU this exporter reads", al.Namespace, al.Pod, al.DeviceID))
 			continue
@@ -246,7 +291,7 @@ func (a *attributor) resolve(allocs []podresources.Allocation) (rows []allocRow,
 		if weights[i] == nil {
 			weights[i] = map[podresources.PodRef]float64{}
 		}
-		weights[i][ref]++
+		weights[i][ref] += w
 		mig[i] = mig[i] || d.MIG
 		r := allocRow{gpu: i, ref: ref, resource: al.Resource, shared: d.Shared()}
 		if !seen[r] {
@@ -255,56 +300,63 @@ func (a *attributor) resolve(allocs []podresources.Allocation) (rows []allocRow,
 		}
 	}
 	for k, r := range rows {
-		if len(weights[r.gpu]) > 1 {
+		if len(weights[r.gpu]) > 1 || mig[r.gpu] {
 			rows[k].shared = true
 		}
 	}
 	return rows, weights, mig, bad
 }
 
-// index finds the GPU a device id is on.
-func (a *attributor) index(d podresources.Device) (int, bool) {
+// index finds the GPU a device id is on, and the id's weight there: a MIG
+// instance's size, else 1.
+func (a *attributor) index(d podresources.Device) (int, float64, bool) {
 	switch {
 	case d.Index >= 0:
-		return d.Index, d.Index < a.ngpu
-	case d.Parent != "":
-		i, ok := a.uuids[d.Parent]
-		return i, ok
-	case d.MIG:
+		return d.Index, 1, d.Index < a.ngpu
+	case d.MIG && d.Parent == "":
 		a.mu.Lock()
-		i, ok := a.migs[d.UUID]
+		m, ok := a.migs[d.UUID]
 		a.mu.Unlock()
 		if !ok {
 			a.loadMIGs()
 			a.mu.Lock()
-			i, ok = a.migs[d.UUID]
+			m, ok = a.migs[d.UUID]
 			a.mu.Unlock()
 		}
-		return i, ok
+		return m.gpu, m.weight, ok
 	}
-	i, ok := a.uuids[d.UUID]
-	return i, ok
+	u := d.UUID
+	if d.Parent != "" {
+		u = d.Parent
+	}
+	a.mu.Lock()
+	i, ok := a.uuids[u]
+	a.mu.Unlock()
+	return i, 1, ok
 }
 
-// loadMIGs reads every GPU's MIG instances from the backend.
+// loadMIGs reads every GPU's MIG instances and their sizes from the
+// backend; a GPU that is not open answers an error and lists none.
 func (a *attributor) loadMIGs() {
 	r, ok := a.backend.(gpu.MIGReader)
 	if !ok {
 		return
 	}
-	m := map[string]int{}
+	m := map[string]migRef{}
+	size := make([]float64, a.ngpu)
 	for i := range a.ngpu {
-		ids, err := r.MIGUUIDs(i)
+		insts, err := r.MIGInstances(i)
 		if err != nil {
 			a.log.Debug("listing MIG instances failed", "gpu", i, "err", err)
 			continue
 		}
-		for _, id := range ids {
-			m[id] = i
+		for _, in := range insts {
+			m[in.UUID] = migRef{gpu: i, weight: in.Weight()}
+			size[i] += in.Weight()
 		}
 	}
 	a.mu.Lock()
-	a.migs = m
+	a.migs, a.migSize = m, size
 	a.mu.Unlock()
 }
 
@@ -323,12 +375,16 @@ func (a *attributor) readCheckpoint() []podresources.CheckpointEntry {
 	return cp
 }
 
-// setEven splits the GPU by device ids held.
+// setEven splits the GPU by device ids held; a MIG GPU by the size of the
+// instances held over all of its instances'.
 func (g *gpuAttrib) setEven() {
 	g.shares = g.shares[:0]
 	var total float64
 	for _, w := range g.weights {
 		total += w
+	}
+	if g.mig && g.migSize >= total {
+		total = g.migSize
 	}
 	for ref, w := range g.weights {
 		g.shares = append(g.shares, holderShare{ref, w / total})
@@ -339,8 +395,14 @@ func (g *gpuAttrib) setEven() {
 		g.method = ""
 	case 1:
 		g.method = MethodExclusive
+		if g.mig {
+			g.method = MethodMIGSize
+		}
 	default:
 		g.method = MethodEven
+		if g.mig {
+			g.method = MethodMIGSize
+		}
 	}
 }
 

@@ -186,14 +186,13 @@ func BenchmarkAttribution8GPUsMockNVML(b *testing.B) {
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(n)/1e9*100, "%core@8gpu-10Hz")
 }
 
-// TestPodEnergyMIG: GPU 2 of go-nvml's mock is in MIG mode with two
-// instances held by two pods (MIG UUIDs, mapped to the GPU through NVML):
-// the GPU's energy splits evenly between them, both allocations are
-// shared, and no per-process split is tried on a MIG GPU.
-func TestPodEnergyMIG(t *testing.T) {
-	clk := newFakeClock()
-	m := newMockNVML()
-	migs := []string{"MIG-aaaaaaaa-0000-4000-8000-000000000001", "MIG-aaaaaaaa-0000-4000-8000-000000000002"}
+// migMock puts GPU 2 of m in MIG mode with instances of the given SM
+// counts (UUIDs MIG-aaaaaaaa-…-00000000000<k+1>), and returns their UUIDs.
+func migMock(t *testing.T, m *mockNVML, sms ...uint32) []string {
+	var migs []string
+	for k := range sms {
+		migs = append(migs, fmt.Sprintf("MIG-aaaaaaaa-0000-4000-8000-%012d", k+1))
+	}
 	dev := nvmlmock.Device(m.srv, 2)
 	dev.GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS }
 	dev.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
@@ -201,12 +200,31 @@ func TestPodEnergyMIG(t *testing.T) {
 		if k >= len(migs) {
 			return nil, nvml.ERROR_NOT_FOUND
 		}
-		return &mock.Device{GetUUIDFunc: func() (string, nvml.Return) { return migs[k], nvml.SUCCESS }}, nvml.SUCCESS
+		return &mock.Device{
+			GetUUIDFunc: func() (string, nvml.Return) { return migs[k], nvml.SUCCESS },
+			GetAttributesFunc: func() (nvml.DeviceAttributes, nvml.Return) {
+				return nvml.DeviceAttributes{MultiprocessorCount: sms[k], MemorySizeMB: uint64(sms[k]) * 500}, nvml.SUCCESS
+			},
+		}, nvml.SUCCESS
 	}
 	dev.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
 		t.Error("per-process utilization read on a MIG GPU")
 		return nil, nvml.ERROR_NOT_SUPPORTED
 	}
+	return migs
+}
+
+// TestPodEnergyMIG: GPU 2 of go-nvml's mock is in MIG mode with three
+// instances of 42, 14 and 42 SMs (a 3g, a 1g, a 3g); pods x and y hold the
+// first two (MIG UUIDs, mapped to the GPU through NVML). The GPU's energy
+// splits by instance size over all of the GPU's: x 42/98, y 14/98, and the
+// unheld 42/98 is unallocated; both allocations are shared, the method is
+// mig_size, and no per-process split is tried on a MIG GPU. A lone holder
+// is a slice too: its share, never the whole GPU as exclusive.
+func TestPodEnergyMIG(t *testing.T) {
+	clk := newFakeClock()
+	m := newMockNVML()
+	migs := migMock(t, m, 42, 14, 42)
 	b, err := gpu.NewNVML(m.srv, gpu.NVMLOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -222,48 +240,60 @@ func TestPodEnergyMIG(t *testing.T) {
 	}
 	defer e.Close()
 	r := &podRig{t: t, clk: clk, e: e}
-	e.SampleOnce()
-	e.attr.refresh(context.Background())
-	e.attr.splitByProcess()
-	before := e.gpus[2].energy
-	for range 20 {
-		clk.Advance(e.cfg.Interval)
-		m.advance(e.cfg.Interval)
-		e.SampleOnce()
+	run := func() (de, x, y, un float64) {
+		e.attr.refresh(context.Background())
+		e.attr.splitByProcess()
+		x0, _ := r.value("joulemark_pod_energy_joules_total", "pod", "x")
+		y0, _ := r.value("joulemark_pod_energy_joules_total", "pod", "y")
+		u0, _ := r.value("joulemark_unallocated_energy_joules_total", "gpu", "2")
+		before := e.gpus[2].energy
+		for range 20 {
+			clk.Advance(e.cfg.Interval)
+			m.advance(e.cfg.Interval)
+			e.SampleOnce()
+		}
+		x, _ = r.value("joulemark_pod_energy_joules_total", "pod", "x")
+		y, _ = r.value("joulemark_pod_energy_joules_total", "pod", "y")
+		un, _ = r.value("joulemark_unallocated_energy_joules_total", "gpu", "2")
+		return e.gpus[2].energy - before, x - x0, y - y0, un - u0
 	}
-	de := e.gpus[2].energy - before
-	x, _ := r.value("joulemark_pod_energy_joules_total", "pod", "x")
-	y, _ := r.value("joulemark_pod_energy_joules_total", "pod", "y")
-	if de <= 0 || math.Abs(x-de/2) > 1e-9*de || math.Abs(y-de/2) > 1e-9*de {
-		t.Errorf("MIG split: x %.4f J, y %.4f J of GPU 2's %.4f J; want half each", x, y, de)
+	e.SampleOnce()
+	de, x, y, un := run()
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-9*de }
+	if de <= 0 || !near(x, de*42/98) || !near(y, de*14/98) || !near(un, de*42/98) {
+		t.Errorf("MIG split: x %.4f J, y %.4f J, unallocated %.4f J of GPU 2's %.4f J; want 42/98, 14/98, 42/98", x, y, un, de)
 	}
 	for _, p := range []string{"x", "y"} {
 		if v, ok := r.value("joulemark_gpu_allocation_info", "pod", p, "gpu", "2", "shared", "true"); !ok || v != 1 {
 			t.Errorf("pod %s: no shared allocation of GPU 2", p)
 		}
-		if _, ok := r.value("joulemark_pod_energy_attribution_info", "pod", p, "method", MethodEven); !ok {
-			t.Errorf("pod %s: method even not reported", p)
+		if _, ok := r.value("joulemark_pod_energy_attribution_info", "pod", p, "method", MethodMIGSize); !ok {
+			t.Errorf("pod %s: method mig_size not reported", p)
 		}
+	}
+	fake.Set([]podresources.Allocation{mig("x", migs[0])}) // x alone on the GPU
+	de, x, _, un = run()
+	if !near(x, de*42/98) || !near(un, de*56/98) {
+		t.Errorf("lone slice: x %.4f J, unallocated %.4f J of %.4f J; want 42/98 and 56/98", x, un, de)
+	}
+	if _, ok := r.value("joulemark_pod_energy_attribution_info", "pod", "x", "method", MethodMIGSize); !ok {
+		t.Error("a lone MIG slice is not labelled mig_size")
+	}
+	if v, ok := r.value("joulemark_gpu_allocation_info", "pod", "x", "gpu", "2", "shared", "true"); !ok || v != 1 {
+		t.Error("a lone MIG slice is not a shared allocation")
 	}
 }
 
 // TestPodMIGWithGPUDown: GPU 2 is in MIG mode with its instances held by
 // pods while GPU 4 failed to open. Resolving the MIG device ids lists every
 // GPU's instances; the GPU that is not open answers an error (its handle is
-// never touched), and the MIG pods are still attributed.
+// never touched), and the MIG pods are still attributed. GPU 4 opening
+// later (past its retry time) joins the UUID map: the pod holding it gets
+// its energy, not "unallocated" until a restart.
 func TestPodMIGWithGPUDown(t *testing.T) {
 	clk := newFakeClock()
 	m := newMockNVML()
-	migs := []string{"MIG-aaaaaaaa-0000-4000-8000-000000000001", "MIG-aaaaaaaa-0000-4000-8000-000000000002"}
-	dev := nvmlmock.Device(m.srv, 2)
-	dev.GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS }
-	dev.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
-	dev.GetMigDeviceHandleByIndexFunc = func(k int) (nvml.Device, nvml.Return) {
-		if k >= len(migs) {
-			return nil, nvml.ERROR_NOT_FOUND
-		}
-		return &mock.Device{GetUUIDFunc: func() (string, nvml.Return) { return migs[k], nvml.SUCCESS }}, nvml.SUCCESS
-	}
+	migs := migMock(t, m, 14, 14)
 	var down sync.Mutex
 	lost := true
 	getHandle := m.srv.DeviceGetHandleByIndexFunc
@@ -303,5 +333,21 @@ func TestPodMIGWithGPUDown(t *testing.T) {
 	}
 	if v, ok := r.value("joulemark_pod_energy_joules_total", "pod", "late"); ok && v != 0 {
 		t.Errorf("pod late got %v J while its GPU is down", v)
+	}
+	down.Lock()
+	lost = false
+	down.Unlock()
+	clk.Advance(2 * time.Second)
+	e.SampleOnce() // GPU 4 opens
+	e.attr.refresh(context.Background())
+	before := e.gpus[4].energy
+	for range 10 {
+		clk.Advance(e.cfg.Interval)
+		m.advance(e.cfg.Interval)
+		e.SampleOnce()
+	}
+	de := e.gpus[4].energy - before
+	if v, _ := r.value("joulemark_pod_energy_joules_total", "pod", "late"); de <= 0 || math.Abs(v-de) > 1e-9*de {
+		t.Errorf("pod late got %v J of GPU 4's %v J once it opened", v, de)
 	}
 }

@@ -2,8 +2,10 @@ package exporter
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +75,9 @@ type run struct {
 	gpus     []bool             // GPUs measured, nil: every GPU (selector.go)
 	selected bool               // the first phase carried a selector
 	selector *phaseapi.Selector // that selector, for the API
+	// coTenants are the other pods seen holding the run's GPUs (pod
+	// selector only; selector.go).
+	coTenants map[string]bool
 }
 
 func (r *run) current() *phaseRec {
@@ -397,7 +402,7 @@ func (e *Exporter) checkRelease(r *run, now int64) {
 // status builds the API document of run r. Called with e.mu held (read).
 func (e *Exporter) status(r *run) phaseapi.RunStatus {
 	st := phaseapi.RunStatus{RunID: r.id, State: phaseapi.RunActive, GPUs: e.runGPUInfos(r), Phases: []phaseapi.PhaseStatus{},
-		EndReason: r.endReason, Gaps: r.gaps, Selector: r.selector}
+		EndReason: r.endReason, Gaps: r.gaps, Selector: r.selector, CoTenants: slices.Sorted(maps.Keys(r.coTenants))}
 	if r.ended {
 		st.State = phaseapi.RunEnded
 	}

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -271,4 +272,77 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// failWindow fails every read of GPU 0 while on, and can shift its counter
+// back (a reset) from some instant on.
+type failWindow struct {
+	gpu.Backend
+	mu    sync.Mutex
+	on    bool
+	shift float64 // joules taken off GPU 0's counter
+}
+
+func (f *failWindow) Sample(i int) (gpu.Sample, error) {
+	f.mu.Lock()
+	on, shift := f.on, f.shift
+	f.mu.Unlock()
+	if i == 0 && on {
+		return gpu.Sample{}, errors.New("injected read failure")
+	}
+	s, err := f.Backend.Sample(i)
+	if i == 0 {
+		s.EnergyJoules -= shift
+	}
+	return s, err
+}
+
+// TestFailedReadsBridgedByCounter: GPU 0's reads fail for 2 s while it
+// jumps from idle to full load and back; the neighbouring samples are both
+// at idle, so the trapezoid would draw a line at idle across the burst. The
+// counter's delta at the next good read covers it: the energy matches the
+// exact integral. A counter that went back across the gap (a reset) falls
+// back to the trapezoid and counts a reset.
+func TestFailedReadsBridgedByCounter(t *testing.T) {
+	clk := newFakeClock()
+	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 1, Seed: 3, EnergyCounter: true, RampSeconds: 0.1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &failWindow{Backend: sim}
+	e, err := New(Config{Backend: f, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	step := func(d time.Duration) {
+		for n := int(d / e.cfg.Interval); n > 0; n-- {
+			clk.Advance(e.cfg.Interval)
+			e.SampleOnce()
+		}
+	}
+	burst := func(shift float64) float64 { // the measured minus the exact energy over a burst in failed reads
+		t0, e0 := clk.Now(), e.gpus[0].energy
+		step(time.Second)
+		f.mu.Lock()
+		f.on, f.shift = true, shift
+		f.mu.Unlock()
+		sim.SetLoad(1)
+		step(time.Second)
+		sim.SetLoad(0)
+		step(time.Second)
+		f.mu.Lock()
+		f.on = false
+		f.mu.Unlock()
+		step(time.Second)
+		return (e.gpus[0].energy - e0) - sim.ExactEnergy(0, t0, clk.Now())
+	}
+	e.SampleOnce()
+	step(2 * time.Second)
+	if d := burst(0); math.Abs(d) > 0.01 {
+		t.Errorf("energy across failed reads off the exact integral by %.3f J; want the counter's delta (±0.01 J)", d)
+	}
+	if d := burst(1e6); d > -100 || e.gpus[0].resets != 1 {
+		t.Errorf("across a counter reset: %.1f J off, %d resets; want the trapezoid (hundreds of J short) and one reset", d, e.gpus[0].resets)
+	}
 }

@@ -93,6 +93,7 @@ func (e *Exporter) selectGPUs(r *run, pick []bool, sel *phaseapi.Selector) error
 			}
 		}
 		e.log.Info("run measures a subset of the GPUs", "run_id", r.id, "uuids", strings.Join(uuids, ","), "pod", sel.Pod)
+		e.noteCoTenants(r)
 		return nil
 	}
 	if !slices.Equal(r.gpus, pick) {
@@ -149,4 +150,39 @@ func (e *Exporter) runGPUInfos(r *run) []phaseapi.GPUInfo {
 		}
 	}
 	return out
+}
+
+// noteCoTenants adds to run r, selected by pod and active, the other pods
+// the kubelet lists as holding one of its GPUs. Called with e.mu held.
+func (e *Exporter) noteCoTenants(r *run) {
+	if e.attr == nil || r.ended || r.selector == nil || r.selector.Pod == "" || r.gpus == nil {
+		return
+	}
+	ns, pod, _ := strings.Cut(r.selector.Pod, "/")
+	a := e.attr
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, row := range a.rows {
+		if row.gpu >= len(r.gpus) || !r.gpus[row.gpu] || row.ref.Namespace == ns && row.ref.Pod == pod {
+			continue
+		}
+		if r.coTenants == nil {
+			r.coTenants = map[string]bool{}
+		}
+		other := row.ref.Namespace + "/" + row.ref.Pod
+		if !r.coTenants[other] {
+			r.coTenants[other] = true
+			e.log.Warn("another pod holds a GPU of a run selected by pod: its energy is in the run's", "run_id", r.id, "pod", r.selector.Pod, "co_tenant", other, "gpu", row.gpu)
+		}
+	}
+}
+
+// noteAllCoTenants runs noteCoTenants on every run, after the allocations
+// were read again.
+func (e *Exporter) noteAllCoTenants() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.runs {
+		e.noteCoTenants(r)
+	}
 }

@@ -115,7 +115,8 @@ func TestRunSelectsPodGPUs(t *testing.T) {
 	h, fake := selectorHarness(t)
 	ctx := context.Background()
 	devs := h.exp.Devices()
-	fake.Set([]podresources.Allocation{alloc("serve", "llama-0", devs[1].UUID), alloc("serve", "llama-0", devs[3].UUID), alloc("serve", "other", devs[0].UUID)})
+	base := []podresources.Allocation{alloc("serve", "llama-0", devs[1].UUID), alloc("serve", "llama-0", devs[3].UUID), alloc("serve", "other", devs[0].UUID)}
+	fake.Set(append(base, alloc("serve", "sidecar", devs[3].UUID+"::1")))
 	h.exp.attr.refresh(ctx)
 	st, err := h.client.StartPhaseSelect(ctx, "pod", contract.Idle, phaseapi.Selector{Pod: "serve/llama-0"})
 	if err != nil {
@@ -123,6 +124,16 @@ func TestRunSelectsPodGPUs(t *testing.T) {
 	}
 	if got := uuidsOf(st.GPUs); !slices.Equal(got, []string{devs[1].UUID, devs[3].UUID}) {
 		t.Errorf("pod run GPUs %v, want GPUs 1 and 3", got)
+	}
+	// co-tenants of the run's GPUs are named: at selection, and as the
+	// kubelet lists new ones (serve/other holds GPU 0, not the run's)
+	if !slices.Equal(st.CoTenants, []string{"serve/sidecar"}) {
+		t.Errorf("co-tenants %v, want serve/sidecar", st.CoTenants)
+	}
+	fake.Set(append(base, alloc("batch", "job", devs[1].UUID+"::2")))
+	h.exp.attr.refreshAndNotify(ctx)
+	if st, _ := h.exp.RunStatus("pod"); !slices.Equal(st.CoTenants, []string{"batch/job", "serve/sidecar"}) {
+		t.Errorf("co-tenants %v, want batch/job and serve/sidecar", st.CoTenants)
 	}
 	for _, c := range []struct {
 		name string

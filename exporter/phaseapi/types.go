@@ -39,6 +39,10 @@ type RunStatus struct {
 	// Gaps are intervals of the run the exporter did not measure (it was
 	// down): no energy is counted over them.
 	Gaps []Gap `json:"gaps,omitempty"`
+	// CoTenants are the other pods ("namespace/pod") the kubelet listed as
+	// holding one of the GPUs of a run selected by pod, while it ran:
+	// their GPU energy is in the run's.
+	CoTenants []string `json:"co_tenants,omitempty"`
 }
 
 // Why a run ended.

@@ -54,18 +54,18 @@ func (b *NVML) ProcessSM(i int) ([]ProcessSM, error) {
 	return out, nil
 }
 
-// MIGUUIDs lists GPU i's MIG instance UUIDs; none when MIG is off or not
-// supported.
-func (b *NVML) MIGUUIDs(i int) ([]string, error) {
-	var out []string
+// MIGInstances lists GPU i's MIG instances with their sizes; none when MIG
+// is off or not supported.
+func (b *NVML) MIGInstances(i int) ([]MIGInstance, error) {
+	var out []MIGInstance
 	err := b.use(i, func(d *nvmlDevice) (err error) {
-		out, err = migUUIDs(i, d.h)
+		out, err = migInstances(i, d.h)
 		return err
 	})
 	return out, err
 }
 
-func migUUIDs(i int, h nvml.Device) ([]string, error) {
+func migInstances(i int, h nvml.Device) ([]MIGInstance, error) {
 	cur, _, ret := h.GetMigMode()
 	if ret != nvml.SUCCESS || cur != nvml.DEVICE_MIG_ENABLE {
 		return nil, nil
@@ -74,7 +74,7 @@ func migUUIDs(i int, h nvml.Device) ([]string, error) {
 	if ret != nvml.SUCCESS {
 		return nil, nvmlErr(i, "counting MIG instances", ret)
 	}
-	var out []string
+	var out []MIGInstance
 	for k := range n {
 		m, ret := h.GetMigDeviceHandleByIndex(k)
 		if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
@@ -87,7 +87,11 @@ func migUUIDs(i int, h nvml.Device) ([]string, error) {
 		if ret != nvml.SUCCESS {
 			return nil, nvmlErr(i, "reading a MIG instance's UUID", ret)
 		}
-		out = append(out, uuid)
+		inst := MIGInstance{UUID: uuid}
+		if a, ret := m.GetAttributes(); ret == nvml.SUCCESS {
+			inst.SMs, inst.MemoryBytes = int(a.MultiprocessorCount), a.MemorySizeMB<<20
+		}
+		out = append(out, inst)
 	}
 	return out, nil
 }

@@ -319,8 +319,8 @@ func TestNVMLLostGPUAtStart(t *testing.T) {
 		t.Error("a GPU that is not open sampled")
 	}
 	// Every per-GPU call goes through the open check: none reaches a nil handle.
-	if _, err := b.MIGUUIDs(3); err == nil {
-		t.Error("MIGUUIDs of a GPU that is not open answered")
+	if _, err := b.MIGInstances(3); err == nil {
+		t.Error("MIGInstances of a GPU that is not open answered")
 	}
 	if _, err := b.ProcessSM(3); err == nil {
 		t.Error("ProcessSM of a GPU that is not open answered")

@@ -16,9 +16,29 @@ type ProcessReader interface {
 	ProcessSM(i int) ([]ProcessSM, error)
 }
 
+// MIGInstance is one MIG instance of a GPU and its size.
+type MIGInstance struct {
+	UUID string
+	// SMs and MemoryBytes are the instance's multiprocessors and memory (0:
+	// unknown).
+	SMs         int
+	MemoryBytes uint64
+}
+
+// Weight is the instance's share of its GPU by size: its SM count, else
+// its memory, else 1.
+func (m MIGInstance) Weight() float64 {
+	switch {
+	case m.SMs > 0:
+		return float64(m.SMs)
+	case m.MemoryBytes > 0:
+		return float64(m.MemoryBytes)
+	}
+	return 1
+}
+
 // MIGReader is implemented by backends that list a GPU's MIG instances.
 type MIGReader interface {
-	// MIGUUIDs lists the UUIDs of GPU i's MIG instances (none when MIG is
-	// off).
-	MIGUUIDs(i int) ([]string, error)
+	// MIGInstances lists GPU i's MIG instances (none when MIG is off).
+	MIGInstances(i int) ([]MIGInstance, error)
 }
