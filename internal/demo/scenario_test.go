@@ -76,8 +76,14 @@ func TestDemoScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.rule != "" && !strings.Contains(string(md), "- **"+tc.rule+"**: ") || !strings.Contains(string(md), "Thresholds: ") && tc.rule != "" {
-				t.Errorf("report.md lacks the %s finding with its thresholds", tc.rule)
+			html, err := os.ReadFile(res.ReportDir + "/" + analyze.FileHTML)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for file, b := range map[string][]byte{analyze.FileMarkdown: md, analyze.FileHTML: html} {
+				if tc.rule != "" && (!strings.Contains(string(b), tc.rule) || !strings.Contains(string(b), "Thresholds: ")) {
+					t.Errorf("%s lacks the %s finding with its thresholds", file, tc.rule)
+				}
 			}
 			// What vLLM would show: memory in use, a KV cache in use.
 			if gm := rep.GPUMemory; gm == nil || gm.PeakBytes == nil || *gm.PeakBytes <= 0 {

@@ -1,9 +1,10 @@
 // Package simengine is a simulated LLM inference engine: an OpenAI-compatible
 // streaming server whose timing follows a continuous-batching model (prefill
 // proportional to prompt tokens, a decode step that grows with batch size, a
-// maximum batch, a queue, a KV cache), with vLLM's /metrics names, a startup
-// (weight loading) and a shutdown, and fault injection. Its load and state
-// drive simulated GPUs through LoadSink, so energy follows work.
+// maximum batch, a queue, a KV cache in blocks with recompute preemption),
+// with vLLM's or SGLang's /metrics names, a startup (weight loading) and a
+// shutdown, and fault injection. Its steps' power (gpu.SimPower), state and
+// memory drive simulated GPUs through LoadSink, so energy follows work.
 package simengine
 
 import (

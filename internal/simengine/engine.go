@@ -28,8 +28,8 @@ const (
 
 // LoadSink receives the engine's load and state as they change: the
 // in-process coupling to simulated GPUs, so that power follows work.
-// SetLoad gets the batch utilisation of the current step in [0, 1]
-// (sequences in the step / MaxBatch; 0 when idle). Calls come from one
+// SetLoad gets the current step's load in [0, 1]: its power above idle
+// as a share of the GPUs' range (Config.Power; 0 when idle). Calls come from one
 // goroutine at a time, never under the engine's lock.
 type LoadSink interface {
 	SetLoad(ratio float64)
@@ -161,7 +161,7 @@ func (e *Engine) Serving() bool {
 	return e.state == StateRunning && !e.stopping
 }
 
-// Load is the batch utilisation of the current step in [0, 1].
+// Load is the current step's load on the GPUs in [0, 1] (Config.Power).
 func (e *Engine) Load() float64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
