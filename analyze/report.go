@@ -25,6 +25,7 @@ type Report struct {
 	Latency                     Latency          `json:"latency"`
 	Goodput                     Goodput          `json:"goodput"`
 	LifecycleEstimate           LifecycleEst     `json:"lifecycle_estimate"`
+	Intervals                   Intervals        `json:"intervals"` // 95% confidence intervals of the headline figures
 	Measurement                 Measurement      `json:"measurement"`
 	UnattributedJoules          *float64         `json:"unattributed_joules,omitempty"`
 	EnergyPerGPU                []GPUEnergy      `json:"energy_per_gpu,omitempty"`
