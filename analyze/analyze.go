@@ -64,6 +64,8 @@ type Config struct {
 	// Logger says how the raw series were read (a fallback from remote
 	// read, and why); nil: nothing logged.
 	Logger *slog.Logger
+	// Cost, when any input is set, adds the report's cost section.
+	Cost CostInputs
 }
 
 // withDefaults fills what the zero value leaves open.
@@ -102,6 +104,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("prometheus HTTP client config: %w", err)
 	}
 	if err := remoteread.ValidMode(c.ReadAPI); err != nil {
+		return err
+	}
+	if err := c.Cost.Validate(); err != nil {
 		return err
 	}
 	return c.Params.Validate()
@@ -228,6 +233,11 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 	}
 	r.Scenario = cfg.Scenario
 	r.GeneratedBy = version.String()
+	carbon, err := CarbonOverRun(ctx, cfg, r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
+	}
+	AddCost(r, cfg.Cost, carbon)
 	return r, pd, nil
 }
 

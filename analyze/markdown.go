@@ -168,6 +168,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("| %s | %s | %d | %s |\n\n", scaled(r.Goodput.TTFTSLOSeconds, 1000, "%.0f ms"), scaled(r.Goodput.TPOTSLOSeconds, 1000, "%.1f ms"), r.Goodput.GoodRequests, scaled(r.Goodput.Ratio, 100, "%.2f%%"))
 
 	intervalsMarkdown(p, r)
+	costMarkdown(p, r)
 	le := r.LifecycleEstimate
 	p("## Lifecycle estimate\n\n")
 	p("E(N) = E_start + N·e_ss + E_release: fixed overhead E_start + E_release = %s; e_ss = %s per request; at N = %d the fixed overhead per request is %s.\n\n",
@@ -255,5 +256,8 @@ func WriteSummary(w io.Writer, r *Report) error {
 	}
 	row("coverage", scaled(r.Measurement.CoverageRatio, 100, "%.2f%%"))
 	row("boundary", r.Measurement.Boundary)
+	if c := r.Cost; c != nil {
+		row("cost per 1M output tokens (lifecycle)", num(c.Per1MOutputTokensLifecycle.Money, "%.4g "+c.Currency)+" / "+num(c.Per1MOutputTokensLifecycle.GramsCO2e, "%.4g gCO2e")+" within "+c.Boundary)
+	}
 	return tw.Flush()
 }
