@@ -19,9 +19,9 @@ type Intervals struct {
 	Method     string  `json:"method"`
 	Confidence float64 `json:"confidence"`
 	Resamples  int     `json:"resamples"`
-	// BlockLengthRequests is L = max(⌈n^(1/3)⌉, ⌈2·in-flight⌉) for n
-	// formal requests, in-flight the mean number of requests in flight
-	// (their summed latency over the formal span).
+	// BlockLengthRequests is L = max(⌈n^(1/3)⌉, ⌈k⌉) for n formal
+	// requests, k the mean number of requests in flight (their summed
+	// latency over the formal span).
 	BlockLengthRequests int    `json:"block_length_requests"`
 	Seed                uint64 `json:"seed"`
 	// Reason says why there are none (fewer than minBlocks blocks).
@@ -90,10 +90,11 @@ func (c *computation) intervals() {
 	c.steadyInterval(iv)
 }
 
-// blockLength is L = max(⌈n^(1/3)⌉, ⌈2k⌉): n^(1/3) is the order of the
+// blockLength is L = max(⌈n^(1/3)⌉, ⌈k⌉): n^(1/3) is the order of the
 // block length that minimizes the variance estimate's error (Hall,
-// Horowitz and Jing 1995); k, the mean requests in flight, is how many
-// neighbours in completion order share a request's time and energy.
+// Horowitz and Jing 1995); k, the mean requests in flight, is how far in
+// completion order a request's time and energy are shared, so a block
+// holds most of a request's correlated neighbours.
 func (c *computation) blockLength() int {
 	n := len(c.formal)
 	from, to, busy := math.Inf(1), math.Inf(-1), 0.0
@@ -104,7 +105,7 @@ func (c *computation) blockLength() int {
 	}
 	l := int(math.Ceil(math.Cbrt(float64(n))))
 	if to > from {
-		l = max(l, int(math.Ceil(2*busy/(to-from))))
+		l = max(l, int(math.Ceil(busy/(to-from))))
 	}
 	return max(1, l)
 }

@@ -40,7 +40,7 @@ func ciCoverage(blockLen int) float64 {
 // the true value on correlated data of known mean; resampling requests one
 // by one (block length 1, the mechanism off) covers far less.
 func TestIntervalCoverage(t *testing.T) {
-	l := int(math.Ceil(math.Cbrt(500))) * 2 // the rule's n^(1/3), doubled as in-flight requests would
+	l := int(math.Ceil(math.Cbrt(500))) * 2 // the rule's n^(1/3), or k = 16 requests in flight
 	if c := ciCoverage(l); c < 0.90 || c > 0.985 {
 		t.Errorf("block length %d: coverage %.3f, want about 0.95", l, c)
 	} else {
