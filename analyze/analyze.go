@@ -69,6 +69,8 @@ type Config struct {
 	// Prometheus does not hold its end yet (analyze run right after bench);
 	// 0: not at all. What the bench archived fills in meanwhile.
 	Wait time.Duration
+	// Cost, when any input is set, adds the report's cost section.
+	Cost CostInputs
 }
 
 // withDefaults fills what the zero value leaves open.
@@ -109,6 +111,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("prometheus HTTP client config: %w", err)
 	}
 	if err := remoteread.ValidMode(c.ReadAPI); err != nil {
+		return err
+	}
+	if err := c.Cost.Validate(); err != nil {
 		return err
 	}
 	return c.Params.Validate()
@@ -250,6 +255,11 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 		r.Scenario = r.Run.Scenario
 	}
 	r.GeneratedBy = version.String()
+	carbon, err := CarbonOverRun(ctx, cfg, r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
+	}
+	AddCost(r, cfg.Cost, carbon)
 	return r, pd, nil
 }
 

@@ -144,6 +144,8 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 		p:  p,
 		r:  &Report{RunID: d.RunID, Stages: map[string]Stage{}, Flags: []Flag{}},
 		pd: &PlotData{SteadyFirst: -1, SteadyJoulesPerToken: math.NaN()},
+
+		steadyFrom: -1,
 	}
 	c.decideMode()
 	if err := c.span(); err != nil {
@@ -165,6 +167,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	c.throughput()
 	c.steadyState()
 	c.lifecycleEstimate()
+	c.intervals()
 	c.extras()
 	c.powerPlot()
 	c.validity()
@@ -186,6 +189,8 @@ type computation struct {
 	formal           []int32            // indexes into d.Requests of formal requests, in completion order
 	attr             <-chan attribution // the attribution to requests (startAttribution); nil when there is none
 	goodTokens       int64              // output tokens of requests within the SLOs
+	joules           []float64          // the attribution's joules per request (index into d.Requests); nil without one
+	steadyFrom       int                // position in the steady sequence (successful formal requests with tokens) where the steady state starts; -1 when not reached
 }
 
 // flag adds a report flag.
@@ -516,22 +521,13 @@ func (c *computation) requests() {
 		r.Tokens.FormalOutput += q.OutputTokens
 		r.Tokens.FormalInput += q.InputTokens
 		buf = append(buf, q.Latency)
-		good := true
 		if q.HasTTFT {
 			c.pd.TTFT = append(c.pd.TTFT, q.TTFT)
-			if p.SLOTTFT > 0 && q.TTFT > p.SLOTTFT.Seconds() {
-				good = false
-			}
-		} else if p.SLOTTFT > 0 {
-			good = false
 		}
 		if t, ok := tpot(*q); ok {
 			c.pd.TPOT = append(c.pd.TPOT, t)
-			if p.SLOTPOT > 0 && t > p.SLOTPOT.Seconds() {
-				good = false
-			}
 		}
-		if good {
+		if c.isGood(q) {
 			r.Goodput.GoodRequests++
 			c.goodTokens += q.OutputTokens
 		}
@@ -557,6 +553,16 @@ func (c *computation) requests() {
 	}
 	r.Latency.TTFTSeconds = stats.Of(withFailures(c.pd.TTFT, func(f failure) int { return f.ttfts }))
 	r.Latency.TPOTSeconds = stats.Of(withFailures(c.pd.TPOT, func(f failure) int { return f.tpots }))
+}
+
+// isGood says whether a successful request met every SLO (a TTFT SLO
+// needs a TTFT).
+func (c *computation) isGood(q *Request) bool {
+	if ttft := c.p.SLOTTFT.Seconds(); ttft > 0 && (!q.HasTTFT || q.TTFT > ttft) {
+		return false
+	}
+	t, ok := tpot(*q)
+	return !ok || c.p.SLOTPOT <= 0 || t <= c.p.SLOTPOT.Seconds()
 }
 
 // goodput fills the goodput section from the good requests.
@@ -651,6 +657,7 @@ func (c *computation) steadyState() {
 func (c *computation) steadyWindow(ss []int32, at attribution) {
 	r, p, reqs := c.r, c.p, c.d.Requests
 	r.UnattributedJoules = new(at.Unattributed)
+	c.joules = at.Joules
 	jpt := make([]float64, len(ss))
 	for j, i := range ss {
 		jpt[j] = at.Joules[i] / float64(reqs[i].OutputTokens)
@@ -670,6 +677,7 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	}
 	r.SteadyState.Reached = true
 	c.pd.SteadyFirst = first
+	c.steadyFrom = first
 	last := len(ss) - 1
 	c.pd.SteadyLast = last
 	r.SteadyState.FirstRequest, r.SteadyState.LastRequest = new(first), new(last)

@@ -179,6 +179,8 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("| TTFT SLO | TPOT SLO | good requests | goodput (of all started) |\n|---:|---:|---:|---:|\n")
 	p("| %s | %s | %d | %s |\n\n", scaled(r.Goodput.TTFTSLOSeconds, 1000, "%.0f ms"), scaled(r.Goodput.TPOTSLOSeconds, 1000, "%.1f ms"), r.Goodput.GoodRequests, scaled(r.Goodput.Ratio, 100, "%.2f%%"))
 
+	intervalsMarkdown(p, r)
+	costMarkdown(p, r)
 	le := r.LifecycleEstimate
 	p("## Lifecycle estimate\n\n")
 	p("E(N) = E_start + N·e_ss + E_release: fixed overhead E_start + E_release = %s; e_ss = %s per request; at N = %d the fixed overhead per request is %s.\n\n",
@@ -257,23 +259,29 @@ func WriteSummary(w io.Writer, r *Report) error {
 	row("error rate", fmt.Sprintf("%.2f%% (%d/%d failed)", 100*r.Requests.ErrorRate, r.Requests.Failed, r.Requests.Started))
 	ssv := "not reached: " + r.SteadyState.Reason
 	if r.SteadyState.Reached {
-		ssv = num(r.SteadyState.JoulesPerToken, "%.4f")
+		ssv = num(r.SteadyState.JoulesPerToken, "%.4f") + ciText(r, KeySteadyJPT, 1, "%.4f")
 	}
 	row("steady-state J/token", ssv)
 	if r.Mode == runinfo.ModeAttached {
 		row("full-lifecycle J/token", "not measured (attached run)")
 	} else {
-		row("full-lifecycle J/token", num(r.FullLifecycleJoulesPerToken, "%.4f"))
+		row("full-lifecycle J/token", num(r.FullLifecycleJoulesPerToken, "%.4f")+ciText(r, KeyLifecycleJPT, 1, "%.4f"))
 	}
 	row("energy startup/formal/release J", fmt.Sprintf("%s / %s / %s", num(r.Energy.StartupJoules, "%.1f"), num(r.Energy.FormalJoules, "%.1f"), num(r.Energy.ReleaseJoules, "%.1f")))
-	row("throughput tokens/s", num(r.ThroughputTokensPerSecond, "%.1f"))
+	row("throughput tokens/s", num(r.ThroughputTokensPerSecond, "%.1f")+ciText(r, KeyThroughput, 1, "%.1f"))
 	if r.OutputSanity != nil {
 		row("outputs empty/repeated/short", sanityCell(r.OutputSanity))
 	}
-	row("TTFT p50/p99 ms", scaled(r.Latency.TTFTSeconds.P50, 1000, "%.1f")+" / "+scaled(r.Latency.TTFTSeconds.P99, 1000, "%.1f"))
-	row("TPOT p50/p99 ms", scaled(r.Latency.TPOTSeconds.P50, 1000, "%.2f")+" / "+scaled(r.Latency.TPOTSeconds.P99, 1000, "%.2f"))
-	row("goodput", scaled(r.Goodput.Ratio, 100, "%.2f%%"))
+	row("TTFT p50/p99 ms", scaled(r.Latency.TTFTSeconds.P50, 1000, "%.1f")+ciText(r, "latency.ttft_seconds.p50", 1000, "%.1f")+" / "+scaled(r.Latency.TTFTSeconds.P99, 1000, "%.1f")+ciText(r, "latency.ttft_seconds.p99", 1000, "%.1f"))
+	row("TPOT p50/p99 ms", scaled(r.Latency.TPOTSeconds.P50, 1000, "%.2f")+ciText(r, "latency.tpot_seconds.p50", 1000, "%.2f")+" / "+scaled(r.Latency.TPOTSeconds.P99, 1000, "%.2f")+ciText(r, "latency.tpot_seconds.p99", 1000, "%.2f"))
+	row("goodput", scaled(r.Goodput.Ratio, 100, "%.2f%%")+ciText(r, KeyGoodputRatio, 100, "%.2f%%"))
+	if len(r.Intervals.CI95) > 0 {
+		row("intervals", fmt.Sprintf("[95%% CI], block bootstrap, L=%d requests", r.Intervals.BlockLengthRequests))
+	}
 	row("coverage", scaled(r.Measurement.CoverageRatio, 100, "%.2f%%"))
 	row("boundary", r.Measurement.Boundary)
+	if c := r.Cost; c != nil {
+		row("cost per 1M output tokens (lifecycle)", num(c.Per1MOutputTokensLifecycle.Money, "%.4g "+c.Currency)+" / "+num(c.Per1MOutputTokensLifecycle.GramsCO2e, "%.4g gCO2e")+" within "+c.Boundary)
+	}
 	return tw.Flush()
 }

@@ -30,6 +30,8 @@ type Report struct {
 	Latency                     Latency          `json:"latency"`
 	Goodput                     Goodput          `json:"goodput"`
 	LifecycleEstimate           LifecycleEst     `json:"lifecycle_estimate"`
+	Intervals                   Intervals        `json:"intervals"`      // 95% confidence intervals of the headline figures
+	Cost                        *Cost            `json:"cost,omitempty"` // money and carbon, with their boundary; only with cost inputs
 	Measurement                 Measurement      `json:"measurement"`
 	UnattributedJoules          *float64         `json:"unattributed_joules,omitempty"`
 	EnergyPerGPU                []GPUEnergy      `json:"energy_per_gpu,omitempty"`

@@ -57,6 +57,8 @@ type Plan struct {
 	EnergyPerDayKWh    *float64 `json:"energy_per_day_kwh"`
 	Warnings           []string `json:"warnings,omitempty"`
 	Boundary           string   `json:"boundary"`
+	// CostPerDay prices EnergyPerDay; only with cost inputs.
+	CostPerDay *PlanCost `json:"cost_per_day,omitempty"`
 }
 
 // PlanOptions are the inputs of a capacity plan.
@@ -64,6 +66,8 @@ type PlanOptions struct {
 	TargetPeakRateRPS float64
 	SLOs              []Constraint
 	RestartsPerDay    float64 // startups (and releases) per replica per day
+	// Cost, when any input is set, prices the energy per day.
+	Cost analyze.CostInputs
 	// Pool plans over runs that differ in model, engine, GPU or prompt set
 	// (run.*); without it such runs are refused: a sweep is one
 	// configuration at several load points.
@@ -173,6 +177,9 @@ func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
 	} else {
 		p.Warnings = append(p.Warnings, "energy per day unknown: the admission run lacks startup/release energy or the per-request energy")
 	}
+	if opts.Cost.Set() {
+		p.CostPerDay = planCost(&p, opts.Cost)
+	}
 	return p, nil
 }
 
@@ -219,6 +226,7 @@ func WritePlan(w io.Writer, p Plan) error {
 	fmt.Fprintf(w, "energy per day at the peak rate: %s J (%s kWh) = %d replicas × %s restart(s) × %s J (E_start+E_release) + %s requests × %s J (e_ss); %s\n",
 		fmtp(p.EnergyPerDayJoules), fmtp(p.EnergyPerDayKWh), p.Replicas, FormatValue(p.RestartsPerDay, true),
 		fmtp(p.FixedJoulesPerReplica), FormatValue(p.RequestsPerDay, true), fmtp(p.PerRequestJoules), p.Boundary)
+	writePlanCost(w, p.CostPerDay)
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 
+	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
 )
@@ -48,6 +49,9 @@ type Config struct {
 	// Logger says how the series were read (a fallback from remote read,
 	// and why); nil: nothing logged.
 	Logger *slog.Logger
+	// Cost, when any input is set, prices each model's and namespace's
+	// energy (Report.Cost).
+	Cost analyze.CostInputs
 }
 
 // Validate checks the configuration before any query.
@@ -64,6 +68,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.HTTP.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("prometheus HTTP client config: %w", err))
+	}
+	if err := c.Cost.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -93,6 +100,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := Compute(d, cfg.Namespace, cfg.Model)
+	carbon := cfg.Cost.CarbonIntensity
+	if cfg.Cost.CarbonQuery != "" {
+		if carbon, err = analyze.AverageOver(ctx, v1.NewAPI(client), cfg.Cost.CarbonQuery, d.From, d.To); err != nil {
+			return nil, err
+		}
+	}
+	AddCost(r, cfg.Cost, carbon)
 	if cfg.OutDir != "" {
 		if err := Write(cfg.OutDir, r); err != nil {
 			return r, err

@@ -44,6 +44,8 @@ type Report struct {
 	// (not filtered by namespace or model).
 	UnallocatedJoules      float64       `json:"unallocated_energy_joules"`
 	JoulesPerTokenOverTime []ModelPoints `json:"joules_per_token_over_time"`
+	// Cost prices the models' and namespaces' energy; only with cost inputs.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // ModelFigures sums a model's pods.
@@ -186,6 +188,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			p("| %s | %s | %s | %s | %s | %.0f |\n", s.Namespace, s.Pod, or(s.Model, "–"), utc(s.AllocatedAt), ft, s.EnergyJoules)
 		}
 	}
+	costMarkdown(p, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

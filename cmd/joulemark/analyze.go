@@ -39,6 +39,7 @@ type AnalyzeCmd struct {
 	MinQuality      float64       `name:"min-quality" default:"0.95" help:"With quality verdicts in the archive (--workload correctness, workload.quality_file): pass rate under which the run is flagged quality_low and excluded."`
 	QueryTimeout    time.Duration `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
 	ReadAPI         string        `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
+	Cost            CostFlags     `embed:"" prefix:"cost." group:"Cost and carbon"`
 }
 
 // Run analyzes the run and writes the report.
@@ -66,11 +67,15 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	p.MaxErrorRate, p.MinCoverage, p.EnergyTolerance = c.MaxErrorRate, c.MinCoverage, c.EnergyTolerance
 	p.MaxBadOutputRatio = c.MaxBadOutput
 	p.MinQuality = c.MinQuality
+	cost, err := c.Cost.Inputs()
+	if err != nil {
+		return err
+	}
 	cfg := analyze.Config{
 		PrometheusURL: c.Prometheus.URL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,
 		RunsDir: c.RunsDir, EngineSelector: c.EngineSelector, ReadAPI: c.ReadAPI,
-		Logger: g.Logger(), Wait: c.Wait,
+		Logger: g.Logger(), Wait: c.Wait, Cost: cost,
 	}
 	// Validated once, by analyze.Run, before any query.
 	r, err := analyze.Run(ctx, cfg)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/joulemark/joulemark/analyze/choose"
 )
@@ -12,9 +13,9 @@ import (
 type DiffCmd struct {
 	stdout io.Writer // os.Stdout when nil; tests set it
 
-	Before            string   `arg:"" type:"existingfile" help:"report.json of the reference run."`
-	After             string   `arg:"" type:"existingfile" help:"report.json of the run under test."`
-	FailOnRegression  float64  `name:"fail-on-regression" default:"5" help:"Exit non-zero when a tracked metric got worse by more than this many percent (direction-aware), vanished, or AFTER turned invalid."`
+	Before            string   `arg:"" help:"report.json of the reference run, or the reports of its repetitions joined by commas."`
+	After             string   `arg:"" help:"report.json of the run under test, or the reports of its repetitions joined by commas."`
+	FailOnRegression  float64  `name:"fail-on-regression" default:"5" help:"Exit non-zero when a tracked metric got significantly worse by more than this many percent (direction-aware), vanished, or AFTER turned invalid."`
 	MaxBadOutputRatio *float64 `name:"max-bad-output-ratio" help:"Also fail when AFTER's empty, repeated or short outputs exceed this share of its successful formal requests (reads its requests.jsonl)."`
 	RunsDir           string   `name:"runs-dir" default:"runs" type:"path" help:"Run archive searched for <run_id>/requests.jsonl when none is beside AFTER."`
 	Format            string   `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per tracked metric."`
@@ -25,15 +26,15 @@ func (c *DiffCmd) Run(g *Globals) error {
 	if c.FailOnRegression < 0 {
 		return usageErrorf("--fail-on-regression %v: must not be negative", c.FailOnRegression)
 	}
-	before, err := choose.LoadReport(c.Before, choose.LoadOptions{})
+	before, err := choose.LoadReports(strings.Split(c.Before, ","), choose.LoadOptions{})
 	if err != nil {
 		return err
 	}
-	after, err := choose.LoadReport(c.After, choose.LoadOptions{RunsDir: c.RunsDir})
+	after, err := choose.LoadReports(strings.Split(c.After, ","), choose.LoadOptions{RunsDir: c.RunsDir})
 	if err != nil {
 		return err
 	}
-	d := choose.Diff(before, after, choose.DiffMetrics, c.FailOnRegression)
+	d := choose.DiffRuns(before, after, choose.DiffMetrics, c.FailOnRegression)
 	if c.MaxBadOutputRatio != nil {
 		d.CheckSanity(*c.MaxBadOutputRatio)
 	}
@@ -49,7 +50,7 @@ func (c *DiffCmd) Run(g *Globals) error {
 		return err
 	}
 	if n := d.Regressions(); n > 0 {
-		return fmt.Errorf("%d regression(s) of %s against %s beyond %v%%", n, after.Name, before.Name, c.FailOnRegression)
+		return fmt.Errorf("%d regression(s) of %s against %s beyond %v%%", n, d.After.Name, d.Before.Name, c.FailOnRegression)
 	}
 	return nil
 }

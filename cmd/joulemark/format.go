@@ -175,8 +175,15 @@ type diffChangeJSON struct {
 	// worse in the metric's direction); null when a value is missing or
 	// the change is infinite.
 	WorsePercent *float64 `json:"worse_percent"`
-	Regressed    bool     `json:"regressed"`
-	Note         string   `json:"note,omitempty"`
+	// Significant, Test and P: whether the change is unlikely to be noise,
+	// by which test (ci, u-test, none: untested) and its p-value.
+	Significant bool        `json:"significant"`
+	Test        string      `json:"test"`
+	P           *float64    `json:"p"`
+	BeforeCI95  *[2]float64 `json:"before_ci95"`
+	AfterCI95   *[2]float64 `json:"after_ci95"`
+	Regressed   bool        `json:"regressed"`
+	Note        string      `json:"note,omitempty"`
 }
 
 func finite(v float64, ok bool) *float64 {
@@ -193,7 +200,8 @@ func diffResultJSON(d choose.DiffResult) diffJSON {
 	for _, c := range d.Changes {
 		out.Changes = append(out.Changes, diffChangeJSON{Metric: c.Metric.Key, Better: c.Metric.Dir.String(),
 			Before: finite(c.Before, c.HasBefore), After: finite(c.After, c.HasAfter),
-			WorsePercent: finite(c.Worse, c.HasBefore && c.HasAfter), Regressed: c.Regressed, Note: c.Note})
+			WorsePercent: finite(c.Worse, c.HasBefore && c.HasAfter), Significant: c.Significant, Test: c.Test, P: finite(c.P, true),
+			BeforeCI95: c.BeforeCI, AfterCI95: c.AfterCI, Regressed: c.Regressed, Note: c.Note})
 	}
 	return out
 }

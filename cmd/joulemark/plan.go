@@ -20,6 +20,7 @@ type PlanCmd struct {
 	MinGoodput     *float64       `name:"min-goodput" help:"SLO on the goodput ratio (0..1)."`
 	MaxErrorRate   *float64       `name:"max-error-rate" help:"SLO on the error rate (0..1)."`
 	RestartsPerDay float64        `name:"restarts-per-day" default:"1" help:"Engine startups (and releases) per replica per day, for the energy of a day."`
+	Cost           CostFlags      `embed:"" prefix:"cost." group:"Cost and carbon"`
 	RunsDir        string         `name:"runs-dir" default:"runs" type:"path" help:"Run archive searched for <run_id>/manifest.json (the configured load) when none is beside a report."`
 	Pool           bool           `name:"pool" help:"Plan over runs that differ in model, engine, GPU or prompt set (run.*); by default they are refused."`
 	Out            string         `type:"path" help:"Also write the plan as JSON to this file (never overwrites)."`
@@ -45,7 +46,11 @@ func (c *PlanCmd) Run(g *Globals) error {
 	if len(slos) == 0 {
 		return usageErrorf("give at least one SLO (--slo.ttft-p95, --slo.tpot-p95, --min-goodput, --max-error-rate)")
 	}
-	p, planErr := choose.MakePlan(runs, choose.PlanOptions{TargetPeakRateRPS: c.TargetPeakRate, SLOs: slos, RestartsPerDay: c.RestartsPerDay, Pool: c.Pool})
+	cost, err := c.Cost.Inputs()
+	if err != nil {
+		return err
+	}
+	p, planErr := choose.MakePlan(runs, choose.PlanOptions{TargetPeakRateRPS: c.TargetPeakRate, SLOs: slos, RestartsPerDay: c.RestartsPerDay, Pool: c.Pool, Cost: cost})
 	if p.Points == nil && planErr != nil {
 		return planErr
 	}

@@ -33,6 +33,7 @@ type AnalyzeProductionCmd struct {
 	Format       string                 `default:"text" enum:"text,json" help:"What to print on stdout (${enum})."`
 	QueryTimeout time.Duration          `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
 	ReadAPI      string                 `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
+	Cost         CostFlags              `embed:"" prefix:"cost." group:"Cost and carbon"`
 }
 
 // Run reads the range, writes the report and prints the per-model figures.
@@ -53,8 +54,12 @@ func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return withExitCode(exitUsage, err)
 	}
+	cost, err := c.Cost.Inputs()
+	if err != nil {
+		return err
+	}
 	r, err := production.Run(ctx, production.Config{PrometheusURL: c.Prometheus.URL, HTTP: hc, From: from, To: to,
-		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout, ReadAPI: c.ReadAPI, Logger: g.Logger()})
+		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout, ReadAPI: c.ReadAPI, Logger: g.Logger(), Cost: cost})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,64 @@
+package choose
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/joulemark/joulemark/analyze"
+)
+
+// PlanCost is plan.json "cost_per_day": what the energy of a day at the
+// peak rate costs and emits, within Boundary.
+type PlanCost struct {
+	Boundary          string   `json:"boundary"`
+	PUE               *float64 `json:"pue"`
+	PricePerKWh       *float64 `json:"price_per_kwh"`
+	Currency          string   `json:"currency,omitempty"`
+	CarbonGramsPerKWh *float64 `json:"carbon_gco2e_per_kwh"`
+	Missing           []string `json:"missing,omitempty"`
+	analyze.CostFigures
+}
+
+// planCost prices the plan's energy per day. The plan counts the GPUs'
+// energy of the admission run; a carbon query needs a run's time range,
+// which a plan has not.
+func planCost(p *Plan, in analyze.CostInputs) *PlanCost {
+	c := &PlanCost{Boundary: analyze.CostBoundary(p.Boundary, in.PUE), PUE: in.PUE, PricePerKWh: in.PricePerKWh,
+		Currency: in.Currency, CarbonGramsPerKWh: in.CarbonIntensity}
+	energy := p.EnergyPerDayJoules
+	if in.Energy == analyze.CostEnergyGPUHost {
+		energy = nil
+		c.Missing = append(c.Missing, "host energy (a plan counts the GPUs' energy only)")
+	}
+	if in.PUE == nil {
+		c.Missing = append(c.Missing, "PUE")
+	}
+	if in.PricePerKWh == nil {
+		c.Missing = append(c.Missing, "price per kWh")
+	}
+	if in.CarbonIntensity == nil {
+		why := "carbon intensity"
+		if in.CarbonQuery != "" {
+			why += " (a plan takes a constant, --cost.carbon-intensity)"
+		}
+		c.Missing = append(c.Missing, why)
+	}
+	if energy == nil && p.EnergyPerDayJoules == nil {
+		c.Missing = append(c.Missing, "energy per day")
+	}
+	c.CostFigures = in.Figures(energy, in.CarbonIntensity)
+	return c
+}
+
+// writePlanCost prints the cost line of the plan.
+func writePlanCost(w io.Writer, c *PlanCost) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "cost per day: %s kWh at the facility, %s %s, %s gCO2e; within %s",
+		fmtp(c.FacilityKWh), fmtp(c.Money), c.Currency, fmtp(c.GramsCO2e), c.Boundary)
+	if len(c.Missing) > 0 {
+		fmt.Fprintf(w, " (missing: %v)", c.Missing)
+	}
+	fmt.Fprintln(w)
+}
