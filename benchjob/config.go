@@ -207,10 +207,13 @@ func Defaults() Config {
 // to the bad-usage exit status).
 var ErrInvalidConfig = errors.New("invalid bench config")
 
-// Validate checks the config before any work starts, without touching the
+// Validate fills the load defaults (DefaultConcurrency when no load shape
+// is given, DefaultFormalRequests when nothing bounds the formal phase),
+// then checks the config before any work starts, without touching the
 // disk or the network (files and endpoints are checked when the run is
 // prepared); the error lists every problem found, each naming its field.
 func (c *Config) Validate() error {
+	c.applyLoadDefaults()
 	var p problems
 	c.checkTarget(&p)
 	c.checkLoad(&p)

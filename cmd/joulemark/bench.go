@@ -30,13 +30,13 @@ type BenchCmd struct {
 	Model      string             `help:"Served model id (default: the first one /v1/models lists)." group:"Target"`
 	Endpoint   string             `default:"${bench_endpoint}" enum:"completions,chat" help:"API: ${enum}." group:"Target"`
 
-	Concurrency      int           `help:"Closed loop: N requests in flight." group:"Load"`
+	Concurrency      int           `help:"Closed loop: N requests in flight (default 8 when no --rate, trace or sweep is given)." group:"Load"`
 	Rate             float64       `help:"Open loop: target request rate (req/s)." group:"Load"`
 	Burstiness       float64       `help:"Open loop: gamma shape of inter-arrivals (1 = Poisson, <1 burstier)." group:"Load"`
 	MaxConcurrency   int           `name:"max-concurrency" help:"Open loop: cap on requests in flight." group:"Load"`
 	SweepConcurrency []int         `name:"sweep.concurrency" help:"Run once per concurrency, e.g. 1,2,4 (each its own run)." group:"Load"`
 	SweepRate        []float64     `name:"sweep.rate" help:"Run once per rate, e.g. 1,2,4 (each its own run)." group:"Load"`
-	Requests         int           `name:"formal.requests" help:"Formal requests (and/or --formal.duration)." group:"Load"`
+	Requests         int           `name:"formal.requests" help:"Formal requests (and/or --formal.duration; default 400 without either). Fewer than windows + 2×concurrency (316 at concurrency 8) cannot reach the steady state: warned before the load." group:"Load"`
 	Duration         time.Duration `name:"formal.duration" help:"Formal phase length (and/or --formal.requests)." group:"Load"`
 	WarmupRequests   int           `name:"warmup.requests" default:"${bench_warmup_requests}" help:"Warm-up requests." group:"Load"`
 	IdleDuration     time.Duration `name:"idle.duration" default:"${bench_idle_duration}" help:"Idle baseline before the engine starts." group:"Load"`
@@ -153,6 +153,13 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 			return experiment.WriteDryRun(os.Stdout, runs, true)
 		}
 		for _, r := range runs {
+			if r.Name != "" && r.Config.RunID == r.Name {
+				// a repeat of the experiment: fresh run ids
+				if id := benchjob.FreshRunID(r.Config); id != r.Config.RunID {
+					g.Logger().Info("run id taken by an earlier run of the experiment: this one is a repeat", "run_id", id, "name", r.Name)
+					r.Config.RunID = id
+				}
+			}
 			cfgs = append(cfgs, r.Config)
 		}
 	} else {

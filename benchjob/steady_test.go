@@ -1,0 +1,52 @@
+package benchjob
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLoadDefaultsReachSteadyState: a config naming no load gets
+// concurrency 8 and 400 formal requests, enough for the steady state; too
+// few requests are warned about with the number needed; an open loop or a
+// duration keeps its own bounds.
+func TestLoadDefaultsReachSteadyState(t *testing.T) {
+	c := Defaults()
+	c.applyLoadDefaults()
+	if c.Concurrency != DefaultConcurrency || c.Requests != DefaultFormalRequests || c.steadyStateWarning() != "" {
+		t.Errorf("defaults: concurrency %d, requests %d, warning %q", c.Concurrency, c.Requests, c.steadyStateWarning())
+	}
+	if need := SteadyStateNeed(8); need != 316 || DefaultFormalRequests < need {
+		t.Errorf("need at concurrency 8: %d", need)
+	}
+	c = Defaults()
+	c.Concurrency, c.Requests = 24, 320
+	if w := c.steadyStateWarning(); !strings.Contains(w, "--formal.requests 348") {
+		t.Errorf("24 × 320: warning %q, want 348 named", w)
+	}
+	c = Defaults()
+	c.Rate, c.Duration = 5, 60e9
+	c.applyLoadDefaults()
+	if c.Concurrency != 0 || c.Requests != 0 || c.steadyStateWarning() != "" {
+		t.Errorf("open loop with a duration: concurrency %d requests %d", c.Concurrency, c.Requests)
+	}
+}
+
+// TestFreshRunID: a repeat of a run (or of any of its sweep points) gets
+// <run_id>-2, then -3, the first id free for every point.
+func TestFreshRunID(t *testing.T) {
+	c := Defaults()
+	c.RunsDir, c.RunID, c.SweepConcurrency = t.TempDir(), "exp", []int{4, 8}
+	if got := FreshRunID(c); got != "exp" {
+		t.Errorf("first run: %q", got)
+	}
+	for _, d := range []string{"exp-c8", "exp-2-c4"} {
+		if err := os.MkdirAll(filepath.Join(c.RunsDir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := FreshRunID(c); got != "exp-3" {
+		t.Errorf("after exp-c8 and exp-2-c4: %q, want exp-3", got)
+	}
+}
