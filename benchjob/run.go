@@ -493,6 +493,14 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	nl := r.cfg.Engine.NoLifecycle
 	if nl {
 		r.flag(FlagNoLifecycle)
+		if q := r.cfg.Engine.QuietWindow; q > 0 {
+			// the running engine without load from the bench
+			r.postPhase(phaseapi.Idle)
+			r.log.Info("quiet window before the load (the engine keeps running)", "duration", q)
+			if err := sleepCtx(ctx, q); err != nil {
+				return err
+			}
+		}
 	} else {
 		r.postPhase(phaseapi.Idle)
 		r.log.Info("idle baseline", "duration", r.cfg.IdleDuration)

@@ -1,10 +1,15 @@
 package benchjob
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 )
 
 // TestLoadDefaultsReachSteadyState: a config naming no load gets
@@ -48,5 +53,26 @@ func TestFreshRunID(t *testing.T) {
 	}
 	if got := FreshRunID(c); got != "exp-3" {
 		t.Errorf("after exp-c8 and exp-2-c4: %q, want exp-3", got)
+	}
+}
+
+// TestQuietWindow: an attached run with a quiet window posts idle, then
+// formal; a quiet window without --no-lifecycle is refused.
+func TestQuietWindow(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	exp := newFakeExporter(t, "")
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Engine.QuietWindow = 50 * time.Millisecond
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "engine.quiet_window") {
+		t.Errorf("a quiet window with a cold start: %v", err)
+	}
+	cfg.Engine.NoLifecycle = true
+	cfg.Exporters = []string{exp.URL}
+	if _, err := Run(context.Background(), cfg, testOptions()); err != nil {
+		t.Fatal(err)
+	}
+	if got := exp.phases(); !equalPhases(got, []phaseapi.Phase{phaseapi.Idle, phaseapi.Formal}) {
+		t.Errorf("phases %v, want idle then formal", got)
 	}
 }

@@ -69,7 +69,8 @@ type BenchCmd struct {
 	EngineCmd     string        `name:"engine.cmd" group:"Lifecycle" help:"Launch and own the engine (sh -c); its output goes to the archive."`
 	EngineStart   string        `name:"engine.start" group:"Lifecycle" help:"Hook that starts an externally managed engine."`
 	EngineStop    string        `name:"engine.stop" group:"Lifecycle" help:"Hook that stops it."`
-	NoLifecycle   bool          `name:"no-lifecycle" group:"Lifecycle" help:"Measure an already running service: formal phase only, flagged."`
+	NoLifecycle   bool          `name:"no-lifecycle" group:"Lifecycle" help:"Measure an already running service (attached): formal phase only, flagged; analyze reports steady-state figures and names startup, release and full lifecycle not measured."`
+	QuietWindow   time.Duration `name:"quiet-window" group:"Lifecycle" help:"With --no-lifecycle: post an idle phase this long before the load, the running engine without load from the bench (its resident power, not the bare GPUs' baseline); 0: none."`
 	ReadyTimeout  time.Duration `name:"engine.ready-timeout" default:"${bench_engine_ready_timeout}" group:"Lifecycle" help:"Readiness timeout (/health, /v1/models)."`
 	StopGrace     time.Duration `name:"engine.stop-grace" default:"${bench_engine_stop_grace}" group:"Lifecycle" help:"SIGTERM to SIGKILL grace of --engine.cmd."`
 	ReleaseWait   time.Duration `name:"release.wait" default:"${bench_release_wait}" group:"Lifecycle" help:"Longest wait for the exporters to report release."`
@@ -230,7 +231,7 @@ func (c *BenchCmd) config() (benchjob.Config, error) {
 	cfg.Timeouts.Connect, cfg.Timeouts.FirstToken, cfg.Timeouts.Total = c.ConnectTimeout, c.FirstTokenTimeout, c.RequestTimeout
 	cfg.Timeouts.Idle, cfg.Timeouts.Drain = c.IdleTimeout, c.DrainTimeout
 	cfg.Engine = benchjob.EngineConfig{
-		Cmd: c.EngineCmd, Start: c.EngineStart, Stop: c.EngineStop, NoLifecycle: c.NoLifecycle,
+		Cmd: c.EngineCmd, Start: c.EngineStart, Stop: c.EngineStop, NoLifecycle: c.NoLifecycle, QuietWindow: c.QuietWindow,
 		ReadyTimeout: c.ReadyTimeout, StopGrace: c.StopGrace, ReleaseWait: c.ReleaseWait,
 		Version: c.EngineVersion, Image: c.EngineImage, ModelRevision: c.ModelRevision,
 	}
