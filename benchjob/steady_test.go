@@ -2,6 +2,8 @@ package benchjob
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,5 +76,25 @@ func TestQuietWindow(t *testing.T) {
 	}
 	if got := exp.phases(); !equalPhases(got, []phaseapi.Phase{phaseapi.Idle, phaseapi.Formal}) {
 		t.Errorf("phases %v, want idle then formal", got)
+	}
+}
+
+// TestWatchFormalRate: a formal phase bounded by a duration alone is
+// warned about, a fifth in, when its observed rate ends it short of the
+// steady state, with the duration and requests needed.
+func TestWatchFormalRate(t *testing.T) {
+	var logs strings.Builder
+	r := &runner{cfg: Defaults(), log: slog.New(slog.NewTextHandler(&logs, nil)), progress: newProgress(io.Discard, nil)}
+	r.cfg.Concurrency, r.cfg.Duration = 8, 500*time.Millisecond
+	r.progress.done.Store(10) // 10 requests in the first fifth: about 100 req/s
+	r.watchFormalRate(context.Background(), time.Now())
+	if out := logs.String(); !strings.Contains(out, "needs 316") || !strings.Contains(out, "--formal.requests 316") || !strings.Contains(out, "--formal.duration ") {
+		t.Errorf("log %q", out)
+	}
+	logs.Reset()
+	r.progress.done.Store(1000)
+	r.watchFormalRate(context.Background(), time.Now())
+	if logs.Len() != 0 {
+		t.Errorf("a rate that reaches it was warned about: %q", logs.String())
 	}
 }
