@@ -80,8 +80,24 @@ func TestAttachedRunValid(t *testing.T) {
 			}
 		}
 	}
+	// A quiet window before the load (bench --quiet-window): the idle
+	// stage is measured and named for what it is; still valid.
+	d := attachedFixture(runinfo.ModeAttached)
+	fs := d.Phases["formal"].Start // the formal phase closes the quiet window
+	d.Phases["idle"], d.PhaseEnergy["idle"] = PhaseBounds{Start: fs - 10, End: fs, HasStart: true, HasEnd: true}, 1000
+	r, _, err := Compute(d, fixtureParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Valid || r.Stages["idle"].EnergyJoules == nil || !strings.Contains(md.String(), "quiet window before the load") {
+		t.Errorf("quiet window: valid %v flags %v idle %+v", r.Valid, flagCodes(r), r.Stages["idle"])
+	}
 	// The formal phase alone under a cold-start identity: markers lost.
-	r, _, err := Compute(attachedFixture(runinfo.ModeLifecycle), fixtureParams())
+	r, _, err = Compute(attachedFixture(runinfo.ModeLifecycle), fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,11 @@ type EngineConfig struct {
 	Start string `yaml:"start" json:"start,omitempty"`
 	Stop  string `yaml:"stop" json:"stop,omitempty"`
 	// NoLifecycle measures an already running service: formal phase only.
-	NoLifecycle  bool          `yaml:"no_lifecycle" json:"no_lifecycle"`
+	NoLifecycle bool `yaml:"no_lifecycle" json:"no_lifecycle"`
+	// QuietWindow, with NoLifecycle, is posted as the idle phase before the
+	// formal one: the running engine without load from the bench (its
+	// resident power, not the bare GPUs' baseline); 0: none.
+	QuietWindow  time.Duration `yaml:"quiet_window" json:"quiet_window,omitempty"`
 	ReadyTimeout time.Duration `yaml:"ready_timeout" json:"ready_timeout"`
 	StopGrace    time.Duration `yaml:"stop_grace" json:"stop_grace"`
 	// ReleaseWait bounds the wait for every exporter to report release
@@ -207,10 +211,13 @@ func Defaults() Config {
 // to the bad-usage exit status).
 var ErrInvalidConfig = errors.New("invalid bench config")
 
-// Validate checks the config before any work starts, without touching the
+// Validate fills the load defaults (DefaultConcurrency when no load shape
+// is given, DefaultFormalRequests when nothing bounds the formal phase),
+// then checks the config before any work starts, without touching the
 // disk or the network (files and endpoints are checked when the run is
 // prepared); the error lists every problem found, each naming its field.
 func (c *Config) Validate() error {
+	c.applyLoadDefaults()
 	var p problems
 	c.checkTarget(&p)
 	c.checkLoad(&p)
@@ -378,6 +385,8 @@ func (c *Config) checkEngine(p *problems) {
 	switch {
 	case e.NoLifecycle && (e.Cmd != "" || e.Start != "" || e.Stop != ""):
 		p.add("engine.no_lifecycle", "measures an already running service: drop engine.cmd/start/stop")
+	case e.QuietWindow < 0 || e.QuietWindow > 0 && !e.NoLifecycle:
+		p.add("engine.quiet_window", "%s: positive, and only with engine.no_lifecycle (a cold start has its idle phase)", e.QuietWindow)
 	case e.Cmd != "" && (e.Start != "" || e.Stop != ""):
 		p.add("engine.cmd", "launch a command or use start/stop hooks, not both")
 	case (e.Start == "") != (e.Stop == ""):

@@ -16,6 +16,7 @@ import (
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 func TestRunNoUsageCompletesFlagged(t *testing.T) {
@@ -278,6 +279,14 @@ func TestRunNoLifecycle(t *testing.T) {
 	}
 	if !slices.Contains(res.Flags, FlagNoLifecycle) || res.Warmup.Started != 0 || res.Summary.Started != 10 {
 		t.Errorf("flags %v warmup %d formal %d", res.Flags, res.Warmup.Started, res.Summary.Started)
+	}
+	// The run identity names the mode analyze reports it in.
+	arch, err := runarchive.OpenDir(res.ArchiveDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := arch.ReadManifest(); err != nil || m.RunInfo == nil || m.RunInfo.Mode != runinfo.ModeAttached {
+		t.Errorf("manifest run_info %+v (%v), want mode attached", m.RunInfo, err)
 	}
 }
 

@@ -91,8 +91,11 @@ type Result struct {
 	TargetRate   float64 `json:"target_rate"`
 	AchievedRate float64 `json:"achieved_rate"`
 
-	RemoteWriteURL string            `json:"remote_write_url,omitempty"`
-	RemoteWrite    remotewrite.Stats `json:"remote_write"`
+	RemoteWriteURL string `json:"remote_write_url,omitempty"`
+	// PrometheusURL is the Prometheus the run id was checked against
+	// (bench --prometheus.url), named in the next command to run.
+	PrometheusURL string            `json:"prometheus_url,omitempty"`
+	RemoteWrite   remotewrite.Stats `json:"remote_write"`
 
 	// Release is each exporter's final run status, by base URL.
 	Release map[string]*phaseapi.RunStatus `json:"release"`
@@ -495,9 +498,20 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 
 // lifecycle runs idle → startup → readiness → identity → warm-up → formal.
 func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFunc) error {
+	if w := r.cfg.steadyStateWarning(); w != "" {
+		r.log.Warn(w)
+	}
 	nl := r.cfg.Engine.NoLifecycle
 	if nl {
 		r.flag(FlagNoLifecycle)
+		if q := r.cfg.Engine.QuietWindow; q > 0 {
+			// the running engine without load from the bench
+			r.postPhase(contract.Idle)
+			r.log.Info("quiet window before the load (the engine keeps running)", "duration", q)
+			if err := sleepCtx(ctx, q); err != nil {
+				return err
+			}
+		}
 	} else {
 		r.postPhase(contract.Idle)
 		r.log.Info("idle baseline", "duration", r.cfg.IdleDuration)
@@ -575,7 +589,10 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	r.mu.Lock()
 	r.formalStart = time.Now()
 	r.mu.Unlock()
+	wctx, stopWatch := context.WithCancel(ctx)
+	go r.watchFormalRate(wctx, time.Now())
 	st := r.runLoad(ctx, spec)
+	stopWatch()
 	r.progress.phase.Store("")
 	wall := st.end.Sub(st.start).Seconds()
 	if wall > 0 {
@@ -890,7 +907,7 @@ type ExporterPhase struct {
 func (r *runner) finish(start time.Time, status string, runErr error) (*Result, error) {
 	res := &Result{RunID: r.runID, ArchiveDir: r.arch.Dir, Status: status, Model: r.model,
 		TargetRate: r.cfg.Rate, AchievedRate: r.man.Load.AchievedRate,
-		RemoteWriteURL: r.cfg.RemoteWrite.URL, Release: map[string]*phaseapi.RunStatus{}, Start: start}
+		RemoteWriteURL: r.cfg.RemoteWrite.URL, PrometheusURL: r.cfg.Prometheus.URL, Release: map[string]*phaseapi.RunStatus{}, Start: start}
 	var errs []error
 	if runErr != nil {
 		errs = append(errs, runErr)

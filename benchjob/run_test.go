@@ -181,7 +181,7 @@ func TestRunFullLifecycle(t *testing.T) {
 		t.Fatalf("%d %s samples, want 2", len(infos), contract.RunInfo)
 	}
 	wantInfo := runinfo.Info{RunID: "lifecycle-1", Scenario: "lifecycle", Model: "test-model", Engine: "joulemark", EngineVersion: "0.0.0-fake", GPUName: "Fake H100", GPUs: 1,
-		LoadMode: "closed", Concurrency: 2, MeanInputTokens: 40, MeanOutputTokens: 4}
+		LoadMode: "closed", Concurrency: 2, MeanInputTokens: 40, MeanOutputTokens: 4, Mode: runinfo.ModeLifecycle}
 	for _, s := range infos {
 		got := runinfo.FromLabels(s.labels)
 		if len(got.DatasetSHA256) != 64 || s.value != 1 {

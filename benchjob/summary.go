@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/stats"
 )
@@ -119,8 +122,14 @@ func WriteSummary(w io.Writer, res *Result) error {
 	} else {
 		fmt.Fprintf(tw, "samples\tremote write off (no --remote-write.url)\n")
 	}
+	if e := phaseEnergyLine(res); e != "" {
+		fmt.Fprintf(tw, "energy\t%s\n", e)
+	}
 	if why := res.Unusable(); res.Status == StatusCompleted && len(why) > 0 {
 		fmt.Fprintf(tw, "unusable\t%s\n", strings.Join(why, "; "))
+	}
+	if res.Status == StatusCompleted && res.RemoteWriteURL != "" {
+		fmt.Fprintf(tw, "next\t%s\n", analyzeCommand(res))
 	}
 	return tw.Flush()
 }
@@ -132,6 +141,43 @@ func ms(v *float64) string {
 		return "failed"
 	}
 	return fmt.Sprintf("%.1f", 1000**v)
+}
+
+// phaseEnergyLine is each phase's energy as the exporters reported it at
+// the run's end, summed over them: "idle 1400.2 J · … · formal 1278.9 J"
+// ("" without any).
+func phaseEnergyLine(res *Result) string {
+	sum := map[contract.Phase]float64{}
+	var order []contract.Phase
+	for _, u := range slices.Sorted(maps.Keys(res.Release)) {
+		st := res.Release[u]
+		if st == nil {
+			continue
+		}
+		for _, ph := range st.Phases {
+			if _, seen := sum[ph.Phase]; !seen {
+				order = append(order, ph.Phase)
+			}
+			sum[ph.Phase] += ph.EnergyJoules
+		}
+	}
+	var parts []string
+	for _, ph := range order {
+		parts = append(parts, fmt.Sprintf("%s %.1f J", ph, sum[ph]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, " · ") + " (GPU board energy, the exporters' figures)"
+}
+
+// analyzeCommand is the command that analyzes the run.
+func analyzeCommand(res *Result) string {
+	cmd := "joulemark analyze --run-id " + res.RunID + " --runs-dir " + filepath.Dir(res.ArchiveDir)
+	if u, err := url.Parse(res.PrometheusURL); err == nil && res.PrometheusURL != "" {
+		cmd += " --prometheus.url " + u.Redacted()
+	}
+	return cmd
 }
 
 func formatCounts(m map[string]int) string {

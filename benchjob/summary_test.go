@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/testnet"
@@ -68,6 +70,11 @@ func TestWriteSummaryGolden(t *testing.T) {
 	res := &Result{RunID: "golden-1", ArchiveDir: "runs/golden-1", Status: StatusCompleted,
 		Flags: []string{FlagUsageMissing}, Summary: summarize(summaryFixture()), TargetRate: 2, AchievedRate: 1.9,
 		RemoteWriteURL: "http://prom:9090/api/v1/write", RemoteWrite: remotewrite.Stats{Enqueued: 60, Acknowledged: 55, Failed: 5},
+		PrometheusURL: "http://user:secret@prom:9090",
+		Release: map[string]*phaseapi.RunStatus{
+			"http://b:9402": {Phases: []phaseapi.PhaseStatus{{Phase: contract.Formal, EnergyJoules: 1000}}},
+			"http://a:9402": {Phases: []phaseapi.PhaseStatus{{Phase: contract.Idle, EnergyJoules: 700}, {Phase: contract.Formal, EnergyJoules: 278.9}}},
+		},
 		Start: time.Unix(0, 0), End: time.Unix(10, 0)}
 	var b bytes.Buffer
 	if err := WriteSummary(&b, res); err != nil {
@@ -78,6 +85,13 @@ func TestWriteSummaryGolden(t *testing.T) {
 	out := b.String()
 	if strings.Index(out, "error rate") > strings.Index(out, "TTFT") {
 		t.Error("error rate is not first")
+	}
+	// The phase energy over both exporters, and the next command without
+	// the URL's password.
+	for _, want := range []string{"idle 700.0 J · formal 1278.9 J", "joulemark analyze --run-id golden-1 --runs-dir runs --prometheus.url http://user:xxxxx@prom:9090"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q", want)
+		}
 	}
 }
 

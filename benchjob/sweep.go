@@ -3,6 +3,8 @@ package benchjob
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -62,4 +64,29 @@ func sweepPoints(cfg Config) []Config {
 		out = append(out, p)
 	}
 	return out
+}
+
+// FreshRunID is cfg's run id when neither it nor any of its sweep points
+// has an archive in cfg.RunsDir yet, else the first <run_id>-<n> (n = 2, 3,
+// …) free for all of them: how a repeated experiment gets new run ids.
+func FreshRunID(cfg Config) string {
+	taken := func(id string) bool {
+		c := cfg
+		c.RunID = id
+		ids := []string{id}
+		for _, p := range sweepPoints(c) {
+			ids = append(ids, p.RunID)
+		}
+		for _, x := range ids {
+			if _, err := os.Stat(filepath.Join(cfg.RunsDir, x)); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	id := cfg.RunID
+	for n := 2; taken(id); n++ {
+		id = cfg.RunID + "-" + strconv.Itoa(n)
+	}
+	return id
 }

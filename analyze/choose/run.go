@@ -188,6 +188,10 @@ func LoadReports(paths []string, opts LoadOptions) ([]*Run, error) {
 	return runs, nil
 }
 
+// ErrNoReport is wrapped by ResolveReport's error when an argument names
+// no report (a usage error).
+var ErrNoReport = errors.New("no report found")
+
 // ResolveReport finds the report.json an argument names: the file itself,
 // a directory holding report.json (analyze --out) or report/report.json
 // (a run archive), or a run id looked up as <runsDir>/<id>/report/ and
@@ -206,14 +210,14 @@ func ResolveReport(arg, runsDir string) (string, error) {
 		}
 		tried = append(tried, filepath.Join("reports", arg, analyze.FileJSON))
 	} else {
-		return "", fmt.Errorf("report %s: %w", arg, err)
+		return "", fmt.Errorf("report %s: %w (%w)", arg, ErrNoReport, err)
 	}
 	for _, p := range tried {
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("report %s: no report found (tried %s)", arg, strings.Join(tried, ", "))
+	return "", fmt.Errorf("report %s: %w (tried %s)", arg, ErrNoReport, strings.Join(tried, ", "))
 }
 
 // Lookup returns the value at a dotted key of the report document

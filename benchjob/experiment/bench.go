@@ -9,6 +9,7 @@ func BenchOptions(sets []string) Options[benchjob.Config] {
 		Defaults: benchjob.Defaults,
 		SetName:  func(c *benchjob.Config, name string) { c.RunID = name },
 		Sets:     sets,
+		NameKey:  "run_id",
 	}
 }
 

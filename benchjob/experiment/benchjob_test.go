@@ -50,7 +50,8 @@ func TestBenchConfigErrors(t *testing.T) {
 		want []string
 	}{
 		{"unknown key", "target: http://h:1/v1\nconcurrency: 1\nrequests: 5\nworkload:\n  mean_output_token: 3\n", nil, []string{"line 5", "mean_output_token"}},
-		{"benchjob validation", "target: http://h:1/v1\nrequests: 5\n", nil, []string{"set concurrency"}},
+		{"benchjob validation", "target: http://h:1/v1\nrequests: 5\nconcurrency: 2\nrate: 1\n", nil, []string{"exclude each other"}},
+		{"set run_id of several runs", "name: x\nbase: {target: 'http://h:1/v1', requests: 5}\nsweep:\n  concurrency: [1, 2]\n", []string{"run_id=again1"}, []string{"--set run_id", "2 runs"}},
 		{"run id from the name is validated", "name: x\nbase: {target: 'http://h:1/v1', requests: 5}\nsweep:\n  concurrency: [1, 2]\n", []string{"concurrency=-1"}, []string{"must not be negative"}},
 		{"set unknown section", "target: http://h:1/v1\nconcurrency: 1\nrequests: 5\n", []string{"engine.cmdd=x"}, []string{"engine.cmdd", "ready_timeout"}},
 		{"set duration", "target: http://h:1/v1\nconcurrency: 1\nrequests: 5\n", []string{"duration=ten"}, []string{"--set", "ten"}},
@@ -67,5 +68,18 @@ func TestBenchConfigErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSetRunID: --set run_id names a single run (it used to be overwritten
+// by the run name without a word).
+func TestSetRunID(t *testing.T) {
+	doc := "name: x\nbase: {target: 'http://h:1/v1', requests: 5, concurrency: 1}\n"
+	runs, err := experiment.Expand[benchjob.Config](strings.NewReader(doc), benchOptions("run_id=again1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Config.RunID != "again1" {
+		t.Errorf("run id %q, want again1", runs[0].Config.RunID)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -51,6 +52,10 @@ type Options[T any] struct {
 	// Sets are --set overrides, "section.field=value" with a YAML value,
 	// applied to every run after the file's own values.
 	Sets []string
+	// NameKey is the key SetName fills (benchjob: run_id): a --set of it
+	// replaces the run name for a single run and is refused for several
+	// (they would share it), never silently overwritten.
+	NameKey string
 }
 
 // document is the strict shape of an experiment file, used to check every
@@ -271,6 +276,12 @@ func crossSweep[T any](layers []layer, axes []axis) ([]Run[T], []*yaml.Node) {
 // checks name collisions and validates every run; all errors are joined.
 func finish[T any, PT Validator[T]](runs []Run[T], nodes []*yaml.Node, sets []setOverride, opts Options[T]) ([]Run[T], error) {
 	var errs []error
+	nameSet := opts.NameKey != "" && slices.ContainsFunc(sets, func(s setOverride) bool {
+		return len(s.path) == 1 && s.path[0] == opts.NameKey
+	})
+	if nameSet && len(runs) > 1 {
+		return nil, fmt.Errorf("--set %s: the experiment expands to %d runs, which would share that one %s; each run is named after the experiment and its entry, and a repeat gets fresh ones (docs/experiments.md, \"Run ids\")", opts.NameKey, len(runs), opts.NameKey)
+	}
 	seen := map[string]int{}
 	for i := range runs {
 		r := &runs[i]
@@ -296,7 +307,7 @@ func finish[T any, PT Validator[T]](runs []Run[T], nodes []*yaml.Node, sets []se
 				continue
 			}
 		}
-		if r.Name != "" && opts.SetName != nil {
+		if r.Name != "" && opts.SetName != nil && !nameSet {
 			opts.SetName(&r.Config, r.Name)
 		}
 		if err := PT(&r.Config).Validate(); err != nil {

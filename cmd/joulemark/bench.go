@@ -30,13 +30,13 @@ type BenchCmd struct {
 	Model      string             `help:"Served model id (default: the first one /v1/models lists)." group:"Target"`
 	Endpoint   string             `default:"${bench_endpoint}" enum:"completions,chat" help:"API: ${enum}." group:"Target"`
 
-	Concurrency      int           `help:"Closed loop: N requests in flight." group:"Load"`
+	Concurrency      int           `help:"Closed loop: N requests in flight (default 8 when no --rate, trace or sweep is given)." group:"Load"`
 	Rate             float64       `help:"Open loop: target request rate (req/s)." group:"Load"`
 	Burstiness       float64       `help:"Open loop: gamma shape of inter-arrivals (1 = Poisson, <1 burstier)." group:"Load"`
 	MaxConcurrency   int           `name:"max-concurrency" help:"Open loop: cap on requests in flight." group:"Load"`
 	SweepConcurrency []int         `name:"sweep.concurrency" help:"Run once per concurrency, e.g. 1,2,4 (each its own run)." group:"Load"`
 	SweepRate        []float64     `name:"sweep.rate" help:"Run once per rate, e.g. 1,2,4 (each its own run)." group:"Load"`
-	Requests         int           `name:"formal.requests" help:"Formal requests (and/or --formal.duration)." group:"Load"`
+	Requests         int           `name:"formal.requests" help:"Formal requests (and/or --formal.duration; default 400 without either). Fewer than windows + 2×concurrency (316 at concurrency 8) cannot reach the steady state: warned before the load." group:"Load"`
 	Duration         time.Duration `name:"formal.duration" help:"Formal phase length (and/or --formal.requests)." group:"Load"`
 	WarmupRequests   int           `name:"warmup.requests" default:"${bench_warmup_requests}" help:"Warm-up requests." group:"Load"`
 	IdleDuration     time.Duration `name:"idle.duration" default:"${bench_idle_duration}" help:"Idle baseline before the engine starts." group:"Load"`
@@ -69,7 +69,8 @@ type BenchCmd struct {
 	EngineCmd     string        `name:"engine.cmd" group:"Lifecycle" help:"Launch and own the engine (sh -c); its output goes to the archive."`
 	EngineStart   string        `name:"engine.start" group:"Lifecycle" help:"Hook that starts an externally managed engine."`
 	EngineStop    string        `name:"engine.stop" group:"Lifecycle" help:"Hook that stops it."`
-	NoLifecycle   bool          `name:"no-lifecycle" group:"Lifecycle" help:"Measure an already running service: formal phase only, flagged."`
+	NoLifecycle   bool          `name:"no-lifecycle" group:"Lifecycle" help:"Measure an already running service (attached): formal phase only, flagged; analyze reports steady-state figures and names startup, release and full lifecycle not measured."`
+	QuietWindow   time.Duration `name:"quiet-window" group:"Lifecycle" help:"With --no-lifecycle: post an idle phase this long before the load, the running engine without load from the bench (its resident power, not the bare GPUs' baseline); 0: none."`
 	ReadyTimeout  time.Duration `name:"engine.ready-timeout" default:"${bench_engine_ready_timeout}" group:"Lifecycle" help:"Readiness timeout (/health, /v1/models)."`
 	StopGrace     time.Duration `name:"engine.stop-grace" default:"${bench_engine_stop_grace}" group:"Lifecycle" help:"SIGTERM to SIGKILL grace of --engine.cmd."`
 	ReleaseWait   time.Duration `name:"release.wait" default:"${bench_release_wait}" group:"Lifecycle" help:"Longest wait for the exporters to report release."`
@@ -153,6 +154,13 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 			return experiment.WriteDryRun(os.Stdout, runs, true)
 		}
 		for _, r := range runs {
+			if r.Name != "" && r.Config.RunID == r.Name {
+				// a repeat of the experiment: fresh run ids
+				if id := benchjob.FreshRunID(r.Config); id != r.Config.RunID {
+					g.Logger().Info("run id taken by an earlier run of the experiment: this one is a repeat", "run_id", id, "name", r.Name)
+					r.Config.RunID = id
+				}
+			}
 			cfgs = append(cfgs, r.Config)
 		}
 	} else {
@@ -223,7 +231,7 @@ func (c *BenchCmd) config() (benchjob.Config, error) {
 	cfg.Timeouts.Connect, cfg.Timeouts.FirstToken, cfg.Timeouts.Total = c.ConnectTimeout, c.FirstTokenTimeout, c.RequestTimeout
 	cfg.Timeouts.Idle, cfg.Timeouts.Drain = c.IdleTimeout, c.DrainTimeout
 	cfg.Engine = benchjob.EngineConfig{
-		Cmd: c.EngineCmd, Start: c.EngineStart, Stop: c.EngineStop, NoLifecycle: c.NoLifecycle,
+		Cmd: c.EngineCmd, Start: c.EngineStart, Stop: c.EngineStop, NoLifecycle: c.NoLifecycle, QuietWindow: c.QuietWindow,
 		ReadyTimeout: c.ReadyTimeout, StopGrace: c.StopGrace, ReleaseWait: c.ReleaseWait,
 		Version: c.EngineVersion, Image: c.EngineImage, ModelRevision: c.ModelRevision,
 	}

@@ -81,7 +81,7 @@ func TestBenchConfigFileExcludesFlags(t *testing.T) {
 		t.Errorf("--set without --config: %v", err)
 	}
 	c, _ = parseBench(t, "--target", "http://h:1/v1", "--formal.requests", "5")
-	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "set concurrency") {
+	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "engine.cmd") {
 		t.Errorf("invalid flags: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"os"
 
@@ -23,7 +24,7 @@ type CompareCmd struct {
 
 // Run prints the comparison.
 func (c *CompareCmd) Run(g *Globals) error {
-	runs, err := choose.LoadReports(c.Reports, choose.LoadOptions{RunsDir: c.RunsDir})
+	runs, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}
@@ -47,4 +48,14 @@ func (c *CompareCmd) out() io.Writer {
 		return os.Stdout
 	}
 	return c.stdout
+}
+
+// loadReports reads the reports the arguments name (files, report
+// directories, run archives, run ids); an argument naming none is bad usage.
+func loadReports(args []string, runsDir string) ([]*choose.Run, error) {
+	runs, err := choose.LoadReports(args, choose.LoadOptions{RunsDir: runsDir})
+	if errors.Is(err, choose.ErrNoReport) {
+		return nil, withExitCode(exitUsage, err)
+	}
+	return runs, err
 }

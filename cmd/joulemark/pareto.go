@@ -25,7 +25,7 @@ type ParetoCmd struct {
 
 // Run prints the Pareto classification.
 func (c *ParetoCmd) Run(g *Globals) error {
-	runs, err := choose.LoadReports(c.Reports, choose.LoadOptions{RunsDir: c.RunsDir})
+	runs, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ type PlanCmd struct {
 
 // Run prints the plan and, with --out, writes it.
 func (c *PlanCmd) Run(g *Globals) error {
-	runs, err := choose.LoadReports(c.Reports, choose.LoadOptions{RunsDir: c.RunsDir})
+	runs, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}

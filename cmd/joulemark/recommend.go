@@ -43,7 +43,7 @@ func (c *RecommendCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	runs, err := choose.LoadReports(c.Reports, choose.LoadOptions{RunsDir: c.RunsDir})
+	runs, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}

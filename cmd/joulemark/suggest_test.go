@@ -20,6 +20,7 @@ func TestSuggestionNeverHidden(t *testing.T) {
 		{[]string{"analyze", "run", "--prometheus.ur", "http://x", "--run-id", "a"}, `did you mean "--prometheus.url"?`, "prometheus-url", exitUsage},
 		{[]string{"analyze", "run", "--run-id", "a", "--prometheus.url", "http://prom:9090/api/v1/query"}, "e.g. http://prom:9090", "", exitUsage},
 		{[]string{"analyze", "run", "--run-id", "a", "--prometheus.url", "prom:9090"}, "did you mean http://prom:9090?", "", exitUsage},
+		{[]string{"compare", "no-such-run", "--runs-dir", "/nonexistent"}, "no report found (tried /nonexistent/no-such-run/report/report.json, reports/no-such-run/report.json)", "", exitUsage},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr)
