@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/dashboards"
+	"github.com/joulemark/joulemark/internal/demo"
+	"github.com/joulemark/joulemark/internal/promserver"
 )
 
 // documentedTimeInterval is the Grafana data source's scrape interval
@@ -18,11 +20,12 @@ const documentedTimeInterval = time.Second
 
 // needsOutsideRun are the queries the external run cannot feed, and why:
 // the sim exporter reads no RAPL zones and no kubelet runs (so no energy
-// per pod, per model or unallocated), and the formal phase (about 10 s)
-// may span no evaluation of the 15 s rule groups. Queries of recording rules
-// are evaluated and logged, not required: whether a 15 s evaluation fell
-// inside the short run is chance. The fixture of dashboards/eval_test.go
-// covers all of them.
+// per pod, per model or unallocated). The kubelet ones are required of the
+// embedded run, whose simulated kubelet lists pods (checkDashboardsKubelet);
+// no run here has RAPL, so the RAPL ones rest on dashboards/eval_test.go's
+// fixture. Queries of recording rules are evaluated and logged, not
+// required: whether a 15 s evaluation fell inside the 10 s formal phase is
+// chance.
 var needsOutsideRun = map[string]string{
 	`benchmark-run.json: panel "Host power (RAPL)" query A`:                         "RAPL",
 	`benchmark-run.json: panel "Formal-stage host energy" query A`:                  "RAPL",
@@ -114,4 +117,46 @@ func evalSeries(ctx context.Context, pa promv1.API, expr string, instant bool, v
 	}
 	m, _ := val.(model.Matrix)
 	return len(m), nil
+}
+
+// checkDashboardsKubelet evaluates the queries that need a kubelet on the
+// embedded run's TSDB (its simulated kubelet lists the engine pods), served
+// read-only by the embedded Prometheus, and fails on an empty one.
+func checkDashboardsKubelet(ctx context.Context, t *testing.T, res *demo.Result) {
+	if res.TSDBDir == "" || res.Bench == nil {
+		t.Fatal("the embedded run left no TSDB")
+	}
+	srv, err := promserver.Start(ctx, promserver.Options{Dir: res.TSDBDir, ListenAddress: "127.0.0.1:0", ReadOnly: true, DisableRemoteWrite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	targets, err := dashboards.Targets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa := promAPI(t, srv.URL())
+	view := dashboards.View{From: res.Bench.Start, To: time.Now(), MaxDataPoints: 1280, DataSourceInterval: documentedTimeInterval}
+	vars := map[string]string{"run_id": res.RunID, "node": ".*", "gpu": ".*", "namespace": ".*", "pod": ".*", "model": ".*"}
+	var checked int
+	for _, tg := range targets {
+		where := tg.Dashboard + ": " + tg.Where
+		if needsOutsideRun[where] != "kubelet" {
+			continue
+		}
+		checked++
+		expr, step, err := tg.Expand(view, vars)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		n, err := evalSeries(ctx, pa, expr, tg.Instant, view, step)
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v\n  %s", where, err, expr)
+		case n == 0:
+			t.Errorf("%s: no value over the embedded run with its kubelet (step %v)\n  %s", where, step, expr)
+		}
+	}
+	t.Logf("%d kubelet-dependent dashboard queries evaluated on the embedded run", checked)
 }
