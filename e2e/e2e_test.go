@@ -201,6 +201,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("Requests", func(t *testing.T) { checkRequests(ctx, t, ext) })
 	t.Run("EmbeddedMode", func(t *testing.T) { compareModes(t, ext.report, emb.res.Report) })
 	t.Run("Dashboards", func(t *testing.T) { checkDashboards(ctx, t, ext) })
+	t.Run("DashboardsKubelet", func(t *testing.T) { checkDashboardsKubelet(ctx, t, emb.res) })
 }
 
 type embeddedResult struct {
