@@ -36,7 +36,7 @@ func envName(cmd, name string) string {
 
 func setEnv(f *kong.Flag, cmd string) {
 	switch {
-	case f.Name == "help", f.Hidden, len(f.Tag.Envs) == 1 && f.Tag.Envs[0] == "-":
+	case f.Name == "help", len(f.Tag.Envs) == 1 && f.Tag.Envs[0] == "-":
 		f.Envs, f.Tag.Envs = nil, nil
 	case len(f.Tag.Envs) == 0:
 		f.Tag.Envs = []string{envName(cmd, f.Name)}

@@ -67,14 +67,14 @@ func TestFlagNamesFollowConvention(t *testing.T) {
 }
 
 // Every visible flag reads JOULEMARK_<COMMAND>_<FLAG>; globals
-// JOULEMARK_<FLAG>; hidden (deprecated) ones none.
+// JOULEMARK_<FLAG>; hidden ones (simulator, fault injection, tuning) too.
 func TestEnvNames(t *testing.T) {
 	envRe := regexp.MustCompile(`^JOULEMARK_[A-Z0-9]+(_[A-Z0-9]+)*$`)
 	seen := map[string]string{}
 	for _, f := range allFlags(t) {
 		envs := f.flag.Envs
 		switch {
-		case f.flag.Name == "help" || f.flag.Name == "version" || f.flag.Hidden:
+		case f.flag.Name == "help" || f.flag.Name == "version":
 			if len(envs) != 0 {
 				t.Errorf("joulemark %s --%s reads %v", f.cmd, f.flag.Name, envs)
 			}
@@ -116,12 +116,14 @@ func TestEnvPerCommand(t *testing.T) {
 	}
 }
 
-// docFlags is the flag reference of docs/cli.md, generated from the model.
+// docFlags is the flag reference of docs/cli.md, generated from the model:
+// every flag, those hidden from --help (simulator, fault injection, tuning)
+// marked so.
 func docFlags(t *testing.T) string {
 	var b strings.Builder
 	last := "-"
 	for _, f := range allFlags(t) {
-		if f.flag.Hidden || f.flag.Name == "help" {
+		if f.flag.Name == "help" {
 			continue
 		}
 		if f.cmd != last {
@@ -141,6 +143,9 @@ func docFlags(t *testing.T) string {
 			env = "`" + f.flag.Envs[0] + "`"
 		}
 		help := strings.ReplaceAll(strings.ReplaceAll(f.flag.Help, "|", `\|`), "\n", " ")
+		if f.flag.Hidden {
+			help = "(hidden from --help) " + help
+		}
 		fmt.Fprintf(&b, "| `--%s` | %s | %s | %s |\n", f.flag.Name, def, env, help)
 	}
 	return b.String()
@@ -341,15 +346,15 @@ func TestDocCommandLines(t *testing.T) {
 	}
 }
 
-// hasFlag: name is a visible flag of n (or of its default subcommand) or of
-// a command above it.
+// hasFlag: name is a flag of n (or of its default subcommand) or of a
+// command above it; hidden flags (simulator, faults, tuning) count.
 func hasFlag(n *kong.Node, name string) bool {
 	if n.DefaultCmd != nil && hasFlag(n.DefaultCmd, name) {
 		return true
 	}
 	for ; n != nil; n = n.Parent {
 		for _, f := range n.Flags {
-			if f.Name == name && !f.Hidden {
+			if f.Name == name {
 				return true
 			}
 		}
@@ -414,4 +419,20 @@ func TestNoAliases(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--prometheus.url") {
 		t.Errorf("typo: %v, want a suggestion of --prometheus.url", err)
 	}
+}
+
+// The default help stays short: at most 30 flags in joulemark exporter
+// --help (28 of the model, --help and --version come on top); simulator,
+// fault-injection and tuning flags are hidden and listed in docs/cli.md.
+func TestExporterHelpSize(t *testing.T) {
+	n := 0
+	for _, f := range allFlags(t) {
+		if (f.cmd == "exporter" || f.cmd == "") && !f.flag.Hidden {
+			n++
+		}
+	}
+	if n > 28 || n < 10 {
+		t.Errorf("joulemark exporter --help shows %d flags besides --help and --version, want at most 28", n)
+	}
+	t.Logf("joulemark exporter --help: %d flags", n)
 }

@@ -29,39 +29,39 @@ type ExporterCmd struct {
 	ReleaseHold              time.Duration `name:"release.hold" default:"30s" help:"How long every GPU must stay within --release.tolerance of its baseline; the release ends where this hold began."`
 	ReleaseMaxWait           time.Duration `name:"release.max-wait" default:"10m" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
 	ReleaseRequireEngineExit bool          `name:"release.require-engine-exit" help:"The release's process criterion is met only when the bench reports the engine's exit (bench with --engine-cmd/--engine-stop), never from NVML's compute process list; a run without the report times out at --release.max-wait."`
-	IdleCVThreshold          float64       `name:"idle.cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
+	IdleCVThreshold          float64       `hidden:"" name:"idle.cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
 	MaxRuns                  int           `name:"max-runs" default:"100" help:"Finished runs kept in memory and served by the API (on /metrics for --run.metrics-ttl)."`
 	PowercapPath             string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
 	StoragePath              string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start)."`
-	SaveInterval             time.Duration `name:"storage.save-interval" default:"10s" help:"How often the energy counters and the active runs are saved besides every phase change and the shutdown (one file write per interval, whatever the GPUs and the sampling rate)."`
+	SaveInterval             time.Duration `hidden:"" name:"storage.save-interval" default:"10s" help:"How often the energy counters and the active runs are saved besides every phase change and the shutdown (one file write per interval, whatever the GPUs and the sampling rate)."`
 	RunMaxAge                time.Duration `name:"run.max-age" default:"24h" help:"A run still active this long after its first phase ends with reason expired."`
-	RunMetricsTTL            time.Duration `name:"run.metrics-ttl" default:"5m" help:"A finished run leaves /metrics this long after its final values are known (the API serves it until --max-runs evicts it)."`
+	RunMetricsTTL            time.Duration `hidden:"" name:"run.metrics-ttl" default:"5m" help:"A finished run leaves /metrics this long after its final values are known (the API serves it until --max-runs evicts it)."`
 	Kubelet                  kubeletFlags  `embed:""`
 
 	// RemoteWrite pushes every raw power sample (remote write 1.0).
 	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write."`
 
-	NVMLInitTimeout   time.Duration `name:"nvml.init-timeout" default:"2m" help:"With --gpu=nvml: how long NVML's init (and opening a first GPU) is retried, with backoff, before the exporter gives up; GPUs failing after that are listed down and retried."`
-	NVMLRetryInterval time.Duration `name:"nvml.retry-interval" default:"10s" help:"With --gpu=nvml: how long after failing to open a GPU is opened again (listed with joulemark_gpu_up 0 meanwhile); the wait doubles after each failed attempt, up to 5m (or this, if longer)."`
+	NVMLInitTimeout   time.Duration `hidden:"" name:"nvml.init-timeout" default:"2m" help:"With --gpu=nvml: how long NVML's init (and opening a first GPU) is retried, with backoff, before the exporter gives up; GPUs failing after that are listed down and retried."`
+	NVMLRetryInterval time.Duration `hidden:"" name:"nvml.retry-interval" default:"10s" help:"With --gpu=nvml: how long after failing to open a GPU is opened again (listed with joulemark_gpu_up 0 meanwhile); the wait doubles after each failed attempt, up to 5m (or this, if longer)."`
 
-	SimEngineURL     []string      `name:"sim.engine-url" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state); repeatable as namespace/pod=URL, each engine then driving only the GPUs its pod holds in --sim.allocations."`
-	SimIdleWatts     float64       `name:"sim.idle-watts" default:"70" help:"Simulated idle power per GPU."`
-	SimMaxWatts      float64       `name:"sim.max-watts" default:"700" help:"Simulated power at full load."`
-	SimStartupWatts  float64       `name:"sim.startup-watts" default:"250" help:"Simulated power while the engine loads."`
-	SimRampSeconds   float64       `name:"sim.ramp-seconds" default:"1.5" help:"Time constant of simulated power rises."`
-	SimDecaySeconds  float64       `name:"sim.decay-seconds" default:"8" help:"Time constant of the simulated release decay."`
-	SimNoiseWatts    float64       `name:"sim.noise-watts" default:"0.5" help:"RMS of the simulated power noise."`
-	SimSeed          uint64        `name:"sim.seed" default:"1" help:"Seed of the simulated noise."`
-	SimEnergyCounter bool          `name:"sim.energy-counter" help:"Simulated GPUs report an energy counter (else energy is integrated)."`
-	SimCounterPeriod time.Duration `name:"sim.counter-period" default:"0s" help:"How often the simulated energy counter updates (real drivers: about 100ms; 0: continuously)."`
-	SimCounterOffset time.Duration `name:"sim.counter-offset" default:"0s" help:"Phase of the simulated counter's update grid (updates at offset + k·period)."`
-	SimCounterJitter time.Duration `name:"sim.counter-jitter" default:"0s" help:"Each simulated counter update moves by a seeded amount within ±this (at most 0.45·--sim.counter-period)."`
-	SimPowerBias     float64       `name:"sim.power-bias" default:"1" help:"Simulated power readings are this factor times the power the simulated energy counter integrates (a real GPU's instant power may read a few percent off its counter); 0.5..1.5."`
-	SimHangGPU       int           `name:"sim.hang-gpu" default:"-1" help:"Simulated GPU whose reads hang (as a hung driver call) after --sim.hang-after; -1: none."`
-	SimHangAfter     time.Duration `name:"sim.hang-after" default:"0s" help:"When the reads of --sim.hang-gpu start hanging, after the exporter starts."`
-	SimHangShutdown  bool          `name:"sim.hang-shutdown" help:"With --sim.hang-gpu: the hung call also blocks the backend's shutdown for good, as NVML's shutdown behind a hung driver call (the exporter exits anyway, after a bounded wait)."`
-	SimDownGPU       int           `name:"sim.down-gpu" default:"-1" help:"Simulated GPU that fails to open at start (as a GPU failing nvmlDeviceGetHandleByIndex): listed with joulemark_gpu_up 0 and no uuid until --sim.down-for has passed; -1: none."`
-	SimDownFor       time.Duration `name:"sim.down-for" default:"0s" help:"How long --sim.down-gpu stays down after the start (0: for good)."`
+	SimEngineURL     []string      `hidden:"" name:"sim.engine-url" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state); repeatable as namespace/pod=URL, each engine then driving only the GPUs its pod holds in --sim.allocations."`
+	SimIdleWatts     float64       `hidden:"" name:"sim.idle-watts" default:"70" help:"Simulated idle power per GPU."`
+	SimMaxWatts      float64       `hidden:"" name:"sim.max-watts" default:"700" help:"Simulated power at full load."`
+	SimStartupWatts  float64       `hidden:"" name:"sim.startup-watts" default:"250" help:"Simulated power while the engine loads."`
+	SimRampSeconds   float64       `hidden:"" name:"sim.ramp-seconds" default:"1.5" help:"Time constant of simulated power rises."`
+	SimDecaySeconds  float64       `hidden:"" name:"sim.decay-seconds" default:"8" help:"Time constant of the simulated release decay."`
+	SimNoiseWatts    float64       `hidden:"" name:"sim.noise-watts" default:"0.5" help:"RMS of the simulated power noise."`
+	SimSeed          uint64        `hidden:"" name:"sim.seed" default:"1" help:"Seed of the simulated noise."`
+	SimEnergyCounter bool          `hidden:"" name:"sim.energy-counter" help:"Simulated GPUs report an energy counter (else energy is integrated)."`
+	SimCounterPeriod time.Duration `hidden:"" name:"sim.counter-period" default:"0s" help:"How often the simulated energy counter updates (real drivers: about 100ms; 0: continuously)."`
+	SimCounterOffset time.Duration `hidden:"" name:"sim.counter-offset" default:"0s" help:"Phase of the simulated counter's update grid (updates at offset + k·period)."`
+	SimCounterJitter time.Duration `hidden:"" name:"sim.counter-jitter" default:"0s" help:"Each simulated counter update moves by a seeded amount within ±this (at most 0.45·--sim.counter-period)."`
+	SimPowerBias     float64       `hidden:"" name:"sim.power-bias" default:"1" help:"Simulated power readings are this factor times the power the simulated energy counter integrates (a real GPU's instant power may read a few percent off its counter); 0.5..1.5."`
+	SimHangGPU       int           `hidden:"" name:"sim.hang-gpu" default:"-1" help:"Simulated GPU whose reads hang (as a hung driver call) after --sim.hang-after; -1: none."`
+	SimHangAfter     time.Duration `hidden:"" name:"sim.hang-after" default:"0s" help:"When the reads of --sim.hang-gpu start hanging, after the exporter starts."`
+	SimHangShutdown  bool          `hidden:"" name:"sim.hang-shutdown" help:"With --sim.hang-gpu: the hung call also blocks the backend's shutdown for good, as NVML's shutdown behind a hung driver call (the exporter exits anyway, after a bounded wait)."`
+	SimDownGPU       int           `hidden:"" name:"sim.down-gpu" default:"-1" help:"Simulated GPU that fails to open at start (as a GPU failing nvmlDeviceGetHandleByIndex): listed with joulemark_gpu_up 0 and no uuid until --sim.down-for has passed; -1: none."`
+	SimDownFor       time.Duration `hidden:"" name:"sim.down-for" default:"0s" help:"How long --sim.down-gpu stays down after the start (0: for good)."`
 }
 
 // Run starts the exporter and serves until SIGINT or SIGTERM.
