@@ -167,8 +167,12 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	c.throughput()
 	c.steadyState()
 	c.lifecycleEstimate()
-	c.intervals()
+	// The intervals write only their own section: they run beside the
+	// extras, which read what they read and write other sections.
+	intervals := make(chan struct{})
+	go func() { c.intervals(); close(intervals) }()
 	c.extras()
+	<-intervals
 	c.powerPlot()
 	c.validity()
 	return c.r, c.pd, nil

@@ -12,8 +12,8 @@ import (
 )
 
 // Intervals is report.json "intervals": 95% confidence intervals of the
-// headline figures from a circular block bootstrap over the formal
-// requests in completion order (docs/analyze.md, "Confidence intervals").
+// headline figures from a block bootstrap over the formal requests in
+// completion order (docs/analyze.md, "Confidence intervals").
 // Consecutive requests overlap in time and share energy, so they are
 // resampled in blocks, never one by one.
 type Intervals struct {
@@ -43,14 +43,14 @@ const (
 )
 
 const (
-	bootstrapMethod = "circular block bootstrap over the formal requests in completion order, percentile interval"
+	bootstrapMethod = "block bootstrap (non-overlapping blocks) over the formal requests in completion order, percentile interval"
 	bootstrapSeed   = 1
 	// minBlocks is the fewest blocks a sequence must hold for an interval.
 	minBlocks = 10
 	// maxResamples and minResamples bound the resamples; bootstrapWork
 	// is requests × resamples (fewer resamples for big runs).
 	maxResamples, minResamples = 1000, 200
-	bootstrapWork              = 2e8
+	bootstrapWork              = 5e7
 )
 
 // CI95 is the 95% interval of the figure with report key key; false when
@@ -60,16 +60,15 @@ func (r *Report) CI95(key string) (lo, hi float64, ok bool) {
 	return v[0], v[1], ok
 }
 
-// seqItem is one formal request of the bootstrap's sequence.
+// seqItem sums a block of formal requests.
 type seqItem struct {
-	joules, tokens, goodTokens float64
-	good                       bool
+	joules, tokens, goodTokens, good float64
 }
 
-// ranked is one latency value and its position in the sequence.
+// ranked is one latency value and the block of the sequence it is in.
 type ranked struct {
 	v   float64
-	pos int32
+	blk int32
 }
 
 // intervals fills report.json "intervals".
@@ -115,35 +114,36 @@ func (c *computation) blockLength() int {
 // throughput, goodput and its J per good token, latency percentiles.
 func (c *computation) formalIntervals(iv *Intervals) {
 	r, reqs := c.r, c.d.Requests
-	seq := make([]seqItem, len(c.formal))
+	n := len(c.formal)
+	bs := newBlockSet(n, iv.BlockLengthRequests)
+	sums := make([]seqItem, bs.b) // per block; good counts the good requests
+	count := make([]float64, bs.b)
 	var ttft, tpots, lat []ranked
 	sumJ := 0.0
 	for k, i := range c.formal {
-		q := &reqs[i]
-		it := seqItem{}
+		q, blk := &reqs[i], bs.blockOf[k]
+		s := &sums[blk]
+		count[blk]++
 		if c.joules != nil {
-			it.joules = c.joules[i]
+			s.joules += c.joules[i]
+			sumJ += c.joules[i]
 		}
-		sumJ += it.joules
-		pos := int32(k)
 		if !q.Success {
-			inf := ranked{math.Inf(1), pos}
+			inf := ranked{math.Inf(1), blk}
 			ttft, tpots, lat = append(ttft, inf), append(tpots, inf), append(lat, inf)
-			seq[k] = it
 			continue
 		}
-		it.tokens = float64(q.OutputTokens)
-		it.good = c.isGood(q)
-		if it.good {
-			it.goodTokens = it.tokens
+		s.tokens += float64(q.OutputTokens)
+		if c.isGood(q) {
+			s.goodTokens += float64(q.OutputTokens)
+			s.good++
 		}
-		seq[k] = it
-		lat = append(lat, ranked{q.Latency, pos})
+		lat = append(lat, ranked{q.Latency, blk})
 		if q.HasTTFT {
-			ttft = append(ttft, ranked{q.TTFT, pos})
+			ttft = append(ttft, ranked{q.TTFT, blk})
 		}
 		if t, ok := tpot(*q); ok {
-			tpots = append(tpots, ranked{t, pos})
+			tpots = append(tpots, ranked{t, blk})
 		}
 	}
 	for _, l := range [][]ranked{ttft, tpots, lat} {
@@ -153,19 +153,23 @@ func (c *computation) formalIntervals(iv *Intervals) {
 	if fb, ok := c.d.Phases["formal"]; ok && fb.HasStart && fb.HasEnd {
 		dur = fb.End - fb.Start
 	}
+	lists := []struct {
+		name     string
+		v        []ranked
+		perBlock []int32
+	}{{"ttft_seconds", ttft, countPerBlock(ttft, bs.b)}, {"tpot_seconds", tpots, countPerBlock(tpots, bs.b)}, {"latency_seconds", lat, countPerBlock(lat, bs.b)}}
 	reps := map[string][]float64{}
 	add := func(key string, v float64) { reps[key] = append(reps[key], v) }
-	b := newBootstrap(len(seq), iv.BlockLengthRequests)
 	for range iv.Resamples {
-		w := b.resample()
-		var j, t, good, goodT float64
-		for k, x := range w {
+		w := bs.resample()
+		var j, t, good, goodT, cnt float64
+		for blk, x := range w {
 			f := float64(x)
-			j, t, goodT = j+f*seq[k].joules, t+f*seq[k].tokens, goodT+f*seq[k].goodTokens
-			if seq[k].good {
-				good += f
-			}
+			j, t, goodT, good, cnt = j+f*sums[blk].joules, t+f*sums[blk].tokens, goodT+f*sums[blk].goodTokens, good+f*sums[blk].good, cnt+f*count[blk]
 		}
+		// Blocks differ in length by one: the sums are scaled to n requests.
+		k := float64(n) / cnt
+		j, t, goodT = j*k, t*k, goodT*k
 		if c.joules != nil && r.Energy.LifecycleJoules != nil {
 			add(KeyLifecycleJPT, (*r.Energy.LifecycleJoules-sumJ+j)/t)
 		}
@@ -173,16 +177,21 @@ func (c *computation) formalIntervals(iv *Intervals) {
 			add(KeyJoulesPerGood, (*r.Energy.FormalJoules-sumJ+j)/goodT)
 		}
 		add(KeyThroughput, t/dur)
-		add(KeyGoodputRatio, good/float64(len(seq)))
-		for _, l := range []struct {
-			name string
-			v    []ranked
-		}{{"ttft_seconds", ttft}, {"tpot_seconds", tpots}, {"latency_seconds", lat}} {
-			for p, v := range weightedPercentiles(l.v, w) {
-				add("latency."+l.name+"."+p, v)
+		add(KeyGoodputRatio, good/cnt)
+		for _, l := range lists {
+			if v, ok := weightedPercentiles(l.v, w, l.perBlock); ok {
+				for i, name := range pctNames {
+					add("latency."+l.name+"."+name, v[i])
+				}
 			}
 		}
 	}
+	c.setFormalIntervals(iv, reps)
+}
+
+// setFormalIntervals keeps the intervals of the figures the report has.
+func (c *computation) setFormalIntervals(iv *Intervals, reps map[string][]float64) {
+	r := c.r
 	point := map[string]*float64{KeyLifecycleJPT: r.FullLifecycleJoulesPerToken, KeyJoulesPerGood: r.Goodput.JoulesPerGoodToken,
 		KeyThroughput: r.ThroughputTokensPerSecond, KeyGoodputRatio: r.Goodput.Ratio}
 	for _, l := range []struct {
@@ -224,12 +233,17 @@ func (c *computation) steadyInterval(iv *Intervals) {
 
 // ratioReplicates is the bootstrap distribution of Σnum/Σden.
 func ratioReplicates(num, den []float64, blockLen, resamples int) []float64 {
-	b := newBootstrap(len(num), blockLen)
+	bs := newBlockSet(len(num), blockLen)
+	bn, bd := make([]float64, bs.b), make([]float64, bs.b)
+	for k := range num {
+		bn[bs.blockOf[k]] += num[k]
+		bd[bs.blockOf[k]] += den[k]
+	}
 	out := make([]float64, 0, resamples)
 	for range resamples {
 		var a, d float64
-		for k, x := range b.resample() {
-			a, d = a+float64(x)*num[k], d+float64(x)*den[k]
+		for blk, x := range bs.resample() {
+			a, d = a+float64(x)*bn[blk], d+float64(x)*bd[blk]
 		}
 		out = append(out, a/d)
 	}
@@ -257,60 +271,85 @@ func percentileInterval(reps []float64, conf float64) (lo, hi float64, ok bool) 
 	return lo, hi, stats.Finite(lo) != nil && stats.Finite(hi) != nil
 }
 
+// pctNames are the percentiles weightedPercentiles finds, in order.
+var pctNames = [4]string{"p50", "p90", "p95", "p99"}
+
 // weightedPercentiles is the nearest-rank p50/p90/p95/p99 (as
-// percentilesOf) of the resample: each value in sorted counted w[pos]
-// times.
-func weightedPercentiles(sorted []ranked, w []int32) map[string]float64 {
+// percentilesOf) of the resample: each value in sorted counted as often as
+// its block was drawn, w[blk]; perBlock counts sorted's values in each
+// block. p50 is walked to from the bottom, the others from the top. ok is
+// false for an empty resample.
+func weightedPercentiles(sorted []ranked, w, perBlock []int32) (out [4]float64, ok bool) {
 	total := 0
-	for _, x := range sorted {
-		total += int(w[x.pos])
+	for b, x := range w {
+		total += int(x) * int(perBlock[b])
 	}
-	out := make(map[string]float64, 4)
 	if total == 0 {
-		return out
+		return out, false
 	}
-	ps := []struct {
-		name string
-		p    float64
-	}{{"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}}
-	next, cum := 0, 0
+	k50 := stats.RankIndex(50, total)
+	cum := 0
 	for _, x := range sorted {
-		cum += int(w[x.pos])
-		for next < len(ps) && cum > stats.RankIndex(ps[next].p, total) {
-			out[ps[next].name] = x.v
-			next++
-		}
-		if next == len(ps) {
+		if cum += int(w[x.blk]); cum > k50 {
+			out[0] = x.v
 			break
 		}
 	}
-	return out
-}
-
-// bootstrap draws circular block resamples of a sequence of n: ⌈n/L⌉
-// blocks of L consecutive positions (wrapping around), each starting at a
-// uniform position, the last cut so that the resample holds n.
-type bootstrap struct {
-	n, l int
-	rng  *rand.Rand
-	w    []int32
-}
-
-func newBootstrap(n, l int) *bootstrap {
-	return &bootstrap{n: n, l: min(l, n), rng: rand.New(rand.NewPCG(bootstrapSeed, uint64(n))), w: make([]int32, n)}
-}
-
-// resample returns how many times each position is drawn (reused by the
-// next call).
-func (b *bootstrap) resample() []int32 {
-	clear(b.w)
-	for left := b.n; left > 0; left -= b.l {
-		s := b.rng.IntN(b.n)
-		for j := range min(b.l, left) {
-			b.w[(s+j)%b.n]++
+	// From the top: the value at rank k is the last one whose values
+	// below it number at most k.
+	ks := [3]int{stats.RankIndex(99, total), stats.RankIndex(95, total), stats.RankIndex(90, total)}
+	next, above := 0, 0
+	for i := len(sorted) - 1; i >= 0 && next < len(ks); i-- {
+		above += int(w[sorted[i].blk])
+		for next < len(ks) && total-above <= ks[next] {
+			out[3-next] = sorted[i].v
+			next++
 		}
 	}
-	return b.w
+	return out, true
+}
+
+// countPerBlock counts sorted's values in each of b blocks.
+func countPerBlock(sorted []ranked, b int) []int32 {
+	n := make([]int32, b)
+	for _, x := range sorted {
+		n[x.blk]++
+	}
+	return n
+}
+
+// blockSet splits a sequence of n into b = max(1, ⌊n/L⌋) consecutive
+// blocks of ⌊n/b⌋ or ⌈n/b⌉ (the non-overlapping block bootstrap,
+// Carlstein 1986); a resample draws b of them with replacement. Drawing
+// whole fixed blocks lets a resample be summed block by block and its
+// percentiles found with the small table of draws in cache, which keeps
+// a million requests within seconds.
+type blockSet struct {
+	b       int
+	blockOf []int32 // the block of each position
+	rng     *rand.Rand
+	w       []int32
+}
+
+func newBlockSet(n, l int) *blockSet {
+	b := max(1, n/max(1, l))
+	bs := &blockSet{b: b, blockOf: make([]int32, n), rng: rand.New(rand.NewPCG(bootstrapSeed, uint64(n))), w: make([]int32, b)}
+	for j := range b {
+		for k := j * n / b; k < (j+1)*n/b; k++ {
+			bs.blockOf[k] = int32(j)
+		}
+	}
+	return bs
+}
+
+// resample returns how many times each block is drawn (reused by the next
+// call).
+func (bs *blockSet) resample() []int32 {
+	clear(bs.w)
+	for range bs.b {
+		bs.w[bs.rng.IntN(bs.b)]++
+	}
+	return bs.w
 }
 
 // intervalKeys are the figures with an interval, in report order, and

@@ -73,30 +73,46 @@ func TestWeightedPercentiles(t *testing.T) {
 	for i := range w {
 		w[i] = 1
 	}
-	got, want := weightedPercentiles(rk, w), stats.Of(slices.Clone(v))
-	for name, p := range map[string]*float64{"p50": want.P50, "p90": want.P90, "p95": want.P95, "p99": want.P99} {
-		if p == nil {
-			if !math.IsInf(got[name], 1) {
-				t.Errorf("%s: got %v, want +Inf (a failure)", name, got[name])
-			}
-			continue
-		}
-		if got[name] != *p {
-			t.Errorf("%s: got %v, want %v", name, got[name], *p)
+	one := countPerBlock(rk, len(v))
+	got, ok := weightedPercentiles(rk, w, one)
+	want := stats.Of(slices.Clone(v))
+	for i, p := range []*float64{want.P50, want.P90, want.P95, want.P99} {
+		switch {
+		case !ok:
+			t.Fatal("no percentiles")
+		case p == nil && !math.IsInf(got[i], 1):
+			t.Errorf("%s: got %v, want +Inf (a failure)", pctNames[i], got[i])
+		case p != nil && got[i] != *p:
+			t.Errorf("%s: got %v, want %v", pctNames[i], got[i], *p)
 		}
 	}
-	// Doubling every weight leaves the percentiles; weight on one value only
-	// makes it every percentile.
+	// Doubling every weight leaves the percentiles; weight on one value
+	// only makes it every percentile; random weights match percentiles of
+	// the values repeated.
 	for i := range w {
 		w[i] = 2
 	}
-	if g := weightedPercentiles(rk, w); g["p50"] != got["p50"] {
-		t.Errorf("doubled weights: p50 %v, want %v", g["p50"], got["p50"])
+	if g, _ := weightedPercentiles(rk, w, one); g != got {
+		t.Errorf("doubled weights: %v, want %v", g, got)
 	}
 	clear(w)
 	w[5] = 3
-	if g := weightedPercentiles(rk, w); g["p50"] != v[5] || g["p99"] != v[5] {
+	if g, _ := weightedPercentiles(rk, w, one); g != [4]float64{v[5], v[5], v[5], v[5]} {
 		t.Errorf("one value drawn: got %v, want all %v", g, v[5])
+	}
+	var rep []float64
+	for i := range w {
+		w[i] = int32(rng.IntN(4))
+		for range w[i] {
+			rep = append(rep, v[i])
+		}
+	}
+	g, _ := weightedPercentiles(rk, w, one)
+	want = stats.Of(slices.Clone(rep))
+	for i, p := range []*float64{want.P50, want.P90, want.P95, want.P99} {
+		if (p == nil) != math.IsInf(g[i], 1) || p != nil && g[i] != *p {
+			t.Errorf("random weights %s: got %v, want %v", pctNames[i], g[i], deref(p))
+		}
 	}
 }
 
@@ -110,17 +126,32 @@ func cmpF(a, b float64) int {
 	return 0
 }
 
-// TestBootstrapResample: each resample draws exactly n positions, in runs
-// of the block length (wrapping around).
-func TestBootstrapResample(t *testing.T) {
-	b := newBootstrap(103, 10)
+// TestBlockSet: 103 requests in blocks of about 10 are 10 consecutive
+// blocks of 10 or 11; a resample draws 10 blocks.
+func TestBlockSet(t *testing.T) {
+	bs := newBlockSet(103, 10)
+	size := map[int32]int{}
+	for k, b := range bs.blockOf {
+		size[b]++
+		if k > 0 && b != bs.blockOf[k-1] && b != bs.blockOf[k-1]+1 {
+			t.Fatalf("position %d in block %d after block %d", k, b, bs.blockOf[k-1])
+		}
+	}
+	if len(size) != 10 {
+		t.Fatalf("%d blocks, want 10", len(size))
+	}
+	for b, n := range size {
+		if n != 10 && n != 11 {
+			t.Errorf("block %d holds %d", b, n)
+		}
+	}
 	for range 50 {
 		sum := 0
-		for _, x := range b.resample() {
+		for _, x := range bs.resample() {
 			sum += int(x)
 		}
-		if sum != 103 {
-			t.Fatalf("resample of 103 drew %d", sum)
+		if sum != 10 {
+			t.Fatalf("resample drew %d blocks, want 10", sum)
 		}
 	}
 }

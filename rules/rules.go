@@ -46,6 +46,11 @@ var RecordingRuleNames = []string{
 	"node:joulemark_gpu_energy_joules:rate5m",
 	"node:joulemark_generation_tokens:rate5m",
 	"node:joulemark_joules_per_generation_token:ratio_rate5m",
+	"model_name:joulemark_cost_per_hour:rate5m",
+	"model_name:joulemark_gco2e_per_hour:rate5m",
+	"namespace:joulemark_cost_per_hour:rate5m",
+	"namespace:joulemark_gco2e_per_hour:rate5m",
+	"model_name:joulemark_cost_per_1m_generation_tokens:ratio_rate5m",
 }
 
 // AlertNames are the alerting rules' names.

@@ -297,18 +297,15 @@ func sideName(runs []*Run) string {
 	return fmt.Sprintf("%s … (%d runs)", runs[0].Name, len(runs))
 }
 
+// sideValidity is "valid", or the first invalid run's reason (with its
+// name among repetitions).
 func sideValidity(runs []*Run) string {
 	for _, r := range runs {
-		if reason := r.InvalidReason(); reason != "" {
+		if reason := r.InvalidReason(); reason != "" && len(runs) == 1 {
+			return reason
+		} else if reason != "" {
 			return r.Name + " " + reason
 		}
-	}
-	return "valid"
-}
-
-func validity(r *Run) string {
-	if reason := r.InvalidReason(); reason != "" {
-		return reason
 	}
 	return "valid"
 }
