@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -125,6 +126,7 @@ func applyConvention(k *kong.Kong) error {
 	walk = func(n *kong.Node, cmd string) {
 		for _, f := range n.Flags {
 			setEnv(f, cmd)
+			lastWins(f)
 		}
 		for _, c := range n.Children {
 			if c.Type == kong.CommandNode {
@@ -237,4 +239,45 @@ func warnDeprecated(kctx *kong.Context, args []string, log *slog.Logger) {
 			}
 		}
 	}
+}
+
+// lastWins makes a file or directory flag (type:"existingfile",
+// "existingdir") keep its last value when given more than once, as every
+// other flag does: kong's own mappers keep the first (they skip a value
+// once one is set), so a wrapper appending a different token file would
+// silently keep the old one.
+func lastWins(f *kong.Flag) {
+	if (f.Tag.Type == "existingfile" || f.Tag.Type == "existingdir") && f.Target.Kind() == reflect.String {
+		f.Mapper = existingPath{dir: f.Tag.Type == "existingdir"}
+	}
+}
+
+// existingPath decodes the path of an existing file (dir: directory);
+// each value replaces the one before.
+type existingPath struct{ dir bool }
+
+func (m existingPath) Decode(ctx *kong.DecodeContext, target reflect.Value) error {
+	var path string
+	if err := ctx.Scan.PopValueInto("path", &path); err != nil {
+		return err
+	}
+	if !ctx.Value.Active {
+		return nil // a flag of another command: its default is not checked
+	}
+	if path == "-" && !m.dir { // stdin, as kong's mapper allows
+		target.SetString(path)
+		return nil
+	}
+	path = kong.ExpandPath(path)
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case m.dir && !st.IsDir():
+		return fmt.Errorf("%q exists but is not a directory", path)
+	case !m.dir && st.IsDir():
+		return fmt.Errorf("%q exists but is a directory", path)
+	}
+	target.SetString(path)
+	return nil
 }
