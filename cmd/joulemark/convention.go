@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // envPrefix starts every environment variable joulemark reads.
@@ -280,4 +281,31 @@ func (m existingPath) Decode(ctx *kong.DecodeContext, target reflect.Value) erro
 	}
 	target.SetString(path)
 	return nil
+}
+
+// secretFlag reports whether flag name gives a file holding a secret.
+func secretFlag(name string) bool {
+	for _, suffix := range []string{"token-file", "api-key-file", "password-file"} {
+		if strings.HasSuffix(name, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// warnExposedSecrets logs a warning for every secret file given (token,
+// API key, password) that every user of the host can read.
+func warnExposedSecrets(kctx *kong.Context, log *slog.Logger) {
+	for _, f := range kctx.Flags() {
+		if !secretFlag(f.Name) {
+			continue
+		}
+		file, _ := kctx.FlagValue(f).(string)
+		if file == "" {
+			continue
+		}
+		if exposed, mode := secretfile.Exposed(file); exposed {
+			log.Warn("secret file readable by every user of this host; chmod 600 it (or 400)", "flag", "--"+f.Name, "file", file, "mode", mode.String())
+		}
+	}
 }

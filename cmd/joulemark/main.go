@@ -114,6 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	kctx.Bind(&cli.Globals)
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	warnDeprecated(kctx, args, cli.Logger())
+	warnExposedSecrets(kctx, cli.Logger())
 	if err := kctx.Run(&cli.Globals); err != nil {
 		report(stderr, kctx, err, exitCode(err) == exitUsage)
 		return exitCode(err)
