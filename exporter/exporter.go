@@ -92,6 +92,10 @@ type Config struct {
 	// RunMaxAge ends a run still active this long after its first phase,
 	// with end reason "expired" (default 24h).
 	RunMaxAge time.Duration
+	// MaxRequests is the most /metrics requests served at once; more are
+	// answered 503 (node_exporter's --web.max-requests; default 40,
+	// negative: no limit).
+	MaxRequests int
 	// SaveInterval is how often the energy counters and the active runs
 	// are saved besides every change and the shutdown (default 10s).
 	SaveInterval time.Duration
@@ -239,6 +243,9 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	if cfg.RunMetricsTTL == 0 {
 		cfg.RunMetricsTTL = 5 * time.Minute
+	}
+	if cfg.MaxRequests == 0 {
+		cfg.MaxRequests = 40
 	}
 	if cfg.SaveInterval == 0 {
 		cfg.SaveInterval = 10 * time.Second
