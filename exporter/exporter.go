@@ -134,11 +134,10 @@ type Exporter struct {
 	seen      map[string]struct{}
 	seenOrder []string
 
-	store      *storage
-	storeMu    sync.Mutex    // serializes writes of the active runs
-	savedEmpty bool          // the last active-runs save had no run (under storeMu)
-	dirty      atomic.Bool   // a run ended in the sampler: save the active runs
-	saveReq    chan struct{} // asks the save loop for a save (nil before Start)
+	store   *storage
+	storeMu sync.Mutex    // serializes state writes and API changes; taken before mu
+	dirty   atomic.Bool   // a run ended in the sampler: save the active runs
+	saveReq chan struct{} // asks the save loop for a save (nil before Start)
 	// hostContinued says, per RAPL zone, that its counter continues from
 	// the saved state (restoreHost): restored boundaries keep its value.
 	hostContinued []bool
