@@ -17,6 +17,8 @@ import (
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/testnet"
 )
 
 // servedEnergy is each GPU's joulemark_gpu_energy_joules_total on the
@@ -174,5 +176,32 @@ func TestFaultStateWriteRefused(t *testing.T) {
 	f.startExporter(t)
 	if st, err := c.Run(ctx, "wr-1"); err != nil || len(st.Phases) != 2 {
 		t.Errorf("after a restart: %+v, %v; want idle and startup", st, err)
+	}
+}
+
+// TestFaultTSDBServeLivePrometheus (issue 24, point 11): `tsdb serve
+// --storage.writable` on the data directory of a running Prometheus
+// (Debian's 2.42, which leaves no lock file) is refused, exit 1, naming
+// --storage.force, and writes nothing there.
+func TestFaultTSDBServeLivePrometheus(t *testing.T) {
+	f := newFaultDirs(t)
+	p := realprom.Start(t, realprom.DefaultConfig)
+	time.Sleep(3 * time.Second) // a WAL write or two
+	wal := func() []string {
+		entries, _ := os.ReadDir(filepath.Join(p.DataDir, "wal"))
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	before := wal()
+	r := runJoulemark(t, 30*time.Second, f.bin, "tsdb", "serve", "--storage.tsdb.path="+p.DataDir, "--storage.writable",
+		"--web.listen-address="+testnet.FreeAddr(t))
+	if r.code != 1 || !strings.Contains(r.stderr, "in use") || !strings.Contains(r.stderr, "--storage.force") {
+		t.Errorf("tsdb serve --storage.writable on a live Prometheus: exit %d, want 1 naming --storage.force:\n%s", r.code, tail(r.stderr, 2000))
+	}
+	if after := wal(); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("WAL segments %v became %v: the refused serve wrote there", before, after)
 	}
 }

@@ -98,6 +98,10 @@ type Config struct {
 	// RunMaxAge ends a run still active this long after its first phase,
 	// with end reason "expired" (default 24h).
 	RunMaxAge time.Duration
+	// MaxRequests is the most /metrics requests served at once; more are
+	// answered 503 (node_exporter's --web.max-requests; default 40,
+	// negative: no limit).
+	MaxRequests int
 	// SaveInterval is how often the energy counters and the active runs
 	// are saved besides every change and the shutdown (default 10s).
 	SaveInterval time.Duration
@@ -136,11 +140,10 @@ type Exporter struct {
 	seen      map[string]struct{}
 	seenOrder []string
 
-	store      *storage
-	storeMu    sync.Mutex    // serializes writes of the active runs
-	savedEmpty bool          // the last active-runs save had no run (under storeMu)
-	dirty      atomic.Bool   // a run ended in the sampler: save the active runs
-	saveReq    chan struct{} // asks the save loop for a save (nil before Start)
+	store   *storage
+	storeMu sync.Mutex    // serializes state writes and API changes; taken before mu
+	dirty   atomic.Bool   // a run ended in the sampler: save the active runs
+	saveReq chan struct{} // asks the save loop for a save (nil before Start)
 	// hostContinued says, per RAPL zone, that its counter continues from
 	// the saved state (restoreHost): restored boundaries keep its value.
 	hostContinued []bool
@@ -249,6 +252,9 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	if cfg.RunMetricsTTL == 0 {
 		cfg.RunMetricsTTL = 5 * time.Minute
+	}
+	if cfg.MaxRequests == 0 {
+		cfg.MaxRequests = 40
 	}
 	if cfg.SaveInterval == 0 {
 		cfg.SaveInterval = 10 * time.Second

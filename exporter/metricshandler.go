@@ -17,7 +17,7 @@ import (
 // the CPU.
 func newMetricsHandler(e *Exporter) http.Handler {
 	prom := promhttp.HandlerFor(gatherer{e: e, withSelf: true}, promhttp.HandlerOpts{
-		ErrorLog: slogErrorLog{e}, Registry: e.selfReg, MaxRequestsInFlight: 10, DisableCompression: true,
+		ErrorLog: slogErrorLog{e}, Registry: e.selfReg, MaxRequestsInFlight: max(e.cfg.MaxRequests, 0), DisableCompression: true,
 	})
 	gz, err := gzhttp.NewWrapper(gzhttp.CompressionLevel(gzip.BestSpeed))
 	if err != nil { // constant options

@@ -34,6 +34,9 @@ func readSelector(r *http.Request) (*phaseapi.Selector, error) {
 	if err := dec.Decode(&sel); err != nil {
 		return nil, errf(http.StatusBadRequest, "phase body: %v (want {\"gpus\": [\"GPU-…\"]} or {\"pod\": \"namespace/name\"})", err)
 	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errf(http.StatusBadRequest, "phase body: data after the JSON object")
+	}
 	if sel.Empty() {
 		return nil, nil
 	}

@@ -152,15 +152,17 @@ func TestRunSelectsPodGPUs(t *testing.T) {
 			t.Errorf("%s: a refused selector started a run", c.name)
 		}
 	}
-	req, _ := http.NewRequest("POST", strings.TrimSuffix(h.client.BaseURL(), "/")+"/api/v1/runs/junk/phases/idle", strings.NewReader(`{"gpu": 1}`))
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 400 {
-		t.Errorf("unknown body field: %d, want 400", resp.StatusCode)
+	for name, body := range map[string]string{"unknown body field": `{"gpu": 1}`, "trailing data": `{"gpus": ["` + devs[0].UUID + `"]} garbage`} {
+		req, _ := http.NewRequest("POST", strings.TrimSuffix(h.client.BaseURL(), "/")+"/api/v1/runs/junk/phases/idle", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Errorf("%s: %d, want 400", name, resp.StatusCode)
+		}
 	}
 	// without attribution a pod selector cannot be resolved
 	plain := newHarness(t, gpu.SimConfig{GPUs: 2}, Config{})

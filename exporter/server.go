@@ -64,6 +64,14 @@ func (e *Exporter) Handler() http.Handler {
 	return mux
 }
 
+// Deadlines of every request: its headers, and its headers and body (the
+// phase API's bodies are 64 KiB at most), so a client trickling bytes
+// holds a connection this long at most. Variables for tests.
+var (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+)
+
 type slogErrorLog struct{ e *Exporter }
 
 func (l slogErrorLog) Println(v ...any) { l.e.log.Error("serving /metrics", "err", fmt.Sprint(v...)) }
@@ -72,7 +80,8 @@ func (l slogErrorLog) Println(v ...any) { l.e.log.Error("serving /metrics", "err
 // (TLS, basic auth; "" for none) and serves Handler until ctx ends, then shuts
 // down gracefully.
 func (e *Exporter) Serve(ctx context.Context, listenAddress, webConfigFile string) error {
-	srv := &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+	srv := &http.Server{Handler: e.Handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	addrs := []string{listenAddress}
 	systemd := false
 	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &webConfigFile}

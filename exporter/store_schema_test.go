@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,4 +248,41 @@ func (o offsetCounter) Sample(i int) (gpu.Sample, error) {
 		s.EnergyJoules += o.off
 	}
 	return s, err
+}
+
+// TestSaveLoop: a started exporter saves its state on the timer with no
+// run active, and a last time marked clean when it closes (run with -race
+// once: the save loop against the samplers and the API).
+func TestSaveLoop(t *testing.T) {
+	dir := t.TempDir()
+	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 2})
+	e, err := New(Config{Backend: sim, StoragePath: dir, Interval: 10 * time.Millisecond, SaveInterval: 20 * time.Millisecond, APIToken: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start(t.Context())
+	srv := httptest.NewServer(e.Handler())
+	defer srv.Close()
+	c, _ := phaseapi.NewClient(srv.URL, testToken, nil)
+	var doc activeRunsDoc
+	for range 200 {
+		if ok, _ := e.store.read(activeRunsFile, &doc); ok && doc.GPUs[0].EnergyJoules > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if doc.GPUs == nil || doc.GPUs[0].EnergyJoules <= 0 || doc.Clean {
+		t.Fatalf("periodic save with no run: %+v, want the counters, not clean", doc)
+	}
+	if _, err := c.StartPhase(context.Background(), "s1", contract.Idle); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	doc = activeRunsDoc{}
+	if ok, err := e.store.read(activeRunsFile, &doc); !ok || err != nil || !doc.Clean || len(doc.Runs) != 1 {
+		t.Errorf("after Close: %+v (%v, %v), want a clean save with the active run", doc, ok, err)
+	}
 }

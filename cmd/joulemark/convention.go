@@ -1,9 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
 	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // envPrefix starts every environment variable joulemark reads.
@@ -16,6 +22,7 @@ func applyConvention(k *kong.Kong) error {
 	walk = func(n *kong.Node, cmd string) {
 		for _, f := range n.Flags {
 			setEnv(f, cmd)
+			lastWins(f)
 		}
 		for _, c := range n.Children {
 			if c.Type == kong.CommandNode {
@@ -61,4 +68,72 @@ func findCommand(root *kong.Node, path string) *kong.Node {
 		n = next
 	}
 	return n
+}
+
+// lastWins makes a file or directory flag (type:"existingfile",
+// "existingdir") keep its last value when given more than once, as every
+// other flag does: kong's own mappers keep the first (they skip a value
+// once one is set), so a wrapper appending a different token file would
+// silently keep the old one.
+func lastWins(f *kong.Flag) {
+	if (f.Tag.Type == "existingfile" || f.Tag.Type == "existingdir") && f.Target.Kind() == reflect.String {
+		f.Mapper = existingPath{dir: f.Tag.Type == "existingdir"}
+	}
+}
+
+// existingPath decodes the path of an existing file (dir: directory);
+// each value replaces the one before.
+type existingPath struct{ dir bool }
+
+func (m existingPath) Decode(ctx *kong.DecodeContext, target reflect.Value) error {
+	var path string
+	if err := ctx.Scan.PopValueInto("path", &path); err != nil {
+		return err
+	}
+	if !ctx.Value.Active {
+		return nil // a flag of another command: its default is not checked
+	}
+	if path == "-" && !m.dir { // stdin, as kong's mapper allows
+		target.SetString(path)
+		return nil
+	}
+	path = kong.ExpandPath(path)
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case m.dir && !st.IsDir():
+		return fmt.Errorf("%q exists but is not a directory", path)
+	case !m.dir && st.IsDir():
+		return fmt.Errorf("%q exists but is a directory", path)
+	}
+	target.SetString(path)
+	return nil
+}
+
+// secretFlag reports whether flag name gives a file holding a secret.
+func secretFlag(name string) bool {
+	for _, suffix := range []string{"token-file", "api-key-file", "password-file"} {
+		if strings.HasSuffix(name, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// warnExposedSecrets logs a warning for every secret file given (token,
+// API key, password) that every user of the host can read.
+func warnExposedSecrets(kctx *kong.Context, log *slog.Logger) {
+	for _, f := range kctx.Flags() {
+		if !secretFlag(f.Name) {
+			continue
+		}
+		file, _ := kctx.FlagValue(f).(string)
+		if file == "" {
+			continue
+		}
+		if exposed, mode := secretfile.Exposed(file); exposed {
+			log.Warn("secret file readable by every user of this host; chmod 600 it (or 400)", "flag", "--"+f.Name, "file", file, "mode", mode.String())
+		}
+	}
 }

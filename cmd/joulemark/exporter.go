@@ -23,6 +23,7 @@ type ExporterCmd struct {
 	Interval                 time.Duration `name:"sample.interval" default:"100ms" help:"Power sampling period (10ms or more)."`
 	Retention                time.Duration `name:"sample.retention" default:"15m" help:"How long raw samples are kept in memory."`
 	ListenAddress            string        `name:"web.listen-address" default:":9402" help:"Address to serve /metrics and the API on."`
+	MaxRequests              int           `name:"web.max-requests" default:"40" help:"Maximum number of parallel /metrics requests; more are answered 503. Use 0 to disable."`
 	WebConfigFile            string        `name:"web.config.file" default:"" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for every endpoint."`
 	APITokenFile             string        `name:"web.api-token-file" type:"existingfile" placeholder:"FILE" help:"File holding the bearer token the phase API requires (else env JOULEMARK_API_TOKEN; with neither the API is disabled)."`
 	ReleaseTolerance         float64       `name:"release.tolerance" default:"0.05" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release.hold."`
@@ -139,7 +140,7 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
 		ReleaseRequireEngineExit: c.ReleaseRequireEngineExit, ProcessesBlind: blind,
 		IdleCVThreshold: c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
-		StoragePath: c.StoragePath, SaveInterval: c.SaveInterval, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
+		MaxRequests: maxRequests(c.MaxRequests), StoragePath: c.StoragePath, SaveInterval: c.SaveInterval, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
 	}
 	if c.PowercapPath != "" {
 		cfg.Host = powercap.NewMeter(os.DirFS(c.PowercapPath))
@@ -230,4 +231,13 @@ func apiToken(file string) (string, error) {
 		return clientflags.ReadSecret(file, "--web.api-token-file")
 	}
 	return strings.TrimSpace(os.Getenv(clientflags.TokenEnv)), nil
+}
+
+// maxRequests is --web.max-requests for exporter.Config: 0 (no limit, as
+// node_exporter's flag) is negative there.
+func maxRequests(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

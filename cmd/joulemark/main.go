@@ -113,6 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	kctx.Bind(&cli.Globals)
 	kctx.BindTo(ctx, (*context.Context)(nil))
+	warnExposedSecrets(kctx, cli.Logger())
 	if err := runCommand(stderr, func() error { return kctx.Run(&cli.Globals) }); err != nil {
 		report(stderr, kctx, err, exitCode(err) == exitUsage)
 		return exitCode(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // APIError is a non-2xx answer from the exporter's phase API.
@@ -35,7 +36,8 @@ const TokenHeader = "X-Joulemark-Token"
 // Client talks to one exporter's phase API. The token is sent as a bearer
 // token (or in TokenHeader, see WithTokenHeader) and never appears in errors.
 type Client struct {
-	base        string
+	base        string // requests go here (user info included)
+	shown       string // base with the password redacted, for messages
 	token       string
 	http        *http.Client
 	tokenHeader bool
@@ -55,16 +57,17 @@ func (c *Client) WithTokenHeader() *Client {
 func NewClient(baseURL, token string, httpClient *http.Client) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("exporter URL %q: want scheme://host:port", baseURL)
+		return nil, fmt.Errorf("exporter URL %q: want scheme://host:port", secretfile.RedactURL(baseURL))
 	}
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: httpClient}, nil
+	base := strings.TrimRight(baseURL, "/")
+	return &Client{base: base, shown: secretfile.RedactURL(base), token: token, http: httpClient}, nil
 }
 
-// BaseURL is the exporter this client talks to.
-func (c *Client) BaseURL() string { return c.base }
+// BaseURL is the exporter this client talks to, its password redacted.
+func (c *Client) BaseURL() string { return c.shown }
 
 // StartPhase starts phase p of run runID, ending the previous phase at the
 // same instant.
@@ -149,7 +152,7 @@ func (c *Client) WaitRelease(ctx context.Context, runID string, poll time.Durati
 		}
 		select {
 		case <-ctx.Done():
-			return st, fmt.Errorf("waiting for release of run %s on %s: %w", runID, c.base, ctx.Err())
+			return st, fmt.Errorf("waiting for release of run %s on %s: %w", runID, c.shown, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -161,8 +164,8 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 
 // send makes a request with an optional JSON body and decodes the answer.
 func (c *Client) send(ctx context.Context, method, path string, reqBody []byte, out any) error {
-	u := c.base + path
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(reqBody))
+	u := c.shown + path
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(reqBody))
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, u, err)
 	}

@@ -261,3 +261,34 @@ func TestReadOnlyRemoteRead(t *testing.T) {
 		}
 	}
 }
+
+// TestInUse: a writable server takes the TSDB's lock file, which InUse
+// reports as held; once it closed, its own WAL does not count as in use;
+// a WAL written recently by anything else does, an old one does not.
+func TestInUse(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tsdb")
+	s, err := Start(context.Background(), Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if why, err := InUse(dir, 5*time.Minute, now); err != nil || !strings.Contains(why, "lock file") {
+		t.Errorf("while a server has it open: %q, %v; want the lock file held", why, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if why, err := InUse(dir, 5*time.Minute, time.Now()); err != nil || why != "" {
+		t.Errorf("after the server closed it: %q, %v; want free", why, err)
+	}
+	seg := filepath.Join(dir, "wal", "00000099")
+	if err := os.WriteFile(seg, []byte("x"), 0o644); err != nil { // another writer
+		t.Fatal(err)
+	}
+	if why, err := InUse(dir, 5*time.Minute, time.Now()); err != nil || !strings.Contains(why, "WAL was written") {
+		t.Errorf("WAL written by another process just now: %q, %v; want in use", why, err)
+	}
+	if why, _ := InUse(dir, 5*time.Minute, time.Now().Add(10*time.Minute)); why != "" {
+		t.Errorf("WAL written 10 minutes ago: %q, want free", why)
+	}
+}

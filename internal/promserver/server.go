@@ -248,6 +248,8 @@ func (s *Server) shutdown() error {
 	if s.db != nil {
 		if err := s.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing TSDB in %s: %w", s.opts.Dir, err))
+		} else if err := markClosed(s.opts.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("closing TSDB in %s: %w", s.opts.Dir, err))
 		}
 	}
 	if s.ro != nil {

@@ -27,6 +27,8 @@ import (
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/common/config"
 	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // Sample is one value of one series at one instant.
@@ -75,9 +77,10 @@ func (s Stats) Lost() int64 { return s.Dropped + s.Failed }
 
 // Writer buffers and sends samples. It is safe for concurrent use.
 type Writer struct {
-	cfg Config
-	api *remoteapi.API
-	log *slog.Logger
+	cfg   Config
+	shown string // cfg.URL with its password redacted, for messages
+	api   *remoteapi.API
+	log   *slog.Logger
 
 	mu      sync.Mutex
 	buf     []Sample
@@ -120,8 +123,9 @@ func New(cfg Config, logger *slog.Logger) (*Writer, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("remote write: empty URL")
 	}
+	shown := secretfile.RedactURL(cfg.URL)
 	if err := cfg.HTTP.Validate(); err != nil {
-		return nil, fmt.Errorf("remote write %s: http config: %w", cfg.URL, err)
+		return nil, fmt.Errorf("remote write %s: http config: %w", shown, err)
 	}
 	cfg = cfg.withDefaults()
 	if logger == nil {
@@ -129,11 +133,11 @@ func New(cfg Config, logger *slog.Logger) (*Writer, error) {
 	}
 	client, err := config.NewClientFromConfig(cfg.HTTP, "remote_write", config.WithUserAgent(cfg.UserAgent))
 	if err != nil {
-		return nil, fmt.Errorf("remote write %s: %w", cfg.URL, err)
+		return nil, fmt.Errorf("remote write %s: %w", shown, err)
 	}
 	client.Timeout = cfg.Timeout
 	w := &Writer{
-		cfg: cfg, log: logger,
+		cfg: cfg, shown: shown, log: logger,
 		kick: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{}),
 	}
 	// Every attempt is counted where it is made: Requests and Retries are
@@ -145,7 +149,7 @@ func New(cfg Config, logger *slog.Logger) (*Writer, error) {
 		remoteapi.WithAPIBackoff(remoteapi.BackoffConfig{Min: cfg.MinBackoff, Max: cfg.MaxBackoff}), // bounded by MaxElapsed
 	)
 	if err != nil {
-		return nil, fmt.Errorf("remote write %s: %w", cfg.URL, err)
+		return nil, fmt.Errorf("remote write %s: %w", shown, err)
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	go w.loop()
@@ -219,7 +223,7 @@ func (w *Writer) Close(ctx context.Context) (Stats, error) {
 		w.buf = nil
 	}
 	if w.stats.Lost() > 0 {
-		return w.stats, fmt.Errorf("remote write %s: %d of %d samples lost (last error: %v)", w.cfg.URL, w.stats.Lost(), w.stats.Enqueued+w.stats.Dropped, w.lastErr)
+		return w.stats, fmt.Errorf("remote write %s: %d of %d samples lost (last error: %v)", w.shown, w.stats.Lost(), w.stats.Enqueued+w.stats.Dropped, w.lastErr)
 	}
 	return w.stats, nil
 }
@@ -283,7 +287,7 @@ func (w *Writer) send(ctx context.Context, batch []Sample) {
 	_, err = w.api.Write(sctx, remoteapi.WriteV1MessageType, req, remoteapi.WithWriteRetryCallback(func(err error) {
 		last = err
 		w.setErr(err)
-		w.log.Warn("remote write failed, retrying", "url", w.cfg.URL, "err", err)
+		w.log.Warn("remote write failed, retrying", "url", w.shown, "err", err)
 	}))
 	w.mu.Lock()
 	w.stats.Retries += max(0, w.stats.Requests-before-1)
@@ -310,7 +314,7 @@ func (w *Writer) send(ctx context.Context, batch []Sample) {
 }
 
 func (w *Writer) fail(n int, err error) {
-	w.log.Error("remote write batch lost", "url", w.cfg.URL, "samples", n, "err", err)
+	w.log.Error("remote write batch lost", "url", w.shown, "samples", n, "err", err)
 	w.mu.Lock()
 	w.stats.Failed += int64(n)
 	w.lastErr = err

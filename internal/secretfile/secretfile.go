@@ -1,11 +1,16 @@
 // Package secretfile reads a secret (token, password, API key) from a
-// file. Errors name the file and the configuration field, never the content.
+// file, and keeps secrets out of messages. Errors name the file and the
+// configuration field, never the content.
 package secretfile
 
 import (
 	"fmt"
+	"io/fs"
+	"net/url"
 	"os"
 	"strings"
+
+	"github.com/prometheus/common/config"
 )
 
 // Read returns the content of file, surrounding white space trimmed; an
@@ -21,4 +26,30 @@ func Read(file, field string) (string, error) {
 		return "", fmt.Errorf("%s: %s is empty", field, file)
 	}
 	return s, nil
+}
+
+// RedactURL is raw with the password of its user info replaced by "xxxxx",
+// as prometheus/common's config.URL prints it; a URL that does not parse
+// loses everything before its last '@'. Every URL a message, a log line or
+// an archive shows goes through it.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.LastIndexByte(raw, '@'); i >= 0 {
+			return "xxxxx" + raw[i:]
+		}
+		return raw
+	}
+	return config.URL{URL: u}.Redacted()
+}
+
+// Exposed reports whether file is readable by every user of the host (mode
+// o+r), with its mode; false when it cannot be stat'ed (reading it will
+// say why).
+func Exposed(file string) (bool, fs.FileMode) {
+	st, err := os.Stat(file)
+	if err != nil {
+		return false, 0
+	}
+	return st.Mode().Perm()&0o004 != 0, st.Mode().Perm()
 }

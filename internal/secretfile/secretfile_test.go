@@ -26,3 +26,35 @@ func TestRead(t *testing.T) {
 		t.Errorf("Read(missing) = %v, want an error naming the field", err)
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://user:hunter2@gpu-node:9402":     "http://user:xxxxx@gpu-node:9402",
+		"http://user@gpu-node:9402/path":        "http://user@gpu-node:9402/path",
+		"https://gpu-node:9402":                 "https://gpu-node:9402",
+		"http://user:hunter2@gpu node:9402/%zz": "xxxxx@gpu node:9402/%zz",
+	} {
+		if got := RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+func TestExposed(t *testing.T) {
+	dir := t.TempDir()
+	for mode, want := range map[os.FileMode]bool{0o600: false, 0o640: false, 0o644: true, 0o604: true} {
+		p := filepath.Join(dir, mode.String())
+		if err := os.WriteFile(p, []byte("s"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := Exposed(p); got != want {
+			t.Errorf("Exposed(mode %v) = %v, want %v", mode, got, want)
+		}
+	}
+	if got, _ := Exposed(filepath.Join(dir, "missing")); got {
+		t.Error("a missing file is exposed")
+	}
+}
