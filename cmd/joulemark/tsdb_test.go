@@ -49,20 +49,20 @@ func TestTSDBServeWritableRefusesInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	if _, err := parseCLI(t, "tsdb", "serve", "--data", dir, "--storage.writable").TSDB.Serve.options(log); err != nil {
+	if _, err := parseCLI(t, "tsdb", "serve", "--storage.tsdb.path", dir, "--storage.writable").TSDB.Serve.options(log); err != nil {
 		t.Errorf("reopening what a joulemark server closed: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "wal", "00000042"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = parseCLI(t, "tsdb", "serve", "--data", dir, "--storage.writable").TSDB.Serve.options(log)
+	_, err = parseCLI(t, "tsdb", "serve", "--storage.tsdb.path", dir, "--storage.writable").TSDB.Serve.options(log)
 	if err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), "--storage.force") {
 		t.Errorf("WAL written by another process: %v, want refused naming --storage.force", err)
 	}
-	if _, err := parseCLI(t, "tsdb", "serve", "--data", dir, "--storage.writable", "--storage.force").TSDB.Serve.options(log); err != nil {
+	if _, err := parseCLI(t, "tsdb", "serve", "--storage.tsdb.path", dir, "--storage.writable", "--storage.force").TSDB.Serve.options(log); err != nil {
 		t.Errorf("--storage.force: %v", err)
 	}
-	if _, err := parseCLI(t, "tsdb", "serve", "--data", dir).TSDB.Serve.options(log); err != nil {
+	if _, err := parseCLI(t, "tsdb", "serve", "--storage.tsdb.path", dir).TSDB.Serve.options(log); err != nil {
 		t.Errorf("read-only: %v", err)
 	}
 }
