@@ -69,23 +69,6 @@ func (p Params) Validate() error {
 	return nil
 }
 
-// Flag codes.
-const (
-	FlagReleaseNotClosed      = "release_not_closed"
-	FlagSteadyStateNotReach   = "steady_state_not_reached"
-	FlagIdleUnstable          = "idle_unstable"
-	FlagTooFewRequests        = "too_few_requests"
-	FlagErrorRateHigh         = "error_rate_high"
-	FlagEnergySourcesDisagree = "energy_sources_disagree"
-	FlagCoverageLow           = "coverage_low"
-	FlagPhaseMissing          = "phase_missing"
-	FlagRequestsIncomplete    = "request_samples_incomplete"
-	FlagNoEnergyData          = "energy_missing"
-	// FlagRunIDReused: more than one lifecycle under one run id (a phase
-	// started twice, phases out of order): the figures would mix runs.
-	FlagRunIDReused = "run_id_reused"
-)
-
 // phaseOrderSlack is how far apart the exporters of one run may stamp the
 // same boundary (each stamps its own clock) before phases count as out of
 // order.
@@ -231,7 +214,7 @@ func (c *computation) span() error {
 		return fmt.Errorf("run %q has no complete phase (no start and end timestamps)", c.d.RunID)
 	}
 	if len(missing) > 0 {
-		c.flag(FlagPhaseMissing, true, "phases without both boundaries: %s", strings.Join(missing, ", "))
+		c.flag(contract.FlagPhaseMissing, true, "phases without both boundaries: %s", strings.Join(missing, ", "))
 	}
 	return nil
 }
@@ -263,7 +246,7 @@ func (c *computation) oneLifecycle() {
 		prevName, prev = name, b
 	}
 	if len(why) > 0 {
-		c.flag(FlagRunIDReused, true, "more than one lifecycle under run id %s (the figures would mix runs): %s", c.d.RunID, strings.Join(why, "; "))
+		c.flag(contract.FlagRunIDReused, true, "more than one lifecycle under run id %s (the figures would mix runs): %s", c.d.RunID, strings.Join(why, "; "))
 	}
 }
 
@@ -290,7 +273,7 @@ func (c *computation) counterCurves() {
 		c.curves[i] = newCurve(g.Energy, tol)
 	}
 	if len(c.d.GPUs) == 0 {
-		c.flag(FlagNoEnergyData, true, "no GPU energy counter series for the run")
+		c.flag(contract.FlagNoEnergyData, true, "no GPU energy counter series for the run")
 	}
 }
 
@@ -347,7 +330,7 @@ func (c *computation) measurement() {
 		m.CoverageSeries = "mixed"
 	}
 	if cov < c.p.MinCoverage {
-		c.flag(FlagCoverageLow, true, "sample coverage %.3f is under %.3f (%d gaps)", cov, c.p.MinCoverage, len(m.Gaps))
+		c.flag(contract.FlagCoverageLow, true, "sample coverage %.3f is under %.3f (%d gaps)", cov, c.p.MinCoverage, len(m.Gaps))
 	}
 }
 
@@ -368,7 +351,7 @@ func (c *computation) stages() {
 		c.r.Stages[name] = st
 	}
 	if len(disagree) > 0 {
-		c.flag(FlagEnergySourcesDisagree, true, "counter and exporter stage energies differ by more than %g%%: %s", 100*c.p.EnergyTolerance, strings.Join(disagree, "; "))
+		c.flag(contract.FlagEnergySourcesDisagree, true, "counter and exporter stage energies differ by more than %g%%: %s", 100*c.p.EnergyTolerance, strings.Join(disagree, "; "))
 	}
 	stageE := func(name string) *float64 { return c.r.Stages[name].EnergyJoules }
 	e := &c.r.Energy
@@ -448,7 +431,7 @@ func (c *computation) release() {
 	if c.d.ReleaseClosed == nil {
 		why = "no joulemark_run_release_closed sample for the run"
 	}
-	c.flag(FlagReleaseNotClosed, true, "release not closed: %s", why)
+	c.flag(contract.FlagReleaseNotClosed, true, "release not closed: %s", why)
 }
 
 // idleStability flags GPUs whose idle power varies too much.
@@ -473,7 +456,7 @@ func (c *computation) idleStability() {
 		}
 	}
 	if len(unstable) > 0 {
-		c.flag(FlagIdleUnstable, false, "idle power varies more than CV %g: %s", c.p.IdleMaxCV, strings.Join(unstable, ", "))
+		c.flag(contract.FlagIdleUnstable, false, "idle power varies more than CV %g: %s", c.p.IdleMaxCV, strings.Join(unstable, ", "))
 	}
 }
 
@@ -481,7 +464,7 @@ func (c *computation) idleStability() {
 // request samples the loader left out.
 func (c *computation) orderFormal() {
 	if c.d.IncompleteRequests > 0 {
-		c.flag(FlagRequestsIncomplete, true, "%d per-request sample groups lack latency, output tokens or success and were left out", c.d.IncompleteRequests)
+		c.flag(contract.FlagRequestsIncomplete, true, "%d per-request sample groups lack latency, output tokens or success and were left out", c.d.IncompleteRequests)
 	}
 	reqs := c.d.Requests
 	n := 0
@@ -539,7 +522,7 @@ func (c *computation) requests() {
 	if r.Requests.Started > 0 {
 		r.Requests.ErrorRate = float64(r.Requests.Failed) / float64(r.Requests.Started)
 		if r.Requests.ErrorRate > p.MaxErrorRate {
-			c.flag(FlagErrorRateHigh, true, "error rate %.2f%% is over %.2f%% (%d of %d formal requests failed)", 100*r.Requests.ErrorRate, 100*p.MaxErrorRate, r.Requests.Failed, r.Requests.Started)
+			c.flag(contract.FlagErrorRateHigh, true, "error rate %.2f%% is over %.2f%% (%d of %d formal requests failed)", 100*r.Requests.ErrorRate, 100*p.MaxErrorRate, r.Requests.Failed, r.Requests.Started)
 		}
 	}
 	r.Latency.FailedRequests = r.Requests.Failed
@@ -641,7 +624,7 @@ func (c *computation) steadyState() {
 		}
 	}
 	if succ := len(ss); succ < 2*p.SSWindow {
-		c.flag(FlagTooFewRequests, true, "%d successful formal requests with output tokens, fewer than two steady-state windows (%d)", succ, 2*p.SSWindow)
+		c.flag(contract.FlagTooFewRequests, true, "%d successful formal requests with output tokens, fewer than two steady-state windows (%d)", succ, 2*p.SSWindow)
 	}
 	switch {
 	case len(c.formal) == 0:
@@ -652,7 +635,7 @@ func (c *computation) steadyState() {
 		c.steadyWindow(ss, <-c.attr)
 	}
 	if !r.SteadyState.Reached {
-		c.flag(FlagSteadyStateNotReach, true, "steady state not reached: %s", r.SteadyState.Reason)
+		c.flag(contract.FlagSteadyStateNotReach, true, "steady state not reached: %s", r.SteadyState.Reason)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 func flagCodes(r *Report) []string {
@@ -88,22 +90,22 @@ func TestComputeFlags(t *testing.T) {
 		want   []string
 		valid  bool
 	}{
-		{"release not closed", func(d *RunData, p *Params) { d.ReleaseClosed = new(false) }, []string{FlagReleaseNotClosed}, false},
-		{"release unknown", func(d *RunData, p *Params) { d.ReleaseClosed = nil }, []string{FlagReleaseNotClosed}, false},
-		{"exporter energy 2% off", func(d *RunData, p *Params) { d.PhaseEnergy["formal"] = 10200 }, []string{FlagEnergySourcesDisagree}, false},
+		{"release not closed", func(d *RunData, p *Params) { d.ReleaseClosed = new(false) }, []string{contract.FlagReleaseNotClosed}, false},
+		{"release unknown", func(d *RunData, p *Params) { d.ReleaseClosed = nil }, []string{contract.FlagReleaseNotClosed}, false},
+		{"exporter energy 2% off", func(d *RunData, p *Params) { d.PhaseEnergy["formal"] = 10200 }, []string{contract.FlagEnergySourcesDisagree}, false},
 		{"exporter energy 0.5% off is fine", func(d *RunData, p *Params) { d.PhaseEnergy["formal"] = 10050 }, nil, true},
 		{"gap in GPU 1's counter", func(d *RunData, p *Params) {
 			g := &d.GPUs[1]
 			g.Energy = slices.DeleteFunc(g.Energy, func(s Sample) bool { return s.T > fixtureBase+60 && s.T < fixtureBase+80 })
-		}, []string{FlagCoverageLow}, false},
-		{"steady state not reached", func(d *RunData, p *Params) { p.SSWindow = 60 }, []string{FlagTooFewRequests, FlagSteadyStateNotReach}, false},
-		{"error rate over threshold", func(d *RunData, p *Params) { p.MaxErrorRate = 0.005 }, []string{FlagErrorRateHigh}, false},
+		}, []string{contract.FlagCoverageLow}, false},
+		{"steady state not reached", func(d *RunData, p *Params) { p.SSWindow = 60 }, []string{contract.FlagTooFewRequests, contract.FlagSteadyStateNotReach}, false},
+		{"error rate over threshold", func(d *RunData, p *Params) { p.MaxErrorRate = 0.005 }, []string{contract.FlagErrorRateHigh}, false},
 		{"idle unstable is a warning", func(d *RunData, p *Params) {
 			for k := range d.GPUs[0].Power[:8] {
 				d.GPUs[0].Power[k].V = 60 + 20*float64(k%2)
 			}
-		}, []string{FlagIdleUnstable}, true},
-		{"release phase missing", func(d *RunData, p *Params) { delete(d.Phases, "release") }, []string{FlagPhaseMissing}, false},
+		}, []string{contract.FlagIdleUnstable}, true},
+		{"release phase missing", func(d *RunData, p *Params) { delete(d.Phases, "release") }, []string{contract.FlagPhaseMissing}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,13 +196,13 @@ func TestComputeRunIDReused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Contains(flagCodes(r), FlagRunIDReused) || r.Valid {
+			if !slices.Contains(flagCodes(r), contract.FlagRunIDReused) || r.Valid {
 				t.Errorf("flags %v, valid %v; want run_id_reused, invalid", flagCodes(r), r.Valid)
 			}
 		})
 	}
 	r, _, _ := Compute(fixture(), fixtureParams())
-	if slices.Contains(flagCodes(r), FlagRunIDReused) {
+	if slices.Contains(flagCodes(r), contract.FlagRunIDReused) {
 		t.Errorf("one clean lifecycle flagged: %+v", r.Flags)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/golden"
 )
 
@@ -182,7 +183,7 @@ func TestServerTokenCrossCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		flagged := slices.ContainsFunc(r.Flags, func(f Flag) bool { return f.Code == FlagServerTokensMismatch && !f.Excluding })
+		flagged := slices.ContainsFunc(r.Flags, func(f Flag) bool { return f.Code == contract.FlagServerTokensMismatch && !f.Excluding })
 		if flagged != tc.flagged || r.Server.TokenDifferenceRatio == nil {
 			t.Errorf("server at %g tokens/s: flagged %v (difference %v), want %v", tc.perSecond, flagged, r.Server.TokenDifferenceRatio, tc.flagged)
 		}
@@ -203,7 +204,7 @@ func TestServerTokenResolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	sv := r.Server
-	if sv.OutputTokensResolution == nil || *sv.OutputTokensResolution < 40 || slices.ContainsFunc(r.Flags, func(f Flag) bool { return f.Code == FlagServerTokensMismatch }) {
+	if sv.OutputTokensResolution == nil || *sv.OutputTokensResolution < 40 || slices.ContainsFunc(r.Flags, func(f Flag) bool { return f.Code == contract.FlagServerTokensMismatch }) {
 		t.Errorf("resolution %v, flags %v: want a resolution above the 40-token difference and no flag", sv.OutputTokensResolution, r.Flags)
 	}
 }
@@ -233,7 +234,7 @@ func TestServerTokenCrossCheckScrapeResolution(t *testing.T) {
 			t.Fatal(err)
 		}
 		sv := r.Server
-		flagged := slices.ContainsFunc(r.Flags, func(f Flag) bool { return f.Code == FlagServerTokensMismatch && !f.Excluding })
+		flagged := slices.ContainsFunc(r.Flags, func(f Flag) bool { return f.Code == contract.FlagServerTokensMismatch && !f.Excluding })
 		if flagged != tc.flagged || sv.TokenDifferenceRatio == nil || (sv.OutputTokensResolution == nil) != (tc.last < 130) {
 			t.Errorf("server at %g tokens/s, 8 s scrapes up to %g: flagged %v (difference %s, resolution %s), want %v",
 				tc.perSecond, tc.last, flagged, num(sv.TokenDifferenceRatio, "%.3f"), num(sv.OutputTokensResolution, "%.0f"), tc.flagged)

@@ -101,7 +101,7 @@ func TestAttachedRunValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Valid || !slices.Contains(flagCodes(r), FlagPhaseMissing) || !slices.Contains(flagCodes(r), FlagReleaseNotClosed) {
+	if r.Valid || !slices.Contains(flagCodes(r), contract.FlagPhaseMissing) || !slices.Contains(flagCodes(r), contract.FlagReleaseNotClosed) {
 		t.Errorf("cold start without its lifecycle markers: valid %v flags %v", r.Valid, flagCodes(r))
 	}
 }

@@ -89,8 +89,8 @@ func TestScenariosThroughTSDB(t *testing.T) {
 		flags  []string
 		edit   func([]remotewrite.Sample) []remotewrite.Sample
 	}{
-		{"release not closed", func(d *RunData) { d.ReleaseClosed = new(false) }, []string{FlagReleaseNotClosed}, nil},
-		{"exporter disagrees", func(d *RunData) { d.PhaseEnergy["release"] = 1100 }, []string{FlagEnergySourcesDisagree}, nil},
+		{"release not closed", func(d *RunData) { d.ReleaseClosed = new(false) }, []string{contract.FlagReleaseNotClosed}, nil},
+		{"exporter disagrees", func(d *RunData) { d.PhaseEnergy["release"] = 1100 }, []string{contract.FlagEnergySourcesDisagree}, nil},
 		{"counter reset mid-formal", func(d *RunData) {
 			// The exporter restarted at +80 s: its counter starts again
 			// from 0. Energy is unchanged (increase() semantics).
@@ -111,7 +111,7 @@ func TestScenariosThroughTSDB(t *testing.T) {
 		// not counted.
 		{"no exporter phase energy", func(d *RunData) { d.PhaseEnergy = nil }, nil, nil},
 		// One request lost its latency sample: it cannot be reconstructed.
-		{"request without latency", func(d *RunData) {}, []string{FlagRequestsIncomplete}, func(ss []remotewrite.Sample) []remotewrite.Sample {
+		{"request without latency", func(d *RunData) {}, []string{contract.FlagRequestsIncomplete}, func(ss []remotewrite.Sample) []remotewrite.Sample {
 			return slices.DeleteFunc(ss, func(s remotewrite.Sample) bool {
 				return s.Labels["__name__"] == contract.RequestLatency && s.TimestampMs == int64(fixtureBase+100)*1000
 			})
@@ -178,8 +178,8 @@ func TestRawEnergySamplesPreferred(t *testing.T) {
 	if got := val(r.Energy.FormalJoules); got != 10000 {
 		t.Errorf("formal energy %v, want the exporter's 10000", got)
 	}
-	if !slices.Contains(flagCodes(r), FlagEnergySourcesDisagree) {
-		t.Errorf("flags %v, want %s (raw counter 4%% above the exporter's phase energy)", flagCodes(r), FlagEnergySourcesDisagree)
+	if !slices.Contains(flagCodes(r), contract.FlagEnergySourcesDisagree) {
+		t.Errorf("flags %v, want %s (raw counter 4%% above the exporter's phase energy)", flagCodes(r), contract.FlagEnergySourcesDisagree)
 	}
 }
 
@@ -214,7 +214,7 @@ func TestScrapeOutageWithRawSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := analyzeFixture(t, s.URL())
-	if slices.Contains(flagCodes(r), FlagCoverageLow) || !r.Valid {
+	if slices.Contains(flagCodes(r), contract.FlagCoverageLow) || !r.Valid {
 		t.Errorf("flags %v valid %v: a scrape outage with complete raw series must stay valid", flagCodes(r), r.Valid)
 	}
 	if r.Measurement.CoverageSeries != "raw" || r.Measurement.CoverageRatio == nil || *r.Measurement.CoverageRatio < 0.99 {
@@ -243,11 +243,11 @@ func TestRunIDReusedThroughTSDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := analyzeFixture(t, s.URL())
-	if !slices.Contains(flagCodes(r), FlagRunIDReused) || r.Valid {
+	if !slices.Contains(flagCodes(r), contract.FlagRunIDReused) || r.Valid {
 		t.Fatalf("flags %v valid %v, want run_id_reused and invalid", flagCodes(r), r.Valid)
 	}
 	for _, f := range r.Flags {
-		if f.Code == FlagRunIDReused && !strings.Contains(f.Message, "phases started more than once: idle") {
+		if f.Code == contract.FlagRunIDReused && !strings.Contains(f.Message, "phases started more than once: idle") {
 			t.Errorf("run_id_reused says %q, want the restarted phase named", f.Message)
 		}
 	}

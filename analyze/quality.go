@@ -8,12 +8,9 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
-
-// FlagQualityLow: the answers' pass rate is under the threshold; the run is
-// excluded so a fast but degraded endpoint is never ranked.
-const FlagQualityLow = "quality_low"
 
 // Quality is report.json "quality": the successful formal answers checked
 // against their rubric (correctness workload or workload.quality_file),
@@ -76,7 +73,7 @@ func addQuality(r *Report, arch *runarchive.Run, minPassRate float64) error {
 		for _, k := range s.Rules() {
 			rules = append(rules, fmt.Sprintf("%s %d", k, s.FailuresByRule[k]))
 		}
-		r.Flags = append(r.Flags, Flag{Code: FlagQualityLow, Excluding: true, Message: fmt.Sprintf(
+		r.Flags = append(r.Flags, Flag{Code: contract.FlagQualityLow, Excluding: true, Message: fmt.Sprintf(
 			"%d of %d checked answers failed (pass rate %.1f%% < %.1f%%, --min-quality; %s)",
 			s.Failed, s.Requests, 100**s.PassRate, 100*minPassRate, strings.Join(rules, ", "))})
 		r.Valid = false

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
@@ -59,7 +60,7 @@ func TestQualityBelowThresholdExcludes(t *testing.T) {
 			}
 			flagged := false
 			for _, f := range r.Flags {
-				flagged = flagged || f.Code == FlagQualityLow && f.Excluding
+				flagged = flagged || f.Code == contract.FlagQualityLow && f.Excluding
 			}
 			if r.Valid != tc.valid || flagged == tc.valid {
 				t.Errorf("valid %v flagged %v, want valid %v (pass rate %v)", r.Valid, flagged, tc.valid, *q.PassRate)

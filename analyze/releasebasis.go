@@ -4,14 +4,9 @@ import (
 	"fmt"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
-
-// FlagReleaseProcessUnverified warns (without excluding the run) that an
-// exporter met the release's process criterion without evidence: none of
-// the run's GPUs could list its processes and the bench did not report the
-// engine's exit.
-const FlagReleaseProcessUnverified = "release_process_unverified"
 
 // basisRank orders the process criterion's bases from the weakest.
 var basisRank = map[string]int{phaseapi.BasisUnverified: 0, phaseapi.BasisNVML: 1, phaseapi.BasisEngineExit: 2}
@@ -37,7 +32,7 @@ func addReleaseBasis(r *Report, arch *runarchive.Run) error {
 				r.Release.ProcessBasis = c.Basis
 			}
 			if c.Basis == phaseapi.BasisUnverified {
-				r.Flags = append(r.Flags, Flag{Code: FlagReleaseProcessUnverified, Message: fmt.Sprintf(
+				r.Flags = append(r.Flags, Flag{Code: contract.FlagReleaseProcessUnverified, Message: fmt.Sprintf(
 					"exporter %s met the release's process criterion without evidence: no GPU of the run could list its processes (run it as a user that can) and the bench did not report the engine's exit",
 					e.URL)})
 			}

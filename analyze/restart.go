@@ -10,17 +10,9 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
-
-// FlagExporterRestarted warns (without excluding the run) that an exporter
-// was down during the run: phases.json of the bench archive holds its gap,
-// an interval without energy. Coverage counts the hole the scrapes show.
-const FlagExporterRestarted = "exporter_restarted"
-
-// FlagGPUShared warns (without excluding the run) that other pods held
-// GPUs of a run selected by pod: their energy is in the run's.
-const FlagGPUShared = "gpu_shared"
 
 // addExporterGaps reads the exporters' final run statuses from the
 // archive's phases.json and flags every gap (an exporter restarted
@@ -37,12 +29,12 @@ func addExporterGaps(r *Report, arch *runarchive.Run) error {
 		}
 		for _, g := range e.Status.Gaps {
 			r.Measurement.Gaps = append(r.Measurement.Gaps, Gap{GPU: e.URL, Series: "exporter", Start: g.Start, End: g.End})
-			r.Flags = append(r.Flags, Flag{Code: FlagExporterRestarted, Message: fmt.Sprintf(
+			r.Flags = append(r.Flags, Flag{Code: contract.FlagExporterRestarted, Message: fmt.Sprintf(
 				"exporter %s was down from %s to %s (%.1f s, %s): no energy was measured there",
 				e.URL, unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason)})
 		}
 		if len(e.Status.CoTenants) > 0 {
-			r.Flags = append(r.Flags, Flag{Code: FlagGPUShared, Message: fmt.Sprintf(
+			r.Flags = append(r.Flags, Flag{Code: contract.FlagGPUShared, Message: fmt.Sprintf(
 				"exporter %s: other pods held the run's GPUs (%s): their GPU energy is in the run's", e.URL, strings.Join(e.Status.CoTenants, ", "))})
 		}
 	}

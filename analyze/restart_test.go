@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
@@ -23,7 +24,7 @@ func TestExporterGapsFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := addExporterGaps(r, run); err != nil || slices.Contains(flagCodes(r), FlagExporterRestarted) {
+	if err := addExporterGaps(r, run); err != nil || slices.Contains(flagCodes(r), contract.FlagExporterRestarted) {
 		t.Fatalf("without phases.json: flags %v, %v", flagCodes(r), err)
 	}
 	doc := map[string]any{"run_id": "gap-1", "exporters": []any{
@@ -41,7 +42,7 @@ func TestExporterGapsFlagged(t *testing.T) {
 	}
 	var msg string
 	for _, f := range r.Flags {
-		if f.Code == FlagExporterRestarted {
+		if f.Code == contract.FlagExporterRestarted {
 			msg = f.Message
 			if f.Excluding {
 				t.Error("exporter_restarted excludes the run; coverage decides that")
@@ -51,7 +52,7 @@ func TestExporterGapsFlagged(t *testing.T) {
 	if !strings.Contains(msg, "http://node-a:9402") || !strings.Contains(msg, "7.5 s") || r.Valid != valid {
 		t.Errorf("flag message %q (valid %v→%v), want node-a's 7.5 s gap", msg, valid, r.Valid)
 	}
-	if i := slices.IndexFunc(r.Flags, func(f Flag) bool { return f.Code == FlagGPUShared }); i < 0 || r.Flags[i].Excluding ||
+	if i := slices.IndexFunc(r.Flags, func(f Flag) bool { return f.Code == contract.FlagGPUShared }); i < 0 || r.Flags[i].Excluding ||
 		!strings.Contains(r.Flags[i].Message, "node-b") || !strings.Contains(r.Flags[i].Message, "batch/job") {
 		t.Errorf("flags %+v: want a non-excluding gpu_shared naming node-b's co-tenant batch/job", r.Flags)
 	}
@@ -101,7 +102,7 @@ func TestReleaseProcessBasis(t *testing.T) {
 			if err := addReleaseBasis(r, run); err != nil {
 				t.Fatal(err)
 			}
-			if r.Release.ProcessBasis != tc.want || slices.Contains(flagCodes(r), FlagReleaseProcessUnverified) != tc.flag || r.Valid != valid {
+			if r.Release.ProcessBasis != tc.want || slices.Contains(flagCodes(r), contract.FlagReleaseProcessUnverified) != tc.flag || r.Valid != valid {
 				t.Errorf("basis %q flags %v valid %v→%v; want %q, flag %v", r.Release.ProcessBasis, flagCodes(r), valid, r.Valid, tc.want, tc.flag)
 			}
 			var md strings.Builder

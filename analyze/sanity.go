@@ -5,11 +5,8 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
+	"github.com/joulemark/joulemark/internal/contract"
 )
-
-// FlagOutputsSuspect warns (without excluding the run) that the share of
-// empty, repeated or short outputs exceeds Params.MaxBadOutputRatio.
-const FlagOutputsSuspect = "outputs_suspect"
 
 // OutputSanity is report.json's output_sanity: the suspicious outputs among
 // the successful formal requests, counted from the bench archive's
@@ -50,7 +47,7 @@ func AddOutputSanity(r *Report, c outputsanity.Counts, maxBadRatio float64) {
 	if c.IgnoreEOS != nil && !*c.IgnoreEOS && c.Short != nil && *c.Short > 0 {
 		msg += "; ignore_eos was off, so short outputs may be natural stops"
 	}
-	r.Flags = append(r.Flags, Flag{Code: FlagOutputsSuspect, Message: msg})
+	r.Flags = append(r.Flags, Flag{Code: contract.FlagOutputsSuspect, Message: msg})
 }
 
 // sanityCell renders output_sanity for the Energy per token table:

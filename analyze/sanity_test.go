@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
@@ -60,8 +61,8 @@ func TestAddOutputSanity(t *testing.T) {
 				}
 				return
 			}
-			if len(added) != 1 || added[0].Code != FlagOutputsSuspect || added[0].Excluding || !strings.Contains(added[0].Message, tc.wantFlag) {
-				t.Errorf("flags %+v, want one non-excluding %s containing %q", added, FlagOutputsSuspect, tc.wantFlag)
+			if len(added) != 1 || added[0].Code != contract.FlagOutputsSuspect || added[0].Excluding || !strings.Contains(added[0].Message, tc.wantFlag) {
+				t.Errorf("flags %+v, want one non-excluding %s containing %q", added, contract.FlagOutputsSuspect, tc.wantFlag)
 			}
 		})
 	}
@@ -128,10 +129,10 @@ func TestRunWithArchive(t *testing.T) {
 	}
 	var flagged bool
 	for _, f := range doc.Flags {
-		flagged = flagged || (f.Code == FlagOutputsSuspect && !f.Excluding)
+		flagged = flagged || (f.Code == contract.FlagOutputsSuspect && !f.Excluding)
 	}
 	if !flagged {
-		t.Errorf("no non-excluding %s flag in %+v", FlagOutputsSuspect, doc.Flags)
+		t.Errorf("no non-excluding %s flag in %+v", contract.FlagOutputsSuspect, doc.Flags)
 	}
 	row := "| output sanity: empty / repeated / short of successful formal outputs, ignore_eos on | 1 / 1 / 1 of 10 (30.00% bad) |"
 	md, err := os.ReadFile(filepath.Join(dir, FileMarkdown))
@@ -145,7 +146,7 @@ func TestRunWithArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(html, []byte(">1 / 1 / 1 of 10 (30.00% bad)</td>")) || !bytes.Contains(html, []byte(FlagOutputsSuspect)) {
+	if !bytes.Contains(html, []byte(">1 / 1 / 1 of 10 (30.00% bad)</td>")) || !bytes.Contains(html, []byte(contract.FlagOutputsSuspect)) {
 		t.Error("report.html lacks the output sanity cell or the flag")
 	}
 }

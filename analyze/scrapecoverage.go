@@ -4,17 +4,9 @@ import (
 	"fmt"
 	"math"
 	"strings"
-)
 
-// FlagScrapeCoverageLow: a series Prometheus only scrapes (the engine's
-// metrics, GPU memory, GPU utilization) misses more of the formal phase
-// than --min-coverage allows, e.g. Prometheus was down: the server view,
-// GPU memory and the diagnosis built on them come from the samples present
-// (null where none). A warning: stage energy, J/token, requests and
-// latency come from the exporter's and the bench's pushed samples and the
-// exporter's phase figures, which `joulemark runs push` and the exporter's
-// remote-write retries restore after an outage; scrapes are lost for good.
-const FlagScrapeCoverageLow = "scrape_coverage_low"
+	"github.com/joulemark/joulemark/internal/contract"
+)
 
 // scrapeCoverage flags scraped series that cover too little of the formal
 // phase. A series absent from the whole run (not scraped, an older
@@ -70,6 +62,6 @@ func (c *computation) scrapeCoverage() {
 		check("engine metrics", worst)
 	}
 	if len(low) > 0 {
-		c.flag(FlagScrapeCoverageLow, false, "scraped series cover too little of the formal phase (%s; under %.3f): the server view, GPU memory and the diagnosis come from the samples present, energy and requests do not depend on them", strings.Join(low, ", "), c.p.MinCoverage)
+		c.flag(contract.FlagScrapeCoverageLow, false, "scraped series cover too little of the formal phase (%s; under %.3f): the server view, GPU memory and the diagnosis come from the samples present, energy and requests do not depend on them", strings.Join(low, ", "), c.p.MinCoverage)
 	}
 }

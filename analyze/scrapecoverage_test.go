@@ -3,6 +3,8 @@ package analyze
 import (
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // TestScrapeCoverage: scraped series (GPU memory, GPU utilization, engine
@@ -57,7 +59,7 @@ func TestScrapeCoverage(t *testing.T) {
 			}
 			var got *Flag
 			for i, f := range r.Flags {
-				if f.Code == FlagScrapeCoverageLow {
+				if f.Code == contract.FlagScrapeCoverageLow {
 					got = &r.Flags[i]
 				}
 			}

@@ -32,10 +32,6 @@ var engineMetricRoles = []struct {
 // which the run is flagged server_tokens_mismatch.
 const ServerTokenTolerance = 0.02
 
-// FlagServerTokensMismatch: the engine counted other output tokens than the
-// client (warning).
-const FlagServerTokensMismatch = "server_tokens_mismatch"
-
 // EngineData is the engine's metrics over the run, by metric name (each
 // series' samples).
 type EngineData struct {
@@ -293,7 +289,7 @@ func (c *computation) server() {
 			// engine certainly generated is a finding.
 			beyond := bounded && math.Abs(*sv.OutputTokens-cl) > hi-lo || !bounded && (lo-cl)/cl > ServerTokenTolerance
 			if math.Abs(diff) > ServerTokenTolerance && beyond {
-				c.flag(FlagServerTokensMismatch, false, "the engine generated %.0f output tokens over the formal phase (%.0f to %.0f at its scrape resolution), the client counted %d (%+.1f%%, beyond ±%.0f%% and the scrape resolution): check usage reporting, aborted requests or other traffic on the engine",
+				c.flag(contract.FlagServerTokensMismatch, false, "the engine generated %.0f output tokens over the formal phase (%.0f to %.0f at its scrape resolution), the client counted %d (%+.1f%%, beyond ±%.0f%% and the scrape resolution): check usage reporting, aborted requests or other traffic on the engine",
 					*sv.OutputTokens, lo, hi, sv.ClientOutputTokens, 100*diff, 100*ServerTokenTolerance)
 			}
 		}

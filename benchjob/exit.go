@@ -3,6 +3,8 @@ package benchjob
 import (
 	"fmt"
 	"slices"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Unusable lists why a run that completed cannot be used (docs/cli.md, exit
@@ -14,8 +16,8 @@ func (r *Result) Unusable() []string {
 		why = append(why, fmt.Sprintf("no successful formal request (%d started)", r.Summary.Started))
 	}
 	for _, f := range []struct{ flag, msg string }{
-		{FlagExporterLostPhases, "an exporter lost phases the bench posted"},
-		{FlagExporterError, "an exporter could not be reached for a phase or the final status"},
+		{contract.FlagExporterLostPhases, "an exporter lost phases the bench posted"},
+		{contract.FlagExporterError, "an exporter could not be reached for a phase or the final status"},
 	} {
 		if slices.Contains(r.Flags, f.flag) {
 			why = append(why, f.msg+" ("+f.flag+")")

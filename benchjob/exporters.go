@@ -16,17 +16,6 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 )
 
-// Flags set from the exporters' final view of the run.
-const (
-	// FlagExporterLostPhases: an exporter's final status lacks a phase the
-	// bench posted (it restarted without its state, or a POST never got
-	// through): the run's energy cannot be trusted.
-	FlagExporterLostPhases = "exporter_lost_phases"
-	// FlagExporterRestarted: an exporter was down during the run; the gap
-	// (phases.json, gaps) holds no energy.
-	FlagExporterRestarted = "exporter_restarted"
-)
-
 // exporterCallTimeout bounds one attempt of an exporter call.
 const exporterCallTimeout = 10 * time.Second
 
@@ -89,12 +78,12 @@ func checkExporterStatus(st *phaseapi.RunStatus, posted []string) (flags []strin
 		}
 	}
 	if len(lost) > 0 {
-		flags = append(flags, FlagExporterLostPhases)
+		flags = append(flags, contract.FlagExporterLostPhases)
 		why = append(why, "phases posted but missing: "+strings.Join(lost, ", "))
 	}
 	for _, g := range st.Gaps {
-		if !slices.Contains(flags, FlagExporterRestarted) {
-			flags = append(flags, FlagExporterRestarted)
+		if !slices.Contains(flags, contract.FlagExporterRestarted) {
+			flags = append(flags, contract.FlagExporterRestarted)
 		}
 		why = append(why, fmt.Sprintf("%s from %s to %s (%.1f s without energy)", g.Reason,
 			time.Unix(0, int64(g.Start*1e9)).UTC().Format(time.RFC3339Nano),

@@ -27,7 +27,7 @@ func TestRunNoUsageCompletesFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StatusCompleted || !slices.Contains(res.Flags, FlagUsageMissing) || res.Summary.Succeeded != 10 {
+	if res.Status != StatusCompleted || !slices.Contains(res.Flags, contract.FlagUsageMissing) || res.Summary.Succeeded != 10 {
 		t.Fatalf("status %s flags %v summary %+v", res.Status, res.Flags, res.Summary)
 	}
 	_, recs := readRecords(t, res.ArchiveDir)
@@ -112,7 +112,7 @@ func TestRunAbortKeepsRecords(t *testing.T) {
 	if !errors.Is(err, ErrAborted) || res == nil {
 		t.Fatalf("err %v res %v", err, res)
 	}
-	if res.Status != StatusAborted || !slices.Contains(res.Flags, FlagAborted) {
+	if res.Status != StatusAborted || !slices.Contains(res.Flags, contract.FlagAborted) {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	if _, st := eng.counts(); st != 1 {
@@ -152,7 +152,7 @@ func TestRunEngineNeverReady(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not ready") {
 		t.Fatalf("err %v", err)
 	}
-	if res.Status != StatusFailed || !slices.Contains(res.Flags, FlagEngineNotReady) {
+	if res.Status != StatusFailed || !slices.Contains(res.Flags, contract.FlagEngineNotReady) {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	if _, st := eng.counts(); st != 1 || !exp.isEnded() {
@@ -169,7 +169,7 @@ func TestRunWrongModel(t *testing.T) {
 		defer srv.Close()
 		cfg := testConfig(t, srv.BaseURL())
 		res, err := runFake(cfg)
-		if err == nil || !strings.Contains(err.Error(), `"other-model"`) || !slices.Contains(res.Flags, FlagWrongModel) {
+		if err == nil || !strings.Contains(err.Error(), `"other-model"`) || !slices.Contains(res.Flags, contract.FlagWrongModel) {
 			t.Fatalf("err %v flags %v", err, res.Flags)
 		}
 		if srv.Requests() != 0 {
@@ -203,7 +203,7 @@ func TestRunEngineProcessDies(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
 		t.Fatalf("err %v", err)
 	}
-	if !slices.Contains(res.Flags, FlagEngineExited) || res.Status != StatusFailed {
+	if !slices.Contains(res.Flags, contract.FlagEngineExited) || res.Status != StatusFailed {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineLogFile))
@@ -232,7 +232,7 @@ func TestRunRemoteWriteDown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a Prometheus outage must not fail the run: %v", err)
 	}
-	if !slices.Contains(res.Flags, FlagRemoteWriteLost) || res.RemoteWrite.Lost() == 0 || res.RemoteWrite.Acknowledged != 0 {
+	if !slices.Contains(res.Flags, contract.FlagRemoteWriteLost) || res.RemoteWrite.Lost() == 0 || res.RemoteWrite.Acknowledged != 0 {
 		t.Errorf("flags %v stats %+v", res.Flags, res.RemoteWrite)
 	}
 	if _, recs := readRecords(t, res.ArchiveDir); len(recs) != 12 {
@@ -277,7 +277,7 @@ func TestRunNoLifecycle(t *testing.T) {
 	if got := exp.phases(); !equalPhases(got, []contract.Phase{contract.Formal}) || !exp.isEnded() {
 		t.Errorf("phases %v ended %v", got, exp.isEnded())
 	}
-	if !slices.Contains(res.Flags, FlagNoLifecycle) || res.Warmup.Started != 0 || res.Summary.Started != 10 {
+	if !slices.Contains(res.Flags, contract.FlagNoLifecycle) || res.Warmup.Started != 0 || res.Summary.Started != 10 {
 		t.Errorf("flags %v warmup %d formal %d", res.Flags, res.Warmup.Started, res.Summary.Started)
 	}
 	// The run identity names the mode analyze reports it in.
@@ -302,7 +302,7 @@ func TestRunReleaseNotClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(res.Flags, FlagReleaseWait) || !exp.isEnded() {
+	if !slices.Contains(res.Flags, contract.FlagReleaseWait) || !exp.isEnded() {
 		t.Errorf("flags %v ended %v", res.Flags, exp.isEnded())
 	}
 }
@@ -355,7 +355,7 @@ func TestRunEngineDiesDuringStartup(t *testing.T) {
 	if time.Since(t0) > 10*time.Second {
 		t.Errorf("took %s: a dead engine must not wait out the ready timeout", time.Since(t0))
 	}
-	if !slices.Contains(res.Flags, FlagEngineExited) || slices.Contains(res.Flags, FlagEngineNotReady) {
+	if !slices.Contains(res.Flags, contract.FlagEngineExited) || slices.Contains(res.Flags, contract.FlagEngineNotReady) {
 		t.Errorf("flags %v", res.Flags)
 	}
 	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineLogFile))
@@ -407,7 +407,7 @@ func TestRunExporterFailsMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an exporter failing mid-run must not lose the run: %v", err)
 	}
-	if !slices.Contains(res.Flags, FlagExporterError) || !slices.Contains(res.Flags, FlagExporterLostPhases) || res.Summary.Succeeded != 10 {
+	if !slices.Contains(res.Flags, contract.FlagExporterError) || !slices.Contains(res.Flags, contract.FlagExporterLostPhases) || res.Summary.Succeeded != 10 {
 		t.Errorf("flags %v summary %+v, want exporter_error and exporter_lost_phases", res.Flags, res.Summary)
 	}
 	if why := res.Unusable(); len(why) == 0 {
@@ -459,7 +459,7 @@ func TestRunLostPhasesFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(res.Flags, FlagExporterLostPhases) || len(res.Unusable()) == 0 {
+	if !slices.Contains(res.Flags, contract.FlagExporterLostPhases) || len(res.Unusable()) == 0 {
 		t.Errorf("flags %v, unusable %v; want exporter_lost_phases, unusable", res.Flags, res.Unusable())
 	}
 	var sb strings.Builder

@@ -120,8 +120,8 @@ func TestRunHonoursRetryAfter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Contains(res.Flags, FlagRetryAfter) {
-				t.Errorf("flags %v lack %s", res.Flags, FlagRetryAfter)
+			if !slices.Contains(res.Flags, contract.FlagRetryAfter) {
+				t.Errorf("flags %v lack %s", res.Flags, contract.FlagRetryAfter)
 			}
 			_, recs := readRecords(t, res.ArchiveDir)
 			asked := 0

@@ -142,7 +142,7 @@ func TestRunRealPrometheusInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.RemoteWrite.Lost() != 0 || slices.Contains(res.Flags, FlagRemoteWriteLost) {
+	if res.RemoteWrite.Lost() != 0 || slices.Contains(res.Flags, contract.FlagRemoteWriteLost) {
 		t.Fatalf("remote write %+v flags %v\n%s", res.RemoteWrite, res.Flags, prom.Log())
 	}
 	cl, err := api.NewClient(api.Config{Address: prom.URL})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
@@ -134,7 +135,7 @@ func TestRunOpenLoopPoisson(t *testing.T) {
 	if math.Abs(mean-0.005) > 0.0015 || sd/mean < 0.7 || sd/mean > 1.3 {
 		t.Errorf("gaps mean %.4f cv %.2f", mean, sd/mean)
 	}
-	if res.TargetRate != 200 || res.AchievedRate < 140 || res.AchievedRate > 280 || slices.Contains(res.Flags, FlagClientLag) {
+	if res.TargetRate != 200 || res.AchievedRate < 140 || res.AchievedRate > 280 || slices.Contains(res.Flags, contract.FlagClientLag) {
 		t.Errorf("target %g achieved %g flags %v", res.TargetRate, res.AchievedRate, res.Flags)
 	}
 	var man Manifest
@@ -188,7 +189,7 @@ func TestRunOpenLoopCap(t *testing.T) {
 	}
 	var man Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
-	if man.Load.CapWaitSeconds <= 0 || slices.Contains(res.Flags, FlagClientLag) {
+	if man.Load.CapWaitSeconds <= 0 || slices.Contains(res.Flags, contract.FlagClientLag) {
 		t.Errorf("cap wait %g flags %v: waiting for the cap is not client lag", man.Load.CapWaitSeconds, res.Flags)
 	}
 }
@@ -205,7 +206,7 @@ func TestRunLagFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(res.Flags, FlagClientLag) {
+	if !slices.Contains(res.Flags, contract.FlagClientLag) {
 		t.Errorf("flags %v: a lag above max_lag must be flagged", res.Flags)
 	}
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
-)
 
-// FlagRetryAfter: the engine answered 429 or 503 with Retry-After, and
-// the load paused as asked (retry_after_wait_seconds in the manifest).
-const FlagRetryAfter = "retry_after"
+	"github.com/joulemark/joulemark/internal/contract"
+)
 
 // serverWait is the pause the engine asked for with Retry-After: no
 // request is sent before until, in the open loop or the closed one.
@@ -58,8 +56,8 @@ func (r *runner) honourRetryAfter(rec *Record, d time.Duration) {
 		return
 	}
 	r.mu.Lock()
-	first := !r.flags[FlagRetryAfter]
-	r.flags[FlagRetryAfter] = true
+	first := !r.flags[contract.FlagRetryAfter]
+	r.flags[contract.FlagRetryAfter] = true
 	r.mu.Unlock()
 	if first {
 		r.log.Warn("the engine asked the client to wait (Retry-After): the load pauses as asked, recorded as retry_after_seconds and retry_after_wait_seconds",

@@ -28,25 +28,6 @@ import (
 	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
-// Run flags: stable names recorded in the manifest and the Result.
-const (
-	FlagAborted          = "aborted"                  // Ctrl-C (context canceled): records kept
-	FlagNoLifecycle      = "no_lifecycle"             // an already running service: formal phase only
-	FlagUsageMissing     = "usage_missing"            // the stream carried no usage: see tokens_source
-	FlagClientLag        = "client_could_not_keep_up" // open-loop dispatch lag above max_lag
-	FlagClientCPU        = "client_cpu_saturated"     // the client used over 90% of its CPUs
-	FlagEngineStart      = "engine_start_failed"
-	FlagEngineNotReady   = "engine_not_ready"     // readiness timeout passed
-	FlagEngineExited     = "engine_exited"        // the engine process died before it was stopped
-	FlagEngineStop       = "engine_stop_failed"   // stop hook failed or SIGKILL was needed
-	FlagWrongModel       = "wrong_model"          // the served model is not the one asked for
-	FlagReleaseNotClosed = "release_not_closed"   // an exporter's release wait timed out
-	FlagReleaseWait      = "release_wait_timeout" // the client gave up waiting for an exporter
-	FlagExporterError    = "exporter_error"       // a phase could not be posted to an exporter
-	FlagRemoteWriteLost  = "remote_write_lost"    // some samples never reached Prometheus
-	FlagTraceExhausted   = "trace_exhausted"      // the trace ended before requests/duration
-)
-
 // Run statuses (runarchive's).
 const (
 	StatusRunning   = runarchive.StatusRunning
@@ -431,7 +412,7 @@ func (r *runner) record(rec *Record) {
 	} else {
 		r.progress.tokens.Add(int64(rec.OutputTokens))
 		if rec.TokensSource != TokensUsage {
-			r.flag(FlagUsageMissing)
+			r.flag(contract.FlagUsageMissing)
 		}
 	}
 	// Kept for the summary, without the gaps (the archive has them): rec
@@ -482,7 +463,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	switch {
 	case ctx.Err() != nil:
 		status = StatusAborted
-		r.flag(FlagAborted)
+		r.flag(contract.FlagAborted)
 		err = fmt.Errorf("run %s: %w (%v); records kept in %s", r.runID, ErrAborted, context.Cause(ctx), r.arch.Dir)
 	case err != nil:
 		status = StatusFailed
@@ -503,7 +484,7 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	}
 	nl := r.cfg.Engine.NoLifecycle
 	if nl {
-		r.flag(FlagNoLifecycle)
+		r.flag(contract.FlagNoLifecycle)
 		if q := r.cfg.Engine.QuietWindow; q > 0 {
 			// the running engine without load from the bench
 			r.postPhase(contract.Idle)
@@ -531,7 +512,7 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 			pe.PIDFile = r.arch.Path(EnginePIDFile)
 		}
 		if err := r.engine.Start(ctx); err != nil {
-			r.flag(FlagEngineStart)
+			r.flag(contract.FlagEngineStart)
 			return fmt.Errorf("starting the engine: %w", err)
 		}
 		if w, ok := r.engine.(Watcher); ok {
@@ -546,7 +527,7 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 				r.engineErr = w.ExitErr()
 				r.mu.Unlock()
 				if !stopping {
-					r.flag(FlagEngineExited)
+					r.flag(contract.FlagEngineExited)
 					r.log.Error("engine exited during the run", "err", w.ExitErr())
 					cancelRun(fmt.Errorf("engine exited: %w", w.ExitErr()))
 				}
@@ -598,7 +579,7 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	if wall > 0 {
 		r.man.Load.ClientCPURatio = (cpuTime() - cpu0).Seconds() / wall / float64(runtime.GOMAXPROCS(0))
 		if r.man.Load.ClientCPURatio > 0.9 {
-			r.flag(FlagClientCPU)
+			r.flag(contract.FlagClientCPU)
 		}
 	}
 	r.man.Load.AchievedRate = st.achievedRate()
@@ -609,12 +590,12 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 		r.man.Load.LagP50Seconds, r.man.Load.LagP99Seconds = p50.Seconds(), p99.Seconds()
 		r.man.Load.CapWaitSeconds = st.capWait.Seconds()
 		if p99 > r.cfg.MaxLag && r.cfg.MaxLag > 0 {
-			r.flag(FlagClientLag)
+			r.flag(contract.FlagClientLag)
 			r.log.Warn("the client could not keep up with the target arrivals", "lag_p99", p99, "max_lag", r.cfg.MaxLag)
 		}
 	}
 	if st.exhausted && r.trace != nil && (r.cfg.Requests > len(r.trace)) {
-		r.flag(FlagTraceExhausted)
+		r.flag(contract.FlagTraceExhausted)
 	}
 	return r.engineCause(ctx, ctx.Err())
 }
@@ -676,7 +657,7 @@ func (r *runner) waitReady(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r.flag(FlagEngineNotReady)
+			r.flag(contract.FlagEngineNotReady)
 			return fmt.Errorf("engine not ready after %s at %s: %v", r.cfg.Engine.ReadyTimeout, r.cfg.Target, withTargetHint(r.cfg.Target, last))
 		case <-time.After(r.opts.PollInterval):
 		}
@@ -705,7 +686,7 @@ func (r *runner) identify(ctx context.Context) error {
 		r.log.Info("no model given: using the first served one", "model", r.model)
 	}
 	if found == nil {
-		r.flag(FlagWrongModel)
+		r.flag(contract.FlagWrongModel)
 		return fmt.Errorf("identity check: %s serves %q, not %q", r.cfg.Target, ids, r.cfg.Model)
 	}
 	r.man.Engine.Model = r.model
@@ -753,7 +734,7 @@ func (r *runner) forExporters(f func(context.Context, *phaseapi.Client) error, w
 				func(err error, d time.Duration) {
 					r.log.Warn("exporter call failed; retrying", "what", what, "exporter", c.BaseURL(), "in", d, "err", err)
 				}); err != nil {
-				r.flag(FlagExporterError)
+				r.flag(contract.FlagExporterError)
 				r.log.Error("exporter", "what", what, "exporter", c.BaseURL(), "err", err)
 			}
 		}()
@@ -776,7 +757,7 @@ func (r *runner) teardown(ctx context.Context, ok bool) {
 		if started && r.engine != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), r.cfg.Engine.StopGrace+2*time.Minute)
 			if err := r.engine.Stop(sctx); err != nil {
-				r.flag(FlagEngineStop)
+				r.flag(contract.FlagEngineStop)
 				r.log.Warn("stopping the engine", "err", err)
 			} else if ok {
 				// the release's process criterion: the engine is gone
@@ -824,20 +805,20 @@ func (r *runner) waitRelease(ctx context.Context) {
 			st, err := r.awaitRelease(wctx, c)
 			if err != nil {
 				if ctx.Err() != nil {
-					r.flag(FlagAborted)
+					r.flag(contract.FlagAborted)
 				} else if wctx.Err() != nil {
-					r.flag(FlagReleaseWait)
+					r.flag(contract.FlagReleaseWait)
 				} else {
-					r.flag(FlagExporterError)
+					r.flag(contract.FlagExporterError)
 				}
 				r.log.Error("release wait", "exporter", c.BaseURL(), "err", err)
 			} else if st.Release.Closed == nil || !*st.Release.Closed {
-				r.flag(FlagReleaseNotClosed)
+				r.flag(contract.FlagReleaseNotClosed)
 			}
 			if err != nil || st.State != phaseapi.RunEnded {
 				ectx, ecancel := context.WithTimeout(context.Background(), 15*time.Second)
 				if _, err := c.EndRun(ectx, r.runID); err != nil {
-					r.flag(FlagExporterError)
+					r.flag(contract.FlagExporterError)
 					r.log.Error("ending run", "exporter", c.BaseURL(), "err", err)
 				}
 				ecancel()
@@ -948,7 +929,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		cancel()
 		res.RemoteWrite = st
 		if err != nil {
-			r.flag(FlagRemoteWriteLost)
+			r.flag(contract.FlagRemoteWriteLost)
 			r.log.Warn("remote write", "err", err)
 		}
 		r.man.RemoteWrite = &st
@@ -967,9 +948,9 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		ep := ExporterPhase{URL: c.BaseURL()}
 		if err != nil {
 			ep.Error = err.Error()
-			r.flag(FlagExporterError)
+			r.flag(contract.FlagExporterError)
 			if phaseapi.IsStatus(err, http.StatusNotFound) && len(posted) > 0 {
-				r.flag(FlagExporterLostPhases)
+				r.flag(contract.FlagExporterLostPhases)
 				r.log.Error("the exporter lost the run", "exporter", c.BaseURL(), "posted", strings.Join(posted, ","))
 			}
 		} else {

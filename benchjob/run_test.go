@@ -305,5 +305,5 @@ var _ = time.Second
 // says how busy the machine running the test was (CI neighbours), not
 // what the code under test did.
 func flagsBesidesLoad(flags []string) []string {
-	return slices.DeleteFunc(slices.Clone(flags), func(f string) bool { return f == FlagClientCPU })
+	return slices.DeleteFunc(slices.Clone(flags), func(f string) bool { return f == contract.FlagClientCPU })
 }

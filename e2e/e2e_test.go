@@ -439,7 +439,7 @@ func checkReport(t *testing.T, ext *external) {
 // energy_sources_disagree is not among them: analyze flags a disagreement
 // only beyond what the 1 s counter's sampling resolution explains, so a
 // correct pipeline never raises it (checkStageEnergy bounds the same error).
-var tolerableFlags = []string{analyze.FlagSteadyStateNotReach}
+var tolerableFlags = []string{contract.FlagSteadyStateNotReach}
 
 // checkStageEnergy compares analyze's stage energies with the exporter's
 // phase energies (GET /api/v1/runs/ID). With --sim.energy-counter the

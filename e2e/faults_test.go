@@ -423,7 +423,7 @@ func TestFaultExporterRestartMidFormal(t *testing.T) {
 		t.Errorf("bench exit %d, want 0:\n%s", code, tail(b.out.String(), 4000))
 	}
 	m := readManifest(t, filepath.Join(f.runsDir, "xr-1"))
-	if !slices.Contains(m.Flags, benchjob.FlagExporterRestarted) || slices.Contains(m.Flags, benchjob.FlagExporterLostPhases) || slices.Contains(m.Flags, benchjob.FlagExporterError) {
+	if !slices.Contains(m.Flags, contract.FlagExporterRestarted) || slices.Contains(m.Flags, contract.FlagExporterLostPhases) || slices.Contains(m.Flags, contract.FlagExporterError) {
 		t.Errorf("flags %v, want exporter_restarted and neither lost phases nor exporter errors", m.Flags)
 	}
 	st, err := c.Run(context.Background(), "xr-1")
@@ -513,7 +513,7 @@ func TestFaultEngineKilled(t *testing.T) {
 		t.Errorf("bench exit %d, want 1:\n%s", code, tail(b.out.String(), 3000))
 	}
 	m := readManifest(t, filepath.Join(f.runsDir, "ek-1"))
-	if m.Status != runarchive.StatusFailed || !slices.Contains(m.Flags, benchjob.FlagEngineExited) {
+	if m.Status != runarchive.StatusFailed || !slices.Contains(m.Flags, contract.FlagEngineExited) {
 		t.Errorf("status %s flags %v, want failed with engine_exited", m.Status, m.Flags)
 	}
 	st, err := f.client(t).Run(context.Background(), "ek-1")

@@ -24,7 +24,6 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/realprom"
@@ -246,7 +245,7 @@ func TestFaultPrometheusOutageThenPush(t *testing.T) {
 // scrapedOnly are the report sections built on series Prometheus only
 // scrapes (nothing pushes them, so nothing restores them after an outage),
 // and the flag that says they miss part of the formal phase.
-var scrapedOnly = []string{"server.", "gpu_memory.", "diagnosis.", "flags." + analyze.FlagScrapeCoverageLow + "."}
+var scrapedOnly = []string{"server.", "gpu_memory.", "diagnosis.", "flags." + contract.FlagScrapeCoverageLow + "."}
 
 // compareReports compares every field of the two reports: equal, or in a
 // scraped-only section of a report flagged scrape_coverage_low (the control
@@ -279,11 +278,11 @@ func compareReports(t *testing.T, ctl, got map[string]any) {
 	if len(core) > 0 {
 		t.Errorf("%d report fields differ from the control run's:\n%s", len(core), strings.Join(core, "\n"))
 	}
-	if _, ok := a["flags."+analyze.FlagScrapeCoverageLow+".code"]; ok {
-		t.Errorf("the control report is flagged %s", analyze.FlagScrapeCoverageLow)
+	if _, ok := a["flags."+contract.FlagScrapeCoverageLow+".code"]; ok {
+		t.Errorf("the control report is flagged %s", contract.FlagScrapeCoverageLow)
 	}
-	if c["flags."+analyze.FlagScrapeCoverageLow+".excluding"] != false {
-		t.Errorf("the outage report lacks the warning %s (scraped-only figures differ unmarked)", analyze.FlagScrapeCoverageLow)
+	if c["flags."+contract.FlagScrapeCoverageLow+".excluding"] != false {
+		t.Errorf("the outage report lacks the warning %s (scraped-only figures differ unmarked)", contract.FlagScrapeCoverageLow)
 	}
 	// Side by side, for the record.
 	for _, k := range []string{"valid", "requests.started", "requests.succeeded", "tokens.formal_output", "tokens.formal_input",

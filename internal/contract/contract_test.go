@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +51,39 @@ func TestPhases(t *testing.T) {
 	}
 	if _, err := ParsePhase("cooldown"); err == nil {
 		t.Error("unknown phase accepted")
+	}
+}
+
+// TestAnalyzeDocFlags checks docs/analyze.md's Flags table against
+// ReportFlags both ways, and that docs/bench.md names every bench flag.
+func TestAnalyzeDocFlags(t *testing.T) {
+	b, err := os.ReadFile("../../docs/analyze.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(b), "### Flags\n")
+	table, _, _ = strings.Cut(table, "\n\n`valid`")
+	inDoc := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|").FindAllStringSubmatch(table, -1) {
+		inDoc[m[1]] = true
+	}
+	for _, f := range ReportFlags {
+		if !inDoc[f] {
+			t.Errorf("report flag %s is not in docs/analyze.md's Flags table", f)
+		}
+	}
+	for f := range inDoc {
+		if !slices.Contains(ReportFlags, f) {
+			t.Errorf("docs/analyze.md's Flags table lists %s, which is no report flag (internal/contract)", f)
+		}
+	}
+	bench, err := os.ReadFile("../../docs/bench.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range BenchFlags {
+		if !strings.Contains(string(bench), "`"+f+"`") {
+			t.Errorf("bench flag %s is not in docs/bench.md", f)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/testenv"
 
 	"github.com/prometheus/client_golang/api"
@@ -395,10 +396,10 @@ func TestDemoUnsteady(t *testing.T) {
 	}
 	found := false
 	for _, f := range rep.Flags {
-		found = found || f.Code == analyze.FlagSteadyStateNotReach
+		found = found || f.Code == contract.FlagSteadyStateNotReach
 	}
 	if !found {
-		t.Errorf("flags %+v lack %s", rep.Flags, analyze.FlagSteadyStateNotReach)
+		t.Errorf("flags %+v lack %s", rep.Flags, contract.FlagSteadyStateNotReach)
 	}
 }
 

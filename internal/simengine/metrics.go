@@ -7,11 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metric names: the engine's own for what the engine has (vLLM's or
-// SGLang's, Config.Dialect), so that dashboards and queries written for it
-// work; joulemark_sim_engine_* for the simulator's coupling to the GPUs.
-const ()
-
 // Dialects: whose metric names /metrics speaks.
 const (
 	DialectVLLM   = "vllm"
