@@ -102,8 +102,9 @@ type Config struct {
 	// answered 503 (node_exporter's --web.max-requests; default 40,
 	// negative: no limit).
 	MaxRequests int
-	// SaveInterval is how often the energy counters and the active runs
-	// are saved besides every change and the shutdown (default 10s).
+	// SaveInterval is how often the energy counters are saved while no run
+	// is active (every second while one is), besides every change and the
+	// shutdown (default 10s).
 	SaveInterval time.Duration
 }
 

@@ -294,23 +294,45 @@ func (e *Exporter) requestSave() {
 	}
 }
 
-// saveLoop saves every SaveInterval and on request, and a last time,
-// marked clean, when ctx ends (a graceful shutdown): one writer, so the
-// state costs one file write per interval whatever the GPUs and the
-// sampling rate.
+// activeSaveInterval is how often the state is saved while a run is
+// active: a crash loses at most this much of the running phase's energy
+// (its counter cannot be bridged without the GPU's own counter).
+const activeSaveInterval = time.Second
+
+// saveLoop saves on request, every activeSaveInterval while a run is
+// active, else every SaveInterval, and a last time, marked clean, when ctx
+// ends (a graceful shutdown): one writer, so the state costs at most one
+// file write a second whatever the GPUs and the sampling rate.
 func (e *Exporter) saveLoop(ctx context.Context) {
-	t := time.NewTicker(e.cfg.SaveInterval)
+	t := time.NewTicker(min(activeSaveInterval, e.cfg.SaveInterval))
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			e.save(true)
 			return
 		case <-t.C:
+			if time.Since(last) < e.cfg.SaveInterval && !e.anyActive() {
+				continue
+			}
 		case <-e.saveReq:
 		}
 		e.saveActive()
+		last = time.Now()
 	}
+}
+
+// anyActive reports whether a run is active.
+func (e *Exporter) anyActive() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, r := range e.runs {
+		if !r.ended {
+			return true
+		}
+	}
+	return false
 }
 
 // activeDoc snapshots the counters and the active runs. Called with e.mu

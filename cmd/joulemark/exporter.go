@@ -34,7 +34,7 @@ type ExporterCmd struct {
 	MaxRuns                  int           `name:"max-runs" default:"100" help:"Finished runs kept in memory and served by the API (on /metrics for --run.metrics-ttl)."`
 	PowercapPath             string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
 	StoragePath              string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start)."`
-	SaveInterval             time.Duration `hidden:"" name:"storage.save-interval" default:"10s" help:"How often the energy counters and the active runs are saved besides every phase change and the shutdown (one file write per interval, whatever the GPUs and the sampling rate)."`
+	SaveInterval             time.Duration `hidden:"" name:"storage.save-interval" default:"10s" help:"How often the energy counters are saved while no run is active (every second while one is), besides every phase change and the shutdown; one file write per save, whatever the GPUs and the sampling rate."`
 	RunMaxAge                time.Duration `name:"run.max-age" default:"24h" help:"A run still active this long after its first phase ends with reason expired."`
 	RunMetricsTTL            time.Duration `hidden:"" name:"run.metrics-ttl" default:"5m" help:"A finished run leaves /metrics this long after its final values are known (the API serves it until --max-runs evicts it)."`
 	Kubelet                  kubeletFlags  `embed:""`
