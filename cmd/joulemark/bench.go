@@ -166,7 +166,7 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 		// Validated once, by benchjob.Sweep, before anything starts.
 		cfgs = append(cfgs, cfg)
 	}
-	opts := benchjob.Options{Logger: g.Logger()}
+	opts := benchjob.Options{Logger: g.Logger(), HardStop: hardStop(ctx)}
 	var errs []error
 	var unusable []string
 	for _, cfg := range cfgs {
