@@ -13,6 +13,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
@@ -240,5 +241,35 @@ func TestConcurrencyBounded(t *testing.T) {
 	if res.Summary.Started != 10 || man.Load.Concurrency != 10 || !strings.Contains(logs.String(), "concurrency above the number of requests") {
 		t.Errorf("started %d, manifest concurrency %d, warning logged %v", res.Summary.Started, man.Load.Concurrency,
 			strings.Contains(logs.String(), "concurrency above"))
+	}
+}
+
+// TestPreflightRefusesUnknownGPU: a GPU UUID the exporter does not read is
+// refused in pre-flight, naming it and the exporter, before any run
+// directory exists and before any phase is posted (it used to run the
+// whole load, then exit 3).
+func TestPreflightRefusesUnknownGPU(t *testing.T) {
+	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 2, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, expSrv := startSimExporter(t, sim)
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	t.Setenv("JOULEMARK_API_TOKEN", "tok")
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Exporters = []string{expSrv.URL}
+	cfg.ExporterGPUs = []string{exp.Devices()[0].UUID, "GPU-00000000-dead-beef-0000-000000000000"}
+	cfg.RunID = "unknown-gpu"
+	_, err = runFake(cfg)
+	if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), "GPU GPU-00000000-dead-beef-0000-000000000000 is not one it reads") ||
+		!strings.Contains(err.Error(), expSrv.URL) {
+		t.Fatalf("err %v, want a pre-flight refusal naming the GPU and the exporter", err)
+	}
+	if entries, _ := os.ReadDir(cfg.RunsDir); len(entries) != 0 {
+		t.Errorf("a run directory was created: %v", entries)
+	}
+	if _, ok := exp.RunStatus("unknown-gpu"); ok {
+		t.Error("a phase was posted after a failed pre-flight")
 	}
 }
