@@ -16,7 +16,7 @@ import (
 // AnalyzeCmd derives a run's report from Prometheus.
 type AnalyzeCmd struct {
 	Prometheus     clientflags.Prometheus `embed:"" prefix:"prometheus."`
-	RunID          string                 `name:"run-id" required:"" help:"Run to analyze."`
+	RunID          string                 `name:"run-id" required:"" type:"runid" help:"Run to analyze."`
 	Lookback       string                 `default:"7d" help:"How far back from now to look for the run (Prometheus duration)."`
 	Out            string                 `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten)."`
 	Format         string                 `default:"text" enum:"text,json,csv,table" help:"What to print on stdout: text, json or csv (one row, report.json keys as columns)."`

@@ -86,7 +86,7 @@ type BenchCmd struct {
 	EngineMetricsURL string                  `name:"engine.metrics-url" group:"Lifecycle" help:"Engine metrics URL (default: the target's root + /metrics)."`
 
 	RunsDir  string `name:"runs-dir" default:"${bench_runs_dir}" group:"Archive" help:"Where run archives go."`
-	RunID    string `name:"run-id" group:"Archive" help:"Run id (generated when absent; an existing one is refused)."`
+	RunID    string `name:"run-id" type:"runid" group:"Archive" help:"Run id (generated when absent; an existing one is refused)."`
 	Scenario string `name:"scenario" group:"Archive" help:"Scenario name pushed in joulemark_run_info (report run.scenario; compare groups by it)."`
 
 	set []string
