@@ -271,6 +271,9 @@ func (c *Config) checkLoad(p *problems) {
 	if c.Concurrency < 0 {
 		p.add("concurrency", "%d must not be negative", c.Concurrency)
 	}
+	if c.Concurrency > ConcurrencyLimit || c.MaxConcurrency > ConcurrencyLimit {
+		p.add("concurrency", "%d requests in flight: at most %d", max(c.Concurrency, c.MaxConcurrency), ConcurrencyLimit)
+	}
 	if c.Rate < 0 {
 		p.add("rate", "%g must not be negative", c.Rate)
 	}
@@ -295,8 +298,8 @@ func (c *Config) checkLoad(p *problems) {
 
 func (c *Config) checkSweeps(p *problems) {
 	for i, n := range c.SweepConcurrency {
-		if n <= 0 {
-			p.add("sweep_concurrency", "value %d (#%d) must be positive", n, i+1)
+		if n <= 0 || n > ConcurrencyLimit {
+			p.add("sweep_concurrency", "value %d (#%d) must be from 1 to %d", n, i+1, ConcurrencyLimit)
 		}
 	}
 	for i, r := range c.SweepRate {

@@ -97,6 +97,7 @@ func TestRunAbortKeepsRecords(t *testing.T) {
 	cfg.Exporters = []string{exp.URL}
 	cfg.WarmupRequests = 0
 	cfg.Workload.MeanOutputTokens, cfg.Workload.StddevOutputTokens = 1000, 0
+	cfg.Timeouts.Drain = 100 * time.Millisecond // the stop's drain, then the requests are canceled
 	eng := &fakeEngine{}
 	opts := testOptions()
 	opts.Engine = eng

@@ -1,6 +1,7 @@
 package benchjob
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,10 +9,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
@@ -150,5 +153,124 @@ func TestRunHonoursRetryAfter(t *testing.T) {
 				t.Errorf("manifest retry_after_wait_seconds %g, want ≥ 1", man.Load.RetryAfterWaitSeconds)
 			}
 		})
+	}
+}
+
+// TestRunStopGracefulThenHard: the first stop (Run's context canceled)
+// sends no new request and lets those in flight finish within the drain
+// timeout; the hard stop cancels them at once. The run is ended on the
+// exporter and the archive is final either way.
+func TestRunStopGracefulThenHard(t *testing.T) {
+	for _, hard := range []bool{false, true} {
+		t.Run(map[bool]string{false: "graceful", true: "hard"}[hard], func(t *testing.T) {
+			// Each request takes 20 × 25 ms = 0.5 s.
+			srv := openaitest.New(openaitest.Behavior{TokenDelay: 25 * time.Millisecond})
+			defer srv.Close()
+			exp := newFakeExporter(t, "")
+			cfg := testConfig(t, srv.BaseURL())
+			cfg.Exporters = []string{exp.URL}
+			cfg.WarmupRequests = 0
+			cfg.Requests, cfg.Concurrency = 0, 2
+			cfg.Duration = time.Hour
+			cfg.Workload.MeanOutputTokens, cfg.Workload.StddevOutputTokens = 20, 0
+			cfg.Timeouts.Drain = time.Hour
+			ctx, stop := context.WithCancel(context.Background())
+			hardCtx, stopHard := context.WithCancel(context.Background())
+			defer stopHard()
+			opts := testOptions()
+			opts.Engine, opts.HardStop = &fakeEngine{}, hardCtx
+			go func() {
+				for srv.Requests() < 2 {
+					time.Sleep(5 * time.Millisecond)
+				}
+				stop()
+				if hard {
+					time.Sleep(50 * time.Millisecond)
+					stopHard()
+				}
+			}()
+			res, err := Run(ctx, cfg, opts)
+			if !errors.Is(err, ErrAborted) || res == nil || res.Status != StatusAborted {
+				t.Fatalf("err %v res %+v", err, res)
+			}
+			if !exp.isEnded() {
+				t.Error("run not ended on the exporter")
+			}
+			_, recs := readRecords(t, res.ArchiveDir)
+			ok, canceled := 0, 0
+			for _, r := range recs {
+				switch {
+				case r.Success:
+					ok++
+				case r.ErrorClass == string(openai.ClassCanceled):
+					canceled++
+				}
+			}
+			want := [2]int{2, 0} // graceful: the two in flight finish
+			if hard {
+				want = [2]int{0, 2}
+			}
+			if len(recs) != 2 || [2]int{ok, canceled} != want {
+				t.Errorf("%d records: %d succeeded, %d canceled; want %v", len(recs), ok, canceled, want)
+			}
+		})
+	}
+}
+
+// TestConcurrencyBounded: a concurrency beyond ConcurrencyLimit is bad
+// usage; one above the number of requests runs with one request in flight
+// per request (recorded in the manifest) instead of spinning.
+func TestConcurrencyBounded(t *testing.T) {
+	cfg := testConfig(t, "http://127.0.0.1:1/v1")
+	cfg.Concurrency = 1_000_000_000_000
+	if err := cfg.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "at most 100000") {
+		t.Errorf("concurrency 1e12: %v", err)
+	}
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	cfg = testConfig(t, srv.BaseURL())
+	cfg.Concurrency, cfg.Requests = ConcurrencyLimit, 10
+	var logs strings.Builder
+	opts := testOptions()
+	opts.Engine, opts.Logger = &fakeEngine{}, slogTo(&logs)
+	res, err := Run(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var man Manifest
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
+	if res.Summary.Started != 10 || man.Load.Concurrency != 10 || !strings.Contains(logs.String(), "concurrency above the number of requests") {
+		t.Errorf("started %d, manifest concurrency %d, warning logged %v", res.Summary.Started, man.Load.Concurrency,
+			strings.Contains(logs.String(), "concurrency above"))
+	}
+}
+
+// TestPreflightRefusesUnknownGPU: a GPU UUID the exporter does not read is
+// refused in pre-flight, naming it and the exporter, before any run
+// directory exists and before any phase is posted (it used to run the
+// whole load, then exit 3).
+func TestPreflightRefusesUnknownGPU(t *testing.T) {
+	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 2, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, expSrv := startSimExporter(t, sim)
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	t.Setenv("JOULEMARK_API_TOKEN", "tok")
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Exporters = []string{expSrv.URL}
+	cfg.ExporterGPUs = []string{exp.Devices()[0].UUID, "GPU-00000000-dead-beef-0000-000000000000"}
+	cfg.RunID = "unknown-gpu"
+	_, err = runFake(cfg)
+	if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), "GPU GPU-00000000-dead-beef-0000-000000000000 is not one it reads") ||
+		!strings.Contains(err.Error(), expSrv.URL) {
+		t.Fatalf("err %v, want a pre-flight refusal naming the GPU and the exporter", err)
+	}
+	if entries, _ := os.ReadDir(cfg.RunsDir); len(entries) != 0 {
+		t.Errorf("a run directory was created: %v", entries)
+	}
+	if _, ok := exp.RunStatus("unknown-gpu"); ok {
+		t.Error("a phase was posted after a failed pre-flight")
 	}
 }

@@ -63,6 +63,7 @@ type loadSpec struct {
 
 // loadStats is what a phase's load did.
 type loadStats struct {
+	mu         sync.Mutex // sent, lastSend, exhausted (closed-loop workers)
 	start, end time.Time
 	lastSend   time.Time
 	sent       int
@@ -92,63 +93,101 @@ func (s *loadStats) lagQuantile(q float64) time.Duration {
 }
 
 // runLoad runs one phase's load until its bound is reached, the prompts run
-// out or ctx ends (in-flight requests are then canceled and recorded). A
-// duration is a hard bound: requests still running a drain timeout after
-// it are canceled (class canceled_at_end).
+// out or ctx ends; ctx ending stops the dispatch only: the requests run
+// under the run's request context (stop.go), which a stop cancels after
+// the drain timeout. A duration is a hard bound: requests still running a
+// drain timeout after it are canceled (class canceled_at_end).
 func (r *runner) runLoad(ctx context.Context, spec loadSpec) *loadStats {
 	st := &loadStats{start: time.Now()}
+	reqCtx := r.requestContext(ctx)
 	var deadline time.Time
 	if spec.duration > 0 {
 		deadline = st.start.Add(spec.duration)
 		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
+		reqCtx, cancel = context.WithCancelCause(reqCtx)
 		defer cancel(nil)
 		drain := r.cfg.Timeouts.Drain
 		stopDrain := r.drainAt(deadline, drain, spec.phase, func() { cancel(openai.ErrCanceledAtEnd) })
 		defer stopDrain()
 	}
 	paused0 := r.asked.pausedFor()
-	var mu sync.Mutex
-	noteSend := func() {
-		mu.Lock()
-		st.sent++
-		st.lastSend = time.Now()
-		mu.Unlock()
-	}
 	if spec.concurrency > 0 {
-		var issued atomic.Int64
-		var wg sync.WaitGroup
-		for w := 0; w < spec.concurrency; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					if spec.requests > 0 && issued.Add(1) > int64(spec.requests) {
-						return
-					}
-					r.asked.wait(ctx, deadline)
-					if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-						return
-					}
-					p, ok := r.src.take()
-					if !ok {
-						mu.Lock()
-						st.exhausted = true
-						mu.Unlock()
-						return
-					}
-					noteSend()
-					r.do(ctx, spec.phase, p, time.Time{})
-				}
-			}()
-		}
-		wg.Wait()
-		st.end = time.Now()
-		st.retryWait = r.asked.pausedFor() - paused0
-		return st
+		r.closedLoop(ctx, reqCtx, spec, deadline, st)
+	} else {
+		r.openLoop(ctx, reqCtx, spec, deadline, st)
 	}
+	st.end = time.Now()
+	st.retryWait = r.asked.pausedFor() - paused0
+	return st
+}
 
-	// Open loop.
+// noteSend counts one request sent.
+func (s *loadStats) noteSend() {
+	s.mu.Lock()
+	s.sent++
+	s.lastSend = time.Now()
+	s.mu.Unlock()
+}
+
+// workers is how many closed-loop workers a phase needs: its concurrency,
+// at most its number of requests (more would only wait).
+func (spec loadSpec) workers() int {
+	if spec.requests > 0 {
+		return min(spec.concurrency, spec.requests)
+	}
+	return spec.concurrency
+}
+
+// ConcurrencyLimit is the most requests a run may keep in flight
+// (concurrency, max_concurrency, a sweep's value): more is refused as bad
+// usage, as no engine serves that many and each holds a connection.
+const ConcurrencyLimit = 100_000
+
+// clampConcurrency warns when a closed loop asks for more requests in
+// flight than it sends (it runs with as many as it sends) and records the
+// concurrency it runs with.
+func (r *runner) clampConcurrency(spec loadSpec) {
+	if n := spec.workers(); n < spec.concurrency {
+		r.log.Warn("concurrency above the number of requests: running with one request in flight per request",
+			"phase", spec.phase, "concurrency", spec.concurrency, "requests", spec.requests, "running_with", n)
+		r.man.Load.Concurrency = n
+	}
+}
+
+// closedLoop keeps spec.workers() requests in flight until a bound.
+func (r *runner) closedLoop(ctx, reqCtx context.Context, spec loadSpec, deadline time.Time, st *loadStats) {
+	var issued atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < spec.workers() && ctx.Err() == nil; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if spec.requests > 0 && issued.Add(1) > int64(spec.requests) {
+					return
+				}
+				r.asked.wait(ctx, deadline)
+				if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+					return
+				}
+				p, ok := r.src.take()
+				if !ok {
+					st.mu.Lock()
+					st.exhausted = true
+					st.mu.Unlock()
+					return
+				}
+				st.noteSend()
+				r.do(reqCtx, spec.phase, p, time.Time{})
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// gaps draws the open loop's inter-arrival times: gamma of shape
+// burstiness (1: Poisson) and mean 1/rate.
+func (spec loadSpec) gaps() func() time.Duration {
 	rng := rand.New(rand.NewPCG(uint64(spec.seed), 2))
 	shape := spec.burstiness
 	if shape <= 0 {
@@ -158,85 +197,77 @@ func (r *runner) runLoad(ctx context.Context, spec loadSpec) *loadStats {
 	if spec.rate > 0 {
 		gap = distuv.Gamma{Alpha: shape, Beta: spec.rate * shape, Src: rng}
 	}
+	return func() time.Duration { return time.Duration(gap.Rand() * float64(time.Second)) }
+}
+
+// openLoop sends requests at their arrival times (rate or trace), capped
+// by spec.maxConc, until a bound.
+func (r *runner) openLoop(ctx, reqCtx context.Context, spec loadSpec, deadline time.Time, st *loadStats) {
+	gap := spec.gaps()
 	var sem chan struct{}
 	if spec.maxConc > 0 {
 		sem = make(chan struct{}, spec.maxConc)
 	}
 	var wg sync.WaitGroup
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	next := st.start
-	prevDone := st.start
+	defer wg.Wait()
+	next, prevDone := st.start, st.start
 	var shift time.Duration // how far the engine's Retry-After pauses moved the schedule
-dispatch:
-	for i := 0; ctx.Err() == nil; i++ {
-		if spec.requests > 0 && i >= spec.requests {
-			break
-		}
+	for i := 0; ctx.Err() == nil && (spec.requests == 0 || i < spec.requests); i++ {
 		if spec.trace != nil {
 			if i >= len(spec.trace) {
 				st.exhausted = true
-				break
+				return
 			}
 			next = st.start.Add(spec.trace[i].At + shift)
 		} else if i > 0 {
-			next = next.Add(time.Duration(gap.Rand() * float64(time.Second)))
+			next = next.Add(gap())
 		}
-		if !deadline.IsZero() && !next.Before(deadline) {
-			break
+		if (!deadline.IsZero() && !next.Before(deadline)) || sleepCtx(ctx, time.Until(next)) != nil {
+			return
 		}
-		if d := time.Until(next); d > 0 {
-			timer.Reset(d)
-			select {
-			case <-ctx.Done():
-				break dispatch
-			case <-timer.C:
-			}
-		}
-		ready := next
-		if prevDone.After(ready) {
-			ready = prevDone
-		}
-		st.lags = append(st.lags, max(0, time.Since(ready)))
+		st.lags = append(st.lags, max(0, time.Since(later(next, prevDone))))
 		if r.asked.wait(ctx, deadline) > 0 {
 			// The engine asked for a pause: the schedule moves by it
 			// (no burst of the arrivals it held back).
 			late := max(0, time.Since(next))
 			shift, next = shift+late, next.Add(late)
 			if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-				break
+				return
 			}
 		}
 		p, ok := r.src.take()
 		if !ok {
 			st.exhausted = true
-			break
+			return
 		}
 		if sem != nil {
 			t0 := time.Now()
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				break dispatch
+				return
 			}
 			st.capWait += time.Since(t0)
 		}
-		noteSend()
+		st.noteSend()
 		wg.Add(1)
 		go func(p Prompt, scheduled time.Time) {
 			defer wg.Done()
-			r.do(ctx, spec.phase, p, scheduled)
+			r.do(reqCtx, spec.phase, p, scheduled)
 			if sem != nil {
 				<-sem
 			}
 		}(p, next)
 		prevDone = time.Now()
 	}
-	wg.Wait()
-	st.end = time.Now()
-	st.retryWait = r.asked.pausedFor() - paused0
-	return st
+}
+
+// later is the later of two instants.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // drainAt says, at deadline, what the phase now waits for, and calls

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,6 +81,7 @@ func (r *runner) preflight(ctx context.Context) (map[string][]phaseapi.GPUInfo, 
 		}
 	})
 	wg.Wait()
+	errs = append(errs, r.checkSelector(gpus)...)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w (nothing started, no run directory created):\n%w", ErrPreflight, errors.Join(errs...))
 	}
@@ -182,4 +185,28 @@ func (r *runner) probeTarget(ctx context.Context) error {
 			"target", r.cfg.Target)
 	}
 	return nil
+}
+
+// checkSelector refuses GPU UUIDs (exporter_gpus) an exporter does not
+// read, as the exporter would refuse the first phase: each exporter must
+// read every UUID given.
+func (r *runner) checkSelector(gpus map[string][]phaseapi.GPUInfo) []error {
+	var errs []error
+	for _, c := range r.exporters {
+		have, ok := gpus[c.BaseURL()]
+		if !ok {
+			continue // its pre-flight failed already
+		}
+		var uuids []string
+		for _, g := range have {
+			uuids = append(uuids, g.UUID)
+		}
+		for _, u := range r.cfg.ExporterGPUs {
+			if !slices.Contains(uuids, u) {
+				errs = append(errs, fmt.Errorf("exporter %s: GPU %s is not one it reads (it reads %s): check --exporter.gpus",
+					c.BaseURL(), u, strings.Join(uuids, ", ")))
+			}
+		}
+	}
+	return errs
 }

@@ -55,6 +55,9 @@ type Options struct {
 	Archive *runarchive.Run
 	// PhaseRetry bounds the retries of one exporter call (default 1m).
 	PhaseRetry time.Duration
+	// HardStop, canceled, stops the run at once (the second Ctrl-C; the
+	// first one cancels Run's context: a graceful stop). Nil: none.
+	HardStop context.Context
 }
 
 // Result is what a run did.
@@ -108,8 +111,10 @@ type runner struct {
 	engine    Engine
 	engLog    *os.File
 	inFlight  atomic.Int64 // requests running
-	crash     crashes      // the first recovered panic (crash.go)
-	asked     serverWait   // the pause a Retry-After asked for (retryafter.go)
+
+	crash  crashes         // the first recovered panic (crash.go)
+	asked  serverWait      // the pause a Retry-After asked for (retryafter.go)
+	reqCtx context.Context // the requests' context (stop.go)
 
 	engineName    string // the served model's owned_by (vllm, sglang, …)
 	datasetDigest string // workloadDigest
@@ -444,8 +449,12 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			}
 		}
 	}()
-	runCtx, cancelRun := context.WithCancelCause(ctx)
-	defer cancelRun(nil)
+	runCtx, cancelDispatch := context.WithCancelCause(ctx)
+	defer cancelDispatch(nil)
+	reqCtx, cancelReq, releaseStop := r.armStop(ctx)
+	defer releaseStop()
+	r.reqCtx = reqCtx
+	cancelRun := func(err error) { cancelDispatch(err); cancelReq(err) }
 	r.crash.setCancel(cancelRun)
 	var scrapeWG sync.WaitGroup
 	stopScrape := make(chan struct{})
@@ -566,6 +575,7 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	spec := loadSpec{phase: string(contract.Formal), requests: r.cfg.Requests, duration: r.cfg.Duration,
 		concurrency: r.cfg.Concurrency, rate: r.cfg.Rate, burstiness: r.cfg.Burstiness,
 		maxConc: r.cfg.MaxConcurrency, trace: r.trace, seed: r.cfg.Workload.Seed}
+	r.clampConcurrency(spec)
 	cpu0 := cpuTime()
 	r.mu.Lock()
 	r.formalStart = time.Now()
@@ -755,7 +765,7 @@ func (r *runner) teardown(ctx context.Context, ok bool) {
 			r.postPhase(contract.Release)
 		}
 		if started && r.engine != nil {
-			sctx, cancel := context.WithTimeout(context.Background(), r.cfg.Engine.StopGrace+2*time.Minute)
+			sctx, cancel := context.WithTimeout(r.stopBase(), r.cfg.Engine.StopGrace+2*time.Minute)
 			if err := r.engine.Stop(sctx); err != nil {
 				r.flag(contract.FlagEngineStop)
 				r.log.Warn("stopping the engine", "err", err)
@@ -924,7 +934,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		for _, x := range runInfoSamples(info, fs, at) {
 			r.rw.Append(x)
 		}
-		fctx, cancel := context.WithTimeout(context.Background(), r.cfg.RemoteWrite.FlushTimeout)
+		fctx, cancel := context.WithTimeout(r.stopBase(), r.cfg.RemoteWrite.FlushTimeout)
 		st, err := r.rw.Close(fctx)
 		cancel()
 		res.RemoteWrite = st

@@ -17,7 +17,7 @@ import (
 // AnalyzeCmd derives a run's report from Prometheus.
 type AnalyzeCmd struct {
 	Prometheus     clientflags.Prometheus `embed:"" prefix:"prometheus."`
-	RunID          string                 `name:"run-id" required:"" help:"Run to analyze."`
+	RunID          string                 `name:"run-id" required:"" type:"runid" help:"Run to analyze."`
 	Lookback       string                 `default:"7d" help:"How far back from now to look for the run (Prometheus duration)."`
 	Out            string                 `placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten). Default: the run's archive, <runs-dir>/<run-id>/report, or reports/<run-id> without one."`
 	Wait           time.Duration          `default:"30s" help:"Longest wait for the run's final samples when Prometheus does not hold its end yet (analyze right after bench); the bench archive's boundaries fill in meanwhile. 0: no wait."`

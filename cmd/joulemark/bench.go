@@ -87,7 +87,7 @@ type BenchCmd struct {
 	EngineMetricsURL string                  `name:"engine.metrics-url" group:"Lifecycle" help:"Engine metrics URL (default: the target's root + /metrics)."`
 
 	RunsDir  string `name:"runs-dir" default:"${bench_runs_dir}" group:"Archive" help:"Where run archives go."`
-	RunID    string `name:"run-id" group:"Archive" help:"Run id (generated when absent; an existing one is refused)."`
+	RunID    string `name:"run-id" type:"runid" group:"Archive" help:"Run id (generated when absent; an existing one is refused)."`
 	Scenario string `name:"scenario" group:"Archive" help:"Scenario name pushed in joulemark_run_info (report run.scenario; compare groups by it)."`
 
 	set []string
@@ -174,7 +174,7 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 		// Validated once, by benchjob.Sweep, before anything starts.
 		cfgs = append(cfgs, cfg)
 	}
-	opts := benchjob.Options{Logger: g.Logger()}
+	opts := benchjob.Options{Logger: g.Logger(), HardStop: hardStop(ctx)}
 	var errs []error
 	var unusable []string
 	for _, cfg := range cfgs {

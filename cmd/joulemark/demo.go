@@ -13,7 +13,7 @@ import (
 // with --method-timings.
 type DemoCmd struct {
 	RunsDir       string `name:"runs-dir" default:"runs" help:"Directory of the runs (each demo run in <runs-dir>/<run_id>/, never overwritten)."`
-	RunID         string `name:"run-id" help:"Run id (default: a fresh one)."`
+	RunID         string `name:"run-id" type:"runid" help:"Run id (default: a fresh one)."`
 	PrometheusURL string `name:"prometheus.url" placeholder:"URL" help:"Use this Prometheus instead of the embedded one; it must accept remote write (--web.enable-remote-write-receiver)."`
 	ListenAddress string `name:"web.listen-address" default:"127.0.0.1:0" help:"Address of the embedded Prometheus' HTTP API (point curl or Grafana at it)."`
 	KeepServing   bool   `name:"keep-serving" help:"Keep the embedded Prometheus serving after the report, until Ctrl-C."`

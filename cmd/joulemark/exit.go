@@ -4,7 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"runtime/debug"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/joulemark/joulemark/internal/runid"
 )
 
 // Exit statuses (docs/cli.md). A panic is exit 1, never 2: Go's own
@@ -63,4 +68,21 @@ func runCommand(stderr io.Writer, f func() error) (err error) {
 		}
 	}()
 	return f()
+}
+
+// runIDMapper decodes a run id flag or argument (`type:"runid"`): one
+// outside runid's grammar is a parse error, bad usage (2) in every
+// command.
+type runIDMapper struct{}
+
+func (runIDMapper) Decode(ctx *kong.DecodeContext, target reflect.Value) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("run id", &s); err != nil {
+		return err
+	}
+	if err := runid.Validate(s); err != nil {
+		return err
+	}
+	target.SetString(s)
+	return nil
 }

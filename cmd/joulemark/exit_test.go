@@ -22,3 +22,22 @@ func TestPanicExitsOne(t *testing.T) {
 		t.Errorf("plain error: %v", err)
 	}
 }
+
+// TestInvalidRunIDIsBadUsage: a run id outside the grammar exits 2 in
+// every command that takes one (analyze said 1, bench 2).
+func TestInvalidRunIDIsBadUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"analyze", "--run-id", "bad id!", "--out", dir + "/r", "--prometheus.url", "http://127.0.0.1:1"},
+		{"bench", "--run-id", "bad id!", "--target", "http://127.0.0.1:1/v1", "--concurrency", "1", "--formal.requests", "1", "--no-lifecycle"},
+		{"phase", "bad id!", "idle", "--exporter.url", "http://127.0.0.1:1"},
+		{"runs", "finalize", "bad id!", "--runs-dir", dir},
+		{"runs", "push", "bad id!", "--runs-dir", dir, "--remote-write.url", "http://127.0.0.1:1/api/v1/write"},
+		{"demo", "--run-id", "../escape"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "run id") {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitUsage, stderr.String())
+		}
+	}
+}

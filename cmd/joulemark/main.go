@@ -9,9 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/alecthomas/kong"
 
@@ -76,16 +74,17 @@ func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 		kong.ShortUsageOnError(),
 		kong.Vars{"version": version.String()},
 		benchDefaults(),
+		kong.NamedMapper("runid", runIDMapper{}),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.PostBuild(applyConvention),
 	}, options...)...)
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	context.AfterFunc(ctx, stop) // a second Ctrl-C kills at once
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := notifyStop() // signals.go: a second Ctrl-C stops at once
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // run parses args, runs the command and returns the exit status

@@ -16,7 +16,7 @@ import (
 
 // PhaseCmd starts a lifecycle phase, or ends a run, on one or more exporters.
 type PhaseCmd struct {
-	RunID    string               `arg:"" name:"run-id" help:"Run ID."`
+	RunID    string               `arg:"" name:"run-id" type:"runid" help:"Run ID."`
 	Phase    string               `arg:"" name:"phase" help:"idle, startup, warmup, formal, release, or end (close the run)."`
 	Exporter clientflags.Exporter `embed:"" prefix:"exporter."`
 	Timeout  time.Duration        `default:"10s" help:"Timeout of each request."`

@@ -110,7 +110,7 @@ func orNA(s string) string {
 
 // RunsFinalizeCmd finishes a killed run.
 type RunsFinalizeCmd struct {
-	RunID    string               `arg:"" name:"run-id" help:"The run to finalize."`
+	RunID    string               `arg:"" name:"run-id" type:"runid" help:"The run to finalize."`
 	RunsDir  string               `name:"runs-dir" default:"runs" help:"Where run archives are."`
 	Exporter clientflags.Exporter `embed:"" prefix:"exporter."`
 }
@@ -164,7 +164,7 @@ func (c *RunsFinalizeCmd) Run(g *Globals) error {
 
 // RunsPushCmd re-sends a run's samples.
 type RunsPushCmd struct {
-	RunID       string                  `arg:"" name:"run-id" help:"The run to push."`
+	RunID       string                  `arg:"" name:"run-id" type:"runid" help:"The run to push."`
 	RunsDir     string                  `name:"runs-dir" default:"runs" help:"Where run archives are."`
 	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write."`
 }
