@@ -274,3 +274,28 @@ func TestPreflightRefusesUnknownGPU(t *testing.T) {
 		t.Error("a phase was posted after a failed pre-flight")
 	}
 }
+
+// TestPreflightRefusesUnknownPod: a pod the exporter cannot resolve (here
+// it reads no kubelet allocations) is refused in pre-flight, before any
+// run directory exists.
+func TestPreflightRefusesUnknownPod(t *testing.T) {
+	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 2, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, expSrv := startSimExporter(t, sim)
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	t.Setenv("JOULEMARK_API_TOKEN", "tok")
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Exporters = []string{expSrv.URL}
+	cfg.EnginePod = "serve/vllm-0"
+	_, err = runFake(cfg)
+	if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), "exporter "+expSrv.URL+": cannot measure --engine.pod") ||
+		!strings.Contains(err.Error(), "serve/vllm-0") {
+		t.Fatalf("err %v, want a pre-flight refusal of the pod", err)
+	}
+	if entries, _ := os.ReadDir(cfg.RunsDir); len(entries) != 0 {
+		t.Errorf("a run directory was created: %v", entries)
+	}
+}

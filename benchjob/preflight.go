@@ -51,10 +51,13 @@ func (r *runner) preflight(ctx context.Context) (map[string][]phaseapi.GPUInfo, 
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 			defer cancel()
-			pf, err := c.Preflight(cctx, r.runID)
+			pf, err := c.PreflightPod(cctx, r.runID, r.cfg.EnginePod)
 			if err != nil {
 				fail(exporterPreflightError(c.BaseURL(), r.runID, err))
 				return
+			}
+			if r.cfg.EnginePod != "" && pf.Pod == "" {
+				r.log.Warn("the exporter is too old to resolve --engine.pod in pre-flight; the first phase will", "exporter", c.BaseURL())
 			}
 			mu.Lock()
 			gpus[c.BaseURL()] = pf.GPUs
@@ -98,6 +101,8 @@ func exporterPreflightError(u, runID string, err error) error {
 			return fmt.Errorf("exporter %s: run ID %s was used before there: give a new --run-id: %w", u, runID, err)
 		case http.StatusNotFound:
 			return fmt.Errorf("exporter %s: no pre-flight endpoint: the exporter is older than this bench; upgrade it: %w", u, err)
+		case http.StatusUnprocessableEntity:
+			return fmt.Errorf("exporter %s: cannot measure --engine.pod: %w", u, err)
 		}
 	}
 	return fmt.Errorf("exporter %s: %w", u, err)

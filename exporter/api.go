@@ -231,13 +231,29 @@ func (e *Exporter) handlePreflight(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	pf := phaseapi.Preflight{RunID: id}
+	if pod := r.URL.Query().Get("pod"); pod != "" {
+		// As the first phase's selector would (bench --engine.pod).
+		pick, err := e.resolveSelector(&phaseapi.Selector{Pod: pod})
+		if err != nil {
+			writeError(w, http.StatusUnprocessableEntity, err.Error())
+			return
+		}
+		pf.Pod = pod
+		for i, g := range e.gpus {
+			if pick[i] {
+				pf.PodGPUs = append(pf.PodGPUs, g.dev.UUID)
+			}
+		}
+	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if _, used := e.seen[id]; id != "" && used {
 		writeError(w, http.StatusConflict, "run ID "+id+" was used before on this exporter; start a new run ID")
 		return
 	}
-	writeJSON(w, http.StatusOK, phaseapi.Preflight{RunID: id, GPUs: e.gpuInfos()})
+	pf.GPUs = e.gpuInfos()
+	writeJSON(w, http.StatusOK, pf)
 }
 
 // handleGPUs serves GET /api/v1/gpus.

@@ -137,6 +137,23 @@ func (c *Client) Preflight(ctx context.Context, runID string) (*Preflight, error
 	return &pf, err
 }
 
+// PreflightPod is Preflight that also resolves pod ("namespace/name") as
+// the first phase's selector would: a 422 APIError when the exporter
+// cannot (no kubelet allocations, none of its GPUs); Preflight.Pod is ""
+// from an exporter too old to check.
+func (c *Client) PreflightPod(ctx context.Context, runID, pod string) (*Preflight, error) {
+	var pf Preflight
+	q := url.Values{}
+	if runID != "" {
+		q.Set("run_id", runID)
+	}
+	if pod != "" {
+		q.Set("pod", pod)
+	}
+	err := c.do(ctx, http.MethodGet, "/api/v1/preflight?"+q.Encode(), &pf)
+	return &pf, err
+}
+
 // WaitRelease polls run runID every poll until its release phase closed or
 // timed out, or ctx ends.
 func (c *Client) WaitRelease(ctx context.Context, runID string, poll time.Duration) (*RunStatus, error) {

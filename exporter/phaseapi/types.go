@@ -70,6 +70,10 @@ type Gap struct {
 type Preflight struct {
 	RunID string    `json:"run_id,omitempty"`
 	GPUs  []GPUInfo `json:"gpus"`
+	// Pod and PodGPUs answer ?pod=namespace/name: the GPU UUIDs the pod
+	// holds here (a pod the exporter cannot resolve is a 422).
+	Pod     string   `json:"pod,omitempty"`
+	PodGPUs []string `json:"pod_gpus,omitempty"`
 }
 
 // PhaseStatus is one phase of a run with its exact boundaries and energy.
