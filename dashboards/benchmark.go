@@ -100,11 +100,11 @@ func Benchmark() (dashboard.Dashboard, error) {
 		})).
 		WithRow(dashboard.NewRowBuilder("Latency (per-request samples)")).
 		WithPanel(latencyPanel("Time to first token", "TTFT: send to first token of each request.",
-			"joulemark_bench_ttft_seconds_bucket", requestTTFT)).
+			contract.BenchTTFT+"_bucket", requestTTFT)).
 		WithPanel(latencyPanel("Time per output token", "TPOT: (latency - TTFT) / (output tokens - 1) of each successful request with more than one output token.",
-			"joulemark_bench_tpot_seconds_bucket", requestTPOT)).
+			contract.BenchTPOT+"_bucket", requestTPOT)).
 		WithPanel(latencyPanel("End-to-end latency", "Latency: send to last byte of each request, failed requests included (to their failure).",
-			"joulemark_bench_latency_seconds_bucket", requestLatency)).
+			contract.BenchLatency+"_bucket", requestLatency)).
 		WithRow(dashboard.NewRowBuilder("Load")).
 		WithPanel(timeSeries(panelSpec{
 			title: "Target vs achieved rate", unit: unitReqPerSec, w: 8, boundary: boundaryClient,
