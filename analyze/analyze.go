@@ -220,6 +220,9 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 	if err := modeFromArchive(d, arch); err != nil {
 		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 	}
+	if d.ExporterRestarts, err = exporterRestarts(arch); err != nil {
+		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
+	}
 	r, pd, err := Compute(d, cfg.Params)
 	if err != nil {
 		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)

@@ -337,7 +337,7 @@ func (c *computation) measurement() {
 // stages fills each complete phase's stage energy, both ways (counter and
 // exporter), and the energy section summing them.
 func (c *computation) stages() {
-	var disagree []string
+	var disagree, restarted []string
 	for _, ph := range contract.Phases {
 		name := string(ph)
 		b, ok := c.complete(name)
@@ -345,13 +345,19 @@ func (c *computation) stages() {
 			continue
 		}
 		st, msg := c.stage(name, b)
-		if msg != "" {
+		switch {
+		case msg != "" && c.restartedIn(b):
+			restarted = append(restarted, msg)
+		case msg != "":
 			disagree = append(disagree, msg)
 		}
 		c.r.Stages[name] = st
 	}
 	if len(disagree) > 0 {
 		c.flag(contract.FlagEnergySourcesDisagree, true, "counter and exporter stage energies differ by more than %g%%: %s", 100*c.p.EnergyTolerance, strings.Join(disagree, "; "))
+	}
+	if len(restarted) > 0 {
+		c.flag(contract.FlagEnergySourcesDisagree, false, "counter and exporter stage energies differ by more than %g%% in stages holding an exporter restart, where the exporter's phase energy misses what it measured between its last save and the crash: %s", 100*c.p.EnergyTolerance, strings.Join(restarted, "; "))
 	}
 	stageE := func(name string) *float64 { return c.r.Stages[name].EnergyJoules }
 	e := &c.r.Energy
@@ -363,6 +369,16 @@ func (c *computation) stages() {
 
 // stage computes one phase's stage; disagree describes the two energies'
 // disagreement when it exceeds the tolerance, else it is empty.
+// restartedIn reports whether an exporter of the run was down within b.
+func (c *computation) restartedIn(b PhaseBounds) bool {
+	for _, g := range c.d.ExporterRestarts {
+		if g[0] < b.End && g[1] > b.Start {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *computation) stage(name string, b PhaseBounds) (st Stage, disagree string) {
 	st = Stage{Start: b.Start, End: b.End, DurationSeconds: b.End - b.Start}
 	unc := 0.0 // how far sampling resolution alone can move the counter figure

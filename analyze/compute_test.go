@@ -93,6 +93,16 @@ func TestComputeFlags(t *testing.T) {
 		{"release not closed", func(d *RunData, p *Params) { d.ReleaseClosed = new(false) }, []string{contract.FlagReleaseNotClosed}, false},
 		{"release unknown", func(d *RunData, p *Params) { d.ReleaseClosed = nil }, []string{contract.FlagReleaseNotClosed}, false},
 		{"exporter energy 2% off", func(d *RunData, p *Params) { d.PhaseEnergy["formal"] = 10200 }, []string{contract.FlagEnergySourcesDisagree}, false},
+		{"exporter energy 2% off in a stage holding an exporter restart is a warning", func(d *RunData, p *Params) {
+			d.PhaseEnergy["formal"] = 10200
+			f := d.Phases["formal"]
+			d.ExporterRestarts = [][2]float64{{f.Start + 1, f.Start + 3}}
+		}, []string{contract.FlagEnergySourcesDisagree}, true},
+		{"an exporter restart in another stage leaves the check excluding", func(d *RunData, p *Params) {
+			d.PhaseEnergy["formal"] = 10200
+			i := d.Phases["idle"]
+			d.ExporterRestarts = [][2]float64{{i.Start + 1, i.Start + 2}}
+		}, []string{contract.FlagEnergySourcesDisagree}, false},
 		{"exporter energy 0.5% off is fine", func(d *RunData, p *Params) { d.PhaseEnergy["formal"] = 10050 }, nil, true},
 		{"gap in GPU 1's counter", func(d *RunData, p *Params) {
 			g := &d.GPUs[1]

@@ -67,6 +67,10 @@ type PhaseBounds struct {
 // RunData is everything the computation needs about one run. Loader fills it
 // from Prometheus; tests fill it by hand.
 type RunData struct {
+	// ExporterRestarts are the intervals an exporter of the run was down
+	// (the archive's phases.json gaps), [start, end] in unix seconds.
+	ExporterRestarts [][2]float64
+
 	RunID         string
 	Phases        map[string]PhaseBounds // idle, startup, warmup, formal, release
 	PhaseEnergy   map[string]float64     // exporter's joulemark_phase_energy_joules summed over GPUs

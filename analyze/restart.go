@@ -41,6 +41,28 @@ func addExporterGaps(r *Report, arch *runarchive.Run) error {
 	return nil
 }
 
+// exporterRestarts are the intervals the run's exporters were down, from
+// the archive's phases.json (none without an archive).
+func exporterRestarts(arch *runarchive.Run) ([][2]float64, error) {
+	if arch == nil {
+		return nil, nil
+	}
+	views, err := readExporterViews(arch)
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]float64
+	for _, e := range views {
+		if e.Status == nil {
+			continue
+		}
+		for _, g := range e.Status.Gaps {
+			out = append(out, [2]float64{g.Start, g.End})
+		}
+	}
+	return out, nil
+}
+
 // exporterView is one exporter's final status of the run as the bench
 // archived it (phases.json); Status is nil where the bench could not get it.
 type exporterView struct {
