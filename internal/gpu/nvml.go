@@ -514,8 +514,9 @@ func nvmlErr(i int, what string, ret nvml.Return) error {
 	return fmt.Errorf("nvml: GPU %d: %s: %s", i, what, nvml.ErrorString(ret))
 }
 
-// fieldValue decodes a FieldValue by its ValueType.
-func fieldValue(f nvml.FieldValue) (float64, bool) {
+// FieldValue decodes an NVML field value by its ValueType; ok is false
+// when the read failed or the type is unknown.
+func FieldValue(f nvml.FieldValue) (float64, bool) {
 	if f.NvmlReturn != uint32(nvml.SUCCESS) {
 		return 0, false
 	}
@@ -621,10 +622,10 @@ func (b *NVML) sample(i int, d *nvmlDevice) (Sample, error) {
 		d.fieldBuf = [2]nvml.FieldValue{{FieldId: pf, ScopeId: d.scope}, {FieldId: fieldEnergy}}
 		switch ret := d.h.GetFieldValues(d.fieldBuf[:]); ret {
 		case nvml.SUCCESS:
-			if v, ok := fieldValue(d.fieldBuf[0]); ok {
+			if v, ok := FieldValue(d.fieldBuf[0]); ok {
 				power = v / 1000
 			}
-			if v, ok := fieldValue(d.fieldBuf[1]); ok {
+			if v, ok := FieldValue(d.fieldBuf[1]); ok {
 				energy = v / 1000
 			}
 		case nvml.ERROR_GPU_IS_LOST:
@@ -712,7 +713,7 @@ func (b *NVML) slowSample(i int, d *nvmlDevice) (SlowSample, error) {
 	if d.average && d.batched {
 		fv := []nvml.FieldValue{{FieldId: fieldPowerAverage, ScopeId: d.scope}}
 		if ok(h.GetFieldValues(fv)) {
-			if v, good := fieldValue(fv[0]); good {
+			if v, good := FieldValue(fv[0]); good {
 				s.AvgPowerWatts = v / 1000
 			}
 		}

@@ -48,7 +48,7 @@ func (b *NVML) doctorDevice(d *nvmlDevice, g *DoctorGPU) {
 		fv := []nvml.FieldValue{{FieldId: p.id, ScopeId: p.scope}}
 		if ret := d.h.GetFieldValues(fv); ret != nvml.SUCCESS {
 			fp.Error = nvml.ErrorString(ret)
-		} else if v, ok := fieldValue(fv[0]); ok {
+		} else if v, ok := FieldValue(fv[0]); ok {
 			v /= 1000 // mW → W, mJ → J
 			fp.Supported, fp.Value = true, &v
 		} else {

@@ -222,13 +222,13 @@ func TestFieldValueDecoding(t *testing.T) {
 	} {
 		var f nvml.FieldValue
 		nvmlmock.SetField(&f, nvml.SUCCESS, tc.vt, tc.bits)
-		if got, ok := fieldValue(f); !ok || got != tc.want {
+		if got, ok := FieldValue(f); !ok || got != tc.want {
 			t.Errorf("type %d: %v %v, want %v", tc.vt, got, ok, tc.want)
 		}
 	}
 	var f nvml.FieldValue
 	nvmlmock.SetField(&f, nvml.ERROR_NOT_SUPPORTED, nvml.VALUE_TYPE_UNSIGNED_INT, 1)
-	if _, ok := fieldValue(f); ok {
+	if _, ok := FieldValue(f); ok {
 		t.Error("a field with its own error decoded")
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -209,7 +208,7 @@ func pollGPU(i int, h nvml.Device, d, pause time.Duration) Poll {
 		}
 		if t.time("nvmlDeviceGetFieldValues", errs, func() nvml.Return { return h.GetFieldValues(fv) }) == nvml.SUCCESS {
 			for j, s := range ss {
-				v, ok := value(fv[j])
+				v, ok := gpu.FieldValue(fv[j])
 				if !ok {
 					s.errs++
 					continue
@@ -320,22 +319,6 @@ func counterWatts(s *series) float64 {
 		return 0
 	}
 	return (s.vals[last] - s.vals[first]) / (float64(s.ts[last]-s.ts[first]) / 1e6) / 1000
-}
-
-func value(f nvml.FieldValue) (float64, bool) {
-	if f.NvmlReturn != uint32(nvml.SUCCESS) {
-		return 0, false
-	}
-	v := f.Value[:]
-	switch nvml.ValueType(f.ValueType) {
-	case nvml.VALUE_TYPE_DOUBLE:
-		return math.Float64frombits(binary.LittleEndian.Uint64(v)), true
-	case nvml.VALUE_TYPE_UNSIGNED_INT:
-		return float64(binary.LittleEndian.Uint32(v)), true
-	case nvml.VALUE_TYPE_UNSIGNED_LONG, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG:
-		return float64(binary.LittleEndian.Uint64(v)), true
-	}
-	return 0, false
 }
 
 // pollSim times the simulated backend's reads (no fields to poll).
