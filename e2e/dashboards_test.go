@@ -51,7 +51,7 @@ func checkDashboards(ctx context.Context, t *testing.T, ext *external) {
 		t.Fatal(err)
 	}
 	pa := promAPI(t, ext.prom.URL)
-	view := dashboards.View{From: ext.benchStart, To: time.Now(), MaxDataPoints: 1280, DataSourceInterval: documentedTimeInterval}
+	view := dashboards.View{From: ext.benchStart, To: dashboardViewEnd(ext.benchEnd, time.Now()), MaxDataPoints: 1280, DataSourceInterval: documentedTimeInterval}
 	vars := map[string]string{"run_id": ext.runID, "node": ".*", "gpu": ".*", "namespace": ".*", "pod": ".*", "model": ".*"}
 	seen := map[string]bool{}
 	var evaluated, empty int
@@ -91,6 +91,37 @@ func checkDashboards(ctx context.Context, t *testing.T, ext *external) {
 	}
 	t.Logf("%d dashboard queries evaluated over %v at a %v data source interval, %d empty for want of RAPL or a kubelet",
 		evaluated, view.To.Sub(view.From).Round(time.Second), documentedTimeInterval, empty)
+	if t.Failed() {
+		logRawSamples(ctx, t, pa, `joulemark_bench_requests_total{run_id="`+ext.runID+`"}`, view)
+	}
+}
+
+// logRawSamples logs every stored sample of sel over the view, with its
+// timestamp: what a failed rate() had to work with.
+func logRawSamples(ctx context.Context, t *testing.T, pa promv1.API, sel string, v dashboards.View) {
+	rng := v.To.Sub(v.From) + time.Minute
+	val, _, _, err := pa.Query(ctx, sel+"["+model.Duration(rng.Round(time.Second)).String()+"]", v.To)
+	if err != nil {
+		t.Logf("raw samples of %s: %v", sel, err)
+		return
+	}
+	t.Logf("raw samples of %s (bench started %s):\n%v", sel, v.From.Format(time.RFC3339Nano), val)
+}
+
+// dashboardViewEnd is the end of the time range the dashboards are
+// evaluated over: now, but no earlier than one rate window of the slowest
+// producer after the bench ended. Grafana aligns a range's end down to the
+// step (5 s for the bench's series), so a range ending right after the
+// bench cuts its last aggregate pushes off and a rate over what is left
+// holds one sample; a person who opens the dashboard a little later sees
+// the whole run. Prometheus evaluates the steps past now on the samples it
+// has.
+func dashboardViewEnd(benchEnd, now time.Time) time.Time {
+	settled := benchEnd.Add(4 * dashboards.SlowestProducer)
+	if now.After(settled) {
+		return now
+	}
+	return settled
 }
 
 // recordingRule matches a recording rule's name (level:metric:operations).

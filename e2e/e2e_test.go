@@ -219,6 +219,7 @@ type external struct {
 	records    []benchjob.Record
 	selected   []string // the GPUs the run measures (bench --exporter.gpus)
 	benchStart time.Time
+	benchEnd   time.Time
 }
 
 // runExternal starts Prometheus and the exporter, runs bench and analyze.
@@ -288,7 +289,8 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	}
 	start := time.Now()
 	runCommand(ctx, t, 100*time.Second, nil, bin, benchArgs...)
-	t.Logf("bench %s took %s", runID, time.Since(start).Round(100*time.Millisecond))
+	end := time.Now()
+	t.Logf("bench %s took %s", runID, end.Sub(start).Round(100*time.Millisecond))
 
 	// The exporter's own view of the run: phases, energies, release verdict.
 	pc, err := phaseapi.NewClient(expURL, token, nil)
@@ -328,7 +330,7 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	if err := json.Unmarshal(stdout, &printed); err != nil || printed.RunID != runID || printed.Valid != rep.Valid {
 		t.Errorf("analyze --format json printed run %q valid %v (%v), report.json has run %q valid %v", printed.RunID, printed.Valid, err, rep.RunID, rep.Valid)
 	}
-	return &external{runID: runID, prom: prom, report: rep, exporter: st, scrapes: scrapes, records: readRecords(t, filepath.Join(runsDir, runID, runarchive.RequestsFile)), selected: selected, benchStart: start}
+	return &external{runID: runID, prom: prom, report: rep, exporter: st, scrapes: scrapes, records: readRecords(t, filepath.Join(runsDir, runID, runarchive.RequestsFile)), selected: selected, benchStart: start, benchEnd: end}
 }
 
 // demoConfig is the scenario in embedded mode: in-process simulated GPUs,
