@@ -52,7 +52,7 @@ func openArchive(run *runarchive.Run) (*archive, error) {
 
 // append writes one record line; the first error sticks and is returned by
 // closeRequests (the run goes on: the records stay in memory too).
-func (a *archive) append(r *Record) {
+func (a *archive) append(r *runarchive.Request) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.err != nil || a.enc == nil {

@@ -298,7 +298,7 @@ func (e *fakeEngine) counts() (int, int) {
 }
 
 // readRecords reads a run's requests.jsonl as raw maps and as Records.
-func readRecords(t *testing.T, dir string) ([]map[string]any, []Record) {
+func readRecords(t *testing.T, dir string) ([]map[string]any, []runarchive.Request) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, runarchive.RequestsFile))
 	if err != nil {
@@ -306,7 +306,7 @@ func readRecords(t *testing.T, dir string) ([]map[string]any, []Record) {
 	}
 	defer f.Close()
 	var raws []map[string]any
-	var recs []Record
+	var recs []runarchive.Request
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
@@ -314,7 +314,7 @@ func readRecords(t *testing.T, dir string) ([]map[string]any, []Record) {
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("requests.jsonl: %v", err)
 		}
-		var r Record
+		var r runarchive.Request
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatal(err)
 		}

@@ -120,7 +120,7 @@ type runner struct {
 	datasetDigest string // workloadDigest
 
 	mu          sync.Mutex
-	records     []*Record
+	records     []*runarchive.Request
 	flags       map[string]bool
 	man         Manifest
 	stopping    bool
@@ -397,7 +397,7 @@ func (r *runner) flagList() []string {
 
 // record keeps one finished request: archive line, remote-write samples,
 // aggregates, progress. It takes rec over.
-func (r *runner) record(rec *Record) {
+func (r *runner) record(rec *runarchive.Request) {
 	// The aggregates observe the records in archive order, as runs push
 	// does: a histogram's sum, a float, then comes out to the same bits.
 	func() {
@@ -407,7 +407,7 @@ func (r *runner) record(rec *Record) {
 		r.agg.observe(rec)
 	}()
 	if r.rw != nil {
-		for _, s := range rec.Samples(r.runID) {
+		for _, s := range requestSamples(rec, r.runID) {
 			r.rw.Append(s)
 		}
 	}
@@ -416,7 +416,7 @@ func (r *runner) record(rec *Record) {
 		r.progress.errors.Add(1)
 	} else {
 		r.progress.tokens.Add(int64(rec.OutputTokens))
-		if rec.TokensSource != TokensUsage {
+		if rec.TokensSource != runarchive.TokensUsage {
 			r.flag(contract.FlagUsageMissing)
 		}
 	}
@@ -882,19 +882,6 @@ func (r *runner) awaitRelease(ctx context.Context, c *phaseapi.Client) (*phaseap
 	}
 }
 
-// PhasesDoc is runs/<run_id>/phases.json: each exporter's final RunStatus.
-type PhasesDoc struct {
-	RunID     string          `json:"run_id"`
-	Exporters []ExporterPhase `json:"exporters"`
-}
-
-// ExporterPhase is one exporter's view of the run.
-type ExporterPhase struct {
-	URL    string              `json:"url"`
-	Status *phaseapi.RunStatus `json:"status,omitempty"`
-	Error  string              `json:"error,omitempty"`
-}
-
 func (r *runner) finish(start time.Time, status string, runErr error) (*Result, error) {
 	res := &Result{RunID: r.runID, ArchiveDir: r.arch.Dir, Status: status, Model: r.model,
 		TargetRate: r.cfg.Rate, AchievedRate: r.man.Load.AchievedRate,
@@ -906,7 +893,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 	if err := r.arch.closeRequests(); err != nil {
 		errs = append(errs, err)
 	}
-	var warm, formal []*Record
+	var warm, formal []*runarchive.Request
 	for _, rec := range r.records {
 		if rec.Phase == string(contract.Warmup) {
 			warm = append(warm, rec)
@@ -944,7 +931,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		}
 		r.man.RemoteWrite = &st
 	}
-	doc := PhasesDoc{RunID: r.runID}
+	doc := runarchive.Phases{RunID: r.runID}
 	posted := r.postedPhases()
 	for _, c := range r.exporters {
 		var st *phaseapi.RunStatus
@@ -955,7 +942,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		}, func(err error, d time.Duration) {
 			r.log.Warn("reading the run's final status; retrying", "exporter", c.BaseURL(), "in", d, "err", err)
 		})
-		ep := ExporterPhase{URL: c.BaseURL()}
+		ep := runarchive.ExporterStatus{URL: c.BaseURL()}
 		if err != nil {
 			ep.Error = err.Error()
 			r.flag(contract.FlagExporterError)

@@ -122,7 +122,7 @@ func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *s
 	agg := newAggregates(id)
 	var last float64
 	for _, r := range recs {
-		samples = append(samples, r.Samples(id)...)
+		samples = append(samples, requestSamples(r, id)...)
 		agg.observe(r)
 		last = max(last, r.EndTime)
 	}
@@ -167,17 +167,17 @@ func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *s
 
 // readArchivedRecords reads requests.jsonl of a final run (a killed run is
 // finalized first: runs finalize).
-func readArchivedRecords(run *runarchive.Run) ([]*Record, error) {
+func readArchivedRecords(run *runarchive.Run) ([]*runarchive.Request, error) {
 	f, err := run.OpenRequests()
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []*Record
+	var out []*runarchive.Request
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
 	for n := 1; sc.Scan(); n++ {
-		var r Record
+		var r runarchive.Request
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", f.Name(), n, err)
 		}

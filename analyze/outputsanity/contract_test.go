@@ -6,13 +6,13 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
-	"github.com/joulemark/joulemark/benchjob"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // The counts read the records benchjob writes: this pins the field names
 // (output_hash, output_chars, max_tokens, finish_reason) to benchjob's.
 func TestReadsBenchjobRecords(t *testing.T) {
-	recs := []benchjob.Record{
+	recs := []runarchive.Request{
 		{Phase: "formal", Success: true, OutputTokens: 150, MaxTokens: 150, OutputChars: 600, OutputHash: "h1", FinishReason: "length"},
 		{Phase: "formal", Success: true, OutputTokens: 150, MaxTokens: 150, OutputChars: 600, OutputHash: "h1", FinishReason: "length"},
 		{Phase: "formal", Success: true, OutputTokens: 12, MaxTokens: 150, OutputChars: 40, OutputHash: "h2", FinishReason: "stop"},

@@ -35,7 +35,7 @@ type Counts struct {
 }
 
 // record is the part of one requests.jsonl line the counts read
-// (benchjob.Record; docs/design.md, "Run archive and run id").
+// (runarchive.Request; docs/design.md, "Run archive and run id").
 type record struct {
 	Phase        string `json:"phase"`
 	Success      bool   `json:"success"`
