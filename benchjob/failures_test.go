@@ -417,8 +417,7 @@ func TestRunExporterFailsMidRun(t *testing.T) {
 	if got := good.phases(); len(got) != 5 {
 		t.Errorf("the healthy exporter got %v", got)
 	}
-	var ph runarchive.Phases
-	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.PhasesFile), &ph)
+	ph := readPhases(t, res.ArchiveDir)
 	if len(ph.Exporters) != 2 || ph.Exporters[0].Status == nil {
 		t.Errorf("phases.json %+v", ph)
 	}

@@ -1,15 +1,12 @@
 package benchjob
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,12 +71,12 @@ func FuzzRequestPath(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		arch, err := openArchive(run)
+		reqs, err := run.CreateRequests()
 		if err != nil {
 			t.Fatal(err)
 		}
-		arch.append(rec)
-		if err := arch.closeRequests(); err != nil {
+		reqs.Append(rec)
+		if err := reqs.Close(); err != nil {
 			t.Fatalf("archive: %v", err)
 		}
 		back := readOne(t, run.Dir)
@@ -127,19 +124,9 @@ func checkAggregates(t *testing.T, a *aggregates) {
 // readOne reads the single record of a closed requests.jsonl.
 func readOne(t *testing.T, dir string) runarchive.Request {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, runarchive.RequestsFile))
-	if err != nil {
-		t.Fatal(err)
+	recs := readRequests(t, dir)
+	if len(recs) == 0 {
+		t.Fatal("requests.jsonl empty")
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	var r runarchive.Request
-	if !sc.Scan() {
-		t.Fatalf("requests.jsonl empty: %v", sc.Err())
-	}
-	if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-		t.Fatalf("requests.jsonl: %v", err)
-	}
-	return r
+	return recs[0]
 }

@@ -37,7 +37,7 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 		Chunks:          resp.Chunks,
 		StatusCode:      resp.StatusCode,
 		ReasoningTokens: resp.ReasoningTokens,
-		OutputChars:     resp.TextChars,
+		OutputChars:     new(resp.TextChars),
 		ReasoningChars:  resp.ReasoningChars,
 		OutputHash:      resp.TextSHA256,
 		ITLSeconds:      make([]float64, len(resp.ITL)),

@@ -96,7 +96,8 @@ type runner struct {
 	opts  Options
 	log   *slog.Logger
 	runID string
-	arch  *archive
+	arch  *runarchive.Run
+	reqs  *runarchive.RequestWriter
 
 	client    *openai.Client
 	model     string
@@ -283,7 +284,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		r.exporters = append(r.exporters, c)
 	}
 	if _, err := os.Stat(filepath.Join(cfg.RunsDir, cfg.RunID)); err == nil && opts.Archive == nil {
-		return nil, fmt.Errorf("run %q in %s: %w (never overwritten: give a new --run-id)", cfg.RunID, cfg.RunsDir, ErrRunExists)
+		return nil, fmt.Errorf("run %q in %s: %w (never overwritten: give a new --run-id)", cfg.RunID, cfg.RunsDir, runarchive.ErrExists)
 	}
 	r.runID = cfg.RunID
 	gpus, err := r.preflight(ctx)
@@ -291,18 +292,18 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		return nil, err
 	}
 
-	arch, err := createArchive(cfg, opts)
+	arch, reqs, err := createArchive(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
 	runID := arch.ID
-	r.arch, r.runID = arch, runID
+	r.arch, r.reqs, r.runID = arch, reqs, runID
 	r.agg = newAggregates(runID)
 	if cfg.RemoteWrite.URL != "" {
 		r.rw, err = remotewrite.New(remotewrite.Config{URL: cfg.RemoteWrite.URL, HTTP: cfg.RemoteWrite.HTTP,
 			UserAgent: "joulemark-bench"}, opts.Logger.With("component", "remote_write"))
 		if err != nil {
-			r.arch.closeRequests()
+			r.reqs.Close()
 			return nil, err
 		}
 	}
@@ -311,7 +312,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		err = arch.WriteFile(runarchive.ConfigFile, cy)
 	}
 	if err != nil {
-		r.arch.closeRequests()
+		r.reqs.Close()
 		return nil, err
 	}
 	r.man = Manifest{
@@ -323,7 +324,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		Created: unixSeconds(time.Now()), Phases: map[string]float64{},
 	}
 	if err := r.arch.WriteManifest(&r.man); err != nil {
-		r.arch.closeRequests()
+		r.reqs.Close()
 		return nil, err
 	}
 	r.progress = newProgress(opts.Progress, r.log)
@@ -403,7 +404,7 @@ func (r *runner) record(rec *runarchive.Request) {
 	func() {
 		r.recMu.Lock()
 		defer r.recMu.Unlock() // a panic below must not leave it held
-		r.arch.append(rec)
+		r.reqs.Append(rec)
 		r.agg.observe(rec)
 	}()
 	if r.rw != nil {
@@ -445,7 +446,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			case <-aggDone:
 				return
 			case <-t.C:
-				r.arch.flush()
+				r.reqs.Flush()
 			}
 		}
 	}()
@@ -890,7 +891,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 	if runErr != nil {
 		errs = append(errs, runErr)
 	}
-	if err := r.arch.closeRequests(); err != nil {
+	if err := r.reqs.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	var warm, formal []*runarchive.Request
@@ -963,7 +964,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		}
 		doc.Exporters = append(doc.Exporters, ep)
 	}
-	if err := r.arch.WriteJSON(runarchive.PhasesFile, &doc); err != nil {
+	if err := r.arch.WritePhases(&doc); err != nil {
 		errs = append(errs, err)
 	}
 	res.End = time.Now()

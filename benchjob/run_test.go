@@ -235,8 +235,7 @@ func TestRunFullLifecycle(t *testing.T) {
 			t.Errorf("manifest lacks phase %s start", p)
 		}
 	}
-	var ph runarchive.Phases
-	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.PhasesFile), &ph)
+	ph := readPhases(t, res.ArchiveDir)
 	if len(ph.Exporters) != 1 || ph.Exporters[0].Status == nil || len(ph.Exporters[0].Status.Phases) != 5 {
 		t.Errorf("phases.json: %+v", ph)
 	}

@@ -49,7 +49,7 @@ func summarize(recs []*runarchive.Request) Summary {
 		s.OutputTokens += int64(r.OutputTokens)
 		s.InputTokens += int64(r.InputTokens)
 		s.TokensSource[r.TokensSource]++
-		if r.OutputChars == 0 {
+		if r.EmptyOutput() {
 			s.EmptyOutputs++
 		}
 		if r.TTFTSeconds != nil {

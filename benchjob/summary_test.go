@@ -36,9 +36,9 @@ func summaryFixture() []*runarchive.Request {
 	for i := 0; i < 10; i++ {
 		ttft, tpot := 0.1*float64(i+1), 0.01*float64(i+1)
 		r := &runarchive.Request{Phase: "formal", SendTime: 1000 + float64(i), EndTime: 1001 + float64(i), LatencySeconds: 1 + 0.1*float64(i),
-			TTFTSeconds: &ttft, TPOTSeconds: &tpot, OutputTokens: 100, InputTokens: 50, TokensSource: runarchive.TokensUsage, Success: true, OutputChars: 400}
+			TTFTSeconds: &ttft, TPOTSeconds: &tpot, OutputTokens: 100, InputTokens: 50, TokensSource: runarchive.TokensUsage, Success: true, OutputChars: new(400)}
 		if i == 3 {
-			r.OutputChars = 0
+			r.OutputChars = new(0)
 		}
 		if i >= 8 {
 			r.Success, r.ErrorClass, r.TTFTSeconds, r.TPOTSeconds, r.OutputTokens = false, "timeout_total", nil, nil, 0

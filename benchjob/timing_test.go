@@ -16,7 +16,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -215,21 +214,16 @@ func timedRun(tb testing.TB, url string, truth func(hash string) (*served, bool)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(res.ArchiveDir, runarchive.RequestsFile))
+	run, err := runarchive.OpenDir(res.ArchiveDir)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer f.Close()
 	var recs []runarchive.Request
-	dec := json.NewDecoder(f)
-	for {
-		var r runarchive.Request
-		if err := dec.Decode(&r); err == io.EOF {
-			break
-		} else if err != nil {
-			tb.Fatal(err)
-		}
-		recs = append(recs, r)
+	if err := run.EachRequest(func(_ int, r *runarchive.Request) error {
+		recs = append(recs, *r)
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
 	}
 	return compare(recs, truth), res
 }

@@ -6,7 +6,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -885,17 +884,11 @@ func readRecords(t *testing.T, path string) []runarchive.Request {
 	}
 	defer f.Close()
 	var out []runarchive.Request
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		var r runarchive.Request
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s:%d: %v", path, n, err)
-		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	if err := runarchive.DecodeRequests(f, path, func(_ int, r *runarchive.Request) error {
+		out = append(out, *r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
