@@ -15,7 +15,6 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/runid"
@@ -119,11 +118,12 @@ func (c *Config) Validate() error {
 	return c.Params.Validate()
 }
 
-// openArchive opens the run's bench archive (Config.Archive, else
-// RunsDir/<run_id> when it exists); nil when there is none to read. It
-// fails when the archive is incomplete or holds another run: a wrong
-// archive would put another run's outputs in the report.
-func (c *Config) openArchive() (*runarchive.Run, error) {
+// openArchive reads the run's bench archive (Config.Archive, else
+// RunsDir/<run_id> when it exists) in one pass; nil when there is none to
+// read. It fails when the archive is incomplete, malformed or holds
+// another run: a wrong archive would put another run's outputs in the
+// report.
+func (c *Config) openArchive() (*benchArchive, error) {
 	var run *runarchive.Run
 	var err error
 	switch {
@@ -140,18 +140,7 @@ func (c *Config) openArchive() (*runarchive.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := run.CheckRequests(); err != nil {
-		return nil, err
-	}
-	m, err := run.ReadManifest()
-	switch {
-	case errors.Is(err, runarchive.ErrNoManifest):
-	case err != nil:
-		return nil, err
-	case m.RunID != c.RunID:
-		return nil, fmt.Errorf("bench archive %s holds run %q, not %q", run.Dir, m.RunID, c.RunID)
-	}
-	return run, nil
+	return readBenchArchive(run, c.RunID)
 }
 
 // Load reads the run's data from Prometheus.
@@ -165,7 +154,7 @@ func Load(ctx context.Context, cfg Config) (*RunData, error) {
 
 // load is Load with cfg validated; arch, when set, is the run's bench
 // archive, whose phases.json fills in what Prometheus lacks.
-func load(ctx context.Context, cfg Config, arch *runarchive.Run) (*RunData, error) {
+func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error) {
 	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
 	if err != nil {
 		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
@@ -177,9 +166,7 @@ func load(ctx context.Context, cfg Config, arch *runarchive.Run) (*RunData, erro
 	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
 		readAPI: cfg.ReadAPI, log: cfg.Logger, wait: cfg.Wait}
 	if arch != nil {
-		if l.arch, err = readArchivedRun(arch); err != nil {
-			return nil, fmt.Errorf("run %q: %w", cfg.RunID, err)
-		}
+		l.arch = combineViews(arch.views)
 	}
 	if !cfg.Now.IsZero() {
 		l.wait = 0 // a fixed instant: nothing more will arrive
@@ -217,38 +204,16 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := modeFromArchive(d, arch); err != nil {
-		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
-	}
-	if d.ExporterRestarts, err = exporterRestarts(arch); err != nil {
-		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
+	modeFromArchive(d, arch)
+	if arch != nil {
+		d.ExporterRestarts = exporterRestarts(arch.views)
 	}
 	r, pd, err := Compute(d, cfg.Params)
 	if err != nil {
 		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 	}
 	if arch != nil {
-		c, err := outputsanity.ReadArchive(arch)
-		if err != nil {
-			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
-		}
-		AddOutputSanity(r, c, cfg.Params.MaxBadOutputRatio)
-		if err := addExporterGaps(r, arch); err != nil {
-			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
-		}
-		if err := addReleaseBasis(r, arch); err != nil {
-			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
-		}
-		if err := addQuality(r, arch, cfg.Params.MinQuality); err != nil {
-			return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
-		}
-		if r.Run == nil {
-			if m, err := arch.ReadManifest(); err == nil && m.RunInfo != nil {
-				r.Run = &RunIdentity{Info: *m.RunInfo, Source: "archive"}
-			} else if err != nil && !errors.Is(err, runarchive.ErrNoManifest) {
-				return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
-			}
-		}
+		addArchive(r, arch, cfg.Params)
 	}
 	if r.Run != nil && r.Run.Scenario == "" {
 		r.Run.Scenario = cfg.Scenario
@@ -288,19 +253,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // modeFromArchive sets d.Mode from the archive manifest's run identity
 // when Prometheus's names none.
-func modeFromArchive(d *RunData, arch *runarchive.Run) error {
-	if arch == nil || d.RunInfo != nil && d.RunInfo.Mode != "" {
-		return nil
+func modeFromArchive(d *RunData, arch *benchArchive) {
+	if arch == nil || arch.manifest == nil || arch.manifest.RunInfo == nil || d.RunInfo != nil && d.RunInfo.Mode != "" {
+		return
 	}
-	m, err := arch.ReadManifest()
-	switch {
-	case errors.Is(err, runarchive.ErrNoManifest):
-	case err != nil:
-		return err
-	case m.RunInfo != nil:
-		d.Mode = m.RunInfo.Mode
+	d.Mode = arch.manifest.RunInfo.Mode
+}
+
+// addArchive adds what the bench archive tells to the report: output
+// sanity, the exporters' gaps and release basis, answer quality, and the
+// run identity when Prometheus had none.
+func addArchive(r *Report, arch *benchArchive, p Params) {
+	AddOutputSanity(r, arch.sanity, p.MaxBadOutputRatio)
+	addExporterGaps(r, arch.views)
+	addReleaseBasis(r, arch.views)
+	addQuality(r, arch.quality, arch.manifest, p.MinQuality)
+	if r.Run == nil && arch.manifest != nil && arch.manifest.RunInfo != nil {
+		r.Run = &RunIdentity{Info: *arch.manifest.RunInfo, Source: "archive"}
 	}
-	return nil
 }
 
 // CheckPrometheusURL checks a Prometheus base URL and recognises the

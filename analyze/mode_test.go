@@ -2,8 +2,6 @@ package analyze
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -115,8 +113,9 @@ func fmtPtr(p *float64) any {
 
 // fixtureArchive writes phases.json as the bench archives it for the
 // fixture: one exporter's final view of the run, its exact boundaries,
-// phase energies and release verdict.
-func fixtureArchive(t *testing.T, d *RunData) *runarchive.Run {
+// phase energies and release verdict (and an empty requests.jsonl); it
+// returns the archive as analyze reads it.
+func fixtureArchive(t *testing.T, d *RunData) *benchArchive {
 	t.Helper()
 	run, err := runarchive.Create(t.TempDir(), d.RunID)
 	if err != nil {
@@ -130,14 +129,18 @@ func fixtureArchive(t *testing.T, d *RunData) *runarchive.Run {
 			EnergyJoules: d.PhaseEnergy[name], GPUs: []phaseapi.GPUEnergy{{GPU: 0, UUID: "GPU-0"}, {GPU: 1, UUID: "GPU-1"}}})
 	}
 	st.Release.Closed = d.ReleaseClosed
-	b, err := json.Marshal(map[string]any{"run_id": d.RunID, "exporters": []any{map[string]any{"url": "http://fixture:9400", "status": st}}})
+	ph := &runarchive.Phases{RunID: d.RunID, Exporters: []runarchive.ExporterStatus{{URL: "http://fixture:9400", Status: &st}}}
+	if err := run.WritePhases(ph); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.WriteFile(runarchive.RequestsFile, nil); err != nil {
+		t.Fatal(err)
+	}
+	a, err := readBenchArchive(run, d.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(run.Path(runarchive.PhasesFile), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return run
+	return a
 }
 
 // TestOutageRepairedFromArchive: Prometheus lost every scraped run marker

@@ -1,10 +1,7 @@
 package analyze
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/joulemark/joulemark/analyze/quality"
@@ -20,52 +17,16 @@ type Quality struct {
 	MinPassRate float64 `json:"min_pass_rate"`
 }
 
-// ReadQuality sums the quality verdicts of the successful formal requests
-// in requests.jsonl; Requests is 0 when none carries one.
-func ReadQuality(r io.Reader, src string) (quality.Summary, error) {
-	var s quality.Summary
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		var rec struct {
-			Phase   string          `json:"phase"`
-			Success bool            `json:"success"`
-			Quality *quality.Result `json:"quality"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return s, fmt.Errorf("reading quality from %s: line %d: %w", src, line, err)
-		}
-		if rec.Phase == "formal" && rec.Success && rec.Quality != nil {
-			s.Add(*rec.Quality)
-		}
+// addQuality puts the archive's quality verdicts s into the report, when
+// any answer was checked, and flags a pass rate under minPassRate; m, the
+// archive's manifest (nil: none), names the workload.
+func addQuality(r *Report, s quality.Summary, m *runarchive.Manifest, minPassRate float64) {
+	if s.Requests == 0 {
+		return
 	}
-	if err := sc.Err(); err != nil {
-		return s, fmt.Errorf("reading quality from %s: %w", src, err)
-	}
-	return s, nil
-}
-
-// addQuality reads the archive's quality verdicts into the report and flags
-// a pass rate under minPassRate.
-func addQuality(r *Report, arch *runarchive.Run, minPassRate float64) error {
-	f, err := arch.OpenRequests()
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	s, err := ReadQuality(f, f.Name())
-	if err != nil || s.Requests == 0 {
-		return err
-	}
-	if m, err := arch.ReadManifest(); err == nil {
-		if m.Config != nil {
-			if w, ok := m.Config["workload"].(map[string]any); ok && w["kind"] == "correctness" {
-				s.Workload = "correctness"
-			}
-		}
-	}
-	if s.Workload == "" {
-		s.Workload = "rubric"
+	s.Workload = quality.WorkloadRubric
+	if m != nil && m.WorkloadKind() == quality.WorkloadCorrectness {
+		s.Workload = quality.WorkloadCorrectness
 	}
 	r.Quality = &Quality{Summary: s, MinPassRate: minPassRate}
 	if *s.PassRate < minPassRate {
@@ -78,7 +39,6 @@ func addQuality(r *Report, arch *runarchive.Run, minPassRate float64) error {
 			s.Failed, s.Requests, 100**s.PassRate, 100*minPassRate, strings.Join(rules, ", "))})
 		r.Valid = false
 	}
-	return nil
 }
 
 // qualityMarkdown is report.md's quality section.

@@ -15,7 +15,7 @@ import (
 
 // qualityArchive writes an archive whose formal answers pass or fail as
 // given (warm-up and failed requests carry verdicts that must not count).
-func qualityArchive(t *testing.T, verdicts []string) *runarchive.Run {
+func qualityArchive(t *testing.T, verdicts []string) *benchArchive {
 	t.Helper()
 	dir := t.TempDir()
 	var b strings.Builder
@@ -27,11 +27,20 @@ func qualityArchive(t *testing.T, verdicts []string) *runarchive.Run {
 	}
 	os.WriteFile(filepath.Join(dir, runarchive.RequestsFile), []byte(b.String()), 0o644)
 	os.WriteFile(filepath.Join(dir, runarchive.ManifestFile), []byte(`{"run_id":"fixture-1","config":{"workload":{"kind":"correctness"}}}`), 0o644)
-	arch, err := runarchive.OpenDir(dir)
+	run, err := runarchive.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return arch
+	a, err := readBenchArchive(run, "fixture-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// addQualityOf adds the quality of a, as analyze does.
+func addQualityOf(r *Report, a *benchArchive, minPassRate float64) {
+	addQuality(r, a.quality, a.manifest, minPassRate)
 }
 
 const (
@@ -51,9 +60,7 @@ func TestQualityBelowThresholdExcludes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, _ := fixtureReport(t)
-			if err := addQuality(r, qualityArchive(t, tc.verdicts), 0.95); err != nil {
-				t.Fatal(err)
-			}
+			addQualityOf(r, qualityArchive(t, tc.verdicts), 0.95)
 			q := r.Quality
 			if q == nil || q.Requests != len(tc.verdicts) || q.Workload != "correctness" {
 				t.Fatalf("quality %+v, want %d checked formal answers of the correctness workload", q, len(tc.verdicts))
@@ -79,9 +86,7 @@ func repeat(s string, n int) []string {
 
 func TestGoldenQualitySection(t *testing.T) {
 	r, _ := fixtureReport(t)
-	if err := addQuality(r, qualityArchive(t, []string{pass, mismatch, `{"pass":false,"failed_rules":["regex","forbidden"]}`, pass}), 0.95); err != nil {
-		t.Fatal(err)
-	}
+	addQualityOf(r, qualityArchive(t, []string{pass, mismatch, `{"pass":false,"failed_rules":["regex","forbidden"]}`, pass}), 0.95)
 	js, err := MarshalReport(r)
 	if err != nil {
 		t.Fatal(err)

@@ -11,14 +11,10 @@ import (
 // basisRank orders the process criterion's bases from the weakest.
 var basisRank = map[string]int{phaseapi.BasisUnverified: 0, phaseapi.BasisNVML: 1, phaseapi.BasisEngineExit: 2}
 
-// addReleaseBasis reads what each exporter judged the release's process
+// addReleaseBasis puts what each exporter judged the release's process
 // criterion from (the archive's phases.json) into release.process_basis,
 // the weakest over the exporters, and flags an unverified one.
-func addReleaseBasis(r *Report, arch *runarchive.Run) error {
-	views, err := readExporterViews(arch)
-	if err != nil {
-		return err
-	}
+func addReleaseBasis(r *Report, views []runarchive.ExporterStatus) {
 	for _, e := range views {
 		if e.Status == nil || e.Status.Release.State != phaseapi.ReleaseClosed {
 			continue
@@ -38,5 +34,4 @@ func addReleaseBasis(r *Report, arch *runarchive.Run) error {
 			}
 		}
 	}
-	return nil
 }

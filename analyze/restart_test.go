@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -24,8 +25,11 @@ func TestExporterGapsFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := addExporterGaps(r, run); err != nil || slices.Contains(flagCodes(r), contract.FlagExporterRestarted) {
-		t.Fatalf("without phases.json: flags %v, %v", flagCodes(r), err)
+	if _, err := run.ReadPhases(); !errors.Is(err, runarchive.ErrNoPhases) {
+		t.Fatalf("ReadPhases without phases.json: %v, want ErrNoPhases", err)
+	}
+	if addExporterGaps(r, nil); slices.Contains(flagCodes(r), contract.FlagExporterRestarted) {
+		t.Fatalf("without phases.json: flags %v", flagCodes(r))
 	}
 	doc := map[string]any{"run_id": "gap-1", "exporters": []any{
 		map[string]any{"url": "http://node-a:9402", "status": phaseapi.RunStatus{RunID: "gap-1",
@@ -37,9 +41,7 @@ func TestExporterGapsFlagged(t *testing.T) {
 		t.Fatal(err)
 	}
 	valid := r.Valid
-	if err := addExporterGaps(r, run); err != nil {
-		t.Fatal(err)
-	}
+	addExporterGaps(r, readViews(t, run))
 	var msg string
 	for _, f := range r.Flags {
 		if f.Code == contract.FlagExporterRestarted {
@@ -99,9 +101,7 @@ func TestReleaseProcessBasis(t *testing.T) {
 				t.Fatal(err)
 			}
 			valid := r.Valid
-			if err := addReleaseBasis(r, run); err != nil {
-				t.Fatal(err)
-			}
+			addReleaseBasis(r, readViews(t, run))
 			if r.Release.ProcessBasis != tc.want || slices.Contains(flagCodes(r), contract.FlagReleaseProcessUnverified) != tc.flag || r.Valid != valid {
 				t.Errorf("basis %q flags %v valid %v→%v; want %q, flag %v", r.Release.ProcessBasis, flagCodes(r), valid, r.Valid, tc.want, tc.flag)
 			}
@@ -114,4 +114,14 @@ func TestReleaseProcessBasis(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readViews reads the exporters' views from run's phases.json.
+func readViews(t *testing.T, run *runarchive.Run) []runarchive.ExporterStatus {
+	t.Helper()
+	ph, err := run.ReadPhases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ph.Exporters
 }

@@ -77,11 +77,11 @@ func TestGoldenOutputSanity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := outputsanity.ReadArchive(arch)
+	a, err := readBenchArchive(arch, "fixture-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	AddOutputSanity(r, c, fixtureParams().MaxBadOutputRatio)
+	AddOutputSanity(r, a.sanity, fixtureParams().MaxBadOutputRatio)
 	js, err := MarshalReport(r)
 	if err != nil {
 		t.Fatal(err)
@@ -175,15 +175,15 @@ func TestConfigArchive(t *testing.T) {
 			if err := c.Validate(); err != nil {
 				t.Fatalf("Validate() = %v", err)
 			}
-			run, err := c.openArchive()
+			a, err := c.openArchive()
 			if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("openArchive() = %v, want %q", err, tc.wantErr)
 			}
 			switch {
-			case tc.wantDir == "" && run != nil:
-				t.Errorf("openArchive() = %s, want none", run.Dir)
-			case tc.wantDir != "" && (run == nil || run.Dir != tc.wantDir):
-				t.Errorf("openArchive() = %v, want %s", run, tc.wantDir)
+			case tc.wantDir == "" && a != nil:
+				t.Errorf("openArchive() = %s, want none", a.dir)
+			case tc.wantDir != "" && (a == nil || a.dir != tc.wantDir):
+				t.Errorf("openArchive() = %v, want %s", a, tc.wantDir)
 			}
 		})
 	}

@@ -29,15 +29,11 @@ type archivedRun struct {
 	releaseClosedAt *float64
 }
 
-// readArchivedRun combines the exporters' views in phases.json as the
+// combineViews combines the exporters' views in phases.json as the
 // queries combine their series: earliest start, latest end, energies
 // summed, the release closed only when every exporter closed it. nil when
 // the archive holds no exporter's status.
-func readArchivedRun(arch *runarchive.Run) (*archivedRun, error) {
-	views, err := readExporterViews(arch)
-	if err != nil {
-		return nil, err
-	}
+func combineViews(views []runarchive.ExporterStatus) *archivedRun {
 	a := &archivedRun{phases: map[string]PhaseBounds{}, phaseEnergy: map[string]float64{}, uuids: map[string]bool{}}
 	n := 0
 	for _, v := range views {
@@ -65,9 +61,9 @@ func readArchivedRun(arch *runarchive.Run) (*archivedRun, error) {
 		a.addRelease(v.Status.Release)
 	}
 	if n == 0 {
-		return nil, nil
+		return nil
 	}
-	return a, nil
+	return a
 }
 
 // addRelease folds one exporter's release verdict in.

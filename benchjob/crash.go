@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // ErrPanic is wrapped by Run's error when a bug panicked during the run:
@@ -79,4 +81,4 @@ func (r *runner) safeLifecycle(ctx context.Context, cancelRun context.CancelCaus
 
 // testHookRequest, when set (tests only), is called with every finished
 // request's record before it is kept.
-var testHookRequest func(*Record)
+var testHookRequest func(*runarchive.Request)

@@ -32,11 +32,11 @@ func TestRunNoUsageCompletesFlagged(t *testing.T) {
 	}
 	_, recs := readRecords(t, res.ArchiveDir)
 	for _, r := range recs {
-		if r.TokensSource != TokensChunks || r.OutputTokens != r.Chunks || r.OutputTokens == 0 || r.InputTokens == 0 {
+		if r.TokensSource != runarchive.TokensChunks || r.OutputTokens != r.Chunks || r.OutputTokens == 0 || r.InputTokens == 0 {
 			t.Errorf("record %+v", r)
 		}
 	}
-	if res.Summary.TokensSource[TokensChunks] != 10 {
+	if res.Summary.TokensSource[runarchive.TokensChunks] != 10 {
 		t.Errorf("tokens source %v", res.Summary.TokensSource)
 	}
 }
@@ -417,8 +417,7 @@ func TestRunExporterFailsMidRun(t *testing.T) {
 	if got := good.phases(); len(got) != 5 {
 		t.Errorf("the healthy exporter got %v", got)
 	}
-	var ph PhasesDoc
-	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.PhasesFile), &ph)
+	ph := readPhases(t, res.ArchiveDir)
 	if len(ph.Exporters) != 2 || ph.Exporters[0].Status == nil {
 		t.Errorf("phases.json %+v", ph)
 	}

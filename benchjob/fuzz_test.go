@@ -1,15 +1,12 @@
 package benchjob
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -69,17 +66,17 @@ func FuzzRequestPath(f *testing.F) {
 		agg := newAggregates("fuzz")
 		agg.observe(rec)
 		checkAggregates(t, agg)
-		_ = rec.Samples("fuzz")
+		_ = requestSamples(rec, "fuzz")
 		run, err := runarchive.Create(dir, fmt.Sprintf("r%d", n.Add(1)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		arch, err := openArchive(run)
+		reqs, err := run.CreateRequests()
 		if err != nil {
 			t.Fatal(err)
 		}
-		arch.append(rec)
-		if err := arch.closeRequests(); err != nil {
+		reqs.Append(rec)
+		if err := reqs.Close(); err != nil {
 			t.Fatalf("archive: %v", err)
 		}
 		back := readOne(t, run.Dir)
@@ -91,7 +88,7 @@ func FuzzRequestPath(f *testing.F) {
 }
 
 // checkRecord: a success has counts that can be true; a failure has a class.
-func checkRecord(t *testing.T, r *Record) {
+func checkRecord(t *testing.T, r *runarchive.Request) {
 	t.Helper()
 	if !r.Success {
 		if r.ErrorClass == "" || r.OutputTokens != 0 {
@@ -102,7 +99,7 @@ func checkRecord(t *testing.T, r *Record) {
 	if r.OutputTokens < 0 || r.InputTokens < 0 || r.ReasoningTokens < 0 || r.OutputTokens > openai.MaxUsageTokens {
 		t.Fatalf("success with impossible counts: %+v", r)
 	}
-	if r.MaxTokens > 0 && r.TokensSource == TokensUsage && r.OutputTokens > r.MaxTokens+openai.UsageSlack(r.MaxTokens) {
+	if r.MaxTokens > 0 && r.TokensSource == runarchive.TokensUsage && r.OutputTokens > r.MaxTokens+openai.UsageSlack(r.MaxTokens) {
 		t.Fatalf("success with %d output tokens for max_tokens %d", r.OutputTokens, r.MaxTokens)
 	}
 	if r.OutputTokens == 0 && r.Chunks == 0 {
@@ -125,21 +122,11 @@ func checkAggregates(t *testing.T, a *aggregates) {
 }
 
 // readOne reads the single record of a closed requests.jsonl.
-func readOne(t *testing.T, dir string) Record {
+func readOne(t *testing.T, dir string) runarchive.Request {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, runarchive.RequestsFile))
-	if err != nil {
-		t.Fatal(err)
+	recs := readRequests(t, dir)
+	if len(recs) == 0 {
+		t.Fatal("requests.jsonl empty")
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	var r Record
-	if !sc.Scan() {
-		t.Fatalf("requests.jsonl empty: %v", sc.Err())
-	}
-	if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-		t.Fatalf("requests.jsonl: %v", err)
-	}
-	return r
+	return recs[0]
 }

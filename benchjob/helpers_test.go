@@ -298,7 +298,7 @@ func (e *fakeEngine) counts() (int, int) {
 }
 
 // readRecords reads a run's requests.jsonl as raw maps and as Records.
-func readRecords(t *testing.T, dir string) ([]map[string]any, []Record) {
+func readRecords(t *testing.T, dir string) ([]map[string]any, []runarchive.Request) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, runarchive.RequestsFile))
 	if err != nil {
@@ -306,7 +306,6 @@ func readRecords(t *testing.T, dir string) ([]map[string]any, []Record) {
 	}
 	defer f.Close()
 	var raws []map[string]any
-	var recs []Record
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
@@ -314,14 +313,26 @@ func readRecords(t *testing.T, dir string) ([]map[string]any, []Record) {
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("requests.jsonl: %v", err)
 		}
-		var r Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
 		raws = append(raws, m)
-		recs = append(recs, r)
 	}
-	return raws, recs
+	return raws, readRequests(t, dir)
+}
+
+// readRequests reads a run's requests.jsonl through runarchive.
+func readRequests(t *testing.T, dir string) []runarchive.Request {
+	t.Helper()
+	run, err := runarchive.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []runarchive.Request
+	if err := run.EachRequest(func(_ int, r *runarchive.Request) error {
+		recs = append(recs, *r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
 
 func readJSON(t *testing.T, path string, v any) {
@@ -385,4 +396,18 @@ func startSimExporter(t *testing.T, sim gpu.Backend) (*exporter.Exporter, *httpt
 	srv := httptest.NewServer(exp.Handler())
 	t.Cleanup(srv.Close)
 	return exp, srv
+}
+
+// readPhases reads a run's phases.json through runarchive.
+func readPhases(t *testing.T, dir string) *runarchive.Phases {
+	t.Helper()
+	run, err := runarchive.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph, err := run.ReadPhases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ph
 }

@@ -76,7 +76,7 @@ func TestRunPanicFinalises(t *testing.T) {
 	cfg.Exporters = []string{exp.URL}
 	cfg.Requests = 1000
 	var n atomic.Int64
-	testHookRequest = func(r *Record) {
+	testHookRequest = func(r *runarchive.Request) {
 		if r.Phase == "formal" && n.Add(1) == 5 {
 			panic("injected bug")
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
-func maxOverlap(recs []Record) int {
+func maxOverlap(recs []runarchive.Request) int {
 	type ev struct {
 		t float64
 		d int
@@ -40,8 +40,8 @@ func maxOverlap(recs []Record) int {
 	return best
 }
 
-func formal(recs []Record) []Record {
-	var out []Record
+func formal(recs []runarchive.Request) []runarchive.Request {
+	var out []runarchive.Request
 	for _, r := range recs {
 		if r.Phase == "formal" {
 			out = append(out, r)
@@ -101,7 +101,7 @@ func TestRunDurationBound(t *testing.T) {
 func TestRunOpenLoopPoisson(t *testing.T) {
 	srv := openaitest.New(openaitest.Behavior{})
 	defer srv.Close()
-	run := func(burst float64) (*Result, []Record) {
+	run := func(burst float64) (*Result, []runarchive.Request) {
 		cfg := testConfig(t, srv.BaseURL())
 		cfg.Concurrency = 0
 		cfg.Rate = 200

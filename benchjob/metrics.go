@@ -57,7 +57,7 @@ func newAggregates(runID string) *aggregates {
 
 // observe counts one finished request. It never panics: a count below
 // zero (which the client's usage checks already refuse) adds nothing.
-func (a *aggregates) observe(r *Record) {
+func (a *aggregates) observe(r *runarchive.Request) {
 	a.requests.WithLabelValues(r.Outcome()).Inc()
 	a.latency.WithLabelValues(r.Phase).Observe(r.LatencySeconds)
 	if r.Success {

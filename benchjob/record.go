@@ -5,60 +5,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
-)
-
-// Record is one line of runs/<run_id>/requests.jsonl. The first keys are
-// the design's run-archive contract; the rest (after ITLSeconds) add what
-// the experiments count (empty and repeated outputs) and where a request
-// failed.
-type Record struct {
-	Phase          string    `json:"phase"`
-	Slot           int       `json:"slot"`
-	SendTime       float64   `json:"send_time"`
-	FirstTokenTime *float64  `json:"first_token_time"`
-	EndTime        float64   `json:"end_time"`
-	TTFTSeconds    *float64  `json:"ttft_seconds"`
-	LatencySeconds float64   `json:"latency_seconds"`
-	TPOTSeconds    *float64  `json:"tpot_seconds"`
-	OutputTokens   int       `json:"output_tokens"`
-	InputTokens    int       `json:"input_tokens"`
-	TokensSource   string    `json:"tokens_source"`
-	Success        bool      `json:"success"`
-	Error          string    `json:"error"`
-	FinishReason   string    `json:"finish_reason"`
-	ITLSeconds     []float64 `json:"itl_seconds"`
-
-	Index           int      `json:"index"`
-	ErrorClass      string   `json:"error_class"`
-	StatusCode      int      `json:"status_code,omitempty"`
-	Model           string   `json:"model"`
-	ScheduledTime   *float64 `json:"scheduled_time,omitempty"`
-	Chunks          int      `json:"chunks"`
-	ReasoningTokens int      `json:"reasoning_tokens"`
-	OutputChars     int      `json:"output_chars"`
-	ReasoningChars  int      `json:"reasoning_chars"`
-	OutputHash      string   `json:"output_hash"`
-	MaxTokens       int      `json:"max_tokens"`
-	// RetryAfterSeconds is the wait a 429 or 503 answer asked for
-	// (Retry-After, at most openai.MaxRetryAfter); the load paused for it.
-	RetryAfterSeconds float64 `json:"retry_after_seconds,omitempty"`
-	// Quality is the answer checked against its rubric (correctness
-	// workload, workload.quality_file); absent when not checked or failed.
-	Quality *quality.Result `json:"quality,omitempty"`
-}
-
-// Token sources (Record.TokensSource).
-const (
-	// TokensUsage: both counts are the API-reported usage.
-	TokensUsage = "usage"
-	// TokensChunks: the stream had no usage; output tokens are the
-	// token-bearing chunks and input tokens the prompt estimate
-	// (4 characters per token).
-	TokensChunks = "stream_chunks"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
@@ -76,8 +26,8 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 func sampleMs(sec float64) int64 { return int64(math.Floor(sec * 1000)) }
 
 // newRecord turns a response into an archive record.
-func newRecord(phase string, slot int, p Prompt, resp *openai.Response, scheduled time.Time) *Record {
-	r := &Record{
+func newRecord(phase string, slot int, p Prompt, resp *openai.Response, scheduled time.Time) *runarchive.Request {
+	r := &runarchive.Request{
 		Phase: phase, Slot: slot, Index: p.Index, MaxTokens: p.MaxTokens,
 		SendTime:        unixSeconds(resp.Send),
 		EndTime:         unixSeconds(resp.End),
@@ -87,7 +37,7 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 		Chunks:          resp.Chunks,
 		StatusCode:      resp.StatusCode,
 		ReasoningTokens: resp.ReasoningTokens,
-		OutputChars:     resp.TextChars,
+		OutputChars:     new(resp.TextChars),
 		ReasoningChars:  resp.ReasoningChars,
 		OutputHash:      resp.TextSHA256,
 		ITLSeconds:      make([]float64, len(resp.ITL)),
@@ -101,11 +51,11 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 		r.ITLSeconds[i] = d.Seconds()
 	}
 	if resp.UsageReported {
-		r.TokensSource = TokensUsage
+		r.TokensSource = runarchive.TokensUsage
 		r.InputTokens = resp.PromptTokens
 		r.OutputTokens = resp.CompletionTokens
 	} else {
-		r.TokensSource = TokensChunks
+		r.TokensSource = runarchive.TokensChunks
 		r.InputTokens = p.InputTokens
 		if p.InputTokens == 0 {
 			r.InputTokens = estimateTokens(p.Text)
@@ -134,19 +84,10 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 	return r
 }
 
-// Outcome is the joulemark_bench_requests_total outcome label: "success"
-// or the error class.
-func (r *Record) Outcome() string {
-	if r.Success {
-		return "success"
-	}
-	return r.ErrorClass
-}
-
-// Samples returns the per-request samples of r: one per contract metric,
-// all at the request's end time (sampleMs of end_time), labelled run_id,
-// phase and slot; no TTFT sample for a failed request.
-func (r *Record) Samples(runID string) []remotewrite.Sample {
+// requestSamples returns the per-request samples of r: one per contract
+// metric, all at the request's end time (sampleMs of end_time), labelled
+// run_id, phase and slot; no TTFT sample for a failed request.
+func requestSamples(r *runarchive.Request, runID string) []remotewrite.Sample {
 	ts := sampleMs(r.EndTime)
 	slot := strconv.Itoa(r.Slot)
 	lbl := func(name string) map[string]string {

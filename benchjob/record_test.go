@@ -9,6 +9,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // TestSampleTimestampsSurviveTheArchive: a request's samples have the same
@@ -39,11 +40,11 @@ func TestSampleTimestampsSurviveTheArchive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var archived Record
+		var archived runarchive.Request
 		if err := json.Unmarshal(b, &archived); err != nil {
 			t.Fatal(err)
 		}
-		ls, as := live.Samples("r"), archived.Samples("r")
+		ls, as := requestSamples(live, "r"), requestSamples(&archived, "r")
 		if len(ls) != 5 || !slices.EqualFunc(ls, as, func(a, b remotewrite.Sample) bool {
 			return a.TimestampMs == b.TimestampMs && a.Value == b.Value
 		}) {

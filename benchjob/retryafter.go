@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // serverWait is the pause the engine asked for with Retry-After: no
@@ -51,7 +52,7 @@ func (w *serverWait) wait(ctx context.Context, deadline time.Time) time.Duration
 func (w *serverWait) pausedFor() time.Duration { return time.Duration(w.paused.Load()) }
 
 // honourRetryAfter pauses the load for the wait a 429/503 asked for.
-func (r *runner) honourRetryAfter(rec *Record, d time.Duration) {
+func (r *runner) honourRetryAfter(rec *runarchive.Request, d time.Duration) {
 	if d <= 0 || !r.asked.push(time.Now(), d) {
 		return
 	}

@@ -96,7 +96,8 @@ type runner struct {
 	opts  Options
 	log   *slog.Logger
 	runID string
-	arch  *archive
+	arch  *runarchive.Run
+	reqs  *runarchive.RequestWriter
 
 	client    *openai.Client
 	model     string
@@ -120,7 +121,7 @@ type runner struct {
 	datasetDigest string // workloadDigest
 
 	mu          sync.Mutex
-	records     []*Record
+	records     []*runarchive.Request
 	flags       map[string]bool
 	man         Manifest
 	stopping    bool
@@ -283,7 +284,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		r.exporters = append(r.exporters, c)
 	}
 	if _, err := os.Stat(filepath.Join(cfg.RunsDir, cfg.RunID)); err == nil && opts.Archive == nil {
-		return nil, fmt.Errorf("run %q in %s: %w (never overwritten: give a new --run-id)", cfg.RunID, cfg.RunsDir, ErrRunExists)
+		return nil, fmt.Errorf("run %q in %s: %w (never overwritten: give a new --run-id)", cfg.RunID, cfg.RunsDir, runarchive.ErrExists)
 	}
 	r.runID = cfg.RunID
 	gpus, err := r.preflight(ctx)
@@ -291,18 +292,18 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		return nil, err
 	}
 
-	arch, err := createArchive(cfg, opts)
+	arch, reqs, err := createArchive(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
 	runID := arch.ID
-	r.arch, r.runID = arch, runID
+	r.arch, r.reqs, r.runID = arch, reqs, runID
 	r.agg = newAggregates(runID)
 	if cfg.RemoteWrite.URL != "" {
 		r.rw, err = remotewrite.New(remotewrite.Config{URL: cfg.RemoteWrite.URL, HTTP: cfg.RemoteWrite.HTTP,
 			UserAgent: "joulemark-bench"}, opts.Logger.With("component", "remote_write"))
 		if err != nil {
-			r.arch.closeRequests()
+			r.reqs.Close()
 			return nil, err
 		}
 	}
@@ -311,7 +312,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		err = arch.WriteFile(runarchive.ConfigFile, cy)
 	}
 	if err != nil {
-		r.arch.closeRequests()
+		r.reqs.Close()
 		return nil, err
 	}
 	r.man = Manifest{
@@ -323,7 +324,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		Created: unixSeconds(time.Now()), Phases: map[string]float64{},
 	}
 	if err := r.arch.WriteManifest(&r.man); err != nil {
-		r.arch.closeRequests()
+		r.reqs.Close()
 		return nil, err
 	}
 	r.progress = newProgress(opts.Progress, r.log)
@@ -397,17 +398,17 @@ func (r *runner) flagList() []string {
 
 // record keeps one finished request: archive line, remote-write samples,
 // aggregates, progress. It takes rec over.
-func (r *runner) record(rec *Record) {
+func (r *runner) record(rec *runarchive.Request) {
 	// The aggregates observe the records in archive order, as runs push
 	// does: a histogram's sum, a float, then comes out to the same bits.
 	func() {
 		r.recMu.Lock()
 		defer r.recMu.Unlock() // a panic below must not leave it held
-		r.arch.append(rec)
+		r.reqs.Append(rec)
 		r.agg.observe(rec)
 	}()
 	if r.rw != nil {
-		for _, s := range rec.Samples(r.runID) {
+		for _, s := range requestSamples(rec, r.runID) {
 			r.rw.Append(s)
 		}
 	}
@@ -416,7 +417,7 @@ func (r *runner) record(rec *Record) {
 		r.progress.errors.Add(1)
 	} else {
 		r.progress.tokens.Add(int64(rec.OutputTokens))
-		if rec.TokensSource != TokensUsage {
+		if rec.TokensSource != runarchive.TokensUsage {
 			r.flag(contract.FlagUsageMissing)
 		}
 	}
@@ -445,7 +446,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			case <-aggDone:
 				return
 			case <-t.C:
-				r.arch.flush()
+				r.reqs.Flush()
 			}
 		}
 	}()
@@ -882,19 +883,6 @@ func (r *runner) awaitRelease(ctx context.Context, c *phaseapi.Client) (*phaseap
 	}
 }
 
-// PhasesDoc is runs/<run_id>/phases.json: each exporter's final RunStatus.
-type PhasesDoc struct {
-	RunID     string          `json:"run_id"`
-	Exporters []ExporterPhase `json:"exporters"`
-}
-
-// ExporterPhase is one exporter's view of the run.
-type ExporterPhase struct {
-	URL    string              `json:"url"`
-	Status *phaseapi.RunStatus `json:"status,omitempty"`
-	Error  string              `json:"error,omitempty"`
-}
-
 func (r *runner) finish(start time.Time, status string, runErr error) (*Result, error) {
 	res := &Result{RunID: r.runID, ArchiveDir: r.arch.Dir, Status: status, Model: r.model,
 		TargetRate: r.cfg.Rate, AchievedRate: r.man.Load.AchievedRate,
@@ -903,10 +891,10 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 	if runErr != nil {
 		errs = append(errs, runErr)
 	}
-	if err := r.arch.closeRequests(); err != nil {
+	if err := r.reqs.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	var warm, formal []*Record
+	var warm, formal []*runarchive.Request
 	for _, rec := range r.records {
 		if rec.Phase == string(contract.Warmup) {
 			warm = append(warm, rec)
@@ -944,7 +932,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		}
 		r.man.RemoteWrite = &st
 	}
-	doc := PhasesDoc{RunID: r.runID}
+	doc := runarchive.Phases{RunID: r.runID}
 	posted := r.postedPhases()
 	for _, c := range r.exporters {
 		var st *phaseapi.RunStatus
@@ -955,7 +943,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		}, func(err error, d time.Duration) {
 			r.log.Warn("reading the run's final status; retrying", "exporter", c.BaseURL(), "in", d, "err", err)
 		})
-		ep := ExporterPhase{URL: c.BaseURL()}
+		ep := runarchive.ExporterStatus{URL: c.BaseURL()}
 		if err != nil {
 			ep.Error = err.Error()
 			r.flag(contract.FlagExporterError)
@@ -976,7 +964,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		}
 		doc.Exporters = append(doc.Exporters, ep)
 	}
-	if err := r.arch.WriteJSON(runarchive.PhasesFile, &doc); err != nil {
+	if err := r.arch.WritePhases(&doc); err != nil {
 		errs = append(errs, err)
 	}
 	res.End = time.Now()

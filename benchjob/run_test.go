@@ -93,7 +93,7 @@ func TestRunFullLifecycle(t *testing.T) {
 		if r.Phase == "warmup" {
 			nWarm++
 		}
-		if !r.Success || r.TokensSource != TokensUsage || r.OutputTokens != r.MaxTokens || r.InputTokens != 7 {
+		if !r.Success || r.TokensSource != runarchive.TokensUsage || r.OutputTokens != r.MaxTokens || r.InputTokens != 7 {
 			t.Errorf("record %d: %+v", i, r)
 		}
 		if r.TTFTSeconds == nil || r.TPOTSeconds == nil || len(r.ITLSeconds) != r.OutputTokens-1 || r.OutputHash == "" {
@@ -235,8 +235,7 @@ func TestRunFullLifecycle(t *testing.T) {
 			t.Errorf("manifest lacks phase %s start", p)
 		}
 	}
-	var ph PhasesDoc
-	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.PhasesFile), &ph)
+	ph := readPhases(t, res.ArchiveDir)
 	if len(ph.Exporters) != 1 || ph.Exporters[0].Status == nil || len(ph.Exporters[0].Status.Phases) != 5 {
 		t.Errorf("phases.json: %+v", ph)
 	}

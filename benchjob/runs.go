@@ -1,10 +1,7 @@
 package benchjob
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -114,17 +111,22 @@ func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *s
 	if err != nil {
 		return nil, err
 	}
-	recs, err := readArchivedRecords(run)
-	if err != nil {
-		return nil, err
-	}
 	var samples []remotewrite.Sample
 	agg := newAggregates(id)
 	var last float64
-	for _, r := range recs {
-		samples = append(samples, r.Samples(id)...)
+	n := 0
+	err = run.EachRequest(func(_ int, r *runarchive.Request) error {
+		samples = append(samples, requestSamples(r, id)...)
 		agg.observe(r)
 		last = max(last, r.EndTime)
+		n++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("run %s: no request records", id)
 	}
 	// The final samples' instant as the bench stamped them; older archives
 	// lack it: the run's end, else its last request's.
@@ -158,36 +160,9 @@ func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *s
 		w.Append(s)
 	}
 	st, err := w.Close(ctx)
-	res := &PushResult{Requests: len(recs), Samples: len(samples), Stats: st}
+	res := &PushResult{Requests: n, Samples: len(samples), Stats: st}
 	if err != nil {
 		return res, fmt.Errorf("pushing run %s to %s: %w", id, rw.URL, err)
 	}
 	return res, nil
-}
-
-// readArchivedRecords reads requests.jsonl of a final run (a killed run is
-// finalized first: runs finalize).
-func readArchivedRecords(run *runarchive.Run) ([]*Record, error) {
-	f, err := run.OpenRequests()
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []*Record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		var r Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", f.Name(), n, err)
-		}
-		out = append(out, &r)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", f.Name(), err)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("run " + run.ID + ": no request records")
-	}
-	return out, nil
 }

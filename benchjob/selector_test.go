@@ -13,6 +13,7 @@ import (
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // TestRunMeasuresEngineGPUsOnly runs the lifecycle with exporter_gpus set
@@ -72,7 +73,7 @@ func TestRunMeasuresEngineGPUsOnly(t *testing.T) {
 	if run > 0.6*all {
 		t.Errorf("run energy %.1f J is most of all four GPUs' %.1f J", run, all)
 	}
-	b, err := os.ReadFile(filepath.Join(res.ArchiveDir, ManifestFile))
+	b, err := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}

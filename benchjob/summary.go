@@ -26,7 +26,7 @@ type (
 // the report's policy (internal/stats): a failed request counts as
 // infinitely slow in TTFT, TPOT and latency, so the p99 printed here is the
 // report's p99 for the same run.
-func summarize(recs []*Record) Summary {
+func summarize(recs []*runarchive.Request) Summary {
 	s := Summary{Errors: map[string]int{}, TokensSource: map[string]int{}}
 	var ttft, tpot, lat []float64
 	first, last := 0.0, 0.0
@@ -49,7 +49,7 @@ func summarize(recs []*Record) Summary {
 		s.OutputTokens += int64(r.OutputTokens)
 		s.InputTokens += int64(r.InputTokens)
 		s.TokensSource[r.TokensSource]++
-		if r.OutputChars == 0 {
+		if r.EmptyOutput() {
 			s.EmptyOutputs++
 		}
 		if r.TTFTSeconds != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/testnet"
 )
 
@@ -30,14 +31,14 @@ func TestPercentiles(t *testing.T) {
 	}
 }
 
-func summaryFixture() []*Record {
-	var recs []*Record
+func summaryFixture() []*runarchive.Request {
+	var recs []*runarchive.Request
 	for i := 0; i < 10; i++ {
 		ttft, tpot := 0.1*float64(i+1), 0.01*float64(i+1)
-		r := &Record{Phase: "formal", SendTime: 1000 + float64(i), EndTime: 1001 + float64(i), LatencySeconds: 1 + 0.1*float64(i),
-			TTFTSeconds: &ttft, TPOTSeconds: &tpot, OutputTokens: 100, InputTokens: 50, TokensSource: TokensUsage, Success: true, OutputChars: 400}
+		r := &runarchive.Request{Phase: "formal", SendTime: 1000 + float64(i), EndTime: 1001 + float64(i), LatencySeconds: 1 + 0.1*float64(i),
+			TTFTSeconds: &ttft, TPOTSeconds: &tpot, OutputTokens: 100, InputTokens: 50, TokensSource: runarchive.TokensUsage, Success: true, OutputChars: new(400)}
 		if i == 3 {
-			r.OutputChars = 0
+			r.OutputChars = new(0)
 		}
 		if i >= 8 {
 			r.Success, r.ErrorClass, r.TTFTSeconds, r.TPOTSeconds, r.OutputTokens = false, "timeout_total", nil, nil, 0
@@ -53,7 +54,7 @@ func TestSummarize(t *testing.T) {
 	if s.Started != 10 || s.Succeeded != 8 || s.Failed != 2 || s.ErrorRate != 0.2 || s.Errors["timeout_total"] != 2 {
 		t.Errorf("counts %+v", s)
 	}
-	if s.OutputTokens != 800 || s.InputTokens != 400 || s.EmptyOutputs != 1 || s.TokensSource[TokensUsage] != 8 {
+	if s.OutputTokens != 800 || s.InputTokens != 400 || s.EmptyOutputs != 1 || s.TokensSource[runarchive.TokensUsage] != 8 {
 		t.Errorf("tokens %+v", s)
 	}
 	if s.DurationSeconds != 10 || s.RequestsPerSecond != 1 || s.OutputTokensPerSecond != 80 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/prometheus/common/config"
 )
 
@@ -77,7 +78,7 @@ func TestRunTargetHTTP(t *testing.T) {
 		t.Errorf("%s: %s", p, what)
 	}
 	// The secret is in no archive file; config.yaml records it redacted.
-	if b, err := os.ReadFile(filepath.Join(res.ArchiveDir, ConfigFile)); err != nil || !strings.Contains(string(b), "<secret>") {
+	if b, err := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.ConfigFile)); err != nil || !strings.Contains(string(b), "<secret>") {
 		t.Errorf("config.yaml without the redacted target_http header: %v\n%s", err, b)
 	}
 	filepath.WalkDir(res.ArchiveDir, func(p string, d os.DirEntry, err error) error {

@@ -16,7 +16,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -145,7 +144,7 @@ type timingErrors struct {
 // (by output hash). TTFT's truth is the server's request receipt to its
 // first token; TPOT's its first token to its end ([DONE]) over the tokens
 // after the first, as the record's; ITL's the gaps between its tokens.
-func compare(recs []Record, truth func(hash string) (*served, bool)) timingErrors {
+func compare(recs []runarchive.Request, truth func(hash string) (*served, bool)) timingErrors {
 	var te timingErrors
 	for _, r := range recs {
 		if r.Phase != "formal" {
@@ -215,21 +214,16 @@ func timedRun(tb testing.TB, url string, truth func(hash string) (*served, bool)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(res.ArchiveDir, runarchive.RequestsFile))
+	run, err := runarchive.OpenDir(res.ArchiveDir)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer f.Close()
-	var recs []Record
-	dec := json.NewDecoder(f)
-	for {
-		var r Record
-		if err := dec.Decode(&r); err == io.EOF {
-			break
-		} else if err != nil {
-			tb.Fatal(err)
-		}
-		recs = append(recs, r)
+	var recs []runarchive.Request
+	if err := run.EachRequest(func(_ int, r *runarchive.Request) error {
+		recs = append(recs, *r)
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
 	}
 	return compare(recs, truth), res
 }
@@ -397,8 +391,8 @@ func TestTimingErrorMeasurement(t *testing.T) {
 	base := time.Unix(1000, 0)
 	s := &served{Recv: base, Tokens: []time.Time{base.Add(10 * time.Millisecond), base.Add(20 * time.Millisecond), base.Add(30 * time.Millisecond)},
 		End: base.Add(30 * time.Millisecond)}
-	rec := Record{Phase: "formal", Success: true, OutputHash: "h", TTFTSeconds: new(0.013), TPOTSeconds: new(0.011), ITLSeconds: []float64{0.011, 0.011}}
-	got := compare([]Record{rec, {Phase: "formal", OutputHash: "other", Success: true}, {Phase: "warmup", OutputHash: "h", Success: true}}, func(h string) (*served, bool) { return s, h == "h" })
+	rec := runarchive.Request{Phase: "formal", Success: true, OutputHash: "h", TTFTSeconds: new(0.013), TPOTSeconds: new(0.011), ITLSeconds: []float64{0.011, 0.011}}
+	got := compare([]runarchive.Request{rec, {Phase: "formal", OutputHash: "other", Success: true}, {Phase: "warmup", OutputHash: "h", Success: true}}, func(h string) (*served, bool) { return s, h == "h" })
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 	if got.unmatched != 1 || !near(got.ttft[0], 0.003) || !near(got.tpot[0], 0.001) || !near(got.itl[1], 0.001) {
 		t.Fatalf("errors %+v, want ttft 3 ms, tpot 1 ms, gaps 1 ms, 1 unmatched", got)

@@ -6,7 +6,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -32,7 +31,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/joulemark/joulemark/analyze"
-	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/demo"
@@ -216,7 +214,7 @@ type external struct {
 	report     *analyze.Report
 	exporter   *phaseapi.RunStatus
 	scrapes    []float64 // when Prometheus scraped the exporter (unix seconds)
-	records    []benchjob.Record
+	records    []runarchive.Request
 	selected   []string // the GPUs the run measures (bench --exporter.gpus)
 	benchStart time.Time
 	benchEnd   time.Time
@@ -880,25 +878,19 @@ func readReport(t *testing.T, path string) *analyze.Report {
 	return &r
 }
 
-func readRecords(t *testing.T, path string) []benchjob.Record {
+func readRecords(t *testing.T, path string) []runarchive.Request {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []benchjob.Record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		var r benchjob.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s:%d: %v", path, n, err)
-		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	var out []runarchive.Request
+	if err := runarchive.DecodeRequests(f, path, func(_ int, r *runarchive.Request) error {
+		out = append(out, *r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -24,7 +24,6 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/runarchive"
@@ -298,7 +297,7 @@ func compareReports(t *testing.T, ctl, got map[string]any) {
 // checkControlReport: the control report holds the run: every formal
 // request, energy for every stage, the raw series' full coverage, and the
 // scraped-only sections filled in (so the outage's losses show there).
-func checkControlReport(t *testing.T, ctl map[string]any, recs []benchjob.Record) {
+func checkControlReport(t *testing.T, ctl map[string]any, recs []runarchive.Request) {
 	t.Helper()
 	var formal, out int
 	for _, r := range recs {

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/jsonline"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/runid"
@@ -90,18 +91,13 @@ func archives(reportPath, runID string, opts LoadOptions) []*runarchive.Run {
 // another run is ignored.
 func (r *Run) readArchive(arch *runarchive.Run) error {
 	if r.Sanity == nil {
-		f, err := arch.OpenRequests()
+		s, err := outputsanity.ReadRequests(arch)
 		switch {
 		case errors.Is(err, fs.ErrNotExist), errors.Is(err, runarchive.ErrIncomplete):
 		case err != nil:
 			return err
 		default:
-			s, err := ReadSanity(f)
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("archive %s: %w", f.Name(), err)
-			}
-			r.Sanity, r.SanityPath = &s, f.Name()
+			r.Sanity, r.SanityPath = &s, arch.Path(runarchive.RequestsFile)
 		}
 	}
 	if r.Load == nil {

@@ -6,17 +6,17 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
-	"github.com/joulemark/joulemark/benchjob"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // The counts read the records benchjob writes: this pins the field names
 // (output_hash, output_chars, max_tokens, finish_reason) to benchjob's.
 func TestReadsBenchjobRecords(t *testing.T) {
-	recs := []benchjob.Record{
-		{Phase: "formal", Success: true, OutputTokens: 150, MaxTokens: 150, OutputChars: 600, OutputHash: "h1", FinishReason: "length"},
-		{Phase: "formal", Success: true, OutputTokens: 150, MaxTokens: 150, OutputChars: 600, OutputHash: "h1", FinishReason: "length"},
-		{Phase: "formal", Success: true, OutputTokens: 12, MaxTokens: 150, OutputChars: 40, OutputHash: "h2", FinishReason: "stop"},
-		{Phase: "formal", Success: true, OutputTokens: 5, MaxTokens: 150, OutputChars: 0, ReasoningChars: 30, OutputHash: "e3", FinishReason: "stop"},
+	recs := []runarchive.Request{
+		{Phase: "formal", Success: true, OutputTokens: 150, MaxTokens: 150, OutputChars: new(600), OutputHash: "h1", FinishReason: "length"},
+		{Phase: "formal", Success: true, OutputTokens: 150, MaxTokens: 150, OutputChars: new(600), OutputHash: "h1", FinishReason: "length"},
+		{Phase: "formal", Success: true, OutputTokens: 12, MaxTokens: 150, OutputChars: new(40), OutputHash: "h2", FinishReason: "stop"},
+		{Phase: "formal", Success: true, OutputTokens: 5, MaxTokens: 150, OutputChars: new(0), ReasoningChars: 30, OutputHash: "e3", FinishReason: "stop"},
 		{Phase: "formal", Success: false, Error: "timeout"},
 		{Phase: "warmup", Success: true, OutputTokens: 0},
 	}
@@ -28,7 +28,12 @@ func TestReadsBenchjobRecords(t *testing.T) {
 		}
 		buf.Write(append(b, '\n'))
 	}
-	c, err := outputsanity.Read(&buf)
+	var k outputsanity.Counter
+	err := runarchive.DecodeRequests(&buf, runarchive.RequestsFile, func(_ int, r *runarchive.Request) error {
+		k.Add(r)
+		return nil
+	})
+	c := k.Counts()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,10 @@
 package outputsanity
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
-	"strings"
+
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // Counts are the outputs of a run's successful formal requests that say
@@ -28,86 +27,81 @@ type Counts struct {
 	// archive does not record it, ended by a stop/EOS rather than by length);
 	// nil when neither is recorded.
 	Short *int `json:"short"`
-	// IgnoreEOS is the run's extras.ignore_eos from manifest.json (ReadArchive
-	// only); nil when unknown. Without ignore_eos a short output may be the
+	// IgnoreEOS is the run's extras.ignore_eos from manifest.json (analyze
+	// sets it); nil when unknown. Without ignore_eos a short output may be the
 	// model's natural stop rather than a fault.
 	IgnoreEOS *bool `json:"ignore_eos,omitempty"`
 }
 
-// record is the part of one requests.jsonl line the counts read
-// (benchjob.Record; docs/design.md, "Run archive and run id").
-type record struct {
-	Phase        string `json:"phase"`
-	Success      bool   `json:"success"`
-	OutputTokens *int64 `json:"output_tokens"`
-	FinishReason string `json:"finish_reason"`
-	// Output fingerprint and the requested length, written by benchjob.
-	OutputHash  string `json:"output_hash"`
-	OutputChars *int64 `json:"output_chars"`
-	MaxTokens   *int64 `json:"max_tokens"`
+// Counter counts the suspicious outputs among the successful formal
+// requests it is given, in the archive's order.
+type Counter struct {
+	c                     Counts
+	repeated, short       int
+	hashKnown, shortKnown bool
+	seen                  map[string]bool
 }
 
-// Read reads a requests.jsonl archive and counts the suspicious outputs
-// among successful formal requests. An output that is empty is counted as
-// empty only, never also as repeated or short. A malformed line is an error
-// naming its line number.
-func Read(r io.Reader) (Counts, error) {
-	var c Counts
-	var repeated, short int
-	hashKnown, shortKnown := false, false
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
-			continue
+// Add counts one request. An output that is empty is counted as empty
+// only, never also as repeated or short.
+func (k *Counter) Add(r *runarchive.Request) {
+	if r.Phase != string(contract.Formal) || !r.Success {
+		return
+	}
+	k.c.Requests++
+	if r.EmptyOutput() {
+		k.c.Empty++
+		return
+	}
+	if r.OutputHash != "" {
+		k.hashKnown = true
+		if k.seen[r.OutputHash] {
+			k.repeated++
 		}
-		var rec record
-		if err := json.Unmarshal([]byte(text), &rec); err != nil {
-			return Counts{}, fmt.Errorf("line %d: %w", line, err)
+		if k.seen == nil {
+			k.seen = map[string]bool{}
 		}
-		if rec.Phase != "formal" || !rec.Success {
-			continue
+		k.seen[r.OutputHash] = true
+	}
+	switch {
+	case r.MaxTokens > 0:
+		k.shortKnown = true
+		if r.OutputTokens < r.MaxTokens {
+			k.short++
 		}
-		c.Requests++
-		empty := (rec.OutputTokens != nil && *rec.OutputTokens == 0) || (rec.OutputChars != nil && *rec.OutputChars == 0)
-		if empty {
-			c.Empty++
-			continue
-		}
-		if rec.OutputHash != "" {
-			hashKnown = true
-			if seen[rec.OutputHash] {
-				repeated++
-			}
-			seen[rec.OutputHash] = true
-		}
-		switch {
-		case rec.MaxTokens != nil && *rec.MaxTokens > 0 && rec.OutputTokens != nil:
-			shortKnown = true
-			if *rec.OutputTokens < *rec.MaxTokens {
-				short++
-			}
-		case rec.FinishReason != "":
-			shortKnown = true
-			if rec.FinishReason != "length" {
-				short++
-			}
+	case r.FinishReason != "":
+		k.shortKnown = true
+		if r.FinishReason != "length" {
+			k.short++
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return Counts{}, fmt.Errorf("line %d: %w", line+1, err)
+}
+
+// Counts are the counts so far; Repeated and Short are nil while nothing
+// told them.
+func (k *Counter) Counts() Counts {
+	c := k.c
+	if k.hashKnown {
+		c.Repeated = new(k.repeated)
 	}
-	if hashKnown {
-		c.Repeated = &repeated
+	if k.shortKnown {
+		c.Short = new(k.short)
 	}
-	if shortKnown {
-		c.Short = &short
+	return c
+}
+
+// ReadRequests counts the suspicious outputs of the bench run in r, from
+// its requests.jsonl. Errors name the file and line.
+func ReadRequests(r *runarchive.Run) (Counts, error) {
+	var k Counter
+	err := r.EachRequest(func(_ int, req *runarchive.Request) error {
+		k.Add(req)
+		return nil
+	})
+	if err != nil {
+		return Counts{}, err
 	}
-	return c, nil
+	return k.Counts(), nil
 }
 
 // Bad returns the number of suspicious outputs (empty + repeated + short)

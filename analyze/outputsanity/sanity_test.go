@@ -10,8 +10,7 @@ import (
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
-func ip(v int) *int   { return &v }
-func bp(v bool) *bool { return &v }
+func ip(v int) *int { return &v }
 
 func show(c Counts) string {
 	s := Format(&c)
@@ -70,7 +69,7 @@ func TestRead(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Read(strings.NewReader(tc.jsonl))
+			got, err := read(tc.jsonl)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,13 +78,13 @@ func TestRead(t *testing.T) {
 			}
 		})
 	}
-	_, err := Read(strings.NewReader("{\"phase\":\"formal\"}\n{not json\n"))
-	if err == nil || !strings.Contains(err.Error(), "line 2") {
+	_, err := read("{\"phase\":\"formal\"}\n{not json\n")
+	if err == nil || !strings.Contains(err.Error(), "requests.jsonl: line 2") {
 		t.Errorf("malformed line: error %v, want one naming line 2", err)
 	}
 }
 
-func TestReadArchive(t *testing.T) {
+func TestReadRequests(t *testing.T) {
 	tests := []struct {
 		run     string
 		want    Counts
@@ -97,14 +96,12 @@ func TestReadArchive(t *testing.T) {
 		// text), h1 once repeated, 12 and 149 of 150 tokens short (the
 		// length finish does not hide the missing token; a full-length
 		// "stop" is not short).
-		{run: "ignore-eos", want: Counts{Requests: 9, Empty: 2, Repeated: ip(1), Short: ip(2), IgnoreEOS: bp(true)}, bad: 5, ratio: 5.0 / 9},
-		// Without ignore_eos and max_tokens, a stop is still counted short;
-		// the manifest says so.
-		{run: "natural-stop", want: Counts{Requests: 3, Repeated: ip(0), Short: ip(2), IgnoreEOS: bp(false)}, bad: 2, ratio: 2.0 / 3},
+		{run: "ignore-eos", want: Counts{Requests: 9, Empty: 2, Repeated: ip(1), Short: ip(2)}, bad: 5, ratio: 5.0 / 9},
+		// Without max_tokens, a stop is counted short.
+		{run: "natural-stop", want: Counts{Requests: 3, Repeated: ip(0), Short: ip(2)}, bad: 2, ratio: 2.0 / 3},
 		{run: "partial", wantErr: "incomplete: requests.jsonl.partial"},
 		{run: "missing", wantErr: "no requests.jsonl"},
 		{run: "bad-line", wantErr: filepath.Join("bad-line", "requests.jsonl") + ": line 2"},
-		{run: "bad-manifest", wantErr: filepath.Join("bad-manifest", "manifest.json")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.run, func(t *testing.T) {
@@ -159,5 +156,15 @@ func readDir(dir string) (Counts, error) {
 	if err != nil {
 		return Counts{}, err
 	}
-	return ReadArchive(r)
+	return ReadRequests(r)
+}
+
+// read counts the requests.jsonl lines in jsonl.
+func read(jsonl string) (Counts, error) {
+	var k Counter
+	err := runarchive.DecodeRequests(strings.NewReader(jsonl), runarchive.RequestsFile, func(_ int, r *runarchive.Request) error {
+		k.Add(r)
+		return nil
+	})
+	return k.Counts(), err
 }

@@ -214,9 +214,17 @@ func (c *Check) compiled() []*regexp.Regexp {
 	return c.res
 }
 
+// Summary.Workload: what the answers were checked against.
+const (
+	// WorkloadCorrectness: the correctness workload's expected numbers.
+	WorkloadCorrectness = "correctness"
+	// WorkloadRubric: a rubric file (workload.quality_file).
+	WorkloadRubric = "rubric"
+)
+
 // Summary is the quality of a run's formal requests.
 type Summary struct {
-	Workload string `json:"workload,omitempty"` // "correctness" or "rubric"
+	Workload string `json:"workload,omitempty"` // WorkloadCorrectness or WorkloadRubric
 	// Requests is the successful formal requests checked.
 	Requests       int            `json:"requests"`
 	Passed         int            `json:"passed"`

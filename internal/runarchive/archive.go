@@ -1,10 +1,12 @@
 // Package runarchive owns a run's directory on disk, runs/<run_id>/: it
-// creates it (never over an earlier run), names its files, writes and reads
-// its manifest.json, lists the runs of a runs directory and finalizes a run
-// that did not finish. The bench job writes through it; analyze, compare,
-// pareto, plan, recommend, diff, the demo and `joulemark runs` read through
-// it. The layout and the manifest format are documented in docs/design.md
-// ("Run archive").
+// creates it (never over an earlier run), names its files, holds the
+// schemas of its documents (Manifest, Request, Phases) with their writers
+// and readers (one streaming reader of requests.jsonl, EachRequest), lists
+// the runs of a runs directory and finalizes a run that did not finish.
+// The bench job writes through it; analyze, compare, pareto, plan,
+// recommend, diff, the demo and `joulemark runs` read through it. The
+// layout and the formats are documented in docs/design.md ("Run
+// archive").
 package runarchive
 
 import (
@@ -171,9 +173,9 @@ func (r *Run) CheckRequests() error {
 	return nil
 }
 
-// OpenRequests opens the run's complete requests.jsonl (CheckRequests
+// openRequests opens the run's complete requests.jsonl (CheckRequests
 // first).
-func (r *Run) OpenRequests() (*os.File, error) {
+func (r *Run) openRequests() (*os.File, error) {
 	if err := r.CheckRequests(); err != nil {
 		return nil, err
 	}

@@ -89,11 +89,23 @@ type Manifest struct {
 // IgnoreEOS is the run's extras.ignore_eos from the config section; nil
 // when it was not set (or there is no config).
 func (m *Manifest) IgnoreEOS() *bool {
-	extras, _ := m.Config["extras"].(map[string]any)
-	if v, ok := extras["ignore_eos"].(bool); ok {
+	if v, ok := m.configValue("extras", "ignore_eos").(bool); ok {
 		return &v
 	}
 	return nil
+}
+
+// WorkloadKind is the run's workload.kind from the config section
+// (synthetic, dataset, trace, correctness, ...); "" when not set.
+func (m *Manifest) WorkloadKind() string {
+	v, _ := m.configValue("workload", "kind").(string)
+	return v
+}
+
+// configValue is the config's section.key; nil when absent.
+func (m *Manifest) configValue(section, key string) any {
+	sec, _ := m.Config[section].(map[string]any)
+	return sec[key]
 }
 
 // JoulemarkInfo is the build that ran.

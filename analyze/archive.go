@@ -1,0 +1,69 @@
+package analyze
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/joulemark/joulemark/analyze/outputsanity"
+	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/runarchive"
+)
+
+// benchArchive is what analyze takes from the run's bench archive, read
+// in one pass before any query: the manifest, the exporters' final views
+// of the run (phases.json) and, from one scan of requests.jsonl, the
+// output sanity counts and the quality verdicts.
+type benchArchive struct {
+	dir string
+	// manifest is nil when the archive has none.
+	manifest *runarchive.Manifest
+	// views are phases.json's exporters; none without the file.
+	views   []runarchive.ExporterStatus
+	sanity  outputsanity.Counts
+	quality quality.Summary
+}
+
+// readBenchArchive reads run's archive of run runID: a manifest of another
+// run is refused (it would put another run's outputs in the report), so is
+// an incomplete or malformed requests.jsonl.
+func readBenchArchive(run *runarchive.Run, runID string) (*benchArchive, error) {
+	if err := run.CheckRequests(); err != nil {
+		return nil, err
+	}
+	a := &benchArchive{dir: run.Dir}
+	m, err := run.ReadManifest()
+	switch {
+	case errors.Is(err, runarchive.ErrNoManifest):
+	case err != nil:
+		return nil, err
+	case m.RunID != runID:
+		return nil, fmt.Errorf("bench archive %s holds run %q, not %q", run.Dir, m.RunID, runID)
+	default:
+		a.manifest = m
+	}
+	ph, err := run.ReadPhases()
+	switch {
+	case errors.Is(err, runarchive.ErrNoPhases):
+	case err != nil:
+		return nil, fmt.Errorf("reading the exporters' view of the run: %w", err)
+	default:
+		a.views = ph.Exporters
+	}
+	var sanity outputsanity.Counter
+	err = run.EachRequest(func(_ int, r *runarchive.Request) error {
+		sanity.Add(r)
+		if r.Phase == string(contract.Formal) && r.Success && r.Quality != nil {
+			a.quality.Add(*r.Quality)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.sanity = sanity.Counts()
+	if a.manifest != nil {
+		a.sanity.IgnoreEOS = a.manifest.IgnoreEOS()
+	}
+	return a, nil
+}

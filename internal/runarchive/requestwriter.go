@@ -1,0 +1,83 @@
+package runarchive
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// RequestWriter streams a run's requests, one JSON line each, into
+// requests.jsonl.partial; Close renames it requests.jsonl once complete
+// (a crash leaves the partial file, which Finalize turns final). It is
+// safe for concurrent use.
+type RequestWriter struct {
+	run *Run
+
+	mu  sync.Mutex
+	f   *os.File
+	w   *bufio.Writer
+	enc *json.Encoder
+	err error
+}
+
+// CreateRequests opens the run's requests.jsonl.partial for writing,
+// refusing an existing one.
+func (r *Run) CreateRequests() (*RequestWriter, error) {
+	f, err := r.CreatePartial(RequestsFile)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
+	}
+	w := &RequestWriter{run: r, f: f, w: bufio.NewWriterSize(f, 256<<10)}
+	w.enc = json.NewEncoder(w.w)
+	return w, nil
+}
+
+// Append writes one request line. The first error sticks and is returned
+// by Close; later lines are dropped (the caller keeps its records).
+func (w *RequestWriter) Append(req *Request) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil || w.enc == nil {
+		return
+	}
+	if err := w.enc.Encode(req); err != nil {
+		w.err = fmt.Errorf("writing %s%s: %w", RequestsFile, PartialSuffix, err)
+	}
+}
+
+// Flush pushes buffered lines to the file, so a crash loses little.
+func (w *RequestWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil && w.w != nil {
+		if err := w.w.Flush(); err != nil {
+			w.err = fmt.Errorf("writing %s%s: %w", RequestsFile, PartialSuffix, err)
+		}
+	}
+}
+
+// Close flushes, syncs and renames the file into place. After a write
+// error the partial file stays (never passed off as complete). Closing
+// again returns the first result.
+func (w *RequestWriter) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return w.err
+	}
+	f := w.f
+	err := w.err
+	if err == nil {
+		err = w.w.Flush()
+	}
+	w.f, w.w, w.enc = nil, nil, nil
+	if err != nil {
+		f.Close()
+		w.err = fmt.Errorf("run archive %s: requests: %w", w.run.Dir, err)
+		return w.err
+	}
+	w.err = w.run.Commit(f, RequestsFile)
+	return w.err
+}
