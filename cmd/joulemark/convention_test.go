@@ -323,8 +323,9 @@ var (
 // checkDocCommand checks the flags of one command line of a doc, args
 // being what follows the command's name; it returns how many it checked.
 // An unknown command is prose ("joulemark measures ...") and checks
-// nothing.
-func checkDocCommand(t *testing.T, root *kong.Node, file, name, args, line string) int {
+// nothing; in code (a code block, inline code) a command that only has
+// subcommands must be followed by one of them.
+func checkDocCommand(t *testing.T, root *kong.Node, file, name, args, line string, code bool) int {
 	t.Helper()
 	n := findCommand(root, name)
 	if n == nil {
@@ -333,6 +334,8 @@ func checkDocCommand(t *testing.T, root *kong.Node, file, name, args, line strin
 	if sub, rest, ok := strings.Cut(strings.TrimSpace(args), " "); ok || sub != "" {
 		if c := findCommand(n, sub); c != nil { // a subcommand: tsdb serve
 			n, name, args = c, name+" "+sub, rest
+		} else if code && hasCommands(n) && n.DefaultCmd == nil && subcommandRe.MatchString(sub) {
+			t.Errorf("%s: joulemark %s has no subcommand %q: %s", file, name, sub, strings.TrimSpace(line))
 		}
 	}
 	checked := 0
@@ -364,13 +367,25 @@ func TestDocCommandLines(t *testing.T) {
 		}
 		base := filepath.Base(f)
 		text := strings.ReplaceAll(string(b), "\\\n", " ")
+		fenced := false
 		for _, line := range strings.Split(text, "\n") {
-			for _, m := range cmdRe.FindAllStringSubmatch(line, -1) {
-				checked += checkDocCommand(t, p.Model.Node, base, m[1], m[2], line)
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				fenced = !fenced
+				continue
+			}
+			prose := line
+			if !fenced {
+				prose = inlineRe.ReplaceAllString(line, " ")
+			}
+			for _, m := range cmdRe.FindAllStringSubmatch(prose, -1) {
+				checked += checkDocCommand(t, p.Model.Node, base, m[1], m[2], line, fenced)
+			}
+			if fenced {
+				continue
 			}
 			for _, span := range inlineRe.FindAllStringSubmatch(line, -1) {
-				if m := bareRe.FindStringSubmatch(span[1]); m != nil && m[1] != "joulemark" {
-					n := checkDocCommand(t, p.Model.Node, base, m[1], m[2], span[1])
+				if m := bareRe.FindStringSubmatch(strings.TrimPrefix(span[1], "joulemark ")); m != nil {
+					n := checkDocCommand(t, p.Model.Node, base, m[1], m[2], span[1], true)
 					checked, inline = checked+n, inline+n
 				}
 			}
@@ -460,6 +475,19 @@ func TestDocFlagsExist(t *testing.T) {
 		}
 	}
 	walk(p.Model.Node)
+}
+
+// subcommandRe is a word that can only be a subcommand's name.
+var subcommandRe = regexp.MustCompile(`^[a-z][a-z-]*$`)
+
+// hasCommands: n has subcommands.
+func hasCommands(n *kong.Node) bool {
+	for _, c := range n.Children {
+		if c.Type == kong.CommandNode {
+			return true
+		}
+	}
+	return false
 }
 
 // hasFlagGroup: a flag of n (or of a command above it) starts with prefix.
