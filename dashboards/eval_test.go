@@ -134,6 +134,10 @@ func fixture() string {
 	series("joulemark_pod_energy_joules_total", exp+`, namespace="serve", pod="engine-idle", container="engine"`, counter(350))
 	series("joulemark_unallocated_energy_joules_total", exp+`, gpu="1", uuid="GPU-1"`, counter(1500))
 	series("vllm:generation_tokens_total", `node="n1", instance="n1:8001", job="inference-engine", model_name="m", namespace="serve", pod="engine-idle"`, constant(0))
+	// Cost inputs, as the operator exposes them (constant recording rules).
+	series("joulemark_pue", "", constant(1.3))
+	series("joulemark_energy_price_per_kwh", "", constant(0.2))
+	series("joulemark_carbon_intensity_gco2e_per_kwh", "", constant(400))
 	return b.String()
 }
 
@@ -313,6 +317,12 @@ func TestQueryValues(t *testing.T) {
 		{"fleet-energy.json", `panel "Unallocated and idle-allocated energy rate" query B`, `{__name__="namespace_pod:joulemark_idle_allocated_energy_joules:rate5m", namespace="serve", pod="engine-idle"}`, 70},
 		{"fleet-energy.json", `panel "Energy rate per namespace" query A`, `{__name__="namespace:joulemark_energy_joules:rate5m", namespace="serve"}`, 370},
 		{"fleet-energy.json", `panel "Energy rate per node" query A`, `{node="n1"}`, 600},
+		// Model m's and namespace serve's 370 W: 0.37 kWh per hour × PUE 1.3,
+		// at 0.2 per kWh and 400 gCO2e/kWh.
+		{"fleet-energy.json", `panel "Energy cost per hour by model and namespace (GPU energy × PUE)" query A`, `{__name__="model_name:joulemark_cost_per_hour:rate5m", model_name="m"}`, 0.37 * 1.3 * 0.2},
+		{"fleet-energy.json", `panel "Energy cost per hour by model and namespace (GPU energy × PUE)" query B`, `{__name__="namespace:joulemark_cost_per_hour:rate5m", namespace="serve"}`, 0.37 * 1.3 * 0.2},
+		{"fleet-energy.json", `panel "Emissions per hour by model and namespace (GPU energy × PUE)" query A`, `{__name__="model_name:joulemark_gco2e_per_hour:rate5m", model_name="m"}`, 0.37 * 1.3 * 400},
+		{"fleet-energy.json", `panel "Emissions per hour by model and namespace (GPU energy × PUE)" query B`, `{__name__="namespace:joulemark_gco2e_per_hour:rate5m", namespace="serve"}`, 0.37 * 1.3 * 400},
 	} {
 		var d dashboard.Dashboard
 		for _, f := range render(t) {

@@ -101,6 +101,23 @@ func Fleet() (dashboard.Dashboard, error) {
 			desc:    "Pods whose GPU allocation appeared in the last 10 minutes (a start, a restart, a rolling deploy) and the energy they have drawn since: until their first token, the startup cost. joulemark analyze production reports each start's energy to its first token.",
 			queries: []query{{expr: `sum by (namespace, pod) (joulemark_pod_energy_joules_total{namespace=~"$namespace", pod=~"$pod"}) and on (namespace, pod) (group by (namespace, pod) (joulemark_gpu_allocation_info) unless on (namespace, pod) group by (namespace, pod) (joulemark_gpu_allocation_info offset 10m))`, legend: "{{namespace}}/{{pod}}"}},
 		}).Min(0)).
+		WithRow(dashboard.NewRowBuilder("Cost and emissions (GPU energy × PUE)")).
+		WithPanel(timeSeries(panelSpec{
+			title: "Energy cost per hour by model and namespace (GPU energy × PUE)", unit: unitMoneyPerHour, w: 12, boundary: boundaryCost,
+			desc: "What the selected models' and namespaces' pods cost per hour at the operator's energy price, 5-minute rates (recording rules model_name:joulemark_cost_per_hour:rate5m and namespace:joulemark_cost_per_hour:rate5m): their GPU energy in kWh × PUE × price per kWh.",
+			queries: []query{
+				{expr: `model_name:joulemark_cost_per_hour:rate5m{model_name=~"$model"}`, legend: "model {{model_name}}"},
+				{expr: `namespace:joulemark_cost_per_hour:rate5m{namespace=~"$namespace"}`, legend: "namespace {{namespace}}"},
+			},
+		}).Min(0)).
+		WithPanel(timeSeries(panelSpec{
+			title: "Emissions per hour by model and namespace (GPU energy × PUE)", unit: unitGCO2ePerHour, w: 12, boundary: boundaryCost,
+			desc: "The grid emissions of the selected models' and namespaces' pods per hour, 5-minute rates (recording rules model_name:joulemark_gco2e_per_hour:rate5m and namespace:joulemark_gco2e_per_hour:rate5m): their GPU energy in kWh × PUE × carbon intensity (gCO2e/kWh, a constant or a live series).",
+			queries: []query{
+				{expr: `model_name:joulemark_gco2e_per_hour:rate5m{model_name=~"$model"}`, legend: "model {{model_name}}"},
+				{expr: `namespace:joulemark_gco2e_per_hour:rate5m{namespace=~"$namespace"}`, legend: "namespace {{namespace}}"},
+			},
+		}).Min(0)).
 		WithRow(dashboard.NewRowBuilder("Limits and thermals")).
 		WithPanel(timeSeries(panelSpec{
 			title: "Power against the limit", unit: unitRatio, w: 12, boundary: boundaryGPU,

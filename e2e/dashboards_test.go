@@ -20,24 +20,31 @@ const documentedTimeInterval = time.Second
 
 // needsOutsideRun are the queries the external run cannot feed, and why:
 // the sim exporter reads no RAPL zones and no kubelet runs (so no energy
-// per pod, per model or unallocated). The kubelet ones are required of the
+// per pod, per model or unallocated), and neither run exposes the cost
+// inputs (joulemark_pue, joulemark_energy_price_per_kwh,
+// joulemark_carbon_intensity_gco2e_per_kwh: the operator's gauges), so the
+// cost panels rest on dashboards/eval_test.go's fixture, which has them. The kubelet ones are required of the
 // embedded run, whose simulated kubelet lists pods (checkDashboardsKubelet);
 // no run here has RAPL, so the RAPL ones rest on dashboards/eval_test.go's
 // fixture. Queries of recording rules are evaluated and logged, not
 // required: whether a 15 s evaluation fell inside the 10 s formal phase is
 // chance.
 var needsOutsideRun = map[string]string{
-	`benchmark-run.json: panel "Host power (RAPL)" query A`:                         "RAPL",
-	`benchmark-run.json: panel "Formal-stage host energy" query A`:                  "RAPL",
-	`fleet-energy.json: panel "Live J/token (engines)" query A`:                     "kubelet",
-	`fleet-energy.json: panel "Live J/token per model (engines)" query A`:           "kubelet",
-	`fleet-energy.json: panel "Live J/token per pod (engines)" query A`:             "kubelet",
-	`fleet-energy.json: panel "Energy rate per namespace" query A`:                  "kubelet",
-	`fleet-energy.json: panel "Unallocated and idle-allocated energy rate" query A`: "kubelet",
-	`fleet-energy.json: panel "Unallocated and idle-allocated energy rate" query B`: "kubelet",
-	`fleet-energy.json: panel "(Re)starts and their energy" query A`:                "kubelet",
-	`fleet-energy.json: variable namespace`:                                         "kubelet",
-	`fleet-energy.json: variable pod`:                                               "kubelet",
+	`benchmark-run.json: panel "Host power (RAPL)" query A`:                                             "RAPL",
+	`benchmark-run.json: panel "Formal-stage host energy" query A`:                                      "RAPL",
+	`fleet-energy.json: panel "Live J/token (engines)" query A`:                                         "kubelet",
+	`fleet-energy.json: panel "Live J/token per model (engines)" query A`:                               "kubelet",
+	`fleet-energy.json: panel "Live J/token per pod (engines)" query A`:                                 "kubelet",
+	`fleet-energy.json: panel "Energy rate per namespace" query A`:                                      "kubelet",
+	`fleet-energy.json: panel "Unallocated and idle-allocated energy rate" query A`:                     "kubelet",
+	`fleet-energy.json: panel "Unallocated and idle-allocated energy rate" query B`:                     "kubelet",
+	`fleet-energy.json: panel "(Re)starts and their energy" query A`:                                    "kubelet",
+	`fleet-energy.json: panel "Energy cost per hour by model and namespace (GPU energy × PUE)" query A`: "cost inputs",
+	`fleet-energy.json: panel "Energy cost per hour by model and namespace (GPU energy × PUE)" query B`: "cost inputs",
+	`fleet-energy.json: panel "Emissions per hour by model and namespace (GPU energy × PUE)" query A`:   "cost inputs",
+	`fleet-energy.json: panel "Emissions per hour by model and namespace (GPU energy × PUE)" query B`:   "cost inputs",
+	`fleet-energy.json: variable namespace`:                                                             "kubelet",
+	`fleet-energy.json: variable pod`:                                                                   "kubelet",
 }
 
 // checkDashboards evaluates every dashboard query on the real Prometheus
@@ -89,7 +96,7 @@ func checkDashboards(ctx context.Context, t *testing.T, ext *external) {
 			t.Errorf("needsOutsideRun names %s, which no dashboard has", where)
 		}
 	}
-	t.Logf("%d dashboard queries evaluated over %v at a %v data source interval, %d empty for want of RAPL or a kubelet",
+	t.Logf("%d dashboard queries evaluated over %v at a %v data source interval, %d empty for want of RAPL, a kubelet or cost inputs",
 		evaluated, view.To.Sub(view.From).Round(time.Second), documentedTimeInterval, empty)
 	if t.Failed() {
 		logRawSamples(ctx, t, pa, `joulemark_bench_requests_total{run_id="`+ext.runID+`"}`, view)

@@ -8,6 +8,7 @@ package production
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -43,6 +44,13 @@ type Data struct {
 	// ModuleGPUs: joulemark_gpu_info{energy_scope="module"}, GPUs whose
 	// energy covers a C2C module (Grace CPU and memory included).
 	ModuleGPUs []Series
+	// PhaseStarts, PhaseEnds and PhaseEnergy: the exporters'
+	// joulemark_phase_{start,end}_timestamp_seconds and
+	// joulemark_phase_energy_joules of the startup and warmup phases (run_id,
+	// phase; the energy per gpu, uuid): bench-started engines.
+	PhaseStarts, PhaseEnds, PhaseEnergy []Series
+	// RunInfo: joulemark_run_info (run_id, model), the model of a bench run.
+	RunInfo []Series
 	// ReadAPI is how the series were read (remote-read or query);
 	// ReadFallback why remote read was given up.
 	ReadAPI, ReadFallback string
@@ -113,7 +121,8 @@ type pod struct {
 	model  string
 	energy counters
 	tokens counters
-	alloc  []float64 // allocation sample times, sorted
+	alloc  []float64            // allocation sample times, sorted
+	held   map[string][]float64 // allocation sample times by GPU uuid
 	hasTok bool
 }
 
@@ -126,50 +135,47 @@ func Compute(d *Data, namespace, model string) *Report {
 		r.Boundary = analyze.BoundaryModule
 	}
 	pods := gather(d)
-	keys := slices.SortedFunc(func(yield func(podKey) bool) {
-		for k := range pods {
-			if !yield(k) {
-				return
-			}
-		}
-	}, func(a, b podKey) int { return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod)) })
-	byModel := map[string]*ModelFigures{}
 	var kept []*pod
-	for _, k := range keys {
+	var starts []Start
+	for _, k := range sortedPods(pods) {
 		p := pods[k]
 		if namespace != "" && k.Namespace != namespace || model != "" && p.model != model || len(p.energy) == 0 {
 			continue
 		}
 		kept = append(kept, p)
-		starts := p.starts(d.From, d.To)
-		pf := p.figures(d.From, d.To, starts)
+		starts = append(starts, p.starts(d.From, d.To)...)
+	}
+	r.Starts = append(r.Starts, mergeStarts(starts, benchStarts(d, pods), pods, namespace, model)...)
+	byModel := map[string]*ModelFigures{}
+	figures := func(name string) *ModelFigures {
+		m := byModel[name]
+		if m == nil {
+			m = &ModelFigures{Model: name}
+			byModel[name] = m
+		}
+		return m
+	}
+	for _, p := range kept {
+		pf := p.figures(d.From, d.To, r.startsOf(p.key))
 		r.Pods = append(r.Pods, pf)
 		r.EnergyJoules += pf.EnergyJoules
-		r.Starts = append(r.Starts, starts...)
 		if p.model == "" {
 			continue
 		}
-		m := byModel[p.model]
-		if m == nil {
-			m = &ModelFigures{Model: p.model}
-			byModel[p.model] = m
-		}
+		m := figures(p.model)
 		m.Pods++
 		m.EnergyJoules += pf.EnergyJoules
 		m.OutputTokens += pf.OutputTokens
 		m.IdleAllocatedJoules += pf.IdleAllocatedJoules
-		for _, s := range starts {
+	}
+	for _, s := range r.Starts {
+		if s.Model != "" {
+			m := figures(s.Model)
 			m.Starts++
 			m.StartupJoules += s.EnergyJoules
 		}
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range byModel {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(byModel)) {
 		m := byModel[name]
 		m.JoulesPerToken = ratio(m.EnergyJoules, m.OutputTokens)
 		m.IdleAllocatedRatio = ratio(m.IdleAllocatedJoules, m.EnergyJoules)
@@ -180,6 +186,24 @@ func Compute(d *Data, namespace, model string) *Report {
 		r.UnallocatedJoules += newCounter(s.Samples).delta(d.From, d.To)
 	}
 	return r
+}
+
+// sortedPods is the pods' keys by namespace, then pod.
+func sortedPods(pods map[podKey]*pod) []podKey {
+	return slices.SortedFunc(maps.Keys(pods), func(a, b podKey) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod))
+	})
+}
+
+// startsOf is the starts of one pod.
+func (r *Report) startsOf(k podKey) []Start {
+	var out []Start
+	for _, s := range r.Starts {
+		if s.Namespace == k.Namespace && s.Pod == k.Pod {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func ratio(a, b float64) *float64 {
@@ -216,8 +240,12 @@ func gather(d *Data) map[podKey]*pod {
 	}
 	for _, s := range d.Allocations {
 		p := get(s.Labels)
+		if p.held == nil {
+			p.held = map[string][]float64{}
+		}
 		for _, x := range s.Samples {
 			p.alloc = append(p.alloc, x.T)
+			p.held[s.Labels["uuid"]] = append(p.held[s.Labels["uuid"]], x.T)
 		}
 	}
 	for _, p := range pods {
@@ -251,10 +279,10 @@ func (p *pod) starts(from, to float64) []Start {
 		if i > 0 && t-p.alloc[i-1] < gap || t <= from || t > to {
 			continue
 		}
-		s := Start{Namespace: p.key.Namespace, Pod: p.key.Pod, Model: p.model, AllocatedAt: t}
+		s := Start{Source: StartAllocation, Namespace: p.key.Namespace, Pod: p.key.Pod, Model: p.model, AllocatedAt: t}
 		end := to
 		if ft, ok := p.firstToken(t, to); ok {
-			s.FirstTokenAt, s.Complete, end = &ft, true, ft
+			s.FirstTokenAt, s.EndAt, s.Complete, end = &ft, &ft, true, ft
 		}
 		s.EnergyJoules = p.energy.delta(t, end)
 		out = append(out, s)
@@ -293,8 +321,8 @@ func (p *pod) figures(from, to float64, starts []Start) PodFigures {
 		inStartup := func(a, b float64) bool {
 			for _, s := range starts {
 				end := to
-				if s.FirstTokenAt != nil {
-					end = *s.FirstTokenAt
+				if s.EndAt != nil {
+					end = *s.EndAt
 				}
 				if a >= s.AllocatedAt && b <= end {
 					return true

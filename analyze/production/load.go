@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -136,16 +135,13 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Da
 		cfg.QueryTimeout = 2 * time.Minute
 	}
 	d := &Data{From: unixSec(cfg.From), To: unixSec(cfg.To)}
-	// A counter's value at To is interpolated between the samples around
-	// it: the read goes past To, each series keeps its first sample after
-	// To (at(To) took the last sample before To, missing up to a scrape
-	// interval of energy).
-	readEnd := cfg.To.Add(readAfter)
-	rng := strconv.FormatInt(max(readEnd.Sub(cfg.From.Add(-cfg.Margin)).Milliseconds(), 1), 10) + "ms"
 	ns := ""
 	if cfg.Namespace != "" {
 		ns = "namespace=" + strconv.Quote(cfg.Namespace)
 	}
+	// The bench's startup phases (a bench-started engine is a start).
+	startup := contract.LabelPhase + `=~"` + string(contract.Startup) + "|" + string(contract.Warmup) + `"`
+	rd := &reader{a: a, rr: rr, cfg: cfg, d: d}
 	for _, q := range []struct {
 		name string
 		sel  string
@@ -157,64 +153,94 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Da
 		{mSGLTokens, ns, &d.Tokens},
 		{contract.UnallocatedEnergy, "", &d.Unallocated},
 		{contract.GPUInfo, `energy_scope="module"`, &d.ModuleGPUs},
+		{contract.PhaseStart, startup, &d.PhaseStarts},
+		{contract.PhaseEnd, startup, &d.PhaseEnds},
+		{contract.PhaseEnergy, startup, &d.PhaseEnergy},
+		{contract.RunInfo, "", &d.RunInfo},
 	} {
-		expr := fmt.Sprintf("%s{%s}[%s]", q.name, q.sel, rng)
-		if q.sel == "" {
-			expr = fmt.Sprintf("%s[%s]", q.name, rng)
+		m, err := rd.read(ctx, q.name, q.sel)
+		if err != nil {
+			return nil, err
 		}
-		var m model.Matrix
-		if rr != nil {
-			sel := strings.TrimSuffix(expr, "["+rng+"]")
-			end := readEnd.UnixMilli()
-			var err error
-			m, err = rr.Read(ctx, sel, end-max(readEnd.Sub(cfg.From.Add(-cfg.Margin)).Milliseconds(), 1), end)
-			switch {
-			case err == nil:
-			case cfg.ReadAPI == remoteread.Remote || ctx.Err() != nil || d.ReadAPI == remoteread.Remote:
-				return nil, err
-			default:
-				rr, d.ReadFallback = nil, err.Error()
-				if cfg.Logger != nil {
-					cfg.Logger.Info("remote read unavailable: the series are read through the query API (same report, more CPU)", "err", err)
-				}
-			}
-			if rr != nil {
-				d.ReadAPI = remoteread.Remote
-			}
-		}
-		if rr == nil {
-			d.ReadAPI = remoteread.Query
-			v, _, _, err := a.Query(ctx, expr, readEnd, v1.WithTimeout(cfg.QueryTimeout))
-			if err != nil {
-				return nil, fmt.Errorf("query %s at %s: %w", expr, readEnd.UTC().Format(time.RFC3339), err)
-			}
-			var ok bool
-			if m, ok = v.(model.Matrix); !ok {
-				return nil, fmt.Errorf("query %s: got a %s, want a matrix", expr, v.Type())
-			}
-		}
-		for _, s := range m {
-			ser := Series{Labels: map[string]string{}, Samples: make([]Sample, 0, len(s.Values))}
-			for k, v := range s.Metric {
-				ser.Labels[string(k)] = string(v)
-			}
-			for _, p := range s.Values {
-				t := float64(p.Timestamp) / 1000
-				if n := len(ser.Samples); n > 0 && ser.Samples[n-1].T > d.To {
-					break // the first sample past To is all the interpolation needs
-				}
-				ser.Samples = append(ser.Samples, Sample{T: t, V: float64(p.Value)})
-			}
-			if len(ser.Samples) > 0 && ser.Samples[0].T <= d.To { // a series starting after To is not in the range
-				*q.into = append(*q.into, ser)
-			}
-		}
+		*q.into = append(*q.into, d.inRange(m)...)
 	}
 	if len(d.PodEnergy) == 0 {
 		return nil, fmt.Errorf("no %s in Prometheus between %s and %s (does the exporter read the kubelet's PodResources socket? is it scraped with honor_labels?)",
 			contract.PodEnergy, cfg.From.UTC().Format(time.RFC3339), cfg.To.UTC().Format(time.RFC3339))
 	}
 	return d, nil
+}
+
+// reader reads one metric's raw samples over the range, through remote
+// read while it answers (rr), else through the query API.
+type reader struct {
+	a   v1.API
+	rr  *remoteread.Reader
+	cfg Config
+	d   *Data
+}
+
+// read returns name{sel}'s samples from the margin before From to
+// readAfter past To. A counter's value at To is interpolated between the
+// samples around it: the read goes past To (at(To) took the last sample
+// before To, missing up to a scrape interval of energy).
+func (rd *reader) read(ctx context.Context, name, sel string) (model.Matrix, error) {
+	cfg, d := rd.cfg, rd.d
+	readEnd := cfg.To.Add(readAfter)
+	spanMs := max(readEnd.Sub(cfg.From.Add(-cfg.Margin)).Milliseconds(), 1)
+	selector := name + "{" + sel + "}"
+	if sel == "" {
+		selector = name
+	}
+	if rd.rr != nil {
+		end := readEnd.UnixMilli()
+		m, err := rd.rr.Read(ctx, selector, end-spanMs, end)
+		switch {
+		case err == nil:
+			d.ReadAPI = remoteread.Remote
+			return m, nil
+		case cfg.ReadAPI == remoteread.Remote || ctx.Err() != nil || d.ReadAPI == remoteread.Remote:
+			return nil, err
+		}
+		rd.rr, d.ReadFallback = nil, err.Error()
+		if cfg.Logger != nil {
+			cfg.Logger.Info("remote read unavailable: the series are read through the query API (same report, more CPU)", "err", err)
+		}
+	}
+	d.ReadAPI = remoteread.Query
+	expr := selector + "[" + strconv.FormatInt(spanMs, 10) + "ms]"
+	v, _, _, err := rd.a.Query(ctx, expr, readEnd, v1.WithTimeout(cfg.QueryTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("query %s at %s: %w", expr, readEnd.UTC().Format(time.RFC3339), err)
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return nil, fmt.Errorf("query %s: got a %s, want a matrix", expr, v.Type())
+	}
+	return m, nil
+}
+
+// inRange converts m, keeping each series' samples up to its first one
+// past To (all the interpolation needs) and dropping a series starting
+// after To.
+func (d *Data) inRange(m model.Matrix) []Series {
+	var out []Series
+	for _, s := range m {
+		ser := Series{Labels: map[string]string{}, Samples: make([]Sample, 0, len(s.Values))}
+		for k, v := range s.Metric {
+			ser.Labels[string(k)] = string(v)
+		}
+		for _, p := range s.Values {
+			if n := len(ser.Samples); n > 0 && ser.Samples[n-1].T > d.To {
+				break
+			}
+			ser.Samples = append(ser.Samples, Sample{T: float64(p.Timestamp) / 1000, V: float64(p.Value)})
+		}
+		if len(ser.Samples) > 0 && ser.Samples[0].T <= d.To {
+			out = append(out, ser)
+		}
+	}
+	return out
 }
 
 func unixSec(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -99,9 +99,12 @@ func fixtureSeries() []fseries {
 }
 
 // fixtureData is the fixture as Data, for Compute alone.
-func fixtureData(t0 float64) *Data {
+func fixtureData(t0 float64) *Data { return dataOf(t0, fixtureSeries()) }
+
+// dataOf is series as Data over (t0, t0+span].
+func dataOf(t0 float64, series []fseries) *Data {
 	d := &Data{From: t0, To: t0 + span}
-	for _, s := range fixtureSeries() {
+	for _, s := range series {
 		ser := Series{Labels: s.labels}
 		for t := s.from; t <= span; t += step {
 			ser.Samples = append(ser.Samples, Sample{T: t0 + t, V: s.v(t)})
@@ -117,6 +120,14 @@ func fixtureData(t0 float64) *Data {
 			if s.labels["energy_scope"] == "module" {
 				d.ModuleGPUs = append(d.ModuleGPUs, ser)
 			}
+		case contract.PhaseStart:
+			d.PhaseStarts = append(d.PhaseStarts, ser)
+		case contract.PhaseEnd:
+			d.PhaseEnds = append(d.PhaseEnds, ser)
+		case contract.PhaseEnergy:
+			d.PhaseEnergy = append(d.PhaseEnergy, ser)
+		case contract.RunInfo:
+			d.RunInfo = append(d.RunInfo, ser)
 		default:
 			d.Tokens = append(d.Tokens, ser)
 		}
@@ -124,9 +135,11 @@ func fixtureData(t0 float64) *Data {
 	return d
 }
 
-func fixtureSamples(t0 float64) []remotewrite.Sample {
+func fixtureSamples(t0 float64) []remotewrite.Sample { return samplesOf(t0, fixtureSeries()) }
+
+func samplesOf(t0 float64, series []fseries) []remotewrite.Sample {
 	var out []remotewrite.Sample
-	for _, s := range fixtureSeries() {
+	for _, s := range series {
 		for t := s.from; t <= span; t += step {
 			out = append(out, remotewrite.Sample{Labels: s.labels, Value: s.v(t), TimestampMs: int64(math.Round((t0 + t) * 1000))})
 		}
@@ -342,4 +355,122 @@ func TestProductionRealPrometheus(t *testing.T) {
 		t.Fatalf("remote write: %+v %v", st, err)
 	}
 	checkReport(t, analyzeThrough(t, srv.URL, t0, ""), t0)
+}
+
+// benchSeries are three bench runs' phase markers beside the fixture, as
+// the exporters publish them:
+//
+//	bench-1  started llama-b's engine: startup T0+590..T0+700 (150 W on
+//	         GPU-2: 16 500 J), warm-up T0+700..T0+890 (20 W: 3 800 J); the
+//	         pod's allocation appears at T0+600, inside it: one start.
+//	bench-2  outside Kubernetes (GPU-9, no pod), model mistral: startup
+//	         T0+1000..T0+1100 (100 W: 10 000 J), warm-up from T0+1100,
+//	         ended T0+1200 (0 J).
+//	bench-0  startup before the range (T0-200): not a start of it.
+func benchSeries(t0 float64) []fseries {
+	exp := func(name, run, phase string, extra ...string) map[string]string {
+		l := map[string]string{"__name__": name, "job": "joulemark-exporter", "instance": "n1:9402", "run_id": run, "phase": phase}
+		for i := 0; i+1 < len(extra); i += 2 {
+			l[extra[i]] = extra[i+1]
+		}
+		return l
+	}
+	at := func(v float64) func(float64) float64 { return func(float64) float64 { return t0 + v } }
+	grow := func(w, a, b float64) func(float64) float64 {
+		return func(t float64) float64 { return w * (min(t, b) - a) }
+	}
+	info := func(run, model string) map[string]string {
+		return map[string]string{"__name__": contract.RunInfo, "job": "joulemark-bench", "run_id": run, "model": model}
+	}
+	return []fseries{
+		{exp(contract.PhaseStart, "bench-1", "startup"), 590, at(590)},
+		{exp(contract.PhaseEnd, "bench-1", "startup"), 700, at(700)},
+		{exp(contract.PhaseStart, "bench-1", "warmup"), 700, at(700)},
+		{exp(contract.PhaseEnd, "bench-1", "warmup"), 890, at(890)},
+		{exp(contract.PhaseEnergy, "bench-1", "startup", "gpu", "2", "uuid", "GPU-2"), 590, grow(150, 590, 700)},
+		{exp(contract.PhaseEnergy, "bench-1", "warmup", "gpu", "2", "uuid", "GPU-2"), 700, grow(20, 700, 890)},
+		{info("bench-1", "llama"), 700, func(float64) float64 { return 1 }},
+		{exp(contract.PhaseStart, "bench-2", "startup"), 1000, at(1000)},
+		{exp(contract.PhaseEnd, "bench-2", "startup"), 1100, at(1100)},
+		{exp(contract.PhaseStart, "bench-2", "warmup"), 1100, at(1100)},
+		{exp(contract.PhaseEnd, "bench-2", "warmup"), 1200, at(1200)},
+		{exp(contract.PhaseEnergy, "bench-2", "startup", "gpu", "0", "uuid", "GPU-9"), 1000, grow(100, 1000, 1100)},
+		{info("bench-2", "mistral"), 1100, func(float64) float64 { return 1 }},
+		{exp(contract.PhaseStart, "bench-0", "startup"), -margin, at(-200)},
+		{exp(contract.PhaseEnergy, "bench-0", "startup", "gpu", "2", "uuid", "GPU-2"), -margin, grow(100, -200, -100)},
+	}
+}
+
+// checkBenchStarts holds a report of the fixture with benchSeries: a
+// bench-started engine counts as a start, once where the pod's allocation
+// saw it too.
+func checkBenchStarts(t *testing.T, r *Report, t0 float64) {
+	t.Helper()
+	if len(r.Starts) != 2 {
+		t.Fatalf("starts %+v, want bench-1's (llama-b's start, counted once) and bench-2's", r.Starts)
+	}
+	b1, b2 := r.Starts[0], r.Starts[1]
+	if b1.Source != StartBench || b1.RunID != "bench-1" || b1.Pod != "llama-b" || b1.Namespace != "serve" || b1.Model != "llama" || !b1.Complete || b1.EndAt == nil {
+		t.Errorf("bench-1 start %+v", b1)
+	} else {
+		near(t, "bench-1 start", b1.AllocatedAt-t0, 590)
+		near(t, "bench-1 end", *b1.EndAt-t0, 890)
+	}
+	near(t, "bench-1 startup energy (startup + warm-up)", b1.EnergyJoules, 20_300)
+	if b2.Source != StartBench || b2.RunID != "bench-2" || b2.Pod != "" || b2.Model != "mistral" || !b2.Complete {
+		t.Errorf("bench-2 start %+v", b2)
+	}
+	near(t, "bench-2 startup energy", b2.EnergyJoules, 10_000)
+	if len(r.Models) != 2 || r.Models[0].Starts != 1 || r.Models[1].Starts != 1 {
+		t.Fatalf("models %+v", r.Models)
+	}
+	near(t, "llama startup energy", r.Models[0].StartupJoules, 20_300)
+	near(t, "mistral startup energy", r.Models[1].StartupJoules, 10_000)
+}
+
+// TestBenchStarts: a range holding a bench startup shows it, a range
+// without shows none; the namespace filter keeps only the starts placed
+// in a pod of it.
+func TestBenchStarts(t *testing.T) {
+	t0 := 1_750_000_000.0
+	series := append(fixtureSeries(), benchSeries(t0)...)
+	r := Compute(dataOf(t0, series), "", "")
+	checkBenchStarts(t, r, t0)
+	var md strings.Builder
+	if err := WriteMarkdown(&md, r); err != nil || !strings.Contains(md.String(), "| bench run bench-1 | serve | llama-b | llama |") || strings.Contains(md.String(), "None in the range") {
+		t.Errorf("report.md lacks bench-1's start (%v):\n%s", err, md.String())
+	}
+
+	if r := Compute(dataOf(t0, series), "serve", ""); len(r.Starts) != 1 || r.Starts[0].RunID != "bench-1" {
+		t.Errorf("namespace serve: starts %+v, want bench-1's alone", r.Starts)
+	}
+	if r := Compute(dataOf(t0, series), "", "mistral"); len(r.Starts) != 1 || r.Starts[0].RunID != "bench-2" {
+		t.Errorf("model mistral: starts %+v, want bench-2's alone", r.Starts)
+	}
+
+	late := dataOf(t0, series)
+	late.From = t0 + 1300
+	r = Compute(late, "", "")
+	if len(r.Starts) != 0 || r.Models[0].Starts != 0 {
+		t.Errorf("a range without a startup: starts %+v", r.Starts)
+	}
+	md.Reset()
+	if err := WriteMarkdown(&md, r); err != nil || !strings.Contains(md.String(), "None in the range") {
+		t.Errorf("report.md of a range without a startup (%v):\n%s", err, md.String())
+	}
+}
+
+// TestBenchStartsThroughTSDB: the phase markers read back through both
+// read APIs give the same starts.
+func TestBenchStartsThroughTSDB(t *testing.T) {
+	s, err := promserver.Start(context.Background(), promserver.Options{Dir: filepath.Join(t.TempDir(), "tsdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := float64(time.Now().Add(-time.Hour).Unix())
+	if err := s.AppendSamples(context.Background(), samplesOf(t0, append(fixtureSeries(), benchSeries(t0)...))); err != nil {
+		t.Fatal(err)
+	}
+	checkBenchStarts(t, analyzeThrough(t, s.URL(), t0, ""), t0)
 }

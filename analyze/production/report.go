@@ -74,19 +74,33 @@ type PodFigures struct {
 	IdleAllocatedRatio  *float64 `json:"idle_allocated_ratio"`
 }
 
-// Start is a pod's (re)start inside the range: from its GPU allocation
-// appearing to its first generated token (the first scrape showing one).
-// Complete is false when no token came before the range's end; the energy
-// then runs to the end.
+// Start is an engine's (re)start inside the range, seen by one of two
+// sources (Source). An allocation start runs from the pod's GPU
+// allocation appearing (AllocatedAt) to its first generated token (the
+// first scrape showing one). A bench start is a bench-started engine: from
+// its run's startup phase start (AllocatedAt) to its warm-up's end, with
+// the exporters' phase energy of both phases (the run report's
+// energy.startup_joules); it takes the pod holding the run's GPUs, when
+// one does. EndAt is where the start's energy stops; Complete is false
+// when that is not before the range's end, the energy then running to it.
 type Start struct {
+	Source       string   `json:"source"`
+	RunID        string   `json:"run_id,omitempty"`
 	Namespace    string   `json:"namespace"`
 	Pod          string   `json:"pod"`
 	Model        string   `json:"model,omitempty"`
 	AllocatedAt  float64  `json:"allocated_at"`
 	FirstTokenAt *float64 `json:"first_token_at"`
+	EndAt        *float64 `json:"end_at"`
 	EnergyJoules float64  `json:"startup_energy_joules"`
 	Complete     bool     `json:"complete"`
 }
+
+// Start sources.
+const (
+	StartAllocation = "allocation"
+	StartBench      = "bench"
+)
 
 // ModelPoints is a model's J/token over time.
 type ModelPoints struct {
@@ -175,17 +189,21 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		p("| %s | %s | %s | %.0f | %.0f | %s | %.0f | %s |\n", x.Namespace, x.Pod, or(x.Model, "–"), x.EnergyJoules, x.OutputTokens,
 			opt(x.JoulesPerToken, "%.4g"), x.IdleAllocatedJoules, pct(x.IdleAllocatedRatio))
 	}
-	p("\n## (Re)starts\n\nFrom the pod's GPU allocation appearing to its first generated token: what a (re)start or a rolling deploy costs.\n\n")
+	p("\n## (Re)starts\n\nWhat a (re)start or a rolling deploy costs: from the pod's GPU allocation appearing to its first generated token, or, for an engine the bench started, from its run's startup phase to the end of its warm-up (the exporters' phase energy).\n\n")
 	if len(r.Starts) == 0 {
 		p("None in the range.\n")
 	} else {
-		p("| namespace | pod | model | allocated | first token | startup energy (J) |\n|---|---|---|---|---|---|\n")
+		p("| seen by | namespace | pod | model | from | to | startup energy (J) |\n|---|---|---|---|---|---|---|\n")
 		for _, s := range r.Starts {
-			ft := "none before the range's end"
-			if s.FirstTokenAt != nil {
-				ft = fmt.Sprintf("%s (+%.0f s)", utc(*s.FirstTokenAt), *s.FirstTokenAt-s.AllocatedAt)
+			end := "none before the range's end"
+			if s.EndAt != nil {
+				end = fmt.Sprintf("%s (+%.0f s)", utc(*s.EndAt), *s.EndAt-s.AllocatedAt)
 			}
-			p("| %s | %s | %s | %s | %s | %.0f |\n", s.Namespace, s.Pod, or(s.Model, "–"), utc(s.AllocatedAt), ft, s.EnergyJoules)
+			src := "GPU allocation"
+			if s.Source == StartBench {
+				src = "bench run " + s.RunID
+			}
+			p("| %s | %s | %s | %s | %s | %s | %.0f |\n", src, or(s.Namespace, "–"), or(s.Pod, "–"), or(s.Model, "–"), utc(s.AllocatedAt), end, s.EnergyJoules)
 		}
 	}
 	costMarkdown(p, r)

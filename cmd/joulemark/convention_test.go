@@ -304,46 +304,202 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
+// docFiles are the README and every page under docs/.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if len(files) < 5 {
+		t.Fatalf("docs/*.md: %v", files)
+	}
+	return append(files, filepath.Join("..", "..", "README.md"))
+}
+
+var (
+	docFlagRe   = regexp.MustCompile(`(?:^|\s|\[)--([a-z][a-z0-9.-]*[a-z0-9])(\.\*|-\*)?`)
+	docQuotedRe = regexp.MustCompile(`'[^']*'|"[^"]*"`)
+	inlineRe    = regexp.MustCompile("`([^`\n]+)`")
+)
+
+// checkDocCommand checks the flags of one command line of a doc, args
+// being what follows the command's name; it returns how many it checked.
+// An unknown command is prose ("joulemark measures ...") and checks
+// nothing; in code (a code block, inline code) a command that only has
+// subcommands must be followed by one of them.
+func checkDocCommand(t *testing.T, root *kong.Node, file, name, args, line string, code bool) int {
+	t.Helper()
+	n := findCommand(root, name)
+	if n == nil {
+		return 0
+	}
+	if sub, rest, ok := strings.Cut(strings.TrimSpace(args), " "); ok || sub != "" {
+		if c := findCommand(n, sub); c != nil { // a subcommand: tsdb serve
+			n, name, args = c, name+" "+sub, rest
+		} else if code && hasCommands(n) && n.DefaultCmd == nil && subcommandRe.MatchString(sub) {
+			t.Errorf("%s: joulemark %s has no subcommand %q: %s", file, name, sub, strings.TrimSpace(line))
+		}
+	}
+	checked := 0
+	for _, fm := range docFlagRe.FindAllStringSubmatch(docQuotedRe.ReplaceAllString(args, ""), -1) {
+		checked++
+		if ff, ok := foreignFlags[fm[1]]; ok && ff.file == file {
+			continue // a removed name, where docs/cli.md says so
+		}
+		if fm[2] == "" && !hasFlag(n, fm[1]) || fm[2] != "" && !hasFlagGroup(n, fm[1]+fm[2][:1]) {
+			t.Errorf("%s: joulemark %s has no flag --%s: %s", file, name, fm[1], strings.TrimSpace(line))
+		}
+	}
+	return checked
+}
+
 // The joulemark command lines of the README and docs/ use flags the
-// command has, under their current names.
+// command has, under their current names: in code blocks and prose
+// ("joulemark bench --target …"), and in inline code naming a command
+// without the binary (`phase --engine.pod`, `sim-engine --fault.stall-rate=1`).
 func TestDocCommandLines(t *testing.T) {
 	_, p := testParser(t)
-	files, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
-	files = append(files, filepath.Join("..", "..", "README.md"))
 	cmdRe := regexp.MustCompile(`joulemark ([a-z][a-z-]+)\b([^` + "`" + `|]*)`)
-	flagRe := regexp.MustCompile(`(?:^|\s|\[)--([a-z][a-z0-9.-]*[a-z0-9])`)
-	quotedRe := regexp.MustCompile(`'[^']*'|"[^"]*"`)
-	checked := 0
-	for _, f := range files {
+	bareRe := regexp.MustCompile(`^([a-z][a-z-]+)\b(.*)$`)
+	checked, inline := 0, 0
+	for _, f := range docFiles(t) {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
+		base := filepath.Base(f)
 		text := strings.ReplaceAll(string(b), "\\\n", " ")
+		fenced := false
 		for _, line := range strings.Split(text, "\n") {
-			for _, m := range cmdRe.FindAllStringSubmatch(line, -1) {
-				n := findCommand(p.Model.Node, m[1])
-				if n == nil {
-					continue // prose ("joulemark measures ...")
-				}
-				if sub, rest, ok := strings.Cut(strings.TrimSpace(m[2]), " "); ok || sub != "" {
-					if c := findCommand(n, sub); c != nil { // a subcommand: tsdb serve
-						n, m[1], m[2] = c, m[1]+" "+sub, rest
-					}
-				}
-				args := quotedRe.ReplaceAllString(m[2], "")
-				for _, fm := range flagRe.FindAllStringSubmatch(args, -1) {
-					checked++
-					if !hasFlag(n, fm[1]) {
-						t.Errorf("%s: joulemark %s has no flag --%s: %s", filepath.Base(f), m[1], fm[1], strings.TrimSpace(line))
-					}
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				fenced = !fenced
+				continue
+			}
+			prose := line
+			if !fenced {
+				prose = inlineRe.ReplaceAllString(line, " ")
+			}
+			for _, m := range cmdRe.FindAllStringSubmatch(prose, -1) {
+				checked += checkDocCommand(t, p.Model.Node, base, m[1], m[2], line, fenced)
+			}
+			if fenced {
+				continue
+			}
+			for _, span := range inlineRe.FindAllStringSubmatch(line, -1) {
+				if m := bareRe.FindStringSubmatch(strings.TrimPrefix(span[1], "joulemark ")); m != nil {
+					n := checkDocCommand(t, p.Model.Node, base, m[1], m[2], span[1], true)
+					checked, inline = checked+n, inline+n
 				}
 			}
 		}
 	}
-	if checked < 50 {
-		t.Errorf("checked only %d flags in the docs' command lines", checked)
+	if checked < 50 || inline < 10 {
+		t.Errorf("checked only %d flags in the docs' command lines, %d in inline code", checked, inline)
 	}
+}
+
+// foreignFlags are the flags the docs name that are no joulemark flag, by
+// name: the one page allowed to name it and why.
+var foreignFlags = map[string]struct{ file, why string }{
+	"config.file":                      {"deploy.md", "prometheus"},
+	"web.enable-remote-write-receiver": {"deploy.md", "prometheus"},
+	"tsdb.out-of-order.time-window":    {"deploy.md", "prometheus' storage block"},
+	"profile":                          {"deploy.md", "docker compose"},
+	"rm":                               {"deploy.md", "docker run"},
+	"from-literal":                     {"deploy.md", "kubectl create secret"},
+	"fork":                             {"exporter.md", "unshare"},
+	"pid":                              {"exporter.md", "unshare"},
+	"mount-proc":                       {"exporter.md", "unshare"},
+	"port":                             {"*", "vllm serve, sglang"},
+	"gpu-memory-utilization":           {"demo.md", "vllm serve"},
+	"interval":                         {"cli.md", "a name removed before the convention"},
+	"api-token-file":                   {"cli.md", "a name removed before the convention"},
+	"prometheus-url":                   {"cli.md", "a name removed before the convention"},
+	"ss-window":                        {"cli.md", "a name removed before the convention"},
+	"archive":                          {"cli.md", "analyze --archive, removed (now --runs-dir)"},
+	"engine-cmd":                       {"cli.md", "a name removed before the convention"},
+}
+
+// Every --flag the README and docs/ name anywhere (prose, tables, code)
+// is a flag of some joulemark command, or a group of them (--cost.*,
+// --sim.hang-*), or another tool's flag in foreignFlags on its page; and
+// every flag a help text cites exists. A renamed or removed flag fails
+// here wherever the docs or the help still name it.
+func TestDocFlagsExist(t *testing.T) {
+	names := map[string]bool{}
+	for _, f := range allFlags(t) {
+		names[f.flag.Name] = true
+	}
+	known := func(name, group string) bool {
+		if group == "" {
+			return names[name]
+		}
+		for n := range names {
+			if strings.HasPrefix(n, name+group[:1]) {
+				return true
+			}
+		}
+		return false
+	}
+	re := regexp.MustCompile(`(?:^|[\s\[(` + "`" + `/])--([a-z][a-z0-9.-]*[a-z0-9])(\.\*|-\*)?`)
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := filepath.Base(f)
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			if known(m[1], m[2]) {
+				continue
+			}
+			if ff, ok := foreignFlags[m[1]]; ok && (ff.file == "*" || ff.file == base) {
+				continue
+			}
+			t.Errorf("%s names --%s%s, which no joulemark command has (renamed? another tool's? then list it in foreignFlags)", base, m[1], m[2])
+		}
+	}
+	_, p := testParser(t)
+	var walk func(n *kong.Node)
+	walk = func(n *kong.Node) {
+		helps := []string{n.Help, n.Detail}
+		for _, f := range n.Flags {
+			helps = append(helps, f.Help)
+		}
+		for _, h := range helps {
+			for _, m := range re.FindAllStringSubmatch(h, -1) {
+				if !known(m[1], m[2]) {
+					t.Errorf("the help of %q cites --%s%s, which no command has: %q", n.Path(), m[1], m[2], h)
+				}
+			}
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(p.Model.Node)
+}
+
+// subcommandRe is a word that can only be a subcommand's name.
+var subcommandRe = regexp.MustCompile(`^[a-z][a-z-]*$`)
+
+// hasCommands: n has subcommands.
+func hasCommands(n *kong.Node) bool {
+	for _, c := range n.Children {
+		if c.Type == kong.CommandNode {
+			return true
+		}
+	}
+	return false
+}
+
+// hasFlagGroup: a flag of n (or of a command above it) starts with prefix.
+func hasFlagGroup(n *kong.Node, prefix string) bool {
+	for ; n != nil; n = n.Parent {
+		for _, f := range n.Flags {
+			if strings.HasPrefix(f.Name, prefix) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hasFlag: name is a flag of n (or of its default subcommand) or of a

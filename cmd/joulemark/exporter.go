@@ -29,7 +29,7 @@ type ExporterCmd struct {
 	ReleaseTolerance         float64       `name:"release.tolerance" default:"0.05" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release.hold."`
 	ReleaseHold              time.Duration `name:"release.hold" default:"30s" help:"How long every GPU must stay within --release.tolerance of its baseline; the release ends where this hold began."`
 	ReleaseMaxWait           time.Duration `name:"release.max-wait" default:"10m" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
-	ReleaseRequireEngineExit bool          `name:"release.require-engine-exit" help:"The release's process criterion is met only when the bench reports the engine's exit (bench with --engine-cmd/--engine-stop), never from NVML's compute process list; a run without the report times out at --release.max-wait."`
+	ReleaseRequireEngineExit bool          `name:"release.require-engine-exit" help:"The release's process criterion is met only when the bench reports the engine's exit (bench with --engine.cmd or --engine.stop), never from NVML's compute process list; a run without the report times out at --release.max-wait."`
 	IdleCVThreshold          float64       `hidden:"" name:"idle.cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
 	MaxRuns                  int           `name:"max-runs" default:"100" help:"Finished runs kept in memory and served by the API (on /metrics for --run.metrics-ttl)."`
 	PowercapPath             string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`

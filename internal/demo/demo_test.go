@@ -495,6 +495,13 @@ func checkProductionView(t *testing.T, cfg Config, res *Result) {
 	if m := models[ServingModel]; m.Pods != 1 || m.OutputTokens <= 0 || m.JoulesPerToken == nil {
 		t.Errorf("production: the second serving pod's model %+v, want tokens and a J/token", m)
 	}
+	// The bench started the engine inside the span: one start, the bench's,
+	// with the run report's startup energy (startup + warm-up).
+	if len(pr.Starts) != 1 || pr.Starts[0].Source != production.StartBench || pr.Starts[0].RunID != res.Report.RunID ||
+		pr.Starts[0].Pod != EnginePod || res.Report.Energy.StartupJoules == nil ||
+		relErr(pr.Starts[0].EnergyJoules, *res.Report.Energy.StartupJoules) > 0.001 {
+		t.Errorf("production starts %+v, want the bench's start of %s with the report's startup energy %v", pr.Starts, EnginePod, res.Report.Energy.StartupJoules)
+	}
 	servingWant := exact(res.Sim, []int{cfg.GPUs - 3}, pr.From, pr.To)
 	if e := pods[ServingPod]; relErr(e, servingWant) > 0.02 {
 		t.Errorf("production: serving pod %.0f J, its GPU's exact energy %.0f J", e, servingWant)

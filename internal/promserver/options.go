@@ -92,6 +92,28 @@ type scrapeTarget struct {
 
 // validate checks o and fills in the defaults; it returns the parsed targets.
 func (o *Options) validate() ([]scrapeTarget, error) {
+	errs := o.validateSettings()
+	targets, terrs := o.validateTargets()
+	errs = append(errs, terrs...)
+	errs = append(errs, o.validateRules()...)
+	if o.ReadOnly {
+		if !o.DisableRemoteWrite {
+			errs = append(errs, errors.New("a read-only TSDB takes no remote write (set DisableRemoteWrite)"))
+		}
+		if len(o.ScrapeTargets) > 0 || len(o.RuleFiles) > 0 || len(o.RuleSources) > 0 {
+			errs = append(errs, errors.New("a read-only TSDB takes no scrape targets or rules"))
+		}
+	}
+
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("embedded prometheus: invalid options: %w", err)
+	}
+	return targets, nil
+}
+
+// validateSettings checks the directory, address, durations and limits and
+// fills in their defaults.
+func (o *Options) validateSettings() []error {
 	var errs []error
 	if o.Dir == "" {
 		errs = append(errs, errors.New("data directory (Dir) is required"))
@@ -129,7 +151,12 @@ func (o *Options) validate() ([]scrapeTarget, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	return errs
+}
 
+// validateTargets checks the scrape targets and parses their URLs.
+func (o *Options) validateTargets() ([]scrapeTarget, []error) {
+	var errs []error
 	var targets []scrapeTarget
 	jobs := map[string]bool{}
 	for i, t := range o.ScrapeTargets {
@@ -164,7 +191,12 @@ func (o *Options) validate() ([]scrapeTarget, error) {
 			targets = append(targets, scrapeTarget{Target: t, u: u})
 		}
 	}
+	return targets, errs
+}
 
+// validateRules checks that rule sources and files are named once each.
+func (o *Options) validateRules() []error {
+	var errs []error
 	names := map[string]bool{}
 	for i, src := range o.RuleSources {
 		if src.Name == "" {
@@ -180,18 +212,5 @@ func (o *Options) validate() ([]scrapeTarget, error) {
 		}
 		names[f] = true
 	}
-
-	if o.ReadOnly {
-		if !o.DisableRemoteWrite {
-			errs = append(errs, errors.New("a read-only TSDB takes no remote write (set DisableRemoteWrite)"))
-		}
-		if len(o.ScrapeTargets) > 0 || len(o.RuleFiles) > 0 || len(o.RuleSources) > 0 {
-			errs = append(errs, errors.New("a read-only TSDB takes no scrape targets or rules"))
-		}
-	}
-
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("embedded prometheus: invalid options: %w", err)
-	}
-	return targets, nil
+	return errs
 }

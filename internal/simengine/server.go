@@ -123,29 +123,8 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, s *seq, p *commo
 		return
 	}
 	includeUsage := p.StreamOptions != nil && p.StreamOptions.IncludeUsage
-	continuous := includeUsage && p.StreamOptions.ContinuousUsageStats
-	model := e.cfg.Model
-
-	write := func(v any) bool {
-		b, err := json.Marshal(v)
-		if err != nil {
-			panic(fmt.Sprintf("simengine: marshal chunk: %v", err)) // our own types: cannot fail
-		}
-		_, err = fmt.Fprintf(w, "data: %s\n\n", b)
-		return err == nil
-	}
-	chunk := func(text string, role bool, finish *string, u *usage) bool {
-		if chat {
-			c := chatChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.created, Model: model, Usage: u,
-				Choices: []chatChunkChoice{{Delta: chatDelta{Content: &text}, FinishReason: finish}}}
-			if role {
-				c.Choices[0].Delta.Role = "assistant"
-			}
-			return write(c)
-		}
-		return write(completionChunk{ID: s.id, Object: "text_completion", Created: s.created, Model: model, Usage: u,
-			Choices: []completionChoice{{Text: text, FinishReason: finish}}})
-	}
+	sw := &sseWriter{w: w, s: s, model: e.cfg.Model, chat: chat,
+		includeUsage: includeUsage, continuous: includeUsage && p.StreamOptions.ContinuousUsageStats}
 
 	sent := 0
 	for {
@@ -153,31 +132,8 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, s *seq, p *commo
 		if !ok {
 			return
 		}
-		for ; sent < gen; sent++ {
-			if sent == s.truncateAt {
-				_ = rc.Flush()
-				panic(http.ErrAbortHandler) // cut the connection: no finish, usage or [DONE]
-			}
-			if chat && sent == 0 {
-				var u *usage
-				if continuous {
-					u = s.usage(0)
-				}
-				if !chunk("", true, nil, u) {
-					return
-				}
-			}
-			var u *usage
-			if continuous {
-				u = s.usage(sent + 1)
-			}
-			var fr *string
-			if sent == gen-1 && (finish == "stop" || finish == "length") {
-				fr = &finish
-			}
-			if !chunk(s.text(sent, sent+1), false, fr, u) {
-				return
-			}
+		if sent, ok = sw.tokens(rc, sent, gen, finish); !ok {
+			return
 		}
 		if finish == "" {
 			if rc.Flush() != nil {
@@ -185,32 +141,98 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, s *seq, p *commo
 			}
 			continue
 		}
-		if finish == "abort" {
-			var u *usage
-			if continuous {
-				u = s.usage(gen)
-			}
-			if !chunk("", false, &finish, u) {
-				return
-			}
-		}
-		if includeUsage {
-			u := s.usage(gen)
-			var ok bool
-			if chat {
-				ok = write(chatChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.created, Model: model, Choices: []chatChunkChoice{}, Usage: u})
-			} else {
-				ok = write(completionChunk{ID: s.id, Object: "text_completion", Created: s.created, Model: model, Choices: []completionChoice{}, Usage: u})
-			}
-			if !ok {
-				return
-			}
-		}
-		if _, err := io.WriteString(w, "data: [DONE]\n\n"); err == nil {
+		if sw.end(gen, finish) {
 			_ = rc.Flush()
 		}
 		return
 	}
+}
+
+// sseWriter writes one streamed response's chunks.
+type sseWriter struct {
+	w                        io.Writer
+	s                        *seq
+	model                    string
+	chat                     bool
+	includeUsage, continuous bool
+}
+
+// write sends one "data:" event; false when the client went away.
+func (sw *sseWriter) write(v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("simengine: marshal chunk: %v", err)) // our own types: cannot fail
+	}
+	_, err = fmt.Fprintf(sw.w, "data: %s\n\n", b)
+	return err == nil
+}
+
+// chunk sends one token's (or the role's, or the finish's) chunk.
+func (sw *sseWriter) chunk(text string, role bool, finish *string, u *usage) bool {
+	s := sw.s
+	if sw.chat {
+		c := chatChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.created, Model: sw.model, Usage: u,
+			Choices: []chatChunkChoice{{Delta: chatDelta{Content: &text}, FinishReason: finish}}}
+		if role {
+			c.Choices[0].Delta.Role = "assistant"
+		}
+		return sw.write(c)
+	}
+	return sw.write(completionChunk{ID: s.id, Object: "text_completion", Created: s.created, Model: sw.model, Usage: u,
+		Choices: []completionChoice{{Text: text, FinishReason: finish}}})
+}
+
+// usage is the running usage of continuous usage stats, else nil.
+func (sw *sseWriter) usage(n int) *usage {
+	if sw.continuous {
+		return sw.s.usage(n)
+	}
+	return nil
+}
+
+// tokens sends the tokens [sent, gen) and returns how many were sent in
+// all; ok is false when the client went away. At the sequence's truncation
+// point it cuts the connection: no finish, usage or [DONE].
+func (sw *sseWriter) tokens(rc *http.ResponseController, sent, gen int, finish string) (int, bool) {
+	for ; sent < gen; sent++ {
+		if sent == sw.s.truncateAt {
+			_ = rc.Flush()
+			panic(http.ErrAbortHandler)
+		}
+		if sw.chat && sent == 0 && !sw.chunk("", true, nil, sw.usage(0)) {
+			return sent, false
+		}
+		var fr *string
+		if sent == gen-1 && (finish == "stop" || finish == "length") {
+			fr = &finish
+		}
+		if !sw.chunk(sw.s.text(sent, sent+1), false, fr, sw.usage(sent+1)) {
+			return sent, false
+		}
+	}
+	return sent, true
+}
+
+// end sends an abort's finish chunk, the usage chunk and [DONE]; false when
+// the client went away.
+func (sw *sseWriter) end(gen int, finish string) bool {
+	if finish == "abort" && !sw.chunk("", false, &finish, sw.usage(gen)) {
+		return false
+	}
+	if sw.includeUsage {
+		s, u := sw.s, sw.s.usage(gen)
+		var ok bool
+		if sw.chat {
+			ok = sw.write(chatChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.created, Model: sw.model, Choices: []chatChunkChoice{}, Usage: u})
+		} else {
+			ok = sw.write(completionChunk{ID: s.id, Object: "text_completion", Created: s.created, Model: sw.model, Choices: []completionChoice{}, Usage: u})
+		}
+		if !ok {
+			return false
+		}
+	}
+	_, err := io.WriteString(sw.w, "data: [DONE]\n\n")
+	return err == nil
 }
 
 // await waits for s to progress and returns the tokens generated so far and
