@@ -76,6 +76,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("| %s | %s | %d | %s |\n\n", scaled(r.Goodput.TTFTSLOSeconds, 1000, "%.0f ms"), scaled(r.Goodput.TPOTSLOSeconds, 1000, "%.1f ms"), r.Goodput.GoodRequests, scaled(r.Goodput.Ratio, 100, "%.2f%%"))
 
 	intervalsMarkdown(p, r)
+	prefillDecodeMarkdown(p, r)
 	costMarkdown(p, r)
 	le := r.LifecycleEstimate
 	p("## Lifecycle estimate\n\n")
