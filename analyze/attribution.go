@@ -60,94 +60,114 @@ func (e event) kind() evKind { return evKind(e.reqKind & 3) }
 // token slice a request gets r/Σr of the energy (0 before its first token),
 // in a tokenless slice 1/#active.
 func attribute(reqs []Request, curves []curve, from, to float64) attribution {
-	// Per request, whether its tokens are spread over [first token, end]
-	// and at which rate.
 	if len(reqs) > maxEventReqs {
 		panic(fmt.Sprintf("attribute: %d requests, at most %d", len(reqs), maxEventReqs))
 	}
-	rates, tokens := make([]float64, len(reqs)), make([]bool, len(reqs))
-	evs := make([]event, 0, 3*len(reqs))
-	for i := range reqs {
-		r := &reqs[i]
-		s, e := r.Send, r.End
-		if e <= from || s >= to || !(e >= s) { // NaN: no span
-			continue
-		}
-		send, end := max(s, from), min(e, to)
-		evs = append(evs, newEvent(send, i, evSend), newEvent(end, i, evEnd))
-		if r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken && r.FirstToken < to {
-			tokens[i], rates[i] = true, float64(r.OutputTokens)/(r.End-r.FirstToken)
-			evs = append(evs, newEvent(min(max(r.FirstToken, send), end), i, evFirst))
-		}
-	}
-	sortEvents(evs)
+	s := newSweep(reqs, from, to)
+	return s.run(curves, from, to)
+}
 
-	var out attribution
-	out.Joules = make([]float64, len(reqs))
+// sweep is attribute's state: the sorted events, per request whether its
+// tokens are spread over [first token, end] and at which rate, and the
+// running sums.
+type sweep struct {
+	evs    []event
+	rates  []float64
+	tokens []bool
+	out    attribution
 	// Per request: A at its first token; B at its send is kept in its
 	// Joules until its end.
-	aFirst := make([]float64, len(reqs))
+	aFirst            []float64
+	A, B, rateSum     float64
+	active, producing int
+}
 
-	// The slices lie between consecutive boundaries: the domain edges and
-	// every event time. The summed curves are evaluated at each boundary
-	// as the sweep reaches it.
+// newSweep builds the events of the requests that overlap [from, to].
+func newSweep(reqs []Request, from, to float64) *sweep {
+	s := &sweep{rates: make([]float64, len(reqs)), tokens: make([]bool, len(reqs)), evs: make([]event, 0, 3*len(reqs))}
+	for i := range reqs {
+		r := &reqs[i]
+		st, e := r.Send, r.End
+		if e <= from || st >= to || !(e >= st) { // NaN: no span
+			continue
+		}
+		send, end := max(st, from), min(e, to)
+		s.evs = append(s.evs, newEvent(send, i, evSend), newEvent(end, i, evEnd))
+		if r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken && r.FirstToken < to {
+			s.tokens[i], s.rates[i] = true, float64(r.OutputTokens)/(r.End-r.FirstToken)
+			s.evs = append(s.evs, newEvent(min(max(r.FirstToken, send), end), i, evFirst))
+		}
+	}
+	sortEvents(s.evs)
+	s.out.Joules = make([]float64, len(reqs))
+	s.aFirst = make([]float64, len(reqs))
+	return s
+}
+
+// apply applies one event to the running sums.
+func (s *sweep) apply(ev event) {
+	req := ev.req()
+	rate := s.rates[req]
+	switch ev.kind() {
+	case evSend:
+		s.active++
+		s.out.Joules[req] = s.B
+	case evFirst:
+		s.producing++
+		s.rateSum += rate
+		s.aFirst[req] = s.A
+	case evEnd:
+		s.active--
+		j := 0.0
+		if s.tokens[req] {
+			s.producing--
+			s.rateSum -= rate
+			j += rate * (s.A - s.aFirst[req])
+		}
+		j += s.B - s.out.Joules[req] // B at its send
+		s.out.Joules[req] = j
+	}
+	if s.producing == 0 {
+		s.rateSum = 0 // no drift from adding and removing rates
+	}
+}
+
+// run sweeps the slices between consecutive boundaries: the domain edges
+// and every event time. The summed curves are evaluated at each boundary
+// as the sweep reaches it.
+func (s *sweep) run(curves []curve, from, to float64) attribution {
 	tc := newTotalCursor(curves)
 	x := from
 	cum := tc.at(x)
 	cum0 := cum
-	var A, B, rateSum float64
-	active, producing := 0, 0
 	ei := 0
 	for {
 		// Apply the events at x.
-		for ei < len(evs) && evs[ei].t() <= x {
-			req := evs[ei].req()
-			rate := rates[req]
-			switch evs[ei].kind() {
-			case evSend:
-				active++
-				out.Joules[req] = B
-			case evFirst:
-				producing++
-				rateSum += rate
-				aFirst[req] = A
-			case evEnd:
-				active--
-				j := 0.0
-				if tokens[req] {
-					producing--
-					rateSum -= rate
-					j += rate * (A - aFirst[req])
-				}
-				j += B - out.Joules[req] // B at its send
-				out.Joules[req] = j
-			}
-			if producing == 0 {
-				rateSum = 0 // no drift from adding and removing rates
-			}
+		for ei < len(s.evs) && s.evs[ei].t() <= x {
+			s.apply(s.evs[ei])
 			ei++
 		}
 		// The next boundary: the next event's time (later than x, as
 		// every event at or before x is applied), else the domain's end.
 		var next float64
 		switch {
-		case ei < len(evs):
-			next = evs[ei].t()
+		case ei < len(s.evs):
+			next = s.evs[ei].t()
 		case to > x:
 			next = to
 		default:
-			out.Total = cum - cum0
-			return out
+			s.out.Total = cum - cum0
+			return s.out
 		}
 		nextCum := tc.at(next)
 		dE := nextCum - cum
 		switch {
-		case active == 0:
-			out.Unattributed += dE
-		case producing > 0:
-			A += dE / rateSum
+		case s.active == 0:
+			s.out.Unattributed += dE
+		case s.producing > 0:
+			s.A += dE / s.rateSum
 		default:
-			B += dE / float64(active)
+			s.B += dE / float64(s.active)
 		}
 		x, cum = next, nextCum
 	}

@@ -57,6 +57,41 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 
+	headerMarkdown(p, r)
+	flagsMarkdown(p, r)
+	p("## Formal requests\n\n")
+	p("| started | succeeded | failed | error rate |\n|---:|---:|---:|---:|\n")
+	p("| %d | %d | %d | %.2f%% |\n\n", r.Requests.Started, r.Requests.Succeeded, r.Requests.Failed, 100*r.Requests.ErrorRate)
+	energyPerTokenMarkdown(p, r)
+	stageEnergyMarkdown(p, r)
+	releaseMarkdown(p, r)
+	gpuEnergyMarkdown(p, r)
+	qualityMarkdown(p, r)
+	hostMarkdown(p, r)
+	gpuMemoryMarkdown(p, r)
+	latencyMarkdown(p, r)
+	serverMarkdown(p, r)
+	p("## Goodput\n\n")
+	p("| TTFT SLO | TPOT SLO | good requests | goodput (of all started) |\n|---:|---:|---:|---:|\n")
+	p("| %s | %s | %d | %s |\n\n", scaled(r.Goodput.TTFTSLOSeconds, 1000, "%.0f ms"), scaled(r.Goodput.TPOTSLOSeconds, 1000, "%.1f ms"), r.Goodput.GoodRequests, scaled(r.Goodput.Ratio, 100, "%.2f%%"))
+
+	intervalsMarkdown(p, r)
+	prefillDecodeMarkdown(p, r)
+	costMarkdown(p, r)
+	le := r.LifecycleEstimate
+	p("## Lifecycle estimate\n\n")
+	p("E(N) = E_start + N·e_ss + E_release: fixed overhead E_start + E_release = %s; e_ss = %s per request; at N = %d the fixed overhead per request is %s.\n\n",
+		num(le.FixedOverheadJoules, "%.1f J"), num(le.PerRequestJoules, "%.3f J"), le.Requests, num(le.FixedOverheadPerRequestJoules, "%.3f J"))
+	measurementMarkdown(p, r)
+	if r.GeneratedBy != "" {
+		p("_%s_\n", r.GeneratedBy)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// headerMarkdown renders the title, the verdict and the run's identity.
+func headerMarkdown(p func(string, ...any), r *Report) {
 	p("# joulemark report — run `%s`\n\n", r.RunID)
 	verdict := "**VALID**"
 	if !r.Valid {
@@ -71,7 +106,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		p("Scenario: `%s`\n\n", r.Scenario)
 	}
 	p("%s\n\n%s\n\n", identityLine(r.Run), modeLine(r))
+}
 
+// flagsMarkdown renders the run's flags.
+func flagsMarkdown(p func(string, ...any), r *Report) {
 	p("## Flags\n\n")
 	if len(r.Flags) == 0 {
 		p("None.\n\n")
@@ -82,11 +120,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 		p("\n")
 	}
+}
 
-	p("## Formal requests\n\n")
-	p("| started | succeeded | failed | error rate |\n|---:|---:|---:|---:|\n")
-	p("| %d | %d | %d | %.2f%% |\n\n", r.Requests.Started, r.Requests.Succeeded, r.Requests.Failed, 100*r.Requests.ErrorRate)
-
+// energyPerTokenMarkdown renders the J/token figures and the steady state.
+func energyPerTokenMarkdown(p func(string, ...any), r *Report) {
 	p("## Energy per token\n\n| figure | value |\n|---|---:|\n")
 	ss := r.SteadyState
 	ssVal := "not reached"
@@ -118,7 +155,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	} else {
 		p("Steady state not reached: %s (window %d × %d, CV < %g).\n\n", mdEscape(ss.Reason), ss.Window, ss.Windows, ss.CVThreshold)
 	}
+}
 
+// stageEnergyMarkdown renders each stage's energy and the totals.
+func stageEnergyMarkdown(p func(string, ...any), r *Report) {
 	p("## Stage energy\n\n")
 	p("| stage | start (UTC) | duration | energy | exporter energy | difference | avg power |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, ph := range contract.Phases {
@@ -136,6 +176,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("| formal | %s |\n", num(r.Energy.FormalJoules, "%.1f J"))
 	p("| release | %s |\n", num(r.Energy.ReleaseJoules, "%.1f J"))
 	p("| lifecycle (startup + formal + release) | %s |\n\n", num(r.Energy.LifecycleJoules, "%.1f J"))
+}
+
+// releaseMarkdown renders how the release stage closed.
+func releaseMarkdown(p func(string, ...any), r *Report) {
 	closed := yesNo(r.Release.Closed)
 	if r.Release.ClosedBy != "" && r.Release.ClosedByAt != nil {
 		closed += fmt.Sprintf(" (the %s criterion was met last, at %s)", r.Release.ClosedBy, time.Unix(0, int64(*r.Release.ClosedByAt*1e9)).UTC().Format("15:04:05.000 MST"))
@@ -152,11 +196,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		closed = "not measured (attached run: the engine keeps running)"
 	}
 	p("Release closed: %s. The idle baseline is never subtracted.\n\n", closed)
-	gpuEnergyMarkdown(p, r)
-	qualityMarkdown(p, r)
-	hostMarkdown(p, r)
-	gpuMemoryMarkdown(p, r)
+}
 
+// latencyMarkdown renders the formal requests' latency percentiles.
+func latencyMarkdown(p func(string, ...any), r *Report) {
 	p("## Latency (formal requests)\n\n")
 	p("Error rate first: %.2f%% (%d of %d failed). Failed requests count as infinitely slow in every percentile; a percentile that lands on one reads `failed`.\n\n",
 		100*r.Requests.ErrorRate, r.Requests.Failed, r.Requests.Started)
@@ -174,18 +217,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			pctCell(l.pc.P95, l.k, l.format, have, f), pctCell(l.pc.P99, l.k, l.format, have, f))
 	}
 	p("\n")
-	serverMarkdown(p, r)
-	p("## Goodput\n\n")
-	p("| TTFT SLO | TPOT SLO | good requests | goodput (of all started) |\n|---:|---:|---:|---:|\n")
-	p("| %s | %s | %d | %s |\n\n", scaled(r.Goodput.TTFTSLOSeconds, 1000, "%.0f ms"), scaled(r.Goodput.TPOTSLOSeconds, 1000, "%.1f ms"), r.Goodput.GoodRequests, scaled(r.Goodput.Ratio, 100, "%.2f%%"))
+}
 
-	intervalsMarkdown(p, r)
-	costMarkdown(p, r)
-	le := r.LifecycleEstimate
-	p("## Lifecycle estimate\n\n")
-	p("E(N) = E_start + N·e_ss + E_release: fixed overhead E_start + E_release = %s; e_ss = %s per request; at N = %d the fixed overhead per request is %s.\n\n",
-		num(le.FixedOverheadJoules, "%.1f J"), num(le.PerRequestJoules, "%.3f J"), le.Requests, num(le.FixedOverheadPerRequestJoules, "%.3f J"))
-
+// measurementMarkdown renders the measurement boundary, coverage and gaps.
+func measurementMarkdown(p func(string, ...any), r *Report) {
 	m := r.Measurement
 	p("## Measurement\n\n")
 	p("| boundary | energy source | GPUs | sample interval | coverage |\n|---|---|---:|---:|---:|\n")
@@ -207,11 +242,6 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 		p("\n")
 	}
-	if r.GeneratedBy != "" {
-		p("_%s_\n", r.GeneratedBy)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 func orDash(s string) string {

@@ -30,8 +30,9 @@ type Report struct {
 	Latency                     Latency          `json:"latency"`
 	Goodput                     Goodput          `json:"goodput"`
 	LifecycleEstimate           LifecycleEst     `json:"lifecycle_estimate"`
-	Intervals                   Intervals        `json:"intervals"`      // 95% confidence intervals of the headline figures
-	Cost                        *Cost            `json:"cost,omitempty"` // money and carbon, with their boundary; only with cost inputs
+	Intervals                   Intervals        `json:"intervals"`                // 95% confidence intervals of the headline figures
+	Cost                        *Cost            `json:"cost,omitempty"`           // money and carbon, with their boundary; only with cost inputs
+	PrefillDecode               *PrefillDecode   `json:"prefill_decode,omitempty"` // J per prefill and per decode token from a power regression
 	Measurement                 Measurement      `json:"measurement"`
 	UnattributedJoules          *float64         `json:"unattributed_joules,omitempty"`
 	EnergyPerGPU                []GPUEnergy      `json:"energy_per_gpu,omitempty"`

@@ -1,0 +1,404 @@
+package analyze
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/joulemark/joulemark/internal/stats"
+)
+
+// PrefillDecode is report.json "prefill_decode": the formal stage's GPU
+// power per time bin regressed on its prefill and decode token rates,
+//
+//	P(t) = P0 + e_prefill·r_prefill(t) + e_decode·r_decode(t),
+//
+// by ordinary least squares (docs/analyze.md, "Prefill and decode
+// energy"). Refused, with its reason and no coefficients, when the
+// workload does not vary enough to tell the three terms apart.
+type PrefillDecode struct {
+	Method     string  `json:"method"`
+	BinSeconds float64 `json:"bin_seconds"`
+	Bins       int     `json:"bins"`
+	// RateCorrelation is the Pearson correlation of the two rate series;
+	// ConditionNumber the 2-norm condition number of the design matrix
+	// [1, r_prefill, r_decode] with each column scaled to unit length.
+	RateCorrelation *float64 `json:"rate_correlation"`
+	ConditionNumber *float64 `json:"condition_number"`
+	// Refused says why there are no coefficients.
+	Refused string `json:"refused,omitempty"`
+
+	JoulesPerPrefillToken *float64 `json:"joules_per_prefill_token,omitempty"`
+	JoulesPerDecodeToken  *float64 `json:"joules_per_decode_token,omitempty"`
+	StaticWatts           *float64 `json:"static_watts,omitempty"`
+	RSquared              *float64 `json:"r_squared,omitempty"`
+	ResidualStdWatts      *float64 `json:"residual_std_watts,omitempty"`
+	// CI95 maps each coefficient's key to its 95% interval from a block
+	// bootstrap over the bins in time order (blocks of BlockLengthBins).
+	CI95            map[string][2]float64 `json:"ci95,omitempty"`
+	BlockLengthBins int                   `json:"block_length_bins,omitempty"`
+	Resamples       int                   `json:"resamples,omitempty"`
+	Seed            uint64                `json:"seed,omitempty"`
+}
+
+// Prefill/decode fit keys (PrefillDecode.CI95).
+const (
+	KeyJoulesPerPrefillToken = "joules_per_prefill_token"
+	KeyJoulesPerDecodeToken  = "joules_per_decode_token"
+	KeyStaticWatts           = "static_watts"
+)
+
+// The fit's refusal conditions and bin width.
+const (
+	prefillDecodeMethod = "OLS of the formal stage's GPU power (energy counter, summed over GPUs) per bin on the prefill and decode token rates, with an intercept; block bootstrap over the bins in time order, percentile interval"
+	// minFitBins is the fewest bins a fit takes (and minBlocks blocks).
+	minFitBins = 30
+	// maxRateCorrelation is the largest |correlation| of the two rate
+	// series a fit takes.
+	maxRateCorrelation = 0.95
+	// maxFitCondition is the largest condition number of the column-scaled
+	// design matrix a fit takes: above 30 the columns are near-collinear
+	// (Belsley, Kuh and Welsch 1980), e.g. a decode rate that barely
+	// moves cannot be told from the static power.
+	maxFitCondition = 30.0
+)
+
+// tokenSpan is what the fit reads of one request: its send, first token and
+// end times, and its input and output tokens.
+type tokenSpan struct {
+	send, first, end float64
+	in, out          float64
+}
+
+// tokenSpans reads the requests' spans: every request with a first token
+// (warm-up too: its tokens draw power in the formal stage's bins).
+func tokenSpans(reqs []Request) []tokenSpan {
+	out := make([]tokenSpan, 0, len(reqs))
+	for i := range reqs {
+		q := &reqs[i]
+		if !q.HasTTFT || !(q.FirstToken >= q.Send) || !(q.End >= q.FirstToken) {
+			continue
+		}
+		out = append(out, tokenSpan{q.Send, q.FirstToken, q.End, float64(q.InputTokens), float64(q.OutputTokens)})
+	}
+	return out
+}
+
+// fitBins is the binned data: per bin the mean power and the two rates.
+type fitBins struct {
+	power, prefill, decode []float64
+	from, width            float64
+}
+
+// prefillDecode fills report.json "prefill_decode".
+func (c *computation) prefillDecode() {
+	pd := &PrefillDecode{Method: prefillDecodeMethod}
+	c.r.PrefillDecode = pd
+	fb, ok := c.complete("formal")
+	if !ok || len(c.curves) == 0 {
+		pd.Refused = "no formal stage with GPU energy"
+		return
+	}
+	width := 1.0
+	if !math.IsNaN(c.interval) {
+		width = max(width, c.interval)
+	}
+	pd.BinSeconds = width
+	spans := tokenSpans(c.d.Requests)
+	bins := c.binPower(fb.Start, fb.End, width)
+	spreadRates(&bins, spans)
+	bins.dropIdle(spans)
+	bins.dropUnmeasured()
+	pd.Bins = len(bins.power)
+	fitPrefillDecode(pd, &bins, blockLengthBins(spans, len(bins.power), width))
+}
+
+// binPower is the mean power of the summed GPU energy curves over each
+// whole bin of width in [from, to]; NaN where a curve does not cover the
+// bin or an exporter was down during it.
+func (c *computation) binPower(from, to, width float64) fitBins {
+	n := int(math.Floor((to - from) / width))
+	b := fitBins{power: make([]float64, max(0, n)), prefill: make([]float64, max(0, n)), decode: make([]float64, max(0, n)), from: from, width: width}
+	for i := range b.power {
+		a, e := from+float64(i)*width, from+float64(i+1)*width
+		sum := 0.0
+		for _, cv := range c.curves {
+			j, ok := cv.between(a, e)
+			if !ok {
+				sum = math.NaN()
+				break
+			}
+			sum += j
+		}
+		for _, g := range c.d.ExporterRestarts {
+			if g[0] < e && g[1] > a {
+				sum = math.NaN()
+			}
+		}
+		b.power[i] = sum / width
+	}
+	return b
+}
+
+// spreadRates adds each request's input tokens uniformly over [send, first
+// token] to the prefill rate and its output tokens uniformly over [first
+// token, end] to the decode rate (per-token times are not recorded); a
+// zero-length span puts its tokens in the bin it falls in.
+func spreadRates(b *fitBins, spans []tokenSpan) {
+	for _, s := range spans {
+		b.spread(b.prefill, s.send, s.first, s.in)
+		b.spread(b.decode, s.first, s.end, s.out)
+	}
+}
+
+// spread adds tokens spread uniformly over [t0, t1] to the rate series r
+// (tokens per second per bin).
+func (b *fitBins) spread(r []float64, t0, t1, tokens float64) {
+	n := len(r)
+	if tokens <= 0 || n == 0 {
+		return
+	}
+	end := b.from + float64(n)*b.width
+	if t1 == t0 {
+		if i := int(math.Floor((t0 - b.from) / b.width)); t0 >= b.from && i < n {
+			r[i] += tokens / b.width
+		}
+		return
+	}
+	lo, hi := max(t0, b.from), min(t1, end)
+	for i := max(0, int(math.Floor((lo-b.from)/b.width))); i < n && lo < hi; i++ {
+		a, e := b.from+float64(i)*b.width, b.from+float64(i+1)*b.width
+		if o := min(e, hi) - max(a, lo); o > 0 {
+			r[i] += tokens * o / (t1 - t0) / b.width
+		}
+		if e >= hi {
+			break
+		}
+	}
+}
+
+// dropIdle drops (sets to NaN the power of) every bin with a moment when
+// no request was in flight: an engine that stops running steps draws less
+// than its static power, which a linear fit would misread as per-token
+// energy.
+func (b *fitBins) dropIdle(spans []tokenSpan) {
+	n := len(b.power)
+	busy := make([]float64, n) // seconds of each bin with a request in flight
+	end := b.from + float64(n)*b.width
+	// The union of the spans, in send order.
+	sorted := slices.SortedFunc(slices.Values(spans), func(a, c tokenSpan) int { return cmp.Compare(a.send, c.send) })
+	for i := 0; i < len(sorted); {
+		lo, hi := sorted[i].send, sorted[i].end
+		for i++; i < len(sorted) && sorted[i].send <= hi; i++ {
+			hi = max(hi, sorted[i].end)
+		}
+		lo, hi = max(lo, b.from), min(hi, end)
+		for k := max(0, int(math.Floor((lo-b.from)/b.width))); k < n && lo < hi; k++ {
+			a, e := b.from+float64(k)*b.width, b.from+float64(k+1)*b.width
+			busy[k] += max(0, min(e, hi)-max(a, lo))
+			if e >= hi {
+				break
+			}
+		}
+	}
+	for k := range b.power {
+		if busy[k] < b.width*(1-1e-9) {
+			b.power[k] = math.NaN()
+		}
+	}
+}
+
+// dropUnmeasured removes the bins without a power figure.
+func (b *fitBins) dropUnmeasured() {
+	k := 0
+	for i, p := range b.power {
+		if !math.IsNaN(p) {
+			b.power[k], b.prefill[k], b.decode[k] = p, b.prefill[i], b.decode[i]
+			k++
+		}
+	}
+	b.power, b.prefill, b.decode = b.power[:k], b.prefill[:k], b.decode[:k]
+}
+
+// blockLengthBins is the bootstrap's block length over n bins of width:
+// max(⌈n^(1/3)⌉, ⌈mean request latency / width⌉), so a block spans most
+// of one request's tokens (which are spread over its bins).
+func blockLengthBins(spans []tokenSpan, n int, width float64) int {
+	l := int(math.Ceil(math.Cbrt(float64(n))))
+	if len(spans) > 0 {
+		sum := 0.0
+		for _, s := range spans {
+			sum += s.end - s.send
+		}
+		l = max(l, int(math.Ceil(sum/float64(len(spans))/width)))
+	}
+	return max(1, l)
+}
+
+// fitPrefillDecode checks that the rates can be told apart, fits and
+// bootstraps.
+func fitPrefillDecode(pd *PrefillDecode, b *fitBins, blockLen int) {
+	n := len(b.power)
+	if n < max(minFitBins, minBlocks*blockLen) {
+		pd.Refused = fmt.Sprintf("%d bins of %g s, fewer than %d (and %d blocks of %d)", n, pd.BinSeconds, minFitBins, minBlocks, blockLen)
+		return
+	}
+	x := designMatrix(b)
+	pd.RateCorrelation = stats.Finite(stat.Correlation(b.prefill, b.decode, nil))
+	pd.ConditionNumber = stats.Finite(scaledCondition(x))
+	switch {
+	case stat.Variance(b.prefill, nil) == 0 || stat.Variance(b.decode, nil) == 0:
+		pd.Refused = fmt.Sprintf("the %s rate does not vary over the bins", map[bool]string{true: "prefill", false: "decode"}[stat.Variance(b.prefill, nil) == 0])
+		return
+	case pd.RateCorrelation == nil || pd.ConditionNumber == nil:
+		pd.Refused = "the rates' correlation or condition number is not finite"
+		return
+	case math.Abs(*pd.RateCorrelation) > maxRateCorrelation:
+		pd.Refused = fmt.Sprintf("the prefill and decode rates move together (correlation %.3f, above %g)", *pd.RateCorrelation, maxRateCorrelation)
+		return
+	case *pd.ConditionNumber > maxFitCondition:
+		pd.Refused = fmt.Sprintf("the rates vary too little to separate them from each other and the static power (condition number %.1f, above %g)", *pd.ConditionNumber, maxFitCondition)
+		return
+	}
+	y := mat.NewVecDense(n, b.power)
+	beta, ok := ols(x, y, nil)
+	if !ok {
+		pd.Refused = "the least-squares problem is singular"
+		return
+	}
+	pd.StaticWatts, pd.JoulesPerPrefillToken, pd.JoulesPerDecodeToken = new(beta[0]), new(beta[1]), new(beta[2])
+	var fitted mat.VecDense
+	fitted.MulVec(x, mat.NewVecDense(3, beta[:]))
+	rss := 0.0
+	for i, p := range b.power {
+		rss += (p - fitted.AtVec(i)) * (p - fitted.AtVec(i))
+	}
+	pd.RSquared = stats.Finite(stat.RSquaredFrom(fitted.RawVector().Data, b.power, nil))
+	pd.ResidualStdWatts = stats.Finite(math.Sqrt(rss / float64(n-3)))
+	bootstrapFit(pd, x, y, blockLen)
+}
+
+// designMatrix is [1, r_prefill, r_decode], one row per bin.
+func designMatrix(b *fitBins) *mat.Dense {
+	n := len(b.power)
+	x := mat.NewDense(n, 3, nil)
+	for i := range n {
+		x.Set(i, 0, 1)
+		x.Set(i, 1, b.prefill[i])
+		x.Set(i, 2, b.decode[i])
+	}
+	return x
+}
+
+// scaledCondition is the 2-norm condition number of x with each column
+// scaled to unit length (so that it does not depend on the units).
+func scaledCondition(x *mat.Dense) float64 {
+	var s mat.Dense
+	s.CloneFrom(x)
+	_, k := s.Dims()
+	for j := range k {
+		col := s.ColView(j)
+		norm := mat.Norm(col, 2)
+		if norm == 0 {
+			return math.Inf(1)
+		}
+		for i := range col.Len() {
+			s.Set(i, j, s.At(i, j)/norm)
+		}
+	}
+	return mat.Cond(&s, 2)
+}
+
+// ols solves min Σ w_i (y_i − x_i·β)² by QR (gonum's Dense.Solve) on the
+// rows scaled by √w_i; w nil weighs every row 1. false when singular.
+func ols(x *mat.Dense, y *mat.VecDense, w []float64) ([3]float64, bool) {
+	var beta [3]float64
+	a, v := mat.Matrix(x), mat.Vector(y)
+	if w != nil {
+		n, _ := x.Dims()
+		var xs mat.Dense
+		xs.CloneFrom(x)
+		ys := mat.NewVecDense(n, nil)
+		for i := range n {
+			s := math.Sqrt(w[i])
+			for j := range 3 {
+				xs.Set(i, j, xs.At(i, j)*s)
+			}
+			ys.SetVec(i, y.AtVec(i)*s)
+		}
+		a, v = &xs, ys
+	}
+	var out mat.VecDense
+	if err := out.SolveVec(a, v); err != nil {
+		return beta, false
+	}
+	copy(beta[:], out.RawVector().Data)
+	return beta, true
+}
+
+// bootstrapFit refits on block-bootstrap resamples of the bins (each bin
+// weighted by how often its block was drawn) and keeps the percentile
+// intervals.
+func bootstrapFit(pd *PrefillDecode, x *mat.Dense, y *mat.VecDense, blockLen int) {
+	n := y.Len()
+	pd.BlockLengthBins, pd.Seed = blockLen, bootstrapSeed
+	pd.Resamples = int(min(maxResamples, max(minResamples, bootstrapWork/float64(n))))
+	bs := newBlockSet(n, blockLen)
+	reps := [3][]float64{}
+	w := make([]float64, n)
+	for range pd.Resamples {
+		draws := bs.resample()
+		for i := range w {
+			w[i] = float64(draws[bs.blockOf[i]])
+		}
+		beta, ok := ols(x, y, w)
+		for k := range reps {
+			if !ok {
+				beta[k] = math.NaN()
+			}
+			reps[k] = append(reps[k], beta[k])
+		}
+	}
+	pd.CI95 = map[string][2]float64{}
+	for k, key := range []string{KeyStaticWatts, KeyJoulesPerPrefillToken, KeyJoulesPerDecodeToken} {
+		if lo, hi, ok := percentileInterval(reps[k], 0.95); ok {
+			pd.CI95[key] = [2]float64{lo, hi}
+		}
+	}
+}
+
+// prefillDecodeMarkdown is report.md's "Prefill and decode energy" section.
+func prefillDecodeMarkdown(p func(string, ...any), r *Report) {
+	pd := r.PrefillDecode
+	if pd == nil {
+		return
+	}
+	p("## Prefill and decode energy (fit)\n\n")
+	p("GPU power per %g s bin of the formal stage regressed on the prefill and decode token rates: P = P0 + e_prefill·r_prefill + e_decode·r_decode (%d bins, rate correlation %s, condition number %s).\n\n",
+		pd.BinSeconds, pd.Bins, num(pd.RateCorrelation, "%.3f"), num(pd.ConditionNumber, "%.1f"))
+	if pd.Refused != "" {
+		p("Refused: %s.\n\n", mdEscape(pd.Refused))
+		return
+	}
+	p("| figure | value | 95%% CI |\n|---|---:|---:|\n")
+	for _, f := range []struct {
+		label, key, format string
+		v                  *float64
+	}{
+		{"J per prefill (prompt) token", KeyJoulesPerPrefillToken, "%.4f", pd.JoulesPerPrefillToken},
+		{"J per decode (generated) token", KeyJoulesPerDecodeToken, "%.4f", pd.JoulesPerDecodeToken},
+		{"static power (W)", KeyStaticWatts, "%.1f", pd.StaticWatts},
+	} {
+		ci := "—"
+		if v, ok := pd.CI95[f.key]; ok {
+			ci = "[" + fmt.Sprintf(f.format, v[0]) + ", " + fmt.Sprintf(f.format, v[1]) + "]"
+		}
+		p("| %s | %s | %s |\n", f.label, num(f.v, f.format), ci)
+	}
+	p("\nFit: R² %s, residual std %s; intervals from a block bootstrap over the bins (blocks of %d, %d resamples, seed %d). Not the per-request attribution, which splits energy by output tokens.\n\n",
+		num(pd.RSquared, "%.3f"), num(pd.ResidualStdWatts, "%.1f W"), pd.BlockLengthBins, pd.Resamples, pd.Seed)
+}
