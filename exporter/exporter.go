@@ -220,6 +220,50 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("exporter: no GPU backend")
 	}
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	devs := cfg.Backend.Devices()
+	if len(devs) == 0 {
+		return nil, errors.New("exporter: the GPU backend found no GPU")
+	}
+	e := &Exporter{
+		cfg: cfg, backend: cfg.Backend, clock: cfg.Clock, log: cfg.Logger,
+		runs: map[string]*run{}, seen: map[string]struct{}{}, ready: make(chan struct{}),
+	}
+	e.t0 = e.clock.Now()
+	e.t0Unix = e.t0.UnixNano()
+	if err := e.addGPUs(devs); err != nil {
+		return nil, err
+	}
+	if cfg.StoragePath != "" {
+		st, err := openStorage(cfg.StoragePath)
+		if err != nil {
+			return nil, err
+		}
+		e.store = st
+		if err := e.restore(); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.openRemoteWrite(); err != nil {
+		return nil, err
+	}
+	if cfg.Pods != nil {
+		a, err := newAttributor(*cfg.Pods, cfg.Backend, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		a.refreshed = e.noteAllCoTenants
+		e.attr = a
+	}
+	e.registerMetrics()
+	return e, nil
+}
+
+// setDefaults replaces zero fields by their defaults.
+func (cfg *Config) setDefaults() {
 	if cfg.Interval == 0 {
 		cfg.Interval = 100 * time.Millisecond
 	}
@@ -266,81 +310,68 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+}
+
+// validate refuses settings out of their range.
+func (cfg *Config) validate() error {
 	switch {
 	case cfg.Interval < 10*time.Millisecond:
-		return nil, fmt.Errorf("exporter: interval %v: want at least 10ms", cfg.Interval)
+		return fmt.Errorf("exporter: interval %v: want at least 10ms", cfg.Interval)
 	case cfg.SlowInterval < cfg.Interval:
-		return nil, fmt.Errorf("exporter: slow interval %v is shorter than the interval %v", cfg.SlowInterval, cfg.Interval)
+		return fmt.Errorf("exporter: slow interval %v is shorter than the interval %v", cfg.SlowInterval, cfg.Interval)
 	case cfg.Retention < 2*cfg.Interval || cfg.Retention/cfg.Interval > 10_000_000:
-		return nil, fmt.Errorf("exporter: retention %v: want between two intervals and 10M samples", cfg.Retention)
+		return fmt.Errorf("exporter: retention %v: want between two intervals and 10M samples", cfg.Retention)
 	case cfg.ReleaseTolerance < 0 || cfg.ReleaseTolerance >= 1 || math.IsNaN(cfg.ReleaseTolerance):
-		return nil, fmt.Errorf("exporter: release tolerance %g: want 0 < t < 1", cfg.ReleaseTolerance)
+		return fmt.Errorf("exporter: release tolerance %g: want 0 < t < 1", cfg.ReleaseTolerance)
 	case cfg.ReleaseHold < 0 || cfg.ReleaseMaxWait < 0:
-		return nil, fmt.Errorf("exporter: negative release hold %v or max wait %v", cfg.ReleaseHold, cfg.ReleaseMaxWait)
+		return fmt.Errorf("exporter: negative release hold %v or max wait %v", cfg.ReleaseHold, cfg.ReleaseMaxWait)
 	case cfg.ReleaseHold > cfg.Retention:
-		return nil, fmt.Errorf("exporter: release hold %v exceeds the sample retention %v", cfg.ReleaseHold, cfg.Retention)
+		return fmt.Errorf("exporter: release hold %v exceeds the sample retention %v", cfg.ReleaseHold, cfg.Retention)
 	case cfg.ReleaseMaxWait < cfg.ReleaseHold:
-		return nil, fmt.Errorf("exporter: release max wait %v is shorter than the hold %v", cfg.ReleaseMaxWait, cfg.ReleaseHold)
+		return fmt.Errorf("exporter: release max wait %v is shorter than the hold %v", cfg.ReleaseMaxWait, cfg.ReleaseHold)
 	case cfg.IdleCVThreshold < 0:
-		return nil, fmt.Errorf("exporter: idle CV threshold %g: want > 0", cfg.IdleCVThreshold)
+		return fmt.Errorf("exporter: idle CV threshold %g: want > 0", cfg.IdleCVThreshold)
 	case cfg.MaxRuns < 1:
-		return nil, fmt.Errorf("exporter: max runs %d: want > 0", cfg.MaxRuns)
+		return fmt.Errorf("exporter: max runs %d: want > 0", cfg.MaxRuns)
 	case cfg.RunMaxAge < 0:
-		return nil, fmt.Errorf("exporter: run max age %v: want > 0", cfg.RunMaxAge)
+		return fmt.Errorf("exporter: run max age %v: want > 0", cfg.RunMaxAge)
 	case cfg.RunMetricsTTL < 0:
-		return nil, fmt.Errorf("exporter: run metrics TTL %v: want > 0", cfg.RunMetricsTTL)
+		return fmt.Errorf("exporter: run metrics TTL %v: want > 0", cfg.RunMetricsTTL)
 	case cfg.SaveInterval < 0:
-		return nil, fmt.Errorf("exporter: save interval %v: want > 0", cfg.SaveInterval)
+		return fmt.Errorf("exporter: save interval %v: want > 0", cfg.SaveInterval)
 	}
-	devs := cfg.Backend.Devices()
-	if len(devs) == 0 {
-		return nil, errors.New("exporter: the GPU backend found no GPU")
-	}
-	e := &Exporter{
-		cfg: cfg, backend: cfg.Backend, clock: cfg.Clock, log: cfg.Logger,
-		runs: map[string]*run{}, seen: map[string]struct{}{}, ready: make(chan struct{}),
-	}
-	e.t0 = e.clock.Now()
-	e.t0Unix = e.t0.UnixNano()
-	capacity := int(cfg.Retention/cfg.Interval) + 2
+	return nil
+}
+
+// addGPUs sets up the per-GPU state of the backend's devices.
+func (e *Exporter) addGPUs(devs []gpu.Device) error {
+	capacity := int(e.cfg.Retention/e.cfg.Interval) + 2
 	for i, d := range devs {
 		if d.Index != i {
-			return nil, fmt.Errorf("exporter: backend lists GPU index %d at position %d", d.Index, i)
+			return fmt.Errorf("exporter: backend lists GPU index %d at position %d", d.Index, i)
 		}
 		e.gpus = append(e.gpus, &gpuState{dev: d, idx: strconv.Itoa(i), counter: d.EnergySource == gpu.EnergyCounter,
 			ring: newRing(capacity), healthy: d.Err == "", lastErr: d.Err, errors: map[string]uint64{}})
 	}
-	if cfg.StoragePath != "" {
-		st, err := openStorage(cfg.StoragePath)
-		if err != nil {
-			return nil, err
-		}
-		e.store = st
-		if err := e.restore(); err != nil {
-			return nil, err
-		}
+	return nil
+}
+
+// openRemoteWrite starts the remote writer of the raw samples when
+// configured.
+func (e *Exporter) openRemoteWrite() error {
+	if e.cfg.RemoteWrite == nil {
+		return nil
 	}
-	if cfg.RemoteWrite != nil {
-		rwc := *cfg.RemoteWrite
-		if rwc.MaxElapsed <= 0 {
-			rwc.MaxElapsed = RawWriteRetry
-		}
-		w, err := remotewrite.New(rwc, cfg.Logger)
-		if err != nil {
-			return nil, fmt.Errorf("exporter: %w", err)
-		}
-		e.rw = w
+	rwc := *e.cfg.RemoteWrite
+	if rwc.MaxElapsed <= 0 {
+		rwc.MaxElapsed = RawWriteRetry
 	}
-	if cfg.Pods != nil {
-		a, err := newAttributor(*cfg.Pods, cfg.Backend, cfg.Logger)
-		if err != nil {
-			return nil, err
-		}
-		a.refreshed = e.noteAllCoTenants
-		e.attr = a
+	w, err := remotewrite.New(rwc, e.cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("exporter: %w", err)
 	}
-	e.registerMetrics()
-	return e, nil
+	e.rw = w
+	return nil
 }
 
 // Start begins sampling until ctx ends or Close: one goroutine per GPU for

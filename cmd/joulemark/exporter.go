@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/gpu"
-	"github.com/joulemark/joulemark/internal/powercap"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
@@ -82,147 +80,45 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		}
 		return fmt.Errorf("API token from %s is %d bytes: want at least %d (e.g. head -c 32 /dev/urandom | base64)", src, len(token), exporter.MinTokenBytes)
 	}
-
-	var backend gpu.Backend
-	switch c.GPU {
-	case "sim":
-		n := c.GPUs
-		if n == 0 {
-			n = 8
-		}
-		sim, err := gpu.NewSim(gpu.SimConfig{
-			GPUs: n, IdleWatts: c.SimIdleWatts, MaxWatts: c.SimMaxWatts, StartupWatts: c.SimStartupWatts,
-			RampSeconds: c.SimRampSeconds, DecayTau: c.SimDecaySeconds, NoiseWatts: c.SimNoiseWatts,
-			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter, CounterPeriod: c.SimCounterPeriod,
-			CounterOffset: c.SimCounterOffset, CounterJitter: c.SimCounterJitter, HangBlocksClose: c.SimHangShutdown,
-			DownAtStart: downAtStart(c.SimDownGPU), DownFor: c.SimDownFor, PowerBias: c.SimPowerBias,
-		})
-		if err != nil {
-			return err
-		}
-		if c.SimDownGPU >= 0 {
-			log.Warn("simulated GPU fails to open at start (--sim.down-gpu); listed with joulemark_gpu_up 0", "gpu", c.SimDownGPU, "for", c.SimDownFor)
-		}
-		if c.SimHangGPU >= n {
-			return fmt.Errorf("--sim.hang-gpu %d: there are %d simulated GPUs", c.SimHangGPU, n)
-		}
-		if c.SimHangGPU >= 0 {
-			hang := time.AfterFunc(c.SimHangAfter, func() {
-				log.Warn("simulated GPU hangs from now on (--sim.hang-gpu)", "gpu", c.SimHangGPU)
-				sim.HangGPU(c.SimHangGPU)
-			})
-			defer hang.Stop()
-		}
-		if err := c.coupleSimEngines(ctx, sim, log); err != nil {
-			return err
-		}
-		backend = sim
-	case "nvml":
-		if len(c.SimEngineURL) > 0 {
-			return errors.New("--sim.engine-url needs --gpu=sim")
-		}
-		if c.SimHangGPU >= 0 || c.SimDownGPU >= 0 {
-			return errors.New("--sim.hang-gpu and --sim.down-gpu need --gpu=sim")
-		}
-		if c.NVMLRetryInterval <= 0 {
-			return withExitCode(exitUsage, fmt.Errorf("--nvml.retry-interval %v: want more than 0", c.NVMLRetryInterval))
-		}
-		b, err := gpu.OpenNVML(gpu.NVMLOptions{MaxGPUs: c.GPUs, InitTimeout: c.NVMLInitTimeout, RetryInterval: c.NVMLRetryInterval, Logger: log})
-		if err != nil {
-			return err
-		}
-		backend = b
+	if c.GPU == exporter.BackendNVML && c.NVMLRetryInterval <= 0 {
+		return withExitCode(exitUsage, fmt.Errorf("--nvml.retry-interval %v: want more than 0", c.NVMLRetryInterval))
 	}
-	blind := c.processesBlind(log)
-
 	cfg := exporter.Config{
-		Backend: backend, Interval: c.Interval, Retention: c.Retention,
+		Interval: c.Interval, Retention: c.Retention,
 		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
-		ReleaseRequireEngineExit: c.ReleaseRequireEngineExit, ProcessesBlind: blind,
-		IdleCVThreshold: c.IdleCVThreshold, APIToken: token, Logger: log, MaxRuns: c.MaxRuns,
+		ReleaseRequireEngineExit: c.ReleaseRequireEngineExit,
+		IdleCVThreshold:          c.IdleCVThreshold, APIToken: token, MaxRuns: c.MaxRuns,
 		MaxRequests: maxRequests(c.MaxRequests), StoragePath: c.StoragePath, SaveInterval: c.SaveInterval, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
 	}
-	if c.PowercapPath != "" {
-		cfg.Host = powercap.NewMeter(os.DirFS(c.PowercapPath))
-		if ok, reason, err := cfg.Host.Status(); !ok {
-			log.Warn("host energy unavailable; reports will say so instead of 0", "path", c.PowercapPath, "reason", reason, "err", err)
-		}
-	}
-	pods, closePods, err := c.Kubelet.podConfig(c.GPU, backend.Devices())
-	if err != nil {
-		_ = backend.Close()
-		return err
-	}
-	defer closePods()
-	cfg.Pods = pods
 	if c.RemoteWrite.URL != "" {
 		hc, err := c.RemoteWrite.HTTPConfig()
 		if err != nil {
-			_ = backend.Close()
 			return withExitCode(exitUsage, err)
 		}
 		cfg.RemoteWrite = &remotewrite.Config{URL: c.RemoteWrite.URL, UserAgent: "joulemark-exporter", HTTP: hc}
 		host, _ := os.Hostname()
 		cfg.RemoteWriteLabels = map[string]string{"instance": host, "job": "joulemark-exporter"}
 	}
-	exp, err := exporter.New(cfg)
-	if err != nil {
-		_ = backend.Close()
-		return err
-	}
-	closed := false
-	closeExporter := func() error {
-		closed = true
-		if err := exp.Close(); err != nil {
-			return fmt.Errorf("shutdown: %w", err)
-		}
-		return nil
-	}
-	defer func() {
-		if !closed {
-			if err := closeExporter(); err != nil {
-				log.Error("closing the exporter", "err", err)
-			}
-		}
-	}()
-	if token == "" {
-		log.Warn("no API token (--web.api-token-file or JOULEMARK_API_TOKEN): the phase API is disabled")
-	}
-	exp.Start(ctx)
-	devs := exp.Devices()
-	log.Info("exporter started", "gpu_backend", c.GPU, "gpus", len(devs), "power_source", devs[0].PowerSource,
-		"energy_source", devs[0].EnergySource, "interval", c.Interval, "listen", c.ListenAddress)
-	if err := exp.Serve(ctx, c.ListenAddress, c.WebConfigFile); err != nil {
-		return err
-	}
-	return closeExporter()
+	return exporter.Main(ctx, exporter.Options{
+		Backend: c.backendConfig(), Kubelet: c.Kubelet.config(), PowercapPath: c.PowercapPath, Config: cfg,
+		ListenAddress: c.ListenAddress, WebConfigFile: c.WebConfigFile,
+	}, log)
 }
 
-// processesBlind is why NVML's process lists cannot be trusted here ("" when
-// they can): with --gpu=nvml, an exporter outside the host's PID namespace
-// sees no other container's GPU process.
-func (c *ExporterCmd) processesBlind(log *slog.Logger) string {
-	if c.GPU != "nvml" {
-		return ""
+// backendConfig is the GPU backend the flags select.
+func (c *ExporterCmd) backendConfig() exporter.BackendConfig {
+	return exporter.BackendConfig{
+		Kind: c.GPU, GPUs: c.GPUs, NVMLInitTimeout: c.NVMLInitTimeout, NVMLRetryInterval: c.NVMLRetryInterval,
+		Sim: gpu.SimConfig{
+			IdleWatts: c.SimIdleWatts, MaxWatts: c.SimMaxWatts, StartupWatts: c.SimStartupWatts,
+			RampSeconds: c.SimRampSeconds, DecayTau: c.SimDecaySeconds, NoiseWatts: c.SimNoiseWatts,
+			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter, CounterPeriod: c.SimCounterPeriod,
+			CounterOffset: c.SimCounterOffset, CounterJitter: c.SimCounterJitter, HangBlocksClose: c.SimHangShutdown,
+			DownFor: c.SimDownFor, PowerBias: c.SimPowerBias,
+		},
+		SimHangGPU: c.SimHangGPU, SimHangAfter: c.SimHangAfter, SimDownGPU: c.SimDownGPU,
+		SimEngineURLs: c.SimEngineURL, SimAllocations: c.Kubelet.SimAllocations, Interval: c.Interval,
 	}
-	ns, err := gpu.DetectPIDNamespace(c.Kubelet.ProcFS)
-	if err != nil {
-		why := fmt.Sprintf("the exporter's PID namespace is unknown (%v)", err)
-		log.Warn("NVML process lists cannot be trusted; the release's process criterion is met unverified", "why", why)
-		return why
-	}
-	if !ns.Host {
-		log.Warn("NVML process lists are blind; the release's process criterion is met unverified", "why", ns.Why())
-	}
-	return ns.Why()
-}
-
-// downAtStart is --sim.down-gpu as a list (-1: none).
-func downAtStart(i int) []int {
-	if i < 0 {
-		return nil
-	}
-	return []int{i}
 }
 
 // apiToken reads the phase API token from file, else env JOULEMARK_API_TOKEN.

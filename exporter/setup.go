@@ -1,0 +1,291 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/podresources"
+	"github.com/joulemark/joulemark/internal/powercap"
+)
+
+// Backends of BackendConfig.Kind (joulemark exporter --gpu).
+const (
+	BackendNVML = "nvml"
+	BackendSim  = "sim"
+)
+
+// BackendConfig selects and configures the GPU backend (joulemark
+// exporter's --gpu, --gpus, --nvml.* and --sim.* flags).
+type BackendConfig struct {
+	Kind string // BackendNVML or BackendSim
+	// GPUs: with nvml the first N (0: all); with sim how many (0: 8).
+	GPUs              int
+	NVMLInitTimeout   time.Duration
+	NVMLRetryInterval time.Duration
+	// Sim configures the simulated GPUs; its GPUs and DownAtStart are set
+	// from GPUs and SimDownGPU.
+	Sim          gpu.SimConfig
+	SimHangGPU   int // GPU whose reads hang after SimHangAfter; -1: none
+	SimHangAfter time.Duration
+	SimDownGPU   int // GPU failing to open at start; -1: none
+	// SimEngineURLs drive the simulated load: a URL drives every GPU,
+	// namespace/pod=URL the GPUs the pod holds in SimAllocations.
+	SimEngineURLs  []string
+	SimAllocations string
+	// Interval is the couplers' scrape period of the simulated engines.
+	Interval time.Duration
+}
+
+// OpenBackend opens the GPU backend; stop ends what runs beside it (the
+// simulated hang's timer; the simulated engines' couplers end with ctx).
+func OpenBackend(ctx context.Context, c BackendConfig, log *slog.Logger) (b gpu.Backend, stop func(), err error) {
+	switch c.Kind {
+	case BackendSim:
+		return openSim(ctx, c, log)
+	case BackendNVML:
+		switch {
+		case len(c.SimEngineURLs) > 0:
+			return nil, nil, errors.New("--sim.engine-url needs --gpu=sim")
+		case c.SimHangGPU >= 0 || c.SimDownGPU >= 0:
+			return nil, nil, errors.New("--sim.hang-gpu and --sim.down-gpu need --gpu=sim")
+		}
+		nv, err := gpu.OpenNVML(gpu.NVMLOptions{MaxGPUs: c.GPUs, InitTimeout: c.NVMLInitTimeout, RetryInterval: c.NVMLRetryInterval, Logger: log})
+		if err != nil {
+			return nil, nil, err
+		}
+		return nv, func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("GPU backend %q: want %s or %s", c.Kind, BackendNVML, BackendSim)
+}
+
+// openSim builds the simulated GPUs, their hang and their engines.
+func openSim(ctx context.Context, c BackendConfig, log *slog.Logger) (gpu.Backend, func(), error) {
+	cfg := c.Sim
+	cfg.GPUs = c.GPUs
+	if cfg.GPUs == 0 {
+		cfg.GPUs = 8
+	}
+	if c.SimDownGPU >= 0 {
+		cfg.DownAtStart = []int{c.SimDownGPU}
+	}
+	sim, err := gpu.NewSim(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.SimDownGPU >= 0 {
+		log.Warn("simulated GPU fails to open at start (--sim.down-gpu); listed with joulemark_gpu_up 0", "gpu", c.SimDownGPU, "for", cfg.DownFor)
+	}
+	if c.SimHangGPU >= cfg.GPUs {
+		return nil, nil, fmt.Errorf("--sim.hang-gpu %d: there are %d simulated GPUs", c.SimHangGPU, cfg.GPUs)
+	}
+	stop := func() {}
+	if c.SimHangGPU >= 0 {
+		hang := time.AfterFunc(c.SimHangAfter, func() {
+			log.Warn("simulated GPU hangs from now on (--sim.hang-gpu)", "gpu", c.SimHangGPU)
+			sim.HangGPU(c.SimHangGPU)
+		})
+		stop = func() { hang.Stop() }
+	}
+	if err := coupleSimEngines(ctx, c, sim, log); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return sim, stop, nil
+}
+
+// coupleSimEngines starts a coupler per simulated engine URL: a plain URL
+// drives every simulated GPU; namespace/pod=URL drives only the GPUs that
+// pod holds in SimAllocations.
+func coupleSimEngines(ctx context.Context, c BackendConfig, sim *gpu.Sim, log *slog.Logger) error {
+	var pods []podresources.SimPod
+	for _, spec := range c.SimEngineURLs {
+		pod, url, scoped := strings.Cut(spec, "=")
+		if !scoped || strings.Contains(pod, "://") {
+			pod, url = "", spec
+		}
+		cp, err := gpu.NewSimCoupler(sim, url, c.Interval)
+		if err != nil {
+			return fmt.Errorf("--sim.engine-url %s: %w", spec, err)
+		}
+		if pod != "" {
+			if pods == nil {
+				if c.SimAllocations == "" {
+					return fmt.Errorf("--sim.engine-url %s: a pod's engine needs --sim.allocations", spec)
+				}
+				if pods, err = podresources.ParseSimAllocations(c.SimAllocations, len(sim.Devices())); err != nil {
+					return fmt.Errorf("--sim.allocations: %w", err)
+				}
+			}
+			i := slices.IndexFunc(pods, func(p podresources.SimPod) bool { return p.Namespace+"/"+p.Pod == pod })
+			if i < 0 {
+				return fmt.Errorf("--sim.engine-url %s: pod %s is not in --sim.allocations", spec, pod)
+			}
+			if err := cp.SetGPUs(pods[i].GPUs); err != nil {
+				return err
+			}
+		}
+		cp.SetLogger(log)
+		go cp.Run(ctx)
+	}
+	return nil
+}
+
+// KubeletConfig configures the energy attribution to pods through the
+// kubelet's PodResources API (joulemark exporter's --kubelet.* flags).
+type KubeletConfig struct {
+	Socket       string // the PodResources socket; empty: no attribution
+	Refresh      time.Duration
+	GPUResources []string
+	Checkpoint   string
+	ProcFS       string
+	// SimAllocations, with the sim backend, serves simulated pods from an
+	// in-process fake kubelet instead of Socket.
+	SimAllocations string
+}
+
+// OpenPods dials the kubelet socket, or with SimAllocations starts a fake
+// kubelet on a temporary socket; nil when attribution is off. devs are the
+// backend's GPUs; sim says the backend is simulated.
+func OpenPods(k KubeletConfig, sim bool, devs []gpu.Device) (*PodConfig, func(), error) {
+	if k.SimAllocations != "" {
+		return k.simKubelet(sim, devs)
+	}
+	if k.Socket == "" {
+		return nil, func() {}, nil
+	}
+	cli, err := podresources.Dial(k.Socket, k.GPUResources, max(k.Refresh, time.Second))
+	if err != nil {
+		return nil, nil, err
+	}
+	return &PodConfig{Lister: cli, Refresh: k.Refresh, ProcRoot: k.ProcFS, Checkpoint: k.Checkpoint},
+		func() { _ = cli.Close() }, nil
+}
+
+// simKubelet serves SimAllocations from an in-process fake kubelet.
+func (k KubeletConfig) simKubelet(sim bool, devs []gpu.Device) (*PodConfig, func(), error) {
+	if !sim {
+		return nil, nil, errors.New("--sim.allocations needs --gpu=sim")
+	}
+	pods, err := podresources.ParseSimAllocations(k.SimAllocations, len(devs))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--sim.allocations: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "jmk-kubelet-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("fake kubelet: %w", err)
+	}
+	fake, err := podresources.NewFake(filepath.Join(dir, "kubelet.sock"))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	uuids := make([]string, len(devs))
+	for i, d := range devs {
+		uuids[i] = d.UUID
+	}
+	fake.Set(podresources.SimAllocations(pods, uuids))
+	cli, err := podresources.Dial(fake.Socket(), []string{"nvidia.com/gpu"}, max(k.Refresh, time.Second))
+	if err != nil {
+		_ = fake.Close()
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	closeAll := func() {
+		_ = cli.Close()
+		_ = fake.Close()
+		_ = os.RemoveAll(dir)
+	}
+	return &PodConfig{Lister: cli, Refresh: k.Refresh, ProcRoot: k.ProcFS, Checkpoint: k.Checkpoint}, closeAll, nil
+}
+
+// ProcessesBlind is why NVML's process lists cannot be trusted ("" when
+// they can): with the nvml backend, an exporter outside the host's PID
+// namespace (read through hostProc) sees no other container's GPU process.
+func ProcessesBlind(kind, hostProc string, log *slog.Logger) string {
+	if kind != BackendNVML {
+		return ""
+	}
+	ns, err := gpu.DetectPIDNamespace(hostProc)
+	if err != nil {
+		why := fmt.Sprintf("the exporter's PID namespace is unknown (%v)", err)
+		log.Warn("NVML process lists cannot be trusted; the release's process criterion is met unverified", "why", why)
+		return why
+	}
+	if !ns.Host {
+		log.Warn("NVML process lists are blind; the release's process criterion is met unverified", "why", ns.Why())
+	}
+	return ns.Why()
+}
+
+// Options is everything Main needs: the backend, the attribution to pods,
+// the host's RAPL tree, the exporter's settings and where to serve.
+type Options struct {
+	Backend BackendConfig
+	Kubelet KubeletConfig
+	// PowercapPath is the powercap tree metered beside the GPUs; empty:
+	// no host energy.
+	PowercapPath string
+	// Config is the exporter's; Main sets its Backend, Host, Pods,
+	// ProcessesBlind and Logger.
+	Config        Config
+	ListenAddress string
+	WebConfigFile string
+}
+
+// Main opens the backend, builds and starts the exporter and serves until
+// ctx ends, then shuts it down (joulemark exporter).
+func Main(ctx context.Context, o Options, log *slog.Logger) error {
+	backend, stop, err := OpenBackend(ctx, o.Backend, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	cfg := o.Config
+	cfg.Backend, cfg.Logger = backend, log
+	cfg.ProcessesBlind = ProcessesBlind(o.Backend.Kind, o.Kubelet.ProcFS, log)
+	if o.PowercapPath != "" {
+		cfg.Host = powercap.NewMeter(os.DirFS(o.PowercapPath))
+		if ok, reason, err := cfg.Host.Status(); !ok {
+			log.Warn("host energy unavailable; reports will say so instead of 0", "path", o.PowercapPath, "reason", reason, "err", err)
+		}
+	}
+	pods, closePods, err := OpenPods(o.Kubelet, o.Backend.Kind == BackendSim, backend.Devices())
+	if err != nil {
+		_ = backend.Close()
+		return err
+	}
+	defer closePods()
+	cfg.Pods = pods
+	exp, err := New(cfg)
+	if err != nil {
+		_ = backend.Close()
+		return err
+	}
+	if cfg.APIToken == "" {
+		log.Warn("no API token (--web.api-token-file or JOULEMARK_API_TOKEN): the phase API is disabled")
+	}
+	exp.Start(ctx)
+	devs := exp.Devices()
+	log.Info("exporter started", "gpu_backend", o.Backend.Kind, "gpus", len(devs), "power_source", devs[0].PowerSource,
+		"energy_source", devs[0].EnergySource, "interval", exp.cfg.Interval, "listen", o.ListenAddress)
+	serveErr := exp.Serve(ctx, o.ListenAddress, o.WebConfigFile)
+	closeErr := exp.Close()
+	switch {
+	case serveErr != nil:
+		if closeErr != nil {
+			log.Error("closing the exporter", "err", closeErr)
+		}
+		return serveErr
+	case closeErr != nil:
+		return fmt.Errorf("shutdown: %w", closeErr)
+	}
+	return nil
+}
