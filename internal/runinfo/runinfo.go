@@ -65,9 +65,10 @@ var LabelNames = []string{"run_id", "model", "engine", "engine_version", "gpu_na
 
 // IdentityKeys are the keys whose runs are never pooled in one median
 // unless asked: a different model, engine, GPU, prompt set or load point is
-// a different experiment.
+// a different experiment; so is another repetition group (two groups of
+// one configuration are two experiments, pooled only when asked).
 var IdentityKeys = []string{"model", "engine", "engine_version", "gpu_name", "gpus", "dataset_sha256",
-	"load_mode", "concurrency", "rate", "mode"}
+	"load_mode", "concurrency", "rate", "mode", "repetition_group"}
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
