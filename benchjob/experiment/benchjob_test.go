@@ -86,7 +86,7 @@ func TestSetRunID(t *testing.T) {
 
 // repeat: N, top level or in a run, reaches each run's config (benchjob
 // expands it into N runs when it runs them); a wrong one names its line.
-func TestBenchRepeat(t *testing.T) {
+func TestExperimentRepeat(t *testing.T) {
 	doc := `name: rep
 repeat: 3
 base:
