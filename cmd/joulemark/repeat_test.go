@@ -2,16 +2,21 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/runinfo"
 	"github.com/joulemark/joulemark/internal/simengine"
 )
 
@@ -93,5 +98,43 @@ func TestBenchRepeat(t *testing.T) {
 	after, _ := os.ReadFile(filepath.Join(runs, "grp-rep1", runarchive.ManifestFile))
 	if string(before) != string(after) {
 		t.Error("grp-rep1's manifest changed")
+	}
+}
+
+// pareto pools a repetition group into one point: text names the group
+// with its median and range, JSON carries the group summary, CSV keeps a
+// row per repetition with the pool's class.
+func TestParetoPoolsRepetitions(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for i, ss := range []float64{0.40, 0.44, 0.60} {
+		id := fmt.Sprintf("g-rep%d", i+1)
+		rep := analyze.Report{RunID: id, Valid: true, Run: &analyze.RunIdentity{Info: runinfo.Info{RunID: id, Model: "m",
+			LoadMode: "closed", Concurrency: 8, RepetitionGroup: "g", Repetition: i + 1, Repetitions: 3}}}
+		rep.SteadyState.Reached, rep.SteadyState.JoulesPerToken = true, &ss
+		rep.Tokens.FormalOutput = 1000
+		b, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, id+".json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	out, err := runOut(t, append([]string{"pareto"}, paths...)...)
+	if err != nil || !strings.Contains(out, "0.44 (0.4–0.6)") || !strings.Contains(out, "3 valid of 3 repetitions") || strings.Contains(out, "g-rep1") {
+		t.Errorf("pareto text (%v):\n%s", err, out)
+	}
+	out, err = runOut(t, append([]string{"pareto", "--format", "json"}, paths...)...)
+	if err != nil || !strings.Contains(out, `"run_id": "g"`) || !strings.Contains(out, `"verdict": "disagree`) {
+		t.Errorf("pareto json (%v):\n%s", err, out)
+	}
+	out, err = runOut(t, append([]string{"pareto", "--format", "csv"}, paths...)...)
+	header, rows := readCSV(t, out)
+	col := slices.Index(header, "pareto.repetition_group")
+	if err != nil || len(rows) != 3 || col < 0 || rows[2][col] != "g" || rows[2][0] != "1" {
+		t.Errorf("pareto csv (%v): %v %v", err, header, rows)
 	}
 }
