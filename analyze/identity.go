@@ -63,6 +63,10 @@ func identityLine(id *RunIdentity) string {
 	if len(digest) > 12 {
 		digest = digest[:12]
 	}
-	return fmt.Sprintf("Model `%s` · engine %s · %s · load %s · mean tokens in/out %.0f/%.0f%s · prompt set `%s` (from %s)",
-		orDash(i.Model), i.EngineLabel(), i.Hardware(), orDash(i.Load()), i.MeanInputTokens, i.MeanOutputTokens, eos, orDash(digest), id.Source)
+	rep := ""
+	if i.RepetitionGroup != "" {
+		rep = fmt.Sprintf(" · repetition %d of %d in group `%s`", i.Repetition, i.Repetitions, i.RepetitionGroup)
+	}
+	return fmt.Sprintf("Model `%s` · engine %s · %s · load %s · mean tokens in/out %.0f/%.0f%s · prompt set `%s`%s (from %s)",
+		orDash(i.Model), i.EngineLabel(), i.Hardware(), orDash(i.Load()), i.MeanInputTokens, i.MeanOutputTokens, eos, orDash(digest), rep, id.Source)
 }

@@ -11,7 +11,7 @@ import (
 
 func TestArchiveRunInfoFallback(t *testing.T) {
 	dir := t.TempDir()
-	doc := `{"run_id":"r1","run_info":{"run_id":"r1","model":"m","engine":"sglang","gpus":8,"gpu_name":"NVIDIA H200","load_mode":"poisson","rate":2.5,"dataset_sha256":"ab"}}`
+	doc := `{"run_id":"r1","run_info":{"run_id":"r1","model":"m","engine":"sglang","gpus":8,"gpu_name":"NVIDIA H200","load_mode":"poisson","rate":2.5,"dataset_sha256":"ab","repetition_group":"g","repetition":2,"repetitions":3}}`
 	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestArchiveRunInfoFallback(t *testing.T) {
 		t.Fatalf("run info %+v, %v", info, err)
 	}
 	line := identityLine(&RunIdentity{Info: *info, Source: "archive"})
-	for _, want := range []string{"`m`", "sglang", "8 × NVIDIA H200", "rate 2.5 req/s (poisson)", "from archive"} {
+	for _, want := range []string{"`m`", "sglang", "8 × NVIDIA H200", "rate 2.5 req/s (poisson)", "repetition 2 of 3 in group `g`", "from archive"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("identity line %q lacks %q", line, want)
 		}

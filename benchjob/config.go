@@ -38,6 +38,12 @@ type Config struct {
 	// id (<run_id>-c<N> or <run_id>-r<R>).
 	SweepConcurrency []int     `yaml:"sweep_concurrency" json:"sweep_concurrency,omitempty"`
 	SweepRate        []float64 `yaml:"sweep_rate" json:"sweep_rate,omitempty"`
+	// Repeat runs the configuration (each sweep point) N times, each a cold
+	// lifecycle with its own run id <run_id>-rep<i>, under one repetition
+	// group (run.repetition_group); 0 or 1: once.
+	Repeat int `yaml:"repeat" json:"repeat,omitempty"`
+	// repetition places a run Sweep expanded from Repeat in its group.
+	repetition repetition
 
 	// Requests and/or Duration bound the formal phase (the first reached ends it).
 	Requests       int           `yaml:"requests" json:"requests"`
@@ -297,6 +303,9 @@ func (c *Config) checkLoad(p *problems) {
 }
 
 func (c *Config) checkSweeps(p *problems) {
+	if c.Repeat < 0 || c.Repeat > MaxRepeat {
+		p.add("repeat", "%d: want 0 to %d", c.Repeat, MaxRepeat)
+	}
 	for i, n := range c.SweepConcurrency {
 		if n <= 0 || n > ConcurrencyLimit {
 			p.add("sweep_concurrency", "value %d (#%d) must be from 1 to %d", n, i+1, ConcurrencyLimit)
@@ -476,9 +485,9 @@ func (c *Config) checkArchive(p *problems) {
 		p.add("run_id", "%v", err)
 		return
 	}
-	for _, pt := range sweepPoints(*c) {
+	for _, pt := range runPoints(*c) {
 		if err := runid.Validate(pt.RunID); err != nil {
-			p.add("run_id", "sweep point: %v", err)
+			p.add("run_id", "%s: %v", pt.repetition.kind(), err)
 			return
 		}
 	}

@@ -135,8 +135,8 @@ type runner struct {
 // <runs_dir>/<run_id>/. It returns a Result whenever the archive was
 // created, also together with an error (aborted, engine not ready, ...).
 func Run(ctx context.Context, cfg Config, opts Options) (*Result, error) {
-	if len(cfg.SweepConcurrency) > 0 || len(cfg.SweepRate) > 0 {
-		return nil, errors.New("bench config has a sweep: run it with Sweep")
+	if len(cfg.SweepConcurrency) > 0 || len(cfg.SweepRate) > 0 || cfg.Repeat > 1 {
+		return nil, errors.New("bench config has a sweep or a repeat: run it with Sweep")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

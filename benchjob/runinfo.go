@@ -22,6 +22,7 @@ func (r *runner) runInfo(formal Summary) runinfo.Info {
 		LoadMode: r.man.Load.Mode, Concurrency: c.Concurrency, Rate: c.Rate,
 		IgnoreEOS:     c.Extras.IgnoreEOS != nil && *c.Extras.IgnoreEOS,
 		DatasetSHA256: r.datasetDigest, Mode: runinfo.ModeLifecycle,
+		RepetitionGroup: c.repetition.group, Repetition: c.repetition.index, Repetitions: c.repetition.of,
 	}
 	if c.Engine.NoLifecycle {
 		info.Mode = runinfo.ModeAttached

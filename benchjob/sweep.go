@@ -14,8 +14,10 @@ import (
 // Sweep runs cfg once per value of its sweep (sweep_concurrency or
 // sweep_rate), each point its own run with its own lifecycle and run id
 // (<run_id>-c<N> / <run_id>-r<R>; a generated base id when run_id is
-// empty). Without a sweep it is Run. It stops at the first point that
-// fails or is aborted, returning the results so far.
+// empty), and each point repeat times (<point id>-rep<i>, one repetition
+// group per point). Without a sweep or a repeat it is Run. No run starts
+// when any of the ids has an archive already; it stops at the first run
+// that fails or is aborted, returning the results so far.
 func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -23,7 +25,14 @@ func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
 	if cfg.RunID == "" {
 		cfg.RunID = runid.New() // a sweep's base id, or the run's
 	}
-	points := sweepPoints(cfg)
+	points := runPoints(cfg)
+	if opts.Archive == nil {
+		for _, p := range points {
+			if _, err := os.Stat(filepath.Join(p.RunsDir, p.RunID)); err == nil {
+				return nil, fmt.Errorf("run %q in %s (of %s): %w (never overwritten: give a new --run-id)", p.RunID, p.RunsDir, cfg.RunID, ErrRunExists)
+			}
+		}
+	}
 	if len(points) == 0 {
 		res, err := runValidated(ctx, cfg, opts)
 		if res == nil {
@@ -38,7 +47,7 @@ func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
 			out = append(out, res)
 		}
 		if err != nil {
-			return out, fmt.Errorf("sweep point %s: %w", p.RunID, err)
+			return out, fmt.Errorf("%s %s: %w", p.repetition.kind(), p.RunID, err)
 		}
 	}
 	return out, nil
@@ -66,15 +75,61 @@ func sweepPoints(cfg Config) []Config {
 	return out
 }
 
+// MaxRepeat is the most repetitions of one configuration.
+const MaxRepeat = 100
+
+// repetition is a run's place in its repetition group.
+type repetition struct {
+	group     string // the group's id: the run id the repetitions extend
+	index, of int    // 1-based index, group size
+}
+
+// kind names a run of a sweep or a repeat in errors.
+func (r repetition) kind() string {
+	if r.group != "" {
+		return fmt.Sprintf("repetition %d/%d", r.index, r.of)
+	}
+	return "sweep point"
+}
+
+// repetitionSuffix is how a repetition's run id extends its group's:
+// <group>-rep<i> (not -r<i>, which a sweep_rate point uses).
+const repetitionSuffix = "-rep"
+
+// runPoints expands the sweep and the repeat into one config per run, each
+// with its run id: the sweep points, each repeated cfg.Repeat times
+// (<point id>-rep1 … -repN, the point's id the group); none when cfg is
+// one run.
+func runPoints(cfg Config) []Config {
+	pts := sweepPoints(cfg)
+	if cfg.Repeat <= 1 {
+		return pts
+	}
+	if len(pts) == 0 {
+		pts = []Config{cfg}
+	}
+	var out []Config
+	for _, p := range pts {
+		for i := 1; i <= cfg.Repeat; i++ {
+			q := p
+			q.Repeat = 0
+			q.repetition = repetition{group: p.RunID, index: i, of: cfg.Repeat}
+			q.RunID = p.RunID + repetitionSuffix + strconv.Itoa(i)
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
 // FreshRunID is cfg's run id when neither it nor any of its sweep points
-// has an archive in cfg.RunsDir yet, else the first <run_id>-<n> (n = 2, 3,
+// or repetitions has an archive in cfg.RunsDir yet, else the first <run_id>-<n> (n = 2, 3,
 // …) free for all of them: how a repeated experiment gets new run ids.
 func FreshRunID(cfg Config) string {
 	taken := func(id string) bool {
 		c := cfg
 		c.RunID = id
 		ids := []string{id}
-		for _, p := range sweepPoints(c) {
+		for _, p := range runPoints(c) {
 			ids = append(ids, p.RunID)
 		}
 		for _, x := range ids {

@@ -23,8 +23,16 @@ func FormatValue(v float64, ok bool) string {
 
 // FormatMetric prints metric m of run r for a table cell (latencies in
 // ms, see Metric.Header).
+// A pooled run's cell is the median and, over two or more repetitions,
+// their range: "1.23 (1.2–1.25)".
 func FormatMetric(m Metric, r *Run) string {
-	return m.Cell(m.Value(&r.Report))
+	if r.Pool != nil {
+		v, ok := r.Pool.Pool(m)
+		if ok && v.N > 1 {
+			return m.Cell(v.Median, true) + " (" + m.Cell(v.Min, true) + "–" + m.Cell(v.Max, true) + ")"
+		}
+	}
+	return m.Cell(m.Of(r))
 }
 
 // Header is the metric's column header in human tables: latencies carry

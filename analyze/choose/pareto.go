@@ -15,8 +15,8 @@ import (
 func Dominates(a, b *Run, metrics []Metric) (bool, []Metric) {
 	var used []Metric
 	for _, m := range metrics {
-		_, oka := m.Value(&a.Report)
-		_, okb := m.Value(&b.Report)
+		_, oka := m.Of(a)
+		_, okb := m.Of(b)
 		if oka && okb {
 			used = append(used, m)
 		}
@@ -27,8 +27,8 @@ func Dominates(a, b *Run, metrics []Metric) (bool, []Metric) {
 func dominates(a, b *Run, metrics []Metric) bool {
 	better := false
 	for _, m := range metrics {
-		va, oka := m.Value(&a.Report)
-		vb, okb := m.Value(&b.Report)
+		va, oka := m.Of(a)
+		vb, okb := m.Of(b)
 		if !oka || !okb {
 			continue
 		}
@@ -71,7 +71,7 @@ func Pareto(runs []*Run, metrics []Metric) []Class {
 	for i, r := range runs {
 		classes[i].Run = r
 		for _, m := range metrics {
-			if _, ok := m.Value(&r.Report); !ok {
+			if _, ok := m.Of(r); !ok {
 				classes[i].Missing = append(classes[i].Missing, m.Key)
 			}
 		}
@@ -194,6 +194,9 @@ func classLabel(c Class) string {
 
 func classNote(c Class) string {
 	var notes []string
+	if c.Run.Pool != nil {
+		notes = append(notes, poolNote(c.Run.Pool))
+	}
 	if c.Excluded != "" {
 		notes = append(notes, c.Excluded)
 	}
@@ -222,6 +225,8 @@ type paretoJSON struct {
 	Missing     []string            `json:"missing"`
 	Metrics     map[string]*float64 `json:"metrics"`
 	Sanity      *Sanity             `json:"output_sanity"`
+	// Repetitions is the pool a pooled run stands for (PoolRuns).
+	Repetitions *RepetitionSummary `json:"repetitions,omitempty"`
 }
 
 // WriteParetoJSON prints the classification as JSON.
@@ -231,11 +236,15 @@ func WriteParetoJSON(w io.Writer, classes []Class, metrics []Metric) error {
 		p := paretoJSON{RunID: c.Run.Name, Rank: c.Rank, Front: c.Front(), Excluded: c.Excluded,
 			DominatedBy: c.DominatedBy, Missing: c.Missing, Metrics: map[string]*float64{}, Sanity: c.Run.Sanity}
 		for _, m := range metrics {
-			if v, ok := m.Value(&c.Run.Report); ok {
+			if v, ok := m.Of(c.Run); ok {
 				p.Metrics[m.Key] = f64(v)
 			} else {
 				p.Metrics[m.Key] = nil
 			}
+		}
+		if c.Run.Pool != nil {
+			s := c.Run.Pool.Summary(metrics)
+			p.Repetitions = &s
 		}
 		out = append(out, p)
 	}

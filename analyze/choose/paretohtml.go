@@ -149,8 +149,8 @@ func paretoScatter(classes []Class) (*plot.Plot, error) {
 		var xys plotter.XYs
 		var labels []string
 		for _, c := range classes {
-			x, okx := paretoX.Value(&c.Run.Report)
-			y, oky := paretoY.Value(&c.Run.Report)
+			x, okx := paretoX.Of(c.Run)
+			y, oky := paretoY.Of(c.Run)
 			if !okx || !oky || !k.in(c) {
 				continue
 			}

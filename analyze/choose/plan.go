@@ -81,14 +81,8 @@ type PlanOptions struct {
 // N·e_ss + E_release of the admission run. Invalid runs are listed but are
 // never chosen.
 func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
-	if c := IdentityConflict(runs, ConfigKeys); c != "" && !opts.Pool {
-		return Plan{}, fmt.Errorf("the runs are not one configuration at several load points: they differ in %s (plan one configuration at a time, or --pool)", c)
-	}
-	if opts.TargetPeakRateRPS <= 0 || math.IsNaN(opts.TargetPeakRateRPS) || math.IsInf(opts.TargetPeakRateRPS, 0) {
-		return Plan{}, fmt.Errorf("target peak rate must be a positive number of requests per second, got %v", opts.TargetPeakRateRPS)
-	}
-	if opts.RestartsPerDay < 0 {
-		return Plan{}, fmt.Errorf("restarts per day must be ≥ 0, got %v", opts.RestartsPerDay)
+	if err := checkPlanOptions(runs, opts); err != nil {
+		return Plan{}, err
 	}
 	p := Plan{TargetPeakRateRPS: opts.TargetPeakRateRPS, RestartsPerDay: opts.RestartsPerDay,
 		Boundary: analyze.Boundary}
@@ -108,30 +102,7 @@ func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
 	byName := map[string]*Run{}
 	for _, r := range runs {
 		byName[r.Name] = r
-		pt := PlanPoint{RunID: r.Name, ConfiguredLoad: r.Load.String()}
-		formal, ok := r.Report.Stages["formal"]
-		if ok && formal.DurationSeconds > 0 {
-			pt.RateRPS = f64(float64(r.Report.Requests.Succeeded) / formal.DurationSeconds)
-		}
-		pt.LatencySeconds = r.Report.Latency.LatencySeconds.P50
-		if pt.RateRPS != nil && pt.LatencySeconds != nil {
-			pt.InFlight = f64(*pt.RateRPS * *pt.LatencySeconds)
-		}
-		var why []string
-		if reason := r.InvalidReason(); reason != "" {
-			why = append(why, reason)
-		}
-		if pt.RateRPS == nil {
-			why = append(why, "no formal duration: rate unknown")
-		}
-		for _, c := range opts.SLOs {
-			if w := c.Check(r); w != "" {
-				why = append(why, w)
-			}
-		}
-		pt.MeetsSLOs = len(why) == 0
-		pt.Reason = strings.Join(why, "; ")
-		p.Points = append(p.Points, pt)
+		p.Points = append(p.Points, planPoint(r, opts.SLOs))
 	}
 	slices.SortStableFunc(p.Points, func(a, b PlanPoint) int {
 		return cmp.Compare(deref(a.RateRPS), deref(b.RateRPS))
@@ -153,6 +124,61 @@ func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
 	if *adm.RateRPS <= 0 {
 		return p, fmt.Errorf("admission point %s has no successful request", adm.RunID)
 	}
+	planEnergy(&p, &byName[adm.RunID].Report, opts)
+	if opts.Cost.Set() {
+		p.CostPerDay = planCost(&p, opts.Cost)
+	}
+	return p, nil
+}
+
+// checkPlanOptions refuses runs of several configurations (unless pooled)
+// and a target rate or restart count that cannot be planned for.
+func checkPlanOptions(runs []*Run, opts PlanOptions) error {
+	if c := IdentityConflict(runs, ConfigKeys); c != "" && !opts.Pool {
+		return fmt.Errorf("the runs are not one configuration at several load points: they differ in %s (plan one configuration at a time, or --pool)", c)
+	}
+	if opts.TargetPeakRateRPS <= 0 || math.IsNaN(opts.TargetPeakRateRPS) || math.IsInf(opts.TargetPeakRateRPS, 0) {
+		return fmt.Errorf("target peak rate must be a positive number of requests per second, got %v", opts.TargetPeakRateRPS)
+	}
+	if opts.RestartsPerDay < 0 {
+		return fmt.Errorf("restarts per day must be ≥ 0, got %v", opts.RestartsPerDay)
+	}
+	return nil
+}
+
+// planPoint is one run as a load point: its achieved rate, median latency,
+// requests in flight, and whether it meets the SLOs (and why not).
+func planPoint(r *Run, slos []Constraint) PlanPoint {
+	pt := PlanPoint{RunID: r.Name, ConfiguredLoad: r.Load.String()}
+	formal, ok := r.Report.Stages["formal"]
+	if ok && formal.DurationSeconds > 0 {
+		pt.RateRPS = f64(float64(r.Report.Requests.Succeeded) / formal.DurationSeconds)
+	}
+	pt.LatencySeconds = r.Report.Latency.LatencySeconds.P50
+	if pt.RateRPS != nil && pt.LatencySeconds != nil {
+		pt.InFlight = f64(*pt.RateRPS * *pt.LatencySeconds)
+	}
+	var why []string
+	if reason := r.InvalidReason(); reason != "" {
+		why = append(why, reason)
+	}
+	if pt.RateRPS == nil {
+		why = append(why, "no formal duration: rate unknown")
+	}
+	for _, c := range slos {
+		if w := c.Check(r); w != "" {
+			why = append(why, w)
+		}
+	}
+	pt.MeetsSLOs = len(why) == 0
+	pt.Reason = strings.Join(why, "; ")
+	return pt
+}
+
+// planEnergy fills the replicas and the energy per day at the target rate
+// from the admission point's report rep.
+func planEnergy(p *Plan, rep *analyze.Report, opts PlanOptions) {
+	adm := p.AdmissionLimit
 	w := 0.0
 	if adm.LatencySeconds != nil {
 		w = *adm.LatencySeconds
@@ -160,7 +186,6 @@ func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
 	p.InFlightAtPeak = opts.TargetPeakRateRPS * w
 	p.Replicas = int(math.Ceil(opts.TargetPeakRateRPS / *adm.RateRPS))
 	p.RequestsPerDay = opts.TargetPeakRateRPS * SecondsPerDay
-	rep := &byName[adm.RunID].Report
 	if rep.Energy.StartupJoules != nil && rep.Energy.ReleaseJoules != nil {
 		p.FixedJoulesPerReplica = f64(*rep.Energy.StartupJoules + *rep.Energy.ReleaseJoules)
 	}
@@ -177,10 +202,6 @@ func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
 	} else {
 		p.Warnings = append(p.Warnings, "energy per day unknown: the admission run lacks startup/release energy or the per-request energy")
 	}
-	if opts.Cost.Set() {
-		p.CostPerDay = planCost(&p, opts.Cost)
-	}
-	return p, nil
 }
 
 func deref(p *float64) float64 {

@@ -35,6 +35,9 @@ type Run struct {
 	Load   *LoadPoint     // the configured load from manifest.json; nil when not found
 	// SanityPath is the requests.jsonl the sanity counts come from.
 	SanityPath string
+	// Pool, when set, makes this run stand for a repetition pool
+	// (PoolRuns): its metrics are the pool's medians (Metric.Of).
+	Pool *RepetitionPool
 }
 
 // LoadOptions say where to look for each run's archive.
@@ -266,7 +269,10 @@ func (r *Run) ExcludingFlags() []string {
 // InvalidReason says why the run is excluded from formal results, or "" when
 // it is valid.
 func (r *Run) InvalidReason() string {
-	if r.Report.Valid {
+	if r.Pool != nil && len(r.Pool.Valid) == 0 {
+		return fmt.Sprintf("no valid repetition of %d", len(r.Pool.Runs))
+	}
+	if r.Pool != nil || r.Report.Valid {
 		return ""
 	}
 	if codes := r.ExcludingFlags(); len(codes) > 0 {

@@ -85,10 +85,14 @@ type Result struct {
 	// two groups have both or one order is all ties (SpearmanNote says why).
 	// Sweeps are the configurations measured at several load points, with
 	// their knee.
-	Sweeps       []Sweep  `json:"sweeps,omitempty"`
-	Spearman     *float64 `json:"spearman"`
-	SpearmanN    int      `json:"spearman_groups"`
-	SpearmanNote string   `json:"spearman_note,omitempty"`
+	Sweeps []Sweep `json:"sweeps,omitempty"`
+	// Repetitions are the repetition groups among the runs (bench
+	// --repeat): per group the median and range of each tracked metric over
+	// its valid repetitions and whether they agree (choose.Agreement).
+	Repetitions  []choose.RepetitionSummary `json:"repetitions,omitempty"`
+	Spearman     *float64                   `json:"spearman"`
+	SpearmanN    int                        `json:"spearman_groups"`
+	SpearmanNote string                     `json:"spearman_note,omitempty"`
 }
 
 // Compare builds the comparison of runs, in their input order.
@@ -160,6 +164,9 @@ func Compare(runs []*choose.Run, opts Options) Result {
 	}
 	rankGroups(&res)
 	res.Sweeps = sweeps(runs, userKey)
+	for _, p := range choose.PoolRepetitions(runs) {
+		res.Repetitions = append(res.Repetitions, p.Summary(choose.DiffMetrics))
+	}
 	return res
 }
 

@@ -44,6 +44,52 @@ func groupRows(res Result) [][]string {
 	return rows
 }
 
+// repetitionRows is the table of repetition groups, header first: each
+// figure the median over the valid repetitions with their range.
+func repetitionRows(res Result) [][]string {
+	metrics := []choose.Metric{choose.SteadyStateJPT, choose.LifecycleJPT, choose.Throughput, choose.TTFTP95, choose.TPOTP95}
+	head := []string{"repetition group", "valid/found"}
+	for _, m := range metrics {
+		head = append(head, m.Header())
+	}
+	rows := [][]string{append(head, "ss rel. range", "agreement")}
+	for _, g := range res.Repetitions {
+		a := g.Agreement
+		found := fmt.Sprintf("%d/%d", a.Valid, a.Found)
+		if a.Planned > a.Found {
+			found += fmt.Sprintf(" of %d", a.Planned)
+		}
+		row := []string{g.Group, found}
+		for _, m := range metrics {
+			row = append(row, pooledText(m, g.Metrics[m.Key]))
+		}
+		rr := "-"
+		if a.RelativeRange != nil {
+			rr = choose.FormatValue(100**a.RelativeRange, true) + "%"
+		}
+		verdict := a.Verdict
+		if len(a.Invalid) > 0 {
+			verdict += "; not pooled: " + strings.Join(a.Invalid, ", ")
+		}
+		rows = append(rows, append(row, rr, verdict))
+	}
+	return rows
+}
+
+// pooledText is "median (min–max)", the median alone for one value.
+func pooledText(m choose.Metric, p *choose.Pooled) string {
+	switch {
+	case p == nil:
+		return "-"
+	case p.N == 1:
+		return m.Cell(p.Median, true)
+	}
+	return m.Cell(p.Median, true) + " (" + m.Cell(p.Min, true) + "–" + m.Cell(p.Max, true) + ")"
+}
+
+// repetitionLegend says what the repetition table's figures are.
+const repetitionLegend = "each figure: the median (min–max) over each group's valid repetitions (invalid ones counted, never pooled), with their range (min–max: as an interval of the median it holds with probability 1−2^(1−n), 75%% at n = 3); agreement: formal output tokens within ±%s%% (|a−b|/max) and each repetition's steady-state J/token within ±%s%% of the median; rel. range = (max−min)/median of steady-state J/token.\n"
+
 // WriteText prints the side-by-side table, the comparability check, the
 // group medians and the rank correlation.
 func WriteText(w io.Writer, res Result) error {
@@ -56,6 +102,14 @@ func WriteText(w io.Writer, res Result) error {
 	fmt.Fprintf(w, "\ngroups by %s (medians over included runs):\n", res.GroupBy)
 	if err := choose.Table(w, groupRows(res)); err != nil {
 		return err
+	}
+	if len(res.Repetitions) > 0 {
+		fmt.Fprintf(w, "\nrepetition groups:\n")
+		if err := choose.Table(w, repetitionRows(res)); err != nil {
+			return err
+		}
+		b := choose.FormatValue(100*choose.AgreementBound, true)
+		fmt.Fprintf(w, repetitionLegend, b, b)
 	}
 	for _, sw := range res.Sweeps {
 		fmt.Fprintf(w, "\nsweep %s:\n", sw.Key)

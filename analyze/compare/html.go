@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/internal/atomicfile"
 	"github.com/joulemark/joulemark/internal/svgplot"
 )
@@ -59,6 +60,9 @@ figure svg { max-width: 100%; height: auto; }
 <h2>Groups by {{.Res.GroupBy}} (medians over included runs)</h2>
 {{template "table" .Groups}}
 <p class="note">{{.Spearman}}</p>
+{{if .Repetitions}}<h2>Repetition groups</h2>
+{{template "table" .Repetitions}}
+<p class="note">{{.RepetitionNote}}</p>{{end}}
 </body>
 </html>
 {{define "table"}}<table>
@@ -112,7 +116,22 @@ func WriteHTML(w io.Writer, res Result) error {
 		Sweeps                  []sweepHTML
 		Runs, Groups            [][]string
 		Comparability, Spearman string
-	}{res, sweeps, runRows(res), groupRows(res), comp, spear})
+		Repetitions             [][]string
+		RepetitionNote          string
+	}{res, sweeps, runRows(res), groupRows(res), comp, spear, repNil(res), repetitionNote()})
+}
+
+// repNil is the repetition table, nil without a repetition group.
+func repNil(res Result) [][]string {
+	if len(res.Repetitions) == 0 {
+		return nil
+	}
+	return repetitionRows(res)
+}
+
+func repetitionNote() string {
+	b := choose.FormatValue(100*choose.AgreementBound, true)
+	return strings.TrimSpace(fmt.Sprintf(repetitionLegend, b, b))
 }
 
 func kneeVerdict(sw Sweep) string {

@@ -71,14 +71,37 @@ func value(r *choose.Run, m choose.Metric) *float64 {
 // sweepIdentity are the run.* keys a sweep's points share.
 var sweepIdentity = []string{"model", "engine", "engine_version", "gpu_name", "gpus", "dataset_sha256", "load_mode"}
 
+// pointRuns are the runs of one load point of a candidate sweep.
+type pointRuns struct {
+	value float64
+	load  string
+	runs  []*choose.Run
+}
+
 // sweeps finds the sweeps among the included runs: two or more load points
 // of one configuration.
 func sweeps(runs []*choose.Run, groupKey func(*choose.Run) string) []Sweep {
-	type pointRuns struct {
-		value float64
-		load  string
-		runs  []*choose.Run
+	order, byKey := sweepCandidates(runs, groupKey)
+	var out []Sweep
+	for _, key := range order {
+		pts := byKey[key]
+		if len(pts) < 2 {
+			continue
+		}
+		var ps []*pointRuns
+		for _, p := range pts {
+			ps = append(ps, p)
+		}
+		slices.SortFunc(ps, func(a, b *pointRuns) int { return cmp.Compare(a.value, b.value) })
+		out = append(out, buildSweep(key, ps))
 	}
+	return out
+}
+
+// sweepCandidates sorts the runs by configuration (group key and
+// sweepIdentity) and load point, configurations in order of first
+// appearance.
+func sweepCandidates(runs []*choose.Run, groupKey func(*choose.Run) string) ([]string, map[string]map[float64]*pointRuns) {
 	byKey := map[string]map[float64]*pointRuns{}
 	var order []string
 	for _, r := range runs {
@@ -107,77 +130,80 @@ func sweeps(runs []*choose.Run, groupKey func(*choose.Run) string) []Sweep {
 		}
 		p.runs = append(p.runs, r)
 	}
-	var out []Sweep
-	for _, key := range order {
-		pts := byKey[key]
-		if len(pts) < 2 {
+	return order, byKey
+}
+
+// buildSweep judges the points of one sweep, lightest first, and finds the
+// knee and the diagnosis of the point after it.
+func buildSweep(key string, ps []*pointRuns) Sweep {
+	first := ps[0].runs[0].Report.Run
+	sw := Sweep{Key: fmt.Sprintf("%s, %s %s on %d×%s", strings.SplitN(key, " | ", 2)[0], first.Model, first.Engine, first.GPUs, first.GPUName)}
+	broken := false
+	last := -1 // the last measured point
+	for _, p := range ps {
+		sp, valid := sweepPoint(p)
+		sw.Points = append(sw.Points, sp)
+		if len(valid) == 0 {
 			continue
 		}
-		var ps []*pointRuns
-		for _, p := range pts {
-			ps = append(ps, p)
-		}
-		slices.SortFunc(ps, func(a, b *pointRuns) int { return cmp.Compare(a.value, b.value) })
-		first := ps[0].runs[0].Report.Run
-		sw := Sweep{Key: fmt.Sprintf("%s, %s %s on %d×%s", strings.SplitN(key, " | ", 2)[0], first.Model, first.Engine, first.GPUs, first.GPUName)}
-		broken := false
-		last := -1 // the last measured point
-		for _, p := range ps {
-			var valid []*choose.Run
-			sp := SweepPoint{Load: p.load, Value: p.value, MeetsSLO: true}
-			for _, r := range p.runs {
-				sp.Runs = append(sp.Runs, r.Name)
-				if reason := r.InvalidReason(); reason != "" {
-					sp.Invalid = append(sp.Invalid, InvalidRun{Run: r.Name, Reason: reason,
-						SteadyStateJPT: value(r, choose.SteadyStateJPT), LifecycleJPT: value(r, choose.LifecycleJPT),
-						TTFTP95: value(r, choose.TTFTP95), TPOTP95: value(r, choose.TPOTP95)})
-					continue
-				}
-				valid = append(valid, r)
-			}
-			sw.Points = append(sw.Points, sp)
-			if len(valid) == 0 {
-				sw.Points[len(sw.Points)-1].MeetsSLO = false
-				continue
-			}
-			pt := &sw.Points[len(sw.Points)-1]
-			pt.SteadyStateJPT, pt.LifecycleJPT = median(valid, choose.SteadyStateJPT), median(valid, choose.LifecycleJPT)
-			pt.TTFTP95, pt.TPOTP95 = median(valid, choose.TTFTP95), median(valid, choose.TPOTP95)
-			var why []string
+		pt := &sw.Points[len(sw.Points)-1]
+		if !broken && !pt.MeetsSLO {
+			broken = true
+			sw.After = p.load
 			for _, r := range valid {
-				if w := missesSLO(r); w != "" {
-					why = append(why, r.Name+": "+w)
-				}
-			}
-			if len(why) > 0 {
-				pt.MeetsSLO, pt.Why = false, strings.Join(why, "; ")
-			}
-			if !broken && !pt.MeetsSLO {
-				broken = true
-				sw.After = p.load
-				for _, r := range valid {
-					if d := r.Report.Diagnosis; d != nil {
-						for _, f := range d.Findings {
-							sw.AfterDiagnosis = append(sw.AfterDiagnosis, f.Rule+": "+f.Verdict)
-						}
+				if d := r.Report.Diagnosis; d != nil {
+					for _, f := range d.Findings {
+						sw.AfterDiagnosis = append(sw.AfterDiagnosis, f.Rule+": "+f.Verdict)
 					}
 				}
-				if last >= 0 {
-					sw.Knee, sw.KneeValue = ps[last].load, ps[last].value
-				}
 			}
-			if !broken {
-				last = len(sw.Points) - 1
+			if last >= 0 {
+				sw.Knee, sw.KneeValue = ps[last].load, ps[last].value
 			}
 		}
-		if !broken && last >= 0 {
-			sw.Knee, sw.KneeValue = ps[last].load, ps[last].value
+		if !broken {
+			last = len(sw.Points) - 1
 		}
-		lightest := &ps[0].runs[0].Report
-		sw.TTFTSLOSeconds, sw.TPOTSLOSeconds = lightest.Goodput.TTFTSLOSeconds, lightest.Goodput.TPOTSLOSeconds
-		out = append(out, sw)
 	}
-	return out
+	if !broken && last >= 0 {
+		sw.Knee, sw.KneeValue = ps[last].load, ps[last].value
+	}
+	lightest := &ps[0].runs[0].Report
+	sw.TTFTSLOSeconds, sw.TPOTSLOSeconds = lightest.Goodput.TTFTSLOSeconds, lightest.Goodput.TPOTSLOSeconds
+	return sw
+}
+
+// sweepPoint is one load point with its medians over its valid runs and
+// its SLO verdict (false without a valid run); valid are those runs.
+func sweepPoint(p *pointRuns) (SweepPoint, []*choose.Run) {
+	var valid []*choose.Run
+	sp := SweepPoint{Load: p.load, Value: p.value, MeetsSLO: true}
+	for _, r := range p.runs {
+		sp.Runs = append(sp.Runs, r.Name)
+		if reason := r.InvalidReason(); reason != "" {
+			sp.Invalid = append(sp.Invalid, InvalidRun{Run: r.Name, Reason: reason,
+				SteadyStateJPT: value(r, choose.SteadyStateJPT), LifecycleJPT: value(r, choose.LifecycleJPT),
+				TTFTP95: value(r, choose.TTFTP95), TPOTP95: value(r, choose.TPOTP95)})
+			continue
+		}
+		valid = append(valid, r)
+	}
+	if len(valid) == 0 {
+		sp.MeetsSLO = false
+		return sp, nil
+	}
+	sp.SteadyStateJPT, sp.LifecycleJPT = median(valid, choose.SteadyStateJPT), median(valid, choose.LifecycleJPT)
+	sp.TTFTP95, sp.TPOTP95 = median(valid, choose.TTFTP95), median(valid, choose.TPOTP95)
+	var why []string
+	for _, r := range valid {
+		if w := missesSLO(r); w != "" {
+			why = append(why, r.Name+": "+w)
+		}
+	}
+	if len(why) > 0 {
+		sp.MeetsSLO, sp.Why = false, strings.Join(why, "; ")
+	}
+	return sp, valid
 }
 
 // missesSLO says which SLO the valid run's p95 TTFT or TPOT misses (""

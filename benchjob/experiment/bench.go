@@ -6,10 +6,11 @@ import "github.com/joulemark/joulemark/benchjob"
 // defaults, the run name as run_id, and the --set overrides.
 func BenchOptions(sets []string) Options[benchjob.Config] {
 	return Options[benchjob.Config]{
-		Defaults: benchjob.Defaults,
-		SetName:  func(c *benchjob.Config, name string) { c.RunID = name },
-		Sets:     sets,
-		NameKey:  "run_id",
+		Defaults:  benchjob.Defaults,
+		SetName:   func(c *benchjob.Config, name string) { c.RunID = name },
+		Sets:      sets,
+		NameKey:   "run_id",
+		RepeatKey: "repeat",
 	}
 }
 

@@ -138,3 +138,39 @@ func TestDocExamples(t *testing.T) {
 		t.Error("no experiment example found in docs/")
 	}
 }
+
+// repeat: N, top level or in a run, reaches each run's config (benchjob
+// expands it into N runs when it runs them); a wrong one names its line.
+func TestExperimentRepeat(t *testing.T) {
+	doc := `name: rep
+repeat: 3
+base:
+  target: http://127.0.0.1:8000/v1
+  requests: 400
+runs:
+  - name: a
+  - name: b
+    repeat: 5
+`
+	runs, err := experiment.Expand[benchjob.Config](strings.NewReader(doc), benchOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].Config.Repeat != 3 || runs[1].Config.Repeat != 5 {
+		t.Fatalf("repeats %+v, want a: 3, b: 5 (an entry overrides the top level)", runs)
+	}
+	runs, err = experiment.Expand[benchjob.Config](strings.NewReader("target: http://127.0.0.1:8000/v1\nrepeat: 2\n"), benchOptions("repeat=4"))
+	if err != nil || len(runs) != 1 || runs[0].Config.Repeat != 4 {
+		t.Fatalf("plain config with --set repeat=4: %+v, %v", runs, err)
+	}
+	for _, tc := range []struct{ doc, want string }{
+		{"name: x\nrepeat: [1]\nbase: {target: http://h/v1}\n", "line 2: repeat: want a number"},
+		{"name: x\nrepeat: two\nbase: {target: http://h/v1}\n", "line 2"},
+		{"name: x\nrepeat: -1\nbase: {target: http://h/v1}\n", "repeat: -1: want 0 to 100"},
+	} {
+		_, err := experiment.Expand[benchjob.Config](strings.NewReader(tc.doc), benchOptions())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+}

@@ -56,6 +56,10 @@ type Options[T any] struct {
 	// replaces the run name for a single run and is refused for several
 	// (they would share it), never silently overwritten.
 	NameKey string
+	// RepeatKey is the config key (benchjob: repeat) a top-level `repeat: N`
+	// of an experiment file sets in every run, below base and the entries;
+	// "" refuses a top-level repeat.
+	RepeatKey string
 }
 
 // document is the strict shape of an experiment file, used to check every
@@ -65,6 +69,8 @@ type document[T any] struct {
 	Base  T             `yaml:"base"`
 	Runs  []runEntry[T] `yaml:"runs"`
 	Sweep yaml.Node     `yaml:"sweep"`
+	// Repeat is checked against Options.RepeatKey's type.
+	Repeat yaml.Node `yaml:"repeat"`
 }
 
 type runEntry[T any] struct {
@@ -119,6 +125,9 @@ func Expand[T any, PT Validator[T]](r io.Reader, opts Options[T]) ([]Run[T], err
 	}
 	h, err := readHeader(top)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.checkRepeat(opts.RepeatKey); err != nil {
 		return nil, err
 	}
 	axes, err := parseAxes[T](h.sweep)
@@ -179,6 +188,7 @@ type header struct {
 	base    *yaml.Node
 	entries []*yaml.Node
 	sweep   *yaml.Node
+	repeat  *yaml.Node // a layer {RepeatKey: N} under base, once checked
 }
 
 // readHeader reads and checks the experiment file's top-level keys.
@@ -201,12 +211,30 @@ func readHeader(top *yaml.Node) (header, error) {
 			h.entries = v.Content
 		case "sweep":
 			h.sweep = v
+		case "repeat":
+			h.repeat = v
 		}
 	}
 	if h.name != "" && !nameRe.MatchString(h.name) {
 		return header{}, fmt.Errorf("line %d: name %q: letters, digits, '.', '_', '-' only, starting with a letter or digit", h.line, h.name)
 	}
 	return h, nil
+}
+
+// checkRepeat turns a top-level repeat into the layer {key: N} every run
+// starts from, its type checked against T.
+func (h *header) checkRepeat(key string) error {
+	if h.repeat == nil {
+		return nil
+	}
+	if key == "" {
+		return fmt.Errorf("line %d: repeat: not supported by this experiment", h.repeat.Line)
+	}
+	if h.repeat.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: repeat: want a number of repetitions", h.repeat.Line)
+	}
+	h.repeat = pathNode([]string{key}, h.repeat)
+	return nil
 }
 
 // layer is one matrix entry (or the base alone): its run name, origin and
@@ -221,7 +249,7 @@ type layer struct {
 // a matrix.
 func (h header) layers() ([]layer, error) {
 	if len(h.entries) == 0 {
-		return []layer{{name: h.name, nodes: []*yaml.Node{h.base}}}, nil
+		return []layer{{name: h.name, nodes: []*yaml.Node{h.repeat, h.base}}}, nil
 	}
 	var layers []layer
 	for i, e := range h.entries {
@@ -243,7 +271,7 @@ func (h header) layers() ([]layer, error) {
 		if !nameRe.MatchString(entryName) {
 			return nil, fmt.Errorf("line %d: runs[%d]: name %q: letters, digits, '.', '_', '-' only, starting with a letter or digit", e.Line, i, entryName)
 		}
-		layers = append(layers, layer{name: joinName(h.name, entryName), origin: []string{fmt.Sprintf("runs[%d] %s", i, entryName)}, nodes: []*yaml.Node{h.base, cfg}})
+		layers = append(layers, layer{name: joinName(h.name, entryName), origin: []string{fmt.Sprintf("runs[%d] %s", i, entryName)}, nodes: []*yaml.Node{h.repeat, h.base, cfg}})
 	}
 	return layers, nil
 }

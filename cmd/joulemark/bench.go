@@ -36,6 +36,7 @@ type BenchCmd struct {
 	MaxConcurrency   int           `name:"max-concurrency" help:"Open loop: cap on requests in flight." group:"Load"`
 	SweepConcurrency []int         `name:"sweep.concurrency" help:"Run once per concurrency, e.g. 1,2,4 (each its own run)." group:"Load"`
 	SweepRate        []float64     `name:"sweep.rate" help:"Run once per rate, e.g. 1,2,4 (each its own run)." group:"Load"`
+	Repeat           int           `name:"repeat" help:"Run the configuration (each sweep point) N times, each a cold lifecycle with its own run id <run-id>-rep<i>, under one repetition group that compare and pareto pool." group:"Load"`
 	Requests         int           `name:"formal.requests" help:"Formal requests (and/or --formal.duration; default 400 without either). Fewer than windows + 2×concurrency (316 at concurrency 8) cannot reach the steady state: warned before the load." group:"Load"`
 	Duration         time.Duration `name:"formal.duration" help:"Formal phase length (and/or --formal.requests)." group:"Load"`
 	WarmupRequests   int           `name:"warmup.requests" default:"${bench_warmup_requests}" help:"Warm-up requests." group:"Load"`
@@ -208,7 +209,7 @@ func (c *BenchCmd) config() (benchjob.Config, error) {
 	cfg := benchjob.Defaults()
 	cfg.Target, cfg.Model, cfg.Endpoint = c.Target, c.Model, c.Endpoint
 	cfg.Concurrency, cfg.Rate, cfg.Burstiness, cfg.MaxConcurrency = c.Concurrency, c.Rate, c.Burstiness, c.MaxConcurrency
-	cfg.SweepConcurrency, cfg.SweepRate = c.SweepConcurrency, c.SweepRate
+	cfg.SweepConcurrency, cfg.SweepRate, cfg.Repeat = c.SweepConcurrency, c.SweepRate, c.Repeat
 	cfg.Requests, cfg.Duration, cfg.WarmupRequests, cfg.IdleDuration, cfg.MaxLag = c.Requests, c.Duration, c.WarmupRequests, c.IdleDuration, c.MaxLag
 	cfg.Workload = benchjob.Workload{
 		MeanInputTokens: c.MeanInputTokens, StddevInputTokens: c.StddevInputTokens,

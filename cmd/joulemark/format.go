@@ -83,10 +83,17 @@ func writeParetoCSV(w io.Writer, classes []choose.Class) error {
 // group, with --group-by) first.
 func addParetoRows(t *reportcsv.Table, classes []choose.Class, lead ...reportcsv.Field) error {
 	for _, c := range classes {
-		if err := reportRow(t, c.Run, append(slices.Clone(lead), field("pareto.rank", c.Rank), field("pareto.front", c.Rank == 1),
-			field("pareto.excluded", c.Excluded), field("pareto.dominated_by", c.DominatedBy),
-			field("pareto.missing", c.Missing))...); err != nil {
-			return err
+		// a pooled run is one row per repetition, each with the pool's class
+		members, pool := []*choose.Run{c.Run}, ""
+		if c.Run.Pool != nil {
+			members, pool = c.Run.Pool.Runs, c.Run.Name
+		}
+		for _, r := range members {
+			if err := reportRow(t, r, append(slices.Clone(lead), field("pareto.rank", c.Rank), field("pareto.front", c.Rank == 1),
+				field("pareto.excluded", c.Excluded), field("pareto.dominated_by", c.DominatedBy),
+				field("pareto.missing", c.Missing), field("pareto.repetition_group", pool))...); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -29,6 +29,8 @@ func (c *ParetoCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	// the repetitions of one configuration are one point: their medians
+	runs = choose.PoolRuns(runs)
 	if c.HTML != "" {
 		if err := c.writeHTML(runs); err != nil {
 			return err

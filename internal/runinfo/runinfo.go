@@ -33,6 +33,14 @@ type Info struct {
 	// ModeAttached (an engine already running, --no-lifecycle: the formal
 	// phase only). Empty in identities from before the mode: lifecycle.
 	Mode string `json:"mode,omitempty"`
+	// RepetitionGroup is the repetition group the run belongs to (bench
+	// --repeat N, experiment repeat: N): the run id its N cold lifecycles
+	// share as a prefix (<group>-rep1 … -repN). Repetition is this run's
+	// 1-based index, Repetitions the group's N. Empty and 0 for a run that
+	// is no repetition.
+	RepetitionGroup string `json:"repetition_group,omitempty"`
+	Repetition      int    `json:"repetition,omitempty"`
+	Repetitions     int    `json:"repetitions,omitempty"`
 }
 
 // Measurement modes (run.mode, report.json mode).
@@ -52,15 +60,33 @@ func (i Info) EffectiveMode() string {
 
 // LabelNames lists the metric's labels in a stable order.
 var LabelNames = []string{"run_id", "model", "engine", "engine_version", "gpu_name", "gpus", "scenario",
-	"load_mode", "concurrency", "rate", "mean_input_tokens", "mean_output_tokens", "ignore_eos", "dataset_sha256", "mode"}
+	"load_mode", "concurrency", "rate", "mean_input_tokens", "mean_output_tokens", "ignore_eos", "dataset_sha256", "mode",
+	"repetition_group", "repetition", "repetitions"}
 
 // IdentityKeys are the keys whose runs are never pooled in one median
 // unless asked: a different model, engine, GPU, prompt set or load point is
-// a different experiment.
+// a different experiment; so is another repetition group (two groups of
+// one configuration are two experiments, pooled only when asked).
 var IdentityKeys = []string{"model", "engine", "engine_version", "gpu_name", "gpus", "dataset_sha256",
-	"load_mode", "concurrency", "rate", "mode"}
+	"load_mode", "concurrency", "rate", "mode", "repetition_group"}
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// count is n as a label value, "" (no label) for 0.
+func count(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+// Configuration is the identity without what tells repetitions of one
+// configuration apart (run_id, repetition): two runs pool as repetitions
+// only when their Configuration is equal, group included.
+func (i Info) Configuration() Info {
+	i.RunID, i.Repetition = "", 0
+	return i
+}
 
 // Labels are the metric's labels; empty values are left out (Prometheus
 // drops empty labels anyway).
@@ -71,6 +97,7 @@ func (i Info) Labels() map[string]string {
 		"concurrency": strconv.Itoa(i.Concurrency), "rate": num(i.Rate),
 		"mean_input_tokens": num(i.MeanInputTokens), "mean_output_tokens": num(i.MeanOutputTokens),
 		"ignore_eos": strconv.FormatBool(i.IgnoreEOS), "dataset_sha256": i.DatasetSHA256, "mode": i.Mode,
+		"repetition_group": i.RepetitionGroup, "repetition": count(i.Repetition), "repetitions": count(i.Repetitions),
 	}
 	for k, v := range all {
 		if v == "" {
@@ -92,6 +119,7 @@ func FromLabels(l map[string]string) Info {
 		Concurrency: atoi(l["concurrency"]), Rate: atof(l["rate"]),
 		MeanInputTokens: atof(l["mean_input_tokens"]), MeanOutputTokens: atof(l["mean_output_tokens"]),
 		IgnoreEOS: b, DatasetSHA256: l["dataset_sha256"], Mode: l["mode"],
+		RepetitionGroup: l["repetition_group"], Repetition: atoi(l["repetition"]), Repetitions: atoi(l["repetitions"]),
 	}
 }
 

@@ -1,0 +1,149 @@
+package choose
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/internal/runinfo"
+)
+
+// rep is a crafted report of one repetition: steady-state J/token ss (0:
+// steady state not reached), formal output tokens, valid or not.
+func rep(id, group string, idx int, ss float64, tokens int64, valid bool) *Run {
+	r := &Run{Name: id, Report: analyze.Report{RunID: id, Valid: valid}}
+	r.Report.Run = &analyze.RunIdentity{Info: runinfo.Info{RunID: id, Model: "m", Engine: "sim", GPUs: 1, GPUName: "Simulated GPU",
+		LoadMode: "closed", Concurrency: 8, DatasetSHA256: "ab", Mode: runinfo.ModeLifecycle,
+		RepetitionGroup: group, Repetition: idx, Repetitions: 3}}
+	r.Report.Tokens.FormalOutput = tokens
+	if ss > 0 {
+		r.Report.SteadyState.Reached, r.Report.SteadyState.JoulesPerToken = true, f64(ss)
+		r.Report.ThroughputTokensPerSecond = f64(1000 / ss)
+	}
+	if !valid {
+		r.Report.Flags = []analyze.Flag{{Code: "release_not_closed", Excluding: true}}
+	}
+	return r
+}
+
+// The repetitions of one configuration pool into one median and range;
+// an invalid one is counted, never pooled; a repetition off the median by
+// more than ±20% makes the group disagree; two identities never pool, even
+// under one group id.
+func TestRepetitionPools(t *testing.T) {
+	otherModel := rep("g2-rep2", "g2", 2, 0.41, 1000, true)
+	otherModel.Report.Run.Model = "m2"
+	tests := []struct {
+		name       string
+		runs       []*Run
+		pools      []string // pool names
+		median     float64  // of the first pool's steady-state J/token
+		lo, hi     float64
+		valid      int
+		agree      bool
+		verdict    string // contained in the first pool's verdict
+		relRange   float64
+		invalid    int
+		coverage   float64
+		paretoRuns int // PoolRuns' length
+	}{
+		{name: "agreeing group",
+			runs:  []*Run{rep("g-rep1", "g", 1, 0.40, 1000, true), rep("g-rep2", "g", 2, 0.42, 1010, true), rep("g-rep3", "g", 3, 0.44, 990, true)},
+			pools: []string{"g"}, median: 0.42, lo: 0.40, hi: 0.44, valid: 3, agree: true, verdict: "agree",
+			relRange: 0.04 / 0.42, coverage: 0.75, paretoRuns: 1},
+		{name: "one outlier beyond ±20%",
+			runs:  []*Run{rep("g-rep1", "g", 1, 0.40, 1000, true), rep("g-rep2", "g", 2, 0.41, 1000, true), rep("g-rep3", "g", 3, 0.55, 1000, true)},
+			pools: []string{"g"}, median: 0.41, lo: 0.40, hi: 0.55, valid: 3, agree: false, verdict: "disagree: steady-state J/token beyond ±20% of the median: g-rep3 +34%",
+			relRange: 0.15 / 0.41, coverage: 0.75, paretoRuns: 1},
+		{name: "one invalid repetition, counted not pooled",
+			runs:  []*Run{rep("g-rep1", "g", 1, 0.40, 1000, true), rep("g-rep2", "g", 2, 2.0, 1000, false), rep("g-rep3", "g", 3, 0.42, 1000, true)},
+			pools: []string{"g"}, median: 0.41, lo: 0.40, hi: 0.42, valid: 2, agree: true, verdict: "agree",
+			relRange: 0.02 / 0.41, invalid: 1, coverage: 0.5, paretoRuns: 1},
+		{name: "two identities under one group id never pool",
+			runs:  []*Run{rep("g2-rep1", "g2", 1, 0.40, 1000, true), otherModel, rep("g2-rep3", "g2", 3, 0.42, 1000, true)},
+			pools: []string{"g2 [model=m]", "g2 [model=m2]"}, median: 0.41, lo: 0.40, hi: 0.42, valid: 2, agree: true, verdict: "agree",
+			relRange: 0.02 / 0.41, coverage: 0.5, paretoRuns: 2},
+		{name: "two groups of one configuration never pool",
+			runs:  []*Run{rep("a-rep1", "a", 1, 0.40, 1000, true), rep("b-rep1", "b", 1, 0.80, 1000, true), rep("a-rep2", "a", 2, 0.42, 1000, true)},
+			pools: []string{"a", "b"}, median: 0.41, lo: 0.40, hi: 0.42, valid: 2, agree: true, verdict: "agree",
+			relRange: 0.02 / 0.41, coverage: 0.5, paretoRuns: 2},
+		{name: "one valid repetition cannot tell",
+			runs:  []*Run{rep("g-rep1", "g", 1, 0.40, 1000, true), rep("g-rep2", "g", 2, 0.40, 1000, false)},
+			pools: []string{"g"}, median: 0.40, lo: 0.40, hi: 0.40, valid: 1, agree: false, verdict: "cannot tell: 1 valid repetition(s)",
+			invalid: 1, paretoRuns: 1},
+		{name: "steady state missing in a valid repetition",
+			runs:  []*Run{rep("g-rep1", "g", 1, 0.40, 1000, true), rep("g-rep2", "g", 2, 0, 1000, true)},
+			pools: []string{"g"}, median: 0.40, lo: 0.40, hi: 0.40, valid: 2, agree: false, verdict: "cannot tell: no steady-state J/token in g-rep2",
+			paretoRuns: 1},
+		{name: "formal output tokens beyond the method's 20%",
+			runs:  []*Run{rep("g-rep1", "g", 1, 0.40, 1000, true), rep("g-rep2", "g", 2, 0.40, 700, true)},
+			pools: []string{"g"}, median: 0.40, lo: 0.40, hi: 0.40, valid: 2, agree: false, verdict: "disagree: formal output tokens spread 30% > 20%",
+			coverage: 0.5, paretoRuns: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pools := PoolRepetitions(tc.runs)
+			var names []string
+			for _, p := range pools {
+				names = append(names, p.Name)
+			}
+			if !slices.Equal(names, tc.pools) {
+				t.Fatalf("pools %q, want %q", names, tc.pools)
+			}
+			s := pools[0].Summary(DiffMetrics)
+			ss := s.Metrics[SteadyStateJPT.Key]
+			if ss == nil || math.Abs(ss.Median-tc.median) > 1e-12 || ss.Min != tc.lo || ss.Max != tc.hi {
+				t.Errorf("steady state %+v, want median %v in [%v, %v]", ss, tc.median, tc.lo, tc.hi)
+			}
+			a := s.Agreement
+			if a.Valid != tc.valid || a.Agree != tc.agree || !strings.Contains(a.Verdict, tc.verdict) || len(a.Invalid) != tc.invalid {
+				t.Errorf("agreement %+v, want valid %d agree %v verdict %q invalid %d", a, tc.valid, tc.agree, tc.verdict, tc.invalid)
+			}
+			if tc.relRange > 0 && (a.RelativeRange == nil || math.Abs(*a.RelativeRange-tc.relRange) > 1e-12) {
+				t.Errorf("relative range %v, want %v", a.RelativeRange, tc.relRange)
+			}
+			if math.Abs(s.IntervalCoverage-tc.coverage) > 1e-12 && tc.coverage > 0 {
+				t.Errorf("coverage %v, want %v", s.IntervalCoverage, tc.coverage)
+			}
+			pooled := PoolRuns(tc.runs)
+			if len(pooled) != tc.paretoRuns {
+				t.Fatalf("PoolRuns gave %d runs, want %d", len(pooled), tc.paretoRuns)
+			}
+			if v, ok := SteadyStateJPT.Of(pooled[0]); !ok || math.Abs(v-tc.median) > 1e-12 {
+				t.Errorf("pooled run's steady state %v %v, want the median %v", v, ok, tc.median)
+			}
+		})
+	}
+}
+
+// Pareto ranks a pool as one point on its medians; a pool without a valid
+// repetition is excluded with the count; a plain run stays as it is.
+func TestParetoPooled(t *testing.T) {
+	runs := []*Run{
+		rep("a-rep1", "a", 1, 0.40, 1000, true), rep("a-rep2", "a", 2, 0.60, 1000, true), rep("a-rep3", "a", 3, 0.44, 1000, true),
+		rep("b-rep1", "b", 1, 0.50, 1000, false), rep("b-rep2", "b", 2, 0.50, 1000, false),
+		rep("plain", "", 0, 0.45, 1000, true),
+	}
+	pooled := PoolRuns(runs)
+	classes := Pareto(pooled, []Metric{SteadyStateJPT, Throughput})
+	var got []string
+	for _, c := range classes {
+		got = append(got, c.Run.Name+":"+classLabel(c))
+	}
+	// a's median 0.44 beats plain's 0.45 (its best repetition alone would too,
+	// its worst would not).
+	if want := []string{"a:front", "b:excluded", "plain:rank 2"}; !slices.Equal(got, want) {
+		t.Errorf("classes %q, want %q", got, want)
+	}
+	if classes[1].Excluded != "no valid repetition of 2" {
+		t.Errorf("b excluded %q", classes[1].Excluded)
+	}
+	if n := classNote(classes[0]); !strings.Contains(n, "of 3 valid of 3 repetitions") || !strings.Contains(n, "disagree") {
+		t.Errorf("note %q", n)
+	}
+	if c := FormatMetric(SteadyStateJPT, pooled[0]); c != "0.44 (0.4–0.6)" {
+		t.Errorf("cell %q", c)
+	}
+}
