@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // repeat: N expands every configuration (every sweep point) into N runs
@@ -49,7 +51,7 @@ func TestRunPointsRepeat(t *testing.T) {
 	}
 	// Sweep refuses before any lifecycle starts (rep1 is free, rep2 taken).
 	_, err := Sweep(context.Background(), c, Options{})
-	if !errors.Is(err, ErrRunExists) || !strings.Contains(err.Error(), "exp-rep2") {
+	if !errors.Is(err, runarchive.ErrExists) || !strings.Contains(err.Error(), "exp-rep2") {
 		t.Errorf("sweep over a taken repetition id: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(c.RunsDir, "exp-rep1")); err == nil {

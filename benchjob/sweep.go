@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/runid"
 )
 
@@ -29,7 +30,7 @@ func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
 	if opts.Archive == nil {
 		for _, p := range points {
 			if _, err := os.Stat(filepath.Join(p.RunsDir, p.RunID)); err == nil {
-				return nil, fmt.Errorf("run %q in %s (of %s): %w (never overwritten: give a new --run-id)", p.RunID, p.RunsDir, cfg.RunID, ErrRunExists)
+				return nil, fmt.Errorf("run %q in %s (of %s): %w (never overwritten: give a new --run-id)", p.RunID, p.RunsDir, cfg.RunID, runarchive.ErrExists)
 			}
 		}
 	}
