@@ -504,7 +504,11 @@ func checkProductionView(t *testing.T, cfg Config, res *Result) {
 	if len(pr.Starts) != 1 || pr.Starts[0].Source != production.StartBench || pr.Starts[0].RunID != res.Report.RunID ||
 		pr.Starts[0].Pod != EnginePod || res.Report.Energy.StartupJoules == nil ||
 		relErr(pr.Starts[0].EnergyJoules, *res.Report.Energy.StartupJoules) > 0.001 {
-		t.Errorf("production starts %+v, want the bench's start of %s with the report's startup energy %v", pr.Starts, EnginePod, res.Report.Energy.StartupJoules)
+		want := math.NaN()
+		if res.Report.Energy.StartupJoules != nil {
+			want = *res.Report.Energy.StartupJoules
+		}
+		t.Errorf("production starts %+v, want the bench's start of %s with the report's startup energy %.1f J", pr.Starts, EnginePod, want)
 	}
 	servingWant := exact(res.Sim, []int{cfg.GPUs - 3}, pr.From, pr.To)
 	if e := pods[ServingPod]; relErr(e, servingWant) > 0.02 {
