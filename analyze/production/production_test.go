@@ -474,3 +474,23 @@ func TestBenchStartsThroughTSDB(t *testing.T) {
 	}
 	checkBenchStarts(t, analyzeThrough(t, s.URL(), t0, ""), t0)
 }
+
+// TestBenchStartsRealPrometheus: the same through Debian's Prometheus
+// (its remote read and query API), fed by remote write.
+func TestBenchStartsRealPrometheus(t *testing.T) {
+	srv := realprom.Start(t, "")
+	t0 := float64(time.Now().Add(-40 * time.Minute).Unix())
+	w, err := remotewrite.New(remotewrite.Config{URL: srv.URL + "/api/v1/write"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range samplesOf(t0, append(fixtureSeries(), benchSeries(t0)...)) {
+		w.Append(s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if st, err := w.Close(ctx); err != nil || st.Lost() > 0 {
+		t.Fatalf("remote write: %+v %v", st, err)
+	}
+	checkBenchStarts(t, analyzeThrough(t, srv.URL, t0, ""), t0)
+}

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -279,5 +280,37 @@ func TestTarget(t *testing.T) {
 	if _, err := parse(t, "--target.http-config-file", bad).Target.HTTPConfig(); err == nil ||
 		!strings.Contains(err.Error(), "--target.http-config-file "+bad) || !strings.Contains(err.Error(), "tls_confg") {
 		t.Errorf("bad file: %v", err)
+	}
+}
+
+// TestDocHTTPConfigExamples: every HTTP client config file the docs show
+// (a ```yaml block of the file's top-level sections) loads as
+// --*.http-config-file loads it, unknown keys refused.
+func TestDocHTTPConfigExamples(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	blockRe := regexp.MustCompile("(?s)```yaml\n(.*?)```")
+	topRe := regexp.MustCompile(`(?m)^(tls_config|authorization|basic_auth|oauth2|http_headers|proxy_url):`)
+	checked := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range blockRe.FindAllStringSubmatch(string(b), -1) {
+			if !topRe.MatchString(m[1]) {
+				continue
+			}
+			checked++
+			path := filepath.Join(t.TempDir(), "http.yml")
+			if err := os.WriteFile(path, []byte(m[1]), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := config.LoadHTTPConfigFile(path); err != nil {
+				t.Errorf("%s: the HTTP client config example does not load: %v\n%s", filepath.Base(f), err, m[1])
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no HTTP client config example found in docs/")
 	}
 }
