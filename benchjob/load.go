@@ -297,13 +297,13 @@ func (r *runner) do(ctx context.Context, phase string, p Prompt, scheduled time.
 	slot := r.slots.acquire()
 	r.inFlight.Add(1)
 	defer r.inFlight.Add(-1)
-	r.agg.inFlight.Inc()
+	r.rec.started()
 	r.progress.started.Add(1)
 	resp := r.client.Stream(ctx, &openai.Request{
 		Endpoint: openai.Endpoint(r.cfg.Endpoint), Model: r.model,
 		Prompt: p.Text, MaxTokens: p.MaxTokens, Extras: r.cfg.Extras, KeepText: p.Check != nil,
 	})
-	r.agg.inFlight.Dec()
+	r.rec.ended()
 	rec := newRecord(phase, slot, p, resp, scheduled)
 	if testHookRequest != nil {
 		testHookRequest(rec)

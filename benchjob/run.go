@@ -70,8 +70,8 @@ type Result struct {
 	Flags      []string `json:"flags"`
 	Model      string   `json:"model"`
 
-	Warmup  Summary `json:"warmup"`
-	Summary Summary `json:"formal"`
+	Warmup  runarchive.Summary `json:"warmup"`
+	Summary runarchive.Summary `json:"formal"`
 
 	TargetRate   float64 `json:"target_rate"`
 	AchievedRate float64 `json:"achieved_rate"`
@@ -97,17 +97,13 @@ type runner struct {
 	opts  Options
 	log   *slog.Logger
 	runID string
-	arch  *runarchive.Run
-	reqs  *runarchive.RequestWriter
+	rec   *recorder // archive, aggregates, remote write, records
 
 	client    *openai.Client
 	model     string
 	src       *source
 	trace     []traceEntry
 	exporters []*phaseapi.Client
-	rw        *remotewrite.Writer
-	agg       *aggregates
-	recMu     sync.Mutex // one record at a time into the archive and the aggregates
 	slots     slots
 	progress  *progress
 	engine    Engine
@@ -122,9 +118,8 @@ type runner struct {
 	datasetDigest string // workloadDigest
 
 	mu          sync.Mutex
-	records     []*runarchive.Request
 	flags       map[string]bool
-	man         Manifest
+	man         runarchive.Manifest
 	stopping    bool
 	engineErr   error
 	formalStart time.Time
@@ -344,43 +339,33 @@ func exporterClients(cfg *Config, token string, hc *http.Client) ([]*phaseapi.Cl
 	return out, nil
 }
 
-// openArchive creates the run's archive (requests file, config.yaml, the
-// first manifest) and its remote write.
+// openArchive creates the run's recorder (archive, remote write) and
+// writes config.yaml and the first manifest.
 func (r *runner) openArchive(ctx context.Context, gpus map[string][]phaseapi.GPUInfo) error {
 	cfg, e := r.cfg, r.cfg.Engine
-	arch, reqs, err := createArchive(cfg, r.opts)
+	rec, err := openRecorder(&cfg, r.opts)
 	if err != nil {
 		return err
 	}
-	runID := arch.ID
-	r.arch, r.reqs, r.runID = arch, reqs, runID
-	r.agg = newAggregates(runID)
-	if cfg.RemoteWrite.URL != "" {
-		r.rw, err = remotewrite.New(remotewrite.Config{URL: cfg.RemoteWrite.URL, HTTP: cfg.RemoteWrite.HTTP,
-			UserAgent: "joulemark-bench"}, r.log.With("component", "remote_write"))
-		if err != nil {
-			r.reqs.Close()
-			return err
-		}
-	}
+	r.rec, r.runID = rec, rec.runID
 	cy, cm, err := configYAML(&r.cfg)
 	if err == nil {
-		err = arch.WriteFile(runarchive.ConfigFile, cy)
+		err = rec.arch.WriteFile(runarchive.ConfigFile, cy)
 	}
 	if err != nil {
-		r.reqs.Close()
+		rec.reqs.Close()
 		return err
 	}
-	r.man = Manifest{
-		RunID: runID, Status: StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
+	r.man = runarchive.Manifest{
+		RunID: r.runID, Status: StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
 		Joulemark: joulemarkInfo(), Git: gitInfo(ctx), Host: hostInfo(), GPUs: gpus,
-		Engine: EngineInfo{Cmd: e.Cmd, StartHook: e.Start, StopHook: e.Stop, Version: e.Version, Image: e.Image,
+		Engine: runarchive.EngineInfo{Cmd: e.Cmd, StartHook: e.Start, StopHook: e.Stop, Version: e.Version, Image: e.Image,
 			Model: cfg.Model, ModelRevision: e.ModelRevision, Target: cfg.Target, Controller: controllerName(r.engine, r.opts.Engine)},
 		Thinking: thinking(&cfg), Load: loadInfo(&cfg),
 		Created: unixSeconds(time.Now()), Phases: map[string]float64{},
 	}
-	if err := r.arch.WriteManifest(&r.man); err != nil {
-		r.reqs.Close()
+	if err := rec.arch.WriteManifest(&r.man); err != nil {
+		rec.reqs.Close()
 		return err
 	}
 	return nil
@@ -399,8 +384,8 @@ func controllerName(e, custom Engine) string {
 	return "hooks"
 }
 
-func loadInfo(c *Config) LoadInfo {
-	l := LoadInfo{Concurrency: c.Concurrency, TargetRate: c.Rate, Burstiness: c.Burstiness, MaxConcurrency: c.MaxConcurrency}
+func loadInfo(c *Config) runarchive.LoadInfo {
+	l := runarchive.LoadInfo{Concurrency: c.Concurrency, TargetRate: c.Rate, Burstiness: c.Burstiness, MaxConcurrency: c.MaxConcurrency}
 	switch {
 	case c.Workload.Trace != "":
 		l.Mode = "trace"
@@ -451,22 +436,10 @@ func (r *runner) flagList() []string {
 	return out
 }
 
-// record keeps one finished request: archive line, remote-write samples,
-// aggregates, progress. It takes rec over.
+// record keeps one finished request (recorder.record) and counts it in
+// the progress. It takes rec over.
 func (r *runner) record(rec *runarchive.Request) {
-	// The aggregates observe the records in archive order, as runs push
-	// does: a histogram's sum, a float, then comes out to the same bits.
-	func() {
-		r.recMu.Lock()
-		defer r.recMu.Unlock() // a panic below must not leave it held
-		r.reqs.Append(rec)
-		r.agg.observe(rec)
-	}()
-	if r.rw != nil {
-		for _, s := range requestSamples(rec, r.runID) {
-			r.rw.Append(s)
-		}
-	}
+	r.rec.record(rec)
 	r.progress.done.Add(1)
 	if !rec.Success {
 		r.progress.errors.Add(1)
@@ -476,34 +449,22 @@ func (r *runner) record(rec *runarchive.Request) {
 			r.flag(contract.FlagUsageMissing)
 		}
 	}
-	// Kept for the summary, without the gaps (the archive has them): rec
-	// is not used after this but for its end time.
-	rec.ITLSeconds = nil
-	r.mu.Lock()
-	r.records = append(r.records, rec)
-	r.mu.Unlock()
 }
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	start := time.Now()
-	r.log.Info("bench run starting", "run_id", r.runID, "archive", r.arch.Dir, "target", r.cfg.Target)
+	r.log.Info("bench run starting", "run_id", r.runID, "archive", r.rec.arch.Dir, "target", r.cfg.Target)
 	r.progress.start()
 	aggDone := make(chan struct{})
 	aggStopped := make(chan struct{})
-	go r.pushAggregates(aggDone, aggStopped)
+	go func() {
+		defer close(aggStopped)
+		defer r.guard("the aggregates push")
+		r.rec.pushAggregates(aggDone, r.cfg.RemoteWrite.AggregateInterval, r.rateGauges)
+	}()
 	go func() {
 		defer r.guard("the archive flush")
-		// Records reach the disk at least every second: a crash loses little.
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-aggDone:
-				return
-			case <-t.C:
-				r.reqs.Flush()
-			}
-		}
+		r.rec.flushEvery(aggDone, time.Second)
 	}()
 	runCtx, cancelDispatch := context.WithCancelCause(ctx)
 	defer cancelDispatch(nil)
@@ -529,7 +490,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	case ctx.Err() != nil:
 		status = StatusAborted
 		r.flag(contract.FlagAborted)
-		err = fmt.Errorf("run %s: %w (%v); records kept in %s", r.runID, ErrAborted, context.Cause(ctx), r.arch.Dir)
+		err = fmt.Errorf("run %s: %w (%v); records kept in %s", r.runID, ErrAborted, context.Cause(ctx), r.rec.arch.Dir)
 	case err != nil:
 		status = StatusFailed
 	}
@@ -585,7 +546,7 @@ func (r *runner) startEngine(ctx context.Context, cancelRun context.CancelCauseF
 	}
 	r.postPhase(contract.Startup)
 	if lc, ok := r.engine.(LogCapturer); ok {
-		f, err := r.arch.CreateFile(runarchive.EngineLogFile)
+		f, err := r.rec.arch.CreateFile(runarchive.EngineLogFile)
 		if err != nil {
 			return err
 		}
@@ -593,7 +554,7 @@ func (r *runner) startEngine(ctx context.Context, cancelRun context.CancelCauseF
 		lc.CaptureLogs(&syncWriter{w: f})
 	}
 	if pe, ok := r.engine.(*ProcessEngine); ok {
-		pe.PIDFile = r.arch.Path(EnginePIDFile)
+		pe.PIDFile = r.rec.arch.Path(EnginePIDFile)
 	}
 	if err := r.engine.Start(ctx); err != nil {
 		r.flag(contract.FlagEngineStart)
@@ -680,7 +641,7 @@ func (r *runner) noteFormalLoad(st *loadStats, cpu time.Duration) {
 	}
 	r.man.Load.AchievedRate = st.achievedRate()
 	r.man.Load.RetryAfterWaitSeconds = st.retryWait.Seconds()
-	r.agg.achieved.Set(st.achievedRate())
+	r.rec.agg.achieved.Set(st.achievedRate())
 	if len(st.lags) > 0 {
 		p50, p99 := st.lagQuantile(.5), st.lagQuantile(.99)
 		r.man.Load.LagP50Seconds, r.man.Load.LagP99Seconds = p50.Seconds(), p99.Seconds()
@@ -971,57 +932,41 @@ func (r *runner) awaitRelease(ctx context.Context, c *phaseapi.Client) (*phaseap
 // samples, phases.json with each exporter's final status, and the final
 // manifest.
 func (r *runner) finish(start time.Time, status string, runErr error) (*Result, error) {
-	res := &Result{RunID: r.runID, ArchiveDir: r.arch.Dir, Status: status, Model: r.model,
+	res := &Result{RunID: r.runID, ArchiveDir: r.rec.arch.Dir, Status: status, Model: r.model,
 		TargetRate: r.cfg.Rate, AchievedRate: r.man.Load.AchievedRate,
 		RemoteWriteURL: r.cfg.RemoteWrite.URL, PrometheusURL: r.cfg.Prometheus.URL, Release: map[string]*phaseapi.RunStatus{}, Start: start}
 	var errs []error
 	if runErr != nil {
 		errs = append(errs, runErr)
 	}
-	if err := r.reqs.Close(); err != nil {
+	if err := r.rec.reqs.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	var warm, formal []*runarchive.Request
-	for _, rec := range r.records {
-		if rec.Phase == string(contract.Warmup) {
-			warm = append(warm, rec)
-		} else {
-			formal = append(formal, rec)
-		}
-	}
+	warm, formal := r.rec.byPhase()
 	res.Warmup, res.Summary = summarize(warm), summarize(formal)
 	info := r.runInfo(res.Summary)
 	r.man.RunInfo = &info
-	if r.rw != nil {
+	if r.rec.rw != nil {
 		res.RemoteWrite = r.closeRemoteWrite(info)
 	}
-	if err := r.arch.WritePhases(r.finalStatuses(res)); err != nil {
+	if err := r.rec.arch.WritePhases(r.finalStatuses(res)); err != nil {
 		errs = append(errs, err)
 	}
 	return res, r.writeFinalManifest(res, status, errors.Join(errs...))
 }
 
-// closeRemoteWrite sends the final samples (aggregates, run identity) and
-// flushes the remote write, within remote_write.flush_timeout.
+// closeRemoteWrite sends the final samples (recorder.closeRemoteWrite)
+// within remote_write.flush_timeout and notes them in the manifest.
 func (r *runner) closeRemoteWrite(info runinfo.Info) remotewrite.Stats {
 	// The final samples' instant is archived: runs push re-sends them
 	// with the very timestamps and values.
 	at := unixSeconds(time.Now())
 	r.man.SamplesAt = at
-	r.agg.settle(r.man.Load)
-	if s, err := r.agg.samples(sampleMs(at)); err == nil {
-		for _, x := range s {
-			r.rw.Append(x)
-		}
-	}
 	r.mu.Lock()
 	fs := r.man.Phases[string(contract.Formal)]
 	r.mu.Unlock()
-	for _, x := range runInfoSamples(info, fs, at) {
-		r.rw.Append(x)
-	}
 	fctx, cancel := context.WithTimeout(r.stopBase(), r.cfg.RemoteWrite.FlushTimeout)
-	st, err := r.rw.Close(fctx)
+	st, err := r.rec.closeRemoteWrite(fctx, at, r.man.Load, info, fs)
 	cancel()
 	if err != nil {
 		r.flag(contract.FlagRemoteWriteLost)
@@ -1085,7 +1030,7 @@ func (r *runner) writeFinalManifest(res *Result, status string, err error) error
 		r.man.Error = err.Error()
 		res.Error = err.Error()
 	}
-	if werr := r.arch.WriteManifest(&r.man); werr != nil {
+	if werr := r.rec.arch.WriteManifest(&r.man); werr != nil {
 		err = errors.Join(err, werr)
 	}
 	r.log.Info("bench run done", "run_id", r.runID, "status", status, "flags", strings.Join(res.Flags, ","),
@@ -1093,43 +1038,19 @@ func (r *runner) writeFinalManifest(res *Result, status string, err error) error
 	return err
 }
 
-// pushAggregates sends the aggregates every interval until done closes.
-func (r *runner) pushAggregates(done <-chan struct{}, stopped chan<- struct{}) {
-	defer close(stopped)
-	defer r.guard("the aggregates push")
-	if r.rw == nil {
+// rateGauges sets the aggregates' rate gauges from the formal phase's
+// start on (before it, none).
+func (r *runner) rateGauges(now time.Time) {
+	r.mu.Lock()
+	fs := r.formalStart
+	r.mu.Unlock()
+	if fs.IsZero() {
 		return
 	}
-	iv := r.cfg.RemoteWrite.AggregateInterval
-	if iv <= 0 {
-		iv = 5 * time.Second
+	if d := now.Sub(fs).Seconds(); d > 0 {
+		r.rec.agg.achieved.Set(float64(r.progress.started.Load()) / d)
 	}
-	t := time.NewTicker(iv)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case now := <-t.C:
-			r.mu.Lock()
-			fs := r.formalStart
-			r.mu.Unlock()
-			if !fs.IsZero() {
-				if d := now.Sub(fs).Seconds(); d > 0 {
-					r.agg.achieved.Set(float64(r.progress.started.Load()) / d)
-				}
-				r.agg.target.Set(r.cfg.Rate)
-			}
-			s, err := r.agg.samples(sampleMs(unixSeconds(now)))
-			if err != nil {
-				r.log.Warn("aggregates", "err", err)
-				continue
-			}
-			for _, x := range s {
-				r.rw.Append(x)
-			}
-		}
-	}
+	r.rec.agg.target.Set(r.cfg.Rate)
 }
 
 // cpuTime is the process' user+system CPU time.

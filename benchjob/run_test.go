@@ -204,7 +204,7 @@ func TestRunFullLifecycle(t *testing.T) {
 	}
 
 	// Manifest.
-	var man Manifest
+	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Status != StatusCompleted || man.RunID != "lifecycle-1" || man.Engine.Model != "test-model" ||
 		man.Engine.MaxModelLen != 8192 || man.Engine.ReportedVer != "0.0.0-fake" || man.Prompts != 23 ||
