@@ -111,7 +111,7 @@ func BenchmarkRecord(b *testing.B) {
 	for b.Loop() {
 		r.record(newRecord("formal", 0, p, resp, time.Time{}))
 	}
-	r.reqs.Close()
+	r.rec.reqs.Close()
 }
 
 var openaiRequestForBench = openai.Request{Model: "m", Prompt: "x", MaxTokens: 4}

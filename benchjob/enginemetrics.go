@@ -81,7 +81,7 @@ func (r *runner) scrapeEngineMetrics(stop <-chan struct{}) {
 	if u == "" {
 		u, do = r.client.RootURL()+"/metrics", r.client.Do
 	}
-	f, err := r.arch.CreateFile(runarchive.EngineMetricsFile)
+	f, err := r.rec.arch.CreateFile(runarchive.EngineMetricsFile)
 	if err != nil {
 		r.log.Warn("engine metrics", "err", err)
 		return

@@ -132,7 +132,7 @@ func TestRunAbortKeepsRecords(t *testing.T) {
 	if len(recs) != 2 || canceled != 2 {
 		t.Errorf("%d records, %d formal canceled (want the 2 in flight)", len(recs), canceled)
 	}
-	var man Manifest
+	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Status != StatusAborted {
 		t.Errorf("manifest status %s", man.Status)
@@ -211,7 +211,7 @@ func TestRunEngineProcessDies(t *testing.T) {
 	if !strings.Contains(string(logb), "engine up") || !strings.Contains(string(logb), "engine crashing") {
 		t.Errorf("engine.log %q", logb)
 	}
-	var man Manifest
+	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if !strings.Contains(man.Engine.ExitError, "exit status 3") || man.Engine.Controller != "process" {
 		t.Errorf("manifest engine %+v", man.Engine)
@@ -335,7 +335,7 @@ func TestRunHooksAndEngineMetrics(t *testing.T) {
 	if err != nil || !strings.Contains(string(em), `"vllm:num_requests_running":2`) {
 		t.Errorf("engine_metrics.jsonl %q %v", em, err)
 	}
-	var man Manifest
+	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Engine.Controller != "hooks" || man.Engine.StartHook == "" {
 		t.Errorf("manifest engine %+v", man.Engine)

@@ -55,51 +55,8 @@ func newFakeExporter(t *testing.T, token string) *fakeExporter {
 		}
 		_ = json.NewEncoder(w).Encode([]phaseapi.GPUInfo{{GPU: 0, UUID: "GPU-fake-0", Name: "Fake H100", DriverVersion: "550.1", EnergySource: "counter", Healthy: true}})
 	})
-	mux.HandleFunc("GET /api/v1/preflight", func(w http.ResponseWriter, r *http.Request) {
-		if !f.authed(w, r) {
-			return
-		}
-		f.mu.Lock()
-		f.preflights++
-		used := f.used[r.URL.Query().Get("run_id")]
-		f.mu.Unlock()
-		if used {
-			w.WriteHeader(http.StatusConflict)
-			_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: "run ID used before"})
-			return
-		}
-		_ = json.NewEncoder(w).Encode(phaseapi.Preflight{RunID: r.URL.Query().Get("run_id"),
-			GPUs: []phaseapi.GPUInfo{{GPU: 0, UUID: "GPU-fake-0", Name: "Fake H100", DriverVersion: "550.1", EnergySource: "counter", Healthy: true}}})
-	})
-	mux.HandleFunc("POST /api/v1/runs/{id}/phases/{phase}", func(w http.ResponseWriter, r *http.Request) {
-		if !f.authed(w, r) {
-			return
-		}
-		p, err := contract.ParsePhase(r.PathValue("phase"))
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: err.Error()})
-			return
-		}
-		f.mu.Lock()
-		if f.blips > 0 {
-			f.blips--
-			f.mu.Unlock()
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: "restarting"})
-			return
-		}
-		if f.failAfter > 0 && len(f.events) >= f.failAfter {
-			f.mu.Unlock()
-			w.WriteHeader(http.StatusInternalServerError)
-			_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: "disk full"})
-			return
-		}
-		f.events = append(f.events, p)
-		f.times = append(f.times, float64(time.Now().UnixNano())/1e9)
-		f.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(f.status(r.PathValue("id"), false))
-	})
+	mux.HandleFunc("GET /api/v1/preflight", f.preflight)
+	mux.HandleFunc("POST /api/v1/runs/{id}/phases/{phase}", f.postPhase)
 	mux.HandleFunc("POST /api/v1/runs/{id}/end", func(w http.ResponseWriter, r *http.Request) {
 		if !f.authed(w, r) {
 			return
@@ -127,6 +84,55 @@ func newFakeExporter(t *testing.T, token string) *fakeExporter {
 	f.Server = httptest.NewServer(mux)
 	t.Cleanup(f.Close)
 	return f
+}
+
+// preflight answers the pre-flight: refused for a used run id.
+func (f *fakeExporter) preflight(w http.ResponseWriter, r *http.Request) {
+	if !f.authed(w, r) {
+		return
+	}
+	f.mu.Lock()
+	f.preflights++
+	used := f.used[r.URL.Query().Get("run_id")]
+	f.mu.Unlock()
+	if used {
+		w.WriteHeader(http.StatusConflict)
+		_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: "run ID used before"})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(phaseapi.Preflight{RunID: r.URL.Query().Get("run_id"),
+		GPUs: []phaseapi.GPUInfo{{GPU: 0, UUID: "GPU-fake-0", Name: "Fake H100", DriverVersion: "550.1", EnergySource: "counter", Healthy: true}}})
+}
+
+// postPhase takes a phase, unless a blip or a failure is due.
+func (f *fakeExporter) postPhase(w http.ResponseWriter, r *http.Request) {
+	if !f.authed(w, r) {
+		return
+	}
+	p, err := contract.ParsePhase(r.PathValue("phase"))
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: err.Error()})
+		return
+	}
+	f.mu.Lock()
+	if f.blips > 0 {
+		f.blips--
+		f.mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: "restarting"})
+		return
+	}
+	if f.failAfter > 0 && len(f.events) >= f.failAfter {
+		f.mu.Unlock()
+		w.WriteHeader(http.StatusInternalServerError)
+		_ = json.NewEncoder(w).Encode(phaseapi.Error{Error: "disk full"})
+		return
+	}
+	f.events = append(f.events, p)
+	f.times = append(f.times, float64(time.Now().UnixNano())/1e9)
+	f.mu.Unlock()
+	_ = json.NewEncoder(w).Encode(f.status(r.PathValue("id"), false))
 }
 
 func (f *fakeExporter) authed(w http.ResponseWriter, r *http.Request) bool {

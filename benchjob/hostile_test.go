@@ -92,7 +92,7 @@ func TestRunPanicFinalises(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(res.ArchiveDir, runarchive.RequestsFile)); err != nil {
 		t.Errorf("requests.jsonl not committed: %v", err)
 	}
-	var man Manifest
+	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Status != StatusFailed || !strings.Contains(man.Error, "injected bug") {
 		t.Errorf("manifest status %s error %q", man.Status, man.Error)
@@ -147,7 +147,7 @@ func TestRunHonoursRetryAfter(t *testing.T) {
 			if asked == 0 {
 				t.Fatal("no 429 answered")
 			}
-			var man Manifest
+			var man runarchive.Manifest
 			readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 			if man.Load.RetryAfterWaitSeconds < 1 {
 				t.Errorf("manifest retry_after_wait_seconds %g, want ≥ 1", man.Load.RetryAfterWaitSeconds)
@@ -237,7 +237,7 @@ func TestConcurrencyBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var man Manifest
+	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if res.Summary.Started != 10 || man.Load.Concurrency != 10 || !strings.Contains(logs.String(), "concurrency above the number of requests") {
 		t.Errorf("started %d, manifest concurrency %d, warning logged %v", res.Summary.Started, man.Load.Concurrency,

@@ -19,6 +19,7 @@ import (
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // TestRunAgainstExporterAndPrometheus runs the whole lifecycle against the
@@ -80,41 +81,7 @@ func TestRunAgainstExporterAndPrometheus(t *testing.T) {
 	}
 	papi := promv1.NewAPI(cl)
 	for _, metric := range []string{contract.RequestLatency, contract.RequestOutputTokens, contract.RequestSuccess} {
-		q := fmt.Sprintf(`%s{run_id="integration-1"}[1h]`, metric)
-		v, _, _, err := papi.Query(ctx, q, time.Now())
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		m, ok := v.(model.Matrix)
-		if !ok {
-			t.Fatalf("%s: %T", q, v)
-		}
-		got := map[string]float64{}
-		n := 0
-		for _, ser := range m {
-			for _, p := range ser.Values {
-				got[fmt.Sprintf("%s/%s/%d", ser.Metric["phase"], ser.Metric["slot"], int64(p.Timestamp))] = float64(p.Value)
-				n++
-			}
-		}
-		if n != len(recs) {
-			t.Fatalf("%s: %d samples in Prometheus, %d requests", metric, n, len(recs))
-		}
-		for _, r := range recs {
-			ms := int64(math.Floor(r.EndTime * 1000))
-			found := false
-			for _, d := range []int64{0, -1, 1} {
-				if v, ok := got[fmt.Sprintf("%s/%s/%d", r.Phase, strconv.Itoa(r.Slot), ms+d)]; ok {
-					found = true
-					if metric == contract.RequestLatency && math.Abs(v-r.LatencySeconds) > 1e-9 {
-						t.Errorf("latency %g, archive %g", v, r.LatencySeconds)
-					}
-				}
-			}
-			if !found {
-				t.Errorf("%s: no sample for %s slot %d at %d ms", metric, r.Phase, r.Slot, ms)
-			}
-		}
+		checkSamplesInPrometheus(ctx, t, papi, metric, recs)
 	}
 	v, _, _, err := papi.Query(ctx, `sum(joulemark_bench_requests_total{run_id="integration-1"})`, time.Now())
 	if err != nil {
@@ -122,6 +89,47 @@ func TestRunAgainstExporterAndPrometheus(t *testing.T) {
 	}
 	if vec, ok := v.(model.Vector); !ok || len(vec) != 1 || float64(vec[0].Value) != float64(len(recs)) {
 		t.Errorf("requests_total: %v", v)
+	}
+}
+
+// checkSamplesInPrometheus: every request's sample of metric, read back
+// from Prometheus, at its end time (latency: its value too).
+func checkSamplesInPrometheus(ctx context.Context, t *testing.T, papi promv1.API, metric string, recs []runarchive.Request) {
+	t.Helper()
+	q := fmt.Sprintf(`%s{run_id="integration-1"}[1h]`, metric)
+	v, _, _, err := papi.Query(ctx, q, time.Now())
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		t.Fatalf("%s: %T", q, v)
+	}
+	got := map[string]float64{}
+	n := 0
+	for _, ser := range m {
+		for _, p := range ser.Values {
+			got[fmt.Sprintf("%s/%s/%d", ser.Metric["phase"], ser.Metric["slot"], int64(p.Timestamp))] = float64(p.Value)
+			n++
+		}
+	}
+	if n != len(recs) {
+		t.Fatalf("%s: %d samples in Prometheus, %d requests", metric, n, len(recs))
+	}
+	for _, r := range recs {
+		ms := int64(math.Floor(r.EndTime * 1000))
+		found := false
+		for _, d := range []int64{0, -1, 1} {
+			if v, ok := got[fmt.Sprintf("%s/%s/%d", r.Phase, strconv.Itoa(r.Slot), ms+d)]; ok {
+				found = true
+				if metric == contract.RequestLatency && math.Abs(v-r.LatencySeconds) > 1e-9 {
+					t.Errorf("latency %g, archive %g", v, r.LatencySeconds)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no sample for %s slot %d at %d ms", metric, r.Phase, r.Slot, ms)
+		}
 	}
 }
 

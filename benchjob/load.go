@@ -111,10 +111,13 @@ func (r *runner) runLoad(ctx context.Context, spec loadSpec) *loadStats {
 		defer stopDrain()
 	}
 	paused0 := r.asked.pausedFor()
-	if spec.concurrency > 0 {
+	switch {
+	case spec.concurrency > 0:
 		r.closedLoop(ctx, reqCtx, spec, deadline, st)
-	} else {
-		r.openLoop(ctx, reqCtx, spec, deadline, st)
+	case spec.trace != nil:
+		r.openLoop(ctx, reqCtx, spec, deadline, st, traceArrivals(spec.trace, st.start))
+	default:
+		r.openLoop(ctx, reqCtx, spec, deadline, st, spec.rateArrivals(st.start))
 	}
 	st.end = time.Now()
 	st.retryWait = r.asked.pausedFor() - paused0
@@ -185,9 +188,14 @@ func (r *runner) closedLoop(ctx, reqCtx context.Context, spec loadSpec, deadline
 	wg.Wait()
 }
 
-// gaps draws the open loop's inter-arrival times: gamma of shape
-// burstiness (1: Poisson) and mean 1/rate.
-func (spec loadSpec) gaps() func() time.Duration {
+// arrivals is an open loop's schedule: the instant of arrival i, given
+// the previous one and how far the engine's Retry-After pauses moved the
+// schedule; false when there is no such arrival (a trace ran out).
+type arrivals func(i int, prev time.Time, shift time.Duration) (time.Time, bool)
+
+// rateArrivals are arrivals at spec.rate from start: inter-arrival times
+// drawn from a gamma of shape burstiness (1: Poisson) and mean 1/rate.
+func (spec loadSpec) rateArrivals(start time.Time) arrivals {
 	rng := rand.New(rand.NewPCG(uint64(spec.seed), 2))
 	shape := spec.burstiness
 	if shape <= 0 {
@@ -197,13 +205,28 @@ func (spec loadSpec) gaps() func() time.Duration {
 	if spec.rate > 0 {
 		gap = distuv.Gamma{Alpha: shape, Beta: spec.rate * shape, Src: rng}
 	}
-	return func() time.Duration { return time.Duration(gap.Rand() * float64(time.Second)) }
+	return func(i int, prev time.Time, _ time.Duration) (time.Time, bool) {
+		if i == 0 {
+			return start, true
+		}
+		return prev.Add(time.Duration(gap.Rand() * float64(time.Second))), true
+	}
 }
 
-// openLoop sends requests at their arrival times (rate or trace), capped
-// by spec.maxConc, until a bound.
-func (r *runner) openLoop(ctx, reqCtx context.Context, spec loadSpec, deadline time.Time, st *loadStats) {
-	gap := spec.gaps()
+// traceArrivals replay a trace from start: arrival i at its offset, moved
+// by the pauses.
+func traceArrivals(trace []traceEntry, start time.Time) arrivals {
+	return func(i int, _ time.Time, shift time.Duration) (time.Time, bool) {
+		if i >= len(trace) {
+			return time.Time{}, false
+		}
+		return start.Add(trace[i].At + shift), true
+	}
+}
+
+// openLoop sends requests at their arrival times, capped by spec.maxConc,
+// until a bound.
+func (r *runner) openLoop(ctx, reqCtx context.Context, spec loadSpec, deadline time.Time, st *loadStats, at arrivals) {
 	var sem chan struct{}
 	if spec.maxConc > 0 {
 		sem = make(chan struct{}, spec.maxConc)
@@ -213,14 +236,10 @@ func (r *runner) openLoop(ctx, reqCtx context.Context, spec loadSpec, deadline t
 	next, prevDone := st.start, st.start
 	var shift time.Duration // how far the engine's Retry-After pauses moved the schedule
 	for i := 0; ctx.Err() == nil && (spec.requests == 0 || i < spec.requests); i++ {
-		if spec.trace != nil {
-			if i >= len(spec.trace) {
-				st.exhausted = true
-				return
-			}
-			next = st.start.Add(spec.trace[i].At + shift)
-		} else if i > 0 {
-			next = next.Add(gap())
+		var ok bool
+		if next, ok = at(i, next, shift); !ok {
+			st.exhausted = true
+			return
 		}
 		if (!deadline.IsZero() && !next.Before(deadline)) || sleepCtx(ctx, time.Until(next)) != nil {
 			return
@@ -240,14 +259,8 @@ func (r *runner) openLoop(ctx, reqCtx context.Context, spec loadSpec, deadline t
 			st.exhausted = true
 			return
 		}
-		if sem != nil {
-			t0 := time.Now()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			st.capWait += time.Since(t0)
+		if !acquire(ctx, sem, st) {
+			return
 		}
 		st.noteSend()
 		wg.Add(1)
@@ -260,6 +273,22 @@ func (r *runner) openLoop(ctx, reqCtx context.Context, spec loadSpec, deadline t
 		}(p, next)
 		prevDone = time.Now()
 	}
+}
+
+// acquire takes a place under the open loop's concurrency cap (sem; nil:
+// none), counting the wait in st; false when ctx ended first.
+func acquire(ctx context.Context, sem chan struct{}, st *loadStats) bool {
+	if sem == nil {
+		return true
+	}
+	t0 := time.Now()
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	st.capWait += time.Since(t0)
+	return true
 }
 
 // later is the later of two instants.
@@ -297,13 +326,13 @@ func (r *runner) do(ctx context.Context, phase string, p Prompt, scheduled time.
 	slot := r.slots.acquire()
 	r.inFlight.Add(1)
 	defer r.inFlight.Add(-1)
-	r.agg.inFlight.Inc()
+	r.rec.started()
 	r.progress.started.Add(1)
 	resp := r.client.Stream(ctx, &openai.Request{
 		Endpoint: openai.Endpoint(r.cfg.Endpoint), Model: r.model,
 		Prompt: p.Text, MaxTokens: p.MaxTokens, Extras: r.cfg.Extras, KeepText: p.Check != nil,
 	})
-	r.agg.inFlight.Dec()
+	r.rec.ended()
 	rec := newRecord(phase, slot, p, resp, scheduled)
 	if testHookRequest != nil {
 		testHookRequest(rec)

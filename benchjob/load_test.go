@@ -138,7 +138,7 @@ func TestRunOpenLoopPoisson(t *testing.T) {
 	if res.TargetRate != 200 || res.AchievedRate < 140 || res.AchievedRate > 280 || slices.Contains(res.Flags, contract.FlagClientLag) {
 		t.Errorf("target %g achieved %g flags %v", res.TargetRate, res.AchievedRate, res.Flags)
 	}
-	var man Manifest
+	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Load.Mode != "poisson" || man.Load.TargetRate != 200 || man.Load.AchievedRate != res.AchievedRate {
 		t.Errorf("manifest load %+v", man.Load)
@@ -187,7 +187,7 @@ func TestRunOpenLoopCap(t *testing.T) {
 	if res.AchievedRate > 200 {
 		t.Errorf("achieved %g req/s through a cap of 2 × 20ms", res.AchievedRate)
 	}
-	var man Manifest
+	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Load.CapWaitSeconds <= 0 || slices.Contains(res.Flags, contract.FlagClientLag) {
 		t.Errorf("cap wait %g flags %v: waiting for the cap is not client lag", man.Load.CapWaitSeconds, res.Flags)
@@ -241,7 +241,7 @@ func TestRunTraceReplay(t *testing.T) {
 			t.Errorf("request %d max_tokens %d output %d, trace says %d", i, r.MaxTokens, r.OutputTokens, outs[i])
 		}
 	}
-	var man Manifest
+	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Load.Mode != "trace" || man.Prompts != 4 || man.WarmupPrompts != 2 {
 		t.Errorf("manifest load %+v prompts %d warmup %d", man.Load, man.Prompts, man.WarmupPrompts)

@@ -15,16 +15,6 @@ import (
 	"github.com/joulemark/joulemark/internal/version"
 )
 
-// The manifest and its sections are runarchive's (the archive's format).
-type (
-	Manifest      = runarchive.Manifest
-	JoulemarkInfo = runarchive.JoulemarkInfo
-	GitInfo       = runarchive.GitInfo
-	HostInfo      = runarchive.HostInfo
-	EngineInfo    = runarchive.EngineInfo
-	LoadInfo      = runarchive.LoadInfo
-)
-
 // configYAML renders c as YAML (secrets marshal as <secret>), and the same
 // document as a generic map for the manifest.
 func configYAML(c *Config) ([]byte, map[string]any, error) {
@@ -39,26 +29,26 @@ func configYAML(c *Config) ([]byte, map[string]any, error) {
 	return b, m, nil
 }
 
-func hostInfo() HostInfo {
+func hostInfo() runarchive.HostInfo {
 	h, _ := os.Hostname()
-	return HostInfo{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	return runarchive.HostInfo{Hostname: h, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
 }
 
-func joulemarkInfo() JoulemarkInfo {
+func joulemarkInfo() runarchive.JoulemarkInfo {
 	v, rev, dirty := version.Info()
-	return JoulemarkInfo{Version: v, Revision: rev, Dirty: dirty}
+	return runarchive.JoulemarkInfo{Version: v, Revision: rev, Dirty: dirty}
 }
 
 // gitInfo returns the commit and dirty flag of the checkout in the working
 // directory, or nil when it is not one (or git is missing).
-func gitInfo(ctx context.Context) *GitInfo {
+func gitInfo(ctx context.Context) *runarchive.GitInfo {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		return nil
 	}
-	g := &GitInfo{Commit: strings.TrimSpace(string(out))}
+	g := &runarchive.GitInfo{Commit: strings.TrimSpace(string(out))}
 	st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output()
 	if err == nil {
 		g.Dirty = len(strings.TrimSpace(string(st))) > 0

@@ -25,6 +25,7 @@ import (
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/runid"
+	"github.com/joulemark/joulemark/internal/runinfo"
 	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
@@ -69,8 +70,8 @@ type Result struct {
 	Flags      []string `json:"flags"`
 	Model      string   `json:"model"`
 
-	Warmup  Summary `json:"warmup"`
-	Summary Summary `json:"formal"`
+	Warmup  runarchive.Summary `json:"warmup"`
+	Summary runarchive.Summary `json:"formal"`
 
 	TargetRate   float64 `json:"target_rate"`
 	AchievedRate float64 `json:"achieved_rate"`
@@ -96,17 +97,13 @@ type runner struct {
 	opts  Options
 	log   *slog.Logger
 	runID string
-	arch  *runarchive.Run
-	reqs  *runarchive.RequestWriter
+	rec   *recorder // archive, aggregates, remote write, records
 
 	client    *openai.Client
 	model     string
 	src       *source
 	trace     []traceEntry
 	exporters []*phaseapi.Client
-	rw        *remotewrite.Writer
-	agg       *aggregates
-	recMu     sync.Mutex // one record at a time into the archive and the aggregates
 	slots     slots
 	progress  *progress
 	engine    Engine
@@ -121,9 +118,8 @@ type runner struct {
 	datasetDigest string // workloadDigest
 
 	mu          sync.Mutex
-	records     []*runarchive.Request
 	flags       map[string]bool
-	man         Manifest
+	man         runarchive.Manifest
 	stopping    bool
 	engineErr   error
 	formalStart time.Time
@@ -160,28 +156,10 @@ func runValidated(ctx context.Context, cfg Config, opts Options) (*Result, error
 // prepare does everything that can fail before a run starts: secrets,
 // workload files, exporters, remote write, the archive directory.
 func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = time.Second
-	}
-	if opts.PhaseRetry <= 0 {
-		opts.PhaseRetry = time.Minute
-	}
-	e := cfg.Engine
-	engine := opts.Engine
-	switch {
-	case engine != nil && e.NoLifecycle:
-		return nil, errors.New("engine.no_lifecycle and an engine controller exclude each other")
-	case engine != nil && (e.Cmd != "" || e.Start != ""):
-		return nil, errors.New("engine.cmd/start given together with an engine controller")
-	case engine == nil && e.Cmd != "":
-		engine = NewProcessEngine(e.Cmd, e.StopGrace)
-	case engine == nil && e.Start != "":
-		engine = &HookEngine{StartCmd: e.Start, StopCmd: e.Stop}
-	case engine == nil && !e.NoLifecycle:
-		return nil, errors.New("engine: give engine.cmd, engine.start/engine.stop, or engine.no_lifecycle")
+	opts = opts.withDefaults()
+	engine, err := engineFor(cfg.Engine, opts.Engine)
+	if err != nil {
+		return nil, err
 	}
 	apiKey, err := targetKey(&cfg)
 	if err != nil {
@@ -192,96 +170,20 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg, opts: opts, log: opts.Logger, engine: engine, flags: map[string]bool{}, model: cfg.Model}
-
-	// Workload.
-	w := cfg.Workload
-	synth := newSynthetic(w)
-	cycle := 0 // a dataset's length: prompt i is its line i % cycle
-	switch {
-	case w.Trace != "":
-		tr, err := loadTrace(w.Trace)
-		if err != nil {
-			return nil, err
-		}
-		r.trace = tr
-		// Warm-up prompts come from the synthetic generator; the trace
-		// drives the formal phase.
-		r.src = newSource(func(i int) Prompt {
-			e := tr[i]
-			return Prompt{Text: synth.build(e.InputTokens, e.OutputTokens), InputTokens: e.InputTokens, MaxTokens: e.OutputTokens}
-		}, len(tr))
-	case w.Dataset != "":
-		ds, err := loadDataset(w.Dataset, w.MeanOutputTokens)
-		if err != nil {
-			return nil, err
-		}
-		r.src = newSource(func(i int) Prompt { return ds[i%len(ds)] }, -1)
-		cycle = len(ds)
-	case w.Kind == WorkloadCorrectness:
-		maxTokens := w.MeanOutputTokens
-		if maxTokens <= 0 {
-			maxTokens = 64
-		}
-		r.src = newSource(func(i int) Prompt {
-			text, check := quality.CorrectnessPrompt(w.Seed, i)
-			return Prompt{Text: text, InputTokens: estimateTokens(text), MaxTokens: maxTokens, Check: check}
-		}, -1)
-	default:
-		r.src = newSource(synth.prompt, -1)
-	}
-	if w.QualityFile != "" {
-		rubric, err := quality.LoadRubric(w.QualityFile)
-		if err != nil {
-			return nil, err
-		}
-		gen := r.src.gen
-		r.src.gen = func(i int) Prompt {
-			p := gen(i)
-			at := i
-			if cycle > 0 {
-				at = i % cycle
-			}
-			p.Check = mergeChecks(p.Check, rubric.For(at))
-			return p
-		}
-	}
-	if r.datasetDigest, err = workloadDigest(w); err != nil {
+	if r.src, r.trace, err = workloadSource(cfg.Workload); err != nil {
 		return nil, err
 	}
-
-	r.client, err = openai.New(openai.Config{
-		BaseURL: cfg.Target, APIKey: apiKey, HTTP: cfg.TargetHTTP,
-		ConnectTimeout: cfg.Timeouts.Connect, FirstTokenTimeout: cfg.Timeouts.FirstToken, TotalTimeout: cfg.Timeouts.Total,
-		IdleTimeout: cfg.Timeouts.Idle,
-		MaxConns:    max(cfg.Concurrency, cfg.MaxConcurrency, 64), RequireUsage: cfg.RequireUsage,
-	})
-	if err != nil {
+	if r.datasetDigest, err = workloadDigest(cfg.Workload); err != nil {
 		return nil, err
 	}
-
-	// An engine left by a killed run in this runs dir would hold the GPUs
-	// and the target's address: reap it first.
-	if ids, err := ReapOrphanEngines(cfg.RunsDir); err != nil {
-		opts.Logger.Warn("reaping engines of killed runs", "err", err)
-	} else if len(ids) > 0 {
-		opts.Logger.Warn("killed the engine process groups left by killed runs (finish them with joulemark runs finalize)", "runs", strings.Join(ids, ","))
+	if r.client, err = targetClient(&cfg, apiKey); err != nil {
+		return nil, err
 	}
-
+	reapOrphans(cfg.RunsDir, opts.Logger)
 	// Pre-flight: everything answers and accepts the run's credentials, and
 	// the run id is free everywhere, before the run directory exists.
-	exporterHTTP, tokenHeader, err := exporterClient(cfg.ExporterHTTP, opts.ExporterHTTP)
-	if err != nil {
+	if r.exporters, err = exporterClients(&cfg, token, opts.ExporterHTTP); err != nil {
 		return nil, err
-	}
-	for _, u := range cfg.Exporters {
-		c, err := phaseapi.NewClient(u, token, exporterHTTP)
-		if err != nil {
-			return nil, err
-		}
-		if tokenHeader {
-			c.WithTokenHeader()
-		}
-		r.exporters = append(r.exporters, c)
 	}
 	if _, err := os.Stat(filepath.Join(cfg.RunsDir, cfg.RunID)); err == nil && opts.Archive == nil {
 		return nil, fmt.Errorf("run %q in %s: %w (never overwritten: give a new --run-id)", cfg.RunID, cfg.RunsDir, runarchive.ErrExists)
@@ -291,44 +193,182 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-
-	arch, reqs, err := createArchive(cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	runID := arch.ID
-	r.arch, r.reqs, r.runID = arch, reqs, runID
-	r.agg = newAggregates(runID)
-	if cfg.RemoteWrite.URL != "" {
-		r.rw, err = remotewrite.New(remotewrite.Config{URL: cfg.RemoteWrite.URL, HTTP: cfg.RemoteWrite.HTTP,
-			UserAgent: "joulemark-bench"}, opts.Logger.With("component", "remote_write"))
-		if err != nil {
-			r.reqs.Close()
-			return nil, err
-		}
-	}
-	cy, cm, err := configYAML(&r.cfg)
-	if err == nil {
-		err = arch.WriteFile(runarchive.ConfigFile, cy)
-	}
-	if err != nil {
-		r.reqs.Close()
-		return nil, err
-	}
-	r.man = Manifest{
-		RunID: runID, Status: StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
-		Joulemark: joulemarkInfo(), Git: gitInfo(ctx), Host: hostInfo(), GPUs: gpus,
-		Engine: EngineInfo{Cmd: e.Cmd, StartHook: e.Start, StopHook: e.Stop, Version: e.Version, Image: e.Image,
-			Model: cfg.Model, ModelRevision: e.ModelRevision, Target: cfg.Target, Controller: controllerName(engine, opts.Engine)},
-		Thinking: thinking(&cfg), Load: loadInfo(&cfg),
-		Created: unixSeconds(time.Now()), Phases: map[string]float64{},
-	}
-	if err := r.arch.WriteManifest(&r.man); err != nil {
-		r.reqs.Close()
+	if err := r.openArchive(ctx, gpus); err != nil {
 		return nil, err
 	}
 	r.progress = newProgress(opts.Progress, r.log)
 	return r, nil
+}
+
+// withDefaults fills the options left zero.
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = time.Second
+	}
+	if o.PhaseRetry <= 0 {
+		o.PhaseRetry = time.Minute
+	}
+	return o
+}
+
+// engineFor is the run's engine controller: custom (the caller's), a
+// process (engine.cmd), hooks (engine.start/stop), or none with
+// engine.no_lifecycle.
+func engineFor(e EngineConfig, custom Engine) (Engine, error) {
+	switch {
+	case custom != nil && e.NoLifecycle:
+		return nil, errors.New("engine.no_lifecycle and an engine controller exclude each other")
+	case custom != nil && (e.Cmd != "" || e.Start != ""):
+		return nil, errors.New("engine.cmd/start given together with an engine controller")
+	case custom != nil:
+		return custom, nil
+	case e.Cmd != "":
+		return NewProcessEngine(e.Cmd, e.StopGrace), nil
+	case e.Start != "":
+		return &HookEngine{StartCmd: e.Start, StopCmd: e.Stop}, nil
+	case !e.NoLifecycle:
+		return nil, errors.New("engine: give engine.cmd, engine.start/engine.stop, or engine.no_lifecycle")
+	}
+	return nil, nil
+}
+
+// workloadSource is the run's prompt source (a trace, a dataset, the
+// correctness workload or synthetic prompts) with the rubric of
+// workload.quality_file applied; trace is the trace, nil without one.
+func workloadSource(w Workload) (src *source, trace []traceEntry, err error) {
+	synth := newSynthetic(w)
+	cycle := 0 // a dataset's length: prompt i is its line i % cycle
+	switch {
+	case w.Trace != "":
+		if trace, err = loadTrace(w.Trace); err != nil {
+			return nil, nil, err
+		}
+		// Warm-up prompts come from the synthetic generator; the trace
+		// drives the formal phase.
+		src = newSource(func(i int) Prompt {
+			e := trace[i]
+			return Prompt{Text: synth.build(e.InputTokens, e.OutputTokens), InputTokens: e.InputTokens, MaxTokens: e.OutputTokens}
+		}, len(trace))
+	case w.Dataset != "":
+		ds, err := loadDataset(w.Dataset, w.MeanOutputTokens)
+		if err != nil {
+			return nil, nil, err
+		}
+		src = newSource(func(i int) Prompt { return ds[i%len(ds)] }, -1)
+		cycle = len(ds)
+	case w.Kind == WorkloadCorrectness:
+		maxTokens := w.MeanOutputTokens
+		if maxTokens <= 0 {
+			maxTokens = 64
+		}
+		src = newSource(func(i int) Prompt {
+			text, check := quality.CorrectnessPrompt(w.Seed, i)
+			return Prompt{Text: text, InputTokens: estimateTokens(text), MaxTokens: maxTokens, Check: check}
+		}, -1)
+	default:
+		src = newSource(synth.prompt, -1)
+	}
+	if w.QualityFile != "" {
+		if err := applyRubric(src, w.QualityFile, cycle); err != nil {
+			return nil, nil, err
+		}
+	}
+	return src, trace, nil
+}
+
+// applyRubric checks every prompt of src against the rubric in file, by
+// prompt index (modulo cycle, a dataset's length, when > 0).
+func applyRubric(src *source, file string, cycle int) error {
+	rubric, err := quality.LoadRubric(file)
+	if err != nil {
+		return err
+	}
+	gen := src.gen
+	src.gen = func(i int) Prompt {
+		p := gen(i)
+		at := i
+		if cycle > 0 {
+			at = i % cycle
+		}
+		p.Check = mergeChecks(p.Check, rubric.For(at))
+		return p
+	}
+	return nil
+}
+
+// targetClient is the engine's OpenAI-compatible client.
+func targetClient(cfg *Config, apiKey string) (*openai.Client, error) {
+	return openai.New(openai.Config{
+		BaseURL: cfg.Target, APIKey: apiKey, HTTP: cfg.TargetHTTP,
+		ConnectTimeout: cfg.Timeouts.Connect, FirstTokenTimeout: cfg.Timeouts.FirstToken, TotalTimeout: cfg.Timeouts.Total,
+		IdleTimeout: cfg.Timeouts.Idle,
+		MaxConns:    max(cfg.Concurrency, cfg.MaxConcurrency, 64), RequireUsage: cfg.RequireUsage,
+	})
+}
+
+// reapOrphans kills the engines left by killed runs in runsDir: they would
+// hold the GPUs and the target's address.
+func reapOrphans(runsDir string, log *slog.Logger) {
+	if ids, err := ReapOrphanEngines(runsDir); err != nil {
+		log.Warn("reaping engines of killed runs", "err", err)
+	} else if len(ids) > 0 {
+		log.Warn("killed the engine process groups left by killed runs (finish them with joulemark runs finalize)", "runs", strings.Join(ids, ","))
+	}
+}
+
+// exporterClients are the phase API clients of the run's exporters.
+func exporterClients(cfg *Config, token string, hc *http.Client) ([]*phaseapi.Client, error) {
+	exporterHTTP, tokenHeader, err := exporterClient(cfg.ExporterHTTP, hc)
+	if err != nil {
+		return nil, err
+	}
+	var out []*phaseapi.Client
+	for _, u := range cfg.Exporters {
+		c, err := phaseapi.NewClient(u, token, exporterHTTP)
+		if err != nil {
+			return nil, err
+		}
+		if tokenHeader {
+			c.WithTokenHeader()
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// openArchive creates the run's recorder (archive, remote write) and
+// writes config.yaml and the first manifest.
+func (r *runner) openArchive(ctx context.Context, gpus map[string][]phaseapi.GPUInfo) error {
+	cfg, e := r.cfg, r.cfg.Engine
+	rec, err := openRecorder(&cfg, r.opts)
+	if err != nil {
+		return err
+	}
+	r.rec, r.runID = rec, rec.runID
+	cy, cm, err := configYAML(&r.cfg)
+	if err == nil {
+		err = rec.arch.WriteFile(runarchive.ConfigFile, cy)
+	}
+	if err != nil {
+		rec.reqs.Close()
+		return err
+	}
+	r.man = runarchive.Manifest{
+		RunID: r.runID, Status: StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
+		Joulemark: joulemarkInfo(), Git: gitInfo(ctx), Host: hostInfo(), GPUs: gpus,
+		Engine: runarchive.EngineInfo{Cmd: e.Cmd, StartHook: e.Start, StopHook: e.Stop, Version: e.Version, Image: e.Image,
+			Model: cfg.Model, ModelRevision: e.ModelRevision, Target: cfg.Target, Controller: controllerName(r.engine, r.opts.Engine)},
+		Thinking: thinking(&cfg), Load: loadInfo(&cfg),
+		Created: unixSeconds(time.Now()), Phases: map[string]float64{},
+	}
+	if err := rec.arch.WriteManifest(&r.man); err != nil {
+		rec.reqs.Close()
+		return err
+	}
+	return nil
 }
 
 func controllerName(e, custom Engine) string {
@@ -344,8 +384,8 @@ func controllerName(e, custom Engine) string {
 	return "hooks"
 }
 
-func loadInfo(c *Config) LoadInfo {
-	l := LoadInfo{Concurrency: c.Concurrency, TargetRate: c.Rate, Burstiness: c.Burstiness, MaxConcurrency: c.MaxConcurrency}
+func loadInfo(c *Config) runarchive.LoadInfo {
+	l := runarchive.LoadInfo{Concurrency: c.Concurrency, TargetRate: c.Rate, Burstiness: c.Burstiness, MaxConcurrency: c.MaxConcurrency}
 	switch {
 	case c.Workload.Trace != "":
 		l.Mode = "trace"
@@ -396,22 +436,10 @@ func (r *runner) flagList() []string {
 	return out
 }
 
-// record keeps one finished request: archive line, remote-write samples,
-// aggregates, progress. It takes rec over.
+// record keeps one finished request (recorder.record) and counts it in
+// the progress. It takes rec over.
 func (r *runner) record(rec *runarchive.Request) {
-	// The aggregates observe the records in archive order, as runs push
-	// does: a histogram's sum, a float, then comes out to the same bits.
-	func() {
-		r.recMu.Lock()
-		defer r.recMu.Unlock() // a panic below must not leave it held
-		r.reqs.Append(rec)
-		r.agg.observe(rec)
-	}()
-	if r.rw != nil {
-		for _, s := range requestSamples(rec, r.runID) {
-			r.rw.Append(s)
-		}
-	}
+	r.rec.record(rec)
 	r.progress.done.Add(1)
 	if !rec.Success {
 		r.progress.errors.Add(1)
@@ -421,34 +449,22 @@ func (r *runner) record(rec *runarchive.Request) {
 			r.flag(contract.FlagUsageMissing)
 		}
 	}
-	// Kept for the summary, without the gaps (the archive has them): rec
-	// is not used after this but for its end time.
-	rec.ITLSeconds = nil
-	r.mu.Lock()
-	r.records = append(r.records, rec)
-	r.mu.Unlock()
 }
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	start := time.Now()
-	r.log.Info("bench run starting", "run_id", r.runID, "archive", r.arch.Dir, "target", r.cfg.Target)
+	r.log.Info("bench run starting", "run_id", r.runID, "archive", r.rec.arch.Dir, "target", r.cfg.Target)
 	r.progress.start()
 	aggDone := make(chan struct{})
 	aggStopped := make(chan struct{})
-	go r.pushAggregates(aggDone, aggStopped)
+	go func() {
+		defer close(aggStopped)
+		defer r.guard("the aggregates push")
+		r.rec.pushAggregates(aggDone, r.cfg.RemoteWrite.AggregateInterval, r.rateGauges)
+	}()
 	go func() {
 		defer r.guard("the archive flush")
-		// Records reach the disk at least every second: a crash loses little.
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-aggDone:
-				return
-			case <-t.C:
-				r.reqs.Flush()
-			}
-		}
+		r.rec.flushEvery(aggDone, time.Second)
 	}()
 	runCtx, cancelDispatch := context.WithCancelCause(ctx)
 	defer cancelDispatch(nil)
@@ -474,7 +490,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	case ctx.Err() != nil:
 		status = StatusAborted
 		r.flag(contract.FlagAborted)
-		err = fmt.Errorf("run %s: %w (%v); records kept in %s", r.runID, ErrAborted, context.Cause(ctx), r.arch.Dir)
+		err = fmt.Errorf("run %s: %w (%v); records kept in %s", r.runID, ErrAborted, context.Cause(ctx), r.rec.arch.Dir)
 	case err != nil:
 		status = StatusFailed
 	}
@@ -492,57 +508,8 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	if w := r.cfg.steadyStateWarning(); w != "" {
 		r.log.Warn(w)
 	}
-	nl := r.cfg.Engine.NoLifecycle
-	if nl {
-		r.flag(contract.FlagNoLifecycle)
-		if q := r.cfg.Engine.QuietWindow; q > 0 {
-			// the running engine without load from the bench
-			r.postPhase(contract.Idle)
-			r.log.Info("quiet window before the load (the engine keeps running)", "duration", q)
-			if err := sleepCtx(ctx, q); err != nil {
-				return err
-			}
-		}
-	} else {
-		r.postPhase(contract.Idle)
-		r.log.Info("idle baseline", "duration", r.cfg.IdleDuration)
-		if err := sleepCtx(ctx, r.cfg.IdleDuration); err != nil {
-			return err
-		}
-		r.postPhase(contract.Startup)
-		if lc, ok := r.engine.(LogCapturer); ok {
-			f, err := r.arch.CreateFile(runarchive.EngineLogFile)
-			if err != nil {
-				return err
-			}
-			r.engLog = f
-			lc.CaptureLogs(&syncWriter{w: f})
-		}
-		if pe, ok := r.engine.(*ProcessEngine); ok {
-			pe.PIDFile = r.arch.Path(EnginePIDFile)
-		}
-		if err := r.engine.Start(ctx); err != nil {
-			r.flag(contract.FlagEngineStart)
-			return fmt.Errorf("starting the engine: %w", err)
-		}
-		if w, ok := r.engine.(Watcher); ok {
-			go func() {
-				select {
-				case <-w.Exited():
-				case <-ctx.Done():
-					return
-				}
-				r.mu.Lock()
-				stopping := r.stopping
-				r.engineErr = w.ExitErr()
-				r.mu.Unlock()
-				if !stopping {
-					r.flag(contract.FlagEngineExited)
-					r.log.Error("engine exited during the run", "err", w.ExitErr())
-					cancelRun(fmt.Errorf("engine exited: %w", w.ExitErr()))
-				}
-			}()
-		}
+	if err := r.startEngine(ctx, cancelRun); err != nil {
+		return err
 	}
 	t0 := time.Now()
 	if err := r.waitReady(ctx); err != nil {
@@ -552,25 +519,97 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	if err := r.identify(ctx); err != nil {
 		return err
 	}
-	eff := max(1, r.cfg.Concurrency, r.cfg.MaxConcurrency)
-	if !nl && r.cfg.WarmupRequests > 0 {
-		r.postPhase(contract.Warmup)
-		r.progress.reset(string(contract.Warmup), r.cfg.WarmupRequests)
-		src := r.src
-		if r.trace != nil {
-			// The trace is the formal load: warm up on synthetic prompts.
-			r.src = newSource(newSynthetic(r.cfg.Workload).prompt, -1)
+	if err := r.warmup(ctx); err != nil {
+		return err
+	}
+	return r.formal(ctx)
+}
+
+// startEngine runs the idle baseline and starts the engine (startup);
+// with engine.no_lifecycle, only the quiet window (idle phase) before the
+// load, if any.
+func (r *runner) startEngine(ctx context.Context, cancelRun context.CancelCauseFunc) error {
+	if r.cfg.Engine.NoLifecycle {
+		r.flag(contract.FlagNoLifecycle)
+		if q := r.cfg.Engine.QuietWindow; q > 0 {
+			// the running engine without load from the bench
+			r.postPhase(contract.Idle)
+			r.log.Info("quiet window before the load (the engine keeps running)", "duration", q)
+			return sleepCtx(ctx, q)
 		}
-		r.runLoad(ctx, loadSpec{phase: string(contract.Warmup), requests: r.cfg.WarmupRequests,
-			concurrency: min(r.cfg.WarmupRequests, eff)})
-		if r.trace != nil {
-			r.man.WarmupPromptSetSHA256, r.man.WarmupPrompts = r.src.digest()
-			r.src = src
-		}
-		if err := r.engineCause(ctx, ctx.Err()); err != nil {
+		return nil
+	}
+	r.postPhase(contract.Idle)
+	r.log.Info("idle baseline", "duration", r.cfg.IdleDuration)
+	if err := sleepCtx(ctx, r.cfg.IdleDuration); err != nil {
+		return err
+	}
+	r.postPhase(contract.Startup)
+	if lc, ok := r.engine.(LogCapturer); ok {
+		f, err := r.rec.arch.CreateFile(runarchive.EngineLogFile)
+		if err != nil {
 			return err
 		}
+		r.engLog = f
+		lc.CaptureLogs(&syncWriter{w: f})
 	}
+	if pe, ok := r.engine.(*ProcessEngine); ok {
+		pe.PIDFile = r.rec.arch.Path(EnginePIDFile)
+	}
+	if err := r.engine.Start(ctx); err != nil {
+		r.flag(contract.FlagEngineStart)
+		return fmt.Errorf("starting the engine: %w", err)
+	}
+	if w, ok := r.engine.(Watcher); ok {
+		go r.watchEngine(ctx, w, cancelRun)
+	}
+	return nil
+}
+
+// watchEngine stops the run when the engine exits before the bench stops
+// it.
+func (r *runner) watchEngine(ctx context.Context, w Watcher, cancelRun context.CancelCauseFunc) {
+	select {
+	case <-w.Exited():
+	case <-ctx.Done():
+		return
+	}
+	r.mu.Lock()
+	stopping := r.stopping
+	r.engineErr = w.ExitErr()
+	r.mu.Unlock()
+	if !stopping {
+		r.flag(contract.FlagEngineExited)
+		r.log.Error("engine exited during the run", "err", w.ExitErr())
+		cancelRun(fmt.Errorf("engine exited: %w", w.ExitErr()))
+	}
+}
+
+// warmup runs the warm-up phase (none with engine.no_lifecycle); a trace
+// run warms up on synthetic prompts, hashed apart.
+func (r *runner) warmup(ctx context.Context) error {
+	if r.cfg.Engine.NoLifecycle || r.cfg.WarmupRequests <= 0 {
+		return nil
+	}
+	eff := max(1, r.cfg.Concurrency, r.cfg.MaxConcurrency)
+	r.postPhase(contract.Warmup)
+	r.progress.reset(string(contract.Warmup), r.cfg.WarmupRequests)
+	src := r.src
+	if r.trace != nil {
+		// The trace is the formal load: warm up on synthetic prompts.
+		r.src = newSource(newSynthetic(r.cfg.Workload).prompt, -1)
+	}
+	r.runLoad(ctx, loadSpec{phase: string(contract.Warmup), requests: r.cfg.WarmupRequests,
+		concurrency: min(r.cfg.WarmupRequests, eff)})
+	if r.trace != nil {
+		r.man.WarmupPromptSetSHA256, r.man.WarmupPrompts = r.src.digest()
+		r.src = src
+	}
+	return r.engineCause(ctx, ctx.Err())
+}
+
+// formal runs the formal phase and records how well the load was held.
+func (r *runner) formal(ctx context.Context) error {
 	r.postPhase(contract.Formal)
 	r.progress.reset(string(contract.Formal), r.cfg.Requests)
 	spec := loadSpec{phase: string(contract.Formal), requests: r.cfg.Requests, duration: r.cfg.Duration,
@@ -586,16 +625,23 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	st := r.runLoad(ctx, spec)
 	stopWatch()
 	r.progress.phase.Store("")
+	r.noteFormalLoad(st, cpuTime()-cpu0)
+	return r.engineCause(ctx, ctx.Err())
+}
+
+// noteFormalLoad puts what the formal load did into the manifest (achieved
+// rate, lags, client CPU) and flags a load not held.
+func (r *runner) noteFormalLoad(st *loadStats, cpu time.Duration) {
 	wall := st.end.Sub(st.start).Seconds()
 	if wall > 0 {
-		r.man.Load.ClientCPURatio = (cpuTime() - cpu0).Seconds() / wall / float64(runtime.GOMAXPROCS(0))
+		r.man.Load.ClientCPURatio = cpu.Seconds() / wall / float64(runtime.GOMAXPROCS(0))
 		if r.man.Load.ClientCPURatio > 0.9 {
 			r.flag(contract.FlagClientCPU)
 		}
 	}
 	r.man.Load.AchievedRate = st.achievedRate()
 	r.man.Load.RetryAfterWaitSeconds = st.retryWait.Seconds()
-	r.agg.achieved.Set(st.achievedRate())
+	r.rec.agg.achieved.Set(st.achievedRate())
 	if len(st.lags) > 0 {
 		p50, p99 := st.lagQuantile(.5), st.lagQuantile(.99)
 		r.man.Load.LagP50Seconds, r.man.Load.LagP99Seconds = p50.Seconds(), p99.Seconds()
@@ -608,7 +654,6 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	if st.exhausted && r.trace != nil && (r.cfg.Requests > len(r.trace)) {
 		r.flag(contract.FlagTraceExhausted)
 	}
-	return r.engineCause(ctx, ctx.Err())
 }
 
 // engineCause explains err by the engine's death when that is what ended ctx.
@@ -883,56 +928,58 @@ func (r *runner) awaitRelease(ctx context.Context, c *phaseapi.Client) (*phaseap
 	}
 }
 
+// finish closes the run's records: the summaries, the final remote-write
+// samples, phases.json with each exporter's final status, and the final
+// manifest.
 func (r *runner) finish(start time.Time, status string, runErr error) (*Result, error) {
-	res := &Result{RunID: r.runID, ArchiveDir: r.arch.Dir, Status: status, Model: r.model,
+	res := &Result{RunID: r.runID, ArchiveDir: r.rec.arch.Dir, Status: status, Model: r.model,
 		TargetRate: r.cfg.Rate, AchievedRate: r.man.Load.AchievedRate,
 		RemoteWriteURL: r.cfg.RemoteWrite.URL, PrometheusURL: r.cfg.Prometheus.URL, Release: map[string]*phaseapi.RunStatus{}, Start: start}
 	var errs []error
 	if runErr != nil {
 		errs = append(errs, runErr)
 	}
-	if err := r.reqs.Close(); err != nil {
+	if err := r.rec.reqs.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	var warm, formal []*runarchive.Request
-	for _, rec := range r.records {
-		if rec.Phase == string(contract.Warmup) {
-			warm = append(warm, rec)
-		} else {
-			formal = append(formal, rec)
-		}
-	}
+	warm, formal := r.rec.byPhase()
 	res.Warmup, res.Summary = summarize(warm), summarize(formal)
 	info := r.runInfo(res.Summary)
 	r.man.RunInfo = &info
-	if r.rw != nil {
-		// The final samples' instant is archived: runs push re-sends them
-		// with the very timestamps and values.
-		at := unixSeconds(time.Now())
-		r.man.SamplesAt = at
-		r.agg.settle(r.man.Load)
-		if s, err := r.agg.samples(sampleMs(at)); err == nil {
-			for _, x := range s {
-				r.rw.Append(x)
-			}
-		}
-		r.mu.Lock()
-		fs := r.man.Phases[string(contract.Formal)]
-		r.mu.Unlock()
-		for _, x := range runInfoSamples(info, fs, at) {
-			r.rw.Append(x)
-		}
-		fctx, cancel := context.WithTimeout(r.stopBase(), r.cfg.RemoteWrite.FlushTimeout)
-		st, err := r.rw.Close(fctx)
-		cancel()
-		res.RemoteWrite = st
-		if err != nil {
-			r.flag(contract.FlagRemoteWriteLost)
-			r.log.Warn("remote write", "err", err)
-		}
-		r.man.RemoteWrite = &st
+	if r.rec.rw != nil {
+		res.RemoteWrite = r.closeRemoteWrite(info)
 	}
-	doc := runarchive.Phases{RunID: r.runID}
+	if err := r.rec.arch.WritePhases(r.finalStatuses(res)); err != nil {
+		errs = append(errs, err)
+	}
+	return res, r.writeFinalManifest(res, status, errors.Join(errs...))
+}
+
+// closeRemoteWrite sends the final samples (recorder.closeRemoteWrite)
+// within remote_write.flush_timeout and notes them in the manifest.
+func (r *runner) closeRemoteWrite(info runinfo.Info) remotewrite.Stats {
+	// The final samples' instant is archived: runs push re-sends them
+	// with the very timestamps and values.
+	at := unixSeconds(time.Now())
+	r.man.SamplesAt = at
+	r.mu.Lock()
+	fs := r.man.Phases[string(contract.Formal)]
+	r.mu.Unlock()
+	fctx, cancel := context.WithTimeout(r.stopBase(), r.cfg.RemoteWrite.FlushTimeout)
+	st, err := r.rec.closeRemoteWrite(fctx, at, r.man.Load, info, fs)
+	cancel()
+	if err != nil {
+		r.flag(contract.FlagRemoteWriteLost)
+		r.log.Warn("remote write", "err", err)
+	}
+	r.man.RemoteWrite = &st
+	return st
+}
+
+// finalStatuses asks every exporter for its final status of the run
+// (phases.json), flags what it says is wrong and puts it in res.Release.
+func (r *runner) finalStatuses(res *Result) *runarchive.Phases {
+	doc := &runarchive.Phases{RunID: r.runID}
 	posted := r.postedPhases()
 	for _, c := range r.exporters {
 		var st *phaseapi.RunStatus
@@ -964,9 +1011,13 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 		}
 		doc.Exporters = append(doc.Exporters, ep)
 	}
-	if err := r.arch.WritePhases(&doc); err != nil {
-		errs = append(errs, err)
-	}
+	return doc
+}
+
+// writeFinalManifest writes the manifest with the run's end: status,
+// flags, summary and err (the run's error, nil when none); it returns err
+// joined with the write's.
+func (r *runner) writeFinalManifest(res *Result, status string, err error) error {
 	res.End = time.Now()
 	res.Flags = r.flagList()
 	r.man.Status = status
@@ -975,56 +1026,31 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 	r.man.Ended = unixSeconds(res.End)
 	r.man.Engine.Model = r.model
 	r.man.PromptSetSHA256, r.man.Prompts = r.src.digest()
-	err := errors.Join(errs...)
 	if err != nil {
 		r.man.Error = err.Error()
 		res.Error = err.Error()
 	}
-	if werr := r.arch.WriteManifest(&r.man); werr != nil {
+	if werr := r.rec.arch.WriteManifest(&r.man); werr != nil {
 		err = errors.Join(err, werr)
 	}
 	r.log.Info("bench run done", "run_id", r.runID, "status", status, "flags", strings.Join(res.Flags, ","),
 		"formal_requests", res.Summary.Started, "failed", res.Summary.Failed)
-	return res, err
+	return err
 }
 
-// pushAggregates sends the aggregates every interval until done closes.
-func (r *runner) pushAggregates(done <-chan struct{}, stopped chan<- struct{}) {
-	defer close(stopped)
-	defer r.guard("the aggregates push")
-	if r.rw == nil {
+// rateGauges sets the aggregates' rate gauges from the formal phase's
+// start on (before it, none).
+func (r *runner) rateGauges(now time.Time) {
+	r.mu.Lock()
+	fs := r.formalStart
+	r.mu.Unlock()
+	if fs.IsZero() {
 		return
 	}
-	iv := r.cfg.RemoteWrite.AggregateInterval
-	if iv <= 0 {
-		iv = 5 * time.Second
+	if d := now.Sub(fs).Seconds(); d > 0 {
+		r.rec.agg.achieved.Set(float64(r.progress.started.Load()) / d)
 	}
-	t := time.NewTicker(iv)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case now := <-t.C:
-			r.mu.Lock()
-			fs := r.formalStart
-			r.mu.Unlock()
-			if !fs.IsZero() {
-				if d := now.Sub(fs).Seconds(); d > 0 {
-					r.agg.achieved.Set(float64(r.progress.started.Load()) / d)
-				}
-				r.agg.target.Set(r.cfg.Rate)
-			}
-			s, err := r.agg.samples(sampleMs(unixSeconds(now)))
-			if err != nil {
-				r.log.Warn("aggregates", "err", err)
-				continue
-			}
-			for _, x := range s {
-				r.rw.Append(x)
-			}
-		}
-	}
+	r.rec.agg.target.Set(r.cfg.Rate)
 }
 
 // cpuTime is the process' user+system CPU time.

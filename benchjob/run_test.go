@@ -77,8 +77,32 @@ func TestRunFullLifecycle(t *testing.T) {
 		t.Errorf("API key not sent: %q", srv.LastAuth())
 	}
 
-	// Archive: requests.jsonl, one line per request, design keys on each.
-	raws, recs := readRecords(t, res.ArchiveDir)
+	recs := checkLifecycleRecords(t, res.ArchiveDir)
+	checkRequestSamples(t, rw, recs)
+	infos := checkAggregatesAndIdentity(t, rw, res)
+	checkLifecycleManifest(t, res, &cfg, exp.URL, infos)
+	checkArchiveClean(t, res.ArchiveDir)
+	if res.Summary.Started != 20 || res.Summary.Succeeded != 20 || res.Warmup.Started != 3 || res.Summary.TTFT.N != 20 {
+		t.Errorf("summary %+v", res.Summary)
+	}
+
+	// The same run id again is refused, and the archive is untouched.
+	before, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.RequestsFile))
+	_, err = Run(context.Background(), cfg, opts)
+	if !errors.Is(err, runarchive.ErrExists) {
+		t.Fatalf("second run with the same id: %v", err)
+	}
+	after, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.RequestsFile))
+	if string(before) != string(after) {
+		t.Error("archive changed by a refused run")
+	}
+}
+
+// checkLifecycleRecords: requests.jsonl has one line per request, the
+// design keys on each, and consistent timings.
+func checkLifecycleRecords(t *testing.T, dir string) []runarchive.Request {
+	t.Helper()
+	raws, recs := readRecords(t, dir)
 	if len(recs) != 23 {
 		t.Fatalf("%d records, want 23", len(recs))
 	}
@@ -110,8 +134,13 @@ func TestRunFullLifecycle(t *testing.T) {
 		t.Errorf("%d warm-up records, want 3", nWarm)
 	}
 
-	// Every per-request sample reached the remote-write receiver, with its
-	// labels and the request's end time as timestamp.
+	return recs
+}
+
+// checkRequestSamples: every per-request sample reached the remote-write
+// receiver, with its labels and the request's end time as timestamp.
+func checkRequestSamples(t *testing.T, rw *rwReceiver, recs []runarchive.Request) {
+	t.Helper()
 	type key struct {
 		phase, slot string
 		ts          int64
@@ -161,7 +190,13 @@ func TestRunFullLifecycle(t *testing.T) {
 			}
 		}
 	}
-	// Aggregates beside them.
+}
+
+// checkAggregatesAndIdentity: the aggregates beside the samples, and the
+// run's identity pushed at the formal start and the end; it returns the
+// identity samples.
+func checkAggregatesAndIdentity(t *testing.T, rw *rwReceiver, res *Result) []rwSample {
+	t.Helper()
 	var lastSuccess float64
 	for _, s := range rw.named(contract.BenchRequests) {
 		if s.labels["outcome"] == "success" && s.labels["run_id"] == "lifecycle-1" {
@@ -203,8 +238,14 @@ func TestRunFullLifecycle(t *testing.T) {
 		t.Errorf("remote write stats %+v, receiver got %d", res.RemoteWrite, wantSamples)
 	}
 
-	// Manifest.
-	var man Manifest
+	return infos
+}
+
+// checkLifecycleManifest: manifest.json, config.yaml, phases.json and the
+// engine log of the run.
+func checkLifecycleManifest(t *testing.T, res *Result, cfg *Config, expURL string, infos []rwSample) {
+	t.Helper()
+	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Status != StatusCompleted || man.RunID != "lifecycle-1" || man.Engine.Model != "test-model" ||
 		man.Engine.MaxModelLen != 8192 || man.Engine.ReportedVer != "0.0.0-fake" || man.Prompts != 23 ||
@@ -219,7 +260,7 @@ func TestRunFullLifecycle(t *testing.T) {
 			t.Errorf("manifest git %+v, checkout at %s", man.Git, out)
 		}
 	}
-	if g := man.GPUs[exp.URL]; len(g) != 1 || g[0].Name != "Fake H100" {
+	if g := man.GPUs[expURL]; len(g) != 1 || g[0].Name != "Fake H100" {
 		t.Errorf("manifest GPUs %+v", man.GPUs)
 	}
 	cy, err := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.ConfigFile))
@@ -243,30 +284,20 @@ func TestRunFullLifecycle(t *testing.T) {
 	if err != nil || !strings.Contains(string(logb), "fake engine: started") {
 		t.Errorf("engine log: %q %v", logb, err)
 	}
-	// No secret anywhere in the archive.
-	entries, _ := os.ReadDir(res.ArchiveDir)
+}
+
+// checkArchiveClean: no secret and no leftover file in the archive.
+func checkArchiveClean(t *testing.T, dir string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		b, _ := os.ReadFile(filepath.Join(res.ArchiveDir, e.Name()))
+		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
 		if strings.Contains(string(b), "sk-topsecret") || strings.Contains(string(b), "exp-token-123") {
 			t.Errorf("%s holds a secret", e.Name())
 		}
 		if strings.HasSuffix(e.Name(), ".partial") || strings.Contains(e.Name(), ".tmp") {
 			t.Errorf("leftover %s", e.Name())
 		}
-	}
-	if res.Summary.Started != 20 || res.Summary.Succeeded != 20 || res.Warmup.Started != 3 || res.Summary.TTFT.N != 20 {
-		t.Errorf("summary %+v", res.Summary)
-	}
-
-	// The same run id again is refused, and the archive is untouched.
-	before, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.RequestsFile))
-	_, err = Run(context.Background(), cfg, opts)
-	if !errors.Is(err, runarchive.ErrExists) {
-		t.Fatalf("second run with the same id: %v", err)
-	}
-	after, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.RequestsFile))
-	if string(before) != string(after) {
-		t.Error("archive changed by a refused run")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
@@ -15,7 +16,7 @@ import (
 // Token lengths are the configured means for synthetic prompts, else the
 // measured means of the successful formal requests, rounded to whole tokens
 // so repeats of one configuration share them.
-func (r *runner) runInfo(formal Summary) runinfo.Info {
+func (r *runner) runInfo(formal runarchive.Summary) runinfo.Info {
 	c := &r.cfg
 	info := runinfo.Info{
 		RunID: r.runID, Model: r.model, Engine: r.engineName, EngineVersion: c.Engine.Version, Scenario: c.Scenario,

@@ -15,19 +15,12 @@ import (
 	"github.com/joulemark/joulemark/internal/stats"
 )
 
-// Summary (the formal phase in figures) and its Percentiles are the
-// manifest's (runarchive).
-type (
-	Summary     = runarchive.Summary
-	Percentiles = runarchive.Percentiles
-)
-
 // summarize computes the summary of records. Latency percentiles follow
 // the report's policy (internal/stats): a failed request counts as
 // infinitely slow in TTFT, TPOT and latency, so the p99 printed here is the
 // report's p99 for the same run.
-func summarize(recs []*runarchive.Request) Summary {
-	s := Summary{Errors: map[string]int{}, TokensSource: map[string]int{}}
+func summarize(recs []*runarchive.Request) runarchive.Summary {
+	s := runarchive.Summary{Errors: map[string]int{}, TokensSource: map[string]int{}}
 	var ttft, tpot, lat []float64
 	first, last := 0.0, 0.0
 	for i, r := range recs {
@@ -72,8 +65,8 @@ func summarize(recs []*runarchive.Request) Summary {
 }
 
 // percentiles are stats.Of over v (reordered), with their count.
-func percentiles(v []float64) Percentiles {
-	return Percentiles{N: len(v), Percentiles: stats.Of(v)}
+func percentiles(v []float64) runarchive.Percentiles {
+	return runarchive.Percentiles{N: len(v), Percentiles: stats.Of(v)}
 }
 
 // WriteSummary prints the end-of-run table: flags and error rate first,
@@ -99,7 +92,7 @@ func WriteSummary(w io.Writer, res *Result) error {
 	fmt.Fprintf(tw, "\tp50\tp90\tp95\tp99\tn\n")
 	for _, row := range []struct {
 		name string
-		p    Percentiles
+		p    runarchive.Percentiles
 	}{{"TTFT ms", s.TTFT}, {"TPOT ms", s.TPOT}, {"latency ms", s.Latency}} {
 		if row.p.N == 0 {
 			fmt.Fprintf(tw, "%s\tn/a\tn/a\tn/a\tn/a\t0\n", row.name)

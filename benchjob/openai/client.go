@@ -312,23 +312,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 		body = &idleReader{r: hr.Body, t: idle, d: c.cfg.IdleTimeout}
 	}
 	resp.StatusCode = hr.StatusCode
-	if hr.StatusCode/100 != 2 {
-		msg, rerr := io.ReadAll(io.LimitReader(body, 512))
-		resp.End = time.Now()
-		if rerr != nil && len(msg) == 0 {
-			resp.Err = classify(ctx, rerr, true)
-			return resp
-		}
-		resp.Err = &Error{Class: ClassHTTPStatus, StatusCode: hr.StatusCode, Msg: strings.TrimSpace(string(msg))}
-		if hr.StatusCode == http.StatusTooManyRequests || hr.StatusCode == http.StatusServiceUnavailable {
-			resp.RetryAfter = retryAfter(hr.Header.Get("Retry-After"), resp.End)
-		}
-		return resp
-	}
-	if ct := hr.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "text/event-stream") {
-		msg, _ := io.ReadAll(io.LimitReader(body, 200))
-		resp.End = time.Now()
-		resp.Err = &Error{Class: ClassMalformedStream, Msg: fmt.Sprintf("answer is %s, not an event stream (streaming unsupported?): %s", ct, bytes.TrimSpace(msg))}
+	if refused(ctx, hr, body, resp) {
 		return resp
 	}
 	st, _ := c.pool.Get().(*state)
@@ -347,6 +331,31 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	}
 	complete = c.read(ctx, st, r, resp, firstTimer, tcp)
 	return resp
+}
+
+// refused puts into resp the error of an answer that is no event stream
+// (an HTTP error status, another content type); false when it is one.
+func refused(ctx context.Context, hr *http.Response, body io.Reader, resp *Response) bool {
+	if hr.StatusCode/100 != 2 {
+		msg, rerr := io.ReadAll(io.LimitReader(body, 512))
+		resp.End = time.Now()
+		if rerr != nil && len(msg) == 0 {
+			resp.Err = classify(ctx, rerr, true)
+			return true
+		}
+		resp.Err = &Error{Class: ClassHTTPStatus, StatusCode: hr.StatusCode, Msg: strings.TrimSpace(string(msg))}
+		if hr.StatusCode == http.StatusTooManyRequests || hr.StatusCode == http.StatusServiceUnavailable {
+			resp.RetryAfter = retryAfter(hr.Header.Get("Retry-After"), resp.End)
+		}
+		return true
+	}
+	if ct := hr.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "text/event-stream") {
+		msg, _ := io.ReadAll(io.LimitReader(body, 200))
+		resp.End = time.Now()
+		resp.Err = &Error{Class: ClassMalformedStream, Msg: fmt.Sprintf("answer is %s, not an event stream (streaming unsupported?): %s", ct, bytes.TrimSpace(msg))}
+		return true
+	}
+	return false
 }
 
 // idleReader re-arms the idle timer t whenever bytes arrive.

@@ -1,0 +1,148 @@
+package benchjob
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/runinfo"
+)
+
+// recorder records a run: its archive (requests.jsonl while the run goes
+// on; config.yaml, phases.json and the manifest through arch), the
+// aggregates, the remote write and the records kept for the summary. The
+// runner drives the engine and the load and hands every finished request
+// to record.
+type recorder struct {
+	runID string
+	arch  *runarchive.Run
+	reqs  *runarchive.RequestWriter
+	agg   *aggregates
+	rw    *remotewrite.Writer // nil without remote write
+	log   *slog.Logger
+
+	mu      sync.Mutex // one record at a time into the archive, the aggregates and records
+	records []*runarchive.Request
+}
+
+// openRecorder creates the run's archive (or takes Options.Archive) with
+// its requests file, and the remote write when configured.
+func openRecorder(cfg *Config, opts Options) (*recorder, error) {
+	arch, reqs, err := createArchive(*cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &recorder{runID: arch.ID, arch: arch, reqs: reqs, agg: newAggregates(arch.ID), log: opts.Logger}
+	if cfg.RemoteWrite.URL != "" {
+		c.rw, err = remotewrite.New(remotewrite.Config{URL: cfg.RemoteWrite.URL, HTTP: cfg.RemoteWrite.HTTP,
+			UserAgent: "joulemark-bench"}, opts.Logger.With("component", "remote_write"))
+		if err != nil {
+			c.reqs.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// record keeps one finished request: archive line, aggregates,
+// remote-write samples, and the record for the summary. It takes rec over.
+func (c *recorder) record(rec *runarchive.Request) {
+	if c.rw != nil {
+		for _, s := range requestSamples(rec, c.runID) {
+			c.rw.Append(s)
+		}
+	}
+	// The aggregates observe the records in archive order, as runs push
+	// does: a histogram's sum, a float, then comes out to the same bits.
+	c.mu.Lock()
+	defer c.mu.Unlock() // a panic below must not leave it held
+	c.reqs.Append(rec)
+	c.agg.observe(rec)
+	// Kept for the summary, without the gaps (the archive has them).
+	rec.ITLSeconds = nil
+	c.records = append(c.records, rec)
+}
+
+// started and ended count a request in flight.
+func (c *recorder) started() { c.agg.inFlight.Inc() }
+func (c *recorder) ended()   { c.agg.inFlight.Dec() }
+
+// byPhase splits the records into warm-up and formal ones, in archive
+// order.
+func (c *recorder) byPhase() (warm, formal []*runarchive.Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rec := range c.records {
+		if rec.Phase == string(contract.Warmup) {
+			warm = append(warm, rec)
+		} else {
+			formal = append(formal, rec)
+		}
+	}
+	return warm, formal
+}
+
+// flushEvery flushes the requests file every interval until done closes:
+// a crash loses little.
+func (c *recorder) flushEvery(done <-chan struct{}, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			c.reqs.Flush()
+		}
+	}
+}
+
+// pushAggregates sends the aggregates every interval (5 s when 0) until
+// done closes; gauges, called before each push, sets the rate gauges.
+func (c *recorder) pushAggregates(done <-chan struct{}, every time.Duration, gauges func(now time.Time)) {
+	if c.rw == nil {
+		return
+	}
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-t.C:
+			gauges(now)
+			s, err := c.agg.samples(sampleMs(unixSeconds(now)))
+			if err != nil {
+				c.log.Warn("aggregates", "err", err)
+				continue
+			}
+			for _, x := range s {
+				c.rw.Append(x)
+			}
+		}
+	}
+}
+
+// closeRemoteWrite sends the final samples, all stamped at (unix
+// seconds): the aggregates, settled to load, and the run identity with
+// the formal phase's start; then it flushes and closes the remote write
+// within ctx.
+func (c *recorder) closeRemoteWrite(ctx context.Context, at float64, load runarchive.LoadInfo, info runinfo.Info, formalStart float64) (remotewrite.Stats, error) {
+	c.agg.settle(load)
+	if s, err := c.agg.samples(sampleMs(at)); err == nil {
+		for _, x := range s {
+			c.rw.Append(x)
+		}
+	}
+	for _, x := range runInfoSamples(info, formalStart, at) {
+		c.rw.Append(x)
+	}
+	return c.rw.Close(ctx)
+}
