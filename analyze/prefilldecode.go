@@ -24,6 +24,10 @@ type PrefillDecode struct {
 	Method     string  `json:"method"`
 	BinSeconds float64 `json:"bin_seconds"`
 	Bins       int     `json:"bins"`
+	// LagBins is K: the rates enter at bins t−K … t+K and each coefficient
+	// is the sum over them (the power's response and the clocks' offset
+	// may move a token's energy into a neighbouring bin).
+	LagBins int `json:"lag_bins"`
 	// RateCorrelation is the Pearson correlation of the two rate series;
 	// ConditionNumber the 2-norm condition number of the design matrix
 	// [1, r_prefill, r_decode] with each column scaled to unit length.
@@ -54,9 +58,10 @@ const (
 
 // The fit's refusal conditions and bin width.
 const (
-	prefillDecodeMethod = "OLS of the formal stage's GPU power (energy counter, summed over GPUs) per bin on the prefill and decode token rates, with an intercept; block bootstrap over the bins in time order, percentile interval"
-	// minFitBins is the fewest bins a fit takes (and minBlocks blocks).
-	minFitBins = 30
+	prefillDecodeMethod = "OLS of the formal stage's GPU power (energy counter, summed over GPUs) per bin on the prefill and decode token rates at lags -K..K bins, with an intercept; coefficients summed over the lags; block bootstrap over the bins in time order, percentile interval"
+	// minFitBins is the fewest bins a fit takes (and minBlocks blocks):
+	// four per coefficient at 1 s bins (15 with 3 lags each way).
+	minFitBins = 60
 	// maxRateCorrelation is the largest |correlation| of the two rate
 	// series a fit takes.
 	maxRateCorrelation = 0.95
@@ -66,6 +71,12 @@ const (
 	// moves cannot be told from the static power.
 	maxFitCondition = 30.0
 )
+
+// fitLagSeconds is how far (each way) a token's energy may show from the
+// bin its token is in: K = ⌈fitLagSeconds / bin width⌉. 3 s holds most of
+// a power response with a 1.5 s time constant (the demo's simulated GPUs)
+// and any clock offset between the bench and the exporters under it.
+const fitLagSeconds = 3.0
 
 // tokenSpan is what the fit reads of one request: its send, first token and
 // end times, and its input and output tokens.
@@ -88,10 +99,13 @@ func tokenSpans(reqs []Request) []tokenSpan {
 	return out
 }
 
-// fitBins is the binned data: per bin the mean power and the two rates.
+// fitBins is the binned data: the power of the formal stage's bins and the
+// two rates over the same bins plus lags more on each side.
 type fitBins struct {
-	power, prefill, decode []float64
-	from, width            float64
+	power           []float64 // n bins of the formal stage; NaN: left out
+	prefill, decode []float64 // n + 2·lags bins, from lags bins before the stage
+	from, width     float64   // the first rate bin's start, the bin width
+	lags            int
 }
 
 // prefillDecode fills report.json "prefill_decode".
@@ -107,22 +121,23 @@ func (c *computation) prefillDecode() {
 	if !math.IsNaN(c.interval) {
 		width = max(width, c.interval)
 	}
-	pd.BinSeconds = width
+	pd.BinSeconds, pd.LagBins = width, int(math.Ceil(fitLagSeconds/width))
 	spans := tokenSpans(c.d.Requests)
-	bins := c.binPower(fb.Start, fb.End, width)
+	bins := c.binPower(fb.Start, fb.End, width, pd.LagBins)
 	spreadRates(&bins, spans)
 	bins.dropIdle(spans)
-	bins.dropUnmeasured()
-	pd.Bins = len(bins.power)
-	fitPrefillDecode(pd, &bins, blockLengthBins(spans, len(bins.power), width))
+	rows := bins.measured()
+	pd.Bins = len(rows)
+	fitPrefillDecode(pd, &bins, rows, blockLengthBins(spans, len(rows), width))
 }
 
 // binPower is the mean power of the summed GPU energy curves over each
 // whole bin of width in [from, to]; NaN where a curve does not cover the
 // bin or an exporter was down during it.
-func (c *computation) binPower(from, to, width float64) fitBins {
-	n := int(math.Floor((to - from) / width))
-	b := fitBins{power: make([]float64, max(0, n)), prefill: make([]float64, max(0, n)), decode: make([]float64, max(0, n)), from: from, width: width}
+func (c *computation) binPower(from, to, width float64, lags int) fitBins {
+	n := max(0, int(math.Floor((to-from)/width)))
+	b := fitBins{power: make([]float64, n), prefill: make([]float64, n+2*lags), decode: make([]float64, n+2*lags),
+		from: from - float64(lags)*width, width: width, lags: lags}
 	for i := range b.power {
 		a, e := from+float64(i)*width, from+float64(i+1)*width
 		sum := 0.0
@@ -181,13 +196,13 @@ func (b *fitBins) spread(r []float64, t0, t1, tokens float64) {
 	}
 }
 
-// dropIdle drops (sets to NaN the power of) every bin with a moment when
-// no request was in flight: an engine that stops running steps draws less
-// than its static power, which a linear fit would misread as per-token
-// energy.
+// dropIdle leaves out (sets to NaN the power of) every bin with a moment
+// when no request was in flight: an engine that stops running steps draws
+// less than its static power, which a linear fit would misread as
+// per-token energy.
 func (b *fitBins) dropIdle(spans []tokenSpan) {
-	n := len(b.power)
-	busy := make([]float64, n) // seconds of each bin with a request in flight
+	n := len(b.prefill)
+	busy := make([]float64, n) // seconds of each rate bin with a request in flight
 	end := b.from + float64(n)*b.width
 	// The union of the spans, in send order.
 	sorted := slices.SortedFunc(slices.Values(spans), func(a, c tokenSpan) int { return cmp.Compare(a.send, c.send) })
@@ -205,23 +220,22 @@ func (b *fitBins) dropIdle(spans []tokenSpan) {
 			}
 		}
 	}
-	for k := range b.power {
-		if busy[k] < b.width*(1-1e-9) {
-			b.power[k] = math.NaN()
+	for i := range b.power {
+		if busy[i+b.lags] < b.width*(1-1e-9) {
+			b.power[i] = math.NaN()
 		}
 	}
 }
 
-// dropUnmeasured removes the bins without a power figure.
-func (b *fitBins) dropUnmeasured() {
-	k := 0
+// measured is the bins with a power figure, in time order.
+func (b *fitBins) measured() []int {
+	var rows []int
 	for i, p := range b.power {
 		if !math.IsNaN(p) {
-			b.power[k], b.prefill[k], b.decode[k] = p, b.prefill[i], b.decode[i]
-			k++
+			rows = append(rows, i)
 		}
 	}
-	b.power, b.prefill, b.decode = b.power[:k], b.prefill[:k], b.decode[:k]
+	return rows
 }
 
 // blockLengthBins is the bootstrap's block length over n bins of width:
@@ -241,57 +255,89 @@ func blockLengthBins(spans []tokenSpan, n int, width float64) int {
 
 // fitPrefillDecode checks that the rates can be told apart, fits and
 // bootstraps.
-func fitPrefillDecode(pd *PrefillDecode, b *fitBins, blockLen int) {
-	n := len(b.power)
+func fitPrefillDecode(pd *PrefillDecode, b *fitBins, rows []int, blockLen int) {
+	n := len(rows)
 	if n < max(minFitBins, minBlocks*blockLen) {
 		pd.Refused = fmt.Sprintf("%d bins of %g s, fewer than %d (and %d blocks of %d)", n, pd.BinSeconds, minFitBins, minBlocks, blockLen)
 		return
 	}
-	x := designMatrix(b)
-	pd.RateCorrelation = stats.Finite(stat.Correlation(b.prefill, b.decode, nil))
-	pd.ConditionNumber = stats.Finite(scaledCondition(x))
-	switch {
-	case stat.Variance(b.prefill, nil) == 0 || stat.Variance(b.decode, nil) == 0:
-		pd.Refused = fmt.Sprintf("the %s rate does not vary over the bins", map[bool]string{true: "prefill", false: "decode"}[stat.Variance(b.prefill, nil) == 0])
-		return
-	case pd.RateCorrelation == nil || pd.ConditionNumber == nil:
-		pd.Refused = "the rates' correlation or condition number is not finite"
-		return
-	case math.Abs(*pd.RateCorrelation) > maxRateCorrelation:
-		pd.Refused = fmt.Sprintf("the prefill and decode rates move together (correlation %.3f, above %g)", *pd.RateCorrelation, maxRateCorrelation)
-		return
-	case *pd.ConditionNumber > maxFitCondition:
-		pd.Refused = fmt.Sprintf("the rates vary too little to separate them from each other and the static power (condition number %.1f, above %g)", *pd.ConditionNumber, maxFitCondition)
+	if refusal := separable(pd, b, rows); refusal != "" {
+		pd.Refused = refusal
 		return
 	}
-	y := mat.NewVecDense(n, b.power)
+	x, y := designMatrix(b, rows), mat.NewVecDense(n, nil)
+	for k, i := range rows {
+		y.SetVec(k, b.power[i])
+	}
 	beta, ok := ols(x, y, nil)
 	if !ok {
 		pd.Refused = "the least-squares problem is singular"
 		return
 	}
-	pd.StaticWatts, pd.JoulesPerPrefillToken, pd.JoulesPerDecodeToken = new(beta[0]), new(beta[1]), new(beta[2])
+	st, ep, ed := sumLags(beta, b.lags)
+	pd.StaticWatts, pd.JoulesPerPrefillToken, pd.JoulesPerDecodeToken = new(st), new(ep), new(ed)
 	var fitted mat.VecDense
-	fitted.MulVec(x, mat.NewVecDense(3, beta[:]))
+	fitted.MulVec(x, mat.NewVecDense(len(beta), beta))
 	rss := 0.0
-	for i, p := range b.power {
-		rss += (p - fitted.AtVec(i)) * (p - fitted.AtVec(i))
+	for k := range n {
+		rss += (y.AtVec(k) - fitted.AtVec(k)) * (y.AtVec(k) - fitted.AtVec(k))
 	}
-	pd.RSquared = stats.Finite(stat.RSquaredFrom(fitted.RawVector().Data, b.power, nil))
-	pd.ResidualStdWatts = stats.Finite(math.Sqrt(rss / float64(n-3)))
-	bootstrapFit(pd, x, y, blockLen)
+	pd.RSquared = stats.Finite(stat.RSquaredFrom(fitted.RawVector().Data, y.RawVector().Data, nil))
+	pd.ResidualStdWatts = stats.Finite(math.Sqrt(rss / float64(n-len(beta))))
+	bootstrapFit(pd, x, y, blockLen, b.lags)
 }
 
-// designMatrix is [1, r_prefill, r_decode], one row per bin.
-func designMatrix(b *fitBins) *mat.Dense {
-	n := len(b.power)
-	x := mat.NewDense(n, 3, nil)
-	for i := range n {
-		x.Set(i, 0, 1)
-		x.Set(i, 1, b.prefill[i])
-		x.Set(i, 2, b.decode[i])
+// separable is why the rates of the rows cannot be told apart from each
+// other and from the static power, "" when they can; it records the
+// correlation and the condition number of [1, r_prefill, r_decode].
+func separable(pd *PrefillDecode, b *fitBins, rows []int) string {
+	n := len(rows)
+	x0 := mat.NewDense(n, 3, nil)
+	rp, rd := make([]float64, n), make([]float64, n)
+	for k, i := range rows {
+		rp[k], rd[k] = b.prefill[i+b.lags], b.decode[i+b.lags]
+		x0.SetRow(k, []float64{1, rp[k], rd[k]})
+	}
+	pd.RateCorrelation = stats.Finite(stat.Correlation(rp, rd, nil))
+	pd.ConditionNumber = stats.Finite(scaledCondition(x0))
+	switch {
+	case stat.Variance(rp, nil) == 0 || stat.Variance(rd, nil) == 0:
+		return fmt.Sprintf("the %s rate does not vary over the bins", map[bool]string{true: "prefill", false: "decode"}[stat.Variance(rp, nil) == 0])
+	case pd.RateCorrelation == nil || pd.ConditionNumber == nil:
+		return "the rates' correlation or condition number is not finite"
+	case math.Abs(*pd.RateCorrelation) > maxRateCorrelation:
+		return fmt.Sprintf("the prefill and decode rates move together (correlation %.3f, above %g)", *pd.RateCorrelation, maxRateCorrelation)
+	case *pd.ConditionNumber > maxFitCondition:
+		return fmt.Sprintf("the rates vary too little to separate them from each other and the static power (condition number %.1f, above %g)", *pd.ConditionNumber, maxFitCondition)
+	}
+	return ""
+}
+
+// designMatrix is, per row (a power bin i), 1, then the prefill rate of
+// bins i−lags … i+lags, then the decode rate of the same bins.
+func designMatrix(b *fitBins, rows []int) *mat.Dense {
+	w := 2*b.lags + 1
+	x := mat.NewDense(len(rows), 1+2*w, nil)
+	for k, i := range rows {
+		x.Set(k, 0, 1)
+		for j := range w {
+			x.Set(k, 1+j, b.prefill[i+j])
+			x.Set(k, 1+w+j, b.decode[i+j])
+		}
 	}
 	return x
+}
+
+// sumLags is the static power and the two rates' coefficients summed over
+// their lags: the energy of one token, wherever in the lag window its
+// power shows.
+func sumLags(beta []float64, lags int) (static, prefill, decode float64) {
+	w := 2*lags + 1
+	for j := range w {
+		prefill += beta[1+j]
+		decode += beta[1+w+j]
+	}
+	return beta[0], prefill, decode
 }
 
 // scaledCondition is the 2-norm condition number of x with each column
@@ -313,19 +359,18 @@ func scaledCondition(x *mat.Dense) float64 {
 	return mat.Cond(&s, 2)
 }
 
-// ols solves min Σ w_i (y_i − x_i·β)² by QR (gonum's Dense.Solve) on the
-// rows scaled by √w_i; w nil weighs every row 1. false when singular.
-func ols(x *mat.Dense, y *mat.VecDense, w []float64) ([3]float64, bool) {
-	var beta [3]float64
+// ols solves min Σ w_i (y_i − x_i·β)² by QR (gonum's VecDense.SolveVec) on
+// the rows scaled by √w_i; w nil weighs every row 1. false when singular.
+func ols(x *mat.Dense, y *mat.VecDense, w []float64) ([]float64, bool) {
 	a, v := mat.Matrix(x), mat.Vector(y)
 	if w != nil {
-		n, _ := x.Dims()
+		n, p := x.Dims()
 		var xs mat.Dense
 		xs.CloneFrom(x)
 		ys := mat.NewVecDense(n, nil)
 		for i := range n {
 			s := math.Sqrt(w[i])
-			for j := range 3 {
+			for j := range p {
 				xs.Set(i, j, xs.At(i, j)*s)
 			}
 			ys.SetVec(i, y.AtVec(i)*s)
@@ -334,16 +379,15 @@ func ols(x *mat.Dense, y *mat.VecDense, w []float64) ([3]float64, bool) {
 	}
 	var out mat.VecDense
 	if err := out.SolveVec(a, v); err != nil {
-		return beta, false
+		return nil, false
 	}
-	copy(beta[:], out.RawVector().Data)
-	return beta, true
+	return out.RawVector().Data, true
 }
 
 // bootstrapFit refits on block-bootstrap resamples of the bins (each bin
 // weighted by how often its block was drawn) and keeps the percentile
 // intervals.
-func bootstrapFit(pd *PrefillDecode, x *mat.Dense, y *mat.VecDense, blockLen int) {
+func bootstrapFit(pd *PrefillDecode, x *mat.Dense, y *mat.VecDense, blockLen, lags int) {
 	n := y.Len()
 	pd.BlockLengthBins, pd.Seed = blockLen, bootstrapSeed
 	pd.Resamples = int(min(maxResamples, max(minResamples, bootstrapWork/float64(n))))
@@ -355,13 +399,11 @@ func bootstrapFit(pd *PrefillDecode, x *mat.Dense, y *mat.VecDense, blockLen int
 		for i := range w {
 			w[i] = float64(draws[bs.blockOf[i]])
 		}
-		beta, ok := ols(x, y, w)
-		for k := range reps {
-			if !ok {
-				beta[k] = math.NaN()
-			}
-			reps[k] = append(reps[k], beta[k])
+		st, ep, ed := math.NaN(), math.NaN(), math.NaN()
+		if beta, ok := ols(x, y, w); ok {
+			st, ep, ed = sumLags(beta, lags)
 		}
+		reps[0], reps[1], reps[2] = append(reps[0], st), append(reps[1], ep), append(reps[2], ed)
 	}
 	pd.CI95 = map[string][2]float64{}
 	for k, key := range []string{KeyStaticWatts, KeyJoulesPerPrefillToken, KeyJoulesPerDecodeToken} {
@@ -378,8 +420,8 @@ func prefillDecodeMarkdown(p func(string, ...any), r *Report) {
 		return
 	}
 	p("## Prefill and decode energy (fit)\n\n")
-	p("GPU power per %g s bin of the formal stage regressed on the prefill and decode token rates: P = P0 + e_prefill·r_prefill + e_decode·r_decode (%d bins, rate correlation %s, condition number %s).\n\n",
-		pd.BinSeconds, pd.Bins, num(pd.RateCorrelation, "%.3f"), num(pd.ConditionNumber, "%.1f"))
+	p("GPU power per %g s bin of the formal stage regressed on the prefill and decode token rates: P = P0 + e_prefill·r_prefill + e_decode·r_decode, each rate at lags −%d … +%d bins summed (%d bins, rate correlation %s, condition number %s).\n\n",
+		pd.BinSeconds, pd.LagBins, pd.LagBins, pd.Bins, num(pd.RateCorrelation, "%.3f"), num(pd.ConditionNumber, "%.1f"))
 	if pd.Refused != "" {
 		p("Refused: %s.\n\n", mdEscape(pd.Refused))
 		return

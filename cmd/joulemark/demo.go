@@ -35,6 +35,7 @@ type DemoCmd struct {
 	InputTokens  int           `name:"mean-input-tokens" default:"400" help:"Mean prompt length in tokens."`
 	OutputTokens int           `name:"mean-output-tokens" default:"150" help:"Mean completion length in tokens (ignore_eos)."`
 	OutputStddev int           `name:"stddev-output-tokens" default:"30" help:"Standard deviation of completion lengths."`
+	Trace        string        `name:"trace" placeholder:"FILE" help:"Replay this trace (JSONL lines of time, input_tokens, output_tokens: bench's workload.trace) as the formal load, an open loop, instead of the closed loop of --concurrency."`
 	MaxBatch     int           `name:"max-num-seqs" default:"32" help:"Simulated engine's maximum batch."`
 	Scenario     string        `default:"healthy" enum:"healthy,queueing,kv-evictions,slow-prefill,client-bound" help:"Situation to simulate, one per diagnosis rule (healthy, queueing, kv-evictions, slow-prefill, client-bound); applied after the other flags."`
 	KVCache      int           `name:"kv-cache-tokens" default:"65536" help:"Simulated engine's KV cache capacity in tokens (blocks of 16; preempts when full)."`
@@ -75,6 +76,7 @@ func (c *DemoCmd) Config() (demo.Config, error) {
 	cfg.Engine.MaxBatch, cfg.Engine.Seed, cfg.Sim.Seed = c.MaxBatch, c.Seed, c.Seed
 	cfg.Engine.KVCacheTokens, cfg.Engine.PrefillPerToken, cfg.Engine.FrontendDelay = c.KVCache, c.Prefill, c.Frontend
 	cfg.Engine.Dialect = c.Dialect
+	cfg.Trace = c.Trace
 	cfg.Engine.Faults = c.Faults.faults()
 	cfg.Params.SLOTTFT, cfg.Params.SLOTPOT = c.SLOTTFT, c.SLOTPOT
 	cfg.Params.SSWindow, cfg.Params.SSWindows, cfg.Params.SSCV = c.SSWindow, c.SSWindows, c.SSCV

@@ -60,6 +60,11 @@ type Config struct {
 	// OutputStddev spreads completion lengths, so the closed loop's requests
 	// do not start and end in lockstep.
 	OutputStddev int
+	// Trace, when set, is a trace file (the bench's workload.trace: JSONL
+	// of arrival time, input and output tokens) replayed as the formal
+	// load, an open loop, instead of the closed loop of Concurrency; the
+	// warm-up stays synthetic.
+	Trace string
 
 	Engine simengine.Config
 	Sim    gpu.SimConfig

@@ -473,6 +473,9 @@ func benchConfig(cfg Config, run *runarchive.Run, engineURL, exporterURL, tokenF
 		MeanInputTokens: cfg.InputTokens, StddevInputTokens: cfg.InputTokens / 10,
 		MeanOutputTokens: cfg.OutputTokens, StddevOutputTokens: cfg.OutputStddev, Seed: int64(cfg.Engine.Seed),
 	}
+	if cfg.Trace != "" {
+		b.Workload.Trace, b.Concurrency = cfg.Trace, 0
+	}
 	ignoreEOS := true
 	b.Extras.IgnoreEOS = &ignoreEOS
 	b.Engine.ReadyTimeout = cfg.Engine.StartupDelay + time.Minute
