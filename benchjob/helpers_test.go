@@ -390,8 +390,10 @@ func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, n
 // when the test ends.
 func startSimExporter(t *testing.T, sim gpu.Backend) (*exporter.Exporter, *httptest.Server) {
 	t.Helper()
-	exp, err := exporter.New(exporter.Config{Backend: sim, Interval: 10 * time.Millisecond, ReleaseHold: 200 * time.Millisecond,
-		ReleaseWindow: 50 * time.Millisecond, ReleaseMaxWait: 20 * time.Second, APIToken: "tok"})
+	cfg := exporter.Defaults()
+	cfg.Backend, cfg.Interval, cfg.ReleaseHold = sim, 10*time.Millisecond, 200*time.Millisecond
+	cfg.ReleaseWindow, cfg.ReleaseMaxWait, cfg.APIToken = 50*time.Millisecond, 20*time.Second, "tok"
+	exp, err := exporter.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

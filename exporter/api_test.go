@@ -137,7 +137,7 @@ func TestAPIDisabledWithoutToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Config{Backend: sim})
+	e, err := newExp(Config{Backend: sim})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // every interval) and reports the cost per GPU sample and the share of one
 // core that 8 GPUs at 10 Hz take.
 func benchTick(b *testing.B, backend gpu.Backend, clk *fakeClock, advance func(time.Duration)) {
-	e, err := New(Config{Backend: backend, Clock: clk})
+	e, err := newExp(Config{Backend: backend, Clock: clk})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func BenchmarkMetrics8GPUs100Runs(b *testing.B) {
 func benchMetrics(b *testing.B, runs int, gap time.Duration, accept string, refreeze bool) {
 	clk := newFakeClock()
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 8, NoiseWatts: 1, Clock: clk})
-	e, err := New(Config{Backend: sim, Clock: clk, MaxRuns: 100})
+	e, err := newExp(Config{Backend: sim, Clock: clk, MaxRuns: 100})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ type energyCollector struct {
 func newEnergyCollector(e *Exporter) *energyCollector {
 	return &energyCollector{e: e,
 		energy: prometheus.NewDesc(contract.GPUEnergy,
-			"GPU energy counted by the exporter (continued across restarts from --storage.path; nothing counted while it was down): energy-counter deltas where the GPU has a counter (see joulemark_gpu_info energy_source), else trapezoid integration of the power samples; counter resets are bridged.", gpuLabels, nil),
+			"GPU energy counted by the exporter (continued across restarts from --storage.path, the downtime counted by the GPU's own counter where it did not reset, else not counted): energy-counter deltas where the GPU has a counter (see joulemark_gpu_info energy_source), else trapezoid integration of the power samples; counter resets are bridged.", gpuLabels, nil),
 		reset: prometheus.NewDesc(contract.GPUEnergyResets,
 			"Times the GPU's energy counter went back (driver reload, reset); the interval was integrated from power instead.", gpuLabels, nil),
 	}

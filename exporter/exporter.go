@@ -33,22 +33,25 @@ import (
 // then dropped and counted (joulemark_remote_write_samples_dropped_total).
 const RawWriteRetry = 10 * time.Minute
 
-// Config configures an Exporter. Zero fields take the defaults noted.
+// Config configures an Exporter. Start from Defaults(), the one source of
+// the defaults (the exporter's flags show them): New replaces no zero of a
+// setting, it honours the zeros documented below and refuses the others.
 type Config struct {
 	Backend gpu.Backend
-	// Interval is the fast sampling period (default 100ms, at least 10ms).
+	// Interval is the fast sampling period (at least 10ms).
 	Interval time.Duration
-	// SlowInterval is the period of the slow metrics (default 1s, or
-	// Interval when that is longer).
+	// SlowInterval is the period of the slow metrics (0: 1s, or Interval
+	// when that is longer).
 	SlowInterval time.Duration
-	// Retention is how long raw samples are kept in memory (default 15m).
+	// Retention is how long raw samples are kept in memory.
 	Retention time.Duration
 	// ReleaseTolerance is the relative band around the idle baseline every
-	// GPU must be back in for the release to close (default 0.05).
+	// GPU must be back in for the release to close (0 < t < 1).
 	ReleaseTolerance float64
-	// ReleaseHold is how long every GPU must stay in the band (default 30s).
+	// ReleaseHold is how long every GPU must stay in the band (> 0).
 	ReleaseHold time.Duration
-	// ReleaseMaxWait ends a release that did not close (default 10m).
+	// ReleaseMaxWait ends a release that did not close (at least
+	// ReleaseHold).
 	ReleaseMaxWait time.Duration
 	// ReleaseRequireEngineExit meets the release's process criterion only
 	// when the bench reports the engine's exit (POST .../engine-exited),
@@ -60,10 +63,10 @@ type Config struct {
 	// criterion is then met only unverified, never from the lists.
 	ProcessesBlind string
 	// ReleaseWindow is the span power is averaged over for the release
-	// check (default 1s, at least Interval).
+	// check (0: 1s; at least Interval).
 	ReleaseWindow time.Duration
 	// IdleCVThreshold: an idle phase whose power CV reaches it on any GPU is
-	// flagged unstable (default 0.05).
+	// flagged unstable (> 0).
 	IdleCVThreshold float64
 	// APIToken is the bearer token the mutating API requires; empty disables
 	// the mutating API (every POST answers 401).
@@ -84,27 +87,25 @@ type Config struct {
 	// (kubelet.go).
 	Pods *PodConfig
 	// MaxRuns bounds the runs kept (finished ones are dropped oldest first;
-	// default 100).
+	// at least 1).
 	MaxRuns int
 	// RunMetricsTTL is how long a finished run's series stay on /metrics
-	// once its final values are known (default 5m): long enough for
-	// Prometheus to scrape them. The API serves the run until MaxRuns
-	// evicts it.
+	// once its final values are known: long enough for Prometheus to
+	// scrape them. 0: until MaxRuns evicts the run, as the API serves it.
 	RunMetricsTTL time.Duration
 	// StoragePath is the directory of the durable state: every run id seen
 	// and the active runs (store.go). Empty: nothing is kept across
 	// restarts.
 	StoragePath string
 	// RunMaxAge ends a run still active this long after its first phase,
-	// with end reason "expired" (default 24h).
+	// with end reason "expired" (> 0).
 	RunMaxAge time.Duration
 	// MaxRequests is the most /metrics requests served at once; more are
-	// answered 503 (node_exporter's --web.max-requests; default 40,
-	// negative: no limit).
+	// answered 503 (node_exporter's --web.max-requests; 0: no limit).
 	MaxRequests int
 	// SaveInterval is how often the energy counters are saved while no run
 	// is active (every second while one is), besides every change and the
-	// shutdown (default 10s).
+	// shutdown (> 0).
 	SaveInterval time.Duration
 }
 
@@ -220,7 +221,7 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("exporter: no GPU backend")
 	}
-	cfg.setDefaults()
+	cfg.setDerived()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -262,48 +263,27 @@ func New(cfg Config) (*Exporter, error) {
 	return e, nil
 }
 
-// setDefaults replaces zero fields by their defaults.
-func (cfg *Config) setDefaults() {
-	if cfg.Interval == 0 {
-		cfg.Interval = 100 * time.Millisecond
+// Defaults is the exporter's default configuration, without a backend:
+// the exporter command's flags take their defaults from it.
+func Defaults() Config {
+	return Config{
+		Interval: 100 * time.Millisecond, Retention: 15 * time.Minute,
+		ReleaseTolerance: 0.05, ReleaseHold: 30 * time.Second, ReleaseMaxWait: 10 * time.Minute,
+		IdleCVThreshold: 0.05, MaxRuns: 100, RunMetricsTTL: 5 * time.Minute, RunMaxAge: 24 * time.Hour,
+		MaxRequests: 40, SaveInterval: 10 * time.Second,
 	}
+}
+
+// setDerived sets the settings derived from others (SlowInterval,
+// ReleaseWindow) and the clock and logger when unset.
+func (cfg *Config) setDerived() {
 	if cfg.SlowInterval == 0 {
 		cfg.SlowInterval = max(time.Second, cfg.Interval)
-	}
-	if cfg.Retention == 0 {
-		cfg.Retention = 15 * time.Minute
-	}
-	if cfg.ReleaseTolerance == 0 {
-		cfg.ReleaseTolerance = 0.05
-	}
-	if cfg.ReleaseHold == 0 {
-		cfg.ReleaseHold = 30 * time.Second
-	}
-	if cfg.ReleaseMaxWait == 0 {
-		cfg.ReleaseMaxWait = 10 * time.Minute
 	}
 	if cfg.ReleaseWindow == 0 {
 		cfg.ReleaseWindow = time.Second
 	}
 	cfg.ReleaseWindow = max(cfg.ReleaseWindow, cfg.Interval)
-	if cfg.IdleCVThreshold == 0 {
-		cfg.IdleCVThreshold = 0.05
-	}
-	if cfg.MaxRuns == 0 {
-		cfg.MaxRuns = 100
-	}
-	if cfg.RunMaxAge == 0 {
-		cfg.RunMaxAge = 24 * time.Hour
-	}
-	if cfg.RunMetricsTTL == 0 {
-		cfg.RunMetricsTTL = 5 * time.Minute
-	}
-	if cfg.MaxRequests == 0 {
-		cfg.MaxRequests = 40
-	}
-	if cfg.SaveInterval == 0 {
-		cfg.SaveInterval = 10 * time.Second
-	}
 	if cfg.Clock == nil {
 		cfg.Clock = gpu.RealClock{}
 	}
@@ -312,7 +292,8 @@ func (cfg *Config) setDefaults() {
 	}
 }
 
-// validate refuses settings out of their range.
+// validate refuses settings out of their range, a zero among them where
+// it has no meaning.
 func (cfg *Config) validate() error {
 	switch {
 	case cfg.Interval < 10*time.Millisecond:
@@ -321,23 +302,25 @@ func (cfg *Config) validate() error {
 		return fmt.Errorf("exporter: slow interval %v is shorter than the interval %v", cfg.SlowInterval, cfg.Interval)
 	case cfg.Retention < 2*cfg.Interval || cfg.Retention/cfg.Interval > 10_000_000:
 		return fmt.Errorf("exporter: retention %v: want between two intervals and 10M samples", cfg.Retention)
-	case cfg.ReleaseTolerance < 0 || cfg.ReleaseTolerance >= 1 || math.IsNaN(cfg.ReleaseTolerance):
+	case !(cfg.ReleaseTolerance > 0 && cfg.ReleaseTolerance < 1):
 		return fmt.Errorf("exporter: release tolerance %g: want 0 < t < 1", cfg.ReleaseTolerance)
-	case cfg.ReleaseHold < 0 || cfg.ReleaseMaxWait < 0:
-		return fmt.Errorf("exporter: negative release hold %v or max wait %v", cfg.ReleaseHold, cfg.ReleaseMaxWait)
+	case cfg.ReleaseHold <= 0:
+		return fmt.Errorf("exporter: release hold %v: want > 0", cfg.ReleaseHold)
 	case cfg.ReleaseHold > cfg.Retention:
 		return fmt.Errorf("exporter: release hold %v exceeds the sample retention %v", cfg.ReleaseHold, cfg.Retention)
 	case cfg.ReleaseMaxWait < cfg.ReleaseHold:
 		return fmt.Errorf("exporter: release max wait %v is shorter than the hold %v", cfg.ReleaseMaxWait, cfg.ReleaseHold)
-	case cfg.IdleCVThreshold < 0:
+	case !(cfg.IdleCVThreshold > 0):
 		return fmt.Errorf("exporter: idle CV threshold %g: want > 0", cfg.IdleCVThreshold)
 	case cfg.MaxRuns < 1:
 		return fmt.Errorf("exporter: max runs %d: want > 0", cfg.MaxRuns)
-	case cfg.RunMaxAge < 0:
+	case cfg.RunMaxAge <= 0:
 		return fmt.Errorf("exporter: run max age %v: want > 0", cfg.RunMaxAge)
 	case cfg.RunMetricsTTL < 0:
-		return fmt.Errorf("exporter: run metrics TTL %v: want > 0", cfg.RunMetricsTTL)
-	case cfg.SaveInterval < 0:
+		return fmt.Errorf("exporter: run metrics TTL %v: want ≥ 0 (0: until evicted)", cfg.RunMetricsTTL)
+	case cfg.MaxRequests < 0:
+		return fmt.Errorf("exporter: max requests %d: want ≥ 0 (0: no limit)", cfg.MaxRequests)
+	case cfg.SaveInterval <= 0 && cfg.StoragePath != "":
 		return fmt.Errorf("exporter: save interval %v: want > 0", cfg.SaveInterval)
 	}
 	return nil

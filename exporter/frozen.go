@@ -13,7 +13,8 @@ import (
 // series are rendered once ("frozen") and served from that cache: the
 // collectors only emit the runs still moving. A frozen run stays on
 // /metrics for Config.RunMetricsTTL, long enough for Prometheus to scrape
-// its final values, then leaves it; the API serves it until eviction.
+// its final values (0: until eviction), then leaves it; the API serves it
+// until eviction.
 
 // familyHelp is the HELP text of the lifecycle families, shared by the
 // collectors' descriptors and the frozen families.
@@ -62,7 +63,7 @@ func (e *Exporter) freezeRuns() {
 		if r == nil {
 			continue
 		}
-		if r.frozen == nil && settled(r) || r.frozen != nil && !r.frozen.expired && now-r.frozen.at >= ttl {
+		if r.frozen == nil && settled(r) || r.frozen != nil && !r.frozen.expired && ttl > 0 && now-r.frozen.at >= ttl {
 			need = true
 			break
 		}
@@ -81,7 +82,7 @@ func (e *Exporter) freezeRuns() {
 			continue
 		}
 		if r.frozen != nil {
-			if !r.frozen.expired && now-r.frozen.at >= ttl {
+			if !r.frozen.expired && ttl > 0 && now-r.frozen.at >= ttl {
 				r.frozen.expired = true
 				e.frozenVersion++
 				e.log.Debug("finished run left /metrics", "run_id", id, "ttl", e.cfg.RunMetricsTTL)

@@ -36,13 +36,15 @@ type AllocationLister interface {
 type PodConfig struct {
 	// Lister reads the kubelet's allocations.
 	Lister AllocationLister
-	// Refresh is how often allocations are read (default 5s).
+	// Refresh is how often allocations are read. Zero Refresh, ProcRoot
+	// and Checkpoint take KubeletDefaults' (the command refuses a zero
+	// flag for them).
 	Refresh time.Duration
-	// ProcRoot is where /proc is mounted (default /proc), to map processes
-	// to pods through their cgroup.
+	// ProcRoot is where /proc is mounted, to map processes to pods through
+	// their cgroup.
 	ProcRoot string
 	// Checkpoint is the kubelet's device checkpoint, to map pod UIDs to
-	// names (default podresources.DefaultCheckpoint).
+	// names.
 	Checkpoint string
 	// KeepScrapes is how many scrapes a vanished container's energy counter
 	// stays on /metrics (default 3).
@@ -112,18 +114,13 @@ func newAttributor(cfg PodConfig, backend gpu.Backend, log *slog.Logger) (*attri
 	if cfg.Lister == nil {
 		return nil, errors.New("exporter: pod attribution needs a kubelet lister")
 	}
-	if cfg.Refresh == 0 {
-		cfg.Refresh = 5 * time.Second
-	}
+	d := KubeletDefaults()
+	cfg.Refresh = cmp.Or(cfg.Refresh, d.Refresh)
 	if cfg.Refresh < 0 {
 		return nil, fmt.Errorf("exporter: kubelet refresh interval %v: want > 0", cfg.Refresh)
 	}
-	if cfg.ProcRoot == "" {
-		cfg.ProcRoot = "/proc"
-	}
-	if cfg.Checkpoint == "" {
-		cfg.Checkpoint = podresources.DefaultCheckpoint
-	}
+	cfg.ProcRoot = cmp.Or(cfg.ProcRoot, d.ProcFS)
+	cfg.Checkpoint = cmp.Or(cfg.Checkpoint, d.Checkpoint)
 	if cfg.KeepScrapes == 0 {
 		cfg.KeepScrapes = 3
 	}

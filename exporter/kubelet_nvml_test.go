@@ -68,7 +68,7 @@ func TestPodEnergySMShare(t *testing.T) {
 	}
 	fake, cli := fakeKubelet(t)
 	fake.Set([]podresources.Allocation{alloc("serve", "a", g1+"::0"), alloc("serve", "b", g1+"::1")})
-	e, err := New(Config{Backend: b, Clock: clk, Pods: &PodConfig{Lister: cli, ProcRoot: proc, Checkpoint: cp}})
+	e, err := newExp(Config{Backend: b, Clock: clk, Pods: &PodConfig{Lister: cli, ProcRoot: proc, Checkpoint: cp}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func BenchmarkAttribution8GPUsMockNVML(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := New(Config{Backend: nv, Clock: clk, Pods: &PodConfig{Lister: cli, ProcRoot: proc, Checkpoint: cpPath}})
+	e, err := newExp(Config{Backend: nv, Clock: clk, Pods: &PodConfig{Lister: cli, ProcRoot: proc, Checkpoint: cpPath}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestPodEnergyMIG(t *testing.T) {
 		return podresources.Allocation{Namespace: "batch", Pod: pod, Container: "main", Resource: "nvidia.com/mig-3g.40gb", DeviceID: id}
 	}
 	fake.Set([]podresources.Allocation{mig("x", migs[0]), mig("y", migs[1])})
-	e, err := New(Config{Backend: b, Clock: clk, Pods: &PodConfig{Lister: cli, Checkpoint: "/nonexistent"}})
+	e, err := newExp(Config{Backend: b, Clock: clk, Pods: &PodConfig{Lister: cli, Checkpoint: "/nonexistent"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestPodMIGWithGPUDown(t *testing.T) {
 		return podresources.Allocation{Namespace: "batch", Pod: pod, Container: "main", Resource: "nvidia.com/mig-3g.40gb", DeviceID: id}
 	}
 	fake.Set([]podresources.Allocation{mig("x", migs[0]), mig("y", migs[1]), alloc("serve", "late", nvmlmock.UUID(4))})
-	e, err := New(Config{Backend: b, Clock: clk, Pods: &PodConfig{Lister: cli, Checkpoint: "/nonexistent"}})
+	e, err := newExp(Config{Backend: b, Clock: clk, Pods: &PodConfig{Lister: cli, Checkpoint: "/nonexistent"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func newPodRig(t testing.TB) *podRig {
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	var logs bytes.Buffer
-	e, err := New(Config{Backend: sim, Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	e, err := newExp(Config{Backend: sim, Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Pods: &PodConfig{Lister: cli, ProcRoot: t.TempDir(), Checkpoint: filepath.Join(t.TempDir(), "none")}})
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +334,7 @@ func TestKubeletAbsent(t *testing.T) {
 	}
 	defer cli.Close()
 	var logs bytes.Buffer
-	e, err := New(Config{Backend: sim, Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Pods: &PodConfig{Lister: cli}})
+	e, err := newExp(Config{Backend: sim, Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Pods: &PodConfig{Lister: cli}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func newHarnessOnWith(t *testing.T, clk *fakeClock, simCfg gpu.SimConfig, cfg Co
 	if cfg.APIToken == "" {
 		cfg.APIToken = testToken
 	}
-	exp, err := New(cfg)
+	exp, err := newExp(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

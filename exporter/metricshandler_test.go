@@ -534,3 +534,32 @@ func TestFinishedRunLeavesMetricsAfterTTL(t *testing.T) {
 		t.Error("newly finished runs not on /metrics")
 	}
 }
+
+// TestFinishedRunKeptWithoutTTL: with RunMetricsTTL 0 a finished run stays
+// on /metrics until MaxRuns evicts it (as the API serves it), however long
+// that takes.
+func TestFinishedRunKeptWithoutTTL(t *testing.T) {
+	h := newHarness(t, gpu.SimConfig{GPUs: 1, Seed: 9}, Config{MaxRuns: 2})
+	h.exp.cfg.RunMetricsTTL = 0 // newExp takes the default for 0
+	served := func(id string) bool {
+		text, _ := scrape(t, h.exp, nil)
+		return strings.Contains(canonical(t, text), `run_id="`+id+`"`)
+	}
+	for _, id := range []string{"old", "b", "c"} {
+		h.post(id, contract.Idle)
+		h.step(time.Second)
+		if _, err := h.client.EndRun(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		h.step(200 * time.Millisecond)
+		if id == "old" {
+			h.step(Defaults().RunMetricsTTL + time.Minute)
+			if !served("old") {
+				t.Fatal("finished run left /metrics with RunMetricsTTL 0")
+			}
+		}
+	}
+	if served("old") || !served("b") || !served("c") {
+		t.Errorf("after eviction: old %v b %v c %v, want only b and c on /metrics", served("old"), served("b"), served("c"))
+	}
+}

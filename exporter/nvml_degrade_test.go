@@ -32,7 +32,7 @@ func TestGPULostAtStartIsListedAndRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Config{Backend: b, Clock: clk})
+	e, err := newExp(Config{Backend: b, Clock: clk})
 	if err != nil {
 		t.Fatalf("one GPU down at start failed the exporter: %v", err)
 	}
@@ -83,7 +83,7 @@ func TestCloseBehindHungNVMLCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Config{Backend: b, Interval: 10 * time.Millisecond})
+	e, err := newExp(Config{Backend: b, Interval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestFallbackReadCarriesItsSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Config{Backend: b, Clock: clk})
+	e, err := newExp(Config{Backend: b, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

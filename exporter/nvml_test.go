@@ -88,7 +88,7 @@ func mockScenario(t testing.TB) *Exporter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Config{Backend: b, Clock: clk, APIToken: testToken, ReleaseHold: 2 * time.Second})
+	e, err := newExp(Config{Backend: b, Clock: clk, APIToken: testToken, ReleaseHold: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestRemoteWriteIntoPrometheus(t *testing.T) {
 
 	clk := fakeclock.At(time.Now().Add(-time.Minute).Truncate(time.Second))
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 2, Clock: clk, NoiseWatts: 1})
-	e, err := New(Config{Backend: sim, Clock: clk,
+	e, err := newExp(Config{Backend: sim, Clock: clk,
 		RemoteWrite:       &remotewrite.Config{URL: base + "/api/v1/write", FlushInterval: 10 * time.Millisecond},
 		RemoteWriteLabels: map[string]string{"instance": "test-node"}})
 	if err != nil {

@@ -170,7 +170,7 @@ func TestFailedCounterReadsCountOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &flakyCounter{Backend: sim, reads: map[int]int{}, dropEvery: 7, failEvery: 11, dropped: map[int]int{}, failed: map[int]int{}}
-	e, err := New(Config{Backend: f, Clock: clk})
+	e, err := newExp(Config{Backend: f, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestHungGPUStallsOnlyItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Config{Backend: sim, Interval: 10 * time.Millisecond})
+	e, err := newExp(Config{Backend: sim, Interval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestFailedReadsBridgedByCounter(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &failWindow{Backend: sim}
-	e, err := New(Config{Backend: f, Clock: clk})
+	e, err := newExp(Config{Backend: f, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

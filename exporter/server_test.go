@@ -41,7 +41,7 @@ func waitUp(t *testing.T, url string) {
 // config (basic auth on every endpoint) and shuts it down through ctx.
 func TestServeWebConfig(t *testing.T) {
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 2})
-	e, err := New(Config{Backend: sim, APIToken: testToken, Interval: 10 * time.Millisecond})
+	e, err := newExp(Config{Backend: sim, APIToken: testToken, Interval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestServeWebConfig(t *testing.T) {
 
 func TestServeBadWebConfig(t *testing.T) {
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 1})
-	e, _ := New(Config{Backend: sim})
+	e, _ := newExp(Config{Backend: sim})
 	defer e.Close()
 	bad := filepath.Join(t.TempDir(), "web.yml")
 	os.WriteFile(bad, []byte("tls_server_config:\n  cert_file: /nonexistent.pem\n"), 0o600)
@@ -124,7 +124,7 @@ func TestServeBadWebConfig(t *testing.T) {
 // 10 ms for a moment.
 func TestStartSamplesInRealTime(t *testing.T) {
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 2})
-	e, err := New(Config{Backend: sim, Interval: 10 * time.Millisecond, SlowInterval: 50 * time.Millisecond})
+	e, err := newExp(Config{Backend: sim, Interval: 10 * time.Millisecond, SlowInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestRemoteWriteRawSamples(t *testing.T) {
 	srv := newHTTPServer(t, rec)
 	clk := newFakeClock()
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 2, Clock: clk, NoiseWatts: 1})
-	e, err := New(Config{Backend: sim, Clock: clk,
+	e, err := newExp(Config{Backend: sim, Clock: clk,
 		RemoteWrite:       &remotewrite.Config{URL: srv + "/api/v1/write", FlushInterval: 10 * time.Millisecond},
 		RemoteWriteLabels: map[string]string{"instance": "node-1"}})
 	if err != nil {
@@ -228,7 +228,7 @@ func TestRemoteWriteDropsAreCounted(t *testing.T) {
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 1, Clock: clk})
 	// nothing listens there; a 5-sample buffer overflows at once (each tick
 	// pushes a power and an energy sample: 24 in all, 19 dropped)
-	e, err := New(Config{Backend: sim, Clock: clk, RemoteWrite: &remotewrite.Config{
+	e, err := newExp(Config{Backend: sim, Clock: clk, RemoteWrite: &remotewrite.Config{
 		URL: "http://127.0.0.1:1/api/v1/write", BufferSize: 5, BatchSize: 100, FlushInterval: time.Hour, MaxElapsed: 10 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

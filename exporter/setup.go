@@ -151,6 +151,14 @@ type KubeletConfig struct {
 	SimAllocations string
 }
 
+// KubeletDefaults is the attribution's default configuration (the
+// exporter command's flags take their defaults from it; PodConfig's zero
+// fields too).
+func KubeletDefaults() KubeletConfig {
+	return KubeletConfig{Socket: podresources.DefaultSocket, Refresh: 5 * time.Second, GPUResources: []string{"nvidia.com/gpu"},
+		Checkpoint: podresources.DefaultCheckpoint, ProcFS: "/proc"}
+}
+
 // OpenPods dials the kubelet socket, or with SimAllocations starts a fake
 // kubelet on a temporary socket; nil when attribution is off. devs are the
 // backend's GPUs; sim says the backend is simulated.

@@ -71,10 +71,12 @@ func TestOpenPods(t *testing.T) {
 func TestMainServesUntilCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
+	cfg := Defaults()
+	cfg.Interval, cfg.StoragePath = 10*time.Millisecond, t.TempDir()
 	go func() {
 		done <- Main(ctx, Options{
 			Backend:       BackendConfig{Kind: BackendSim, GPUs: 1, SimHangGPU: -1, SimDownGPU: -1, Interval: 10 * time.Millisecond},
-			Config:        Config{Interval: 10 * time.Millisecond, StoragePath: t.TempDir()},
+			Config:        cfg,
 			ListenAddress: "127.0.0.1:0",
 		}, slog.New(slog.DiscardHandler))
 	}()

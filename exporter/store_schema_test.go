@@ -56,7 +56,7 @@ func TestStateFilesRefused(t *testing.T) {
 				writeState(t, dir, activeRunsFile, tc.active)
 			}
 			sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 1})
-			_, err := New(Config{Backend: sim, StoragePath: dir})
+			_, err := newExp(Config{Backend: sim, StoragePath: dir})
 			var se *stateError
 			if !errors.As(err, &se) {
 				t.Fatalf("New = %v, want a state error", err)
@@ -71,7 +71,7 @@ func TestStateFilesRefused(t *testing.T) {
 		writeState(t, dir, runIDsFile, okIDs)
 		writeState(t, dir, activeRunsFile, `{"version":2,"saved_at_unix_ns":1,"run_ids":1,`+gpus+`,"runs":[`+okRun+`]}`)
 		sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 1})
-		e, err := New(Config{Backend: sim, StoragePath: dir})
+		e, err := newExp(Config{Backend: sim, StoragePath: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func (o offsetCounter) Sample(i int) (gpu.Sample, error) {
 func TestSaveLoop(t *testing.T) {
 	dir := t.TempDir()
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 2})
-	e, err := New(Config{Backend: sim, StoragePath: dir, Interval: 10 * time.Millisecond, SaveInterval: 20 * time.Millisecond, APIToken: testToken})
+	e, err := newExp(Config{Backend: sim, StoragePath: dir, Interval: 10 * time.Millisecond, SaveInterval: 20 * time.Millisecond, APIToken: testToken})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -257,7 +257,7 @@ func TestExitStatus(t *testing.T) {
 		{args: []string{"plan", report, "--target-peak-rate", "1"}, code: exitUsage,
 			stderr: []string{"joulemark plan: give at least one SLO"}, noStderr: []string{"plan: plan:"}},
 		{args: []string{"exporter", "--gpu=nvml", "--nvml.retry-interval=0s"}, code: exitUsage,
-			stderr: []string{"joulemark exporter: --nvml.retry-interval 0s: want more than 0"}},
+			stderr: []string{"joulemark exporter: --nvml.retry-interval=0s: want a duration > 0"}},
 		{args: []string{"diff", report, filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "after-bad.json")}, code: exitFailed,
 			stderr: []string{"joulemark diff: 4 regression(s)"}, noStderr: []string{"Usage:"}},
 	} {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/gpu"
@@ -18,44 +20,44 @@ import (
 type ExporterCmd struct {
 	GPU                      string        `name:"gpu" default:"nvml" enum:"nvml,sim" help:"GPU backend: nvml (NVIDIA driver) or sim (simulated GPUs)."`
 	GPUs                     int           `name:"gpus" default:"0" help:"GPUs to read: the first N with nvml (0: all); the number of simulated GPUs with sim (0: 8)."`
-	Interval                 time.Duration `name:"sample.interval" default:"100ms" help:"Power sampling period (10ms or more)."`
-	Retention                time.Duration `name:"sample.retention" default:"15m" help:"How long raw samples are kept in memory."`
+	Interval                 time.Duration `name:"sample.interval" default:"${exporter_interval}" help:"Power sampling period (10ms or more)."`
+	Retention                time.Duration `name:"sample.retention" default:"${exporter_retention}" help:"How long raw samples are kept in memory."`
 	ListenAddress            string        `name:"web.listen-address" default:":9402" help:"Address to serve /metrics and the API on."`
-	MaxRequests              int           `name:"web.max-requests" default:"40" help:"Maximum number of parallel /metrics requests; more are answered 503. Use 0 to disable."`
+	MaxRequests              int           `name:"web.max-requests" default:"${exporter_max_requests}" help:"Maximum number of parallel /metrics requests; more are answered 503. Use 0 to disable."`
 	WebConfigFile            string        `name:"web.config.file" default:"" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for every endpoint."`
 	APITokenFile             string        `name:"web.api-token-file" type:"existingfile" placeholder:"FILE" help:"File holding the bearer token the phase API requires (else env JOULEMARK_API_TOKEN; with neither the API is disabled)."`
-	ReleaseTolerance         float64       `name:"release.tolerance" default:"0.05" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release.hold."`
-	ReleaseHold              time.Duration `name:"release.hold" default:"30s" help:"How long every GPU must stay within --release.tolerance of its baseline; the release ends where this hold began."`
-	ReleaseMaxWait           time.Duration `name:"release.max-wait" default:"10m" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
+	ReleaseTolerance         float64       `name:"release.tolerance" default:"${exporter_release_tolerance}" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release.hold."`
+	ReleaseHold              time.Duration `name:"release.hold" default:"${exporter_release_hold}" help:"How long every GPU must stay within --release.tolerance of its baseline; the release ends where this hold began."`
+	ReleaseMaxWait           time.Duration `name:"release.max-wait" default:"${exporter_release_max_wait}" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
 	ReleaseRequireEngineExit bool          `name:"release.require-engine-exit" help:"The release's process criterion is met only when the bench reports the engine's exit (bench with --engine.cmd or --engine.stop), never from NVML's compute process list; a run without the report times out at --release.max-wait."`
-	IdleCVThreshold          float64       `hidden:"" name:"idle.cv-threshold" default:"0.05" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
-	MaxRuns                  int           `name:"max-runs" default:"100" help:"Finished runs kept in memory and served by the API (on /metrics for --run.metrics-ttl)."`
+	IdleCVThreshold          float64       `hidden:"" name:"idle.cv-threshold" default:"${exporter_idle_cv_threshold}" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
+	MaxRuns                  int           `name:"max-runs" default:"${exporter_max_runs}" help:"Finished runs kept in memory and served by the API (on /metrics for --run.metrics-ttl)."`
 	PowercapPath             string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
-	StoragePath              string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start)."`
-	SaveInterval             time.Duration `hidden:"" name:"storage.save-interval" default:"10s" help:"How often the energy counters are saved while no run is active (every second while one is), besides every phase change and the shutdown; one file write per save, whatever the GPUs and the sampling rate."`
-	RunMaxAge                time.Duration `name:"run.max-age" default:"24h" help:"A run still active this long after its first phase ends with reason expired."`
-	RunMetricsTTL            time.Duration `hidden:"" name:"run.metrics-ttl" default:"5m" help:"A finished run leaves /metrics this long after its final values are known (the API serves it until --max-runs evicts it)."`
+	StoragePath              string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start); empty: nothing is kept across restarts."`
+	SaveInterval             time.Duration `hidden:"" name:"storage.save-interval" default:"${exporter_save_interval}" help:"How often the energy counters are saved while no run is active (every second while one is), besides every phase change and the shutdown; one file write per save, whatever the GPUs and the sampling rate."`
+	RunMaxAge                time.Duration `name:"run.max-age" default:"${exporter_run_max_age}" help:"A run still active this long after its first phase ends with reason expired."`
+	RunMetricsTTL            time.Duration `hidden:"" name:"run.metrics-ttl" default:"${exporter_run_metrics_ttl}" help:"A finished run leaves /metrics this long after its final values are known (the API serves it until --max-runs evicts it); 0: it stays on /metrics until then too."`
 	Kubelet                  kubeletFlags  `embed:""`
 
 	// RemoteWrite pushes every raw power sample (remote write 1.0).
 	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write."`
 
-	NVMLInitTimeout   time.Duration `hidden:"" name:"nvml.init-timeout" default:"2m" help:"With --gpu=nvml: how long NVML's init (and opening a first GPU) is retried, with backoff, before the exporter gives up; GPUs failing after that are listed down and retried."`
+	NVMLInitTimeout   time.Duration `hidden:"" name:"nvml.init-timeout" default:"2m" help:"With --gpu=nvml: how long NVML's init (and opening a first GPU) is retried, with backoff, before the exporter gives up; GPUs failing after that are listed down and retried; 0: one attempt."`
 	NVMLRetryInterval time.Duration `hidden:"" name:"nvml.retry-interval" default:"10s" help:"With --gpu=nvml: how long after failing to open a GPU is opened again (listed with joulemark_gpu_up 0 meanwhile); the wait doubles after each failed attempt, up to 5m (or this, if longer)."`
 
 	SimEngineURL     []string      `hidden:"" name:"sim.engine-url" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state); repeatable as namespace/pod=URL, each engine then driving only the GPUs its pod holds in --sim.allocations."`
-	SimIdleWatts     float64       `hidden:"" name:"sim.idle-watts" default:"70" help:"Simulated idle power per GPU."`
-	SimMaxWatts      float64       `hidden:"" name:"sim.max-watts" default:"700" help:"Simulated power at full load."`
-	SimStartupWatts  float64       `hidden:"" name:"sim.startup-watts" default:"250" help:"Simulated power while the engine loads."`
-	SimRampSeconds   float64       `hidden:"" name:"sim.ramp-seconds" default:"1.5" help:"Time constant of simulated power rises."`
-	SimDecaySeconds  float64       `hidden:"" name:"sim.decay-seconds" default:"8" help:"Time constant of the simulated release decay."`
-	SimNoiseWatts    float64       `hidden:"" name:"sim.noise-watts" default:"0.5" help:"RMS of the simulated power noise."`
-	SimSeed          uint64        `hidden:"" name:"sim.seed" default:"1" help:"Seed of the simulated noise."`
+	SimIdleWatts     float64       `hidden:"" name:"sim.idle-watts" default:"${sim_idle_watts}" help:"Simulated idle power per GPU."`
+	SimMaxWatts      float64       `hidden:"" name:"sim.max-watts" default:"${sim_max_watts}" help:"Simulated power at full load."`
+	SimStartupWatts  float64       `hidden:"" name:"sim.startup-watts" default:"${sim_startup_watts}" help:"Simulated power while the engine loads."`
+	SimRampSeconds   float64       `hidden:"" name:"sim.ramp-seconds" default:"${sim_ramp_seconds}" help:"Time constant of simulated power rises."`
+	SimDecaySeconds  float64       `hidden:"" name:"sim.decay-seconds" default:"${sim_decay_seconds}" help:"Time constant of the simulated release decay."`
+	SimNoiseWatts    float64       `hidden:"" name:"sim.noise-watts" default:"${sim_noise_watts}" help:"RMS of the simulated power noise."`
+	SimSeed          uint64        `hidden:"" name:"sim.seed" default:"${sim_seed}" help:"Seed of the simulated noise."`
 	SimEnergyCounter bool          `hidden:"" name:"sim.energy-counter" help:"Simulated GPUs report an energy counter (else energy is integrated)."`
 	SimCounterPeriod time.Duration `hidden:"" name:"sim.counter-period" default:"0s" help:"How often the simulated energy counter updates (real drivers: about 100ms; 0: continuously)."`
 	SimCounterOffset time.Duration `hidden:"" name:"sim.counter-offset" default:"0s" help:"Phase of the simulated counter's update grid (updates at offset + k·period)."`
 	SimCounterJitter time.Duration `hidden:"" name:"sim.counter-jitter" default:"0s" help:"Each simulated counter update moves by a seeded amount within ±this (at most 0.45·--sim.counter-period)."`
-	SimPowerBias     float64       `hidden:"" name:"sim.power-bias" default:"1" help:"Simulated power readings are this factor times the power the simulated energy counter integrates (a real GPU's instant power may read a few percent off its counter); 0.5..1.5."`
+	SimPowerBias     float64       `hidden:"" name:"sim.power-bias" default:"${sim_power_bias}" help:"Simulated power readings are this factor times the power the simulated energy counter integrates (a real GPU's instant power may read a few percent off its counter); 0.5..1.5."`
 	SimHangGPU       int           `hidden:"" name:"sim.hang-gpu" default:"-1" help:"Simulated GPU whose reads hang (as a hung driver call) after --sim.hang-after; -1: none."`
 	SimHangAfter     time.Duration `hidden:"" name:"sim.hang-after" default:"0s" help:"When the reads of --sim.hang-gpu start hanging, after the exporter starts."`
 	SimHangShutdown  bool          `hidden:"" name:"sim.hang-shutdown" help:"With --sim.hang-gpu: the hung call also blocks the backend's shutdown for good, as NVML's shutdown behind a hung driver call (the exporter exits anyway, after a bounded wait)."`
@@ -80,15 +82,12 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		}
 		return fmt.Errorf("API token from %s is %d bytes: want at least %d (e.g. head -c 32 /dev/urandom | base64)", src, len(token), exporter.MinTokenBytes)
 	}
-	if c.GPU == exporter.BackendNVML && c.NVMLRetryInterval <= 0 {
-		return withExitCode(exitUsage, fmt.Errorf("--nvml.retry-interval %v: want more than 0", c.NVMLRetryInterval))
-	}
 	cfg := exporter.Config{
 		Interval: c.Interval, Retention: c.Retention,
 		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
 		ReleaseRequireEngineExit: c.ReleaseRequireEngineExit,
 		IdleCVThreshold:          c.IdleCVThreshold, APIToken: token, MaxRuns: c.MaxRuns,
-		MaxRequests: maxRequests(c.MaxRequests), StoragePath: c.StoragePath, SaveInterval: c.SaveInterval, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
+		MaxRequests: c.MaxRequests, StoragePath: c.StoragePath, SaveInterval: c.SaveInterval, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
 	}
 	if c.RemoteWrite.URL != "" {
 		hc, err := c.RemoteWrite.HTTPConfig()
@@ -121,19 +120,56 @@ func (c *ExporterCmd) backendConfig() exporter.BackendConfig {
 	}
 }
 
+// exporterDefaults are the exporter's flag defaults, from the packages'
+// defaults (exporter.Defaults, KubeletDefaults, gpu.SimDefaults): one
+// source.
+func exporterDefaults() kong.Vars {
+	d, sim, k := exporter.Defaults(), gpu.SimDefaults(), exporter.KubeletDefaults()
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	return kong.Vars{
+		"exporter_interval":          shortDuration(d.Interval),
+		"exporter_retention":         shortDuration(d.Retention),
+		"exporter_max_requests":      strconv.Itoa(d.MaxRequests),
+		"exporter_release_tolerance": f(d.ReleaseTolerance),
+		"exporter_release_hold":      shortDuration(d.ReleaseHold),
+		"exporter_release_max_wait":  shortDuration(d.ReleaseMaxWait),
+		"exporter_idle_cv_threshold": f(d.IdleCVThreshold),
+		"exporter_max_runs":          strconv.Itoa(d.MaxRuns),
+		"exporter_save_interval":     shortDuration(d.SaveInterval),
+		"exporter_run_max_age":       shortDuration(d.RunMaxAge),
+		"exporter_run_metrics_ttl":   shortDuration(d.RunMetricsTTL),
+		"sim_idle_watts":             f(sim.IdleWatts),
+		"sim_max_watts":              f(sim.MaxWatts),
+		"sim_startup_watts":          f(sim.StartupWatts),
+		"sim_ramp_seconds":           f(sim.RampSeconds),
+		"sim_decay_seconds":          f(sim.DecayTau),
+		"sim_noise_watts":            f(sim.NoiseWatts),
+		"sim_seed":                   strconv.FormatUint(sim.Seed, 10),
+		"sim_power_bias":             f(sim.PowerBias),
+		"kubelet_socket":             k.Socket,
+		"kubelet_refresh_interval":   shortDuration(k.Refresh),
+		"kubelet_gpu_resource":       strings.Join(k.GPUResources, ","),
+		"kubelet_checkpoint":         k.Checkpoint,
+		"path_procfs":                k.ProcFS,
+	}
+}
+
+// shortDuration is d as Prometheus writes it: 15m, not 15m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 // apiToken reads the phase API token from file, else env JOULEMARK_API_TOKEN.
 func apiToken(file string) (string, error) {
 	if file != "" {
 		return clientflags.ReadSecret(file, "--web.api-token-file")
 	}
 	return strings.TrimSpace(os.Getenv(clientflags.TokenEnv)), nil
-}
-
-// maxRequests is --web.max-requests for exporter.Config: 0 (no limit, as
-// node_exporter's flag) is negative there.
-func maxRequests(n int) int {
-	if n <= 0 {
-		return -1
-	}
-	return n
 }

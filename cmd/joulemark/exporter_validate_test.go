@@ -1,8 +1,12 @@
 package main
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/exporter"
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // TestExporterRejectsNonsenseSettings: values exporter.Config would
@@ -21,8 +25,23 @@ func TestExporterRejectsNonsenseSettings(t *testing.T) {
 		{"--idle.cv-threshold=0", "threshold=0", "want a coefficient"},
 		{"--max-runs=0", "max-runs=0", "want at least 1"},
 		{"--sample.interval=0s", "interval=0s", "want at least 10ms"},
-		{"--run.metrics-ttl=0s", "metrics-ttl=0s", "want a duration > 0"},
-		{"--run.metrics-ttl=-1m", "metrics-ttl=-1m0s", "want a duration > 0"},
+		{"--run.metrics-ttl=-1m", "metrics-ttl=-1m0s", "want a duration ≥ 0"},
+		{"--sample.retention=0s", "retention=0s", "want a duration > 0"},
+		{"--run.max-age=0s", "max-age=0s", "want a duration > 0"},
+		{"--storage.save-interval=0s", "save-interval=0s", "want a duration > 0"},
+		{"--web.max-requests=-1", "max-requests=-1", "want 0 (no limit)"},
+		{"--gpus=-1", "gpus=-1", "want 0 (all"},
+		{"--nvml.init-timeout=-1s", "init-timeout=-1s", "want a duration ≥ 0"},
+		{"--nvml.retry-interval=0s", "retry-interval=0s", "want a duration > 0"},
+		{"--kubelet.refresh-interval=0s", "refresh-interval=0s", "want a duration > 0"},
+		{"--path.procfs=", "procfs=", "want a path"},
+		{"--kubelet.device-checkpoint-file=", "checkpoint-file=", "want a path"},
+		{"--sim.idle-watts=0", "idle-watts=0", "want watts > 0"},
+		{"--sim.max-watts=0", "max-watts=0", "want watts > 0"},
+		{"--sim.startup-watts=0", "startup-watts=0", "want watts > 0"},
+		{"--sim.ramp-seconds=0", "ramp-seconds=0", "want seconds > 0"},
+		{"--sim.decay-seconds=0", "decay-seconds=0", "want seconds > 0"},
+		{"--sim.power-bias=0", "power-bias=0", "want 0.5..1.5"},
 	} {
 		_, p := testParser(t)
 		_, err := p.Parse([]string{"exporter", "--gpu=sim", tc.arg})
@@ -30,6 +49,31 @@ func TestExporterRejectsNonsenseSettings(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming the flag (%q) and %q", tc.arg, err, tc.flag, tc.want)
 		}
 	}
-	// the defaults pass
+	// the defaults pass, and so do the zeros that mean something
 	parseCLI(t, "exporter", "--gpu=sim")
+	for _, arg := range []string{"--run.metrics-ttl=0s", "--web.max-requests=0", "--gpus=0", "--nvml.init-timeout=0s",
+		"--storage.path=", "--host.powercap-path=", "--kubelet.pod-resources-socket=", "--sim.noise-watts=0", "--sim.seed=0",
+		"--sim.counter-period=0s", "--sim.down-for=0s"} {
+		parseCLI(t, "exporter", "--gpu=sim", arg)
+	}
+}
+
+// TestExporterFlagDefaultsFromPackages: the exporter's flag defaults are
+// the packages' defaults (one source): what the command passes with no
+// flag set is exporter.Defaults, gpu.SimDefaults and
+// exporter.KubeletDefaults.
+func TestExporterFlagDefaultsFromPackages(t *testing.T) {
+	c := parseCLI(t, "exporter").Exporter
+	d, sim, k := exporter.Defaults(), gpu.SimDefaults(), exporter.KubeletDefaults()
+	got := []any{c.Interval, c.Retention, c.MaxRequests, c.ReleaseTolerance, c.ReleaseHold, c.ReleaseMaxWait, c.IdleCVThreshold,
+		c.MaxRuns, c.SaveInterval, c.RunMaxAge, c.RunMetricsTTL,
+		c.SimIdleWatts, c.SimMaxWatts, c.SimStartupWatts, c.SimRampSeconds, c.SimDecaySeconds, c.SimNoiseWatts, c.SimSeed, c.SimPowerBias,
+		c.Kubelet.PodResourcesSocket, c.Kubelet.RefreshInterval, c.Kubelet.GPUResources, c.Kubelet.DeviceCheckpoint, c.Kubelet.ProcFS}
+	want := []any{d.Interval, d.Retention, d.MaxRequests, d.ReleaseTolerance, d.ReleaseHold, d.ReleaseMaxWait, d.IdleCVThreshold,
+		d.MaxRuns, d.SaveInterval, d.RunMaxAge, d.RunMetricsTTL,
+		sim.IdleWatts, sim.MaxWatts, sim.StartupWatts, sim.RampSeconds, sim.DecayTau, sim.NoiseWatts, sim.Seed, sim.PowerBias,
+		k.Socket, k.Refresh, k.GPUResources, k.Checkpoint, k.ProcFS}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("flag defaults\n%v\nwant the packages' defaults\n%v", got, want)
+	}
 }

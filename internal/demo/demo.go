@@ -347,17 +347,13 @@ func (d *demo) startExporter() error {
 	if err != nil {
 		return err
 	}
-	exp, err := exporter.New(exporter.Config{
-		Pods:              pods,
-		Backend:           d.sim,
-		Interval:          d.cfg.SampleInterval,
-		ReleaseHold:       d.cfg.ReleaseHold,
-		ReleaseMaxWait:    d.cfg.ReleaseMaxWait,
-		APIToken:          d.token,
-		RemoteWrite:       &remotewrite.Config{URL: d.writeURL},
-		RemoteWriteLabels: map[string]string{"job": JobExporter, "instance": hostPort(d.expSrv.url), "node": NodeLabel},
-		Logger:            quiet(d.log).With("component", "exporter"),
-	})
+	cfg := exporter.Defaults()
+	cfg.Pods, cfg.Backend, cfg.Interval = pods, d.sim, d.cfg.SampleInterval
+	cfg.ReleaseHold, cfg.ReleaseMaxWait, cfg.APIToken = d.cfg.ReleaseHold, d.cfg.ReleaseMaxWait, d.token
+	cfg.RemoteWrite = &remotewrite.Config{URL: d.writeURL}
+	cfg.RemoteWriteLabels = map[string]string{"job": JobExporter, "instance": hostPort(d.expSrv.url), "node": NodeLabel}
+	cfg.Logger = quiet(d.log).With("component", "exporter")
+	exp, err := exporter.New(cfg)
 	if err != nil {
 		return fmt.Errorf("exporter: %w", err)
 	}

@@ -90,6 +90,15 @@ type SimConfig struct {
 	Clock   Clock // default RealClock
 }
 
+// SimDefaults is the simulator's default configuration, the exporter's
+// --sim.* flags' defaults. NewSim takes a zero field's value from it,
+// except NoiseWatts and Seed, whose zero means what it says (no noise,
+// seed 0); the flags refuse a zero NewSim would replace.
+func SimDefaults() SimConfig {
+	return SimConfig{GPUs: 1, IdleWatts: 70, MaxWatts: 700, StartupWatts: 250, RampSeconds: 1.5, DecayTau: 8,
+		NoiseWatts: 0.5, Seed: 1, History: time.Hour, PowerBias: 1}
+}
+
 const noiseTerms = 4
 
 // SimEnginePID is the PID the simulated engine's process has on every GPU
@@ -140,14 +149,15 @@ type segment struct {
 
 // NewSim validates cfg and returns simulated GPUs, idle, engine running at load 0.
 func NewSim(cfg SimConfig) (*Sim, error) {
-	cfg.GPUs = cmp.Or(cfg.GPUs, 1)
-	cfg.IdleWatts = cmp.Or(cfg.IdleWatts, 70)
-	cfg.MaxWatts = cmp.Or(cfg.MaxWatts, 700)
-	cfg.StartupWatts = cmp.Or(cfg.StartupWatts, 250)
-	cfg.RampSeconds = cmp.Or(cfg.RampSeconds, 1.5)
-	cfg.DecayTau = cmp.Or(cfg.DecayTau, 8)
-	cfg.History = cmp.Or(cfg.History, time.Hour)
-	cfg.PowerBias = cmp.Or(cfg.PowerBias, 1)
+	d := SimDefaults()
+	cfg.GPUs = cmp.Or(cfg.GPUs, d.GPUs)
+	cfg.IdleWatts = cmp.Or(cfg.IdleWatts, d.IdleWatts)
+	cfg.MaxWatts = cmp.Or(cfg.MaxWatts, d.MaxWatts)
+	cfg.StartupWatts = cmp.Or(cfg.StartupWatts, d.StartupWatts)
+	cfg.RampSeconds = cmp.Or(cfg.RampSeconds, d.RampSeconds)
+	cfg.DecayTau = cmp.Or(cfg.DecayTau, d.DecayTau)
+	cfg.History = cmp.Or(cfg.History, d.History)
+	cfg.PowerBias = cmp.Or(cfg.PowerBias, d.PowerBias)
 	if cfg.Clock == nil {
 		cfg.Clock = RealClock{}
 	}

@@ -1,0 +1,99 @@
+package exporter
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joulemark/joulemark/internal/gpu"
+)
+
+// newExp is New with the zero settings of cfg taken from Defaults(), for
+// tests that set only what they test.
+func newExp(cfg Config) (*Exporter, error) {
+	d := Defaults()
+	if cfg.Interval == 0 {
+		cfg.Interval = d.Interval
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = d.Retention
+	}
+	if cfg.ReleaseTolerance == 0 {
+		cfg.ReleaseTolerance = d.ReleaseTolerance
+	}
+	if cfg.ReleaseHold == 0 {
+		cfg.ReleaseHold = d.ReleaseHold
+	}
+	if cfg.ReleaseMaxWait == 0 {
+		cfg.ReleaseMaxWait = d.ReleaseMaxWait
+	}
+	if cfg.IdleCVThreshold == 0 {
+		cfg.IdleCVThreshold = d.IdleCVThreshold
+	}
+	if cfg.MaxRuns == 0 {
+		cfg.MaxRuns = d.MaxRuns
+	}
+	if cfg.RunMetricsTTL == 0 {
+		cfg.RunMetricsTTL = d.RunMetricsTTL
+	}
+	if cfg.RunMaxAge == 0 {
+		cfg.RunMaxAge = d.RunMaxAge
+	}
+	if cfg.MaxRequests == 0 {
+		cfg.MaxRequests = d.MaxRequests
+	}
+	if cfg.SaveInterval == 0 {
+		cfg.SaveInterval = d.SaveInterval
+	}
+	return New(cfg)
+}
+
+// TestBadConfig: New replaces no zero setting by a default: a zero (or
+// value) without meaning is refused, naming the setting; the zeros that
+// mean something are accepted (blackbox_exporter's bad-config table).
+func TestBadConfig(t *testing.T) {
+	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		want string // "" accepted
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"zero interval", func(c *Config) { c.Interval = 0 }, "interval 0s: want at least 10ms"},
+		{"zero retention", func(c *Config) { c.Retention = 0 }, "retention 0s"},
+		{"zero release tolerance", func(c *Config) { c.ReleaseTolerance = 0 }, "release tolerance 0: want 0 < t < 1"},
+		{"NaN release tolerance", func(c *Config) { c.ReleaseTolerance = math.NaN() }, "release tolerance NaN"},
+		{"release tolerance 1", func(c *Config) { c.ReleaseTolerance = 1 }, "release tolerance 1"},
+		{"zero release hold", func(c *Config) { c.ReleaseHold = 0 }, "release hold 0s: want > 0"},
+		{"zero release max wait", func(c *Config) { c.ReleaseMaxWait = 0 }, "release max wait 0s is shorter"},
+		{"zero idle CV threshold", func(c *Config) { c.IdleCVThreshold = 0 }, "idle CV threshold 0"},
+		{"zero max runs", func(c *Config) { c.MaxRuns = 0 }, "max runs 0"},
+		{"zero run max age", func(c *Config) { c.RunMaxAge = 0 }, "run max age 0s"},
+		{"negative run metrics TTL", func(c *Config) { c.RunMetricsTTL = -time.Second }, "run metrics TTL -1s"},
+		{"zero run metrics TTL: until evicted", func(c *Config) { c.RunMetricsTTL = 0 }, ""},
+		{"negative max requests", func(c *Config) { c.MaxRequests = -1 }, "max requests -1"},
+		{"zero max requests: no limit", func(c *Config) { c.MaxRequests = 0 }, ""},
+		{"zero save interval with storage", func(c *Config) { c.SaveInterval, c.StoragePath = 0, t.TempDir() }, "save interval 0s"},
+		{"zero save interval without storage", func(c *Config) { c.SaveInterval = 0 }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Defaults()
+			cfg.Backend = sim
+			tc.mod(&cfg)
+			e, err := New(cfg)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("%v, want an error containing %q", err, tc.want)
+			}
+			if e != nil {
+				e.Close()
+			}
+		})
+	}
+}
