@@ -28,7 +28,7 @@ func TestDemoFlagDefaults(t *testing.T) {
 }
 
 func TestDemoFlags(t *testing.T) {
-	c, err := parseCLI(t, "demo", "--method-timings", "--formal.duration", "30s", "--fault.slow-first-token-rate", "0.2",
+	c, err := parseCLI(t, "demo", "--method-timings", "--duration", "30s", "--fault.slow-first-token-rate", "0.2",
 		"--slo.ttft", "200ms", "--prometheus.url", "http://p:9090").Demo.Config()
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestDemoFlags(t *testing.T) {
 			c.Idle, c.Engine.StartupDelay, c.ReleaseHold, want.Idle, want.Engine.StartupDelay, want.ReleaseHold)
 	}
 	if c.Formal != 30*time.Second {
-		t.Errorf("--formal.duration 30s over --method-timings: %s", c.Formal)
+		t.Errorf("--duration 30s over --method-timings: %s", c.Formal)
 	}
 	if c.Engine.Faults.SlowFirstTokenRate != 0.2 || c.Params.SLOTTFT != 200*time.Millisecond || c.PrometheusURL != "http://p:9090" {
 		t.Errorf("faults %+v, SLO TTFT %s, prometheus %q", c.Engine.Faults, c.Params.SLOTTFT, c.PrometheusURL)
