@@ -354,10 +354,11 @@ func (c *Config) checkWorkload(p *problems) {
 	if w.Dataset != "" && w.Trace != "" {
 		p.add("workload.dataset", "a dataset and a trace exclude each other")
 	}
-	if w.Dataset == "" && w.Trace == "" && w.Kind != WorkloadCorrectness {
-		if w.MeanInputTokens <= 0 {
+	if w.Dataset == "" && w.Trace == "" {
+		if w.MeanInputTokens <= 0 && w.Kind != WorkloadCorrectness {
 			p.add("workload.mean_input_tokens", "%d must be positive", w.MeanInputTokens)
 		}
+		// correctness: the answers' max_tokens
 		if w.MeanOutputTokens <= 0 {
 			p.add("workload.mean_output_tokens", "%d must be positive", w.MeanOutputTokens)
 		}

@@ -68,7 +68,7 @@ type BenchCmd struct {
 	FirstTokenTimeout time.Duration `name:"timeouts.first-token" hidden:"" default:"${bench_timeout_first_token}" group:"Timeouts" help:"First-token timeout (0: none)."`
 	TotalTimeout      time.Duration `name:"timeouts.total" default:"${bench_timeout_total}" group:"Timeouts" help:"Total timeout of one request (0: none)."`
 	IdleTimeout       time.Duration `name:"timeouts.idle" hidden:"" default:"${bench_timeout_idle}" group:"Timeouts" help:"Fail a request when no byte of its answer came for this long (timeout_idle; 0: none)."`
-	DrainTimeout      time.Duration `name:"timeouts.drain" hidden:"" default:"${bench_timeout_drain}" group:"Timeouts" help:"How long requests still running when the formal duration is over may finish before they are canceled (canceled_at_end; 0: none)."`
+	DrainTimeout      time.Duration `name:"timeouts.drain" hidden:"" default:"${bench_timeout_drain}" group:"Timeouts" help:"How long requests still running when the formal duration is over may finish before they are canceled (canceled_at_end; 0: canceled at once)."`
 
 	EngineCmd        string        `name:"engine.cmd" group:"Engine" help:"Launch and own the engine (sh -c); its output goes to the archive."`
 	EngineStart      string        `name:"engine.start" group:"Engine" help:"Hook that starts an externally managed engine."`
@@ -76,8 +76,8 @@ type BenchCmd struct {
 	NoLifecycle      bool          `name:"engine.no-lifecycle" group:"Engine" help:"Measure an already running service (attached): formal phase only, flagged; analyze reports steady-state figures and names startup, release and full lifecycle not measured."`
 	QuietWindow      time.Duration `name:"engine.quiet-window" hidden:"" group:"Engine" help:"With --engine.no-lifecycle: post an idle phase this long before the load, the running engine without load from the bench (its resident power, not the bare GPUs' baseline); 0: none."`
 	ReadyTimeout     time.Duration `name:"engine.ready-timeout" hidden:"" default:"${bench_engine_ready_timeout}" group:"Engine" help:"Readiness timeout (/health, /v1/models)."`
-	StopGrace        time.Duration `name:"engine.stop-grace" hidden:"" default:"${bench_engine_stop_grace}" group:"Engine" help:"SIGTERM to SIGKILL grace of --engine.cmd (0: SIGKILL at once)."`
-	ReleaseWait      time.Duration `name:"engine.release-wait" hidden:"" default:"${bench_engine_release_wait}" group:"Engine" help:"Longest wait for the exporters to report release (0: none)."`
+	StopGrace        time.Duration `name:"engine.stop-grace" hidden:"" default:"${bench_engine_stop_grace}" group:"Engine" help:"SIGTERM to SIGKILL grace of --engine.cmd (0: SIGKILL right after SIGTERM)."`
+	ReleaseWait      time.Duration `name:"engine.release-wait" hidden:"" default:"${bench_engine_release_wait}" group:"Engine" help:"Longest wait for the exporters to report release (0: do not wait; flagged)."`
 	EngineVersion    string        `name:"engine.version" hidden:"" group:"Engine" help:"Engine version, recorded in the manifest."`
 	EngineImage      string        `name:"engine.image" hidden:"" group:"Engine" help:"Engine image, recorded in the manifest."`
 	ModelRevision    string        `name:"engine.model-revision" hidden:"" group:"Engine" help:"Model revision, recorded in the manifest."`

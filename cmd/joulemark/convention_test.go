@@ -479,3 +479,12 @@ func TestDemoHelpSize(t *testing.T) {
 		t.Logf("joulemark demo --help: %d flags", n+2)
 	}
 }
+
+// analyze --lookback 0 is refused, not replaced by the default.
+func TestAnalyzeZeroLookbackRefused(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"analyze", "run", "--run-id=r1", "--lookback=0s"}, &stdout, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "--lookback 0s: want more than 0") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}

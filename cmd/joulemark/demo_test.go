@@ -2,6 +2,7 @@ package main
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,20 @@ func TestDemoScenarioFlag(t *testing.T) {
 	c, err := parseCLI(t, "demo", "--scenario", "queueing").Demo.Config()
 	if err != nil || c.Engine.MaxBatch != 4 || c.Concurrency != 24 {
 		t.Errorf("--scenario queueing: max batch %d, concurrency %d, err %v; want 4 and 24", c.Engine.MaxBatch, c.Concurrency, err)
+	}
+}
+
+// A timing given as 0 is used, and refused by the demo's validation, not
+// replaced by the preset.
+func TestDemoZeroTimingRefused(t *testing.T) {
+	c, err := parseCLI(t, "demo", "--idle-duration", "0s").Demo.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Idle != 0 {
+		t.Fatalf("--idle-duration 0s gives idle %s", c.Idle)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "idle: 0s") {
+		t.Errorf("--idle-duration 0s: %v, want it refused", err)
 	}
 }
