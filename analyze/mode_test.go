@@ -14,7 +14,7 @@ import (
 	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
-// attachedFixture is the fixture as an attached run (bench --no-lifecycle)
+// attachedFixture is the fixture as an attached run (bench --engine.no-lifecycle)
 // marks it: the formal phase only, no release verdict.
 func attachedFixture(mode string) *RunData {
 	d := fixture()
@@ -78,7 +78,7 @@ func TestAttachedRunValid(t *testing.T) {
 			}
 		}
 	}
-	// A quiet window before the load (bench --quiet-window): the idle
+	// A quiet window before the load (bench --engine.quiet-window): the idle
 	// stage is measured and named for what it is; still valid.
 	d := attachedFixture(runinfo.ModeAttached)
 	fs := d.Phases["formal"].Start // the formal phase closes the quiet window

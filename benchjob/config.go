@@ -65,10 +65,9 @@ type Config struct {
 	Exporters         []string `yaml:"exporters" json:"exporters"`
 	ExporterTokenFile string   `yaml:"exporter_token_file" json:"exporter_token_file,omitempty"`
 	// ExporterGPUs makes the run measure only these GPU UUIDs (the first
-	// phase's selector); EnginePod ("namespace/name") selects the GPUs the
-	// kubelet lists for that pod instead. Neither: every GPU.
-	ExporterGPUs []string `yaml:"exporter_gpus" json:"exporter_gpus,omitempty"`
-	EnginePod    string   `yaml:"engine_pod" json:"engine_pod,omitempty"`
+	// phase's selector); Engine.Pod selects the GPUs the kubelet lists for
+	// the engine's pod instead. Neither: every GPU.
+	ExporterGPUs []string `yaml:"gpus" json:"gpus,omitempty"`
 	// ExporterHTTP is the exporters' TLS and basic auth (basic auth moves
 	// the token to the X-Joulemark-Token header).
 	ExporterHTTP config.HTTPClientConfig `yaml:"exporter_http,omitempty" json:"exporter_http"`
@@ -86,12 +85,6 @@ type Config struct {
 	// authorization or basic_auth, http_headers, proxy_url): see
 	// openai.Config.HTTP.
 	TargetHTTP config.HTTPClientConfig `yaml:"target_http,omitempty" json:"target_http"`
-
-	// EngineMetrics scrapes the engine's own /metrics during the run
-	// (vLLM and SGLang queue, KV-cache and preemption gauges) into the archive.
-	EngineMetrics         bool          `yaml:"engine_metrics" json:"engine_metrics"`
-	EngineMetricsURL      string        `yaml:"engine_metrics_url" json:"engine_metrics_url,omitempty"`
-	EngineMetricsInterval time.Duration `yaml:"engine_metrics_interval" json:"engine_metrics_interval"`
 
 	RunsDir string `yaml:"runs_dir" json:"runs_dir"`
 	RunID   string `yaml:"run_id" json:"run_id"`
@@ -162,6 +155,16 @@ type EngineConfig struct {
 	Version       string `yaml:"version" json:"version,omitempty"`
 	Image         string `yaml:"image" json:"image,omitempty"`
 	ModelRevision string `yaml:"model_revision" json:"model_revision,omitempty"`
+	// Pod ("namespace/name") makes the run measure only the GPUs the
+	// kubelet lists for the engine's pod (resolved by the exporters).
+	Pod string `yaml:"pod" json:"pod,omitempty"`
+	// Metrics scrapes the engine's own /metrics during the run (vLLM and
+	// SGLang queue, KV-cache and preemption gauges) into the archive, from
+	// MetricsURL (default: the target's root + /metrics) every
+	// MetricsInterval.
+	Metrics         bool          `yaml:"metrics" json:"metrics"`
+	MetricsURL      string        `yaml:"metrics_url" json:"metrics_url,omitempty"`
+	MetricsInterval time.Duration `yaml:"metrics_interval" json:"metrics_interval"`
 }
 
 // Prometheus is the server the run id is checked against.
@@ -201,6 +204,8 @@ func Defaults() Config {
 			ReadyTimeout: 10 * time.Minute,
 			StopGrace:    30 * time.Second,
 			ReleaseWait:  30 * time.Minute,
+			// MetricsInterval is that of the engine metrics scrape.
+			MetricsInterval: 5 * time.Second,
 		},
 		ExporterHTTP: config.DefaultHTTPClientConfig,
 		TargetHTTP:   config.DefaultHTTPClientConfig,
@@ -208,8 +213,7 @@ func Defaults() Config {
 		Prometheus:   Prometheus{HTTP: config.DefaultHTTPClientConfig, Lookback: 90 * 24 * time.Hour},
 		RemoteWrite: RemoteWrite{HTTP: config.DefaultHTTPClientConfig,
 			AggregateInterval: 5 * time.Second, FlushTimeout: 30 * time.Second},
-		EngineMetricsInterval: 5 * time.Second,
-		RunsDir:               "runs",
+		RunsDir: "runs",
 	}
 }
 
@@ -341,11 +345,14 @@ func (c *Config) checkBounds(p *problems) {
 	if c.MaxLag < 0 {
 		p.add("max_lag", "%s must not be negative", c.MaxLag)
 	}
-	if c.EngineMetricsInterval < 0 {
-		p.add("engine_metrics_interval", "%s must not be negative", c.EngineMetricsInterval)
+	if c.Engine.MetricsInterval <= 0 {
+		p.add("engine.metrics_interval", "%s must be positive", c.Engine.MetricsInterval)
 	}
-	if c.RemoteWrite.AggregateInterval < 0 || c.RemoteWrite.FlushTimeout < 0 {
-		p.add("remote_write.aggregate_interval", "durations must not be negative")
+	if c.RemoteWrite.AggregateInterval <= 0 {
+		p.add("remote_write.aggregate_interval", "%s must be positive", c.RemoteWrite.AggregateInterval)
+	}
+	if c.RemoteWrite.FlushTimeout <= 0 {
+		p.add("remote_write.flush_timeout", "%s must be positive", c.RemoteWrite.FlushTimeout)
 	}
 }
 
@@ -356,10 +363,11 @@ func (c *Config) checkWorkload(p *problems) {
 	if w.Dataset != "" && w.Trace != "" {
 		p.add("workload.dataset", "a dataset and a trace exclude each other")
 	}
-	if w.Dataset == "" && w.Trace == "" && w.Kind != WorkloadCorrectness {
-		if w.MeanInputTokens <= 0 {
+	if w.Dataset == "" && w.Trace == "" {
+		if w.MeanInputTokens <= 0 && w.Kind != WorkloadCorrectness {
 			p.add("workload.mean_input_tokens", "%d must be positive", w.MeanInputTokens)
 		}
+		// correctness: the answers' max_tokens
 		if w.MeanOutputTokens <= 0 {
 			p.add("workload.mean_output_tokens", "%d must be positive", w.MeanOutputTokens)
 		}
@@ -446,28 +454,29 @@ func (c *Config) checkEndpoints(p *problems) {
 		if err := pr.HTTP.Validate(); err != nil {
 			p.add("prometheus.http", "%v", err)
 		}
-		if pr.Lookback < 0 {
-			p.add("prometheus.lookback", "%s must not be negative", pr.Lookback)
+		if pr.Lookback <= 0 {
+			p.add("prometheus.lookback", "%s must be positive", pr.Lookback)
 		}
 	}
-	if c.EngineMetricsURL != "" {
-		if u, err := url.Parse(c.EngineMetricsURL); err != nil || u.Host == "" {
-			p.add("engine_metrics_url", "%q is not a URL", c.EngineMetricsURL)
+	if c.Engine.MetricsURL != "" {
+		if u, err := url.Parse(c.Engine.MetricsURL); err != nil || u.Host == "" {
+			p.add("engine.metrics_url", "%q is not a URL", c.Engine.MetricsURL)
 		}
 	}
 }
 
 // checkSelector: which GPUs the exporters measure.
 func (c *Config) checkSelector(p *problems) {
-	if len(c.ExporterGPUs) > 0 && c.EnginePod != "" {
-		p.add("exporter_gpus", "give exporter_gpus or engine_pod, not both")
+	pod := c.Engine.Pod
+	if len(c.ExporterGPUs) > 0 && pod != "" {
+		p.add("gpus", "give gpus or engine.pod, not both")
 	}
-	if ns, name, ok := strings.Cut(c.EnginePod, "/"); c.EnginePod != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
-		p.add("engine_pod", "%q: want namespace/name", c.EnginePod)
+	if ns, name, ok := strings.Cut(pod, "/"); pod != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
+		p.add("engine.pod", "%q: want namespace/name", pod)
 	}
 	for i, u := range c.ExporterGPUs {
 		if !strings.HasPrefix(u, "GPU-") && !strings.HasPrefix(u, "MIG-") {
-			p.add("exporter_gpus", "#%d %q is not a GPU UUID (GPU-…)", i+1, u)
+			p.add("gpus", "#%d %q is not a GPU UUID (GPU-…)", i+1, u)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func parseEngineMetrics(r io.Reader) (map[string]float64, error) {
 func (r *runner) scrapeEngineMetrics(stop <-chan struct{}) {
 	// The engine's own /metrics goes through the engine client (its TLS,
 	// proxy and credentials); another URL gets none of them.
-	u, do := r.cfg.EngineMetricsURL, http.DefaultClient.Do
+	u, do := r.cfg.Engine.MetricsURL, http.DefaultClient.Do
 	if u == "" {
 		u, do = r.client.RootURL()+"/metrics", r.client.Do
 	}
@@ -90,10 +90,7 @@ func (r *runner) scrapeEngineMetrics(stop <-chan struct{}) {
 	w := bufio.NewWriter(f)
 	defer w.Flush()
 	enc := json.NewEncoder(w)
-	iv := r.cfg.EngineMetricsInterval
-	if iv <= 0 {
-		iv = 5 * time.Second
-	}
+	iv := r.cfg.Engine.MetricsInterval
 	timeout := min(iv, 10*time.Second)
 	t := time.NewTicker(iv)
 	defer t.Stop()

@@ -315,8 +315,8 @@ func TestRunHooksAndEngineMetrics(t *testing.T) {
 	cfg := testConfig(t, srv.BaseURL())
 	cfg.Engine.Start = "echo scaled up; touch " + filepath.Join(dir, "started")
 	cfg.Engine.Stop = "echo scaled down; touch " + filepath.Join(dir, "stopped")
-	cfg.EngineMetrics = true
-	cfg.EngineMetricsInterval = 20 * time.Millisecond
+	cfg.Engine.Metrics = true
+	cfg.Engine.MetricsInterval = 20 * time.Millisecond
 	cfg.Requests = 30
 	res, err := Run(context.Background(), cfg, testOptions())
 	if err != nil {

@@ -289,7 +289,7 @@ func TestPreflightRefusesUnknownPod(t *testing.T) {
 	t.Setenv("JOULEMARK_API_TOKEN", "tok")
 	cfg := testConfig(t, srv.BaseURL())
 	cfg.Exporters = []string{expSrv.URL}
-	cfg.EnginePod = "serve/vllm-0"
+	cfg.Engine.Pod = "serve/vllm-0"
 	_, err = runFake(cfg)
 	if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), "exporter "+expSrv.URL+": cannot measure --engine.pod") ||
 		!strings.Contains(err.Error(), "serve/vllm-0") {

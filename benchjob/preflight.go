@@ -51,12 +51,12 @@ func (r *runner) preflight(ctx context.Context) (map[string][]phaseapi.GPUInfo, 
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 			defer cancel()
-			pf, err := c.PreflightPod(cctx, r.runID, r.cfg.EnginePod)
+			pf, err := c.PreflightPod(cctx, r.runID, r.cfg.Engine.Pod)
 			if err != nil {
 				fail(exporterPreflightError(c.BaseURL(), r.runID, err))
 				return
 			}
-			if r.cfg.EnginePod != "" && pf.Pod == "" {
+			if r.cfg.Engine.Pod != "" && pf.Pod == "" {
 				r.log.Warn("the exporter is too old to resolve --engine.pod in pre-flight; the first phase will", "exporter", c.BaseURL())
 			}
 			mu.Lock()
@@ -120,9 +120,6 @@ func checkPrometheusRunID(ctx context.Context, p Prometheus, runID string) error
 		return fmt.Errorf("prometheus %s: %w", p.URL, err)
 	}
 	lookback := p.Lookback
-	if lookback <= 0 {
-		lookback = 90 * 24 * time.Hour
-	}
 	q := fmt.Sprintf(`count by (run_id) (last_over_time(joulemark_phase_start_timestamp_seconds{run_id=%s}[%s]))`,
 		strconv.Quote(runID), model.Duration(lookback))
 	cctx, cancel := context.WithTimeout(ctx, preflightTimeout)
@@ -192,7 +189,7 @@ func (r *runner) probeTarget(ctx context.Context) error {
 	return nil
 }
 
-// checkSelector refuses GPU UUIDs (exporter_gpus) an exporter does not
+// checkSelector refuses GPU UUIDs (gpus) an exporter does not
 // read, as the exporter would refuse the first phase: each exporter must
 // read every UUID given.
 func (r *runner) checkSelector(gpus map[string][]phaseapi.GPUInfo) []error {
@@ -208,7 +205,7 @@ func (r *runner) checkSelector(gpus map[string][]phaseapi.GPUInfo) []error {
 		}
 		for _, u := range r.cfg.ExporterGPUs {
 			if !slices.Contains(uuids, u) {
-				errs = append(errs, fmt.Errorf("exporter %s: GPU %s is not one it reads (it reads %s): check --exporter.gpus",
+				errs = append(errs, fmt.Errorf("exporter %s: GPU %s is not one it reads (it reads %s): check gpus (bench --gpus)",
 					c.BaseURL(), u, strings.Join(uuids, ", ")))
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 )
 
-// TestCorrectnessWorkload runs --workload correctness against a fake
+// TestCorrectnessWorkload runs --workload.kind=correctness against a fake
 // engine that answers every other prompt wrong: those requests, and only
 // those, carry a mismatch.
 func TestCorrectnessWorkload(t *testing.T) {

@@ -475,7 +475,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.crash.setCancel(cancelRun)
 	var scrapeWG sync.WaitGroup
 	stopScrape := make(chan struct{})
-	if r.cfg.EngineMetrics {
+	if r.cfg.Engine.Metrics {
 		scrapeWG.Add(1)
 		go func() {
 			defer scrapeWG.Done()
@@ -760,7 +760,7 @@ func (r *runner) postPhase(p contract.Phase) {
 	now := time.Now()
 	r.mu.Lock()
 	r.man.Phases[string(p)] = unixSeconds(now)
-	sel := phaseapi.Selector{GPUs: r.cfg.ExporterGPUs, Pod: r.cfg.EnginePod}
+	sel := phaseapi.Selector{GPUs: r.cfg.ExporterGPUs, Pod: r.cfg.Engine.Pod}
 	if r.posted {
 		sel = phaseapi.Selector{}
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
-// TestRunMeasuresEngineGPUsOnly runs the lifecycle with exporter_gpus set
+// TestRunMeasuresEngineGPUsOnly runs the lifecycle with gpus set
 // to half of four simulated GPUs whose loads differ: every phase's energy
 // is the simulator's exact integral over those two GPUs only, and the
 // manifest lists only them.

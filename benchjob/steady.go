@@ -54,7 +54,7 @@ func (c *Config) steadyStateWarning() string {
 	if c.Requests >= need {
 		return ""
 	}
-	return fmt.Sprintf("%d formal requests cannot reach the steady state: analyze tests %s before the drain; use --formal.requests %d or more",
+	return fmt.Sprintf("%d formal requests cannot reach the steady state: analyze tests %s before the drain; use --requests %d or more",
 		c.Requests, windowsText(), need)
 }
 
@@ -92,6 +92,6 @@ func (r *runner) watchFormalRate(ctx context.Context, start time.Time) {
 		return
 	}
 	want := time.Duration(math.Ceil(float64(need)/rate)) * time.Second
-	r.log.Warn(fmt.Sprintf("at the observed %.2f req/s, --formal.duration %s ends after about %d formal requests; the steady state (%s before the drain) needs %d: use --formal.duration %s or --formal.requests %d",
+	r.log.Warn(fmt.Sprintf("at the observed %.2f req/s, --duration %s ends after about %d formal requests; the steady state (%s before the drain) needs %d: use --duration %s or --requests %d",
 		rate, d, projected, windowsText(), need, want, need))
 }

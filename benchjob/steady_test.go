@@ -29,7 +29,7 @@ func TestLoadDefaultsReachSteadyState(t *testing.T) {
 	}
 	c = Defaults()
 	c.Concurrency, c.Requests = 24, 320
-	if w := c.steadyStateWarning(); !strings.Contains(w, "--formal.requests 348") {
+	if w := c.steadyStateWarning(); !strings.Contains(w, "--requests 348") {
 		t.Errorf("24 × 320: warning %q, want 348 named", w)
 	}
 	c = Defaults()
@@ -59,7 +59,7 @@ func TestFreshRunID(t *testing.T) {
 }
 
 // TestQuietWindow: an attached run with a quiet window posts idle, then
-// formal; a quiet window without --no-lifecycle is refused.
+// formal; a quiet window without --engine.no-lifecycle is refused.
 func TestQuietWindow(t *testing.T) {
 	srv := openaitest.New(openaitest.Behavior{})
 	defer srv.Close()
@@ -88,7 +88,7 @@ func TestWatchFormalRate(t *testing.T) {
 	r.cfg.Concurrency, r.cfg.Duration = 8, 500*time.Millisecond
 	r.progress.done.Store(10) // 10 requests in the first fifth: about 100 req/s
 	r.watchFormalRate(context.Background(), time.Now())
-	if out := logs.String(); !strings.Contains(out, "needs 316") || !strings.Contains(out, "--formal.requests 316") || !strings.Contains(out, "--formal.duration ") {
+	if out := logs.String(); !strings.Contains(out, "needs 316") || !strings.Contains(out, "--requests 316") || !strings.Contains(out, "--duration ") {
 		t.Errorf("log %q", out)
 	}
 	logs.Reset()

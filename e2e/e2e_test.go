@@ -43,7 +43,7 @@ import (
 )
 
 // The scenario both modes run: 4 simulated GPUs of which the engine's 2 are
-// measured (bench --exporter.gpus; the demo's engine pod), phases of a few seconds, a
+// measured (bench --gpus; the demo's engine pod), phases of a few seconds, a
 // fast engine (5 ms decode steps, 20-token completions, batch 8) so the
 // formal phase holds a few hundred requests in about ten seconds.
 const (
@@ -215,7 +215,7 @@ type external struct {
 	exporter   *phaseapi.RunStatus
 	scrapes    []float64 // when Prometheus scraped the exporter (unix seconds)
 	records    []runarchive.Request
-	selected   []string // the GPUs the run measures (bench --exporter.gpus)
+	selected   []string // the GPUs the run measures (bench --gpus)
 	benchStart time.Time
 	benchEnd   time.Time
 }
@@ -275,13 +275,13 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	t.Cleanup(func() { killEngine(t, pidFile) })
 	benchArgs := []string{"bench",
 		"--target=" + engURL + "/v1", "--endpoint=completions",
-		"--concurrency=" + strconv.Itoa(concurrency), "--formal.requests=" + strconv.Itoa(formalRequests), "--formal.duration=" + formalMax.String(),
-		"--warmup.requests=" + strconv.Itoa(warmupRequests), "--idle.duration=" + idle.String(),
-		"--mean-input-tokens=" + strconv.Itoa(inputTokens), "--stddev-input-tokens=" + strconv.Itoa(inputTokens/10),
-		"--mean-output-tokens=" + strconv.Itoa(outputTokens), "--stddev-output-tokens=" + strconv.Itoa(outputStddev),
-		"--seed=" + strconv.Itoa(seed), "--ignore-eos",
-		"--engine.cmd=" + engineCmd, "--engine.ready-timeout=30s", "--engine.stop-grace=5s", "--release.wait=" + (releaseMaxWait + 10*time.Second).String(),
-		"--exporter.url=" + expURL, "--exporter.bearer-token-file=" + tokenFile, "--exporter.gpus=" + strings.Join(selected, ","),
+		"--concurrency=" + strconv.Itoa(concurrency), "--requests=" + strconv.Itoa(formalRequests), "--duration=" + formalMax.String(),
+		"--warmup-requests=" + strconv.Itoa(warmupRequests), "--idle-duration=" + idle.String(),
+		"--workload.mean-input-tokens=" + strconv.Itoa(inputTokens), "--workload.stddev-input-tokens=" + strconv.Itoa(inputTokens/10),
+		"--workload.mean-output-tokens=" + strconv.Itoa(outputTokens), "--workload.stddev-output-tokens=" + strconv.Itoa(outputStddev),
+		"--workload.seed=" + strconv.Itoa(seed), "--extras.ignore-eos",
+		"--engine.cmd=" + engineCmd, "--engine.ready-timeout=30s", "--engine.stop-grace=5s", "--engine.release-wait=" + (releaseMaxWait + 10*time.Second).String(),
+		"--exporter.url=" + expURL, "--exporter.bearer-token-file=" + tokenFile, "--gpus=" + strings.Join(selected, ","),
 		"--remote-write.url=" + prom.URL + "/api/v1/write", "--engine.metrics",
 		"--runs-dir=" + runsDir, "--run-id=" + runID,
 	}

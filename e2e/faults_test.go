@@ -157,12 +157,12 @@ func (f *faultEnv) engineCmd(extra ...string) string {
 }
 
 // benchArgs is a short lifecycle: 1 s idle, 4 warm-up requests, then the
-// formal phase given by formal (e.g. --formal.requests=200).
+// formal phase given by formal (e.g. --requests=200).
 func (f *faultEnv) benchArgs(runID string, formal ...string) []string {
 	return append([]string{"bench", "--target=" + f.engURL + "/v1", "--concurrency=4",
-		"--warmup.requests=4", "--idle.duration=1s", "--mean-input-tokens=30", "--stddev-input-tokens=3",
-		"--mean-output-tokens=16", "--stddev-output-tokens=2", "--ignore-eos",
-		"--engine.cmd=exec " + f.engineCmd(), "--engine.ready-timeout=30s", "--engine.stop-grace=5s", "--release.wait=30s",
+		"--warmup-requests=4", "--idle-duration=1s", "--workload.mean-input-tokens=30", "--workload.stddev-input-tokens=3",
+		"--workload.mean-output-tokens=16", "--workload.stddev-output-tokens=2", "--extras.ignore-eos",
+		"--engine.cmd=exec " + f.engineCmd(), "--engine.ready-timeout=30s", "--engine.stop-grace=5s", "--engine.release-wait=30s",
 		"--exporter.url=" + f.expURL, "--exporter.bearer-token-file=" + f.tokenFile,
 		"--runs-dir=" + f.runsDir, "--run-id=" + runID}, formal...)
 }
@@ -301,7 +301,7 @@ func TestFaultPreflight(t *testing.T) {
 	dead := freePortURL(t) + "/api/v1/write"
 	right := f.tokenFile
 	f.tokenFile = wrong
-	args := append(f.benchArgs("pf-1", "--formal.requests=10"), "--remote-write.url="+dead)
+	args := append(f.benchArgs("pf-1", "--requests=10"), "--remote-write.url="+dead)
 	f.tokenFile = right
 	r := runJoulemark(t, 60*time.Second, f.bin, args...)
 	if r.code != 1 {
@@ -322,7 +322,7 @@ func TestFaultPreflight(t *testing.T) {
 }
 
 // TestFaultNeverAnsweringServer: against a server whose streams stall for
-// good, --formal.duration still ends the run: requests are canceled after
+// good, --duration still ends the run: requests are canceled after
 // the drain timeout (canceled_at_end), the run is unusable (exit 3), and
 // the summary prints n/a where nothing was measured.
 func TestFaultNeverAnsweringServer(t *testing.T) {
@@ -330,8 +330,8 @@ func TestFaultNeverAnsweringServer(t *testing.T) {
 	startProcess(t, "sim-engine", nil, f.bin, "sim-engine", "--web.listen-address="+f.engAddr,
 		"--fault.stall-rate=1", "--fault.stall-duration=1h", "--decode-base=3ms", "--startup-delay=0s")
 	waitHTTP(context.Background(), t, f.engURL+"/v1/models", 20*time.Second)
-	r := runJoulemark(t, 60*time.Second, f.bin, "bench", "--target="+f.engURL+"/v1", "--no-lifecycle",
-		"--concurrency=2", "--formal.duration=2s", "--timeout.drain=1s", "--timeout.idle=0", "--mean-output-tokens=50",
+	r := runJoulemark(t, 60*time.Second, f.bin, "bench", "--target="+f.engURL+"/v1", "--engine.no-lifecycle",
+		"--concurrency=2", "--duration=2s", "--timeouts.drain=1s", "--timeouts.idle=0", "--workload.mean-output-tokens=50",
 		"--exporter.url="+f.expURL, "--exporter.bearer-token-file="+f.tokenFile, "--runs-dir="+f.runsDir, "--run-id=stall-1")
 	if r.code != 3 {
 		t.Errorf("exit %d, want 3 (completed, unusable)\n%s\n%s", r.code, r.stdout, tail(r.stderr, 3000))
@@ -375,7 +375,7 @@ func TestFaultReusedRunID(t *testing.T) {
 	}
 	refused := func(id, where string, extra ...string) {
 		t.Helper()
-		r := runJoulemark(t, 60*time.Second, f.bin, append(f.benchArgs(id, "--formal.requests=10"), extra...)...)
+		r := runJoulemark(t, 60*time.Second, f.bin, append(f.benchArgs(id, "--requests=10"), extra...)...)
 		if r.code != 1 || !strings.Contains(r.stderr, where) || !strings.Contains(r.stderr, id) {
 			t.Errorf("bench --run-id %s: exit %d, want 1 with an error naming %q:\n%s", id, r.code, where, tail(r.stderr, 2000))
 		}
@@ -412,7 +412,7 @@ func TestFaultReusedRunID(t *testing.T) {
 // coverage the hole costs (docs/analyze.md).
 func TestFaultExporterRestartMidFormal(t *testing.T) {
 	f := newFaultEnv(t, true)
-	b := startBench(t, f.bin, f.benchArgs("xr-1", "--formal.duration=6s")...)
+	b := startBench(t, f.bin, f.benchArgs("xr-1", "--duration=6s")...)
 	c := f.client(t)
 	waitPhase(t, c, "xr-1", contract.Formal, 60*time.Second)
 	time.Sleep(time.Second)
@@ -464,7 +464,7 @@ func TestFaultExporterRestartMidFormal(t *testing.T) {
 // run.
 func TestFaultBenchKilledThenFinalize(t *testing.T) {
 	f := newFaultEnv(t, false)
-	b := startBench(t, f.bin, f.benchArgs("bk-1", "--formal.duration=60s")...)
+	b := startBench(t, f.bin, f.benchArgs("bk-1", "--duration=60s")...)
 	waitPhase(t, f.client(t), "bk-1", contract.Formal, 60*time.Second)
 	time.Sleep(1500 * time.Millisecond) // records reach the disk every second
 	pgid := enginePGID(t, filepath.Join(f.runsDir, "bk-1"))
@@ -504,7 +504,7 @@ func TestFaultBenchKilledThenFinalize(t *testing.T) {
 // exporter's run ended.
 func TestFaultEngineKilled(t *testing.T) {
 	f := newFaultEnv(t, false)
-	b := startBench(t, f.bin, f.benchArgs("ek-1", "--formal.duration=60s")...)
+	b := startBench(t, f.bin, f.benchArgs("ek-1", "--duration=60s")...)
 	waitPhase(t, f.client(t), "ek-1", contract.Formal, 60*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	pgid := enginePGID(t, filepath.Join(f.runsDir, "ek-1"))

@@ -151,7 +151,7 @@ func TestFaultPrometheusOutageThenPush(t *testing.T) {
 	waitScraped(t, control)
 
 	const id = "po-1"
-	b := startBench(t, f.bin, append(f.benchArgs(id, "--formal.duration=4s"), "--remote-write.url="+benchTee.URL)...)
+	b := startBench(t, f.bin, append(f.benchArgs(id, "--duration=4s"), "--remote-write.url="+benchTee.URL)...)
 	waitPhase(t, f.client(t), id, contract.Formal, 60*time.Second)
 	down := time.Now()
 	outage.Stop()

@@ -174,3 +174,28 @@ runs:
 		}
 	}
 }
+
+// A key renamed to a section's path is refused with the new path named
+// (no alias: the old key still fails), in the file and in --set.
+func TestRenamedKeySuggested(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, set, want string
+	}{
+		{yaml: "engine_pod: ns/p\n", want: "line 4: field engine_pod not found in type benchjob.Config (did you mean engine.pod?)"},
+		{yaml: "exporter_gpus: [GPU-1]\n", want: "field exporter_gpus not found in type benchjob.Config (did you mean gpus?)"},
+		{yaml: "engine:\n  metrics_urll: x\n", want: "field metrics_urll not found in type benchjob.EngineConfig"},
+		{set: "engine_metrics_interval=1s", want: "did you mean engine.metrics_interval?"},
+	} {
+		var sets []string
+		if tc.set != "" {
+			sets = []string{tc.set}
+		}
+		_, err := experiment.Expand[benchjob.Config](strings.NewReader("target: http://h:1/v1\nconcurrency: 2\nrequests: 5\n"+tc.yaml), experiment.BenchOptions(sets))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q %q: %v, want %q", tc.yaml, tc.set, err, tc.want)
+		}
+		if strings.Contains(tc.yaml, "urll") && strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("%q: a suggestion for a typo no rule fits: %v", tc.yaml, err)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -373,5 +374,10 @@ func strictDecode[V any](data []byte) error {
 	var v V
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	return dec.Decode(&v)
+	err := dec.Decode(&v)
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		te.Errors = withSuggestions(reflect.TypeFor[V](), te.Errors)
+	}
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -23,7 +24,11 @@ func checkPath[T any](path []string) error {
 		case reflect.Struct:
 			ft, ok := structField(t, part)
 			if !ok {
-				return fmt.Errorf("unknown key %q (known at %s: %s)", strings.Join(path[:i+1], "."), where(path[:i]), strings.Join(structKeys(t), ", "))
+				hint := ""
+				if s := suggest(t, part); s != "" {
+					hint = "; did you mean " + strings.Join(append(slices.Clone(path[:i]), s), ".") + "?"
+				}
+				return fmt.Errorf("unknown key %q (known at %s: %s%s)", strings.Join(path[:i+1], "."), where(path[:i]), strings.Join(structKeys(t), ", "), hint)
 			}
 			t = ft
 		case reflect.Map:
@@ -246,4 +251,62 @@ func cartesian(axes []axis) [][]int {
 		combos = next
 	}
 	return combos
+}
+
+// suggest names the path below struct t an unknown key most likely meant,
+// found from the names alone (no table of old names): the same words with
+// a section split off (engine_pod: engine.pod), or the key it ends with
+// (exporter_gpus: gpus); "" when nothing fits.
+func suggest(t reflect.Type, key string) string {
+	for name, ft := range yamlFields(t) {
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		rest, ok := strings.CutPrefix(key, name+"_")
+		if ok && ft.Kind() == reflect.Struct {
+			if _, found := structField(ft, rest); found {
+				return name + "." + rest
+			}
+		}
+	}
+	for name := range yamlFields(t) {
+		if strings.HasSuffix(key, "_"+name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// unknownFieldRe matches yaml's error for an unknown key.
+var unknownFieldRe = regexp.MustCompile(`field (\S+) not found in type (\S+)$`)
+
+// withSuggestions appends "did you mean" to yaml's unknown-key errors,
+// the type named in each looked up among the struct types below t.
+func withSuggestions(t reflect.Type, errs []string) []string {
+	types := map[string]reflect.Type{}
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || types[t.String()] != nil {
+			return
+		}
+		types[t.String()] = t
+		for f := range t.Fields() {
+			walk(f.Type)
+		}
+	}
+	walk(t)
+	out := slices.Clone(errs)
+	for i, e := range out {
+		m := unknownFieldRe.FindStringSubmatch(e)
+		if m == nil || types[m[2]] == nil {
+			continue
+		}
+		if s := suggest(types[m[2]], m[1]); s != "" {
+			out[i] = e + " (did you mean " + s + "?)"
+		}
+	}
+	return out
 }

@@ -18,11 +18,15 @@ import (
 )
 
 // BenchCmd drives an OpenAI-compatible engine through the measured lifecycle.
-// Flag defaults are benchjob.Defaults' (benchDefaults), the defaults of
-// --config too.
+// A flag that sets an experiment setting is named after the setting's path
+// in the experiment file, `_` written `-` (workload.mean_input_tokens is
+// --workload.mean-input-tokens; TestBenchFlagsAreYAMLPaths); the process
+// and infrastructure flags (target and exporter URLs, credentials, runs
+// directory, run id, --config) keep their own names. Flag defaults are
+// benchjob.Defaults' (benchDefaults), the defaults of --config too.
 type BenchCmd struct {
 	Config string   `name:"config" type:"existingfile" help:"Experiment file (strict YAML: one config, a matrix or a sweep); replaces the config flags below." group:"Experiment"`
-	Set    []string `name:"set" sep:"none" help:"Override a config field of --config, e.g. --set concurrency=8 (repeatable)." group:"Experiment"`
+	Set    []string `name:"set" sep:"none" help:"Override a setting of --config: its path in the file and a YAML value, e.g. workload.mean_input_tokens=1024 (repeatable)." group:"Experiment"`
 	DryRun bool     `name:"dry-run" help:"With --config: print the expanded runs and exit." group:"Experiment"`
 
 	Target     string             `help:"OpenAI base URL, e.g. http://host:8000/v1." group:"Target"`
@@ -32,60 +36,60 @@ type BenchCmd struct {
 
 	Concurrency      int           `help:"Closed loop: N requests in flight (default 8 when no --rate, trace or sweep is given)." group:"Load"`
 	Rate             float64       `help:"Open loop: target request rate (req/s)." group:"Load"`
-	Burstiness       float64       `help:"Open loop: gamma shape of inter-arrivals (1 = Poisson, <1 burstier)." group:"Load"`
-	MaxConcurrency   int           `name:"max-concurrency" help:"Open loop: cap on requests in flight." group:"Load"`
-	SweepConcurrency []int         `name:"sweep.concurrency" help:"Run once per concurrency, e.g. 1,2,4 (each its own run)." group:"Load"`
-	SweepRate        []float64     `name:"sweep.rate" help:"Run once per rate, e.g. 1,2,4 (each its own run)." group:"Load"`
-	Repeat           int           `name:"repeat" help:"Run the configuration (each sweep point) N times, each a cold lifecycle with its own run id <run-id>-rep<i>, under one repetition group that compare and pareto pool." group:"Load"`
-	Requests         int           `name:"formal.requests" help:"Formal requests (and/or --formal.duration; default 400 without either). Fewer than windows + 2×concurrency (316 at concurrency 8) cannot reach the steady state: warned before the load." group:"Load"`
-	Duration         time.Duration `name:"formal.duration" help:"Formal phase length (and/or --formal.requests)." group:"Load"`
-	WarmupRequests   int           `name:"warmup.requests" default:"${bench_warmup_requests}" help:"Warm-up requests." group:"Load"`
-	IdleDuration     time.Duration `name:"idle.duration" default:"${bench_idle_duration}" help:"Idle baseline before the engine starts." group:"Load"`
-	MaxLag           time.Duration `name:"max-lag" default:"${bench_max_lag}" help:"Open loop: p99 dispatch lag past which the run is flagged client_could_not_keep_up." group:"Load"`
+	Burstiness       float64       `hidden:"" help:"Open loop: gamma shape of inter-arrivals (1 = Poisson, <1 burstier)." group:"Load"`
+	MaxConcurrency   int           `name:"max-concurrency" hidden:"" help:"Open loop: cap on requests in flight." group:"Load"`
+	SweepConcurrency []int         `name:"sweep-concurrency" placeholder:"N" help:"Run once per concurrency, e.g. 1,2,4 (each its own run)." group:"Load"`
+	SweepRate        []float64     `name:"sweep-rate" placeholder:"R" help:"Run once per rate, e.g. 1,2,4 (each its own run)." group:"Load"`
+	Repeat           int           `name:"repeat" placeholder:"N" help:"Run the configuration (each sweep point) N times, each a cold lifecycle with its own run id <run-id>-rep<i>, under one repetition group that compare and pareto pool." group:"Load"`
+	Requests         int           `name:"requests" help:"Formal requests (and/or --duration; default 400 without either). Fewer than windows + 2×concurrency (316 at concurrency 8) cannot reach the steady state: warned before the load." group:"Load"`
+	Duration         time.Duration `name:"duration" help:"Formal phase length (and/or --requests)." group:"Load"`
+	WarmupRequests   int           `name:"warmup-requests" default:"${bench_warmup_requests}" help:"Warm-up requests." group:"Load"`
+	IdleDuration     time.Duration `name:"idle-duration" default:"${bench_idle_duration}" help:"Idle baseline before the engine starts." group:"Load"`
+	MaxLag           time.Duration `name:"max-lag" hidden:"" default:"${bench_max_lag}" help:"Open loop: p99 dispatch lag past which the run is flagged client_could_not_keep_up." group:"Load"`
 
-	MeanInputTokens    int    `name:"mean-input-tokens" default:"${bench_mean_input_tokens}" group:"Workload" help:"Synthetic prompts: mean input length."`
-	StddevInputTokens  int    `name:"stddev-input-tokens" default:"${bench_stddev_input_tokens}" group:"Workload" help:"Synthetic prompts: input length standard deviation."`
-	MeanOutputTokens   int    `name:"mean-output-tokens" default:"${bench_mean_output_tokens}" group:"Workload" help:"Mean output length (max_tokens)."`
-	StddevOutputTokens int    `name:"stddev-output-tokens" default:"${bench_stddev_output_tokens}" group:"Workload" help:"Output length standard deviation."`
-	Dataset            string `type:"existingfile" group:"Workload" help:"JSONL dataset ({prompt, max_tokens} or ShareGPT conversations)."`
-	Trace              string `type:"existingfile" group:"Workload" help:"Trace to replay (JSONL: time, input_tokens, output_tokens)."`
-	Seed               int64  `group:"Workload" help:"Workload seed (prompts, lengths, arrivals)."`
-	Workload           string `name:"workload" default:"synthetic" enum:"synthetic,correctness" group:"Workload" help:"synthetic (LLMPerf-style prompts) or correctness (numbers spelled out in words, answered in digits; mismatches counted per request)."`
-	QualityFile        string `name:"quality-file" type:"existingfile" group:"Workload" help:"YAML rubric (all / prompts[index]: contains_all, regex, forbidden) every answer is checked against; results in requests.jsonl quality."`
+	MeanInputTokens    int    `name:"workload.mean-input-tokens" default:"${bench_mean_input_tokens}" group:"Workload" help:"Synthetic prompts: mean input length."`
+	StddevInputTokens  int    `name:"workload.stddev-input-tokens" hidden:"" default:"${bench_stddev_input_tokens}" group:"Workload" help:"Synthetic prompts: input length standard deviation."`
+	MeanOutputTokens   int    `name:"workload.mean-output-tokens" default:"${bench_mean_output_tokens}" group:"Workload" help:"Mean output length (max_tokens)."`
+	StddevOutputTokens int    `name:"workload.stddev-output-tokens" hidden:"" default:"${bench_stddev_output_tokens}" group:"Workload" help:"Output length standard deviation."`
+	Dataset            string `name:"workload.dataset" type:"existingfile" group:"Workload" help:"JSONL dataset ({prompt, max_tokens} or ShareGPT conversations)."`
+	Trace              string `name:"workload.trace" type:"existingfile" group:"Workload" help:"Trace to replay (JSONL: time, input_tokens, output_tokens)."`
+	Seed               int64  `name:"workload.seed" hidden:"" group:"Workload" help:"Workload seed (prompts, lengths, arrivals)."`
+	Workload           string `name:"workload.kind" default:"synthetic" enum:"synthetic,correctness" group:"Workload" help:"synthetic (LLMPerf-style prompts) or correctness (numbers spelled out in words, answered in digits; mismatches counted per request)."`
+	QualityFile        string `name:"workload.quality-file" type:"existingfile" group:"Workload" help:"YAML rubric (all / prompts[index]: contains_all, regex, forbidden) every answer is checked against; results in requests.jsonl quality."`
 
-	IgnoreEOS    bool     `name:"ignore-eos" group:"Engine extras" help:"Send ignore_eos: true."`
-	MinTokens    *int     `name:"min-tokens" group:"Engine extras" help:"Send min_tokens."`
-	Temperature  *float64 `group:"Engine extras" help:"Send temperature."`
-	SamplingSeed *int64   `name:"sampling-seed" group:"Engine extras" help:"Send seed (the engine's sampling seed)."`
-	MaxTokens    *int     `name:"max-tokens" group:"Engine extras" help:"Send this max_tokens on every request."`
-	Thinking     string   `default:"default" enum:"default,on,off" group:"Engine extras" help:"chat_template_kwargs.enable_thinking: ${enum}."`
-	RequireUsage bool     `name:"require-usage" group:"Engine extras" help:"Fail requests whose stream has no usage (else count chunks and flag the run)."`
+	IgnoreEOS      bool     `name:"extras.ignore-eos" hidden:"" group:"Engine extras" help:"Send ignore_eos: true."`
+	MinTokens      *int     `name:"extras.min-tokens" hidden:"" group:"Engine extras" help:"Send min_tokens."`
+	Temperature    *float64 `name:"extras.temperature" group:"Engine extras" help:"Send temperature."`
+	SamplingSeed   *int64   `name:"extras.seed" hidden:"" group:"Engine extras" help:"Send seed (the engine's sampling seed)."`
+	MaxTokens      *int     `name:"extras.max-tokens" group:"Engine extras" help:"Send this max_tokens on every request."`
+	EnableThinking *bool    `name:"extras.enable-thinking" negatable:"" hidden:"" group:"Engine extras" help:"Send chat_template_kwargs.enable_thinking true (--no-extras.enable-thinking: false); neither: not sent."`
+	RequireUsage   bool     `name:"require-usage" hidden:"" group:"Engine extras" help:"Fail requests whose stream has no usage (else count chunks and flag the run)."`
 
-	ConnectTimeout    time.Duration `name:"timeout.connect" default:"${bench_timeout_connect}" group:"Timeouts" help:"Connect timeout (0: none)."`
-	FirstTokenTimeout time.Duration `name:"timeout.first-token" default:"${bench_timeout_first_token}" group:"Timeouts" help:"First-token timeout (0: none)."`
-	RequestTimeout    time.Duration `name:"timeout.request" default:"${bench_timeout_request}" group:"Timeouts" help:"Total timeout of one request (0: none)."`
-	IdleTimeout       time.Duration `name:"timeout.idle" default:"${bench_timeout_idle}" group:"Timeouts" help:"Fail a request when no byte of its answer came for this long (timeout_idle; 0: none)."`
-	DrainTimeout      time.Duration `name:"timeout.drain" default:"${bench_timeout_drain}" group:"Timeouts" help:"How long requests still running when the formal duration is over may finish before they are canceled (canceled_at_end)."`
+	ConnectTimeout    time.Duration `name:"timeouts.connect" hidden:"" default:"${bench_timeout_connect}" group:"Timeouts" help:"Connect timeout (0: none)."`
+	FirstTokenTimeout time.Duration `name:"timeouts.first-token" hidden:"" default:"${bench_timeout_first_token}" group:"Timeouts" help:"First-token timeout (0: none)."`
+	TotalTimeout      time.Duration `name:"timeouts.total" default:"${bench_timeout_total}" group:"Timeouts" help:"Total timeout of one request (0: none)."`
+	IdleTimeout       time.Duration `name:"timeouts.idle" hidden:"" default:"${bench_timeout_idle}" group:"Timeouts" help:"Fail a request when no byte of its answer came for this long (timeout_idle; 0: none)."`
+	DrainTimeout      time.Duration `name:"timeouts.drain" hidden:"" default:"${bench_timeout_drain}" group:"Timeouts" help:"How long requests still running when the formal duration is over may finish before they are canceled (canceled_at_end; 0: canceled at once)."`
 
-	EngineCmd     string        `name:"engine.cmd" group:"Lifecycle" help:"Launch and own the engine (sh -c); its output goes to the archive."`
-	EngineStart   string        `name:"engine.start" group:"Lifecycle" help:"Hook that starts an externally managed engine."`
-	EngineStop    string        `name:"engine.stop" group:"Lifecycle" help:"Hook that stops it."`
-	NoLifecycle   bool          `name:"no-lifecycle" group:"Lifecycle" help:"Measure an already running service (attached): formal phase only, flagged; analyze reports steady-state figures and names startup, release and full lifecycle not measured."`
-	QuietWindow   time.Duration `name:"quiet-window" group:"Lifecycle" help:"With --no-lifecycle: post an idle phase this long before the load, the running engine without load from the bench (its resident power, not the bare GPUs' baseline); 0: none."`
-	ReadyTimeout  time.Duration `name:"engine.ready-timeout" default:"${bench_engine_ready_timeout}" group:"Lifecycle" help:"Readiness timeout (/health, /v1/models)."`
-	StopGrace     time.Duration `name:"engine.stop-grace" default:"${bench_engine_stop_grace}" group:"Lifecycle" help:"SIGTERM to SIGKILL grace of --engine.cmd."`
-	ReleaseWait   time.Duration `name:"release.wait" default:"${bench_release_wait}" group:"Lifecycle" help:"Longest wait for the exporters to report release."`
-	EngineVersion string        `name:"engine.version" group:"Lifecycle" help:"Engine version, recorded in the manifest."`
-	EngineImage   string        `name:"engine.image" group:"Lifecycle" help:"Engine image, recorded in the manifest."`
-	ModelRevision string        `name:"model-revision" group:"Lifecycle" help:"Model revision, recorded in the manifest."`
+	EngineCmd        string        `name:"engine.cmd" group:"Engine" help:"Launch and own the engine (sh -c); its output goes to the archive."`
+	EngineStart      string        `name:"engine.start" group:"Engine" help:"Hook that starts an externally managed engine."`
+	EngineStop       string        `name:"engine.stop" group:"Engine" help:"Hook that stops it."`
+	NoLifecycle      bool          `name:"engine.no-lifecycle" group:"Engine" help:"Measure an already running service (attached): formal phase only, flagged; analyze reports steady-state figures and names startup, release and full lifecycle not measured."`
+	QuietWindow      time.Duration `name:"engine.quiet-window" hidden:"" group:"Engine" help:"With --engine.no-lifecycle: post an idle phase this long before the load, the running engine without load from the bench (its resident power, not the bare GPUs' baseline); 0: none."`
+	ReadyTimeout     time.Duration `name:"engine.ready-timeout" hidden:"" default:"${bench_engine_ready_timeout}" group:"Engine" help:"Readiness timeout (/health, /v1/models)."`
+	StopGrace        time.Duration `name:"engine.stop-grace" hidden:"" default:"${bench_engine_stop_grace}" group:"Engine" help:"SIGTERM to SIGKILL grace of --engine.cmd (0: SIGKILL right after SIGTERM)."`
+	ReleaseWait      time.Duration `name:"engine.release-wait" hidden:"" default:"${bench_engine_release_wait}" group:"Engine" help:"Longest wait for the exporters to report release (0: do not wait; flagged)."`
+	EngineVersion    string        `name:"engine.version" hidden:"" group:"Engine" help:"Engine version, recorded in the manifest."`
+	EngineImage      string        `name:"engine.image" hidden:"" group:"Engine" help:"Engine image, recorded in the manifest."`
+	ModelRevision    string        `name:"engine.model-revision" hidden:"" group:"Engine" help:"Model revision, recorded in the manifest."`
+	EnginePod        string        `name:"engine.pod" placeholder:"NAMESPACE/NAME" group:"Engine" help:"Measure only the GPUs the kubelet lists for the engine's pod, resolved by the exporter (instead of --gpus)."`
+	EngineMetrics    bool          `name:"engine.metrics" group:"Engine" help:"Record the engine's own /metrics (queue, KV cache, preemptions) with the run."`
+	EngineMetricsURL string        `name:"engine.metrics-url" hidden:"" group:"Engine" help:"Engine metrics URL (default: the target's root + /metrics)."`
 
-	Exporter         clientflags.Exporter    `embed:"" prefix:"exporter." group:"Exporters"`
-	ExporterGPUs     []string                `name:"exporter.gpus" group:"Exporters" help:"Measure only these GPU UUIDs (comma-separated or repeated): the engine's GPUs. Default: every GPU of the exporters."`
-	EnginePod        string                  `name:"engine.pod" group:"Exporters" help:"Measure only the GPUs the kubelet lists for this pod (namespace/name), resolved by the exporter."`
-	RemoteWrite      clientflags.RemoteWrite `embed:"" prefix:"remote-write." group:"Remote write (per-request samples)"`
-	Prometheus       clientflags.Prometheus  `embed:"" prefix:"prometheus." group:"Prometheus (pre-flight: the run id is new there)"`
-	EngineMetrics    bool                    `name:"engine.metrics" group:"Lifecycle" help:"Record the engine's own /metrics (queue, KV cache, preemptions) with the run."`
-	EngineMetricsURL string                  `name:"engine.metrics-url" group:"Lifecycle" help:"Engine metrics URL (default: the target's root + /metrics)."`
+	Exporter    clientflags.Exporter    `embed:"" prefix:"exporter." group:"Exporters"`
+	GPUs        []string                `name:"gpus" placeholder:"UUID" group:"Exporters" help:"Measure only these GPU UUIDs (comma-separated or repeated): the engine's GPUs. Default: every GPU of the exporters."`
+	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write." group:"Remote write (per-request samples)"`
+	Prometheus  clientflags.Prometheus  `embed:"" prefix:"prometheus." group:"Prometheus (pre-flight: the run id is new there)"`
 
 	RunsDir  string `name:"runs-dir" default:"${bench_runs_dir}" group:"Archive" help:"Where run archives go."`
 	RunID    string `name:"run-id" type:"runid" group:"Archive" help:"Run id (generated when absent; an existing one is refused)."`
@@ -109,14 +113,51 @@ func benchDefaults() kong.Vars {
 		"bench_stddev_output_tokens": strconv.Itoa(d.Workload.StddevOutputTokens),
 		"bench_timeout_connect":      d.Timeouts.Connect.String(),
 		"bench_timeout_first_token":  d.Timeouts.FirstToken.String(),
-		"bench_timeout_request":      d.Timeouts.Total.String(),
+		"bench_timeout_total":        d.Timeouts.Total.String(),
 		"bench_timeout_idle":         d.Timeouts.Idle.String(),
 		"bench_timeout_drain":        d.Timeouts.Drain.String(),
 		"bench_engine_ready_timeout": d.Engine.ReadyTimeout.String(),
 		"bench_engine_stop_grace":    d.Engine.StopGrace.String(),
-		"bench_release_wait":         d.Engine.ReleaseWait.String(),
+		"bench_engine_release_wait":  d.Engine.ReleaseWait.String(),
 		"bench_runs_dir":             d.RunsDir,
 	}
+}
+
+// benchFileOnly are the settings of the experiment file that have no bench
+// flag, each with the reason (docs/cli.md lists them; TestBenchFlagsAreYAMLPaths
+// checks that every other setting has its flag).
+var benchFileOnly = map[string]string{
+	"engine.metrics_interval":         "tuning: how often the engine's /metrics is scraped (default 5s)",
+	"remote_write.aggregate_interval": "tuning: how often the per-run aggregates are pushed (default 5s)",
+	"remote_write.flush_timeout":      "tuning: bound of the final remote-write flush (default 30s)",
+	"prometheus.lookback":             "tuning: how far back the pre-flight looks for the run id (default 90d)",
+}
+
+// benchInfra are bench's process and infrastructure flags, which keep
+// their own names, with the setting of the experiment file each fills
+// ("": none).
+var benchInfra = map[string]string{
+	"config":                         "",
+	"set":                            "",
+	"dry-run":                        "",
+	"target.http-config-file":        "target_http",
+	"target.api-key-file":            "api_key_file",
+	"exporter.url":                   "exporters",
+	"exporter.http-config-file":      "exporter_http",
+	"exporter.bearer-token-file":     "exporter_token_file",
+	"remote-write.http-config-file":  "remote_write.http",
+	"remote-write.bearer-token-file": "remote_write.http",
+	"prometheus.http-config-file":    "prometheus.http",
+	"prometheus.bearer-token-file":   "prometheus.http",
+}
+
+// benchSetting is the path in the experiment file a bench flag sets: its name
+// with `-` written `_`, or the infrastructure flag's own.
+func benchSetting(flag string) (string, bool) {
+	if s, ok := benchInfra[flag]; ok {
+		return s, s != ""
+	}
+	return strings.ReplaceAll(flag, "-", "_"), true
 }
 
 // experimentFlags may go with --config.
@@ -140,12 +181,21 @@ func (c *BenchCmd) AfterApply(kctx *kong.Context) error {
 	return nil
 }
 
+// setHint is the --set that replaces a flag given with --config.
+func setHint(flag string) string {
+	name, _, _ := strings.Cut(flag, " ") // "flag (from $ENV)"
+	if s, ok := benchSetting(name); ok {
+		return s + "=VALUE"
+	}
+	return "path=value"
+}
+
 // Run builds the configs, then runs them one after the other.
 func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 	var cfgs []benchjob.Config
 	if c.Config != "" {
 		if len(c.set) > 0 {
-			return usageErrorf("--config replaces the config flags: drop --%s (use --set path=value)", strings.Join(c.set, ", --"))
+			return usageErrorf("--config replaces the config flags: drop --%s (use --set %s)", strings.Join(c.set, ", --"), setHint(c.set[0]))
 		}
 		runs, err := experiment.LoadBench(c.Config, c.Set)
 		if err != nil {
@@ -224,20 +274,17 @@ func (c *BenchCmd) config() (benchjob.Config, error) {
 		cfg.Extras.IgnoreEOS = &t
 	}
 	cfg.Extras.MinTokens, cfg.Extras.Temperature, cfg.Extras.Seed, cfg.Extras.MaxTokens = c.MinTokens, c.Temperature, c.SamplingSeed, c.MaxTokens
-	if c.Thinking != "default" {
-		on := c.Thinking == "on"
-		cfg.Extras.EnableThinking = &on
-	}
+	cfg.Extras.EnableThinking = c.EnableThinking
 	cfg.RequireUsage = c.RequireUsage
-	cfg.Timeouts.Connect, cfg.Timeouts.FirstToken, cfg.Timeouts.Total = c.ConnectTimeout, c.FirstTokenTimeout, c.RequestTimeout
+	cfg.Timeouts.Connect, cfg.Timeouts.FirstToken, cfg.Timeouts.Total = c.ConnectTimeout, c.FirstTokenTimeout, c.TotalTimeout
 	cfg.Timeouts.Idle, cfg.Timeouts.Drain = c.IdleTimeout, c.DrainTimeout
-	cfg.Engine = benchjob.EngineConfig{
-		Cmd: c.EngineCmd, Start: c.EngineStart, Stop: c.EngineStop, NoLifecycle: c.NoLifecycle, QuietWindow: c.QuietWindow,
-		ReadyTimeout: c.ReadyTimeout, StopGrace: c.StopGrace, ReleaseWait: c.ReleaseWait,
-		Version: c.EngineVersion, Image: c.EngineImage, ModelRevision: c.ModelRevision,
-	}
+	e := &cfg.Engine
+	e.Cmd, e.Start, e.Stop, e.NoLifecycle, e.QuietWindow = c.EngineCmd, c.EngineStart, c.EngineStop, c.NoLifecycle, c.QuietWindow
+	e.ReadyTimeout, e.StopGrace, e.ReleaseWait = c.ReadyTimeout, c.StopGrace, c.ReleaseWait
+	e.Version, e.Image, e.ModelRevision = c.EngineVersion, c.EngineImage, c.ModelRevision
+	e.Pod, e.Metrics, e.MetricsURL = c.EnginePod, c.EngineMetrics, c.EngineMetricsURL
 	cfg.Exporters, cfg.ExporterTokenFile, cfg.APIKeyFile = c.Exporter.URLs, c.Exporter.HTTP.BearerTokenFile, c.TargetHTTP.APIKeyFile
-	cfg.ExporterGPUs, cfg.EnginePod = c.ExporterGPUs, c.EnginePod
+	cfg.ExporterGPUs = c.GPUs
 	var err error
 	if cfg.TargetHTTP, err = c.TargetHTTP.HTTPConfig(); err != nil {
 		return cfg, err
@@ -253,7 +300,6 @@ func (c *BenchCmd) config() (benchjob.Config, error) {
 	if cfg.Prometheus.HTTP, err = c.Prometheus.HTTPConfig(); err != nil {
 		return cfg, err
 	}
-	cfg.EngineMetrics, cfg.EngineMetricsURL = c.EngineMetrics, c.EngineMetricsURL
 	cfg.RunsDir, cfg.RunID, cfg.Scenario = c.RunsDir, c.RunID, c.Scenario
 	return cfg, nil
 }

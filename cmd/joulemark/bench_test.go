@@ -18,9 +18,9 @@ func parseBench(t *testing.T, args ...string) (*BenchCmd, error) {
 
 func TestBenchFlagsToConfig(t *testing.T) {
 	c, err := parseBench(t, "--target", "http://h:8000/v1", "--model", "m", "--endpoint", "chat",
-		"--rate", "4", "--burstiness", "0.5", "--max-concurrency", "16", "--formal.duration", "2m",
-		"--ignore-eos", "--min-tokens", "3", "--temperature", "0", "--sampling-seed", "9", "--thinking", "off",
-		"--timeout.first-token", "30s", "--engine.start", "kubectl scale --replicas=1 deploy/vllm", "--engine.stop", "kubectl scale --replicas=0 deploy/vllm",
+		"--rate", "4", "--burstiness", "0.5", "--max-concurrency", "16", "--duration", "2m",
+		"--extras.ignore-eos", "--extras.min-tokens", "3", "--extras.temperature", "0", "--extras.seed", "9", "--no-extras.enable-thinking",
+		"--timeouts.first-token", "30s", "--engine.start", "kubectl scale --replicas=1 deploy/vllm", "--engine.stop", "kubectl scale --replicas=0 deploy/vllm",
 		"--exporter.url", "http://a:9402", "--exporter.url", "http://b:9402",
 		"--remote-write.url", "https://mimir/api/v1/push", "--remote-write.http-config-file", httpConfig(t), "--run-id", "r1")
 	if err != nil {
@@ -80,7 +80,7 @@ func TestBenchConfigFileExcludesFlags(t *testing.T) {
 	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "--set") {
 		t.Errorf("--set without --config: %v", err)
 	}
-	c, _ = parseBench(t, "--target", "http://h:1/v1", "--formal.requests", "5")
+	c, _ = parseBench(t, "--target", "http://h:1/v1", "--requests", "5")
 	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "engine.cmd") {
 		t.Errorf("invalid flags: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -148,6 +149,10 @@ func docFlags(t *testing.T) string {
 		}
 		fmt.Fprintf(&b, "| `--%s` | %s | %s | %s |\n", f.flag.Name, def, env, help)
 	}
+	b.WriteString("\n### `joulemark bench`: settings only in the experiment file\n\n| setting | why no flag |\n|---|---|\n")
+	for _, s := range slices.Sorted(maps.Keys(benchFileOnly)) {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", s, benchFileOnly[s])
+	}
 	return b.String()
 }
 
@@ -223,7 +228,7 @@ func TestBenchSharedDefaults(t *testing.T) {
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("%d runs, %v", len(runs), err)
 	}
-	c, err = parseBench(t, "--target", "http://h:1/v1", "--concurrency", "2", "--formal.requests", "5", "--no-lifecycle")
+	c, err = parseBench(t, "--target", "http://h:1/v1", "--concurrency", "2", "--requests", "5", "--engine.no-lifecycle")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +257,7 @@ func TestExitStatus(t *testing.T) {
 		{args: []string{"bench", "--help"}, code: 0},
 		{args: []string{"bench", "--no-such-flag"}, code: exitUsage, stderr: []string{"joulemark bench: unknown flag --no-such-flag", "Usage: joulemark bench"}},
 		{args: []string{"bench", "--concurrency", "-1"}, code: exitUsage, stderr: []string{"joulemark bench: --concurrency", "Usage: joulemark bench"}},
-		{args: []string{"bench", "--target", "http://h:1/v1", "--concurrency=-1", "--no-lifecycle"}, code: exitUsage,
+		{args: []string{"bench", "--target", "http://h:1/v1", "--concurrency=-1", "--engine.no-lifecycle"}, code: exitUsage,
 			stderr: []string{"joulemark bench: invalid bench config: concurrency: -1 must not be negative", "Usage: joulemark bench"}},
 		{args: []string{"plan", report, "--target-peak-rate", "1"}, code: exitUsage,
 			stderr: []string{"joulemark plan: give at least one SLO"}, noStderr: []string{"plan: plan:"}},
@@ -559,7 +564,11 @@ func TestReportOnePrefix(t *testing.T) {
 func TestNoAliases(t *testing.T) {
 	for _, args := range [][]string{
 		{"exporter", "--interval=1s"},
-		{"bench", "--requests=3"},
+		{"bench", "--formal.requests=3"},
+		{"bench", "--mean-input-tokens=3"},
+		{"bench", "--timeout.request=1m"},
+		{"bench", "--exporter.gpus=GPU-1"},
+		{"demo", "--formal.duration=1m"},
 		{"analyze", "run", "--prometheus-url=http://x", "--run-id=r1"},
 		{"analyze", "run", "--archive=.", "--run-id=r1"},
 		{"analyze", "run", "--format=table", "--run-id=r1"},
@@ -591,4 +600,47 @@ func TestExporterHelpSize(t *testing.T) {
 		t.Errorf("joulemark exporter --help shows %d flags besides --help and --version, want at most 28", n)
 	}
 	t.Logf("joulemark exporter --help: %d flags", n)
+}
+
+// visibleFlags counts the flags joulemark cmd --help shows besides --help
+// and --version: the command's own and the global ones.
+func visibleFlags(t *testing.T, cmd string) int {
+	n := 0
+	for _, f := range allFlags(t) {
+		if (f.cmd == cmd || f.cmd == "") && !f.flag.Hidden && f.flag.Name != "help" && f.flag.Name != "version" {
+			n++
+		}
+	}
+	return n
+}
+
+// joulemark bench --help shows at most 50 flags (48 of the model, --help
+// and --version on top); the rarely set experiment settings are hidden and
+// listed in docs/cli.md.
+func TestBenchHelpSize(t *testing.T) {
+	if n := visibleFlags(t, "bench"); n > 48 || n < 20 {
+		t.Errorf("joulemark bench --help shows %d flags besides --help and --version, want at most 48", n)
+	} else {
+		t.Logf("joulemark bench --help: %d flags", n+2)
+	}
+}
+
+// joulemark demo --help shows at most 30 flags (28 of the model, --help
+// and --version on top); the simulator's knobs, fault injection and the
+// analysis tuning are hidden and listed in docs/cli.md.
+func TestDemoHelpSize(t *testing.T) {
+	if n := visibleFlags(t, "demo"); n > 28 || n < 10 {
+		t.Errorf("joulemark demo --help shows %d flags besides --help and --version, want at most 28", n)
+	} else {
+		t.Logf("joulemark demo --help: %d flags", n+2)
+	}
+}
+
+// analyze --lookback 0 is refused, not replaced by the default.
+func TestAnalyzeZeroLookbackRefused(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"analyze", "run", "--run-id=r1", "--lookback=0s"}, &stdout, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "--lookback 0s: want more than 0") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
 }

@@ -3,53 +3,82 @@ package main
 import (
 	"context"
 	"os"
+	"strconv"
 	"time"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/joulemark/joulemark/internal/demo"
 )
 
-// DemoCmd runs the whole pipeline on the embedded default. Timing flags left
-// at 0 take the preset: the two-minute demo, or the method's full timings
-// with --method-timings.
+// DemoCmd runs the whole pipeline on the embedded default. Its flag
+// defaults are demo.Defaults' (demoDefaults); a lifecycle timing not given
+// takes the preset, the two-minute demo or, with --method-timings, the
+// method's full timings; a timing given is used as given (0 is refused by
+// demo.Config.Validate). Settings that are bench's have bench's names.
 type DemoCmd struct {
-	RunsDir       string `name:"runs-dir" default:"runs" help:"Directory of the runs (each demo run in <runs-dir>/<run_id>/, never overwritten)."`
+	RunsDir       string `name:"runs-dir" default:"${demo_runs_dir}" help:"Directory of the runs (each demo run in <runs-dir>/<run_id>/, never overwritten)."`
 	RunID         string `name:"run-id" type:"runid" help:"Run id (default: a fresh one)."`
 	PrometheusURL string `name:"prometheus.url" placeholder:"URL" help:"Use this Prometheus instead of the embedded one; it must accept remote write (--web.enable-remote-write-receiver)."`
-	ListenAddress string `name:"web.listen-address" default:"127.0.0.1:0" help:"Address of the embedded Prometheus' HTTP API (point curl or Grafana at it)."`
+	ListenAddress string `name:"web.listen-address" default:"${demo_listen_address}" help:"Address of the embedded Prometheus' HTTP API (point curl or Grafana at it)."`
 	KeepServing   bool   `name:"keep-serving" help:"Keep the embedded Prometheus serving after the report, until Ctrl-C."`
 
 	MethodTimings  bool          `name:"method-timings" help:"The method's full timings (1m idle, 2m weight loading, 10m formal, release held 30s) instead of the two-minute demo."`
-	GPUs           int           `name:"gpus" default:"8" help:"Simulated GPUs."`
-	SampleInterval time.Duration `name:"sample.interval" default:"100ms" help:"Exporter's sampling period."`
-	ScrapeInterval time.Duration `name:"scrape.interval" default:"1s" help:"Prometheus' scrape period of the exporter and the engine."`
+	GPUs           int           `name:"gpus" default:"${demo_gpus}" help:"Simulated GPUs."`
+	SampleInterval time.Duration `name:"sample.interval" hidden:"" default:"${demo_sample_interval}" help:"Exporter's sampling period."`
+	ScrapeInterval time.Duration `name:"scrape.interval" hidden:"" default:"${demo_scrape_interval}" help:"Prometheus' scrape period of the exporter and the engine."`
 
-	Idle           time.Duration `name:"idle.duration" help:"Idle baseline length (10s; 1m with --method-timings)."`
-	StartupDelay   time.Duration `name:"startup-delay" help:"Simulated weight loading time (10s; 2m with --method-timings)."`
-	WarmupRequests int           `name:"warmup.requests" default:"24" help:"Warm-up requests."`
-	Formal         time.Duration `name:"formal.duration" help:"Formal phase length (60s; 10m with --method-timings)."`
-	FormalRequests int           `name:"formal.requests" help:"Formal requests at most (0: bounded by --formal.duration only)."`
-	ReleaseHold    time.Duration `name:"release.hold" help:"Time power must hold within ±5% of the idle baseline (10s; 30s with --method-timings)."`
-	ReleaseMaxWait time.Duration `name:"release.max-wait" help:"Release wait past which the run is flagged release not closed (2m; 10m with --method-timings)."`
+	Idle           *time.Duration `name:"idle-duration" help:"Idle baseline length (default 10s; 1m with --method-timings)."`
+	StartupDelay   *time.Duration `name:"startup-delay" help:"Simulated weight loading time (default 10s; 2m with --method-timings)."`
+	WarmupRequests int            `name:"warmup-requests" default:"${demo_warmup_requests}" help:"Warm-up requests."`
+	Formal         *time.Duration `name:"duration" help:"Formal phase length (default 60s; 10m with --method-timings)."`
+	FormalRequests int            `name:"requests" help:"Formal requests at most (0: bounded by --duration only)."`
+	ReleaseHold    *time.Duration `name:"release.hold" help:"Time power must hold within ±5% of the idle baseline (default 10s; 30s with --method-timings)."`
+	ReleaseMaxWait *time.Duration `name:"release.max-wait" help:"Release wait past which the run is flagged release not closed (default 2m; 10m with --method-timings)."`
 
-	Concurrency  int           `default:"24" help:"Concurrent requests (closed loop)."`
-	InputTokens  int           `name:"mean-input-tokens" default:"400" help:"Mean prompt length in tokens."`
-	OutputTokens int           `name:"mean-output-tokens" default:"150" help:"Mean completion length in tokens (ignore_eos)."`
-	OutputStddev int           `name:"stddev-output-tokens" default:"30" help:"Standard deviation of completion lengths."`
-	Trace        string        `name:"trace" placeholder:"FILE" help:"Replay this trace (JSONL lines of time, input_tokens, output_tokens: bench's workload.trace) as the formal load, an open loop, instead of the closed loop of --concurrency."`
-	MaxBatch     int           `name:"max-num-seqs" default:"32" help:"Simulated engine's maximum batch."`
+	Concurrency  int           `default:"${demo_concurrency}" help:"Concurrent requests (closed loop)."`
+	InputTokens  int           `name:"workload.mean-input-tokens" default:"${demo_input_tokens}" help:"Mean prompt length in tokens."`
+	OutputTokens int           `name:"workload.mean-output-tokens" default:"${demo_output_tokens}" help:"Mean completion length in tokens (ignore_eos)."`
+	OutputStddev int           `name:"workload.stddev-output-tokens" hidden:"" default:"${demo_output_stddev}" help:"Standard deviation of completion lengths."`
+	Trace        string        `name:"workload.trace" placeholder:"FILE" help:"Replay this trace (JSONL lines of time, input_tokens, output_tokens: bench's workload.trace) as the formal load, an open loop, instead of the closed loop of --concurrency."`
+	MaxBatch     int           `name:"max-num-seqs" hidden:"" default:"${demo_max_num_seqs}" help:"Simulated engine's maximum batch."`
 	Scenario     string        `default:"healthy" enum:"healthy,queueing,kv-evictions,slow-prefill,client-bound" help:"Situation to simulate, one per diagnosis rule (healthy, queueing, kv-evictions, slow-prefill, client-bound); applied after the other flags."`
-	KVCache      int           `name:"kv-cache-tokens" default:"65536" help:"Simulated engine's KV cache capacity in tokens (blocks of 16; preempts when full)."`
-	Prefill      time.Duration `name:"prefill-per-token" default:"50us" help:"Simulated engine's prefill time per prompt token."`
-	Frontend     time.Duration `name:"frontend-delay" default:"0s" help:"Delay every request spends in front of the simulated engine (a router, a proxy) before its scheduler sees it."`
-	Dialect      string        `default:"vllm" enum:"vllm,sglang" help:"Metric names the simulated engine speaks (vllm or sglang)."`
-	Seed         uint64        `default:"1" help:"Seed of the simulated engine and GPUs."`
+	KVCache      int           `name:"kv-cache-tokens" hidden:"" default:"${demo_kv_cache_tokens}" help:"Simulated engine's KV cache capacity in tokens (blocks of 16; preempts when full)."`
+	Prefill      time.Duration `name:"prefill-per-token" hidden:"" default:"${demo_prefill_per_token}" help:"Simulated engine's prefill time per prompt token."`
+	Frontend     time.Duration `name:"frontend-delay" hidden:"" default:"${demo_frontend_delay}" help:"Delay every request spends in front of the simulated engine (a router, a proxy) before its scheduler sees it."`
+	Dialect      string        `hidden:"" default:"${demo_dialect}" enum:"vllm,sglang" help:"Metric names the simulated engine speaks (vllm or sglang)."`
+	Seed         uint64        `hidden:"" default:"${demo_seed}" help:"Seed of the simulated engine and GPUs."`
 	Faults       FaultFlags    `embed:"" prefix:"fault."`
 
-	SLOTTFT   time.Duration `name:"slo.ttft" default:"500ms" help:"TTFT SLO for goodput (0 disables)."`
-	SLOTPOT   time.Duration `name:"slo.tpot" default:"50ms" help:"TPOT SLO for goodput (0 disables)."`
-	SSWindow  int           `name:"steady-state.window" default:"100" help:"Steady state: requests per window."`
-	SSWindows int           `name:"steady-state.windows" default:"3" help:"Steady state: consecutive non-overlapping windows."`
-	SSCV      float64       `name:"steady-state.cv" default:"0.03" help:"Steady state: CV threshold of every window."`
+	SLOTTFT   time.Duration `name:"slo.ttft" default:"${analyze_slo_ttft}" help:"TTFT SLO for goodput (0 disables)."`
+	SLOTPOT   time.Duration `name:"slo.tpot" default:"${analyze_slo_tpot}" help:"TPOT SLO for goodput (0 disables)."`
+	SSWindow  int           `name:"steady-state.window" hidden:"" default:"${analyze_ss_window}" help:"Steady state: requests per window."`
+	SSWindows int           `name:"steady-state.windows" hidden:"" default:"${analyze_ss_windows}" help:"Steady state: consecutive non-overlapping windows."`
+	SSCV      float64       `name:"steady-state.cv" hidden:"" default:"${analyze_ss_cv}" help:"Steady state: CV threshold of every window."`
+}
+
+// demoDefaults are the demo flags' defaults as kong variables, taken from
+// demo.Defaults (its analysis parameters are analyzeDefaults').
+func demoDefaults() kong.Vars {
+	d := demo.Defaults()
+	return kong.Vars{
+		"demo_runs_dir":          d.Dir,
+		"demo_listen_address":    d.ListenAddress,
+		"demo_gpus":              strconv.Itoa(d.GPUs),
+		"demo_sample_interval":   d.SampleInterval.String(),
+		"demo_scrape_interval":   d.ScrapeInterval.String(),
+		"demo_warmup_requests":   strconv.Itoa(d.WarmupRequests),
+		"demo_concurrency":       strconv.Itoa(d.Concurrency),
+		"demo_input_tokens":      strconv.Itoa(d.InputTokens),
+		"demo_output_tokens":     strconv.Itoa(d.OutputTokens),
+		"demo_output_stddev":     strconv.Itoa(d.OutputStddev),
+		"demo_max_num_seqs":      strconv.Itoa(d.Engine.MaxBatch),
+		"demo_kv_cache_tokens":   strconv.Itoa(d.Engine.KVCacheTokens),
+		"demo_prefill_per_token": d.Engine.PrefillPerToken.String(),
+		"demo_frontend_delay":    d.Engine.FrontendDelay.String(),
+		"demo_dialect":           d.Engine.Dialect,
+		"demo_seed":              strconv.FormatUint(d.Engine.Seed, 10),
+	}
 }
 
 // Config is the demo configuration the flags give.
@@ -58,9 +87,9 @@ func (c *DemoCmd) Config() (demo.Config, error) {
 	if c.MethodTimings {
 		cfg = demo.MethodTimings()
 	}
-	set := func(dst *time.Duration, v time.Duration) {
-		if v != 0 {
-			*dst = v
+	set := func(dst *time.Duration, v *time.Duration) {
+		if v != nil {
+			*dst = *v
 		}
 	}
 	set(&cfg.Idle, c.Idle)

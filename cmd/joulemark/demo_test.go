@@ -2,6 +2,7 @@ package main
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestDemoFlagDefaults(t *testing.T) {
 }
 
 func TestDemoFlags(t *testing.T) {
-	c, err := parseCLI(t, "demo", "--method-timings", "--formal.duration", "30s", "--fault.slow-first-token-rate", "0.2",
+	c, err := parseCLI(t, "demo", "--method-timings", "--duration", "30s", "--fault.slow-first-token-rate", "0.2",
 		"--slo.ttft", "200ms", "--prometheus.url", "http://p:9090").Demo.Config()
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func TestDemoFlags(t *testing.T) {
 			c.Idle, c.Engine.StartupDelay, c.ReleaseHold, want.Idle, want.Engine.StartupDelay, want.ReleaseHold)
 	}
 	if c.Formal != 30*time.Second {
-		t.Errorf("--formal.duration 30s over --method-timings: %s", c.Formal)
+		t.Errorf("--duration 30s over --method-timings: %s", c.Formal)
 	}
 	if c.Engine.Faults.SlowFirstTokenRate != 0.2 || c.Params.SLOTTFT != 200*time.Millisecond || c.PrometheusURL != "http://p:9090" {
 		t.Errorf("faults %+v, SLO TTFT %s, prometheus %q", c.Engine.Faults, c.Params.SLOTTFT, c.PrometheusURL)
@@ -64,5 +65,20 @@ func TestDemoScenarioFlag(t *testing.T) {
 	c, err := parseCLI(t, "demo", "--scenario", "queueing").Demo.Config()
 	if err != nil || c.Engine.MaxBatch != 4 || c.Concurrency != 24 {
 		t.Errorf("--scenario queueing: max batch %d, concurrency %d, err %v; want 4 and 24", c.Engine.MaxBatch, c.Concurrency, err)
+	}
+}
+
+// A timing given as 0 is used, and refused by the demo's validation, not
+// replaced by the preset.
+func TestDemoZeroTimingRefused(t *testing.T) {
+	c, err := parseCLI(t, "demo", "--idle-duration", "0s").Demo.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Idle != 0 {
+		t.Fatalf("--idle-duration 0s gives idle %s", c.Idle)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "idle: 0s") {
+		t.Errorf("--idle-duration 0s: %v, want it refused", err)
 	}
 }

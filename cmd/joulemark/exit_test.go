@@ -29,7 +29,7 @@ func TestInvalidRunIDIsBadUsage(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"analyze", "--run-id", "bad id!", "--out", dir + "/r", "--prometheus.url", "http://127.0.0.1:1"},
-		{"bench", "--run-id", "bad id!", "--target", "http://127.0.0.1:1/v1", "--concurrency", "1", "--formal.requests", "1", "--no-lifecycle"},
+		{"bench", "--run-id", "bad id!", "--target", "http://127.0.0.1:1/v1", "--concurrency", "1", "--requests", "1", "--engine.no-lifecycle"},
 		{"phase", "bad id!", "idle", "--exporter.url", "http://127.0.0.1:1"},
 		{"runs", "finalize", "bad id!", "--runs-dir", dir},
 		{"runs", "push", "bad id!", "--runs-dir", dir, "--remote-write.url", "http://127.0.0.1:1/api/v1/write"},

@@ -75,6 +75,8 @@ func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 		kong.Vars{"version": version.String()},
 		benchDefaults(),
 		exporterDefaults(),
+		demoDefaults(),
+		analyzeDefaults(),
 		kong.NamedMapper("runid", runIDMapper{}),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.PostBuild(applyConvention),

@@ -80,12 +80,12 @@ func (c *SimEngineCmd) Run(ctx context.Context, g *Globals) error {
 
 // FaultFlags inject failures into the simulated engine (sim-engine, demo).
 type FaultFlags struct {
-	ErrorRate           float64       `name:"error-rate" default:"0" help:"Share of requests answered with HTTP 500."`
-	StallRate           float64       `name:"stall-rate" default:"0" help:"Share of requests stalled once mid-stream."`
-	StallDuration       time.Duration `name:"stall-duration" default:"2s" help:"Length of a stall."`
-	TruncateRate        float64       `name:"truncate-rate" default:"0" help:"Share of responses cut mid-stream (no finish_reason, usage or [DONE])."`
-	SlowFirstTokenRate  float64       `name:"slow-first-token-rate" default:"0" help:"Share of requests whose first token is delayed."`
-	SlowFirstTokenDelay time.Duration `name:"slow-first-token-delay" default:"2s" help:"Delay added to a slow first token."`
+	ErrorRate           float64       `name:"error-rate" hidden:"" default:"0" help:"Share of requests answered with HTTP 500."`
+	StallRate           float64       `name:"stall-rate" hidden:"" default:"0" help:"Share of requests stalled once mid-stream."`
+	StallDuration       time.Duration `name:"stall-duration" hidden:"" default:"2s" help:"Length of a stall."`
+	TruncateRate        float64       `name:"truncate-rate" hidden:"" default:"0" help:"Share of responses cut mid-stream (no finish_reason, usage or [DONE])."`
+	SlowFirstTokenRate  float64       `name:"slow-first-token-rate" hidden:"" default:"0" help:"Share of requests whose first token is delayed."`
+	SlowFirstTokenDelay time.Duration `name:"slow-first-token-delay" hidden:"" default:"2s" help:"Delay added to a slow first token."`
 }
 
 func (f FaultFlags) faults() simengine.Faults {

@@ -1,11 +1,13 @@
 package main
 
 import (
-	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/dashboards"
@@ -21,20 +23,22 @@ func TestOneSLODefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, parser := testParser(t)
 	for _, tc := range []struct {
-		field, variable, bucket string
-		want                    time.Duration
+		flag, variable, bucket string
+		want                   time.Duration
 	}{
-		{"SLOTTFT", "slo_ttft", "joulemark_bench_ttft_seconds_bucket", p.SLOTTFT},
-		{"SLOTPOT", "slo_tpot", "joulemark_bench_tpot_seconds_bucket", p.SLOTPOT},
+		{"slo.ttft", "slo_ttft", "joulemark_bench_ttft_seconds_bucket", p.SLOTTFT},
+		{"slo.tpot", "slo_tpot", "joulemark_bench_tpot_seconds_bucket", p.SLOTPOT},
 	} {
-		for _, cmd := range []any{AnalyzeCmd{}, DemoCmd{}} {
-			f, ok := reflect.TypeOf(cmd).FieldByName(tc.field)
-			if !ok {
-				t.Fatalf("%T has no %s", cmd, tc.field)
+		for _, cmd := range []string{"analyze run", "demo"} {
+			n := findCommand(parser.Model.Node, cmd)
+			i := slices.IndexFunc(n.Flags, func(f *kong.Flag) bool { return f.Name == tc.flag })
+			if i < 0 {
+				t.Fatalf("joulemark %s has no --%s", cmd, tc.flag)
 			}
-			if d, err := time.ParseDuration(f.Tag.Get("default")); err != nil || d != tc.want {
-				t.Errorf("%T --%s default %q, analyze's is %v", cmd, f.Tag.Get("name"), f.Tag.Get("default"), tc.want)
+			if d, err := time.ParseDuration(n.Flags[i].Default); err != nil || d != tc.want {
+				t.Errorf("joulemark %s --%s default %q, analyze's is %v", cmd, tc.flag, n.Flags[i].Default, tc.want)
 			}
 		}
 		for _, file := range []string{"benchmark-run.json", "sweep-comparison.json"} {

@@ -26,7 +26,7 @@ func TestBenchTargetHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := parseBench(t, "--target", "http://h:1/v1", "--concurrency", "2", "--formal.requests", "5", "--no-lifecycle",
+	c, err := parseBench(t, "--target", "http://h:1/v1", "--concurrency", "2", "--requests", "5", "--engine.no-lifecycle",
 		"--target.http-config-file", hc)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestBenchTargetHTTP(t *testing.T) {
 		t.Errorf("--config gives target_http\n%+v\nthe flag gives\n%+v", fromFile.TargetHTTP, cfg.TargetHTTP)
 	}
 
-	c, err = parseBench(t, "--target", "http://h:1/v1", "--concurrency", "2", "--formal.requests", "5", "--no-lifecycle",
+	c, err = parseBench(t, "--target", "http://h:1/v1", "--concurrency", "2", "--requests", "5", "--engine.no-lifecycle",
 		"--target.http-config-file", hc, "--target.api-key-file", key)
 	if err != nil {
 		t.Fatal(err)

@@ -480,13 +480,13 @@ func benchConfig(cfg Config, run *runarchive.Run, engineURL, exporterURL, tokenF
 	b.Exporters = []string{exporterURL}
 	// The run measures the engine pod's GPUs only (the exporter resolves
 	// the pod through the fake kubelet).
-	b.EnginePod = PodNamespace + "/" + EnginePod
+	b.Engine.Pod = PodNamespace + "/" + EnginePod
 	b.ExporterTokenFile = tokenFile
 	b.RemoteWrite.URL = writeURL
 	b.RemoteWrite.AggregateInterval = cfg.ScrapeInterval
-	b.EngineMetrics = true
-	b.EngineMetricsURL = engineURL + "/metrics"
-	b.EngineMetricsInterval = cfg.ScrapeInterval
+	b.Engine.Metrics = true
+	b.Engine.MetricsURL = engineURL + "/metrics"
+	b.Engine.MetricsInterval = cfg.ScrapeInterval
 	b.RunsDir = filepath.Dir(run.Dir)
 	b.RunID = run.ID
 	return b

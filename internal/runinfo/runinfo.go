@@ -30,7 +30,7 @@ type Info struct {
 	DatasetSHA256    string  `json:"dataset_sha256"` // the prompt set sent (manifest prompt_set_sha256)
 	// Mode is how the engine was measured: ModeLifecycle (the bench started
 	// and stopped it: idle, startup, warm-up, formal, release) or
-	// ModeAttached (an engine already running, --no-lifecycle: the formal
+	// ModeAttached (an engine already running, --engine.no-lifecycle: the formal
 	// phase only). Empty in identities from before the mode: lifecycle.
 	Mode string `json:"mode,omitempty"`
 	// RepetitionGroup is the repetition group the run belongs to (bench
