@@ -49,8 +49,10 @@ func TestBenchRepeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp, err := exporter.New(exporter.Config{Backend: sim, Interval: 10 * time.Millisecond, ReleaseHold: 200 * time.Millisecond,
-		ReleaseWindow: 50 * time.Millisecond, ReleaseMaxWait: 20 * time.Second, APIToken: "tok"})
+	ecfg := exporter.Defaults()
+	ecfg.Backend, ecfg.Interval, ecfg.ReleaseHold, ecfg.ReleaseWindow, ecfg.ReleaseMaxWait, ecfg.APIToken, ecfg.StoragePath =
+		sim, 10*time.Millisecond, 200*time.Millisecond, 50*time.Millisecond, 20*time.Second, "tok", ""
+	exp, err := exporter.New(ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +64,9 @@ func TestBenchRepeat(t *testing.T) {
 
 	runs := t.TempDir()
 	args := []string{"bench", "--target", engSrv.URL + "/v1", "--exporter.url", expSrv.URL,
-		"--engine.start", "true", "--engine.stop", "true", "--idle.duration", "200ms", "--warmup.requests", "2",
-		"--formal.requests", "20", "--concurrency", "2", "--mean-input-tokens", "32", "--stddev-input-tokens", "0",
-		"--mean-output-tokens", "8", "--stddev-output-tokens", "0", "--runs-dir", runs, "--run-id", "grp", "--repeat", "2"}
+		"--engine.start", "true", "--engine.stop", "true", "--idle-duration", "200ms", "--warmup-requests", "2",
+		"--requests", "20", "--concurrency", "2", "--workload.mean-input-tokens", "32", "--workload.stddev-input-tokens", "0",
+		"--workload.mean-output-tokens", "8", "--workload.stddev-output-tokens", "0", "--runs-dir", runs, "--run-id", "grp", "--repeat", "2"}
 	cli := parseCLI(t, args...)
 	if err := cli.Bench.Run(ctx, &cli.Globals); err != nil {
 		t.Fatalf("bench --repeat 2: %v", err)
