@@ -53,9 +53,8 @@ func (c *contextCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// Collect is called by the gatherer with e.mu held (read): one snapshot.
 func (c *contextCollector) Collect(ch chan<- prometheus.Metric) {
-	c.e.mu.RLock()
-	defer c.e.mu.RUnlock()
 	now := c.e.off(c.e.clock.Now())
 	for _, g := range c.e.gpus {
 		up := 0.0

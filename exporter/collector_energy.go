@@ -21,9 +21,8 @@ func newEnergyCollector(e *Exporter) *energyCollector {
 
 func (c *energyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.energy; ch <- c.reset }
 
+// Collect is called by the gatherer with e.mu held (read): one snapshot.
 func (c *energyCollector) Collect(ch chan<- prometheus.Metric) {
-	c.e.mu.RLock()
-	defer c.e.mu.RUnlock()
 	for _, g := range c.e.gpus {
 		if g.restored != nil && g.restored.hide {
 			continue // may go back to 0 at the first sample (store_restore.go)

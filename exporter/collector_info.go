@@ -18,9 +18,8 @@ func newInfoCollector(e *Exporter) *infoCollector {
 
 func (c *infoCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
+// Collect is called by the gatherer with e.mu held (read): one snapshot.
 func (c *infoCollector) Collect(ch chan<- prometheus.Metric) {
-	c.e.mu.RLock()
-	defer c.e.mu.RUnlock()
 	for _, g := range c.e.gpus {
 		d := g.dev
 		src := d.PowerSource

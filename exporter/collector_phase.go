@@ -34,11 +34,9 @@ func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
 // from their cache by the exporter's gatherer.
 func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) { c.e.collectLive(ch, c.emitRun) }
 
-// collectLive sends what emitRun emits for each run not frozen yet, with
-// e.mu read-locked.
+// collectLive sends what emitRun emits for each run not frozen yet. Called
+// with e.mu held (read) by the gatherer.
 func (e *Exporter) collectLive(ch chan<- prometheus.Metric, emitRun func(*run, func(string, prometheus.Metric))) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
 	emit := func(_ string, m prometheus.Metric) { ch <- m }
 	for _, r := range e.runs {
 		if r.frozen == nil {

@@ -17,9 +17,8 @@ func newPowerCollector(e *Exporter) *powerCollector {
 
 func (c *powerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
+// Collect is called by the gatherer with e.mu held (read): one snapshot.
 func (c *powerCollector) Collect(ch chan<- prometheus.Metric) {
-	c.e.mu.RLock()
-	defer c.e.mu.RUnlock()
 	for _, g := range c.e.gpus {
 		if g.has {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, g.lastP, g.idx, g.dev.UUID)

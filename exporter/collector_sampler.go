@@ -32,9 +32,8 @@ func (c *samplerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.last
 }
 
+// Collect is called by the gatherer with e.mu held (read): one snapshot.
 func (c *samplerCollector) Collect(ch chan<- prometheus.Metric) {
-	c.e.mu.RLock()
-	defer c.e.mu.RUnlock()
 	for _, g := range c.e.gpus {
 		ch <- prometheus.MustNewConstMetric(c.samples, prometheus.CounterValue, float64(g.samples), g.idx, g.dev.UUID)
 		for _, r := range errorReasons {

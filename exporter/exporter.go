@@ -1,7 +1,8 @@
 // Package exporter samples GPU power at a high rate, keeps each GPU's energy
 // counter, integrates the energy of lifecycle phases posted through its HTTP
 // API, detects the end of the release phase, and serves it all on /metrics.
-// Scrapes read cached state only; they never call the GPU backend.
+// Scrapes read cached state only, under one read lock (one consistent
+// snapshot); they never call the GPU backend.
 package exporter
 
 import (

@@ -114,6 +114,11 @@ func (e *Exporter) freezeRuns() {
 func (e *Exporter) frozenFamilies() (map[string][]*dto.Metric, uint64) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
+	return e.frozenFamiliesLocked()
+}
+
+// frozenFamiliesLocked is frozenFamilies with e.mu held (read).
+func (e *Exporter) frozenFamiliesLocked() (map[string][]*dto.Metric, uint64) {
 	e.frozenMu.Lock()
 	defer e.frozenMu.Unlock()
 	if e.frozenCache != nil && e.frozenCacheVersion == e.frozenVersion {
@@ -160,7 +165,7 @@ func (e *Exporter) Gatherer() prometheus.Gatherer { return gatherer{e: e} }
 func (g gatherer) Gather() ([]*dto.MetricFamily, error) {
 	g.e.freezeMu.RLock()
 	defer g.e.freezeMu.RUnlock()
-	mfs, err := g.e.reg.Gather()
+	mfs, frozen, err := g.e.snapshot()
 	if g.withSelf {
 		self, serr := g.e.selfReg.Gather()
 		mfs = append(mfs, self...)
@@ -168,7 +173,6 @@ func (g gatherer) Gather() ([]*dto.MetricFamily, error) {
 			err = serr
 		}
 	}
-	frozen, _ := g.e.frozenFamilies()
 	for name, ms := range frozen {
 		i := slices.IndexFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == name })
 		if i < 0 {
@@ -180,6 +184,22 @@ func (g gatherer) Gather() ([]*dto.MetricFamily, error) {
 	}
 	slices.SortFunc(mfs, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return mfs, err
+}
+
+// snapshot gathers the contract registry and the frozen runs under one
+// read lock of e.mu, so a scrape renders the state of one instant: a GPU's
+// energy, power, sample count and its runs' phase energies come from the
+// same sample (each collector locking on its own could mix two). The
+// collectors read the state without locking: they are gathered only here.
+// The pod, host and remote-write collectors take their own locks (after
+// e.mu, the documented order); none takes e.mu, which a goroutine must not
+// read-lock twice.
+func (e *Exporter) snapshot() ([]*dto.MetricFamily, map[string][]*dto.Metric, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	mfs, err := e.reg.Gather()
+	frozen, _ := e.frozenFamiliesLocked()
+	return mfs, frozen, err
 }
 
 // mergeSorted merges the few live metrics a into the sorted cached list b,

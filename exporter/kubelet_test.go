@@ -117,7 +117,7 @@ func (r *podRig) refresh() { r.e.attr.refresh(context.Background()) }
 
 func (r *podRig) value(name string, labels ...string) (float64, bool) {
 	r.t.Helper()
-	mfs, err := r.e.reg.Gather()
+	mfs, _, err := r.e.snapshot()
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestPodMetricsGolden(t *testing.T) {
 	r.refresh()
 	r.step(10)
 	var buf bytes.Buffer
-	mfs, err := r.e.reg.Gather()
+	mfs, _, err := r.e.snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
