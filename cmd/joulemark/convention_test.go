@@ -412,6 +412,7 @@ func TestNoAliases(t *testing.T) {
 		{"bench", "--mean-input-tokens=3"},
 		{"bench", "--timeout.request=1m"},
 		{"bench", "--exporter.gpus=GPU-1"},
+		{"phase", "r1", "idle", "--exporter.gpus=GPU-1"},
 		{"demo", "--formal.duration=1m"},
 		{"analyze", "run", "--prometheus-url=http://x", "--run-id=r1"},
 		{"analyze", "run", "--archive=.", "--run-id=r1"},
