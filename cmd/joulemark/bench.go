@@ -129,10 +129,10 @@ func benchDefaults() kong.Vars {
 // flag, each with the reason (docs/cli.md lists them; TestBenchFlagsAreYAMLPaths
 // checks that every other setting has its flag).
 var benchFileOnly = map[string]string{
-	"engine.metrics_interval":         "tuning: how often the engine's /metrics is scraped (default 5s)",
-	"remote_write.aggregate_interval": "tuning: how often the per-run aggregates are pushed (default 5s)",
-	"remote_write.flush_timeout":      "tuning: bound of the final remote-write flush (default 30s)",
-	"prometheus.lookback":             "tuning: how far back the pre-flight looks for the run id (default 90d)",
+	"engine.metrics_interval":         "tuning: how often the engine's /metrics is scraped",
+	"remote_write.aggregate_interval": "tuning: how often the per-run aggregates are pushed",
+	"remote_write.flush_timeout":      "tuning: bound of the final remote-write flush",
+	"prometheus.lookback":             "tuning: how far back the pre-flight looks for the run id",
 }
 
 // benchInfra are bench's process and infrastructure flags, which keep
