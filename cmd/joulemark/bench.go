@@ -34,14 +34,14 @@ type BenchCmd struct {
 	Model      string             `help:"Served model id (default: the first one /v1/models lists)." group:"Target"`
 	Endpoint   string             `default:"${bench_endpoint}" enum:"completions,chat" help:"API: ${enum}." group:"Target"`
 
-	Concurrency      int           `help:"Closed loop: N requests in flight (default 8 when no --rate, trace or sweep is given)." group:"Load"`
+	Concurrency      int           `help:"Closed loop: N requests in flight (default ${bench_default_concurrency} when no --rate, trace or sweep is given)." group:"Load"`
 	Rate             float64       `help:"Open loop: target request rate (req/s)." group:"Load"`
 	Burstiness       float64       `hidden:"" help:"Open loop: gamma shape of inter-arrivals (1 = Poisson, <1 burstier)." group:"Load"`
 	MaxConcurrency   int           `name:"max-concurrency" hidden:"" help:"Open loop: cap on requests in flight." group:"Load"`
 	SweepConcurrency []int         `name:"sweep-concurrency" placeholder:"N" help:"Run once per concurrency, e.g. 1,2,4 (each its own run)." group:"Load"`
 	SweepRate        []float64     `name:"sweep-rate" placeholder:"R" help:"Run once per rate, e.g. 1,2,4 (each its own run)." group:"Load"`
 	Repeat           int           `name:"repeat" placeholder:"N" help:"Run the configuration (each sweep point) N times, each a cold lifecycle with its own run id <run-id>-rep<i>, under one repetition group that compare and pareto pool." group:"Load"`
-	Requests         int           `name:"requests" help:"Formal requests (and/or --duration; default 400 without either). Fewer than windows + 2×concurrency (316 at concurrency 8) cannot reach the steady state: warned before the load." group:"Load"`
+	Requests         int           `name:"requests" help:"Formal requests (and/or --duration; default ${bench_default_requests} without either). Fewer than windows + 2×concurrency (${bench_steady_need} at concurrency ${bench_default_concurrency}) cannot reach the steady state: warned before the load." group:"Load"`
 	Duration         time.Duration `name:"duration" help:"Formal phase length (and/or --requests)." group:"Load"`
 	WarmupRequests   int           `name:"warmup-requests" default:"${bench_warmup_requests}" help:"Warm-up requests." group:"Load"`
 	IdleDuration     time.Duration `name:"idle-duration" default:"${bench_idle_duration}" help:"Idle baseline before the engine starts." group:"Load"`
@@ -120,6 +120,9 @@ func benchDefaults() kong.Vars {
 		"bench_engine_stop_grace":    d.Engine.StopGrace.String(),
 		"bench_engine_release_wait":  d.Engine.ReleaseWait.String(),
 		"bench_runs_dir":             d.RunsDir,
+		"bench_default_concurrency":  strconv.Itoa(benchjob.DefaultConcurrency),
+		"bench_default_requests":     strconv.Itoa(benchjob.DefaultFormalRequests),
+		"bench_steady_need":          strconv.Itoa(benchjob.SteadyStateNeed(benchjob.DefaultConcurrency)),
 	}
 }
 
@@ -127,10 +130,10 @@ func benchDefaults() kong.Vars {
 // flag, each with the reason (docs/cli.md lists them; TestBenchFlagsAreYAMLPaths
 // checks that every other setting has its flag).
 var benchFileOnly = map[string]string{
-	"engine.metrics_interval":         "tuning: how often the engine's /metrics is scraped (default 5s)",
-	"remote_write.aggregate_interval": "tuning: how often the per-run aggregates are pushed (default 5s)",
-	"remote_write.flush_timeout":      "tuning: bound of the final remote-write flush (default 30s)",
-	"prometheus.lookback":             "tuning: how far back the pre-flight looks for the run id (default 90d)",
+	"engine.metrics_interval":         "tuning: how often the engine's /metrics is scraped",
+	"remote_write.aggregate_interval": "tuning: how often the per-run aggregates are pushed",
+	"remote_write.flush_timeout":      "tuning: bound of the final remote-write flush",
+	"prometheus.lookback":             "tuning: how far back the pre-flight looks for the run id",
 }
 
 // benchInfra are bench's process and infrastructure flags, which keep

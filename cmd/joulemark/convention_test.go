@@ -149,9 +149,10 @@ func docFlags(t *testing.T) string {
 		}
 		fmt.Fprintf(&b, "| `--%s` | %s | %s | %s |\n", f.flag.Name, def, env, help)
 	}
-	b.WriteString("\n### `joulemark bench`: settings only in the experiment file\n\n| setting | why no flag |\n|---|---|\n")
+	b.WriteString("\n### `joulemark bench`: settings only in the experiment file\n\n| setting | default | why no flag |\n|---|---|---|\n")
+	defaults := benchYAML(t)
 	for _, s := range slices.Sorted(maps.Keys(benchFileOnly)) {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", s, benchFileOnly[s])
+		fmt.Fprintf(&b, "| `%s` | `%v` | %s |\n", s, yamlAt(defaults, s), benchFileOnly[s])
 	}
 	return b.String()
 }
@@ -576,6 +577,7 @@ func TestNoAliases(t *testing.T) {
 		{"bench", "--mean-input-tokens=3"},
 		{"bench", "--timeout.request=1m"},
 		{"bench", "--exporter.gpus=GPU-1"},
+		{"phase", "r1", "idle", "--exporter.gpus=GPU-1"},
 		{"demo", "--formal.duration=1m"},
 		{"analyze", "run", "--prometheus-url=http://x", "--run-id=r1"},
 		{"analyze", "run", "--archive=.", "--run-id=r1"},
@@ -651,4 +653,14 @@ func TestAnalyzeZeroLookbackRefused(t *testing.T) {
 	if code != exitUsage || !strings.Contains(stderr.String(), "--lookback 0s: want more than 0") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
+}
+
+// yamlAt is the value at a dotted path of a YAML tree.
+func yamlAt(m map[string]any, path string) any {
+	var v any = m
+	for _, k := range strings.Split(path, ".") {
+		mm, _ := v.(map[string]any)
+		v = mm[k]
+	}
+	return v
 }

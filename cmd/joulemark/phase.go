@@ -20,7 +20,7 @@ type PhaseCmd struct {
 	Phase    string               `arg:"" name:"phase" help:"idle, startup, warmup, formal, release, or end (close the run)."`
 	Exporter clientflags.Exporter `embed:"" prefix:"exporter."`
 	Timeout  time.Duration        `default:"10s" help:"Timeout of each request."`
-	GPUs     []string             `name:"exporter.gpus" help:"With the run's first phase: measure only these GPU UUIDs (comma-separated or repeated)."`
+	GPUs     []string             `name:"gpus" placeholder:"UUID" help:"With the run's first phase: measure only these GPU UUIDs (comma-separated or repeated)."`
 	Pod      string               `name:"engine.pod" help:"With the run's first phase: measure only the GPUs the kubelet lists for this pod (namespace/name)."`
 }
 
