@@ -99,15 +99,7 @@ func (r *runner) scrapeEngineMetrics(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case now := <-t.C:
-			r.mu.Lock()
-			phase := ""
-			for p, at := range r.man.Phases {
-				if at > 0 && (phase == "" || at > r.man.Phases[phase]) {
-					phase = p
-				}
-			}
-			r.mu.Unlock()
-			line := EngineMetricsLine{Time: unixSeconds(now), Phase: phase}
+			line := EngineMetricsLine{Time: unixSeconds(now), Phase: r.rec.currentPhase()}
 			m, err := scrapeOnce(do, u, timeout)
 			if err != nil {
 				line.Error = err.Error()

@@ -91,16 +91,3 @@ func checkExporterStatus(st *phaseapi.RunStatus, posted []string) (flags []strin
 	}
 	return flags, why
 }
-
-// postedPhases lists the phases the run posted, in lifecycle order.
-func (r *runner) postedPhases() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, p := range contract.Phases {
-		if _, ok := r.man.Phases[string(p)]; ok {
-			out = append(out, string(p))
-		}
-	}
-	return out
-}

@@ -153,7 +153,7 @@ func (r *runner) clampConcurrency(spec loadSpec) {
 	if n := spec.workers(); n < spec.concurrency {
 		r.log.Warn("concurrency above the number of requests: running with one request in flight per request",
 			"phase", spec.phase, "concurrency", spec.concurrency, "requests", spec.requests, "running_with", n)
-		r.man.Load.Concurrency = n
+		r.rec.man.Load.Concurrency = n
 	}
 }
 

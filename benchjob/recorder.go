@@ -3,9 +3,12 @@ package benchjob
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
@@ -13,10 +16,10 @@ import (
 )
 
 // recorder records a run: its archive (requests.jsonl while the run goes
-// on; config.yaml, phases.json and the manifest through arch), the
-// aggregates, the remote write and the records kept for the summary. The
-// runner drives the engine and the load and hands every finished request
-// to record.
+// on; config.yaml, phases.json and the manifest), the manifest and the
+// run's flags, the aggregates, the remote write and the records kept for
+// the summary. The runner drives the engine and the load, hands every
+// finished request to record and notes what it learns in the manifest.
 type recorder struct {
 	runID string
 	arch  *runarchive.Run
@@ -27,6 +30,13 @@ type recorder struct {
 
 	mu      sync.Mutex // one record at a time into the archive, the aggregates and records
 	records []*runarchive.Request
+
+	// man is the run's manifest. The lifecycle fills in its engine and
+	// load sections alone; manMu guards its phases and GPUs, which the
+	// exporters' calls, the scrapes and the end read, and flags.
+	manMu sync.Mutex
+	man   runarchive.Manifest
+	flags map[string]bool
 }
 
 // openRecorder creates the run's archive (or takes Options.Archive) with
@@ -36,7 +46,7 @@ func openRecorder(cfg *Config, opts Options) (*recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &recorder{runID: arch.ID, arch: arch, reqs: reqs, agg: newAggregates(arch.ID), log: opts.Logger}
+	c := &recorder{runID: arch.ID, arch: arch, reqs: reqs, agg: newAggregates(arch.ID), log: opts.Logger, flags: map[string]bool{}}
 	if cfg.RemoteWrite.URL != "" {
 		c.rw, err = remotewrite.New(remotewrite.Config{URL: cfg.RemoteWrite.URL, HTTP: cfg.RemoteWrite.HTTP,
 			UserAgent: "joulemark-bench"}, opts.Logger.With("component", "remote_write"))
@@ -145,4 +155,74 @@ func (c *recorder) closeRemoteWrite(ctx context.Context, at float64, load runarc
 		c.rw.Append(x)
 	}
 	return c.rw.Close(ctx)
+}
+
+// flag raises run flag f; it reports whether f is new.
+func (c *recorder) flag(f string) bool {
+	c.manMu.Lock()
+	defer c.manMu.Unlock()
+	first := !c.flags[f]
+	c.flags[f] = true
+	return first
+}
+
+// flagList is the run's flags, sorted.
+func (c *recorder) flagList() []string {
+	c.manMu.Lock()
+	defer c.manMu.Unlock()
+	return slices.Sorted(maps.Keys(c.flags))
+}
+
+// notePhase notes in the manifest that phase p was posted at t.
+func (c *recorder) notePhase(p contract.Phase, t time.Time) {
+	c.manMu.Lock()
+	c.man.Phases[string(p)] = unixSeconds(t)
+	c.manMu.Unlock()
+}
+
+// phaseStart is when phase p was posted (unix seconds); 0 when it was not.
+func (c *recorder) phaseStart(p contract.Phase) float64 {
+	c.manMu.Lock()
+	defer c.manMu.Unlock()
+	return c.man.Phases[string(p)]
+}
+
+// postedPhases lists the phases the run posted, in lifecycle order.
+func (c *recorder) postedPhases() []string {
+	c.manMu.Lock()
+	defer c.manMu.Unlock()
+	var out []string
+	for _, p := range contract.Phases {
+		if _, ok := c.man.Phases[string(p)]; ok {
+			out = append(out, string(p))
+		}
+	}
+	return out
+}
+
+// currentPhase is the phase posted last; "" before the first.
+func (c *recorder) currentPhase() string {
+	c.manMu.Lock()
+	defer c.manMu.Unlock()
+	phase := ""
+	for p, at := range c.man.Phases {
+		if at > 0 && (phase == "" || at > c.man.Phases[phase]) {
+			phase = p
+		}
+	}
+	return phase
+}
+
+// setGPUs notes the GPUs the run measures on the exporter at url.
+func (c *recorder) setGPUs(url string, gpus []phaseapi.GPUInfo) {
+	c.manMu.Lock()
+	c.man.GPUs[url] = gpus
+	c.manMu.Unlock()
+}
+
+// writeManifest writes the manifest as it stands, atomically.
+func (c *recorder) writeManifest() error {
+	c.manMu.Lock()
+	defer c.manMu.Unlock()
+	return c.arch.WriteManifest(&c.man)
 }

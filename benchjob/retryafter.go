@@ -56,11 +56,7 @@ func (r *runner) honourRetryAfter(rec *runarchive.Request, d time.Duration) {
 	if d <= 0 || !r.asked.push(time.Now(), d) {
 		return
 	}
-	r.mu.Lock()
-	first := !r.flags[contract.FlagRetryAfter]
-	r.flags[contract.FlagRetryAfter] = true
-	r.mu.Unlock()
-	if first {
+	if r.rec.flag(contract.FlagRetryAfter) {
 		r.log.Warn("the engine asked the client to wait (Retry-After): the load pauses as asked, recorded as retry_after_seconds and retry_after_wait_seconds",
 			"status", rec.StatusCode, "retry_after", d)
 	}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,8 +117,6 @@ type runner struct {
 	datasetDigest string // workloadDigest
 
 	mu          sync.Mutex
-	flags       map[string]bool
-	man         runarchive.Manifest
 	stopping    bool
 	engineErr   error
 	formalStart time.Time
@@ -169,7 +166,7 @@ func prepare(ctx context.Context, cfg Config, opts Options) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, opts: opts, log: opts.Logger, engine: engine, flags: map[string]bool{}, model: cfg.Model}
+	r := &runner{cfg: cfg, opts: opts, log: opts.Logger, engine: engine, model: cfg.Model}
 	if r.src, r.trace, err = workloadSource(cfg.Workload); err != nil {
 		return nil, err
 	}
@@ -356,7 +353,7 @@ func (r *runner) openArchive(ctx context.Context, gpus map[string][]phaseapi.GPU
 		rec.reqs.Close()
 		return err
 	}
-	r.man = runarchive.Manifest{
+	rec.man = runarchive.Manifest{
 		RunID: r.runID, Status: StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
 		Joulemark: joulemarkInfo(), Git: gitInfo(ctx), Host: hostInfo(), GPUs: gpus,
 		Engine: runarchive.EngineInfo{Cmd: e.Cmd, StartHook: e.Start, StopHook: e.Stop, Version: e.Version, Image: e.Image,
@@ -364,7 +361,7 @@ func (r *runner) openArchive(ctx context.Context, gpus map[string][]phaseapi.GPU
 		Thinking: thinking(&cfg), Load: loadInfo(&cfg),
 		Created: unixSeconds(time.Now()), Phases: map[string]float64{},
 	}
-	if err := rec.arch.WriteManifest(&r.man); err != nil {
+	if err := rec.writeManifest(); err != nil {
 		rec.reqs.Close()
 		return err
 	}
@@ -419,22 +416,8 @@ func readSecret(file, env, field string) (string, error) {
 	return "", nil
 }
 
-func (r *runner) flag(f string) {
-	r.mu.Lock()
-	r.flags[f] = true
-	r.mu.Unlock()
-}
-
-func (r *runner) flagList() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.flags))
-	for f := range r.flags {
-		out = append(out, f)
-	}
-	sort.Strings(out)
-	return out
-}
+// flag raises run flag f (recorder.flag).
+func (r *runner) flag(f string) { r.rec.flag(f) }
 
 // record keeps one finished request (recorder.record) and counts it in
 // the progress. It takes rec over.
@@ -515,7 +498,7 @@ func (r *runner) lifecycle(ctx context.Context, cancelRun context.CancelCauseFun
 	if err := r.waitReady(ctx); err != nil {
 		return r.engineCause(ctx, err)
 	}
-	r.man.Engine.ReadySeconds = time.Since(t0).Seconds()
+	r.rec.man.Engine.ReadySeconds = time.Since(t0).Seconds()
 	if err := r.identify(ctx); err != nil {
 		return err
 	}
@@ -602,7 +585,7 @@ func (r *runner) warmup(ctx context.Context) error {
 	r.runLoad(ctx, loadSpec{phase: string(contract.Warmup), requests: r.cfg.WarmupRequests,
 		concurrency: min(r.cfg.WarmupRequests, eff)})
 	if r.trace != nil {
-		r.man.WarmupPromptSetSHA256, r.man.WarmupPrompts = r.src.digest()
+		r.rec.man.WarmupPromptSetSHA256, r.rec.man.WarmupPrompts = r.src.digest()
 		r.src = src
 	}
 	return r.engineCause(ctx, ctx.Err())
@@ -634,18 +617,18 @@ func (r *runner) formal(ctx context.Context) error {
 func (r *runner) noteFormalLoad(st *loadStats, cpu time.Duration) {
 	wall := st.end.Sub(st.start).Seconds()
 	if wall > 0 {
-		r.man.Load.ClientCPURatio = cpu.Seconds() / wall / float64(runtime.GOMAXPROCS(0))
-		if r.man.Load.ClientCPURatio > 0.9 {
+		r.rec.man.Load.ClientCPURatio = cpu.Seconds() / wall / float64(runtime.GOMAXPROCS(0))
+		if r.rec.man.Load.ClientCPURatio > 0.9 {
 			r.flag(contract.FlagClientCPU)
 		}
 	}
-	r.man.Load.AchievedRate = st.achievedRate()
-	r.man.Load.RetryAfterWaitSeconds = st.retryWait.Seconds()
+	r.rec.man.Load.AchievedRate = st.achievedRate()
+	r.rec.man.Load.RetryAfterWaitSeconds = st.retryWait.Seconds()
 	r.rec.agg.achieved.Set(st.achievedRate())
 	if len(st.lags) > 0 {
 		p50, p99 := st.lagQuantile(.5), st.lagQuantile(.99)
-		r.man.Load.LagP50Seconds, r.man.Load.LagP99Seconds = p50.Seconds(), p99.Seconds()
-		r.man.Load.CapWaitSeconds = st.capWait.Seconds()
+		r.rec.man.Load.LagP50Seconds, r.rec.man.Load.LagP99Seconds = p50.Seconds(), p99.Seconds()
+		r.rec.man.Load.CapWaitSeconds = st.capWait.Seconds()
 		if p99 > r.cfg.MaxLag && r.cfg.MaxLag > 0 {
 			r.flag(contract.FlagClientLag)
 			r.log.Warn("the client could not keep up with the target arrivals", "lag_p99", p99, "max_lag", r.cfg.MaxLag)
@@ -735,7 +718,7 @@ func (r *runner) identify(ctx context.Context) error {
 			found = &models[i]
 		}
 	}
-	r.man.Engine.ServedModels = ids
+	r.rec.man.Engine.ServedModels = ids
 	if r.cfg.Model == "" {
 		found = &models[0]
 		r.model = found.ID
@@ -745,10 +728,10 @@ func (r *runner) identify(ctx context.Context) error {
 		r.flag(contract.FlagWrongModel)
 		return fmt.Errorf("identity check: %s serves %q, not %q", r.cfg.Target, ids, r.cfg.Model)
 	}
-	r.man.Engine.Model = r.model
-	r.man.Engine.MaxModelLen = found.MaxModelLen
+	r.rec.man.Engine.Model = r.model
+	r.rec.man.Engine.MaxModelLen = found.MaxModelLen
 	r.engineName = found.OwnedBy
-	r.man.Engine.ReportedVer = r.client.Version(ctx)
+	r.rec.man.Engine.ReportedVer = r.client.Version(ctx)
 	return nil
 }
 
@@ -758,8 +741,8 @@ func (r *runner) identify(ctx context.Context) error {
 // the final status check flags the phase as lost).
 func (r *runner) postPhase(p contract.Phase) {
 	now := time.Now()
+	r.rec.notePhase(p, now)
 	r.mu.Lock()
-	r.man.Phases[string(p)] = unixSeconds(now)
 	sel := phaseapi.Selector{GPUs: r.cfg.ExporterGPUs, Pod: r.cfg.Engine.Pod}
 	if r.posted {
 		sel = phaseapi.Selector{}
@@ -770,9 +753,7 @@ func (r *runner) postPhase(p contract.Phase) {
 	r.forExporters(func(ctx context.Context, c *phaseapi.Client) error {
 		st, err := c.StartPhaseSelect(ctx, r.runID, p, sel)
 		if err == nil && !sel.Empty() {
-			r.mu.Lock()
-			r.man.GPUs[c.BaseURL()] = st.GPUs // the GPUs the run measures
-			r.mu.Unlock()
+			r.rec.setGPUs(c.BaseURL(), st.GPUs) // the GPUs the run measures
 		}
 		return err
 	}, "posting phase "+string(p))
@@ -805,8 +786,8 @@ func (r *runner) teardown(ctx context.Context, ok bool) {
 	if !r.cfg.Engine.NoLifecycle {
 		r.mu.Lock()
 		r.stopping = true
-		started := r.man.Phases[string(contract.Startup)] != 0
 		r.mu.Unlock()
+		started := r.rec.phaseStart(contract.Startup) != 0
 		if ok {
 			r.postPhase(contract.Release)
 		}
@@ -835,7 +816,7 @@ func (r *runner) teardown(ctx context.Context, ok bool) {
 		}
 		if w, ok := r.engine.(Watcher); ok {
 			if err := w.ExitErr(); err != nil {
-				r.man.Engine.ExitError = err.Error()
+				r.rec.man.Engine.ExitError = err.Error()
 			}
 		}
 		if ok && ctx.Err() == nil {
@@ -933,7 +914,7 @@ func (r *runner) awaitRelease(ctx context.Context, c *phaseapi.Client) (*phaseap
 // manifest.
 func (r *runner) finish(start time.Time, status string, runErr error) (*Result, error) {
 	res := &Result{RunID: r.runID, ArchiveDir: r.rec.arch.Dir, Status: status, Model: r.model,
-		TargetRate: r.cfg.Rate, AchievedRate: r.man.Load.AchievedRate,
+		TargetRate: r.cfg.Rate, AchievedRate: r.rec.man.Load.AchievedRate,
 		RemoteWriteURL: r.cfg.RemoteWrite.URL, PrometheusURL: r.cfg.Prometheus.URL, Release: map[string]*phaseapi.RunStatus{}, Start: start}
 	var errs []error
 	if runErr != nil {
@@ -945,7 +926,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 	warm, formal := r.rec.byPhase()
 	res.Warmup, res.Summary = summarize(warm), summarize(formal)
 	info := r.runInfo(res.Summary)
-	r.man.RunInfo = &info
+	r.rec.man.RunInfo = &info
 	if r.rec.rw != nil {
 		res.RemoteWrite = r.closeRemoteWrite(info)
 	}
@@ -961,18 +942,16 @@ func (r *runner) closeRemoteWrite(info runinfo.Info) remotewrite.Stats {
 	// The final samples' instant is archived: runs push re-sends them
 	// with the very timestamps and values.
 	at := unixSeconds(time.Now())
-	r.man.SamplesAt = at
-	r.mu.Lock()
-	fs := r.man.Phases[string(contract.Formal)]
-	r.mu.Unlock()
+	r.rec.man.SamplesAt = at
+	fs := r.rec.phaseStart(contract.Formal)
 	fctx, cancel := context.WithTimeout(r.stopBase(), r.cfg.RemoteWrite.FlushTimeout)
-	st, err := r.rec.closeRemoteWrite(fctx, at, r.man.Load, info, fs)
+	st, err := r.rec.closeRemoteWrite(fctx, at, r.rec.man.Load, info, fs)
 	cancel()
 	if err != nil {
 		r.flag(contract.FlagRemoteWriteLost)
 		r.log.Warn("remote write", "err", err)
 	}
-	r.man.RemoteWrite = &st
+	r.rec.man.RemoteWrite = &st
 	return st
 }
 
@@ -980,7 +959,7 @@ func (r *runner) closeRemoteWrite(info runinfo.Info) remotewrite.Stats {
 // (phases.json), flags what it says is wrong and puts it in res.Release.
 func (r *runner) finalStatuses(res *Result) *runarchive.Phases {
 	doc := &runarchive.Phases{RunID: r.runID}
-	posted := r.postedPhases()
+	posted := r.rec.postedPhases()
 	for _, c := range r.exporters {
 		var st *phaseapi.RunStatus
 		err := retryExporter(r.opts.PhaseRetry, func(ctx context.Context) error {
@@ -1019,18 +998,18 @@ func (r *runner) finalStatuses(res *Result) *runarchive.Phases {
 // joined with the write's.
 func (r *runner) writeFinalManifest(res *Result, status string, err error) error {
 	res.End = time.Now()
-	res.Flags = r.flagList()
-	r.man.Status = status
-	r.man.Flags = res.Flags
-	r.man.Summary = &res.Summary
-	r.man.Ended = unixSeconds(res.End)
-	r.man.Engine.Model = r.model
-	r.man.PromptSetSHA256, r.man.Prompts = r.src.digest()
+	res.Flags = r.rec.flagList()
+	r.rec.man.Status = status
+	r.rec.man.Flags = res.Flags
+	r.rec.man.Summary = &res.Summary
+	r.rec.man.Ended = unixSeconds(res.End)
+	r.rec.man.Engine.Model = r.model
+	r.rec.man.PromptSetSHA256, r.rec.man.Prompts = r.src.digest()
 	if err != nil {
-		r.man.Error = err.Error()
+		r.rec.man.Error = err.Error()
 		res.Error = err.Error()
 	}
-	if werr := r.rec.arch.WriteManifest(&r.man); werr != nil {
+	if werr := r.rec.writeManifest(); werr != nil {
 		err = errors.Join(err, werr)
 	}
 	r.log.Info("bench run done", "run_id", r.runID, "status", status, "flags", strings.Join(res.Flags, ","),

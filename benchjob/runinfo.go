@@ -20,7 +20,7 @@ func (r *runner) runInfo(formal runarchive.Summary) runinfo.Info {
 	c := &r.cfg
 	info := runinfo.Info{
 		RunID: r.runID, Model: r.model, Engine: r.engineName, EngineVersion: c.Engine.Version, Scenario: c.Scenario,
-		LoadMode: r.man.Load.Mode, Concurrency: c.Concurrency, Rate: c.Rate,
+		LoadMode: r.rec.man.Load.Mode, Concurrency: c.Concurrency, Rate: c.Rate,
 		IgnoreEOS:     c.Extras.IgnoreEOS != nil && *c.Extras.IgnoreEOS,
 		DatasetSHA256: r.datasetDigest, Mode: runinfo.ModeLifecycle,
 		RepetitionGroup: c.repetition.group, Repetition: c.repetition.index, Repetitions: c.repetition.of,
@@ -29,17 +29,17 @@ func (r *runner) runInfo(formal runarchive.Summary) runinfo.Info {
 		info.Mode = runinfo.ModeAttached
 	}
 	if info.EngineVersion == "" {
-		info.EngineVersion = r.man.Engine.ReportedVer
+		info.EngineVersion = r.rec.man.Engine.ReportedVer
 	}
 	var names []string
 	for _, u := range c.Exporters {
-		for _, g := range r.man.GPUs[u] {
+		for _, g := range r.rec.man.GPUs[u] {
 			names = append(names, g.Name)
 			info.GPUs++
 		}
 	}
 	if info.GPUs == 0 {
-		for _, gs := range r.man.GPUs { // keyed by the client's normalized base URL
+		for _, gs := range r.rec.man.GPUs { // keyed by the client's normalized base URL
 			for _, g := range gs {
 				names = append(names, g.Name)
 				info.GPUs++
