@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
@@ -26,11 +25,11 @@ func TestRunHostileUsage(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		b    openaitest.Behavior
-		want openai.Class
+		want contract.ErrorClass
 	}{
-		{"negative usage", openaitest.Behavior{Usage: `{"completion_tokens":-1000000,"prompt_tokens":-5}`}, openai.ClassInvalidUsage},
-		{"usage 1e15", openaitest.Behavior{Usage: `{"completion_tokens":1000000000000000,"prompt_tokens":7}`}, openai.ClassInvalidUsage},
-		{"only [DONE]", openaitest.Behavior{Empty: true}, openai.ClassEmptyResponse},
+		{"negative usage", openaitest.Behavior{Usage: `{"completion_tokens":-1000000,"prompt_tokens":-5}`}, contract.ClassInvalidUsage},
+		{"usage 1e15", openaitest.Behavior{Usage: `{"completion_tokens":1000000000000000,"prompt_tokens":7}`}, contract.ClassInvalidUsage},
+		{"only [DONE]", openaitest.Behavior{Empty: true}, contract.ClassEmptyResponse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := openaitest.New(tc.b)
@@ -202,7 +201,7 @@ func TestRunStopGracefulThenHard(t *testing.T) {
 				switch {
 				case r.Success:
 					ok++
-				case r.ErrorClass == string(openai.ClassCanceled):
+				case r.ErrorClass == string(contract.ClassCanceled):
 					canceled++
 				}
 			}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
@@ -426,7 +425,7 @@ func TestRunDurationHardBound(t *testing.T) {
 		t.Errorf("run took %v with a 300ms duration and a 200ms drain", took)
 	}
 	_, recs := readRecords(t, res.ArchiveDir)
-	if len(recs) != cfg.Concurrency || res.Summary.Errors[string(openai.ClassCanceledAtEnd)] != cfg.Concurrency {
+	if len(recs) != cfg.Concurrency || res.Summary.Errors[string(contract.ClassCanceledAtEnd)] != cfg.Concurrency {
 		t.Errorf("%d records, errors %v; want %d canceled_at_end", len(recs), res.Summary.Errors, cfg.Concurrency)
 	}
 	if why := res.Unusable(); len(why) == 0 || !strings.Contains(why[0], "no successful formal request") {
@@ -449,7 +448,7 @@ func TestRunIdleTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Summary.Errors[string(openai.ClassTimeoutIdle)] != 2 || res.Warmup.Errors[string(openai.ClassTimeoutIdle)] != 1 {
+	if res.Summary.Errors[string(contract.ClassTimeoutIdle)] != 2 || res.Warmup.Errors[string(contract.ClassTimeoutIdle)] != 1 {
 		t.Errorf("formal errors %v, warm-up errors %v; want timeout_idle for every request", res.Summary.Errors, res.Warmup.Errors)
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/rxstamp"
 )
 
@@ -44,14 +45,14 @@ type Config struct {
 	ConnectTimeout    time.Duration
 	FirstTokenTimeout time.Duration
 	TotalTimeout      time.Duration
-	// IdleTimeout fails a request (ClassTimeoutIdle) when no byte of its
+	// IdleTimeout fails a request (contract.ClassTimeoutIdle) when no byte of its
 	// answer arrived for this long: before the headers or between two reads
 	// of the stream.
 	IdleTimeout time.Duration
 	// MaxConns bounds idle connections kept per host (default 1024).
 	MaxConns int
 	// RequireUsage fails a request whose stream carries no usage
-	// (ClassMissingUsage) instead of counting its tokens from the chunks.
+	// (contract.ClassMissingUsage) instead of counting its tokens from the chunks.
 	RequireUsage bool
 	// UserAgent is sent with each request (default "joulemark").
 	UserAgent string
@@ -272,7 +273,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	if err != nil {
 		resp.Send = time.Now()
 		resp.End = resp.Send
-		resp.Err = &Error{Class: ClassMalformedStream, Msg: "building request", Err: err}
+		resp.Err = &Error{Class: contract.ClassMalformedStream, Msg: "building request", Err: err}
 		return resp
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -343,7 +344,7 @@ func refused(ctx context.Context, hr *http.Response, body io.Reader, resp *Respo
 			resp.Err = classify(ctx, rerr, true)
 			return true
 		}
-		resp.Err = &Error{Class: ClassHTTPStatus, StatusCode: hr.StatusCode, Msg: strings.TrimSpace(string(msg))}
+		resp.Err = &Error{Class: contract.ClassHTTPStatus, StatusCode: hr.StatusCode, Msg: strings.TrimSpace(string(msg))}
 		if hr.StatusCode == http.StatusTooManyRequests || hr.StatusCode == http.StatusServiceUnavailable {
 			resp.RetryAfter = retryAfter(hr.Header.Get("Retry-After"), resp.End)
 		}
@@ -352,7 +353,7 @@ func refused(ctx context.Context, hr *http.Response, body io.Reader, resp *Respo
 	if ct := hr.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "text/event-stream") {
 		msg, _ := io.ReadAll(io.LimitReader(body, 200))
 		resp.End = time.Now()
-		resp.Err = &Error{Class: ClassMalformedStream, Msg: fmt.Sprintf("answer is %s, not an event stream (streaming unsupported?): %s", ct, bytes.TrimSpace(msg))}
+		resp.Err = &Error{Class: contract.ClassMalformedStream, Msg: fmt.Sprintf("answer is %s, not an event stream (streaming unsupported?): %s", ct, bytes.TrimSpace(msg))}
 		return true
 	}
 	return false
@@ -426,12 +427,12 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			case err == io.EOF && (done || resp.FinishReason != ""):
 				// Complete: [DONE] seen, or at least a finish reason.
 			case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
-				resp.Err = &Error{Class: ClassBrokenStream, Msg: "stream ended before [DONE] and before a finish_reason"}
+				resp.Err = &Error{Class: contract.ClassBrokenStream, Msg: "stream ended before [DONE] and before a finish_reason"}
 				if c := context.Cause(ctx); c != nil {
 					resp.Err = classify(ctx, err, true)
 				}
 			case errors.Is(err, ErrLineTooLong):
-				resp.Err = &Error{Class: ClassMalformedStream, Err: err}
+				resp.Err = &Error{Class: contract.ClassMalformedStream, Err: err}
 			default:
 				resp.Err = classify(ctx, err, true)
 			}
@@ -439,7 +440,7 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		}
 		if ev.Name == "error" {
 			resp.End = now
-			resp.Err = &Error{Class: ClassStreamError, Msg: truncate(ev.Data, 512)}
+			resp.Err = &Error{Class: contract.ClassStreamError, Msg: truncate(ev.Data, 512)}
 			break
 		}
 		data := bytes.TrimSpace(ev.Data)
@@ -453,16 +454,16 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		ch, err := st.dec.decode(data)
 		if err != nil {
 			resp.End = now
-			class := ClassMalformedStream
+			class := contract.ClassMalformedStream
 			if ue := (*UsageError)(nil); errors.As(err, &ue) {
-				class = ClassInvalidUsage
+				class = contract.ClassInvalidUsage
 			}
 			resp.Err = &Error{Class: class, Msg: "chunk " + truncate(data, 200), Err: err}
 			break
 		}
 		if ch.err {
 			resp.End = now
-			resp.Err = &Error{Class: ClassStreamError, Msg: ch.errMsg}
+			resp.Err = &Error{Class: contract.ClassStreamError, Msg: ch.errMsg}
 			break
 		}
 		if len(ch.model) > 0 {
@@ -471,7 +472,7 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			}
 			if r.Model != "" && resp.Model != r.Model {
 				resp.End = now
-				resp.Err = &Error{Class: ClassWrongModel, Msg: fmt.Sprintf("asked for model %q, the server answered with %q", r.Model, resp.Model)}
+				resp.Err = &Error{Class: contract.ClassWrongModel, Msg: fmt.Sprintf("asked for model %q, the server answered with %q", r.Model, resp.Model)}
 				break
 			}
 		}
@@ -519,7 +520,7 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 	if !resp.UsageReported {
 		resp.CompletionTokens = resp.Chunks
 		if resp.Err == nil && c.cfg.RequireUsage {
-			resp.Err = &Error{Class: ClassMissingUsage, Msg: "the stream carried no usage (stream_options.include_usage unsupported?)"}
+			resp.Err = &Error{Class: contract.ClassMissingUsage, Msg: "the stream carried no usage (stream_options.include_usage unsupported?)"}
 		}
 	}
 	return eof

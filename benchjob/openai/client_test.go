@@ -9,6 +9,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 func TestStreamSuccess(t *testing.T) {
@@ -100,7 +101,7 @@ func TestStreamNoUsage(t *testing.T) {
 	}
 	c2, _ := openai.New(openai.Config{BaseURL: srv.BaseURL(), RequireUsage: true})
 	resp = c2.Stream(context.Background(), &openai.Request{Model: "test-model", Prompt: "hi"})
-	if openai.ClassOf(resp.Err) != openai.ClassMissingUsage {
+	if openai.ClassOf(resp.Err) != contract.ClassMissingUsage {
 		t.Fatalf("err %v, want missing_usage", resp.Err)
 	}
 }
@@ -120,26 +121,26 @@ func TestStreamFailureClasses(t *testing.T) {
 		cfg    openai.Config
 		model  string
 		target string
-		want   openai.Class
+		want   contract.ErrorClass
 		status int
 	}{
-		{name: "http 500", b: openaitest.Behavior{Status: 500}, want: openai.ClassHTTPStatus, status: 500},
-		{name: "http 429", b: openaitest.Behavior{Status: 429}, want: openai.ClassHTTPStatus, status: 429},
-		{name: "unknown model 404", model: "other", want: openai.ClassHTTPStatus, status: 404},
-		{name: "wrong model in stream", b: openaitest.Behavior{AnswerModel: "impostor"}, want: openai.ClassWrongModel},
-		{name: "broken stream", b: openaitest.Behavior{BreakAfter: 2}, want: openai.ClassBrokenStream},
-		{name: "no done no finish", b: openaitest.Behavior{NoDone: true, NoFinish: true, NoUsage: true}, want: openai.ClassBrokenStream},
-		{name: "malformed chunk", b: openaitest.Behavior{Malformed: true}, want: openai.ClassMalformedStream},
-		{name: "not streaming", b: openaitest.Behavior{NotStreaming: true}, want: openai.ClassMalformedStream},
-		{name: "error in stream", b: openaitest.Behavior{StreamError: true}, want: openai.ClassStreamError},
+		{name: "http 500", b: openaitest.Behavior{Status: 500}, want: contract.ClassHTTPStatus, status: 500},
+		{name: "http 429", b: openaitest.Behavior{Status: 429}, want: contract.ClassHTTPStatus, status: 429},
+		{name: "unknown model 404", model: "other", want: contract.ClassHTTPStatus, status: 404},
+		{name: "wrong model in stream", b: openaitest.Behavior{AnswerModel: "impostor"}, want: contract.ClassWrongModel},
+		{name: "broken stream", b: openaitest.Behavior{BreakAfter: 2}, want: contract.ClassBrokenStream},
+		{name: "no done no finish", b: openaitest.Behavior{NoDone: true, NoFinish: true, NoUsage: true}, want: contract.ClassBrokenStream},
+		{name: "malformed chunk", b: openaitest.Behavior{Malformed: true}, want: contract.ClassMalformedStream},
+		{name: "not streaming", b: openaitest.Behavior{NotStreaming: true}, want: contract.ClassMalformedStream},
+		{name: "error in stream", b: openaitest.Behavior{StreamError: true}, want: contract.ClassStreamError},
 		{name: "first token timeout", b: openaitest.Behavior{FirstTokenDelay: 2 * time.Second},
-			cfg: openai.Config{FirstTokenTimeout: 50 * time.Millisecond}, want: openai.ClassTimeoutFirstToken},
+			cfg: openai.Config{FirstTokenTimeout: 50 * time.Millisecond}, want: contract.ClassTimeoutFirstToken},
 		{name: "total timeout", b: openaitest.Behavior{TokenDelay: 30 * time.Millisecond, Tokens: 50},
-			cfg: openai.Config{TotalTimeout: 100 * time.Millisecond, FirstTokenTimeout: time.Second}, want: openai.ClassTimeoutTotal},
-		{name: "connection refused", target: dead, want: openai.ClassConnect},
+			cfg: openai.Config{TotalTimeout: 100 * time.Millisecond, FirstTokenTimeout: time.Second}, want: contract.ClassTimeoutTotal},
+		{name: "connection refused", target: dead, want: contract.ClassConnect},
 		{name: "idle mid-stream", b: openaitest.Behavior{TokenDelay: 2 * time.Second, Tokens: 3},
-			cfg: openai.Config{IdleTimeout: 100 * time.Millisecond}, want: openai.ClassTimeoutIdle},
-		{name: "never answers", target: silent(t), cfg: openai.Config{IdleTimeout: 100 * time.Millisecond}, want: openai.ClassTimeoutIdle},
+			cfg: openai.Config{IdleTimeout: 100 * time.Millisecond}, want: contract.ClassTimeoutIdle},
+		{name: "never answers", target: silent(t), cfg: openai.Config{IdleTimeout: 100 * time.Millisecond}, want: contract.ClassTimeoutIdle},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,7 +185,7 @@ func TestStreamCanceled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	resp := c.Stream(ctx, &openai.Request{Model: "test-model", Prompt: "x"})
-	if openai.ClassOf(resp.Err) != openai.ClassCanceled {
+	if openai.ClassOf(resp.Err) != contract.ClassCanceled {
 		t.Fatalf("err %v, want canceled", resp.Err)
 	}
 }
@@ -248,7 +249,7 @@ func TestStreamCanceledAtEnd(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(50*time.Millisecond, func() { cancel(openai.ErrCanceledAtEnd) })
 	resp := c.Stream(ctx, &openai.Request{Model: "m", Prompt: "x"})
-	if got := openai.ClassOf(resp.Err); got != openai.ClassCanceledAtEnd {
+	if got := openai.ClassOf(resp.Err); got != contract.ClassCanceledAtEnd {
 		t.Fatalf("class %q (%v), want canceled_at_end", got, resp.Err)
 	}
 }
@@ -276,18 +277,18 @@ func TestStreamUsageValidated(t *testing.T) {
 		name string
 		b    openaitest.Behavior
 		max  int
-		want openai.Class
+		want contract.ErrorClass
 	}{
-		{"negative", openaitest.Behavior{Usage: `{"completion_tokens":-1000000,"prompt_tokens":-5}`}, 4, openai.ClassInvalidUsage},
-		{"negative prompt", openaitest.Behavior{Usage: `{"completion_tokens":4,"prompt_tokens":-5}`}, 4, openai.ClassInvalidUsage},
-		{"fraction", openaitest.Behavior{Usage: `{"completion_tokens":3.5,"prompt_tokens":7}`}, 4, openai.ClassInvalidUsage},
-		{"NaN string", openaitest.Behavior{Usage: `{"completion_tokens":"NaN","prompt_tokens":7}`}, 4, openai.ClassInvalidUsage},
-		{"no completion_tokens", openaitest.Behavior{Usage: `{"prompt_tokens":7}`}, 4, openai.ClassInvalidUsage},
-		{"1e15 for max_tokens 5", openaitest.Behavior{Usage: `{"completion_tokens":1000000000000000,"prompt_tokens":7}`}, 5, openai.ClassInvalidUsage},
-		{"beyond max_tokens and slack", openaitest.Behavior{Usage: `{"completion_tokens":21,"prompt_tokens":7}`}, 4, openai.ClassInvalidUsage},
-		{"reasoning above completion", openaitest.Behavior{Usage: `{"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":9}}`}, 4, openai.ClassInvalidUsage},
-		{"only [DONE]", openaitest.Behavior{Empty: true}, 4, openai.ClassEmptyResponse},
-		{"only [DONE], usage required", openaitest.Behavior{Empty: true}, 4, openai.ClassEmptyResponse},
+		{"negative", openaitest.Behavior{Usage: `{"completion_tokens":-1000000,"prompt_tokens":-5}`}, 4, contract.ClassInvalidUsage},
+		{"negative prompt", openaitest.Behavior{Usage: `{"completion_tokens":4,"prompt_tokens":-5}`}, 4, contract.ClassInvalidUsage},
+		{"fraction", openaitest.Behavior{Usage: `{"completion_tokens":3.5,"prompt_tokens":7}`}, 4, contract.ClassInvalidUsage},
+		{"NaN string", openaitest.Behavior{Usage: `{"completion_tokens":"NaN","prompt_tokens":7}`}, 4, contract.ClassInvalidUsage},
+		{"no completion_tokens", openaitest.Behavior{Usage: `{"prompt_tokens":7}`}, 4, contract.ClassInvalidUsage},
+		{"1e15 for max_tokens 5", openaitest.Behavior{Usage: `{"completion_tokens":1000000000000000,"prompt_tokens":7}`}, 5, contract.ClassInvalidUsage},
+		{"beyond max_tokens and slack", openaitest.Behavior{Usage: `{"completion_tokens":21,"prompt_tokens":7}`}, 4, contract.ClassInvalidUsage},
+		{"reasoning above completion", openaitest.Behavior{Usage: `{"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":9}}`}, 4, contract.ClassInvalidUsage},
+		{"only [DONE]", openaitest.Behavior{Empty: true}, 4, contract.ClassEmptyResponse},
+		{"only [DONE], usage required", openaitest.Behavior{Empty: true}, 4, contract.ClassEmptyResponse},
 		{"within the slack", openaitest.Behavior{Usage: `{"completion_tokens":20,"prompt_tokens":7}`}, 4, ""},
 		{"integral float", openaitest.Behavior{Usage: `{"completion_tokens":4.0,"prompt_tokens":7e0}`}, 4, ""},
 	}

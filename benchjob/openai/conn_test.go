@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // rawServer serves canned event streams on 127.0.0.1, perConn requests on
@@ -125,7 +127,7 @@ func TestConnTLS(t *testing.T) {
 	// Without the test CA the certificate is refused: a connect error.
 	c2, _ := New(Config{BaseURL: srv.URL + "/v1"})
 	defer c2.Close()
-	if resp := c2.Stream(context.Background(), &Request{Model: "m", Prompt: "p"}); ClassOf(resp.Err) != ClassConnect {
+	if resp := c2.Stream(context.Background(), &Request{Model: "m", Prompt: "p"}); ClassOf(resp.Err) != contract.ClassConnect {
 		t.Fatalf("unknown certificate: err %v, want class connect", resp.Err)
 	}
 }

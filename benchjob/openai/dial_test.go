@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // TestConnectTimeout makes the dial itself slow (the dialer's Control hook
@@ -28,12 +30,12 @@ func TestConnectTimeout(t *testing.T) {
 	c.http.Transport.(*http.Transport).DialContext = slow.DialContext
 	c.conns.dial = slow.DialContext
 	resp := c.Stream(context.Background(), &Request{Model: "m", Prompt: "p"})
-	if ClassOf(resp.Err) != ClassTimeoutConnect {
+	if ClassOf(resp.Err) != contract.ClassTimeoutConnect {
 		t.Fatalf("err %v, want timeout_connect", resp.Err)
 	}
 	c.conns = nil // through net/http
 	resp = c.Stream(context.Background(), &Request{Model: "m", Prompt: "p"})
-	if ClassOf(resp.Err) != ClassTimeoutConnect {
+	if ClassOf(resp.Err) != contract.ClassTimeoutConnect {
 		t.Fatalf("through net/http: err %v, want timeout_connect", resp.Err)
 	}
 }

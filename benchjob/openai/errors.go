@@ -5,39 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"net"
-)
 
-// Class names why a request failed. The values are stable: they appear in
-// the run archive (requests.jsonl "error") and in joulemark_bench_requests_total{outcome}.
-type Class string
-
-// Error classes.
-const (
-	ClassHTTPStatus        Class = "http_status"         // the server answered non-2xx
-	ClassConnect           Class = "connect"             // could not connect (refused, DNS, reset before the answer)
-	ClassTimeoutConnect    Class = "timeout_connect"     // connect timeout passed
-	ClassTimeoutFirstToken Class = "timeout_first_token" // first-token timeout passed
-	ClassTimeoutTotal      Class = "timeout_total"       // total timeout passed
-	ClassBrokenStream      Class = "broken_stream"       // the stream stopped before it was complete
-	ClassMalformedStream   Class = "malformed_stream"    // an event that is not a valid chunk
-	ClassStreamError       Class = "stream_error"        // the server sent an error object in the stream
-	ClassMissingUsage      Class = "missing_usage"       // no usage in the stream and usage is required
-	ClassWrongModel        Class = "wrong_model"         // the answer names another model than asked
-	ClassTimeoutIdle       Class = "timeout_idle"        // no byte of the answer for the idle timeout
-	ClassCanceled          Class = "canceled"            // the run was stopped (Ctrl-C) while the request ran
-	ClassCanceledAtEnd     Class = "canceled_at_end"     // still running when the phase's duration and drain timeout were over
-	ClassInvalidUsage      Class = "invalid_usage"       // a usage block that cannot be true (negative, not an integer, far beyond max_tokens)
-	ClassEmptyResponse     Class = "empty_response"      // a complete stream with neither content nor tokens
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // ErrCanceledAtEnd is the cancel cause a caller gives a request's context to
-// end it because its phase is over (ClassCanceledAtEnd).
+// end it because its phase is over (contract.ClassCanceledAtEnd).
 var ErrCanceledAtEnd = errors.New("phase duration and drain timeout over")
 
 // Error is a failed request: its class and what happened.
 type Error struct {
-	Class      Class
-	StatusCode int // for ClassHTTPStatus
+	Class      contract.ErrorClass
+	StatusCode int // for contract.ClassHTTPStatus
 	Msg        string
 	Err        error
 }
@@ -59,7 +38,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // ClassOf returns the class of err, or "" when err is nil or not an *Error.
-func ClassOf(err error) Class {
+func ClassOf(err error) contract.ErrorClass {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Class
@@ -78,29 +57,29 @@ var (
 func classify(ctx context.Context, err error, started bool) *Error {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errFirstTokenTimeout):
-		return &Error{Class: ClassTimeoutFirstToken, Err: cause}
+		return &Error{Class: contract.ClassTimeoutFirstToken, Err: cause}
 	case errors.Is(cause, errTotalTimeout):
-		return &Error{Class: ClassTimeoutTotal, Err: cause}
+		return &Error{Class: contract.ClassTimeoutTotal, Err: cause}
 	case errors.Is(cause, errIdleTimeout):
-		return &Error{Class: ClassTimeoutIdle, Err: cause}
+		return &Error{Class: contract.ClassTimeoutIdle, Err: cause}
 	case errors.Is(cause, ErrCanceledAtEnd):
-		return &Error{Class: ClassCanceledAtEnd, Err: cause}
+		return &Error{Class: contract.ClassCanceledAtEnd, Err: cause}
 	case cause != nil:
-		return &Error{Class: ClassCanceled, Err: cause}
+		return &Error{Class: contract.ClassCanceled, Err: cause}
 	}
 	var op *net.OpError
 	if !started && errors.As(err, &op) && op.Op == "dial" {
 		if op.Timeout() {
-			return &Error{Class: ClassTimeoutConnect, Err: err}
+			return &Error{Class: contract.ClassTimeoutConnect, Err: err}
 		}
-		return &Error{Class: ClassConnect, Err: err}
+		return &Error{Class: contract.ClassConnect, Err: err}
 	}
 	var ne net.Error
 	if !started && errors.As(err, &ne) && ne.Timeout() {
-		return &Error{Class: ClassTimeoutConnect, Err: err}
+		return &Error{Class: contract.ClassTimeoutConnect, Err: err}
 	}
 	if started {
-		return &Error{Class: ClassBrokenStream, Err: err}
+		return &Error{Class: contract.ClassBrokenStream, Err: err}
 	}
-	return &Error{Class: ClassConnect, Err: err}
+	return &Error{Class: contract.ClassConnect, Err: err}
 }

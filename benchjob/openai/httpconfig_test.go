@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/prometheus/common/config"
 )
 
@@ -124,7 +125,7 @@ func TestHTTPConfigTLS(t *testing.T) {
 			if tc.ok && (resp.Err != nil || gerr != nil) {
 				t.Fatalf("stream: %v; GET: %v", resp.Err, gerr)
 			}
-			if !tc.ok && (ClassOf(resp.Err) != ClassConnect || gerr == nil || !strings.Contains(gerr.Error(), "certificate")) {
+			if !tc.ok && (ClassOf(resp.Err) != contract.ClassConnect || gerr == nil || !strings.Contains(gerr.Error(), "certificate")) {
 				t.Fatalf("want certificate errors, got stream: %v; GET: %v", resp.Err, gerr)
 			}
 		})

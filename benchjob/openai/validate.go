@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // MaxUsageTokens bounds any token count of a usage block (2^24, above
@@ -32,21 +34,21 @@ func (e *UsageError) Error() string {
 }
 
 // checkAnswer judges a stream that ended complete: a usage block that
-// contradicts the request (ClassInvalidUsage), or an answer with neither
-// content nor tokens (ClassEmptyResponse). Nil when the answer stands.
+// contradicts the request (contract.ClassInvalidUsage), or an answer with neither
+// content nor tokens (contract.ClassEmptyResponse). Nil when the answer stands.
 func checkAnswer(resp *Response, maxTokens int) *Error {
 	if resp.UsageReported {
 		if maxTokens > 0 && resp.CompletionTokens > maxTokens+UsageSlack(maxTokens) {
-			return &Error{Class: ClassInvalidUsage, Msg: fmt.Sprintf("usage completion_tokens %d for max_tokens %d (at most %d taken)",
+			return &Error{Class: contract.ClassInvalidUsage, Msg: fmt.Sprintf("usage completion_tokens %d for max_tokens %d (at most %d taken)",
 				resp.CompletionTokens, maxTokens, maxTokens+UsageSlack(maxTokens))}
 		}
 		if resp.ReasoningTokens > resp.CompletionTokens {
-			return &Error{Class: ClassInvalidUsage, Msg: fmt.Sprintf("usage reasoning_tokens %d above completion_tokens %d",
+			return &Error{Class: contract.ClassInvalidUsage, Msg: fmt.Sprintf("usage reasoning_tokens %d above completion_tokens %d",
 				resp.ReasoningTokens, resp.CompletionTokens)}
 		}
 	}
 	if resp.Chunks == 0 && (!resp.UsageReported || resp.CompletionTokens == 0) {
-		return &Error{Class: ClassEmptyResponse, Msg: "the stream ended with neither content nor tokens"}
+		return &Error{Class: contract.ClassEmptyResponse, Msg: "the stream ended with neither content nor tokens"}
 	}
 	return nil
 }

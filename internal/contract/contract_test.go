@@ -87,3 +87,34 @@ func TestAnalyzeDocFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchDocErrorClasses checks docs/bench.md's error class table
+// against ErrorClasses both ways.
+func TestBenchDocErrorClasses(t *testing.T) {
+	b, err := os.ReadFile("../../docs/bench.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "| class | when |\n")
+	if !ok {
+		t.Fatal("docs/bench.md has no error class table (| class | when |)")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	inDoc := map[ErrorClass]bool{}
+	for _, row := range strings.Split(table, "\n") {
+		first, _, _ := strings.Cut(strings.TrimPrefix(row, "| "), " |")
+		for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(first, -1) {
+			inDoc[ErrorClass(m[1])] = true
+		}
+	}
+	for _, c := range ErrorClasses {
+		if !inDoc[c] {
+			t.Errorf("error class %s is not in docs/bench.md's table", c)
+		}
+	}
+	for c := range inDoc {
+		if !slices.Contains(ErrorClasses, c) {
+			t.Errorf("docs/bench.md's error class table lists %s, which is no error class (internal/contract)", c)
+		}
+	}
+}
