@@ -444,3 +444,20 @@ func prefillDecodeMarkdown(p func(string, ...any), r *Report) {
 	p("\nFit: R² %s, residual std %s; intervals from a block bootstrap over the bins (blocks of %d, %d resamples, seed %d). Not the per-request attribution, which splits energy by output tokens.\n\n",
 		num(pd.RSquared, "%.3f"), num(pd.ResidualStdWatts, "%.1f W"), pd.BlockLengthBins, pd.Resamples, pd.Seed)
 }
+
+// prefillDecodeSummary is the fit's summary line: each figure with its
+// interval, or why it was refused.
+func prefillDecodeSummary(pd *PrefillDecode) string {
+	if pd.Refused != "" {
+		return "refused: " + pd.Refused
+	}
+	f := func(v *float64, key, format string) string {
+		s := num(v, format)
+		if ci, ok := pd.CI95[key]; ok {
+			s += " [" + fmt.Sprintf(format, ci[0]) + ", " + fmt.Sprintf(format, ci[1]) + "]"
+		}
+		return s
+	}
+	return f(pd.JoulesPerPrefillToken, KeyJoulesPerPrefillToken, "%.4f") + " / " + f(pd.JoulesPerDecodeToken, KeyJoulesPerDecodeToken, "%.4f") +
+		", " + f(pd.StaticWatts, KeyStaticWatts, "%.1f") + fmt.Sprintf(" (R² %s)", num(pd.RSquared, "%.3f"))
+}

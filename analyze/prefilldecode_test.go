@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -165,6 +166,14 @@ func testPrefillDecodeFit(t *testing.T, tau, tol float64) {
 	if pd.RSquared == nil || *pd.RSquared < 0.9 || pd.Bins < 250 || pd.Bins >= 300 {
 		t.Errorf("R² %v over %d bins, want above 0.9 over 250..299", pd.RSquared, pd.Bins)
 	}
+	var md, sum bytes.Buffer
+	r := &Report{PrefillDecode: pd}
+	if err := WriteMarkdown(&md, r); err != nil || !strings.Contains(md.String(), "| J per decode (generated) token | "+fmt.Sprintf("%.4f", *pd.JoulesPerDecodeToken)) {
+		t.Errorf("report.md lacks the decode row (%v):\n%s", err, md.String())
+	}
+	if err := WriteSummary(&sum, r); err != nil || !strings.Contains(sum.String(), fmt.Sprintf("%.4f [", *pd.JoulesPerPrefillToken)) {
+		t.Errorf("summary lacks the prefill figure (%v):\n%s", err, sum.String())
+	}
 	t.Logf("bins %d, correlation %.3f, condition %.1f, R² %.4f, residual std %.1f W, block %d", pd.Bins, *pd.RateCorrelation, *pd.ConditionNumber, *pd.RSquared, *pd.ResidualStdWatts, pd.BlockLengthBins)
 }
 
@@ -184,6 +193,10 @@ func TestPrefillDecodeFitRefused(t *testing.T) {
 			pd := fitOf(pdRun(t, 2, tc.formal, 20, 0, tc.work))
 			if !strings.Contains(pd.Refused, tc.want) || pd.JoulesPerDecodeToken != nil || pd.CI95 != nil {
 				t.Fatalf("refused %q, decode %v, want refused for %q and no figures", pd.Refused, pd.JoulesPerDecodeToken, tc.want)
+			}
+			var md bytes.Buffer
+			if err := WriteMarkdown(&md, &Report{PrefillDecode: pd}); err != nil || !strings.Contains(md.String(), "Refused: "+pd.Refused) {
+				t.Errorf("report.md lacks the refusal (%v):\n%s", err, md.String())
 			}
 			t.Logf("refused: %s", pd.Refused)
 		})
