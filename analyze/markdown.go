@@ -308,6 +308,9 @@ func WriteSummary(w io.Writer, r *Report) error {
 	if len(r.Intervals.CI95) > 0 {
 		row("intervals", fmt.Sprintf("[95%% CI], block bootstrap, L=%d requests", r.Intervals.BlockLengthRequests))
 	}
+	if pd := r.PrefillDecode; pd != nil {
+		row("J per prefill/decode token, static W", prefillDecodeSummary(pd))
+	}
 	row("coverage", scaled(r.Measurement.CoverageRatio, 100, "%.2f%%"))
 	row("boundary", r.Measurement.Boundary)
 	if c := r.Cost; c != nil {

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -165,6 +166,14 @@ func testPrefillDecodeFit(t *testing.T, tau, tol float64) {
 	if pd.RSquared == nil || *pd.RSquared < 0.9 || pd.Bins < 250 || pd.Bins >= 300 {
 		t.Errorf("R² %v over %d bins, want above 0.9 over 250..299", pd.RSquared, pd.Bins)
 	}
+	var md, sum bytes.Buffer
+	r := &Report{PrefillDecode: pd}
+	if err := WriteMarkdown(&md, r); err != nil || !strings.Contains(md.String(), "| J per decode (generated) token | "+fmt.Sprintf("%.4f", *pd.JoulesPerDecodeToken)) {
+		t.Errorf("report.md lacks the decode row (%v):\n%s", err, md.String())
+	}
+	if err := WriteSummary(&sum, r); err != nil || !strings.Contains(sum.String(), fmt.Sprintf("%.4f [", *pd.JoulesPerPrefillToken)) {
+		t.Errorf("summary lacks the prefill figure (%v):\n%s", err, sum.String())
+	}
 	t.Logf("bins %d, correlation %.3f, condition %.1f, R² %.4f, residual std %.1f W, block %d", pd.Bins, *pd.RateCorrelation, *pd.ConditionNumber, *pd.RSquared, *pd.ResidualStdWatts, pd.BlockLengthBins)
 }
 
@@ -185,7 +194,57 @@ func TestPrefillDecodeFitRefused(t *testing.T) {
 			if !strings.Contains(pd.Refused, tc.want) || pd.JoulesPerDecodeToken != nil || pd.CI95 != nil {
 				t.Fatalf("refused %q, decode %v, want refused for %q and no figures", pd.Refused, pd.JoulesPerDecodeToken, tc.want)
 			}
+			var md bytes.Buffer
+			if err := WriteMarkdown(&md, &Report{PrefillDecode: pd}); err != nil || !strings.Contains(md.String(), "Refused: "+pd.Refused) {
+				t.Errorf("report.md lacks the refusal (%v):\n%s", err, md.String())
+			}
 			t.Logf("refused: %s", pd.Refused)
+		})
+	}
+}
+
+// TestPrefillDecodeRefusalConditions crafts bins for the two conditions a
+// varying workload can still fail: a decode rate that barely moves (the
+// condition number) and rates that move too little for the noise (an
+// interval reaching 0).
+func TestPrefillDecodeRefusalConditions(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		decodeCV, sdW float64
+		want          string
+		wantCondAbove float64
+		wantCondBelow float64
+	}{
+		{"decode barely moves", 0.02, 10, "condition number", maxFitCondition, math.Inf(1)},
+		{"noise drowns decode", 0.20, 400, "decode energy's 95% interval", 0, maxFitCondition},
+		{"separable", 0.30, 10, "", 0, maxFitCondition},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(8, 9))
+			const n = 200
+			b := &fitBins{power: make([]float64, n), prefill: make([]float64, n), decode: make([]float64, n), width: 1}
+			rows := make([]int, n)
+			for i := range n {
+				rows[i] = i
+				b.prefill[i] = 5000 * rng.Float64()
+				b.decode[i] = 2000 * (1 + tc.decodeCV*rng.NormFloat64())
+				b.power[i] = 540 + 0.04*b.prefill[i] + 0.09*b.decode[i] + tc.sdW*rng.NormFloat64()
+			}
+			pd := &PrefillDecode{BinSeconds: 1}
+			fitPrefillDecode(pd, b, rows, 4)
+			t.Logf("condition %.1f, refused %q", *pd.ConditionNumber, pd.Refused)
+			if c := *pd.ConditionNumber; !(c > tc.wantCondAbove && c < tc.wantCondBelow) {
+				t.Errorf("condition number %.1f, want in (%g, %g)", c, tc.wantCondAbove, tc.wantCondBelow)
+			}
+			if tc.want == "" {
+				if pd.Refused != "" || pd.JoulesPerDecodeToken == nil || math.Abs(*pd.JoulesPerDecodeToken-0.09) > 0.01 {
+					t.Errorf("refused %q, decode %v, want about 0.09", pd.Refused, pd.JoulesPerDecodeToken)
+				}
+				return
+			}
+			if !strings.Contains(pd.Refused, tc.want) || pd.JoulesPerPrefillToken != nil || pd.StaticWatts != nil || pd.CI95 != nil {
+				t.Errorf("refused %q with prefill %v, static %v, intervals %v: want refused for %q and no figures", pd.Refused, pd.JoulesPerPrefillToken, pd.StaticWatts, pd.CI95, tc.want)
+			}
 		})
 	}
 }
