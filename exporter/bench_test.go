@@ -24,7 +24,7 @@ func benchTick(b *testing.B, backend gpu.Backend, clk *fakeClock, advance func(t
 	defer e.Close()
 	// a run in progress, as during a benchmark: idle done, formal running
 	e.mu.Lock()
-	if _, err := e.startPhase("bench", contract.Idle, e.off(clk.Now())); err != nil {
+	if _, _, err := e.lc.StartPhase("bench", contract.Idle, e.off(clk.Now()), nil, nil); err != nil {
 		b.Fatal(err)
 	}
 	e.mu.Unlock()
@@ -34,7 +34,7 @@ func benchTick(b *testing.B, backend gpu.Backend, clk *fakeClock, advance func(t
 		e.SampleOnce()
 	}
 	e.mu.Lock()
-	if _, err := e.startPhase("bench", contract.Formal, e.off(clk.Now())); err != nil {
+	if _, _, err := e.lc.StartPhase("bench", contract.Formal, e.off(clk.Now()), nil, nil); err != nil {
 		b.Fatal(err)
 	}
 	e.mu.Unlock()
@@ -103,7 +103,7 @@ func benchMetrics(b *testing.B, runs int, gap time.Duration, accept string, refr
 		id := fmt.Sprintf("run-%03d", r)
 		for _, p := range contract.Phases {
 			e.mu.Lock()
-			if _, err := e.startPhase(id, p, e.off(clk.Now())); err != nil {
+			if _, _, err := e.lc.StartPhase(id, p, e.off(clk.Now()), nil, nil); err != nil {
 				b.Fatal(err)
 			}
 			e.mu.Unlock()
@@ -114,7 +114,7 @@ func benchMetrics(b *testing.B, runs int, gap time.Duration, accept string, refr
 			break // the last run stays in progress
 		}
 		e.mu.Lock()
-		if _, err := e.endRun(id, e.off(clk.Now())); err != nil {
+		if _, err := e.lc.End(id, e.off(clk.Now())); err != nil {
 			b.Fatal(err)
 		}
 		e.mu.Unlock()

@@ -135,23 +135,16 @@ type Exporter struct {
 	mu       sync.RWMutex
 	gpus     []*gpuState
 	overruns uint64
-	runs     map[string]*run
-	finished []string // ended run IDs, oldest first
-	pending  []*boundary
-	// seen holds every run id accepted (durable with a storage path);
-	// seenOrder is the same in acceptance order.
-	seen      map[string]struct{}
-	seenOrder []string
+	lc       *lifecycle // the runs (lifecycle.go), called with mu held
 
 	store   *storage
 	storeMu sync.Mutex    // serializes state writes and API changes; taken before mu
-	dirty   atomic.Bool   // a run ended in the sampler: save the active runs
 	saveReq chan struct{} // asks the save loop for a save (nil before Start)
 	// hostContinued says, per RAPL zone, that its counter continues from
 	// the saved state (restoreHost): restored boundaries keep its value.
 	hostContinued []bool
 
-	frozenVersion      uint64       // bumped when a run is frozen or a frozen run leaves /metrics
+	frozenVersion      uint64       // bumped when a run is frozen or expires (lc.evicted counts evictions)
 	freezeMu           sync.RWMutex // taken before mu: held (write) while runs freeze, (read) by each gather
 	frozenMu           sync.Mutex
 	frozenCache        map[string][]*dto.Metric
@@ -232,13 +225,16 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	e := &Exporter{
 		cfg: cfg, backend: cfg.Backend, clock: cfg.Clock, log: cfg.Logger,
-		runs: map[string]*run{}, seen: map[string]struct{}{}, ready: make(chan struct{}),
+		ready: make(chan struct{}),
 	}
 	e.t0 = e.clock.Now()
 	e.t0Unix = e.t0.UnixNano()
 	if err := e.addGPUs(devs); err != nil {
 		return nil, err
 	}
+	e.lc = newLifecycle(cfg, e.gpus, e.t0Unix, cfg.Logger)
+	e.lc.hostNow = e.hostNow
+	e.lc.stalled = func(g *gpuState, now int64) bool { return e.sampling && e.stalled(g, now) }
 	if cfg.StoragePath != "" {
 		st, err := openStorage(cfg.StoragePath)
 		if err != nil {
@@ -605,11 +601,11 @@ func (e *Exporter) sampleGPU(i int) time.Duration {
 	g.attempts++
 	g.lastDone = now
 	e.applySample(i, g, s, err)
-	e.resolvePending()
-	e.observeRuns(now)
+	e.lc.Observe(now)
+	changed := e.lc.takeChanged()
 	e.mu.Unlock()
 	e.freezeRuns()
-	if e.dirty.CompareAndSwap(true, false) {
+	if changed {
 		e.requestSave()
 	}
 	return took
@@ -737,9 +733,7 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 			e.rw.Append(remotewrite.Sample{Labels: lbls, Value: m.v, TimestampMs: ts})
 		}
 	}
-	for _, r := range e.runs {
-		r.onSample(i, p)
-	}
+	e.lc.Sample(i, p)
 }
 
 // SampleSlowOnce reads every GPU's slow metrics once, one after the other.
@@ -764,7 +758,5 @@ func (e *Exporter) sampleSlowGPU(i int) {
 		return
 	}
 	g.slow, g.hasSlow = res, true
-	for _, r := range e.runs {
-		r.onSlow(i, res)
-	}
+	e.lc.Slow(i, res)
 }
