@@ -11,13 +11,19 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // benchTick measures one sampling pass over 8 GPUs (what the sampler does
 // every interval) and reports the cost per GPU sample and the share of one
 // core that 8 GPUs at 10 Hz take.
 func benchTick(b *testing.B, backend gpu.Backend, clk *fakeClock, advance func(time.Duration)) {
-	e, err := newExp(Config{Backend: backend, Clock: clk})
+	benchTickWith(b, Config{Backend: backend, Clock: clk}, clk, advance)
+}
+
+// benchTickWith is benchTick on an exporter configured by cfg.
+func benchTickWith(b *testing.B, cfg Config, clk *fakeClock, advance func(time.Duration)) {
+	e, err := newExp(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,6 +62,20 @@ func BenchmarkSampleTick8GPUsSim(b *testing.B) {
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 8, NoiseWatts: 1, Clock: clk})
 	sim.SetLoad(0.7)
 	benchTick(b, sim, clk, func(time.Duration) {})
+}
+
+// BenchmarkSampleTick8GPUsRemoteWrite is BenchmarkSampleTick8GPUsSim with
+// the raw samples remote-written (two series per GPU sample, two extra
+// labels). The writer's buffer holds one sample and never flushes, so
+// every later Append is dropped at once: what is measured is the
+// sampler's side of remote write, the samples and their label sets.
+func BenchmarkSampleTick8GPUsRemoteWrite(b *testing.B) {
+	clk := newFakeClock()
+	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 8, NoiseWatts: 1, Clock: clk})
+	sim.SetLoad(0.7)
+	cfg := Config{Backend: sim, Clock: clk, RemoteWriteLabels: map[string]string{"instance": "node-1", "cluster": "c1"},
+		RemoteWrite: &remotewrite.Config{URL: "http://127.0.0.1:1/api/v1/write", BufferSize: 1, FlushInterval: time.Hour}}
+	benchTickWith(b, cfg, clk, func(time.Duration) {})
 }
 
 // BenchmarkMetrics8GPUs100Runs is a /metrics scrape with 8 GPUs and 100

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -202,6 +203,11 @@ type gpuState struct {
 	slow    gpu.SlowSample
 	hasSlow bool
 
+	// rwPower and rwEnergy are the label sets of the GPU's remote-written
+	// series (nil without remote write), built when its identity is
+	// known; never modified after (queued samples share them).
+	rwPower, rwEnergy map[string]string
+
 	samples  uint64
 	errors   map[string]uint64 // by reason
 	healthy  bool
@@ -330,10 +336,26 @@ func (e *Exporter) addGPUs(devs []gpu.Device) error {
 		if d.Index != i {
 			return fmt.Errorf("exporter: backend lists GPU index %d at position %d", d.Index, i)
 		}
-		e.gpus = append(e.gpus, &gpuState{dev: d, idx: strconv.Itoa(i), counter: d.EnergySource == gpu.EnergyCounter,
-			ring: newRing(capacity), healthy: d.Err == "", lastErr: d.Err, errors: map[string]uint64{}})
+		g := &gpuState{dev: d, idx: strconv.Itoa(i), counter: d.EnergySource == gpu.EnergyCounter,
+			ring: newRing(capacity), healthy: d.Err == "", lastErr: d.Err, errors: map[string]uint64{}}
+		e.setRWLabels(g)
+		e.gpus = append(e.gpus, g)
 	}
 	return nil
+}
+
+// setRWLabels builds GPU g's remote-write label sets (none without remote
+// write): new maps, as queued samples may hold the old ones.
+func (e *Exporter) setRWLabels(g *gpuState) {
+	if e.cfg.RemoteWrite == nil {
+		return
+	}
+	set := func(name string) map[string]string {
+		l := map[string]string{"__name__": name, "gpu": g.idx, "uuid": g.dev.UUID}
+		maps.Copy(l, e.cfg.RemoteWriteLabels)
+		return l
+	}
+	g.rwPower, g.rwEnergy = set(contract.GPUPowerSample), set(contract.GPUEnergySample)
 }
 
 // openRemoteWrite starts the remote writer of the raw samples when
@@ -633,6 +655,7 @@ func (e *Exporter) applySample(i int, g *gpuState, s gpu.Sample, err error) {
 		if devs := e.backend.Devices(); i < len(devs) && devs[i].Err == "" {
 			g.dev = devs[i]
 			g.counter = g.dev.EnergySource == gpu.EnergyCounter
+			e.setRWLabels(g)
 			g.hasCounter = false
 			e.log.Info("GPU opened", "gpu", i, "uuid", g.dev.UUID)
 		}
@@ -722,16 +745,8 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 	g.ring.push(point{t: t, p: p, e: g.energy})
 	if e.rw != nil {
 		ts := (e.t0Unix + t) / 1e6
-		for _, m := range []struct {
-			name string
-			v    float64
-		}{{contract.GPUPowerSample, p}, {contract.GPUEnergySample, g.energy}} {
-			lbls := map[string]string{"__name__": m.name, "gpu": g.idx, "uuid": g.dev.UUID}
-			for k, v := range e.cfg.RemoteWriteLabels {
-				lbls[k] = v
-			}
-			e.rw.Append(remotewrite.Sample{Labels: lbls, Value: m.v, TimestampMs: ts})
-		}
+		e.rw.Append(remotewrite.Sample{Labels: g.rwPower, Value: p, TimestampMs: ts})
+		e.rw.Append(remotewrite.Sample{Labels: g.rwEnergy, Value: g.energy, TimestampMs: ts})
 	}
 	e.lc.Sample(i, p)
 }
