@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
@@ -75,10 +74,13 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 	now := e.off(e.clock.Now())
 	e.storeMu.Lock()
 	e.mu.Lock()
-	u := e.undoPoint(id)
-	run, err := e.startPhase(id, p, now)
-	if err == nil {
-		err = e.selectGPUs(run, pick, sel)
+	u := e.lc.undoPoint(id)
+	run, ev, err := e.lc.StartPhase(id, p, now, pick, sel)
+	if err == nil && ev.created {
+		err = e.persistRunIDs(id, u.seen)
+	}
+	if err == nil && ev.selected {
+		e.noteCoTenants(run)
 	}
 	err = e.commit(u, err)
 	var st phaseapi.RunStatus
@@ -106,8 +108,8 @@ func (e *Exporter) handleEndRun(w http.ResponseWriter, r *http.Request) {
 	now := e.off(e.clock.Now())
 	e.storeMu.Lock()
 	e.mu.Lock()
-	u := e.undoPoint(id)
-	run, err := e.endRun(id, now)
+	u := e.lc.undoPoint(id)
+	run, err := e.lc.End(id, now)
 	err = e.commit(u, err)
 	var st phaseapi.RunStatus
 	if err == nil {
@@ -120,37 +122,6 @@ func (e *Exporter) handleEndRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
-}
-
-// undo is what a phase POST or an end may change in run id, to take it
-// back when it cannot be persisted.
-type undo struct {
-	id        string
-	r         *run // nil: no such run before
-	phases    int
-	curEnd    *boundary
-	rel       release
-	gpus      []bool
-	selected  bool
-	selector  *phaseapi.Selector
-	ended     bool
-	endReason string
-	seen      int
-	finished  int
-}
-
-// undoPoint records run id's state before a change. Called with e.mu held.
-func (e *Exporter) undoPoint(id string) undo {
-	u := undo{id: id, r: e.runs[id], seen: len(e.seenOrder), finished: len(e.finished)}
-	if r := u.r; r != nil {
-		u.phases = len(r.phases)
-		if c := r.current(); c != nil {
-			u.curEnd = c.end
-		}
-		u.rel, u.gpus, u.selected, u.selector = r.rel, r.gpus, r.selected, r.selector
-		u.ended, u.endReason = r.ended, r.endReason
-	}
-	return u
 }
 
 // commit persists a change (err nil) before it is acknowledged; when the
@@ -170,30 +141,15 @@ func (e *Exporter) commit(u undo, err error) error {
 	return err
 }
 
-// rollback takes back what changed since u. A finished run evicted by the
-// change (--max-runs) stays evicted. Called with e.mu held.
+// rollback takes back what changed since u (lifecycle.rollback) and
+// writes the durable run ids again when some were dropped. Called with
+// e.mu held.
 func (e *Exporter) rollback(u undo) {
-	if r := u.r; r == nil {
-		delete(e.runs, u.id)
-	} else {
-		r.phases = r.phases[:u.phases]
-		if c := r.current(); c != nil {
-			c.end = u.curEnd
-		}
-		r.rel, r.gpus, r.selected, r.selector = u.rel, u.gpus, u.selected, u.selector
-		r.ended, r.endReason = u.ended, u.endReason
+	if !e.lc.rollback(u) || e.store == nil {
+		return
 	}
-	if i := slices.Index(e.finished, u.id); i >= 0 && (u.r == nil || !u.ended) {
-		e.finished = slices.Delete(e.finished, i, i+1)
-	}
-	if len(e.seenOrder) > u.seen {
-		e.forgetRunIDs(u.seen)
-		if e.store == nil {
-			return
-		}
-		if err := e.writeRunIDs(); err != nil {
-			e.log.Warn("run ID not taken back from "+runIDsFile+"; it stays used after a restart", "run_id", u.id, "err", err)
-		}
+	if err := e.writeRunIDs(); err != nil {
+		e.log.Warn("run ID not taken back from "+runIDsFile+"; it stays used after a restart", "run_id", u.id, "err", err)
 	}
 }
 
@@ -205,10 +161,10 @@ func (e *Exporter) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	run := e.runs[id]
+	run := e.lc.Run(id)
 	if run == nil {
 		msg := "no run " + id + " on this exporter"
-		if _, used := e.seen[id]; used {
+		if e.lc.Used(id) {
 			msg = "run " + id + " ended and is no longer kept on this exporter (its ID stays used)"
 		}
 		writeError(w, http.StatusNotFound, msg)
@@ -248,7 +204,7 @@ func (e *Exporter) handlePreflight(w http.ResponseWriter, r *http.Request) {
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if _, used := e.seen[id]; id != "" && used {
+	if id != "" && e.lc.Used(id) {
 		writeError(w, http.StatusConflict, "run ID "+id+" was used before on this exporter; start a new run ID")
 		return
 	}
@@ -268,9 +224,34 @@ func (e *Exporter) handleGPUs(w http.ResponseWriter, _ *http.Request) {
 func (e *Exporter) RunStatus(id string) (phaseapi.RunStatus, bool) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	r := e.runs[id]
+	r := e.lc.Run(id)
 	if r == nil {
 		return phaseapi.RunStatus{}, false
 	}
 	return e.status(r), true
+}
+
+// handleEngineExited serves POST /api/v1/runs/{run_id}/engine-exited: the
+// bench reports that the engine process it controls has exited, which
+// meets the release's process criterion at that instant.
+func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) {
+	if !e.authorized(w, req) {
+		return
+	}
+	id, ok := runID(w, req)
+	if !ok {
+		return
+	}
+	now := e.off(e.clock.Now())
+	e.mu.Lock()
+	r, err := e.lc.EngineExited(id, now)
+	if err != nil {
+		e.mu.Unlock()
+		writeAPIError(w, err)
+		return
+	}
+	st := e.status(r)
+	e.mu.Unlock()
+	e.saveActive() // the report survives a restart
+	writeJSON(w, http.StatusOK, st)
 }

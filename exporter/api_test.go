@@ -296,7 +296,7 @@ func TestFrozenRunsServeTheSameSeries(t *testing.T) {
 	}
 	h.exp.mu.Lock()
 	frozen := 0
-	for _, r := range h.exp.runs {
+	for _, r := range h.exp.lc.runs {
 		if r.frozen != nil {
 			frozen++
 		}
@@ -307,7 +307,7 @@ func TestFrozenRunsServeTheSameSeries(t *testing.T) {
 	}
 	cached := render()
 	h.exp.mu.Lock()
-	for _, r := range h.exp.runs {
+	for _, r := range h.exp.lc.runs {
 		r.frozen = nil
 	}
 	h.exp.frozenVersion++

@@ -11,20 +11,26 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // benchTick measures one sampling pass over 8 GPUs (what the sampler does
 // every interval) and reports the cost per GPU sample and the share of one
 // core that 8 GPUs at 10 Hz take.
 func benchTick(b *testing.B, backend gpu.Backend, clk *fakeClock, advance func(time.Duration)) {
-	e, err := newExp(Config{Backend: backend, Clock: clk})
+	benchTickWith(b, Config{Backend: backend, Clock: clk}, clk, advance)
+}
+
+// benchTickWith is benchTick on an exporter configured by cfg.
+func benchTickWith(b *testing.B, cfg Config, clk *fakeClock, advance func(time.Duration)) {
+	e, err := newExp(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer e.Close()
 	// a run in progress, as during a benchmark: idle done, formal running
 	e.mu.Lock()
-	if _, err := e.startPhase("bench", contract.Idle, e.off(clk.Now())); err != nil {
+	if _, _, err := e.lc.StartPhase("bench", contract.Idle, e.off(clk.Now()), nil, nil); err != nil {
 		b.Fatal(err)
 	}
 	e.mu.Unlock()
@@ -34,7 +40,7 @@ func benchTick(b *testing.B, backend gpu.Backend, clk *fakeClock, advance func(t
 		e.SampleOnce()
 	}
 	e.mu.Lock()
-	if _, err := e.startPhase("bench", contract.Formal, e.off(clk.Now())); err != nil {
+	if _, _, err := e.lc.StartPhase("bench", contract.Formal, e.off(clk.Now()), nil, nil); err != nil {
 		b.Fatal(err)
 	}
 	e.mu.Unlock()
@@ -56,6 +62,20 @@ func BenchmarkSampleTick8GPUsSim(b *testing.B) {
 	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 8, NoiseWatts: 1, Clock: clk})
 	sim.SetLoad(0.7)
 	benchTick(b, sim, clk, func(time.Duration) {})
+}
+
+// BenchmarkSampleTick8GPUsRemoteWrite is BenchmarkSampleTick8GPUsSim with
+// the raw samples remote-written (two series per GPU sample, two extra
+// labels). The writer's buffer holds one sample and never flushes, so
+// every later Append is dropped at once: what is measured is the
+// sampler's side of remote write, the samples and their label sets.
+func BenchmarkSampleTick8GPUsRemoteWrite(b *testing.B) {
+	clk := newFakeClock()
+	sim, _ := gpu.NewSim(gpu.SimConfig{GPUs: 8, NoiseWatts: 1, Clock: clk})
+	sim.SetLoad(0.7)
+	cfg := Config{Backend: sim, Clock: clk, RemoteWriteLabels: map[string]string{"instance": "node-1", "cluster": "c1"},
+		RemoteWrite: &remotewrite.Config{URL: "http://127.0.0.1:1/api/v1/write", BufferSize: 1, FlushInterval: time.Hour}}
+	benchTickWith(b, cfg, clk, func(time.Duration) {})
 }
 
 // BenchmarkMetrics8GPUs100Runs is a /metrics scrape with 8 GPUs and 100
@@ -103,7 +123,7 @@ func benchMetrics(b *testing.B, runs int, gap time.Duration, accept string, refr
 		id := fmt.Sprintf("run-%03d", r)
 		for _, p := range contract.Phases {
 			e.mu.Lock()
-			if _, err := e.startPhase(id, p, e.off(clk.Now())); err != nil {
+			if _, _, err := e.lc.StartPhase(id, p, e.off(clk.Now()), nil, nil); err != nil {
 				b.Fatal(err)
 			}
 			e.mu.Unlock()
@@ -114,7 +134,7 @@ func benchMetrics(b *testing.B, runs int, gap time.Duration, accept string, refr
 			break // the last run stays in progress
 		}
 		e.mu.Lock()
-		if _, err := e.endRun(id, e.off(clk.Now())); err != nil {
+		if _, err := e.lc.End(id, e.off(clk.Now())); err != nil {
 			b.Fatal(err)
 		}
 		e.mu.Unlock()

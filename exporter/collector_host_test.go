@@ -93,7 +93,7 @@ joulemark_phase_host_energy_joules{domain="package-0",phase="release",run_id="r"
 		t.Errorf("finished run: %v", err)
 	}
 	h.exp.mu.RLock()
-	frozen := h.exp.runs["r"].frozen != nil
+	frozen := h.exp.lc.runs["r"].frozen != nil
 	h.exp.mu.RUnlock()
 	if !frozen {
 		t.Error("the ended run was not frozen: the frozen path went untested")

@@ -38,7 +38,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) { c.e.collectLive(
 // with e.mu held (read) by the gatherer.
 func (e *Exporter) collectLive(ch chan<- prometheus.Metric, emitRun func(*run, func(string, prometheus.Metric))) {
 	emit := func(_ string, m prometheus.Metric) { ch <- m }
-	for _, r := range e.runs {
+	for _, r := range e.lc.runs {
 		if r.frozen == nil {
 			emitRun(r, emit)
 		}
@@ -63,7 +63,7 @@ func (c *phaseCollector) emitRun(r *run, emit func(family string, m prometheus.M
 			if !r.measured(i) {
 				continue
 			}
-			emit(contract.PhaseEnergy, prometheus.MustNewConstMetric(c.energyDsc, prometheus.GaugeValue, e.phaseEnergy(ph, i), r.id, p, g.idx, g.dev.UUID))
+			emit(contract.PhaseEnergy, prometheus.MustNewConstMetric(c.energyDsc, prometheus.GaugeValue, e.lc.phaseEnergy(ph, i), r.id, p, g.idx, g.dev.UUID))
 		}
 		c.emitHostPhase(r, ph, emit)
 	}

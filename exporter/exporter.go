@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -135,23 +136,16 @@ type Exporter struct {
 	mu       sync.RWMutex
 	gpus     []*gpuState
 	overruns uint64
-	runs     map[string]*run
-	finished []string // ended run IDs, oldest first
-	pending  []*boundary
-	// seen holds every run id accepted (durable with a storage path);
-	// seenOrder is the same in acceptance order.
-	seen      map[string]struct{}
-	seenOrder []string
+	lc       *lifecycle // the runs (lifecycle.go), called with mu held
 
 	store   *storage
 	storeMu sync.Mutex    // serializes state writes and API changes; taken before mu
-	dirty   atomic.Bool   // a run ended in the sampler: save the active runs
 	saveReq chan struct{} // asks the save loop for a save (nil before Start)
 	// hostContinued says, per RAPL zone, that its counter continues from
 	// the saved state (restoreHost): restored boundaries keep its value.
 	hostContinued []bool
 
-	frozenVersion      uint64       // bumped when a run is frozen or a frozen run leaves /metrics
+	frozenVersion      uint64       // bumped when a run is frozen or expires (lc.evicted counts evictions)
 	freezeMu           sync.RWMutex // taken before mu: held (write) while runs freeze, (read) by each gather
 	frozenMu           sync.Mutex
 	frozenCache        map[string][]*dto.Metric
@@ -209,6 +203,11 @@ type gpuState struct {
 	slow    gpu.SlowSample
 	hasSlow bool
 
+	// rwPower and rwEnergy are the label sets of the GPU's remote-written
+	// series (nil without remote write), built when its identity is
+	// known; never modified after (queued samples share them).
+	rwPower, rwEnergy map[string]string
+
 	samples  uint64
 	errors   map[string]uint64 // by reason
 	healthy  bool
@@ -232,13 +231,16 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	e := &Exporter{
 		cfg: cfg, backend: cfg.Backend, clock: cfg.Clock, log: cfg.Logger,
-		runs: map[string]*run{}, seen: map[string]struct{}{}, ready: make(chan struct{}),
+		ready: make(chan struct{}),
 	}
 	e.t0 = e.clock.Now()
 	e.t0Unix = e.t0.UnixNano()
 	if err := e.addGPUs(devs); err != nil {
 		return nil, err
 	}
+	e.lc = newLifecycle(cfg, e.gpus, e.t0Unix, cfg.Logger)
+	e.lc.hostNow = e.hostNow
+	e.lc.stalled = func(g *gpuState, now int64) bool { return e.sampling && e.stalled(g, now) }
 	if cfg.StoragePath != "" {
 		st, err := openStorage(cfg.StoragePath)
 		if err != nil {
@@ -334,10 +336,26 @@ func (e *Exporter) addGPUs(devs []gpu.Device) error {
 		if d.Index != i {
 			return fmt.Errorf("exporter: backend lists GPU index %d at position %d", d.Index, i)
 		}
-		e.gpus = append(e.gpus, &gpuState{dev: d, idx: strconv.Itoa(i), counter: d.EnergySource == gpu.EnergyCounter,
-			ring: newRing(capacity), healthy: d.Err == "", lastErr: d.Err, errors: map[string]uint64{}})
+		g := &gpuState{dev: d, idx: strconv.Itoa(i), counter: d.EnergySource == gpu.EnergyCounter,
+			ring: newRing(capacity), healthy: d.Err == "", lastErr: d.Err, errors: map[string]uint64{}}
+		e.setRWLabels(g)
+		e.gpus = append(e.gpus, g)
 	}
 	return nil
+}
+
+// setRWLabels builds GPU g's remote-write label sets (none without remote
+// write): new maps, as queued samples may hold the old ones.
+func (e *Exporter) setRWLabels(g *gpuState) {
+	if e.cfg.RemoteWrite == nil {
+		return
+	}
+	set := func(name string) map[string]string {
+		l := map[string]string{"__name__": name, "gpu": g.idx, "uuid": g.dev.UUID}
+		maps.Copy(l, e.cfg.RemoteWriteLabels)
+		return l
+	}
+	g.rwPower, g.rwEnergy = set(contract.GPUPowerSample), set(contract.GPUEnergySample)
 }
 
 // openRemoteWrite starts the remote writer of the raw samples when
@@ -605,11 +623,11 @@ func (e *Exporter) sampleGPU(i int) time.Duration {
 	g.attempts++
 	g.lastDone = now
 	e.applySample(i, g, s, err)
-	e.resolvePending()
-	e.observeRuns(now)
+	e.lc.Observe(now)
+	changed := e.lc.takeChanged()
 	e.mu.Unlock()
 	e.freezeRuns()
-	if e.dirty.CompareAndSwap(true, false) {
+	if changed {
 		e.requestSave()
 	}
 	return took
@@ -637,6 +655,7 @@ func (e *Exporter) applySample(i int, g *gpuState, s gpu.Sample, err error) {
 		if devs := e.backend.Devices(); i < len(devs) && devs[i].Err == "" {
 			g.dev = devs[i]
 			g.counter = g.dev.EnergySource == gpu.EnergyCounter
+			e.setRWLabels(g)
 			g.hasCounter = false
 			e.log.Info("GPU opened", "gpu", i, "uuid", g.dev.UUID)
 		}
@@ -726,20 +745,10 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 	g.ring.push(point{t: t, p: p, e: g.energy})
 	if e.rw != nil {
 		ts := (e.t0Unix + t) / 1e6
-		for _, m := range []struct {
-			name string
-			v    float64
-		}{{contract.GPUPowerSample, p}, {contract.GPUEnergySample, g.energy}} {
-			lbls := map[string]string{"__name__": m.name, "gpu": g.idx, "uuid": g.dev.UUID}
-			for k, v := range e.cfg.RemoteWriteLabels {
-				lbls[k] = v
-			}
-			e.rw.Append(remotewrite.Sample{Labels: lbls, Value: m.v, TimestampMs: ts})
-		}
+		e.rw.Append(remotewrite.Sample{Labels: g.rwPower, Value: p, TimestampMs: ts})
+		e.rw.Append(remotewrite.Sample{Labels: g.rwEnergy, Value: g.energy, TimestampMs: ts})
 	}
-	for _, r := range e.runs {
-		r.onSample(i, p)
-	}
+	e.lc.Sample(i, p)
 }
 
 // SampleSlowOnce reads every GPU's slow metrics once, one after the other.
@@ -764,7 +773,5 @@ func (e *Exporter) sampleSlowGPU(i int) {
 		return
 	}
 	g.slow, g.hasSlow = res, true
-	for _, r := range e.runs {
-		r.onSlow(i, res)
-	}
+	e.lc.Slow(i, res)
 }

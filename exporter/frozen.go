@@ -58,8 +58,8 @@ func (e *Exporter) freezeRuns() {
 	ttl := int64(e.cfg.RunMetricsTTL)
 	e.mu.RLock()
 	need := false
-	for _, id := range e.finished {
-		r := e.runs[id]
+	for _, id := range e.lc.finished {
+		r := e.lc.runs[id]
 		if r == nil {
 			continue
 		}
@@ -76,8 +76,8 @@ func (e *Exporter) freezeRuns() {
 	defer e.freezeMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, id := range e.finished {
-		r := e.runs[id]
+	for _, id := range e.lc.finished {
+		r := e.lc.runs[id]
 		if r == nil {
 			continue
 		}
@@ -121,12 +121,13 @@ func (e *Exporter) frozenFamilies() (map[string][]*dto.Metric, uint64) {
 func (e *Exporter) frozenFamiliesLocked() (map[string][]*dto.Metric, uint64) {
 	e.frozenMu.Lock()
 	defer e.frozenMu.Unlock()
-	if e.frozenCache != nil && e.frozenCacheVersion == e.frozenVersion {
+	version := e.frozenVersion + e.lc.evicted
+	if e.frozenCache != nil && e.frozenCacheVersion == version {
 		return e.frozenCache, e.frozenCacheVersion
 	}
 	fams := map[string][]*dto.Metric{}
-	for _, id := range e.finished {
-		if r := e.runs[id]; r != nil && r.frozen != nil && !r.frozen.expired {
+	for _, id := range e.lc.finished {
+		if r := e.lc.runs[id]; r != nil && r.frozen != nil && !r.frozen.expired {
 			for name, ms := range r.frozen.families {
 				fams[name] = append(fams[name], ms...)
 			}
@@ -135,7 +136,7 @@ func (e *Exporter) frozenFamiliesLocked() (map[string][]*dto.Metric, uint64) {
 	for _, ms := range fams {
 		slices.SortFunc(ms, compareMetrics)
 	}
-	e.frozenCache, e.frozenCacheVersion = fams, e.frozenVersion
+	e.frozenCache, e.frozenCacheVersion = fams, version
 	return fams, e.frozenCacheVersion
 }
 

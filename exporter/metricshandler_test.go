@@ -501,7 +501,7 @@ func TestFinishedRunLeavesMetricsAfterTTL(t *testing.T) {
 	}
 	finish("old")
 	h.exp.mu.RLock()
-	fr := h.exp.runs["old"].frozen
+	fr := h.exp.lc.runs["old"].frozen
 	h.exp.mu.RUnlock()
 	if fr == nil {
 		t.Fatal("the finished run did not freeze")

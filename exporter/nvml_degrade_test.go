@@ -4,6 +4,7 @@ package exporter
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,11 +13,12 @@ import (
 
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/nvmlmock"
+	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
 // TestGPULostAtStartIsListedAndRetried: a GPU that fails at start does not
 // stop the exporter; it is listed with joulemark_gpu_up 0 and, once it
-// opens, sampled with its real identity.
+// opens, sampled with its real identity (its remote-written series too).
 func TestGPULostAtStartIsListedAndRetried(t *testing.T) {
 	clk := newFakeClock()
 	m := newMockNVML()
@@ -32,7 +34,8 @@ func TestGPULostAtStartIsListedAndRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := newExp(Config{Backend: b, Clock: clk})
+	rw := newHTTPServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	e, err := newExp(Config{Backend: b, Clock: clk, RemoteWrite: &remotewrite.Config{URL: rw}})
 	if err != nil {
 		t.Fatalf("one GPU down at start failed the exporter: %v", err)
 	}
@@ -52,8 +55,14 @@ func TestGPULostAtStartIsListedAndRetried(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	if u := e.gpus[2].rwPower["uuid"]; u != "" {
+		t.Errorf("remote-write uuid of the lost GPU %q, want empty", u)
+	}
 	lost = false
 	step(15) // past the 1 s retry
+	if u := e.gpus[2].rwEnergy["uuid"]; u != nvmlmock.UUID(2) {
+		t.Errorf("remote-write uuid of the GPU once opened %q, want %q", u, nvmlmock.UUID(2))
+	}
 	body = fetchMetricsHandler(t, e)
 	for _, want := range []string{
 		fmt.Sprintf(`joulemark_gpu_up{gpu="2",uuid=%q} 1`, nvmlmock.UUID(2)),

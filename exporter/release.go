@@ -3,8 +3,6 @@ package exporter
 import (
 	"fmt"
 	"math"
-	"net/http"
-	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/gpu"
@@ -102,7 +100,7 @@ func (r *run) newPIDs(i int, now []uint32) (out []uint32, ok bool) {
 // state file). A GPU that cannot list its processes does not hold the
 // release; when none can, or the lists are blind (Config.ProcessesBlind),
 // the criterion is met unverified (basis BasisUnverified).
-func (e *Exporter) evalProcess(r *run, now int64) {
+func (l *lifecycle) evalProcess(r *run, now int64) {
 	c := &r.crit
 	if c.engineExited {
 		if !c.process.met || c.processBasis != phaseapi.BasisEngineExit {
@@ -111,19 +109,19 @@ func (e *Exporter) evalProcess(r *run, now int64) {
 		}
 		return
 	}
-	if e.cfg.ReleaseRequireEngineExit {
+	if l.cfg.ReleaseRequireEngineExit {
 		c.processBasis = ""
 		c.process.set(false, now, "the bench has not reported the engine's exit (--release.require-engine-exit)")
 		return
 	}
-	if e.cfg.ProcessesBlind != "" {
+	if l.cfg.ProcessesBlind != "" {
 		c.processBasis = phaseapi.BasisUnverified
 		c.process.set(true, now, "")
-		c.process.why = "met unverified: " + e.cfg.ProcessesBlind
+		c.process.why = "met unverified: " + l.cfg.ProcessesBlind
 		return
 	}
 	known := false
-	for i, g := range e.gpus {
+	for i, g := range l.gpus {
 		if !r.measured(i) || !g.hasSlow || g.slow.ComputeProcesses < 0 {
 			continue
 		}
@@ -163,13 +161,13 @@ func processHolds(r *run, i int, s gpu.SlowSample) string {
 // evalMemory: every GPU's memory in use is back within ReleaseTolerance
 // (plus releaseMemorySlack) of its mean over the idle phase. Unknown
 // memory does not hold the release.
-func (e *Exporter) evalMemory(r *run, now int64) {
-	for i, g := range e.gpus {
+func (l *lifecycle) evalMemory(r *run, now int64) {
+	for i, g := range l.gpus {
 		if !r.measured(i) || !g.hasSlow || math.IsNaN(g.slow.MemoryUsedBytes) || i >= len(r.idleMem) || r.idleMem[i].n == 0 {
 			continue
 		}
 		idle := r.idleMem[i].mean
-		if used := g.slow.MemoryUsedBytes; used > idle*(1+e.cfg.ReleaseTolerance)+releaseMemorySlack {
+		if used := g.slow.MemoryUsedBytes; used > idle*(1+l.cfg.ReleaseTolerance)+releaseMemorySlack {
 			r.crit.memory.set(false, now, fmt.Sprintf("gpu %d memory %.2f GiB, idle %.2f GiB", i, used/(1<<30), idle/(1<<30)))
 			return
 		}
@@ -212,38 +210,4 @@ func (e *Exporter) criteriaStatus(r *run) []phaseapi.ReleaseCriterion {
 		out = append(out, rc)
 	}
 	return out
-}
-
-// handleEngineExited serves POST /api/v1/runs/{run_id}/engine-exited: the
-// bench reports that the engine process it controls has exited, which
-// meets the release's process criterion at that instant.
-func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) {
-	if !e.authorized(w, req) {
-		return
-	}
-	id, ok := runID(w, req)
-	if !ok {
-		return
-	}
-	now := e.off(e.clock.Now())
-	e.mu.Lock()
-	r := e.runs[id]
-	if r == nil {
-		e.mu.Unlock()
-		writeError(w, http.StatusNotFound, "no run "+id+" on this exporter")
-		return
-	}
-	if !r.crit.engineExited {
-		r.crit.engineExited, r.crit.engineExitedAt = true, now
-		e.log.Info("engine exit reported", "run_id", id, "at", e.wall(now))
-	}
-	st := e.status(r)
-	e.mu.Unlock()
-	e.saveActive() // the report survives a restart
-	writeJSON(w, http.StatusOK, st)
-}
-
-// releaseHoldElapsed reports whether the hold that began at start is over.
-func (e *Exporter) releaseHoldElapsed(start, now int64) bool {
-	return time.Duration(now-start) >= e.cfg.ReleaseHold
 }

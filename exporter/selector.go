@@ -80,31 +80,6 @@ func (e *Exporter) resolveSelector(sel *phaseapi.Selector) ([]bool, error) {
 	return pick, nil
 }
 
-// selectGPUs sets the GPUs run r measures when its first phase carries a
-// selector; a later phase may repeat the same selection, never change it.
-// Called with e.mu held.
-func (e *Exporter) selectGPUs(r *run, pick []bool, sel *phaseapi.Selector) error {
-	if sel == nil {
-		return nil
-	}
-	if len(r.phases) == 1 && r.gpus == nil && !r.selected {
-		r.gpus, r.selected, r.selector = pick, true, sel
-		var uuids []string
-		for i, g := range e.gpus {
-			if pick[i] {
-				uuids = append(uuids, g.dev.UUID)
-			}
-		}
-		e.log.Info("run measures a subset of the GPUs", "run_id", r.id, "uuids", strings.Join(uuids, ","), "pod", sel.Pod)
-		e.noteCoTenants(r)
-		return nil
-	}
-	if !slices.Equal(r.gpus, pick) {
-		return errf(http.StatusConflict, "run %s measures the GPUs its first phase selected; a later phase cannot change them", r.id)
-	}
-	return nil
-}
-
 // measured says whether run r measures GPU i.
 func (r *run) measured(i int) bool { return r.gpus == nil || r.gpus[i] }
 
@@ -185,7 +160,7 @@ func (e *Exporter) noteCoTenants(r *run) {
 func (e *Exporter) noteAllCoTenants() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, r := range e.runs {
+	for _, r := range e.lc.runs {
 		e.noteCoTenants(r)
 	}
 }

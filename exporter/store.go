@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -213,36 +214,26 @@ func (s *storage) write(name string, v any) error {
 	return s.writeFile(filepath.Join(s.dir, name), append(b, '\n'))
 }
 
-// recordRunID adds id to the durable set of seen run ids. Called with e.mu
-// held; on error the id is not recorded.
-func (e *Exporter) recordRunID(id string) error {
-	e.seen[id] = struct{}{}
-	e.seenOrder = append(e.seenOrder, id)
+// persistRunIDs writes the run ids after StartPhase recorded id, new;
+// on error the ids recorded after the first n are dropped again and the
+// error is the 503 the client retries on. Called with e.mu held.
+func (e *Exporter) persistRunIDs(id string, n int) error {
 	if e.store == nil {
 		return nil
 	}
 	if err := e.writeRunIDs(); err != nil {
-		e.forgetRunIDs(len(e.seenOrder) - 1)
-		return err
+		e.lc.forgetRunIDs(n)
+		return errf(http.StatusServiceUnavailable, "recording run ID %s: %v; nothing was applied: retry", id, err)
 	}
 	return nil
 }
 
 func (e *Exporter) writeRunIDs() error {
-	if err := e.store.write(runIDsFile, runIDsDoc{Version: runIDsVersion, RunIDs: e.seenOrder}); err != nil {
+	if err := e.store.write(runIDsFile, runIDsDoc{Version: runIDsVersion, RunIDs: e.lc.seenOrder}); err != nil {
 		e.storeErrors.Inc()
 		return err
 	}
 	return nil
-}
-
-// forgetRunIDs drops the run ids accepted after the first n, in memory
-// only. Called with e.mu held.
-func (e *Exporter) forgetRunIDs(n int) {
-	for _, id := range e.seenOrder[n:] {
-		delete(e.seen, id)
-	}
-	e.seenOrder = e.seenOrder[:n]
 }
 
 // saveActive writes the active runs and the counters (the periodic save).
@@ -327,7 +318,7 @@ func (e *Exporter) saveLoop(ctx context.Context) {
 func (e *Exporter) anyActive() bool {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	for _, r := range e.runs {
+	for _, r := range e.lc.runs {
 		if !r.ended {
 			return true
 		}
@@ -339,7 +330,7 @@ func (e *Exporter) anyActive() bool {
 // held (read).
 func (e *Exporter) activeDoc(clean bool) activeRunsDoc {
 	doc := activeRunsDoc{Version: activeRunsVersion, SavedAt: e.t0Unix + e.off(e.clock.Now()), Clean: clean,
-		RunIDs: len(e.seenOrder), Runs: []storedRun{}}
+		RunIDs: len(e.lc.seenOrder), Runs: []storedRun{}}
 	for i, g := range e.gpus {
 		sg := storedGPU{GPU: i, UUID: g.dev.UUID, EnergyJoules: g.energy}
 		if g.hasCounter {
@@ -354,8 +345,8 @@ func (e *Exporter) activeDoc(clean bool) activeRunsDoc {
 			doc.Host = append(doc.Host, storedZone{Zone: z.ID, Joules: storedJoules(latest, i)})
 		}
 	}
-	for _, id := range e.seenOrder {
-		r := e.runs[id]
+	for _, id := range e.lc.seenOrder {
+		r := e.lc.runs[id]
 		if r == nil || r.ended {
 			continue
 		}

@@ -60,7 +60,7 @@ func (e *Exporter) restore() error {
 			return e.store.corrupt(activeRunsFile, "run %s: %v", sr.RunID, err)
 		}
 		r.gaps = append(r.gaps, gap)
-		e.runs[r.id] = r
+		e.lc.runs[r.id] = r
 		e.log.Warn("restored an active run; the exporter's downtime is a gap", "run_id", r.id,
 			"gap_start", e.wall(doc.SavedAt-e.t0Unix), "gap_seconds", gap.End-gap.Start)
 	}
@@ -80,9 +80,9 @@ func (e *Exporter) checkRunIDs(ids runIDsDoc) error {
 		if err := runid.Validate(id); err != nil {
 			return e.store.corrupt(runIDsFile, "%v", err)
 		}
-		if _, dup := e.seen[id]; !dup {
-			e.seen[id] = struct{}{}
-			e.seenOrder = append(e.seenOrder, id)
+		if _, dup := e.lc.seen[id]; !dup {
+			e.lc.seen[id] = struct{}{}
+			e.lc.seenOrder = append(e.lc.seenOrder, id)
 		}
 	}
 	return nil
@@ -98,9 +98,9 @@ func (e *Exporter) checkActive(doc activeRunsDoc, haveIDs bool) error {
 		return bad("gpus or runs missing or null (want lists)")
 	case doc.SavedAt <= 0:
 		return bad("saved_at_unix_ns %d", doc.SavedAt)
-	case doc.RunIDs > len(e.seenOrder) || (!haveIDs && len(doc.Runs) > 0):
+	case doc.RunIDs > len(e.lc.seenOrder) || (!haveIDs && len(doc.Runs) > 0):
 		return e.store.corrupt(runIDsFile, "holds %d run IDs (file present: %v), but %d when %s was saved: truncated, replaced or deleted",
-			len(e.seenOrder), haveIDs, max(doc.RunIDs, len(doc.Runs)), activeRunsFile)
+			len(e.lc.seenOrder), haveIDs, max(doc.RunIDs, len(doc.Runs)), activeRunsFile)
 	}
 	for _, g := range doc.GPUs {
 		if !counterValue(g.EnergyJoules) || (g.RawCounterJoules != nil && !counterValue(*g.RawCounterJoules)) {
@@ -117,7 +117,7 @@ func (e *Exporter) checkActive(doc activeRunsDoc, haveIDs bool) error {
 		if err := runid.Validate(sr.RunID); err != nil {
 			return bad("%v", err)
 		}
-		if _, seen := e.seen[sr.RunID]; !seen {
+		if _, seen := e.lc.seen[sr.RunID]; !seen {
 			return e.store.corrupt(runIDsFile, "lacks run %s, active in %s", sr.RunID, activeRunsFile)
 		}
 		if runs[sr.RunID] {
@@ -254,7 +254,7 @@ func (e *Exporter) settleRestored(i int, g *gpuState, s gpu.Sample) {
 // counter starts again from 0, and the energy before the save still
 // counts. Called with e.mu held.
 func (e *Exporter) rebaseOpen(i int, by float64) {
-	for _, r := range e.runs {
+	for _, r := range e.lc.runs {
 		if ph := r.current(); !r.ended && ph != nil && ph.end == nil && ph.start.ok[i] {
 			ph.start.e[i] -= by
 		}

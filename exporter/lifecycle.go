@@ -1,0 +1,489 @@
+package exporter
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/gpu"
+)
+
+// lifecycle is the runs' state machine: their phases, boundaries, idle
+// statistics and release detection. It is fed the sampler's readings
+// (Sample, Slow, then Observe with the instant) and the API's requests
+// (StartPhase, EngineExited, End), all with their times passed in as
+// offsets; it takes no lock and does no HTTP and no file I/O. The
+// Exporter holds e.mu around every call and persists what it reports
+// changed (takeChanged, the run ids a StartPhase created).
+type lifecycle struct {
+	cfg    Config
+	log    *slog.Logger
+	t0Unix int64       // offset 0 in unix nanoseconds (logs)
+	gpus   []*gpuState // the sampler's state, read only here
+	// hostNow reads the host's zones at a new boundary (nil: no host
+	// metering); stalled says a GPU's read hangs (nil: never).
+	hostNow func() []float64
+	stalled func(g *gpuState, now int64) bool
+
+	runs     map[string]*run
+	finished []string // ended run IDs, oldest first
+	pending  []*boundary
+	// seen holds every run id accepted (durable with a storage path);
+	// seenOrder is the same in acceptance order.
+	seen      map[string]struct{}
+	seenOrder []string
+	changed   bool   // a run ended since takeChanged: save the active runs
+	evicted   uint64 // frozen runs evicted (--max-runs): their series left /metrics
+}
+
+func newLifecycle(cfg Config, gpus []*gpuState, t0Unix int64, log *slog.Logger) *lifecycle {
+	return &lifecycle{cfg: cfg, log: log, t0Unix: t0Unix, gpus: gpus, runs: map[string]*run{}, seen: map[string]struct{}{}}
+}
+
+// wall is an offset as a UTC time, for logs.
+func (l *lifecycle) wall(off int64) time.Time { return time.Unix(0, l.t0Unix+off).UTC() }
+
+// takeChanged reports whether a run ended since the last call.
+func (l *lifecycle) takeChanged() bool {
+	c := l.changed
+	l.changed = false
+	return c
+}
+
+// Run is run id, nil when not kept.
+func (l *lifecycle) Run(id string) *run { return l.runs[id] }
+
+// Used reports whether run id was accepted before (kept or not).
+func (l *lifecycle) Used(id string) bool {
+	_, used := l.seen[id]
+	return used
+}
+
+// Sample feeds GPU i's fast power sample p (already folded into the GPU's
+// state) to the runs.
+func (l *lifecycle) Sample(i int, p float64) {
+	for _, r := range l.runs {
+		r.onSample(i, p)
+	}
+}
+
+// Slow feeds GPU i's slow sample to the runs.
+func (l *lifecycle) Slow(i int, s gpu.SlowSample) {
+	for _, r := range l.runs {
+		r.onSlow(i, s)
+	}
+}
+
+// Observe advances the runs to now after a sample: pending boundaries
+// resolve, release detection runs on every run in its release phase, and
+// the runs active longer than RunMaxAge end.
+func (l *lifecycle) Observe(now int64) {
+	l.resolvePending()
+	for _, r := range l.runs {
+		if r.active(contract.Release) && r.rel.state == phaseapi.ReleaseWaiting {
+			l.checkRelease(r, now)
+		}
+		if !r.ended && len(r.phases) > 0 && time.Duration(now-r.phases[0].start.t) >= l.cfg.RunMaxAge {
+			l.expire(r, now)
+		}
+	}
+}
+
+// recordRunID adds id to the run ids seen, in memory.
+func (l *lifecycle) recordRunID(id string) {
+	l.seen[id] = struct{}{}
+	l.seenOrder = append(l.seenOrder, id)
+}
+
+// forgetRunIDs drops the run ids accepted after the first n.
+func (l *lifecycle) forgetRunIDs(n int) {
+	for _, id := range l.seenOrder[n:] {
+		delete(l.seen, id)
+	}
+	l.seenOrder = l.seenOrder[:n]
+}
+
+// startEvent says what a StartPhase changed besides the phase.
+type startEvent struct {
+	created  bool // a new run: its id was recorded (persist the run ids)
+	selected bool // the run's GPU selection was set
+}
+
+// StartPhase starts phase p of run id at now, ending the previous phase at
+// the same instant. pick and sel are the GPUs the phase's selector chose
+// and the selector (nil: none given).
+func (l *lifecycle) StartPhase(id string, p contract.Phase, now int64, pick []bool, sel *phaseapi.Selector) (*run, startEvent, error) {
+	var ev startEvent
+	r, created, err := l.startPhase(id, p, now)
+	ev.created = created
+	if err != nil {
+		return r, ev, err
+	}
+	ev.selected, err = l.selectGPUs(r, pick, sel)
+	return r, ev, err
+}
+
+// startPhase is StartPhase without the selection.
+func (l *lifecycle) startPhase(id string, p contract.Phase, now int64) (r *run, created bool, err error) {
+	r = l.runs[id]
+	if r == nil {
+		if r, err = l.newRun(id); err != nil {
+			return nil, false, err
+		}
+		created = true
+	}
+	if r.ended {
+		return r, created, errf(http.StatusConflict, "run %s has ended; start a new run ID", id)
+	}
+	cur := r.current()
+	if cur != nil && cur.phase == p && cur.end == nil {
+		return r, created, nil // a retried POST: the phase started at the first one
+	}
+	if cur != nil && p.Index() <= cur.phase.Index() {
+		return r, created, errf(http.StatusConflict, "run %s is in phase %s; %s cannot follow it (order: idle, startup, warmup, formal, release)", id, cur.phase, p)
+	}
+	b := l.newBoundary(now)
+	if cur != nil {
+		cur.end = b
+	}
+	r.phases = append(r.phases, &phaseRec{phase: p, start: b})
+	if p == contract.Release {
+		r.rel.state = phaseapi.ReleaseWaiting
+	}
+	l.log.Info("phase started", "run_id", id, "phase", p, "at", l.wall(now))
+	return r, created, nil
+}
+
+// newRun accepts run id, new on this exporter, and records its id.
+func (l *lifecycle) newRun(id string) (*run, error) {
+	if l.Used(id) {
+		return nil, errf(http.StatusConflict, "run ID %s was used before on this exporter; start a new run ID", id)
+	}
+	active := 0
+	for _, x := range l.runs {
+		if !x.ended {
+			active++
+		}
+	}
+	if active >= l.cfg.MaxRuns {
+		return nil, errf(http.StatusTooManyRequests, "%d runs are active (the most this exporter keeps); end one first", active)
+	}
+	r := &run{id: id, idleAcc: make([]welford, len(l.gpus)), idleProcs: make([]int, len(l.gpus)),
+		rel: release{state: phaseapi.ReleaseNotStarted}}
+	for i := range r.idleProcs {
+		r.idleProcs[i] = -1
+	}
+	l.recordRunID(id)
+	l.runs[id] = r
+	return r, nil
+}
+
+// selectGPUs sets the GPUs run r measures when its first phase carries a
+// selector; a later phase may repeat the same selection, never change it.
+// set says the selection was set now.
+func (l *lifecycle) selectGPUs(r *run, pick []bool, sel *phaseapi.Selector) (set bool, err error) {
+	if sel == nil {
+		return false, nil
+	}
+	if len(r.phases) == 1 && r.gpus == nil && !r.selected {
+		r.gpus, r.selected, r.selector = pick, true, sel
+		var uuids []string
+		for i, g := range l.gpus {
+			if pick[i] {
+				uuids = append(uuids, g.dev.UUID)
+			}
+		}
+		l.log.Info("run measures a subset of the GPUs", "run_id", r.id, "uuids", strings.Join(uuids, ","), "pod", sel.Pod)
+		return true, nil
+	}
+	if !slices.Equal(r.gpus, pick) {
+		return false, errf(http.StatusConflict, "run %s measures the GPUs its first phase selected; a later phase cannot change them", r.id)
+	}
+	return false, nil
+}
+
+// EngineExited notes the bench's report, at now, that run id's engine
+// exited: it meets the release's process criterion at that instant.
+func (l *lifecycle) EngineExited(id string, now int64) (*run, error) {
+	r := l.runs[id]
+	if r == nil {
+		return nil, errf(http.StatusNotFound, "no run %s on this exporter", id)
+	}
+	if !r.crit.engineExited {
+		r.crit.engineExited, r.crit.engineExitedAt = true, now
+		l.log.Info("engine exit reported", "run_id", id, "at", l.wall(now))
+	}
+	return r, nil
+}
+
+// End closes run id at now. Ending an ended run changes nothing.
+func (l *lifecycle) End(id string, now int64) (*run, error) {
+	r := l.runs[id]
+	if r == nil {
+		return nil, errf(http.StatusNotFound, "no run %s on this exporter", id)
+	}
+	if r.ended {
+		return r, nil
+	}
+	if cur := r.current(); cur != nil && cur.end == nil {
+		cur.end = l.newBoundary(now)
+		if cur.phase == contract.Release && r.rel.state == phaseapi.ReleaseWaiting {
+			f := false
+			r.rel.state, r.rel.closed = phaseapi.ReleaseTimedOut, &f
+			r.rel.reason = "run ended through the API before power came back to the idle baseline"
+		}
+	}
+	l.finishRun(r, phaseapi.EndReasonAPI)
+	l.log.Info("run ended", "run_id", id, "at", l.wall(now))
+	return r, nil
+}
+
+func (l *lifecycle) finishRun(r *run, reason string) {
+	r.ended, r.endReason = true, reason
+	l.changed = true
+	l.finished = append(l.finished, r.id)
+	for len(l.finished) > l.cfg.MaxRuns {
+		if old := l.runs[l.finished[0]]; old != nil && old.frozen != nil {
+			l.evicted++
+		}
+		delete(l.runs, l.finished[0])
+		l.finished = l.finished[1:]
+	}
+}
+
+// expire ends run r, active longer than RunMaxAge (a client that died
+// without ending it), so it never holds an active slot for good.
+func (l *lifecycle) expire(r *run, now int64) {
+	if cur := r.current(); cur.end == nil {
+		cur.end = l.newBoundary(now)
+	}
+	if r.rel.state == phaseapi.ReleaseWaiting {
+		f := false
+		r.rel.state, r.rel.closed, r.rel.holding = phaseapi.ReleaseTimedOut, &f, false
+		r.rel.reason = fmt.Sprintf("run expired: active longer than %v", l.cfg.RunMaxAge)
+	}
+	l.finishRun(r, phaseapi.EndReasonExpired)
+	l.log.Warn("run expired: still active after the run max age; ended", "run_id", r.id, "max_age", l.cfg.RunMaxAge)
+}
+
+// undo is what a phase POST or an end may change in run id, to take it
+// back when it cannot be persisted.
+type undo struct {
+	id        string
+	r         *run // nil: no such run before
+	phases    int
+	curEnd    *boundary
+	rel       release
+	gpus      []bool
+	selected  bool
+	selector  *phaseapi.Selector
+	ended     bool
+	endReason string
+	seen      int
+	finished  int
+}
+
+// undoPoint records run id's state before a change.
+func (l *lifecycle) undoPoint(id string) undo {
+	u := undo{id: id, r: l.runs[id], seen: len(l.seenOrder), finished: len(l.finished)}
+	if r := u.r; r != nil {
+		u.phases = len(r.phases)
+		if c := r.current(); c != nil {
+			u.curEnd = c.end
+		}
+		u.rel, u.gpus, u.selected, u.selector = r.rel, r.gpus, r.selected, r.selector
+		u.ended, u.endReason = r.ended, r.endReason
+	}
+	return u
+}
+
+// rollback takes back what changed since u; forgot says run ids recorded
+// since were dropped (the durable list must be written again). A finished
+// run evicted by the change (--max-runs) stays evicted.
+func (l *lifecycle) rollback(u undo) (forgot bool) {
+	if r := u.r; r == nil {
+		delete(l.runs, u.id)
+	} else {
+		r.phases = r.phases[:u.phases]
+		if c := r.current(); c != nil {
+			c.end = u.curEnd
+		}
+		r.rel, r.gpus, r.selected, r.selector = u.rel, u.gpus, u.selected, u.selector
+		r.ended, r.endReason = u.ended, u.endReason
+	}
+	if i := slices.Index(l.finished, u.id); i >= 0 && (u.r == nil || !u.ended) {
+		l.finished = slices.Delete(l.finished, i, i+1)
+	}
+	if len(l.seenOrder) > u.seen {
+		l.forgetRunIDs(u.seen)
+		return true
+	}
+	return false
+}
+
+// newBoundary makes a boundary at t and resolves what it can now.
+func (l *lifecycle) newBoundary(t int64) *boundary {
+	var host []float64
+	if l.hostNow != nil {
+		host = l.hostNow()
+	}
+	b := &boundary{t: t, e: make([]float64, len(l.gpus)), ok: make([]bool, len(l.gpus)), left: len(l.gpus), host: host}
+	l.resolve(b)
+	if b.left > 0 {
+		l.pending = append(l.pending, b)
+		if max := 20 * l.cfg.MaxRuns; len(l.pending) > max {
+			l.pending = l.pending[len(l.pending)-max:]
+		}
+	}
+	return b
+}
+
+func (l *lifecycle) resolve(b *boundary) {
+	for i, g := range l.gpus {
+		if b.ok[i] {
+			continue
+		}
+		if v, ok := g.ring.energyAt(b.t, g.counter); ok {
+			b.e[i], b.ok[i] = v, true
+			b.left--
+		}
+	}
+}
+
+func (l *lifecycle) resolvePending() {
+	keep := l.pending[:0]
+	for _, b := range l.pending {
+		l.resolve(b)
+		if b.left > 0 {
+			keep = append(keep, b)
+		}
+	}
+	clear(l.pending[len(keep):])
+	l.pending = keep
+}
+
+// phaseEnergy is GPU i's energy over ph: exact once both boundaries are
+// resolved, up to the latest sample before that.
+func (l *lifecycle) phaseEnergy(ph *phaseRec, i int) float64 {
+	if !ph.start.ok[i] {
+		return 0
+	}
+	end := l.gpus[i].energy
+	if ph.end != nil && ph.end.ok[i] {
+		end = ph.end.e[i]
+	}
+	return math.Max(0, end-ph.start.e[i])
+}
+
+// baseline returns each GPU's idle baseline power, or nil until the idle
+// phase ended and its energy is resolved on every GPU: the mean of the idle
+// phase's power samples, the same field and the same kind of mean as the
+// release window (windowPower), so a bias between the power field and the
+// energy counter cancels in the release comparison. NaN for a GPU without
+// an idle sample.
+func (l *lifecycle) baseline(r *run) []float64 {
+	ph := r.phase(contract.Idle)
+	if ph == nil || ph.end == nil || ph.start.left > 0 || ph.end.left > 0 || ph.end.t <= ph.start.t {
+		return nil
+	}
+	b := make([]float64, len(l.gpus))
+	for i := range b {
+		switch {
+		case !r.measured(i):
+		case i < len(r.idleAcc) && r.idleAcc[i].n > 0:
+			b[i] = r.idleAcc[i].mean
+		default:
+			b[i] = math.NaN()
+		}
+	}
+	return b
+}
+
+// windowPower is GPU g's mean power over the release window ending at its
+// latest sample: the mean of the power samples, not an energy-counter
+// difference. A counter updating every ~100 ms, not on the sampler's grid,
+// puts 9, 10 or 11 updates in a 1 s window, up to ±10% of the power at
+// steady load, more than the ±5% tolerance; the samples carry no such
+// staircase.
+func (l *lifecycle) windowPower(g *gpuState) float64 {
+	if m, n := g.ring.meanPower(g.lastT-int64(l.cfg.ReleaseWindow), g.lastT); n > 0 {
+		return m
+	}
+	return g.lastP
+}
+
+// powerWhy says why the power criterion of run r is not met at now (""
+// when it is).
+func (l *lifecycle) powerWhy(r *run, now int64) string {
+	base := l.baseline(r)
+	if base == nil {
+		return "no idle baseline (the run has no finished idle phase)"
+	}
+	for i, g := range l.gpus {
+		if !r.measured(i) {
+			continue
+		}
+		if !g.healthy || !g.has {
+			return fmt.Sprintf("gpu %d unhealthy: %s", i, g.lastErr)
+		}
+		if l.stalled != nil && l.stalled(g, now) {
+			return fmt.Sprintf("gpu %d not sampled for %v (a read hangs)", i, time.Duration(now-g.lastDone))
+		}
+		if math.IsNaN(base[i]) {
+			return fmt.Sprintf("gpu %d has no power sample in the idle phase: no baseline", i)
+		}
+		p := l.windowPower(g)
+		if math.Abs(p-base[i]) > l.cfg.ReleaseTolerance*base[i] {
+			return fmt.Sprintf("gpu %d at %.1f W, baseline %.1f W (±%g%%)", i, p, base[i], l.cfg.ReleaseTolerance*100)
+		}
+	}
+	return ""
+}
+
+func (l *lifecycle) checkRelease(r *run, now int64) {
+	ph := r.current()
+	why := l.powerWhy(r, now)
+	r.crit.power.set(why == "", now, why)
+	l.evalProcess(r, now)
+	l.evalMemory(r, now)
+	start, last, all := r.holdStart()
+	if all {
+		r.rel.holding, r.rel.holdStart = true, start
+		if time.Duration(now-start) >= l.cfg.ReleaseHold {
+			t := true
+			ph.end = l.newBoundary(start)
+			r.rel.state, r.rel.closed, r.rel.reason = phaseapi.ReleaseClosed, &t, ""
+			r.crit.closedBy = last
+			l.finishRun(r, phaseapi.EndReasonReleaseClosed)
+			l.log.Info("release closed: engine gone, memory and power back at idle", "run_id", r.id, "end", l.wall(start), "closed_by", last, "process_basis", r.crit.processBasis)
+			return
+		}
+	} else {
+		r.rel.holding = false
+		var whys []string
+		for _, c := range []criterion{r.crit.process, r.crit.memory, r.crit.power} {
+			if !c.met {
+				whys = append(whys, c.why)
+			}
+		}
+		why = strings.Join(whys, "; ")
+		r.rel.reason = why
+	}
+	if time.Duration(now-ph.start.t) >= l.cfg.ReleaseMaxWait {
+		f := false
+		ph.end = l.newBoundary(now)
+		r.rel.state, r.rel.closed, r.rel.holding = phaseapi.ReleaseTimedOut, &f, false
+		if why == "" {
+			why = "hold not complete"
+		}
+		r.rel.reason = fmt.Sprintf("release not closed within %v: %s", l.cfg.ReleaseMaxWait, why)
+		l.finishRun(r, phaseapi.EndReasonReleaseTimedOut)
+		l.log.Warn("release not closed", "run_id", r.id, "reason", r.rel.reason)
+	}
+}
