@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/internal/reportcsv"
 )
 
 // runRows is the side-by-side table, header first: each run with its load.
@@ -176,4 +177,17 @@ func WriteJSON(w io.Writer, res Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(res)
+}
+
+// WriteCSV writes one row per run (docs/cli.md, "Output"): its group and
+// whether it enters the medians, then its report.json's keys.
+func WriteCSV(w io.Writer, res Result) error {
+	var t reportcsv.Table
+	for _, r := range res.Runs {
+		if err := choose.AddReportRow(&t, r.Run, reportcsv.Value("compare.group", r.Group), reportcsv.Value("compare.included", r.Included),
+			reportcsv.Value("compare.excluded", r.Excluded)); err != nil {
+			return err
+		}
+	}
+	return t.Write(w)
 }

@@ -38,7 +38,7 @@ func (c *CompareCmd) Run(g *Globals) error {
 	case "json":
 		return compare.WriteJSON(c.out(), res)
 	case "csv":
-		return writeCompareCSV(c.out(), res)
+		return compare.WriteCSV(c.out(), res)
 	}
 	return compare.WriteText(c.out(), res)
 }

@@ -40,9 +40,9 @@ func (c *DiffCmd) Run(g *Globals) error {
 	}
 	switch c.Format {
 	case "json":
-		err = writeJSON(c.out(), diffResultJSON(d))
+		err = choose.WriteDiffJSON(c.out(), d)
 	case "csv":
-		err = writeDiffCSV(c.out(), d)
+		err = choose.WriteDiffCSV(c.out(), d)
 	default:
 		err = choose.WriteDiff(c.out(), d)
 	}

@@ -44,7 +44,7 @@ func (c *ParetoCmd) Run(g *Globals) error {
 	case "csv":
 		var t reportcsv.Table
 		for _, k := range order {
-			if err := addParetoRows(&t, choose.Pareto(groups[k], choose.ParetoMetrics), field("pareto.group", k)); err != nil {
+			if err := choose.AddParetoRows(&t, choose.Pareto(groups[k], choose.ParetoMetrics), reportcsv.Value("pareto.group", k)); err != nil {
 				return err
 			}
 		}
@@ -80,7 +80,7 @@ func (c *ParetoCmd) write(w io.Writer, runs []*choose.Run) error {
 	case "json":
 		return choose.WriteParetoJSON(w, classes, choose.ParetoMetrics)
 	case "csv":
-		return writeParetoCSV(w, classes)
+		return choose.WriteParetoCSV(w, classes)
 	}
 	if _, note := choose.SteadyBasis(runs, choose.ParetoMetrics); note != "" {
 		fmt.Fprintf(w, "Note: %s.\n", note)

@@ -58,7 +58,7 @@ func (c *PlanCmd) Run(g *Globals) error {
 	case "json":
 		err = choose.WritePlanJSON(c.out(), p)
 	case "csv":
-		err = writePlanCSV(c.out(), p)
+		err = choose.WritePlanCSV(c.out(), p)
 	default:
 		err = choose.WritePlan(c.out(), p)
 	}

@@ -3,13 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/analyze/production"
 	"github.com/joulemark/joulemark/internal/clientflags"
@@ -42,11 +37,11 @@ func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
 		return usageErrorf("--prometheus.url is required")
 	}
 	now := time.Now()
-	from, err := parseTime(c.From, now)
+	from, err := production.ParseTime(c.From, now)
 	if err != nil {
 		return usageErrorf("--from: %w", err)
 	}
-	to, err := parseTime(c.To, now)
+	to, err := production.ParseTime(c.To, now)
 	if err != nil {
 		return usageErrorf("--to: %w", err)
 	}
@@ -70,26 +65,4 @@ func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
 		return enc.Encode(r)
 	}
 	return production.WriteMarkdown(os.Stdout, r)
-}
-
-// parseTime reads RFC 3339, unix seconds, "now" or "now-DURATION".
-func parseTime(s string, now time.Time) (time.Time, error) {
-	if s == "now" {
-		return now, nil
-	}
-	if rest, ok := strings.CutPrefix(s, "now-"); ok {
-		d, err := model.ParseDuration(rest)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("%q: %w", s, err)
-		}
-		return now.Add(-time.Duration(d)), nil
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return time.Unix(0, int64(f*1e9)), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q: want RFC 3339, unix seconds or now-DURATION", s)
-	}
-	return t, nil
 }

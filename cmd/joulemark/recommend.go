@@ -77,9 +77,9 @@ func (c *RecommendCmd) Run(g *Globals) error {
 		rec := choose.Recommend(runs, cons, maxBad, choose.ParetoMetrics, prefer)
 		switch c.Format {
 		case "json":
-			err = writeRecommendJSON(c.out(), rec, choose.ParetoMetrics)
+			err = choose.WriteRecommendJSON(c.out(), rec, choose.ParetoMetrics)
 		case "csv":
-			err = writeRecommendCSV(c.out(), rec)
+			err = choose.WriteRecommendCSV(c.out(), rec)
 		default:
 			return choose.WriteRecommendation(c.out(), rec, choose.ParetoMetrics)
 		}

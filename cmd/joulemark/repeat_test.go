@@ -15,6 +15,7 @@ import (
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/reportcsv/csvtest"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/runinfo"
 	"github.com/joulemark/joulemark/internal/simengine"
@@ -134,7 +135,7 @@ func TestParetoPoolsRepetitions(t *testing.T) {
 		t.Errorf("pareto json (%v):\n%s", err, out)
 	}
 	out, err = runOut(t, append([]string{"pareto", "--format", "csv"}, paths...)...)
-	header, rows := readCSV(t, out)
+	header, rows := csvtest.Rows(t, out)
 	col := slices.Index(header, "pareto.repetition_group")
 	if err != nil || len(rows) != 3 || col < 0 || rows[2][col] != "g" || rows[2][0] != "1" {
 		t.Errorf("pareto csv (%v): %v %v", err, header, rows)

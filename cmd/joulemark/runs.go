@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/common/config"
@@ -15,7 +13,6 @@ import (
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/remotewrite"
-	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // RunsCmd lists run archives and finishes what a killed bench or a
@@ -32,80 +29,13 @@ type RunsListCmd struct {
 	Format  string `name:"format" default:"text" enum:"text,json,csv" help:"Output format (${enum})."`
 }
 
-type runListing struct {
-	RunID    string   `json:"run_id"`
-	Status   string   `json:"status"`
-	Start    string   `json:"start,omitempty"`
-	Requests *int     `json:"requests"`
-	Flags    []string `json:"flags"`
-	Error    string   `json:"error,omitempty"`
-}
-
 // Run prints one line per run, oldest first.
 func (c *RunsListCmd) Run(g *Globals) error {
-	entries, err := runarchive.List(c.RunsDir)
+	rows, err := benchjob.ListRuns(c.RunsDir)
 	if err != nil {
 		return err
 	}
-	var rows []runListing
-	for _, e := range entries {
-		row := runListing{RunID: e.ID, Status: e.Status(), Flags: []string{}}
-		if e.Err != nil {
-			row.Error = e.Err.Error()
-		}
-		if m := e.Manifest; m != nil {
-			if m.Created > 0 {
-				row.Start = time.Unix(0, int64(m.Created*1e9)).UTC().Format(time.RFC3339)
-			}
-			if m.Summary != nil {
-				n := m.Summary.Started
-				row.Requests = &n
-			}
-			if m.Flags != nil {
-				row.Flags = m.Flags
-			}
-		}
-		rows = append(rows, row)
-	}
-	switch c.Format {
-	case "json":
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if rows == nil {
-			rows = []runListing{}
-		}
-		return enc.Encode(rows)
-	case "csv":
-		fmt.Println("run_id,status,start,requests,flags")
-		for _, r := range rows {
-			fmt.Printf("%s,%s,%s,%s,%s\n", r.RunID, r.Status, r.Start, requestsText(r.Requests, ""), strings.Join(r.Flags, ";"))
-		}
-		return nil
-	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN ID\tSTATUS\tSTART\tREQUESTS\tFLAGS")
-	for _, r := range rows {
-		fl := strings.Join(r.Flags, ",")
-		if r.Error != "" && fl == "" {
-			fl = "(" + r.Error + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Status, orNA(r.Start), requestsText(r.Requests, "n/a"), fl)
-	}
-	return tw.Flush()
-}
-
-func requestsText(n *int, none string) string {
-	if n == nil {
-		return none
-	}
-	return fmt.Sprint(*n)
-}
-
-func orNA(s string) string {
-	if s == "" {
-		return "n/a"
-	}
-	return s
+	return benchjob.WriteRunList(os.Stdout, c.Format, rows)
 }
 
 // RunsFinalizeCmd finishes a killed run.

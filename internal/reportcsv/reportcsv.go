@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -194,4 +195,33 @@ func (t *Table) Write(w io.Writer) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// Value is the cell of a command's own column: strings as they are, a
+// list of strings joined by ";", floats in their shortest form (a nil
+// *float64 is an empty cell), anything else as fmt.Sprint writes it.
+func Value(key string, v any) Field {
+	switch x := v.(type) {
+	case string:
+		return Field{Key: key, Value: x}
+	case []string:
+		return Field{Key: key, Value: strings.Join(x, ";")}
+	case float64:
+		return Field{Key: key, Value: strconv.FormatFloat(x, 'g', -1, 64)}
+	case *float64:
+		if x == nil {
+			return Field{Key: key}
+		}
+		return Value(key, *x)
+	}
+	return Field{Key: key, Value: fmt.Sprint(v)}
+}
+
+// WriteDocument writes the JSON document doc (a report.json) as one CSV row.
+func WriteDocument(w io.Writer, doc []byte) error {
+	var t Table
+	if err := t.AddJSON(nil, doc); err != nil {
+		return err
+	}
+	return t.Write(w)
 }

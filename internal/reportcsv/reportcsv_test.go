@@ -115,3 +115,43 @@ func mustRead(t *testing.T, f string) []byte {
 	}
 	return b
 }
+
+// WriteDocument (analyze --format csv) writes report.json as one row whose
+// cells read back to the report's values.
+func TestWriteDocument(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "analyze", "choose", "testdata", "runs", "vllm-tp1", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteDocument(&buf, b); err != nil {
+		t.Fatal(err)
+	}
+	header, rows := csvtest.Rows(t, buf.String())
+	doc := csvtest.Decode(t, b)
+	if len(rows) != 1 || len(header) < 50 {
+		t.Fatalf("%d rows, %d columns", len(rows), len(header))
+	}
+	for i, key := range header {
+		if want, ok := csvtest.Lookup(doc, key); !ok || rows[0][i] != want {
+			t.Errorf("%s = %q, report.json %q (%v)", key, rows[0][i], want, ok)
+		}
+	}
+}
+
+// Value writes a command's own cells: lists joined by ";", floats in
+// their shortest form, a nil *float64 empty.
+func TestValue(t *testing.T) {
+	half := 0.5
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{"a", "a"}, {[]string{"a", "b"}, "a;b"}, {1.0 / 3, "0.3333333333333333"}, {1e21, "1e+21"},
+		{&half, "0.5"}, {(*float64)(nil), ""}, {true, "true"}, {3, "3"},
+	} {
+		if got := Value("k", tc.v); got != (Field{"k", tc.want}) {
+			t.Errorf("Value(%#v) = %+v, want %q", tc.v, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package benchjob
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/joulemark/joulemark/internal/runarchive"
+)
+
+// RunListing is one line of `runs list`.
+type RunListing struct {
+	RunID    string   `json:"run_id"`
+	Status   string   `json:"status"`
+	Start    string   `json:"start,omitempty"`
+	Requests *int     `json:"requests"`
+	Flags    []string `json:"flags"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// ListRuns lists the runs of runsDir, oldest first (runarchive.List).
+func ListRuns(runsDir string) ([]RunListing, error) {
+	entries, err := runarchive.List(runsDir)
+	if err != nil {
+		return nil, err
+	}
+	rows := []RunListing{}
+	for _, e := range entries {
+		row := RunListing{RunID: e.ID, Status: e.Status(), Flags: []string{}}
+		if e.Err != nil {
+			row.Error = e.Err.Error()
+		}
+		if m := e.Manifest; m != nil {
+			if m.Created > 0 {
+				row.Start = time.Unix(0, int64(m.Created*1e9)).UTC().Format(time.RFC3339)
+			}
+			if m.Summary != nil {
+				n := m.Summary.Started
+				row.Requests = &n
+			}
+			if m.Flags != nil {
+				row.Flags = m.Flags
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// WriteRunList writes rows as format: text (a table), json or csv.
+func WriteRunList(w io.Writer, format string, rows []RunListing) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	case "csv":
+		fmt.Fprintln(w, "run_id,status,start,requests,flags")
+		for _, r := range rows {
+			fmt.Fprintf(w, "%s,%s,%s,%s,%s\n", r.RunID, r.Status, r.Start, requestsText(r.Requests, ""), strings.Join(r.Flags, ";"))
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN ID\tSTATUS\tSTART\tREQUESTS\tFLAGS")
+	for _, r := range rows {
+		fl := strings.Join(r.Flags, ",")
+		if r.Error != "" && fl == "" {
+			fl = "(" + r.Error + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Status, orNA(r.Start), requestsText(r.Requests, "n/a"), fl)
+	}
+	return tw.Flush()
+}
+
+func requestsText(n *int, none string) string {
+	if n == nil {
+		return none
+	}
+	return fmt.Sprint(*n)
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "n/a"
+	}
+	return s
+}

@@ -1,0 +1,71 @@
+package benchjob
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/joulemark/joulemark/internal/runarchive"
+)
+
+// runs list: oldest first, a run without a manifest listed as unknown with
+// why, in each format.
+func TestRunList(t *testing.T) {
+	dir := t.TempDir()
+	for _, m := range []*runarchive.Manifest{
+		{RunID: "r-b", Status: runarchive.StatusRunning, Created: 1700000100},
+		{RunID: "r-a", Status: runarchive.StatusCompleted, Created: 1700000000.5, Flags: []string{"x", "y"}, Summary: &runarchive.Summary{Started: 12}},
+	} {
+		r, err := runarchive.Create(dir, m.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteManifest(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "r-c"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ListRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"csv": "run_id,status,start,requests,flags\nr-c,unknown,,,\nr-a,completed,2023-11-14T22:13:20Z,12,x;y\nr-b,running,2023-11-14T22:15:00Z,,\n",
+		"text": "RUN ID  STATUS     START                 REQUESTS  FLAGS\n" +
+			"r-c     unknown    n/a                   n/a       (run archive " + filepath.Join(dir, "r-c") + ": no manifest.json: file does not exist)\n" +
+			"r-a     completed  2023-11-14T22:13:20Z  12        x,y\n" +
+			"r-b     running    2023-11-14T22:15:00Z  n/a       \n",
+	}
+	for format, w := range want {
+		var buf bytes.Buffer
+		if err := WriteRunList(&buf, format, rows); err != nil || buf.String() != w {
+			t.Errorf("%s (%v):\n%s\nwant:\n%s", format, err, buf.String(), w)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteRunList(&buf, "json", rows); err != nil {
+		t.Fatal(err)
+	}
+	var back []RunListing
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back) != 3 || back[1].Requests == nil || *back[1].Requests != 12 ||
+		back[2].Requests != nil || !strings.Contains(back[0].Error, "no manifest.json") || back[2].Flags == nil {
+		t.Errorf("json (%v):\n%s", err, buf.String())
+	}
+}
+
+// An empty runs directory lists as [] in JSON; a missing one is an error.
+func TestRunListEmpty(t *testing.T) {
+	rows, err := ListRuns(t.TempDir())
+	var buf bytes.Buffer
+	if err != nil || WriteRunList(&buf, "json", rows) != nil || buf.String() != "[]\n" {
+		t.Errorf("empty: %v %q", err, buf.String())
+	}
+	if _, err := ListRuns(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Error("missing runs directory: no error")
+	}
+}
