@@ -15,9 +15,9 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runid"
 	"github.com/joulemark/joulemark/internal/version"
 )
 
@@ -97,7 +97,7 @@ func (c *Config) Validate() error {
 	if c.RunID == "" {
 		return errors.New("the run id is required")
 	}
-	if err := runid.Validate(c.RunID); err != nil {
+	if err := contract.ValidateRunID(c.RunID); err != nil {
 		return err
 	}
 	if c.Wait < 0 {

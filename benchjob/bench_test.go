@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/benchjob/openai"
-	"github.com/joulemark/joulemark/internal/runid"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // staticEngine answers every completion with the same short stream (4
@@ -95,7 +95,7 @@ func BenchmarkRecord(b *testing.B) {
 	defer srv.Close()
 	cfg := Defaults()
 	cfg.Target, cfg.Model, cfg.Concurrency, cfg.Requests = srv.URL+"/v1", "m", 1, 1
-	cfg.RunID = runid.New() // as Run gives one
+	cfg.RunID = contract.NewRunID() // as Run gives one
 	cfg.Engine.NoLifecycle = true
 	cfg.RunsDir = b.TempDir()
 	r, err := prepare(context.Background(), cfg, Options{})

@@ -15,7 +15,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/internal/clientflags"
-	"github.com/joulemark/joulemark/internal/runid"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Config is one benchmark run. It is a plain struct: the CLI fills it from
@@ -481,7 +481,7 @@ func (c *Config) checkSelector(p *problems) {
 	}
 }
 
-// checkArchive: where the run is kept and under which id (runid's grammar,
+// checkArchive: where the run is kept and under which id (contract.RunIDGrammar,
 // for each sweep point's id too).
 func (c *Config) checkArchive(p *problems) {
 	if c.RunsDir == "" {
@@ -490,12 +490,12 @@ func (c *Config) checkArchive(p *problems) {
 	if c.RunID == "" {
 		return
 	}
-	if err := runid.Validate(c.RunID); err != nil {
+	if err := contract.ValidateRunID(c.RunID); err != nil {
 		p.add("run_id", "%v", err)
 		return
 	}
 	for _, pt := range runPoints(*c) {
-		if err := runid.Validate(pt.RunID); err != nil {
+		if err := contract.ValidateRunID(pt.RunID); err != nil {
 			p.add("run_id", "%s: %v", pt.repetition.kind(), err)
 			return
 		}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/runid/runidtest"
+	"github.com/joulemark/joulemark/internal/contract/runidtest"
 	"github.com/prometheus/common/config"
 )
 

@@ -23,7 +23,6 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runid"
 	"github.com/joulemark/joulemark/internal/runinfo"
 	"github.com/joulemark/joulemark/internal/secretfile"
 )
@@ -135,7 +134,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 		return nil, err
 	}
 	if cfg.RunID == "" {
-		cfg.RunID = runid.New()
+		cfg.RunID = contract.NewRunID()
 	}
 	return runValidated(ctx, cfg, opts)
 }

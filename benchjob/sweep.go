@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runid"
 )
 
 // Sweep runs cfg once per value of its sweep (sweep_concurrency or
@@ -24,7 +24,7 @@ func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
 		return nil, err
 	}
 	if cfg.RunID == "" {
-		cfg.RunID = runid.New() // a sweep's base id, or the run's
+		cfg.RunID = contract.NewRunID() // a sweep's base id, or the run's
 	}
 	points := runPoints(cfg)
 	if opts.Archive == nil {

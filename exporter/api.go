@@ -7,7 +7,6 @@ import (
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/runid"
 )
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -31,7 +30,7 @@ func writeAPIError(w http.ResponseWriter, err error) {
 
 func runID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("run_id")
-	if err := runid.Validate(id); err != nil {
+	if err := contract.ValidateRunID(id); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return "", false
 	}
@@ -182,7 +181,7 @@ func (e *Exporter) handlePreflight(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.URL.Query().Get("run_id")
 	if id != "" {
-		if err := runid.Validate(id); err != nil {
+		if err := contract.ValidateRunID(id); err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}

@@ -14,9 +14,8 @@ import (
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/contract/runidtest"
 	"github.com/joulemark/joulemark/internal/gpu"
-	"github.com/joulemark/joulemark/internal/runid"
-	"github.com/joulemark/joulemark/internal/runid/runidtest"
 )
 
 // The phase API accepts exactly the run ids of the shared table (the bench
@@ -45,7 +44,7 @@ func TestAPIRunIDs(t *testing.T) {
 			t.Errorf("run id %q refused: %d %s", tc.ID, resp.StatusCode, body)
 		case !tc.Valid && resp.StatusCode == http.StatusOK:
 			t.Errorf("run id %q accepted", tc.ID)
-		case !tc.Valid && resp.StatusCode == http.StatusBadRequest && !strings.Contains(string(body), runid.Grammar):
+		case !tc.Valid && resp.StatusCode == http.StatusBadRequest && !strings.Contains(string(body), contract.RunIDGrammar):
 			t.Errorf("run id %q: answer %s does not state the grammar", tc.ID, body)
 		}
 		if tc.Valid {

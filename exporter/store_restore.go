@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
-	"github.com/joulemark/joulemark/internal/runid"
 )
 
 // restoredCounter is a GPU's saved counter, settled at its first sample
@@ -77,7 +77,7 @@ func (e *Exporter) checkRunIDs(ids runIDsDoc) error {
 		return e.store.corrupt(runIDsFile, "run_ids missing or null (want a list)")
 	}
 	for _, id := range ids.RunIDs {
-		if err := runid.Validate(id); err != nil {
+		if err := contract.ValidateRunID(id); err != nil {
 			return e.store.corrupt(runIDsFile, "%v", err)
 		}
 		if _, dup := e.lc.seen[id]; !dup {
@@ -114,7 +114,7 @@ func (e *Exporter) checkActive(doc activeRunsDoc, haveIDs bool) error {
 	}
 	runs := map[string]bool{}
 	for _, sr := range doc.Runs {
-		if err := runid.Validate(sr.RunID); err != nil {
+		if err := contract.ValidateRunID(sr.RunID); err != nil {
 			return bad("%v", err)
 		}
 		if _, seen := e.lc.seen[sr.RunID]; !seen {

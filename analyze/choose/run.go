@@ -19,9 +19,9 @@ import (
 
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/analyze/outputsanity"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/jsonline"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runid"
 )
 
 // Run is one report read from disk, with the sanity of its outputs when the
@@ -83,7 +83,7 @@ func archives(reportPath, runID string, opts LoadOptions) []*runarchive.Run {
 			c = append(c, up)
 		}
 	}
-	if opts.RunsDir != "" && runid.Validate(runID) == nil {
+	if opts.RunsDir != "" && contract.ValidateRunID(runID) == nil {
 		c = append(c, &runarchive.Run{ID: runID, Dir: filepath.Join(opts.RunsDir, runID)})
 	}
 	return c
@@ -203,7 +203,7 @@ func ResolveReport(arg, runsDir string) (string, error) {
 	var tried []string
 	if err == nil {
 		tried = []string{filepath.Join(arg, analyze.FileJSON), filepath.Join(arg, "report", analyze.FileJSON)}
-	} else if runid.Validate(arg) == nil {
+	} else if contract.ValidateRunID(arg) == nil {
 		if runsDir != "" {
 			tried = append(tried, filepath.Join(runsDir, arg, "report", analyze.FileJSON))
 		}

@@ -8,8 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/alecthomas/kong"
-
-	"github.com/joulemark/joulemark/internal/runid"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Exit statuses (docs/cli.md). A panic is exit 1, never 2: Go's own
@@ -71,7 +70,7 @@ func runCommand(stderr io.Writer, f func() error) (err error) {
 }
 
 // runIDMapper decodes a run id flag or argument (`type:"runid"`): one
-// outside runid's grammar is a parse error, bad usage (2) in every
+// outside contract.RunIDGrammar is a parse error, bad usage (2) in every
 // command.
 type runIDMapper struct{}
 
@@ -80,7 +79,7 @@ func (runIDMapper) Decode(ctx *kong.DecodeContext, target reflect.Value) error {
 	if err := ctx.Scan.PopValueInto("run id", &s); err != nil {
 		return err
 	}
-	if err := runid.Validate(s); err != nil {
+	if err := contract.ValidateRunID(s); err != nil {
 		return err
 	}
 	target.SetString(s)

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
-	"github.com/joulemark/joulemark/internal/runid"
 	"github.com/joulemark/joulemark/internal/simengine"
 )
 
@@ -26,7 +26,7 @@ type Config struct {
 	// ordinary bench archive (runarchive) with tsdb/, report/ and
 	// dashboards/ inside. A run directory is never overwritten.
 	Dir   string
-	RunID string // empty: a fresh one (runid.New)
+	RunID string // empty: a fresh one (contract.NewRunID)
 
 	// PrometheusURL, when set, uses that Prometheus instead of the embedded
 	// one: every sample (exporter, engine, per-request) reaches it by remote
@@ -139,7 +139,7 @@ func (c *Config) Validate() error {
 		bad("dir: empty")
 	}
 	if c.RunID != "" {
-		if err := runid.Validate(c.RunID); err != nil {
+		if err := contract.ValidateRunID(c.RunID); err != nil {
 			bad("%w", err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/runid/runidtest"
+	"github.com/joulemark/joulemark/internal/contract/runidtest"
 )
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -27,11 +27,11 @@ import (
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/dashboards"
 	"github.com/joulemark/joulemark/exporter"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runid"
 	"github.com/joulemark/joulemark/internal/simengine"
 )
 
@@ -153,7 +153,7 @@ func newDemo(cfg Config) (*demo, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.RunID == "" {
-		cfg.RunID = runid.New()
+		cfg.RunID = contract.NewRunID()
 	}
 	run, err := runarchive.Create(cfg.Dir, cfg.RunID)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"path/filepath"
 
 	"github.com/joulemark/joulemark/internal/atomicfile"
-	"github.com/joulemark/joulemark/internal/runid"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Files and directories inside runs/<run_id>/.
@@ -59,9 +59,9 @@ type Run struct {
 
 // Create makes runsDir/<id>/ (and runsDir when missing) and returns it. An
 // existing directory is refused with ErrExists, never reused. id must be
-// valid (runid.Validate): it becomes a path element.
+// valid (contract.ValidateRunID): it becomes a path element.
 func Create(runsDir, id string) (*Run, error) {
-	if err := runid.Validate(id); err != nil {
+	if err := contract.ValidateRunID(id); err != nil {
 		return nil, err
 	}
 	if runsDir == "" {
@@ -83,7 +83,7 @@ func Create(runsDir, id string) (*Run, error) {
 
 // Open returns the existing run runsDir/<id>.
 func Open(runsDir, id string) (*Run, error) {
-	if err := runid.Validate(id); err != nil {
+	if err := contract.ValidateRunID(id); err != nil {
 		return nil, err
 	}
 	return OpenDir(filepath.Join(runsDir, id))

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/joulemark/joulemark/internal/runid"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Entry is one run of a runs directory. Manifest is nil when it could not
@@ -30,7 +30,7 @@ func List(runsDir string) ([]Entry, error) {
 	}
 	var out []Entry
 	for _, de := range des {
-		if !de.IsDir() || runid.Validate(de.Name()) != nil {
+		if !de.IsDir() || contract.ValidateRunID(de.Name()) != nil {
 			continue
 		}
 		r := &Run{ID: de.Name(), Dir: filepath.Join(runsDir, de.Name())}

@@ -1,5 +1,5 @@
-// Package runidtest holds the table of run ids that every user of package
-// runid tests against (the bench config, the demo config, the exporter's
+// Package runidtest holds the table of run ids that every user of
+// contract.ValidateRunID tests against (the bench config, the demo config, the exporter's
 // phase API), so an id one of them accepts and another refuses fails a test.
 package runidtest
 

@@ -1,5 +1,5 @@
-// Package runid is the one definition of a joulemark run id: how a fresh one
-// is made and which ids are accepted. The bench, the demo, the exporter's
+// A joulemark run id: how a fresh one is made and which ids are accepted
+// (the one definition). The bench, the demo, the exporter's
 // phase API and the run archive all use it, so an id one of them accepts is
 // accepted by every other.
 //
@@ -7,7 +7,7 @@
 // letter or a digit. Such an id is safe as a Prometheus label value, a URL
 // path segment and a directory name (no '/', no leading '.', never "." or
 // "..").
-package runid
+package contract
 
 import (
 	"crypto/rand"
@@ -16,39 +16,39 @@ import (
 	"time"
 )
 
-// MaxLen is the longest accepted id.
-const MaxLen = 128
+// RunIDMaxLen is the longest accepted run id.
+const RunIDMaxLen = 128
 
-// Grammar describes the accepted ids, for error and help messages.
-const Grammar = "1-128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit"
+// RunIDGrammar describes the accepted run ids, for error and help messages.
+const RunIDGrammar = "1-128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit"
 
-// New returns a fresh id: the UTC time to the second and 48 random bits,
+// NewRunID returns a fresh run id: the UTC time to the second and 48 random bits,
 // e.g. 20261130T113711Z-3f9a0c1b2d4e. It sorts by start time.
-func New() string {
-	return newAt(time.Now())
+func NewRunID() string {
+	return newRunIDAt(time.Now())
 }
 
-func newAt(t time.Time) string {
+func newRunIDAt(t time.Time) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-// Validate returns nil when id follows the grammar, else an error that
+// ValidateRunID returns nil when id follows the grammar, else an error that
 // quotes the id (cut to 64 bytes) and states the grammar.
-func Validate(id string) error {
-	if valid(id) {
+func ValidateRunID(id string) error {
+	if validRunID(id) {
 		return nil
 	}
 	q := id
 	if len(q) > 64 {
 		q = q[:64] + "…"
 	}
-	return fmt.Errorf("run id %q: want %s", q, Grammar)
+	return fmt.Errorf("run id %q: want %s", q, RunIDGrammar)
 }
 
-func valid(id string) bool {
-	if len(id) == 0 || len(id) > MaxLen || !alnum(id[0]) {
+func validRunID(id string) bool {
+	if len(id) == 0 || len(id) > RunIDMaxLen || !alnum(id[0]) {
 		return false
 	}
 	for i := 1; i < len(id); i++ {
