@@ -33,7 +33,7 @@ func TestExporterGapsFlagged(t *testing.T) {
 	}
 	doc := map[string]any{"run_id": "gap-1", "exporters": []any{
 		map[string]any{"url": "http://node-a:9402", "status": phaseapi.RunStatus{RunID: "gap-1",
-			Gaps: []phaseapi.Gap{{Start: fixtureBase + 40, End: fixtureBase + 47.5, Reason: phaseapi.GapExporterRestarted}}}},
+			Gaps: []phaseapi.Gap{{Start: fixtureBase + 40, End: fixtureBase + 47.5, Reason: contract.GapExporterRestarted}}}},
 		map[string]any{"url": "http://node-b:9402", "status": phaseapi.RunStatus{RunID: "gap-1", CoTenants: []string{"batch/job"}}},
 	}}
 	b, _ := json.Marshal(doc)

@@ -430,7 +430,7 @@ func TestFaultExporterRestartMidFormal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Phases) != 5 || len(st.Gaps) != 1 || st.Gaps[0].Reason != phaseapi.GapExporterRestarted || st.Gaps[0].End-st.Gaps[0].Start < 2 {
+	if len(st.Phases) != 5 || len(st.Gaps) != 1 || st.Gaps[0].Reason != contract.GapExporterRestarted || st.Gaps[0].End-st.Gaps[0].Start < 2 {
 		t.Errorf("exporter's run after the restart: %d phases, gaps %+v; want 5 and one exporter_restarted gap of ≥ 2 s", len(st.Phases), st.Gaps)
 	}
 	if st.Phases[3].EnergyJoules <= 0 {
@@ -494,7 +494,7 @@ func TestFaultBenchKilledThenFinalize(t *testing.T) {
 		t.Error("the finalized archive has no records")
 	}
 	st, err := f.client(t).Run(context.Background(), "bk-1")
-	if err != nil || st.State != phaseapi.RunEnded || st.EndReason != phaseapi.EndReasonAPI {
+	if err != nil || st.State != phaseapi.RunEnded || st.EndReason != contract.EndReasonAPI {
 		t.Errorf("exporter run after finalize: %+v, %v; want ended through the API", st, err)
 	}
 }

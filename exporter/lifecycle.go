@@ -239,7 +239,7 @@ func (l *lifecycle) End(id string, now int64) (*run, error) {
 			r.rel.reason = "run ended through the API before power came back to the idle baseline"
 		}
 	}
-	l.finishRun(r, phaseapi.EndReasonAPI)
+	l.finishRun(r, contract.EndReasonAPI)
 	l.log.Info("run ended", "run_id", id, "at", l.wall(now))
 	return r, nil
 }
@@ -268,7 +268,7 @@ func (l *lifecycle) expire(r *run, now int64) {
 		r.rel.state, r.rel.closed, r.rel.holding = phaseapi.ReleaseTimedOut, &f, false
 		r.rel.reason = fmt.Sprintf("run expired: active longer than %v", l.cfg.RunMaxAge)
 	}
-	l.finishRun(r, phaseapi.EndReasonExpired)
+	l.finishRun(r, contract.EndReasonExpired)
 	l.log.Warn("run expired: still active after the run max age; ended", "run_id", r.id, "max_age", l.cfg.RunMaxAge)
 }
 
@@ -460,7 +460,7 @@ func (l *lifecycle) checkRelease(r *run, now int64) {
 			ph.end = l.newBoundary(start)
 			r.rel.state, r.rel.closed, r.rel.reason = phaseapi.ReleaseClosed, &t, ""
 			r.crit.closedBy = last
-			l.finishRun(r, phaseapi.EndReasonReleaseClosed)
+			l.finishRun(r, contract.EndReasonReleaseClosed)
 			l.log.Info("release closed: engine gone, memory and power back at idle", "run_id", r.id, "end", l.wall(start), "closed_by", last, "process_basis", r.crit.processBasis)
 			return
 		}
@@ -483,7 +483,7 @@ func (l *lifecycle) checkRelease(r *run, now int64) {
 			why = "hold not complete"
 		}
 		r.rel.reason = fmt.Sprintf("release not closed within %v: %s", l.cfg.ReleaseMaxWait, why)
-		l.finishRun(r, phaseapi.EndReasonReleaseTimedOut)
+		l.finishRun(r, contract.EndReasonReleaseTimedOut)
 		l.log.Warn("release not closed", "run_id", r.id, "reason", r.rel.reason)
 	}
 }

@@ -117,13 +117,13 @@ func TestLifecycleMachine(t *testing.T) {
 			m.power(3*time.Second, 400)
 			m.power(20*time.Second, 100)
 			return m.l.Run("a")
-		}, reason: phaseapi.EndReasonReleaseClosed, state: phaseapi.ReleaseClosed, closedBy: phaseapi.CriterionPower, relEnd: 4 * time.Second}, // the 1 s window is all 100 W at 4 s
+		}, reason: contract.EndReasonReleaseClosed, state: phaseapi.ReleaseClosed, closedBy: phaseapi.CriterionPower, relEnd: 4 * time.Second}, // the 1 s window is all 100 W at 4 s
 		{name: "release times out", run: func(m *machine) *run {
 			m.toRelease("a")
 			m.slow(0, 1<<30) // only power holds it
 			m.power(61*time.Second, 400)
 			return m.l.Run("a")
-		}, reason: phaseapi.EndReasonReleaseTimedOut, state: phaseapi.ReleaseTimedOut, relEnd: 60 * time.Second},
+		}, reason: contract.EndReasonReleaseTimedOut, state: phaseapi.ReleaseTimedOut, relEnd: 60 * time.Second},
 		{name: "engine exit reported", mod: func(c *Config) { c.ReleaseRequireEngineExit = true }, run: func(m *machine) *run {
 			m.toRelease("a")
 			m.slow(0, 1<<30)
@@ -136,14 +136,14 @@ func TestLifecycleMachine(t *testing.T) {
 			}
 			m.power(6*time.Second, 100)
 			return m.l.Run("a")
-		}, reason: phaseapi.EndReasonReleaseClosed, state: phaseapi.ReleaseClosed, closedBy: phaseapi.CriterionProcess, relEnd: 20 * time.Second},
+		}, reason: contract.EndReasonReleaseClosed, state: phaseapi.ReleaseClosed, closedBy: phaseapi.CriterionProcess, relEnd: 20 * time.Second},
 		{name: "expiry by max age", mod: func(c *Config) { c.RunMaxAge = 20 * time.Second }, run: func(m *machine) *run {
 			m.mustStart("a", contract.Idle)
 			m.power(10*time.Second, 100)
 			m.mustStart("a", contract.Formal)
 			m.power(11*time.Second, 400)
 			return m.l.Run("a")
-		}, reason: phaseapi.EndReasonExpired, state: phaseapi.ReleaseNotStarted, relEnd: -1},
+		}, reason: contract.EndReasonExpired, state: phaseapi.ReleaseNotStarted, relEnd: -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMachine(t, tc.mod)

@@ -25,7 +25,7 @@ type restoredCounter struct {
 // restore loads the seen run ids, the counters and the active runs from
 // storage, refusing state it cannot trust (stateError). Runs come back
 // with their phases and energy so far; the time from the last save to now
-// is a gap (phaseapi.GapExporterRestarted). Counters continue from the
+// is a gap (contract.GapExporterRestarted). Counters continue from the
 // save after a graceful shutdown; after an unclean one, from the GPU's own
 // counter's advance when it has one, else from 0 (a reset, which
 // Prometheus handles, never a value below one already served). Called
@@ -53,7 +53,7 @@ func (e *Exporter) restore() error {
 		return nil
 	}
 	e.restoreHost(doc.Host, doc.Clean)
-	gap := phaseapi.Gap{Start: float64(doc.SavedAt) / 1e9, End: float64(e.t0Unix) / 1e9, Reason: phaseapi.GapExporterRestarted}
+	gap := phaseapi.Gap{Start: float64(doc.SavedAt) / 1e9, End: float64(e.t0Unix) / 1e9, Reason: contract.GapExporterRestarted}
 	for _, sr := range doc.Runs {
 		r, err := e.restoredRun(sr, doc.Host, doc.Clean)
 		if err != nil {

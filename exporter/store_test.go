@@ -106,7 +106,7 @@ func TestRestartRestoresActiveRun(t *testing.T) {
 			t.Errorf("%s energy %.3f J after the restart, %.3f J before", st.Phases[k].Phase, st.Phases[k].EnergyJoules, before.Phases[k].EnergyJoules)
 		}
 	}
-	if len(st.Gaps) != 1 || st.Gaps[0].Reason != phaseapi.GapExporterRestarted ||
+	if len(st.Gaps) != 1 || st.Gaps[0].Reason != contract.GapExporterRestarted ||
 		math.Abs(st.Gaps[0].Start-unixSec(savedAt)) > 1e-6 || math.Abs(st.Gaps[0].End-unixSec(restartAt)) > 1e-6 {
 		t.Errorf("gaps %+v, want one exporter_restarted gap from %.3f to %.3f", st.Gaps, unixSec(savedAt), unixSec(restartAt))
 	}
@@ -132,7 +132,7 @@ func TestRestartRestoresActiveRun(t *testing.T) {
 			break
 		}
 	}
-	if st.EndReason != phaseapi.EndReasonReleaseClosed {
+	if st.EndReason != contract.EndReasonReleaseClosed {
 		t.Errorf("restored run ended %q (%+v), want release_closed", st.EndReason, st.Release)
 	}
 	if _, err := h2.client.StartPhase(context.Background(), "run", contract.Idle); !phaseapi.IsStatus(err, http.StatusConflict) {
@@ -152,7 +152,7 @@ func TestRunMaxAge(t *testing.T) {
 	}
 	h.step(31 * time.Second)
 	st, _ := h.exp.RunStatus("dead")
-	if st.State != phaseapi.RunEnded || st.EndReason != phaseapi.EndReasonExpired || st.Phases[1].End == nil {
+	if st.State != phaseapi.RunEnded || st.EndReason != contract.EndReasonExpired || st.Phases[1].End == nil {
 		t.Fatalf("run after its max age: state %s, end reason %q, formal end %v; want ended, expired", st.State, st.EndReason, st.Phases[1].End)
 	}
 	h.post("next", contract.Idle)

@@ -33,7 +33,7 @@ type RunStatus struct {
 	GPUs []GPUInfo `json:"gpus"`
 	// Selector is the first phase's GPU selector, nil when none.
 	Selector *Selector `json:"selector,omitempty"`
-	// EndReason says what ended the run (EndReason* constants); empty while
+	// EndReason says what ended the run (contract.EndReasons); empty while
 	// it is active.
 	EndReason string `json:"end_reason,omitempty"`
 	// Gaps are intervals of the run the exporter did not measure (it was
@@ -44,18 +44,6 @@ type RunStatus struct {
 	// their GPU energy is in the run's.
 	CoTenants []string `json:"co_tenants,omitempty"`
 }
-
-// Why a run ended.
-const (
-	EndReasonAPI             = "api"               // POST .../end
-	EndReasonReleaseClosed   = "release_closed"    // release detection: power back at baseline and held
-	EndReasonReleaseTimedOut = "release_timed_out" // the release max wait passed
-	EndReasonExpired         = "expired"           // active longer than the exporter's --run-max-age
-)
-
-// GapExporterRestarted is the reason of a gap while the exporter was down:
-// from its last saved state to its restart.
-const GapExporterRestarted = "exporter_restarted"
 
 // Gap is an interval of a run without measurements, unix seconds.
 type Gap struct {

@@ -118,3 +118,26 @@ func TestBenchDocErrorClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestExporterDocEndReasons checks docs/exporter.md's sentence on end
+// reasons against EndReasons both ways.
+func TestExporterDocEndReasons(t *testing.T) {
+	b, err := os.ReadFile("../../docs/exporter.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sentence, ok := strings.Cut(string(b), "Every run ends with an `end_reason`:")
+	if !ok {
+		t.Fatal("docs/exporter.md no longer says \"Every run ends with an `end_reason`:\"")
+	}
+	sentence, _, _ = strings.Cut(sentence, ".\n")
+	var inDoc []string
+	for _, m := range regexp.MustCompile("`([a-z_]+)`(?: \\(| ,|,| or|$)").FindAllStringSubmatch(sentence, -1) {
+		inDoc = append(inDoc, m[1])
+	}
+	slices.Sort(inDoc)
+	want := slices.Sorted(slices.Values(EndReasons))
+	if !slices.Equal(inDoc, want) {
+		t.Errorf("docs/exporter.md names end reasons %v, internal/contract %v", inDoc, want)
+	}
+}
