@@ -269,7 +269,7 @@ func addArchive(r *Report, arch *benchArchive, p Params) {
 	addReleaseBasis(r, arch.views)
 	addQuality(r, arch.quality, arch.manifest, p.MinQuality)
 	if r.Run == nil && arch.manifest != nil && arch.manifest.RunInfo != nil {
-		r.Run = &RunIdentity{Info: *arch.manifest.RunInfo, Source: "archive"}
+		r.Run = &RunIdentity{RunIdentity: *arch.manifest.RunInfo, Source: "archive"}
 	}
 }
 

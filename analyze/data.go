@@ -1,6 +1,6 @@
 package analyze
 
-import "github.com/joulemark/joulemark/internal/runinfo"
+import "github.com/joulemark/joulemark/internal/contract"
 
 // Sample is one raw sample: T in unix seconds, V its value.
 type Sample struct {
@@ -94,7 +94,7 @@ type RunData struct {
 	// Host is the host energy (RAPL) the exporters published; nil when none.
 	Host *HostData
 	// RunInfo is the bench job's joulemark_run_info; nil when absent.
-	RunInfo *runinfo.Info
+	RunInfo *contract.RunIdentity
 	// FromArchive lists what was taken from the bench archive's
 	// phases.json because Prometheus lacked it ("formal end", "release
 	// verdict", ...); WaitedSeconds how long the loader waited for the

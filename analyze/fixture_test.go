@@ -7,7 +7,6 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // fixtureBase is the fixture run's idle start (2026-05-28T20:26:40Z).
@@ -35,7 +34,7 @@ func fixture() *RunData {
 		Phases:        map[string]PhaseBounds{},
 		PhaseEnergy:   map[string]float64{},
 		ReleaseClosed: new(true),
-		RunInfo: &runinfo.Info{RunID: "fixture-1", Model: "fixture-model", Engine: "vllm", EngineVersion: "0.11.0",
+		RunInfo: &contract.RunIdentity{RunID: "fixture-1", Model: "fixture-model", Engine: "vllm", EngineVersion: "0.11.0",
 			GPUName: "Fixture GPU", GPUs: 2, LoadMode: "closed", Concurrency: 4, MeanInputTokens: 20, MeanOutputTokens: 10,
 			IgnoreEOS: true, DatasetSHA256: "5d41402abc4b2a76b9719d911017c592aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
 	}

@@ -5,14 +5,13 @@ import (
 	"fmt"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // RunIdentity is report.json "run": what was tested, from the bench job's
 // joulemark_run_info (Prometheus) or, failing that, its archive's
 // manifest.json; Source says which.
 type RunIdentity struct {
-	runinfo.Info
+	contract.RunIdentity
 	Source string `json:"source"` // prometheus or archive
 }
 
@@ -37,7 +36,7 @@ func (l *loader) loadRunInfo(ctx context.Context, d *RunData) error {
 	for k, v := range best.Metric {
 		lbls[string(k)] = string(v)
 	}
-	info := runinfo.FromLabels(lbls)
+	info := contract.RunIdentityFromLabels(lbls)
 	d.RunInfo = &info
 	return nil
 }
@@ -45,7 +44,7 @@ func (l *loader) loadRunInfo(ctx context.Context, d *RunData) error {
 // runIdentity fills report.json "run" from the Prometheus run info.
 func (c *computation) runIdentity() {
 	if c.d.RunInfo != nil {
-		c.r.Run = &RunIdentity{Info: *c.d.RunInfo, Source: "prometheus"}
+		c.r.Run = &RunIdentity{RunIdentity: *c.d.RunInfo, Source: "prometheus"}
 	}
 }
 
@@ -54,7 +53,7 @@ func identityLine(id *RunIdentity) string {
 	if id == nil {
 		return "Run identity unknown (no joulemark_run_info in Prometheus and no archive manifest with run_info)."
 	}
-	i := id.Info
+	i := id.RunIdentity
 	eos := ""
 	if i.IgnoreEOS {
 		eos = ", ignore_eos"

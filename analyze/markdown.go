@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // num formats an optional figure; "—" when it could not be computed.
@@ -131,7 +130,7 @@ func energyPerTokenMarkdown(p func(string, ...any), r *Report) {
 		ssVal = num(ss.JoulesPerToken, "%.4f J/token") + " (" + num(whPer1k(ss.JoulesPerToken), "%.4f Wh/1k tokens") + ")"
 	}
 	p("| steady-state J/token | %s |\n", ssVal)
-	if r.Mode == runinfo.ModeAttached {
+	if r.Mode == contract.ModeAttached {
 		p("| full-lifecycle J/token | not measured (attached run) |\n")
 	} else {
 		p("| full-lifecycle J/token | %s (%s) |\n", num(r.FullLifecycleJoulesPerToken, "%.4f J/token"), num(whPer1k(r.FullLifecycleJoulesPerToken), "%.4f Wh/1k tokens"))
@@ -192,7 +191,7 @@ func releaseMarkdown(p func(string, ...any), r *Report) {
 	case phaseapi.BasisUnverified:
 		closed += "; the engine's exit unverified (processes not readable, no exit report)"
 	}
-	if r.Mode == runinfo.ModeAttached {
+	if r.Mode == contract.ModeAttached {
 		closed = "not measured (attached run: the engine keeps running)"
 	}
 	p("Release closed: %s. The idle baseline is never subtracted.\n\n", closed)
@@ -292,7 +291,7 @@ func WriteSummary(w io.Writer, r *Report) error {
 		ssv = num(r.SteadyState.JoulesPerToken, "%.4f") + ciText(r, KeySteadyJPT, 1, "%.4f")
 	}
 	row("steady-state J/token", ssv)
-	if r.Mode == runinfo.ModeAttached {
+	if r.Mode == contract.ModeAttached {
 		row("full-lifecycle J/token", "not measured (attached run)")
 	} else {
 		row("full-lifecycle J/token", num(r.FullLifecycleJoulesPerToken, "%.4f")+ciText(r, KeyLifecycleJPT, 1, "%.4f"))

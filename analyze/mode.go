@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // What an attached run does not measure (report.json not_measured): the
@@ -38,9 +37,9 @@ func (c *computation) decideMode() {
 	case c.d.RunInfo != nil && c.d.RunInfo.Mode != "":
 		c.r.Mode, c.r.ModeSource = c.d.RunInfo.Mode, ModeFromIdentity
 	case c.onlyFormalMarked():
-		c.r.Mode, c.r.ModeSource = runinfo.ModeAttached, ModeFromPhases
+		c.r.Mode, c.r.ModeSource = contract.ModeAttached, ModeFromPhases
 	default:
-		c.r.Mode, c.r.ModeSource = runinfo.ModeLifecycle, ModeFromDefault
+		c.r.Mode, c.r.ModeSource = contract.ModeLifecycle, ModeFromDefault
 	}
 	if c.attached() {
 		c.r.NotMeasured = attachedNotMeasured
@@ -62,7 +61,7 @@ func (c *computation) onlyFormalMarked() bool {
 }
 
 // attached reports whether the run measured an engine already running.
-func (c *computation) attached() bool { return c.r.Mode == runinfo.ModeAttached }
+func (c *computation) attached() bool { return c.r.Mode == contract.ModeAttached }
 
 // expectedPhases are the phases the run's mode marks: the formal phase
 // alone for an attached run (with an idle window when the bench took one).
@@ -80,7 +79,7 @@ func (c *computation) expectedPhases() []string {
 // modeLine is the report header's line on the mode and what it leaves
 // unmeasured.
 func modeLine(r *Report) string {
-	if r.Mode != runinfo.ModeAttached {
+	if r.Mode != contract.ModeAttached {
 		return "Mode: cold-start lifecycle (idle, startup, warm-up, formal, release measured)."
 	}
 	line := fmt.Sprintf("Mode: attached (the engine was already running): steady-state J/token, throughput, latency, goodput and the server view are measured; not measured: %s. Compare it only on steady-state figures.",

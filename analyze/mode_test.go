@@ -11,7 +11,6 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // attachedFixture is the fixture as an attached run (bench --engine.no-lifecycle)
@@ -36,11 +35,11 @@ func attachedFixture(mode string) *RunData {
 // still exclude the run.
 func TestAttachedRunValid(t *testing.T) {
 	cold, _ := fixtureReport(t)
-	if cold.Mode != runinfo.ModeLifecycle || len(cold.NotMeasured) != 0 || !cold.Valid {
+	if cold.Mode != contract.ModeLifecycle || len(cold.NotMeasured) != 0 || !cold.Valid {
 		t.Fatalf("cold start: mode %q not_measured %v valid %v", cold.Mode, cold.NotMeasured, cold.Valid)
 	}
 	for _, tc := range []struct{ identity, source string }{
-		{runinfo.ModeAttached, ModeFromIdentity},
+		{contract.ModeAttached, ModeFromIdentity},
 		{"", ModeFromPhases}, // a bench from before run.mode
 	} {
 		r, _, err := Compute(attachedFixture(tc.identity), fixtureParams())
@@ -50,7 +49,7 @@ func TestAttachedRunValid(t *testing.T) {
 		if !r.Valid || len(r.Flags) != 0 {
 			t.Errorf("identity mode %q: valid %v flags %v, want valid without flags", tc.identity, r.Valid, flagCodes(r))
 		}
-		if r.Mode != runinfo.ModeAttached || r.ModeSource != tc.source || !slices.Equal(r.NotMeasured, attachedNotMeasured) {
+		if r.Mode != contract.ModeAttached || r.ModeSource != tc.source || !slices.Equal(r.NotMeasured, attachedNotMeasured) {
 			t.Errorf("identity mode %q: mode %q from %q, not measured %v", tc.identity, r.Mode, r.ModeSource, r.NotMeasured)
 		}
 		if r.FullLifecycleJoulesPerToken != nil || r.Energy.StartupJoules != nil || r.Energy.ReleaseJoules != nil || r.LifecycleEstimate.FixedOverheadJoules != nil {
@@ -80,7 +79,7 @@ func TestAttachedRunValid(t *testing.T) {
 	}
 	// A quiet window before the load (bench --engine.quiet-window): the idle
 	// stage is measured and named for what it is; still valid.
-	d := attachedFixture(runinfo.ModeAttached)
+	d := attachedFixture(contract.ModeAttached)
 	fs := d.Phases["formal"].Start // the formal phase closes the quiet window
 	d.Phases["idle"], d.PhaseEnergy["idle"] = PhaseBounds{Start: fs - 10, End: fs, HasStart: true, HasEnd: true}, 1000
 	r, _, err := Compute(d, fixtureParams())
@@ -95,7 +94,7 @@ func TestAttachedRunValid(t *testing.T) {
 		t.Errorf("quiet window: valid %v flags %v idle %+v", r.Valid, flagCodes(r), r.Stages["idle"])
 	}
 	// The formal phase alone under a cold-start identity: markers lost.
-	r, _, err = Compute(attachedFixture(runinfo.ModeLifecycle), fixtureParams())
+	r, _, err = Compute(attachedFixture(contract.ModeLifecycle), fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 func TestRunNoUsageCompletesFlagged(t *testing.T) {
@@ -286,7 +285,7 @@ func TestRunNoLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err := arch.ReadManifest(); err != nil || m.RunInfo == nil || m.RunInfo.Mode != runinfo.ModeAttached {
+	if m, err := arch.ReadManifest(); err != nil || m.RunInfo == nil || m.RunInfo.Mode != contract.ModeAttached {
 		t.Errorf("manifest run_info %+v (%v), want mode attached", m.RunInfo, err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // recorder records a run: its archive (requests.jsonl while the run goes
@@ -144,7 +143,7 @@ func (c *recorder) pushAggregates(done <-chan struct{}, every time.Duration, gau
 // seconds): the aggregates, settled to load, and the run identity with
 // the formal phase's start; then it flushes and closes the remote write
 // within ctx.
-func (c *recorder) closeRemoteWrite(ctx context.Context, at float64, load runarchive.LoadInfo, info runinfo.Info, formalStart float64) (remotewrite.Stats, error) {
+func (c *recorder) closeRemoteWrite(ctx context.Context, at float64, load runarchive.LoadInfo, info contract.RunIdentity, formalStart float64) (remotewrite.Stats, error) {
 	c.agg.settle(load)
 	if s, err := c.agg.samples(sampleMs(at)); err == nil {
 		for _, x := range s {

@@ -23,7 +23,6 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runinfo"
 	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
@@ -937,7 +936,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 
 // closeRemoteWrite sends the final samples (recorder.closeRemoteWrite)
 // within remote_write.flush_timeout and notes them in the manifest.
-func (r *runner) closeRemoteWrite(info runinfo.Info) remotewrite.Stats {
+func (r *runner) closeRemoteWrite(info contract.RunIdentity) remotewrite.Stats {
 	// The final samples' instant is archived: runs push re-sends them
 	// with the very timestamps and values.
 	at := unixSeconds(time.Now())

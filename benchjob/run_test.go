@@ -20,7 +20,6 @@ import (
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // designKeys are the run-archive keys of docs/design.md, each on every line.
@@ -215,10 +214,10 @@ func checkAggregatesAndIdentity(t *testing.T, rw *rwReceiver, res *Result) []rwS
 	if len(infos) != 2 {
 		t.Fatalf("%d %s samples, want 2", len(infos), contract.RunInfo)
 	}
-	wantInfo := runinfo.Info{RunID: "lifecycle-1", Scenario: "lifecycle", Model: "test-model", Engine: "joulemark", EngineVersion: "0.0.0-fake", GPUName: "Fake H100", GPUs: 1,
-		LoadMode: "closed", Concurrency: 2, MeanInputTokens: 40, MeanOutputTokens: 4, Mode: runinfo.ModeLifecycle}
+	wantInfo := contract.RunIdentity{RunID: "lifecycle-1", Scenario: "lifecycle", Model: "test-model", Engine: "joulemark", EngineVersion: "0.0.0-fake", GPUName: "Fake H100", GPUs: 1,
+		LoadMode: "closed", Concurrency: 2, MeanInputTokens: 40, MeanOutputTokens: 4, Mode: contract.ModeLifecycle}
 	for _, s := range infos {
-		got := runinfo.FromLabels(s.labels)
+		got := contract.RunIdentityFromLabels(s.labels)
 		if len(got.DatasetSHA256) != 64 || s.value != 1 {
 			t.Errorf("%s %v = %g: want a dataset digest and value 1", contract.RunInfo, s.labels, s.value)
 		}
@@ -252,7 +251,7 @@ func checkLifecycleManifest(t *testing.T, res *Result, cfg *Config, expURL strin
 		len(man.PromptSetSHA256) != 64 || man.Joulemark.Version == "" || man.Host.CPUs == 0 || man.Thinking != "engine_default" {
 		t.Errorf("manifest: %+v", man)
 	}
-	if man.RunInfo == nil || man.RunInfo.Model != "test-model" || man.RunInfo.DatasetSHA256 != runinfo.FromLabels(infos[0].labels).DatasetSHA256 {
+	if man.RunInfo == nil || man.RunInfo.Model != "test-model" || man.RunInfo.DatasetSHA256 != contract.RunIdentityFromLabels(infos[0].labels).DatasetSHA256 {
 		t.Errorf("manifest run_info %+v, want the pushed identity", man.RunInfo)
 	}
 	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {

@@ -9,24 +9,23 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // runInfo is the run's identity as the report and the comparisons key it.
 // Token lengths are the configured means for synthetic prompts, else the
 // measured means of the successful formal requests, rounded to whole tokens
 // so repeats of one configuration share them.
-func (r *runner) runInfo(formal runarchive.Summary) runinfo.Info {
+func (r *runner) runInfo(formal runarchive.Summary) contract.RunIdentity {
 	c := &r.cfg
-	info := runinfo.Info{
+	info := contract.RunIdentity{
 		RunID: r.runID, Model: r.model, Engine: r.engineName, EngineVersion: c.Engine.Version, Scenario: c.Scenario,
 		LoadMode: r.rec.man.Load.Mode, Concurrency: c.Concurrency, Rate: c.Rate,
 		IgnoreEOS:     c.Extras.IgnoreEOS != nil && *c.Extras.IgnoreEOS,
-		DatasetSHA256: r.datasetDigest, Mode: runinfo.ModeLifecycle,
+		DatasetSHA256: r.datasetDigest, Mode: contract.ModeLifecycle,
 		RepetitionGroup: c.repetition.group, Repetition: c.repetition.index, Repetitions: c.repetition.of,
 	}
 	if c.Engine.NoLifecycle {
-		info.Mode = runinfo.ModeAttached
+		info.Mode = contract.ModeAttached
 	}
 	if info.EngineVersion == "" {
 		info.EngineVersion = r.rec.man.Engine.ReportedVer
@@ -46,7 +45,7 @@ func (r *runner) runInfo(formal runarchive.Summary) runinfo.Info {
 			}
 		}
 	}
-	info.GPUName = runinfo.GPUNames(names)
+	info.GPUName = contract.JoinGPUNames(names)
 	w := c.Workload
 	if w.Dataset == "" && w.Trace == "" {
 		info.MeanInputTokens, info.MeanOutputTokens = float64(w.MeanInputTokens), float64(w.MeanOutputTokens)
@@ -81,7 +80,7 @@ func workloadDigest(w Workload) (string, error) {
 // manifest's phase_starts.formal) and at the run's final samples (its
 // samples_at), both unix seconds (0: none), so the identity spans the run
 // in Prometheus.
-func runInfoSamples(info runinfo.Info, formalStart, at float64) []remotewrite.Sample {
+func runInfoSamples(info contract.RunIdentity, formalStart, at float64) []remotewrite.Sample {
 	var out []remotewrite.Sample
 	for _, sec := range []float64{formalStart, at} {
 		if sec <= 0 {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/internal/runinfo"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // GroupKey is the run's value of each comma-separated dotted report key
@@ -26,7 +26,7 @@ func (r *Run) GroupKey(keys string) (key string, ok bool) {
 }
 
 // IdentityValues are the run's values of the identity keys
-// (runinfo.IdentityKeys under "run."), nil when its report has no run
+// (contract.RunIdentityKeys under "run."), nil when its report has no run
 // section (reports from before run identity).
 func (r *Run) IdentityValues() []string {
 	if _, ok := r.Lookup("run.run_id"); !ok {
@@ -34,8 +34,8 @@ func (r *Run) IdentityValues() []string {
 			return nil
 		}
 	}
-	out := make([]string, len(runinfo.IdentityKeys))
-	for i, k := range runinfo.IdentityKeys {
+	out := make([]string, len(contract.RunIdentityKeys))
+	for i, k := range contract.RunIdentityKeys {
 		out[i], _ = r.Lookup("run." + k)
 		if k == "mode" {
 			out[i] = r.Mode()
@@ -44,7 +44,7 @@ func (r *Run) IdentityValues() []string {
 	return out
 }
 
-// Mode is the run's measurement mode (runinfo.ModeLifecycle or
+// Mode is the run's measurement mode (contract.ModeLifecycle or
 // ModeAttached): report.json "mode", else run.mode, else lifecycle (reports
 // from before the mode).
 func (r *Run) Mode() string {
@@ -54,7 +54,7 @@ func (r *Run) Mode() string {
 	if r.Report.Run != nil {
 		return r.Report.Run.EffectiveMode()
 	}
-	return runinfo.ModeLifecycle
+	return contract.ModeLifecycle
 }
 
 // IdentitySplit names, for each run, how it differs in identity from the
@@ -73,7 +73,7 @@ func IdentitySplit(runs []*Run, groupKey func(*Run) string) []string {
 	out := make([]string, len(runs))
 	for _, members := range byKey {
 		var differ []int // identity key indexes that differ within the group
-		for ki := range runinfo.IdentityKeys {
+		for ki := range contract.RunIdentityKeys {
 			first, seen := "", false
 			for _, m := range members {
 				if ids[m] == nil {
@@ -96,11 +96,11 @@ func IdentitySplit(runs []*Run, groupKey func(*Run) string) []string {
 				v := "?"
 				if ids[m] != nil {
 					v = ids[m][ki]
-					if runinfo.IdentityKeys[ki] == "dataset_sha256" && len(v) > 12 {
+					if contract.RunIdentityKeys[ki] == "dataset_sha256" && len(v) > 12 {
 						v = v[:12]
 					}
 				}
-				parts = append(parts, runinfo.IdentityKeys[ki]+"="+v)
+				parts = append(parts, contract.RunIdentityKeys[ki]+"="+v)
 			}
 			out[m] = strings.Join(parts, " ")
 		}
@@ -167,7 +167,7 @@ var LifecycleBasis = []Metric{LifecycleJPT, StartupEnergy}
 func SteadyBasis(runs []*Run, metrics []Metric) (kept []Metric, note string) {
 	var attached []string
 	for _, r := range runs {
-		if r.Mode() == runinfo.ModeAttached {
+		if r.Mode() == contract.ModeAttached {
 			attached = append(attached, r.Name)
 		}
 	}

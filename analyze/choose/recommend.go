@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/internal/runinfo"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Constraint is one bound a run must meet to be recommended.
@@ -23,7 +23,7 @@ type Constraint struct {
 // run missing the constrained metric breaks it.
 func (c Constraint) Check(r *Run) string {
 	v, ok := c.Metric.Value(&r.Report)
-	if !ok && r.Mode() == runinfo.ModeAttached && slices.ContainsFunc(LifecycleBasis, func(l Metric) bool { return l.Key == c.Metric.Key }) {
+	if !ok && r.Mode() == contract.ModeAttached && slices.ContainsFunc(LifecycleBasis, func(l Metric) bool { return l.Key == c.Metric.Key }) {
 		return fmt.Sprintf("%s not measured: an attached run has no lifecycle (%s)", c.Metric.Key, c.Flag)
 	}
 	if !ok {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/internal/runinfo"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // AgreementBound is the method's ±20% comparability bound, which it
@@ -35,7 +35,7 @@ func IntervalCoverage(n int) float64 {
 
 // RepetitionPool is the repetitions of one configuration: runs sharing
 // run.repetition_group and every other identity key but run_id and
-// repetition (runinfo.Info.Configuration). Only its valid runs are pooled;
+// repetition (contract.RunIdentity.Configuration). Only its valid runs are pooled;
 // the invalid ones are counted.
 type RepetitionPool struct {
 	Group   string // run.repetition_group
@@ -44,7 +44,7 @@ type RepetitionPool struct {
 	Runs    []*Run // every repetition given, input order
 	Valid   []*Run // those that passed validation
 
-	identity runinfo.Info // the configuration the runs share
+	identity contract.RunIdentity // the configuration the runs share
 }
 
 // Pooled is a metric across a pool's valid repetitions that have it: their
@@ -84,7 +84,7 @@ func (p *RepetitionPool) Pool(m Metric) (Pooled, bool) {
 func PoolRepetitions(runs []*Run) []*RepetitionPool {
 	var pools []*RepetitionPool
 	byKey := map[string]*RepetitionPool{}
-	identities := map[string][]runinfo.Info{}
+	identities := map[string][]contract.RunIdentity{}
 	for _, r := range runs {
 		if r.Report.Run == nil || r.Report.Run.RepetitionGroup == "" {
 			continue
@@ -115,8 +115,8 @@ func PoolRepetitions(runs []*Run) []*RepetitionPool {
 
 // identityDiff is "key=value ..." over the identity fields (report keys
 // run.*) in which id differs from any of ids.
-func identityDiff(id runinfo.Info, ids []runinfo.Info) string {
-	flat := func(i runinfo.Info) map[string]any {
+func identityDiff(id contract.RunIdentity, ids []contract.RunIdentity) string {
+	flat := func(i contract.RunIdentity) map[string]any {
 		var m map[string]any
 		b, _ := json.Marshal(i)
 		_ = json.Unmarshal(b, &m)

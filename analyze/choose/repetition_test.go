@@ -7,15 +7,15 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/analyze"
-	"github.com/joulemark/joulemark/internal/runinfo"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // rep is a crafted report of one repetition: steady-state J/token ss (0:
 // steady state not reached), formal output tokens, valid or not.
 func rep(id, group string, idx int, ss float64, tokens int64, valid bool) *Run {
 	r := &Run{Name: id, Report: analyze.Report{RunID: id, Valid: valid}}
-	r.Report.Run = &analyze.RunIdentity{Info: runinfo.Info{RunID: id, Model: "m", Engine: "sim", GPUs: 1, GPUName: "Simulated GPU",
-		LoadMode: "closed", Concurrency: 8, DatasetSHA256: "ab", Mode: runinfo.ModeLifecycle,
+	r.Report.Run = &analyze.RunIdentity{RunIdentity: contract.RunIdentity{RunID: id, Model: "m", Engine: "sim", GPUs: 1, GPUName: "Simulated GPU",
+		LoadMode: "closed", Concurrency: 8, DatasetSHA256: "ab", Mode: contract.ModeLifecycle,
 		RepetitionGroup: group, Repetition: idx, Repetitions: 3}}
 	r.Report.Tokens.FormalOutput = tokens
 	if ss > 0 {

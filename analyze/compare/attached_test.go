@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/analyze/choose"
-	"github.com/joulemark/joulemark/internal/runinfo"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // writeReport copies testdata report name to dir/<id>/report.json with
@@ -28,7 +28,7 @@ func writeReport(t *testing.T, dir, name, id, mode string) string {
 	doc["run_id"], doc["mode"] = id, mode
 	delete(doc, "scenario")
 	doc["run"] = map[string]any{"run_id": id, "model": "m", "scenario": "svc", "mode": mode, "source": "archive"}
-	if mode == runinfo.ModeAttached {
+	if mode == contract.ModeAttached {
 		doc["full_lifecycle_joules_per_token"] = nil
 		doc["not_measured"] = []string{"idle_baseline", "startup", "release", "full_lifecycle"}
 	}
@@ -49,10 +49,10 @@ func writeReport(t *testing.T, dir, name, id, mode string) string {
 func TestCompareNeverMixesBases(t *testing.T) {
 	dir := t.TempDir()
 	paths := []string{
-		writeReport(t, dir, "llama8b-a", "cold1", runinfo.ModeLifecycle),
-		writeReport(t, dir, "llama8b-b", "cold2", runinfo.ModeLifecycle),
-		writeReport(t, dir, "qwen7b-a", "att1", runinfo.ModeAttached),
-		writeReport(t, dir, "qwen7b-b", "att2", runinfo.ModeAttached),
+		writeReport(t, dir, "llama8b-a", "cold1", contract.ModeLifecycle),
+		writeReport(t, dir, "llama8b-b", "cold2", contract.ModeLifecycle),
+		writeReport(t, dir, "qwen7b-a", "att1", contract.ModeAttached),
+		writeReport(t, dir, "qwen7b-b", "att2", contract.ModeAttached),
 	}
 	runs, err := choose.LoadReports(paths, choose.LoadOptions{})
 	if err != nil {
@@ -93,7 +93,7 @@ func TestCompareNeverMixesBases(t *testing.T) {
 // where it looked.
 func TestResolveReport(t *testing.T) {
 	dir := t.TempDir()
-	rd := writeReport(t, dir, "llama8b-a", "r1", runinfo.ModeLifecycle)
+	rd := writeReport(t, dir, "llama8b-a", "r1", contract.ModeLifecycle)
 	arch := filepath.Join(dir, "runs", "r2")
 	if err := os.MkdirAll(filepath.Join(arch, "report"), 0o755); err != nil {
 		t.Fatal(err)

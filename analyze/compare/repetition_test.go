@@ -11,7 +11,7 @@ import (
 
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/analyze/choose"
-	"github.com/joulemark/joulemark/internal/runinfo"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // repReports writes crafted reports of repetitions (group, steady-state
@@ -27,8 +27,8 @@ func repReports(t *testing.T, reps ...struct {
 	for i, r := range reps {
 		ss := r.ss
 		rep := analyze.Report{RunID: r.id, Valid: r.valid, Scenario: "s",
-			Run: &analyze.RunIdentity{Info: runinfo.Info{RunID: r.id, Model: "m", Engine: "sim", LoadMode: "closed", Concurrency: 8,
-				Mode: runinfo.ModeLifecycle, RepetitionGroup: r.group, Repetition: i + 1, Repetitions: 3}}}
+			Run: &analyze.RunIdentity{RunIdentity: contract.RunIdentity{RunID: r.id, Model: "m", Engine: "sim", LoadMode: "closed", Concurrency: 8,
+				Mode: contract.ModeLifecycle, RepetitionGroup: r.group, Repetition: i + 1, Repetitions: 3}}}
 		rep.Tokens.FormalOutput = 1000
 		rep.SteadyState.Reached, rep.SteadyState.JoulesPerToken = true, &ss
 		if !r.valid {

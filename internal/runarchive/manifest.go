@@ -1,6 +1,7 @@
 package runarchive
 
 import (
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/stats"
 
 	"encoding/json"
@@ -12,7 +13,6 @@ import (
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/jsonline"
 	"github.com/joulemark/joulemark/internal/remotewrite"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // Run statuses in manifest.json.
@@ -78,8 +78,8 @@ type Manifest struct {
 
 	Summary *Summary `json:"summary,omitempty"`
 	// RunInfo is the run's identity, as pushed in joulemark_run_info.
-	RunInfo     *runinfo.Info      `json:"run_info,omitempty"`
-	RemoteWrite *remotewrite.Stats `json:"remote_write,omitempty"`
+	RunInfo     *contract.RunIdentity `json:"run_info,omitempty"`
+	RemoteWrite *remotewrite.Stats    `json:"remote_write,omitempty"`
 	// SamplesAt is the instant (unix seconds) the bench stamped its final
 	// remote-write samples with (aggregates, run identity); `joulemark runs
 	// push` re-sends them with it. Absent without remote write.

@@ -13,7 +13,6 @@ import (
 	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // fullRequest sets every field of Request, so a field the writer or the
@@ -43,7 +42,7 @@ func TestArchiveRoundTrip(t *testing.T) {
 		GPUs: map[string][]phaseapi.GPUInfo{"http://a:9400": {{UUID: "GPU-0"}}},
 		Load: LoadInfo{Mode: "closed", Concurrency: 4}, Created: 1.5, Ended: 2.5, Phases: map[string]float64{"formal": 2},
 		Summary: &Summary{Started: 3, Errors: map[string]int{"timeout": 1}, TTFT: Percentiles{N: 3}},
-		RunInfo: &runinfo.Info{Mode: "closed"}, SamplesAt: 2.25}
+		RunInfo: &contract.RunIdentity{Mode: "closed"}, SamplesAt: 2.25}
 	if err := r.WriteManifest(m); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,9 @@
-// Package runinfo is a run's identity: what was tested (model, engine, GPU,
+// RunIdentity is a run's identity: what was tested (model, engine, GPU,
 // load, token lengths, prompt set). The bench job pushes it to Prometheus as
 // the info metric joulemark_run_info{...} 1 beside the per-request samples
 // and writes it to the run archive; analyze reads it back into report.json
 // "run", and compare, pareto, recommend and plan group by its keys.
-package runinfo
+package contract
 
 import (
 	"slices"
@@ -11,9 +11,9 @@ import (
 	"strings"
 )
 
-// Info is a run's identity. JSON keys are report.json "run.*" keys and the
+// RunIdentity is a run's identity. JSON keys are report.json "run.*" keys and the
 // metric's label names (public API, docs/design.md).
-type Info struct {
+type RunIdentity struct {
 	RunID            string  `json:"run_id"`
 	Model            string  `json:"model"`
 	Engine           string  `json:"engine"` // vllm, sglang, sim, … (the served model's owned_by)
@@ -51,29 +51,29 @@ const (
 
 // EffectiveMode is the identity's mode, ModeLifecycle when it names none
 // (identities from before the mode were all cold-start lifecycles).
-func (i Info) EffectiveMode() string {
+func (i RunIdentity) EffectiveMode() string {
 	if i.Mode == "" {
 		return ModeLifecycle
 	}
 	return i.Mode
 }
 
-// LabelNames lists the metric's labels in a stable order.
-var LabelNames = []string{"run_id", "model", "engine", "engine_version", "gpu_name", "gpus", "scenario",
+// RunIdentityLabels lists the metric's labels in a stable order.
+var RunIdentityLabels = []string{"run_id", "model", "engine", "engine_version", "gpu_name", "gpus", "scenario",
 	"load_mode", "concurrency", "rate", "mean_input_tokens", "mean_output_tokens", "ignore_eos", "dataset_sha256", "mode",
 	"repetition_group", "repetition", "repetitions"}
 
-// IdentityKeys are the keys whose runs are never pooled in one median
+// RunIdentityKeys are the keys whose runs are never pooled in one median
 // unless asked: a different model, engine, GPU, prompt set or load point is
 // a different experiment; so is another repetition group (two groups of
 // one configuration are two experiments, pooled only when asked).
-var IdentityKeys = []string{"model", "engine", "engine_version", "gpu_name", "gpus", "dataset_sha256",
+var RunIdentityKeys = []string{"model", "engine", "engine_version", "gpu_name", "gpus", "dataset_sha256",
 	"load_mode", "concurrency", "rate", "mode", "repetition_group"}
 
-func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+func runInfoNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // count is n as a label value, "" (no label) for 0.
-func count(n int) string {
+func runInfoCount(n int) string {
 	if n == 0 {
 		return ""
 	}
@@ -83,21 +83,21 @@ func count(n int) string {
 // Configuration is the identity without what tells repetitions of one
 // configuration apart (run_id, repetition): two runs pool as repetitions
 // only when their Configuration is equal, group included.
-func (i Info) Configuration() Info {
+func (i RunIdentity) Configuration() RunIdentity {
 	i.RunID, i.Repetition = "", 0
 	return i
 }
 
 // Labels are the metric's labels; empty values are left out (Prometheus
 // drops empty labels anyway).
-func (i Info) Labels() map[string]string {
+func (i RunIdentity) Labels() map[string]string {
 	all := map[string]string{
 		"run_id": i.RunID, "model": i.Model, "engine": i.Engine, "engine_version": i.EngineVersion,
 		"gpu_name": i.GPUName, "gpus": strconv.Itoa(i.GPUs), "scenario": i.Scenario, "load_mode": i.LoadMode,
-		"concurrency": strconv.Itoa(i.Concurrency), "rate": num(i.Rate),
-		"mean_input_tokens": num(i.MeanInputTokens), "mean_output_tokens": num(i.MeanOutputTokens),
+		"concurrency": strconv.Itoa(i.Concurrency), "rate": runInfoNum(i.Rate),
+		"mean_input_tokens": runInfoNum(i.MeanInputTokens), "mean_output_tokens": runInfoNum(i.MeanOutputTokens),
 		"ignore_eos": strconv.FormatBool(i.IgnoreEOS), "dataset_sha256": i.DatasetSHA256, "mode": i.Mode,
-		"repetition_group": i.RepetitionGroup, "repetition": count(i.Repetition), "repetitions": count(i.Repetitions),
+		"repetition_group": i.RepetitionGroup, "repetition": runInfoCount(i.Repetition), "repetitions": runInfoCount(i.Repetitions),
 	}
 	for k, v := range all {
 		if v == "" {
@@ -107,13 +107,13 @@ func (i Info) Labels() map[string]string {
 	return all
 }
 
-// FromLabels reads an Info back from the metric's labels; a label that is
+// RunIdentityFromLabels reads an RunIdentity back from the metric's labels; a label that is
 // missing or does not parse leaves its field zero.
-func FromLabels(l map[string]string) Info {
+func RunIdentityFromLabels(l map[string]string) RunIdentity {
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	atof := func(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
 	b, _ := strconv.ParseBool(l["ignore_eos"])
-	return Info{
+	return RunIdentity{
 		RunID: l["run_id"], Model: l["model"], Engine: l["engine"], EngineVersion: l["engine_version"],
 		GPUName: l["gpu_name"], GPUs: atoi(l["gpus"]), Scenario: l["scenario"], LoadMode: l["load_mode"],
 		Concurrency: atoi(l["concurrency"]), Rate: atof(l["rate"]),
@@ -124,12 +124,12 @@ func FromLabels(l map[string]string) Info {
 }
 
 // Load is "concurrency 16", "rate 5 req/s (poisson)" or the mode alone.
-func (i Info) Load() string {
+func (i RunIdentity) Load() string {
 	switch {
 	case i.Concurrency > 0 && i.Rate == 0:
 		return "concurrency " + strconv.Itoa(i.Concurrency)
 	case i.Rate > 0:
-		return "rate " + num(i.Rate) + " req/s (" + i.LoadMode + ")"
+		return "rate " + runInfoNum(i.Rate) + " req/s (" + i.LoadMode + ")"
 	}
 	return i.LoadMode
 }
@@ -137,7 +137,7 @@ func (i Info) Load() string {
 // EngineLabel is the engine and its version, each named once: "vllm
 // 0.6.3"; a version that already starts with the engine's name is not
 // prefixed with it again; "-" when neither is known.
-func (i Info) EngineLabel() string {
+func (i RunIdentity) EngineLabel() string {
 	switch {
 	case i.Engine == "" && i.EngineVersion == "":
 		return "-"
@@ -150,7 +150,7 @@ func (i Info) EngineLabel() string {
 }
 
 // Hardware is the GPUs a run measured: "2 × NVIDIA H200", "-" when unknown.
-func (i Info) Hardware() string {
+func (i RunIdentity) Hardware() string {
 	if i.GPUs == 0 && i.GPUName == "" {
 		return "-"
 	}
@@ -161,8 +161,8 @@ func (i Info) Hardware() string {
 	return strconv.Itoa(i.GPUs) + " × " + name
 }
 
-// GPUNames joins distinct GPU names in order of first appearance with "+".
-func GPUNames(names []string) string {
+// JoinGPUNames joins distinct GPU names in order of first appearance with "+".
+func JoinGPUNames(names []string) string {
 	var out []string
 	for _, n := range names {
 		if n != "" && !slices.Contains(out, n) {
