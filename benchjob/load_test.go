@@ -134,7 +134,10 @@ func TestRunOpenLoopPoisson(t *testing.T) {
 	if math.Abs(mean-0.005) > 0.0015 || sd/mean < 0.7 || sd/mean > 1.3 {
 		t.Errorf("gaps mean %.4f cv %.2f", mean, sd/mean)
 	}
-	if res.TargetRate != 200 || res.AchievedRate < 140 || res.AchievedRate > 280 || slices.Contains(res.Flags, contract.FlagClientLag) {
+	// The achieved rate is wall-clock: on a loaded machine (CI runs every
+	// package at once) the 0.5 s phase stretches, so only its upper bound
+	// is the schedule's; the schedule itself is checked above.
+	if res.TargetRate != 200 || res.AchievedRate <= 0 || res.AchievedRate > 280 || slices.Contains(res.Flags, contract.FlagClientLag) {
 		t.Errorf("target %g achieved %g flags %v", res.TargetRate, res.AchievedRate, res.Flags)
 	}
 	var man runarchive.Manifest

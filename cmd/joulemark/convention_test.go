@@ -427,6 +427,7 @@ var foreignFlags = map[string]struct{ file, why string }{
 	"timeout.request":                  {"cli.md", "bench's name before its flags became the file's paths"},
 	"sampling-seed":                    {"cli.md", "bench's name before its flags became the file's paths"},
 	"no-lifecycle":                     {"cli.md", "bench's name before its flags became the file's paths"},
+	"exporter.gpus":                    {"cli.md", "bench's name before its flags became the file's paths"},
 }
 
 // Every --flag the README and docs/ name anywhere (prose, tables, code)
