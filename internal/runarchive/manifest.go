@@ -214,17 +214,23 @@ func (r *Run) WriteJSON(name string, v any) error {
 // ReadManifest reads the run's manifest.json. A run without one gets an
 // error wrapping ErrNoManifest (and fs.ErrNotExist).
 func (r *Run) ReadManifest() (*Manifest, error) {
-	p := r.Path(ManifestFile)
+	return readDocument[Manifest](r, ManifestFile, ErrNoManifest)
+}
+
+// readDocument reads the run's JSON document name; a run without one gets
+// an error wrapping missing (and fs.ErrNotExist).
+func readDocument[T any](r *Run, name string, missing error) (*T, error) {
+	p := r.Path(name)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("run archive %s: %w", r.Dir, ErrNoManifest)
+		return nil, fmt.Errorf("run archive %s: %w", r.Dir, missing)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run archive: %w", err)
 	}
-	m := new(Manifest)
-	if err := json.Unmarshal(data, m); err != nil {
+	doc := new(T)
+	if err := json.Unmarshal(data, doc); err != nil {
 		return nil, fmt.Errorf("run archive: reading %s: %w", p, jsonline.Wrap(data, err))
 	}
-	return m, nil
+	return doc, nil
 }

@@ -1,14 +1,10 @@
 package runarchive
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
-	"github.com/joulemark/joulemark/internal/jsonline"
 )
 
 // ErrNoPhases is wrapped by ReadPhases' error when the run has no
@@ -37,17 +33,5 @@ func (r *Run) WritePhases(p *Phases) error {
 // ReadPhases reads the run's phases.json. A run without one gets an error
 // wrapping ErrNoPhases (and fs.ErrNotExist).
 func (r *Run) ReadPhases() (*Phases, error) {
-	p := r.Path(PhasesFile)
-	data, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("run archive %s: %w", r.Dir, ErrNoPhases)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("run archive: %w", err)
-	}
-	ph := new(Phases)
-	if err := json.Unmarshal(data, ph); err != nil {
-		return nil, fmt.Errorf("run archive: reading %s: %w", p, jsonline.Wrap(data, err))
-	}
-	return ph, nil
+	return readDocument[Phases](r, PhasesFile, ErrNoPhases)
 }
