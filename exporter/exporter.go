@@ -111,7 +111,8 @@ type Config struct {
 	SaveInterval time.Duration
 }
 
-// Exporter is the sampler, the lifecycle state and the HTTP API.
+// Exporter is the sampler, the HTTP API and the lock around the run
+// lifecycle (lc, a state machine of its own: lifecycle.go).
 type Exporter struct {
 	cfg     Config
 	backend gpu.Backend
