@@ -131,6 +131,7 @@ func (e *Exporter) commit(u undo, err error) error {
 	if err == nil {
 		perr := e.persistLocked()
 		if perr == nil {
+			e.logEvents()
 			return nil
 		}
 		e.log.Error("a phase change could not be saved; refused with 503 and not applied", "run_id", u.id, "err", perr)
@@ -144,6 +145,7 @@ func (e *Exporter) commit(u undo, err error) error {
 // writes the durable run ids again when some were dropped. Called with
 // e.mu held.
 func (e *Exporter) rollback(u undo) {
+	e.lc.takeEvents() // what was taken back did not happen
 	if !e.lc.rollback(u) || e.store == nil {
 		return
 	}
@@ -244,6 +246,7 @@ func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) 
 	now := e.off(e.clock.Now())
 	e.mu.Lock()
 	r, err := e.lc.EngineExited(id, now)
+	e.logEvents()
 	if err != nil {
 		e.mu.Unlock()
 		writeAPIError(w, err)

@@ -111,7 +111,8 @@ type Config struct {
 	SaveInterval time.Duration
 }
 
-// Exporter is the sampler, the lifecycle state and the HTTP API.
+// Exporter is the sampler, the HTTP API and the lock around the run
+// lifecycle (lc, a state machine of its own: lifecycle.go).
 type Exporter struct {
 	cfg     Config
 	backend gpu.Backend
@@ -238,7 +239,7 @@ func New(cfg Config) (*Exporter, error) {
 	if err := e.addGPUs(devs); err != nil {
 		return nil, err
 	}
-	e.lc = newLifecycle(cfg, e.gpus, e.t0Unix, cfg.Logger)
+	e.lc = newLifecycle(cfg, e.gpus, e.t0Unix)
 	e.lc.hostNow = e.hostNow
 	e.lc.stalled = func(g *gpuState, now int64) bool { return e.sampling && e.stalled(g, now) }
 	if cfg.StoragePath != "" {
@@ -582,6 +583,14 @@ func (e *Exporter) Devices() []gpu.Device {
 	return out
 }
 
+// logEvents logs the lifecycle's events since the last call. Called with
+// e.mu held.
+func (e *Exporter) logEvents() {
+	for _, ev := range e.lc.takeEvents() {
+		e.log.Log(context.Background(), ev.level, ev.msg, ev.args...)
+	}
+}
+
 func (e *Exporter) off(t time.Time) int64 { return int64(t.Sub(e.t0)) }
 
 // unix converts an offset to unix seconds.
@@ -624,6 +633,7 @@ func (e *Exporter) sampleGPU(i int) time.Duration {
 	g.lastDone = now
 	e.applySample(i, g, s, err)
 	e.lc.Observe(now)
+	e.logEvents()
 	changed := e.lc.takeChanged()
 	e.mu.Unlock()
 	e.freezeRuns()

@@ -18,13 +18,13 @@ import (
 // statistics and release detection. It is fed the sampler's readings
 // (Sample, Slow, then Observe with the instant) and the API's requests
 // (StartPhase, EngineExited, End), all with their times passed in as
-// offsets; it takes no lock and does no HTTP and no file I/O. The
-// Exporter holds e.mu around every call and persists what it reports
-// changed (takeChanged, the run ids a StartPhase created).
+// offsets; it takes no lock and does no HTTP, file I/O or logging. The
+// Exporter holds e.mu around every call, persists what it reports changed
+// (takeChanged, the run ids a StartPhase created) and logs its events
+// (takeEvents).
 type lifecycle struct {
 	cfg    Config
-	log    *slog.Logger
-	t0Unix int64       // offset 0 in unix nanoseconds (logs)
+	t0Unix int64       // offset 0 in unix nanoseconds (events)
 	gpus   []*gpuState // the sampler's state, read only here
 	// hostNow reads the host's zones at a new boundary (nil: no host
 	// metering); stalled says a GPU's read hangs (nil: never).
@@ -38,12 +38,32 @@ type lifecycle struct {
 	// seenOrder is the same in acceptance order.
 	seen      map[string]struct{}
 	seenOrder []string
-	changed   bool   // a run ended since takeChanged: save the active runs
-	evicted   uint64 // frozen runs evicted (--max-runs): their series left /metrics
+	changed   bool    // a run ended since takeChanged: save the active runs
+	evicted   uint64  // frozen runs evicted (--max-runs): their series left /metrics
+	events    []event // since takeEvents
 }
 
-func newLifecycle(cfg Config, gpus []*gpuState, t0Unix int64, log *slog.Logger) *lifecycle {
-	return &lifecycle{cfg: cfg, log: log, t0Unix: t0Unix, gpus: gpus, runs: map[string]*run{}, seen: map[string]struct{}{}}
+// event is a transition the lifecycle reports, for the log.
+type event struct {
+	level slog.Level
+	msg   string
+	args  []any // slog key-value pairs
+}
+
+func newLifecycle(cfg Config, gpus []*gpuState, t0Unix int64) *lifecycle {
+	return &lifecycle{cfg: cfg, t0Unix: t0Unix, gpus: gpus, runs: map[string]*run{}, seen: map[string]struct{}{}}
+}
+
+// note reports an event.
+func (l *lifecycle) note(level slog.Level, msg string, args ...any) {
+	l.events = append(l.events, event{level: level, msg: msg, args: args})
+}
+
+// takeEvents returns the events since the last call.
+func (l *lifecycle) takeEvents() []event {
+	ev := l.events
+	l.events = nil
+	return ev
 }
 
 // wall is an offset as a UTC time, for logs.
@@ -156,7 +176,7 @@ func (l *lifecycle) startPhase(id string, p contract.Phase, now int64) (r *run, 
 	if p == contract.Release {
 		r.rel.state = phaseapi.ReleaseWaiting
 	}
-	l.log.Info("phase started", "run_id", id, "phase", p, "at", l.wall(now))
+	l.note(slog.LevelInfo, "phase started", "run_id", id, "phase", p, "at", l.wall(now))
 	return r, created, nil
 }
 
@@ -199,7 +219,7 @@ func (l *lifecycle) selectGPUs(r *run, pick []bool, sel *phaseapi.Selector) (set
 				uuids = append(uuids, g.dev.UUID)
 			}
 		}
-		l.log.Info("run measures a subset of the GPUs", "run_id", r.id, "uuids", strings.Join(uuids, ","), "pod", sel.Pod)
+		l.note(slog.LevelInfo, "run measures a subset of the GPUs", "run_id", r.id, "uuids", strings.Join(uuids, ","), "pod", sel.Pod)
 		return true, nil
 	}
 	if !slices.Equal(r.gpus, pick) {
@@ -217,7 +237,7 @@ func (l *lifecycle) EngineExited(id string, now int64) (*run, error) {
 	}
 	if !r.crit.engineExited {
 		r.crit.engineExited, r.crit.engineExitedAt = true, now
-		l.log.Info("engine exit reported", "run_id", id, "at", l.wall(now))
+		l.note(slog.LevelInfo, "engine exit reported", "run_id", id, "at", l.wall(now))
 	}
 	return r, nil
 }
@@ -240,7 +260,7 @@ func (l *lifecycle) End(id string, now int64) (*run, error) {
 		}
 	}
 	l.finishRun(r, contract.EndReasonAPI)
-	l.log.Info("run ended", "run_id", id, "at", l.wall(now))
+	l.note(slog.LevelInfo, "run ended", "run_id", id, "at", l.wall(now))
 	return r, nil
 }
 
@@ -269,7 +289,7 @@ func (l *lifecycle) expire(r *run, now int64) {
 		r.rel.reason = fmt.Sprintf("run expired: active longer than %v", l.cfg.RunMaxAge)
 	}
 	l.finishRun(r, contract.EndReasonExpired)
-	l.log.Warn("run expired: still active after the run max age; ended", "run_id", r.id, "max_age", l.cfg.RunMaxAge)
+	l.note(slog.LevelWarn, "run expired: still active after the run max age; ended", "run_id", r.id, "max_age", l.cfg.RunMaxAge)
 }
 
 // undo is what a phase POST or an end may change in run id, to take it
@@ -461,7 +481,7 @@ func (l *lifecycle) checkRelease(r *run, now int64) {
 			r.rel.state, r.rel.closed, r.rel.reason = phaseapi.ReleaseClosed, &t, ""
 			r.crit.closedBy = last
 			l.finishRun(r, contract.EndReasonReleaseClosed)
-			l.log.Info("release closed: engine gone, memory and power back at idle", "run_id", r.id, "end", l.wall(start), "closed_by", last, "process_basis", r.crit.processBasis)
+			l.note(slog.LevelInfo, "release closed: engine gone, memory and power back at idle", "run_id", r.id, "end", l.wall(start), "closed_by", last, "process_basis", r.crit.processBasis)
 			return
 		}
 	} else {
@@ -484,6 +504,6 @@ func (l *lifecycle) checkRelease(r *run, now int64) {
 		}
 		r.rel.reason = fmt.Sprintf("release not closed within %v: %s", l.cfg.ReleaseMaxWait, why)
 		l.finishRun(r, contract.EndReasonReleaseTimedOut)
-		l.log.Warn("release not closed", "run_id", r.id, "reason", r.rel.reason)
+		l.note(slog.LevelWarn, "release not closed", "run_id", r.id, "reason", r.rel.reason)
 	}
 }

@@ -3,8 +3,8 @@ package exporter
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,7 +37,7 @@ func newMachine(t *testing.T, mod func(*Config)) *machine {
 		gpus = append(gpus, &gpuState{dev: gpu.Device{Index: i, UUID: fmt.Sprintf("GPU-%d", i)}, idx: strconv.Itoa(i),
 			ring: newRing(10_000), healthy: true, errors: map[string]uint64{}})
 	}
-	m := &machine{t: t, l: newLifecycle(cfg, gpus, 0, slog.New(slog.DiscardHandler))}
+	m := &machine{t: t, l: newLifecycle(cfg, gpus, 0)}
 	m.slow(0, 1<<30)
 	return m
 }
@@ -167,6 +167,12 @@ func TestLifecycleMachine(t *testing.T) {
 			}
 			if !m.l.takeChanged() || m.l.takeChanged() {
 				t.Error("an ended run is reported changed once")
+			}
+			want := map[string]string{contract.EndReasonReleaseClosed: "release closed", contract.EndReasonReleaseTimedOut: "release not closed",
+				contract.EndReasonExpired: "run expired"}[tc.reason]
+			evs := m.l.takeEvents()
+			if !slices.ContainsFunc(evs, func(ev event) bool { return strings.HasPrefix(ev.msg, want) }) || len(m.l.takeEvents()) != 0 {
+				t.Errorf("events %v: want one %q, reported once", evs, want)
 			}
 		})
 	}

@@ -67,7 +67,7 @@ type run struct {
 	idleMem   []welford         // memory in use over the idle phase (release.go)
 	rel       release
 	crit      releaseCriteria
-	endReason string         // phaseapi.EndReason*, once ended
+	endReason string         // contract.EndReason*, once ended
 	gaps      []phaseapi.Gap // intervals the exporter was down
 
 	gpus     []bool             // GPUs measured, nil: every GPU (selector.go)

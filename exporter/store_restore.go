@@ -28,8 +28,10 @@ type restoredCounter struct {
 // is a gap (contract.GapExporterRestarted). Counters continue from the
 // save after a graceful shutdown; after an unclean one, from the GPU's own
 // counter's advance when it has one, else from 0 (a reset, which
-// Prometheus handles, never a value below one already served). Called
-// from New, before sampling starts.
+// Prometheus handles, never a value below one already served). A GPU that
+// failed to open has no identity to check: the runs measuring it are not
+// restored, the others are (sameGPUs). Called from New, before sampling
+// starts.
 func (e *Exporter) restore() error {
 	var ids runIDsDoc
 	haveIDs, err := e.store.read(runIDsFile, &ids)
@@ -49,7 +51,8 @@ func (e *Exporter) restore() error {
 	if err := e.checkActive(doc, haveIDs); err != nil {
 		return err
 	}
-	if !e.sameGPUs(doc.GPUs) {
+	missing, same := e.sameGPUs(doc.GPUs)
+	if !same {
 		return nil
 	}
 	e.restoreHost(doc.Host, doc.Clean)
@@ -59,12 +62,17 @@ func (e *Exporter) restore() error {
 		if err != nil {
 			return e.store.corrupt(activeRunsFile, "run %s: %v", sr.RunID, err)
 		}
+		if i := slices.IndexFunc(missing, func(i int) bool { return r.measured(i) }); i >= 0 {
+			e.log.Error("an active run measures a GPU that is not open after the restart (its identity cannot be checked); the run is not restored (its id stays used)",
+				"run_id", r.id, "gpu", missing[i], "saved_uuid", doc.GPUs[missing[i]].UUID, "err", e.gpus[missing[i]].dev.Err)
+			continue
+		}
 		r.gaps = append(r.gaps, gap)
 		e.lc.runs[r.id] = r
 		e.log.Warn("restored an active run; the exporter's downtime is a gap", "run_id", r.id,
 			"gap_start", e.wall(doc.SavedAt-e.t0Unix), "gap_seconds", gap.End-gap.Start)
 	}
-	e.restoreGPUCounters(doc)
+	e.restoreGPUCounters(doc, missing)
 	return nil
 }
 
@@ -186,29 +194,40 @@ func ptrString(v *float64) string {
 }
 
 // sameGPUs reports whether the saved GPUs are this exporter's; when not,
-// nothing is restored but the run ids (logged).
-func (e *Exporter) sameGPUs(saved []storedGPU) bool {
+// nothing is restored but the run ids (logged). missing lists the GPUs
+// whose identity cannot be compared: not open now (they failed to open at
+// start: no UUID), or not known at the save; the runs measuring one are
+// not restored and their counters start from 0.
+func (e *Exporter) sameGPUs(saved []storedGPU) (missing []int, same bool) {
 	if len(saved) != len(e.gpus) {
 		e.log.Error("the GPUs changed since the last save; active runs are not restored (their ids stay used) and energy counters start from 0",
 			"saved_gpus", len(saved), "gpus", len(e.gpus))
-		return false
+		return nil, false
 	}
 	for i, g := range saved {
+		if g.UUID == "" || e.gpus[i].dev.Err != "" {
+			missing = append(missing, i)
+			continue
+		}
 		if g.UUID != e.gpus[i].dev.UUID {
 			e.log.Error("the GPUs changed since the last save; active runs are not restored (their ids stay used) and energy counters start from 0",
 				"gpu", i, "saved_uuid", g.UUID, "uuid", e.gpus[i].dev.UUID)
-			return false
+			return nil, false
 		}
 	}
-	return true
+	return missing, true
 }
 
 // restoreGPUCounters sets each GPU's counter from the save: continued
 // after a graceful shutdown; after an unclean one, held back until the
 // first sample when the GPU's own counter can bridge the downtime, else
-// from 0 with the open phases rebased (rebaseOpen).
-func (e *Exporter) restoreGPUCounters(doc activeRunsDoc) {
+// from 0 with the open phases rebased (rebaseOpen). A missing GPU's
+// counter (sameGPUs) starts from 0.
+func (e *Exporter) restoreGPUCounters(doc activeRunsDoc, missing []int) {
 	for i, sg := range doc.GPUs {
+		if slices.Contains(missing, i) {
+			continue
+		}
 		g := e.gpus[i]
 		rc := &restoredCounter{energy: sg.EnergyJoules, raw: sg.RawCounterJoules, clean: doc.Clean, hide: !doc.Clean}
 		switch {
