@@ -57,7 +57,7 @@ var helmValueSets = []struct {
 		"tolerations":       []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}},
 		"prometheusRelease": "kps",
 		"webConfig":         map[string]any{"enabled": true, "config": map[string]any{"basic_auth_users": map[string]any{"prometheus": "$2y$10$abc"}}},
-		"exporter":          map[string]any{"apiToken": map[string]any{"value": "s3cret"}, "extraArgs": []any{"--max-runs=50"}, "hostPID": true},
+		"exporter":          map[string]any{"apiToken": map[string]any{"value": "s3cret"}, "extraArgs": []any{"--run.max-kept=50"}, "hostPID": true},
 		"podResources":      map[string]any{"processSplit": false, "gpuResources": []any{"nvidia.com/gpu", "nvidia.com/mig-*"}},
 	}, nil, nil},
 }
@@ -247,7 +247,7 @@ func checkHelmValues(t *testing.T, name string, values map[string]any, objs []ob
 		if pod.RuntimeClassName != nil || pod.NodeSelector["gpu"] != "h200" || len(pod.Tolerations) != 1 || pod.Tolerations[0].Key != "dedicated" {
 			t.Errorf("runtime class, node selector, tolerations: %v %v %v", pod.RuntimeClassName, pod.NodeSelector, pod.Tolerations)
 		}
-		for _, want := range []string{"--web.config.file=", "--web.api-token-file=", "--max-runs=50", "--kubelet.gpu-resource=nvidia.com/mig-*"} {
+		for _, want := range []string{"--web.config.file=", "--web.api-token-file=", "--run.max-kept=50", "--kubelet.gpu-resource=nvidia.com/mig-*"} {
 			if !strings.Contains(args, want) {
 				t.Errorf("args %q lack %q", args, want)
 			}

@@ -355,11 +355,11 @@ func TestFaultNeverAnsweringServer(t *testing.T) {
 }
 
 // TestFaultReusedRunID: a run id is refused before anything starts once
-// used: after its run was evicted from the exporter (--max-runs 1), after
+// used: after its run was evicted from the exporter (--run.max-kept 1), after
 // an exporter restart, and by Prometheus for a bench with another runs dir
 // and an exporter that never saw it.
 func TestFaultReusedRunID(t *testing.T) {
-	f := newFaultEnv(t, true, "--max-runs=1")
+	f := newFaultEnv(t, true, "--run.max-kept=1")
 	c := f.client(t)
 	ctx := context.Background()
 	for _, id := range []string{"used-1", "used-2"} {

@@ -39,7 +39,7 @@ type lifecycle struct {
 	seen      map[string]struct{}
 	seenOrder []string
 	changed   bool    // a run ended since takeChanged: save the active runs
-	evicted   uint64  // frozen runs evicted (--max-runs): their series left /metrics
+	evicted   uint64  // frozen runs evicted (--run.max-kept): their series left /metrics
 	events    []event // since takeEvents
 }
 
@@ -325,7 +325,7 @@ func (l *lifecycle) undoPoint(id string) undo {
 
 // rollback takes back what changed since u; forgot says run ids recorded
 // since were dropped (the durable list must be written again). A finished
-// run evicted by the change (--max-runs) stays evicted.
+// run evicted by the change (--run.max-kept) stays evicted.
 func (l *lifecycle) rollback(u undo) (forgot bool) {
 	if r := u.r; r == nil {
 		delete(l.runs, u.id)

@@ -20,7 +20,7 @@ import (
 )
 
 // TestRunIDUsedOnce: an id is refused (409) once used, after its run was
-// evicted (--max-runs) and after a restart, and the pre-flight says so.
+// evicted (--run.max-kept) and after a restart, and the pre-flight says so.
 func TestRunIDUsedOnce(t *testing.T) {
 	dir := t.TempDir()
 	simCfg := gpu.SimConfig{GPUs: 2, Seed: 3}
@@ -34,7 +34,7 @@ func TestRunIDUsedOnce(t *testing.T) {
 		}
 	}
 	if _, ok := h.exp.RunStatus("r1"); ok {
-		t.Fatal("r1 still kept with --max-runs 1: the eviction this test needs did not happen")
+		t.Fatal("r1 still kept with --run.max-kept 1: the eviction this test needs did not happen")
 	}
 	if _, err := h.client.StartPhase(ctx, "r1", contract.Idle); !phaseapi.IsStatus(err, http.StatusConflict) || !strings.Contains(err.Error(), "used before") {
 		t.Errorf("reusing evicted r1: %v, want 409 naming the id as used", err)
@@ -148,7 +148,7 @@ func TestRunMaxAge(t *testing.T) {
 	h.step(30 * time.Second)
 	h.post("dead", contract.Formal)
 	if _, err := h.client.StartPhase(context.Background(), "next", contract.Idle); !phaseapi.IsStatus(err, http.StatusTooManyRequests) {
-		t.Fatalf("second run while one is active with --max-runs 1: %v, want 429", err)
+		t.Fatalf("second run while one is active with --run.max-kept 1: %v, want 429", err)
 	}
 	h.step(31 * time.Second)
 	st, _ := h.exp.RunStatus("dead")

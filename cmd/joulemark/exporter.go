@@ -18,51 +18,51 @@ import (
 
 // ExporterCmd samples GPU power and serves /metrics and the phase API.
 type ExporterCmd struct {
-	GPU                      string        `name:"gpu" default:"nvml" enum:"nvml,sim" help:"GPU backend: nvml (NVIDIA driver) or sim (simulated GPUs)."`
-	GPUs                     int           `name:"gpus" default:"0" help:"GPUs to read: the first N with nvml (0: all); the number of simulated GPUs with sim (0: 8)."`
-	Interval                 time.Duration `name:"sample.interval" default:"${exporter_interval}" help:"Power sampling period (10ms or more)."`
-	Retention                time.Duration `name:"sample.retention" default:"${exporter_retention}" help:"How long raw samples are kept in memory."`
-	ListenAddress            string        `name:"web.listen-address" default:":9402" help:"Address to serve /metrics and the API on."`
-	MaxRequests              int           `name:"web.max-requests" default:"${exporter_max_requests}" help:"Maximum number of parallel /metrics requests; more are answered 503. Use 0 to disable."`
-	WebConfigFile            string        `name:"web.config.file" default:"" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for every endpoint."`
-	APITokenFile             string        `name:"web.api-token-file" type:"existingfile" placeholder:"FILE" help:"File holding the bearer token the phase API requires (else env JOULEMARK_API_TOKEN; with neither the API is disabled)."`
-	ReleaseTolerance         float64       `name:"release.tolerance" default:"${exporter_release_tolerance}" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release.hold."`
-	ReleaseHold              time.Duration `name:"release.hold" default:"${exporter_release_hold}" help:"How long every GPU must stay within --release.tolerance of its baseline; the release ends where this hold began."`
-	ReleaseMaxWait           time.Duration `name:"release.max-wait" default:"${exporter_release_max_wait}" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
-	ReleaseRequireEngineExit bool          `name:"release.require-engine-exit" help:"The release's process criterion is met only when the bench reports the engine's exit (bench with --engine.cmd or --engine.stop), never from NVML's compute process list; a run without the report times out at --release.max-wait."`
-	IdleCVThreshold          float64       `hidden:"" name:"idle.cv-threshold" default:"${exporter_idle_cv_threshold}" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable."`
-	MaxRuns                  int           `name:"max-runs" default:"${exporter_max_runs}" help:"Finished runs kept in memory and served by the API (on /metrics for --run.metrics-ttl)."`
-	PowercapPath             string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
-	StoragePath              string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start); empty: nothing is kept across restarts."`
-	SaveInterval             time.Duration `hidden:"" name:"storage.save-interval" default:"${exporter_save_interval}" help:"How often the energy counters are saved while no run is active (every second while one is), besides every phase change and the shutdown; one file write per save, whatever the GPUs and the sampling rate."`
-	RunMaxAge                time.Duration `name:"run.max-age" default:"${exporter_run_max_age}" help:"A run still active this long after its first phase ends with reason expired."`
-	RunMetricsTTL            time.Duration `hidden:"" name:"run.metrics-ttl" default:"${exporter_run_metrics_ttl}" help:"A finished run leaves /metrics this long after its final values are known (the API serves it until --max-runs evicts it); 0: it stays on /metrics until then too."`
-	Kubelet                  kubeletFlags  `embed:""`
+	GPU                      string        `name:"gpu" default:"nvml" enum:"nvml,sim" help:"GPU backend: nvml (NVIDIA driver) or sim (simulated GPUs)." group:"GPUs and sampling"`
+	GPUs                     int           `name:"gpus" default:"0" help:"GPUs to read: the first N with nvml (0: all); the number of simulated GPUs with sim (0: 8)." group:"GPUs and sampling"`
+	Interval                 time.Duration `name:"sample.interval" default:"${exporter_interval}" help:"Power sampling period (10ms or more)." group:"GPUs and sampling"`
+	Retention                time.Duration `name:"sample.retention" default:"${exporter_retention}" help:"How long raw samples are kept in memory." group:"GPUs and sampling"`
+	ListenAddress            string        `name:"web.listen-address" default:":9402" help:"Address to serve /metrics and the API on." group:"Web and phase API"`
+	MaxRequests              int           `name:"web.max-requests" default:"${exporter_max_requests}" help:"Maximum number of parallel /metrics requests; more are answered 503. Use 0 to disable." group:"Web and phase API"`
+	WebConfigFile            string        `name:"web.config.file" default:"" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for every endpoint." group:"Web and phase API"`
+	APITokenFile             string        `name:"web.api-token-file" type:"existingfile" placeholder:"FILE" help:"File holding the bearer token the phase API requires (else env JOULEMARK_API_TOKEN; with neither the API is disabled)." group:"Web and phase API"`
+	ReleaseTolerance         float64       `name:"release.tolerance" default:"${exporter_release_tolerance}" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release.hold." group:"Release detection"`
+	ReleaseHold              time.Duration `name:"release.hold" default:"${exporter_release_hold}" help:"How long every GPU must stay within --release.tolerance of its baseline; the release ends where this hold began." group:"Release detection"`
+	ReleaseMaxWait           time.Duration `name:"release.max-wait" default:"${exporter_release_max_wait}" help:"A release not closed after this long ends with joulemark_run_release_closed 0." group:"Release detection"`
+	ReleaseRequireEngineExit bool          `name:"release.require-engine-exit" help:"The release's process criterion is met only when the bench reports the engine's exit (bench with --engine.cmd or --engine.stop), never from NVML's compute process list; a run without the report times out at --release.max-wait." group:"Release detection"`
+	IdleCVThreshold          float64       `hidden:"" name:"idle.cv-threshold" default:"${exporter_idle_cv_threshold}" help:"An idle phase whose power CV reaches this on any GPU is flagged unstable." group:"Release detection"`
+	MaxRuns                  int           `name:"run.max-kept" default:"${exporter_max_runs}" help:"Runs kept in memory and served by the API: finished ones beyond it are evicted oldest first (on /metrics for --run.metrics-ttl), active ones beyond it refused." group:"Runs and durable state"`
+	PowercapPath             string        `name:"host.powercap-path" default:"/sys/class/powercap" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy." group:"Host and pods"`
+	StoragePath              string        `name:"storage.path" default:"data/" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start); empty: nothing is kept across restarts." group:"Runs and durable state"`
+	SaveInterval             time.Duration `hidden:"" name:"storage.save-interval" default:"${exporter_save_interval}" help:"How often the energy counters are saved while no run is active (every second while one is), besides every phase change and the shutdown; one file write per save, whatever the GPUs and the sampling rate." group:"Runs and durable state"`
+	RunMaxAge                time.Duration `name:"run.max-age" default:"${exporter_run_max_age}" help:"A run still active this long after its first phase ends with reason expired." group:"Runs and durable state"`
+	RunMetricsTTL            time.Duration `hidden:"" name:"run.metrics-ttl" default:"${exporter_run_metrics_ttl}" help:"A finished run leaves /metrics this long after its final values are known (the API serves it until --run.max-kept evicts it); 0: it stays on /metrics until then too." group:"Runs and durable state"`
+	Kubelet                  kubeletFlags  `embed:"" group:"Host and pods"`
 
 	// RemoteWrite pushes every raw power sample (remote write 1.0).
-	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write."`
+	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write." group:"Remote write (raw samples)"`
 
-	NVMLInitTimeout   time.Duration `hidden:"" name:"nvml.init-timeout" default:"2m" help:"With --gpu=nvml: how long NVML's init (and opening a first GPU) is retried, with backoff, before the exporter gives up; GPUs failing after that are listed down and retried; 0: one attempt."`
-	NVMLRetryInterval time.Duration `hidden:"" name:"nvml.retry-interval" default:"10s" help:"With --gpu=nvml: how long after failing to open a GPU is opened again (listed with joulemark_gpu_up 0 meanwhile); the wait doubles after each failed attempt, up to 5m (or this, if longer)."`
+	NVMLInitTimeout   time.Duration `hidden:"" name:"nvml.init-timeout" default:"2m" help:"With --gpu=nvml: how long NVML's init (and opening a first GPU) is retried, with backoff, before the exporter gives up; GPUs failing after that are listed down and retried; 0: one attempt." group:"GPUs and sampling"`
+	NVMLRetryInterval time.Duration `hidden:"" name:"nvml.retry-interval" default:"10s" help:"With --gpu=nvml: how long after failing to open a GPU is opened again (listed with joulemark_gpu_up 0 meanwhile); the wait doubles after each failed attempt, up to 5m (or this, if longer)." group:"GPUs and sampling"`
 
-	SimEngineURL     []string      `hidden:"" name:"sim.engine-url" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state); repeatable as namespace/pod=URL, each engine then driving only the GPUs its pod holds in --sim.allocations."`
-	SimIdleWatts     float64       `hidden:"" name:"sim.idle-watts" default:"${sim_idle_watts}" help:"Simulated idle power per GPU."`
-	SimMaxWatts      float64       `hidden:"" name:"sim.max-watts" default:"${sim_max_watts}" help:"Simulated power at full load."`
-	SimStartupWatts  float64       `hidden:"" name:"sim.startup-watts" default:"${sim_startup_watts}" help:"Simulated power while the engine loads."`
-	SimRampSeconds   float64       `hidden:"" name:"sim.ramp-seconds" default:"${sim_ramp_seconds}" help:"Time constant of simulated power rises."`
-	SimDecaySeconds  float64       `hidden:"" name:"sim.decay-seconds" default:"${sim_decay_seconds}" help:"Time constant of the simulated release decay."`
-	SimNoiseWatts    float64       `hidden:"" name:"sim.noise-watts" default:"${sim_noise_watts}" help:"RMS of the simulated power noise."`
-	SimSeed          uint64        `hidden:"" name:"sim.seed" default:"${sim_seed}" help:"Seed of the simulated noise."`
-	SimEnergyCounter bool          `hidden:"" name:"sim.energy-counter" help:"Simulated GPUs report an energy counter (else energy is integrated)."`
-	SimCounterPeriod time.Duration `hidden:"" name:"sim.counter-period" default:"0s" help:"How often the simulated energy counter updates (real drivers: about 100ms; 0: continuously)."`
-	SimCounterOffset time.Duration `hidden:"" name:"sim.counter-offset" default:"0s" help:"Phase of the simulated counter's update grid (updates at offset + k·period)."`
-	SimCounterJitter time.Duration `hidden:"" name:"sim.counter-jitter" default:"0s" help:"Each simulated counter update moves by a seeded amount within ±this (at most 0.45·--sim.counter-period)."`
-	SimPowerBias     float64       `hidden:"" name:"sim.power-bias" default:"${sim_power_bias}" help:"Simulated power readings are this factor times the power the simulated energy counter integrates (a real GPU's instant power may read a few percent off its counter); 0.5..1.5."`
-	SimHangGPU       int           `hidden:"" name:"sim.hang-gpu" default:"-1" help:"Simulated GPU whose reads hang (as a hung driver call) after --sim.hang-after; -1: none."`
-	SimHangAfter     time.Duration `hidden:"" name:"sim.hang-after" default:"0s" help:"When the reads of --sim.hang-gpu start hanging, after the exporter starts."`
-	SimHangShutdown  bool          `hidden:"" name:"sim.hang-shutdown" help:"With --sim.hang-gpu: the hung call also blocks the backend's shutdown for good, as NVML's shutdown behind a hung driver call (the exporter exits anyway, after a bounded wait)."`
-	SimDownGPU       int           `hidden:"" name:"sim.down-gpu" default:"-1" help:"Simulated GPU that fails to open at start (as a GPU failing nvmlDeviceGetHandleByIndex): listed with joulemark_gpu_up 0 and no uuid until --sim.down-for has passed; -1: none."`
-	SimDownFor       time.Duration `hidden:"" name:"sim.down-for" default:"0s" help:"How long --sim.down-gpu stays down after the start (0: for good)."`
+	SimEngineURL     []string      `hidden:"" name:"sim.engine-url" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state); repeatable as namespace/pod=URL, each engine then driving only the GPUs its pod holds in --sim.allocations." group:"Simulated GPUs"`
+	SimIdleWatts     float64       `hidden:"" name:"sim.idle-watts" default:"${sim_idle_watts}" help:"Simulated idle power per GPU." group:"Simulated GPUs"`
+	SimMaxWatts      float64       `hidden:"" name:"sim.max-watts" default:"${sim_max_watts}" help:"Simulated power at full load." group:"Simulated GPUs"`
+	SimStartupWatts  float64       `hidden:"" name:"sim.startup-watts" default:"${sim_startup_watts}" help:"Simulated power while the engine loads." group:"Simulated GPUs"`
+	SimRampSeconds   float64       `hidden:"" name:"sim.ramp-seconds" default:"${sim_ramp_seconds}" help:"Time constant of simulated power rises." group:"Simulated GPUs"`
+	SimDecaySeconds  float64       `hidden:"" name:"sim.decay-seconds" default:"${sim_decay_seconds}" help:"Time constant of the simulated release decay." group:"Simulated GPUs"`
+	SimNoiseWatts    float64       `hidden:"" name:"sim.noise-watts" default:"${sim_noise_watts}" help:"RMS of the simulated power noise." group:"Simulated GPUs"`
+	SimSeed          uint64        `hidden:"" name:"sim.seed" default:"${sim_seed}" help:"Seed of the simulated noise." group:"Simulated GPUs"`
+	SimEnergyCounter bool          `hidden:"" name:"sim.energy-counter" help:"Simulated GPUs report an energy counter (else energy is integrated)." group:"Simulated GPUs"`
+	SimCounterPeriod time.Duration `hidden:"" name:"sim.counter-period" default:"0s" help:"How often the simulated energy counter updates (real drivers: about 100ms; 0: continuously)." group:"Simulated GPUs"`
+	SimCounterOffset time.Duration `hidden:"" name:"sim.counter-offset" default:"0s" help:"Phase of the simulated counter's update grid (updates at offset + k·period)." group:"Simulated GPUs"`
+	SimCounterJitter time.Duration `hidden:"" name:"sim.counter-jitter" default:"0s" help:"Each simulated counter update moves by a seeded amount within ±this (at most 0.45·--sim.counter-period)." group:"Simulated GPUs"`
+	SimPowerBias     float64       `hidden:"" name:"sim.power-bias" default:"${sim_power_bias}" help:"Simulated power readings are this factor times the power the simulated energy counter integrates (a real GPU's instant power may read a few percent off its counter); 0.5..1.5." group:"Simulated GPUs"`
+	SimHangGPU       int           `hidden:"" name:"sim.hang-gpu" default:"-1" help:"Simulated GPU whose reads hang (as a hung driver call) after --sim.hang-after; -1: none." group:"Simulated GPUs"`
+	SimHangAfter     time.Duration `hidden:"" name:"sim.hang-after" default:"0s" help:"When the reads of --sim.hang-gpu start hanging, after the exporter starts." group:"Simulated GPUs"`
+	SimHangShutdown  bool          `hidden:"" name:"sim.hang-shutdown" help:"With --sim.hang-gpu: the hung call also blocks the backend's shutdown for good, as NVML's shutdown behind a hung driver call (the exporter exits anyway, after a bounded wait)." group:"Simulated GPUs"`
+	SimDownGPU       int           `hidden:"" name:"sim.down-gpu" default:"-1" help:"Simulated GPU that fails to open at start (as a GPU failing nvmlDeviceGetHandleByIndex): listed with joulemark_gpu_up 0 and no uuid until --sim.down-for has passed; -1: none." group:"Simulated GPUs"`
+	SimDownFor       time.Duration `hidden:"" name:"sim.down-for" default:"0s" help:"How long --sim.down-gpu stays down after the start (0: for good)." group:"Simulated GPUs"`
 }
 
 // Run starts the exporter and serves until SIGINT or SIGTERM.

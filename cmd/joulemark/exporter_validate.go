@@ -44,7 +44,7 @@ func (c *ExporterCmd) checks() []flagCheck {
 		{&c.MaxRuns, c.MaxRuns < 1, "at least 1"},
 		{&c.SaveInterval, c.SaveInterval <= 0, positive},
 		{&c.RunMaxAge, c.RunMaxAge <= 0, positive},
-		{&c.RunMetricsTTL, c.RunMetricsTTL < 0, "a duration ≥ 0 (0: until --max-runs evicts the run)"},
+		{&c.RunMetricsTTL, c.RunMetricsTTL < 0, "a duration ≥ 0 (0: until --run.max-kept evicts the run)"},
 		{&c.NVMLInitTimeout, c.NVMLInitTimeout < 0, "a duration ≥ 0 (0: one attempt)"},
 		{&c.NVMLRetryInterval, c.NVMLRetryInterval <= 0, positive},
 		{&c.Kubelet.RefreshInterval, k.RefreshInterval <= 0, positive},

@@ -23,7 +23,7 @@ func TestExporterRejectsNonsenseSettings(t *testing.T) {
 		{"--release.hold=0s", "hold=0s", "want a duration > 0"},
 		{"--release.max-wait=0s", "max-wait=0s", "want a duration > 0"},
 		{"--idle.cv-threshold=0", "threshold=0", "want a coefficient"},
-		{"--max-runs=0", "max-runs=0", "want at least 1"},
+		{"--run.max-kept=0", "run.max-kept=0", "want at least 1"},
 		{"--sample.interval=0s", "interval=0s", "want at least 10ms"},
 		{"--run.metrics-ttl=-1m", "metrics-ttl=-1m0s", "want a duration ≥ 0"},
 		{"--sample.retention=0s", "retention=0s", "want a duration > 0"},
