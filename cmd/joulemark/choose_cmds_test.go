@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -152,70 +149,13 @@ func TestPlanCmdRefusesMixedConfigurations(t *testing.T) {
 	}
 }
 
-// pareto and recommend --group-by classify and recommend each group apart.
-func TestParetoRecommendGroupBy(t *testing.T) {
-	var reports []string
-	for _, n := range []string{"sweep-c4", "sweep-c12", "sweep-c24", "sweep-c12-qwen"} {
-		reports = append(reports, filepath.Join("..", "..", "analyze", "compare", "testdata", "reports", n+".json"))
-	}
-	cli := parseCLI(t, append([]string{"pareto", "--group-by", "run.model"}, reports...)...)
-	var buf bytes.Buffer
-	cli.Pareto.stdout = &buf
-	if err := cli.Pareto.Run(&Globals{}); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	if !strings.Contains(out, "group llama-3.1-8b (run.model):") || !strings.Contains(out, "group qwen2.5-7b (run.model):") {
-		t.Errorf("pareto --group-by run.model:\n%s", out)
-	}
-	// within the qwen group its only run is on the front
-	if i := strings.Index(out, "group qwen2.5-7b"); i < 0 || !regexp.MustCompile(`sweep-c12-qwen +concurrency 12 +front`).MatchString(out[i:]) {
-		t.Errorf("qwen group lacks its front run:\n%s", out)
-	}
-	cli = parseCLI(t, append([]string{"pareto", "--group-by", "run.model", "--format", "json"}, reports...)...)
-	buf.Reset()
-	cli.Pareto.stdout = &buf
-	if err := cli.Pareto.Run(&Globals{}); err != nil {
-		t.Fatal(err)
-	}
-	var groups []struct {
-		Group  string          `json:"group"`
-		Pareto json.RawMessage `json:"pareto"`
-	}
-	if err := json.Unmarshal(buf.Bytes(), &groups); err != nil || len(groups) != 2 || groups[1].Group != "qwen2.5-7b" {
-		t.Errorf("pareto --group-by --format json: %v %+v\n%s", err, groups, buf.String())
-	}
-
-	cli = parseCLI(t, append([]string{"pareto", "--group-by", "run.model", "--format", "csv"}, reports...)...)
-	buf.Reset()
-	cli.Pareto.stdout = &buf
-	if err := cli.Pareto.Run(&Globals{}); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(&buf).ReadAll()
-	if err != nil || len(rows) != 5 || rows[0][0] != "pareto.group" {
-		t.Fatalf("pareto --group-by --format csv: %v, %d rows, header %v", err, len(rows)-1, rows[0])
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
-	for _, r := range rows[1:] {
-		if r[col["run.model"]] != r[0] {
-			t.Errorf("row of %s in group %q", r[col["run.model"]], r[0])
-		}
-		if r[0] == "qwen2.5-7b" && r[col["pareto.front"]] != "true" {
-			t.Errorf("the qwen group's only run is not on its front: %v", r)
-		}
-	}
-
-	cli = parseCLI(t, append([]string{"recommend", "--group-by", "run.model", "--max-ttft-p95", "500ms"}, reports...)...)
-	buf.Reset()
-	cli.Recommend.stdout = &buf
-	if err := cli.Recommend.Run(&Globals{}); err != nil {
-		t.Fatal(err)
-	}
-	if out := buf.String(); strings.Count(out, "recommended: ") != 2 || !strings.Contains(out, "recommended: sweep-c12-qwen") {
-		t.Errorf("recommend --group-by run.model: want one recommendation per model:\n%s", out)
+// recommend --group-by prints text only: another format is bad usage,
+// refused before any report is read.
+func TestRecommendGroupByTextOnly(t *testing.T) {
+	cli := parseCLI(t, "recommend", "--group-by", "run.model", "--format", "json", "no-such-report.json")
+	cli.Recommend.stdout = &bytes.Buffer{}
+	err := cli.Recommend.Run(&Globals{})
+	if err == nil || !strings.Contains(err.Error(), "use --format text") || exitCode(err) != exitUsage {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -33,16 +33,11 @@ func (c *PlanCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	var slos []choose.Constraint
-	add := func(v *float64, m choose.Metric, upper bool, flag string) {
-		if v != nil {
-			slos = append(slos, choose.Constraint{Metric: m, Bound: *v, Upper: upper, Flag: flag})
-		}
-	}
-	add(seconds(c.SLOTTFTP95), choose.TTFTP95, true, "--slo.ttft-p95")
-	add(seconds(c.SLOTPOTP95), choose.TPOTP95, true, "--slo.tpot-p95")
-	add(c.MinGoodput, choose.Goodput, false, "--min-goodput")
-	add(c.MaxErrorRate, choose.ErrorRate, true, "--max-error-rate")
+	var slos choose.Constraints
+	slos.AddDuration("--slo.ttft-p95", c.SLOTTFTP95, choose.TTFTP95, true)
+	slos.AddDuration("--slo.tpot-p95", c.SLOTPOTP95, choose.TPOTP95, true)
+	slos.Add("--min-goodput", c.MinGoodput, choose.Goodput, false)
+	slos.Add("--max-error-rate", c.MaxErrorRate, choose.ErrorRate, true)
 	if len(slos) == 0 {
 		return usageErrorf("give at least one SLO (--slo.ttft-p95, --slo.tpot-p95, --min-goodput, --max-error-rate)")
 	}
