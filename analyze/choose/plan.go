@@ -2,7 +2,6 @@ package choose
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -260,9 +259,7 @@ func fmtp(v *float64) string {
 
 // WritePlanJSON writes the plan as indented JSON.
 func WritePlanJSON(w io.Writer, p Plan) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(p)
+	return writeJSON(w, p)
 }
 
 // latencyMs formats a latency in seconds as milliseconds for a table

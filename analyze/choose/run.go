@@ -22,6 +22,7 @@ import (
 	"github.com/joulemark/joulemark/internal/jsonline"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/runid"
+	"github.com/joulemark/joulemark/internal/runinfo"
 )
 
 // Run is one report read from disk, with the sanity of its outputs when the
@@ -124,17 +125,14 @@ type LoadPoint struct {
 	TargetRate  float64 `json:"target_rate,omitempty"`
 }
 
-// String is "concurrency 16", "rate 5 req/s (poisson)" or the mode.
+// String is "concurrency 16", "rate 5 req/s (poisson)" or the mode, as
+// runinfo.Info.Load writes a run's identity; "-" when unknown.
 func (l *LoadPoint) String() string {
-	switch {
-	case l == nil:
+	if l == nil {
 		return "-"
-	case l.Concurrency > 0:
-		return fmt.Sprintf("concurrency %d", l.Concurrency)
-	case l.TargetRate > 0:
-		return fmt.Sprintf("rate %s req/s (%s)", FormatValue(l.TargetRate, true), l.Mode)
-	case l.Mode != "":
-		return l.Mode
+	}
+	if s := (runinfo.Info{LoadMode: l.Mode, Concurrency: l.Concurrency, Rate: l.TargetRate}).Load(); s != "" {
+		return s
 	}
 	return "-"
 }
