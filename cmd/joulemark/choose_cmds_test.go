@@ -27,7 +27,7 @@ func TestDiffCmdGate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var buf bytes.Buffer
-		c := &DiffCmd{Before: fixture("diff", "before.json"), After: fixture("diff", tc.after), FailOnRegression: tc.threshold, stdout: &buf}
+		c := &DiffCmd{Before: fixture("diff", "before.json"), After: fixture("diff", tc.after), FailOnRegression: tc.threshold, output: output{&buf}}
 		err := c.Run(&Globals{})
 		switch {
 		case tc.wantErr == "" && err != nil:
@@ -45,7 +45,7 @@ func TestDiffCmdOutputSanity(t *testing.T) {
 	limit := 0.1
 	var buf bytes.Buffer
 	c := &DiffCmd{Before: fixture("runs", "vllm-tp1", "report.json"), After: fixture("runs", "vllm-tp2", "report.json"),
-		FailOnRegression: 100, MaxBadOutputRatio: &limit, stdout: &buf}
+		FailOnRegression: 100, MaxBadOutputRatio: &limit, output: output{&buf}}
 	if err := c.Run(&Globals{}); err == nil || !strings.Contains(buf.String(), "REGRESSED: AFTER outputs: bad outputs 0.2 > 0.1") {
 		t.Errorf("err %v, output:\n%s", err, buf.String())
 	}
@@ -55,7 +55,7 @@ func TestPlanCmdWritesOnce(t *testing.T) {
 	matches, _ := filepath.Glob(fixture("sweep", "*", "report.json"))
 	out := filepath.Join(t.TempDir(), "plan.json")
 	ttft := 500 * time.Millisecond
-	c := &PlanCmd{Reports: matches, TargetPeakRate: 100, SLOTTFTP95: &ttft, RestartsPerDay: 1, Out: out, Format: "text", stdout: &bytes.Buffer{}}
+	c := &PlanCmd{Reports: matches, TargetPeakRate: 100, SLOTTFTP95: &ttft, RestartsPerDay: 1, Out: out, Format: "text", output: output{&bytes.Buffer{}}}
 	if err := c.Run(&Globals{}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestRecommendCmdNoSurvivor(t *testing.T) {
 	matches, _ := filepath.Glob(fixture("runs", "*", "report.json"))
 	limit := 0.1
 	var buf bytes.Buffer
-	c := &RecommendCmd{Reports: matches, MaxJoulesPerToken: &limit, Prefer: "steady_state.joules_per_token", stdout: &buf}
+	c := &RecommendCmd{Reports: matches, MaxJoulesPerToken: &limit, Prefer: "steady_state.joules_per_token", output: output{&buf}}
 	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "no run meets every constraint") {
 		t.Errorf("err = %v", err)
 	}

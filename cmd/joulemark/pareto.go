@@ -2,15 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/joulemark/joulemark/analyze/choose"
 )
 
 // ParetoCmd is `joulemark pareto report.json...`.
 type ParetoCmd struct {
-	stdout io.Writer // os.Stdout when nil; tests set it
+	output `kong:"-"`
 
 	Reports []string `arg:"" name:"report" help:"report.json files, report directories or run ids (<runs-dir>/<id>/report/, reports/<id>/)."`
 	RunsDir string   `name:"runs-dir" default:"runs" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`
@@ -36,11 +34,4 @@ func (c *ParetoCmd) Run(g *Globals) error {
 		return choose.WritePareto(c.out(), c.Format, runs)
 	}
 	return choose.WriteParetoGroups(c.out(), c.Format, c.GroupBy, runs)
-}
-
-func (c *ParetoCmd) out() io.Writer {
-	if c.stdout == nil {
-		return os.Stdout
-	}
-	return c.stdout
 }

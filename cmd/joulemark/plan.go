@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io"
-	"os"
 	"time"
 
 	"github.com/joulemark/joulemark/analyze/choose"
@@ -11,7 +9,7 @@ import (
 
 // PlanCmd is `joulemark plan report.json... --target-peak-rate R --slo-...`.
 type PlanCmd struct {
-	stdout io.Writer // os.Stdout when nil; tests set it
+	output `kong:"-"`
 
 	Reports        []string       `arg:"" name:"report" help:"report.json files, report directories or run ids of a concurrency or rate sweep, one per load point."`
 	TargetPeakRate float64        `name:"target-peak-rate" required:"" help:"Peak request rate to serve, requests per second."`
@@ -73,11 +71,4 @@ func (c *PlanCmd) Run(g *Globals) error {
 		}
 	}
 	return nil
-}
-
-func (c *PlanCmd) out() io.Writer {
-	if c.stdout == nil {
-		return os.Stdout
-	}
-	return c.stdout
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/alecthomas/units"
@@ -13,7 +11,7 @@ import (
 
 // RecommendCmd is `joulemark recommend report.json... --max-ttft-p95 ...`.
 type RecommendCmd struct {
-	stdout io.Writer // os.Stdout when nil; tests set it
+	output `kong:"-"`
 
 	Reports []string `arg:"" name:"report" help:"report.json files, report directories or run ids (<runs-dir>/<id>/report/, reports/<id>/)."`
 
@@ -79,11 +77,4 @@ func (c *RecommendCmd) constraints() []choose.Constraint {
 		cs.Add("--max-gpu-memory", &b, choose.GPUMemoryPeak, true)
 	}
 	return cs
-}
-
-func (c *RecommendCmd) out() io.Writer {
-	if c.stdout == nil {
-		return os.Stdout
-	}
-	return c.stdout
 }
