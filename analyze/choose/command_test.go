@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -142,5 +143,24 @@ func TestConstraints(t *testing.T) {
 	}
 	if want := []bound{{Goodput.Key, "--min-goodput", 0.5, false}, {TTFTP95.Key, "--max-ttft-p95", 0.25, true}}; !slices.Equal(got, want) {
 		t.Errorf("got %+v", cs)
+	}
+}
+
+// plan --out: the plan's JSON in a new file, never overwritten.
+func TestWritePlanFile(t *testing.T) {
+	p := Plan{Points: []PlanPoint{{RunID: "c4"}}}
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := WritePlanFile(path, p); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := WritePlanJSON(&want, p); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("plan.json (%v):\n%s", err, got)
+	}
+	if err := WritePlanFile(path, Plan{}); err == nil || !strings.Contains(err.Error(), "refusing to overwrite") {
+		t.Errorf("second write: %v", err)
 	}
 }

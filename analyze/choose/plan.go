@@ -1,6 +1,7 @@
 package choose
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -269,4 +270,14 @@ func latencyMs(s *float64) string {
 		return "-"
 	}
 	return FormatValue(*s*1000, true)
+}
+
+// WritePlanFile writes the plan as JSON to a new file at path; an existing
+// file is never overwritten.
+func WritePlanFile(path string, p Plan) error {
+	var buf bytes.Buffer
+	if err := WritePlanJSON(&buf, p); err != nil {
+		return err
+	}
+	return WriteFileNew(path, buf.Bytes())
 }

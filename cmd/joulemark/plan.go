@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"time"
 
 	"github.com/joulemark/joulemark/analyze/choose"
@@ -27,10 +26,6 @@ type PlanCmd struct {
 
 // Run prints the plan and, with --out, writes it.
 func (c *PlanCmd) Run(g *Globals) error {
-	runs, err := loadReports(c.Reports, c.RunsDir)
-	if err != nil {
-		return err
-	}
 	var slos choose.Constraints
 	slos.AddDuration("--slo.ttft-p95", c.SLOTTFTP95, choose.TTFTP95, true)
 	slos.AddDuration("--slo.tpot-p95", c.SLOTPOTP95, choose.TPOTP95, true)
@@ -40,6 +35,10 @@ func (c *PlanCmd) Run(g *Globals) error {
 		return usageErrorf("give at least one SLO (--slo.ttft-p95, --slo.tpot-p95, --min-goodput, --max-error-rate)")
 	}
 	cost, err := c.Cost.Inputs()
+	if err != nil {
+		return err
+	}
+	runs, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}
@@ -62,13 +61,7 @@ func (c *PlanCmd) Run(g *Globals) error {
 		return planErr
 	}
 	if c.Out != "" {
-		var buf bytes.Buffer
-		if err := choose.WritePlanJSON(&buf, p); err != nil {
-			return err
-		}
-		if err := choose.WriteFileNew(c.Out, buf.Bytes()); err != nil {
-			return err
-		}
+		return choose.WritePlanFile(c.Out, p)
 	}
 	return nil
 }
