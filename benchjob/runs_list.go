@@ -1,6 +1,7 @@
 package benchjob
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,11 +59,13 @@ func WriteRunList(w io.Writer, format string, rows []RunListing) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	case "csv":
-		fmt.Fprintln(w, "run_id,status,start,requests,flags")
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"run_id", "status", "start", "requests", "flags"})
 		for _, r := range rows {
-			fmt.Fprintf(w, "%s,%s,%s,%s,%s\n", r.RunID, r.Status, r.Start, requestsText(r.Requests, ""), strings.Join(r.Flags, ";"))
+			cw.Write([]string{r.RunID, r.Status, r.Start, requestsText(r.Requests, ""), strings.Join(r.Flags, ";")})
 		}
-		return nil
+		cw.Flush()
+		return cw.Error()
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN ID\tSTATUS\tSTART\tREQUESTS\tFLAGS")

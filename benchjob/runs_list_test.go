@@ -69,3 +69,16 @@ func TestRunListEmpty(t *testing.T) {
 		t.Error("missing runs directory: no error")
 	}
 }
+
+// A manifest is not ours to trust: a comma in a field stays in its CSV
+// cell.
+func TestRunListCSVQuotes(t *testing.T) {
+	rows := []RunListing{{RunID: "r1", Status: "odd,status", Flags: []string{"a,b", "c"}}}
+	var buf bytes.Buffer
+	if err := WriteRunList(&buf, "csv", rows); err != nil {
+		t.Fatal(err)
+	}
+	if want := "run_id,status,start,requests,flags\nr1,\"odd,status\",,,\"a,b;c\"\n"; buf.String() != want {
+		t.Errorf("got %q, want %q", buf.String(), want)
+	}
+}
