@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/joulemark/joulemark/benchjob"
@@ -55,21 +54,7 @@ func (c *RunsFinalizeCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	if res.EngineKilled {
-		fmt.Printf("engine: killed the process group the run left\n")
-	}
-	for u, st := range res.Exporters {
-		fmt.Printf("exporter %s: run %s %s (%s)\n", u, c.RunID, st.State, st.EndReason)
-	}
-	var errs []string
-	for u, e := range res.ExporterErrors {
-		errs = append(errs, fmt.Sprintf("exporter %s: %v", u, e))
-	}
-	fmt.Printf("run %s: status %s, archive final in %s/%s\n", c.RunID, res.Manifest.Status, c.RunsDir, c.RunID)
-	if len(errs) > 0 {
-		return fmt.Errorf("the archive is final but the run could not be ended on: %s", strings.Join(errs, "; "))
-	}
-	return nil
+	return res.WriteText(os.Stdout, c.RunsDir, c.RunID)
 }
 
 // RunsPushCmd re-sends a run's samples.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -91,4 +93,26 @@ func orNA(s string) string {
 		return "n/a"
 	}
 	return s
+}
+
+// WriteText prints what Finalize did to run id of runsDir, exporters in
+// URL order. It returns an error naming each exporter on which the run
+// could not be ended.
+func (r *FinalizeResult) WriteText(w io.Writer, runsDir, id string) error {
+	if r.EngineKilled {
+		fmt.Fprintln(w, "engine: killed the process group the run left")
+	}
+	for _, u := range slices.Sorted(maps.Keys(r.Exporters)) {
+		st := r.Exporters[u]
+		fmt.Fprintf(w, "exporter %s: run %s %s (%s)\n", u, id, st.State, st.EndReason)
+	}
+	fmt.Fprintf(w, "run %s: status %s, archive final in %s/%s\n", id, r.Manifest.Status, runsDir, id)
+	var errs []string
+	for _, u := range slices.Sorted(maps.Keys(r.ExporterErrors)) {
+		errs = append(errs, fmt.Sprintf("exporter %s: %v", u, r.ExporterErrors[u]))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("the archive is final but the run could not be ended on: %s", strings.Join(errs, "; "))
+	}
+	return nil
 }
