@@ -450,3 +450,21 @@ func TestWriteFileNew(t *testing.T) {
 		t.Errorf("temporary files left: %v", entries)
 	}
 }
+
+// A manifest's load reads as the report identity's does (contract.RunIdentity.Load):
+// an open-loop rate wins over a concurrency cap.
+func TestLoadPointString(t *testing.T) {
+	for _, tc := range []struct {
+		l    *LoadPoint
+		want string
+	}{
+		{nil, "-"}, {&LoadPoint{}, "-"}, {&LoadPoint{Mode: "trace"}, "trace"},
+		{&LoadPoint{Mode: "closed", Concurrency: 16}, "concurrency 16"},
+		{&LoadPoint{Mode: "poisson", TargetRate: 2.5}, "rate 2.5 req/s (poisson)"},
+		{&LoadPoint{Mode: "poisson", Concurrency: 64, TargetRate: 5}, "rate 5 req/s (poisson)"},
+	} {
+		if got := tc.l.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.l, got, tc.want)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package choose
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -248,7 +247,5 @@ func WriteParetoJSON(w io.Writer, classes []Class, metrics []Metric) error {
 		}
 		out = append(out, p)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return writeJSON(w, out)
 }

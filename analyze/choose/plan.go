@@ -1,8 +1,8 @@
 package choose
 
 import (
+	"bytes"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -260,9 +260,7 @@ func fmtp(v *float64) string {
 
 // WritePlanJSON writes the plan as indented JSON.
 func WritePlanJSON(w io.Writer, p Plan) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(p)
+	return writeJSON(w, p)
 }
 
 // latencyMs formats a latency in seconds as milliseconds for a table
@@ -272,4 +270,14 @@ func latencyMs(s *float64) string {
 		return "-"
 	}
 	return FormatValue(*s*1000, true)
+}
+
+// WritePlanFile writes the plan as JSON to a new file at path; an existing
+// file is never overwritten.
+func WritePlanFile(path string, p Plan) error {
+	var buf bytes.Buffer
+	if err := WritePlanJSON(&buf, p); err != nil {
+		return err
+	}
+	return WriteFileNew(path, buf.Bytes())
 }

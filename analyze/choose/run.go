@@ -124,17 +124,14 @@ type LoadPoint struct {
 	TargetRate  float64 `json:"target_rate,omitempty"`
 }
 
-// String is "concurrency 16", "rate 5 req/s (poisson)" or the mode.
+// String is "concurrency 16", "rate 5 req/s (poisson)" or the mode, as
+// contract.RunIdentity.Load writes a run's identity; "-" when unknown.
 func (l *LoadPoint) String() string {
-	switch {
-	case l == nil:
+	if l == nil {
 		return "-"
-	case l.Concurrency > 0:
-		return fmt.Sprintf("concurrency %d", l.Concurrency)
-	case l.TargetRate > 0:
-		return fmt.Sprintf("rate %s req/s (%s)", FormatValue(l.TargetRate, true), l.Mode)
-	case l.Mode != "":
-		return l.Mode
+	}
+	if s := (contract.RunIdentity{LoadMode: l.Mode, Concurrency: l.Concurrency, Rate: l.TargetRate}).Load(); s != "" {
+		return s
 	}
 	return "-"
 }

@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +27,7 @@ func TestDiffCmdGate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var buf bytes.Buffer
-		c := &DiffCmd{Before: fixture("diff", "before.json"), After: fixture("diff", tc.after), FailOnRegression: tc.threshold, stdout: &buf}
+		c := &DiffCmd{Before: fixture("diff", "before.json"), After: fixture("diff", tc.after), FailOnRegression: tc.threshold, output: output{&buf}}
 		err := c.Run(&Globals{})
 		switch {
 		case tc.wantErr == "" && err != nil:
@@ -48,7 +45,7 @@ func TestDiffCmdOutputSanity(t *testing.T) {
 	limit := 0.1
 	var buf bytes.Buffer
 	c := &DiffCmd{Before: fixture("runs", "vllm-tp1", "report.json"), After: fixture("runs", "vllm-tp2", "report.json"),
-		FailOnRegression: 100, MaxBadOutputRatio: &limit, stdout: &buf}
+		FailOnRegression: 100, MaxBadOutputRatio: &limit, output: output{&buf}}
 	if err := c.Run(&Globals{}); err == nil || !strings.Contains(buf.String(), "REGRESSED: AFTER outputs: bad outputs 0.2 > 0.1") {
 		t.Errorf("err %v, output:\n%s", err, buf.String())
 	}
@@ -58,7 +55,7 @@ func TestPlanCmdWritesOnce(t *testing.T) {
 	matches, _ := filepath.Glob(fixture("sweep", "*", "report.json"))
 	out := filepath.Join(t.TempDir(), "plan.json")
 	ttft := 500 * time.Millisecond
-	c := &PlanCmd{Reports: matches, TargetPeakRate: 100, SLOTTFTP95: &ttft, RestartsPerDay: 1, Out: out, Format: "text", stdout: &bytes.Buffer{}}
+	c := &PlanCmd{Reports: matches, TargetPeakRate: 100, SLOTTFTP95: &ttft, RestartsPerDay: 1, Out: out, Format: "text", output: output{&bytes.Buffer{}}}
 	if err := c.Run(&Globals{}); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +72,7 @@ func TestRecommendCmdNoSurvivor(t *testing.T) {
 	matches, _ := filepath.Glob(fixture("runs", "*", "report.json"))
 	limit := 0.1
 	var buf bytes.Buffer
-	c := &RecommendCmd{Reports: matches, MaxJoulesPerToken: &limit, Prefer: "steady_state.joules_per_token", stdout: &buf}
+	c := &RecommendCmd{Reports: matches, MaxJoulesPerToken: &limit, Prefer: "steady_state.joules_per_token", output: output{&buf}}
 	if err := c.Run(&Globals{}); err == nil || !strings.Contains(err.Error(), "no run meets every constraint") {
 		t.Errorf("err = %v", err)
 	}
@@ -152,70 +149,13 @@ func TestPlanCmdRefusesMixedConfigurations(t *testing.T) {
 	}
 }
 
-// pareto and recommend --group-by classify and recommend each group apart.
-func TestParetoRecommendGroupBy(t *testing.T) {
-	var reports []string
-	for _, n := range []string{"sweep-c4", "sweep-c12", "sweep-c24", "sweep-c12-qwen"} {
-		reports = append(reports, filepath.Join("..", "..", "analyze", "compare", "testdata", "reports", n+".json"))
-	}
-	cli := parseCLI(t, append([]string{"pareto", "--group-by", "run.model"}, reports...)...)
-	var buf bytes.Buffer
-	cli.Pareto.stdout = &buf
-	if err := cli.Pareto.Run(&Globals{}); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	if !strings.Contains(out, "group llama-3.1-8b (run.model):") || !strings.Contains(out, "group qwen2.5-7b (run.model):") {
-		t.Errorf("pareto --group-by run.model:\n%s", out)
-	}
-	// within the qwen group its only run is on the front
-	if i := strings.Index(out, "group qwen2.5-7b"); i < 0 || !regexp.MustCompile(`sweep-c12-qwen +concurrency 12 +front`).MatchString(out[i:]) {
-		t.Errorf("qwen group lacks its front run:\n%s", out)
-	}
-	cli = parseCLI(t, append([]string{"pareto", "--group-by", "run.model", "--format", "json"}, reports...)...)
-	buf.Reset()
-	cli.Pareto.stdout = &buf
-	if err := cli.Pareto.Run(&Globals{}); err != nil {
-		t.Fatal(err)
-	}
-	var groups []struct {
-		Group  string          `json:"group"`
-		Pareto json.RawMessage `json:"pareto"`
-	}
-	if err := json.Unmarshal(buf.Bytes(), &groups); err != nil || len(groups) != 2 || groups[1].Group != "qwen2.5-7b" {
-		t.Errorf("pareto --group-by --format json: %v %+v\n%s", err, groups, buf.String())
-	}
-
-	cli = parseCLI(t, append([]string{"pareto", "--group-by", "run.model", "--format", "csv"}, reports...)...)
-	buf.Reset()
-	cli.Pareto.stdout = &buf
-	if err := cli.Pareto.Run(&Globals{}); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(&buf).ReadAll()
-	if err != nil || len(rows) != 5 || rows[0][0] != "pareto.group" {
-		t.Fatalf("pareto --group-by --format csv: %v, %d rows, header %v", err, len(rows)-1, rows[0])
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
-	for _, r := range rows[1:] {
-		if r[col["run.model"]] != r[0] {
-			t.Errorf("row of %s in group %q", r[col["run.model"]], r[0])
-		}
-		if r[0] == "qwen2.5-7b" && r[col["pareto.front"]] != "true" {
-			t.Errorf("the qwen group's only run is not on its front: %v", r)
-		}
-	}
-
-	cli = parseCLI(t, append([]string{"recommend", "--group-by", "run.model", "--max-ttft-p95", "500ms"}, reports...)...)
-	buf.Reset()
-	cli.Recommend.stdout = &buf
-	if err := cli.Recommend.Run(&Globals{}); err != nil {
-		t.Fatal(err)
-	}
-	if out := buf.String(); strings.Count(out, "recommended: ") != 2 || !strings.Contains(out, "recommended: sweep-c12-qwen") {
-		t.Errorf("recommend --group-by run.model: want one recommendation per model:\n%s", out)
+// recommend --group-by prints text only: another format is bad usage,
+// refused before any report is read.
+func TestRecommendGroupByTextOnly(t *testing.T) {
+	cli := parseCLI(t, "recommend", "--group-by", "run.model", "--format", "json", "no-such-report.json")
+	cli.Recommend.stdout = &bytes.Buffer{}
+	err := cli.Recommend.Run(&Globals{})
+	if err == nil || !strings.Contains(err.Error(), "use --format text") || exitCode(err) != exitUsage {
+		t.Errorf("err = %v", err)
 	}
 }

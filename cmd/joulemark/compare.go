@@ -11,7 +11,7 @@ import (
 
 // CompareCmd is `joulemark compare report.json...`.
 type CompareCmd struct {
-	stdout io.Writer // os.Stdout when nil; tests set it
+	output `kong:"-"`
 
 	Reports   []string `arg:"" name:"report" help:"report.json files, report directories or run ids (<runs-dir>/<id>/report/, reports/<id>/)."`
 	GroupBy   string   `name:"group-by" default:"scenario" help:"Dotted report key, or several joined by commas, that groups runs for the medians (scenario, run.model,run.concurrency, ...); a run with none of them is its own group."`
@@ -43,13 +43,6 @@ func (c *CompareCmd) Run(g *Globals) error {
 	return compare.WriteText(c.out(), res)
 }
 
-func (c *CompareCmd) out() io.Writer {
-	if c.stdout == nil {
-		return os.Stdout
-	}
-	return c.stdout
-}
-
 // loadReports reads the reports the arguments name (files, report
 // directories, run archives, run ids); an argument naming none is bad usage.
 func loadReports(args []string, runsDir string) ([]*choose.Run, error) {
@@ -58,4 +51,14 @@ func loadReports(args []string, runsDir string) ([]*choose.Run, error) {
 		return nil, withExitCode(exitUsage, err)
 	}
 	return runs, err
+}
+
+// output is where a command prints: os.Stdout, or what a test sets.
+type output struct{ stdout io.Writer }
+
+func (o output) out() io.Writer {
+	if o.stdout == nil {
+		return os.Stdout
+	}
+	return o.stdout
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/joulemark/joulemark/analyze/choose"
@@ -11,7 +9,7 @@ import (
 
 // DiffCmd is `joulemark diff BEFORE AFTER --fail-on-regression 5`.
 type DiffCmd struct {
-	stdout io.Writer // os.Stdout when nil; tests set it
+	output `kong:"-"`
 
 	Before            string   `arg:"" help:"report.json of the reference run, or the reports of its repetitions joined by commas."`
 	After             string   `arg:"" help:"report.json of the run under test, or the reports of its repetitions joined by commas."`
@@ -53,11 +51,4 @@ func (c *DiffCmd) Run(g *Globals) error {
 		return fmt.Errorf("%d regression(s) of %s against %s beyond %v%%", n, d.After.Name, d.Before.Name, c.FailOnRegression)
 	}
 	return nil
-}
-
-func (c *DiffCmd) out() io.Writer {
-	if c.stdout == nil {
-		return os.Stdout
-	}
-	return c.stdout
 }

@@ -40,7 +40,7 @@ func TestDiffRejectsNonReports(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, side := range []string{"before", "after"} {
-			c := &DiffCmd{Before: fixture("diff", "before.json"), After: fixture("diff", "after-ok.json"), FailOnRegression: 5, stdout: &bytes.Buffer{}}
+			c := &DiffCmd{Before: fixture("diff", "before.json"), After: fixture("diff", "after-ok.json"), FailOnRegression: 5, output: output{&bytes.Buffer{}}}
 			if side == "before" {
 				c.Before = path
 			} else {

@@ -7,8 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/common/config"
-
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
@@ -34,32 +32,19 @@ func (c *PhaseCmd) Run(ctx context.Context, g *Globals) error {
 	if len(c.Exporter.URLs) == 0 {
 		return usageErrorf("give at least one --exporter.url")
 	}
-	hc, err := c.Exporter.HTTPConfig()
+	clients, err := c.Exporter.PhaseClients("joulemark-phase", c.Timeout)
 	if err != nil {
 		return withExitCode(exitUsage, err)
 	}
-	token, err := c.Exporter.Token()
-	if err != nil {
-		return err
-	}
-	header, _ := c.Exporter.TokenHeader()
-	if token == "" && hc.Authorization == nil {
+	if !clients.Authenticated {
 		return usageErrorf("no API token: pass --exporter.bearer-token-file or set %s", clientflags.TokenEnv)
 	}
-	httpClient, err := config.NewClientFromConfig(hc, "joulemark-phase")
-	if err != nil {
-		return fmt.Errorf("--exporter.* HTTP client: %w", err)
-	}
-	httpClient.Timeout = c.Timeout
 	var errs []error
 	for _, u := range c.Exporter.URLs {
-		cl, err := phaseapi.NewClient(u, token, httpClient)
+		cl, err := clients.Client(u)
 		if err != nil {
 			errs = append(errs, err)
 			continue
-		}
-		if header {
-			cl.WithTokenHeader()
 		}
 		rctx, cancel := context.WithTimeout(ctx, c.Timeout)
 		var st *phaseapi.RunStatus

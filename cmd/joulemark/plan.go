@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"io"
-	"os"
 	"time"
 
 	"github.com/joulemark/joulemark/analyze/choose"
@@ -11,7 +8,7 @@ import (
 
 // PlanCmd is `joulemark plan report.json... --target-peak-rate R --slo-...`.
 type PlanCmd struct {
-	stdout io.Writer // os.Stdout when nil; tests set it
+	output `kong:"-"`
 
 	Reports        []string       `arg:"" name:"report" help:"report.json files, report directories or run ids of a concurrency or rate sweep, one per load point."`
 	TargetPeakRate float64        `name:"target-peak-rate" required:"" help:"Peak request rate to serve, requests per second."`
@@ -29,24 +26,19 @@ type PlanCmd struct {
 
 // Run prints the plan and, with --out, writes it.
 func (c *PlanCmd) Run(g *Globals) error {
-	runs, err := loadReports(c.Reports, c.RunsDir)
-	if err != nil {
-		return err
-	}
-	var slos []choose.Constraint
-	add := func(v *float64, m choose.Metric, upper bool, flag string) {
-		if v != nil {
-			slos = append(slos, choose.Constraint{Metric: m, Bound: *v, Upper: upper, Flag: flag})
-		}
-	}
-	add(seconds(c.SLOTTFTP95), choose.TTFTP95, true, "--slo.ttft-p95")
-	add(seconds(c.SLOTPOTP95), choose.TPOTP95, true, "--slo.tpot-p95")
-	add(c.MinGoodput, choose.Goodput, false, "--min-goodput")
-	add(c.MaxErrorRate, choose.ErrorRate, true, "--max-error-rate")
+	var slos choose.Constraints
+	slos.AddDuration("--slo.ttft-p95", c.SLOTTFTP95, choose.TTFTP95, true)
+	slos.AddDuration("--slo.tpot-p95", c.SLOTPOTP95, choose.TPOTP95, true)
+	slos.Add("--min-goodput", c.MinGoodput, choose.Goodput, false)
+	slos.Add("--max-error-rate", c.MaxErrorRate, choose.ErrorRate, true)
 	if len(slos) == 0 {
 		return usageErrorf("give at least one SLO (--slo.ttft-p95, --slo.tpot-p95, --min-goodput, --max-error-rate)")
 	}
 	cost, err := c.Cost.Inputs()
+	if err != nil {
+		return err
+	}
+	runs, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}
@@ -69,20 +61,7 @@ func (c *PlanCmd) Run(g *Globals) error {
 		return planErr
 	}
 	if c.Out != "" {
-		var buf bytes.Buffer
-		if err := choose.WritePlanJSON(&buf, p); err != nil {
-			return err
-		}
-		if err := choose.WriteFileNew(c.Out, buf.Bytes()); err != nil {
-			return err
-		}
+		return choose.WritePlanFile(c.Out, p)
 	}
 	return nil
-}
-
-func (c *PlanCmd) out() io.Writer {
-	if c.stdout == nil {
-		return os.Stdout
-	}
-	return c.stdout
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/units"
@@ -14,7 +11,7 @@ import (
 
 // RecommendCmd is `joulemark recommend report.json... --max-ttft-p95 ...`.
 type RecommendCmd struct {
-	stdout io.Writer // os.Stdout when nil; tests set it
+	output `kong:"-"`
 
 	Reports []string `arg:"" name:"report" help:"report.json files, report directories or run ids (<runs-dir>/<id>/report/, reports/<id>/)."`
 
@@ -39,6 +36,9 @@ type RecommendCmd struct {
 // Run prints the recommendation and why every other run was excluded; it
 // fails when no run meets every constraint.
 func (c *RecommendCmd) Run(g *Globals) error {
+	if c.GroupBy != "" && c.Format != "text" {
+		return usageErrorf("--group-by prints one recommendation per group: use --format text")
+	}
 	prefer, err := choose.MetricByKey(c.Prefer)
 	if err != nil {
 		return err
@@ -47,80 +47,34 @@ func (c *RecommendCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	var cons []choose.Constraint
-	add := func(v *float64, m choose.Metric, upper bool, flag string) {
-		if v != nil {
-			cons = append(cons, choose.Constraint{Metric: m, Bound: *v, Upper: upper, Flag: flag})
-		}
-	}
-	add(seconds(c.MaxTTFTP95), choose.TTFTP95, true, "--max-ttft-p95")
-	add(seconds(c.MaxTPOTP95), choose.TPOTP95, true, "--max-tpot-p95")
-	add(c.MinGoodput, choose.Goodput, false, "--min-goodput")
-	add(c.MaxJoulesPerToken, choose.SteadyStateJPT, true, "--max-joules-per-token")
-	add(c.MaxLifecycleJoulesPerToken, choose.LifecycleJPT, true, "--max-lifecycle-joules-per-token")
-	add(c.MinThroughput, choose.Throughput, false, "--min-throughput")
-	add(c.MaxErrorRate, choose.ErrorRate, true, "--max-error-rate")
-	add(c.MaxStartupJoules, choose.StartupEnergy, true, "--max-startup-joules")
-	add(c.MinQuality, choose.QualityPassRate, false, "--min-quality")
-	if c.MaxGPUMemory != nil {
-		b := float64(*c.MaxGPUMemory)
-		add(&b, choose.GPUMemoryPeak, true, "--max-gpu-memory")
-	}
 	maxBad := -1.0
 	if c.MaxBadOutputRatio != nil {
 		maxBad = *c.MaxBadOutputRatio
 	}
-	if _, note := choose.SteadyBasis(runs, choose.ParetoMetrics); note != "" && c.Format != "json" && c.Format != "csv" {
+	if _, note := choose.SteadyBasis(runs, choose.ParetoMetrics); note != "" && c.Format == "text" {
 		fmt.Fprintf(c.out(), "Note: %s.\n", note)
 	}
-	if c.GroupBy == "" {
-		rec := choose.Recommend(runs, cons, maxBad, choose.ParetoMetrics, prefer)
-		switch c.Format {
-		case "json":
-			err = choose.WriteRecommendJSON(c.out(), rec, choose.ParetoMetrics)
-		case "csv":
-			err = choose.WriteRecommendCSV(c.out(), rec)
-		default:
-			return choose.WriteRecommendation(c.out(), rec, choose.ParetoMetrics)
-		}
-		if err == nil && rec.Best == nil {
-			err = choose.ErrNoSurvivor
-		}
-		return err
+	if c.GroupBy != "" {
+		return choose.WriteRecommendGroups(c.out(), c.GroupBy, runs, c.constraints(), maxBad, prefer)
 	}
-	if c.Format != "text" {
-		return usageErrorf("--group-by prints one recommendation per group: use --format text")
-	}
-	order, groups := choose.GroupRuns(runs, c.GroupBy)
-	var failed []string
-	for i, k := range order {
-		if i > 0 {
-			fmt.Fprintln(c.out())
-		}
-		fmt.Fprintf(c.out(), "group %s (%s):\n", k, c.GroupBy)
-		rec := choose.Recommend(groups[k], cons, maxBad, choose.ParetoMetrics, prefer)
-		if err := choose.WriteRecommendation(c.out(), rec, choose.ParetoMetrics); err != nil {
-			failed = append(failed, k)
-		}
-	}
-	if len(failed) == len(order) {
-		return fmt.Errorf("no run meets every constraint in any group (%s): %w", strings.Join(failed, "; "), choose.ErrNoSurvivor)
-	}
-	return nil
+	return choose.WriteRecommend(c.out(), c.Format, choose.Recommend(runs, c.constraints(), maxBad, choose.ParetoMetrics, prefer))
 }
 
-// seconds converts an optional duration flag to seconds.
-func seconds(d *time.Duration) *float64 {
-	if d == nil {
-		return nil
+// constraints are the bounds of the flags given.
+func (c *RecommendCmd) constraints() []choose.Constraint {
+	var cs choose.Constraints
+	cs.AddDuration("--max-ttft-p95", c.MaxTTFTP95, choose.TTFTP95, true)
+	cs.AddDuration("--max-tpot-p95", c.MaxTPOTP95, choose.TPOTP95, true)
+	cs.Add("--min-goodput", c.MinGoodput, choose.Goodput, false)
+	cs.Add("--max-joules-per-token", c.MaxJoulesPerToken, choose.SteadyStateJPT, true)
+	cs.Add("--max-lifecycle-joules-per-token", c.MaxLifecycleJoulesPerToken, choose.LifecycleJPT, true)
+	cs.Add("--min-throughput", c.MinThroughput, choose.Throughput, false)
+	cs.Add("--max-error-rate", c.MaxErrorRate, choose.ErrorRate, true)
+	cs.Add("--max-startup-joules", c.MaxStartupJoules, choose.StartupEnergy, true)
+	cs.Add("--min-quality", c.MinQuality, choose.QualityPassRate, false)
+	if c.MaxGPUMemory != nil {
+		b := float64(*c.MaxGPUMemory)
+		cs.Add("--max-gpu-memory", &b, choose.GPUMemoryPeak, true)
 	}
-	s := d.Seconds()
-	return &s
-}
-
-func (c *RecommendCmd) out() io.Writer {
-	if c.stdout == nil {
-		return os.Stdout
-	}
-	return c.stdout
+	return cs
 }

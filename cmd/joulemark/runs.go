@@ -4,13 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
-	"github.com/prometheus/common/config"
-
 	"github.com/joulemark/joulemark/benchjob"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 )
@@ -48,48 +44,17 @@ type RunsFinalizeCmd struct {
 // Run kills the run's engine group, makes its archive final and ends it on
 // its exporters (those its manifest lists, or --exporter.url when given).
 func (c *RunsFinalizeCmd) Run(g *Globals) error {
-	token, err := c.Exporter.Token()
+	clients, err := c.Exporter.PhaseClients("joulemark-runs", 10*time.Second)
 	if err != nil {
 		return withExitCode(exitUsage, err)
-	}
-	hc, err := c.Exporter.HTTPConfig()
-	if err != nil {
-		return withExitCode(exitUsage, err)
-	}
-	header, _ := c.Exporter.TokenHeader()
-	httpClient, err := config.NewClientFromConfig(hc, "joulemark-runs")
-	if err != nil {
-		return withExitCode(exitUsage, fmt.Errorf("exporter HTTP settings: %w", err))
-	}
-	httpClient.Timeout = 10 * time.Second
-	clients := func(u string) (*phaseapi.Client, error) {
-		cl, err := phaseapi.NewClient(u, token, httpClient)
-		if err == nil && header {
-			cl.WithTokenHeader()
-		}
-		return cl, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := benchjob.Finalize(ctx, c.RunsDir, c.RunID, c.Exporter.URLs, clients)
+	res, err := benchjob.Finalize(ctx, c.RunsDir, c.RunID, c.Exporter.URLs, clients.Client)
 	if err != nil {
 		return err
 	}
-	if res.EngineKilled {
-		fmt.Printf("engine: killed the process group the run left\n")
-	}
-	for u, st := range res.Exporters {
-		fmt.Printf("exporter %s: run %s %s (%s)\n", u, c.RunID, st.State, st.EndReason)
-	}
-	var errs []string
-	for u, e := range res.ExporterErrors {
-		errs = append(errs, fmt.Sprintf("exporter %s: %v", u, e))
-	}
-	fmt.Printf("run %s: status %s, archive final in %s/%s\n", c.RunID, res.Manifest.Status, c.RunsDir, c.RunID)
-	if len(errs) > 0 {
-		return fmt.Errorf("the archive is final but the run could not be ended on: %s", strings.Join(errs, "; "))
-	}
-	return nil
+	return res.WriteText(os.Stdout, c.RunsDir, c.RunID)
 }
 
 // RunsPushCmd re-sends a run's samples.

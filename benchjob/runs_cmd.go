@@ -1,9 +1,12 @@
 package benchjob
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,11 +61,13 @@ func WriteRunList(w io.Writer, format string, rows []RunListing) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	case "csv":
-		fmt.Fprintln(w, "run_id,status,start,requests,flags")
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"run_id", "status", "start", "requests", "flags"})
 		for _, r := range rows {
-			fmt.Fprintf(w, "%s,%s,%s,%s,%s\n", r.RunID, r.Status, r.Start, requestsText(r.Requests, ""), strings.Join(r.Flags, ";"))
+			cw.Write([]string{r.RunID, r.Status, r.Start, requestsText(r.Requests, ""), strings.Join(r.Flags, ";")})
 		}
-		return nil
+		cw.Flush()
+		return cw.Error()
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN ID\tSTATUS\tSTART\tREQUESTS\tFLAGS")
@@ -88,4 +93,26 @@ func orNA(s string) string {
 		return "n/a"
 	}
 	return s
+}
+
+// WriteText prints what Finalize did to run id of runsDir, exporters in
+// URL order. It returns an error naming each exporter on which the run
+// could not be ended.
+func (r *FinalizeResult) WriteText(w io.Writer, runsDir, id string) error {
+	if r.EngineKilled {
+		fmt.Fprintln(w, "engine: killed the process group the run left")
+	}
+	for _, u := range slices.Sorted(maps.Keys(r.Exporters)) {
+		st := r.Exporters[u]
+		fmt.Fprintf(w, "exporter %s: run %s %s (%s)\n", u, id, st.State, st.EndReason)
+	}
+	fmt.Fprintf(w, "run %s: status %s, archive final in %s/%s\n", id, r.Manifest.Status, runsDir, id)
+	var errs []string
+	for _, u := range slices.Sorted(maps.Keys(r.ExporterErrors)) {
+		errs = append(errs, fmt.Sprintf("exporter %s: %v", u, r.ExporterErrors[u]))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("the archive is final but the run could not be ended on: %s", strings.Join(errs, "; "))
+	}
+	return nil
 }

@@ -3,11 +3,13 @@ package benchjob
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
@@ -67,5 +69,47 @@ func TestRunListEmpty(t *testing.T) {
 	}
 	if _, err := ListRuns(filepath.Join(t.TempDir(), "none")); err == nil {
 		t.Error("missing runs directory: no error")
+	}
+}
+
+// A manifest is not ours to trust: a comma in a field stays in its CSV
+// cell.
+func TestRunListCSVQuotes(t *testing.T) {
+	rows := []RunListing{{RunID: "r1", Status: "odd,status", Flags: []string{"a,b", "c"}}}
+	var buf bytes.Buffer
+	if err := WriteRunList(&buf, "csv", rows); err != nil {
+		t.Fatal(err)
+	}
+	if want := "run_id,status,start,requests,flags\nr1,\"odd,status\",,,\"a,b;c\"\n"; buf.String() != want {
+		t.Errorf("got %q, want %q", buf.String(), want)
+	}
+}
+
+// runs finalize's report: exporters in URL order, the run's archive, and
+// an error naming every exporter that could not end the run.
+func TestFinalizeWriteText(t *testing.T) {
+	r := &FinalizeResult{Manifest: &runarchive.Manifest{Status: runarchive.StatusKilled}, EngineKilled: true,
+		Exporters: map[string]*phaseapi.RunStatus{
+			"http://b:9402": {State: "ended", EndReason: "finalized"},
+			"http://a:9402": {State: "ended", EndReason: "finalized"},
+		},
+		ExporterErrors: map[string]error{"http://d:9402": errors.New("refused"), "http://c:9402": errors.New("timeout")},
+	}
+	var buf bytes.Buffer
+	err := r.WriteText(&buf, "runs", "r1")
+	want := "engine: killed the process group the run left\n" +
+		"exporter http://a:9402: run r1 ended (finalized)\n" +
+		"exporter http://b:9402: run r1 ended (finalized)\n" +
+		"run r1: status killed, archive final in runs/r1\n"
+	if buf.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	if err == nil || err.Error() != "the archive is final but the run could not be ended on: exporter http://c:9402: timeout; exporter http://d:9402: refused" {
+		t.Errorf("err = %v", err)
+	}
+	r.ExporterErrors, r.EngineKilled = nil, false
+	buf.Reset()
+	if err := r.WriteText(&buf, "runs", "r1"); err != nil || strings.Contains(buf.String(), "engine:") {
+		t.Errorf("all ended: %v\n%s", err, buf.String())
 	}
 }
