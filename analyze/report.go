@@ -12,7 +12,7 @@ import "github.com/joulemark/joulemark/internal/stats"
 type Report struct {
 	RunID                       string           `json:"run_id"`
 	Run                         *RunIdentity     `json:"run,omitempty"`          // what was tested; absent when unknown
-	Mode                        string           `json:"mode"`                   // lifecycle or attached (runinfo.Mode*)
+	Mode                        string           `json:"mode"`                   // lifecycle or attached (contract.Mode*)
 	ModeSource                  string           `json:"mode_source"`            // run_identity, phase_markers or default
 	NotMeasured                 []string         `json:"not_measured,omitempty"` // attached: idle_baseline, startup, release, full_lifecycle
 	Valid                       bool             `json:"valid"`

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/joulemark/joulemark/benchjob/openai"
+	"github.com/joulemark/joulemark/internal/ctxtime"
 )
 
 // slots hands out in-flight slot indexes (the `slot` label). A slot is
@@ -241,7 +242,7 @@ func (r *runner) openLoop(ctx, reqCtx context.Context, spec loadSpec, deadline t
 			st.exhausted = true
 			return
 		}
-		if (!deadline.IsZero() && !next.Before(deadline)) || sleepCtx(ctx, time.Until(next)) != nil {
+		if (!deadline.IsZero() && !next.Before(deadline)) || ctxtime.Sleep(ctx, time.Until(next)) != nil {
 			return
 		}
 		st.lags = append(st.lags, max(0, time.Since(later(next, prevDone))))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/ctxtime"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
@@ -41,7 +42,7 @@ func (w *serverWait) wait(ctx context.Context, deadline time.Time) time.Duration
 		if !deadline.IsZero() {
 			d = min(d, deadline.Sub(now))
 		}
-		if d <= 0 || sleepCtx(ctx, d) != nil {
+		if d <= 0 || ctxtime.Sleep(ctx, d) != nil {
 			return waited
 		}
 		waited += time.Since(now)

@@ -21,6 +21,7 @@ import (
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/ctxtime"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"
@@ -516,13 +517,13 @@ func (r *runner) startEngine(ctx context.Context, cancelRun context.CancelCauseF
 			// the running engine without load from the bench
 			r.postPhase(contract.Idle)
 			r.log.Info("quiet window before the load (the engine keeps running)", "duration", q)
-			return sleepCtx(ctx, q)
+			return ctxtime.Sleep(ctx, q)
 		}
 		return nil
 	}
 	r.postPhase(contract.Idle)
 	r.log.Info("idle baseline", "duration", r.cfg.IdleDuration)
-	if err := sleepCtx(ctx, r.cfg.IdleDuration); err != nil {
+	if err := ctxtime.Sleep(ctx, r.cfg.IdleDuration); err != nil {
 		return err
 	}
 	r.postPhase(contract.Startup)
@@ -646,20 +647,6 @@ func (r *runner) engineCause(ctx context.Context, err error) error {
 		return c
 	}
 	return err
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // waitReady polls /health then /v1/models until both answer, for at most

@@ -14,6 +14,7 @@ import (
 
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/internal/reportcsv"
 )
 
 // AnalyzeCmd derives a run's report from Prometheus.
@@ -121,7 +122,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	case "csv":
 		js, err := analyze.MarshalReport(r)
 		if err == nil {
-			err = writeReportCSV(os.Stdout, js)
+			err = reportcsv.WriteDocument(os.Stdout, js)
 		}
 		if err != nil {
 			return err

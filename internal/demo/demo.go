@@ -28,6 +28,7 @@ import (
 	"github.com/joulemark/joulemark/dashboards"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/ctxtime"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/remotewrite"
@@ -96,7 +97,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		d.res.RunID, d.cfg.GPUs, d.cfg.Engine.Model, gpuList(d.layout.engine), d.res.PrometheusURL)
 	// Let Prometheus store a few samples of the idle GPUs before the run
 	// starts: the idle phase's first boundary is interpolated between them.
-	if err := sleepCtx(ctx, 3*d.cfg.ScrapeInterval); err != nil {
+	if err := ctxtime.Sleep(ctx, 3*d.cfg.ScrapeInterval); err != nil {
 		return d.res, err
 	}
 	if err := d.bench(ctx); err != nil {
@@ -529,20 +530,9 @@ func waitForRelease(ctx context.Context, promURL, runID string, limit time.Durat
 			}
 			return fmt.Errorf("waiting for Prometheus at %s to store the release of run %s: %w", promURL, runID, err)
 		}
-		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 200*time.Millisecond); err != nil {
 			return err
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

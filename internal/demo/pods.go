@@ -16,6 +16,7 @@ import (
 
 	"github.com/joulemark/joulemark/analyze/production"
 	"github.com/joulemark/joulemark/exporter"
+	"github.com/joulemark/joulemark/internal/ctxtime"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/podresources"
 	"github.com/joulemark/joulemark/internal/simengine"
@@ -248,7 +249,7 @@ func (d *demo) serveTraffic(ctx context.Context, url string) {
 					resp.Body.Close()
 				}
 				if err != nil || resp.StatusCode != http.StatusOK {
-					_ = sleepCtx(ctx, 200*time.Millisecond+time.Duration(w)*50*time.Millisecond)
+					_ = ctxtime.Sleep(ctx, 200*time.Millisecond+time.Duration(w)*50*time.Millisecond)
 				}
 			}
 		}()
