@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
 )
 
@@ -20,19 +21,21 @@ import (
 const exporterCallTimeout = 10 * time.Second
 
 // exporterClient is the HTTP client of the phase API: custom when the
-// caller gave one, else built from the config (TLS, basic auth). With basic
-// auth the token goes in phaseapi.TokenHeader.
+// caller gave one, else built from the config (TLS, auth). When the config
+// takes the Authorization header (authorization, basic_auth, oauth2) the
+// token goes in phaseapi.TokenHeader, as `phase` and `runs finalize` do
+// (clientflags.Exporter.TokenHeader).
 func exporterClient(hc config.HTTPClientConfig, custom *http.Client) (*http.Client, bool, error) {
-	basic := hc.BasicAuth != nil
+	tokenHeader := clientflags.AuthSection(hc) != ""
 	if custom != nil {
-		return custom, basic, nil
+		return custom, tokenHeader, nil
 	}
 	c, err := config.NewClientFromConfig(hc, "joulemark-bench")
 	if err != nil {
 		return nil, false, fmt.Errorf("exporter HTTP settings: %w", err)
 	}
 	c.Timeout = exporterCallTimeout
-	return c, basic, nil
+	return c, tokenHeader, nil
 }
 
 // transient reports whether an exporter call may succeed when retried: no
