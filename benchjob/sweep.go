@@ -76,6 +76,20 @@ func sweepPoints(cfg Config) []Config {
 	return out
 }
 
+// PointRunIDs lists the run ids cfg runs under, one per sweep point and
+// repetition, nil when it is one run (bench --dry-run shows them). An id
+// not given yet (generated at the start) reads "<run-id>".
+func (c Config) PointRunIDs() []string {
+	if c.RunID == "" {
+		c.RunID = "<run-id>"
+	}
+	var ids []string
+	for _, p := range runPoints(c) {
+		ids = append(ids, p.RunID)
+	}
+	return ids
+}
+
 // MaxRepeat is the most repetitions of one configuration.
 const MaxRepeat = 100
 

@@ -199,3 +199,18 @@ func TestRenamedKeySuggested(t *testing.T) {
 		}
 	}
 }
+
+// --dry-run lists the run ids a sweep's points and repetitions run under.
+func TestDryRunListsPointsAndRepetitions(t *testing.T) {
+	runs, err := experiment.Expand[benchjob.Config](strings.NewReader("target: http://127.0.0.1:8000/v1\nrun_id: grp\nrepeat: 2\nsweep_concurrency: [4, 8]\n"), benchOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := experiment.WriteDryRun(&buf, runs, false); err != nil {
+		t.Fatal(err)
+	}
+	if want := "4 runs: grp-c4-rep1, grp-c4-rep2, grp-c8-rep1, grp-c8-rep2"; !strings.Contains(buf.String(), want) {
+		t.Errorf("dry run:\n%s\nwant a line %q", buf.String(), want)
+	}
+}
