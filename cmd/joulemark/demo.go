@@ -8,6 +8,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/demo"
 )
 
@@ -41,6 +42,7 @@ type DemoCmd struct {
 	OutputTokens int           `name:"workload.mean-output-tokens" default:"${demo_output_tokens}" help:"Mean completion length in tokens (ignore_eos)."`
 	OutputStddev int           `name:"workload.stddev-output-tokens" hidden:"" default:"${demo_output_stddev}" help:"Standard deviation of completion lengths."`
 	Trace        string        `name:"workload.trace" placeholder:"FILE" help:"Replay this trace (JSONL lines of time, input_tokens, output_tokens: bench's workload.trace) as the formal load, an open loop, instead of the closed loop of --concurrency."`
+	Cost         demoCostFlags `embed:"" prefix:"cost." group:"Cost and carbon"`
 	MaxBatch     int           `name:"max-num-seqs" hidden:"" default:"${demo_max_num_seqs}" help:"Simulated engine's maximum batch."`
 	Scenario     string        `default:"healthy" enum:"healthy,queueing,kv-evictions,slow-prefill,client-bound" help:"Situation to simulate, one per diagnosis rule (healthy, queueing, kv-evictions, slow-prefill, client-bound); applied after the other flags."`
 	KVCache      int           `name:"kv-cache-tokens" hidden:"" default:"${demo_kv_cache_tokens}" help:"Simulated engine's KV cache capacity in tokens (blocks of 16; preempts when full)."`
@@ -106,6 +108,8 @@ func (c *DemoCmd) Config() (demo.Config, error) {
 	cfg.Engine.KVCacheTokens, cfg.Engine.PrefillPerToken, cfg.Engine.FrontendDelay = c.KVCache, c.Prefill, c.Frontend
 	cfg.Engine.Dialect = c.Dialect
 	cfg.Trace = c.Trace
+	cfg.Cost = analyze.CostInputs{PricePerKWh: c.Cost.PricePerKWh, Currency: c.Cost.Currency,
+		CarbonIntensity: c.Cost.CarbonIntensity, PUE: c.Cost.PUE}
 	cfg.Engine.Faults = c.Faults.faults()
 	cfg.Params.SLOTTFT, cfg.Params.SLOTPOT = c.SLOTTFT, c.SLOTPOT
 	cfg.Params.SSWindow, cfg.Params.SSWindows, cfg.Params.SSCV = c.SSWindow, c.SSWindows, c.SSCV
@@ -125,4 +129,15 @@ func (c *DemoCmd) Run(ctx context.Context, g *Globals) error {
 		g.Logger().Error("demo did not finish; what it wrote is kept", "dir", res.Dir)
 	}
 	return err
+}
+
+// demoCostFlags are the cost inputs the demo prices its report and
+// production view with and defines in its Prometheus (the fleet
+// dashboard's cost row): analyze's --cost.* without the live carbon query
+// and the host energy basis, which the simulated node cannot feed.
+type demoCostFlags struct {
+	PricePerKWh     *float64 `name:"price-per-kwh" placeholder:"PRICE" help:"Energy price per kWh (in --cost.currency): adds cost figures."`
+	Currency        string   `name:"currency" hidden:"" placeholder:"CODE" help:"Currency of --cost.price-per-kwh, a label (e.g. EUR)."`
+	CarbonIntensity *float64 `name:"carbon-intensity" placeholder:"G_PER_KWH" help:"Grid carbon intensity, gCO2e per kWh: adds emission figures."`
+	PUE             *float64 `name:"pue" placeholder:"RATIO" help:"Facility power usage effectiveness (≥ 1), applied to the energy counted; required for any cost or emission figure."`
 }

@@ -17,7 +17,7 @@ func TestDesignDocMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	inDoc := map[string]bool{}
-	for _, m := range regexp.MustCompile(`joulemark_[a-z_]*[a-z]`).FindAllString(string(b), -1) {
+	for _, m := range regexp.MustCompile(`joulemark_[a-z0-9_]*[a-z0-9]`).FindAllString(string(b), -1) {
 		inDoc[m] = true
 	}
 	for _, m := range Metrics {

@@ -27,15 +27,20 @@ const (
 
 // Exporter metrics, lifecycle (labels run_id, phase).
 const (
-	PhaseActive         = "joulemark_phase_active"
-	PhaseStart          = "joulemark_phase_start_timestamp_seconds"
-	PhaseEnd            = "joulemark_phase_end_timestamp_seconds"
-	PhaseEnergy         = "joulemark_phase_energy_joules"
-	RunBaselinePower    = "joulemark_run_baseline_power_watts"
-	RunIdleStable       = "joulemark_run_idle_stable"
-	RunReleaseClosed    = "joulemark_run_release_closed"
-	RunReleaseClosedBy  = "joulemark_run_release_closed_by_timestamp_seconds"
-	RunInfo             = "joulemark_run_info"
+	PhaseActive        = "joulemark_phase_active"
+	PhaseStart         = "joulemark_phase_start_timestamp_seconds"
+	PhaseEnd           = "joulemark_phase_end_timestamp_seconds"
+	PhaseEnergy        = "joulemark_phase_energy_joules"
+	RunBaselinePower   = "joulemark_run_baseline_power_watts"
+	RunIdleStable      = "joulemark_run_idle_stable"
+	RunReleaseClosed   = "joulemark_run_release_closed"
+	RunReleaseClosedBy = "joulemark_run_release_closed_by_timestamp_seconds"
+	RunInfo            = "joulemark_run_info"
+	// The cost inputs: gauges the operator defines (a constant recording
+	// rule, or a live series), which the cost recording rules multiply by.
+	CostPricePerKWh     = "joulemark_energy_price_per_kwh"
+	CostPUE             = "joulemark_pue"
+	CostCarbonIntensity = "joulemark_carbon_intensity_gco2e_per_kwh"
 	PhaseHostEnergy     = "joulemark_phase_host_energy_joules"
 	HostEnergy          = "joulemark_host_energy_joules_total"
 	HostEnergyUp        = "joulemark_host_energy_up"
@@ -97,6 +102,7 @@ var Metrics = []string{
 	GPUPowerSample, GPUEnergySample,
 	PhaseActive, PhaseStart, PhaseEnd, PhaseEnergy, RunBaselinePower, RunIdleStable,
 	RunReleaseClosed, RunReleaseClosedBy, RunInfo,
+	CostPricePerKWh, CostPUE, CostCarbonIntensity,
 	PhaseHostEnergy, HostEnergy, HostEnergyUp, HostEnergyUnavail, HostEnergyWraps,
 	GPUAllocationInfo, PodEnergy, PodAttributionInfo, UnallocatedEnergy, KubeletUp, KubeletErrors,
 	RemoteWriteSent, RemoteWriteDropped, RemoteWriteFailed, RemoteWriteRetries, RemoteWritePending,

@@ -66,6 +66,11 @@ type Config struct {
 	// warm-up stays synthetic.
 	Trace string
 
+	// Cost, when any input is set, prices the report and the production
+	// view, and the embedded Prometheus gets the cost input gauges as
+	// constant recording rules (the fleet dashboard's cost row).
+	Cost analyze.CostInputs
+
 	Engine simengine.Config
 	Sim    gpu.SimConfig
 	Params analyze.Params
@@ -142,6 +147,9 @@ func (c *Config) Validate() error {
 		if err := contract.ValidateRunID(c.RunID); err != nil {
 			bad("%w", err)
 		}
+	}
+	if err := c.Cost.Validate(); err != nil {
+		bad("cost: %w", err)
 	}
 	if c.PrometheusURL != "" {
 		if u, err := url.Parse(c.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -270,7 +270,7 @@ func (d *demo) startPrometheus(ctx context.Context) error {
 		return d.useExternalPrometheus(ctx)
 	}
 	d.res.TSDBDir = d.run.Path("tsdb")
-	rs, err := ruleSources()
+	rs, err := ruleSources(d.cfg.Cost)
 	if err != nil {
 		return err
 	}
@@ -440,6 +440,7 @@ func (d *demo) report(ctx context.Context) error {
 		// The run's archive: the report counts empty, repeated and short
 		// outputs beside throughput.
 		Archive: res.Dir,
+		Cost:    d.cfg.Cost,
 		Logger:  d.log.With("component", "analyze"),
 	})
 	if err != nil {

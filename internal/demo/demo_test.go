@@ -102,6 +102,8 @@ func TestDemoEndToEnd(t *testing.T) {
 	cfg := smallConfig(t)
 	cfg.Engine.Faults.SlowFirstTokenRate = 0.2
 	cfg.Engine.Faults.SlowFirstTokenDelay = 300 * time.Millisecond
+	price, carbon, pue := 0.2, 400.0, 1.3
+	cfg.Cost = analyze.CostInputs{PricePerKWh: &price, Currency: "EUR", CarbonIntensity: &carbon, PUE: &pue}
 	res := runDemo(t, cfg)
 	rep := res.Report
 
@@ -208,13 +210,17 @@ func TestDemoEndToEnd(t *testing.T) {
 		fmt.Sprintf(`namespace_pod:joulemark_joules_per_generation_token:ratio_rate5m{namespace=%q, pod=%q}`, PodNamespace, EnginePod),
 		fmt.Sprintf(`namespace_pod:joulemark_idle_allocated_energy_joules:rate5m{namespace=%q, pod=%q}`, PodNamespace, IdlePod),
 		`model_name:joulemark_joules_per_generation_token:ratio_rate5m`,
+		// The cost row of the fleet dashboard: the demo's --cost.* inputs as
+		// constant recording rules, multiplied in by joulemark-cost.
+		`model_name:joulemark_cost_per_hour:rate5m`,
+		fmt.Sprintf(`namespace:joulemark_gco2e_per_hour:rate5m{namespace=%q}`, PodNamespace),
 	} {
 		v, _, _, err := api.Query(t.Context(), "max(max_over_time("+q+"[10m]))", time.Now())
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 		if vec, ok := v.(model.Vector); !ok || len(vec) != 1 || !(vec[0].Value > 0) {
-			t.Errorf("%s: %v, want a positive J/token recorded during the run", q, v)
+			t.Errorf("%s: %v, want a positive value recorded during the run", q, v)
 		}
 	}
 
@@ -228,6 +234,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	// exact energy of its GPUs, the idle replica's energy is all idle, the
 	// last GPU is unallocated.
 	checkProductionView(t, cfg, res)
+	checkDemoCost(t, res)
 
 	// Every query of the generated dashboards returns data for the run,
 	// but for the host energy ones: the demo's exporter meters no host
@@ -543,5 +550,21 @@ func samePercentilesAsBench(t *testing.T, benchDir string, rep *analyze.Report) 
 				t.Errorf("%s percentile %d: bench %v, report %v", c.name, i, deref(b[i]), deref(a))
 			}
 		}
+	}
+}
+
+// checkDemoCost: the demo's cost inputs price the report (per run and per
+// 1M output tokens, GPU energy × PUE) and the production view.
+func checkDemoCost(t *testing.T, res *Result) {
+	t.Helper()
+	c := res.Report.Cost
+	if c == nil || c.PerRun.Money == nil || c.PerRun.GramsCO2e == nil || c.Per1MOutputTokensSteady.Money == nil {
+		t.Fatalf("report cost %+v, want money and emissions per run and per 1M tokens", c)
+	}
+	if !strings.Contains(c.Boundary, "PUE 1.3") || relErr(*c.PerRun.GramsCO2e / *c.PerRun.Money, 400/0.2) > 1e-9 {
+		t.Errorf("report cost: boundary %q, %v gCO2e for %v EUR (want 2000 g per EUR at 400 g and 0.2 EUR per kWh)", c.Boundary, *c.PerRun.GramsCO2e, *c.PerRun.Money)
+	}
+	if pc := res.Production.Cost; pc == nil || len(pc.Models) == 0 || pc.Models[0].Money == nil {
+		t.Errorf("production cost %+v, want each model priced", pc)
 	}
 }

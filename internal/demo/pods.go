@@ -154,7 +154,7 @@ func (d *demo) production(ctx context.Context) error {
 	out := d.run.Path(productionDir)
 	pr, err := production.Run(ctx, production.Config{
 		PrometheusURL: d.res.PrometheusURL, HTTP: config.DefaultHTTPClientConfig,
-		From: exporter.Time(idle.Start), To: exporter.Time(rel.End), OutDir: out, QueryTimeout: time.Minute,
+		From: exporter.Time(idle.Start), To: exporter.Time(rel.End), OutDir: out, QueryTimeout: time.Minute, Cost: d.cfg.Cost,
 		Logger: d.log.With("component", "production"),
 	})
 	if err != nil {
