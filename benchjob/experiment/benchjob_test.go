@@ -11,6 +11,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/benchjob/experiment"
+	"github.com/joulemark/joulemark/internal/testenv"
 )
 
 func benchOptions(sets ...string) experiment.Options[benchjob.Config] {
@@ -93,49 +94,32 @@ func TestSetRunID(t *testing.T) {
 // runs, in this order: `a`, `b`, …", there are that many and the first
 // are those.
 func TestDocExamples(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
-	blockRe := regexp.MustCompile("(?s)```yaml\n(.*?)```([^\n]*\n(?:[^\n]+\n)*)")
-	topRe := regexp.MustCompile(`(?m)^(base|runs|sweep|target):`)
 	namesRe := regexp.MustCompile("(?s)^\\s*gives (\\w+) runs, in this order: (.*?)(?:\\.\\.\\.|\\.\\s*\n)")
 	numbers := map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
-	checked := 0
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
+	for _, b := range testenv.DocYAMLBlocks(t, filepath.Join("..", ".."), regexp.MustCompile(`(?m)^(base|runs|sweep|target):`)) {
+		path := filepath.Join(t.TempDir(), "example.yaml")
+		if err := os.WriteFile(path, []byte(b.YAML), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range blockRe.FindAllStringSubmatch(string(b), -1) {
-			if !topRe.MatchString(m[1]) {
-				continue
-			}
-			checked++
-			path := filepath.Join(t.TempDir(), "example.yaml")
-			if err := os.WriteFile(path, []byte(m[1]), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			runs, err := experiment.LoadBench(path, nil)
-			if err != nil {
-				t.Errorf("%s: the example does not load: %v\n%s", filepath.Base(f), err, m[1])
-				continue
-			}
-			nm := namesRe.FindStringSubmatch(m[2])
-			if nm == nil {
-				continue
-			}
-			var want, got []string
-			for _, n := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(nm[2], -1) {
-				want = append(want, n[1])
-			}
-			for _, r := range runs {
-				got = append(got, r.Name)
-			}
-			if len(got) != numbers[nm[1]] || len(want) == 0 || !slices.Equal(got[:min(len(want), len(got))], want) {
-				t.Errorf("%s: the example gives runs %v, the text says %s runs beginning %v", filepath.Base(f), got, nm[1], want)
-			}
+		runs, err := experiment.LoadBench(path, nil)
+		if err != nil {
+			t.Errorf("%s: the example does not load: %v\n%s", b.File, err, b.YAML)
+			continue
 		}
-	}
-	if checked == 0 {
-		t.Error("no experiment example found in docs/")
+		nm := namesRe.FindStringSubmatch(b.After)
+		if nm == nil {
+			continue
+		}
+		var want, got []string
+		for _, n := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(nm[2], -1) {
+			want = append(want, n[1])
+		}
+		for _, r := range runs {
+			got = append(got, r.Name)
+		}
+		if len(got) != numbers[nm[1]] || len(want) == 0 || !slices.Equal(got[:min(len(want), len(got))], want) {
+			t.Errorf("%s: the example gives runs %v, the text says %s runs beginning %v", b.File, got, nm[1], want)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/alecthomas/kong"
+	"github.com/joulemark/joulemark/internal/testenv"
 	"github.com/prometheus/common/config"
 )
 
@@ -287,30 +288,14 @@ func TestTarget(t *testing.T) {
 // (a ```yaml block of the file's top-level sections) loads as
 // --*.http-config-file loads it, unknown keys refused.
 func TestDocHTTPConfigExamples(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
-	blockRe := regexp.MustCompile("(?s)```yaml\n(.*?)```")
-	topRe := regexp.MustCompile(`(?m)^(tls_config|authorization|basic_auth|oauth2|http_headers|proxy_url):`)
-	checked := 0
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
+	top := regexp.MustCompile(`(?m)^(tls_config|authorization|basic_auth|oauth2|http_headers|proxy_url):`)
+	for _, b := range testenv.DocYAMLBlocks(t, filepath.Join("..", ".."), top) {
+		path := filepath.Join(t.TempDir(), "http.yml")
+		if err := os.WriteFile(path, []byte(b.YAML), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range blockRe.FindAllStringSubmatch(string(b), -1) {
-			if !topRe.MatchString(m[1]) {
-				continue
-			}
-			checked++
-			path := filepath.Join(t.TempDir(), "http.yml")
-			if err := os.WriteFile(path, []byte(m[1]), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := config.LoadHTTPConfigFile(path); err != nil {
-				t.Errorf("%s: the HTTP client config example does not load: %v\n%s", filepath.Base(f), err, m[1])
-			}
+		if _, _, err := config.LoadHTTPConfigFile(path); err != nil {
+			t.Errorf("%s: the HTTP client config example does not load: %v\n%s", b.File, err, b.YAML)
 		}
-	}
-	if checked == 0 {
-		t.Error("no HTTP client config example found in docs/")
 	}
 }
