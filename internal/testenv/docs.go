@@ -13,8 +13,9 @@ type DocBlock struct {
 	File, YAML, After string
 }
 
-// docYAML matches a ```yaml block and the paragraph after it.
-var docYAML = regexp.MustCompile("(?s)```yaml\n(.*?)```([^\n]*\n(?:[^\n]+\n)*)?")
+// docYAML matches a ```yaml block and the paragraph after it (one blank
+// line between them allowed).
+var docYAML = regexp.MustCompile("(?s)```yaml\n(.*?)```([^\n]*\n\n?(?:[^\n]+\n)*)?")
 
 // DocYAMLBlocks returns the ```yaml blocks of docs/*.md (root is the
 // repository root, relative to the test) that have a top-level key top
