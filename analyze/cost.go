@@ -84,6 +84,26 @@ type Cost struct {
 	Per1MOutputTokensLifecycle CostFigures `json:"per_1m_output_tokens_full_lifecycle"`
 }
 
+// CostBasis is what a priced section of the production report and the
+// plan states before its figures: the boundary, the inputs priced with,
+// and the inputs a null figure lacks.
+type CostBasis struct {
+	Boundary          string   `json:"boundary"`
+	PUE               *float64 `json:"pue"`
+	PricePerKWh       *float64 `json:"price_per_kwh"`
+	Currency          string   `json:"currency,omitempty"`
+	CarbonGramsPerKWh *float64 `json:"carbon_gco2e_per_kwh"`
+	CarbonSource      string   `json:"carbon_source,omitempty"` // "constant" or the PromQL expression
+	Missing           []string `json:"missing,omitempty"`
+}
+
+// NewCostBasis is the basis of energy within energyBoundary priced with
+// in at the carbon intensity carbon (nil: none); Missing is the caller's.
+func NewCostBasis(energyBoundary string, in CostInputs, carbon *float64) CostBasis {
+	return CostBasis{Boundary: CostBoundary(energyBoundary, in.PUE), PUE: in.PUE, PricePerKWh: in.PricePerKWh,
+		Currency: in.Currency, CarbonGramsPerKWh: carbon}
+}
+
 // CostFigures are one amount of energy at the facility (× PUE), its
 // price and its emissions.
 type CostFigures struct {

@@ -10,12 +10,7 @@ import (
 // PlanCost is plan.json "cost_per_day": what the energy of a day at the
 // peak rate costs and emits, within Boundary.
 type PlanCost struct {
-	Boundary          string   `json:"boundary"`
-	PUE               *float64 `json:"pue"`
-	PricePerKWh       *float64 `json:"price_per_kwh"`
-	Currency          string   `json:"currency,omitempty"`
-	CarbonGramsPerKWh *float64 `json:"carbon_gco2e_per_kwh"`
-	Missing           []string `json:"missing,omitempty"`
+	analyze.CostBasis
 	analyze.CostFigures
 }
 
@@ -23,8 +18,7 @@ type PlanCost struct {
 // energy of the admission run; a carbon query needs a run's time range,
 // which a plan has not.
 func planCost(p *Plan, in analyze.CostInputs) *PlanCost {
-	c := &PlanCost{Boundary: analyze.CostBoundary(p.Boundary, in.PUE), PUE: in.PUE, PricePerKWh: in.PricePerKWh,
-		Currency: in.Currency, CarbonGramsPerKWh: in.CarbonIntensity}
+	c := &PlanCost{CostBasis: analyze.NewCostBasis(p.Boundary, in, in.CarbonIntensity)}
 	energy := p.EnergyPerDayJoules
 	if in.Energy == analyze.CostEnergyGPUHost {
 		energy = nil

@@ -12,15 +12,9 @@ import (
 // energy over the range costs and emits, within Boundary. Only with cost
 // inputs; a figure lacking an input is null.
 type Cost struct {
-	Boundary          string   `json:"boundary"`
-	PUE               *float64 `json:"pue"`
-	PricePerKWh       *float64 `json:"price_per_kwh"`
-	Currency          string   `json:"currency,omitempty"`
-	CarbonGramsPerKWh *float64 `json:"carbon_gco2e_per_kwh"`
-	CarbonSource      string   `json:"carbon_source,omitempty"`
-	Missing           []string `json:"missing,omitempty"`
-	Models            []Priced `json:"models"`
-	Namespaces        []Priced `json:"namespaces"`
+	analyze.CostBasis
+	Models     []Priced `json:"models"`
+	Namespaces []Priced `json:"namespaces"`
 }
 
 // Priced is one model's or namespace's energy priced, and per 1M output
@@ -38,8 +32,7 @@ func AddCost(r *Report, in analyze.CostInputs, carbon *float64) {
 	if !in.Set() {
 		return
 	}
-	c := &Cost{Boundary: analyze.CostBoundary(r.Boundary, in.PUE), PUE: in.PUE, PricePerKWh: in.PricePerKWh, Currency: in.Currency,
-		CarbonGramsPerKWh: carbon, Models: []Priced{}, Namespaces: []Priced{}}
+	c := &Cost{CostBasis: analyze.NewCostBasis(r.Boundary, in, carbon), Models: []Priced{}, Namespaces: []Priced{}}
 	switch {
 	case in.CarbonQuery != "":
 		c.CarbonSource = in.CarbonQuery
