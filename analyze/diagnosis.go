@@ -190,13 +190,17 @@ func (s situation) clientBound() *Finding {
 	}
 	ev := map[string]float64{"gpu_utilization_mean": *s.util, "client_in_flight_mean": s.clientInFlight,
 		"engine_requests_mean": inEngine, "outside_engine_share": outside}
-	th := map[string]float64{"gpu_utilization_mean_below": gpuIdle, "outside_engine_share_above": outsideEngine}
+	th := map[string]float64{"gpu_utilization_mean_below": gpuIdle}
+	if outside > outsideEngine {
+		th["outside_engine_share_above"] = outsideEngine
+	}
 	verdict := fmt.Sprintf("the client has %.1f requests in flight, the engine holds %.1f (%.0f%% outside it) while the GPUs are %.0f%% utilized: the network, a router or a proxy between client and engine holds requests back",
 		s.clientInFlight, inEngine, 100*outside, 100**s.util)
 	if s.concurrency > 0 {
 		ev["client_concurrency"] = s.concurrency
-		th["client_in_flight_over_concurrency_below"] = clientShort
 		if short {
+			ev["client_in_flight_over_concurrency"] = s.clientInFlight / s.concurrency
+			th["client_in_flight_over_concurrency_below"] = clientShort
 			verdict = fmt.Sprintf("the client keeps %.1f requests in flight of its concurrency %.0f while the GPUs are %.0f%% utilized: the client cannot offer its load (its CPU, its connections, its rate)",
 				s.clientInFlight, s.concurrency, 100**s.util)
 		}
@@ -221,20 +225,34 @@ func (s situation) kvEvictions() *Finding {
 // queueing: requests wait persistently (or ever more) while the engine
 // runs at its batch or KV limit. A queue full from the start counts.
 func (s situation) queueing() *Finding {
+	persistent := s.waitShare >= waitingPersistent
 	growing := s.waitFirst != nil && s.waitLast != nil && *s.waitLast > *s.waitFirst*risingFactor && *s.waitLast > *s.waitFirst
 	batchFull := s.runMax > 0 && s.runMean >= batchAtLimit*s.runMax
 	kvLimit := s.kvMax != nil && *s.kvMax >= kvFull
-	if s.waitMean < waitingQueueSize || !(s.waitShare >= waitingPersistent || growing) || !(batchFull || kvLimit) {
+	if s.waitMean < waitingQueueSize || !(persistent || growing) || !(batchFull || kvLimit) {
 		return nil
-	}
-	limit := fmt.Sprintf("the batch held at %.1f of its max %.0f", s.runMean, s.runMax)
-	if !batchFull {
-		limit = fmt.Sprintf("the KV cache full (max %.0f%%)", 100**s.kvMax)
 	}
 	ev := map[string]float64{"waiting_mean": s.waitMean, "waiting_max": s.waitMax, "waiting_share": s.waitShare,
 		"running_mean": s.runMean, "running_max": s.runMax}
+	th := map[string]float64{"waiting_mean_at_least": waitingQueueSize}
+	if persistent {
+		th["waiting_share_at_least"] = waitingPersistent
+	} else {
+		ev["waiting_first_third_mean"], ev["waiting_last_third_mean"] = *s.waitFirst, *s.waitLast
+		th["waiting_last_third_mean_above"] = risingFactor * *s.waitFirst
+	}
+	limit := fmt.Sprintf("the batch held at %.1f of its max %.0f", s.runMean, s.runMax)
+	if batchFull {
+		ev["running_mean_over_max"] = s.runMean / s.runMax
+		th["running_mean_over_max_at_least"] = batchAtLimit
+	} else {
+		limit = fmt.Sprintf("the KV cache full (max %.0f%%)", 100**s.kvMax)
+	}
 	if s.kvMax != nil {
 		ev["kv_cache_max"] = *s.kvMax
+	}
+	if kvLimit {
+		th["kv_cache_max_at_least"] = kvFull
 	}
 	if s.ttftP50 != nil {
 		ev["ttft_p50_seconds"] = *s.ttftP50
@@ -242,9 +260,7 @@ func (s situation) queueing() *Finding {
 	return &Finding{Rule: RuleQueueing,
 		Verdict: fmt.Sprintf("requests queue: %.1f wait on average (some waiting in %.0f%% of the formal phase) with %s; the engine's limit, not the GPUs' speed, sets TTFT: raise --max-num-seqs or the KV cache, or lower the offered load",
 			s.waitMean, 100*s.waitShare, limit),
-		Evidence: ev,
-		Thresholds: map[string]float64{"waiting_mean_at_least": waitingQueueSize, "waiting_share_at_least": waitingPersistent,
-			"running_mean_over_max_at_least": batchAtLimit, "kv_cache_max_at_least": kvFull}}
+		Evidence: ev, Thresholds: th}
 }
 
 // prefillSlow: the median TTFT misses its SLO while nothing waits.
@@ -255,7 +271,8 @@ func (s situation) prefillSlow() *Finding {
 	return &Finding{Rule: RulePrefillSlow,
 		Verdict: fmt.Sprintf("prefill is slow: median TTFT %.3f s over the %.3f s SLO while nothing waits (waiting mean %.2f); long prompts or a slow prefill, not a queue",
 			*s.ttftP50, *s.slo, s.waitMean),
-		Evidence:   map[string]float64{"ttft_p50_seconds": *s.ttftP50, "ttft_slo_seconds": *s.slo, "waiting_mean": s.waitMean, "running_mean": s.runMean},
+		Evidence: map[string]float64{"ttft_p50_seconds": *s.ttftP50, "ttft_slo_seconds": *s.slo,
+			"ttft_p50_over_slo": *s.ttftP50 / *s.slo, "waiting_mean": s.waitMean, "running_mean": s.runMean},
 		Thresholds: map[string]float64{"ttft_p50_over_slo_above": 1, "waiting_mean_below": nothingWaits}}
 }
 
