@@ -69,6 +69,37 @@ type Finding struct {
 	Thresholds map[string]float64 `json:"thresholds"`
 }
 
+// CheckThresholds reports a threshold of the finding that names no figure
+// of its evidence (<figure>_at_least, _below, _above) or that its figure
+// did not cross: a finding lists only the conditions that held.
+func (f Finding) CheckThresholds() error {
+	for _, k := range slices.Sorted(maps.Keys(f.Thresholds)) {
+		th := f.Thresholds[k]
+		figure, held := k, false
+		v, ok := 0.0, false
+		for suffix, cross := range map[string]func(v float64) bool{
+			"_at_least": func(v float64) bool { return v >= th },
+			"_below":    func(v float64) bool { return v < th },
+			"_above":    func(v float64) bool { return v > th },
+		} {
+			if name, found := strings.CutSuffix(k, suffix); found {
+				figure = name
+				v, ok = f.Evidence[figure]
+				held = ok && cross(v)
+			}
+		}
+		switch {
+		case figure == k:
+			return fmt.Errorf("%s: threshold %s has no _at_least, _below or _above suffix", f.Rule, k)
+		case !ok:
+			return fmt.Errorf("%s: threshold %s names no figure of the evidence", f.Rule, k)
+		case !held:
+			return fmt.Errorf("%s: threshold %s %g listed, but %s is %g", f.Rule, k, th, figure, v)
+		}
+	}
+	return nil
+}
+
 // situation is what the rules read: the engine's view of the formal phase
 // beside the client's.
 type situation struct {

@@ -146,7 +146,9 @@ func TestDiagnosisRules(t *testing.T) {
 				if f.Verdict == "" || len(f.Evidence) == 0 || len(f.Thresholds) == 0 {
 					t.Errorf("finding %s without verdict, evidence or thresholds: %+v", f.Rule, f)
 				}
-				checkThresholdsCrossed(t, f)
+				if err := f.CheckThresholds(); err != nil {
+					t.Error(err)
+				}
 			}
 			if !reflect.DeepEqual(got, tc.rules) || dg.Healthy != (len(tc.rules) == 0) {
 				t.Fatalf("rules %v (healthy %v), want %v; findings %+v", got, dg.Healthy, tc.rules, dg.Findings)
@@ -160,34 +162,6 @@ func TestDiagnosisRules(t *testing.T) {
 				t.Errorf("rules skipped with full data: %v", dg.Skipped)
 			}
 		})
-	}
-}
-
-// checkThresholdsCrossed: every threshold of a finding names a figure of
-// its evidence (<figure>_at_least, _below, _above) and that figure crossed
-// it, so a finding never lists a condition that did not hold.
-func checkThresholdsCrossed(t *testing.T, f Finding) {
-	t.Helper()
-	for k, th := range f.Thresholds {
-		var crossed func(v float64) bool
-		var figure string
-		switch {
-		case strings.HasSuffix(k, "_at_least"):
-			figure, crossed = strings.TrimSuffix(k, "_at_least"), func(v float64) bool { return v >= th }
-		case strings.HasSuffix(k, "_below"):
-			figure, crossed = strings.TrimSuffix(k, "_below"), func(v float64) bool { return v < th }
-		case strings.HasSuffix(k, "_above"):
-			figure, crossed = strings.TrimSuffix(k, "_above"), func(v float64) bool { return v > th }
-		default:
-			t.Errorf("%s: threshold %s has no _at_least, _below or _above suffix", f.Rule, k)
-			continue
-		}
-		v, ok := f.Evidence[figure]
-		if !ok {
-			t.Errorf("%s: threshold %s names no evidence (%v)", f.Rule, k, f.Evidence)
-		} else if !crossed(v) {
-			t.Errorf("%s: threshold %s %g listed, but %s is %g", f.Rule, k, th, figure, v)
-		}
 	}
 }
 

@@ -39,7 +39,9 @@ func scenarioConfig(t *testing.T, scenario string) Config {
 // TestDemoScenarios runs each scenario through the whole pipeline (engine,
 // GPUs, exporter, Prometheus, benchmark, analysis): its rule fires and no
 // other, with evidence and thresholds in report.md; the healthy run fires
-// none, on vLLM's names and on SGLang's.
+// none, on vLLM's names and on SGLang's; SGLang's names also carry a queue
+// and evictions (sglang:num_queue_reqs, sglang:token_usage,
+// sglang:num_retracted_requests_total).
 func TestDemoScenarios(t *testing.T) {
 	testenv.SkipIfShort(t, "end-to-end demo runs (~40 s each, in parallel)")
 	for _, tc := range []struct {
@@ -51,6 +53,8 @@ func TestDemoScenarios(t *testing.T) {
 		{"kv evictions", ScenarioKVEvictions, simengine.DialectVLLM, analyze.RuleKVEvictions},
 		{"slow prefill", ScenarioSlowPrefill, simengine.DialectVLLM, analyze.RulePrefillSlow},
 		{"client bound", ScenarioClientBound, simengine.DialectVLLM, analyze.RuleClientBound},
+		{"queueing sglang", ScenarioQueueing, simengine.DialectSGLang, analyze.RuleQueueing},
+		{"kv evictions sglang", ScenarioKVEvictions, simengine.DialectSGLang, analyze.RuleKVEvictions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -71,6 +75,11 @@ func TestDemoScenarios(t *testing.T) {
 			}
 			if len(dg.Skipped) > 0 {
 				t.Errorf("rules skipped: %v", dg.Skipped)
+			}
+			for _, f := range dg.Findings {
+				if err := f.CheckThresholds(); err != nil {
+					t.Error(err)
+				}
 			}
 			md, err := os.ReadFile(res.ReportDir + "/" + analyze.FileMarkdown)
 			if err != nil {
