@@ -125,3 +125,23 @@ func readViews(t *testing.T, run *runarchive.Run) []runarchive.ExporterStatus {
 	}
 	return ph.Exporters
 }
+
+// TestGapEnergy: the exporter_restarted message says no energy was
+// measured over the gap only for the GPUs the exporter did not bridge with
+// their own energy counters.
+func TestGapEnergy(t *testing.T) {
+	gpus := []phaseapi.GPUInfo{{GPU: 0}, {GPU: 1}}
+	for _, tc := range []struct {
+		bridged    []int
+		want, dont string
+	}{
+		{nil, "no energy was measured there", "counted"},
+		{[]int{0, 1}, "own energy counters gave the downtime's energy (GPU 0, 1)", "no energy"},
+		{[]int{1}, "GPU 1 came from their own energy counters and is counted, none was measured on GPU 0", "GPU 0,"},
+	} {
+		got := gapEnergy(phaseapi.Gap{Start: 1, End: 2, EnergyBridgedGPUs: tc.bridged}, gpus)
+		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.dont) {
+			t.Errorf("bridged %v: %q, want %q and not %q", tc.bridged, got, tc.want, tc.dont)
+		}
+	}
+}

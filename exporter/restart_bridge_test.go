@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"math"
+	"slices"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -140,7 +141,17 @@ func testRestartBridge(t *testing.T, rig func(clk *fakeClock) restartRig) {
 			}
 			st, ok := e2.RunStatus("r")
 			if !ok || len(st.Gaps) != 1 || st.Gaps[0].Reason != "exporter_restarted" {
-				t.Errorf("restored run %v: gaps %+v, want the exporter_restarted gap", ok, st.Gaps)
+				t.Fatalf("restored run %v: gaps %+v, want the exporter_restarted gap", ok, st.Gaps)
+			}
+			// The gap says which GPUs' downtime energy the run counts.
+			var wantBridged []int
+			if !tc.reset && !tc.noRaw {
+				for i := range st.GPUs {
+					wantBridged = append(wantBridged, i)
+				}
+			}
+			if got := st.Gaps[0].EnergyBridgedGPUs; !slices.Equal(got, wantBridged) {
+				t.Errorf("gap's energy-bridged GPUs %v, want %v", got, wantBridged)
 			}
 		})
 	}

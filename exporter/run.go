@@ -131,7 +131,7 @@ func errf(code int, format string, args ...any) *apiError {
 // status builds the API document of run r. Called with e.mu held (read).
 func (e *Exporter) status(r *run) phaseapi.RunStatus {
 	st := phaseapi.RunStatus{RunID: r.id, State: phaseapi.RunActive, GPUs: e.runGPUInfos(r), Phases: []phaseapi.PhaseStatus{},
-		EndReason: r.endReason, Gaps: r.gaps, Selector: r.selector, CoTenants: slices.Sorted(maps.Keys(r.coTenants))}
+		EndReason: r.endReason, Gaps: cloneGaps(r.gaps), Selector: r.selector, CoTenants: slices.Sorted(maps.Keys(r.coTenants))}
 	if r.ended {
 		st.State = phaseapi.RunEnded
 	}
@@ -226,6 +226,16 @@ func (e *Exporter) gpuInfos() []phaseapi.GPUInfo {
 		out[i] = phaseapi.GPUInfo{GPU: i, UUID: g.dev.UUID, Name: g.dev.Name, DriverVersion: g.dev.DriverVersion,
 			PowerSource: g.dev.PowerSource, EnergySource: g.dev.EnergySource, PowerScope: g.dev.PowerScope, EnergyScope: g.dev.EnergyScope,
 			PCIBusID: g.dev.PCIBusID, MIGMode: g.dev.MIGMode, Healthy: g.healthy}
+	}
+	return out
+}
+
+// cloneGaps copies gaps, their GPU lists included, so a status outlives
+// the lock it was built under.
+func cloneGaps(gaps []phaseapi.Gap) []phaseapi.Gap {
+	out := slices.Clone(gaps)
+	for i := range out {
+		out[i].EnergyBridgedGPUs = slices.Clone(out[i].EnergyBridgedGPUs)
 	}
 	return out
 }

@@ -356,7 +356,7 @@ func (e *Exporter) activeDoc(clean bool) activeRunsDoc {
 }
 
 func (e *Exporter) storedRun(r *run) storedRun {
-	sr := storedRun{RunID: r.id, IdleProcs: slices.Clone(r.idleProcs), Gaps: r.gaps, GPUs: r.selectionIndexes(), Selector: r.selector,
+	sr := storedRun{RunID: r.id, IdleProcs: slices.Clone(r.idleProcs), Gaps: cloneGaps(r.gaps), GPUs: r.selectionIndexes(), Selector: r.selector,
 		Release: storedRelease{State: r.rel.state, Reason: r.rel.reason}}
 	if r.crit.engineExited {
 		sr.Release.EngineExitedUnixNs = e.t0Unix + r.crit.engineExitedAt

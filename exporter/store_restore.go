@@ -56,7 +56,7 @@ func (e *Exporter) restore() error {
 		return nil
 	}
 	e.restoreHost(doc.Host, doc.Clean)
-	gap := phaseapi.Gap{Start: float64(doc.SavedAt) / 1e9, End: float64(e.t0Unix) / 1e9, Reason: contract.GapExporterRestarted}
+	gap := phaseapi.Gap{Start: float64(doc.SavedAt) / 1e9, End: e.restartedAt(), Reason: contract.GapExporterRestarted}
 	for _, sr := range doc.Runs {
 		r, err := e.restoredRun(sr, doc.Host, doc.Clean)
 		if err != nil {
@@ -257,6 +257,7 @@ func (e *Exporter) settleRestored(i int, g *gpuState, s gpu.Sample) {
 	g.restored = nil
 	if g.counter && s.HasEnergy && s.EnergyJoules >= *rc.raw {
 		g.energy = rc.energy + s.EnergyJoules - *rc.raw
+		e.markBridged(i)
 		e.log.Info("energy counter continued across the restart; the GPU's own counter gives the downtime's energy",
 			"gpu", i, "uuid", g.dev.UUID, "downtime_joules", s.EnergyJoules-*rc.raw)
 		return
@@ -268,6 +269,26 @@ func (e *Exporter) settleRestored(i int, g *gpuState, s gpu.Sample) {
 	e.rebaseOpen(i, rc.energy)
 	e.log.Warn("unclean shutdown and the GPU's own counter went back: its energy counter starts again from 0", "gpu", i, "uuid", g.dev.UUID)
 }
+
+// markBridged records in the restart gap of every restored run measuring
+// GPU i that its own counter gave the downtime's energy. Called with e.mu
+// held.
+func (e *Exporter) markBridged(i int) {
+	for _, r := range e.lc.runs {
+		if r.ended || !r.measured(i) || len(r.gaps) == 0 {
+			continue
+		}
+		if g := &r.gaps[len(r.gaps)-1]; g.Reason == contract.GapExporterRestarted && g.End == e.restartedAt() &&
+			!slices.Contains(g.EnergyBridgedGPUs, i) {
+			g.EnergyBridgedGPUs = append(g.EnergyBridgedGPUs, i)
+			slices.Sort(g.EnergyBridgedGPUs)
+		}
+	}
+}
+
+// restartedAt is the end of the gap this start's restore adds, unix
+// seconds.
+func (e *Exporter) restartedAt() float64 { return float64(e.t0Unix) / 1e9 }
 
 // rebaseOpen moves GPU i's start of every running phase by -by: its
 // counter starts again from 0, and the energy before the save still

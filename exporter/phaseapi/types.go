@@ -37,7 +37,8 @@ type RunStatus struct {
 	// it is active.
 	EndReason string `json:"end_reason,omitempty"`
 	// Gaps are intervals of the run the exporter did not measure (it was
-	// down): no energy is counted over them.
+	// down): no power was sampled; energy is counted over them only on the
+	// GPUs listed in each gap's EnergyBridgedGPUs.
 	Gaps []Gap `json:"gaps,omitempty"`
 	// CoTenants are the other pods ("namespace/pod") the kubelet listed as
 	// holding one of the GPUs of a run selected by pod, while it ran:
@@ -50,6 +51,10 @@ type Gap struct {
 	Start  float64 `json:"start"`
 	End    float64 `json:"end"`
 	Reason string  `json:"reason"`
+	// EnergyBridgedGPUs are the run's GPUs (indexes) whose own energy
+	// counter gave the gap's energy, which the run's phases then count;
+	// over the others' gap no energy is counted.
+	EnergyBridgedGPUs []int `json:"energy_bridged_gpus,omitempty"`
 }
 
 // Preflight is what GET /api/v1/preflight returns: proof that the token
