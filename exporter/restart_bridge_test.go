@@ -2,8 +2,8 @@ package exporter
 
 import (
 	"math"
-	"slices"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
