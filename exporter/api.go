@@ -70,29 +70,16 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, err)
 		return
 	}
-	now := e.off(e.clock.Now())
-	e.storeMu.Lock()
-	e.mu.Lock()
-	u := e.lc.undoPoint(id)
-	run, ev, err := e.lc.StartPhase(id, p, now, pick, sel)
-	if err == nil && ev.created {
-		err = e.persistRunIDs(id, u.seen)
-	}
-	if err == nil && ev.selected {
-		e.noteCoTenants(run)
-	}
-	err = e.commit(u, err)
-	var st phaseapi.RunStatus
-	if err == nil {
-		st = e.status(run)
-	}
-	e.mu.Unlock()
-	e.storeMu.Unlock()
-	if err != nil {
-		writeAPIError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
+	e.changeRun(w, id, func(now int64, u undo) (*run, error) {
+		run, ev, err := e.lc.StartPhase(id, p, now, pick, sel)
+		if err == nil && ev.created {
+			err = e.persistRunIDs(id, u.seen)
+		}
+		if err == nil && ev.selected {
+			e.noteCoTenants(run)
+		}
+		return run, err
+	})
 }
 
 // handleEndRun serves POST /api/v1/runs/{run_id}/end.
@@ -104,11 +91,17 @@ func (e *Exporter) handleEndRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	e.changeRun(w, id, func(now int64, _ undo) (*run, error) { return e.lc.End(id, now) })
+}
+
+// changeRun applies change to run id under the locks, commits it (or takes
+// it back) and answers with the run's status or the error.
+func (e *Exporter) changeRun(w http.ResponseWriter, id string, change func(now int64, u undo) (*run, error)) {
 	now := e.off(e.clock.Now())
 	e.storeMu.Lock()
 	e.mu.Lock()
 	u := e.lc.undoPoint(id)
-	run, err := e.lc.End(id, now)
+	run, err := change(now, u)
 	err = e.commit(u, err)
 	var st phaseapi.RunStatus
 	if err == nil {
