@@ -124,7 +124,23 @@ func (q *readOnlyChunkQuerier) Close() error {
 type readOnlyQuerier struct{ readOnlyChunkQuerier }
 
 func (q *readOnlyQuerier) Select(ctx context.Context, sortSeries bool, h *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
-	return storage.NewSeriesSetFromChunkSeriesSet(q.readOnlyChunkQuerier.Select(ctx, sortSeries, h, ms...))
+	return nonNilSeries{storage.NewSeriesSetFromChunkSeriesSet(q.readOnlyChunkQuerier.Select(ctx, sortSeries, h, ms...))}
+}
+
+// nonNilSeries skips the nil series a chunk series set decoded into samples
+// yields for a series without a chunk in the range (the read-only head
+// lists such series, and storage's chunk-to-sample set turns them into
+// nil, which PromQL's engine dereferences): a query after the data's end
+// answered "runtime error: invalid memory address" instead of nothing.
+type nonNilSeries struct{ storage.SeriesSet }
+
+func (s nonNilSeries) Next() bool {
+	for s.SeriesSet.Next() {
+		if s.At() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ExemplarQuerier: a read-only TSDB has no exemplars (they live in memory

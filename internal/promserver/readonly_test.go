@@ -292,3 +292,25 @@ func TestInUse(t *testing.T) {
 		t.Errorf("WAL written 10 minutes ago: %q, want free", why)
 	}
 }
+
+// TestReadOnlyQueryAfterTheData: an instant query whose lookback holds no
+// sample of a series the head lists (after the run's end, where `tsdb
+// serve` users and analyze's "now" land) answers nothing, not a PromQL
+// runtime panic; a range over the data still finds it.
+func TestReadOnlyQueryAfterTheData(t *testing.T) {
+	dir, first := savedRun(t)
+	s := startServer(t, Options{Dir: dir, ReadOnly: true, DisableRemoteWrite: true})
+	papi := promAPI(t, s)
+	after := first.Add(30 * time.Minute) // the data spans 10 min; lookback 5 min
+	for _, q := range []string{`joulemark_request_output_tokens`, `count(joulemark_request_output_tokens)`,
+		`min(timestamp(joulemark_request_output_tokens))`} {
+		v, _, _, err := papi.Query(context.Background(), q, after)
+		if err != nil || v.String() != "" {
+			t.Errorf("%s after the data: %q, %v; want nothing and no error", q, v, err)
+		}
+	}
+	v, _, _, err := papi.Query(context.Background(), `count(max_over_time(joulemark_request_output_tokens[1h]))`, after)
+	if err != nil || !strings.Contains(v.String(), "=> 3 @") {
+		t.Errorf("range over the data: %v, %v; want its 3 series", v, err)
+	}
+}
