@@ -69,31 +69,43 @@ type Finding struct {
 	Thresholds map[string]float64 `json:"thresholds"`
 }
 
+// thresholdOps are the suffixes of a threshold's key: the figure it
+// names, the comparison that crosses it and how the report writes it.
+var thresholdOps = []struct {
+	suffix, sign string
+	crossed      func(v, th float64) bool
+}{
+	{"_at_least", "≥", func(v, th float64) bool { return v >= th }},
+	{"_below", "<", func(v, th float64) bool { return v < th }},
+	{"_above", ">", func(v, th float64) bool { return v > th }},
+}
+
+// thresholdFigure splits a threshold key into the evidence figure it names
+// and its comparison sign; ok is false for a key without a known suffix.
+func thresholdFigure(key string) (figure, sign string, crossed func(v, th float64) bool, ok bool) {
+	for _, op := range thresholdOps {
+		if name, found := strings.CutSuffix(key, op.suffix); found {
+			return name, op.sign, op.crossed, true
+		}
+	}
+	return "", "", nil, false
+}
+
 // CheckThresholds reports a threshold of the finding that names no figure
 // of its evidence (<figure>_at_least, _below, _above) or that its figure
 // did not cross: a finding lists only the conditions that held.
 func (f Finding) CheckThresholds() error {
 	for _, k := range slices.Sorted(maps.Keys(f.Thresholds)) {
 		th := f.Thresholds[k]
-		figure, held := k, false
-		v, ok := 0.0, false
-		for suffix, cross := range map[string]func(v float64) bool{
-			"_at_least": func(v float64) bool { return v >= th },
-			"_below":    func(v float64) bool { return v < th },
-			"_above":    func(v float64) bool { return v > th },
-		} {
-			if name, found := strings.CutSuffix(k, suffix); found {
-				figure = name
-				v, ok = f.Evidence[figure]
-				held = ok && cross(v)
-			}
-		}
-		switch {
-		case figure == k:
+		figure, _, crossed, ok := thresholdFigure(k)
+		if !ok {
 			return fmt.Errorf("%s: threshold %s has no _at_least, _below or _above suffix", f.Rule, k)
-		case !ok:
+		}
+		v, ok := f.Evidence[figure]
+		if !ok {
 			return fmt.Errorf("%s: threshold %s names no figure of the evidence", f.Rule, k)
-		case !held:
+		}
+		if !crossed(v, th) {
 			return fmt.Errorf("%s: threshold %s %g listed, but %s is %g", f.Rule, k, th, figure, v)
 		}
 	}
@@ -307,7 +319,8 @@ func (s situation) prefillSlow() *Finding {
 		Thresholds: map[string]float64{"ttft_p50_over_slo_above": 1, "waiting_mean_below": nothingWaits}}
 }
 
-// diagnosisMarkdown renders the diagnosis.
+// diagnosisMarkdown renders the diagnosis: per finding its verdict and a
+// table of its evidence, each figure beside the threshold it crossed.
 func diagnosisMarkdown(p func(string, ...any), dg *Diagnosis) {
 	if dg == nil {
 		return
@@ -316,15 +329,12 @@ func diagnosisMarkdown(p func(string, ...any), dg *Diagnosis) {
 	if dg.Healthy {
 		p("No rule fired.")
 	}
-	kv := func(m map[string]float64) string {
-		var out []string
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			out = append(out, fmt.Sprintf("%s %.4g", k, m[k]))
-		}
-		return strings.Join(out, ", ")
-	}
 	for _, f := range dg.Findings {
-		p("- **%s**: %s. Evidence: %s. Thresholds: %s.\n", f.Rule, mdEscape(f.Verdict), kv(f.Evidence), kv(f.Thresholds))
+		p("**%s**: %s.\n\n| evidence | value | threshold crossed |\n|---|---:|---|\n", f.Rule, mdEscape(f.Verdict))
+		for _, row := range evidenceRows(f) {
+			p("| %s | %s | %s |\n", row[0], row[1], row[2])
+		}
+		p("\n")
 	}
 	if len(dg.Skipped) > 0 {
 		var sk []string
@@ -336,5 +346,28 @@ func diagnosisMarkdown(p func(string, ...any), dg *Diagnosis) {
 		}
 		p("Not checked: %s.", strings.Join(sk, ", "))
 	}
-	p("\n\n")
+	if dg.Healthy || len(dg.Skipped) > 0 {
+		p("\n\n")
+	}
+}
+
+// evidenceRows are a finding's figures, those with a threshold first, each
+// as figure, value and the threshold it crossed ("" for context figures).
+func evidenceRows(f Finding) [][3]string {
+	crossed := map[string]string{}
+	for k, th := range f.Thresholds {
+		if figure, sign, _, ok := thresholdFigure(k); ok {
+			crossed[figure] = fmt.Sprintf("%s %.4g", sign, th)
+		}
+	}
+	var with, without [][3]string
+	for _, k := range slices.Sorted(maps.Keys(f.Evidence)) {
+		row := [3]string{"`" + k + "`", fmt.Sprintf("%.4g", f.Evidence[k]), crossed[k]}
+		if row[2] != "" {
+			with = append(with, row)
+		} else {
+			without = append(without, row)
+		}
+	}
+	return append(with, without...)
 }

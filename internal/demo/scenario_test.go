@@ -73,6 +73,9 @@ func TestDemoScenarios(t *testing.T) {
 			if want := tc.rule; len(rules) != min(len(want), 1) || want != "" && rules[0] != want {
 				t.Fatalf("rules %v, want [%s]; findings %+v; server %s", rules, want, dg.Findings, serverSummary(sv))
 			}
+			if want := runScenario(tc.scenario); rep.Scenario != want || rep.Run == nil || rep.Run.Scenario != want {
+				t.Errorf("scenario %q (run %+v), want %q", rep.Scenario, rep.Run, want)
+			}
 			if len(dg.Skipped) > 0 {
 				t.Errorf("rules skipped: %v", dg.Skipped)
 			}
@@ -90,7 +93,7 @@ func TestDemoScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			for file, b := range map[string][]byte{analyze.FileMarkdown: md, analyze.FileHTML: html} {
-				if tc.rule != "" && (!strings.Contains(string(b), tc.rule) || !strings.Contains(string(b), "Thresholds: ")) {
+				if tc.rule != "" && (!strings.Contains(string(b), tc.rule) || !strings.Contains(string(b), "threshold crossed")) {
 					t.Errorf("%s lacks the %s finding with its thresholds", file, tc.rule)
 				}
 			}
