@@ -66,6 +66,10 @@ type Config struct {
 	// warm-up stays synthetic.
 	Trace string
 
+	// Scenario is the situation ApplyScenario shaped the engine into
+	// ("" or healthy: none); the run's scenario label names it.
+	Scenario string
+
 	// Cost, when any input is set, prices the report and the production
 	// view, and the embedded Prometheus gets the cost input gauges as
 	// constant recording rules (the fleet dashboard's cost row).

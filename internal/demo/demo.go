@@ -435,7 +435,6 @@ func (d *demo) report(ctx context.Context) error {
 		RunID:         res.RunID,
 		Params:        d.cfg.Params,
 		OutDir:        res.ReportDir,
-		Scenario:      "joulemark demo",
 		QueryTimeout:  time.Minute,
 		// The run's archive: the report counts empty, repeated and short
 		// outputs beside throughput.
@@ -491,7 +490,18 @@ func benchConfig(cfg Config, run *runarchive.Run, engineURL, exporterURL, tokenF
 	b.Engine.MetricsInterval = cfg.ScrapeInterval
 	b.RunsDir = filepath.Dir(run.Dir)
 	b.RunID = run.ID
+	b.Scenario = runScenario(cfg.Scenario)
 	return b
+}
+
+// runScenario is the run's scenario label (joulemark_run_info, the
+// archive's config, the report's run.scenario): the demo and the scenario
+// it simulates, so a later analyze of the run says the same.
+func runScenario(scenario string) string {
+	if scenario == "" || scenario == ScenarioHealthy {
+		return "joulemark demo"
+	}
+	return "joulemark demo --scenario " + scenario
 }
 
 // writeToken writes a fresh phase API token to a 0600 file in dir.

@@ -285,7 +285,7 @@ func checkOrdinaryArchive(t *testing.T, cfg Config, res *Result, promURL string)
 	}
 	again, err := analyze.Run(t.Context(), analyze.Config{
 		PrometheusURL: promURL, RunID: res.RunID, Params: cfg.Params, RunsDir: cfg.Dir,
-		OutDir: filepath.Join(t.TempDir(), "report-2"), Scenario: "joulemark demo",
+		OutDir: filepath.Join(t.TempDir(), "report-2"),
 	})
 	if err != nil {
 		t.Fatalf("analyze --runs-dir %s --run-id %s: %v", cfg.Dir, res.RunID, err)
@@ -295,6 +295,11 @@ func checkOrdinaryArchive(t *testing.T, cfg Config, res *Result, promURL string)
 	}
 	if a, b := again.Stages["formal"].EnergyJoules, res.Report.Stages["formal"].EnergyJoules; a == nil || b == nil || *a != *b {
 		t.Errorf("formal energy: re-analysis %v, demo %v", a, b)
+	}
+	// The scenario is the run's (joulemark_run_info), not the demo's
+	// report-time tag: a later analyze says the same.
+	if again.Scenario != res.Report.Scenario || again.Scenario != runScenario(cfg.Scenario) {
+		t.Errorf("scenario: re-analysis %q, demo %q, want %q", again.Scenario, res.Report.Scenario, runScenario(cfg.Scenario))
 	}
 	report := filepath.Join(res.ReportDir, analyze.FileJSON)
 	for _, opts := range []choose.LoadOptions{{}, {RunsDir: cfg.Dir}} {

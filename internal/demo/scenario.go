@@ -23,6 +23,7 @@ var Scenarios = []string{ScenarioHealthy, ScenarioQueueing, ScenarioKVEvictions,
 // ApplyScenario shapes c into the named scenario.
 func ApplyScenario(c *Config, name string) error {
 	e := &c.Engine
+	c.Scenario = name
 	switch name {
 	case ScenarioHealthy:
 	case ScenarioQueueing:
