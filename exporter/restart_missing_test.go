@@ -145,6 +145,8 @@ func testRestartMissing(t *testing.T, rig func(clk *fakeClock) missingRig) {
 			srv := httptest.NewServer(e2.Handler())
 			defer srv.Close()
 			c, _ := phaseapi.NewClient(srv.URL, testToken, nil)
+			w := seriesWatch{t: t, e: e2, uuid: sv.uuid, last: math.Inf(-1)}
+			step = w.wrap(step)
 			step(e2, 2*time.Second)
 			upToSave := sv.energy - sv.start1
 			checkMissing(t, e2, sv, upToSave)
@@ -212,6 +214,28 @@ func runUntilSave(t *testing.T, r restartRig, clk *fakeClock, dir string, tc res
 		}
 	}
 	return sv
+}
+
+// seriesWatch scrapes run r's idle energy series of GPU 1 after every
+// sample: present under the saved UUID, never going back.
+type seriesWatch struct {
+	t    *testing.T
+	e    *Exporter
+	uuid string
+	last float64
+}
+
+func (w *seriesWatch) wrap(step func(*Exporter, time.Duration)) func(*Exporter, time.Duration) {
+	return func(e *Exporter, d time.Duration) {
+		for range int(d / (100 * time.Millisecond)) {
+			step(e, 100*time.Millisecond)
+			v, ok := gatheredPhaseEnergy(w.t, w.e, "r", contract.Idle, "1", w.uuid)
+			if !ok || v < w.last {
+				w.t.Fatalf("/metrics idle energy of GPU 1 (uuid %s): %v (served %v), before %v: want it served and never going back", w.uuid, v, ok, w.last)
+			}
+			w.last = v
+		}
+	}
 }
 
 // checkMissing: while GPU 1 is missing, the run is restored with its gap
@@ -385,4 +409,87 @@ func TestRestartMissingSim(t *testing.T) {
 			swap: func() { s.mu.Lock(); s.others = true; s.mu.Unlock() },
 		}
 	})
+}
+
+// TestRestartTwiceWhileMissing: a second restart while the run's GPU is
+// still missing keeps its absence (the state file's absent_gpus and the
+// GPU's missing entry): the GPU's gap still runs from the first save, and
+// when the GPU opens (at the second restart or later) with its saved UUID
+// it resumes, its own counter bridging both downtimes and the time between;
+// another GPU stays out. Fails with the absences not saved (the second
+// restart then measures the run's GPU 1 from 0 at the first save's
+// boundaries, or drops the gap).
+func TestRestartTwiceWhileMissing(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		openAtRestart, other bool
+	}{
+		{"opens later", false, false},
+		{"opens at the second restart", true, false},
+		{"another GPU opens at the second restart", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newFakeClock()
+			sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 2, Seed: 3, NoiseWatts: 0.5, EnergyCounter: true, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &slot{}
+			r := restartRig{open: func(*testing.T) gpu.Backend { return slotBackend{keepOpen{offsetCounter{sim, 1e6}}, s} }, tick: func(time.Duration) {}}
+			step := func(e *Exporter, d time.Duration) {
+				for range int(d / (100 * time.Millisecond)) {
+					clk.Advance(100 * time.Millisecond)
+					e.SampleOnce()
+				}
+			}
+			dir := t.TempDir()
+			sv := runUntilSave(t, r, clk, dir, restartMissingCase{clean: true}, step)
+			s.hidden = true
+			clk.Advance(5 * time.Second)
+			e2, err := newExp(Config{Backend: r.open(t), Clock: clk, StoragePath: dir, APIToken: testToken})
+			if err != nil {
+				t.Fatal(err)
+			}
+			step(e2, 2*time.Second)
+			e2.save(true)
+			e2.Close()
+			clk.Advance(5 * time.Second)
+			s.hidden, s.others = !tc.openAtRestart, tc.other
+			b := &rawRec{Backend: r.open(t)}
+			e3, err := newExp(Config{Backend: b, Clock: clk, StoragePath: dir, APIToken: testToken})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e3.Close()
+			step(e3, time.Second)
+			if !tc.openAtRestart {
+				checkMissing(t, e3, sv, sv.energy-sv.start1)
+				s.mu.Lock()
+				s.hidden = false
+				s.mu.Unlock()
+				step(e3, 2*time.Second)
+			}
+			checkTwice(t, e3, tc.other, sv, b)
+		})
+	}
+}
+
+// checkTwice checks run r's GPU 1 once the GPU opened after two restarts.
+func checkTwice(t *testing.T, e *Exporter, other bool, sv savedGPU1, b *rawRec) {
+	t.Helper()
+	st, ok := e.RunStatus("r")
+	if !ok || len(st.Gaps) != 3 {
+		t.Fatalf("run after two restarts: %+v (found %v), want its two restart gaps and GPU 1's", st.Gaps, ok)
+	}
+	g, idle := gpuGap(st), phaseGPU(t, e, "r", contract.Idle)
+	want := sv.energy - sv.start1
+	if !other {
+		want += *b.last - sv.raw // the GPU's counter since the first save
+	}
+	if g == nil || g.Start != sv.savedAt || g.Open != other || slices.Contains(g.EnergyBridgedGPUs, 1) == other {
+		t.Errorf("GPU 1's gap %+v: want it from the first save (%v), open %v, energy bridged %v", g, sv.savedAt, other, !other)
+	}
+	if math.Abs(idle.EnergyJoules-want) > 1e-9*want || idle.UUID != sv.uuid {
+		t.Errorf("idle on GPU 1: %+v, want %.6f J under %s", idle, want, sv.uuid)
+	}
 }
