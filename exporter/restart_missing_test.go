@@ -105,6 +105,7 @@ var restartMissingCases = []restartMissingCase{
 type savedGPU1 struct {
 	uuid                string
 	energy, raw, start1 float64 // GPU 1's counter and raw counter at the save, its counter at idle's start
+	start0              float64 // GPU 0's counter at idle's start
 	savedAt             float64
 }
 
@@ -151,13 +152,7 @@ func testRestartMissing(t *testing.T, rig func(clk *fakeClock) missingRig) {
 			upToSave := sv.energy - sv.start1
 			checkMissing(t, e2, sv, upToSave)
 			if tc.phaseMissing {
-				if _, err := c.StartPhase(t.Context(), "r", contract.Startup); err != nil {
-					t.Fatal(err)
-				}
-				step(e2, time.Second)
-				if g := phaseGPU(t, e2, "r", contract.Idle); g.EnergyJoules != upToSave || g.MissingSeconds <= 0 {
-					t.Errorf("idle ended while GPU 1 was missing: %+v, want %.6f J (up to the save) and its missing seconds", g, upToSave)
-				}
+				endIdle(t, e2, c, sv, upToSave, func() { step(e2, time.Second) })
 			}
 			if tc.reopen == "other" {
 				r.swap()
@@ -203,7 +198,7 @@ func runUntilSave(t *testing.T, r restartRig, clk *fakeClock, dir string, tc res
 		t.Fatalf("saved state %+v (%v, %v): want GPU 1's raw counter and run r", doc, ok, err)
 	}
 	sv := savedGPU1{uuid: doc.GPUs[1].UUID, energy: doc.GPUs[1].EnergyJoules, raw: *doc.GPUs[1].RawCounterJoules,
-		start1: doc.Runs[0].Phases[0].Start.EnergyJoules[1], savedAt: float64(doc.SavedAt) / 1e9}
+		start1: doc.Runs[0].Phases[0].Start.EnergyJoules[1], start0: doc.Runs[0].Phases[0].Start.EnergyJoules[0], savedAt: float64(doc.SavedAt) / 1e9}
 	if tc.noRaw { // a state file from before the raw value
 		doc.Version = 1
 		for i := range doc.GPUs {
@@ -214,6 +209,27 @@ func runUntilSave(t *testing.T, r restartRig, clk *fakeClock, dir string, tc res
 		}
 	}
 	return sv
+}
+
+// endIdle ends run r's idle phase while GPU 1 is missing: GPU 1's idle
+// energy is its energy up to the save, said to be missing for part of
+// the phase, and GPU 0's is exactly its counter's advance over the phase
+// (bridged across the restart: the raw counter is intact in those cases).
+func endIdle(t *testing.T, e *Exporter, c *phaseapi.Client, sv savedGPU1, upToSave float64, step func()) {
+	t.Helper()
+	at, ok := gatheredGPUEnergy(t, e, "0")
+	if _, err := c.StartPhase(t.Context(), "r", contract.Startup); !ok || err != nil {
+		t.Fatalf("GPU 0's counter served %v; startup: %v", ok, err)
+	}
+	step()
+	if g := phaseGPU(t, e, "r", contract.Idle); g.EnergyJoules != upToSave || g.MissingSeconds <= 0 {
+		t.Errorf("idle ended while GPU 1 was missing: %+v, want %.6f J (up to the save) and its missing seconds", g, upToSave)
+	}
+	st, _ := e.RunStatus("r")
+	g0 := st.Phases[0].GPUs[0]
+	if want := at - sv.start0; g0.GPU != 0 || math.Abs(g0.EnergyJoules-want) > 1e-9*want || g0.MissingSeconds != 0 {
+		t.Errorf("idle on GPU 0: %+v, want %.6f J (its counter at idle's end minus at its start), nothing missing", g0, want)
+	}
 }
 
 // seriesWatch scrapes run r's idle energy series of GPU 1 after every

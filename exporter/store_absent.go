@@ -53,13 +53,14 @@ func (e *Exporter) runUUID(r *run, i int) string {
 }
 
 // restoreAbsent makes run r's GPUs absent that were absent at the save
-// (stored) or are missing now (sameGPUs): these get a gap of their own
-// from the save.
+// (stored: one still awaited only where the save lists its GPU missing)
+// or are missing now (sameGPUs): these get a gap of their own from the
+// save.
 func (e *Exporter) restoreAbsent(r *run, stored []storedAbsence, missing []int, doc activeRunsDoc) error {
 	for _, sa := range stored {
 		i := sa.GPU
 		if i < 0 || i >= len(e.gpus) || !r.measured(i) || r.absent[i] != nil || sa.Gap < 0 || sa.Gap >= len(r.gaps) ||
-			!counterValue(sa.EnergyJoules) || !sa.Replaced && !slices.Contains(missing, i) {
+			!counterValue(sa.EnergyJoules) || !sa.Replaced && !doc.GPUs[i].Missing {
 			return fmt.Errorf("absent GPU %+v does not fit the run or the GPUs", sa)
 		}
 		r.setAbsent(i, &absence{uuid: sa.UUID, energy: sa.EnergyJoules, gap: sa.Gap, replaced: sa.Replaced})
