@@ -12,19 +12,26 @@ import (
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
-// addExporterGaps flags every gap (an exporter restarted mid-run) in the
-// exporters' final run statuses (the archive's phases.json) with its
-// interval; the gaps join measurement.gaps (series "exporter").
+// addExporterGaps flags every gap (an exporter restarted mid-run, or one
+// of the run's GPUs was missing after its restart) in the exporters' final
+// run statuses (the archive's phases.json) with its interval; the gaps
+// join measurement.gaps (series "exporter"; a GPU's own gap names the
+// GPUs after the exporter).
 func addExporterGaps(r *Report, views []runarchive.ExporterStatus) {
 	for _, e := range views {
 		if e.Status == nil {
 			continue
 		}
 		for _, g := range e.Status.Gaps {
-			r.Measurement.Gaps = append(r.Measurement.Gaps, Gap{GPU: e.URL, Series: "exporter", Start: g.Start, End: g.End})
+			who, what := e.URL, fmt.Sprintf("exporter %s was down", e.URL)
+			if len(g.GPUs) > 0 {
+				who += " gpu " + joinInts(g.GPUs)
+				what = fmt.Sprintf("exporter %s: GPU %s was not open after its restart and not measured", e.URL, joinInts(g.GPUs))
+			}
+			r.Measurement.Gaps = append(r.Measurement.Gaps, Gap{GPU: who, Series: "exporter", Start: g.Start, End: g.End})
 			r.Flags = append(r.Flags, Flag{Code: contract.FlagExporterRestarted, Message: fmt.Sprintf(
-				"exporter %s was down from %s to %s (%.1f s, %s): %s",
-				e.URL, unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason, gapEnergy(g, e.Status.GPUs))})
+				"%s from %s to %s (%.1f s, %s): %s",
+				what, unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason, gapEnergy(g, e.Status.GPUs))})
 		}
 		if len(e.Status.CoTenants) > 0 {
 			r.Flags = append(r.Flags, Flag{Code: contract.FlagGPUShared, Message: fmt.Sprintf(
@@ -33,12 +40,13 @@ func addExporterGaps(r *Report, views []runarchive.ExporterStatus) {
 	}
 }
 
-// gapEnergy says what energy a gap's GPUs have: their own counters' (the
-// exporter bridged the downtime with them) or none.
+// gapEnergy says what energy a gap's GPUs (those it lists, else every GPU
+// of the run) have: their own counters' (the exporter bridged the downtime
+// with them) or none.
 func gapEnergy(g phaseapi.Gap, gpus []phaseapi.GPUInfo) string {
 	var lost []string
 	for _, gi := range gpus {
-		if !slices.Contains(g.EnergyBridgedGPUs, gi.GPU) {
+		if (len(g.GPUs) == 0 || slices.Contains(g.GPUs, gi.GPU)) && !slices.Contains(g.EnergyBridgedGPUs, gi.GPU) {
 			lost = append(lost, strconv.Itoa(gi.GPU))
 		}
 	}
@@ -57,8 +65,9 @@ func gapEnergy(g phaseapi.Gap, gpus []phaseapi.GPUInfo) string {
 		strings.Join(bridged, ", "), strings.Join(lost, ", "))
 }
 
-// exporterRestarts are the intervals the run's exporters were down, from
-// the archive's phases.json.
+// exporterRestarts are the intervals the run's exporters were down, or one
+// of the run's GPUs was missing after a restart, from the archive's
+// phases.json.
 func exporterRestarts(views []runarchive.ExporterStatus) [][2]float64 {
 	var out [][2]float64
 	for _, e := range views {
@@ -70,6 +79,15 @@ func exporterRestarts(views []runarchive.ExporterStatus) [][2]float64 {
 		}
 	}
 	return out
+}
+
+// joinInts is "1, 3".
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for k, i := range v {
+		s[k] = strconv.Itoa(i)
+	}
+	return strings.Join(s, ", ")
 }
 
 func unixUTC(s float64) string {

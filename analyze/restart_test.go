@@ -128,20 +128,60 @@ func readViews(t *testing.T, run *runarchive.Run) []runarchive.ExporterStatus {
 
 // TestGapEnergy: the exporter_restarted message says no energy was
 // measured over the gap only for the GPUs the exporter did not bridge with
-// their own energy counters.
+// their own energy counters, and, for a GPU's own gap (missing after the
+// restart), only about that GPU.
 func TestGapEnergy(t *testing.T) {
 	gpus := []phaseapi.GPUInfo{{GPU: 0}, {GPU: 1}}
 	for _, tc := range []struct {
-		bridged    []int
-		want, dont string
+		gapGPUs, bridged []int
+		want, dont       string
 	}{
-		{nil, "no energy was measured there", "counted"},
-		{[]int{0, 1}, "own energy counters gave the downtime's energy (GPU 0, 1)", "no energy"},
-		{[]int{1}, "GPU 1 came from their own energy counters and is counted, none was measured on GPU 0", "GPU 0,"},
+		{nil, nil, "no energy was measured there", "counted"},
+		{nil, []int{0, 1}, "own energy counters gave the downtime's energy (GPU 0, 1)", "no energy"},
+		{nil, []int{1}, "GPU 1 came from their own energy counters and is counted, none was measured on GPU 0", "GPU 0,"},
+		{[]int{1}, nil, "no energy was measured there", "counted"},
+		{[]int{1}, []int{1}, "own energy counters gave the downtime's energy (GPU 1), which the stage energies count", "GPU 0"},
 	} {
-		got := gapEnergy(phaseapi.Gap{Start: 1, End: 2, EnergyBridgedGPUs: tc.bridged}, gpus)
+		got := gapEnergy(phaseapi.Gap{Start: 1, End: 2, EnergyBridgedGPUs: tc.bridged, GPUs: tc.gapGPUs}, gpus)
 		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.dont) {
-			t.Errorf("bridged %v: %q, want %q and not %q", tc.bridged, got, tc.want, tc.dont)
+			t.Errorf("gap of GPUs %v, bridged %v: %q, want %q and not %q", tc.gapGPUs, tc.bridged, got, tc.want, tc.dont)
 		}
+	}
+}
+
+// TestExporterGPUGapFlagged: a GPU's own gap (it did not open at the
+// exporter's restart) is flagged naming the GPU and how long it was
+// missing, not as the exporter being down; its measurement gap names the
+// GPU.
+func TestExporterGPUGapFlagged(t *testing.T) {
+	st := &phaseapi.RunStatus{RunID: "g-1", GPUs: []phaseapi.GPUInfo{{GPU: 0}, {GPU: 1}}, Gaps: []phaseapi.Gap{
+		{Start: 100, End: 105, Reason: contract.GapExporterRestarted, EnergyBridgedGPUs: []int{0}},
+		{Start: 100, End: 130.5, Reason: contract.GapExporterRestarted, GPUs: []int{1}},
+	}}
+	r := &Report{}
+	addExporterGaps(r, []runarchive.ExporterStatus{{URL: "http://node-a:9402", Status: st}})
+	if len(r.Flags) != 2 || len(r.Measurement.Gaps) != 2 {
+		t.Fatalf("flags %+v, gaps %+v: want one per gap", r.Flags, r.Measurement.Gaps)
+	}
+	for _, tc := range []struct {
+		msg        string
+		want, dont []string
+	}{
+		{r.Flags[0].Message, []string{"node-a:9402 was down", "5.0 s", "GPU 0 came from their own energy counters", "none was measured on GPU 1"}, nil},
+		{r.Flags[1].Message, []string{"GPU 1 was not open after its restart", "30.5 s", "no energy was measured there"}, []string{"was down", "GPU 0"}},
+	} {
+		for _, w := range tc.want {
+			if !strings.Contains(tc.msg, w) {
+				t.Errorf("message %q lacks %q", tc.msg, w)
+			}
+		}
+		for _, d := range tc.dont {
+			if strings.Contains(tc.msg, d) {
+				t.Errorf("message %q has %q", tc.msg, d)
+			}
+		}
+	}
+	if g := r.Measurement.Gaps[1]; g.GPU != "http://node-a:9402 gpu 1" || g.End-g.Start != 30.5 {
+		t.Errorf("measurement gap %+v: want GPU 1's 30.5 s", g)
 	}
 }

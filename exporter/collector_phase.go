@@ -63,7 +63,7 @@ func (c *phaseCollector) emitRun(r *run, emit func(family string, m prometheus.M
 			if !r.measured(i) {
 				continue
 			}
-			emit(contract.PhaseEnergy, prometheus.MustNewConstMetric(c.energyDsc, prometheus.GaugeValue, e.lc.phaseEnergy(ph, i), r.id, p, g.idx, g.dev.UUID))
+			emit(contract.PhaseEnergy, prometheus.MustNewConstMetric(c.energyDsc, prometheus.GaugeValue, e.lc.phaseEnergy(r, ph, i), r.id, p, g.idx, e.runUUID(r, i)))
 		}
 		c.emitHostPhase(r, ph, emit)
 	}

@@ -668,6 +668,7 @@ func (e *Exporter) applySample(i int, g *gpuState, s gpu.Sample, err error) {
 			e.setRWLabels(g)
 			g.hasCounter = false
 			e.log.Info("GPU opened", "gpu", i, "uuid", g.dev.UUID)
+			e.gpuOpened(i)
 		}
 	}
 	if !g.healthy {
@@ -719,7 +720,7 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 	if g.has && t <= g.lastT {
 		return // not newer than the last sample: nothing to add
 	}
-	if g.restored != nil {
+	if g.restored != nil && !g.restored.awaiting {
 		e.settleRestored(i, g, s)
 	}
 	if g.counter && !s.HasEnergy {

@@ -168,7 +168,7 @@ func (l *lifecycle) startPhase(id string, p contract.Phase, now int64) (r *run, 
 	if cur != nil && p.Index() <= cur.phase.Index() {
 		return r, created, errf(http.StatusConflict, "run %s is in phase %s; %s cannot follow it (order: idle, startup, warmup, formal, release)", id, cur.phase, p)
 	}
-	b := l.newBoundary(now)
+	b := l.newBoundary(r, now)
 	if cur != nil {
 		cur.end = b
 	}
@@ -252,7 +252,7 @@ func (l *lifecycle) End(id string, now int64) (*run, error) {
 		return r, nil
 	}
 	if cur := r.current(); cur != nil && cur.end == nil {
-		cur.end = l.newBoundary(now)
+		cur.end = l.newBoundary(r, now)
 		if cur.phase == contract.Release && r.rel.state == phaseapi.ReleaseWaiting {
 			f := false
 			r.rel.state, r.rel.closed = phaseapi.ReleaseTimedOut, &f
@@ -281,7 +281,7 @@ func (l *lifecycle) finishRun(r *run, reason string) {
 // without ending it), so it never holds an active slot for good.
 func (l *lifecycle) expire(r *run, now int64) {
 	if cur := r.current(); cur.end == nil {
-		cur.end = l.newBoundary(now)
+		cur.end = l.newBoundary(r, now)
 	}
 	if r.rel.state == phaseapi.ReleaseWaiting {
 		f := false
@@ -347,13 +347,18 @@ func (l *lifecycle) rollback(u undo) (forgot bool) {
 	return false
 }
 
-// newBoundary makes a boundary at t and resolves what it can now.
-func (l *lifecycle) newBoundary(t int64) *boundary {
+// newBoundary makes a boundary of run r at t and resolves what it can
+// now; a GPU absent from r takes its counter at the save (store_absent.go).
+func (l *lifecycle) newBoundary(r *run, t int64) *boundary {
 	var host []float64
 	if l.hostNow != nil {
 		host = l.hostNow()
 	}
 	b := &boundary{t: t, e: make([]float64, len(l.gpus)), ok: make([]bool, len(l.gpus)), left: len(l.gpus), host: host}
+	for i, ab := range r.absent {
+		b.e[i], b.ok[i] = ab.energy, true
+		b.left--
+	}
 	l.resolve(b)
 	if b.left > 0 {
 		l.pending = append(l.pending, b)
@@ -388,15 +393,19 @@ func (l *lifecycle) resolvePending() {
 	l.pending = keep
 }
 
-// phaseEnergy is GPU i's energy over ph: exact once both boundaries are
-// resolved, up to the latest sample before that.
-func (l *lifecycle) phaseEnergy(ph *phaseRec, i int) float64 {
+// phaseEnergy is GPU i's energy over run r's phase ph: exact once both
+// boundaries are resolved, up to the latest sample before that; up to the
+// save while the GPU is absent from r (store_absent.go).
+func (l *lifecycle) phaseEnergy(r *run, ph *phaseRec, i int) float64 {
 	if !ph.start.ok[i] {
 		return 0
 	}
 	end := l.gpus[i].energy
-	if ph.end != nil && ph.end.ok[i] {
+	switch ab := r.absent[i]; {
+	case ph.end != nil && ph.end.ok[i]:
 		end = ph.end.e[i]
+	case ab != nil:
+		end = ab.energy
 	}
 	return math.Max(0, end-ph.start.e[i])
 }
@@ -446,7 +455,7 @@ func (l *lifecycle) powerWhy(r *run, now int64) string {
 		return "no idle baseline (the run has no finished idle phase)"
 	}
 	for i, g := range l.gpus {
-		if !r.measured(i) {
+		if !r.measured(i) || r.lost(i) {
 			continue
 		}
 		if !g.healthy || !g.has {
@@ -477,7 +486,7 @@ func (l *lifecycle) checkRelease(r *run, now int64) {
 		r.rel.holding, r.rel.holdStart = true, start
 		if time.Duration(now-start) >= l.cfg.ReleaseHold {
 			t := true
-			ph.end = l.newBoundary(start)
+			ph.end = l.newBoundary(r, start)
 			r.rel.state, r.rel.closed, r.rel.reason = phaseapi.ReleaseClosed, &t, ""
 			r.crit.closedBy = last
 			l.finishRun(r, contract.EndReasonReleaseClosed)
@@ -497,7 +506,7 @@ func (l *lifecycle) checkRelease(r *run, now int64) {
 	}
 	if time.Duration(now-ph.start.t) >= l.cfg.ReleaseMaxWait {
 		f := false
-		ph.end = l.newBoundary(now)
+		ph.end = l.newBoundary(r, now)
 		r.rel.state, r.rel.closed, r.rel.holding = phaseapi.ReleaseTimedOut, &f, false
 		if why == "" {
 			why = "hold not complete"

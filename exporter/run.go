@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -68,7 +69,10 @@ type run struct {
 	rel       release
 	crit      releaseCriteria
 	endReason string         // contract.EndReason*, once ended
-	gaps      []phaseapi.Gap // intervals the exporter was down
+	gaps      []phaseapi.Gap // intervals the exporter was down, or a GPU missing after a restart
+	// absent are the run's GPUs not open at a restart, by index, until they
+	// open with their saved UUID (store_absent.go).
+	absent map[int]*absence
 
 	gpus     []bool             // GPUs measured, nil: every GPU (selector.go)
 	selected bool               // the first phase carried a selector
@@ -91,13 +95,13 @@ func (r *run) active(p contract.Phase) bool {
 }
 
 func (r *run) onSample(i int, p float64) {
-	if r.active(contract.Idle) {
+	if r.active(contract.Idle) && !r.lost(i) {
 		r.idleAcc[i].add(p)
 	}
 }
 
 func (r *run) onSlow(i int, s gpu.SlowSample) {
-	if !r.active(contract.Idle) {
+	if !r.active(contract.Idle) || r.lost(i) {
 		return
 	}
 	if s.ComputeProcesses > r.idleProcs[i] {
@@ -131,7 +135,7 @@ func errf(code int, format string, args ...any) *apiError {
 // status builds the API document of run r. Called with e.mu held (read).
 func (e *Exporter) status(r *run) phaseapi.RunStatus {
 	st := phaseapi.RunStatus{RunID: r.id, State: phaseapi.RunActive, GPUs: e.runGPUInfos(r), Phases: []phaseapi.PhaseStatus{},
-		EndReason: r.endReason, Gaps: cloneGaps(r.gaps), Selector: r.selector, CoTenants: slices.Sorted(maps.Keys(r.coTenants))}
+		EndReason: r.endReason, Gaps: e.runGaps(r), Selector: r.selector, CoTenants: slices.Sorted(maps.Keys(r.coTenants))}
 	if r.ended {
 		st.State = phaseapi.RunEnded
 	}
@@ -149,13 +153,15 @@ func (e *Exporter) status(r *run) phaseapi.RunStatus {
 				endT = max(endT, g.lastT)
 			}
 		}
-		for i, g := range e.gpus {
+		latest := e.unix(endT)
+		for i := range e.gpus {
 			if !r.measured(i) {
 				continue
 			}
-			en := e.lc.phaseEnergy(ph, i)
+			en := e.lc.phaseEnergy(r, ph, i)
 			ps.EnergyJoules += en
-			ps.GPUs = append(ps.GPUs, phaseapi.GPUEnergy{GPU: i, UUID: g.dev.UUID, EnergyJoules: en})
+			ps.GPUs = append(ps.GPUs, phaseapi.GPUEnergy{GPU: i, UUID: e.runUUID(r, i), EnergyJoules: en,
+				MissingSeconds: missingSeconds(st.Gaps, i, ps.Start, *cmp.Or(ps.End, &latest))})
 		}
 		if d := float64(endT-ph.start.t) / 1e9; d > 0 {
 			ps.AvgPowerWatts = ps.EnergyJoules / d
@@ -191,12 +197,12 @@ func (e *Exporter) idleStatus(r *run) *phaseapi.IdleStatus {
 	}
 	is := &phaseapi.IdleStatus{Stable: true}
 	var reasons []string
-	for i, g := range e.gpus {
+	for i := range e.gpus {
 		if !r.measured(i) {
 			continue
 		}
 		cv := r.idleAcc[i].cv()
-		gb := phaseapi.GPUBaseline{GPU: i, UUID: g.dev.UUID, PowerWatts: base[i], CV: cv, Stable: true, ComputeProcesses: r.idleProcs[i]}
+		gb := phaseapi.GPUBaseline{GPU: i, UUID: e.runUUID(r, i), PowerWatts: base[i], CV: cv, Stable: true, ComputeProcesses: r.idleProcs[i]}
 		if math.IsNaN(gb.PowerWatts) {
 			gb.PowerWatts = 0 // no sample: flagged unstable below
 		}
@@ -236,6 +242,7 @@ func cloneGaps(gaps []phaseapi.Gap) []phaseapi.Gap {
 	out := slices.Clone(gaps)
 	for i := range out {
 		out[i].EnergyBridgedGPUs = slices.Clone(out[i].EnergyBridgedGPUs)
+		out[i].GPUs = slices.Clone(out[i].GPUs)
 	}
 	return out
 }

@@ -118,14 +118,16 @@ func (r *run) selectionIndexes() []int {
 // runGPUInfos lists the GPUs run r measures. Called with e.mu held.
 func (e *Exporter) runGPUInfos(r *run) []phaseapi.GPUInfo {
 	all := e.gpuInfos()
-	if r.gpus == nil {
-		return all
-	}
 	out := make([]phaseapi.GPUInfo, 0, len(all))
 	for i, g := range all {
-		if r.gpus[i] {
-			out = append(out, g)
+		if !r.measured(i) {
+			continue
 		}
+		if ab := r.absent[i]; ab != nil {
+			// not open, or another GPU: the run's GPU is known by its UUID only
+			g = phaseapi.GPUInfo{GPU: i, UUID: ab.uuid, Name: "unknown", DriverVersion: g.DriverVersion}
+		}
+		out = append(out, g)
 	}
 	return out
 }

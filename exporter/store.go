@@ -84,6 +84,9 @@ type storedGPU struct {
 	// the sample EnergyJoules includes; absent without one. A restart
 	// adds the counter's advance since, the downtime's energy.
 	RawCounterJoules *float64 `json:"raw_counter_joules,omitempty"`
+	// Missing: the GPU has not opened since a restart; UUID and the
+	// counters are the ones saved before it, checked when it opens.
+	Missing bool `json:"missing,omitempty"`
 }
 
 type storedRun struct {
@@ -100,6 +103,9 @@ type storedRun struct {
 	// the run measures every GPU.
 	GPUs     []int              `json:"gpus,omitempty"`
 	Selector *phaseapi.Selector `json:"selector,omitempty"`
+	// Absent are the run's GPUs not measured since a restart
+	// (store_absent.go).
+	Absent []storedAbsence `json:"absent_gpus,omitempty"`
 }
 
 type storedPhase struct {
@@ -329,11 +335,14 @@ func (e *Exporter) anyActive() bool {
 // activeDoc snapshots the counters and the active runs. Called with e.mu
 // held (read).
 func (e *Exporter) activeDoc(clean bool) activeRunsDoc {
-	doc := activeRunsDoc{Version: activeRunsVersion, SavedAt: e.t0Unix + e.off(e.clock.Now()), Clean: clean,
+	doc := activeRunsDoc{Version: activeRunsVersion, SavedAt: e.t0Unix + e.off(e.clock.Now()), Clean: clean && e.awaitedClean(),
 		RunIDs: len(e.lc.seenOrder), Runs: []storedRun{}}
 	for i, g := range e.gpus {
 		sg := storedGPU{GPU: i, UUID: g.dev.UUID, EnergyJoules: g.energy}
-		if g.hasCounter {
+		switch rc := g.restored; {
+		case rc != nil && rc.awaiting: // as saved before the restart
+			sg = storedGPU{GPU: i, UUID: rc.uuid, EnergyJoules: rc.energy, RawCounterJoules: rc.raw, Missing: true}
+		case g.hasCounter:
 			raw := g.lastCounter
 			sg.RawCounterJoules = &raw
 		}
@@ -356,7 +365,7 @@ func (e *Exporter) activeDoc(clean bool) activeRunsDoc {
 }
 
 func (e *Exporter) storedRun(r *run) storedRun {
-	sr := storedRun{RunID: r.id, IdleProcs: slices.Clone(r.idleProcs), Gaps: cloneGaps(r.gaps), GPUs: r.selectionIndexes(), Selector: r.selector,
+	sr := storedRun{RunID: r.id, IdleProcs: slices.Clone(r.idleProcs), Gaps: cloneGaps(r.gaps), GPUs: r.selectionIndexes(), Selector: r.selector, Absent: r.storedAbsent(),
 		Release: storedRelease{State: r.rel.state, Reason: r.rel.reason}}
 	if r.crit.engineExited {
 		sr.Release.EngineExitedUnixNs = e.t0Unix + r.crit.engineExitedAt

@@ -3,7 +3,6 @@ package exporter
 import (
 	"context"
 	"errors"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -34,10 +33,11 @@ func (n notOpen) Sample(i int) (gpu.Sample, error) {
 }
 
 // TestRestartWithGPUNotOpen: after a restart where one GPU fails to open,
-// the active runs measuring only the other GPUs are restored; a run
-// measuring the missing GPU is not (its identity cannot be checked) and
-// its id stays used. Before, the empty UUID read as "the GPUs changed" and
-// no run came back.
+// every active run is restored: a run measuring only the other GPUs with
+// the restart's gap alone, a run measuring the missing GPU with a gap of
+// that GPU's own, open while it is missing (testRestartMissing follows
+// the GPU's return). Before, the empty UUID read as "the GPUs changed" and
+// no run came back; then the runs measuring the missing GPU were dropped.
 func TestRestartWithGPUNotOpen(t *testing.T) {
 	dir := t.TempDir()
 	simCfg := gpu.SimConfig{GPUs: 2, Seed: 5, NoiseWatts: 0.2}
@@ -55,17 +55,29 @@ func TestRestartWithGPUNotOpen(t *testing.T) {
 
 	h.clk.Advance(3 * time.Second)
 	h2 := newHarnessOnWith(t, h.clk, simCfg, cfg, func(b gpu.Backend) gpu.Backend { return notOpen{Backend: b, i: 1} })
-	if st, ok := h2.exp.RunStatus("gpu0"); !ok || st.State != phaseapi.RunActive || len(st.Gaps) != 1 {
-		t.Fatalf("run on the GPU still there after the restart: %+v (found %v), want it active with the restart's gap", st, ok)
+	for _, tc := range []struct {
+		id      string
+		gpuGaps [][]int // the gaps' GPU lists
+	}{
+		{"gpu0", [][]int{nil}},
+		{"all", [][]int{nil, {1}}},
+	} {
+		st, ok := h2.exp.RunStatus(tc.id)
+		var gpus [][]int
+		for _, g := range st.Gaps {
+			gpus = append(gpus, g.GPUs)
+		}
+		if !ok || st.State != phaseapi.RunActive || !slices.EqualFunc(gpus, tc.gpuGaps, slices.Equal) {
+			t.Errorf("run %s after the restart: %+v (found %v), want it active with gaps of GPUs %v", tc.id, st, ok, tc.gpuGaps)
+		}
 	}
-	if st, ok := h2.exp.RunStatus("all"); ok {
-		t.Errorf("run measuring the GPU that did not open was restored: %+v", st)
-	}
-	if _, err := h2.client.StartPhase(ctx, "all", contract.Idle); !phaseapi.IsStatus(err, http.StatusConflict) {
-		t.Errorf("reusing the unrestored run's id: %v, want 409", err)
+	if _, err := h2.client.StartPhase(ctx, "new", contract.Idle); err != nil {
+		t.Errorf("a new run: %v", err)
 	}
 	h2.step(time.Second)
-	if _, err := h2.client.StartPhase(ctx, "gpu0", contract.Formal); err != nil {
-		t.Errorf("the restored run goes on: %v", err)
+	for _, id := range []string{"gpu0", "all"} {
+		if _, err := h2.client.StartPhase(ctx, id, contract.Formal); err != nil {
+			t.Errorf("the restored run %s goes on: %v", id, err)
+		}
 	}
 }

@@ -20,6 +20,10 @@ type restoredCounter struct {
 	// hide: the counter is not served until settled (after an unclean
 	// shutdown it may go back to 0).
 	hide bool
+	// awaiting: the GPU was not open at the restart; uuid is the one it
+	// had at the save, checked when it opens (gpuOpened).
+	awaiting bool
+	uuid     string
 }
 
 // restore loads the seen run ids, the counters and the active runs from
@@ -29,9 +33,9 @@ type restoredCounter struct {
 // save after a graceful shutdown; after an unclean one, from the GPU's own
 // counter's advance when it has one, else from 0 (a reset, which
 // Prometheus handles, never a value below one already served). A GPU that
-// failed to open has no identity to check: the runs measuring it are not
-// restored, the others are (sameGPUs). Called from New, before sampling
-// starts.
+// is not open has no identity to check yet: the runs measuring it are
+// restored without it until it opens with its saved UUID
+// (store_absent.go). Called from New, before sampling starts.
 func (e *Exporter) restore() error {
 	var ids runIDsDoc
 	haveIDs, err := e.store.read(runIDsFile, &ids)
@@ -62,17 +66,20 @@ func (e *Exporter) restore() error {
 		if err != nil {
 			return e.store.corrupt(activeRunsFile, "run %s: %v", sr.RunID, err)
 		}
-		if i := slices.IndexFunc(missing, func(i int) bool { return r.measured(i) }); i >= 0 {
-			e.log.Error("an active run measures a GPU that is not open after the restart (its identity cannot be checked); the run is not restored (its id stays used)",
-				"run_id", r.id, "gpu", missing[i], "saved_uuid", doc.GPUs[missing[i]].UUID, "err", e.gpus[missing[i]].dev.Err)
-			continue
-		}
 		r.gaps = append(r.gaps, gap)
+		if err := e.restoreAbsent(r, sr.Absent, missing, doc); err != nil {
+			return e.store.corrupt(activeRunsFile, "run %s: %v", sr.RunID, err)
+		}
 		e.lc.runs[r.id] = r
 		e.log.Warn("restored an active run; the exporter's downtime is a gap", "run_id", r.id,
 			"gap_start", e.wall(doc.SavedAt-e.t0Unix), "gap_seconds", gap.End-gap.Start)
 	}
 	e.restoreGPUCounters(doc, missing)
+	for _, i := range missing {
+		if e.gpus[i].dev.Err == "" { // not open at the save, open now
+			e.gpuOpened(i)
+		}
+	}
 	return nil
 }
 
@@ -195,9 +202,10 @@ func ptrString(v *float64) string {
 
 // sameGPUs reports whether the saved GPUs are this exporter's; when not,
 // nothing is restored but the run ids (logged). missing lists the GPUs
-// whose identity cannot be compared: not open now (they failed to open at
-// start: no UUID), or not known at the save; the runs measuring one are
-// not restored and their counters start from 0.
+// whose identity cannot be compared now: not open now (they failed to open
+// at start: no UUID), not open at the save, or not known there; the runs
+// measuring one are restored without it until it opens with its saved UUID
+// (store_absent.go).
 func (e *Exporter) sameGPUs(saved []storedGPU) (missing []int, same bool) {
 	if len(saved) != len(e.gpus) {
 		e.log.Error("the GPUs changed since the last save; active runs are not restored (their ids stay used) and energy counters start from 0",
@@ -205,7 +213,7 @@ func (e *Exporter) sameGPUs(saved []storedGPU) (missing []int, same bool) {
 		return nil, false
 	}
 	for i, g := range saved {
-		if g.UUID == "" || e.gpus[i].dev.Err != "" {
+		if g.UUID == "" || g.Missing || e.gpus[i].dev.Err != "" {
 			missing = append(missing, i)
 			continue
 		}
@@ -222,14 +230,19 @@ func (e *Exporter) sameGPUs(saved []storedGPU) (missing []int, same bool) {
 // after a graceful shutdown; after an unclean one, held back until the
 // first sample when the GPU's own counter can bridge the downtime, else
 // from 0 with the open phases rebased (rebaseOpen). A missing GPU's
-// counter (sameGPUs) starts from 0.
+// counter (sameGPUs) awaits its opening, hidden, when its UUID was known
+// at the save (gpuOpened), else starts from 0.
 func (e *Exporter) restoreGPUCounters(doc activeRunsDoc, missing []int) {
 	for i, sg := range doc.GPUs {
-		if slices.Contains(missing, i) {
-			continue
-		}
 		g := e.gpus[i]
 		rc := &restoredCounter{energy: sg.EnergyJoules, raw: sg.RawCounterJoules, clean: doc.Clean, hide: !doc.Clean}
+		if slices.Contains(missing, i) {
+			if sg.UUID != "" {
+				rc.awaiting, rc.uuid, rc.hide = true, sg.UUID, true
+				g.restored, g.energy = rc, sg.EnergyJoules
+			}
+			continue
+		}
 		switch {
 		case doc.Clean:
 			g.energy = sg.EnergyJoules
@@ -252,37 +265,50 @@ func (e *Exporter) restoreGPUCounters(doc activeRunsDoc, missing []int) {
 // downtime's energy) when it did not go back; else a graceful shutdown's
 // counter goes on as saved and an unclean one's starts again from 0.
 // Called with e.mu held.
+// The runs the GPU was absent from measure it again (resumeAbsent).
+// Called with e.mu held.
 func (e *Exporter) settleRestored(i int, g *gpuState, s gpu.Sample) {
 	rc := g.restored
 	g.restored = nil
-	if g.counter && s.HasEnergy && s.EnergyJoules >= *rc.raw {
+	bridged := rc.raw != nil && g.counter && s.HasEnergy && s.EnergyJoules >= *rc.raw
+	switch {
+	case bridged:
 		g.energy = rc.energy + s.EnergyJoules - *rc.raw
-		e.markBridged(i)
 		e.log.Info("energy counter continued across the restart; the GPU's own counter gives the downtime's energy",
 			"gpu", i, "uuid", g.dev.UUID, "downtime_joules", s.EnergyJoules-*rc.raw)
-		return
+	case rc.clean:
+	default:
+		g.energy = 0
+		e.rebaseOpen(i, rc.energy)
+		e.log.Warn("unclean shutdown and the GPU's own counter went back (or there is none): its energy counter starts again from 0", "gpu", i, "uuid", g.dev.UUID)
 	}
-	if rc.clean {
-		return
-	}
-	g.energy = 0
-	e.rebaseOpen(i, rc.energy)
-	e.log.Warn("unclean shutdown and the GPU's own counter went back: its energy counter starts again from 0", "gpu", i, "uuid", g.dev.UUID)
+	e.markBridged(i, bridged, e.off(s.Time))
 }
 
 // markBridged records in the restart gap of every restored run measuring
-// GPU i that its own counter gave the downtime's energy. Called with e.mu
-// held.
-func (e *Exporter) markBridged(i int) {
+// GPU i whether its own counter gave the downtime's energy, and measures
+// GPU i again in the runs it was absent from, from offset t. Called with
+// e.mu held.
+func (e *Exporter) markBridged(i int, bridged bool, t int64) {
 	for _, r := range e.lc.runs {
-		if r.ended || !r.measured(i) || len(r.gaps) == 0 {
+		if r.ended || !r.measured(i) {
 			continue
 		}
-		if g := &r.gaps[len(r.gaps)-1]; g.Reason == contract.GapExporterRestarted && g.End == e.restartedAt() &&
-			!slices.Contains(g.EnergyBridgedGPUs, i) {
-			g.EnergyBridgedGPUs = append(g.EnergyBridgedGPUs, i)
-			slices.Sort(g.EnergyBridgedGPUs)
+		if ab := r.absent[i]; ab != nil {
+			if !ab.replaced {
+				e.resumeAbsent(r, i, ab, bridged, t)
+			}
+			continue
 		}
+		k := slices.IndexFunc(r.gaps, func(g phaseapi.Gap) bool {
+			return g.Reason == contract.GapExporterRestarted && g.End == e.restartedAt() && len(g.GPUs) == 0
+		})
+		if !bridged || k < 0 || slices.Contains(r.gaps[k].EnergyBridgedGPUs, i) {
+			continue
+		}
+		g := &r.gaps[k]
+		g.EnergyBridgedGPUs = append(g.EnergyBridgedGPUs, i)
+		slices.Sort(g.EnergyBridgedGPUs)
 	}
 }
 
@@ -292,10 +318,11 @@ func (e *Exporter) restartedAt() float64 { return float64(e.t0Unix) / 1e9 }
 
 // rebaseOpen moves GPU i's start of every running phase by -by: its
 // counter starts again from 0, and the energy before the save still
-// counts. Called with e.mu held.
+// counts; a phase begun while GPU i was absent from its run counts from
+// the GPU's opening instead (resumeAbsent). Called with e.mu held.
 func (e *Exporter) rebaseOpen(i int, by float64) {
 	for _, r := range e.lc.runs {
-		if ph := r.current(); !r.ended && ph != nil && ph.end == nil && ph.start.ok[i] {
+		if ph := r.current(); !r.ended && ph != nil && ph.end == nil && ph.start.ok[i] && !e.beganAbsent(r, ph, i) {
 			ph.start.e[i] -= by
 		}
 	}

@@ -45,6 +45,8 @@ func TestStateFilesRefused(t *testing.T) {
 		{"run ids truncated", `{"version":1,"run_ids":["r1"]}`, `{"version":2,"saved_at_unix_ns":1,"run_ids":3,` + gpus + `,"runs":[]}`, runIDsFile},
 		{"active run not in run ids", `{"version":1,"run_ids":["r0"]}`, `{"version":2,"saved_at_unix_ns":1,"run_ids":1,` + gpus + `,"runs":[` + okRun + `]}`, runIDsFile},
 		{"run out of order", okIDs, `{"version":2,"saved_at_unix_ns":1,"run_ids":1,` + gpus + `,"runs":[` + strings.Replace(okRun, `"phases":[`, `"phases":[{"phase":"formal","start":{"time_unix_ns":1,"energy_joules":[1]}},`, 1) + `]}`, activeRunsFile},
+		{"absent GPU with its gap out of range", okIDs, `{"version":2,"saved_at_unix_ns":1,"run_ids":1,` + gpus + `,"runs":[` + strings.Replace(okRun, `"release":`, `"absent_gpus":[{"gpu":0,"uuid":"GPU-x","energy_joules":1,"gap":3,"replaced":true}],"release":`, 1) + `]}`, activeRunsFile},
+		{"absent GPU awaited but open at the save", okIDs, `{"version":2,"saved_at_unix_ns":1,"run_ids":1,` + gpus + `,"runs":[` + strings.Replace(okRun, `"release":`, `"gaps":[{"start":0,"end":0,"reason":"exporter_restarted","gpus":[0],"open":true}],"absent_gpus":[{"gpu":0,"uuid":"GPU-x","energy_joules":1,"gap":0}],"release":`, 1) + `]}`, activeRunsFile},
 		{"run without idle power", okIDs, `{"version":2,"saved_at_unix_ns":1,"run_ids":1,` + gpus + `,"runs":[` + strings.Replace(okRun, `"idle_power":[{"n":1,"mean":70,"m2":0}]`, `"idle_power":null`, 1) + `]}`, activeRunsFile},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

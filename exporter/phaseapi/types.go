@@ -37,8 +37,9 @@ type RunStatus struct {
 	// it is active.
 	EndReason string `json:"end_reason,omitempty"`
 	// Gaps are intervals of the run the exporter did not measure (it was
-	// down): no power was sampled; energy is counted over them only on the
-	// GPUs listed in each gap's EnergyBridgedGPUs.
+	// down, or one of the run's GPUs did not open at its restart): no power
+	// was sampled; energy is counted over them only on the GPUs listed in
+	// each gap's EnergyBridgedGPUs.
 	Gaps []Gap `json:"gaps,omitempty"`
 	// CoTenants are the other pods ("namespace/pod") the kubelet listed as
 	// holding one of the GPUs of a run selected by pod, while it ran:
@@ -55,6 +56,15 @@ type Gap struct {
 	// counter gave the gap's energy, which the run's phases then count;
 	// over the others' gap no energy is counted.
 	EnergyBridgedGPUs []int `json:"energy_bridged_gpus,omitempty"`
+	// GPUs are the run's GPUs (indexes) the gap is about; empty: all of
+	// them. A GPU's own gap is one that did not open at the exporter's
+	// restart: it lasts from the last save until the GPU opened again with
+	// the same UUID, or, when it did not (another GPU opened in its place,
+	// or none), until the run's end.
+	GPUs []int `json:"gpus,omitempty"`
+	// Open is set while the gap goes on (its GPUs are still missing and the
+	// run is active): End is then the time of the status.
+	Open bool `json:"open,omitempty"`
 }
 
 // Preflight is what GET /api/v1/preflight returns: proof that the token
@@ -89,6 +99,11 @@ type GPUEnergy struct {
 	GPU          int     `json:"gpu"`
 	UUID         string  `json:"uuid"`
 	EnergyJoules float64 `json:"energy_joules"`
+	// MissingSeconds is how much of the phase lies in a gap of this GPU's
+	// own (Gap.GPUs): the GPU was not open after an exporter restart, and
+	// EnergyJoules counts its energy there only when the gap lists it in
+	// EnergyBridgedGPUs.
+	MissingSeconds float64 `json:"missing_seconds,omitempty"`
 }
 
 // IdleStatus is the idle baseline and its stability check.
