@@ -104,6 +104,7 @@ func Defaults() Config {
 		Dir:            "runs",
 		ListenAddress:  "127.0.0.1:0",
 		GPUs:           8,
+		Scenario:       ScenarioHealthy,
 		SampleInterval: 100 * time.Millisecond,
 		ScrapeInterval: time.Second,
 		Idle:           10 * time.Second,
