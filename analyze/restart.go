@@ -2,12 +2,10 @@ package analyze
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
@@ -23,46 +21,18 @@ func addExporterGaps(r *Report, views []runarchive.ExporterStatus) {
 			continue
 		}
 		for _, g := range e.Status.Gaps {
-			who, what := e.URL, fmt.Sprintf("exporter %s was down", e.URL)
+			who := e.URL
 			if len(g.GPUs) > 0 {
 				who += " gpu " + joinInts(g.GPUs)
-				what = fmt.Sprintf("exporter %s: GPU %s was not open after its restart and not measured", e.URL, joinInts(g.GPUs))
 			}
 			r.Measurement.Gaps = append(r.Measurement.Gaps, Gap{GPU: who, Series: "exporter", Start: g.Start, End: g.End})
-			r.Flags = append(r.Flags, Flag{Code: contract.FlagExporterRestarted, Message: fmt.Sprintf(
-				"%s from %s to %s (%.1f s, %s): %s",
-				what, unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason, gapEnergy(g, e.Status.GPUs))})
+			r.Flags = append(r.Flags, Flag{Code: contract.FlagExporterRestarted, Message: g.Describe(e.URL, e.Status.GPUs)})
 		}
 		if len(e.Status.CoTenants) > 0 {
 			r.Flags = append(r.Flags, Flag{Code: contract.FlagGPUShared, Message: fmt.Sprintf(
 				"exporter %s: other pods held the run's GPUs (%s): their GPU energy is in the run's", e.URL, strings.Join(e.Status.CoTenants, ", "))})
 		}
 	}
-}
-
-// gapEnergy says what energy a gap's GPUs (those it lists, else every GPU
-// of the run) have: their own counters' (the exporter bridged the downtime
-// with them) or none.
-func gapEnergy(g phaseapi.Gap, gpus []phaseapi.GPUInfo) string {
-	var lost []string
-	for _, gi := range gpus {
-		if (len(g.GPUs) == 0 || slices.Contains(g.GPUs, gi.GPU)) && !slices.Contains(g.EnergyBridgedGPUs, gi.GPU) {
-			lost = append(lost, strconv.Itoa(gi.GPU))
-		}
-	}
-	var bridged []string
-	for _, i := range g.EnergyBridgedGPUs {
-		bridged = append(bridged, strconv.Itoa(i))
-	}
-	switch {
-	case len(bridged) == 0:
-		return "no energy was measured there"
-	case len(lost) == 0:
-		return fmt.Sprintf("no power was sampled there, but the GPUs' own energy counters gave the downtime's energy (GPU %s), which the stage energies count",
-			strings.Join(bridged, ", "))
-	}
-	return fmt.Sprintf("no power was sampled there; the downtime's energy of GPU %s came from their own energy counters and is counted, none was measured on GPU %s",
-		strings.Join(bridged, ", "), strings.Join(lost, ", "))
 }
 
 // exporterRestarts are the intervals the run's exporters were down, or one

@@ -126,29 +126,6 @@ func readViews(t *testing.T, run *runarchive.Run) []runarchive.ExporterStatus {
 	return ph.Exporters
 }
 
-// TestGapEnergy: the exporter_restarted message says no energy was
-// measured over the gap only for the GPUs the exporter did not bridge with
-// their own energy counters, and, for a GPU's own gap (missing after the
-// restart), only about that GPU.
-func TestGapEnergy(t *testing.T) {
-	gpus := []phaseapi.GPUInfo{{GPU: 0}, {GPU: 1}}
-	for _, tc := range []struct {
-		gapGPUs, bridged []int
-		want, dont       string
-	}{
-		{nil, nil, "no energy was measured there", "counted"},
-		{nil, []int{0, 1}, "own energy counters gave the downtime's energy (GPU 0, 1)", "no energy"},
-		{nil, []int{1}, "GPU 1 came from their own energy counters and is counted, none was measured on GPU 0", "GPU 0,"},
-		{[]int{1}, nil, "no energy was measured there", "counted"},
-		{[]int{1}, []int{1}, "own energy counters gave the downtime's energy (GPU 1), which the stage energies count", "GPU 0"},
-	} {
-		got := gapEnergy(phaseapi.Gap{Start: 1, End: 2, EnergyBridgedGPUs: tc.bridged, GPUs: tc.gapGPUs}, gpus)
-		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.dont) {
-			t.Errorf("gap of GPUs %v, bridged %v: %q, want %q and not %q", tc.gapGPUs, tc.bridged, got, tc.want, tc.dont)
-		}
-	}
-}
-
 // TestExporterGPUGapFlagged: a GPU's own gap (it did not open at the
 // exporter's restart) is flagged naming the GPU and how long it was
 // missing, not as the exporter being down; its measurement gap names the

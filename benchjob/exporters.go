@@ -69,7 +69,7 @@ func retryExporter(maxElapsed time.Duration, f func(context.Context) error, noti
 // checkExporterStatus compares an exporter's final view of the run with
 // what the bench posted: a posted phase the exporter lacks is lost; gaps
 // say the exporter was down. It returns the flags to set and why.
-func checkExporterStatus(st *phaseapi.RunStatus, posted []string) (flags []string, why []string) {
+func checkExporterStatus(url string, st *phaseapi.RunStatus, posted []string) (flags []string, why []string) {
 	have := map[string]bool{}
 	for _, ph := range st.Phases {
 		have[string(ph.Phase)] = true
@@ -88,9 +88,7 @@ func checkExporterStatus(st *phaseapi.RunStatus, posted []string) (flags []strin
 		if !slices.Contains(flags, contract.FlagExporterRestarted) {
 			flags = append(flags, contract.FlagExporterRestarted)
 		}
-		why = append(why, fmt.Sprintf("%s from %s to %s (%.1f s without energy)", g.Reason,
-			time.Unix(0, int64(g.Start*1e9)).UTC().Format(time.RFC3339Nano),
-			time.Unix(0, int64(g.End*1e9)).UTC().Format(time.RFC3339Nano), g.End-g.Start))
+		why = append(why, g.Describe(url, st.GPUs))
 	}
 	return flags, why
 }

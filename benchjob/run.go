@@ -965,7 +965,7 @@ func (r *runner) finalStatuses(res *Result) *runarchive.Phases {
 		} else {
 			ep.Status = st
 			res.Release[c.BaseURL()] = st
-			flags, why := checkExporterStatus(st, posted)
+			flags, why := checkExporterStatus(c.BaseURL(), st, posted)
 			for _, f := range flags {
 				r.flag(f)
 			}

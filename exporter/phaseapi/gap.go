@@ -1,0 +1,54 @@
+package phaseapi
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Describe says what a gap of a run on the exporter at url means, for a
+// report flag or a log line: who was not measured, over which interval,
+// and what energy the run still has there (gpus are the run's GPUs).
+func (g Gap) Describe(url string, gpus []GPUInfo) string {
+	what := fmt.Sprintf("exporter %s was down", url)
+	if len(g.GPUs) > 0 {
+		what = fmt.Sprintf("exporter %s: GPU %s was not open after its restart and not measured", url, joinInts(g.GPUs))
+	}
+	return fmt.Sprintf("%s from %s to %s (%.1f s, %s): %s", what, unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason, g.energy(gpus))
+}
+
+// energy says what energy the gap's GPUs (those it lists, else every GPU
+// of the run) have there: their own counters' (the exporter bridged the
+// downtime with them) or none.
+func (g Gap) energy(gpus []GPUInfo) string {
+	var lost []int
+	for _, gi := range gpus {
+		if (len(g.GPUs) == 0 || slices.Contains(g.GPUs, gi.GPU)) && !slices.Contains(g.EnergyBridgedGPUs, gi.GPU) {
+			lost = append(lost, gi.GPU)
+		}
+	}
+	switch {
+	case len(g.EnergyBridgedGPUs) == 0:
+		return "no energy was measured there"
+	case len(lost) == 0:
+		return fmt.Sprintf("no power was sampled there, but the GPUs' own energy counters gave the downtime's energy (GPU %s), which the stage energies count",
+			joinInts(g.EnergyBridgedGPUs))
+	}
+	return fmt.Sprintf("no power was sampled there; the downtime's energy of GPU %s came from their own energy counters and is counted, none was measured on GPU %s",
+		joinInts(g.EnergyBridgedGPUs), joinInts(lost))
+}
+
+// joinInts is "1, 3".
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for k, i := range v {
+		s[k] = strconv.Itoa(i)
+	}
+	return strings.Join(s, ", ")
+}
+
+func unixUTC(s float64) string {
+	return time.Unix(0, int64(s*1e9)).UTC().Format(time.RFC3339Nano)
+}
