@@ -70,13 +70,23 @@ func recommendStatus(rec Recommendation, r *Run) (status, reason string) {
 	return status, reason
 }
 
-// WriteRecommendCSV writes one row per run, input order, with its status.
+// WriteRecommendCSV writes one row per run, input order, with its status;
+// a pooled run is one row per repetition, each with the pool's status, name
+// (recommend.repetition_group) and poolNote (recommend.repetitions), as
+// pareto's CSV does.
 func WriteRecommendCSV(w io.Writer, rec Recommendation) error {
 	var t reportcsv.Table
 	for _, r := range rec.Order {
 		status, reason := recommendStatus(rec, r)
-		if err := AddReportRow(&t, r, reportcsv.Value("recommend.status", status), reportcsv.Value("recommend.reason", reason)); err != nil {
-			return err
+		members, pool, note := []*Run{r}, "", ""
+		if r.Pool != nil {
+			members, pool, note = r.Pool.Runs, r.Name, poolNote(r.Pool)
+		}
+		for _, m := range members {
+			if err := AddReportRow(&t, m, reportcsv.Value("recommend.status", status), reportcsv.Value("recommend.reason", reason),
+				reportcsv.Value("recommend.repetition_group", pool), reportcsv.Value("recommend.repetitions", note)); err != nil {
+				return err
+			}
 		}
 	}
 	return t.Write(w)
@@ -87,20 +97,24 @@ type recommendJSON struct {
 	Recommended *string            `json:"recommended"`
 	Prefer      string             `json:"prefer"`
 	Front       []string           `json:"front"`
+	Warnings    []string           `json:"warnings,omitempty"`
 	Runs        []recommendRunJSON `json:"runs"`
 }
 
 type recommendRunJSON struct {
 	RunID   string              `json:"run_id"`
-	Report  string              `json:"report"`
-	Status  string              `json:"status"` // recommended, front or excluded
+	Report  string              `json:"report,omitempty"` // "" for a pooled run
+	Status  string              `json:"status"`           // recommended, front or excluded
 	Reason  string              `json:"reason,omitempty"`
 	Metrics map[string]*float64 `json:"metrics"` // by report key; null = missing
+	// Repetitions is the pool a pooled run stands for (PoolRuns); its
+	// metrics are the pool's medians.
+	Repetitions *RepetitionSummary `json:"repetitions,omitempty"`
 }
 
 // WriteRecommendJSON writes rec as JSON, with each run's metrics.
 func WriteRecommendJSON(w io.Writer, rec Recommendation, metrics []Metric) error {
-	out := recommendJSON{Prefer: rec.Prefer.Key, Front: []string{}, Runs: []recommendRunJSON{}}
+	out := recommendJSON{Prefer: rec.Prefer.Key, Front: []string{}, Runs: []recommendRunJSON{}, Warnings: rec.Warnings}
 	if rec.Best != nil {
 		out.Recommended = &rec.Best.Name
 	}
@@ -111,13 +125,14 @@ func WriteRecommendJSON(w io.Writer, rec Recommendation, metrics []Metric) error
 		status, reason := recommendStatus(rec, r)
 		m := map[string]*float64{}
 		for _, mt := range metrics {
-			if v, ok := mt.Value(&r.Report); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
-				m[mt.Key] = &v
-			} else {
-				m[mt.Key] = nil
-			}
+			m[mt.Key] = finite(mt.Of(r))
 		}
-		out.Runs = append(out.Runs, recommendRunJSON{RunID: r.Name, Report: r.Path, Status: status, Reason: reason, Metrics: m})
+		run := recommendRunJSON{RunID: r.Name, Report: r.Path, Status: status, Reason: reason, Metrics: m}
+		if r.Pool != nil {
+			s := r.Pool.Summary(metrics)
+			run.Repetitions = &s
+		}
+		out.Runs = append(out.Runs, run)
 	}
 	return writeJSON(w, out)
 }

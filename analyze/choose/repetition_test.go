@@ -1,6 +1,7 @@
 package choose
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -145,5 +146,84 @@ func TestParetoPooled(t *testing.T) {
 	}
 	if c := FormatMetric(SteadyStateJPT, pooled[0]); c != "0.44 (0.4–0.6)" {
 		t.Errorf("cell %q", c)
+	}
+}
+
+// reps is a group's repetitions with steady-state J/token ss (< 0: that
+// repetition is invalid, at |ss|).
+func reps(group string, ss ...float64) []*Run {
+	var out []*Run
+	for i, v := range ss {
+		r := rep(fmt.Sprintf("%s-rep%d", group, i+1), group, i+1, math.Abs(v), 1000, v > 0)
+		r.Report.Run.Repetitions = len(ss)
+		out = append(out, r)
+	}
+	return out
+}
+
+// withSanity gives each run n successful requests, bad[i] of them empty.
+func withSanity(runs []*Run, n int, bad ...int) []*Run {
+	for i, r := range runs {
+		zero := 0
+		r.Sanity = &Sanity{Requests: n, Empty: bad[i], Repeated: &zero, Short: &zero}
+	}
+	return runs
+}
+
+// recommend judges a repetition group as one candidate on its medians:
+// every case picks another run than it would with each repetition a
+// candidate of its own (the medians switched off).
+func TestRecommendPooled(t *testing.T) {
+	plain := func(ss float64) *Run { return rep("plain", "", 0, ss, 1000, true) }
+	maxSS := []Constraint{{Metric: SteadyStateJPT, Bound: 0.48, Upper: true, Flag: "--max-joules-per-token"}}
+	tests := []struct {
+		name     string
+		runs     []*Run
+		cons     []Constraint
+		maxBad   float64
+		best     string
+		excluded map[string]string // run → substring of its reason
+		warning  string            // substring of the warnings
+		note     string            // substring of the text output
+	}{
+		{name: "median, not the best repetition", runs: append(reps("g", 0.42, 0.50, 0.52), plain(0.45)), maxBad: -1,
+			best: "plain", excluded: map[string]string{"g": "dominated by plain"}, note: "median [min-max] of 3 valid of 3 repetitions; agree"},
+		{name: "constraint on the median", runs: append(reps("g", 0.42, 0.50, 0.52), plain(0.60)), cons: maxSS, maxBad: -1,
+			best: "", excluded: map[string]string{"g": "steady_state.joules_per_token 0.5 > 0.48", "plain": "0.6 > 0.48"}},
+		{name: "invalid repetition not pooled", runs: append(reps("g", 0.42, -0.30, 0.44), plain(0.425)), maxBad: -1,
+			best: "plain", excluded: map[string]string{"g": "dominated by plain"},
+			note: "2 valid of 3 repetitions; not pooled: g-rep2: invalid: release_not_closed"},
+		{name: "no valid repetition", runs: append(reps("g", -0.30, -0.31), plain(0.45)), maxBad: -1,
+			best: "plain", excluded: map[string]string{"g": "no valid repetition of 2"}},
+		{name: "disagreeing repetitions stay eligible, with a warning", runs: append(reps("g", 0.40, 0.41, 0.55), plain(0.45)), maxBad: -1,
+			best: "g", excluded: map[string]string{"plain": "dominated by g"},
+			warning: "g: its repetitions disagree: steady-state J/token beyond ±20% of the median: g-rep3 +34%"},
+		{name: "output sanity of every valid repetition", runs: append(withSanity(reps("g", 0.40, 0.41, 0.42), 40, 0, 8, 0), withSanity([]*Run{plain(0.45)}, 40, 0)...), maxBad: 0.05,
+			best: "plain", excluded: map[string]string{"g": "g-rep2: bad outputs 0.2 > 0.05"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := Recommend(PoolRuns(tc.runs), tc.cons, tc.maxBad, ParetoMetrics, SteadyStateJPT)
+			got := ""
+			if rec.Best != nil {
+				got = rec.Best.Name
+			}
+			if got != tc.best {
+				t.Errorf("best %q, want %q (excluded %v)", got, tc.best, rec.Excluded)
+			}
+			for name, want := range tc.excluded {
+				if !strings.Contains(rec.Excluded[name], want) {
+					t.Errorf("%s excluded for %q, want %q", name, rec.Excluded[name], want)
+				}
+			}
+			if w := strings.Join(rec.Warnings, "\n"); (tc.warning == "") != (w == "") || !strings.Contains(w, tc.warning) {
+				t.Errorf("warnings %q, want %q", w, tc.warning)
+			}
+			var out strings.Builder
+			_ = WriteRecommendation(&out, rec, ParetoMetrics)
+			if !strings.Contains(out.String(), tc.note) || strings.Contains(out.String(), "g-rep1 ") {
+				t.Errorf("text lacks %q or lists a repetition as a candidate:\n%s", tc.note, out.String())
+			}
+		})
 	}
 }

@@ -47,6 +47,8 @@ func (c *RecommendCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	// the repetitions of one configuration are one candidate: their medians
+	runs = choose.PoolRuns(runs)
 	maxBad := -1.0
 	if c.MaxBadOutputRatio != nil {
 		maxBad = *c.MaxBadOutputRatio

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/reportcsv/csvtest"
+)
+
+// repReport is a crafted report of repetition i of n of group at
+// concurrency conc (group "": a run of its own, named "plain"), with
+// steady-state J/token |ss|; ss < 0 makes it invalid.
+func repReport(group string, i, n, conc int, ss float64) analyze.Report {
+	id := "plain"
+	if group != "" {
+		id = fmt.Sprintf("%s-rep%d", group, i)
+	}
+	r := analyze.Report{RunID: id, Valid: ss > 0, Run: &analyze.RunIdentity{RunIdentity: contract.RunIdentity{RunID: id, Model: "m",
+		LoadMode: "closed", Concurrency: conc, RepetitionGroup: group, Repetition: i, Repetitions: n}}}
+	v, tput := math.Abs(ss), 1000/math.Abs(ss)
+	r.SteadyState.Reached, r.SteadyState.JoulesPerToken, r.ThroughputTokensPerSecond = true, &v, &tput
+	r.Tokens.FormalOutput = 1000
+	if ss < 0 {
+		r.Flags = []analyze.Flag{{Code: "release_not_closed", Excluding: true}}
+	}
+	return r
+}
+
+// repReports writes the reports of group's repetitions, one per ss, into
+// dir and returns their paths.
+func repReports(t *testing.T, dir, group string, conc int, ss ...float64) []string {
+	t.Helper()
+	var reps []analyze.Report
+	for i, v := range ss {
+		reps = append(reps, repReport(group, i+1, len(ss), conc, v))
+	}
+	return writeReports(t, dir, reps...)
+}
+
+func writeReports(t *testing.T, dir string, reps ...analyze.Report) []string {
+	t.Helper()
+	var paths []string
+	for _, r := range reps {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, r.RunID+".json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+// recommend pools a repetition group into one candidate: its median
+// (0.5) loses to a plain run (0.45) its best repetition (0.42) would beat;
+// JSON and CSV name the pool, CSV keeps a row per repetition.
+func TestRecommendPoolsRepetitions(t *testing.T) {
+	dir := t.TempDir()
+	paths := append(repReports(t, dir, "g", 8, 0.42, 0.50, -0.30, 0.52), repReports(t, dir, "", 8, 0.45)...)
+	out, err := runOut(t, append([]string{"recommend"}, paths...)...)
+	if err != nil || !strings.Contains(out, "recommended: plain") || !strings.Contains(out, "median [min-max] of 3 valid of 4 repetitions; not pooled: g-rep3") ||
+		strings.Contains(out, "g-rep1 ") {
+		t.Errorf("recommend text (%v):\n%s", err, out)
+	}
+	out, err = runOut(t, append([]string{"recommend", "--format", "json"}, paths...)...)
+	var js struct {
+		Recommended string
+		Runs        []struct {
+			RunID       string `json:"run_id"`
+			Repetitions *struct{ Group string }
+		}
+	}
+	if jerr := json.Unmarshal([]byte(out), &js); err != nil || jerr != nil || js.Recommended != "plain" || len(js.Runs) != 2 ||
+		js.Runs[0].RunID != "g" || js.Runs[0].Repetitions == nil || js.Runs[0].Repetitions.Group != "g" {
+		t.Errorf("recommend json (%v, %v): %+v\n%s", err, jerr, js, out)
+	}
+	out, err = runOut(t, append([]string{"recommend", "--format", "csv"}, paths...)...)
+	header, rows := csvtest.Rows(t, out)
+	group, note := slices.Index(header, "recommend.repetition_group"), slices.Index(header, "recommend.repetitions")
+	if err != nil || len(rows) != 5 || group < 0 || note < 0 || rows[2][group] != "g" || rows[2][0] != "excluded" ||
+		!strings.Contains(rows[2][note], "3 valid of 4") || rows[4][group] != "" || rows[4][0] != "recommended" {
+		t.Errorf("recommend csv (%v): %v %v", err, header, rows)
+	}
+}
