@@ -146,6 +146,12 @@ type diffJSON struct {
 	ValidityRegressed bool             `json:"validity_regressed"`
 	SanityFailed      string           `json:"sanity_failed,omitempty"`
 	Regressions       int              `json:"regressions"`
+	// BeforeRepetitions and AfterRepetitions summarise a side that is a
+	// repetition group (pareto's summary); Warnings name those that
+	// disagree.
+	BeforeRepetitions *RepetitionSummary `json:"before_repetitions,omitempty"`
+	AfterRepetitions  *RepetitionSummary `json:"after_repetitions,omitempty"`
+	Warnings          []string           `json:"warnings,omitempty"`
 }
 
 type diffChangeJSON struct {
@@ -164,6 +170,9 @@ type diffChangeJSON struct {
 	P           *float64    `json:"p"`
 	BeforeCI95  *[2]float64 `json:"before_ci95"`
 	AfterCI95   *[2]float64 `json:"after_ci95"`
+	// BeforeRange and AfterRange: min–max of a side of two or more runs.
+	BeforeRange *[2]float64 `json:"before_range,omitempty"`
+	AfterRange  *[2]float64 `json:"after_range,omitempty"`
 	Regressed   bool        `json:"regressed"`
 	Note        string      `json:"note,omitempty"`
 }
@@ -176,16 +185,38 @@ func finite(v float64, ok bool) *float64 {
 }
 
 func diffResultJSON(d DiffResult) diffJSON {
-	out := diffJSON{Before: d.Before.Name, After: d.After.Name, ThresholdPercent: d.ThresholdPct,
+	before, after := d.Names()
+	out := diffJSON{Before: before, After: after, ThresholdPercent: d.ThresholdPct,
 		ValidityRegressed: d.ValidityRegressed, SanityFailed: d.SanityFailed, Regressions: d.Regressions(),
-		Changes: []diffChangeJSON{}}
+		Changes: []diffChangeJSON{}, Warnings: d.Warnings}
+	if d.BeforePool != nil {
+		s := d.BeforePool.Summary(DiffMetrics)
+		out.BeforeRepetitions = &s
+	}
+	if d.AfterPool != nil {
+		s := d.AfterPool.Summary(DiffMetrics)
+		out.AfterRepetitions = &s
+	}
 	for _, c := range d.Changes {
 		out.Changes = append(out.Changes, diffChangeJSON{Metric: c.Metric.Key, Better: c.Metric.Dir.String(),
 			Before: finite(c.Before, c.HasBefore), After: finite(c.After, c.HasAfter),
 			WorsePercent: finite(c.Worse, c.HasBefore && c.HasAfter), Significant: c.Significant, Test: c.Test, P: finite(c.P, true),
-			BeforeCI95: c.BeforeCI, AfterCI95: c.AfterCI, Regressed: c.Regressed, Note: c.Note})
+			BeforeCI95: c.BeforeCI, AfterCI95: c.AfterCI, BeforeRange: c.BeforeRange, AfterRange: c.AfterRange, Regressed: c.Regressed, Note: c.Note})
 	}
 	return out
+}
+
+// Names are the sides' names in JSON, CSV and messages: a repetition
+// pool's name, else the side's first run's.
+func (d DiffResult) Names() (before, after string) {
+	before, after = d.Before.Name, d.After.Name
+	if d.BeforePool != nil {
+		before = d.BeforePool.Name
+	}
+	if d.AfterPool != nil {
+		after = d.AfterPool.Name
+	}
+	return before, after
 }
 
 // WriteDiffJSON writes d as JSON.
@@ -201,7 +232,9 @@ func WriteDiffCSV(w io.Writer, d DiffResult) error {
 		if err != nil {
 			return err
 		}
-		if err := t.AddJSON([]reportcsv.Field{{Key: "before_run", Value: d.Before.Name}, {Key: "after_run", Value: d.After.Name}}, js); err != nil {
+		before, after := d.Names()
+		lead := []reportcsv.Field{{Key: "before_run", Value: before}, {Key: "after_run", Value: after}}
+		if err := t.AddJSON(lead, js); err != nil {
 			return err
 		}
 	}

@@ -227,3 +227,75 @@ func TestRecommendPooled(t *testing.T) {
 		})
 	}
 }
+
+// diff pools a side that is a repetition group: its figures are the
+// medians over the valid repetitions, the header names the group with
+// its pool note, and disagreeing repetitions are warned about; every case
+// reads differently with the invalid repetitions pooled and no pool named.
+func TestDiffPooled(t *testing.T) {
+	before := reps("b", 0.300, 0.302, 0.298, 0.301)
+	tests := []struct {
+		name      string
+		after     []*Run
+		median    float64 // AFTER's steady-state J/token
+		n         int     // AFTER's values
+		regressed bool
+		validity  bool
+		header    string // in the text's "after:" line
+		warning   string
+	}{
+		{name: "agreeing group", after: reps("a", 0.300, 0.301, 0.299, 0.302), median: 0.3005, n: 4,
+			header: "after:  a (median [min-max] of 4 valid of 4 repetitions; agree)"},
+		{name: "an invalid repetition is not pooled", after: reps("a", 0.300, -0.60, -0.61, 0.301), median: 0.3005, n: 2, validity: true,
+			header: "after:  a (median [min-max] of 2 valid of 4 repetitions; not pooled: a-rep2: invalid: release_not_closed, a-rep3: invalid: release_not_closed"},
+		{name: "no valid repetition", after: reps("a", -0.40, -0.41), median: 0.405, n: 2, regressed: true, validity: true,
+			header: "after:  a (no valid repetition of 2: its figures are the invalid ones' medians"},
+		{name: "disagreeing repetitions", after: reps("a", 0.300, 0.301, 0.40), median: 0.301, n: 3,
+			header: "after:  a (median [min-max] of 3 valid of 3 repetitions; disagree", warning: "AFTER a: its repetitions disagree: steady-state J/token beyond ±20% of the median: a-rep3 +33%"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DiffRuns(before, tc.after, []Metric{SteadyStateJPT}, 5)
+			c := d.Changes[0]
+			if math.Abs(c.After-tc.median) > 1e-12 || c.N2 != tc.n || c.Regressed != tc.regressed || d.ValidityRegressed != tc.validity {
+				t.Errorf("after %v over %d (regressed %v, validity %v); want %v over %d (%v, %v)", c.After, c.N2, c.Regressed, d.ValidityRegressed, tc.median, tc.n, tc.regressed, tc.validity)
+			}
+			var out strings.Builder
+			if err := WriteDiff(&out, d); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "before: b (median [min-max] of 4 valid of 4 repetitions; agree)") || !strings.Contains(out.String(), tc.header) {
+				t.Errorf("header lacks %q:\n%s", tc.header, out.String())
+			}
+			if w := strings.Join(d.Warnings, "\n"); (tc.warning == "") != (w == "") || !strings.Contains(w, tc.warning) {
+				t.Errorf("warnings %q, want %q", w, tc.warning)
+			}
+			if b, a := d.Names(); b != "b" || a != "a" {
+				t.Errorf("names %q %q", b, a)
+			}
+		})
+	}
+}
+
+// A diff side of several runs is one configuration's repetitions: two
+// groups, or a group mixed with plain runs, are refused.
+func TestCheckDiffSide(t *testing.T) {
+	plain := func(id string) *Run { return rep(id, "", 0, 0.3, 1000, true) }
+	tests := []struct {
+		name string
+		runs []*Run
+		err  string
+	}{
+		{"one run", []*Run{plain("x")}, ""},
+		{"one group", reps("g", 0.3, 0.31), ""},
+		{"runs of no group (reports from before groups)", []*Run{plain("x"), plain("y")}, ""},
+		{"two groups", append(reps("g", 0.3, 0.31), reps("h", 0.3)...), "AFTER holds the repetitions of 2 configurations (g; h)"},
+		{"a group and a plain run", append(reps("g", 0.3, 0.31), plain("x")), "AFTER mixes the repetitions of g with 1 run(s) of no repetition group"},
+	}
+	for _, tc := range tests {
+		err := CheckDiffSide("AFTER", tc.runs)
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}

@@ -32,6 +32,12 @@ func (c *DiffCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	if err := choose.CheckDiffSide("BEFORE", before); err != nil {
+		return usageErrorf("%v", err)
+	}
+	if err := choose.CheckDiffSide("AFTER", after); err != nil {
+		return usageErrorf("%v", err)
+	}
 	d := choose.DiffRuns(before, after, choose.DiffMetrics, c.FailOnRegression)
 	if c.MaxBadOutputRatio != nil {
 		d.CheckSanity(*c.MaxBadOutputRatio)
@@ -48,7 +54,8 @@ func (c *DiffCmd) Run(g *Globals) error {
 		return err
 	}
 	if n := d.Regressions(); n > 0 {
-		return fmt.Errorf("%d regression(s) of %s against %s beyond %v%%", n, d.After.Name, d.Before.Name, c.FailOnRegression)
+		b, a := d.Names()
+		return fmt.Errorf("%d regression(s) of %s against %s beyond %v%%", n, a, b, c.FailOnRegression)
 	}
 	return nil
 }

@@ -93,3 +93,35 @@ func TestRecommendPoolsRepetitions(t *testing.T) {
 		t.Errorf("recommend csv (%v): %v %v", err, header, rows)
 	}
 }
+
+// diff takes each side's repetitions joined by commas: a side is named
+// after its group, its invalid repetition is left out of the median, JSON
+// and CSV name the groups, and a side of two groups is bad usage.
+func TestDiffPoolsRepetitions(t *testing.T) {
+	dir := t.TempDir()
+	before := strings.Join(repReports(t, dir, "base", 8, 0.300, 0.301, 0.299), ",")
+	after := strings.Join(repReports(t, dir, "cand", 8, 0.317, -0.20, 0.316, 0.318), ",")
+	out, err := runOut(t, "diff", before, after)
+	if err == nil || !strings.Contains(err.Error(), "of cand against base") || !strings.Contains(out, "after:  cand (median [min-max] of 3 valid of 4 repetitions; not pooled: cand-rep2") ||
+		!strings.Contains(out, "0.317 (0.316–0.318)") || !strings.Contains(out, "ranges apart (p=0.100 n=3+3)") {
+		t.Errorf("diff text (%v):\n%s", err, out)
+	}
+	out, _ = runOut(t, "diff", "--format", "json", before, after)
+	var js struct {
+		Before, After     string
+		AfterRepetitions  *struct{ Group string } `json:"after_repetitions"`
+		BeforeRepetitions *struct{ Group string } `json:"before_repetitions"`
+	}
+	if err := json.Unmarshal([]byte(out), &js); err != nil || js.Before != "base" || js.After != "cand" || js.AfterRepetitions == nil || js.BeforeRepetitions == nil {
+		t.Errorf("diff json (%v): %+v\n%s", err, js, out)
+	}
+	out, _ = runOut(t, "diff", "--format", "csv", before, after)
+	header, rows := csvtest.Rows(t, out)
+	if len(rows) == 0 || header[0] != "before_run" || rows[0][0] != "base" || rows[0][1] != "cand" {
+		t.Errorf("diff csv: %v %v", header, rows)
+	}
+	_, err = runOut(t, "diff", before+","+strings.Split(after, ",")[0], after)
+	if err == nil || !strings.Contains(err.Error(), "BEFORE holds the repetitions of 2 configurations") || exitCode(err) != exitUsage {
+		t.Errorf("two groups a side: %v", err)
+	}
+}
