@@ -299,3 +299,81 @@ func TestCheckDiffSide(t *testing.T) {
 		}
 	}
 }
+
+// point is a load point's repetition for plan: rate λ (successful formal
+// requests per second over 100 s), p95 TTFT, steady-state J/token ss and
+// startup energy; invalid when !valid.
+type point struct {
+	rate, ttft, ss, startup float64
+	valid                   bool
+}
+
+// sweepReps is group's repetitions at concurrency conc, W = conc/λ.
+func sweepReps(group string, conc int, pts ...point) []*Run {
+	var out []*Run
+	for i, p := range pts {
+		r := rep(fmt.Sprintf("%s-rep%d", group, i+1), group, i+1, p.ss, 1000, p.valid)
+		r.Report.Run.Concurrency, r.Report.Run.Repetitions = conc, len(pts)
+		r.Report.Stages = map[string]analyze.Stage{"formal": {DurationSeconds: 100}}
+		r.Report.Requests.Succeeded = int(math.Round(p.rate * 100))
+		r.Report.Latency.LatencySeconds.P50 = f64(float64(conc) / p.rate)
+		r.Report.Latency.TTFTSeconds.P95 = f64(p.ttft)
+		r.Report.Energy.StartupJoules, r.Report.Energy.ReleaseJoules = f64(p.startup), f64(3000)
+		r.Report.LifecycleEstimate.PerRequestJoules = f64(40 * p.ss)
+		out = append(out, r)
+	}
+	return out
+}
+
+// plan takes a load point's repetitions as one point on their medians:
+// the admission limit, the replicas and the energy per day are the
+// pool's, never its luckiest repetition's.
+func TestPlanPooled(t *testing.T) {
+	c4 := sweepReps("s-c4", 4, point{1.0, 0.20, 0.40, 20000, true}, point{1.1, 0.22, 0.41, 22000, true}, point{0.9, 0.21, 0.42, 30000, true})
+	slos := []Constraint{{Metric: TTFTP95, Bound: 0.5, Upper: true, Flag: "--slo.ttft-p95"}}
+	tests := []struct {
+		name      string
+		c8        []*Run
+		admission string
+		rate      float64 // the admission limit's λ
+		fixed     float64 // E_start + E_release
+		reason    string  // of s-c8's point
+		warning   string
+	}{
+		{name: "the median fails the SLO where the best repetition meets it",
+			c8:        sweepReps("s-c8", 8, point{2.0, 0.45, 0.4, 20000, true}, point{1.9, 0.55, 0.4, 20000, true}, point{1.8, 0.60, 0.4, 20000, true}),
+			admission: "s-c4", rate: 1.0, fixed: 25000, reason: "latency.ttft_seconds.p95 550 ms > 500 ms (--slo.ttft-p95); median [min-max] of 3 valid of 3 repetitions"},
+		{name: "an invalid repetition is not pooled",
+			c8:        sweepReps("s-c8", 8, point{2.0, 0.30, 0.4, 20000, true}, point{2.6, 0.90, 0.4, 90000, false}, point{2.2, 0.35, 0.4, 24000, true}),
+			admission: "s-c8", rate: 2.1, fixed: 25000, reason: "median [min-max] of 2 valid of 3 repetitions; not pooled: s-c8-rep2"},
+		{name: "no valid repetition",
+			c8:        sweepReps("s-c8", 8, point{2.0, 0.30, 0.4, 20000, false}, point{2.2, 0.35, 0.4, 24000, false}),
+			admission: "s-c4", rate: 1.0, fixed: 25000, reason: "no valid repetition of 2"},
+		{name: "disagreeing repetitions are planned on with a warning",
+			c8:        sweepReps("s-c8", 8, point{2.0, 0.30, 0.40, 20000, true}, point{2.1, 0.30, 0.41, 21000, true}, point{2.2, 0.30, 0.55, 30000, true}),
+			admission: "s-c8", rate: 2.1, fixed: 24000, reason: "disagree", warning: "the admission limit s-c8 is the median of repetitions that do not agree"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := MakePlan(PoolRuns(append(slices.Clone(c4), tc.c8...)), PlanOptions{TargetPeakRateRPS: 10, SLOs: slos, RestartsPerDay: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := p.AdmissionLimit
+			if a.RunID != tc.admission || math.Abs(*a.RateRPS-tc.rate) > 1e-9 || p.Replicas != int(math.Ceil(10/tc.rate)) ||
+				p.FixedJoulesPerReplica == nil || *p.FixedJoulesPerReplica != tc.fixed {
+				t.Errorf("admission %s at %v req/s, %d replicas, fixed %v J; want %s at %v, fixed %v", a.RunID, *a.RateRPS, p.Replicas, deref(p.FixedJoulesPerReplica), tc.admission, tc.rate, tc.fixed)
+			}
+			var out strings.Builder
+			if err := WritePlan(&out, p); err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Points) != 2 || !strings.Contains(out.String(), tc.reason) || !strings.Contains(out.String(), "repetition group "+tc.admission+": λ, W and the energy figures below are medians") {
+				t.Errorf("want 2 points and %q:\n%s", tc.reason, out.String())
+			}
+			if w := strings.Join(p.Warnings, "\n"); (tc.warning == "") != (w == "") || !strings.Contains(w, tc.warning) {
+				t.Errorf("warnings %q, want %q", w, tc.warning)
+			}
+		})
+	}
+}

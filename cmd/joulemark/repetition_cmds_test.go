@@ -125,3 +125,42 @@ func TestDiffPoolsRepetitions(t *testing.T) {
 		t.Errorf("two groups a side: %v", err)
 	}
 }
+
+// plan takes a load point's repetitions as one point on their medians:
+// concurrency 8's median TTFT (550 ms) fails the SLO its best repetition
+// (450 ms) meets, so concurrency 4 is the admission limit.
+func TestPlanPoolsRepetitions(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for _, pt := range []struct {
+		group string
+		conc  int
+		ttft  []float64
+	}{{"s-c4", 4, []float64{0.20, 0.22, 0.21}}, {"s-c8", 8, []float64{0.45, 0.55, 0.60}}} {
+		var reps []analyze.Report
+		for i, ttft := range pt.ttft {
+			r := repReport(pt.group, i+1, len(pt.ttft), pt.conc, 0.4)
+			r.Stages = map[string]analyze.Stage{"formal": {DurationSeconds: 100}}
+			r.Requests.Succeeded = 50 * pt.conc
+			w := 2.0
+			r.Latency.LatencySeconds.P50, r.Latency.TTFTSeconds.P95 = &w, &ttft
+			reps = append(reps, r)
+		}
+		paths = append(paths, writeReports(t, dir, reps...)...)
+	}
+	out, err := runOut(t, append([]string{"plan", "--target-peak-rate", "10", "--slo.ttft-p95", "500ms"}, paths...)...)
+	if err != nil || !strings.Contains(out, "admission limit: s-c4") || !strings.Contains(out, "latency.ttft_seconds.p95 550 ms > 500 ms") ||
+		!strings.Contains(out, "repetition group s-c4: λ, W and the energy figures below are medians over its valid repetitions: median [min-max] of 3 valid of 3") {
+		t.Errorf("plan text (%v):\n%s", err, out)
+	}
+	out, err = runOut(t, append([]string{"plan", "--format", "json", "--target-peak-rate", "10", "--slo.ttft-p95", "500ms"}, paths...)...)
+	var js struct {
+		Points []struct {
+			RunID       string `json:"run_id"`
+			Repetitions *struct{ Group string }
+		}
+	}
+	if jerr := json.Unmarshal([]byte(out), &js); err != nil || jerr != nil || len(js.Points) != 2 || js.Points[1].Repetitions == nil || js.Points[1].Repetitions.Group != "s-c8" {
+		t.Errorf("plan json (%v, %v): %+v", err, jerr, js)
+	}
+}
