@@ -377,3 +377,20 @@ func TestPlanPooled(t *testing.T) {
 		})
 	}
 }
+
+// A run named like a group beside the group's repetitions (bench --run-id g,
+// then --run-id g --repeat 2) stays apart from the pool, under its own name.
+func TestPoolRunsNameClash(t *testing.T) {
+	runs := append(reps("g", 0.40, 0.42), rep("g", "", 0, 0.30, 1000, true))
+	var names []string
+	for _, r := range PoolRuns(runs) {
+		names = append(names, r.Name)
+	}
+	if want := []string{"g [repetitions]", "g"}; !slices.Equal(names, want) {
+		t.Errorf("names %q, want %q", names, want)
+	}
+	rec := Recommend(PoolRuns(runs), nil, -1, []Metric{SteadyStateJPT}, SteadyStateJPT)
+	if rec.Best == nil || rec.Best.Name != "g" || !strings.Contains(rec.Excluded["g [repetitions]"], "dominated by g") {
+		t.Errorf("best %v, excluded %v", rec.Best, rec.Excluded)
+	}
+}
