@@ -164,3 +164,33 @@ func TestPlanPoolsRepetitions(t *testing.T) {
 		t.Errorf("plan json (%v, %v): %+v", err, jerr, js)
 	}
 }
+
+// A side given as a repetition group's id is that group's reports under
+// --runs-dir, as bench --repeat archived them.
+func TestDiffGroupIDs(t *testing.T) {
+	dir := t.TempDir()
+	for _, g := range []struct {
+		id string
+		ss []float64
+	}{{"base", []float64{0.300, 0.301, 0.299}}, {"cand", []float64{0.317, 0.316, 0.318}}} {
+		for i, ss := range g.ss {
+			r := repReport(g.id, i+1, len(g.ss), 8, ss)
+			d := filepath.Join(dir, r.RunID, "report")
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeReports(t, d, r)
+			if err := os.Rename(filepath.Join(d, r.RunID+".json"), filepath.Join(d, analyze.FileJSON)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out, err := runOut(t, "diff", "--runs-dir", dir, "base", "cand")
+	if err == nil || !strings.Contains(out, "before: base (median [min-max] of 3 valid of 3 repetitions; agree)") ||
+		!strings.Contains(out, "after:  cand (median [min-max] of 3 valid of 3 repetitions; agree)") {
+		t.Errorf("diff base cand (%v):\n%s", err, out)
+	}
+	if _, err := runOut(t, "diff", "--runs-dir", dir, "base", "nope"); err == nil || !strings.Contains(err.Error(), "nor is it a repetition group") {
+		t.Errorf("unknown group: %v", err)
+	}
+}
