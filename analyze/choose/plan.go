@@ -236,8 +236,8 @@ func planPoint(r *Run, slos []Constraint) PlanPoint {
 // from the admission run adm (a pool's medians when it is one).
 func planEnergy(p *Plan, adm *Run, opts PlanOptions) {
 	if adm.Pool != nil {
-		if a := adm.Pool.Agreement(); !a.Agree {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("the admission limit %s is the median of repetitions that do not agree (%s)", adm.Name, a.Verdict))
+		if a := adm.Pool.Agreement(); strings.HasPrefix(a.Verdict, "disagree") {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the admission limit %s is the median of repetitions that %s", adm.Name, a.Verdict))
 		}
 	}
 	planFleet(p, of(planFixed, adm), of(planPerRequest, adm), of(planPerRequestSS, adm), opts)

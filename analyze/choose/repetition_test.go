@@ -351,7 +351,7 @@ func TestPlanPooled(t *testing.T) {
 			admission: "s-c4", rate: 1.0, fixed: 25000, reason: "no valid repetition of 2"},
 		{name: "disagreeing repetitions are planned on with a warning",
 			c8:        sweepReps("s-c8", 8, point{2.0, 0.30, 0.40, 20000, true}, point{2.1, 0.30, 0.41, 21000, true}, point{2.2, 0.30, 0.55, 30000, true}),
-			admission: "s-c8", rate: 2.1, fixed: 24000, reason: "disagree", warning: "the admission limit s-c8 is the median of repetitions that do not agree"},
+			admission: "s-c8", rate: 2.1, fixed: 24000, reason: "disagree", warning: "the admission limit s-c8 is the median of repetitions that disagree: steady-state J/token beyond ±20% of the median: s-c8-rep3 +34%"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
