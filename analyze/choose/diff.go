@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"golang.org/x/perf/benchmath"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -31,9 +32,12 @@ type Change struct {
 	// BeforeCI and AfterCI are each side's 95% interval: the run's own
 	// (one run a side) or the median's across repetitions; nil when none.
 	BeforeCI, AfterCI *[2]float64
-	N1, N2            int // runs a side with the value
-	Regressed         bool
-	Note              string
+	// BeforeRange and AfterRange are the min–max of a side's values when
+	// it has two or more; nil otherwise.
+	BeforeRange, AfterRange *[2]float64
+	N1, N2                  int // runs a side with the value
+	Regressed               bool
+	Note                    string
 }
 
 // Significance tests of Change.Test.
@@ -46,6 +50,14 @@ const (
 	// TestRank: repetitions; a Mann-Whitney U test across them
 	// (golang.org/x/perf/benchmath, AssumeNothing), as benchstat does.
 	TestRank = "u-test"
+	// TestRange: repetitions too few for the U test to reach p < Alpha
+	// whatever their values (3 a side, 2 against 7, one run against
+	// fewer than 39): the change counts when the two sides' min–max
+	// ranges are apart (every value of one side beyond every value of
+	// the other), i.e. beyond the repetitions' own spread; P is still the
+	// U test's. At 3 a side ranges apart is the U test's most extreme
+	// outcome, p = 0.1 (one-sided 0.05).
+	TestRange = "range"
 	// TestNone: no interval or too few values: judged on the point values.
 	TestNone = "none"
 	// Alpha is the significance level of both tests.
@@ -65,6 +77,11 @@ type DiffResult struct {
 	// SanityFailed says why AFTER's outputs failed CheckSanity; "" when they
 	// passed or were not checked.
 	SanityFailed string
+	// BeforePool and AfterPool are the sides that are two or more
+	// repetitions of one group (PoolRepetitions); nil otherwise.
+	BeforePool, AfterPool *RepetitionPool
+	// Warnings name the pooled sides whose repetitions disagree.
+	Warnings []string
 }
 
 // CheckSanity fails the diff when AFTER's share of empty, repeated or short
@@ -107,40 +124,122 @@ func Diff(before, after *Run, metrics []Metric, thresholdPct float64) DiffResult
 // when it got worse, in its own direction, by more than thresholdPct
 // percent of its BEFORE value and the change is significant; a metric
 // present before and missing after (steady state no longer reached, say)
-// counts as a regression too.
+// counts as a regression too. A side of several runs is judged on its
+// valid ones (all of them when none is valid); an invalid one still
+// makes AFTER's validity regress.
 func DiffRuns(before, after []*Run, metrics []Metric, thresholdPct float64) DiffResult {
-	d := DiffResult{Before: before[0], After: after[0], BeforeRuns: before, AfterRuns: after, ThresholdPct: thresholdPct}
+	d := DiffResult{Before: before[0], After: after[0], BeforeRuns: before, AfterRuns: after, ThresholdPct: thresholdPct,
+		BeforePool: sidePool(before), AfterPool: sidePool(after)}
 	for _, r := range after {
 		d.ValidityRegressed = d.ValidityRegressed || (allValid(before) && !r.Report.Valid)
 	}
+	for label, p := range map[string]*RepetitionPool{"BEFORE": d.BeforePool, "AFTER": d.AfterPool} {
+		if a := p.agreement(); strings.HasPrefix(a.Verdict, "disagree") {
+			d.Warnings = append(d.Warnings, fmt.Sprintf("%s %s: its repetitions %s", label, p.Name, a.Verdict))
+		}
+	}
+	slices.Sort(d.Warnings)
+	bRuns, aRuns := validSide(before), validSide(after)
 	for _, m := range metrics {
-		c := Change{Metric: m, P: math.NaN(), Test: TestNone, Significant: true}
-		bv, bci := side(m, before)
-		av, aci := side(m, after)
-		c.N1, c.N2 = len(bv), len(av)
-		c.HasBefore, c.HasAfter = len(bv) > 0, len(av) > 0
-		c.BeforeCI, c.AfterCI = bci, aci
-		if c.HasBefore {
-			c.Before = median(bv)
-		}
-		if c.HasAfter {
-			c.After = median(av)
-		}
-		switch {
-		case c.HasBefore && c.HasAfter:
-			c.Worse = worse(m, c.Before, c.After)
-			c.significance(bv, av)
-			c.Regressed = c.Significant && c.Worse > thresholdPct
-		case c.HasBefore:
-			c.Regressed, c.Note = true, "missing in AFTER"
-		case c.HasAfter:
-			c.Note = "new in AFTER"
-		default:
-			c.Note = "missing in both"
-		}
-		d.Changes = append(d.Changes, c)
+		d.Changes = append(d.Changes, diffMetric(m, bRuns, aRuns, thresholdPct))
 	}
 	return d
+}
+
+// diffMetric is the change of m from the before runs to the after runs.
+func diffMetric(m Metric, before, after []*Run, thresholdPct float64) Change {
+	c := Change{Metric: m, P: math.NaN(), Test: TestNone, Significant: true}
+	bv, bci := side(m, before)
+	av, aci := side(m, after)
+	c.N1, c.N2 = len(bv), len(av)
+	c.HasBefore, c.HasAfter = len(bv) > 0, len(av) > 0
+	c.BeforeCI, c.AfterCI = bci, aci
+	c.BeforeRange, c.AfterRange = valueRange(bv), valueRange(av)
+	if c.HasBefore {
+		c.Before = median(bv)
+	}
+	if c.HasAfter {
+		c.After = median(av)
+	}
+	switch {
+	case c.HasBefore && c.HasAfter:
+		c.Worse = worse(m, c.Before, c.After)
+		c.significance(bv, av)
+		c.Regressed = c.Significant && c.Worse > thresholdPct
+	case c.HasBefore:
+		c.Regressed, c.Note = true, "missing in AFTER"
+	case c.HasAfter:
+		c.Note = "new in AFTER"
+	default:
+		c.Note = "missing in both"
+	}
+	return c
+}
+
+// sidePool is the repetition pool a side of two or more runs is, or nil
+// when it is one run or not the repetitions of one group.
+func sidePool(runs []*Run) *RepetitionPool {
+	if len(runs) < 2 {
+		return nil
+	}
+	if pools := PoolRepetitions(runs); len(pools) == 1 && len(pools[0].Runs) == len(runs) {
+		return pools[0]
+	}
+	return nil
+}
+
+// agreement is the pool's Agreement; the zero value for no pool.
+func (p *RepetitionPool) agreement() Agreement {
+	if p == nil {
+		return Agreement{}
+	}
+	return p.Agreement()
+}
+
+// validSide is the runs a side's figures come from: a single run, else
+// the valid ones, else (none valid) all of them.
+func validSide(runs []*Run) []*Run {
+	if len(runs) < 2 {
+		return runs
+	}
+	valid := slices.DeleteFunc(slices.Clone(runs), func(r *Run) bool { return r.InvalidReason() != "" })
+	if len(valid) == 0 {
+		return runs
+	}
+	return valid
+}
+
+// CheckDiffSide refuses a side of several runs that are not one
+// configuration's repetitions: runs of two repetition groups (or two
+// identities under one group id), or repetitions mixed with runs of no
+// group. Runs of no group at all are taken as the caller's repetitions
+// (reports from before repetition groups).
+func CheckDiffSide(label string, runs []*Run) error {
+	if len(runs) < 2 {
+		return nil
+	}
+	pools := PoolRepetitions(runs)
+	var names []string
+	in := 0
+	for _, p := range pools {
+		names = append(names, p.Name)
+		in += len(p.Runs)
+	}
+	switch {
+	case len(pools) > 1:
+		return fmt.Errorf("%s holds the repetitions of %d configurations (%s): diff compares one a side", label, len(pools), strings.Join(names, "; "))
+	case len(pools) == 1 && in < len(runs):
+		return fmt.Errorf("%s mixes the repetitions of %s with %d run(s) of no repetition group: diff compares one configuration a side", label, names[0], len(runs)-in)
+	}
+	return nil
+}
+
+// valueRange is the min–max of two or more values; nil for fewer.
+func valueRange(v []float64) *[2]float64 {
+	if len(v) < 2 {
+		return nil
+	}
+	return &[2]float64{slices.Min(v), slices.Max(v)}
 }
 
 func allValid(runs []*Run) bool {
@@ -211,7 +310,27 @@ func (c *Change) significance(bv, av []float64) {
 			c.Note = w.Error()
 		}
 		c.BeforeCI, c.AfterCI = medianCI(bv), medianCI(av)
+		if uTestMinP(len(bv), len(av)) >= Alpha {
+			c.Test, c.Significant = TestRange, rangesApart(bv, av)
+			c.Note = fmt.Sprintf("%d+%d too few for p < %g: judged on the min–max ranges", len(bv), len(av), Alpha)
+		}
 	}
+}
+
+// uTestMinP is the smallest two-sided p-value the Mann-Whitney U test can
+// give samples of n1 and n2 values (no ties): 2/C(n1+n2, n1), capped at 1.
+func uTestMinP(n1, n2 int) float64 {
+	c := 1.0
+	for i := 1; i <= n1; i++ {
+		c = c * float64(n2+i) / float64(i)
+	}
+	return min(1, 2/c)
+}
+
+// rangesApart reports whether every value of one side lies beyond every
+// value of the other: the change is beyond the repetitions' own spread.
+func rangesApart(bv, av []float64) bool {
+	return slices.Max(bv) < slices.Min(av) || slices.Max(av) < slices.Min(bv)
 }
 
 // z975 is the standard normal's 97.5% quantile.
@@ -239,7 +358,7 @@ func median(v []float64) float64 {
 // as benchstat does: each value with its interval's half-width, the change,
 // `~` where it is not significant, and the test's p-value.
 func WriteDiff(w io.Writer, d DiffResult) error {
-	fmt.Fprintf(w, "before: %s (%s)\nafter:  %s (%s)\n", sideName(d.BeforeRuns), sideValidity(d.BeforeRuns), sideName(d.AfterRuns), sideValidity(d.AfterRuns))
+	fmt.Fprintf(w, "before: %s\nafter:  %s\n", sideLine(d.BeforeRuns, d.BeforePool), sideLine(d.AfterRuns, d.AfterPool))
 	rows := [][]string{{"metric", "better", "before", "after", "change", "test", "status"}}
 	for _, c := range d.Changes {
 		change, test := "-", "-"
@@ -257,10 +376,13 @@ func WriteDiff(w io.Writer, d DiffResult) error {
 			status = c.Note
 		}
 		rows = append(rows, []string{c.Metric.Key, c.Metric.Dir.Arrow(),
-			cellCI(c.Metric, c.Before, c.HasBefore, c.BeforeCI), cellCI(c.Metric, c.After, c.HasAfter, c.AfterCI), change, test, status})
+			cellCI(c.Metric, c.Before, c.HasBefore, c.BeforeCI, c.BeforeRange), cellCI(c.Metric, c.After, c.HasAfter, c.AfterCI, c.AfterRange), change, test, status})
 	}
 	if err := Table(w, rows); err != nil {
 		return err
+	}
+	for _, s := range d.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
 	}
 	if d.ValidityRegressed {
 		fmt.Fprintf(w, "REGRESSED: AFTER is %s, BEFORE was valid\n", sideValidity(d.AfterRuns))
@@ -269,23 +391,38 @@ func WriteDiff(w io.Writer, d DiffResult) error {
 		fmt.Fprintf(w, "REGRESSED: AFTER outputs: %s\n", d.SanityFailed)
 	}
 	fmt.Fprintf(w, "%d significant regression(s) beyond %s%% (~: not significant at p < %g)\n", d.Regressions(), FormatValue(d.ThresholdPct, true), Alpha)
+	if slices.ContainsFunc(d.Changes, func(c Change) bool { return c.Test == TestRange }) {
+		fmt.Fprintf(w, "ranges: too few repetitions for the U test to reach p < %g; a change counts when the min–max ranges are apart, beyond the repetitions' own spread\n", Alpha)
+	}
 	return nil
 }
 
 // cellCI is the value with "± x%", the larger half of its interval in
-// percent of the value.
-func cellCI(m Metric, v float64, ok bool, ci *[2]float64) string {
+// percent of the value, then the range of repetitions: "0.3 (0.29–0.31)".
+func cellCI(m Metric, v float64, ok bool, ci, rng *[2]float64) string {
 	cell := m.Cell(v, ok)
-	if !ok || ci == nil || v == 0 {
+	if !ok {
 		return cell
 	}
-	return fmt.Sprintf("%s ± %.0f%%", cell, 100*math.Max(ci[1]-v, v-ci[0])/math.Abs(v))
+	if ci != nil && v != 0 {
+		cell = fmt.Sprintf("%s ± %.0f%%", cell, 100*math.Max(ci[1]-v, v-ci[0])/math.Abs(v))
+	}
+	if rng != nil {
+		cell += " (" + m.Cell(rng[0], true) + "–" + m.Cell(rng[1], true) + ")"
+	}
+	return cell
 }
 
-// formatTest is "p=0.012 n=1+1 (ci)"; "untested" without a test.
+// formatTest is "p=0.012 n=1+1 ci"; "ranges apart (p=0.100 n=3+3)"
+// when judged on the ranges; "untested" without a test.
 func formatTest(c Change) string {
-	if c.Test == TestNone {
+	switch {
+	case c.Test == TestNone:
 		return "untested"
+	case c.Test == TestRange && c.Significant:
+		return fmt.Sprintf("ranges apart (p=%.3f n=%d+%d)", c.P, c.N1, c.N2)
+	case c.Test == TestRange:
+		return fmt.Sprintf("ranges overlap (p=%.3f n=%d+%d)", c.P, c.N1, c.N2)
 	}
 	return fmt.Sprintf("p=%.3f n=%d+%d %s", c.P, c.N1, c.N2, c.Test)
 }
@@ -295,6 +432,19 @@ func sideName(runs []*Run) string {
 		return runs[0].Name
 	}
 	return fmt.Sprintf("%s … (%d runs)", runs[0].Name, len(runs))
+}
+
+// sideLine names a side and says its validity: "run (valid)", or for a
+// repetition pool "group (median [min-max] of k valid of n repetitions;
+// …; agree)" (poolNote).
+func sideLine(runs []*Run, p *RepetitionPool) string {
+	switch {
+	case p != nil && len(p.Valid) == 0:
+		return fmt.Sprintf("%s (no valid repetition of %d: its figures are the invalid ones' medians; %s)", p.Name, len(p.Runs), sideValidity(runs))
+	case p != nil:
+		return fmt.Sprintf("%s (%s)", p.Name, poolNote(p))
+	}
+	return fmt.Sprintf("%s (%s)", sideName(runs), sideValidity(runs))
 }
 
 // sideValidity is "valid", or the first invalid run's reason (with its

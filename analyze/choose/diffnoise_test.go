@@ -1,6 +1,7 @@
 package choose
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -55,8 +56,10 @@ func TestDiffNoiseAware(t *testing.T) {
 }
 
 // TestDiffRepetitions: with repetitions a side the rank test decides:
-// overlapping repetitions are `~`, separated ones a regression; three a
-// side can never reach p < 0.05 and say so.
+// overlapping repetitions are `~`, separated ones a regression. Where the
+// rank test cannot reach p < 0.05 whatever the values (three a side, one
+// run against five) the min–max ranges decide: apart is a regression,
+// overlapping is `~`, and the note says so.
 func TestDiffRepetitions(t *testing.T) {
 	metrics := []Metric{SteadyStateJPT}
 	runs := func(p string, vs ...float64) []*Run {
@@ -66,16 +69,38 @@ func TestDiffRepetitions(t *testing.T) {
 		}
 		return out
 	}
-	noisy := gate(t, DiffRuns(runs("b", 0.30, 0.33, 0.27, 0.31, 0.29), runs("a", 0.32, 0.28, 0.34, 0.30, 0.33), metrics, 5))
-	if noisy.Significant || noisy.Regressed || noisy.Test != TestRank {
-		t.Errorf("noisy repetitions: significant %v, regressed %v, test %s (p %.3f)", noisy.Significant, noisy.Regressed, noisy.Test, noisy.P)
+	tests := []struct {
+		name                 string
+		before, after        []*Run
+		test                 string
+		significant, regress bool
+		note                 string
+	}{
+		{"noisy five a side", runs("b", 0.30, 0.33, 0.27, 0.31, 0.29), runs("a", 0.32, 0.28, 0.34, 0.30, 0.33), TestRank, false, false, ""},
+		{"tight five a side 5.7%", runs("b", 0.300, 0.301, 0.299, 0.300, 0.302), runs("a", 0.317, 0.316, 0.318, 0.317, 0.315), TestRank, true, true, ""},
+		{"three a side, ranges apart", runs("b", 0.300, 0.301, 0.299), runs("a", 0.317, 0.316, 0.318), TestRange, true, true, "3+3 too few for p < 0.05"},
+		{"three a side, ranges overlap", runs("b", 0.300, 0.320, 0.299), runs("a", 0.317, 0.316, 0.318), TestRange, false, false, "judged on the min–max ranges"},
+		{"one run against five, outside their range", runs("b", 0.300), runs("a", 0.317, 0.316, 0.318, 0.317, 0.315), TestRange, true, true, "1+5 too few"},
+		{"three against seven (p ≥ 0.05 possible: 2/120)", runs("b", 0.300, 0.301, 0.299), runs("a", 0.317, 0.316, 0.318, 0.317, 0.315, 0.316, 0.318), TestRank, true, true, ""},
 	}
-	tight := gate(t, DiffRuns(runs("b", 0.300, 0.301, 0.299, 0.300, 0.302), runs("a", 0.317, 0.316, 0.318, 0.317, 0.315), metrics, 5))
-	if !tight.Significant || !tight.Regressed {
-		t.Errorf("tight repetitions 5.7%%: significant %v, regressed %v (p %.3f)", tight.Significant, tight.Regressed, tight.P)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := gate(t, DiffRuns(tc.before, tc.after, metrics, 5))
+			if c.Test != tc.test || c.Significant != tc.significant || c.Regressed != tc.regress || !strings.Contains(c.Note, tc.note) {
+				t.Errorf("test %s significant %v regressed %v note %q (p %.3f); want %s %v %v %q", c.Test, c.Significant, c.Regressed, c.Note, c.P, tc.test, tc.significant, tc.regress, tc.note)
+			}
+			if (c.Test == TestRange) != (uTestMinP(c.N1, c.N2) >= Alpha) {
+				t.Errorf("n=%d+%d: smallest p %v", c.N1, c.N2, uTestMinP(c.N1, c.N2))
+			}
+		})
 	}
-	three := gate(t, DiffRuns(runs("b", 0.300, 0.301, 0.299), runs("a", 0.317, 0.316, 0.318), metrics, 5))
-	if three.Significant || three.Note == "" {
-		t.Errorf("three a side: significant %v, note %q; want ~ with a warning", three.Significant, three.Note)
+	// The smallest two-sided p of the exact U test: 2/C(n1+n2, n1).
+	for _, tc := range []struct {
+		n1, n2 int
+		p      float64
+	}{{3, 3, 0.1}, {4, 4, 2.0 / 70}, {3, 4, 2.0 / 35}, {1, 5, 1.0 / 3}, {1, 1, 1}, {2, 8, 2.0 / 45}} {
+		if got := uTestMinP(tc.n1, tc.n2); math.Abs(got-tc.p) > 1e-12 {
+			t.Errorf("uTestMinP(%d, %d) = %v, want %v", tc.n1, tc.n2, got, tc.p)
+		}
 	}
 }

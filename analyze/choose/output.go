@@ -70,13 +70,23 @@ func recommendStatus(rec Recommendation, r *Run) (status, reason string) {
 	return status, reason
 }
 
-// WriteRecommendCSV writes one row per run, input order, with its status.
+// WriteRecommendCSV writes one row per run, input order, with its status;
+// a pooled run is one row per repetition, each with the pool's status, name
+// (recommend.repetition_group) and poolNote (recommend.repetitions), as
+// pareto's CSV does.
 func WriteRecommendCSV(w io.Writer, rec Recommendation) error {
 	var t reportcsv.Table
 	for _, r := range rec.Order {
 		status, reason := recommendStatus(rec, r)
-		if err := AddReportRow(&t, r, reportcsv.Value("recommend.status", status), reportcsv.Value("recommend.reason", reason)); err != nil {
-			return err
+		members, pool, note := []*Run{r}, "", ""
+		if r.Pool != nil {
+			members, pool, note = r.Pool.Runs, r.Name, poolNote(r.Pool)
+		}
+		for _, m := range members {
+			if err := AddReportRow(&t, m, reportcsv.Value("recommend.status", status), reportcsv.Value("recommend.reason", reason),
+				reportcsv.Value("recommend.repetition_group", pool), reportcsv.Value("recommend.repetitions", note)); err != nil {
+				return err
+			}
 		}
 	}
 	return t.Write(w)
@@ -87,20 +97,24 @@ type recommendJSON struct {
 	Recommended *string            `json:"recommended"`
 	Prefer      string             `json:"prefer"`
 	Front       []string           `json:"front"`
+	Warnings    []string           `json:"warnings,omitempty"`
 	Runs        []recommendRunJSON `json:"runs"`
 }
 
 type recommendRunJSON struct {
 	RunID   string              `json:"run_id"`
-	Report  string              `json:"report"`
-	Status  string              `json:"status"` // recommended, front or excluded
+	Report  string              `json:"report,omitempty"` // "" for a pooled run
+	Status  string              `json:"status"`           // recommended, front or excluded
 	Reason  string              `json:"reason,omitempty"`
 	Metrics map[string]*float64 `json:"metrics"` // by report key; null = missing
+	// Repetitions is the pool a pooled run stands for (PoolRuns); its
+	// metrics are the pool's medians.
+	Repetitions *RepetitionSummary `json:"repetitions,omitempty"`
 }
 
 // WriteRecommendJSON writes rec as JSON, with each run's metrics.
 func WriteRecommendJSON(w io.Writer, rec Recommendation, metrics []Metric) error {
-	out := recommendJSON{Prefer: rec.Prefer.Key, Front: []string{}, Runs: []recommendRunJSON{}}
+	out := recommendJSON{Prefer: rec.Prefer.Key, Front: []string{}, Runs: []recommendRunJSON{}, Warnings: rec.Warnings}
 	if rec.Best != nil {
 		out.Recommended = &rec.Best.Name
 	}
@@ -111,13 +125,14 @@ func WriteRecommendJSON(w io.Writer, rec Recommendation, metrics []Metric) error
 		status, reason := recommendStatus(rec, r)
 		m := map[string]*float64{}
 		for _, mt := range metrics {
-			if v, ok := mt.Value(&r.Report); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
-				m[mt.Key] = &v
-			} else {
-				m[mt.Key] = nil
-			}
+			m[mt.Key] = finite(mt.Of(r))
 		}
-		out.Runs = append(out.Runs, recommendRunJSON{RunID: r.Name, Report: r.Path, Status: status, Reason: reason, Metrics: m})
+		run := recommendRunJSON{RunID: r.Name, Report: r.Path, Status: status, Reason: reason, Metrics: m}
+		if r.Pool != nil {
+			s := r.Pool.Summary(metrics)
+			run.Repetitions = &s
+		}
+		out.Runs = append(out.Runs, run)
 	}
 	return writeJSON(w, out)
 }
@@ -131,6 +146,12 @@ type diffJSON struct {
 	ValidityRegressed bool             `json:"validity_regressed"`
 	SanityFailed      string           `json:"sanity_failed,omitempty"`
 	Regressions       int              `json:"regressions"`
+	// BeforeRepetitions and AfterRepetitions summarise a side that is a
+	// repetition group (pareto's summary); Warnings name those that
+	// disagree.
+	BeforeRepetitions *RepetitionSummary `json:"before_repetitions,omitempty"`
+	AfterRepetitions  *RepetitionSummary `json:"after_repetitions,omitempty"`
+	Warnings          []string           `json:"warnings,omitempty"`
 }
 
 type diffChangeJSON struct {
@@ -149,6 +170,9 @@ type diffChangeJSON struct {
 	P           *float64    `json:"p"`
 	BeforeCI95  *[2]float64 `json:"before_ci95"`
 	AfterCI95   *[2]float64 `json:"after_ci95"`
+	// BeforeRange and AfterRange: min–max of a side of two or more runs.
+	BeforeRange *[2]float64 `json:"before_range,omitempty"`
+	AfterRange  *[2]float64 `json:"after_range,omitempty"`
 	Regressed   bool        `json:"regressed"`
 	Note        string      `json:"note,omitempty"`
 }
@@ -161,16 +185,38 @@ func finite(v float64, ok bool) *float64 {
 }
 
 func diffResultJSON(d DiffResult) diffJSON {
-	out := diffJSON{Before: d.Before.Name, After: d.After.Name, ThresholdPercent: d.ThresholdPct,
+	before, after := d.Names()
+	out := diffJSON{Before: before, After: after, ThresholdPercent: d.ThresholdPct,
 		ValidityRegressed: d.ValidityRegressed, SanityFailed: d.SanityFailed, Regressions: d.Regressions(),
-		Changes: []diffChangeJSON{}}
+		Changes: []diffChangeJSON{}, Warnings: d.Warnings}
+	if d.BeforePool != nil {
+		s := d.BeforePool.Summary(DiffMetrics)
+		out.BeforeRepetitions = &s
+	}
+	if d.AfterPool != nil {
+		s := d.AfterPool.Summary(DiffMetrics)
+		out.AfterRepetitions = &s
+	}
 	for _, c := range d.Changes {
 		out.Changes = append(out.Changes, diffChangeJSON{Metric: c.Metric.Key, Better: c.Metric.Dir.String(),
 			Before: finite(c.Before, c.HasBefore), After: finite(c.After, c.HasAfter),
 			WorsePercent: finite(c.Worse, c.HasBefore && c.HasAfter), Significant: c.Significant, Test: c.Test, P: finite(c.P, true),
-			BeforeCI95: c.BeforeCI, AfterCI95: c.AfterCI, Regressed: c.Regressed, Note: c.Note})
+			BeforeCI95: c.BeforeCI, AfterCI95: c.AfterCI, BeforeRange: c.BeforeRange, AfterRange: c.AfterRange, Regressed: c.Regressed, Note: c.Note})
 	}
 	return out
+}
+
+// Names are the sides' names in JSON, CSV and messages: a repetition
+// pool's name, else the side's first run's.
+func (d DiffResult) Names() (before, after string) {
+	before, after = d.Before.Name, d.After.Name
+	if d.BeforePool != nil {
+		before = d.BeforePool.Name
+	}
+	if d.AfterPool != nil {
+		after = d.AfterPool.Name
+	}
+	return before, after
 }
 
 // WriteDiffJSON writes d as JSON.
@@ -186,7 +232,9 @@ func WriteDiffCSV(w io.Writer, d DiffResult) error {
 		if err != nil {
 			return err
 		}
-		if err := t.AddJSON([]reportcsv.Field{{Key: "before_run", Value: d.Before.Name}, {Key: "after_run", Value: d.After.Name}}, js); err != nil {
+		before, after := d.Names()
+		lead := []reportcsv.Field{{Key: "before_run", Value: before}, {Key: "after_run", Value: after}}
+		if err := t.AddJSON(lead, js); err != nil {
 			return err
 		}
 	}

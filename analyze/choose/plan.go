@@ -32,6 +32,62 @@ type PlanPoint struct {
 	InFlight  *float64 `json:"in_flight"`
 	MeetsSLOs bool     `json:"meets_slos"`
 	Reason    string   `json:"reason,omitempty"` // why it does not
+	// Repetitions is the group a pooled point stands for (PoolRuns): its
+	// rate, latency and SLO figures are the medians over the valid
+	// repetitions, in flight their product.
+	Repetitions *RepetitionSummary `json:"repetitions,omitempty"`
+
+	pool *RepetitionPool
+}
+
+// The figures of a load point and of the admission run's energy, as
+// metrics so that a repetition pool's are its medians (Metric.Of); keyed
+// by the plan's own JSON names.
+var (
+	// planRate is λ: successful formal requests per second.
+	planRate = Metric{Key: "rate_requests_per_second", Label: "rate_req/s", Unit: "req/s", Dir: Maximize,
+		value: func(r *analyze.Report) *float64 {
+			if f, ok := r.Stages["formal"]; ok && f.DurationSeconds > 0 {
+				return f64(float64(r.Requests.Succeeded) / f.DurationSeconds)
+			}
+			return nil
+		}}
+	// planLatency is W: the median end-to-end latency.
+	planLatency = Metric{Key: "latency_seconds", Label: "latency_p50", Unit: "s", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 { return r.Latency.LatencySeconds.P50 }}
+	// planFixed is E_start + E_release.
+	planFixed = Metric{Key: "fixed_joules_per_replica", Label: "fixed_J", Unit: "J", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 {
+			if r.Energy.StartupJoules == nil || r.Energy.ReleaseJoules == nil {
+				return nil
+			}
+			return f64(*r.Energy.StartupJoules + *r.Energy.ReleaseJoules)
+		}}
+	// planPerRequest is e_ss, the lifecycle estimate's per-request energy.
+	planPerRequest = Metric{Key: "per_request_joules", Label: "e_ss", Unit: "J", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 { return r.LifecycleEstimate.PerRequestJoules }}
+	// planPerRequestSS is e_ss where the estimate lacks it: steady-state
+	// J/token × mean output tokens per request.
+	planPerRequestSS = Metric{Key: "per_request_joules_from_steady_state", Label: "e_ss", Unit: "J", Dir: Minimize,
+		value: func(r *analyze.Report) *float64 {
+			if !r.SteadyState.Reached || r.SteadyState.JoulesPerToken == nil || r.Requests.Succeeded == 0 {
+				return nil
+			}
+			return f64(*r.SteadyState.JoulesPerToken * float64(r.Tokens.FormalOutput) / float64(r.Requests.Succeeded))
+		}}
+)
+
+// planMetrics are the figures a pooled point's summary gives: λ, W, the
+// SLO metrics and the energy (steady-state J/token for the interval's
+// coverage and the agreement).
+var planMetrics = []Metric{planRate, planLatency, TTFTP95, TPOTP95, Goodput, ErrorRate, planFixed, planPerRequest, SteadyStateJPT}
+
+// of is m of r, as a pointer: nil when missing.
+func of(m Metric, r *Run) *float64 {
+	if v, ok := m.Of(r); ok {
+		return &v
+	}
+	return nil
 }
 
 // Plan is the capacity plan for a target peak rate.
@@ -79,7 +135,8 @@ type PlanOptions struct {
 // law, W taken at the admission point, which makes it ⌈R/λ_adm⌉), and the
 // energy of a day at that rate from the lifecycle estimate E(N) = E_start +
 // N·e_ss + E_release of the admission run. Invalid runs are listed but are
-// never chosen.
+// never chosen. A pooled run (PoolRuns) is one load point on its
+// repetitions' medians.
 func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
 	if err := checkPlanOptions(runs, opts); err != nil {
 		return Plan{}, err
@@ -124,7 +181,7 @@ func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
 	if *adm.RateRPS <= 0 {
 		return p, fmt.Errorf("admission point %s has no successful request", adm.RunID)
 	}
-	planEnergy(&p, &byName[adm.RunID].Report, opts)
+	planEnergy(&p, byName[adm.RunID], opts)
 	if opts.Cost.Set() {
 		p.CostPerDay = planCost(&p, opts.Cost)
 	}
@@ -150,11 +207,11 @@ func checkPlanOptions(runs []*Run, opts PlanOptions) error {
 // requests in flight, and whether it meets the SLOs (and why not).
 func planPoint(r *Run, slos []Constraint) PlanPoint {
 	pt := PlanPoint{RunID: r.Name, ConfiguredLoad: r.Load.String()}
-	formal, ok := r.Report.Stages["formal"]
-	if ok && formal.DurationSeconds > 0 {
-		pt.RateRPS = f64(float64(r.Report.Requests.Succeeded) / formal.DurationSeconds)
+	pt.RateRPS, pt.LatencySeconds = of(planRate, r), of(planLatency, r)
+	if r.Pool != nil {
+		s := r.Pool.Summary(planMetrics)
+		pt.Repetitions, pt.pool = &s, r.Pool
 	}
-	pt.LatencySeconds = r.Report.Latency.LatencySeconds.P50
 	if pt.RateRPS != nil && pt.LatencySeconds != nil {
 		pt.InFlight = f64(*pt.RateRPS * *pt.LatencySeconds)
 	}
@@ -176,8 +233,20 @@ func planPoint(r *Run, slos []Constraint) PlanPoint {
 }
 
 // planEnergy fills the replicas and the energy per day at the target rate
-// from the admission point's report rep.
-func planEnergy(p *Plan, rep *analyze.Report, opts PlanOptions) {
+// from the admission run adm (a pool's medians when it is one).
+func planEnergy(p *Plan, adm *Run, opts PlanOptions) {
+	if adm.Pool != nil {
+		if a := adm.Pool.Agreement(); strings.HasPrefix(a.Verdict, "disagree") {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the admission limit %s is the median of repetitions that %s", adm.Name, a.Verdict))
+		}
+	}
+	planFleet(p, of(planFixed, adm), of(planPerRequest, adm), of(planPerRequestSS, adm), opts)
+}
+
+// planFleet sizes the fleet and its energy per day from the admission
+// point and its energy figures: fixed = E_start + E_release, perRequest =
+// e_ss, perRequestSS = the steady-state stand-in for a missing e_ss.
+func planFleet(p *Plan, fixed, perRequest, perRequestSS *float64, opts PlanOptions) {
 	adm := p.AdmissionLimit
 	w := 0.0
 	if adm.LatencySeconds != nil {
@@ -186,13 +255,9 @@ func planEnergy(p *Plan, rep *analyze.Report, opts PlanOptions) {
 	p.InFlightAtPeak = opts.TargetPeakRateRPS * w
 	p.Replicas = int(math.Ceil(opts.TargetPeakRateRPS / *adm.RateRPS))
 	p.RequestsPerDay = opts.TargetPeakRateRPS * SecondsPerDay
-	if rep.Energy.StartupJoules != nil && rep.Energy.ReleaseJoules != nil {
-		p.FixedJoulesPerReplica = f64(*rep.Energy.StartupJoules + *rep.Energy.ReleaseJoules)
-	}
-	p.PerRequestJoules = rep.LifecycleEstimate.PerRequestJoules
-	if p.PerRequestJoules == nil && rep.SteadyState.Reached && rep.SteadyState.JoulesPerToken != nil && rep.Requests.Succeeded > 0 {
-		tokensPerRequest := float64(rep.Tokens.FormalOutput) / float64(rep.Requests.Succeeded)
-		p.PerRequestJoules = f64(*rep.SteadyState.JoulesPerToken * tokensPerRequest)
+	p.FixedJoulesPerReplica, p.PerRequestJoules = fixed, perRequest
+	if p.PerRequestJoules == nil && perRequestSS != nil {
+		p.PerRequestJoules = perRequestSS
 		p.Warnings = append(p.Warnings, "lifecycle_estimate.per_request_joules missing: e_ss = steady-state J/token × mean output tokens per request")
 	}
 	if p.FixedJoulesPerReplica != nil && p.PerRequestJoules != nil {
@@ -224,6 +289,9 @@ func WritePlan(w io.Writer, p Plan) error {
 			mark = "yes (admission limit)"
 		}
 		reason := pt.Reason
+		if pt.pool != nil {
+			reason = strings.TrimPrefix(reason+"; "+poolNote(pt.pool), "; ")
+		}
 		if reason == "" {
 			reason = "-"
 		}
@@ -242,6 +310,9 @@ func WritePlan(w io.Writer, p Plan) error {
 	a := p.AdmissionLimit
 	fmt.Fprintf(w, "admission limit: %s (configured %s): %s req/s per replica, %s requests in flight (Little's law L = λ·W, W = p50 latency)\n",
 		a.RunID, a.ConfiguredLoad, fmtp(a.RateRPS), fmtp(a.InFlight))
+	if a.pool != nil {
+		fmt.Fprintf(w, "  repetition group %s: λ, W and the energy figures below are medians over its valid repetitions: %s\n", a.RunID, poolNote(a.pool))
+	}
 	fmt.Fprintf(w, "target peak rate: %s req/s → %s in flight → replicas: %d\n",
 		FormatValue(p.TargetPeakRateRPS, true), FormatValue(p.InFlightAtPeak, true), p.Replicas)
 	fmt.Fprintf(w, "energy per day at the peak rate: %s J (%s kWh) = %d replicas × %s restart(s) × %s J (E_start+E_release) + %s requests × %s J (e_ss); %s\n",

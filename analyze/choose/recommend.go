@@ -20,9 +20,10 @@ type Constraint struct {
 }
 
 // Check returns why run r breaks the constraint, or "" when it meets it. A
-// run missing the constrained metric breaks it.
+// run missing the constrained metric breaks it; a pooled run (PoolRuns) is
+// judged on its repetitions' median.
 func (c Constraint) Check(r *Run) string {
-	v, ok := c.Metric.Value(&r.Report)
+	v, ok := c.Metric.Of(r)
 	if !ok && r.Mode() == contract.ModeAttached && slices.ContainsFunc(LifecycleBasis, func(l Metric) bool { return l.Key == c.Metric.Key }) {
 		return fmt.Sprintf("%s not measured: an attached run has no lifecycle (%s)", c.Metric.Key, c.Flag)
 	}
@@ -46,11 +47,20 @@ type Recommendation struct {
 	Excluded map[string]string // run name → why it was excluded
 	Order    []*Run            // every run, input order
 	Prefer   Metric
+	// Warnings name the pools on the front whose repetitions disagree:
+	// they stay eligible, ranked on their medians.
+	Warnings []string
 }
 
 // Recommend drops invalid runs, runs breaking a constraint and runs whose
 // output sanity is worse than maxBadRatio (when ≥ 0), classifies the rest
 // with Pareto over metrics, and picks one from the front.
+//
+// A pooled run (PoolRuns) is one candidate judged on its repetitions'
+// medians; it is excluded when none is valid, and its output sanity is
+// every valid repetition's. A pool whose repetitions disagree stays
+// eligible (its median is robust to one outlier of three) and is named in
+// Warnings when it reaches the front.
 //
 // Tiebreak among the front, in order: the prefer metric (in its direction;
 // a run lacking it comes after those that have it), then full-lifecycle
@@ -71,7 +81,7 @@ func Recommend(runs []*Run, cons []Constraint, maxBadRatio float64, metrics []Me
 			}
 		}
 		if maxBadRatio >= 0 {
-			if why := checkSanity(r, maxBadRatio); why != "" {
+			if why := checkRunSanity(r, maxBadRatio); why != "" {
 				broken = append(broken, why)
 			}
 		}
@@ -92,7 +102,27 @@ func Recommend(runs []*Run, cons []Constraint, maxBadRatio float64, metrics []Me
 	if len(rec.Front) > 0 {
 		rec.Best = rec.Front[0]
 	}
+	for _, r := range rec.Front {
+		if r.Pool != nil && strings.HasPrefix(r.Pool.Agreement().Verdict, "disagree") {
+			rec.Warnings = append(rec.Warnings, fmt.Sprintf("%s: its repetitions %s; it stays eligible, ranked on its medians: rerun it before relying on them", r.Name, r.Pool.Agreement().Verdict))
+		}
+	}
 	return rec
+}
+
+// checkRunSanity is checkSanity of a run, or of every valid repetition of a
+// pooled run: one breaking the bound breaks it for the pool.
+func checkRunSanity(r *Run, maxBadRatio float64) string {
+	if r.Pool == nil {
+		return checkSanity(r, maxBadRatio)
+	}
+	var broken []string
+	for _, v := range r.Pool.Valid {
+		if why := checkSanity(v, maxBadRatio); why != "" {
+			broken = append(broken, v.Name+": "+why)
+		}
+	}
+	return strings.Join(broken, "; ")
 }
 
 func checkSanity(r *Run, maxBadRatio float64) string {
@@ -116,8 +146,8 @@ func checkSanity(r *Run, maxBadRatio float64) string {
 }
 
 func compareMetric(a, b *Run, m Metric) int {
-	va, oka := m.Value(&a.Report)
-	vb, okb := m.Value(&b.Report)
+	va, oka := m.Of(a)
+	vb, okb := m.Of(b)
 	switch {
 	case oka && !okb:
 		return -1
@@ -147,11 +177,16 @@ func tiebreak(a, b *Run, prefer Metric) int {
 var ErrNoSurvivor = errors.New("no run meets every constraint")
 
 // WriteRecommendation prints the choice, the front, and why every other run
-// was excluded. It returns ErrNoSurvivor when nothing was recommended.
+// was excluded. It returns ErrNoSurvivor when nothing was recommended. A
+// pooled run's reason cell also says how its repetitions were pooled and
+// whether they agree (poolNote).
 func WriteRecommendation(w io.Writer, rec Recommendation, metrics []Metric) error {
 	if rec.Best != nil {
 		fmt.Fprintf(w, "recommended: %s\n", rec.Best.Name)
 		fmt.Fprintf(w, "  on the Pareto front of the runs meeting every constraint; among the front: best %s, then full_lifecycle_joules_per_token, throughput, run name\n", rec.Prefer.Key)
+		if rec.Best.Pool != nil {
+			fmt.Fprintf(w, "  repetition group %s: %s\n", rec.Best.Name, poolNote(rec.Best.Pool))
+		}
 	} else {
 		fmt.Fprintln(w, "recommended: none")
 	}
@@ -161,6 +196,9 @@ func WriteRecommendation(w io.Writer, rec Recommendation, metrics []Metric) erro
 	}
 	if len(names) > 0 {
 		fmt.Fprintf(w, "front (best first): %s\n", strings.Join(names, ", "))
+	}
+	for _, s := range rec.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
 	}
 	fmt.Fprintln(w)
 	rows := [][]string{{"run", "load", "status"}}
@@ -172,12 +210,12 @@ func WriteRecommendation(w io.Writer, rec Recommendation, metrics []Metric) erro
 	}
 	rows[0] = append(rows[0], "reason")
 	for _, r := range rec.Order {
-		status, reason := "front", "-"
-		if why, ok := rec.Excluded[r.Name]; ok {
-			status, reason = "excluded", why
+		status, reason := recommendStatus(rec, r)
+		if r.Pool != nil {
+			reason = strings.Join(slices.DeleteFunc([]string{reason, poolNote(r.Pool)}, func(s string) bool { return s == "" }), "; ")
 		}
-		if r == rec.Best {
-			status = "recommended"
+		if reason == "" {
+			reason = "-"
 		}
 		row := []string{r.Name, RunLoad(r), status}
 		for _, m := range metrics {

@@ -274,13 +274,22 @@ func (m Metric) Of(r *Run) (float64, bool) {
 // PoolRuns replaces the repetitions of each pool among runs by one pooled
 // run, at its first repetition's place: named after the pool, its metrics
 // the medians over the valid repetitions (Metric.Of), invalid when none
-// is valid. Runs that are no repetition are kept as they are.
+// is valid. Runs that are no repetition are kept as they are. A pool named
+// like one of those (a run "g" beside the group g's g-rep1…) is named
+// "g [repetitions]", so no two candidates share a name.
 func PoolRuns(runs []*Run) []*Run {
 	pools := PoolRepetitions(runs)
 	of := map[*Run]*RepetitionPool{}
 	for _, p := range pools {
 		for _, r := range p.Runs {
 			of[r] = p
+		}
+	}
+	for _, r := range runs {
+		for _, p := range pools {
+			if of[r] == nil && r.Name == p.Name {
+				p.Name += " [repetitions]"
+			}
 		}
 	}
 	var out []*Run

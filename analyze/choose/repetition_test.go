@@ -1,6 +1,7 @@
 package choose
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -145,5 +146,251 @@ func TestParetoPooled(t *testing.T) {
 	}
 	if c := FormatMetric(SteadyStateJPT, pooled[0]); c != "0.44 (0.4–0.6)" {
 		t.Errorf("cell %q", c)
+	}
+}
+
+// reps is a group's repetitions with steady-state J/token ss (< 0: that
+// repetition is invalid, at |ss|).
+func reps(group string, ss ...float64) []*Run {
+	var out []*Run
+	for i, v := range ss {
+		r := rep(fmt.Sprintf("%s-rep%d", group, i+1), group, i+1, math.Abs(v), 1000, v > 0)
+		r.Report.Run.Repetitions = len(ss)
+		out = append(out, r)
+	}
+	return out
+}
+
+// withSanity gives each run n successful requests, bad[i] of them empty.
+func withSanity(runs []*Run, n int, bad ...int) []*Run {
+	for i, r := range runs {
+		zero := 0
+		r.Sanity = &Sanity{Requests: n, Empty: bad[i], Repeated: &zero, Short: &zero}
+	}
+	return runs
+}
+
+// recommend judges a repetition group as one candidate on its medians:
+// every case picks another run than it would with each repetition a
+// candidate of its own (the medians switched off).
+func TestRecommendPooled(t *testing.T) {
+	plain := func(ss float64) *Run { return rep("plain", "", 0, ss, 1000, true) }
+	maxSS := []Constraint{{Metric: SteadyStateJPT, Bound: 0.48, Upper: true, Flag: "--max-joules-per-token"}}
+	tests := []struct {
+		name     string
+		runs     []*Run
+		cons     []Constraint
+		maxBad   float64
+		best     string
+		excluded map[string]string // run → substring of its reason
+		warning  string            // substring of the warnings
+		note     string            // substring of the text output
+	}{
+		{name: "median, not the best repetition", runs: append(reps("g", 0.42, 0.50, 0.52), plain(0.45)), maxBad: -1,
+			best: "plain", excluded: map[string]string{"g": "dominated by plain"}, note: "median [min-max] of 3 valid of 3 repetitions; agree"},
+		{name: "constraint on the median", runs: append(reps("g", 0.42, 0.50, 0.52), plain(0.60)), cons: maxSS, maxBad: -1,
+			best: "", excluded: map[string]string{"g": "steady_state.joules_per_token 0.5 > 0.48", "plain": "0.6 > 0.48"}},
+		{name: "invalid repetition not pooled", runs: append(reps("g", 0.42, -0.30, 0.44), plain(0.425)), maxBad: -1,
+			best: "plain", excluded: map[string]string{"g": "dominated by plain"},
+			note: "2 valid of 3 repetitions; not pooled: g-rep2: invalid: release_not_closed"},
+		{name: "no valid repetition", runs: append(reps("g", -0.30, -0.31), plain(0.45)), maxBad: -1,
+			best: "plain", excluded: map[string]string{"g": "no valid repetition of 2"}},
+		{name: "disagreeing repetitions stay eligible, with a warning", runs: append(reps("g", 0.40, 0.41, 0.55), plain(0.45)), maxBad: -1,
+			best: "g", excluded: map[string]string{"plain": "dominated by g"},
+			warning: "g: its repetitions disagree: steady-state J/token beyond ±20% of the median: g-rep3 +34%"},
+		{name: "output sanity of every valid repetition", runs: append(withSanity(reps("g", 0.40, 0.41, 0.42), 40, 0, 8, 0), withSanity([]*Run{plain(0.45)}, 40, 0)...), maxBad: 0.05,
+			best: "plain", excluded: map[string]string{"g": "g-rep2: bad outputs 0.2 > 0.05"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := Recommend(PoolRuns(tc.runs), tc.cons, tc.maxBad, ParetoMetrics, SteadyStateJPT)
+			got := ""
+			if rec.Best != nil {
+				got = rec.Best.Name
+			}
+			if got != tc.best {
+				t.Errorf("best %q, want %q (excluded %v)", got, tc.best, rec.Excluded)
+			}
+			for name, want := range tc.excluded {
+				if !strings.Contains(rec.Excluded[name], want) {
+					t.Errorf("%s excluded for %q, want %q", name, rec.Excluded[name], want)
+				}
+			}
+			if w := strings.Join(rec.Warnings, "\n"); (tc.warning == "") != (w == "") || !strings.Contains(w, tc.warning) {
+				t.Errorf("warnings %q, want %q", w, tc.warning)
+			}
+			var out strings.Builder
+			_ = WriteRecommendation(&out, rec, ParetoMetrics)
+			if !strings.Contains(out.String(), tc.note) || strings.Contains(out.String(), "g-rep1 ") {
+				t.Errorf("text lacks %q or lists a repetition as a candidate:\n%s", tc.note, out.String())
+			}
+		})
+	}
+}
+
+// diff pools a side that is a repetition group: its figures are the
+// medians over the valid repetitions, the header names the group with
+// its pool note, and disagreeing repetitions are warned about; every case
+// reads differently with the invalid repetitions pooled and no pool named.
+func TestDiffPooled(t *testing.T) {
+	before := reps("b", 0.300, 0.302, 0.298, 0.301)
+	tests := []struct {
+		name      string
+		after     []*Run
+		median    float64 // AFTER's steady-state J/token
+		n         int     // AFTER's values
+		regressed bool
+		validity  bool
+		header    string // in the text's "after:" line
+		warning   string
+	}{
+		{name: "agreeing group", after: reps("a", 0.300, 0.301, 0.299, 0.302), median: 0.3005, n: 4,
+			header: "after:  a (median [min-max] of 4 valid of 4 repetitions; agree)"},
+		{name: "an invalid repetition is not pooled", after: reps("a", 0.300, -0.60, -0.61, 0.301), median: 0.3005, n: 2, validity: true,
+			header: "after:  a (median [min-max] of 2 valid of 4 repetitions; not pooled: a-rep2: invalid: release_not_closed, a-rep3: invalid: release_not_closed"},
+		{name: "no valid repetition", after: reps("a", -0.40, -0.41), median: 0.405, n: 2, regressed: true, validity: true,
+			header: "after:  a (no valid repetition of 2: its figures are the invalid ones' medians"},
+		{name: "disagreeing repetitions", after: reps("a", 0.300, 0.301, 0.40), median: 0.301, n: 3,
+			header: "after:  a (median [min-max] of 3 valid of 3 repetitions; disagree", warning: "AFTER a: its repetitions disagree: steady-state J/token beyond ±20% of the median: a-rep3 +33%"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DiffRuns(before, tc.after, []Metric{SteadyStateJPT}, 5)
+			c := d.Changes[0]
+			if math.Abs(c.After-tc.median) > 1e-12 || c.N2 != tc.n || c.Regressed != tc.regressed || d.ValidityRegressed != tc.validity {
+				t.Errorf("after %v over %d (regressed %v, validity %v); want %v over %d (%v, %v)", c.After, c.N2, c.Regressed, d.ValidityRegressed, tc.median, tc.n, tc.regressed, tc.validity)
+			}
+			var out strings.Builder
+			if err := WriteDiff(&out, d); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "before: b (median [min-max] of 4 valid of 4 repetitions; agree)") || !strings.Contains(out.String(), tc.header) {
+				t.Errorf("header lacks %q:\n%s", tc.header, out.String())
+			}
+			if w := strings.Join(d.Warnings, "\n"); (tc.warning == "") != (w == "") || !strings.Contains(w, tc.warning) {
+				t.Errorf("warnings %q, want %q", w, tc.warning)
+			}
+			if b, a := d.Names(); b != "b" || a != "a" {
+				t.Errorf("names %q %q", b, a)
+			}
+		})
+	}
+}
+
+// A diff side of several runs is one configuration's repetitions: two
+// groups, or a group mixed with plain runs, are refused.
+func TestCheckDiffSide(t *testing.T) {
+	plain := func(id string) *Run { return rep(id, "", 0, 0.3, 1000, true) }
+	tests := []struct {
+		name string
+		runs []*Run
+		err  string
+	}{
+		{"one run", []*Run{plain("x")}, ""},
+		{"one group", reps("g", 0.3, 0.31), ""},
+		{"runs of no group (reports from before groups)", []*Run{plain("x"), plain("y")}, ""},
+		{"two groups", append(reps("g", 0.3, 0.31), reps("h", 0.3)...), "AFTER holds the repetitions of 2 configurations (g; h)"},
+		{"a group and a plain run", append(reps("g", 0.3, 0.31), plain("x")), "AFTER mixes the repetitions of g with 1 run(s) of no repetition group"},
+	}
+	for _, tc := range tests {
+		err := CheckDiffSide("AFTER", tc.runs)
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}
+
+// point is a load point's repetition for plan: rate λ (successful formal
+// requests per second over 100 s), p95 TTFT, steady-state J/token ss and
+// startup energy; invalid when !valid.
+type point struct {
+	rate, ttft, ss, startup float64
+	valid                   bool
+}
+
+// sweepReps is group's repetitions at concurrency conc, W = conc/λ.
+func sweepReps(group string, conc int, pts ...point) []*Run {
+	var out []*Run
+	for i, p := range pts {
+		r := rep(fmt.Sprintf("%s-rep%d", group, i+1), group, i+1, p.ss, 1000, p.valid)
+		r.Report.Run.Concurrency, r.Report.Run.Repetitions = conc, len(pts)
+		r.Report.Stages = map[string]analyze.Stage{"formal": {DurationSeconds: 100}}
+		r.Report.Requests.Succeeded = int(math.Round(p.rate * 100))
+		r.Report.Latency.LatencySeconds.P50 = f64(float64(conc) / p.rate)
+		r.Report.Latency.TTFTSeconds.P95 = f64(p.ttft)
+		r.Report.Energy.StartupJoules, r.Report.Energy.ReleaseJoules = f64(p.startup), f64(3000)
+		r.Report.LifecycleEstimate.PerRequestJoules = f64(40 * p.ss)
+		out = append(out, r)
+	}
+	return out
+}
+
+// plan takes a load point's repetitions as one point on their medians:
+// the admission limit, the replicas and the energy per day are the
+// pool's, never its luckiest repetition's.
+func TestPlanPooled(t *testing.T) {
+	c4 := sweepReps("s-c4", 4, point{1.0, 0.20, 0.40, 20000, true}, point{1.1, 0.22, 0.41, 22000, true}, point{0.9, 0.21, 0.42, 30000, true})
+	slos := []Constraint{{Metric: TTFTP95, Bound: 0.5, Upper: true, Flag: "--slo.ttft-p95"}}
+	tests := []struct {
+		name      string
+		c8        []*Run
+		admission string
+		rate      float64 // the admission limit's λ
+		fixed     float64 // E_start + E_release
+		reason    string  // of s-c8's point
+		warning   string
+	}{
+		{name: "the median fails the SLO where the best repetition meets it",
+			c8:        sweepReps("s-c8", 8, point{2.0, 0.45, 0.4, 20000, true}, point{1.9, 0.55, 0.4, 20000, true}, point{1.8, 0.60, 0.4, 20000, true}),
+			admission: "s-c4", rate: 1.0, fixed: 25000, reason: "latency.ttft_seconds.p95 550 ms > 500 ms (--slo.ttft-p95); median [min-max] of 3 valid of 3 repetitions"},
+		{name: "an invalid repetition is not pooled",
+			c8:        sweepReps("s-c8", 8, point{2.0, 0.30, 0.4, 20000, true}, point{2.6, 0.90, 0.4, 90000, false}, point{2.2, 0.35, 0.4, 24000, true}),
+			admission: "s-c8", rate: 2.1, fixed: 25000, reason: "median [min-max] of 2 valid of 3 repetitions; not pooled: s-c8-rep2"},
+		{name: "no valid repetition",
+			c8:        sweepReps("s-c8", 8, point{2.0, 0.30, 0.4, 20000, false}, point{2.2, 0.35, 0.4, 24000, false}),
+			admission: "s-c4", rate: 1.0, fixed: 25000, reason: "no valid repetition of 2"},
+		{name: "disagreeing repetitions are planned on with a warning",
+			c8:        sweepReps("s-c8", 8, point{2.0, 0.30, 0.40, 20000, true}, point{2.1, 0.30, 0.41, 21000, true}, point{2.2, 0.30, 0.55, 30000, true}),
+			admission: "s-c8", rate: 2.1, fixed: 24000, reason: "disagree", warning: "the admission limit s-c8 is the median of repetitions that disagree: steady-state J/token beyond ±20% of the median: s-c8-rep3 +34%"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := MakePlan(PoolRuns(append(slices.Clone(c4), tc.c8...)), PlanOptions{TargetPeakRateRPS: 10, SLOs: slos, RestartsPerDay: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := p.AdmissionLimit
+			if a.RunID != tc.admission || math.Abs(*a.RateRPS-tc.rate) > 1e-9 || p.Replicas != int(math.Ceil(10/tc.rate)) ||
+				p.FixedJoulesPerReplica == nil || *p.FixedJoulesPerReplica != tc.fixed {
+				t.Errorf("admission %s at %v req/s, %d replicas, fixed %v J; want %s at %v, fixed %v", a.RunID, *a.RateRPS, p.Replicas, deref(p.FixedJoulesPerReplica), tc.admission, tc.rate, tc.fixed)
+			}
+			var out strings.Builder
+			if err := WritePlan(&out, p); err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Points) != 2 || !strings.Contains(out.String(), tc.reason) || !strings.Contains(out.String(), "repetition group "+tc.admission+": λ, W and the energy figures below are medians") {
+				t.Errorf("want 2 points and %q:\n%s", tc.reason, out.String())
+			}
+			if w := strings.Join(p.Warnings, "\n"); (tc.warning == "") != (w == "") || !strings.Contains(w, tc.warning) {
+				t.Errorf("warnings %q, want %q", w, tc.warning)
+			}
+		})
+	}
+}
+
+// A run named like a group beside the group's repetitions (bench --run-id g,
+// then --run-id g --repeat 2) stays apart from the pool, under its own name.
+func TestPoolRunsNameClash(t *testing.T) {
+	runs := append(reps("g", 0.40, 0.42), rep("g", "", 0, 0.30, 1000, true))
+	var names []string
+	for _, r := range PoolRuns(runs) {
+		names = append(names, r.Name)
+	}
+	if want := []string{"g [repetitions]", "g"}; !slices.Equal(names, want) {
+		t.Errorf("names %q, want %q", names, want)
+	}
+	rec := Recommend(PoolRuns(runs), nil, -1, []Metric{SteadyStateJPT}, SteadyStateJPT)
+	if rec.Best == nil || rec.Best.Name != "g" || !strings.Contains(rec.Excluded["g [repetitions]"], "dominated by g") {
+		t.Errorf("best %v, excluded %v", rec.Best, rec.Excluded)
 	}
 }

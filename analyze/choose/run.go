@@ -158,8 +158,10 @@ func jsonErr(data []byte, err error) error {
 	return fmt.Errorf("decode: %w", err)
 }
 
-// LoadReports reads several reports. Two reports with the same run_id are an
-// error: one of them would silently shadow the other in every table.
+// LoadReports reads several reports, each argument a report (ResolveReport)
+// or, for a run id that names none, a repetition group's (ResolveGroup).
+// Two reports with the same run_id are an error: one of them would
+// silently shadow the other in every table.
 func LoadReports(paths []string, opts LoadOptions) ([]*Run, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no report given")
@@ -167,19 +169,21 @@ func LoadReports(paths []string, opts LoadOptions) ([]*Run, error) {
 	seen := map[string]string{}
 	var runs []*Run
 	for _, arg := range paths {
-		p, err := ResolveReport(arg, opts.RunsDir)
+		ps, err := resolveArg(arg, opts.RunsDir)
 		if err != nil {
 			return nil, err
 		}
-		r, err := LoadReport(p, opts)
-		if err != nil {
-			return nil, err
+		for _, p := range ps {
+			r, err := LoadReport(p, opts)
+			if err != nil {
+				return nil, err
+			}
+			if prev, ok := seen[r.Name]; ok {
+				return nil, fmt.Errorf("reports %s and %s both have run_id %q", prev, p, r.Name)
+			}
+			seen[r.Name] = p
+			runs = append(runs, r)
 		}
-		if prev, ok := seen[r.Name]; ok {
-			return nil, fmt.Errorf("reports %s and %s both have run_id %q", prev, p, r.Name)
-		}
-		seen[r.Name] = p
-		runs = append(runs, r)
 	}
 	return runs, nil
 }

@@ -40,7 +40,7 @@ type BenchCmd struct {
 	MaxConcurrency   int           `name:"max-concurrency" hidden:"" help:"Open loop: cap on requests in flight." group:"Load"`
 	SweepConcurrency []int         `name:"sweep-concurrency" placeholder:"N" help:"Run once per concurrency, e.g. 1,2,4 (each its own run)." group:"Load"`
 	SweepRate        []float64     `name:"sweep-rate" placeholder:"R" help:"Run once per rate, e.g. 1,2,4 (each its own run)." group:"Load"`
-	Repeat           int           `name:"repeat" placeholder:"N" help:"Run the configuration (each sweep point) N times, each a cold lifecycle with its own run id <run-id>-rep<i>, under one repetition group that compare and pareto pool." group:"Load"`
+	Repeat           int           `name:"repeat" placeholder:"N" help:"Run the configuration (each sweep point) N times, each a cold lifecycle with its own run id <run-id>-rep<i>, under one repetition group that compare, pareto, recommend, plan and diff pool." group:"Load"`
 	Requests         int           `name:"requests" help:"Formal requests (and/or --duration; default ${bench_default_requests} without either). Fewer than windows + 2×concurrency (${bench_steady_need} at concurrency ${bench_default_concurrency}) cannot reach the steady state: warned before the load." group:"Load"`
 	Duration         time.Duration `name:"duration" help:"Formal phase length (and/or --requests)." group:"Load"`
 	WarmupRequests   int           `name:"warmup-requests" default:"${bench_warmup_requests}" help:"Warm-up requests." group:"Load"`

@@ -13,7 +13,7 @@ import (
 type CompareCmd struct {
 	output `kong:"-"`
 
-	Reports   []string `arg:"" name:"report" help:"report.json files, report directories or run ids (<runs-dir>/<id>/report/, reports/<id>/)."`
+	Reports   []string `arg:"" name:"report" help:"report.json files, report directories, run ids (<runs-dir>/<id>/report/, reports/<id>/) or repetition group ids (their runs)."`
 	GroupBy   string   `name:"group-by" default:"scenario" help:"Dotted report key, or several joined by commas, that groups runs for the medians (scenario, run.model,run.concurrency, ...); a run with none of them is its own group."`
 	Pool      bool     `name:"pool" help:"Pool runs of one group in its medians even when they differ in model, engine, GPU, prompt set or load point (run.*); by default such a group is split."`
 	Tolerance float64  `default:"0.2" help:"Comparability bound on formal output tokens, |a-b|/max."`

@@ -10,7 +10,7 @@ import (
 type ParetoCmd struct {
 	output `kong:"-"`
 
-	Reports []string `arg:"" name:"report" help:"report.json files, report directories or run ids (<runs-dir>/<id>/report/, reports/<id>/)."`
+	Reports []string `arg:"" name:"report" help:"report.json files, report directories, run ids (<runs-dir>/<id>/report/, reports/<id>/) or repetition group ids (their runs)."`
 	RunsDir string   `name:"runs-dir" default:"runs" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`
 	Format  string   `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per run, report.json keys as columns (docs/cli.md)."`
 	GroupBy string   `name:"group-by" placeholder:"KEYS" help:"Classify each group of runs apart, by dotted report keys joined by commas (e.g. run.model,run.concurrency); one classification over every run by default (csv: a pareto.group column)."`

@@ -10,7 +10,7 @@ import (
 type PlanCmd struct {
 	output `kong:"-"`
 
-	Reports        []string       `arg:"" name:"report" help:"report.json files, report directories or run ids of a concurrency or rate sweep, one per load point."`
+	Reports        []string       `arg:"" name:"report" help:"report.json files, report directories, run ids or repetition group ids of a concurrency or rate sweep, one per load point (a point's repetitions are pooled: their medians)."`
 	TargetPeakRate float64        `name:"target-peak-rate" required:"" help:"Peak request rate to serve, requests per second."`
 	SLOTTFTP95     *time.Duration `name:"slo.ttft-p95" help:"SLO on p95 TTFT (e.g. 500ms)."`
 	SLOTPOTP95     *time.Duration `name:"slo.tpot-p95" help:"SLO on p95 TPOT (e.g. 50ms)."`
@@ -42,6 +42,8 @@ func (c *PlanCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	// the repetitions of one load point are one point: their medians
+	runs = choose.PoolRuns(runs)
 	p, planErr := choose.MakePlan(runs, choose.PlanOptions{TargetPeakRateRPS: c.TargetPeakRate, SLOs: slos, RestartsPerDay: c.RestartsPerDay, Pool: c.Pool, Cost: cost})
 	if p.Points == nil && planErr != nil {
 		return planErr

@@ -13,7 +13,7 @@ import (
 type RecommendCmd struct {
 	output `kong:"-"`
 
-	Reports []string `arg:"" name:"report" help:"report.json files, report directories or run ids (<runs-dir>/<id>/report/, reports/<id>/)."`
+	Reports []string `arg:"" name:"report" help:"report.json files, report directories, run ids (<runs-dir>/<id>/report/, reports/<id>/) or repetition group ids (their runs)."`
 
 	MaxTTFTP95                 *time.Duration    `name:"max-ttft-p95" help:"Drop runs whose p95 TTFT is above this (e.g. 500ms)."`
 	MaxTPOTP95                 *time.Duration    `name:"max-tpot-p95" help:"Drop runs whose p95 TPOT is above this (e.g. 50ms)."`
@@ -47,6 +47,8 @@ func (c *RecommendCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	// the repetitions of one configuration are one candidate: their medians
+	runs = choose.PoolRuns(runs)
 	maxBad := -1.0
 	if c.MaxBadOutputRatio != nil {
 		maxBad = *c.MaxBadOutputRatio
