@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,11 +20,7 @@ func addExporterGaps(r *Report, views []runarchive.ExporterStatus) {
 			continue
 		}
 		for _, g := range e.Status.Gaps {
-			who := e.URL
-			if len(g.GPUs) > 0 {
-				who += " gpu " + joinInts(g.GPUs)
-			}
-			r.Measurement.Gaps = append(r.Measurement.Gaps, Gap{GPU: who, Series: "exporter", Start: g.Start, End: g.End})
+			r.Measurement.Gaps = append(r.Measurement.Gaps, Gap{GPU: g.Subject(e.URL), Series: "exporter", Start: g.Start, End: g.End})
 			r.Flags = append(r.Flags, Flag{Code: contract.FlagExporterRestarted, Message: g.Describe(e.URL, e.Status.GPUs)})
 		}
 		if len(e.Status.CoTenants) > 0 {
@@ -49,15 +44,6 @@ func exporterRestarts(views []runarchive.ExporterStatus) [][2]float64 {
 		}
 	}
 	return out
-}
-
-// joinInts is "1, 3".
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for k, i := range v {
-		s[k] = strconv.Itoa(i)
-	}
-	return strings.Join(s, ", ")
 }
 
 func unixUTC(s float64) string {

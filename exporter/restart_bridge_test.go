@@ -77,32 +77,13 @@ func testRestartBridge(t *testing.T, rig func(clk *fakeClock) restartRig) {
 					e.SampleOnce()
 				}
 			}
-			step(e1, time.Second)
-			srv := httptest.NewServer(e1.Handler())
-			c, _ := phaseapi.NewClient(srv.URL, testToken, nil)
-			if _, err := c.StartPhase(t.Context(), "r", contract.Idle); err != nil {
-				t.Fatal(err)
-			}
-			srv.Close()
-			step(e1, 2*time.Second)
-			e1.save(tc.clean)
-			if !tc.clean {
-				step(e1, time.Second) // served, never saved
-			}
-			e1.Close()
-			var doc activeRunsDoc
-			if ok, err := e1.store.read(activeRunsFile, &doc); !ok || err != nil || doc.GPUs[0].RawCounterJoules == nil {
-				t.Fatalf("saved state %+v (%v, %v): want GPU 0's raw counter", doc, ok, err)
+			doc := saveRunR(t, e1, tc.clean, step)
+			if doc.GPUs[0].RawCounterJoules == nil {
+				t.Fatalf("saved state %+v: want GPU 0's raw counter", doc)
 			}
 			saved, savedRaw := doc.GPUs[0].EnergyJoules, *doc.GPUs[0].RawCounterJoules
-			if tc.noRaw { // a state file from before the raw value
-				doc.Version = 1
-				for i := range doc.GPUs {
-					doc.GPUs[i].RawCounterJoules = nil
-				}
-				if err := e1.store.write(activeRunsFile, doc); err != nil {
-					t.Fatal(err)
-				}
+			if tc.noRaw {
+				dropRawCounters(t, e1, doc)
 			}
 			// the exporter is down for 5 s; the GPU draws on
 			for range 50 {
@@ -154,6 +135,44 @@ func testRestartBridge(t *testing.T, rig func(clk *fakeClock) restartRig) {
 				t.Errorf("gap's energy-bridged GPUs %v, want %v", got, wantBridged)
 			}
 		})
+	}
+}
+
+// saveRunR starts run "r" (idle, every GPU) on e after a second of
+// sampling, samples 2 s more and saves, gracefully or not (a crash serves
+// one more second, never saved), closes e and returns what it saved.
+func saveRunR(t *testing.T, e *Exporter, clean bool, step func(*Exporter, time.Duration)) activeRunsDoc {
+	t.Helper()
+	step(e, time.Second)
+	srv := httptest.NewServer(e.Handler())
+	c, _ := phaseapi.NewClient(srv.URL, testToken, nil)
+	if _, err := c.StartPhase(t.Context(), "r", contract.Idle); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	step(e, 2*time.Second)
+	e.save(clean)
+	if !clean {
+		step(e, time.Second) // served, never saved
+	}
+	e.Close()
+	var doc activeRunsDoc
+	if ok, err := e.store.read(activeRunsFile, &doc); !ok || err != nil {
+		t.Fatalf("saved state %+v (%v, %v)", doc, ok, err)
+	}
+	return doc
+}
+
+// dropRawCounters rewrites the saved state as a version 1 file, from
+// before the GPUs' raw counter values were saved.
+func dropRawCounters(t *testing.T, e *Exporter, doc activeRunsDoc) {
+	t.Helper()
+	doc.Version = 1
+	for i := range doc.GPUs {
+		doc.GPUs[i].RawCounterJoules = nil
+	}
+	if err := e.store.write(activeRunsFile, doc); err != nil {
+		t.Fatal(err)
 	}
 }
 

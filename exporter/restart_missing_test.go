@@ -180,33 +180,14 @@ func runUntilSave(t *testing.T, r restartRig, clk *fakeClock, dir string, tc res
 	if err != nil {
 		t.Fatal(err)
 	}
-	step(e1, time.Second)
-	srv := httptest.NewServer(e1.Handler())
-	c, _ := phaseapi.NewClient(srv.URL, testToken, nil)
-	if _, err := c.StartPhase(t.Context(), "r", contract.Idle); err != nil {
-		t.Fatal(err)
-	}
-	srv.Close()
-	step(e1, 2*time.Second)
-	e1.save(tc.clean)
-	if !tc.clean {
-		step(e1, time.Second) // served, never saved
-	}
-	e1.Close()
-	var doc activeRunsDoc
-	if ok, err := e1.store.read(activeRunsFile, &doc); !ok || err != nil || doc.GPUs[1].RawCounterJoules == nil || len(doc.Runs) != 1 {
-		t.Fatalf("saved state %+v (%v, %v): want GPU 1's raw counter and run r", doc, ok, err)
+	doc := saveRunR(t, e1, tc.clean, step)
+	if doc.GPUs[1].RawCounterJoules == nil || len(doc.Runs) != 1 {
+		t.Fatalf("saved state %+v: want GPU 1's raw counter and run r", doc)
 	}
 	sv := savedGPU1{uuid: doc.GPUs[1].UUID, energy: doc.GPUs[1].EnergyJoules, raw: *doc.GPUs[1].RawCounterJoules,
 		start1: doc.Runs[0].Phases[0].Start.EnergyJoules[1], start0: doc.Runs[0].Phases[0].Start.EnergyJoules[0], savedAt: float64(doc.SavedAt) / 1e9}
-	if tc.noRaw { // a state file from before the raw value
-		doc.Version = 1
-		for i := range doc.GPUs {
-			doc.GPUs[i].RawCounterJoules = nil
-		}
-		if err := e1.store.write(activeRunsFile, doc); err != nil {
-			t.Fatal(err)
-		}
+	if tc.noRaw {
+		dropRawCounters(t, e1, doc)
 	}
 	return sv
 }

@@ -19,6 +19,15 @@ func (g Gap) Describe(url string, gpus []GPUInfo) string {
 	return fmt.Sprintf("%s from %s to %s (%.1f s, %s): %s", what, unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason, g.energy(gpus))
 }
 
+// Subject names what the gap leaves unmeasured: the exporter at url, or
+// its GPUs the gap lists ("<url> gpu 1, 3").
+func (g Gap) Subject(url string) string {
+	if len(g.GPUs) == 0 {
+		return url
+	}
+	return url + " gpu " + joinInts(g.GPUs)
+}
+
 // energy says what energy the gap's GPUs (those it lists, else every GPU
 // of the run) have there: their own counters' (the exporter bridged the
 // downtime with them) or none.
