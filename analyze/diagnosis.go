@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Diagnosis rules (the LLMPerf analysis), each judged on the situation a
@@ -178,7 +180,7 @@ func (c *computation) situation(fb PhaseBounds) situation {
 		waitLast: sv.Waiting.LastThirdMean, runMean: *sv.Running.Mean, runMax: *sv.Running.Max,
 		kvMax: sv.KVCache.Max, preempt: sv.Preemptions, util: sv.GPUUtilization.Mean,
 		ttftP50: c.r.Latency.TTFTSeconds.P50, slo: c.r.Goodput.TTFTSLOSeconds}
-	if n := sv.MetricsFound["waiting"]; n != "" && c.d.Engine != nil {
+	if n := sv.MetricsFound[string(contract.RoleWaiting)]; n != "" && c.d.Engine != nil {
 		s.waitShare = shareAtLeast(c.d.Engine.Series[n], fb.Start, fb.End, 1)
 	}
 	busy := 0.0

@@ -11,22 +11,23 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 )
 
-// The engine's own metrics read for the server view: vLLM
-// (https://docs.vllm.ai/en/stable/usage/metrics/; gpu_cache_usage_perc is
-// the name before V1's kv_cache_usage_perc) and SGLang
-// (docs/references/production_metrics.md; its preemptions are
-// "retractions"). Each role lists its names in order of preference.
-var engineMetricRoles = []struct {
+// engineRole is one role of the server view and its names, in order of
+// preference.
+type engineRole struct {
 	role  string
 	names []string
-}{
-	{"running", []string{"vllm:num_requests_running", "sglang:num_running_reqs"}},
-	{"waiting", []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs"}},
-	{"kv_cache", []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}},
-	{"preemptions", []string{"vllm:num_preemptions_total", "sglang:num_retracted_requests_total"}},
-	{"retracted_now", []string{"sglang:num_retracted_reqs"}}, // SGLang's gauge, when its counter is missing
-	{"generation_tokens", []string{"vllm:generation_tokens_total", "sglang:generation_tokens_total"}},
 }
+
+// engineMetricRoles are the engine's own metrics read for the server view
+// (internal/contract owns them; SGLang calls preemptions "retractions" and
+// its gauge retracted_now stands in when its counter is missing).
+var engineMetricRoles = func() []engineRole {
+	var out []engineRole
+	for _, r := range contract.ServerRoles {
+		out = append(out, engineRole{string(r), contract.EngineNames(r)})
+	}
+	return out
+}()
 
 // ServerTokenTolerance is the client/server output token difference above
 // which the run is flagged server_tokens_mismatch.
@@ -263,21 +264,21 @@ func (c *computation) server() {
 			sv.Engine = e
 		}
 	}
-	sv.Running = gaugeStat(series["running"], fb.Start, fb.End, true)
-	sv.Waiting = gaugeStat(series["waiting"], fb.Start, fb.End, true)
-	sv.KVCache = gaugeStat(series["kv_cache"], fb.Start, fb.End, false)
-	if v, ok := counterIncrease(series["preemptions"], fb.Start, fb.End); ok {
+	sv.Running = gaugeStat(series[string(contract.RoleRunning)], fb.Start, fb.End, true)
+	sv.Waiting = gaugeStat(series[string(contract.RoleWaiting)], fb.Start, fb.End, true)
+	sv.KVCache = gaugeStat(series[string(contract.RoleKVCache)], fb.Start, fb.End, false)
+	if v, ok := counterIncrease(series[string(contract.RolePreemptions)], fb.Start, fb.End); ok {
 		sv.Preemptions = new(math.Round(v))
-	} else if st := gaugeStat(series["retracted_now"], fb.Start, fb.End, true); st.Max != nil {
+	} else if st := gaugeStat(series[string(contract.RoleRetractedNow)], fb.Start, fb.End, true); st.Max != nil {
 		sv.Preemptions = new(*st.Max) // a lower bound: the gauge holds the latest batch's retractions
 	}
-	if v, ok := counterIncrease(series["generation_tokens"], fb.Start, fb.End); ok {
+	if v, ok := counterIncrease(series[string(contract.RoleGenerationTokens)], fb.Start, fb.End); ok {
 		sv.OutputTokens = new(math.Round(v))
 		// The interpolated increase can be off by what the engine
 		// generated in the scrape intervals holding the boundaries (all
 		// of it when the load starts or stops there), and by anything
 		// after its last scrape when the engine stopped before the next.
-		lo, hi := counterBounds(series["generation_tokens"], fb.Start, fb.End)
+		lo, hi := counterBounds(series[string(contract.RoleGenerationTokens)], fb.Start, fb.End)
 		bounded := !math.IsInf(hi, 1)
 		if bounded {
 			sv.OutputTokensResolution = new(hi - lo)

@@ -7,33 +7,29 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // engineMetricNames are the engine's own gauges and counters recorded with
-// the run as a cross-check: vLLM (v0 and v1 names) and SGLang.
-var engineMetricNames = map[string]bool{
-	"vllm:num_requests_running":      true,
-	"vllm:num_requests_waiting":      true,
-	"vllm:gpu_cache_usage_perc":      true,
-	"vllm:kv_cache_usage_perc":       true,
-	"vllm:num_preemptions_total":     true,
-	"vllm:num_preemptions":           true,
-	"vllm:generation_tokens_total":   true,
-	"vllm:prompt_tokens_total":       true,
-	"sglang:num_running_reqs":        true,
-	"sglang:num_queue_reqs":          true,
-	"sglang:token_usage":             true,
-	"sglang:num_retracted_reqs":      true,
-	"sglang:generation_tokens_total": true,
-	"sglang:prompt_tokens_total":     true,
-}
+// the run as a cross-check: every name of analyze's server roles and the
+// prompt token counters, vLLM's and SGLang's (internal/contract).
+var engineMetricNames = func() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range append(slices.Clone(contract.ServerRoles), contract.RolePromptTokens) {
+		for _, n := range contract.EngineNames(r) {
+			out[n] = true
+		}
+	}
+	return out
+}()
 
 // EngineMetricsLine is one line of engine_metrics.jsonl: the engine's
 // cross-check metrics at one scrape, each summed over its label sets.

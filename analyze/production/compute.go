@@ -33,7 +33,8 @@ type Data struct {
 	// PodEnergy: joulemark_pod_energy_joules_total (namespace, pod,
 	// container).
 	PodEnergy []Series
-	// Tokens: vllm:/sglang:generation_tokens_total (namespace, pod,
+	// Tokens: the engines' output token counters (internal/contract's
+	// RoleGenerationTokens names; namespace, pod,
 	// model_name).
 	Tokens []Series
 	// Allocations: joulemark_gpu_allocation_info (namespace, pod): when

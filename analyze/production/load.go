@@ -19,10 +19,11 @@ import (
 	"github.com/joulemark/joulemark/internal/remoteread"
 )
 
-// Metric names read (docs/design.md, docs/exporter.md "Energy per pod").
-const (
-	mVLLMTokens = "vllm:generation_tokens_total"
-	mSGLTokens  = "sglang:generation_tokens_total"
+// Metric names read (docs/design.md, docs/exporter.md "Energy per pod"):
+// the engines' output token counters, vLLM's then SGLang's.
+var (
+	mVLLMTokens = contract.EngineName(contract.EngineVLLM, contract.RoleGenerationTokens)
+	mSGLTokens  = contract.EngineName(contract.EngineSGLang, contract.RoleGenerationTokens)
 )
 
 // Config says what to analyze and where to write it.

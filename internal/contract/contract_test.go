@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -140,4 +141,107 @@ func TestExporterDocEndReasons(t *testing.T) {
 	if !slices.Equal(inDoc, want) {
 		t.Errorf("docs/exporter.md names end reasons %v, internal/contract %v", inDoc, want)
 	}
+}
+
+// TestEngineMetrics checks the engine names: each once, prefixed by its
+// engine, of a known type, and every server role named.
+func TestEngineMetrics(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range EngineMetrics {
+		if seen[m.Name] {
+			t.Errorf("%s listed twice", m.Name)
+		}
+		seen[m.Name] = true
+		if !strings.HasPrefix(m.Name, m.Engine+":") || !slices.Contains(Engines, m.Engine) {
+			t.Errorf("%s: engine %q", m.Name, m.Engine)
+		}
+		if !slices.Contains([]string{"gauge", "counter", "histogram"}, m.Type) {
+			t.Errorf("%s: type %q", m.Name, m.Type)
+		}
+	}
+	for _, r := range ServerRoles {
+		if len(EngineNames(r)) == 0 {
+			t.Errorf("server role %s has no name", r)
+		}
+	}
+	if got := EngineNames(RoleKVCache, EngineVLLM); !slices.Equal(got, []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}) {
+		t.Errorf("vLLM's KV-cache names %v: V1's first", got)
+	}
+}
+
+// TestAnalyzeDocEngineMetrics checks docs/analyze.md's table of engine
+// names (| role | vLLM | SGLang |) against the server roles' names both
+// ways, and that a made-up row or a missing name fails.
+func TestAnalyzeDocEngineMetrics(t *testing.T) {
+	b, err := os.ReadFile("../../docs/analyze.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, e := range checkEngineTable(doc) {
+		t.Error(e)
+	}
+	const head = "| role | vLLM | SGLang |\n|---|---|---|\n"
+	madeUp := strings.Replace(doc, head, head+"| batch | `vllm:num_batches` | `sglang:num_batches` |\n", 1)
+	if len(checkEngineTable(madeUp)) == 0 {
+		t.Error("a made-up row passes the check")
+	}
+	missing := strings.Replace(doc, "`sglang:token_usage`", "", 1)
+	if len(checkEngineTable(missing)) == 0 {
+		t.Error("a table without sglang:token_usage passes the check")
+	}
+}
+
+// checkEngineTable returns what is wrong with doc's engine name table: a
+// name no server role has, a server role's name missing, or a cell not
+// holding its engine's names of the row's roles in order of preference (a
+// row may hold several roles: SGLang's retraction counter and its gauge).
+func checkEngineTable(doc string) []string {
+	_, table, ok := strings.Cut(doc, "| role | vLLM | SGLang |\n|---|---|---|\n")
+	if !ok {
+		return []string{"docs/analyze.md has no table | role | vLLM | SGLang |"}
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var errs []string
+	inDoc := map[string]bool{}
+	name := regexp.MustCompile("`([a-z]+:[a-z0-9_:]+)`")
+	for _, row := range strings.Split(table, "\n") {
+		cells := strings.Split(strings.Trim(row, "| "), " | ")
+		if len(cells) != 1+len(Engines) {
+			errs = append(errs, fmt.Sprintf("docs/analyze.md's row %q: want %d cells", row, 1+len(Engines)))
+			continue
+		}
+		names := make([][]string, len(Engines))
+		var roles []EngineRole
+		for i := range Engines {
+			for _, m := range name.FindAllStringSubmatch(cells[i+1], -1) {
+				names[i], inDoc[m[1]] = append(names[i], m[1]), true
+				em, ok := LookupEngineMetric(m[1])
+				if !ok || !slices.Contains(ServerRoles, em.Role) {
+					errs = append(errs, fmt.Sprintf("docs/analyze.md names %s, which is no server role's name in internal/contract", m[1]))
+				} else if !slices.Contains(roles, em.Role) {
+					roles = append(roles, em.Role)
+				}
+			}
+		}
+		for i, engine := range Engines {
+			var want []string
+			for _, r := range ServerRoles {
+				if slices.Contains(roles, r) {
+					want = append(want, EngineNames(r, engine)...)
+				}
+			}
+			if !slices.Equal(names[i], want) {
+				errs = append(errs, fmt.Sprintf("docs/analyze.md's %s cell of row %q names %v, internal/contract %v", engine, cells[0], names[i], want))
+			}
+		}
+	}
+	for _, r := range ServerRoles {
+		for _, n := range EngineNames(r) {
+			if !inDoc[n] {
+				errs = append(errs, fmt.Sprintf("%s (role %s) is in internal/contract but not in docs/analyze.md's engine table", n, r))
+			}
+		}
+	}
+	return errs
 }

@@ -131,7 +131,11 @@ func New(cfg Config, sinks ...LoadSink) (*Engine, error) {
 		wake:    make(chan struct{}, 1),
 		ready:   make(chan struct{}),
 	}
-	e.m = newMetrics(e)
+	m, err := newMetrics(e)
+	if err != nil {
+		return nil, err
+	}
+	e.m = m
 	for _, k := range sinks {
 		if m, ok := k.(MemorySink); ok {
 			m.SetMemory(cfg.Memory)

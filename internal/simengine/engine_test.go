@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 func TestBatchingSlowsDecode(t *testing.T) {
@@ -432,28 +434,57 @@ func TestChunkedPrefill(t *testing.T) {
 func TestSGLangDialect(t *testing.T) {
 	e, srv := startEngine(t, func(c *Config) { c.Dialect = DialectSGLang })
 	streamN(t, srv.URL, 2, map[string]any{"prompt": "a b c", "max_tokens": 5, "ignore_eos": true, "stream": true})
-	mfs, err := e.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, mf := range mfs {
-		got[mf.GetName()] = true
-		if strings.HasPrefix(mf.GetName(), "vllm:") {
-			t.Errorf("vLLM name %s in the SGLang dialect", mf.GetName())
-		}
-	}
-	for _, n := range []string{"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage", "sglang:num_used_tokens",
-		"sglang:num_retracted_requests_total", "sglang:num_retracted_reqs", "sglang:generation_tokens_total",
-		"sglang:prompt_tokens_total", "sglang:time_to_first_token_seconds", "sglang:e2e_request_latency_seconds"} {
-		if !got[n] {
-			t.Errorf("no %s", n)
-		}
-	}
+	checkDialectNames(t, e, DialectSGLang)
 	if v := testutil.ToFloat64(e.m.generationTokens); v != 10 {
 		t.Errorf("sglang:generation_tokens_total %g, want 10", v)
 	}
 	if _, err := New(func() Config { c := fastConfig(); c.Dialect = "tgi"; return c }()); err == nil {
 		t.Error("dialect tgi accepted")
+	}
+}
+
+// TestVLLMDialect: with Dialect vllm /metrics speaks vLLM's names of the
+// contract, and no other engine name.
+func TestVLLMDialect(t *testing.T) {
+	e, srv := startEngine(t, func(c *Config) { c.Dialect = DialectVLLM })
+	streamN(t, srv.URL, 1, map[string]any{"prompt": "a b c", "max_tokens": 5, "ignore_eos": true, "stream": true})
+	checkDialectNames(t, e, DialectVLLM)
+}
+
+// checkDialectNames compares the engine names the registry gathers (those
+// with an engine prefix, "engine:") with internal/contract's names of the
+// dialect, both ways, and their types.
+func checkDialectNames(t *testing.T, e *Engine, dialect string) {
+	t.Helper()
+	mfs, err := e.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, m := range contract.EngineMetricsOf(dialect) {
+		want[m.Name] = m.Type
+	}
+	if len(want) == 0 {
+		t.Fatalf("internal/contract has no %s name", dialect)
+	}
+	got := map[string]bool{}
+	for _, mf := range mfs {
+		name := mf.GetName()
+		if !strings.Contains(name, ":") {
+			continue // the simulator's own joulemark_sim_engine_*
+		}
+		got[name] = true
+		typ, ok := want[name]
+		switch {
+		case !ok:
+			t.Errorf("the %s dialect publishes %s, which is not one of internal/contract's %s names", dialect, name, dialect)
+		case !strings.EqualFold(mf.GetType().String(), typ):
+			t.Errorf("%s is a %s, internal/contract says %s", name, mf.GetType(), typ)
+		}
+	}
+	for n := range want {
+		if !got[n] {
+			t.Errorf("the %s dialect does not publish internal/contract's %s", dialect, n)
+		}
 	}
 }
