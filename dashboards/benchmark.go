@@ -3,6 +3,8 @@ package dashboards
 //lint:file-ignore SA1019 dashboard.Dashboard (schema v1) is what Grafana's file provisioning loads in every supported release.
 
 import (
+	"strings"
+
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/statetimeline"
@@ -144,27 +146,30 @@ func Benchmark() (dashboard.Dashboard, error) {
 			desc:    "API-reported output tokens of successful requests per second, by phase (the bench job's token counter).",
 			queries: []query{{expr: `sum by (phase) (rate(joulemark_bench_output_tokens_total` + runSel + `[$__rate_interval]))`, legend: "{{phase}}"}},
 		}).Min(0)).
-		WithRow(dashboard.NewRowBuilder("Engine (vLLM metrics)")).
+		WithRow(dashboard.NewRowBuilder("Engine (vLLM or SGLang metrics)")).
 		WithPanel(timeSeries(panelSpec{
 			title: "Engine queue", unit: unitCount, w: 8, boundary: boundaryEngine,
-			desc: "Requests the engine is running (in the batch) and waiting (queued), per model, on the selected nodes.",
+			desc: "Requests the engine is running (in the batch) and waiting (queued), per model, on the selected nodes: vLLM's or SGLang's (" +
+				engineNameList(contract.RoleRunning) + "; " + engineNameList(contract.RoleWaiting) + ").",
 			queries: []query{
-				{expr: `sum by (model_name) (vllm:num_requests_running` + engineSel + `)`, legend: "{{model_name}} running"},
-				{expr: `sum by (model_name) (vllm:num_requests_waiting` + engineSel + `)`, legend: "{{model_name}} waiting"},
+				{expr: `sum by (model_name) (` + engineGauge(contract.RoleRunning) + `)`, legend: "{{model_name}} running"},
+				{expr: `sum by (model_name) (` + engineGauge(contract.RoleWaiting) + `)`, legend: "{{model_name}} waiting"},
 			},
 		}).Min(0)).
 		WithPanel(timeSeries(panelSpec{
 			title: "KV-cache usage", unit: unitRatio, w: 8, boundary: boundaryEngine,
-			desc:    "Fraction of the engine's KV-cache blocks in use (vllm:kv_cache_usage_perc; vllm:gpu_cache_usage_perc before vLLM V1). Near 1 the engine preempts requests.",
-			queries: []query{{expr: `max by (model_name) (vllm:kv_cache_usage_perc` + engineSel + ` or vllm:gpu_cache_usage_perc` + engineSel + `)`, legend: "{{model_name}}"}},
+			desc: "Fraction of the engine's KV cache in use, the first found of " + engineNameList(contract.RoleKVCache) +
+				" (vLLM V1's name, vLLM's before V1, SGLang's). Near 1 the engine preempts (SGLang: retracts) requests.",
+			queries: []query{{expr: `max by (model_name) (` + engineGauge(contract.RoleKVCache) + `)`, legend: "{{model_name}}"}},
 		}).Min(0).Max(1)).
 		WithPanel(timeSeries(panelSpec{
 			title: "Engine tokens and preemptions", unit: unitPerSecond, w: 8, boundary: boundaryEngine,
-			desc: "Generation and prompt tokens the engine processed per second, and preemptions per second, per model.",
+			desc: "Generation and prompt tokens the engine processed per second, and preemptions (SGLang: retractions) per second, per model: vLLM's or SGLang's (" +
+				engineNameList(contract.RoleGenerationTokens) + "; " + engineNameList(contract.RolePromptTokens) + "; " + engineNameList(contract.RolePreemptions) + ").",
 			queries: []query{
-				{expr: `sum by (model_name) (rate(vllm:generation_tokens_total` + engineSel + `[$__rate_interval]))`, legend: "{{model_name}} generation tokens/s"},
-				{expr: `sum by (model_name) (rate(vllm:prompt_tokens_total` + engineSel + `[$__rate_interval]))`, legend: "{{model_name}} prompt tokens/s"},
-				{expr: `sum by (model_name) (rate(vllm:num_preemptions_total` + engineSel + `[$__rate_interval]))`, legend: "{{model_name}} preemptions/s"},
+				{expr: `sum by (model_name) (` + engineRate(contract.RoleGenerationTokens) + `)`, legend: "{{model_name}} generation tokens/s"},
+				{expr: `sum by (model_name) (` + engineRate(contract.RolePromptTokens) + `)`, legend: "{{model_name}} prompt tokens/s"},
+				{expr: `sum by (model_name) (` + engineRate(contract.RolePreemptions) + `)`, legend: "{{model_name}} preemptions/s"},
 			},
 		}).Min(0)).
 		WithVariable(sloVariable("slo_ttft", "TTFT SLO (s)", "0.5", "Goodput's time-to-first-token objective in seconds.")).
@@ -257,4 +262,30 @@ func sloVariable(name, label, def, help string) *dashboard.TextBoxVariableBuilde
 		Description(help).
 		DefaultValue(dashboard.StringOrMap{String: new(def)}).
 		Current(dashboard.VariableOption{Text: v, Value: v})
+}
+
+// engineAny joins each engine's name of a role, through f, with "or": the
+// series of whichever engine serves, the preferred name first
+// (internal/contract).
+func engineAny(role contract.EngineRole, f func(name string) string) string {
+	var parts []string
+	for _, n := range contract.EngineNames(role) {
+		parts = append(parts, f(n))
+	}
+	return strings.Join(parts, " or ")
+}
+
+// engineGauge selects a role's gauges on the selected nodes.
+func engineGauge(role contract.EngineRole) string {
+	return engineAny(role, func(n string) string { return n + engineSel })
+}
+
+// engineRate is the per-second rate of a role's counters on the selected nodes.
+func engineRate(role contract.EngineRole) string {
+	return engineAny(role, func(n string) string { return "rate(" + n + engineSel + "[$__rate_interval])" })
+}
+
+// engineNameList lists a role's names for a panel description.
+func engineNameList(role contract.EngineRole) string {
+	return strings.Join(contract.EngineNames(role), ", ")
 }

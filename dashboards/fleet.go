@@ -6,6 +6,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // gpuSel selects the GPUs of the node and gpu template variables.
@@ -49,7 +51,7 @@ func Fleet() (dashboard.Dashboard, error) {
 		})).
 		WithPanel(statPanel(panelSpec{
 			title: "Live J/token (engines)", unit: unitJoulePerToken, w: 6, h: 6, boundary: boundaryGPU,
-			desc:    "GPU energy of the selected models' pods (the exporter's per-pod energy, from the kubelet's GPU allocation) divided by the output tokens those pods generated (vllm:/sglang:generation_tokens_total), 5-minute rates from the recording rules. Only the GPUs a serving pod holds count; idle serving pods count in their model's energy.",
+			desc:    "GPU energy of the selected models' pods (the exporter's per-pod energy, from the kubelet's GPU allocation) divided by the output tokens those pods generated (" + engineNameList(contract.RoleGenerationTokens) + "), 5-minute rates from the recording rules. Only the GPUs a serving pod holds count; idle serving pods count in their model's energy.",
 			queries: []query{{expr: `sum(model_name:joulemark_energy_joules:rate5m{model_name=~"$model"}) / sum(model_name:joulemark_generation_tokens:rate5m{model_name=~"$model"})`, legend: "J/token"}},
 		})).
 		WithPanel(timeSeries(panelSpec{

@@ -10,6 +10,8 @@ import (
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // SlowestProducer is the longest interval at which a series the dashboards
@@ -22,7 +24,13 @@ import (
 const SlowestProducer = 5 * time.Second
 
 // slowPrefixes name the series that arrive every SlowestProducer.
-var slowPrefixes = []string{"joulemark_bench_", "vllm:", "sglang:"}
+var slowPrefixes = func() []string {
+	out := []string{"joulemark_bench_"}
+	for _, e := range contract.Engines {
+		out = append(out, e+":")
+	}
+	return out
+}()
 
 // minStep is the Min step a query needs: SlowestProducer when it rates a
 // slow series over $__rate_interval, else none (the data source's).

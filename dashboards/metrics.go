@@ -4,8 +4,9 @@ import "github.com/joulemark/joulemark/internal/contract"
 
 // The metric names the dashboards may query. A test parses every PromQL
 // expression of every dashboard and fails when it names a metric that is in
-// none of these lists, nor in the metric contract (internal/contract), nor
-// among the recording rules in rules/*.yml.
+// none of these lists, nor in the metric contract (internal/contract, the
+// inference engines' names included), nor among the recording rules in
+// rules/*.yml.
 
 // BenchMetric is one benchmark-job aggregate the dashboards read.
 type BenchMetric struct {
@@ -32,26 +33,6 @@ var BenchAggregateMetrics = []BenchMetric{
 	{contract.BenchAchievedRate, "gauge", []string{"run_id"}, "requests sent per second since the formal phase started"},
 }
 
-// EngineMetrics are documented vLLM metric names
-// (https://docs.vllm.ai/en/stable/usage/metrics/). vllm:gpu_cache_usage_perc
-// is the name before vLLM V1 renamed it vllm:kv_cache_usage_perc; the
-// dashboards query both.
-var EngineMetrics = []EngineMetric{
-	{"vllm:num_requests_running", "gauge"},
-	{"vllm:num_requests_waiting", "gauge"},
-	{"vllm:kv_cache_usage_perc", "gauge"},
-	{"vllm:gpu_cache_usage_perc", "gauge"},
-	{"vllm:generation_tokens_total", "counter"},
-	{"vllm:prompt_tokens_total", "counter"},
-	{"vllm:num_preemptions_total", "counter"},
-}
-
-// EngineMetric is one documented inference-engine metric.
-type EngineMetric struct {
-	Name string
-	Type string
-}
-
 // KnownMetrics returns every metric name the dashboards may query outside
 // the recording rules, with the series names of histograms
 // (_bucket, _sum, _count) expanded.
@@ -76,7 +57,7 @@ func KnownMetrics() map[string]bool {
 	for _, m := range BenchAggregateMetrics {
 		add(m.Name, m.Type)
 	}
-	for _, m := range EngineMetrics {
+	for _, m := range contract.EngineMetrics {
 		add(m.Name, m.Type)
 	}
 	return known

@@ -17,7 +17,7 @@ import (
 const (
 	boundaryGPU     = "Boundary: GPU board energy only, as NVML reports it (or the simulated GPU); on C2C superchips (GH200, GB200) the GPU module with its Grace CPU and memory, as joulemark_gpu_info's energy_scope=\"module\" says; host CPU, DRAM, network, fans and cooling are not included otherwise."
 	boundaryClient  = "Boundary: measured at the benchmark client (joulemark bench), so network and HTTP time are included; no energy figure."
-	boundaryEngine  = "Boundary: what the inference engine reports on its own /metrics (vLLM names); no energy figure."
+	boundaryEngine  = "Boundary: what the inference engine reports on its own /metrics (vLLM or SGLang names); no energy figure."
 	boundarySampler = "Boundary: the exporter's own sampling and NVML health; no energy figure."
 	boundaryCost    = "Boundary: the pods' GPU energy (GPU board, or on C2C superchips the GPU module with its Grace CPU and memory: energy_scope on joulemark_gpu_info) × the facility PUE (joulemark_pue); no host CPU or DRAM outside a module. Priced with joulemark_energy_price_per_kwh (its currency) and joulemark_carbon_intensity_gco2e_per_kwh, gauges the operator exposes (docs/analyze.md, \"Cost and carbon\"): where one is missing the figure is absent, never 0."
 	boundaryHost    = "Boundary: host CPU packages and DRAM as RAPL estimates them; no PSU loss, fans, NICs or disks, and no GPU."
