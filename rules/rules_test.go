@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/testenv"
 )
 
@@ -123,5 +125,32 @@ func TestDocsNameExistingRules(t *testing.T) {
 	}
 	if named < 10 {
 		t.Errorf("the docs name only %d recording rules: the pattern misses them", named)
+	}
+}
+
+// TestEngineNamesInContract: every inference-engine metric name a rule's
+// expression uses (vllm:..., sglang:..., in a selector or a __name__
+// regexp) is one of internal/contract's engine names.
+func TestEngineNamesInContract(t *testing.T) {
+	engineName := regexp.MustCompile(`\b(?:` + strings.Join(contract.Engines, "|") + `):[a-zA-Z0-9_:]+`)
+	var used int
+	for _, n := range FileNames {
+		b, err := File(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range parse(t, n, b).Groups {
+			for _, r := range g.Rules {
+				for _, name := range engineName.FindAllString(r.Expr, -1) {
+					used++
+					if _, ok := contract.LookupEngineMetric(name); !ok {
+						t.Errorf("%s: rule %s%s uses %s, which is not an engine name of internal/contract", n, r.Record, r.Alert, name)
+					}
+				}
+			}
+		}
+	}
+	if used == 0 {
+		t.Error("no rule uses an engine metric: the pattern misses them")
 	}
 }
