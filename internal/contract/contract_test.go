@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -244,4 +245,33 @@ func checkEngineTable(doc string) []string {
 		}
 	}
 	return errs
+}
+
+// TestDocsEngineNames: every engine metric name the docs write
+// (vllm:..., sglang:...) is one of EngineMetrics, and docs/demo.md, which
+// lists what the simulated engine publishes, names all of them.
+func TestDocsEngineNames(t *testing.T) {
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, "../../README.md")
+	engineName := regexp.MustCompile(`\b(?:` + strings.Join(Engines, "|") + `):[a-z0-9_:]*[a-z0-9]`)
+	inDemo := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range engineName.FindAllString(string(b), -1) {
+			if _, ok := LookupEngineMetric(n); !ok {
+				t.Errorf("%s names %s, which is no engine metric of internal/contract", f, n)
+			}
+			if filepath.Base(f) == "demo.md" {
+				inDemo[n] = true
+			}
+		}
+	}
+	for _, m := range EngineMetrics {
+		if !inDemo[m.Name] {
+			t.Errorf("%s is in internal/contract (the simulated engine publishes it) but not in docs/demo.md", m.Name)
+		}
+	}
 }
