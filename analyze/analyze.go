@@ -207,6 +207,7 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 	modeFromArchive(d, arch)
 	if arch != nil {
 		d.ExporterRestarts = exporterRestarts(arch.views)
+		d.Client = arch.clientReport()
 	}
 	r, pd, err := Compute(d, cfg.Params)
 	if err != nil {

@@ -3,6 +3,7 @@ package analyze
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/analyze/quality"
@@ -22,6 +23,17 @@ type benchArchive struct {
 	views   []runarchive.ExporterStatus
 	sanity  outputsanity.Counts
 	quality quality.Summary
+}
+
+// clientReport is the bench's report of its own load, from the manifest;
+// nil without one.
+func (a *benchArchive) clientReport() *ClientReport {
+	if a == nil || a.manifest == nil {
+		return nil
+	}
+	m := a.manifest
+	return &ClientReport{CPURatio: m.Load.ClientCPURatio, LagP99Seconds: m.Load.LagP99Seconds, MaxLagSeconds: m.Load.MaxLagSeconds,
+		CPUSaturated: slices.Contains(m.Flags, contract.FlagClientCPU), Lagging: slices.Contains(m.Flags, contract.FlagClientLag)}
 }
 
 // readBenchArchive reads run's archive of run runID: a manifest of another

@@ -70,6 +70,9 @@ type RunData struct {
 	// ExporterRestarts are the intervals an exporter of the run was down
 	// (the archive's phases.json gaps), [start, end] in unix seconds.
 	ExporterRestarts [][2]float64
+	// Client is what the bench reported of its own load (the archive's
+	// manifest); nil without the archive.
+	Client *ClientReport
 
 	RunID         string
 	Phases        map[string]PhaseBounds // idle, startup, warmup, formal, release
@@ -110,4 +113,15 @@ type RunData struct {
 	// ReadAPI is how the raw series were read: ReadRemote or ReadQuery;
 	// ReadFallback why remote read was given up (Config.ReadAPI auto).
 	ReadAPI, ReadFallback string
+}
+
+// ClientReport is the bench's report on whether it offered its load: its
+// CPU use and, for an open loop, its dispatch lag, with the flags it set
+// (contract.FlagClientCPU, contract.FlagClientLag).
+type ClientReport struct {
+	CPURatio      float64
+	LagP99Seconds float64
+	MaxLagSeconds float64 // 0: unknown or no limit
+	CPUSaturated  bool
+	Lagging       bool
 }

@@ -123,6 +123,7 @@ type situation struct {
 	kvMax                        *float64
 	preempt                      *float64
 	util                         *float64
+	client                       *ClientReport
 	clientInFlight               float64 // mean requests in flight at the client (Little's law)
 	concurrency                  float64 // configured closed-loop concurrency; 0 when unknown or open loop
 	requests                     float64 // formal requests
@@ -151,9 +152,12 @@ func (c *computation) diagnose() {
 	// Most specific first: a finding explains the symptoms of the rules
 	// after it (requests held outside the engine leave it idle with high
 	// TTFT; evictions make requests wait), so those do not fire beside it.
-	if s.util == nil {
+	switch f := s.clientSaturated(); {
+	case f != nil:
+		add(f)
+	case s.util == nil:
 		dg.Skipped[RuleClientBound] = "no GPU utilization"
-	} else {
+	default:
 		add(s.clientBound())
 	}
 	if s.kvMax == nil || s.preempt == nil {
@@ -179,7 +183,7 @@ func (c *computation) situation(fb PhaseBounds) situation {
 	s := situation{waitMean: *sv.Waiting.Mean, waitMax: *sv.Waiting.Max, waitFirst: sv.Waiting.FirstThirdMean,
 		waitLast: sv.Waiting.LastThirdMean, runMean: *sv.Running.Mean, runMax: *sv.Running.Max,
 		kvMax: sv.KVCache.Max, preempt: sv.Preemptions, util: sv.GPUUtilization.Mean,
-		ttftP50: c.r.Latency.TTFTSeconds.P50, slo: c.r.Goodput.TTFTSLOSeconds}
+		ttftP50: c.r.Latency.TTFTSeconds.P50, slo: c.r.Goodput.TTFTSLOSeconds, client: c.d.Client}
 	if n := sv.MetricsFound[string(contract.RoleWaiting)]; n != "" && c.d.Engine != nil {
 		s.waitShare = shareAtLeast(c.d.Engine.Series[n], fb.Start, fb.End, 1)
 	}
@@ -251,6 +255,39 @@ func (s situation) clientBound() *Finding {
 		}
 	}
 	return &Finding{Rule: RuleClientBound, Verdict: verdict, Evidence: ev, Thresholds: th}
+}
+
+// clientSaturated: the bench reports it could not offer its load (the
+// run's archive): its CPUs saturated, or an open loop's dispatch lagging
+// past max_lag. The figures decide, not the flags alone.
+func (s situation) clientSaturated() *Finding {
+	c := s.client
+	if c == nil {
+		return nil
+	}
+	cpu := c.CPUSaturated && c.CPURatio > contract.ClientCPUSaturated
+	lag := c.Lagging && c.MaxLagSeconds > 0 && c.LagP99Seconds > c.MaxLagSeconds
+	if !cpu && !lag {
+		return nil
+	}
+	ev := map[string]float64{"client_cpu_ratio": c.CPURatio}
+	th := map[string]float64{}
+	var why []string
+	if cpu {
+		th["client_cpu_ratio_above"] = contract.ClientCPUSaturated
+		why = append(why, fmt.Sprintf("its CPUs %.0f%% busy", 100*c.CPURatio))
+	}
+	if lag {
+		ev["dispatch_lag_p99_seconds"], ev["max_lag_seconds"] = c.LagP99Seconds, c.MaxLagSeconds
+		th["dispatch_lag_p99_seconds_above"] = c.MaxLagSeconds
+		why = append(why, fmt.Sprintf("its arrivals dispatched %.0f ms late at p99, over max_lag %.0f ms", 1000*c.LagP99Seconds, 1000*c.MaxLagSeconds))
+	}
+	if s.util != nil {
+		ev["gpu_utilization_mean"] = *s.util
+	}
+	return &Finding{Rule: RuleClientBound, Evidence: ev, Thresholds: th,
+		Verdict: fmt.Sprintf("the client reports it could not offer its load (%s): latency and throughput measure the client, not the engine; give the benchmark more CPUs or fewer requests in flight",
+			strings.Join(why, "; "))}
 }
 
 // kvEvictions: the engine preempted requests with its KV cache full.

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"reflect"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // setEngine replaces one engine series of the fixture by f(t), t in seconds
@@ -126,6 +128,22 @@ func TestDiagnosisRules(t *testing.T) {
 			setEngine(d, "vllm:num_requests_running", constant(1))
 			d.RunInfo.Concurrency = 16
 		}, []string{RuleClientBound}, "client_concurrency"},
+		// The bench's own report (the archive's manifest): it could not
+		// offer its load, whatever the GPUs did; the queue it left is
+		// not reported beside it.
+		{"client bound: the client's CPUs saturated", func(d *RunData) {
+			d.Client = &ClientReport{CPURatio: 0.97, CPUSaturated: true}
+			setEngine(d, "vllm:num_requests_waiting", ramp(20, 7.5))
+		}, []string{RuleClientBound}, "client_cpu_ratio"},
+		{"client bound: an open loop dispatched late", func(d *RunData) {
+			d.Client = &ClientReport{CPURatio: 0.4, LagP99Seconds: 0.2, MaxLagSeconds: 0.05, Lagging: true}
+		}, []string{RuleClientBound}, "dispatch_lag_p99_seconds"},
+		{"a busy client that kept up", func(d *RunData) {
+			d.Client = &ClientReport{CPURatio: 0.85, LagP99Seconds: 0.01, MaxLagSeconds: 0.05}
+		}, nil, ""},
+		{"a client flag its figures do not bear out", func(d *RunData) {
+			d.Client = &ClientReport{CPURatio: 0.5, CPUSaturated: true, LagP99Seconds: 0.01, MaxLagSeconds: 0.05, Lagging: true}
+		}, nil, ""},
 		{"idle GPUs, the engine holds the requests", func(d *RunData) {
 			idleGPUs(d)
 			setEngine(d, "vllm:num_requests_running", constant(1))
@@ -271,4 +289,42 @@ func TestGoldenDiagnosisSection(t *testing.T) {
 	s := md.String()
 	i, j := strings.Index(s, "## Server view"), strings.Index(s, "## Goodput")
 	golden.Compare(t, "diagnosis.section.md", []byte(s[i:j]))
+}
+
+// TestClientReportFromArchive: the bench's report of its own load comes
+// from the archive's manifest (flags and figures) and makes the diagnosis
+// client-bound; without the archive there is none.
+func TestClientReportFromArchive(t *testing.T) {
+	if (*benchArchive)(nil).clientReport() != nil {
+		t.Error("a client report without an archive")
+	}
+	run, err := runarchive.Create(t.TempDir(), "fixture-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	man := runarchive.Manifest{RunID: "fixture-1", Flags: []string{contract.FlagClientLag},
+		Load: runarchive.LoadInfo{Mode: "poisson", ClientCPURatio: 0.3, LagP99Seconds: 0.2, MaxLagSeconds: 0.05}}
+	b, _ := json.Marshal(man)
+	for name, data := range map[string][]byte{runarchive.ManifestFile: b, runarchive.RequestsFile: nil} {
+		if err := run.WriteFile(name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	arch, err := readBenchArchive(run, "fixture-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := fixture()
+	d.Client = arch.clientReport()
+	want := ClientReport{CPURatio: 0.3, LagP99Seconds: 0.2, MaxLagSeconds: 0.05, Lagging: true}
+	if d.Client == nil || *d.Client != want {
+		t.Fatalf("client report %+v, want %+v", d.Client, want)
+	}
+	r, _, err := Compute(d, fixtureParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := r.Diagnosis.Findings; len(f) != 1 || f[0].Rule != RuleClientBound || f[0].Thresholds["dispatch_lag_p99_seconds_above"] != 0.05 {
+		t.Errorf("findings %+v, want client_bound on the dispatch lag", f)
+	}
 }

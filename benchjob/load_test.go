@@ -211,6 +211,13 @@ func TestRunLagFlag(t *testing.T) {
 	if !slices.Contains(res.Flags, contract.FlagClientLag) {
 		t.Errorf("flags %v: a lag above max_lag must be flagged", res.Flags)
 	}
+	// The manifest carries the limit beside the lag: analyze's diagnosis
+	// judges the flag on them.
+	var man runarchive.Manifest
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
+	if man.Load.MaxLagSeconds != 1e-9 || man.Load.LagP99Seconds <= man.Load.MaxLagSeconds {
+		t.Errorf("manifest load %+v: want max_lag_seconds 1e-9 below lag_p99_seconds", man.Load)
+	}
 }
 
 func TestRunTraceReplay(t *testing.T) {

@@ -617,7 +617,7 @@ func (r *runner) noteFormalLoad(st *loadStats, cpu time.Duration) {
 	wall := st.end.Sub(st.start).Seconds()
 	if wall > 0 {
 		r.rec.man.Load.ClientCPURatio = cpu.Seconds() / wall / float64(runtime.GOMAXPROCS(0))
-		if r.rec.man.Load.ClientCPURatio > 0.9 {
+		if r.rec.man.Load.ClientCPURatio > contract.ClientCPUSaturated {
 			r.flag(contract.FlagClientCPU)
 		}
 	}
@@ -628,6 +628,7 @@ func (r *runner) noteFormalLoad(st *loadStats, cpu time.Duration) {
 		p50, p99 := st.lagQuantile(.5), st.lagQuantile(.99)
 		r.rec.man.Load.LagP50Seconds, r.rec.man.Load.LagP99Seconds = p50.Seconds(), p99.Seconds()
 		r.rec.man.Load.CapWaitSeconds = st.capWait.Seconds()
+		r.rec.man.Load.MaxLagSeconds = r.cfg.MaxLag.Seconds()
 		if p99 > r.cfg.MaxLag && r.cfg.MaxLag > 0 {
 			r.flag(contract.FlagClientLag)
 			r.log.Warn("the client could not keep up with the target arrivals", "lag_p99", p99, "max_lag", r.cfg.MaxLag)

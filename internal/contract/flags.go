@@ -74,6 +74,11 @@ const (
 	FlagTraceExhausted  = "trace_exhausted"      // the trace ended before requests/duration
 )
 
+// ClientCPUSaturated is the client's CPU use over the formal phase (its
+// CPU time over wall time and usable CPUs) above which the bench flags
+// FlagClientCPU and the diagnosis calls the run client-bound.
+const ClientCPUSaturated = 0.9
+
 // ReportFlags are every report flag code.
 var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch}
 

@@ -158,6 +158,9 @@ type LoadInfo struct {
 	MaxConcurrency int     `json:"max_concurrency,omitempty"`
 	LagP50Seconds  float64 `json:"lag_p50_seconds,omitempty"`
 	LagP99Seconds  float64 `json:"lag_p99_seconds,omitempty"`
+	// MaxLagSeconds is the run's max_lag, past which its lag p99 is
+	// flagged client_could_not_keep_up (0: no limit).
+	MaxLagSeconds  float64 `json:"max_lag_seconds,omitempty"`
 	CapWaitSeconds float64 `json:"cap_wait_seconds,omitempty"`
 	// RetryAfterWaitSeconds is how long the formal load paused because
 	// the engine asked for it (Retry-After on a 429 or 503).
