@@ -33,6 +33,7 @@ func FuzzBenchArchive(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(manifest, phases)
+	f.Add([]byte(`{"run_id":"fixture-1","flags":["client_cpu_saturated","client_could_not_keep_up"],"load":{"mode":"poisson","client_cpu_ratio":0.95,"lag_p99_seconds":0.2,"max_lag_seconds":0.05}}`), phases)
 	f.Add([]byte(`{"run_id":"fixture-1","run_info":{"run_id":"fixture-1","mode":"attached"}}`), []byte(`{"run_id":"fixture-1","exporters":[{"url":"x","status":null}]}`))
 	f.Fuzz(func(t *testing.T, manifest, phases []byte) {
 		run, err := runarchive.Create(t.TempDir(), "fixture-1")
@@ -58,6 +59,7 @@ func FuzzBenchArchive(f *testing.F) {
 		}
 		modeFromArchive(d, arch)
 		d.ExporterRestarts = exporterRestarts(arch.views)
+		d.Client = arch.clientReport()
 		r, _, err := Compute(d, fixtureParams())
 		if err != nil {
 			return
