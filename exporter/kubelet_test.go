@@ -121,28 +121,11 @@ func (r *podRig) value(name string, labels ...string) (float64, bool) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k := 0; k+1 < len(labels); k += 2 {
-				if have[labels[k]] != labels[k+1] {
-					continue next
-				}
-			}
-			if m.Counter != nil {
-				return m.GetCounter().GetValue(), true
-			}
-			return m.GetGauge().GetValue(), true
-		}
+	want := map[string]string{}
+	for k := 0; k+1 < len(labels); k += 2 {
+		want[labels[k]] = labels[k+1]
 	}
-	return 0, false
+	return seriesValue(mfs, name, want)
 }
 
 func alloc(ns, pod, dev string) podresources.Allocation {

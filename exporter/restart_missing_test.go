@@ -12,6 +12,7 @@ import (
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // missingRig is a restartRig whose GPU 1 can fail to open (hide) and be
@@ -364,6 +365,12 @@ func gatheredValue(t *testing.T, e *Exporter, name string, want map[string]strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	return seriesValue(mfs, name, want)
+}
+
+// seriesValue is the value of the series of family name in mfs that has
+// the labels want (and maybe more).
+func seriesValue(mfs []*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
