@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
 )
 
@@ -305,10 +306,27 @@ func PoolRuns(runs []*Run) []*Run {
 			if len(p.Valid) > 0 {
 				base = p.Valid[0]
 			}
-			out = append(out, &Run{Name: p.Name, Report: base.Report, Raw: base.Raw, Load: base.Load, Pool: p})
+			out = append(out, &Run{Name: p.Name, Report: base.Report, Raw: base.Raw, Load: base.Load, Pool: p, Sanity: poolSanity(p)})
 		}
 	}
 	return out
+}
+
+// poolSanity is the output sanity counts of a pool's valid repetitions
+// added up; nil when one of them has none (no archive found).
+func poolSanity(p *RepetitionPool) *Sanity {
+	var cs []Sanity
+	for _, r := range p.Valid {
+		if r.Sanity == nil {
+			return nil
+		}
+		cs = append(cs, *r.Sanity)
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	s := outputsanity.Sum(cs)
+	return &s
 }
 
 // poolNote is a pooled run's note: how many repetitions were pooled and

@@ -394,3 +394,25 @@ func TestPoolRunsNameClash(t *testing.T) {
 		t.Errorf("best %v, excluded %v", rec.Best, rec.Excluded)
 	}
 }
+
+// TestPoolSanity: a pooled run's output sanity is its valid repetitions'
+// counts added up (the pareto and recommend tables show it), unknown
+// when one of them has none; an invalid repetition's outputs do not count.
+func TestPoolSanity(t *testing.T) {
+	counts := func(req, empty, short int) *Sanity {
+		return &Sanity{Requests: req, Empty: empty, Repeated: new(0), Short: new(short)}
+	}
+	runs := reps("a", 0.4, 0.5, -0.6)
+	runs[0].Sanity, runs[1].Sanity, runs[2].Sanity = counts(100, 1, 2), counts(120, 0, 3), counts(90, 50, 50)
+	pooled := PoolRuns(runs)
+	if len(pooled) != 1 || pooled[0].Sanity == nil {
+		t.Fatalf("pooled %+v", pooled)
+	}
+	if got := FormatSanity(pooled[0].Sanity); got != FormatSanity(counts(220, 1, 5)) {
+		t.Errorf("pooled sanity %s, want the two valid repetitions' %s", got, FormatSanity(counts(220, 1, 5)))
+	}
+	runs[1].Sanity = nil
+	if s := PoolRuns(runs)[0].Sanity; s != nil {
+		t.Errorf("a repetition without counts: pooled sanity %+v, want unknown", s)
+	}
+}

@@ -147,3 +147,41 @@ func Format(c *Counts) string {
 	}
 	return fmt.Sprintf("%d/%s/%s of %d", c.Empty, opt(c.Repeated), opt(c.Short), c.Requests)
 }
+
+// Sum adds up the counts of several runs (a repetition group's): requests
+// and empty outputs add; repeated and short add where every run has them
+// (repeated stays within each run), else they are unknown; ignore_eos is
+// kept where every run agrees.
+func Sum(cs []Counts) Counts {
+	var out Counts
+	if len(cs) == 0 {
+		return out
+	}
+	repeated, short := 0, 0
+	repeatedKnown, shortKnown := true, true
+	out.IgnoreEOS = cs[0].IgnoreEOS
+	for _, c := range cs {
+		out.Requests += c.Requests
+		out.Empty += c.Empty
+		if c.Repeated == nil {
+			repeatedKnown = false
+		} else {
+			repeated += *c.Repeated
+		}
+		if c.Short == nil {
+			shortKnown = false
+		} else {
+			short += *c.Short
+		}
+		if c.IgnoreEOS == nil || out.IgnoreEOS == nil || *c.IgnoreEOS != *out.IgnoreEOS {
+			out.IgnoreEOS = nil
+		}
+	}
+	if repeatedKnown {
+		out.Repeated = &repeated
+	}
+	if shortKnown {
+		out.Short = &short
+	}
+	return out
+}
