@@ -88,24 +88,17 @@ func (r *runner) scrapeEngineMetrics(stop <-chan struct{}) {
 	enc := json.NewEncoder(w)
 	iv := r.cfg.Engine.MetricsInterval
 	timeout := min(iv, 10*time.Second)
-	t := time.NewTicker(iv)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			line := EngineMetricsLine{Time: unixSeconds(now), Phase: r.rec.currentPhase()}
-			m, err := scrapeOnce(do, u, timeout)
-			if err != nil {
-				line.Error = err.Error()
-			} else {
-				line.Metrics = m
-			}
-			_ = enc.Encode(&line)
-			_ = w.Flush()
+	tickUntil(stop, iv, func(now time.Time) {
+		line := EngineMetricsLine{Time: unixSeconds(now), Phase: r.rec.currentPhase()}
+		m, err := scrapeOnce(do, u, timeout)
+		if err != nil {
+			line.Error = err.Error()
+		} else {
+			line.Metrics = m
 		}
-	}
+		_ = enc.Encode(&line)
+		_ = w.Flush()
+	})
 }
 
 func scrapeOnce(do func(*http.Request) (*http.Response, error), u string, timeout time.Duration) (map[string]float64, error) {

@@ -98,14 +98,19 @@ func (c *recorder) byPhase() (warm, formal []*runarchive.Request) {
 // flushEvery flushes the requests file every interval until done closes:
 // a crash loses little.
 func (c *recorder) flushEvery(done <-chan struct{}, every time.Duration) {
+	tickUntil(done, every, func(time.Time) { c.reqs.Flush() })
+}
+
+// tickUntil calls f with the tick's time every interval until done closes.
+func tickUntil(done <-chan struct{}, every time.Duration, f func(now time.Time)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-done:
 			return
-		case <-t.C:
-			c.reqs.Flush()
+		case now := <-t.C:
+			f(now)
 		}
 	}
 }
@@ -119,24 +124,17 @@ func (c *recorder) pushAggregates(done <-chan struct{}, every time.Duration, gau
 	if every <= 0 {
 		every = 5 * time.Second
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
+	tickUntil(done, every, func(now time.Time) {
+		gauges(now)
+		s, err := c.agg.samples(sampleMs(unixSeconds(now)))
+		if err != nil {
+			c.log.Warn("aggregates", "err", err)
 			return
-		case now := <-t.C:
-			gauges(now)
-			s, err := c.agg.samples(sampleMs(unixSeconds(now)))
-			if err != nil {
-				c.log.Warn("aggregates", "err", err)
-				continue
-			}
-			for _, x := range s {
-				c.rw.Append(x)
-			}
 		}
-	}
+		for _, x := range s {
+			c.rw.Append(x)
+		}
+	})
 }
 
 // closeRemoteWrite sends the final samples, all stamped at (unix

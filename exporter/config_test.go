@@ -13,40 +13,26 @@ import (
 // tests that set only what they test.
 func newExp(cfg Config) (*Exporter, error) {
 	d := Defaults()
-	if cfg.Interval == 0 {
-		cfg.Interval = d.Interval
-	}
-	if cfg.Retention == 0 {
-		cfg.Retention = d.Retention
-	}
-	if cfg.ReleaseTolerance == 0 {
-		cfg.ReleaseTolerance = d.ReleaseTolerance
-	}
-	if cfg.ReleaseHold == 0 {
-		cfg.ReleaseHold = d.ReleaseHold
-	}
-	if cfg.ReleaseMaxWait == 0 {
-		cfg.ReleaseMaxWait = d.ReleaseMaxWait
-	}
-	if cfg.IdleCVThreshold == 0 {
-		cfg.IdleCVThreshold = d.IdleCVThreshold
-	}
-	if cfg.MaxRuns == 0 {
-		cfg.MaxRuns = d.MaxRuns
-	}
-	if cfg.RunMetricsTTL == 0 {
-		cfg.RunMetricsTTL = d.RunMetricsTTL
-	}
-	if cfg.RunMaxAge == 0 {
-		cfg.RunMaxAge = d.RunMaxAge
-	}
-	if cfg.MaxRequests == 0 {
-		cfg.MaxRequests = d.MaxRequests
-	}
-	if cfg.SaveInterval == 0 {
-		cfg.SaveInterval = d.SaveInterval
-	}
+	orDefault(&cfg.Interval, d.Interval)
+	orDefault(&cfg.Retention, d.Retention)
+	orDefault(&cfg.ReleaseTolerance, d.ReleaseTolerance)
+	orDefault(&cfg.ReleaseHold, d.ReleaseHold)
+	orDefault(&cfg.ReleaseMaxWait, d.ReleaseMaxWait)
+	orDefault(&cfg.IdleCVThreshold, d.IdleCVThreshold)
+	orDefault(&cfg.MaxRuns, d.MaxRuns)
+	orDefault(&cfg.RunMetricsTTL, d.RunMetricsTTL)
+	orDefault(&cfg.RunMaxAge, d.RunMaxAge)
+	orDefault(&cfg.MaxRequests, d.MaxRequests)
+	orDefault(&cfg.SaveInterval, d.SaveInterval)
 	return New(cfg)
+}
+
+// orDefault sets *v to d when it is the zero value.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 // TestBadConfig: New replaces no zero setting by a default: a zero (or
