@@ -15,7 +15,7 @@ type benchRun struct {
 	begin         float64 // startup phase start
 	startupEnd    float64 // 0: not ended
 	warmupStarted bool
-	warmupEnd     float64 // 0: not ended
+	warmupEnd     float64  // 0: not ended
 	energy        float64  // startup + warmup phase energy, every GPU
 	gpus          []string // gpuOf each GPU with phase energy
 	model         string
