@@ -45,6 +45,11 @@ type RunStatus struct {
 	// holding one of the GPUs of a run selected by pod, while it ran:
 	// their GPU energy is in the run's.
 	CoTenants []string `json:"co_tenants,omitempty"`
+	// SelectorPending: the first phase's pod selector matched no pod
+	// holding GPUs here yet; the run measures every GPU until a later
+	// phase carrying the selector resolves it (by the warm-up at the
+	// latest, else that phase is refused).
+	SelectorPending bool `json:"selector_pending,omitempty"`
 }
 
 // Gap is an interval of a run without measurements, unix seconds.
