@@ -135,7 +135,7 @@ type apiError struct {
 	// lifecycle's engine pod may appear later: lifecycle.selectGPUs).
 	podAbsent bool
 	code      int
-	msg  string
+	msg       string
 }
 
 func (e *apiError) Error() string { return e.msg }
