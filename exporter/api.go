@@ -208,13 +208,18 @@ func (e *Exporter) handlePreflight(w http.ResponseWriter, r *http.Request) {
 		// As the first phase's selector would (bench --engine.pod).
 		sel := &phaseapi.Selector{Pod: pod}
 		pick, err := e.resolveSelector(sel)
-		if err != nil {
+		var ae *apiError
+		switch {
+		case err != nil && r.URL.Query().Get("wait") == "1" && errors.As(err, &ae) && ae.podAbsent:
+			pf.Pod, pf.PodPending = pod, true
+		case err != nil:
 			writeError(w, http.StatusUnprocessableEntity, err.Error())
 			return
+		default:
+			pf.Pod = sel.Pod
 		}
-		pf.Pod = sel.Pod
 		for i, g := range e.gpus {
-			if pick[i] {
+			if pick != nil && pick[i] {
 				pf.PodGPUs = append(pf.PodGPUs, g.dev.UUID)
 			}
 		}

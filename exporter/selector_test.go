@@ -203,11 +203,11 @@ func TestPodPatternAndPreflightPods(t *testing.T) {
 		if !phaseapi.IsStatus(err, 409) || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: %v, want 409 with %q", pattern, err, msg)
 		}
-		if _, err := h.client.PreflightPod(ctx, "", pattern); !phaseapi.IsStatus(err, 422) || !strings.Contains(err.Error(), msg) {
+		if _, err := h.client.PreflightPod(ctx, "", pattern, false); !phaseapi.IsStatus(err, 422) || !strings.Contains(err.Error(), msg) {
 			t.Errorf("preflight %s: %v, want 422 with %q", pattern, err, msg)
 		}
 	}
-	if pf, err := h.client.PreflightPod(ctx, "", "prod/vllm-*"); err != nil || pf.Pod != "prod/vllm-7d9f-x2k" || len(pf.PodGPUs) != 2 {
+	if pf, err := h.client.PreflightPod(ctx, "", "prod/vllm-*", false); err != nil || pf.Pod != "prod/vllm-7d9f-x2k" || len(pf.PodGPUs) != 2 {
 		t.Errorf("preflight prod/vllm-*: %+v %v", pf, err)
 	}
 	// a run measuring every GPU, two pods holding them: both are named

@@ -83,6 +83,10 @@ type Preflight struct {
 	// cannot resolve is a 422).
 	Pod     string   `json:"pod,omitempty"`
 	PodGPUs []string `json:"pod_gpus,omitempty"`
+	// PodPending answers ?pod=…&wait=1 when the pod holds no GPU here yet
+	// (a lifecycle's engine starts after the idle baseline): the run will
+	// wait for it (RunStatus.SelectorPending).
+	PodPending bool `json:"pod_pending,omitempty"`
 	// AllocationsKnown says the exporter knows which pods hold its GPUs
 	// (the kubelet's PodResources, --sim.allocations); Pods lists them
 	// then: a run should measure only its engine's pod's GPUs.
