@@ -18,8 +18,9 @@ import (
 // BenchmarkDefaultsSteadyState measures whether bench's defaults reach the
 // steady state on sim-engine's defaults (end-of-sequence stops, variable
 // lengths): bench's default workload, warm-up and formal requests, no
-// ignore_eos, at concurrency 8 and 16, seeds 1..10 (engine, workload and
-// GPU noise), analyze's default steady-state test. It reports how many
+// ignore_eos, at concurrency 8 and 16, seeds 1..JOULEMARK_STEADY_SEEDS
+// (default 10; engine, workload and GPU noise), analyze's default
+// steady-state test. It reports how many
 // seeds reached it and the worst window CV of the best start (the figure
 // the test compares with its threshold). The runs take real time (about
 // 2 minutes each, JOULEMARK_STEADY_PARALLEL at once, default 5); their
@@ -29,10 +30,12 @@ import (
 func BenchmarkDefaultsSteadyState(b *testing.B) {
 	for _, conc := range []int{8, 16} {
 		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) {
+			n := envInt(b, "JOULEMARK_STEADY_SEEDS", 10)
 			for range b.N {
-				reached, cvs := steadySeeds(b, conc, 10)
+				reached, cvs := steadySeeds(b, conc, n)
 				sort.Float64s(cvs)
-				b.ReportMetric(float64(reached), "reached/10")
+				b.ReportMetric(float64(reached), "reached")
+				b.ReportMetric(float64(n), "seeds")
 				b.ReportMetric(cvs[len(cvs)/2], "median_worst_cv")
 				b.ReportMetric(cvs[len(cvs)-1], "max_worst_cv")
 			}
@@ -47,12 +50,7 @@ func steadySeeds(b *testing.B, conc, n int) (int, []float64) {
 	if dir == "" {
 		dir = b.TempDir()
 	}
-	par := 5
-	if v := os.Getenv("JOULEMARK_STEADY_PARALLEL"); v != "" {
-		if _, err := fmt.Sscan(v, &par); err != nil || par < 1 {
-			b.Fatalf("JOULEMARK_STEADY_PARALLEL=%q: want a positive integer", v)
-		}
-	}
+	par := envInt(b, "JOULEMARK_STEADY_PARALLEL", 5)
 	sem := make(chan struct{}, par)
 	var mu sync.Mutex
 	reached, cvs := 0, make([]float64, 0, n)
@@ -86,6 +84,20 @@ func steadySeeds(b *testing.B, conc, n int) (int, []float64) {
 		b.FailNow()
 	}
 	return reached, cvs
+}
+
+// envInt is the positive integer in the environment variable name, def
+// when unset.
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n := 0
+	if _, err := fmt.Sscan(v, &n); err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }
 
 // steadyRun is one demo run with bench's and sim-engine's defaults (only
