@@ -145,13 +145,21 @@ type storage struct {
 	// writeFile replaces a file atomically and durably (tests inject
 	// failures here).
 	writeFile func(path string, data []byte) error
+	// lock is the directory's lock file, held until Close (store_lock.go).
+	lock *os.File
 }
 
+// openStorage creates dir if needed and locks it (lockDir) before any
+// state file is read or written.
 func openStorage(dir string) (*storage, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("exporter: storage path %s: %w", dir, err)
 	}
-	return &storage{dir: dir, writeFile: writeDurable}, nil
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &storage{dir: dir, writeFile: writeDurable, lock: lock}, nil
 }
 
 // writeDurable writes path atomically, then syncs its directory so the
@@ -410,4 +418,29 @@ func (e *Exporter) storedBoundary(b *boundary) storedBoundary {
 		}
 	}
 	return sb
+}
+
+// Begin withdraws the graceful shutdown's mark from the restored state
+// before this exporter serves a counter: it rewrites active_runs.json
+// unchanged but for clean_shutdown. Else a crash before the next save
+// (or while saves fail, a full disk) would restore that save's counters
+// as final, below the values this exporter served since. An error (the
+// rewrite failed) means the exporter must not start. Called once, after
+// New and the bind and before Start (Start calls it when not).
+func (e *Exporter) Begin() error {
+	e.beginOnce.Do(func() {
+		if e.cleanSave == nil {
+			return
+		}
+		doc := *e.cleanSave
+		doc.Clean = false
+		if err := e.store.write(activeRunsFile, doc); err != nil {
+			e.storeErrors.Inc()
+			e.beginErr = fmt.Errorf("exporter: withdrawing the graceful shutdown's mark from %s (a crash would restore its counters, older than the ones served from now on): %w",
+				filepath.Join(e.store.dir, activeRunsFile), err)
+			return
+		}
+		e.cleanSave = nil
+	})
+	return e.beginErr
 }

@@ -55,6 +55,9 @@ func (e *Exporter) restore() error {
 	if err := e.checkActive(doc, haveIDs); err != nil {
 		return err
 	}
+	if doc.Clean {
+		e.cleanSave = &doc
+	}
 	missing, same := e.sameGPUs(doc.GPUs)
 	if !same {
 		return nil
