@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 )
 
@@ -190,5 +193,46 @@ func TestCrashAfterGracefulRestart(t *testing.T) {
 				t.Errorf("counter %v", got)
 			}
 		})
+	}
+}
+
+// TestEngineExitedDurable: the bench's engine-exit report is saved before
+// it is acknowledged; when the save fails it is answered 503 and not
+// applied (as a phase change), and the retry is saved.
+func TestEngineExitedDurable(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	h := newHarness(t, gpu.SimConfig{GPUs: 1, Seed: 1}, Config{StoragePath: dir})
+	h.post("r", contract.Idle)
+	h.step(time.Second)
+	h.post("r", contract.Formal)
+	h.step(time.Second)
+	h.post("r", contract.Release)
+	fail := true
+	failWrites(h.exp, activeRunsFile, &fail)
+	exited := func() bool {
+		h.exp.mu.RLock()
+		defer h.exp.mu.RUnlock()
+		return h.exp.lc.runs["r"].crit.engineExited
+	}
+	saved := func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, activeRunsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(string(b), "engine_exited_unix_ns")
+	}
+	if _, err := h.client.EngineExited(ctx, "r"); !phaseapi.IsStatus(err, http.StatusServiceUnavailable) {
+		t.Fatalf("engine exit with the disk failing: %v, want 503", err)
+	}
+	if exited() || saved() {
+		t.Errorf("the refused engine exit: applied %v, saved %v; want neither", exited(), saved())
+	}
+	fail = false
+	if _, err := h.client.EngineExited(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if !exited() || !saved() {
+		t.Errorf("the retried engine exit: applied %v, saved %v; want both", exited(), saved())
 	}
 }
