@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
@@ -49,8 +51,11 @@ func (e *Exporter) restore() error {
 	}
 	var doc activeRunsDoc
 	ok, err := e.store.read(activeRunsFile, &doc)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		return e.activeLost(len(ids.RunIDs))
 	}
 	if err := e.checkActive(doc, haveIDs); err != nil {
 		return err
@@ -98,12 +103,31 @@ func (e *Exporter) checkRunIDs(ids runIDsDoc) error {
 		if err := contract.ValidateRunID(id); err != nil {
 			return e.store.corrupt(runIDsFile, "%v", err)
 		}
-		if _, dup := e.lc.seen[id]; !dup {
-			e.lc.seen[id] = struct{}{}
-			e.lc.seenOrder = append(e.lc.seenOrder, id)
+		if _, dup := e.lc.seen[id]; dup {
+			return e.store.corrupt(runIDsFile, "run ID %s listed twice (this exporter never writes it twice)", id)
 		}
+		e.lc.seen[id] = struct{}{}
+		e.lc.seenOrder = append(e.lc.seenOrder, id)
 	}
 	return nil
+}
+
+// activeLost refuses a state directory whose run_ids.json lists ids
+// (runs were started) but whose active_runs.json is gone, unless the
+// operator moved it aside (active_runs.json.broken, the documented
+// recovery): starting would silently drop the runs active at the last save
+// and restart every counter from 0.
+func (e *Exporter) activeLost(ids int) error {
+	p := filepath.Join(e.store.dir, activeRunsFile)
+	if ids == 0 {
+		return nil
+	}
+	if _, err := os.Stat(p + ".broken"); err == nil {
+		e.log.Warn("starting without the active runs and with energy counters from 0: "+activeRunsFile+" was moved aside", "moved", p+".broken")
+		return nil
+	}
+	return &stateError{path: p, problem: fmt.Sprintf("missing while %s lists %d run IDs (deleted?): the runs active at the last save would be dropped silently", runIDsFile, ids),
+		recovery: fmt.Sprintf("restore it; or, to start without those runs (their IDs stay used) and with energy counters from 0: touch %s.broken", p)}
 }
 
 // checkActive validates active_runs.json against itself and run_ids.json.
@@ -155,6 +179,9 @@ func checkStoredRun(sr storedRun) error {
 	if sr.Phases == nil || sr.IdlePower == nil || sr.IdleProcs == nil {
 		return errors.New("phases, idle_power or idle_compute_processes missing or null (want lists)")
 	}
+	if len(sr.Gaps) > maxRunGaps {
+		return fmt.Errorf("%d gaps: want at most %d", len(sr.Gaps), maxRunGaps)
+	}
 	for _, w := range sr.IdlePower {
 		if w.N < 0 || !counterValue(w.Mean) || !counterValue(w.M2) {
 			return fmt.Errorf("idle power statistics %+v: want n ≥ 0, mean and m2 from 0 to 1e15", w)
@@ -188,6 +215,11 @@ func checkStoredRun(sr storedRun) error {
 	}
 	return nil
 }
+
+// maxRunGaps bounds a restored run's gaps: a gap per restart (and per GPU
+// missing at one) of a run that lasts at most --run.max-age; more is a
+// corrupt or hostile file, which would be rewritten every second.
+const maxRunGaps = 1000
 
 // maxStoredJoules bounds a restored energy value: 1e15 J is a 1 kW device
 // running for 30,000 years; anything above is a corrupt file.
