@@ -105,6 +105,10 @@ type Config struct {
 	// MaxRequests is the most /metrics requests served at once; more are
 	// answered 503 (node_exporter's --web.max-requests; 0: no limit).
 	MaxRequests int
+	// BootID identifies the node's boot, saved with the state: a restart
+	// bridges the downtime with the GPUs' own counters only within one
+	// boot. Empty: /proc/sys/kernel/random/boot_id (tests inject it).
+	BootID string
 	// SaveInterval is how often the energy counters are saved while no run
 	// is active (every second while one is), besides every change and the
 	// shutdown (> 0).
@@ -144,6 +148,9 @@ type Exporter struct {
 	saveReq chan struct{} // asks the save loop for a save (nil before Start)
 	// saveDone is closed when the save loop has ended (nil before Start).
 	saveDone chan struct{}
+	// bootID is the node's boot (Config.BootID, else read from /proc):
+	// saved, and a restart bridge needs the same (store_restore.go).
+	bootID string
 	// cleanSave is the restored graceful shutdown's save, until Begin
 	// marks it unclean (store.go).
 	cleanSave *activeRunsDoc
@@ -250,6 +257,7 @@ func New(cfg Config) (*Exporter, error) {
 	e.lc.hostNow = e.hostNow
 	e.lc.stalled = func(g *gpuState, now int64) bool { return e.sampling && e.stalled(g, now) }
 	if cfg.StoragePath != "" {
+		e.bootID = cfg.bootID()
 		st, err := openStorage(cfg.StoragePath)
 		if err != nil {
 			return nil, err

@@ -96,3 +96,20 @@ func (e *Exporter) releaseStorage(began time.Time) {
 	}
 	e.store.unlock()
 }
+
+// bootIDPath is the Linux kernel's random ID of the current boot.
+const bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// bootID is cfg.BootID, else the kernel's ("" when unreadable: no
+// restart bridge then).
+func (cfg *Config) bootID() string {
+	if cfg.BootID != "" {
+		return cfg.BootID
+	}
+	b, err := os.ReadFile(bootIDPath)
+	if err != nil {
+		cfg.Logger.Warn("the node's boot ID is unreadable: a restart will not bridge the downtime with the GPUs' own energy counters", "path", bootIDPath, "err", err)
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -26,6 +26,12 @@ type restoredCounter struct {
 	// had at the save, checked when it opens (gpuOpened).
 	awaiting bool
 	uuid     string
+	// What bounds the bridge (bridgeRefused): the save's driver version,
+	// power limit and time (unix ns), and whether the node booted since.
+	driver   string
+	limitW   float64
+	savedAt  int64
+	sameBoot bool
 }
 
 // restore loads the seen run ids, the counters and the active runs from
@@ -147,6 +153,9 @@ func (e *Exporter) checkActive(doc activeRunsDoc, haveIDs bool) error {
 	for _, g := range doc.GPUs {
 		if !counterValue(g.EnergyJoules) || (g.RawCounterJoules != nil && !counterValue(*g.RawCounterJoules)) {
 			return bad("gpu %d: energy counter %v (raw %v): want 0 to 1e15", g.GPU, g.EnergyJoules, ptrString(g.RawCounterJoules))
+		}
+		if !counterValue(g.PowerLimitWatts) {
+			return bad("gpu %d: power limit %v W: want 0 to 1e15", g.GPU, g.PowerLimitWatts)
 		}
 	}
 	for _, z := range doc.Host {
@@ -270,7 +279,8 @@ func (e *Exporter) sameGPUs(saved []storedGPU) (missing []int, same bool) {
 func (e *Exporter) restoreGPUCounters(doc activeRunsDoc, missing []int) {
 	for i, sg := range doc.GPUs {
 		g := e.gpus[i]
-		rc := &restoredCounter{energy: sg.EnergyJoules, raw: sg.RawCounterJoules, clean: doc.Clean, hide: !doc.Clean}
+		rc := &restoredCounter{energy: sg.EnergyJoules, raw: sg.RawCounterJoules, clean: doc.Clean, hide: !doc.Clean,
+			driver: sg.DriverVersion, limitW: sg.PowerLimitWatts, savedAt: doc.SavedAt, sameBoot: doc.BootID != "" && doc.BootID == e.bootID}
 		if slices.Contains(missing, i) {
 			if sg.UUID != "" {
 				rc.awaiting, rc.uuid, rc.hide = true, sg.UUID, true
@@ -306,6 +316,12 @@ func (e *Exporter) settleRestored(i int, g *gpuState, s gpu.Sample) {
 	rc := g.restored
 	g.restored = nil
 	bridged := rc.raw != nil && g.counter && s.HasEnergy && s.EnergyJoules >= *rc.raw
+	if bridged {
+		if why := e.bridgeRefused(g, rc, s); why != "" {
+			bridged = false
+			e.log.Warn("the GPU's own energy counter does not bridge the restart: "+why, "gpu", i, "uuid", g.dev.UUID)
+		}
+	}
 	switch {
 	case bridged:
 		g.energy = rc.energy + s.EnergyJoules - *rc.raw
@@ -318,6 +334,37 @@ func (e *Exporter) settleRestored(i int, g *gpuState, s gpu.Sample) {
 		e.log.Warn("unclean shutdown and the GPU's own counter went back (or there is none): its energy counter starts again from 0", "gpu", i, "uuid", g.dev.UUID)
 	}
 	e.markBridged(i, bridged, e.off(s.Time))
+}
+
+// bridgeFallbackWatts bounds a bridged downtime's power when the GPU's
+// power limit is not known (never read before the save nor since): above
+// any single GPU module's.
+const bridgeFallbackWatts = 3000
+
+// bridgeRefused says why GPU g's own counter advance since the save (at
+// sample s, not below the saved one) cannot be the downtime's energy
+// ("" when it can): the node
+// rebooted (another boot ID, or one unknown), the driver changed (both
+// reset or restart the counter, which may then be past the saved value
+// by chance), or the advance is more than the GPU's power limit over the
+// downtime (plus a second: the saved counter was read at the last sample
+// before the save).
+func (e *Exporter) bridgeRefused(g *gpuState, rc *restoredCounter, s gpu.Sample) string {
+	switch {
+	case !rc.sameBoot:
+		return fmt.Sprintf("the node booted since the save (boot ID %q now)", e.bootID)
+	case rc.driver != g.dev.DriverVersion:
+		return fmt.Sprintf("the driver changed since the save (%q, now %q)", rc.driver, g.dev.DriverVersion)
+	}
+	limit := max(rc.limitW, g.slow.PowerLimitWatts)
+	if !(limit > 0) {
+		limit = bridgeFallbackWatts
+	}
+	down := float64(e.t0Unix+e.off(s.Time)-rc.savedAt)/1e9 + 1
+	if adv := s.EnergyJoules - *rc.raw; adv > limit*down {
+		return fmt.Sprintf("its advance %.0f J is more than the power limit %.0f W allows over the %.0f s since the save", adv, limit, down)
+	}
+	return ""
 }
 
 // markBridged records in the restart gap of every restored run measuring
