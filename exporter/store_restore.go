@@ -69,10 +69,14 @@ func (e *Exporter) restore() error {
 	if doc.Clean {
 		e.cleanSave = &doc
 	}
-	missing, same := e.sameGPUs(doc.GPUs)
-	if !same {
-		return nil
+	m, err := e.mapGPUs(doc.GPUs)
+	if err != nil {
+		return err
 	}
+	if doc, err = e.remap(doc, m); err != nil {
+		return err
+	}
+	missing := e.missingGPUs(doc.GPUs)
 	e.restoreHost(doc.Host, doc.Clean)
 	gap := phaseapi.Gap{Start: float64(doc.SavedAt) / 1e9, End: e.restartedAt(), Reason: contract.GapExporterRestarted}
 	for _, sr := range doc.Runs {
@@ -244,30 +248,18 @@ func ptrString(v *float64) string {
 	return fmt.Sprint(*v)
 }
 
-// sameGPUs reports whether the saved GPUs are this exporter's; when not,
-// nothing is restored but the run ids (logged). missing lists the GPUs
-// whose identity cannot be compared now: not open now (they failed to open
-// at start: no UUID), not open at the save, or not known there; the runs
-// measuring one are restored without it until it opens with its saved UUID
-// (store_absent.go).
-func (e *Exporter) sameGPUs(saved []storedGPU) (missing []int, same bool) {
-	if len(saved) != len(e.gpus) {
-		e.log.Error("the GPUs changed since the last save; active runs are not restored (their ids stay used) and energy counters start from 0",
-			"saved_gpus", len(saved), "gpus", len(e.gpus))
-		return nil, false
-	}
+// missingGPUs lists the GPUs (saved ones mapped onto this exporter's,
+// store_match.go) whose identity cannot be compared now or differs: not
+// open now (they failed to open at start: no UUID), not open at the save,
+// not known there, or another GPU in the saved one's place; the runs measuring one are restored without it until it
+// opens with its saved UUID (store_absent.go).
+func (e *Exporter) missingGPUs(saved []storedGPU) (missing []int) {
 	for i, g := range saved {
-		if g.UUID == "" || g.Missing || e.gpus[i].dev.Err != "" {
+		if g.UUID == "" || g.Missing || e.gpus[i].dev.Err != "" || g.UUID != e.gpus[i].dev.UUID {
 			missing = append(missing, i)
-			continue
-		}
-		if g.UUID != e.gpus[i].dev.UUID {
-			e.log.Error("the GPUs changed since the last save; active runs are not restored (their ids stay used) and energy counters start from 0",
-				"gpu", i, "saved_uuid", g.UUID, "uuid", e.gpus[i].dev.UUID)
-			return nil, false
 		}
 	}
-	return missing, true
+	return missing
 }
 
 // restoreGPUCounters sets each GPU's counter from the save: continued
@@ -383,7 +375,7 @@ func (e *Exporter) markBridged(i int, bridged bool, t int64) {
 			continue
 		}
 		k := slices.IndexFunc(r.gaps, func(g phaseapi.Gap) bool {
-			return g.Reason == contract.GapExporterRestarted && g.End == e.restartedAt() && len(g.GPUs) == 0
+			return g.Reason == contract.GapExporterRestarted && g.End == e.restartedAt() && g.AllGPUs()
 		})
 		if !bridged || k < 0 || slices.Contains(r.gaps[k].EnergyBridgedGPUs, i) {
 			continue
