@@ -24,7 +24,7 @@ type AnalyzeProductionCmd struct {
 	To           string                 `default:"now" help:"End of the range, as --from."`
 	Namespace    string                 `help:"Only the pods of this namespace."`
 	Model        string                 `help:"Only the pods serving this model (model_name)."`
-	Out          string                 `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty."`
+	Out          string                 `placeholder:"DIR" help:"Also write report.json, report.md and report.html into DIR; must not exist or be empty. Without it the report is only printed on stdout (--format)."`
 	Format       string                 `default:"text" enum:"text,json" help:"What to print on stdout (${enum})."`
 	QueryTimeout time.Duration          `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
 	ReadAPI      string                 `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
@@ -58,7 +58,9 @@ func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	g.Logger().Info("production report written", "dir", c.Out, "models", len(r.Models), "pods", len(r.Pods))
+	if c.Out != "" {
+		g.Logger().Info("production report written", "dir", c.Out, "models", len(r.Models), "pods", len(r.Pods))
+	}
 	if c.Format == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
