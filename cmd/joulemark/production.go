@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"time"
 
 	"github.com/joulemark/joulemark/analyze/production"
@@ -19,6 +18,8 @@ type AnalyzeGroup struct {
 
 // AnalyzeProductionCmd reports production energy over a time range.
 type AnalyzeProductionCmd struct {
+	output `kong:"-"`
+
 	Prometheus   clientflags.Prometheus `embed:"" prefix:"prometheus."`
 	From         string                 `required:"" help:"Start of the range: RFC 3339, unix seconds, or now-DURATION (e.g. now-24h)."`
 	To           string                 `default:"now" help:"End of the range, as --from."`
@@ -62,9 +63,9 @@ func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
 		g.Logger().Info("production report written", "dir", c.Out, "models", len(r.Models), "pods", len(r.Pods))
 	}
 	if c.Format == "json" {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(c.out())
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	return production.WriteMarkdown(os.Stdout, r)
+	return production.WriteMarkdown(c.out(), r)
 }
