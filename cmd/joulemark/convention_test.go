@@ -248,6 +248,10 @@ func TestBenchSharedDefaults(t *testing.T) {
 // Exit statuses and error lines of docs/cli.md.
 func TestExitStatus(t *testing.T) {
 	report := filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "before.json")
+	unreadable := filepath.Join(t.TempDir(), "report.json")
+	if err := os.WriteFile(unreadable, []byte(`{"run_id": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args     []string
 		code     int
@@ -264,8 +268,14 @@ func TestExitStatus(t *testing.T) {
 			stderr: []string{"joulemark plan: give at least one SLO"}, noStderr: []string{"plan: plan:"}},
 		{args: []string{"exporter", "--gpu=nvml", "--nvml.retry-interval=0s"}, code: exitUsage,
 			stderr: []string{"joulemark exporter: --nvml.retry-interval=0s: want a duration > 0"}},
-		{args: []string{"diff", report, filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "after-bad.json")}, code: exitFailed,
+		{args: []string{"diff", report, filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "after-bad.json")}, code: exitRegression,
 			stderr: []string{"joulemark diff: 4 regression(s)"}, noStderr: []string{"Usage:"}},
+		// a CI gate tells a regression (4) from a report that is missing
+		// (2) or unreadable (1)
+		{args: []string{"diff", report, filepath.Join(t.TempDir(), "missing.json")}, code: exitUsage,
+			stderr: []string{"joulemark diff: AFTER: report ", "no report found"}},
+		{args: []string{"diff", unreadable, report}, code: exitFailed,
+			stderr: []string{"joulemark diff: BEFORE: report " + unreadable}, noStderr: []string{"Usage:"}},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr)
