@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -248,6 +249,12 @@ func TestBenchSharedDefaults(t *testing.T) {
 // Exit statuses and error lines of docs/cli.md.
 func TestExitStatus(t *testing.T) {
 	report := filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "before.json")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String() // closed: connections are refused
+	ln.Close()
 	unreadable := filepath.Join(t.TempDir(), "report.json")
 	if err := os.WriteFile(unreadable, []byte(`{"run_id": `), 0o644); err != nil {
 		t.Fatal(err)
@@ -274,6 +281,11 @@ func TestExitStatus(t *testing.T) {
 		// (2) or unreadable (1)
 		{args: []string{"diff", report, filepath.Join(t.TempDir(), "missing.json")}, code: exitUsage,
 			stderr: []string{"joulemark diff: AFTER: report ", "no report found"}},
+		// one line, the introduction followed by its causes (no "):;")
+		{args: []string{"bench", "--target", "http://" + refused + "/v1", "--model", "m", "--engine.no-lifecycle", "--concurrency", "1",
+			"--exporter.url", "http://" + refused, "--runs-dir", t.TempDir()}, code: exitFailed,
+			stderr:   []string{"joulemark bench: pre-flight failed (nothing started, no run directory created): ", "target http://" + refused, "exporter http://" + refused, "connection refused; "},
+			noStderr: []string{":;", "Usage:"}},
 		{args: []string{"diff", unreadable, report}, code: exitFailed,
 			stderr: []string{"joulemark diff: BEFORE: report " + unreadable}, noStderr: []string{"Usage:"}},
 	} {
