@@ -271,6 +271,8 @@ func TestExitStatus(t *testing.T) {
 		{args: []string{"bench", "--concurrency", "-1"}, code: exitUsage, stderr: []string{"joulemark bench: --concurrency", "Usage: joulemark bench"}},
 		{args: []string{"bench", "--target", "http://h:1/v1", "--concurrency=-1", "--engine.no-lifecycle"}, code: exitUsage,
 			stderr: []string{"joulemark bench: invalid bench config: concurrency: -1 must not be negative", "Usage: joulemark bench"}},
+		{args: []string{"bench", "--target", "http://h:1/v1", "--concurrency=1", "--engine.no-lifecycle", "--repeat", "3"}, code: exitUsage,
+			stderr: []string{"joulemark bench: invalid bench config: repeat: 3 repetitions with engine.no_lifecycle (--engine.no-lifecycle): a repetition is a cold lifecycle"}},
 		{args: []string{"plan", report, "--target-peak-rate", "1"}, code: exitUsage,
 			stderr: []string{"joulemark plan: give at least one SLO"}, noStderr: []string{"plan: plan:"}},
 		{args: []string{"exporter", "--gpu=nvml", "--nvml.retry-interval=0s"}, code: exitUsage,
