@@ -28,8 +28,10 @@ const (
 	// was down during the run: phases.json of the bench archive holds its gap,
 	// an interval without energy. Coverage counts the hole the scrapes show.
 	FlagExporterRestarted = "exporter_restarted"
-	// FlagGPUShared warns (without excluding the run) that other pods held
-	// GPUs of a run selected by pod: their energy is in the run's.
+	// FlagGPUShared excludes a run whose GPUs another pod held at some
+	// moment of the run (the exporter's co_tenants: besides the run's pod,
+	// or any pod once two held the GPUs of a run not selected by pod):
+	// their energy is in the run's.
 	FlagGPUShared = "gpu_shared"
 	// FlagOutputsSuspect warns (without excluding the run) that the share of
 	// empty, repeated or short outputs exceeds Params.MaxBadOutputRatio.
