@@ -414,6 +414,9 @@ func (c *Config) checkEngine(p *problems) {
 	case (e.Start == "") != (e.Stop == ""):
 		p.add("engine.start", "start and stop hooks go together")
 	}
+	if e.NoLifecycle && c.Repeat > 1 {
+		p.add("repeat", "%d repetitions with engine.no_lifecycle (--engine.no-lifecycle): a repetition is a cold lifecycle (idle, startup, formal, release), which an attached engine does not have; start the engine from the bench (engine.cmd or engine.start/stop), or run attached benches one by one", c.Repeat)
+	}
 	if e.ReadyTimeout <= 0 {
 		p.add("engine.ready_timeout", "%s must be positive", e.ReadyTimeout)
 	}

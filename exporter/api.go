@@ -255,7 +255,9 @@ func (e *Exporter) RunStatus(id string) (phaseapi.RunStatus, bool) {
 
 // handleEngineExited serves POST /api/v1/runs/{run_id}/engine-exited: the
 // bench reports that the engine process it controls has exited, which
-// meets the release's process criterion at that instant.
+// meets the release's process criterion at that instant. Like a phase, it
+// is saved before it is acknowledged (503 when it cannot be: a restart
+// would lose it and the release could then only time out).
 func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) {
 	if !e.authorized(w, req) {
 		return
@@ -264,17 +266,5 @@ func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) 
 	if !ok {
 		return
 	}
-	now := e.off(e.clock.Now())
-	e.mu.Lock()
-	r, err := e.lc.EngineExited(id, now)
-	e.logEvents()
-	if err != nil {
-		e.mu.Unlock()
-		writeAPIError(w, err)
-		return
-	}
-	st := e.status(r)
-	e.mu.Unlock()
-	e.saveActive() // the report survives a restart
-	writeJSON(w, http.StatusOK, st)
+	e.changeRun(w, id, func(now int64, _ undo) (*run, error) { return e.lc.EngineExited(id, now) })
 }

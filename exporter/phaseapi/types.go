@@ -67,6 +67,12 @@ type Gap struct {
 	// the same UUID, or, when it did not (another GPU opened in its place,
 	// or none), until the run's end.
 	GPUs []int `json:"gpus,omitempty"`
+	// VanishedUUIDs are GPUs of the run not found at the exporter's
+	// restart (matched by UUID: a GPU count that changed, e.g. 8 → 7 after
+	// a reboot): the run goes on without them, they are not measured from
+	// Start to the run's end, and their energy before is not in the run's
+	// either. With GPUs and VanishedUUIDs empty the gap is about every GPU.
+	VanishedUUIDs []string `json:"vanished_uuids,omitempty"`
 	// Open is set while the gap goes on (its GPUs are still missing and the
 	// run is active): End is then the time of the status.
 	Open bool `json:"open,omitempty"`

@@ -45,9 +45,13 @@ const (
 	// exporter's phase figures, which `joulemark runs push` and the exporter's
 	// remote-write retries restore after an outage; scrapes are lost for good.
 	FlagScrapeCoverageLow = "scrape_coverage_low"
-	// FlagServerTokensMismatch: the engine counted other output tokens than the
-	// client (warning).
+	// FlagServerTokensMismatch: the engine counted fewer output tokens than
+	// the client (warning).
 	FlagServerTokensMismatch = "server_tokens_mismatch"
+	// FlagEngineShared: the engine generated more output tokens over the
+	// formal phase than the bench counted, beyond the tolerance: other
+	// traffic shared the engine and its energy (excluding).
+	FlagEngineShared = "engine_shared"
 )
 
 // Bench flags: the benchmark job's run flags (manifest.json "flags";
@@ -82,7 +86,7 @@ const (
 const ClientCPUSaturated = 0.9
 
 // ReportFlags are every report flag code.
-var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch}
+var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch, FlagEngineShared}
 
 // BenchFlags are every bench flag code.
 var BenchFlags = []string{FlagExporterLostPhases, FlagExporterRestarted, FlagRetryAfter, FlagAborted, FlagNoLifecycle, FlagUsageMissing, FlagClientLag, FlagClientCPU, FlagEngineStart, FlagEngineNotReady, FlagEngineExited, FlagEngineStop, FlagWrongModel, FlagReleaseNotClosed, FlagReleaseWait, FlagExporterError, FlagRemoteWriteLost, FlagTraceExhausted}
