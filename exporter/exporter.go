@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"math"
 	"strconv"
 	"sync"
@@ -200,6 +201,10 @@ type gpuState struct {
 	hasCounter  bool // lastCounter is the counter at lastT
 	resets      uint64
 	restored    *restoredCounter // the saved counter, until the first sample after a restart (store_restore.go)
+	// out: the GPU's reads fail or hang; not measured until it answers
+	// again (gpufail.go). outReason is its gaps' reason.
+	out       bool
+	outReason string
 
 	slow    gpu.SlowSample
 	hasSlow bool
@@ -251,6 +256,7 @@ func New(cfg Config) (*Exporter, error) {
 		if err := e.restore(); err != nil {
 			return nil, err
 		}
+		e.closeFailGapsAtRestart()
 	}
 	if err := e.openRemoteWrite(); err != nil {
 		return nil, err
@@ -413,6 +419,7 @@ func (e *Exporter) Start(ctx context.Context) {
 			}
 			e.readyOnce.Do(func() { close(e.ready) })
 		}()
+		e.wg.Go(func() { e.watchLoop(ctx) })
 		if e.cfg.Host != nil {
 			e.wg.Add(1)
 			go e.hostLoop(ctx, e.cfg.Interval)
@@ -447,6 +454,35 @@ func (e *Exporter) fastLoop(ctx context.Context, i int, firstDone func()) {
 			e.mu.Lock()
 			e.overruns += uint64(took / every)
 			e.mu.Unlock()
+		}
+	}
+}
+
+// watchLoop advances the runs every Interval while a GPU is out or its
+// read hangs, so that a hung GPU gets its gap and the runs move on when no
+// other GPU's sample does it (every GPU hung).
+func (e *Exporter) watchLoop(ctx context.Context) {
+	t := time.NewTicker(e.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.mu.Lock()
+		now := e.off(e.clock.Now())
+		e.checkStalls(now)
+		changed := false
+		if slices.ContainsFunc(e.gpus, func(g *gpuState) bool { return g.out }) {
+			e.lc.Observe(now)
+			e.logEvents()
+			changed = e.lc.takeChanged()
+		}
+		e.mu.Unlock()
+		e.freezeRuns()
+		if changed {
+			e.requestSave()
 		}
 	}
 }
@@ -632,6 +668,7 @@ func (e *Exporter) sampleGPU(i int) time.Duration {
 	g.attempts++
 	g.lastDone = now
 	e.applySample(i, g, s, err)
+	e.checkStalls(now)
 	e.lc.Observe(now)
 	e.logEvents()
 	changed := e.lc.takeChanged()
@@ -655,8 +692,9 @@ func (e *Exporter) applySample(i int, g *gpuState, s gpu.Sample, err error) {
 		g.lastErr = err.Error()
 		// The counter read at lastT stays: the next good read's counter
 		// delta covers the failed reads' interval (the trapezoid across it
-		// would draw a line over whatever the GPU did meanwhile), unless the
-		// counter went back (a reset), when the interval is integrated.
+		// would draw a line over whatever the GPU did meanwhile); without
+		// one the interval is not counted (gpufail.go).
+		e.gpuOut(i, contract.GapGPUFailed, g.lastErr)
 		return
 	}
 	if g.dev.Err != "" {
@@ -676,7 +714,13 @@ func (e *Exporter) applySample(i int, g *gpuState, s gpu.Sample, err error) {
 		g.healthy = true
 		g.lastErr = ""
 	}
-	e.addSample(i, g, s)
+	if !g.out {
+		e.addSample(i, g, s, false)
+		return
+	}
+	if bridged, ok := e.addSample(i, g, s, true); ok {
+		e.resumeFailed(i, bridged, e.off(s.Time))
+	}
 }
 
 // stalled reports whether GPU g's fast read has not returned for
@@ -707,18 +751,20 @@ func (e *Exporter) Stalled() []int {
 	return out
 }
 
-// addSample folds one fast sample into GPU g's energy and ring. Called with
-// e.mu held.
-func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
+// addSample folds one fast sample into GPU g's energy and ring. After a
+// gap (resuming) the interval across it counts only from the GPU's own
+// counter: bridged says it did; added says the sample was taken. Called
+// with e.mu held.
+func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample, resuming bool) (bridged, added bool) {
 	t := e.off(s.Time)
 	p := s.PowerWatts
 	if math.IsNaN(p) || math.IsInf(p, 0) || p < 0 {
 		g.errors[errInvalid]++
 		g.hasCounter = false
-		return
+		return false, false
 	}
 	if g.has && t <= g.lastT {
-		return // not newer than the last sample: nothing to add
+		return false, false // not newer than the last sample: nothing to add
 	}
 	if g.restored != nil && !g.restored.awaiting {
 		e.settleRestored(i, g, s)
@@ -731,20 +777,11 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 	}
 	g.lastSource = s.PowerSource
 	if g.has {
-		dt := float64(t-g.lastT) / 1e9
-		de := (g.lastP + p) / 2 * dt
-		// The counter delta is used only when both ends of this interval
-		// carry a counter reading: after a failed read the counter held is
-		// older than lastT, and its delta would count the integrated
-		// interval again.
-		if g.counter && s.HasEnergy && g.hasCounter {
-			if d := s.EnergyJoules - g.lastCounter; d >= 0 {
-				de = d
-			} else {
-				g.resets++
-				e.log.Warn("GPU energy counter went back (reset); using the trapezoid for this interval", "gpu", i, "uuid", g.dev.UUID)
-			}
+		de, fromCounter := e.intervalEnergy(i, g, s, t, p)
+		if resuming && !fromCounter {
+			de = 0 // nothing measured across the gap
 		}
+		bridged = resuming && fromCounter
 		g.energy += de
 		if e.attr != nil {
 			e.attr.add(i, de)
@@ -760,6 +797,27 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 		e.rw.Append(remotewrite.Sample{Labels: g.rwEnergy, Value: g.energy, TimestampMs: ts})
 	}
 	e.lc.Sample(i, p)
+	return bridged, true
+}
+
+// intervalEnergy is GPU g's energy from its last sample to s (at offset t,
+// power p): the counter's delta when both ends carry a counter reading
+// (after a failed read the counter held is older than lastT, and its delta
+// would count the integrated interval again) and it did not go back, else
+// the trapezoid. fromCounter says which. Called with e.mu held.
+func (e *Exporter) intervalEnergy(i int, g *gpuState, s gpu.Sample, t int64, p float64) (de float64, fromCounter bool) {
+	dt := float64(t-g.lastT) / 1e9
+	de = (g.lastP + p) / 2 * dt
+	if !g.counter || !s.HasEnergy || !g.hasCounter {
+		return de, false
+	}
+	d := s.EnergyJoules - g.lastCounter
+	if d < 0 {
+		g.resets++
+		e.log.Warn("GPU energy counter went back (reset); using the trapezoid for this interval", "gpu", i, "uuid", g.dev.UUID)
+		return de, false
+	}
+	return d, true
 }
 
 // SampleSlowOnce reads every GPU's slow metrics once, one after the other.
