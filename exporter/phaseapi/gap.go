@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Describe says what a gap of a run on the exporter at url means, for a
@@ -13,10 +15,32 @@ import (
 // and what energy the run still has there (gpus are the run's GPUs).
 func (g Gap) Describe(url string, gpus []GPUInfo) string {
 	what := fmt.Sprintf("exporter %s was down", url)
-	if len(g.GPUs) > 0 {
+	switch {
+	case g.Reason == contract.GapGPUFailed:
+		what = fmt.Sprintf("exporter %s: the reads of GPU %s failed and it was not measured", url, joinInts(g.GPUs))
+	case g.Reason == contract.GapGPUHung:
+		what = fmt.Sprintf("exporter %s: the reads of GPU %s hung and it was not measured", url, joinInts(g.GPUs))
+	case len(g.GPUs) > 0:
 		what = fmt.Sprintf("exporter %s: GPU %s was not open after its restart and not measured", url, joinInts(g.GPUs))
 	}
 	return fmt.Sprintf("%s from %s to %s (%.1f s, %s): %s", what, unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason, g.energy(gpus))
+}
+
+// GPUFailure says the gap is a GPU's failure while the exporter ran
+// (contract.GapGPUFailed, GapGPUHung), not a restart.
+func (g Gap) GPUFailure() bool {
+	return g.Reason == contract.GapGPUFailed || g.Reason == contract.GapGPUHung
+}
+
+// Unbridged says some GPU the gap is about (gpus: the run's GPUs) has no
+// energy counted over it.
+func (g Gap) Unbridged(gpus []GPUInfo) bool {
+	for _, gi := range gpus {
+		if (len(g.GPUs) == 0 || slices.Contains(g.GPUs, gi.GPU)) && !slices.Contains(g.EnergyBridgedGPUs, gi.GPU) {
+			return true
+		}
+	}
+	return false
 }
 
 // Subject names what the gap leaves unmeasured: the exporter at url, or

@@ -28,6 +28,12 @@ const (
 	// was down during the run: phases.json of the bench archive holds its gap,
 	// an interval without energy. Coverage counts the hole the scrapes show.
 	FlagExporterRestarted = "exporter_restarted"
+	// FlagGPUFailed: one of the run's GPUs stopped answering while the
+	// exporter ran (its reads failed or hung: a gap of its own, reason
+	// GapGPUFailed or GapGPUHung, in phases.json). It excludes the run when
+	// the gap overlaps the formal phase and the GPU's own counter did not
+	// bridge it (the formal energy misses it); else it warns.
+	FlagGPUFailed = "gpu_failed"
 	// FlagGPUShared warns (without excluding the run) that other pods held
 	// GPUs of a run selected by pod: their energy is in the run's.
 	FlagGPUShared = "gpu_shared"
@@ -80,7 +86,7 @@ const (
 const ClientCPUSaturated = 0.9
 
 // ReportFlags are every report flag code.
-var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch}
+var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUFailed, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch}
 
 // BenchFlags are every bench flag code.
-var BenchFlags = []string{FlagExporterLostPhases, FlagExporterRestarted, FlagRetryAfter, FlagAborted, FlagNoLifecycle, FlagUsageMissing, FlagClientLag, FlagClientCPU, FlagEngineStart, FlagEngineNotReady, FlagEngineExited, FlagEngineStop, FlagWrongModel, FlagReleaseNotClosed, FlagReleaseWait, FlagExporterError, FlagRemoteWriteLost, FlagTraceExhausted}
+var BenchFlags = []string{FlagExporterLostPhases, FlagExporterRestarted, FlagGPUFailed, FlagRetryAfter, FlagAborted, FlagNoLifecycle, FlagUsageMissing, FlagClientLag, FlagClientCPU, FlagEngineStart, FlagEngineNotReady, FlagEngineExited, FlagEngineStop, FlagWrongModel, FlagReleaseNotClosed, FlagReleaseWait, FlagExporterError, FlagRemoteWriteLost, FlagTraceExhausted}
