@@ -200,6 +200,7 @@ type gpuState struct {
 	lastCounter float64
 	hasCounter  bool // lastCounter is the counter at lastT
 	resets      uint64
+	rejected    uint64 // counter deltas rejected as implausible (counterBound)
 	restored    *restoredCounter // the saved counter, until the first sample after a restart (store_restore.go)
 	// out: the GPU's reads fail or hang; not measured until it answers
 	// again (gpufail.go). outReason is its gaps' reason.
@@ -777,7 +778,7 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample, resuming bool) (b
 	}
 	g.lastSource = s.PowerSource
 	if g.has {
-		de, fromCounter := e.intervalEnergy(i, g, s, t, p)
+		de, fromCounter := e.intervalEnergy(i, g, &s, t, p)
 		if resuming && !fromCounter {
 			de = 0 // nothing measured across the gap
 		}
@@ -803,9 +804,11 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample, resuming bool) (b
 // intervalEnergy is GPU g's energy from its last sample to s (at offset t,
 // power p): the counter's delta when both ends carry a counter reading
 // (after a failed read the counter held is older than lastT, and its delta
-// would count the integrated interval again) and it did not go back, else
-// the trapezoid. fromCounter says which. Called with e.mu held.
-func (e *Exporter) intervalEnergy(i int, g *gpuState, s gpu.Sample, t int64, p float64) (de float64, fromCounter bool) {
+// would count the integrated interval again), did not go back and is
+// plausible (counterBound), else the trapezoid; an implausible read's
+// counter is dropped from s. fromCounter says which. Called with e.mu
+// held.
+func (e *Exporter) intervalEnergy(i int, g *gpuState, s *gpu.Sample, t int64, p float64) (de float64, fromCounter bool) {
 	dt := float64(t-g.lastT) / 1e9
 	de = (g.lastP + p) / 2 * dt
 	if !g.counter || !s.HasEnergy || !g.hasCounter {
@@ -817,7 +820,33 @@ func (e *Exporter) intervalEnergy(i int, g *gpuState, s gpu.Sample, t int64, p f
 		e.log.Warn("GPU energy counter went back (reset); using the trapezoid for this interval", "gpu", i, "uuid", g.dev.UUID)
 		return de, false
 	}
+	if bound := counterBound(g, dt); d > bound {
+		g.rejected++
+		// the next interval is integrated too: this read's counter is not
+		// the counter at lastT
+		s.HasEnergy = false
+		e.log.Warn("GPU energy counter delta above what its power limit allows; using the trapezoid for this interval",
+			"gpu", i, "uuid", g.dev.UUID, "delta_joules", d, "bound_joules", bound, "seconds", dt)
+		return de, false
+	}
 	return d, true
+}
+
+// defaultPowerLimit stands for a GPU's power limit before its first slow
+// read (or when it reports none): more than any single GPU draws.
+const defaultPowerLimit = 2000.0
+
+// counterBound is the most energy GPU g's counter may plausibly add over
+// dt seconds: twice its power limit over dt plus 200 ms. The margin covers
+// a counter that updates every ~100 ms (two updates can fall in one
+// sampling interval) and power above the limit for milliseconds; a bogus
+// read (1e12 mJ) is orders of magnitude above.
+func counterBound(g *gpuState, dt float64) float64 {
+	limit := defaultPowerLimit
+	if g.hasSlow && g.slow.PowerLimitWatts > 0 {
+		limit = g.slow.PowerLimitWatts
+	}
+	return 2 * limit * (dt + 0.2)
 }
 
 // SampleSlowOnce reads every GPU's slow metrics once, one after the other.

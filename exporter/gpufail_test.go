@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,5 +195,25 @@ func TestHungGPUGap(t *testing.T) {
 	}
 	if m := st.Phases[1].GPUs[1].MissingSeconds; m <= 0 {
 		t.Errorf("GPU 1 formal missing_seconds %v, want > 0", m)
+	}
+}
+
+// TestCounterJumpRejected: one energy counter read 1e12 mJ too high
+// (--sim.counter-jump-after) is rejected as above what the GPU's power
+// limit allows: that interval and the next are integrated from power, the
+// energy stays within 1 J of the exact integral, no reset is counted, and
+// joulemark_gpu_energy_rejected_total counts it.
+func TestCounterJumpRejected(t *testing.T) {
+	h := newHarness(t, gpu.SimConfig{GPUs: 1, EnergyCounter: true, Seed: 2, CounterJumpAfter: 5 * time.Second}, Config{})
+	t0, e0 := h.clk.Now(), h.exp.gpus[0].energy
+	h.sim.SetLoad(0.6)
+	h.step(10 * time.Second)
+	g := h.exp.gpus[0]
+	if d := g.energy - e0 - h.sim.ExactEnergy(0, t0, h.clk.Now()); math.Abs(d) > 1 || g.rejected != 1 || g.resets != 0 {
+		t.Errorf("energy %.3f J off the exact integral, %d rejected, %d resets; want within 1 J, 1 rejected, no reset", d, g.rejected, g.resets)
+	}
+	want := `joulemark_gpu_energy_rejected_total{gpu="0",uuid="` + g.dev.UUID + `"} 1`
+	if body := fetchMetricsHandler(t, h.exp); !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %s", want)
 	}
 }
