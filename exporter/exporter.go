@@ -200,7 +200,7 @@ type gpuState struct {
 	lastCounter float64
 	hasCounter  bool // lastCounter is the counter at lastT
 	resets      uint64
-	rejected    uint64 // counter deltas rejected as implausible (counterBound)
+	rejected    uint64           // counter deltas rejected as implausible (counterBound)
 	restored    *restoredCounter // the saved counter, until the first sample after a restart (store_restore.go)
 	// out: the GPU's reads fail or hang; not measured until it answers
 	// again (gpufail.go). outReason is its gaps' reason.
