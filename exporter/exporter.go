@@ -195,7 +195,9 @@ type gpuState struct {
 	has         bool
 	lastT       int64
 	lastP       float64
-	lastSource  string  // the latest sample's power source when not the device's (gpu.Sample.PowerSource)
+	lastSource  string  // the power source joulemark_gpu_info shows when not the device's (stableSource)
+	nextSource  string  // another source the latest reads came from, in a row
+	sourceReads int     // how many
 	energy      float64 // cumulative joules since exporter start
 	lastCounter float64
 	hasCounter  bool // lastCounter is the counter at lastT
@@ -776,7 +778,7 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample, resuming bool) (b
 	if s.PowerSource != "" {
 		g.errors[errFallback]++
 	}
-	g.lastSource = s.PowerSource
+	g.stableSource(s.PowerSource)
 	if g.has {
 		de, fromCounter := e.intervalEnergy(i, g, &s, t, p)
 		if resuming && !fromCounter {
@@ -799,6 +801,29 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample, resuming bool) (b
 	}
 	e.lc.Sample(i, p)
 	return bridged, true
+}
+
+// sourceSwitchReads is how many reads in a row must come from another
+// power source before joulemark_gpu_info's power_source shows it: a
+// single fallback read (counted as power_fallback) never relabels the
+// series.
+const sourceSwitchReads = 10
+
+// stableSource notes that GPU g's latest reading came from src ("": the
+// device's source) and switches the source shown after sourceSwitchReads
+// such reads in a row.
+func (g *gpuState) stableSource(src string) {
+	switch {
+	case src == g.lastSource:
+		g.sourceReads = 0
+	case src == g.nextSource && g.sourceReads > 0:
+		g.sourceReads++
+	default:
+		g.nextSource, g.sourceReads = src, 1
+	}
+	if g.sourceReads >= sourceSwitchReads {
+		g.lastSource, g.sourceReads = src, 0
+	}
 }
 
 // intervalEnergy is GPU g's energy from its last sample to s (at offset t,
