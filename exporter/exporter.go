@@ -448,12 +448,17 @@ func (e *Exporter) fastLoop(ctx context.Context, i int, firstDone func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		var tick time.Time
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case tick = <-t.C:
 		}
-		if took := e.sampleGPU(i); took > every {
+		e.sampleGPU(i)
+		// from the tick to the sample's end: a slow backend call, a wait on
+		// the lock, a late start (a starved goroutine); each whole interval
+		// past the tick is a tick the ticker dropped
+		if took := time.Since(tick); took > every {
 			e.mu.Lock()
 			e.overruns += uint64(took / every)
 			e.mu.Unlock()
@@ -653,9 +658,8 @@ func (e *Exporter) SampleOnce() {
 	}
 }
 
-// sampleGPU reads GPU i once and folds the reading into the state; it
-// returns how long the backend call took.
-func (e *Exporter) sampleGPU(i int) time.Duration {
+// sampleGPU reads GPU i once and folds the reading into the state.
+func (e *Exporter) sampleGPU(i int) {
 	g := e.gpus[i]
 	g.sampleMu.Lock()
 	defer g.sampleMu.Unlock()
@@ -680,7 +684,6 @@ func (e *Exporter) sampleGPU(i int) time.Duration {
 	if changed {
 		e.requestSave()
 	}
-	return took
 }
 
 // applySample folds one fast read of GPU i into the state. Called with e.mu

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,4 +217,102 @@ func TestCounterJumpRejected(t *testing.T) {
 	if body := fetchMetricsHandler(t, h.exp); !strings.Contains(body, want) {
 		t.Errorf("/metrics lacks %s", want)
 	}
+}
+
+// TestDurableWriteOutsideSamplingLock: a phase change whose durable write
+// takes 400 ms (a busy node disk) does not hold the lock the samplers
+// take: GPU 0 keeps sampling during the write.
+func TestDurableWriteOutsideSamplingLock(t *testing.T) {
+	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := newExp(Config{Backend: sim, Interval: 10 * time.Millisecond, APIToken: testToken, StoragePath: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e.Handler())
+	defer srv.Close()
+	samples := func() uint64 {
+		e.mu.RLock()
+		defer e.mu.RUnlock()
+		return e.gpus[0].samples
+	}
+	var during []uint64 // GPU 0's samples at the slow write's start and end
+	locked := false     // the write held the samplers' lock
+	write := e.store.writeFile
+	e.store.writeFile = func(path string, data []byte) error {
+		if !strings.HasSuffix(path, activeRunsFile) || during != nil {
+			return write(path, data)
+		}
+		if locked = !tryRLock(&e.mu); locked {
+			time.Sleep(400 * time.Millisecond)
+			return write(path, data)
+		}
+		e.mu.RUnlock()
+		during = append(during, samples())
+		time.Sleep(400 * time.Millisecond)
+		during = append(during, samples())
+		return write(path, data)
+	}
+	e.Start(t.Context())
+	defer e.Close()
+	c, err := phaseapi.NewClient(srv.URL, testToken, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "samples", func() bool { return samples() > 3 })
+	if _, err := c.StartPhase(context.Background(), "w", contract.Idle); err != nil {
+		t.Fatal(err)
+	}
+	if locked || len(during) != 2 || during[1] < during[0]+3 {
+		t.Errorf("a 400 ms durable write held the samplers' lock: %v; GPU 0's samples at its start and end: %v, want it sampling meanwhile", locked, during)
+	}
+}
+
+// TestLateTicksCounted: a sampler that waits 300 ms on the exporter's
+// lock (anything holding it) misses ticks, and
+// joulemark_sampler_overruns_total counts them, though the backend call
+// itself was quick.
+func TestLateTicksCounted(t *testing.T) {
+	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := newExp(Config{Backend: sim, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start(t.Context())
+	defer e.Close()
+	samples := func() uint64 {
+		e.mu.RLock()
+		defer e.mu.RUnlock()
+		return e.gpus[0].samples
+	}
+	waitFor(t, "samples", func() bool { return samples() > 3 })
+	e.mu.Lock()
+	before := e.overruns
+	time.Sleep(300 * time.Millisecond)
+	e.mu.Unlock()
+	n := samples()
+	waitFor(t, "a sample after the wait", func() bool { return samples() > n+1 })
+	e.mu.RLock()
+	missed := e.overruns - before
+	e.mu.RUnlock()
+	if missed < 5 {
+		t.Errorf("%d overruns counted over a 300 ms wait at a 10 ms interval; want the dropped ticks (about 30)", missed)
+	}
+}
+
+// tryRLock takes mu for reading within 100 ms (a sampler holds it for
+// microseconds at a time); false when it could not.
+func tryRLock(mu *sync.RWMutex) bool {
+	for range 100 {
+		if mu.TryRLock() {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
 }
