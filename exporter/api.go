@@ -75,7 +75,7 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 		if err == nil && ev.created {
 			err = e.persistRunIDs(id, u.seen)
 		}
-		if err == nil && ev.selected {
+		if err == nil && (ev.selected || ev.created) {
 			e.noteCoTenants(run)
 		}
 		return run, err
@@ -182,14 +182,18 @@ func (e *Exporter) handlePreflight(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	pf := phaseapi.Preflight{RunID: id}
+	if pods, known := e.PodsHolding(); known {
+		pf.AllocationsKnown, pf.Pods = true, e.podGPUs(pods)
+	}
 	if pod := r.URL.Query().Get("pod"); pod != "" {
 		// As the first phase's selector would (bench --engine.pod).
-		pick, err := e.resolveSelector(&phaseapi.Selector{Pod: pod})
+		sel := &phaseapi.Selector{Pod: pod}
+		pick, err := e.resolveSelector(sel)
 		if err != nil {
 			writeError(w, http.StatusUnprocessableEntity, err.Error())
 			return
 		}
-		pf.Pod = pod
+		pf.Pod = sel.Pod
 		for i, g := range e.gpus {
 			if pick[i] {
 				pf.PodGPUs = append(pf.PodGPUs, g.dev.UUID)

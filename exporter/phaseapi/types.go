@@ -81,10 +81,22 @@ type Gap struct {
 type Preflight struct {
 	RunID string    `json:"run_id,omitempty"`
 	GPUs  []GPUInfo `json:"gpus"`
-	// Pod and PodGPUs answer ?pod=namespace/name: the GPU UUIDs the pod
-	// holds here (a pod the exporter cannot resolve is a 422).
+	// Pod and PodGPUs answer ?pod=namespace/name (or namespace/prefix*):
+	// the pod resolved and the GPU UUIDs it holds here (a pod the exporter
+	// cannot resolve is a 422).
 	Pod     string   `json:"pod,omitempty"`
 	PodGPUs []string `json:"pod_gpus,omitempty"`
+	// AllocationsKnown says the exporter knows which pods hold its GPUs
+	// (the kubelet's PodResources, --sim.allocations); Pods lists them
+	// then: a run should measure only its engine's pod's GPUs.
+	AllocationsKnown bool      `json:"allocations_known,omitempty"`
+	Pods             []PodGPUs `json:"pods,omitempty"`
+}
+
+// PodGPUs is a pod ("namespace/name") and the UUIDs of the GPUs it holds.
+type PodGPUs struct {
+	Pod  string   `json:"pod"`
+	GPUs []string `json:"gpus"`
 }
 
 // PhaseStatus is one phase of a run with its exact boundaries and energy.
