@@ -75,34 +75,21 @@ const (
 )
 
 // fitLagSeconds is how far (each way) a token's energy may show from the
-// bin its token is in: K = ⌈fitLagSeconds / bin width⌉. 3 s holds most of
-// a power response with a 1.5 s time constant (the demo's simulated GPUs)
-// and any clock offset between the bench and the exporters under it.
+// bin its token is in: the fit tries K = 0 … ⌈fitLagSeconds / bin width⌉
+// and keeps the K of the lowest BIC. 3 s holds most of a power response
+// with a 1.5 s time constant (the demo's simulated GPUs) and any clock
+// offset between the bench and the exporters under it.
 const fitLagSeconds = 3.0
 
 // fitBootstrapWork is bins × resamples: each resample is a QR refit of
 // the whole design, so a long stage (an hour of 1 s bins) gets fewer.
 const fitBootstrapWork = 1e6
 
-// tokenSpan is what the fit reads of one request: its send, first token and
-// end times, and its input and output tokens.
-type tokenSpan struct {
-	send, first, end float64
-	in, out          float64
-}
-
-// tokenSpans reads the requests' spans: every request with a first token
-// (warm-up too: its tokens draw power in the formal stage's bins).
-func tokenSpans(reqs []Request) []tokenSpan {
-	out := make([]tokenSpan, 0, len(reqs))
-	for i := range reqs {
-		q := &reqs[i]
-		if !q.HasTTFT || !(q.FirstToken >= q.Send) || !(q.End >= q.FirstToken) {
-			continue
-		}
-		out = append(out, tokenSpan{q.Send, q.FirstToken, q.End, float64(q.InputTokens), float64(q.OutputTokens)})
-	}
-	return out
+// fitSpan reports whether the fit reads request q: every request with a
+// first token in order (warm-up too: its tokens draw power in the formal
+// stage's bins).
+func fitSpan(q *Request) bool {
+	return q.HasTTFT && q.FirstToken >= q.Send && q.End >= q.FirstToken
 }
 
 // fitBins is the binned data: the power of the formal stage's bins and the
@@ -111,7 +98,7 @@ type fitBins struct {
 	power           []float64 // n bins of the formal stage; NaN: left out
 	prefill, decode []float64 // n + 2·lags bins, from lags bins before the stage
 	from, width     float64   // the first rate bin's start, the bin width
-	lags            int
+	lags            int       // the most lags the rates are padded for
 }
 
 // prefillDecode fills report.json "prefill_decode".
@@ -127,14 +114,13 @@ func (c *computation) prefillDecode() {
 	if !math.IsNaN(c.interval) {
 		width = max(width, c.interval)
 	}
-	pd.BinSeconds, pd.LagBins = width, int(math.Ceil(fitLagSeconds/width))
-	spans := tokenSpans(c.d.Requests)
-	bins := c.binPower(fb.Start, fb.End, width, pd.LagBins)
-	spreadRates(&bins, spans)
-	bins.dropIdle(spans)
+	pd.BinSeconds = width
+	bins := c.binPower(fb.Start, fb.End, width, int(math.Ceil(fitLagSeconds/width)))
+	spreadRates(&bins, c.d.Requests)
+	bins.dropIdle(c.d.Requests)
 	rows := bins.measured()
 	pd.Bins = len(rows)
-	fitPrefillDecode(pd, &bins, rows, blockLengthBins(spans, len(rows), width))
+	fitPrefillDecode(pd, &bins, rows, blockLengthBins(c.d.Requests, len(rows), width))
 }
 
 // binPower is the mean power of the summed GPU energy curves over each
@@ -169,10 +155,12 @@ func (c *computation) binPower(from, to, width float64, lags int) fitBins {
 // token] to the prefill rate and its output tokens uniformly over [first
 // token, end] to the decode rate (per-token times are not recorded); a
 // zero-length span puts its tokens in the bin it falls in.
-func spreadRates(b *fitBins, spans []tokenSpan) {
-	for _, s := range spans {
-		b.spread(b.prefill, s.send, s.first, s.in)
-		b.spread(b.decode, s.first, s.end, s.out)
+func spreadRates(b *fitBins, reqs []Request) {
+	for i := range reqs {
+		if q := &reqs[i]; fitSpan(q) {
+			b.spread(b.prefill, q.Send, q.FirstToken, float64(q.InputTokens))
+			b.spread(b.decode, q.FirstToken, q.End, float64(q.OutputTokens))
+		}
 	}
 }
 
@@ -202,20 +190,41 @@ func (b *fitBins) spread(r []float64, t0, t1, tokens float64) {
 	}
 }
 
+// busySpans is the [send, end] of every request the fit reads that
+// overlaps the rate bins, in send order: 16 bytes a request, sorted in
+// place (a sorted copy of whole requests cost 200 MB at 1M requests).
+func (b *fitBins) busySpans(reqs []Request) [][2]float64 {
+	end := b.from + float64(len(b.prefill))*b.width
+	n := 0
+	for i := range reqs {
+		if q := &reqs[i]; fitSpan(q) && q.End > b.from && q.Send < end {
+			n++
+		}
+	}
+	spans := make([][2]float64, 0, n)
+	for i := range reqs {
+		if q := &reqs[i]; fitSpan(q) && q.End > b.from && q.Send < end {
+			spans = append(spans, [2]float64{q.Send, q.End})
+		}
+	}
+	slices.SortFunc(spans, func(a, c [2]float64) int { return cmp.Compare(a[0], c[0]) })
+	return spans
+}
+
 // dropIdle leaves out (sets to NaN the power of) every bin with a moment
 // when no request was in flight: an engine that stops running steps draws
 // less than its static power, which a linear fit would misread as
 // per-token energy.
-func (b *fitBins) dropIdle(spans []tokenSpan) {
+func (b *fitBins) dropIdle(reqs []Request) {
 	n := len(b.prefill)
 	busy := make([]float64, n) // seconds of each rate bin with a request in flight
 	end := b.from + float64(n)*b.width
 	// The union of the spans, in send order.
-	sorted := slices.SortedFunc(slices.Values(spans), func(a, c tokenSpan) int { return cmp.Compare(a.send, c.send) })
+	sorted := b.busySpans(reqs)
 	for i := 0; i < len(sorted); {
-		lo, hi := sorted[i].send, sorted[i].end
-		for i++; i < len(sorted) && sorted[i].send <= hi; i++ {
-			hi = max(hi, sorted[i].end)
+		lo, hi := sorted[i][0], sorted[i][1]
+		for i++; i < len(sorted) && sorted[i][0] <= hi; i++ {
+			hi = max(hi, sorted[i][1])
 		}
 		lo, hi = max(lo, b.from), min(hi, end)
 		for k := max(0, int(math.Floor((lo-b.from)/b.width))); k < n && lo < hi; k++ {
@@ -247,14 +256,16 @@ func (b *fitBins) measured() []int {
 // blockLengthBins is the bootstrap's block length over n bins of width:
 // max(⌈n^(1/3)⌉, ⌈mean request latency / width⌉), so a block spans most
 // of one request's tokens (which are spread over its bins).
-func blockLengthBins(spans []tokenSpan, n int, width float64) int {
+func blockLengthBins(reqs []Request, n int, width float64) int {
 	l := int(math.Ceil(math.Cbrt(float64(n))))
-	if len(spans) > 0 {
-		sum := 0.0
-		for _, s := range spans {
-			sum += s.end - s.send
+	sum, k := 0.0, 0
+	for i := range reqs {
+		if q := &reqs[i]; fitSpan(q) {
+			sum, k = sum+q.End-q.Send, k+1
 		}
-		l = max(l, int(math.Ceil(sum/float64(len(spans))/width)))
+	}
+	if k > 0 {
+		l = max(l, int(math.Ceil(sum/float64(k)/width)))
 	}
 	return max(1, l)
 }
