@@ -6,6 +6,10 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 
@@ -477,16 +481,16 @@ func bootstrapFit(pd *PrefillDecode, x *mat.Dense, y *mat.VecDense, blockLen, la
 	z, mean, sd := standardize(x)
 	grams, zys := blockGrams(z, y, bs)
 	reps := [3][]float64{}
-	g, zy := mat.NewSymDense(p, nil), mat.NewVecDense(p, nil)
+	g, zy := make([]float64, p*p), make([]float64, p)
 	beta := make([]float64, p)
 	for range pd.Resamples {
 		draws := bs.resample()
-		g.Zero()
-		zy.Zero()
+		clear(g)
+		clear(zy)
 		for j, d := range draws {
 			if d > 0 {
-				g.AddSym(g, scaledSym(grams[j], float64(d)))
-				zy.AddScaledVec(zy, float64(d), zys[j])
+				floats.AddScaled(g, float64(d), grams[j*p*p:(j+1)*p*p])
+				floats.AddScaled(zy, float64(d), zys[j*p:(j+1)*p])
 			}
 		}
 		st, ep, ed := math.NaN(), math.NaN(), math.NaN()
@@ -525,48 +529,39 @@ func standardize(x *mat.Dense) (*mat.Dense, []float64, []float64) {
 	return z, mean, sd
 }
 
-// blockGrams is each block's Z_bᵀZ_b and Z_bᵀy_b.
-func blockGrams(z *mat.Dense, y *mat.VecDense, bs *blockSet) ([]*mat.SymDense, []*mat.VecDense) {
+// blockGrams is each block's Z_bᵀZ_b (p×p, row-major, both triangles)
+// and Z_bᵀy_b (p), held in two flat slices.
+func blockGrams(z *mat.Dense, y *mat.VecDense, bs *blockSet) (grams, zys []float64) {
 	n, p := z.Dims()
-	grams, zys := make([]*mat.SymDense, bs.b), make([]*mat.VecDense, bs.b)
-	for j := range bs.b {
-		grams[j], zys[j] = mat.NewSymDense(p, nil), mat.NewVecDense(p, nil)
-	}
+	grams, zys = make([]float64, bs.b*p*p), make([]float64, bs.b*p)
 	for i := range n {
-		row := z.RawRowView(i)
-		g, zy := grams[bs.blockOf[i]], zys[bs.blockOf[i]]
-		g.SymRankOne(g, 1, mat.NewVecDense(p, row))
-		zy.AddScaledVec(zy, y.AtVec(i), mat.NewVecDense(p, row))
+		row, blk := z.RawRowView(i), int(bs.blockOf[i])
+		g, zy := grams[blk*p*p:(blk+1)*p*p], zys[blk*p:(blk+1)*p]
+		for a, va := range row {
+			for c, vc := range row {
+				g[a*p+c] += va * vc
+			}
+			zy[a] += va * y.AtVec(i)
+		}
 	}
 	return grams, zys
 }
 
-// scaledSym is k·a.
-func scaledSym(a *mat.SymDense, k float64) *mat.SymDense {
-	if k == 1 {
-		return a
-	}
-	var s mat.SymDense
-	s.ScaleSym(k, a)
-	return &s
-}
-
 // unstandardize solves the normal equations g·b = zy of the standardized
-// design by Cholesky and writes the coefficients of the original columns
-// to beta; false when g is not positive definite (a resample that lost a
-// rate's spread).
-func unstandardize(g *mat.SymDense, zy *mat.VecDense, mean, sd, beta []float64) bool {
-	var ch mat.Cholesky
-	if !ch.Factorize(g) {
+// design (p×p, row-major) by Cholesky, in place (LAPACK's potrf and potrs:
+// no allocation a resample), and writes the coefficients of the original
+// columns to beta; false when g is not positive definite (a resample that
+// lost a rate's spread).
+func unstandardize(g, zy, mean, sd, beta []float64) bool {
+	p := len(beta)
+	t, ok := lapack64.Potrf(blas64.Symmetric{Uplo: blas.Upper, N: p, Stride: p, Data: g})
+	if !ok {
 		return false
 	}
-	var bz mat.VecDense
-	if err := ch.SolveVecTo(&bz, zy); err != nil {
-		return false
-	}
-	beta[0] = bz.AtVec(0)
-	for j := 1; j < len(beta); j++ {
-		beta[j] = bz.AtVec(j) / sd[j]
+	lapack64.Potrs(t, blas64.General{Rows: p, Cols: 1, Stride: 1, Data: zy})
+	beta[0] = zy[0]
+	for j := 1; j < p; j++ {
+		beta[j] = zy[j] / sd[j]
 		beta[0] -= beta[j] * mean[j]
 	}
 	return true
