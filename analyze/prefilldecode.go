@@ -65,7 +65,8 @@ const (
 const (
 	prefillDecodeMethod = "OLS of the formal stage's GPU power (energy counter, summed over GPUs) per bin on the prefill and decode token rates at lags -K..K bins (K by BIC), with an intercept; coefficients summed over the lags; block bootstrap over the bins in time order, percentile interval"
 	// minFitBins is the fewest bins a fit takes (and minBlocks blocks):
-	// four per coefficient at 1 s bins (15 with 3 lags each way).
+	// four per coefficient at 1 s bins (15 with 3 lags each way; more lags
+	// only with four bins per coefficient).
 	minFitBins = 60
 	// maxRateCorrelation is the largest |correlation| of the two rate
 	// series a fit takes.
@@ -305,8 +306,9 @@ func fitPrefillDecode(pd *PrefillDecode, b *fitBins, rows []int, blockLen int) {
 	}
 }
 
-// chooseLags fits K = 0 … b.lags and keeps the K of the lowest Bayesian
-// information criterion, n·ln(RSS/n) + p·ln(n): more lags only where the
+// chooseLags fits K = 0 … b.lags (while there are four bins per
+// coefficient) and keeps the K of the lowest Bayesian information
+// criterion, n·ln(RSS/n) + p·ln(n): more lags only where the
 // power's response to the tokens needs them. It returns K, its design and
 // coefficients; false when every fit is singular.
 func chooseLags(b *fitBins, rows []int, y *mat.VecDense) (int, *mat.Dense, []float64, bool) {
@@ -314,7 +316,8 @@ func chooseLags(b *fitBins, rows []int, y *mat.VecDense) (int, *mat.Dense, []flo
 	best, bestBIC := -1, math.Inf(1)
 	var bestX *mat.Dense
 	var bestBeta []float64
-	for k := 0; k <= b.lags; k++ {
+	// At least four bins per coefficient, as minFitBins asks of K = 3.
+	for k := 0; k <= b.lags && 1+2*(2*k+1) <= len(rows)/4; k++ {
 		x := designMatrix(b, rows, k)
 		beta, ok := ols(x, y)
 		if !ok {
