@@ -26,7 +26,7 @@ func computeAllocs(t *testing.T, n int) (bytes, objects float64) {
 // Compute's allocation budget (issue 34): what one Compute of a synthetic
 // run of budgetRequests requests allocates per request, its 8 GPUs' 10 Hz
 // samples included (BenchmarkCompute1M measures the same at 1M requests:
-// 606 bytes a request); time is not tested (docs/analyze.md, "Scale
+// 619 bytes a request); time is not tested (docs/analyze.md, "Scale
 // (measured)").
 const (
 	// budgetBytesPerRequest: measured 646 (before the prefill/decode
