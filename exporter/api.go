@@ -65,13 +65,13 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, err)
 		return
 	}
-	pick, err := e.resolveSelector(sel)
+	pick, absent, err := e.resolvePhaseSelector(r, p, sel)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
 	e.changeRun(w, id, func(now int64, u undo) (*run, error) {
-		run, ev, err := e.lc.StartPhase(id, p, now, pick, sel)
+		run, ev, err := e.lc.StartPhase(id, p, now, pick, sel, absent)
 		if err == nil && ev.created {
 			err = e.persistRunIDs(id, u.seen)
 		}
@@ -80,6 +80,25 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 		}
 		return run, err
 	})
+}
+
+// resolvePhaseSelector resolves a phase's selector; a pod holding no GPU
+// here is no error yet (absent): the lifecycle decides whether the run may
+// wait for it. Before a warm-up or formal phase the allocations are read
+// again first, the kubelet's latest.
+func (e *Exporter) resolvePhaseSelector(r *http.Request, p contract.Phase, sel *phaseapi.Selector) (pick []bool, absent, err error) {
+	pick, err = e.resolveSelector(sel)
+	var ae *apiError
+	if !errors.As(err, &ae) || !ae.podAbsent {
+		return pick, nil, err
+	}
+	if p == contract.Warmup || p == contract.Formal {
+		e.attr.refreshAndNotify(r.Context())
+		if pick, err = e.resolveSelector(sel); !errors.As(err, &ae) || !ae.podAbsent {
+			return pick, nil, err
+		}
+	}
+	return nil, err, nil
 }
 
 // handleEndRun serves POST /api/v1/runs/{run_id}/end.
@@ -189,13 +208,18 @@ func (e *Exporter) handlePreflight(w http.ResponseWriter, r *http.Request) {
 		// As the first phase's selector would (bench --engine.pod).
 		sel := &phaseapi.Selector{Pod: pod}
 		pick, err := e.resolveSelector(sel)
-		if err != nil {
+		var ae *apiError
+		switch {
+		case err != nil && r.URL.Query().Get("wait") == "1" && errors.As(err, &ae) && ae.podAbsent:
+			pf.Pod, pf.PodPending = pod, true
+		case err != nil:
 			writeError(w, http.StatusUnprocessableEntity, err.Error())
 			return
+		default:
+			pf.Pod = sel.Pod
 		}
-		pf.Pod = sel.Pod
 		for i, g := range e.gpus {
-			if pick[i] {
+			if pick != nil && pick[i] {
 				pf.PodGPUs = append(pf.PodGPUs, g.dev.UUID)
 			}
 		}

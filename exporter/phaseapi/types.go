@@ -45,6 +45,11 @@ type RunStatus struct {
 	// holding one of the GPUs of a run selected by pod, while it ran:
 	// their GPU energy is in the run's.
 	CoTenants []string `json:"co_tenants,omitempty"`
+	// SelectorPending: the first phase's pod selector matched no pod
+	// holding GPUs here yet; the run measures every GPU until a later
+	// phase carrying the selector resolves it (by the warm-up at the
+	// latest, else that phase is refused).
+	SelectorPending bool `json:"selector_pending,omitempty"`
 }
 
 // Gap is an interval of a run without measurements, unix seconds.
@@ -84,6 +89,10 @@ type Preflight struct {
 	// cannot resolve is a 422).
 	Pod     string   `json:"pod,omitempty"`
 	PodGPUs []string `json:"pod_gpus,omitempty"`
+	// PodPending answers ?pod=…&wait=1 when the pod holds no GPU here yet
+	// (a lifecycle's engine starts after the idle baseline): the run will
+	// wait for it (RunStatus.SelectorPending).
+	PodPending bool `json:"pod_pending,omitempty"`
 	// AllocationsKnown says the exporter knows which pods hold its GPUs
 	// (the kubelet's PodResources, --sim.allocations); Pods lists them
 	// then: a run should measure only its engine's pod's GPUs.
