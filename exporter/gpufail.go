@@ -161,7 +161,7 @@ func (r *run) failedGap(i int) bool {
 func (e *Exporter) closeFailGapsAtRestart() {
 	for _, r := range e.lc.runs {
 		k := slices.IndexFunc(r.gaps, func(g phaseapi.Gap) bool {
-			return g.Reason == contract.GapExporterRestarted && len(g.GPUs) == 0 && g.End == e.restartedAt()
+			return g.Reason == contract.GapExporterRestarted && g.AllGPUs() && g.End == e.restartedAt()
 		})
 		if k < 0 {
 			continue
