@@ -1,9 +1,9 @@
 package analyze
 
 import (
-	"strings"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/contract"
