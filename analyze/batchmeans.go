@@ -74,7 +74,10 @@ func politisWhite(x []float64, minM int) lagWindow {
 		return lagWindow{}
 	}
 	kn := max(5, int(math.Ceil(math.Sqrt(math.Log10(float64(n))))))
-	mmax := int(math.Ceil(math.Sqrt(float64(n)))) + kn
+	// Politis–White cap the bandwidth at ⌈√n⌉ + K_N; a slow component
+	// (a 20 s correlation time in 600 one-second bins) needs more, so the
+	// cap is at least n/8.
+	mmax := max(int(math.Ceil(math.Sqrt(float64(n))))+kn, n/8)
 	maxLag := min(n-1, max(mmax+kn, 2*minM))
 	acov := autocov(x, maxLag)
 	crit := 2 * math.Sqrt(math.Log10(float64(n))/float64(n))
@@ -93,7 +96,7 @@ func politisWhite(x []float64, minM int) lagWindow {
 	if mhat < 0 {
 		mhat = mmax
 	}
-	m := max(min(2*mhat, mmax), min(minM, maxLag))
+	m := min(maxLag, max(min(2*mhat, mmax), minM))
 	lw := lagWindow{M: m, g0: acov[0]}
 	for k := 1; k <= m; k++ {
 		l := flatTop(float64(k) / float64(m))
@@ -145,50 +148,99 @@ func (lw lagWindow) correlationBins() float64 {
 }
 
 // batchPlan is how a series is cut into batches: B batches of about L
-// bins.
+// bins, and the 2B batches of half that length the bias extrapolation
+// compares them with.
 type batchPlan struct {
 	B, L int
 	lw   lagWindow
 }
 
-// planBatches sizes the batches from the series' lag window: L is the
-// larger of the MSE-optimal batch size for batch means, (G/g0)^(2/3)·n^(1/3)
-// (the non-overlapping batch means' bias −G/L against its variance
-// 2·g0²·L/n), and batchCorrelations times the correlation scale G/g0, so
-// that adjacent batches share little and the bias correction stays small.
-func planBatches(x []float64, minM int) batchPlan {
+// planBatches sizes the batches from the series' lag window: the half
+// length is the largest of half the MSE-optimal batch size for batch
+// means, (G/g0)^(2/3)·n^(1/3) (the non-overlapping batch means' bias −G/L
+// against its variance 2·g0²·L/n), the window's reach and minL (another
+// series' reach); the batches are at least twice it, and no more than
+// maxBatches.
+func planBatches(x []float64, minM, minL int) batchPlan {
 	lw := politisWhite(x, minM)
 	n := float64(len(x))
 	c := lw.correlationBins()
-	l := max(1, math.Ceil(math.Pow(c, 2.0/3)*math.Cbrt(n)), math.Ceil(batchCorrelations*c))
-	return batchPlan{B: int(n / l), L: int(l), lw: lw}
+	h := max(1, float64(minL), lw.reach(), aggregateReach(x), math.Ceil(math.Pow(c, 2.0/3)*math.Cbrt(n)/2))
+	b := min(maxBatches, int(n/(2*h)))
+	return batchPlan{B: b, L: int(n) / max(1, b), lw: lw}
 }
 
-// batchCorrelations: a batch spans at least this many correlation scales.
-const batchCorrelations = 3
+// maxBatches caps the batches: a short run's lag window can miss a slow
+// correlation (its autocorrelations, biased down by the mean, drop under
+// the bound early), and batches of a tenth of the run still hold it, at
+// the price of Student's t with few degrees of freedom (10 to 30 batches:
+// Schmeiser 1982).
+const maxBatches = 10
 
-// batchVariance is the variance of Σx estimated from B consecutive batches
-// (sizes differing by at most one bin): B/(B−1)·Σ(S_b − n_b·x̄)² plus
-// B·G, the first-order correction of the batches' own correlation
-// (E[B/(B−1)·Σ(S_b−S̄)²] = n·g0 − (B+1)·G while Var Σx = n·g0 − G; G taken
-// ≥ 0, so the correction never narrows).
-func batchVariance(x []float64, p batchPlan) float64 {
-	n := len(x)
-	mean := 0.0
-	for _, v := range x {
-		mean += v
+// aggregateReach is the reach of x summed over k = 4 and 16 bins, in
+// bins, while that leaves at least 40: fast noise added to a slow
+// component (load-driven power beside slow thermal noise) can hide its
+// autocorrelations below the significance bound at one bin, and
+// summing over k averages the fast part away.
+func aggregateReach(x []float64) float64 {
+	r := 0.0
+	for k := 4; len(x)/k >= 40 && k <= 16; k *= 4 {
+		agg := make([]float64, len(x)/k)
+		for i := range agg {
+			agg[i] = sum(x[i*k : (i+1)*k])
+		}
+		r = max(r, float64(k)*politisWhite(agg, 0).reach())
 	}
-	mean /= float64(n)
+	return r
+}
+
+// reach is how far the series' correlation reaches, in bins: the larger
+// of m̂ (the lag after which the autocorrelations stay insignificant,
+// robust where the short run's G/g0 is noisy, even negative) and
+// batchCorrelations times the correlation scale G/g0.
+func (lw lagWindow) reach() float64 {
+	return max(float64(lw.M)/2, math.Ceil(batchCorrelations*lw.correlationBins()))
+}
+
+// batchCorrelations: a half batch spans at least this many correlation
+// scales.
+const batchCorrelations = 1.5
+
+// batchVariance is the variance of Σx from the plan's batches, its bias
+// extrapolated away: batch means of length L estimate n·g0·(1 − c/L) for
+// a correlation scale c, which a lag window truncated to a short run
+// underestimates when the correlation decays slowly; with V(L) from B
+// batches and V(L/2) from 2B, 2·V(L) − V(L/2) removes the 1/L term
+// (Richardson extrapolation), never taken below V(L). df are the
+// degrees of freedom of Student's t: B − 1, down to (B − 1)/2.5 as the
+// extrapolation doubles V(L) (2·V(L) − V(L/2) varies about 2.5 times as
+// much as V(L) for independent batches: Satterthwaite).
+func batchVariance(x []float64, p batchPlan) (v float64, df int) {
+	v = batchMeansVariance(x, p.B)
+	ext := max(v, 2*v-batchMeansVariance(x, 2*p.B))
+	e := 0.0
+	if v > 0 {
+		e = min(1, ext/v-1)
+	}
+	return ext, max(1, int((float64(p.B)-1)/(1+1.5*e)))
+}
+
+// batchMeansVariance is n/(b−1)·Σ(S_j − n_j·x̄)²/n_j over b consecutive
+// batches (sizes differing by at most one bin): the batch means estimate
+// of the variance of Σx.
+func batchMeansVariance(x []float64, b int) float64 {
+	n := len(x)
+	mean := sum(x) / float64(n)
 	ss := 0.0
-	for b := range p.B {
-		lo, hi := b*n/p.B, (b+1)*n/p.B
+	for j := range b {
+		lo, hi := j*n/b, (j+1)*n/b
 		s := 0.0
 		for _, v := range x[lo:hi] {
 			s += v - mean
 		}
-		ss += s * s
+		ss += s * s / float64(hi-lo)
 	}
-	return float64(p.B)/float64(p.B-1)*ss + float64(p.B)*max(0, p.lw.G)
+	return float64(n) / float64(b-1) * ss
 }
 
 // tQuantile is Student's t quantile at q with df degrees of freedom.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/joulemark/joulemark/internal/stats"
@@ -75,7 +76,7 @@ const (
 )
 
 const (
-	intervalMethod = "batch means over time: each figure's deviation summed per time bin of the formal stage (a request's share spread over its life), consecutive batches sized from the series' Politis-White lag window, variance corrected for adjacent batches' correlation, Student's t with batches-1 degrees of freedom"
+	intervalMethod = "batch means over time: each figure's deviation summed per time bin of the formal stage (a request's share spread over its life), 5 to 10 consecutive batches at least twice the series' correlation reach (Politis-White lag window), the batches' bias extrapolated from half batches, Student's t"
 	// minBatches is the fewest batches an interval takes: fewer independent
 	// stretches cannot give an honest 95% interval.
 	minBatches = 5
@@ -203,7 +204,10 @@ type ivSeries struct {
 	// every run alike, so the variance is estimated on the core and
 	// scaled to a figure's bins by their share of its denominator.
 	core [2]int
-	lat                [3]latSeries
+	// drainVar is the variance of the drain's length (s²): how far the
+	// formal stage's end moves from run to run.
+	drainVar float64
+	lat      [3]latSeries
 }
 
 // latSeries is one latency list: its values sorted (failures +Inf), the
@@ -308,6 +312,7 @@ func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
 	s.steadyJ, s.steadyT, s.sustJ, s.sustT = sj.sums(), st.sums(), uj.sums(), ut.sums()
 	bin := func(x float64) int { return tok.bin(x) }
 	s.core = [2]int{bin(firstEnd), bin(lastSend)}
+	s.drainVar = c.drainLengthVariance(lastSend)
 	if !math.IsInf(sFrom, 0) {
 		s.steadyBins = [2]int{bin(sFrom), n}
 	}
@@ -326,6 +331,61 @@ func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
 	}
 	return s
 }
+
+// drainVariance is the variance a figure's deviation (resid over bins)
+// takes from the drain's length: the residual rate in its last bin times
+// the drain length's spread; 0 unless the bins reach the grid's end.
+func (s *ivSeries) drainVariance(resid []float64, bins [2]int) float64 {
+	if bins[1] != len(resid) || bins[1] <= bins[0] {
+		return 0
+	}
+	rate := resid[bins[1]-1] / s.w
+	return rate * rate * s.drainVar
+}
+
+// drainLengthVariance is the variance of the drain's length, the longest
+// remaining life of the requests in flight at the last formal send: each
+// a uniform share of a length-biased draw from the formal requests'
+// latencies (a request in flight at a random instant), drawn drainDraws
+// times with a fixed seed.
+func (c *computation) drainLengthVariance(lastSend float64) float64 {
+	var lat []float64
+	inFlight := 0
+	for _, i := range c.formal {
+		q := &c.d.Requests[i]
+		if q.Latency > 0 {
+			lat = append(lat, q.Latency)
+		}
+		if q.Send <= lastSend && q.End > lastSend {
+			inFlight++
+		}
+	}
+	if len(lat) == 0 || inFlight == 0 {
+		return 0
+	}
+	cum := make([]float64, len(lat))
+	total := 0.0
+	for k, l := range lat {
+		total += l
+		cum[k] = total
+	}
+	rng := rand.New(rand.NewPCG(drainSeed, uint64(len(lat))))
+	var sum, sum2 float64
+	for range drainDraws {
+		longest := 0.0
+		for range inFlight {
+			k, _ := slices.BinarySearch(cum, rng.Float64()*total)
+			longest = max(longest, rng.Float64()*lat[min(k, len(lat)-1)])
+		}
+		sum, sum2 = sum+longest, sum2+longest*longest
+	}
+	m := sum / drainDraws
+	return max(0, sum2/drainDraws-m*m) * drainDraws / (drainDraws - 1)
+}
+
+// drainDraws and drainSeed are the drain length simulation's draws and
+// seed.
+const drainDraws, drainSeed = 400, 1
 
 // steadyCounts are the successful formal requests with tokens, where the
 // steady state starts among them (-1: not reached) and its drain.
@@ -360,11 +420,18 @@ func (c *computation) energyBins(from, w float64, n int) []float64 {
 // shows clearest.
 func (c *computation) energyIntervals(iv *Intervals, s *ivSeries) {
 	r := c.r
-	minM := 0
-	if s.energy != nil {
-		minM = politisWhite(s.energy, 0).M
+	var minM, minL int
+	var perBin float64 // the energy's long-run variance per bin
+	if s.energy != nil && s.core[1]-s.core[0] >= 4 {
+		core := s.energy[s.core[0]:s.core[1]]
+		p := planBatches(core, 0, 0)
+		minM, minL = p.lw.M, int(p.lw.reach())
+		if p.B >= 2 {
+			v, _ := batchVariance(core, p)
+			perBin = v / float64(len(core))
+		}
 	}
-	ratio := func(key string, num, den []float64, bins [2]int) {
+	ratio := func(key string, num, den []float64, bins [2]int, extra float64) {
 		p := figurePoint(r, key)
 		if p == nil || num == nil {
 			return
@@ -374,13 +441,25 @@ func (c *computation) energyIntervals(iv *Intervals, s *ivSeries) {
 			resid[t] = num[t] - *p*den[t]
 			total += den[t]
 		}
-		iv.setLinear(key, *p, s.span(resid, den, bins, minM), total)
+		sp := s.span(resid, den, bins, minM)
+		sp.minL, sp.extra = minL, extra+s.drainVariance(resid, bins)
+		iv.setLinear(key, *p, sp, total)
 	}
 	all := [2]int{0, len(s.tokens)}
-	ratio(KeySteadyJPT, s.steadyJ, s.steadyT, s.steadyBins)
-	ratio(KeySustainedJPT, s.sustJ, s.sustT, s.sustBins)
-	ratio(KeyLifecycleJPT, s.energy, s.tokens, all)
-	ratio(KeyJoulesPerGood, s.energy, s.goodTokens, all)
+	ratio(KeySteadyJPT, s.steadyJ, s.steadyT, s.steadyBins, 0)
+	ratio(KeySustainedJPT, s.sustJ, s.sustT, s.sustBins, 0)
+	ratio(KeyLifecycleJPT, s.energy, s.tokens, all, perBin*c.fixedStageSeconds()/s.w)
+	ratio(KeyJoulesPerGood, s.energy, s.goodTokens, all, 0)
+}
+
+// fixedStageSeconds is the duration of the stages whose energy the
+// full-lifecycle figure adds as measured: startup, warm-up, release.
+func (c *computation) fixedStageSeconds() float64 {
+	d := 0.0
+	for _, name := range []string{"startup", "warmup", "release"} {
+		d += c.r.Stages[name].DurationSeconds
+	}
+	return d
 }
 
 // requestIntervals sets throughput's (tokens per bin over the fixed formal
@@ -389,7 +468,13 @@ func (c *computation) requestIntervals(iv *Intervals, s *ivSeries) {
 	r := c.r
 	if p := r.ThroughputTokensPerSecond; p != nil {
 		if fb, ok := c.complete("formal"); ok && fb.End > fb.Start {
-			iv.setLinear(KeyThroughput, *p, s.span(s.tokens, s.tokens, [2]int{0, len(s.tokens)}, 0), fb.End-fb.Start)
+			resid, all := make([]float64, len(s.tokens)), [2]int{0, len(s.tokens)}
+			for t, v := range s.tokens {
+				resid[t] = v - *p*s.w
+			}
+			sp := s.span(resid, s.tokens, all, 0)
+			sp.extra = s.drainVariance(resid, all)
+			iv.setLinear(KeyThroughput, *p, sp, fb.End-fb.Start)
 		}
 	}
 	if p := r.Goodput.Ratio; p != nil {
@@ -431,7 +516,11 @@ func (c *computation) latencyIntervals(iv *Intervals, s *ivSeries, l *latSeries)
 type spanSeries struct {
 	resid, den []float64
 	bins, core [2]int
-	minM       int
+	// minM and minL are the least lag-window bandwidth and batch length
+	// (bins) another series' correlation asks for; extra is variance added
+	// as is (the fixed stages' energy).
+	minM, minL int
+	extra      float64
 	w          float64
 }
 
@@ -450,18 +539,18 @@ func (s *ivSeries) span(resid, den []float64, bins [2]int, minM int) spanSeries 
 // batches are recorded in f, and a reason returned when there are too few.
 func (sp spanSeries) variance(f *IntervalFigure) (v float64, df int, why string) {
 	x := sp.resid[sp.core[0]:sp.core[1]]
-	p := planBatches(x, sp.minM)
+	p := planBatches(x, sp.minM, sp.minL)
 	f.Batches, f.BatchSeconds, f.CorrelationSeconds = p.B, float64(p.L)*sp.w, p.lw.correlationBins()*sp.w
 	if p.B < minBatches {
 		return 0, 0, fmt.Sprintf("too few independent stretches for an honest 95%% interval: %.0f s of data at full load hold %d batches of %.0f s (correlation scale %.1f s), %d needed; a longer run gives one",
 			float64(len(x))*sp.w, p.B, f.BatchSeconds, f.CorrelationSeconds, minBatches)
 	}
-	v = batchVariance(x, p)
+	v, df = batchVariance(x, p)
 	all, core := sum(sp.den[sp.bins[0]:sp.bins[1]]), sum(x2(sp.den, sp.core))
 	if core > 0 {
 		v *= all / core
 	}
-	return v, p.B - 1, ""
+	return v + sp.extra, df, ""
 }
 
 func x2(v []float64, r [2]int) []float64 { return v[r[0]:r[1]] }

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -64,8 +65,22 @@ func TestFixtureIntervals(t *testing.T) {
 			t.Errorf("%s: %v not inside [%v, %v]", k, *p, ci[0], ci[1])
 		}
 	}
-	if ci := iv.CI95[KeyThroughput]; !(ci[0] < ci[1]) {
-		t.Errorf("throughput interval [%v, %v] has no width", ci[0], ci[1])
+	// The fixture's lifecycle energy has noise; its tokens and latencies
+	// none, so their intervals have no width.
+	if ci := iv.CI95[KeyLifecycleJPT]; !(ci[0] < ci[1]) {
+		t.Errorf("lifecycle interval [%v, %v] has no width", ci[0], ci[1])
+	}
+	// Every figure has an interval or says why not (the p99s reach the
+	// fixture's failed request).
+	for _, f := range intervalKeys {
+		_, has := iv.CI95[f.key]
+		why := iv.Figures[f.key].Reason
+		if has == (why != "") || iv.Figures[f.key].Estimand == "" {
+			t.Errorf("%s: interval %v, reason %q, estimand %q: want one of the first two and an estimand", f.key, has, why, iv.Figures[f.key].Estimand)
+		}
+	}
+	if why := iv.Figures["latency.ttft_seconds.p99"].Reason; !strings.Contains(why, "failed requests") {
+		t.Errorf("TTFT p99: reason %q, want the failed requests named", why)
 	}
 	r2, _ := fixtureReport(t)
 	if lo, hi, _ := r2.CI95(KeySteadyJPT); [2]float64{lo, hi} != iv.CI95[KeySteadyJPT] {
