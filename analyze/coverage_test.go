@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -212,7 +214,9 @@ var covScenarios = []covScenario{
 	{name: "ar1", phi: 0.95, sdW: 20, stallEvery: 30, formalSecs: 600, slots: 16, failureRate: 1.0 / 500},
 }
 
-// TestIntervalCoverage: on synthetic runs of known design (covScenarios),
+// TestIntervalCoverage (JOULEMARK_COVERAGE_RUNS sets the runs per
+// scenario, 150 by default: docs/analyze.md's longer run takes 1000): on
+// synthetic runs of known design (covScenarios),
 // every figure's 95% interval, where given, covers its truth in at least
 // 90% of runs; every headline figure's (all but the p99s, which may reach
 // the failed requests, and say so) is given in at least 90% of runs; and
@@ -223,7 +227,14 @@ var covScenarios = []covScenario{
 // it (the stalls' delayed TTFTs) can widen one end far past the
 // percentile's spread over runs.
 func TestIntervalCoverage(t *testing.T) {
-	const runs = 150
+	runs := 150
+	if v := os.Getenv("JOULEMARK_COVERAGE_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 20 {
+			t.Fatalf("JOULEMARK_COVERAGE_RUNS=%q: want a number of runs ≥ 20", v)
+		}
+		runs = n
+	}
 	for i, sc := range covScenarios {
 		rs := measureCoverage(t, sc, runs, uint64(10+i))
 		t.Logf("\n%s", coverageTable(sc.name, rs))
