@@ -63,6 +63,9 @@ func readBenchArchive(run *runarchive.Run, runID string) (*benchArchive, error) 
 		a.views = ph.Exporters
 	}
 	var sanity outputsanity.Counter
+	if a.manifest != nil {
+		sanity.IgnoreEOS = a.manifest.IgnoreEOS()
+	}
 	err = run.EachRequest(func(_ int, r *runarchive.Request) error {
 		sanity.Add(r)
 		if r.Phase == string(contract.Formal) && r.Success && r.Quality != nil {
@@ -74,8 +77,5 @@ func readBenchArchive(run *runarchive.Run, runID string) (*benchArchive, error) 
 		return nil, err
 	}
 	a.sanity = sanity.Counts()
-	if a.manifest != nil {
-		a.sanity.IgnoreEOS = a.manifest.IgnoreEOS()
-	}
 	return a, nil
 }

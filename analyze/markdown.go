@@ -6,6 +6,7 @@ import (
 
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -94,7 +95,7 @@ func headerMarkdown(p func(string, ...any), r *Report) {
 	p("# joulemark report — run `%s`\n\n", r.RunID)
 	verdict := "**VALID**"
 	if !r.Valid {
-		verdict = "**NOT VALID** (excluded from formal results and comparisons)"
+		verdict = "**NOT VALID** (excluded from formal results and comparisons" + excludedBy(r) + ")"
 	}
 	boundary := r.Measurement.Boundary
 	if r.HostEnergy != nil && r.HostEnergy.Available {
@@ -107,18 +108,36 @@ func headerMarkdown(p func(string, ...any), r *Report) {
 	p("%s\n\n%s\n\n", identityLine(r.Run), modeLine(r))
 }
 
-// flagsMarkdown renders the run's flags.
+// excludedBy names the run's excluding flags: ": by `a`, `b`", "" when none.
+func excludedBy(r *Report) string {
+	var codes []string
+	for _, f := range r.Flags {
+		if f.Excluding && !slices.Contains(codes, "`"+f.Code+"`") {
+			codes = append(codes, "`"+f.Code+"`")
+		}
+	}
+	if len(codes) == 0 {
+		return ""
+	}
+	return ": by " + strings.Join(codes, ", ")
+}
+
+// flagsMarkdown renders the run's flags, the excluding ones first.
 func flagsMarkdown(p func(string, ...any), r *Report) {
 	p("## Flags\n\n")
 	if len(r.Flags) == 0 {
 		p("None.\n\n")
-	} else {
-		p("| flag | excludes the run | detail |\n|---|---|---|\n")
-		for _, f := range r.Flags {
-			p("| `%s` | %s | %s |\n", f.Code, yesNo(f.Excluding), mdEscape(f.Message))
-		}
-		p("\n")
+		return
 	}
+	p("| flag | excludes the run | detail |\n|---|---|---|\n")
+	for _, excluding := range []bool{true, false} {
+		for _, f := range r.Flags {
+			if f.Excluding == excluding {
+				p("| `%s` | %s | %s |\n", f.Code, yesNo(f.Excluding), mdEscape(f.Message))
+			}
+		}
+	}
+	p("\n")
 }
 
 // energyPerTokenMarkdown renders the J/token figures and the steady state.

@@ -127,13 +127,18 @@ type SteadyState struct {
 	DrainRequests int `json:"drain_requests"`
 	// SustainedLoadJoulesPerToken is the same J/token without the drain:
 	// the steady-state requests that ended by the last formal send, all
-	// run under the full offered load (docs/analyze.md, "Steady state");
+	// run under the full offered load (docs/design.md, "Definitions");
 	// SustainedLoadRequests counts them. Null when there are none.
 	SustainedLoadJoulesPerToken *float64 `json:"sustained_load_joules_per_token"`
 	SustainedLoadRequests       *int     `json:"sustained_load_requests"`
 	Window                      int      `json:"window"`
 	Windows                     int      `json:"windows"`
 	CVThreshold                 float64  `json:"cv_threshold"`
+	// WindowCV is the largest CV of the tested windows at the steady
+	// state's first request, or at the best start when it was not reached
+	// (what the test compared with CVThreshold); nil when no start could be
+	// tested.
+	WindowCV *float64 `json:"window_cv"`
 }
 
 // Latency holds TTFT, TPOT and end-to-end latency percentiles.

@@ -24,8 +24,9 @@ func addExporterGaps(r *Report, views []runarchive.ExporterStatus) {
 			r.Flags = append(r.Flags, Flag{Code: contract.FlagExporterRestarted, Message: g.Describe(e.URL, e.Status.GPUs)})
 		}
 		if len(e.Status.CoTenants) > 0 {
-			r.Flags = append(r.Flags, Flag{Code: contract.FlagGPUShared, Message: fmt.Sprintf(
-				"exporter %s: other pods held the run's GPUs (%s): their GPU energy is in the run's", e.URL, strings.Join(e.Status.CoTenants, ", "))})
+			r.Flags = append(r.Flags, Flag{Code: contract.FlagGPUShared, Excluding: true, Message: fmt.Sprintf(
+				"exporter %s: other pods held the run's GPUs (%s) during the run: their GPU energy is in the run's", e.URL, strings.Join(e.Status.CoTenants, ", "))})
+			r.Valid = false
 		}
 	}
 }

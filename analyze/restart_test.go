@@ -51,12 +51,12 @@ func TestExporterGapsFlagged(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(msg, "http://node-a:9402") || !strings.Contains(msg, "7.5 s") || r.Valid != valid {
-		t.Errorf("flag message %q (valid %v→%v), want node-a's 7.5 s gap", msg, valid, r.Valid)
+	if !strings.Contains(msg, "http://node-a:9402") || !strings.Contains(msg, "7.5 s") || !valid || r.Valid {
+		t.Errorf("flag message %q (valid %v→%v), want node-a's 7.5 s gap, the run invalid by gpu_shared alone", msg, valid, r.Valid)
 	}
-	if i := slices.IndexFunc(r.Flags, func(f Flag) bool { return f.Code == contract.FlagGPUShared }); i < 0 || r.Flags[i].Excluding ||
+	if i := slices.IndexFunc(r.Flags, func(f Flag) bool { return f.Code == contract.FlagGPUShared }); i < 0 || !r.Flags[i].Excluding ||
 		!strings.Contains(r.Flags[i].Message, "node-b") || !strings.Contains(r.Flags[i].Message, "batch/job") {
-		t.Errorf("flags %+v: want a non-excluding gpu_shared naming node-b's co-tenant batch/job", r.Flags)
+		t.Errorf("flags %+v: want an excluding gpu_shared naming node-b's co-tenant batch/job", r.Flags)
 	}
 	last := r.Measurement.Gaps[len(r.Measurement.Gaps)-1]
 	if last.Series != "exporter" || last.Start != fixtureBase+40 || last.End != fixtureBase+47.5 {

@@ -65,21 +65,40 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, err)
 		return
 	}
-	pick, err := e.resolveSelector(sel)
+	pick, absent, err := e.resolvePhaseSelector(r, p, sel)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
 	e.changeRun(w, id, func(now int64, u undo) (*run, error) {
-		run, ev, err := e.lc.StartPhase(id, p, now, pick, sel)
+		run, ev, err := e.lc.StartPhase(id, p, now, pick, sel, absent)
 		if err == nil && ev.created {
 			err = e.persistRunIDs(id, u.seen)
 		}
-		if err == nil && ev.selected {
+		if err == nil && (ev.selected || ev.created) {
 			e.noteCoTenants(run)
 		}
 		return run, err
 	})
+}
+
+// resolvePhaseSelector resolves a phase's selector; a pod holding no GPU
+// here is no error yet (absent): the lifecycle decides whether the run may
+// wait for it. Before a warm-up or formal phase the allocations are read
+// again first, the kubelet's latest.
+func (e *Exporter) resolvePhaseSelector(r *http.Request, p contract.Phase, sel *phaseapi.Selector) (pick []bool, absent, err error) {
+	pick, err = e.resolveSelector(sel)
+	var ae *apiError
+	if !errors.As(err, &ae) || !ae.podAbsent {
+		return pick, nil, err
+	}
+	if p == contract.Warmup || p == contract.Formal {
+		e.attr.refreshAndNotify(r.Context())
+		if pick, err = e.resolveSelector(sel); !errors.As(err, &ae) || !ae.podAbsent {
+			return pick, nil, err
+		}
+	}
+	return nil, err, nil
 }
 
 // handleEndRun serves POST /api/v1/runs/{run_id}/end.
@@ -182,16 +201,25 @@ func (e *Exporter) handlePreflight(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	pf := phaseapi.Preflight{RunID: id}
+	if pods, known := e.PodsHolding(); known {
+		pf.AllocationsKnown, pf.Pods = true, e.podGPUs(pods)
+	}
 	if pod := r.URL.Query().Get("pod"); pod != "" {
 		// As the first phase's selector would (bench --engine.pod).
-		pick, err := e.resolveSelector(&phaseapi.Selector{Pod: pod})
-		if err != nil {
+		sel := &phaseapi.Selector{Pod: pod}
+		pick, err := e.resolveSelector(sel)
+		var ae *apiError
+		switch {
+		case err != nil && r.URL.Query().Get("wait") == "1" && errors.As(err, &ae) && ae.podAbsent:
+			pf.Pod, pf.PodPending = pod, true
+		case err != nil:
 			writeError(w, http.StatusUnprocessableEntity, err.Error())
 			return
+		default:
+			pf.Pod = sel.Pod
 		}
-		pf.Pod = pod
 		for i, g := range e.gpus {
-			if pick[i] {
+			if pick != nil && pick[i] {
 				pf.PodGPUs = append(pf.PodGPUs, g.dev.UUID)
 			}
 		}
@@ -227,7 +255,9 @@ func (e *Exporter) RunStatus(id string) (phaseapi.RunStatus, bool) {
 
 // handleEngineExited serves POST /api/v1/runs/{run_id}/engine-exited: the
 // bench reports that the engine process it controls has exited, which
-// meets the release's process criterion at that instant.
+// meets the release's process criterion at that instant. Like a phase, it
+// is saved before it is acknowledged (503 when it cannot be: a restart
+// would lose it and the release could then only time out).
 func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) {
 	if !e.authorized(w, req) {
 		return
@@ -236,17 +266,5 @@ func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) 
 	if !ok {
 		return
 	}
-	now := e.off(e.clock.Now())
-	e.mu.Lock()
-	r, err := e.lc.EngineExited(id, now)
-	e.logEvents()
-	if err != nil {
-		e.mu.Unlock()
-		writeAPIError(w, err)
-		return
-	}
-	st := e.status(r)
-	e.mu.Unlock()
-	e.saveActive() // the report survives a restart
-	writeJSON(w, http.StatusOK, st)
+	e.changeRun(w, id, func(now int64, _ undo) (*run, error) { return e.lc.EngineExited(id, now) })
 }

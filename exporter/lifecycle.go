@@ -137,16 +137,40 @@ type startEvent struct {
 
 // StartPhase starts phase p of run id at now, ending the previous phase at
 // the same instant. pick and sel are the GPUs the phase's selector chose
-// and the selector (nil: none given).
-func (l *lifecycle) StartPhase(id string, p contract.Phase, now int64, pick []bool, sel *phaseapi.Selector) (*run, startEvent, error) {
+// and the selector (nil: none given); absent, when set, says why the
+// selector's pod holds no GPU here (pick is nil then).
+func (l *lifecycle) StartPhase(id string, p contract.Phase, now int64, pick []bool, sel *phaseapi.Selector, absent error) (*run, startEvent, error) {
 	var ev startEvent
 	r, created, err := l.startPhase(id, p, now)
 	ev.created = created
 	if err != nil {
 		return r, ev, err
 	}
+	if absent != nil {
+		return r, ev, l.awaitPod(r, p, sel, absent)
+	}
 	ev.selected, err = l.selectGPUs(r, pick, sel)
 	return r, ev, err
+}
+
+// awaitPod handles phase p of run r whose selector's pod holds no GPU here
+// (absent says so, naming the pods that do): a lifecycle's idle phase
+// starts the run pending (its engine's pod starts later) and its startup
+// keeps waiting; a run already selected has lost its pod (the engine
+// stopped: release). Any other phase is refused: a warm-up or formal
+// phase never measures GPUs other than its engine's pod's.
+func (l *lifecycle) awaitPod(r *run, p contract.Phase, sel *phaseapi.Selector, absent error) error {
+	switch {
+	case r.selected:
+		return nil
+	case r.selector == nil && len(r.phases) == 1 && p == contract.Idle:
+		r.selector = sel
+		l.note(slog.LevelInfo, "run waits for its pod to hold GPUs here; it measures every GPU until then", "run_id", r.id, "pod", sel.Pod)
+		return nil
+	case r.pending() && p == contract.Startup:
+		return nil
+	}
+	return absent
 }
 
 // startPhase is StartPhase without the selection.
@@ -211,7 +235,10 @@ func (l *lifecycle) selectGPUs(r *run, pick []bool, sel *phaseapi.Selector) (set
 	if sel == nil {
 		return false, nil
 	}
-	if len(r.phases) == 1 && r.gpus == nil && !r.selected {
+	if r.pending() && r.selector.Pod != sel.Pod && !phaseapi.MatchPod(r.selector.Pod, sel.Pod) {
+		return false, errf(http.StatusConflict, "run %s waits for pod %s; a later phase cannot select another (%s)", r.id, r.selector.Pod, sel.Pod)
+	}
+	if len(r.phases) == 1 && r.gpus == nil && !r.selected || r.pending() {
 		r.gpus, r.selected, r.selector = pick, true, sel
 		var uuids []string
 		for i, g := range l.gpus {
@@ -305,6 +332,7 @@ type undo struct {
 	selector  *phaseapi.Selector
 	ended     bool
 	endReason string
+	crit      releaseCriteria // an engine exit reported
 	seen      int
 	finished  int
 }
@@ -318,7 +346,7 @@ func (l *lifecycle) undoPoint(id string) undo {
 			u.curEnd = c.end
 		}
 		u.rel, u.gpus, u.selected, u.selector = r.rel, r.gpus, r.selected, r.selector
-		u.ended, u.endReason = r.ended, r.endReason
+		u.ended, u.endReason, u.crit = r.ended, r.endReason, r.crit
 	}
 	return u
 }
@@ -335,7 +363,7 @@ func (l *lifecycle) rollback(u undo) (forgot bool) {
 			c.end = u.curEnd
 		}
 		r.rel, r.gpus, r.selected, r.selector = u.rel, u.gpus, u.selected, u.selector
-		r.ended, r.endReason = u.ended, u.endReason
+		r.ended, r.endReason, r.crit = u.ended, u.endReason, u.crit
 	}
 	if i := slices.Index(l.finished, u.id); i >= 0 && (u.r == nil || !u.ended) {
 		l.finished = slices.Delete(l.finished, i, i+1)
