@@ -251,3 +251,21 @@ func TestIntervalCoverage(t *testing.T) {
 		}
 	}
 }
+
+// TestIntervalTooFewStretches: 45 s of formal load under slow power noise
+// holds too few independent stretches: the energy figures give no interval
+// and say so, rather than a narrow one.
+func TestIntervalTooFewStretches(t *testing.T) {
+	sc := covScenarios[1]
+	sc.formalSecs = 45
+	r, _, err := Compute(sc.simRun(rand.New(rand.NewPCG(3, 1))), DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{KeyLifecycleJPT, KeyJoulesPerGood} {
+		f := r.Intervals.Figures[key]
+		if _, has := r.Intervals.CI95[key]; has || !strings.Contains(f.Reason, "too few independent stretches") {
+			t.Errorf("%s: interval %v, reason %q; want none, for too few independent stretches", key, r.Intervals.CI95[key], f.Reason)
+		}
+	}
+}

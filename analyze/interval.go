@@ -84,6 +84,10 @@ const (
 	// than this many seconds.
 	maxIntervalBins = 1 << 14
 	ciLevel         = 0.95
+	// minEnergyBatchSeconds is the shortest batch of a J/token figure:
+	// GPU power has slow components (temperature, clocks) with correlation
+	// times of tens of seconds that a short run's lag window cannot see.
+	minEnergyBatchSeconds = 10.0
 )
 
 // CI95 is the 95% interval of the figure with report key key; false when
@@ -431,6 +435,9 @@ func (c *computation) energyIntervals(iv *Intervals, s *ivSeries) {
 			perBin = v / float64(len(core))
 		}
 	}
+	if s.energy != nil {
+		minL = max(minL, int(math.Ceil(minEnergyBatchSeconds/2/s.w)))
+	}
 	ratio := func(key string, num, den []float64, bins [2]int, extra float64) {
 		p := figurePoint(r, key)
 		if p == nil || num == nil {
@@ -715,7 +722,7 @@ func intervalsMarkdown(p func(string, ...any), r *Report) {
 		p("No intervals: %s.\n\n", mdEscape(iv.Reason))
 		return
 	}
-	p("%s; bins of %.3g s. Each interval covers the figure's expected value over repeated runs of the same design; the startup and release energy enter as measured; the steady-state window is taken as found.\n\n",
+	p("%s; bins of %.3g s. Each interval covers the figure's expected value over repeated runs of the same design (each figure's estimand: report.json intervals.figures); the startup and release energy enter as measured plus the formal stage's power noise per second over their duration; the steady-state window is taken as found.\n\n",
 		iv.Method, iv.BinSeconds)
 	p("| figure | 95%% CI low | 95%% CI high | batches × s | no interval because |\n|---|---:|---:|---|---|\n")
 	for _, f := range intervalKeys {
