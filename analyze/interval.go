@@ -553,14 +553,12 @@ func (sp spanSeries) variance(f *IntervalFigure) (v float64, df int, why string)
 			float64(len(x))*sp.w, p.B, f.BatchSeconds, f.CorrelationSeconds, minBatches)
 	}
 	v, df = batchVariance(x, p)
-	all, core := sum(sp.den[sp.bins[0]:sp.bins[1]]), sum(x2(sp.den, sp.core))
+	all, core := sum(sp.den[sp.bins[0]:sp.bins[1]]), sum(sp.den[sp.core[0]:sp.core[1]])
 	if core > 0 {
 		v *= all / core
 	}
 	return v + sp.extra, df, ""
 }
-
-func x2(v []float64, r [2]int) []float64 { return v[r[0]:r[1]] }
 
 func sum(v []float64) float64 {
 	s := 0.0
