@@ -66,6 +66,9 @@ func (l *lifecycle) takeEvents() []event {
 	return ev
 }
 
+// unix converts an offset to unix seconds.
+func (l *lifecycle) unix(off int64) float64 { return float64(l.t0Unix+off) / 1e9 }
+
 // wall is an offset as a UTC time, for logs.
 func (l *lifecycle) wall(off int64) time.Time { return time.Unix(0, l.t0Unix+off).UTC() }
 
@@ -150,6 +153,7 @@ func (l *lifecycle) StartPhase(id string, p contract.Phase, now int64, pick []bo
 		return r, ev, l.awaitPod(r, p, sel, absent)
 	}
 	ev.selected, err = l.selectGPUs(r, pick, sel)
+	l.syncFailGaps()
 	return r, ev, err
 }
 
@@ -402,6 +406,11 @@ func (l *lifecycle) resolve(b *boundary) {
 		if b.ok[i] {
 			continue
 		}
+		if v, ok := l.outEnergy(i, b.t); ok {
+			b.e[i], b.ok[i] = v, true
+			b.left--
+			continue
+		}
 		if v, ok := g.ring.energyAt(b.t, g.counter); ok {
 			b.e[i], b.ok[i] = v, true
 			b.left--
@@ -477,15 +486,22 @@ func (l *lifecycle) windowPower(g *gpuState) float64 {
 
 // powerWhy says why the power criterion of run r is not met at now (""
 // when it is).
-func (l *lifecycle) powerWhy(r *run, now int64) string {
+func (l *lifecycle) powerWhy(r *run, now int64) (why string) {
 	base := l.baseline(r)
 	if base == nil {
 		return "no idle baseline (the run has no finished idle phase)"
 	}
+	measured := 0
+	defer func() {
+		if why == "" && measured == 0 {
+			why = "none of the run's GPUs answers (each is in a gap of its own)"
+		}
+	}()
 	for i, g := range l.gpus {
-		if !r.measured(i) || r.lost(i) {
+		if !r.measured(i) || r.lost(i) || r.failedGap(i) {
 			continue
 		}
+		measured++
 		if !g.healthy || !g.has {
 			return fmt.Sprintf("gpu %d unhealthy: %s", i, g.lastErr)
 		}

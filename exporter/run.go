@@ -73,6 +73,9 @@ type run struct {
 	// absent are the run's GPUs not open at a restart, by index, until they
 	// open with their saved UUID (store_absent.go).
 	absent map[int]*absence
+	// failed are the run's GPUs out since a read failed or hung, by index,
+	// each with its open gap's index in gaps (gpufail.go).
+	failed map[int]int
 
 	gpus     []bool             // GPUs measured, nil: every GPU (selector.go)
 	selected bool               // the first phase carried a selector

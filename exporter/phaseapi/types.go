@@ -67,11 +67,13 @@ type Gap struct {
 	// the same UUID, or, when it did not (another GPU opened in its place,
 	// or none), until the run's end.
 	GPUs []int `json:"gpus,omitempty"`
-	// VanishedUUIDs are GPUs of the run not found at the exporter's
-	// restart (matched by UUID: a GPU count that changed, e.g. 8 → 7 after
-	// a reboot): the run goes on without them, they are not measured from
-	// Start to the run's end, and their energy before is not in the run's
-	// either. With GPUs and VanishedUUIDs empty the gap is about every GPU.
+	// VanishedUUIDs are GPUs of the run the gap is about (as GPUs), named
+	// by UUID because they were not found at a later restart of the
+	// exporter (matched by UUID: a GPU count that changed, e.g. 8 → 7
+	// after a reboot): the run goes on without them, their energy is not in
+	// the run's, and the gap that starts at the last save before that
+	// restart lasts until the run's end. With GPUs and VanishedUUIDs empty
+	// the gap is about every GPU.
 	VanishedUUIDs []string `json:"vanished_uuids,omitempty"`
 	// Open is set while the gap goes on (its GPUs are still missing and the
 	// run is active): End is then the time of the status.

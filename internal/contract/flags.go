@@ -28,6 +28,12 @@ const (
 	// was down during the run: phases.json of the bench archive holds its gap,
 	// an interval without energy. Coverage counts the hole the scrapes show.
 	FlagExporterRestarted = "exporter_restarted"
+	// FlagGPUFailed: one of the run's GPUs stopped answering while the
+	// exporter ran (its reads failed or hung: a gap of its own, reason
+	// GapGPUFailed or GapGPUHung, in phases.json). It excludes the run when
+	// the gap overlaps the formal phase and the GPU's own counter did not
+	// bridge it (the formal energy misses it); else it warns.
+	FlagGPUFailed = "gpu_failed"
 	// FlagGPUShared excludes a run whose GPUs another pod held at some
 	// moment of the run (the exporter's co_tenants: besides the run's pod,
 	// or any pod once two held the GPUs of a run not selected by pod):
@@ -86,7 +92,7 @@ const (
 const ClientCPUSaturated = 0.9
 
 // ReportFlags are every report flag code.
-var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch, FlagEngineShared}
+var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUFailed, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch, FlagEngineShared}
 
 // BenchFlags are every bench flag code.
-var BenchFlags = []string{FlagExporterLostPhases, FlagExporterRestarted, FlagRetryAfter, FlagAborted, FlagNoLifecycle, FlagUsageMissing, FlagClientLag, FlagClientCPU, FlagEngineStart, FlagEngineNotReady, FlagEngineExited, FlagEngineStop, FlagWrongModel, FlagReleaseNotClosed, FlagReleaseWait, FlagExporterError, FlagRemoteWriteLost, FlagTraceExhausted}
+var BenchFlags = []string{FlagExporterLostPhases, FlagExporterRestarted, FlagGPUFailed, FlagRetryAfter, FlagAborted, FlagNoLifecycle, FlagUsageMissing, FlagClientLag, FlagClientCPU, FlagEngineStart, FlagEngineNotReady, FlagEngineExited, FlagEngineStop, FlagWrongModel, FlagReleaseNotClosed, FlagReleaseWait, FlagExporterError, FlagRemoteWriteLost, FlagTraceExhausted}
