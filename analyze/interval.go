@@ -243,22 +243,7 @@ func latencyValue(k int, q *Request) (float64, bool) {
 func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
 	s := &ivSeries{w: w}
 	s.energy = c.energyBins(from, w, n)
-	names := [3]string{"ttft_seconds", "tpot_seconds", "latency_seconds"}
-	var thr [3][4]float64
-	for k := range s.lat {
-		s.lat[k].name = names[k]
-		for _, i := range c.formal {
-			if v, ok := latencyValue(k, &c.d.Requests[i]); ok {
-				s.lat[k].sorted = append(s.lat[k].sorted, v)
-			}
-		}
-		slices.Sort(s.lat[k].sorted)
-		for j, p := range pctQ {
-			if m := len(s.lat[k].sorted); m > 0 {
-				thr[k][j] = s.lat[k].sorted[stats.RankIndex(100*p, m)]
-			}
-		}
-	}
+	thr := c.latencyThresholds(s)
 	ser := func() *binSeries { return newBinSeries(from, w, n) }
 	tok, goodT, good, cnt, sj, st, uj, ut := ser(), ser(), ser(), ser(), ser(), ser(), ser(), ser()
 	var den [3]*binSeries
@@ -323,6 +308,35 @@ func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
 	if !math.IsInf(uFrom, 0) {
 		s.sustBins = [2]int{bin(uFrom), bin(uTo) + 1}
 	}
+	s.setLatencyBins(den, below, n)
+	return s
+}
+
+// latencyThresholds names s's latencies, fills their sorted values over the
+// formal requests and returns each one's values at the quantiles pctQ.
+func (c *computation) latencyThresholds(s *ivSeries) [3][4]float64 {
+	names := [3]string{"ttft_seconds", "tpot_seconds", "latency_seconds"}
+	var thr [3][4]float64
+	for k := range s.lat {
+		s.lat[k].name = names[k]
+		for _, i := range c.formal {
+			if v, ok := latencyValue(k, &c.d.Requests[i]); ok {
+				s.lat[k].sorted = append(s.lat[k].sorted, v)
+			}
+		}
+		slices.Sort(s.lat[k].sorted)
+		for j, p := range pctQ {
+			if m := len(s.lat[k].sorted); m > 0 {
+				thr[k][j] = s.lat[k].sorted[stats.RankIndex(100*p, m)]
+			}
+		}
+	}
+	return thr
+}
+
+// setLatencyBins sets each latency's per-bin request counts (den) and its
+// cumulative counts below each threshold (below) over n bins.
+func (s *ivSeries) setLatencyBins(den [3]*binSeries, below [3][4]*binSeries, n int) {
 	for k := range s.lat {
 		s.lat[k].den = den[k].sums()
 		run := make([]float64, n)
@@ -333,7 +347,6 @@ func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
 			s.lat[k].below[j] = slices.Clone(run)
 		}
 	}
-	return s
 }
 
 // drainVariance is the variance a figure's deviation (resid over bins)

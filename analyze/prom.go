@@ -299,21 +299,9 @@ func (l *loader) rawSpan(from, to float64) rawSpan {
 // loadGPUs reads the GPUs' energy sources, the sampler interval and the
 // GPUs' energy and power series into d.
 func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
-	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source, energy_scope) (last_over_time(%s{%s}[%s]))", contract.GPUInfo, gpuSel.sel, sp.rng), sp.evalAt)
+	source, scope, err := l.loadGPUInfo(ctx, d, gpuSel, sp)
 	if err != nil {
 		return err
-	}
-	source, scope := map[gpuKey]string{}, map[gpuKey]string{}
-	for _, s := range info {
-		source[keyOf(s.Metric)] = string(s.Metric["energy_source"])
-		scope[keyOf(s.Metric)] = string(s.Metric["energy_scope"])
-	}
-	si, err := l.vector(ctx, fmt.Sprintf("max(max_over_time(joulemark_sampler_interval_seconds[%s]))", sp.rng), sp.evalAt)
-	if err != nil {
-		return err
-	}
-	if len(si) == 1 && !math.IsNaN(float64(si[0].Value)) {
-		d.SamplerIntervalSeconds = float64(si[0].Value)
 	}
 	byKey := map[gpuKey]*GPUSeries{}
 	var order []gpuKey
@@ -386,6 +374,28 @@ func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel gpuSet, sp raw
 		d.GPUs = append(d.GPUs, *byKey[k])
 	}
 	return nil
+}
+
+// loadGPUInfo reads each GPU's energy source and scope (gpu_info) and the
+// sampler interval into d.
+func (l *loader) loadGPUInfo(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) (source, scope map[gpuKey]string, err error) {
+	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source, energy_scope) (last_over_time(%s{%s}[%s]))", contract.GPUInfo, gpuSel.sel, sp.rng), sp.evalAt)
+	if err != nil {
+		return nil, nil, err
+	}
+	source, scope = map[gpuKey]string{}, map[gpuKey]string{}
+	for _, s := range info {
+		source[keyOf(s.Metric)] = string(s.Metric["energy_source"])
+		scope[keyOf(s.Metric)] = string(s.Metric["energy_scope"])
+	}
+	si, err := l.vector(ctx, fmt.Sprintf("max(max_over_time(joulemark_sampler_interval_seconds[%s]))", sp.rng), sp.evalAt)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(si) == 1 && !math.IsNaN(float64(si[0].Value)) {
+		d.SamplerIntervalSeconds = float64(si[0].Value)
+	}
+	return source, scope, nil
 }
 
 // anyOf is a quoted PromQL regexp matching exactly the given values.
