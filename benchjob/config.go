@@ -16,6 +16,7 @@ import (
 	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // Config is one benchmark run. It is a plain struct: the CLI fills it from
@@ -261,7 +262,7 @@ func (c *Config) checkTarget(p *problems) {
 	if c.Target == "" {
 		p.add("target", "required (OpenAI base URL, e.g. http://host:8000/v1)")
 	} else if !httpURL(c.Target) {
-		p.add("target", "%q is not an http(s) URL", c.Target)
+		p.add("target", "%q is not an http(s) URL", secretfile.RedactURL(c.Target))
 	}
 	switch c.Endpoint {
 	case "completions", "chat":
@@ -426,13 +427,13 @@ func (c *Config) checkEngine(p *problems) {
 func (c *Config) checkEndpoints(p *problems) {
 	for i, x := range c.Exporters {
 		if !httpURL(x) {
-			p.add("exporters", "#%d %q is not an http(s) URL", i+1, x)
+			p.add("exporters", "#%d %q is not an http(s) URL", i+1, secretfile.RedactURL(x))
 		}
 	}
 	c.checkSelector(p)
 	if rw := c.RemoteWrite; rw.URL != "" {
 		if !httpURL(rw.URL) {
-			p.add("remote_write.url", "%q is not an http(s) URL", rw.URL)
+			p.add("remote_write.url", "%q is not an http(s) URL", secretfile.RedactURL(rw.URL))
 		}
 		if err := rw.HTTP.Validate(); err != nil {
 			p.add("remote_write.http", "%v", err)
@@ -449,7 +450,7 @@ func (c *Config) checkEndpoints(p *problems) {
 	}
 	if pr := c.Prometheus; pr.URL != "" {
 		if !httpURL(pr.URL) {
-			p.add("prometheus.url", "%q is not an http(s) URL", pr.URL)
+			p.add("prometheus.url", "%q is not an http(s) URL", secretfile.RedactURL(pr.URL))
 		}
 		if err := pr.HTTP.Validate(); err != nil {
 			p.add("prometheus.http", "%v", err)
@@ -460,7 +461,7 @@ func (c *Config) checkEndpoints(p *problems) {
 	}
 	if c.Engine.MetricsURL != "" {
 		if u, err := url.Parse(c.Engine.MetricsURL); err != nil || u.Host == "" {
-			p.add("engine.metrics_url", "%q is not a URL", c.Engine.MetricsURL)
+			p.add("engine.metrics_url", "%q is not a URL", secretfile.RedactURL(c.Engine.MetricsURL))
 		}
 	}
 }

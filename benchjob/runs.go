@@ -13,6 +13,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // FinalizeResult is what Finalize did to a killed run.
@@ -162,7 +163,7 @@ func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *s
 	st, err := w.Close(ctx)
 	res := &PushResult{Requests: n, Samples: len(samples), Stats: st}
 	if err != nil {
-		return res, fmt.Errorf("pushing run %s to %s: %w", id, rw.URL, err)
+		return res, fmt.Errorf("pushing run %s to %s: %w", id, secretfile.RedactURL(rw.URL), err)
 	}
 	return res, nil
 }
