@@ -207,6 +207,9 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 	}
 	modeFromArchive(d, arch)
 	if arch != nil {
+		if err := arch.crossCheck(d); err != nil {
+			return nil, nil, err
+		}
 		d.ExporterRestarts = exporterRestarts(arch.views)
 		d.Client = arch.clientReport()
 	}

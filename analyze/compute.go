@@ -477,8 +477,17 @@ func (c *computation) idleStability() {
 }
 
 // orderFormal lists the formal requests in completion order and flags the
-// request samples the loader left out.
+// request samples and impossible values the loader left out.
 func (c *computation) orderFormal() {
+	if len(c.d.InvalidValues) > 0 {
+		c.flag(contract.FlagPrometheusValuesInvalid, true, "Prometheus answered impossible values (NaN, ±Inf, a negative phase energy), left out: %s", strings.Join(c.d.InvalidValues, ", "))
+	}
+	if c.d.RequestsFromArchive != "" {
+		c.flag(contract.FlagRequestsArchiveMismatch, false, "the per-request samples disagree with the run archive (a remote-write receiver dropped some?): %s; the requests come from the archive", c.d.RequestsFromArchive)
+	}
+	if c.d.ArchiveMismatch != "" {
+		c.flag(contract.FlagRequestsArchiveMismatch, false, "the run archive does not account for every per-request sample (not this run's whole archive?): %s; the requests are Prometheus'", c.d.ArchiveMismatch)
+	}
 	if c.d.IncompleteRequests > 0 {
 		c.flag(contract.FlagRequestsIncomplete, true, "%d per-request sample groups lack latency, output tokens or success and were left out", c.d.IncompleteRequests)
 	}

@@ -107,6 +107,16 @@ type RunData struct {
 	// Mode, when set, is the run's mode from its archive (manifest run_info
 	// or the bench's no_lifecycle flag); else RunInfo's, else inferred.
 	Mode string
+	// RequestsFromArchive, when set, says the requests come from the run's
+	// archive and what Prometheus held instead (crossCheck).
+	RequestsFromArchive string
+	// ArchiveMismatch, when set, says Prometheus holds more requests than
+	// the run's archive (crossCheck): the requests stay Prometheus'.
+	ArchiveMismatch string
+	// InvalidValues are the metrics of which Prometheus answered
+	// impossible values (NaN, ±Inf, a negative phase energy), left out,
+	// each "metric: count".
+	InvalidValues []string
 	// IncompleteRequests counts per-request sample groups that lacked a
 	// required sample (latency, output tokens or success).
 	IncompleteRequests int

@@ -10,9 +10,9 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 )
 
-// MaxUsageTokens bounds any token count of a usage block (2^24, above
-// every context length served today): a larger count is invalid_usage.
-const MaxUsageTokens = 1 << 24
+// MaxUsageTokens bounds any token count of a usage block
+// (contract.MaxRequestTokens): a larger count is invalid_usage.
+const MaxUsageTokens = contract.MaxRequestTokens
 
 // UsageSlack is how many completion tokens a usage block may report
 // beyond the request's max_tokens before it is invalid_usage: 16 tokens

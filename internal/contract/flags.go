@@ -13,6 +13,13 @@ const (
 	FlagPhaseMissing          = "phase_missing"
 	FlagRequestsIncomplete    = "request_samples_incomplete"
 	FlagNoEnergyData          = "energy_missing"
+	// FlagPrometheusValuesInvalid: Prometheus answered values that cannot
+	// be (NaN, ±Inf, a negative energy): they were left out.
+	FlagPrometheusValuesInvalid = "prometheus_values_invalid"
+	// FlagRequestsArchiveMismatch: Prometheus' per-request samples disagree
+	// with the run's archive (a remote-write receiver dropped some): the
+	// requests come from the archive.
+	FlagRequestsArchiveMismatch = "requests_archive_mismatch"
 	// FlagRunIDReused: more than one lifecycle under one run id (a phase
 	// started twice, phases out of order): the figures would mix runs.
 	FlagRunIDReused = "run_id_reused"
@@ -80,7 +87,7 @@ const (
 const ClientCPUSaturated = 0.9
 
 // ReportFlags are every report flag code.
-var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch}
+var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagPrometheusValuesInvalid, FlagRequestsArchiveMismatch, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch}
 
 // BenchFlags are every bench flag code.
 var BenchFlags = []string{FlagExporterLostPhases, FlagExporterRestarted, FlagRetryAfter, FlagAborted, FlagNoLifecycle, FlagUsageMissing, FlagClientLag, FlagClientCPU, FlagEngineStart, FlagEngineNotReady, FlagEngineExited, FlagEngineStop, FlagWrongModel, FlagReleaseNotClosed, FlagReleaseWait, FlagExporterError, FlagRemoteWriteLost, FlagTraceExhausted}
