@@ -58,4 +58,3 @@ func TestTokenCount(t *testing.T) {
 		t.Error("a NaN success is taken")
 	}
 }
-
