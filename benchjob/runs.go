@@ -33,7 +33,8 @@ type FinalizeResult struct {
 // with status killed (requests.jsonl.partial becomes requests.jsonl), and
 // ends the run on every exporter the manifest names (GPUs by exporter URL;
 // urls, when given, instead) through clients. A run that already ended is
-// refused (runarchive.ErrFinal).
+// refused (runarchive.ErrFinal), so is one whose bench still runs
+// (ErrBenchAlive).
 func Finalize(ctx context.Context, runsDir, id string, urls []string, clients func(url string) (*phaseapi.Client, error)) (*FinalizeResult, error) {
 	run, err := runarchive.Open(runsDir, id)
 	if err != nil {
@@ -45,6 +46,9 @@ func Finalize(ctx context.Context, runsDir, id string, urls []string, clients fu
 	}
 	if runarchive.Final(m.Status) {
 		return nil, fmt.Errorf("run %s: status %s: %w", id, m.Status, runarchive.ErrFinal)
+	}
+	if err := checkBenchGone(run.Dir, m); err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
 	res := &FinalizeResult{Exporters: map[string]*phaseapi.RunStatus{}, ExporterErrors: map[string]error{}}
 	if res.EngineKilled, err = ReapEngine(run.Dir); err != nil {
