@@ -210,6 +210,7 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 		if err := arch.crossCheck(d); err != nil {
 			return nil, nil, err
 		}
+		arch.clampInterrupted(d)
 		d.ExporterRestarts = exporterRestarts(arch.views)
 		d.Client = arch.clientReport()
 	}

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/joulemark/joulemark/internal/contract"
@@ -92,4 +93,32 @@ func archivedRequest(r *runarchive.Request) (Request, bool) {
 		x.HasTTFT, x.TTFT, x.FirstToken = true, *t, x.Send+*t
 	}
 	return x, true
+}
+
+// clampInterrupted ends the formal phase of a killed or aborted run (the
+// archive's status) at its last formal request: a bench that died left the
+// exporter's formal phase open until runs finalize, and its load stopped
+// at the last request. The exporter's formal phase energy then covers the
+// wrong span and is dropped (the counter covers the clamped one).
+func (a *benchArchive) clampInterrupted(d *RunData) {
+	if a.manifest == nil || (a.manifest.Status != runarchive.StatusKilled && a.manifest.Status != runarchive.StatusAborted) {
+		return
+	}
+	d.Interrupted = &Interruption{Status: a.manifest.Status}
+	last := math.Inf(-1)
+	for i := range d.Requests {
+		if d.Requests[i].Formal {
+			last = max(last, d.Requests[i].End)
+		}
+	}
+	b := d.Phases[string(contract.Formal)]
+	if !b.HasStart || math.IsInf(last, 0) || last < b.Start || (b.HasEnd && b.End <= last) {
+		return
+	}
+	if b.HasEnd {
+		d.Interrupted.CutSeconds = b.End - last
+	}
+	b.End, b.HasEnd = last, true
+	d.Phases[string(contract.Formal)] = b
+	delete(d.PhaseEnergy, string(contract.Formal))
 }

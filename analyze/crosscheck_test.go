@@ -78,3 +78,56 @@ func TestRequestsRepairedFromArchive(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptedRunEndsAtLastRequest: a run whose bench was killed at
+// +90 s (its archive's status killed; runs finalize ended the exporter's
+// formal phase 40 s later) gets a formal phase that ends at its last
+// request, the killed flag and throughput over the load's span; aborted
+// runs get the aborted warning; a completed run is untouched.
+func TestInterruptedRunEndsAtLastRequest(t *testing.T) {
+	d := fixture()
+	d.Requests = slices.DeleteFunc(d.Requests, func(r Request) bool { return r.End > fixtureBase+90 })
+	archive := writeFixtureArchive(t, d)
+	run, err := runarchive.OpenDir(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startPromserver(t)
+	if err := s.AppendSamples(context.Background(), fixtureSamples(d)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		status, flag string
+		excluding    bool
+		formalSecs   float64
+	}{
+		{runarchive.StatusKilled, contract.FlagKilled, true, 60},
+		{runarchive.StatusAborted, contract.FlagAborted, false, 60},
+		{runarchive.StatusCompleted, "", false, 100},
+	} {
+		if err := run.WriteManifest(&runarchive.Manifest{RunID: "fixture-1", Status: tc.status, Phases: map[string]float64{}}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		r, _, err := Analyze(ctx, Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), Archive: archive})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *Flag
+		for i := range r.Flags {
+			if r.Flags[i].Code == contract.FlagKilled || r.Flags[i].Code == contract.FlagAborted {
+				got = &r.Flags[i]
+			}
+		}
+		switch {
+		case tc.flag == "" && got != nil:
+			t.Errorf("%s run flagged %+v", tc.status, *got)
+		case tc.flag != "" && (got == nil || got.Code != tc.flag || got.Excluding != tc.excluding || !strings.Contains(got.Message, "40.0 s before")):
+			t.Errorf("%s run: flag %+v, want %s (excluding %v) saying 40 s were cut", tc.status, got, tc.flag, tc.excluding)
+		}
+		if f := r.Stages["formal"].DurationSeconds; f != tc.formalSecs {
+			t.Errorf("%s run: formal phase %v s, want %v", tc.status, f, tc.formalSecs)
+		}
+	}
+}

@@ -58,6 +58,14 @@ type Request struct {
 	Formal       bool // of the formal phase (phase="formal"), else of the warm-up
 }
 
+// Interruption is a killed or aborted run's end (clampInterrupted).
+type Interruption struct {
+	Status string // runarchive.StatusKilled or StatusAborted
+	// CutSeconds is how much of the recorded formal phase followed its
+	// last request (0: none was cut).
+	CutSeconds float64
+}
+
 // PhaseBounds are the exact boundaries of one lifecycle phase.
 type PhaseBounds struct {
 	Start, End       float64
@@ -110,6 +118,9 @@ type RunData struct {
 	// RequestsFromArchive, when set, says the requests come from the run's
 	// archive and what Prometheus held instead (crossCheck).
 	RequestsFromArchive string
+	// Interrupted, when set, says the run was killed or aborted (its
+	// archive's status): its formal phase ends at its last request.
+	Interrupted *Interruption
 	// ArchiveMismatch, when set, says Prometheus holds more requests than
 	// the run's archive (crossCheck): the requests stay Prometheus'.
 	ArchiveMismatch string
