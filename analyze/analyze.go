@@ -43,6 +43,10 @@ type Config struct {
 	// OutDir, when set, receives report.json, report.md and report.html
 	// (see WriteReport).
 	OutDir string
+	// KeepEarlier: OutDir is the run's default report directory, so an
+	// earlier report there (a re-analysis) is kept as OutDir.N and the new
+	// one takes its place (WriteReportKeeping) instead of failing.
+	KeepEarlier bool
 	// Scenario is copied into the report.
 	Scenario string
 	// EngineSelector is a PromQL label matcher picking the run's engine
@@ -239,7 +243,7 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 
 // Run analyzes the run and, when cfg.OutDir is set, writes the report there.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if cfg.OutDir != "" {
+	if cfg.OutDir != "" && !cfg.KeepEarlier {
 		// Fail before any query when the report could not be written.
 		if err := checkFree(filepath.Clean(cfg.OutDir)); err != nil {
 			return nil, err
@@ -249,7 +253,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.OutDir != "" {
+	switch {
+	case cfg.OutDir == "":
+	case cfg.KeepEarlier:
+		kept, err := WriteReportKeeping(cfg.OutDir, r, pd)
+		if err != nil {
+			return r, err
+		}
+		if kept != "" && cfg.Logger != nil {
+			cfg.Logger.Info("the earlier report of the run is kept beside the new one", "earlier", kept, "new", cfg.OutDir)
+		}
+	default:
 		if err := WriteReport(cfg.OutDir, r, pd); err != nil {
 			return r, err
 		}

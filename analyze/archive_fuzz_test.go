@@ -54,7 +54,7 @@ func FuzzBenchArchive(f *testing.F) {
 		d.ReleaseClosed = nil
 		if a := combineViews(arch.views); a != nil {
 			a.fillPhases(d)
-			a.fillEnergy(d, map[string]bool{})
+			a.fillEnergy(d, map[gpuKey]bool{})
 			a.fillRelease(d)
 		}
 		modeFromArchive(d, arch)

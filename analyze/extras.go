@@ -4,7 +4,7 @@ import "context"
 
 // loadExtras reads what the report holds beside GPU energy and requests:
 // the run's identity, host energy, GPU memory and the engine's own metrics.
-func (l *loader) loadExtras(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
+func (l *loader) loadExtras(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
 	if err := l.loadRunInfo(ctx, d); err != nil {
 		return err
 	}

@@ -25,21 +25,21 @@ type GPUMemory struct {
 type GPUMemoryOf struct {
 	GPU       string   `json:"gpu"`
 	UUID      string   `json:"uuid"`
-	Instance  string   `json:"-"` // for labels; the UUID is unique
+	Instance  string   `json:"-"` // for labels; a GPU is its instance and UUID
 	PeakBytes *float64 `json:"peak_bytes"`
 	MeanBytes *float64 `json:"mean_bytes"`
 }
 
 // loadGPUMemory reads each run GPU's memory series into d.GPUs.
-func (l *loader) loadGPUMemory(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
-	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUMemoryUsed, gpuSel), sp.windows)
+func (l *loader) loadGPUMemory(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUMemoryUsed, gpuSel.sel), sp.windows)
 	if err != nil {
 		return err
 	}
 	for _, ss := range m {
-		u := string(ss.metric["uuid"])
+		k := keyOf(ss.metric)
 		for i := range d.GPUs {
-			if d.GPUs[i].UUID == u && len(ss.samples) > len(d.GPUs[i].Memory) {
+			if d.GPUs[i].UUID == k.uuid && d.GPUs[i].Instance == k.instance && len(ss.samples) > len(d.GPUs[i].Memory) {
 				d.GPUs[i].Memory = ss.samples
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -118,14 +117,14 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	if err != nil {
 		return nil, err
 	}
-	uuids, err := l.loadPhaseEnergy(ctx, d)
+	keys, err := l.loadPhaseEnergy(ctx, d)
 	if err != nil {
 		return nil, err
 	}
 	if err := l.loadRelease(ctx, d); err != nil {
 		return nil, err
 	}
-	gpuSel, err := l.gpuSelector(ctx, uuids)
+	gpuSel, err := l.gpuSelector(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -225,26 +224,26 @@ func (l *loader) loadPhases(ctx context.Context, d *RunData) (from, to float64, 
 }
 
 // loadPhaseEnergy reads the exporter's phase energies into d (one value per
-// GPU; max over duplicates of the same GPU, e.g. two scrapers) and returns
-// the UUIDs of the GPUs that have them.
-func (l *loader) loadPhaseEnergy(ctx context.Context, d *RunData) (map[string]bool, error) {
-	pe, err := l.vector(ctx, fmt.Sprintf("max by (phase, uuid) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseEnergy, l.runSel()))), l.now)
+// GPU, a GPU being an instance and a UUID; max over duplicates of the same
+// GPU, e.g. two scrape jobs) and returns the GPUs that have them.
+func (l *loader) loadPhaseEnergy(ctx context.Context, d *RunData) (map[gpuKey]bool, error) {
+	pe, err := l.vector(ctx, fmt.Sprintf("max by (instance, phase, uuid) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseEnergy, l.runSel()))), l.now)
 	if err != nil {
 		return nil, err
 	}
-	uuids := map[string]bool{}
+	keys := map[gpuKey]bool{}
 	for _, s := range pe {
 		if s.Value < 0 {
 			l.invalid.note(contract.PhaseEnergy)
 			continue
 		}
 		d.PhaseEnergy[string(s.Metric["phase"])] += float64(s.Value)
-		uuids[string(s.Metric["uuid"])] = true
+		keys[keyOf(s.Metric)] = true
 	}
 	if l.arch != nil {
-		l.arch.fillEnergy(d, uuids)
+		l.arch.fillEnergy(d, keys)
 	}
-	return uuids, nil
+	return keys, nil
 }
 
 // loadRelease reads whether the exporter closed the run's release.
@@ -304,35 +303,17 @@ func (l *loader) rawSpan(from, to float64) rawSpan {
 	}
 }
 
-// gpuSelector matches the run's GPUs: those with phase energies for the
-// run; without any, every GPU of the exporters that published the run's
-// phases.
-func (l *loader) gpuSelector(ctx context.Context, uuids map[string]bool) (string, error) {
-	if len(uuids) > 0 {
-		return "uuid=~" + anyOf(slices.Sorted(maps.Keys(uuids))), nil
-	}
-	insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel()))), l.now)
-	if err != nil {
-		return "", err
-	}
-	var names []string
-	for _, s := range insts {
-		names = append(names, string(s.Metric["instance"]))
-	}
-	return "instance=~" + anyOf(names), nil
-}
-
 // loadGPUs reads the GPUs' energy sources, the sampler interval and the
 // GPUs' energy and power series into d.
-func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
-	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source, energy_scope) (last_over_time(%s{%s}[%s]))", contract.GPUInfo, gpuSel, sp.rng), sp.evalAt)
+func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
+	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source, energy_scope) (last_over_time(%s{%s}[%s]))", contract.GPUInfo, gpuSel.sel, sp.rng), sp.evalAt)
 	if err != nil {
 		return err
 	}
-	source, scope := map[string]string{}, map[string]string{}
+	source, scope := map[gpuKey]string{}, map[gpuKey]string{}
 	for _, s := range info {
-		source[string(s.Metric["uuid"])] = string(s.Metric["energy_source"])
-		scope[string(s.Metric["uuid"])] = string(s.Metric["energy_scope"])
+		source[keyOf(s.Metric)] = string(s.Metric["energy_source"])
+		scope[keyOf(s.Metric)] = string(s.Metric["energy_scope"])
 	}
 	si, err := l.vector(ctx, fmt.Sprintf("max(max_over_time(joulemark_sampler_interval_seconds[%s]))", sp.rng), sp.evalAt)
 	if err != nil {
@@ -341,26 +322,29 @@ func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel string, sp raw
 	if len(si) == 1 && !math.IsNaN(float64(si[0].Value)) {
 		d.SamplerIntervalSeconds = float64(si[0].Value)
 	}
-	byUUID := map[string]*GPUSeries{}
-	var order []string
+	byKey := map[gpuKey]*GPUSeries{}
+	var order []gpuKey
 	pick := func(name string, set func(g *GPUSeries, s []Sample)) error {
-		m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", name, gpuSel), sp.windows)
+		m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", name, gpuSel.sel), sp.windows)
 		if err != nil {
 			return err
 		}
 		for _, ss := range m {
-			u := string(ss.metric["uuid"])
-			g, ok := byUUID[u]
+			if !gpuSel.has(ss.metric) {
+				continue // the same UUID on another host
+			}
+			k := keyOf(ss.metric)
+			g, ok := byKey[k]
 			if !ok {
-				g = &GPUSeries{GPU: string(ss.metric["gpu"]), UUID: u, Instance: string(ss.metric["instance"]), EnergySource: source[u], EnergyScope: scope[u]}
-				byUUID[u] = g
-				order = append(order, u)
+				g = &GPUSeries{GPU: string(ss.metric["gpu"]), UUID: k.uuid, Instance: k.instance, EnergySource: source[k], EnergyScope: scope[k]}
+				byKey[k] = g
+				order = append(order, k)
 			}
 			set(g, ss.samples)
 		}
 		return nil
 	}
-	// The same GPU seen by two scrapers: keep the series with more samples.
+	// The same GPU seen by two scrape jobs: keep the series with more samples.
 	if err := pick(contract.GPUEnergy, func(g *GPUSeries, s []Sample) {
 		if len(s) > len(g.Energy) {
 			g.Energy = s
@@ -391,8 +375,8 @@ func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel string, sp raw
 	}); err != nil {
 		return err
 	}
-	for _, u := range order {
-		d.GPUs = append(d.GPUs, *byUUID[u])
+	for _, k := range order {
+		d.GPUs = append(d.GPUs, *byKey[k])
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"os"
@@ -65,6 +66,15 @@ func TestGoldenThroughTSDB(t *testing.T) {
 	// Run refuses to overwrite it before querying anything.
 	if _, err := Run(ctx, cfg); err == nil {
 		t.Error("second Run into the same directory succeeded")
+	}
+	// Into the run's default directory (KeepEarlier), a re-analysis
+	// succeeds and keeps the earlier report as report.1.
+	cfg.KeepEarlier = true
+	if _, err := Run(ctx, cfg); err != nil {
+		t.Fatalf("re-analysis into the default directory: %v", err)
+	}
+	if md1, err := os.ReadFile(filepath.Join(dir+".1", FileMarkdown)); err != nil || !bytes.Equal(md1, md) {
+		t.Errorf("the earlier report is not kept as %s.1: %v", dir, err)
 	}
 }
 

@@ -117,15 +117,15 @@ func (l *loader) loadEngine(ctx context.Context, d *RunData, sp rawSpan) error {
 }
 
 // loadGPUUtil reads each run GPU's utilization series into d.GPUs.
-func (l *loader) loadGPUUtil(ctx context.Context, d *RunData, gpuSel string, sp rawSpan) error {
-	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUUtilization, gpuSel), sp.windows)
+func (l *loader) loadGPUUtil(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUUtilization, gpuSel.sel), sp.windows)
 	if err != nil {
 		return err
 	}
 	for _, ss := range m {
-		u := string(ss.metric["uuid"])
+		k := keyOf(ss.metric)
 		for i := range d.GPUs {
-			if d.GPUs[i].UUID == u && len(ss.samples) > len(d.GPUs[i].Utilization) {
+			if d.GPUs[i].UUID == k.uuid && d.GPUs[i].Instance == k.instance && len(ss.samples) > len(d.GPUs[i].Utilization) {
 				d.GPUs[i].Utilization = ss.samples
 			}
 		}

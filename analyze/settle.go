@@ -23,7 +23,7 @@ import (
 type archivedRun struct {
 	phases          map[string]PhaseBounds
 	phaseEnergy     map[string]float64
-	uuids           map[string]bool
+	uuids           map[string]bool // the run's GPUs; the archive knows no Prometheus instance
 	releaseClosed   *bool
 	releaseClosedBy string
 	releaseClosedAt *float64
@@ -104,8 +104,9 @@ func (a *archivedRun) fillPhases(d *RunData) {
 }
 
 // fillEnergy takes the archived phase energies Prometheus lacks into d,
-// and the GPUs they cover into uuids when Prometheus named none.
-func (a *archivedRun) fillEnergy(d *RunData, uuids map[string]bool) {
+// and the GPUs they cover into keys (by UUID, without an instance) when
+// Prometheus named none.
+func (a *archivedRun) fillEnergy(d *RunData, keys map[gpuKey]bool) {
 	for _, ph := range contract.Phases {
 		name := string(ph)
 		if _, ok := d.PhaseEnergy[name]; ok {
@@ -116,9 +117,9 @@ func (a *archivedRun) fillEnergy(d *RunData, uuids map[string]bool) {
 			d.FromArchive = append(d.FromArchive, name+" exporter energy")
 		}
 	}
-	if len(uuids) == 0 {
+	if len(keys) == 0 {
 		for u := range a.uuids {
-			uuids[u] = true
+			keys[gpuKey{uuid: u}] = true
 		}
 	}
 }
@@ -137,19 +138,19 @@ func (a *archivedRun) fillRelease(d *RunData) {
 // a start has its end, and every GPU of the run has an energy sample at or
 // after the last end (a GPU without a recent sample at all will get none).
 // why says what is still missing.
-func (l *loader) settled(ctx context.Context, d *RunData, gpuSel string, to float64) (ok bool, why string, err error) {
+func (l *loader) settled(ctx context.Context, d *RunData, gpuSel gpuSet, to float64) (ok bool, why string, err error) {
 	for _, ph := range contract.Phases {
 		name := string(ph)
 		if b := d.Phases[name]; b.HasStart && !b.HasEnd {
 			return false, fmt.Sprintf("the %s phase has no end yet", name), nil
 		}
 	}
-	vec, err := l.vector(ctx, fmt.Sprintf("min(timestamp(%s{%s}))", contract.GPUEnergy, gpuSel), l.now)
+	vec, err := l.vector(ctx, fmt.Sprintf("min by (instance, uuid) (timestamp(%s{%s}))", contract.GPUEnergy, gpuSel.sel), l.now)
 	if err != nil {
 		return false, "", err
 	}
-	if len(vec) == 1 {
-		if last := float64(vec[0].Value); !math.IsNaN(last) && last < to {
+	for _, s := range vec {
+		if last := float64(s.Value); gpuSel.has(s.Metric) && !math.IsNaN(last) && last < to {
 			return false, fmt.Sprintf("the last energy sample (%s) is before the run's end (%s)",
 				model.TimeFromUnixNano(int64(last*1e9)).Time().UTC().Format(time.RFC3339), unixUTC(to)), nil
 		}
@@ -161,7 +162,7 @@ func (l *loader) settled(ctx context.Context, d *RunData, gpuSel string, to floa
 // reading the boundaries, phase energies and release again each second.
 // Without an end in sight it goes on with what there is; the report's
 // measurement says how long it waited and what it took from the archive.
-func (l *loader) settle(ctx context.Context, d *RunData, gpuSel string, from, to float64) (float64, float64, error) {
+func (l *loader) settle(ctx context.Context, d *RunData, gpuSel gpuSet, from, to float64) (float64, float64, error) {
 	start := time.Now()
 	deadline := start.Add(l.wait)
 	for {

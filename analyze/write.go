@@ -38,42 +38,11 @@ func WriteReport(dir string, r *Report, pd *PlotData) error {
 	if err := checkFree(dir); err != nil {
 		return err
 	}
-	js, err := MarshalReport(r)
+	tmp, err := stageReport(dir, r, pd)
 	if err != nil {
 		return err
 	}
-	var md, html bytes.Buffer
-	if err := WriteMarkdown(&md, r); err != nil {
-		return fmt.Errorf("rendering report.md: %w", err)
-	}
-	if err := WriteHTML(&html, r, pd); err != nil {
-		return fmt.Errorf("rendering report.html: %w", err)
-	}
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", parent, err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("creating a temporary directory beside %s: %w", dir, err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = os.RemoveAll(tmp)
-		}
-	}()
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{FileJSON, js}, {FileMarkdown, md.Bytes()}, {FileHTML, html.Bytes()}} {
-		if err := writeSynced(filepath.Join(tmp, f.name), f.data); err != nil {
-			return err
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("chmod %s: %w", tmp, err)
-	}
+	defer os.RemoveAll(tmp) // gone once renamed; left over on an error
 	// An empty dir (e.g. made by the caller) is replaced; os.Remove only
 	// removes empty directories, so nothing can be lost here.
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -82,8 +51,97 @@ func WriteReport(dir string, r *Report, pd *PlotData) error {
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("moving the report into %s: %w", dir, err)
 	}
-	done = true
 	return nil
+}
+
+// WriteReportKeeping is WriteReport for a report's default directory (a
+// re-analysis of the same run): when dir already holds files, they are
+// kept, moved to the first free dir.N (N = 1, 2, …), and the new report
+// takes dir's place. On Linux the two directories are swapped in one
+// atomic rename, so dir always holds a complete report. It returns where
+// the earlier report went, "" when there was none.
+func WriteReportKeeping(dir string, r *Report, pd *PlotData) (kept string, err error) {
+	dir = filepath.Clean(dir)
+	if err := checkFree(dir); !errors.Is(err, ErrReportExists) {
+		if err != nil {
+			return "", err
+		}
+		return "", WriteReport(dir, r, pd)
+	}
+	tmp, err := stageReport(dir, r, pd)
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp) // gone once renamed; left over on an error
+	kept, err = freeSibling(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := exchangeDirs(tmp, dir); err == nil {
+		// tmp now holds the earlier report; dir the new one.
+		if err := os.Rename(tmp, kept); err != nil {
+			return "", fmt.Errorf("keeping the earlier report of %s as %s: %w (it is in %s)", dir, kept, err, tmp)
+		}
+		return kept, nil
+	}
+	if err := os.Rename(dir, kept); err != nil {
+		return "", fmt.Errorf("keeping the earlier report of %s as %s: %w", dir, kept, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", fmt.Errorf("moving the report into %s: %w (the earlier one is in %s)", dir, err, kept)
+	}
+	return kept, nil
+}
+
+// freeSibling is the first of dir.1, dir.2, … that does not exist.
+func freeSibling(dir string) (string, error) {
+	for n := 1; n <= 10000; n++ {
+		p := fmt.Sprintf("%s.%d", dir, n)
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		} else if err != nil {
+			return "", fmt.Errorf("looking for a name to keep the earlier report of %s: %w", dir, err)
+		}
+	}
+	return "", fmt.Errorf("%s.1 to %s.10000 all exist: remove earlier reports or choose --out", dir, dir)
+}
+
+// stageReport renders the three files into a new temporary directory
+// beside dir and returns it.
+func stageReport(dir string, r *Report, pd *PlotData) (string, error) {
+	js, err := MarshalReport(r)
+	if err != nil {
+		return "", err
+	}
+	var md, html bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
+		return "", fmt.Errorf("rendering report.md: %w", err)
+	}
+	if err := WriteHTML(&html, r, pd); err != nil {
+		return "", fmt.Errorf("rendering report.html: %w", err)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("creating %s: %w", parent, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("creating a temporary directory beside %s: %w", dir, err)
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{FileJSON, js}, {FileMarkdown, md.Bytes()}, {FileHTML, html.Bytes()}} {
+		if err := writeSynced(filepath.Join(tmp, f.name), f.data); err != nil {
+			os.RemoveAll(tmp)
+			return "", err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("chmod %s: %w", tmp, err)
+	}
+	return tmp, nil
 }
 
 // checkFree fails when dir exists and is not an empty directory.

@@ -68,6 +68,45 @@ func TestWriteReport(t *testing.T) {
 	}
 }
 
+// Re-analysing into a run's default directory keeps every earlier report
+// (dir.1, dir.2, …) and puts the newest at dir; nothing is overwritten and
+// no temporary directory is left behind.
+func TestWriteReportKeeping(t *testing.T) {
+	r, pd := fixtureReport(t)
+	dir := filepath.Join(t.TempDir(), "run1", "report")
+	var ids []string
+	for i, id := range []string{"first", "second", "third"} {
+		ri := *r
+		ri.RunID = id
+		ids = append(ids, id)
+		kept, err := WriteReportKeeping(dir, &ri, pd)
+		if err != nil {
+			t.Fatalf("write %d: %v", i+1, err)
+		}
+		if want := map[int]string{0: "", 1: dir + ".1", 2: dir + ".2"}[i]; kept != want {
+			t.Errorf("write %d kept the earlier report at %q, want %q", i+1, kept, want)
+		}
+	}
+	for i, d := range []string{dir + ".1", dir + ".2", dir} {
+		js, err := os.ReadFile(filepath.Join(d, FileJSON))
+		var back Report
+		if err != nil || json.Unmarshal(js, &back) != nil || back.RunID != ids[i] {
+			t.Errorf("%s: run %q (%v), want %q", d, back.RunID, err, ids[i])
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(dir)); len(entries) != 3 {
+		t.Errorf("%d entries beside the report, want 3", len(entries))
+	}
+	// A file where the directory should be is an error, not lost.
+	file := filepath.Join(t.TempDir(), "report")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteReportKeeping(file, r, pd); err == nil {
+		t.Error("a file in place of the report directory: no error")
+	}
+}
+
 func TestWriteSummary(t *testing.T) {
 	r, _ := fixtureReport(t)
 	var b bytes.Buffer

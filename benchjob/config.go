@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/benchjob/openai"
+	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/secretfile"
@@ -68,7 +69,8 @@ type Config struct {
 	ExporterTokenFile string   `yaml:"exporter_token_file" json:"exporter_token_file,omitempty"`
 	// ExporterGPUs makes the run measure only these GPU UUIDs (the first
 	// phase's selector); Engine.Pod selects the GPUs the kubelet lists for
-	// the engine's pod instead. Neither: every GPU.
+	// the engine's pod instead. Neither: every GPU, refused in pre-flight
+	// by an exporter that knows which pods hold its GPUs.
 	ExporterGPUs []string `yaml:"gpus" json:"gpus,omitempty"`
 	// ExporterHTTP is the exporters' TLS and basic auth (basic auth moves
 	// the token to the X-Joulemark-Token header).
@@ -446,6 +448,9 @@ func (c *Config) checkEngine(p *problems) {
 	case (e.Start == "") != (e.Stop == ""):
 		p.add("engine.start", "start and stop hooks go together")
 	}
+	if e.NoLifecycle && c.Repeat > 1 {
+		p.add("repeat", "%d repetitions with engine.no_lifecycle (--engine.no-lifecycle): a repetition is a cold lifecycle (idle, startup, formal, release), which an attached engine does not have; start the engine from the bench (engine.cmd or engine.start/stop), or run attached benches one by one", c.Repeat)
+	}
 	if e.ReadyTimeout <= 0 {
 		p.add("engine.ready_timeout", "%s must be positive", e.ReadyTimeout)
 	}
@@ -505,8 +510,8 @@ func (c *Config) checkSelector(p *problems) {
 	if len(c.ExporterGPUs) > 0 && pod != "" {
 		p.add("gpus", "give gpus or engine.pod, not both")
 	}
-	if ns, name, ok := strings.Cut(pod, "/"); pod != "" && (!ok || ns == "" || name == "" || strings.Contains(name, "/")) {
-		p.add("engine.pod", "%q: want namespace/name", pod)
+	if _, _, _, err := phaseapi.ParsePodPattern(pod); pod != "" && err != nil {
+		p.add("engine.pod", "%q: want namespace/name or namespace/name-prefix*", pod)
 	}
 	for i, u := range c.ExporterGPUs {
 		if !strings.HasPrefix(u, "GPU-") && !strings.HasPrefix(u, "MIG-") {

@@ -84,6 +84,8 @@ func TestConfigValidate(t *testing.T) {
 		{"start without stop", func(c *Config) { c.Engine.Cmd, c.Engine.Start = "", "a" }, []string{"engine.start"}},
 		{"no lifecycle with cmd", func(c *Config) { c.Engine.NoLifecycle = true }, []string{"engine.no_lifecycle"}},
 		{"ready timeout", func(c *Config) { c.Engine.ReadyTimeout = 0 }, []string{"engine.ready_timeout"}},
+		{"repeat attached", func(c *Config) { c.Engine.Cmd, c.Engine.NoLifecycle, c.Repeat = "", true, 3 }, []string{"repeat: 3 repetitions with engine.no_lifecycle (--engine.no-lifecycle): a repetition is a cold lifecycle"}},
+		{"valid attached, one repetition", func(c *Config) { c.Engine.Cmd, c.Engine.NoLifecycle, c.Repeat = "", true, 1 }, nil},
 		{"bad exporter", func(c *Config) { c.Exporters = []string{"http://ok:1", "nohost"} }, []string{"exporters: #2"}},
 		{"bad remote write", func(c *Config) { c.RemoteWrite.URL = "prom:9090" }, []string{"remote_write.url"}},
 		// A zero that would have been replaced by the default is refused.

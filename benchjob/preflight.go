@@ -60,6 +60,10 @@ func (r *runner) preflight(ctx context.Context) (map[string][]phaseapi.GPUInfo, 
 			if r.cfg.Engine.Pod != "" && pf.Pod == "" {
 				r.log.Warn("the exporter is too old to resolve --engine.pod in pre-flight; the first phase will", "exporter", c.BaseURL())
 			}
+			if err := r.checkPods(c.BaseURL(), pf); err != nil {
+				fail(err)
+				return
+			}
 			mu.Lock()
 			gpus[c.BaseURL()] = pf.GPUs
 			mu.Unlock()
@@ -189,6 +193,17 @@ func (r *runner) probeTarget(ctx context.Context) error {
 			"target", secretfile.RedactURL(r.cfg.Target))
 	}
 	return nil
+}
+
+// checkPods refuses a run that names neither the engine's pod nor its
+// GPUs on an exporter that knows which pods hold its GPUs: it would count
+// every pod's GPUs. The line names the pods and their GPUs.
+func (r *runner) checkPods(u string, pf *phaseapi.Preflight) error {
+	if !pf.AllocationsKnown || r.cfg.Engine.Pod != "" || len(r.cfg.ExporterGPUs) > 0 {
+		return nil
+	}
+	return fmt.Errorf("exporter %s: it knows which pods hold its GPUs (%s) and the run names none: give the engine's pod, --engine.pod NAMESPACE/NAME or NAMESPACE/NAME-PREFIX* (a Deployment's pods), or its GPUs, --gpus UUID,…",
+		u, phaseapi.DescribePods(pf.Pods))
 }
 
 // checkSelector refuses GPU UUIDs (gpus) an exporter does not

@@ -75,7 +75,7 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 		if err == nil && ev.created {
 			err = e.persistRunIDs(id, u.seen)
 		}
-		if err == nil && ev.selected {
+		if err == nil && (ev.selected || ev.created) {
 			e.noteCoTenants(run)
 		}
 		return run, err
@@ -182,14 +182,18 @@ func (e *Exporter) handlePreflight(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	pf := phaseapi.Preflight{RunID: id}
+	if pods, known := e.PodsHolding(); known {
+		pf.AllocationsKnown, pf.Pods = true, e.podGPUs(pods)
+	}
 	if pod := r.URL.Query().Get("pod"); pod != "" {
 		// As the first phase's selector would (bench --engine.pod).
-		pick, err := e.resolveSelector(&phaseapi.Selector{Pod: pod})
+		sel := &phaseapi.Selector{Pod: pod}
+		pick, err := e.resolveSelector(sel)
 		if err != nil {
 			writeError(w, http.StatusUnprocessableEntity, err.Error())
 			return
 		}
-		pf.Pod = pod
+		pf.Pod = sel.Pod
 		for i, g := range e.gpus {
 			if pick[i] {
 				pf.PodGPUs = append(pf.PodGPUs, g.dev.UUID)
@@ -227,7 +231,9 @@ func (e *Exporter) RunStatus(id string) (phaseapi.RunStatus, bool) {
 
 // handleEngineExited serves POST /api/v1/runs/{run_id}/engine-exited: the
 // bench reports that the engine process it controls has exited, which
-// meets the release's process criterion at that instant.
+// meets the release's process criterion at that instant. Like a phase, it
+// is saved before it is acknowledged (503 when it cannot be: a restart
+// would lose it and the release could then only time out).
 func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) {
 	if !e.authorized(w, req) {
 		return
@@ -236,17 +242,5 @@ func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) 
 	if !ok {
 		return
 	}
-	now := e.off(e.clock.Now())
-	e.mu.Lock()
-	r, err := e.lc.EngineExited(id, now)
-	e.logEvents()
-	if err != nil {
-		e.mu.Unlock()
-		writeAPIError(w, err)
-		return
-	}
-	st := e.status(r)
-	e.mu.Unlock()
-	e.saveActive() // the report survives a restart
-	writeJSON(w, http.StatusOK, st)
+	e.changeRun(w, id, func(now int64, _ undo) (*run, error) { return e.lc.EngineExited(id, now) })
 }

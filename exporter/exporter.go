@@ -105,6 +105,10 @@ type Config struct {
 	// MaxRequests is the most /metrics requests served at once; more are
 	// answered 503 (node_exporter's --web.max-requests; 0: no limit).
 	MaxRequests int
+	// BootID identifies the node's boot, saved with the state: a restart
+	// bridges the downtime with the GPUs' own counters only within one
+	// boot. Empty: /proc/sys/kernel/random/boot_id (tests inject it).
+	BootID string
 	// SaveInterval is how often the energy counters are saved while no run
 	// is active (every second while one is), besides every change and the
 	// shutdown (> 0).
@@ -142,6 +146,16 @@ type Exporter struct {
 	store   *storage
 	storeMu sync.Mutex    // serializes state writes and API changes; taken before mu
 	saveReq chan struct{} // asks the save loop for a save (nil before Start)
+	// saveDone is closed when the save loop has ended (nil before Start).
+	saveDone chan struct{}
+	// bootID is the node's boot (Config.BootID, else read from /proc):
+	// saved, and a restart bridge needs the same (store_restore.go).
+	bootID string
+	// cleanSave is the restored graceful shutdown's save, until Begin
+	// marks it unclean (store.go).
+	cleanSave *activeRunsDoc
+	beginOnce sync.Once
+	beginErr  error
 	// hostContinued says, per RAPL zone, that its counter continues from
 	// the saved state (restoreHost): restored boundaries keep its value.
 	hostContinued []bool
@@ -243,21 +257,25 @@ func New(cfg Config) (*Exporter, error) {
 	e.lc.hostNow = e.hostNow
 	e.lc.stalled = func(g *gpuState, now int64) bool { return e.sampling && e.stalled(g, now) }
 	if cfg.StoragePath != "" {
+		e.bootID = cfg.bootID()
 		st, err := openStorage(cfg.StoragePath)
 		if err != nil {
 			return nil, err
 		}
 		e.store = st
 		if err := e.restore(); err != nil {
+			st.unlock()
 			return nil, err
 		}
 	}
 	if err := e.openRemoteWrite(); err != nil {
+		e.store.unlock()
 		return nil, err
 	}
 	if cfg.Pods != nil {
 		a, err := newAttributor(*cfg.Pods, cfg.Backend, cfg.Logger)
 		if err != nil {
+			e.store.unlock()
 			return nil, err
 		}
 		a.refreshed = e.noteAllCoTenants
@@ -380,9 +398,13 @@ func (e *Exporter) openRemoteWrite() error {
 // Start begins sampling until ctx ends or Close: one goroutine per GPU for
 // the fast reads and one per GPU for the slow reads, so a GPU whose driver
 // call hangs stalls only itself. The exporter is ready once every GPU
-// answered its first read, or after stallIntervals intervals.
+// answered its first read, or after stallIntervals intervals. Begin runs
+// first when it has not (its error is logged: call Begin to refuse it).
 func (e *Exporter) Start(ctx context.Context) {
 	e.startOnce.Do(func() {
+		if err := e.Begin(); err != nil {
+			e.log.Error("starting anyway", "err", err)
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		e.stop = cancel
 		e.mu.Lock()
@@ -422,7 +444,11 @@ func (e *Exporter) Start(ctx context.Context) {
 		}
 		if e.store != nil {
 			e.saveReq = make(chan struct{}, 1)
-			e.wg.Go(func() { e.saveLoop(ctx) })
+			e.saveDone = make(chan struct{})
+			e.wg.Go(func() {
+				defer close(e.saveDone)
+				e.saveLoop(ctx)
+			})
 		}
 	})
 }
@@ -481,6 +507,7 @@ func (e *Exporter) Close() error {
 		if e.stop != nil {
 			e.stop()
 		}
+		defer e.releaseStorage(began)
 		if waitTimeout(&e.wg, time.Second) {
 			e.closeRemoteWrite(&err)
 			if berr := e.closeBackend(shutdownTimeout - time.Since(began)); berr != nil {

@@ -488,3 +488,29 @@ func (e *Exporter) GPUsOfPod(namespace, pod string) (idx []int, ok bool) {
 	slices.Sort(idx)
 	return idx, true
 }
+
+// PodsHolding lists the pods ("namespace/name", sorted) holding this
+// exporter's GPUs and the GPU indexes each holds, as last read from the
+// kubelet; ok is false while the allocations are unknown.
+func (e *Exporter) PodsHolding() (pods map[string][]int, ok bool) {
+	a := e.attr
+	if a == nil {
+		return nil, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.known {
+		return nil, false
+	}
+	pods = map[string][]int{}
+	for _, r := range a.rows {
+		k := r.ref.Namespace + "/" + r.ref.Pod
+		if !slices.Contains(pods[k], r.gpu) {
+			pods[k] = append(pods[k], r.gpu)
+		}
+	}
+	for _, idx := range pods {
+		slices.Sort(idx)
+	}
+	return pods, true
+}

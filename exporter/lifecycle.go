@@ -305,6 +305,7 @@ type undo struct {
 	selector  *phaseapi.Selector
 	ended     bool
 	endReason string
+	crit      releaseCriteria // an engine exit reported
 	seen      int
 	finished  int
 }
@@ -318,7 +319,7 @@ func (l *lifecycle) undoPoint(id string) undo {
 			u.curEnd = c.end
 		}
 		u.rel, u.gpus, u.selected, u.selector = r.rel, r.gpus, r.selected, r.selector
-		u.ended, u.endReason = r.ended, r.endReason
+		u.ended, u.endReason, u.crit = r.ended, r.endReason, r.crit
 	}
 	return u
 }
@@ -335,7 +336,7 @@ func (l *lifecycle) rollback(u undo) (forgot bool) {
 			c.end = u.curEnd
 		}
 		r.rel, r.gpus, r.selected, r.selector = u.rel, u.gpus, u.selected, u.selector
-		r.ended, r.endReason = u.ended, u.endReason
+		r.ended, r.endReason, r.crit = u.ended, u.endReason, u.crit
 	}
 	if i := slices.Index(l.finished, u.id); i >= 0 && (u.r == nil || !u.ended) {
 		l.finished = slices.Delete(l.finished, i, i+1)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -47,24 +48,20 @@ func readSelector(r *http.Request) (*phaseapi.Selector, error) {
 }
 
 // resolveSelector turns a selector into the GPUs it names (nil: every GPU).
-// Called without e.mu held: a pod is resolved through the attributor.
+// A pod pattern (namespace/prefix*) is replaced in sel by the one pod it
+// matches. Called without e.mu held: a pod is resolved through the
+// attributor.
 func (e *Exporter) resolveSelector(sel *phaseapi.Selector) ([]bool, error) {
 	if sel == nil {
 		return nil, nil
 	}
 	pick := make([]bool, len(e.gpus))
 	if sel.Pod != "" {
-		ns, name, ok := strings.Cut(sel.Pod, "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return nil, errf(http.StatusBadRequest, "pod %s: want namespace/name", quoteTrunc(sel.Pod))
+		pod, idx, err := e.resolvePod(sel.Pod)
+		if err != nil {
+			return nil, err
 		}
-		idx, known := e.GPUsOfPod(ns, name)
-		switch {
-		case !known:
-			return nil, errf(http.StatusConflict, "pod %s: GPU allocations are not known (the exporter reads no kubelet PodResources socket, or has not read it yet)", sel.Pod)
-		case len(idx) == 0:
-			return nil, errf(http.StatusConflict, "pod %s holds none of this exporter's GPUs", sel.Pod)
-		}
+		sel.Pod = pod
 		for _, i := range idx {
 			pick[i] = true
 		}
@@ -78,6 +75,48 @@ func (e *Exporter) resolveSelector(sel *phaseapi.Selector) ([]bool, error) {
 		pick[i] = true
 	}
 	return pick, nil
+}
+
+// resolvePod finds the one pod holding GPUs here that pattern
+// (namespace/name or namespace/prefix*) names, and its GPU indexes; the
+// refusal names the pods holding GPUs.
+func (e *Exporter) resolvePod(pattern string) (string, []int, error) {
+	if _, _, _, err := phaseapi.ParsePodPattern(pattern); err != nil {
+		return "", nil, errf(http.StatusBadRequest, "pod %s: want namespace/name or namespace/name-prefix*", quoteTrunc(pattern))
+	}
+	pods, known := e.PodsHolding()
+	if !known {
+		return "", nil, errf(http.StatusConflict, "pod %s: GPU allocations are not known (the exporter reads no kubelet PodResources socket, or has not read it yet)", pattern)
+	}
+	var match []string
+	for _, p := range slices.Sorted(maps.Keys(pods)) {
+		if phaseapi.MatchPod(pattern, p) {
+			match = append(match, p)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], pods[match[0]], nil
+	case 0:
+		return "", nil, errf(http.StatusConflict, "pod %s holds none of this exporter's GPUs (pods holding them: %s)", pattern, phaseapi.DescribePods(e.podGPUs(pods)))
+	default:
+		return "", nil, errf(http.StatusConflict, "pod %s matches %d pods holding this exporter's GPUs: %s; name one", pattern, len(match), strings.Join(match, ", "))
+	}
+}
+
+// podGPUs lists pods by name with their GPUs' UUIDs.
+func (e *Exporter) podGPUs(pods map[string][]int) []phaseapi.PodGPUs {
+	out := []phaseapi.PodGPUs{}
+	for _, p := range slices.Sorted(maps.Keys(pods)) {
+		pg := phaseapi.PodGPUs{Pod: p, GPUs: []string{}}
+		for _, i := range pods[p] {
+			if i >= 0 && i < len(e.gpus) {
+				pg.GPUs = append(pg.GPUs, e.gpus[i].dev.UUID)
+			}
+		}
+		out = append(out, pg)
+	}
+	return out
 }
 
 // measured says whether run r measures GPU i.
@@ -132,28 +171,40 @@ func (e *Exporter) runGPUInfos(r *run) []phaseapi.GPUInfo {
 	return out
 }
 
-// noteCoTenants adds to run r, selected by pod and active, the other pods
-// the kubelet lists as holding one of its GPUs. Called with e.mu held.
+// noteCoTenants adds to active run r the pods the kubelet lists as
+// holding its GPUs besides its engine's: for a run selected by pod, every
+// other pod; for one selected by UUID or measuring every GPU, every pod
+// once two or more hold its GPUs (which one is the engine's is not known).
+// Called with e.mu held.
 func (e *Exporter) noteCoTenants(r *run) {
-	if e.attr == nil || r.ended || r.selector == nil || r.selector.Pod == "" || r.gpus == nil {
+	if e.attr == nil || r.ended {
 		return
 	}
-	ns, pod, _ := strings.Cut(r.selector.Pod, "/")
+	own := ""
+	if r.selector != nil {
+		own = r.selector.Pod
+	}
 	a := e.attr
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	holders := map[string]int{}
 	for _, row := range a.rows {
-		if row.gpu >= len(r.gpus) || !r.gpus[row.gpu] || row.ref.Namespace == ns && row.ref.Pod == pod {
+		if row.gpu >= 0 && row.gpu < len(e.gpus) && r.measured(row.gpu) {
+			holders[row.ref.Namespace+"/"+row.ref.Pod] = row.gpu
+		}
+	}
+	a.mu.Unlock()
+	if own == "" && len(holders) < 2 {
+		return
+	}
+	for other, gpu := range holders {
+		if other == own || r.coTenants[other] {
 			continue
 		}
 		if r.coTenants == nil {
 			r.coTenants = map[string]bool{}
 		}
-		other := row.ref.Namespace + "/" + row.ref.Pod
-		if !r.coTenants[other] {
-			r.coTenants[other] = true
-			e.log.Warn("another pod holds a GPU of a run selected by pod: its energy is in the run's", "run_id", r.id, "pod", r.selector.Pod, "co_tenant", other, "gpu", row.gpu)
-		}
+		r.coTenants[other] = true
+		e.log.Warn("another pod holds a GPU of a run: its energy is in the run's", "run_id", r.id, "pod", own, "co_tenant", other, "gpu", gpu)
 	}
 }
 

@@ -170,3 +170,63 @@ func TestRunSelectsPodGPUs(t *testing.T) {
 		t.Errorf("pod selector without a kubelet: %v", err)
 	}
 }
+
+// TestPodPatternAndPreflightPods: a name prefix (namespace/prefix*) selects
+// the one pod it matches, which the run's selector then names; a prefix
+// matching none or several is refused naming the pods; pre-flight lists
+// the pods holding the GPUs.
+func TestPodPatternAndPreflightPods(t *testing.T) {
+	h, fake := selectorHarness(t)
+	ctx := context.Background()
+	devs := h.exp.Devices()
+	fake.Set([]podresources.Allocation{alloc("prod", "vllm-7d9f-x2k", devs[0].UUID), alloc("prod", "vllm-7d9f-x2k", devs[1].UUID),
+		alloc("prod", "sglang-0", devs[2].UUID), alloc("prod", "sglang-1", devs[3].UUID)})
+	h.exp.attr.refresh(ctx)
+	pf, err := h.client.Preflight(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "prod/sglang-0 (" + devs[2].UUID + "); prod/sglang-1 (" + devs[3].UUID + "); prod/vllm-7d9f-x2k (" + devs[0].UUID + ", " + devs[1].UUID + ")"
+	if !pf.AllocationsKnown || phaseapi.DescribePods(pf.Pods) != want {
+		t.Errorf("preflight pods %v %q, want %q", pf.AllocationsKnown, phaseapi.DescribePods(pf.Pods), want)
+	}
+	st, err := h.client.StartPhaseSelect(ctx, "prefix", contract.Idle, phaseapi.Selector{Pod: "prod/vllm-*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := uuidsOf(st.GPUs); !slices.Equal(got, []string{devs[0].UUID, devs[1].UUID}) || st.Selector == nil || st.Selector.Pod != "prod/vllm-7d9f-x2k" || len(st.CoTenants) != 0 {
+		t.Errorf("prefix run GPUs %v selector %+v co-tenants %v", got, st.Selector, st.CoTenants)
+	}
+	for pattern, msg := range map[string]string{"prod/sglang-*": "matches 2 pods holding this exporter's GPUs: prod/sglang-0, prod/sglang-1",
+		"prod/tgi-*": "pods holding them: prod/sglang-0", "other/vllm-*": "holds none"} {
+		_, err := h.client.StartPhaseSelect(ctx, "refused", contract.Idle, phaseapi.Selector{Pod: pattern})
+		if !phaseapi.IsStatus(err, 409) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want 409 with %q", pattern, err, msg)
+		}
+		if _, err := h.client.PreflightPod(ctx, "", pattern); !phaseapi.IsStatus(err, 422) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("preflight %s: %v, want 422 with %q", pattern, err, msg)
+		}
+	}
+	if pf, err := h.client.PreflightPod(ctx, "", "prod/vllm-*"); err != nil || pf.Pod != "prod/vllm-7d9f-x2k" || len(pf.PodGPUs) != 2 {
+		t.Errorf("preflight prod/vllm-*: %+v %v", pf, err)
+	}
+	// a run measuring every GPU, two pods holding them: both are named
+	st, err = h.client.StartPhase(ctx, "all", contract.Idle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(st.CoTenants, []string{"prod/sglang-0", "prod/sglang-1", "prod/vllm-7d9f-x2k"}) {
+		t.Errorf("co-tenants of a run on every GPU: %v", st.CoTenants)
+	}
+}
+
+func TestParsePodPattern(t *testing.T) {
+	for _, bad := range []string{"", "pod", "/pod", "ns/", "ns/*", "ns/a/b", "n*s/pod", "ns/a*b"} {
+		if _, _, _, err := phaseapi.ParsePodPattern(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if !phaseapi.MatchPod("ns/vllm-*", "ns/vllm-abc") || phaseapi.MatchPod("ns/vllm-*", "other/vllm-abc") || phaseapi.MatchPod("ns/vllm", "ns/vllm-abc") || !phaseapi.MatchPod("ns/vllm", "ns/vllm") {
+		t.Error("MatchPod")
+	}
+}

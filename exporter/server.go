@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -76,19 +77,47 @@ type slogErrorLog struct{ e *Exporter }
 
 func (l slogErrorLog) Println(v ...any) { l.e.log.Error("serving /metrics", "err", fmt.Sprint(v...)) }
 
+// Listen checks the exporter-toolkit web config (TLS, basic auth; "" for
+// none) and binds listenAddress: Main calls it before the exporter starts,
+// so one that cannot serve writes no state.
+func Listen(listenAddress, webConfigFile string) (net.Listener, error) {
+	if webConfigFile != "" {
+		if err := web.Validate(webConfigFile); err != nil {
+			return nil, fmt.Errorf("web config %s: %w", webConfigFile, err)
+		}
+	}
+	ln, err := net.Listen("tcp", listenAddress)
+	if err != nil {
+		return nil, fmt.Errorf("serving on %s: %w", listenAddress, err)
+	}
+	return ln, nil
+}
+
 // Serve listens on listenAddress with the exporter-toolkit web config
 // (TLS, basic auth; "" for none) and serves Handler until ctx ends, then shuts
 // down gracefully.
 func (e *Exporter) Serve(ctx context.Context, listenAddress, webConfigFile string) error {
+	ln, err := Listen(listenAddress, webConfigFile)
+	if err != nil {
+		return err
+	}
+	return e.ServeOn(ctx, ln, webConfigFile)
+}
+
+// ServeOn serves Handler on ln (from Listen) until ctx ends, then shuts
+// down gracefully; ln is closed.
+func (e *Exporter) ServeOn(ctx context.Context, ln net.Listener, webConfigFile string) error {
+	listenAddress := ln.Addr().String()
 	srv := &http.Server{Handler: e.Handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	addrs := []string{listenAddress}
 	systemd := false
 	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &webConfigFile}
 	errc := make(chan error, 1)
-	go func() { errc <- web.ListenAndServe(srv, flags, e.log) }()
+	go func() { errc <- web.Serve(ln, srv, flags, e.log) }()
 	select {
 	case err := <-errc:
+		_ = ln.Close()
 		return fmt.Errorf("serving on %s: %w", listenAddress, err)
 	case <-ctx.Done():
 	}

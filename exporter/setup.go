@@ -277,6 +277,21 @@ func Main(ctx context.Context, o Options, log *slog.Logger) error {
 		_ = backend.Close()
 		return err
 	}
+	// bind, then withdraw the state's clean mark, then sample: an exporter
+	// that cannot serve (or mark its state) exits without writing any
+	ln, err := Listen(o.ListenAddress, o.WebConfigFile)
+	if err == nil {
+		err = exp.Begin()
+		if err != nil {
+			_ = ln.Close()
+		}
+	}
+	if err != nil {
+		if cerr := exp.Close(); cerr != nil {
+			log.Error("closing the exporter", "err", cerr)
+		}
+		return err
+	}
 	if cfg.APIToken == "" {
 		log.Warn("no API token (--web.api-token-file or JOULEMARK_API_TOKEN): the phase API is disabled")
 	}
@@ -284,7 +299,7 @@ func Main(ctx context.Context, o Options, log *slog.Logger) error {
 	devs := exp.Devices()
 	log.Info("exporter started", "gpu_backend", o.Backend.Kind, "gpus", len(devs), "power_source", devs[0].PowerSource,
 		"energy_source", devs[0].EnergySource, "interval", exp.cfg.Interval, "listen", o.ListenAddress)
-	serveErr := exp.Serve(ctx, o.ListenAddress, o.WebConfigFile)
+	serveErr := exp.ServeOn(ctx, ln, o.WebConfigFile)
 	closeErr := exp.Close()
 	switch {
 	case serveErr != nil:

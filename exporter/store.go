@@ -60,7 +60,10 @@ type activeRunsDoc struct {
 	Clean bool `json:"clean_shutdown,omitempty"`
 	// RunIDs is how many ids run_ids.json held at the save: fewer there at
 	// a restart means it was truncated or replaced.
-	RunIDs int         `json:"run_ids,omitempty"`
+	RunIDs int `json:"run_ids,omitempty"`
+	// BootID is the node's boot at the save (/proc/sys/kernel/random/boot_id):
+	// the GPUs' own counters bridge a downtime only within one boot.
+	BootID string      `json:"boot_id,omitempty"`
 	GPUs   []storedGPU `json:"gpus"`
 	// Host is each RAPL zone's cumulative energy at SavedAt (with host
 	// metering); the restarted exporter continues from it.
@@ -87,6 +90,10 @@ type storedGPU struct {
 	// Missing: the GPU has not opened since a restart; UUID and the
 	// counters are the ones saved before it, checked when it opens.
 	Missing bool `json:"missing,omitempty"`
+	// DriverVersion and PowerLimitWatts (0: not read yet) bound the
+	// restart bridge (bridgeRefused).
+	DriverVersion   string  `json:"driver_version,omitempty"`
+	PowerLimitWatts float64 `json:"power_limit_watts,omitempty"`
 }
 
 type storedRun struct {
@@ -145,13 +152,21 @@ type storage struct {
 	// writeFile replaces a file atomically and durably (tests inject
 	// failures here).
 	writeFile func(path string, data []byte) error
+	// lock is the directory's lock file, held until Close (store_lock.go).
+	lock *os.File
 }
 
+// openStorage creates dir if needed and locks it (lockDir) before any
+// state file is read or written.
 func openStorage(dir string) (*storage, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("exporter: storage path %s: %w", dir, err)
 	}
-	return &storage{dir: dir, writeFile: writeDurable}, nil
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &storage{dir: dir, writeFile: writeDurable, lock: lock}, nil
 }
 
 // writeDurable writes path atomically, then syncs its directory so the
@@ -336,12 +351,18 @@ func (e *Exporter) anyActive() bool {
 // held (read).
 func (e *Exporter) activeDoc(clean bool) activeRunsDoc {
 	doc := activeRunsDoc{Version: activeRunsVersion, SavedAt: e.t0Unix + e.off(e.clock.Now()), Clean: clean && e.awaitedClean(),
-		RunIDs: len(e.lc.seenOrder), Runs: []storedRun{}}
+		RunIDs: len(e.lc.seenOrder), BootID: e.bootID, Runs: []storedRun{}}
 	for i, g := range e.gpus {
-		sg := storedGPU{GPU: i, UUID: g.dev.UUID, EnergyJoules: g.energy}
+		sg := storedGPU{GPU: i, UUID: g.dev.UUID, EnergyJoules: g.energy, DriverVersion: g.dev.DriverVersion}
+		if g.hasSlow && counterValue(g.slow.PowerLimitWatts) {
+			sg.PowerLimitWatts = g.slow.PowerLimitWatts
+		}
 		switch rc := g.restored; {
 		case rc != nil && rc.awaiting: // as saved before the restart
-			sg = storedGPU{GPU: i, UUID: rc.uuid, EnergyJoules: rc.energy, RawCounterJoules: rc.raw, Missing: true}
+			sg = storedGPU{GPU: i, UUID: rc.uuid, EnergyJoules: rc.energy, RawCounterJoules: rc.raw, Missing: true,
+				DriverVersion: rc.driver, PowerLimitWatts: rc.limitW}
+		case rc != nil && !g.hasCounter: // not sampled since the restart: the save's bridge stays
+			sg.RawCounterJoules, sg.DriverVersion, sg.PowerLimitWatts = rc.raw, rc.driver, rc.limitW
 		case g.hasCounter:
 			raw := g.lastCounter
 			sg.RawCounterJoules = &raw
@@ -410,4 +431,29 @@ func (e *Exporter) storedBoundary(b *boundary) storedBoundary {
 		}
 	}
 	return sb
+}
+
+// Begin withdraws the graceful shutdown's mark from the restored state
+// before this exporter serves a counter: it rewrites active_runs.json
+// unchanged but for clean_shutdown. Else a crash before the next save
+// (or while saves fail, a full disk) would restore that save's counters
+// as final, below the values this exporter served since. An error (the
+// rewrite failed) means the exporter must not start. Called once, after
+// New and the bind and before Start (Start calls it when not).
+func (e *Exporter) Begin() error {
+	e.beginOnce.Do(func() {
+		if e.cleanSave == nil {
+			return
+		}
+		doc := *e.cleanSave
+		doc.Clean = false
+		if err := e.store.write(activeRunsFile, doc); err != nil {
+			e.storeErrors.Inc()
+			e.beginErr = fmt.Errorf("exporter: withdrawing the graceful shutdown's mark from %s (a crash would restore its counters, older than the ones served from now on): %w",
+				filepath.Join(e.store.dir, activeRunsFile), err)
+			return
+		}
+		e.cleanSave = nil
+	})
+	return e.beginErr
 }

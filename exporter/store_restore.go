@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
@@ -24,6 +26,12 @@ type restoredCounter struct {
 	// had at the save, checked when it opens (gpuOpened).
 	awaiting bool
 	uuid     string
+	// What bounds the bridge (bridgeRefused): the save's driver version,
+	// power limit and time (unix ns), and whether the node booted since.
+	driver   string
+	limitW   float64
+	savedAt  int64
+	sameBoot bool
 }
 
 // restore loads the seen run ids, the counters and the active runs from
@@ -49,16 +57,26 @@ func (e *Exporter) restore() error {
 	}
 	var doc activeRunsDoc
 	ok, err := e.store.read(activeRunsFile, &doc)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		return e.activeLost(len(ids.RunIDs))
 	}
 	if err := e.checkActive(doc, haveIDs); err != nil {
 		return err
 	}
-	missing, same := e.sameGPUs(doc.GPUs)
-	if !same {
-		return nil
+	if doc.Clean {
+		e.cleanSave = &doc
 	}
+	m, err := e.mapGPUs(doc.GPUs)
+	if err != nil {
+		return err
+	}
+	if doc, err = e.remap(doc, m); err != nil {
+		return err
+	}
+	missing := e.missingGPUs(doc.GPUs)
 	e.restoreHost(doc.Host, doc.Clean)
 	gap := phaseapi.Gap{Start: float64(doc.SavedAt) / 1e9, End: e.restartedAt(), Reason: contract.GapExporterRestarted}
 	for _, sr := range doc.Runs {
@@ -95,12 +113,31 @@ func (e *Exporter) checkRunIDs(ids runIDsDoc) error {
 		if err := contract.ValidateRunID(id); err != nil {
 			return e.store.corrupt(runIDsFile, "%v", err)
 		}
-		if _, dup := e.lc.seen[id]; !dup {
-			e.lc.seen[id] = struct{}{}
-			e.lc.seenOrder = append(e.lc.seenOrder, id)
+		if _, dup := e.lc.seen[id]; dup {
+			return e.store.corrupt(runIDsFile, "run ID %s listed twice (this exporter never writes it twice)", id)
 		}
+		e.lc.seen[id] = struct{}{}
+		e.lc.seenOrder = append(e.lc.seenOrder, id)
 	}
 	return nil
+}
+
+// activeLost refuses a state directory whose run_ids.json lists ids
+// (runs were started) but whose active_runs.json is gone, unless the
+// operator moved it aside (active_runs.json.broken, the documented
+// recovery): starting would silently drop the runs active at the last save
+// and restart every counter from 0.
+func (e *Exporter) activeLost(ids int) error {
+	p := filepath.Join(e.store.dir, activeRunsFile)
+	if ids == 0 {
+		return nil
+	}
+	if _, err := os.Stat(p + ".broken"); err == nil {
+		e.log.Warn("starting without the active runs and with energy counters from 0: "+activeRunsFile+" was moved aside", "moved", p+".broken")
+		return nil
+	}
+	return &stateError{path: p, problem: fmt.Sprintf("missing while %s lists %d run IDs (deleted?): the runs active at the last save would be dropped silently", runIDsFile, ids),
+		recovery: fmt.Sprintf("restore it; or, to start without those runs (their IDs stay used) and with energy counters from 0: touch %s.broken", p)}
 }
 
 // checkActive validates active_runs.json against itself and run_ids.json.
@@ -120,6 +157,9 @@ func (e *Exporter) checkActive(doc activeRunsDoc, haveIDs bool) error {
 	for _, g := range doc.GPUs {
 		if !counterValue(g.EnergyJoules) || (g.RawCounterJoules != nil && !counterValue(*g.RawCounterJoules)) {
 			return bad("gpu %d: energy counter %v (raw %v): want 0 to 1e15", g.GPU, g.EnergyJoules, ptrString(g.RawCounterJoules))
+		}
+		if !counterValue(g.PowerLimitWatts) {
+			return bad("gpu %d: power limit %v W: want 0 to 1e15", g.GPU, g.PowerLimitWatts)
 		}
 	}
 	for _, z := range doc.Host {
@@ -151,6 +191,9 @@ func (e *Exporter) checkActive(doc activeRunsDoc, haveIDs bool) error {
 func checkStoredRun(sr storedRun) error {
 	if sr.Phases == nil || sr.IdlePower == nil || sr.IdleProcs == nil {
 		return errors.New("phases, idle_power or idle_compute_processes missing or null (want lists)")
+	}
+	if len(sr.Gaps) > maxRunGaps {
+		return fmt.Errorf("%d gaps: want at most %d", len(sr.Gaps), maxRunGaps)
 	}
 	for _, w := range sr.IdlePower {
 		if w.N < 0 || !counterValue(w.Mean) || !counterValue(w.M2) {
@@ -186,6 +229,11 @@ func checkStoredRun(sr storedRun) error {
 	return nil
 }
 
+// maxRunGaps bounds a restored run's gaps: a gap per restart (and per GPU
+// missing at one) of a run that lasts at most --run.max-age; more is a
+// corrupt or hostile file, which would be rewritten every second.
+const maxRunGaps = 1000
+
 // maxStoredJoules bounds a restored energy value: 1e15 J is a 1 kW device
 // running for 30,000 years; anything above is a corrupt file.
 const maxStoredJoules = 1e15
@@ -200,30 +248,18 @@ func ptrString(v *float64) string {
 	return fmt.Sprint(*v)
 }
 
-// sameGPUs reports whether the saved GPUs are this exporter's; when not,
-// nothing is restored but the run ids (logged). missing lists the GPUs
-// whose identity cannot be compared now: not open now (they failed to open
-// at start: no UUID), not open at the save, or not known there; the runs
-// measuring one are restored without it until it opens with its saved UUID
-// (store_absent.go).
-func (e *Exporter) sameGPUs(saved []storedGPU) (missing []int, same bool) {
-	if len(saved) != len(e.gpus) {
-		e.log.Error("the GPUs changed since the last save; active runs are not restored (their ids stay used) and energy counters start from 0",
-			"saved_gpus", len(saved), "gpus", len(e.gpus))
-		return nil, false
-	}
+// missingGPUs lists the GPUs (saved ones mapped onto this exporter's,
+// store_match.go) whose identity cannot be compared now or differs: not
+// open now (they failed to open at start: no UUID), not open at the save,
+// not known there, or another GPU in the saved one's place; the runs measuring one are restored without it until it
+// opens with its saved UUID (store_absent.go).
+func (e *Exporter) missingGPUs(saved []storedGPU) (missing []int) {
 	for i, g := range saved {
-		if g.UUID == "" || g.Missing || e.gpus[i].dev.Err != "" {
+		if g.UUID == "" || g.Missing || e.gpus[i].dev.Err != "" || g.UUID != e.gpus[i].dev.UUID {
 			missing = append(missing, i)
-			continue
-		}
-		if g.UUID != e.gpus[i].dev.UUID {
-			e.log.Error("the GPUs changed since the last save; active runs are not restored (their ids stay used) and energy counters start from 0",
-				"gpu", i, "saved_uuid", g.UUID, "uuid", e.gpus[i].dev.UUID)
-			return nil, false
 		}
 	}
-	return missing, true
+	return missing
 }
 
 // restoreGPUCounters sets each GPU's counter from the save: continued
@@ -235,7 +271,8 @@ func (e *Exporter) sameGPUs(saved []storedGPU) (missing []int, same bool) {
 func (e *Exporter) restoreGPUCounters(doc activeRunsDoc, missing []int) {
 	for i, sg := range doc.GPUs {
 		g := e.gpus[i]
-		rc := &restoredCounter{energy: sg.EnergyJoules, raw: sg.RawCounterJoules, clean: doc.Clean, hide: !doc.Clean}
+		rc := &restoredCounter{energy: sg.EnergyJoules, raw: sg.RawCounterJoules, clean: doc.Clean, hide: !doc.Clean,
+			driver: sg.DriverVersion, limitW: sg.PowerLimitWatts, savedAt: doc.SavedAt, sameBoot: doc.BootID != "" && doc.BootID == e.bootID}
 		if slices.Contains(missing, i) {
 			if sg.UUID != "" {
 				rc.awaiting, rc.uuid, rc.hide = true, sg.UUID, true
@@ -271,6 +308,12 @@ func (e *Exporter) settleRestored(i int, g *gpuState, s gpu.Sample) {
 	rc := g.restored
 	g.restored = nil
 	bridged := rc.raw != nil && g.counter && s.HasEnergy && s.EnergyJoules >= *rc.raw
+	if bridged {
+		if why := e.bridgeRefused(g, rc, s); why != "" {
+			bridged = false
+			e.log.Warn("the GPU's own energy counter does not bridge the restart: "+why, "gpu", i, "uuid", g.dev.UUID)
+		}
+	}
 	switch {
 	case bridged:
 		g.energy = rc.energy + s.EnergyJoules - *rc.raw
@@ -283,6 +326,37 @@ func (e *Exporter) settleRestored(i int, g *gpuState, s gpu.Sample) {
 		e.log.Warn("unclean shutdown and the GPU's own counter went back (or there is none): its energy counter starts again from 0", "gpu", i, "uuid", g.dev.UUID)
 	}
 	e.markBridged(i, bridged, e.off(s.Time))
+}
+
+// bridgeFallbackWatts bounds a bridged downtime's power when the GPU's
+// power limit is not known (never read before the save nor since): above
+// any single GPU module's.
+const bridgeFallbackWatts = 3000
+
+// bridgeRefused says why GPU g's own counter advance since the save (at
+// sample s, not below the saved one) cannot be the downtime's energy
+// ("" when it can): the node
+// rebooted (another boot ID, or one unknown), the driver changed (both
+// reset or restart the counter, which may then be past the saved value
+// by chance), or the advance is more than the GPU's power limit over the
+// downtime (plus a second: the saved counter was read at the last sample
+// before the save).
+func (e *Exporter) bridgeRefused(g *gpuState, rc *restoredCounter, s gpu.Sample) string {
+	switch {
+	case !rc.sameBoot:
+		return fmt.Sprintf("the node booted since the save (boot ID %q now)", e.bootID)
+	case rc.driver != g.dev.DriverVersion:
+		return fmt.Sprintf("the driver changed since the save (%q, now %q)", rc.driver, g.dev.DriverVersion)
+	}
+	limit := max(rc.limitW, g.slow.PowerLimitWatts)
+	if !(limit > 0) {
+		limit = bridgeFallbackWatts
+	}
+	down := float64(e.t0Unix+e.off(s.Time)-rc.savedAt)/1e9 + 1
+	if adv := s.EnergyJoules - *rc.raw; adv > limit*down {
+		return fmt.Sprintf("its advance %.0f J is more than the power limit %.0f W allows over the %.0f s since the save", adv, limit, down)
+	}
+	return ""
 }
 
 // markBridged records in the restart gap of every restored run measuring
@@ -301,7 +375,7 @@ func (e *Exporter) markBridged(i int, bridged bool, t int64) {
 			continue
 		}
 		k := slices.IndexFunc(r.gaps, func(g phaseapi.Gap) bool {
-			return g.Reason == contract.GapExporterRestarted && g.End == e.restartedAt() && len(g.GPUs) == 0
+			return g.Reason == contract.GapExporterRestarted && g.End == e.restartedAt() && g.AllGPUs()
 		})
 		if !bridged || k < 0 || slices.Contains(r.gaps[k].EnergyBridgedGPUs, i) {
 			continue

@@ -15,9 +15,9 @@ type benchRun struct {
 	begin         float64 // startup phase start
 	startupEnd    float64 // 0: not ended
 	warmupStarted bool
-	warmupEnd     float64 // 0: not ended
-	energy        float64 // startup + warmup phase energy, every GPU
-	uuids         []string
+	warmupEnd     float64  // 0: not ended
+	energy        float64  // startup + warmup phase energy, every GPU
+	gpus          []string // gpuOf each GPU with phase energy
 	model         string
 }
 
@@ -73,8 +73,8 @@ func benchRuns(d *Data) map[string]*benchRun {
 	for _, s := range d.PhaseEnergy {
 		b := get(s.Labels)
 		b.energy += last(s)
-		if u := s.Labels[contract.LabelUUID]; u != "" && !slices.Contains(b.uuids, u) {
-			b.uuids = append(b.uuids, u)
+		if g := gpuOf(s.Labels); s.Labels[contract.LabelUUID] != "" && !slices.Contains(b.gpus, g) {
+			b.gpus = append(b.gpus, g)
 		}
 	}
 	for _, s := range d.RunInfo {
@@ -83,6 +83,12 @@ func benchRuns(d *Data) map[string]*benchRun {
 		}
 	}
 	return runs
+}
+
+// gpuOf names the GPU of a series by its host: the exporter instance and
+// the UUID (two hosts may report the same UUIDs: cloned VMs, simulators).
+func gpuOf(l map[string]string) string {
+	return l["instance"] + " " + l[contract.LabelUUID]
 }
 
 // benchStarts is the startup of every bench-started engine inside
@@ -105,7 +111,7 @@ func benchStarts(d *Data, pods map[podKey]*pod) []Start {
 			end = d.To
 		}
 		for _, k := range sortedPods(pods) {
-			if p := pods[k]; p.heldDuring(b.uuids, b.begin, end) {
+			if p := pods[k]; p.heldDuring(b.gpus, b.begin, end) {
 				s.Namespace, s.Pod, s.Model = k.Namespace, k.Pod, cmp.Or(p.model, b.model)
 				break
 			}
@@ -119,11 +125,11 @@ func benchStarts(d *Data, pods map[podKey]*pod) []Start {
 // bounds and still be that startup's: the pod's scrape step (6 s at least).
 func (p *pod) slack() float64 { return startGap(p.alloc) / 5 }
 
-// heldDuring: the pod held one of uuids at an allocation sample within
-// [a, b] (widened by its slack).
-func (p *pod) heldDuring(uuids []string, a, b float64) bool {
+// heldDuring: the pod held one of gpus (gpuOf) at an allocation sample
+// within [a, b] (widened by its slack).
+func (p *pod) heldDuring(gpus []string, a, b float64) bool {
 	sl := p.slack()
-	for _, u := range uuids {
+	for _, u := range gpus {
 		for _, t := range p.held[u] {
 			if t >= a-sl && t <= b+sl {
 				return true

@@ -123,7 +123,7 @@ type pod struct {
 	energy counters
 	tokens counters
 	alloc  []float64            // allocation sample times, sorted
-	held   map[string][]float64 // allocation sample times by GPU uuid
+	held   map[string][]float64 // allocation sample times by GPU (gpuOf)
 	hasTok bool
 }
 
@@ -246,7 +246,7 @@ func gather(d *Data) map[podKey]*pod {
 		}
 		for _, x := range s.Samples {
 			p.alloc = append(p.alloc, x.T)
-			p.held[s.Labels["uuid"]] = append(p.held[s.Labels["uuid"]], x.T)
+			p.held[gpuOf(s.Labels)] = append(p.held[gpuOf(s.Labels)], x.T)
 		}
 	}
 	for _, p := range pods {

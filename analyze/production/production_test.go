@@ -494,3 +494,27 @@ func TestBenchStartsRealPrometheus(t *testing.T) {
 	}
 	checkBenchStarts(t, analyzeThrough(t, srv.URL, t0, ""), t0)
 }
+
+// TestBenchStartOtherHost: bench-1's GPU reports GPU-2, the UUID of the
+// GPU llama-b holds on n1, but on another host (n2, cloned VMs or
+// simulated exporters): the start is not llama-b's, as a GPU is named by
+// its exporter instance and UUID.
+func TestBenchStartOtherHost(t *testing.T) {
+	t0 := 1_750_000_000.0
+	series := fixtureSeries()
+	for _, s := range benchSeries(t0) {
+		if s.labels["run_id"] == "bench-1" && s.labels["instance"] != "" {
+			s.labels["instance"] = "n2:9402"
+		}
+		series = append(series, s)
+	}
+	r := Compute(dataOf(t0, series), "", "")
+	for _, s := range r.Starts {
+		if s.RunID == "bench-1" && s.Pod != "" {
+			t.Errorf("bench-1 on n2 taken by pod %s/%s of n1", s.Namespace, s.Pod)
+		}
+	}
+	if len(r.Starts) < 2 {
+		t.Errorf("starts %+v, want bench-1's apart from llama-b's allocation start", r.Starts)
+	}
+}

@@ -22,7 +22,7 @@ type AnalyzeCmd struct {
 	Prometheus     clientflags.Prometheus `embed:"" prefix:"prometheus."`
 	RunID          string                 `name:"run-id" required:"" type:"runid" help:"Run to analyze."`
 	Lookback       string                 `default:"${analyze_lookback}" help:"How far back from now to look for the run (Prometheus duration)."`
-	Out            string                 `placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten). Default: the run's archive, <runs-dir>/<run-id>/report, or reports/<run-id> without one."`
+	Out            string                 `placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten). Default: the run's archive, <runs-dir>/<run-id>/report, or reports/<run-id> without one; re-analysing there keeps the earlier report as report.1, report.2, … (reports/<run-id>.1, …)."`
 	Wait           time.Duration          `default:"30s" help:"Longest wait for the run's final samples when Prometheus does not hold its end yet (analyze right after bench); the bench archive's boundaries fill in meanwhile. 0: no wait."`
 	Format         string                 `default:"text" enum:"text,json,csv" help:"What to print on stdout: text, json or csv (one row, report.json keys as columns)."`
 	Scenario       string                 `help:"Scenario name copied into the report (compare groups by it)."`
@@ -74,7 +74,8 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	if err := analyze.CheckPrometheusURL(c.Prometheus.URL); err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("--prometheus.url: %w", err))
 	}
-	if c.Out == "" {
+	keep := c.Out == ""
+	if keep {
 		c.Out = defaultReportDir(c.RunsDir, c.RunID)
 	}
 	lb, err := model.ParseDuration(c.Lookback)
@@ -102,7 +103,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 		PrometheusURL: c.Prometheus.URL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,
 		RunsDir: c.RunsDir, EngineSelector: c.EngineSelector, ReadAPI: c.ReadAPI,
-		Logger: g.Logger(), Wait: c.Wait, Cost: cost,
+		Logger: g.Logger(), Wait: c.Wait, Cost: cost, KeepEarlier: keep,
 	}
 	// Validated once, by analyze.Run, before any query.
 	r, err := analyze.Run(ctx, cfg)

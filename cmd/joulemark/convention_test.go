@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -248,6 +249,16 @@ func TestBenchSharedDefaults(t *testing.T) {
 // Exit statuses and error lines of docs/cli.md.
 func TestExitStatus(t *testing.T) {
 	report := filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "before.json")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String() // closed: connections are refused
+	ln.Close()
+	unreadable := filepath.Join(t.TempDir(), "report.json")
+	if err := os.WriteFile(unreadable, []byte(`{"run_id": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args     []string
 		code     int
@@ -260,12 +271,25 @@ func TestExitStatus(t *testing.T) {
 		{args: []string{"bench", "--concurrency", "-1"}, code: exitUsage, stderr: []string{"joulemark bench: --concurrency", "Usage: joulemark bench"}},
 		{args: []string{"bench", "--target", "http://h:1/v1", "--concurrency=-1", "--engine.no-lifecycle"}, code: exitUsage,
 			stderr: []string{"joulemark bench: invalid bench config: concurrency: -1 must not be negative", "Usage: joulemark bench"}},
+		{args: []string{"bench", "--target", "http://h:1/v1", "--concurrency=1", "--engine.no-lifecycle", "--repeat", "3"}, code: exitUsage,
+			stderr: []string{"joulemark bench: invalid bench config: repeat: 3 repetitions with engine.no_lifecycle (--engine.no-lifecycle): a repetition is a cold lifecycle"}},
 		{args: []string{"plan", report, "--target-peak-rate", "1"}, code: exitUsage,
 			stderr: []string{"joulemark plan: give at least one SLO"}, noStderr: []string{"plan: plan:"}},
 		{args: []string{"exporter", "--gpu=nvml", "--nvml.retry-interval=0s"}, code: exitUsage,
 			stderr: []string{"joulemark exporter: --nvml.retry-interval=0s: want a duration > 0"}},
-		{args: []string{"diff", report, filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "after-bad.json")}, code: exitFailed,
+		{args: []string{"diff", report, filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "after-bad.json")}, code: exitRegression,
 			stderr: []string{"joulemark diff: 4 regression(s)"}, noStderr: []string{"Usage:"}},
+		// a CI gate tells a regression (4) from a report that is missing
+		// (2) or unreadable (1)
+		{args: []string{"diff", report, filepath.Join(t.TempDir(), "missing.json")}, code: exitUsage,
+			stderr: []string{"joulemark diff: AFTER: report ", "no report found"}},
+		// one line, the introduction followed by its causes (no "):;")
+		{args: []string{"bench", "--target", "http://" + refused + "/v1", "--model", "m", "--engine.no-lifecycle", "--concurrency", "1",
+			"--exporter.url", "http://" + refused, "--runs-dir", t.TempDir()}, code: exitFailed,
+			stderr:   []string{"joulemark bench: pre-flight failed (nothing started, no run directory created): ", "target http://" + refused, "exporter http://" + refused, "connection refused; "},
+			noStderr: []string{":;", "Usage:"}},
+		{args: []string{"diff", unreadable, report}, code: exitFailed,
+			stderr: []string{"joulemark diff: BEFORE: report " + unreadable}, noStderr: []string{"Usage:"}},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr)

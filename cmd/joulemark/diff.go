@@ -13,7 +13,7 @@ type DiffCmd struct {
 
 	Before            string   `arg:"" help:"report.json of the reference run, or the reports of its repetitions joined by commas, or their repetition group's id."`
 	After             string   `arg:"" help:"report.json of the run under test, or the reports of its repetitions joined by commas, or their repetition group's id."`
-	FailOnRegression  float64  `name:"fail-on-regression" default:"5" help:"Exit non-zero when a tracked metric got significantly worse by more than this many percent (direction-aware), vanished, or AFTER turned invalid."`
+	FailOnRegression  float64  `name:"fail-on-regression" default:"5" help:"Exit 4 when a tracked metric got significantly worse by more than this many percent (direction-aware), vanished, or AFTER turned invalid (a report not found exits 2, one not readable 1)."`
 	MaxBadOutputRatio *float64 `name:"max-bad-output-ratio" help:"Also fail when AFTER's empty, repeated or short outputs exceed this share of its successful formal requests (reads its requests.jsonl)."`
 	RunsDir           string   `name:"runs-dir" default:"runs" type:"path" help:"Run archive where run ids and repetition group ids given as BEFORE or AFTER are looked up, and searched for AFTER's <run_id>/requests.jsonl when none is beside it."`
 	Format            string   `default:"text" enum:"text,json,csv" help:"Output format (${enum}); csv: one row per tracked metric."`
@@ -24,13 +24,13 @@ func (c *DiffCmd) Run(g *Globals) error {
 	if c.FailOnRegression < 0 {
 		return usageErrorf("--fail-on-regression %v: must not be negative", c.FailOnRegression)
 	}
-	before, err := choose.LoadReports(strings.Split(c.Before, ","), choose.LoadOptions{RunsDir: c.RunsDir})
+	before, err := loadReports(strings.Split(c.Before, ","), c.RunsDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("BEFORE: %w", err)
 	}
-	after, err := choose.LoadReports(strings.Split(c.After, ","), choose.LoadOptions{RunsDir: c.RunsDir})
+	after, err := loadReports(strings.Split(c.After, ","), c.RunsDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("AFTER: %w", err)
 	}
 	if err := choose.CheckDiffSide("BEFORE", before); err != nil {
 		return usageErrorf("%v", err)
@@ -55,7 +55,7 @@ func (c *DiffCmd) Run(g *Globals) error {
 	}
 	if n := d.Regressions(); n > 0 {
 		b, a := d.Names()
-		return fmt.Errorf("%d regression(s) of %s against %s beyond %v%%", n, a, b, c.FailOnRegression)
+		return withExitCode(exitRegression, fmt.Errorf("%d regression(s) of %s against %s beyond %v%%", n, a, b, c.FailOnRegression))
 	}
 	return nil
 }

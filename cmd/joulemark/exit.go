@@ -18,6 +18,9 @@ const (
 	exitFailed   = 1 // error, nothing measured; an internal error (panic)
 	exitUsage    = 2 // bad usage: flags, config file
 	exitUnusable = 3 // completed but unusable results
+	// exitRegression: diff's gate found a regression; a report it could
+	// not find (2) or read (1) is told apart from it.
+	exitRegression = 4
 )
 
 // exitError makes joulemark exit with code instead of 1. Commands return

@@ -53,6 +53,7 @@ type ExporterCmd struct {
 	SimDecaySeconds  float64       `hidden:"" name:"sim.decay-seconds" default:"${sim_decay_seconds}" help:"Time constant of the simulated release decay." group:"Simulated GPUs"`
 	SimNoiseWatts    float64       `hidden:"" name:"sim.noise-watts" default:"${sim_noise_watts}" help:"RMS of the simulated power noise." group:"Simulated GPUs"`
 	SimSeed          uint64        `hidden:"" name:"sim.seed" default:"${sim_seed}" help:"Seed of the simulated noise." group:"Simulated GPUs"`
+	SimUUIDSeed      string        `hidden:"" name:"sim.uuid-seed" default:"" help:"Seed of the simulated GPUs' UUIDs: exporters with different seeds report different UUIDs, as two hosts' GPUs do (default: the host name and --web.listen-address; give the same seed to two exporters to make their UUIDs collide)." group:"Simulated GPUs"`
 	SimEnergyCounter bool          `hidden:"" name:"sim.energy-counter" help:"Simulated GPUs report an energy counter (else energy is integrated)." group:"Simulated GPUs"`
 	SimCounterPeriod time.Duration `hidden:"" name:"sim.counter-period" default:"0s" help:"How often the simulated energy counter updates (real drivers: about 100ms; 0: continuously)." group:"Simulated GPUs"`
 	SimCounterOffset time.Duration `hidden:"" name:"sim.counter-offset" default:"0s" help:"Phase of the simulated counter's update grid (updates at offset + k·period)." group:"Simulated GPUs"`
@@ -113,11 +114,22 @@ func (c *ExporterCmd) backendConfig() exporter.BackendConfig {
 			RampSeconds: c.SimRampSeconds, DecayTau: c.SimDecaySeconds, NoiseWatts: c.SimNoiseWatts,
 			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter, CounterPeriod: c.SimCounterPeriod,
 			CounterOffset: c.SimCounterOffset, CounterJitter: c.SimCounterJitter, HangBlocksClose: c.SimHangShutdown,
-			DownFor: c.SimDownFor, PowerBias: c.SimPowerBias,
+			DownFor: c.SimDownFor, PowerBias: c.SimPowerBias, UUIDSeed: c.simUUIDSeed(),
 		},
 		SimHangGPU: c.SimHangGPU, SimHangAfter: c.SimHangAfter, SimDownGPU: c.SimDownGPU,
 		SimEngineURLs: c.SimEngineURL, SimAllocations: c.Kubelet.SimAllocations, Interval: c.Interval,
 	}
+}
+
+// simUUIDSeed is --sim.uuid-seed, by default the host name and the listen
+// address: two simulated exporters, on two hosts or two ports, never
+// report the same GPU UUID.
+func (c *ExporterCmd) simUUIDSeed() string {
+	if c.SimUUIDSeed != "" {
+		return c.SimUUIDSeed
+	}
+	host, _ := os.Hostname()
+	return host + "|" + c.ListenAddress
 }
 
 // exporterDefaults are the exporter's flag defaults, from the packages'

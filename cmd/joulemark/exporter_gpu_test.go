@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/joulemark/joulemark/internal/gpu"
 	"io"
 	"log/slog"
 	"net/http"
@@ -235,7 +236,7 @@ func atoi(s string) int {
 // lists that GPU with joulemark_gpu_up 0 and no uuid, counts its failed
 // reads, samples the others, and stays healthy (restarting would not help).
 func TestExporterGPUDownAtStart(t *testing.T) {
-	base, _ := startExporter(t, "--gpu=sim", "--gpus=3", "--sample.interval=20ms", "--sim.down-gpu=1",
+	base, _ := startExporter(t, "--gpu=sim", "--gpus=3", "--sample.interval=20ms", "--sim.down-gpu=1", "--sim.uuid-seed=down",
 		"--host.powercap-path=", "--kubelet.pod-resources-socket=")
 	for i := 0; ; i++ {
 		resp, err := http.Get(base + "/metrics")
@@ -246,8 +247,8 @@ func TestExporterGPUDownAtStart(t *testing.T) {
 		resp.Body.Close()
 		m := string(body)
 		if n := downReads.FindStringSubmatch(m); n != nil && atoi(n[1]) >= 5 {
-			for _, want := range []string{`joulemark_gpu_up{gpu="1",uuid=""} 0`, `joulemark_gpu_up{gpu="0",uuid="GPU-5e000000-0000-4000-8000-000000000000"} 1`,
-				`joulemark_gpu_up{gpu="2",uuid="GPU-5e000000-0000-4000-8000-000000000002"} 1`} {
+			for _, want := range []string{`joulemark_gpu_up{gpu="1",uuid=""} 0`, `joulemark_gpu_up{gpu="0",uuid="` + gpu.SimUUID("down", 0) + `"} 1`,
+				`joulemark_gpu_up{gpu="2",uuid="` + gpu.SimUUID("down", 2) + `"} 1`} {
 				if !strings.Contains(m, want) {
 					t.Errorf("/metrics lacks %s", want)
 				}

@@ -146,7 +146,7 @@ func parseExit(parse func()) (code int, exited bool) {
 // command's short usage when usage is set.
 func report(stderr io.Writer, kctx *kong.Context, err error, usage bool) {
 	cmd := commandPath(kctx)
-	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	msg := oneLine(err.Error())
 	for cmd != "" && strings.HasPrefix(msg, cmd+": ") {
 		msg = strings.TrimPrefix(msg, cmd+": ")
 	}
@@ -161,6 +161,27 @@ func report(stderr io.Writer, kctx *kong.Context, err error, usage bool) {
 		_ = kctx.PrintUsage(true)
 		kctx.Stdout = saved
 	}
+}
+
+// oneLine joins the lines of an error message with "; ", except after a
+// line that ends in ':' (an introduction such as "pre-flight failed
+// (…):"), which continues with a space; empty lines are dropped.
+func oneLine(msg string) string {
+	var b strings.Builder
+	for l := range strings.SplitSeq(msg, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if s := b.String(); s != "" {
+			if strings.HasSuffix(s, ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return b.String()
 }
 
 // commandPath is the selected command, e.g. "tsdb serve" ("" for none).

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"time"
 
 	"github.com/joulemark/joulemark/analyze/production"
@@ -19,12 +18,14 @@ type AnalyzeGroup struct {
 
 // AnalyzeProductionCmd reports production energy over a time range.
 type AnalyzeProductionCmd struct {
+	output `kong:"-"`
+
 	Prometheus   clientflags.Prometheus `embed:"" prefix:"prometheus."`
 	From         string                 `required:"" help:"Start of the range: RFC 3339, unix seconds, or now-DURATION (e.g. now-24h)."`
 	To           string                 `default:"now" help:"End of the range, as --from."`
 	Namespace    string                 `help:"Only the pods of this namespace."`
 	Model        string                 `help:"Only the pods serving this model (model_name)."`
-	Out          string                 `required:"" placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty."`
+	Out          string                 `placeholder:"DIR" help:"Also write report.json, report.md and report.html into DIR; must not exist or be empty. Without it the report is only printed on stdout (--format)."`
 	Format       string                 `default:"text" enum:"text,json" help:"What to print on stdout (${enum})."`
 	QueryTimeout time.Duration          `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
 	ReadAPI      string                 `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
@@ -58,11 +59,13 @@ func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	g.Logger().Info("production report written", "dir", c.Out, "models", len(r.Models), "pods", len(r.Pods))
+	if c.Out != "" {
+		g.Logger().Info("production report written", "dir", c.Out, "models", len(r.Models), "pods", len(r.Pods))
+	}
 	if c.Format == "json" {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(c.out())
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	return production.WriteMarkdown(os.Stdout, r)
+	return production.WriteMarkdown(c.out(), r)
 }

@@ -13,19 +13,35 @@ import (
 // and what energy the run still has there (gpus are the run's GPUs).
 func (g Gap) Describe(url string, gpus []GPUInfo) string {
 	what := fmt.Sprintf("exporter %s was down", url)
-	if len(g.GPUs) > 0 {
+	switch {
+	case len(g.VanishedUUIDs) > 0 && len(g.GPUs) == 0:
+		return fmt.Sprintf("exporter %s: GPU %s of the run was not found after its restart and not measured from %s to %s (%.1f s, %s): its energy is not in the run's",
+			url, strings.Join(g.VanishedUUIDs, ", "), unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason)
+	case len(g.GPUs) > 0:
 		what = fmt.Sprintf("exporter %s: GPU %s was not open after its restart and not measured", url, joinInts(g.GPUs))
+		if len(g.VanishedUUIDs) > 0 {
+			what += fmt.Sprintf(" (nor GPU %s, not found after a later restart, whose energy is not in the run's)", strings.Join(g.VanishedUUIDs, ", "))
+		}
 	}
 	return fmt.Sprintf("%s from %s to %s (%.1f s, %s): %s", what, unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason, g.energy(gpus))
 }
 
+// AllGPUs says the gap is about every GPU of the run (the exporter was
+// down), not some of them.
+func (g Gap) AllGPUs() bool { return len(g.GPUs) == 0 && len(g.VanishedUUIDs) == 0 }
+
 // Subject names what the gap leaves unmeasured: the exporter at url, or
-// its GPUs the gap lists ("<url> gpu 1, 3").
+// its GPUs the gap lists ("<url> gpu 1, 3"; a vanished GPU by UUID).
 func (g Gap) Subject(url string) string {
-	if len(g.GPUs) == 0 {
+	if g.AllGPUs() {
 		return url
 	}
-	return url + " gpu " + joinInts(g.GPUs)
+	var names []string
+	if len(g.GPUs) > 0 {
+		names = append(names, joinInts(g.GPUs))
+	}
+	names = append(names, g.VanishedUUIDs...)
+	return url + " gpu " + strings.Join(names, ", ")
 }
 
 // energy says what energy the gap's GPUs (those it lists, else every GPU
@@ -34,7 +50,7 @@ func (g Gap) Subject(url string) string {
 func (g Gap) energy(gpus []GPUInfo) string {
 	var lost []int
 	for _, gi := range gpus {
-		if (len(g.GPUs) == 0 || slices.Contains(g.GPUs, gi.GPU)) && !slices.Contains(g.EnergyBridgedGPUs, gi.GPU) {
+		if (g.AllGPUs() || slices.Contains(g.GPUs, gi.GPU)) && !slices.Contains(g.EnergyBridgedGPUs, gi.GPU) {
 			lost = append(lost, gi.GPU)
 		}
 	}

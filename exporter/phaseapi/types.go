@@ -62,6 +62,12 @@ type Gap struct {
 	// the same UUID, or, when it did not (another GPU opened in its place,
 	// or none), until the run's end.
 	GPUs []int `json:"gpus,omitempty"`
+	// VanishedUUIDs are GPUs of the run not found at the exporter's
+	// restart (matched by UUID: a GPU count that changed, e.g. 8 → 7 after
+	// a reboot): the run goes on without them, they are not measured from
+	// Start to the run's end, and their energy before is not in the run's
+	// either. With GPUs and VanishedUUIDs empty the gap is about every GPU.
+	VanishedUUIDs []string `json:"vanished_uuids,omitempty"`
 	// Open is set while the gap goes on (its GPUs are still missing and the
 	// run is active): End is then the time of the status.
 	Open bool `json:"open,omitempty"`
@@ -73,10 +79,22 @@ type Gap struct {
 type Preflight struct {
 	RunID string    `json:"run_id,omitempty"`
 	GPUs  []GPUInfo `json:"gpus"`
-	// Pod and PodGPUs answer ?pod=namespace/name: the GPU UUIDs the pod
-	// holds here (a pod the exporter cannot resolve is a 422).
+	// Pod and PodGPUs answer ?pod=namespace/name (or namespace/prefix*):
+	// the pod resolved and the GPU UUIDs it holds here (a pod the exporter
+	// cannot resolve is a 422).
 	Pod     string   `json:"pod,omitempty"`
 	PodGPUs []string `json:"pod_gpus,omitempty"`
+	// AllocationsKnown says the exporter knows which pods hold its GPUs
+	// (the kubelet's PodResources, --sim.allocations); Pods lists them
+	// then: a run should measure only its engine's pod's GPUs.
+	AllocationsKnown bool      `json:"allocations_known,omitempty"`
+	Pods             []PodGPUs `json:"pods,omitempty"`
+}
+
+// PodGPUs is a pod ("namespace/name") and the UUIDs of the GPUs it holds.
+type PodGPUs struct {
+	Pod  string   `json:"pod"`
+	GPUs []string `json:"gpus"`
 }
 
 // PhaseStatus is one phase of a run with its exact boundaries and energy.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -56,6 +57,12 @@ type SimConfig struct {
 	// sinusoids) added to every GPU; 0 means none.
 	NoiseWatts float64
 	Seed       uint64
+	// UUIDSeed names this simulator's GPUs: their UUIDs derive from it, so
+	// two simulated exporters with different seeds (the command derives one
+	// from the host name and listen address, or --sim.uuid-seed) never
+	// report the same UUID, as two hosts' real GPUs never do. Empty: the
+	// fixed UUIDs GPU-5e000000-0000-4000-8000-<index>.
+	UUIDSeed string
 	// EnergyCounter makes Sample report a cumulative energy counter with
 	// NVML's millijoule resolution, as Volta and later GPUs do.
 	EnergyCounter bool
@@ -224,7 +231,7 @@ func (s *Sim) Devices() []Device {
 			continue
 		}
 		out[i] = Device{
-			Index: i, UUID: fmt.Sprintf("GPU-5e000000-0000-4000-8000-%012d", i),
+			Index: i, UUID: SimUUID(s.cfg.UUIDSeed, i),
 			Name: "Simulated GPU", DriverVersion: "sim", PowerSource: PowerSim, EnergySource: es,
 			MemoryTotalBytes: 80 << 30, PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+i), Architecture: "sim",
 			MIGMode: MIGDisabled, PowerScope: ScopeGPU, EnergyScope: ScopeGPU,
@@ -530,4 +537,17 @@ func (g *simGPU) energy(t float64) float64 {
 		e += g.amp[k] / g.omega[k] * (math.Cos(g.phase[k]) - math.Cos(g.omega[k]*t+g.phase[k]))
 	}
 	return e
+}
+
+// SimUUID is the UUID of simulated GPU i under seed (SimConfig.UUIDSeed):
+// GPU-5e000000-0000-4000-8000-<index> without a seed, else with the
+// seed's FNV-1a hash in its first groups.
+func SimUUID(seed string, i int) string {
+	if seed == "" {
+		return fmt.Sprintf("GPU-5e000000-0000-4000-8000-%012d", i)
+	}
+	h := fnv.New64a()
+	h.Write([]byte(seed))
+	v := h.Sum64()
+	return fmt.Sprintf("GPU-5e%06x-%04x-4000-8000-%012d", v>>40, v&0xffff, i)
 }

@@ -1,0 +1,75 @@
+package analyze
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/joulemark/joulemark/internal/contract"
+)
+
+// gpuKey names a GPU by its host: the exporter's instance and the GPU's
+// UUID. UUIDs alone do not: cloned VMs and simulated exporters may report
+// the same ones on two hosts.
+type gpuKey struct{ instance, uuid string }
+
+// keyOf is the GPU a series belongs to.
+func keyOf(m model.Metric) gpuKey {
+	return gpuKey{instance: string(m["instance"]), uuid: string(m[contract.LabelUUID])}
+}
+
+// gpuSet is the run's GPUs: sel narrows the queries (PromQL matchers), and
+// a series belongs to the run only when its (instance, uuid) is in keys
+// (nil: every series sel matches). A key without an instance (known from
+// the bench archive only) matches its UUID on any instance sel matches.
+type gpuSet struct {
+	sel  string
+	keys map[gpuKey]bool
+}
+
+// has says whether series m is one of the run's GPUs.
+func (s gpuSet) has(m model.Metric) bool {
+	if s.keys == nil {
+		return true
+	}
+	k := keyOf(m)
+	return s.keys[k] || s.keys[gpuKey{uuid: k.uuid}]
+}
+
+// gpuSelector matches the run's GPUs: those with phase energies for the
+// run, each on its own exporter instance; GPUs known from the archive only
+// are looked for on the instances that published the run's phases; without
+// any GPU, every GPU of those instances.
+func (l *loader) gpuSelector(ctx context.Context, keys map[gpuKey]bool) (gpuSet, error) {
+	insts := map[string]bool{}
+	uuids := map[string]bool{}
+	archiveOnly := false
+	for k := range keys {
+		uuids[k.uuid] = true
+		if k.instance == "" {
+			archiveOnly = true
+		} else {
+			insts[k.instance] = true
+		}
+	}
+	if len(keys) == 0 || archiveOnly {
+		vec, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel()))), l.now)
+		if err != nil {
+			return gpuSet{}, err
+		}
+		for _, s := range vec {
+			insts[string(s.Metric["instance"])] = true
+		}
+	}
+	if len(keys) == 0 {
+		return gpuSet{sel: "instance=~" + anyOf(slices.Sorted(maps.Keys(insts)))}, nil
+	}
+	sel := "uuid=~" + anyOf(slices.Sorted(maps.Keys(uuids)))
+	if len(insts) > 0 {
+		sel = "instance=~" + anyOf(slices.Sorted(maps.Keys(insts))) + "," + sel
+	}
+	return gpuSet{sel: sel, keys: keys}, nil
+}
