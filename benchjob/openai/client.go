@@ -417,6 +417,7 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		resp.ITL = make([]time.Duration, 0, min(r.MaxTokens-1, 4096))
 	}
 	var last time.Time
+	var lowered *Error // a later usage block lowered the count
 	done := false
 	for {
 		ev, err := st.sse.Next()
@@ -506,6 +507,9 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			last = now
 		}
 		if ch.usage {
+			if resp.UsageReported && ch.complete < resp.CompletionTokens && lowered == nil {
+				lowered = &Error{Class: contract.ClassInvalidUsage, Msg: fmt.Sprintf("a second usage block lowers completion_tokens from %d to %d", resp.CompletionTokens, ch.complete)}
+			}
 			resp.UsageReported = true
 			resp.PromptTokens = ch.prompt
 			resp.CompletionTokens = ch.complete
@@ -513,8 +517,11 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		}
 	}
 	resp.TextSHA256 = hex.EncodeToString(h.Sum(st.sum[:0]))
+	if resp.Err == nil && lowered != nil {
+		resp.Err = lowered
+	}
 	if resp.Err == nil {
-		if e := checkAnswer(resp, r.maxTokens()); e != nil {
+		if e := checkAnswer(resp, r.maxTokens(), len(r.Prompt)); e != nil {
 			resp.Err = e
 		}
 	}
