@@ -66,6 +66,9 @@ func readBenchArchive(run *runarchive.Run, runID string) (*benchArchive, error) 
 		a.views = ph.Exporters
 	}
 	var sanity outputsanity.Counter
+	if a.manifest != nil {
+		sanity.IgnoreEOS = a.manifest.IgnoreEOS()
+	}
 	err = run.EachRequest(func(_ int, r *runarchive.Request) error {
 		sanity.Add(r)
 		if x, ok := archivedRequest(r); ok {
@@ -80,8 +83,5 @@ func readBenchArchive(run *runarchive.Run, runID string) (*benchArchive, error) 
 		return nil, err
 	}
 	a.sanity = sanity.Counts()
-	if a.manifest != nil {
-		a.sanity.IgnoreEOS = a.manifest.IgnoreEOS()
-	}
 	return a, nil
 }

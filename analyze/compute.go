@@ -697,7 +697,10 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	// after the last formal send ran while the offered load fell.
 	drain := c.drainCount(ss)
 	r.SteadyState.DrainRequests = drain
-	first, reason := steadyStart(jpt[:len(jpt)-drain], p.SSWindow, p.SSWindows, p.SSCV)
+	first, worst, reason := steadyStart(jpt[:len(jpt)-drain], p.SSWindow, p.SSWindows, p.SSCV)
+	if !math.IsNaN(worst) && !math.IsInf(worst, 0) {
+		r.SteadyState.WindowCV = new(worst)
+	}
 	if first < 0 {
 		if drain > 0 {
 			reason += fmt.Sprintf(" (the last %d requests, the drain after the last send, are not tested)", drain)

@@ -3,6 +3,7 @@ package analyze
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/contract"
@@ -214,5 +215,35 @@ func TestComputeRunIDReused(t *testing.T) {
 	r, _, _ := Compute(fixture(), fixtureParams())
 	if slices.Contains(flagCodes(r), contract.FlagRunIDReused) {
 		t.Errorf("one clean lifecycle flagged: %+v", r.Flags)
+	}
+}
+
+// The stage table's energy and the figure beside it are the two sources
+// the difference is taken from: a stage whose sources disagree shows two
+// different figures and the difference between them, never one figure
+// twice beside a non-zero difference.
+func TestStageTableShowsBothSources(t *testing.T) {
+	d := fixture()
+	d.PhaseEnergy["formal"] = 10200 // the counter says 10000 J
+	r, _, err := Compute(d, fixtureParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	var row []string
+	for l := range strings.SplitSeq(md.String(), "\n") {
+		if strings.HasPrefix(l, "| formal | 20") {
+			row = strings.Split(l, " | ")
+		}
+	}
+	if len(row) < 7 {
+		t.Fatalf("no formal row in the stage table:\n%s", md.String())
+	}
+	energy, beside, diff := row[3], row[4], row[5]
+	if energy != "10200.0 J" || beside != "10000.0 J" || diff != "1.96%" {
+		t.Errorf("formal row: energy %q, beside it %q, difference %q; want 10200.0 J, 10000.0 J, 1.96%%", energy, beside, diff)
 	}
 }

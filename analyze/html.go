@@ -10,8 +10,9 @@ import (
 	"github.com/yuin/goldmark/extension"
 )
 
-// htmlPage is report.html: report.md rendered to HTML, followed by the
-// plots as inline SVG. No script, no external resource: it works offline.
+// htmlPage is report.html: report.md rendered to HTML, its headline part
+// (verdict, flags, J/token with intervals) first, then the plots as inline
+// SVG, then the rest. No script, no external resource: it works offline.
 var htmlPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -37,25 +38,27 @@ figcaption { font-weight: 600; margin-bottom: .3em; }
 </head>
 <body>
 <div class="{{if .Valid}}verdict-valid{{else}}verdict-invalid{{end}}">Run <code>{{.RunID}}</code>: {{if .Valid}}valid{{else}}not valid — excluded from formal results and comparisons{{end}}.</div>
-{{.Body}}
+{{.Head}}
 <h2 id="plots">Plots</h2>
 {{range .Plots}}<figure>
 <figcaption>{{.Title}}</figcaption>
 {{if .Err}}<p class="missing">Not drawn: {{.Err}}</p>{{else}}{{.SVG}}{{end}}
 </figure>
 {{end}}
+{{.Rest}}
 </body>
 </html>
 `))
 
 // WriteHTML renders report.html.
 func WriteHTML(w io.Writer, r *Report, pd *PlotData) error {
-	var md, body bytes.Buffer
-	if err := WriteMarkdown(&md, r); err != nil {
-		return err
-	}
+	headMD, restMD := markdownParts(r)
 	gm := goldmark.New(goldmark.WithExtensions(extension.Table))
-	if err := gm.Convert(md.Bytes(), &body); err != nil {
+	var head, rest bytes.Buffer
+	if err := gm.Convert([]byte(headMD), &head); err != nil {
+		return fmt.Errorf("markdown to HTML: %w", err)
+	}
+	if err := gm.Convert([]byte(restMD), &rest); err != nil {
 		return fmt.Errorf("markdown to HTML: %w", err)
 	}
 	type plotHTML struct {
@@ -69,9 +72,9 @@ func WriteHTML(w io.Writer, r *Report, pd *PlotData) error {
 		plots = append(plots, plotHTML{Title: p.Title, SVG: template.HTML(p.SVG), Err: p.Err})
 	}
 	return htmlPage.Execute(w, struct {
-		RunID string
-		Valid bool
-		Body  template.HTML
-		Plots []plotHTML
-	}{r.RunID, r.Valid, template.HTML(body.String()), plots})
+		RunID      string
+		Valid      bool
+		Head, Rest template.HTML
+		Plots      []plotHTML
+	}{r.RunID, r.Valid, template.HTML(head.String()), template.HTML(rest.String()), plots})
 }

@@ -6,6 +6,7 @@ import (
 
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -53,6 +54,15 @@ func pctCell(p *float64, k float64, format string, haveData bool, failed int) st
 // WriteMarkdown renders report.md: GitHub-flavoured Markdown that also reads
 // well as plain text in a terminal.
 func WriteMarkdown(w io.Writer, r *Report) error {
+	head, rest := markdownParts(r)
+	_, err := io.WriteString(w, head+rest)
+	return err
+}
+
+// markdownParts is report.md in two parts: the headline (verdict, flags,
+// requests, J/token with intervals), which report.html shows above its
+// plots, and the rest.
+func markdownParts(r *Report) (head, rest string) {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 
@@ -62,6 +72,8 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("| started | succeeded | failed | error rate |\n|---:|---:|---:|---:|\n")
 	p("| %d | %d | %d | %.2f%% |\n\n", r.Requests.Started, r.Requests.Succeeded, r.Requests.Failed, 100*r.Requests.ErrorRate)
 	energyPerTokenMarkdown(p, r)
+	head = b.String()
+	b.Reset()
 	stageEnergyMarkdown(p, r)
 	releaseMarkdown(p, r)
 	gpuEnergyMarkdown(p, r)
@@ -85,8 +97,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if r.GeneratedBy != "" {
 		p("_%s_\n", r.GeneratedBy)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return head, b.String()
 }
 
 // headerMarkdown renders the title, the verdict and the run's identity.
@@ -94,7 +105,7 @@ func headerMarkdown(p func(string, ...any), r *Report) {
 	p("# joulemark report — run `%s`\n\n", r.RunID)
 	verdict := "**VALID**"
 	if !r.Valid {
-		verdict = "**NOT VALID** (excluded from formal results and comparisons)"
+		verdict = "**NOT VALID** (excluded from formal results and comparisons" + excludedBy(r) + ")"
 	}
 	boundary := r.Measurement.Boundary
 	if r.HostEnergy != nil && r.HostEnergy.Available {
@@ -107,47 +118,74 @@ func headerMarkdown(p func(string, ...any), r *Report) {
 	p("%s\n\n%s\n\n", identityLine(r.Run), modeLine(r))
 }
 
-// flagsMarkdown renders the run's flags.
+// excludedBy names the run's excluding flags: ": by `a`, `b`", "" when none.
+func excludedBy(r *Report) string {
+	var codes []string
+	for _, f := range r.Flags {
+		if f.Excluding && !slices.Contains(codes, "`"+f.Code+"`") {
+			codes = append(codes, "`"+f.Code+"`")
+		}
+	}
+	if len(codes) == 0 {
+		return ""
+	}
+	return ": by " + strings.Join(codes, ", ")
+}
+
+// flagsMarkdown renders the run's flags, the excluding ones first.
 func flagsMarkdown(p func(string, ...any), r *Report) {
 	p("## Flags\n\n")
 	if len(r.Flags) == 0 {
 		p("None.\n\n")
-	} else {
-		p("| flag | excludes the run | detail |\n|---|---|---|\n")
-		for _, f := range r.Flags {
-			p("| `%s` | %s | %s |\n", f.Code, yesNo(f.Excluding), mdEscape(f.Message))
-		}
-		p("\n")
+		return
 	}
+	p("| flag | excludes the run | detail |\n|---|---|---|\n")
+	for _, excluding := range []bool{true, false} {
+		for _, f := range r.Flags {
+			if f.Excluding == excluding {
+				p("| `%s` | %s | %s |\n", f.Code, yesNo(f.Excluding), mdEscape(f.Message))
+			}
+		}
+	}
+	p("\n")
 }
 
-// energyPerTokenMarkdown renders the J/token figures and the steady state.
+// energyPerTokenMarkdown renders the J/token figures, each with its 95%
+// confidence interval where the report has one, and the steady state.
 func energyPerTokenMarkdown(p func(string, ...any), r *Report) {
-	p("## Energy per token\n\n| figure | value |\n|---|---:|\n")
+	p("## Energy per token\n\n| figure | value | 95%% CI |\n|---|---:|---:|\n")
+	ci := func(key, format string) string {
+		lo, hi, ok := r.CI95(key)
+		if !ok {
+			return "—"
+		}
+		return "[" + fmt.Sprintf(format, lo) + ", " + fmt.Sprintf(format, hi) + "]"
+	}
 	ss := r.SteadyState
-	ssVal := "not reached"
+	ssVal, ssCI := "not reached", "—"
 	if ss.Reached {
 		ssVal = num(ss.JoulesPerToken, "%.4f J/token") + " (" + num(whPer1k(ss.JoulesPerToken), "%.4f Wh/1k tokens") + ")"
+		ssCI = ci(KeySteadyJPT, "%.4f")
 	}
-	p("| steady-state J/token | %s |\n", ssVal)
+	p("| steady-state J/token | %s | %s |\n", ssVal, ssCI)
 	if r.Mode == contract.ModeAttached {
-		p("| full-lifecycle J/token | not measured (attached run) |\n")
+		p("| full-lifecycle J/token | not measured (attached run) | — |\n")
 	} else {
-		p("| full-lifecycle J/token | %s (%s) |\n", num(r.FullLifecycleJoulesPerToken, "%.4f J/token"), num(whPer1k(r.FullLifecycleJoulesPerToken), "%.4f Wh/1k tokens"))
+		p("| full-lifecycle J/token | %s (%s) | %s |\n", num(r.FullLifecycleJoulesPerToken, "%.4f J/token"), num(whPer1k(r.FullLifecycleJoulesPerToken), "%.4f Wh/1k tokens"), ci(KeyLifecycleJPT, "%.4f"))
 	}
-	p("| J per good token (formal energy / good requests' tokens) | %s (%s) |\n", num(r.Goodput.JoulesPerGoodToken, "%.4f J/token"), num(whPer1k(r.Goodput.JoulesPerGoodToken), "%.4f Wh/1k tokens"))
-	p("| formal output tokens (successful) | %d |\n", r.Tokens.FormalOutput)
-	p("| formal input tokens (successful) | %d |\n", r.Tokens.FormalInput)
-	p("| throughput | %s |\n", num(r.ThroughputTokensPerSecond, "%.1f tokens/s"))
+	p("| J per good token (formal energy / good requests' tokens) | %s (%s) | %s |\n", num(r.Goodput.JoulesPerGoodToken, "%.4f J/token"), num(whPer1k(r.Goodput.JoulesPerGoodToken), "%.4f Wh/1k tokens"), ci(KeyJoulesPerGood, "%.4f"))
+	p("| formal output tokens (successful) | %d | |\n", r.Tokens.FormalOutput)
+	p("| formal input tokens (successful) | %d | |\n", r.Tokens.FormalInput)
+	p("| throughput | %s | %s |\n", num(r.ThroughputTokensPerSecond, "%.1f tokens/s"), ci(KeyThroughput, "%.1f"))
 	if r.OutputSanity != nil {
 		ie := ""
 		if r.OutputSanity.IgnoreEOS != nil {
 			ie = ", ignore_eos " + map[bool]string{true: "on", false: "off"}[*r.OutputSanity.IgnoreEOS]
 		}
-		p("| output sanity: empty / repeated / short of successful formal outputs%s | %s |\n", ie, sanityCell(r.OutputSanity))
+		p("| output sanity: empty / repeated / short of successful formal outputs%s | %s | |\n", ie, sanityCell(r.OutputSanity))
 	}
-	p("| average GPU power, formal (all GPUs) | %s |\n", num(r.AvgGPUPowerWatts, "%.1f W"))
-	p("| unattributed formal energy (no request active) | %s |\n\n", num(r.UnattributedJoules, "%.1f J"))
+	p("| average GPU power, formal (all GPUs) | %s | |\n", num(r.AvgGPUPowerWatts, "%.1f W"))
+	p("| unattributed formal energy (no request active) | %s | |\n\n", num(r.UnattributedJoules, "%.1f J"))
 	if ss.Reached {
 		p("Steady state: requests %d–%d of the successful formal requests in completion order (%s), %s, %s, window %d × %d, CV < %g.\n\n",
 			*ss.FirstRequest, *ss.LastRequest, intp(ss.Requests), num(ss.EnergyJoules, "%.1f J"), int64p(ss.OutputTokens, "output tokens"), ss.Window, ss.Windows, ss.CVThreshold)
@@ -159,7 +197,11 @@ func energyPerTokenMarkdown(p func(string, ...any), r *Report) {
 // stageEnergyMarkdown renders each stage's energy and the totals.
 func stageEnergyMarkdown(p func(string, ...any), r *Report) {
 	p("## Stage energy\n\n")
-	p("| stage | start (UTC) | duration | energy | exporter energy | difference | avg power |\n|---|---|---:|---:|---:|---:|---:|\n")
+	// energy is the exporter's phase energy when there is one, else the
+	// counter's: the column beside it is the counter's, the cross-check
+	// the difference is taken from (never the exporter's figure twice).
+	p("Energy: the exporter's phase energy where it has one, else the energy counter at the boundaries; counter energy is the cross-check, difference the two sources' relative difference.\n\n")
+	p("| stage | start (UTC) | duration | energy | counter energy | difference | avg power |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, ph := range contract.Phases {
 		name := string(ph)
 		st, ok := r.Stages[name]
@@ -168,7 +210,7 @@ func stageEnergyMarkdown(p func(string, ...any), r *Report) {
 			continue
 		}
 		p("| %s | %s | %.1f s | %s | %s | %s | %s |\n", name, utc(st.Start), st.DurationSeconds,
-			num(st.EnergyJoules, "%.1f J"), num(st.ExporterEnergyJoules, "%.1f J"), scaled(st.EnergyDisagreementRatio, 100, "%.2f%%"), num(st.AvgPowerWatts, "%.1f W"))
+			num(st.EnergyJoules, "%.1f J"), num(st.CounterEnergyJoules, "%.1f J"), scaled(st.EnergyDisagreementRatio, 100, "%.2f%%"), num(st.AvgPowerWatts, "%.1f W"))
 	}
 	p("\n| total | energy |\n|---|---:|\n")
 	p("| startup (startup + warm-up) | %s |\n", num(r.Energy.StartupJoules, "%.1f J"))

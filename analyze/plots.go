@@ -290,8 +290,8 @@ func steadyEnd(pd *PlotData) int {
 }
 
 // jptPlot: per-request J/token in completion order, steady state shaded and
-// its J/token level drawn as a line; the legend sits in headroom above the
-// points.
+// its J/token level drawn as a line; the legend goes below the plot
+// (svgplot.Inline).
 func jptPlot(pd *PlotData) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "Per-request J/token (successful formal requests, completion order)"
@@ -313,7 +313,6 @@ func jptPlot(pd *PlotData) (*plot.Plot, error) {
 		pad = math.Max(math.Abs(hi)*0.1, 1e-9)
 	}
 	ymin, ymax := math.Max(0, lo-pad), hi+pad
-	top := ymax + (ymax-ymin)*0.45 // legend room: no legend over a point
 	if pd.SteadyFirst >= 0 {
 		// the band ends where the steady state ends, not at the last request
 		bd, err := band(float64(pd.SteadyFirst), float64(steadyEnd(pd)), ymin, ymax, color.NRGBA{R: 0x66, G: 0xbb, B: 0x6a, A: 0x50})
@@ -351,11 +350,7 @@ func jptPlot(pd *PlotData) (*plot.Plot, error) {
 		p.Add(lv)
 		p.Legend.Add(fmt.Sprintf("steady-state J/token %s", trimFloat(pd.SteadyJoulesPerToken, 4)), lv)
 	}
-	// top left, in the headroom: the text runs into the plot, never off
-	// the canvas (a browser's font can be wider than gonum measured)
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs = vg.Points(6)
-	p.Y.Min, p.Y.Max = ymin, top
+	p.Y.Min, p.Y.Max = ymin, ymax
 	p.X.Min, p.X.Max = 0, float64(max(n-1, 1))
 	p.X.Tick.Marker = integerTicks{}
 	p.Y.Tick.Marker = cleanTicks{}

@@ -6,6 +6,10 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 
@@ -24,16 +28,17 @@ type PrefillDecode struct {
 	Method     string  `json:"method"`
 	BinSeconds float64 `json:"bin_seconds"`
 	Bins       int     `json:"bins"`
-	// LagBins is K: the rates enter at bins t−K … t+K and each coefficient
-	// is the sum over them (the power's response and the clocks' offset
-	// may move a token's energy into a neighbouring bin).
+	// LagBins is K, chosen by BIC: the rates enter at bins t−K … t+K and
+	// each coefficient is the sum over them (the power's response and the
+	// clocks' offset may move a token's energy into a neighbouring bin).
 	LagBins int `json:"lag_bins"`
 	// RateCorrelation is the Pearson correlation of the two rate series;
-	// ConditionNumber the 2-norm condition number of the design matrix
-	// [1, r_prefill, r_decode] with each column scaled to unit length.
+	// ConditionNumber the 2-norm condition number of the standardized
+	// design [r_prefill, r_decode] (each rate centred, scaled to unit
+	// length; no intercept, no lags).
 	RateCorrelation *float64 `json:"rate_correlation"`
 	ConditionNumber *float64 `json:"condition_number"`
-	// Refused says why there are no coefficients.
+	// Refused says why there are no coefficients and what would fix it.
 	Refused string `json:"refused,omitempty"`
 
 	JoulesPerPrefillToken *float64 `json:"joules_per_prefill_token,omitempty"`
@@ -58,51 +63,33 @@ const (
 
 // The fit's refusal conditions and bin width.
 const (
-	prefillDecodeMethod = "OLS of the formal stage's GPU power (energy counter, summed over GPUs) per bin on the prefill and decode token rates at lags -K..K bins, with an intercept; coefficients summed over the lags; block bootstrap over the bins in time order, percentile interval"
+	prefillDecodeMethod = "OLS of the formal stage's GPU power (energy counter, summed over GPUs) per bin on the prefill and decode token rates at lags -K..K bins (K by BIC), with an intercept; coefficients summed over the lags; block bootstrap over the bins in time order, percentile interval"
 	// minFitBins is the fewest bins a fit takes (and minBlocks blocks):
-	// four per coefficient at 1 s bins (15 with 3 lags each way).
+	// four per coefficient at 1 s bins (15 with 3 lags each way; more lags
+	// only with four bins per coefficient).
 	minFitBins = 60
 	// maxRateCorrelation is the largest |correlation| of the two rate
 	// series a fit takes.
 	maxRateCorrelation = 0.95
-	// maxFitCondition is the largest condition number of the column-scaled
-	// design matrix a fit takes: from 10 to 30 the columns are moderately,
-	// above 30 strongly near-collinear (Belsley, Kuh and Welsch 1980), e.g.
-	// a decode rate that barely moves cannot be told from the static
-	// power. The demo's closed loop measured 25.6 and 27.0, its varying
-	// traces 3.9 to 4.9.
-	maxFitCondition = 20.0
 )
 
 // fitLagSeconds is how far (each way) a token's energy may show from the
-// bin its token is in: K = ⌈fitLagSeconds / bin width⌉. 3 s holds most of
-// a power response with a 1.5 s time constant (the demo's simulated GPUs)
-// and any clock offset between the bench and the exporters under it.
-const fitLagSeconds = 3.0
+// bin its token is in: the fit tries K = 0 … ⌈fitLagSeconds / bin width⌉
+// and keeps the K of the lowest BIC. 6 s holds 98% of a power response
+// with a 1.5 s time constant (the demo's simulated GPUs; 3 s left 13% of a
+// prefill burst's energy out) and any clock offset between the bench and
+// the exporters under it.
+const fitLagSeconds = 6.0
 
-// fitBootstrapWork is bins × resamples: each resample is a QR refit of
-// the whole design, so a long stage (an hour of 1 s bins) gets fewer.
+// fitBootstrapWork is bins × resamples: a long stage (an hour of 1 s
+// bins) gets fewer resamples.
 const fitBootstrapWork = 1e6
 
-// tokenSpan is what the fit reads of one request: its send, first token and
-// end times, and its input and output tokens.
-type tokenSpan struct {
-	send, first, end float64
-	in, out          float64
-}
-
-// tokenSpans reads the requests' spans: every request with a first token
-// (warm-up too: its tokens draw power in the formal stage's bins).
-func tokenSpans(reqs []Request) []tokenSpan {
-	out := make([]tokenSpan, 0, len(reqs))
-	for i := range reqs {
-		q := &reqs[i]
-		if !q.HasTTFT || !(q.FirstToken >= q.Send) || !(q.End >= q.FirstToken) {
-			continue
-		}
-		out = append(out, tokenSpan{q.Send, q.FirstToken, q.End, float64(q.InputTokens), float64(q.OutputTokens)})
-	}
-	return out
+// fitSpan reports whether the fit reads request q: every request with a
+// first token in order (warm-up too: its tokens draw power in the formal
+// stage's bins).
+func fitSpan(q *Request) bool {
+	return q.HasTTFT && q.FirstToken >= q.Send && q.End >= q.FirstToken
 }
 
 // fitBins is the binned data: the power of the formal stage's bins and the
@@ -111,7 +98,7 @@ type fitBins struct {
 	power           []float64 // n bins of the formal stage; NaN: left out
 	prefill, decode []float64 // n + 2·lags bins, from lags bins before the stage
 	from, width     float64   // the first rate bin's start, the bin width
-	lags            int
+	lags            int       // the most lags the rates are padded for
 }
 
 // prefillDecode fills report.json "prefill_decode".
@@ -127,14 +114,13 @@ func (c *computation) prefillDecode() {
 	if !math.IsNaN(c.interval) {
 		width = max(width, c.interval)
 	}
-	pd.BinSeconds, pd.LagBins = width, int(math.Ceil(fitLagSeconds/width))
-	spans := tokenSpans(c.d.Requests)
-	bins := c.binPower(fb.Start, fb.End, width, pd.LagBins)
-	spreadRates(&bins, spans)
-	bins.dropIdle(spans)
+	pd.BinSeconds = width
+	bins := c.binPower(fb.Start, fb.End, width, int(math.Ceil(fitLagSeconds/width)))
+	spreadRates(&bins, c.d.Requests)
+	bins.dropIdle(c.d.Requests)
 	rows := bins.measured()
 	pd.Bins = len(rows)
-	fitPrefillDecode(pd, &bins, rows, blockLengthBins(spans, len(rows), width))
+	fitPrefillDecode(pd, &bins, rows, blockLengthBins(c.d.Requests, len(rows), width))
 }
 
 // binPower is the mean power of the summed GPU energy curves over each
@@ -169,10 +155,12 @@ func (c *computation) binPower(from, to, width float64, lags int) fitBins {
 // token] to the prefill rate and its output tokens uniformly over [first
 // token, end] to the decode rate (per-token times are not recorded); a
 // zero-length span puts its tokens in the bin it falls in.
-func spreadRates(b *fitBins, spans []tokenSpan) {
-	for _, s := range spans {
-		b.spread(b.prefill, s.send, s.first, s.in)
-		b.spread(b.decode, s.first, s.end, s.out)
+func spreadRates(b *fitBins, reqs []Request) {
+	for i := range reqs {
+		if q := &reqs[i]; fitSpan(q) {
+			b.spread(b.prefill, q.Send, q.FirstToken, float64(q.InputTokens))
+			b.spread(b.decode, q.FirstToken, q.End, float64(q.OutputTokens))
+		}
 	}
 }
 
@@ -202,20 +190,41 @@ func (b *fitBins) spread(r []float64, t0, t1, tokens float64) {
 	}
 }
 
+// busySpans is the [send, end] of every request the fit reads that
+// overlaps the rate bins, in send order: 16 bytes a request, sorted in
+// place (a sorted copy of whole requests cost 200 MB at 1M requests).
+func (b *fitBins) busySpans(reqs []Request) [][2]float64 {
+	end := b.from + float64(len(b.prefill))*b.width
+	n := 0
+	for i := range reqs {
+		if q := &reqs[i]; fitSpan(q) && q.End > b.from && q.Send < end {
+			n++
+		}
+	}
+	spans := make([][2]float64, 0, n)
+	for i := range reqs {
+		if q := &reqs[i]; fitSpan(q) && q.End > b.from && q.Send < end {
+			spans = append(spans, [2]float64{q.Send, q.End})
+		}
+	}
+	slices.SortFunc(spans, func(a, c [2]float64) int { return cmp.Compare(a[0], c[0]) })
+	return spans
+}
+
 // dropIdle leaves out (sets to NaN the power of) every bin with a moment
 // when no request was in flight: an engine that stops running steps draws
 // less than its static power, which a linear fit would misread as
 // per-token energy.
-func (b *fitBins) dropIdle(spans []tokenSpan) {
+func (b *fitBins) dropIdle(reqs []Request) {
 	n := len(b.prefill)
 	busy := make([]float64, n) // seconds of each rate bin with a request in flight
 	end := b.from + float64(n)*b.width
 	// The union of the spans, in send order.
-	sorted := slices.SortedFunc(slices.Values(spans), func(a, c tokenSpan) int { return cmp.Compare(a.send, c.send) })
+	sorted := b.busySpans(reqs)
 	for i := 0; i < len(sorted); {
-		lo, hi := sorted[i].send, sorted[i].end
-		for i++; i < len(sorted) && sorted[i].send <= hi; i++ {
-			hi = max(hi, sorted[i].end)
+		lo, hi := sorted[i][0], sorted[i][1]
+		for i++; i < len(sorted) && sorted[i][0] <= hi; i++ {
+			hi = max(hi, sorted[i][1])
 		}
 		lo, hi = max(lo, b.from), min(hi, end)
 		for k := max(0, int(math.Floor((lo-b.from)/b.width))); k < n && lo < hi; k++ {
@@ -247,108 +256,193 @@ func (b *fitBins) measured() []int {
 // blockLengthBins is the bootstrap's block length over n bins of width:
 // max(⌈n^(1/3)⌉, ⌈mean request latency / width⌉), so a block spans most
 // of one request's tokens (which are spread over its bins).
-func blockLengthBins(spans []tokenSpan, n int, width float64) int {
+func blockLengthBins(reqs []Request, n int, width float64) int {
 	l := int(math.Ceil(math.Cbrt(float64(n))))
-	if len(spans) > 0 {
-		sum := 0.0
-		for _, s := range spans {
-			sum += s.end - s.send
+	sum, k := 0.0, 0
+	for i := range reqs {
+		if q := &reqs[i]; fitSpan(q) {
+			sum, k = sum+q.End-q.Send, k+1
 		}
-		l = max(l, int(math.Ceil(sum/float64(len(spans))/width)))
+	}
+	if k > 0 {
+		l = max(l, int(math.Ceil(sum/float64(k)/width)))
 	}
 	return max(1, l)
 }
 
-// fitPrefillDecode checks that the rates can be told apart, fits and
-// bootstraps.
+// fitPrefillDecode checks that the rates can be told apart, picks the
+// lags, fits and bootstraps; it refuses a fit whose per-token energies
+// come out too imprecise to use.
 func fitPrefillDecode(pd *PrefillDecode, b *fitBins, rows []int, blockLen int) {
 	n := len(rows)
 	if n < max(minFitBins, minBlocks*blockLen) {
-		pd.Refused = fmt.Sprintf("%d bins of %g s, fewer than %d (and %d blocks of %d)", n, pd.BinSeconds, minFitBins, minBlocks, blockLen)
+		pd.Refused = fmt.Sprintf("%d bins of %g s, fewer than %d (and %d blocks of %d): run a longer formal stage", n, pd.BinSeconds, minFitBins, minBlocks, blockLen)
 		return
 	}
 	if refusal := separable(pd, b, rows); refusal != "" {
 		pd.Refused = refusal
 		return
 	}
-	x, y := designMatrix(b, rows), mat.NewVecDense(n, nil)
+	y := mat.NewVecDense(n, nil)
 	for k, i := range rows {
 		y.SetVec(k, b.power[i])
 	}
-	beta, ok := ols(x, y, nil)
+	lags, x, beta, ok := chooseLags(b, rows, y)
 	if !ok {
 		pd.Refused = "the least-squares problem is singular"
 		return
 	}
-	st, ep, ed := sumLags(beta, b.lags)
+	pd.LagBins = lags
+	st, ep, ed := sumLags(beta, lags)
 	pd.StaticWatts, pd.JoulesPerPrefillToken, pd.JoulesPerDecodeToken = new(st), new(ep), new(ed)
 	var fitted mat.VecDense
 	fitted.MulVec(x, mat.NewVecDense(len(beta), beta))
-	rss := 0.0
-	for k := range n {
-		rss += (y.AtVec(k) - fitted.AtVec(k)) * (y.AtVec(k) - fitted.AtVec(k))
-	}
 	pd.RSquared = stats.Finite(stat.RSquaredFrom(fitted.RawVector().Data, y.RawVector().Data, nil))
-	pd.ResidualStdWatts = stats.Finite(math.Sqrt(rss / float64(n-len(beta))))
-	bootstrapFit(pd, x, y, blockLen, b.lags)
+	pd.ResidualStdWatts = stats.Finite(math.Sqrt(rss(x, y, beta) / float64(n-len(beta))))
+	bootstrapFit(pd, x, y, blockLen, lags)
 	if reason := imprecise(pd); reason != "" {
 		*pd = PrefillDecode{Method: pd.Method, BinSeconds: pd.BinSeconds, LagBins: pd.LagBins, Bins: pd.Bins,
 			RateCorrelation: pd.RateCorrelation, ConditionNumber: pd.ConditionNumber, Refused: reason}
 	}
 }
 
-// imprecise is why the fitted per-token energies cannot be told from
-// nothing (a 95% interval missing, or reaching 0 or below), "" when both
-// can.
+// chooseLags fits K = 0 … b.lags (while there are four bins per
+// coefficient) and keeps the K of the lowest Bayesian information
+// criterion, n·ln(RSS/n) + p·ln(n): more lags only where the
+// power's response to the tokens needs them. It returns K, its design and
+// coefficients; false when every fit is singular.
+func chooseLags(b *fitBins, rows []int, y *mat.VecDense) (int, *mat.Dense, []float64, bool) {
+	n := float64(len(rows))
+	best, bestBIC := -1, math.Inf(1)
+	var bestX *mat.Dense
+	var bestBeta []float64
+	// At least four bins per coefficient, as minFitBins asks of K = 3.
+	for k := 0; k <= b.lags && 1+2*(2*k+1) <= len(rows)/4; k++ {
+		x := designMatrix(b, rows, k)
+		beta, ok := ols(x, y)
+		if !ok {
+			continue
+		}
+		if bic := n*math.Log(rss(x, y, beta)/n) + float64(len(beta))*math.Log(n); bic < bestBIC || best < 0 {
+			best, bestBIC, bestX, bestBeta = k, bic, x, beta
+		}
+	}
+	return best, bestX, bestBeta, best >= 0
+}
+
+// rss is the residual sum of squares of y on x·beta.
+func rss(x *mat.Dense, y *mat.VecDense, beta []float64) float64 {
+	var fitted mat.VecDense
+	fitted.MulVec(x, mat.NewVecDense(len(beta), beta))
+	sum := 0.0
+	for k := range y.Len() {
+		d := y.AtVec(k) - fitted.AtVec(k)
+		sum += d * d
+	}
+	return sum
+}
+
+// maxRelHalfWidth is the widest 95% interval a per-token energy may have,
+// as its half-width over the estimate: beyond ±50% the fit says little
+// more than which of the two costs more.
+const maxRelHalfWidth = 0.5
+
+// imprecise is why the fitted per-token energies cannot be used (a 95%
+// interval missing, reaching 0 or below, or wider than ±maxRelHalfWidth of
+// the estimate) with what would fix it; "" when both can.
 func imprecise(pd *PrefillDecode) string {
-	for _, f := range []struct{ key, name string }{{KeyJoulesPerPrefillToken, "prefill"}, {KeyJoulesPerDecodeToken, "decode"}} {
+	for _, f := range []struct {
+		key, name, fix string
+		v              *float64
+	}{
+		{KeyJoulesPerPrefillToken, "prefill", fixPrefill, pd.JoulesPerPrefillToken},
+		{KeyJoulesPerDecodeToken, "decode", fixDecode, pd.JoulesPerDecodeToken},
+	} {
 		ci, ok := pd.CI95[f.key]
 		switch {
 		case !ok:
-			return fmt.Sprintf("the %s energy has no interval (a resample's fit was singular)", f.name)
+			return fmt.Sprintf("the %s energy has no interval (a resample's fit was singular): %s", f.name, f.fix)
 		case ci[0] <= 0:
-			return fmt.Sprintf("the %s energy's 95%% interval [%.4g, %.4g] J reaches 0: the rates do not vary enough to separate it", f.name, ci[0], ci[1])
+			return fmt.Sprintf("the %s energy's 95%% interval [%.4g, %.4g] J reaches 0: the %s rate varies too little against the power's noise; %s", f.name, ci[0], ci[1], f.name, f.fix)
+		case (ci[1]-ci[0])/2 > maxRelHalfWidth*math.Abs(*f.v):
+			return fmt.Sprintf("the %s energy's 95%% interval [%.4g, %.4g] J is wider than ±%.0f%% of its estimate %.4g: the %s rate varies too little against the power's noise; %s", f.name, ci[0], ci[1], 100*maxRelHalfWidth, *f.v, f.name, f.fix)
 		}
 	}
 	return ""
 }
 
+// What would separate a rate that the fit cannot tell apart.
+const (
+	fixPrefill = "vary the prompt lengths, run an open loop (bench --workload.trace) or a longer formal stage"
+	fixDecode  = "vary the load (run an open loop or a trace: a saturated closed loop decodes at an almost constant rate) or the answer lengths, or run a longer formal stage"
+	fixBoth    = "vary the prompt lengths independently of the answer lengths, or run an open loop (bench --workload.trace)"
+)
+
 // separable is why the rates of the rows cannot be told apart from each
-// other and from the static power, "" when they can; it records the
-// correlation and the condition number of [1, r_prefill, r_decode].
+// other, "" when they can. It judges the standardized design: each rate
+// centred and scaled to unit variance (an intercept and the lags do not
+// enter, so neither a rate's mean nor its smoothness counts against it);
+// it records the rates' correlation and the standardized design's
+// condition number. Whether a rate that moves little still moves enough
+// for the power's noise is the intervals' to say (imprecise).
 func separable(pd *PrefillDecode, b *fitBins, rows []int) string {
 	n := len(rows)
-	x0 := mat.NewDense(n, 3, nil)
 	rp, rd := make([]float64, n), make([]float64, n)
 	for k, i := range rows {
 		rp[k], rd[k] = b.prefill[i+b.lags], b.decode[i+b.lags]
-		x0.SetRow(k, []float64{1, rp[k], rd[k]})
 	}
 	pd.RateCorrelation = stats.Finite(stat.Correlation(rp, rd, nil))
-	pd.ConditionNumber = stats.Finite(scaledCondition(x0))
+	pd.ConditionNumber = stats.Finite(standardizedCondition(rp, rd))
 	switch {
-	case stat.Variance(rp, nil) == 0 || stat.Variance(rd, nil) == 0:
-		return fmt.Sprintf("the %s rate does not vary over the bins", map[bool]string{true: "prefill", false: "decode"}[stat.Variance(rp, nil) == 0])
+	case !varies(rp):
+		return "the prefill rate does not vary over the bins: " + fixPrefill
+	case !varies(rd):
+		return "the decode rate does not vary over the bins: " + fixDecode
 	case pd.RateCorrelation == nil || pd.ConditionNumber == nil:
 		return "the rates' correlation or condition number is not finite"
 	case math.Abs(*pd.RateCorrelation) > maxRateCorrelation:
-		return fmt.Sprintf("the prefill and decode rates move together (correlation %.3f, above %g)", *pd.RateCorrelation, maxRateCorrelation)
-	case *pd.ConditionNumber > maxFitCondition:
-		return fmt.Sprintf("the rates vary too little to separate them from each other and the static power (condition number %.1f, above %g)", *pd.ConditionNumber, maxFitCondition)
+		return fmt.Sprintf("the prefill and decode rates move together (correlation %.3f, above %g; condition number of the standardized rates %.1f): %s",
+			*pd.RateCorrelation, maxRateCorrelation, *pd.ConditionNumber, fixBoth)
 	}
 	return ""
 }
 
+// varies reports whether x moves by more than rounding: a standard
+// deviation above 1e-9 of its mean's magnitude.
+func varies(x []float64) bool {
+	m, sd := stat.MeanStdDev(x, nil)
+	return sd > 1e-9*math.Abs(m) && sd > 0
+}
+
+// standardizedCondition is the 2-norm condition number of the columns
+// [a, b], each centred and scaled to unit length: √((1+|ρ|)/(1−|ρ|)) for
+// their correlation ρ, 1 for uncorrelated rates.
+func standardizedCondition(a, b []float64) float64 {
+	n := len(a)
+	z := mat.NewDense(n, 2, nil)
+	for j, col := range [][]float64{a, b} {
+		m, sd := stat.MeanStdDev(col, nil)
+		if sd == 0 {
+			return math.Inf(1)
+		}
+		for i, v := range col {
+			z.Set(i, j, (v-m)/(sd*math.Sqrt(float64(n-1))))
+		}
+	}
+	return mat.Cond(z, 2)
+}
+
 // designMatrix is, per row (a power bin i), 1, then the prefill rate of
-// bins i−lags … i+lags, then the decode rate of the same bins.
-func designMatrix(b *fitBins, rows []int) *mat.Dense {
-	w := 2*b.lags + 1
+// bins i−lags … i+lags, then the decode rate of the same bins (lags ≤
+// b.lags, the padding of the rates).
+func designMatrix(b *fitBins, rows []int, lags int) *mat.Dense {
+	w, off := 2*lags+1, b.lags-lags
 	x := mat.NewDense(len(rows), 1+2*w, nil)
 	for k, i := range rows {
 		x.Set(k, 0, 1)
 		for j := range w {
-			x.Set(k, 1+j, b.prefill[i+j])
-			x.Set(k, 1+w+j, b.decode[i+j])
+			x.Set(k, 1+j, b.prefill[i+off+j])
+			x.Set(k, 1+w+j, b.decode[i+off+j])
 		}
 	}
 	return x
@@ -366,45 +460,11 @@ func sumLags(beta []float64, lags int) (static, prefill, decode float64) {
 	return beta[0], prefill, decode
 }
 
-// scaledCondition is the 2-norm condition number of x with each column
-// scaled to unit length (so that it does not depend on the units).
-func scaledCondition(x *mat.Dense) float64 {
-	var s mat.Dense
-	s.CloneFrom(x)
-	_, k := s.Dims()
-	for j := range k {
-		col := s.ColView(j)
-		norm := mat.Norm(col, 2)
-		if norm == 0 {
-			return math.Inf(1)
-		}
-		for i := range col.Len() {
-			s.Set(i, j, s.At(i, j)/norm)
-		}
-	}
-	return mat.Cond(&s, 2)
-}
-
-// ols solves min Σ w_i (y_i − x_i·β)² by QR (gonum's VecDense.SolveVec) on
-// the rows scaled by √w_i; w nil weighs every row 1. false when singular.
-func ols(x *mat.Dense, y *mat.VecDense, w []float64) ([]float64, bool) {
-	a, v := mat.Matrix(x), mat.Vector(y)
-	if w != nil {
-		n, p := x.Dims()
-		var xs mat.Dense
-		xs.CloneFrom(x)
-		ys := mat.NewVecDense(n, nil)
-		for i := range n {
-			s := math.Sqrt(w[i])
-			for j := range p {
-				xs.Set(i, j, xs.At(i, j)*s)
-			}
-			ys.SetVec(i, y.AtVec(i)*s)
-		}
-		a, v = &xs, ys
-	}
+// ols solves min Σ (y_i − x_i·β)² by QR (gonum's VecDense.SolveVec);
+// false when singular.
+func ols(x *mat.Dense, y *mat.VecDense) ([]float64, bool) {
 	var out mat.VecDense
-	if err := out.SolveVec(a, v); err != nil {
+	if err := out.SolveVec(x, y); err != nil {
 		return nil, false
 	}
 	return out.RawVector().Data, true
@@ -412,21 +472,32 @@ func ols(x *mat.Dense, y *mat.VecDense, w []float64) ([]float64, bool) {
 
 // bootstrapFit refits on block-bootstrap resamples of the bins (each bin
 // weighted by how often its block was drawn) and keeps the percentile
-// intervals.
+// intervals. A resample's weighted normal equations are the drawn blocks'
+// Gram matrices of the standardized design added up (p×p a block, formed
+// once), so a resample costs blocks × p², not bins × p² as a QR refit
+// does.
 func bootstrapFit(pd *PrefillDecode, x *mat.Dense, y *mat.VecDense, blockLen, lags int) {
-	n := y.Len()
+	n, p := x.Dims()
 	pd.BlockLengthBins, pd.Seed = blockLen, bootstrapSeed
 	pd.Resamples = int(min(maxResamples, max(minResamples, fitBootstrapWork/float64(n))))
 	bs := newBlockSet(n, blockLen)
+	z, mean, sd := standardize(x)
+	grams, zys := blockGrams(z, y, bs)
 	reps := [3][]float64{}
-	w := make([]float64, n)
+	g, zy := make([]float64, p*p), make([]float64, p)
+	beta := make([]float64, p)
 	for range pd.Resamples {
 		draws := bs.resample()
-		for i := range w {
-			w[i] = float64(draws[bs.blockOf[i]])
+		clear(g)
+		clear(zy)
+		for j, d := range draws {
+			if d > 0 {
+				floats.AddScaled(g, float64(d), grams[j*p*p:(j+1)*p*p])
+				floats.AddScaled(zy, float64(d), zys[j*p:(j+1)*p])
+			}
 		}
 		st, ep, ed := math.NaN(), math.NaN(), math.NaN()
-		if beta, ok := ols(x, y, w); ok {
+		if unstandardize(g, zy, mean, sd, beta) {
 			st, ep, ed = sumLags(beta, lags)
 		}
 		reps[0], reps[1], reps[2] = append(reps[0], st), append(reps[1], ep), append(reps[2], ed)
@@ -439,6 +510,66 @@ func bootstrapFit(pd *PrefillDecode, x *mat.Dense, y *mat.VecDense, blockLen, la
 	}
 }
 
+// standardize returns x with every column but the first (the intercept)
+// centred and scaled to unit standard deviation, and the columns' means
+// and deviations (a column that does not vary is only centred).
+func standardize(x *mat.Dense) (*mat.Dense, []float64, []float64) {
+	n, p := x.Dims()
+	z := mat.DenseCopyOf(x)
+	mean, sd := make([]float64, p), make([]float64, p)
+	sd[0] = 1
+	col := make([]float64, n)
+	for j := 1; j < p; j++ {
+		mat.Col(col, j, x)
+		mean[j], sd[j] = stat.MeanStdDev(col, nil)
+		if !(sd[j] > 0) {
+			sd[j] = 1
+		}
+		for i, v := range col {
+			z.Set(i, j, (v-mean[j])/sd[j])
+		}
+	}
+	return z, mean, sd
+}
+
+// blockGrams is each block's Z_bᵀZ_b (p×p, row-major, both triangles)
+// and Z_bᵀy_b (p), held in two flat slices.
+func blockGrams(z *mat.Dense, y *mat.VecDense, bs *blockSet) (grams, zys []float64) {
+	n, p := z.Dims()
+	grams, zys = make([]float64, bs.b*p*p), make([]float64, bs.b*p)
+	for i := range n {
+		row, blk := z.RawRowView(i), int(bs.blockOf[i])
+		g, zy := grams[blk*p*p:(blk+1)*p*p], zys[blk*p:(blk+1)*p]
+		for a, va := range row {
+			for c, vc := range row {
+				g[a*p+c] += va * vc
+			}
+			zy[a] += va * y.AtVec(i)
+		}
+	}
+	return grams, zys
+}
+
+// unstandardize solves the normal equations g·b = zy of the standardized
+// design (p×p, row-major) by Cholesky, in place (LAPACK's potrf and potrs:
+// no allocation a resample), and writes the coefficients of the original
+// columns to beta; false when g is not positive definite (a resample that
+// lost a rate's spread).
+func unstandardize(g, zy, mean, sd, beta []float64) bool {
+	p := len(beta)
+	t, ok := lapack64.Potrf(blas64.Symmetric{Uplo: blas.Upper, N: p, Stride: p, Data: g})
+	if !ok {
+		return false
+	}
+	lapack64.Potrs(t, blas64.General{Rows: p, Cols: 1, Stride: 1, Data: zy})
+	beta[0] = zy[0]
+	for j := 1; j < p; j++ {
+		beta[j] = zy[j] / sd[j]
+		beta[0] -= beta[j] * mean[j]
+	}
+	return true
+}
+
 // prefillDecodeMarkdown is report.md's "Prefill and decode energy" section.
 func prefillDecodeMarkdown(p func(string, ...any), r *Report) {
 	pd := r.PrefillDecode
@@ -446,8 +577,12 @@ func prefillDecodeMarkdown(p func(string, ...any), r *Report) {
 		return
 	}
 	p("## Prefill and decode energy (fit)\n\n")
-	p("GPU power per %g s bin of the formal stage regressed on the prefill and decode token rates: P = P0 + e_prefill·r_prefill + e_decode·r_decode, each rate at lags −%d … +%d bins summed (%d bins, rate correlation %s, condition number %s).\n\n",
-		pd.BinSeconds, pd.LagBins, pd.LagBins, pd.Bins, num(pd.RateCorrelation, "%.3f"), num(pd.ConditionNumber, "%.1f"))
+	lags := fmt.Sprintf(", each rate at lags −%d … +%d bins (by BIC) summed", pd.LagBins, pd.LagBins)
+	if pd.Refused != "" {
+		lags = ""
+	}
+	p("GPU power per %g s bin of the formal stage regressed on the prefill and decode token rates: P = P0 + e_prefill·r_prefill + e_decode·r_decode%s (%d bins, rate correlation %s, condition number of the standardized rates %s).\n\n",
+		pd.BinSeconds, lags, pd.Bins, num(pd.RateCorrelation, "%.3f"), num(pd.ConditionNumber, "%.2f"))
 	if pd.Refused != "" {
 		p("Refused: %s.\n\n", mdEscape(pd.Refused))
 		return

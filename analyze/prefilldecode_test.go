@@ -25,6 +25,18 @@ type pdWorkload func(rng *rand.Rand, from, to float64) []Request
 // uniformly, as the fit assumes) and its tokens are decoded one per TPOT.
 func pdRun(t *testing.T, nGPU int, formal, noiseW, tau float64, work pdWorkload) *RunData {
 	t.Helper()
+	sp := gpu.DefaultSimPower()
+	return pdRunPower(t, nGPU, formal, noiseW, tau, pdPower{sp.IdleWatts, sp.ActiveWatts, sp.PrefillJoulesPerToken, sp.DecodeJoulesPerToken}, work)
+}
+
+// pdPower is a synthetic GPU's power model: idle watts, active watts more
+// while any request is in flight, and joules per prefilled and per decoded
+// token.
+type pdPower struct{ idle, active, prefill, decode float64 }
+
+// pdRunPower is pdRun with the power model pw on each GPU.
+func pdRunPower(t *testing.T, nGPU int, formal, noiseW, tau float64, pw pdPower, work pdWorkload) *RunData {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(3, 5))
 	from := fixtureBase
 	to := from + formal
@@ -51,18 +63,17 @@ func pdRun(t *testing.T, nGPU int, formal, noiseW, tau float64, work pdWorkload)
 			}
 		}
 	}
-	sp := gpu.DefaultSimPower()
 	for g := range nGPU {
 		gs := GPUSeries{GPU: fmt.Sprint(g), UUID: fmt.Sprintf("GPU-%d", g), EnergySource: "counter"}
-		c, lagged := 0.0, sp.IdleWatts
+		c, lagged := 0.0, pw.idle
 		for k := range n {
 			if k%10 == 0 {
 				gs.Energy = append(gs.Energy, Sample{o + float64(k)*dt, c})
 				c += rng.NormFloat64() * noiseW * 0.1
 			}
-			w := sp.IdleWatts + (sp.PrefillJoulesPerToken*prefill[k]+sp.DecodeJoulesPerToken*decode[k])/dt
+			w := pw.idle + (pw.prefill*prefill[k]+pw.decode*decode[k])/dt
 			if busy[k] {
-				w += sp.ActiveWatts
+				w += pw.active
 			}
 			if tau > 0 {
 				lagged += (w - lagged) * (1 - math.Exp(-dt/tau))
@@ -105,6 +116,29 @@ func closedLoopWorkload(rng *rand.Rand, from, to float64) []Request {
 	for range 16 {
 		for x := from - 10 + 3*rng.Float64(); x < to; {
 			q := newPDRequest(x, 400, 150)
+			out = append(out, q)
+			x = q.End
+		}
+	}
+	return out
+}
+
+// variablePromptLoop is 16 slots in a closed loop, each sending its next
+// request as soon as its last one ended, prompts of 100–4000 tokens and
+// answers of 50–400 and a time per output token of 15–35 ms drawn
+// uniformly: the prompts move the prefill rate, the slots' prefill pauses
+// and the requests' paces move the decode rate a little.
+func variablePromptLoop(rng *rand.Rand, from, to float64) []Request {
+	var out []Request
+	for range 16 {
+		for x := from - 10 + 3*rng.Float64(); x < to; {
+			q := newPDRequest(x, 100+rng.Int64N(3901), 50+rng.Int64N(351))
+			// Each request decodes at its own pace (15–35 ms per token:
+			// its context, its batch), so the decode rate is not only the
+			// count of slots that are not prefilling.
+			tpot := 0.015 + 0.02*rng.Float64()
+			q.Latency = q.TTFT + tpot*float64(q.OutputTokens-1)
+			q.End = q.Send + q.Latency
 			out = append(out, q)
 			x = q.End
 		}
@@ -186,8 +220,8 @@ func TestPrefillDecodeFitRefused(t *testing.T) {
 		work   pdWorkload
 		want   string
 	}{
-		{"constant workload", 300, closedLoopWorkload, "move together"},
-		{"short stage", 20, varyingWorkload, "fewer than"},
+		{"constant workload", 300, closedLoopWorkload, "move together (correlation -1.000, above 0.95; condition number of the standardized rates"},
+		{"short stage", 20, varyingWorkload, "fewer than 60 (and 10 blocks of 4): run a longer formal stage"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pd := fitOf(pdRun(t, 2, tc.formal, 20, 0, tc.work))
@@ -203,21 +237,22 @@ func TestPrefillDecodeFitRefused(t *testing.T) {
 	}
 }
 
-// TestPrefillDecodeRefusalConditions crafts bins for the two conditions a
-// varying workload can still fail: a decode rate that barely moves (the
-// condition number) and rates that move too little for the noise (an
-// interval reaching 0).
+// TestPrefillDecodeRefusalConditions crafts bins: a decode rate that
+// barely moves (2% CV: a condition number of 118 on the raw, unit-scaled
+// [1, r_prefill, r_decode], which refused it) is fitted when the power is
+// quiet enough for it (the standardized design does not hold its small
+// spread against it) and refused, with what would fix it, when the
+// intervals say the noise drowns it.
 func TestPrefillDecodeRefusalConditions(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		decodeCV, sdW float64
-		want          string
-		wantCondAbove float64
-		wantCondBelow float64
+		want, fix     string
 	}{
-		{"decode barely moves", 0.02, 10, "condition number", maxFitCondition, math.Inf(1)},
-		{"noise drowns decode", 0.20, 400, "decode energy's 95% interval", 0, maxFitCondition},
-		{"separable", 0.30, 10, "", 0, maxFitCondition},
+		{"decode barely moves, quiet power", 0.02, 2, "", ""},
+		{"decode barely moves, noisy power", 0.02, 40, "decode energy's 95% interval", "vary the load"},
+		{"noise drowns both", 0.20, 400, "prefill energy's 95% interval", "vary the prompt lengths"},
+		{"separable", 0.30, 10, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(8, 9))
@@ -232,19 +267,67 @@ func TestPrefillDecodeRefusalConditions(t *testing.T) {
 			}
 			pd := &PrefillDecode{BinSeconds: 1}
 			fitPrefillDecode(pd, b, rows, 4)
-			t.Logf("condition %.1f, refused %q", *pd.ConditionNumber, pd.Refused)
-			if c := *pd.ConditionNumber; !(c > tc.wantCondAbove && c < tc.wantCondBelow) {
-				t.Errorf("condition number %.1f, want in (%g, %g)", c, tc.wantCondAbove, tc.wantCondBelow)
+			t.Logf("condition %.2f, refused %q", *pd.ConditionNumber, pd.Refused)
+			if c := *pd.ConditionNumber; c > 1.5 {
+				t.Errorf("condition number of the standardized rates %.2f, want about 1 (independent rates)", c)
 			}
 			if tc.want == "" {
-				if pd.Refused != "" || pd.JoulesPerDecodeToken == nil || math.Abs(*pd.JoulesPerDecodeToken-0.09) > 0.01 {
-					t.Errorf("refused %q, decode %v, want about 0.09", pd.Refused, pd.JoulesPerDecodeToken)
+				if pd.Refused != "" || pd.JoulesPerDecodeToken == nil || math.Abs(*pd.JoulesPerDecodeToken-0.09) > 0.009 {
+					t.Errorf("refused %q, decode %v, want 0.09 within 10%%", pd.Refused, pd.JoulesPerDecodeToken)
 				}
 				return
 			}
-			if !strings.Contains(pd.Refused, tc.want) || pd.JoulesPerPrefillToken != nil || pd.StaticWatts != nil || pd.CI95 != nil {
-				t.Errorf("refused %q with prefill %v, static %v, intervals %v: want refused for %q and no figures", pd.Refused, pd.JoulesPerPrefillToken, pd.StaticWatts, pd.CI95, tc.want)
+			if !strings.Contains(pd.Refused, tc.want) || !strings.Contains(pd.Refused, tc.fix) || pd.JoulesPerPrefillToken != nil || pd.StaticWatts != nil || pd.CI95 != nil {
+				t.Errorf("refused %q with prefill %v, static %v, intervals %v: want refused for %q, with what would fix it, and no figures", pd.Refused, pd.JoulesPerPrefillToken, pd.StaticWatts, pd.CI95, tc.want)
 			}
+		})
+	}
+}
+
+// TestPrefillDecodeClosedLoopVariablePrompts is issue 31's held-out case:
+// a 600 s closed loop of 16 slots with prompts of 100–4000 tokens on a GPU
+// drawing 280 W + 0.04 J per prefilled token + 0.5 J per decoded token.
+// The decode rate moves little (a condition number of 30–45 on the raw,
+// unit-scaled [1, r_prefill, r_decode], which refused it), yet the fit
+// recovers both energies within 10%, with its lags picked from the data:
+// none when the power follows the tokens at once, some when it lags them.
+func TestPrefillDecodeClosedLoopVariablePrompts(t *testing.T) {
+	want := pdPower{idle: 280, prefill: 0.04, decode: 0.5}
+	for _, tc := range []struct {
+		tau      float64
+		lagsFrom int
+		lagsTo   int
+	}{{0, 0, 0}, {1.5, 2, 6}} {
+		t.Run(fmt.Sprintf("lag %g s", tc.tau), func(t *testing.T) {
+			pd := fitOf(pdRunPower(t, 1, 600, 20, tc.tau, want, variablePromptLoop))
+			if pd.Refused != "" {
+				t.Fatalf("refused: %s (correlation %v, condition %v)", pd.Refused, *pd.RateCorrelation, *pd.ConditionNumber)
+			}
+			for _, c := range []struct {
+				key       string
+				got       *float64
+				want, tol float64
+			}{
+				{KeyJoulesPerPrefillToken, pd.JoulesPerPrefillToken, want.prefill, 0.10},
+				{KeyJoulesPerDecodeToken, pd.JoulesPerDecodeToken, want.decode, 0.10},
+				{KeyStaticWatts, pd.StaticWatts, want.idle, 0.15},
+			} {
+				ci := pd.CI95[c.key]
+				t.Logf("%s = %.4f [%.4f, %.4f], want %.4f", c.key, *c.got, ci[0], ci[1], c.want)
+				// With a lagging power the lags BIC keeps leave a few % of
+				// a prefill burst's energy out: a bias the interval does
+				// not cover.
+				if tc.tau == 0 && !(ci[0] <= c.want && c.want <= ci[1]) {
+					t.Errorf("%s: 95%% interval [%.4f, %.4f] misses %.4f", c.key, ci[0], ci[1], c.want)
+				}
+				if math.Abs(*c.got-c.want) > c.tol*c.want {
+					t.Errorf("%s = %.4f, want %.4f within %.0f%%", c.key, *c.got, c.want, 100*c.tol)
+				}
+			}
+			if pd.LagBins < tc.lagsFrom || pd.LagBins > tc.lagsTo {
+				t.Errorf("%d lag bins chosen, want %d..%d", pd.LagBins, tc.lagsFrom, tc.lagsTo)
+			}
+			t.Logf("bins %d, lags %d, correlation %.3f, condition %.2f, R² %.4f, residual std %.1f W", pd.Bins, pd.LagBins, *pd.RateCorrelation, *pd.ConditionNumber, *pd.RSquared, *pd.ResidualStdWatts)
 		})
 	}
 }

@@ -128,6 +128,11 @@ type SteadyState struct {
 	Window        int     `json:"window"`
 	Windows       int     `json:"windows"`
 	CVThreshold   float64 `json:"cv_threshold"`
+	// WindowCV is the largest CV of the tested windows at the steady
+	// state's first request, or at the best start when it was not reached
+	// (what the test compared with CVThreshold); nil when no start could be
+	// tested.
+	WindowCV *float64 `json:"window_cv"`
 }
 
 // Latency holds TTFT, TPOT and end-to-end latency percentiles.

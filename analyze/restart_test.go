@@ -51,12 +51,12 @@ func TestExporterGapsFlagged(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(msg, "http://node-a:9402") || !strings.Contains(msg, "7.5 s") || r.Valid != valid {
-		t.Errorf("flag message %q (valid %v→%v), want node-a's 7.5 s gap", msg, valid, r.Valid)
+	if !strings.Contains(msg, "http://node-a:9402") || !strings.Contains(msg, "7.5 s") || !valid || r.Valid {
+		t.Errorf("flag message %q (valid %v→%v), want node-a's 7.5 s gap, the run invalid by gpu_shared alone", msg, valid, r.Valid)
 	}
-	if i := slices.IndexFunc(r.Flags, func(f Flag) bool { return f.Code == contract.FlagGPUShared }); i < 0 || r.Flags[i].Excluding ||
+	if i := slices.IndexFunc(r.Flags, func(f Flag) bool { return f.Code == contract.FlagGPUShared }); i < 0 || !r.Flags[i].Excluding ||
 		!strings.Contains(r.Flags[i].Message, "node-b") || !strings.Contains(r.Flags[i].Message, "batch/job") {
-		t.Errorf("flags %+v: want a non-excluding gpu_shared naming node-b's co-tenant batch/job", r.Flags)
+		t.Errorf("flags %+v: want an excluding gpu_shared naming node-b's co-tenant batch/job", r.Flags)
 	}
 	last := r.Measurement.Gaps[len(r.Measurement.Gaps)-1]
 	if last.Series != "exporter" || last.Start != fixtureBase+40 || last.End != fixtureBase+47.5 {
@@ -160,5 +160,40 @@ func TestExporterGPUGapFlagged(t *testing.T) {
 	}
 	if g := r.Measurement.Gaps[1]; g.GPU != "http://node-a:9402 gpu 1" || g.End-g.Start != 30.5 {
 		t.Errorf("measurement gap %+v: want GPU 1's 30.5 s", g)
+	}
+}
+
+// TestGPUFailedFlagged: a GPU that stopped answering while the exporter
+// ran (gaps gpu_failed, gpu_hung) is flagged gpu_failed naming the GPU and
+// its interval; it excludes the run when the gap overlaps the formal phase
+// unbridged, never when its own counter bridged it or it lies outside.
+func TestGPUFailedFlagged(t *testing.T) {
+	gpus := []phaseapi.GPUInfo{{GPU: 0}, {GPU: 1}}
+	for _, tc := range []struct {
+		name string
+		gap  phaseapi.Gap
+		excl bool
+		want string
+	}{
+		{"failed in formal", phaseapi.Gap{Start: 110, End: 130, Reason: contract.GapGPUFailed, GPUs: []int{1}}, true, "the reads of GPU 1 failed"},
+		{"hung in formal", phaseapi.Gap{Start: 150, End: 170, Reason: contract.GapGPUHung, GPUs: []int{1}, Open: true}, true, "the reads of GPU 1 hung"},
+		{"bridged", phaseapi.Gap{Start: 110, End: 112, Reason: contract.GapGPUFailed, GPUs: []int{1}, EnergyBridgedGPUs: []int{1}}, false, "the reads of GPU 1 failed"},
+		{"in release", phaseapi.Gap{Start: 210, End: 230, Reason: contract.GapGPUFailed, GPUs: []int{0}}, false, "the reads of GPU 0 failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Valid: true, Stages: map[string]Stage{string(contract.Formal): {Start: 100, End: 200}}}
+			st := &phaseapi.RunStatus{RunID: "f-1", GPUs: gpus, Gaps: []phaseapi.Gap{tc.gap}}
+			addExporterGaps(r, []runarchive.ExporterStatus{{URL: "http://node-a:9402", Status: st}})
+			if len(r.Flags) != 1 || r.Flags[0].Code != contract.FlagGPUFailed {
+				t.Fatalf("flags %+v: want one gpu_failed", r.Flags)
+			}
+			f := r.Flags[0]
+			if f.Excluding != tc.excl || r.Valid == tc.excl || !strings.Contains(f.Message, tc.want) || !strings.Contains(f.Message, "20.0 s") && tc.name != "bridged" {
+				t.Errorf("flag %+v, valid %v: want excluding %v, a message naming %q and the interval", f, r.Valid, tc.excl, tc.want)
+			}
+			if g := r.Measurement.Gaps[0]; g.Start != tc.gap.Start || g.End != tc.gap.End || !strings.HasSuffix(g.GPU, "gpu "+strings.TrimPrefix(tc.want, "the reads of GPU ")[:1]) {
+				t.Errorf("measurement gap %+v", g)
+			}
+		})
 	}
 }

@@ -44,9 +44,6 @@ func AddOutputSanity(r *Report, c outputsanity.Counts, maxBadRatio float64) {
 	add("short", c.Short)
 	msg := fmt.Sprintf("%d of %d successful formal outputs (%.2f%%) are suspect (%s), above the %g%% threshold (--max-bad-output-ratio)",
 		bad, c.Requests, 100**s.BadRatio, strings.Join(parts, ", "), 100*maxBadRatio)
-	if c.IgnoreEOS != nil && !*c.IgnoreEOS && c.Short != nil && *c.Short > 0 {
-		msg += "; ignore_eos was off, so short outputs may be natural stops"
-	}
 	r.Flags = append(r.Flags, Flag{Code: contract.FlagOutputsSuspect, Message: msg})
 }
 

@@ -3,6 +3,7 @@ package analyze
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/chromium"
@@ -51,4 +52,21 @@ func screenshot(t *testing.T, bin, name string, r *Report, pd *PlotData) {
 	shot := filepath.Join(base, name+".png")
 	_ = os.Remove(shot)
 	chromium.Screenshot(t, bin, filepath.Join(dir, FileHTML), shot, 6400)
+	checkLegends(t, bin, filepath.Join(dir, FileHTML), "J/token per request")
+}
+
+// checkLegends: at 1280 px no legend of page overlaps its plot or runs off
+// its picture, and the plot whose legend names want has one.
+func checkLegends(t *testing.T, bin, page, want string) {
+	t.Helper()
+	found := false
+	for _, l := range chromium.Legends(t, bin, page, 1280) {
+		if !strings.HasPrefix(l, "ok ") {
+			t.Errorf("%s at 1280 px: %s", page, l)
+		}
+		found = found || strings.Contains(l, want)
+	}
+	if !found {
+		t.Errorf("%s: no plot has a legend below it naming %q", page, want)
+	}
 }

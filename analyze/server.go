@@ -30,7 +30,8 @@ var engineMetricRoles = func() []engineRole {
 }()
 
 // ServerTokenTolerance is the client/server output token difference above
-// which the run is flagged server_tokens_mismatch.
+// which the run is flagged: engine_shared (excluding) when the engine
+// generated more, server_tokens_mismatch (a warning) when fewer.
 const ServerTokenTolerance = 0.02
 
 // EngineData is the engine's metrics over the run, by metric name (each
@@ -279,22 +280,40 @@ func (c *computation) server() {
 		// of it when the load starts or stops there), and by anything
 		// after its last scrape when the engine stopped before the next.
 		lo, hi := counterBounds(series[string(contract.RoleGenerationTokens)], fb.Start, fb.End)
-		bounded := !math.IsInf(hi, 1)
-		if bounded {
+		if !math.IsInf(hi, 1) {
 			sv.OutputTokensResolution = new(hi - lo)
 		}
-		if cl := float64(sv.ClientOutputTokens); cl > 0 {
-			diff := (*sv.OutputTokens - cl) / cl
-			sv.TokenDifferenceRatio = new(diff)
-			// Unbounded above, only a client count short of what the
-			// engine certainly generated is a finding.
-			beyond := bounded && math.Abs(*sv.OutputTokens-cl) > hi-lo || !bounded && (lo-cl)/cl > ServerTokenTolerance
-			if math.Abs(diff) > ServerTokenTolerance && beyond {
-				c.flag(contract.FlagServerTokensMismatch, false, "the engine generated %.0f output tokens over the formal phase (%.0f to %.0f at its scrape resolution), the client counted %d (%+.1f%%, beyond ±%.0f%% and the scrape resolution): check usage reporting, aborted requests or other traffic on the engine",
-					*sv.OutputTokens, lo, hi, sv.ClientOutputTokens, 100*diff, 100*ServerTokenTolerance)
-			}
-		}
+		c.tokenCheck(sv, lo, hi)
 	}
+}
+
+// tokenCheck compares the engine's output tokens over the formal phase
+// with the client's. An engine that certainly generated more than the
+// client counted, beyond ServerTokenTolerance, served other traffic too: its
+// energy is not the bench's alone, so the run is flagged engine_shared
+// (excluding). Any other difference beyond the tolerance is the warning
+// server_tokens_mismatch. A difference within what the scrape resolution
+// explains (hi − lo) is neither; with hi unbounded (the engine stopped
+// before its next scrape) only lo, what it certainly generated, counts.
+func (c *computation) tokenCheck(sv *Server, lo, hi float64) {
+	cl := float64(sv.ClientOutputTokens)
+	if cl <= 0 {
+		return
+	}
+	diff := (*sv.OutputTokens - cl) / cl
+	sv.TokenDifferenceRatio = new(diff)
+	bounded := !math.IsInf(hi, 1)
+	beyond := bounded && math.Abs(*sv.OutputTokens-cl) > hi-lo || !bounded && (lo-cl)/cl > ServerTokenTolerance
+	if math.Abs(diff) <= ServerTokenTolerance || !beyond {
+		return
+	}
+	if diff > 0 {
+		c.flag(contract.FlagEngineShared, true, "the engine generated %.0f output tokens over the formal phase (%.0f to %.0f at its scrape resolution), the bench counted %d (%+.1f%%, beyond %.0f%% and the scrape resolution): other clients (or requests the bench did not count) shared the engine and its GPUs' energy, so steady-state and full-lifecycle J/token are not the bench's",
+			*sv.OutputTokens, lo, hi, sv.ClientOutputTokens, 100*diff, 100*ServerTokenTolerance)
+		return
+	}
+	c.flag(contract.FlagServerTokensMismatch, false, "the engine generated %.0f output tokens over the formal phase (%.0f to %.0f at its scrape resolution), the client counted %d (%+.1f%%, beyond ±%.0f%% and the scrape resolution): check the engine's usage reporting and token counter",
+		*sv.OutputTokens, lo, hi, sv.ClientOutputTokens, 100*diff, 100*ServerTokenTolerance)
 }
 
 // statCell renders mean / max.

@@ -43,11 +43,13 @@ func windowCV(x []float64, w int) []float64 {
 
 // steadyStart finds the first request i at which k consecutive
 // non-overlapping windows of w requests, [i, i+w), …, [i+(k−1)w, i+kw), all
-// have CV < cvMax. It returns -1 and the reason when there is none.
-func steadyStart(x []float64, w, k int, cvMax float64) (int, string) {
+// have CV < cvMax, and the largest of those windows' CVs. When there is none
+// it returns -1, the reason and the largest window CV of the best start
+// (NaN when there are too few requests for one).
+func steadyStart(x []float64, w, k int, cvMax float64) (int, float64, string) {
 	n := len(x)
 	if n < w*k {
-		return -1, fmt.Sprintf("only %d successful formal requests with output tokens; %d windows of %d need %d", n, k, w, w*k)
+		return -1, math.NaN(), fmt.Sprintf("only %d successful formal requests with output tokens; %d windows of %d need %d", n, k, w, w*k)
 	}
 	cv := windowCV(x, w)
 	bestWorst, bestAt := math.Inf(1), -1
@@ -57,11 +59,11 @@ func steadyStart(x []float64, w, k int, cvMax float64) (int, string) {
 			worst = max(worst, cv[i+j*w])
 		}
 		if worst < cvMax {
-			return i, ""
+			return i, worst, ""
 		}
 		if worst < bestWorst {
 			bestWorst, bestAt = worst, i
 		}
 	}
-	return -1, fmt.Sprintf("no %d consecutive windows of %d requests with CV < %g; the best start, request %d, has a window with CV %.4f", k, w, cvMax, bestAt, bestWorst)
+	return -1, bestWorst, fmt.Sprintf("no %d consecutive windows of %d requests with CV < %g; the best start, request %d, has a window with CV %.4f", k, w, cvMax, bestAt, bestWorst)
 }

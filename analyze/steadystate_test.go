@@ -47,7 +47,7 @@ func TestSteadyStart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, reason := steadyStart(tt.x, tt.w, tt.k, 0.03)
+			got, _, reason := steadyStart(tt.x, tt.w, tt.k, 0.03)
 			if got != tt.want {
 				t.Errorf("start = %d (%s), want %d", got, reason, tt.want)
 			}

@@ -33,6 +33,12 @@ func TestWriteReport(t *testing.T) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
+	// The headline figures and their intervals lead the page: they come
+	// before the first plot, the stage table after the plots.
+	svg, head, ci, stages := bytes.Index(html, []byte("<svg")), bytes.Index(html, []byte("steady-state J/token")), bytes.Index(html, []byte("95% CI")), bytes.Index(html, []byte("Stage energy"))
+	if head < 0 || ci < 0 || svg < 0 || head > svg || ci > svg || stages < svg {
+		t.Errorf("report.html: headline at %d, its intervals at %d, first plot at %d, stage table at %d; want headline and intervals before the plots", head, ci, svg, stages)
+	}
 	if bytes.Contains(html, []byte("<script")) || bytes.Contains(html, []byte(`src="http`)) || bytes.Contains(html, []byte(`href="http`)) {
 		t.Error("report.html loads something from outside")
 	}

@@ -85,8 +85,12 @@ func checkExporterStatus(url string, st *phaseapi.RunStatus, posted []string) (f
 		why = append(why, "phases posted but missing: "+strings.Join(lost, ", "))
 	}
 	for _, g := range st.Gaps {
-		if !slices.Contains(flags, contract.FlagExporterRestarted) {
-			flags = append(flags, contract.FlagExporterRestarted)
+		code := contract.FlagExporterRestarted
+		if g.GPUFailure() {
+			code = contract.FlagGPUFailed
+		}
+		if !slices.Contains(flags, code) {
+			flags = append(flags, code)
 		}
 		why = append(why, g.Describe(url, st.GPUs))
 	}

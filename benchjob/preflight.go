@@ -52,13 +52,18 @@ func (r *runner) preflight(ctx context.Context) (map[string][]phaseapi.GPUInfo, 
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 			defer cancel()
-			pf, err := c.PreflightPod(cctx, r.runID, r.cfg.Engine.Pod)
+			// a lifecycle's engine pod starts after the idle baseline
+			pf, err := c.PreflightPod(cctx, r.runID, r.cfg.Engine.Pod, !r.cfg.Engine.NoLifecycle)
 			if err != nil {
 				fail(exporterPreflightError(c.BaseURL(), r.runID, err))
 				return
 			}
-			if r.cfg.Engine.Pod != "" && pf.Pod == "" {
+			switch {
+			case r.cfg.Engine.Pod != "" && pf.Pod == "":
 				r.log.Warn("the exporter is too old to resolve --engine.pod in pre-flight; the first phase will", "exporter", c.BaseURL())
+			case pf.PodPending:
+				r.log.Info("the engine's pod holds no GPU yet; the exporter resolves it by the warm-up (else the run stops before its load)",
+					"exporter", c.BaseURL(), "pod", r.cfg.Engine.Pod, "pods_holding_gpus", phaseapi.DescribePods(pf.Pods))
 			}
 			if err := r.checkPods(c.BaseURL(), pf); err != nil {
 				fail(err)

@@ -120,6 +120,9 @@ type runner struct {
 	engineErr   error
 	formalStart time.Time
 	posted      bool // a phase was posted: the GPU selector went with the first
+	// selPending are the exporters (by base URL) whose run waits for the
+	// engine's pod: later phases carry the selector again until it resolves.
+	selPending map[string]bool
 }
 
 // Run executes one benchmark run: the whole lifecycle (or the formal phase
@@ -578,7 +581,9 @@ func (r *runner) warmup(ctx context.Context) error {
 		return nil
 	}
 	eff := max(1, r.cfg.Concurrency, r.cfg.MaxConcurrency)
-	r.postPhase(contract.Warmup)
+	if err := r.postPhase(contract.Warmup); err != nil {
+		return err
+	}
 	r.progress.reset(string(contract.Warmup), r.cfg.WarmupRequests)
 	src := r.src
 	if r.trace != nil {
@@ -596,7 +601,9 @@ func (r *runner) warmup(ctx context.Context) error {
 
 // formal runs the formal phase and records how well the load was held.
 func (r *runner) formal(ctx context.Context) error {
-	r.postPhase(contract.Formal)
+	if err := r.postPhase(contract.Formal); err != nil {
+		return err
+	}
 	r.progress.reset(string(contract.Formal), r.cfg.Requests)
 	spec := loadSpec{phase: string(contract.Formal), requests: r.cfg.Requests, duration: r.cfg.Duration,
 		concurrency: r.cfg.Concurrency, rate: r.cfg.Rate, burstiness: r.cfg.Burstiness,
@@ -728,25 +735,60 @@ func (r *runner) identify(ctx context.Context) error {
 // postPhase posts phase p to every exporter, retried with bounded backoff
 // (an exporter restarting or a network blip); a failure is flagged and
 // logged, and the run goes on (the archive still records everything, and
-// the final status check flags the phase as lost).
-func (r *runner) postPhase(p contract.Phase) {
+// the final status check flags the phase as lost). The GPU selector goes
+// with the first phase, and with later ones to an exporter whose run
+// waits for the engine's pod; the error is such an exporter refusing the
+// phase (the pod holds none of its GPUs by the warm-up): the load must
+// not start.
+func (r *runner) postPhase(p contract.Phase) error {
 	now := time.Now()
 	r.rec.notePhase(p, now)
 	r.mu.Lock()
-	sel := phaseapi.Selector{GPUs: r.cfg.ExporterGPUs, Pod: r.cfg.Engine.Pod}
-	if r.posted {
-		sel = phaseapi.Selector{}
-	}
+	first := !r.posted
 	r.posted = true
 	r.mu.Unlock()
+	full := phaseapi.Selector{GPUs: r.cfg.ExporterGPUs, Pod: r.cfg.Engine.Pod}
+	var (
+		mu      sync.Mutex
+		refused []error
+	)
 	r.log.Info("phase", "run_id", r.runID, "phase", p)
 	r.forExporters(func(ctx context.Context, c *phaseapi.Client) error {
+		sel := phaseapi.Selector{}
+		if first || r.selectorPending(c.BaseURL()) {
+			sel = full
+		}
 		st, err := c.StartPhaseSelect(ctx, r.runID, p, sel)
-		if err == nil && !sel.Empty() {
-			r.rec.setGPUs(c.BaseURL(), st.GPUs) // the GPUs the run measures
+		switch {
+		case err == nil && !sel.Empty():
+			r.setSelectorPending(c.BaseURL(), st.SelectorPending)
+			if !st.SelectorPending {
+				r.rec.setGPUs(c.BaseURL(), st.GPUs) // the GPUs the run measures
+			}
+		case err != nil && !first && !sel.Empty() && phaseapi.IsStatus(err, http.StatusConflict):
+			mu.Lock()
+			refused = append(refused, fmt.Errorf("exporter %s: the engine's pod %s holds none of its GPUs at the %s phase; no load was sent: %w", c.BaseURL(), full.Pod, p, err))
+			mu.Unlock()
 		}
 		return err
 	}, "posting phase "+string(p))
+	return errors.Join(refused...)
+}
+
+// selectorPending says the run on exporter u waits for the engine's pod.
+func (r *runner) selectorPending(u string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.selPending[u]
+}
+
+func (r *runner) setSelectorPending(u string, pending bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.selPending == nil {
+		r.selPending = map[string]bool{}
+	}
+	r.selPending[u] = pending
 }
 
 // forExporters calls f on every exporter at once, each retried on

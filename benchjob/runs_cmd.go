@@ -3,14 +3,19 @@ package benchjob
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
@@ -22,6 +27,12 @@ type RunListing struct {
 	Requests *int     `json:"requests"`
 	Flags    []string `json:"flags"`
 	Error    string   `json:"error,omitempty"`
+	// Valid is the verdict of the run's report (<run>/report/report.json),
+	// null when the run has none; Excluding are its excluding flags'
+	// codes; ReportError says why a report there could not be read.
+	Valid       *bool    `json:"valid"`
+	Excluding   []string `json:"excluding,omitempty"`
+	ReportError string   `json:"report_error,omitempty"`
 }
 
 // ListRuns lists the runs of runsDir, oldest first (runarchive.List).
@@ -48,9 +59,50 @@ func ListRuns(runsDir string) ([]RunListing, error) {
 				row.Flags = m.Flags
 			}
 		}
+		row.readVerdict(e.Run)
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// readVerdict fills Valid and Excluding from the run's report, when it
+// has one; a report that cannot be read is named in ReportError.
+func (row *RunListing) readVerdict(run *runarchive.Run) {
+	path := filepath.Join(run.Path(runarchive.ReportDir), analyze.FileJSON)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var r analyze.Report
+	if err == nil {
+		err = json.Unmarshal(data, &r)
+	}
+	if err != nil {
+		row.ReportError = fmt.Sprintf("report %s: %v", path, err)
+		return
+	}
+	row.Valid = &r.Valid
+	for _, f := range r.Flags {
+		if f.Excluding {
+			row.Excluding = append(row.Excluding, f.Code)
+		}
+	}
+}
+
+// validText is the VALID cell: yes, no (its excluding flags), not
+// analysed, or unreadable.
+func (row RunListing) validText() string {
+	switch {
+	case row.ReportError != "":
+		return "unreadable report"
+	case row.Valid == nil:
+		return "not analysed"
+	case *row.Valid:
+		return "yes"
+	case len(row.Excluding) > 0:
+		return "no (" + strings.Join(row.Excluding, ",") + ")"
+	}
+	return "no"
 }
 
 // WriteRunList writes rows as format: text (a table), json or csv.
@@ -62,21 +114,24 @@ func WriteRunList(w io.Writer, format string, rows []RunListing) error {
 		return enc.Encode(rows)
 	case "csv":
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"run_id", "status", "start", "requests", "flags"})
+		cw.Write([]string{"run_id", "status", "start", "requests", "valid", "flags"})
 		for _, r := range rows {
-			cw.Write([]string{r.RunID, r.Status, r.Start, requestsText(r.Requests, ""), strings.Join(r.Flags, ";")})
+			cw.Write([]string{r.RunID, r.Status, r.Start, requestsText(r.Requests, ""), r.validText(), strings.Join(r.Flags, ";")})
 		}
 		cw.Flush()
 		return cw.Error()
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN ID\tSTATUS\tSTART\tREQUESTS\tFLAGS")
+	fmt.Fprintln(tw, "RUN ID\tSTATUS\tSTART\tREQUESTS\tVALID\tFLAGS")
 	for _, r := range rows {
 		fl := strings.Join(r.Flags, ",")
 		if r.Error != "" && fl == "" {
 			fl = "(" + r.Error + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Status, orNA(r.Start), requestsText(r.Requests, "n/a"), fl)
+		if r.ReportError != "" {
+			fl = strings.TrimPrefix(fl+" ("+r.ReportError+")", " ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Status, orNA(r.Start), requestsText(r.Requests, "n/a"), r.validText(), fl)
 	}
 	return tw.Flush()
 }

@@ -32,16 +32,20 @@ func TestRunList(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "r-c"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// r-a analysed (invalid, one excluding flag), r-b's report unreadable,
+	// r-c not analysed.
+	writeReport(t, filepath.Join(dir, "r-a"), `{"run_id":"r-a","valid":false,"flags":[{"code":"steady_state_not_reached","excluding":true},{"code":"w","excluding":false}]}`)
+	writeReport(t, filepath.Join(dir, "r-b"), `{"valid":`)
 	rows, err := ListRuns(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"csv": "run_id,status,start,requests,flags\nr-c,unknown,,,\nr-a,completed,2023-11-14T22:13:20Z,12,x;y\nr-b,running,2023-11-14T22:15:00Z,,\n",
-		"text": "RUN ID  STATUS     START                 REQUESTS  FLAGS\n" +
-			"r-c     unknown    n/a                   n/a       (run archive " + filepath.Join(dir, "r-c") + ": no manifest.json: file does not exist)\n" +
-			"r-a     completed  2023-11-14T22:13:20Z  12        x,y\n" +
-			"r-b     running    2023-11-14T22:15:00Z  n/a       \n",
+		"csv": "run_id,status,start,requests,valid,flags\nr-c,unknown,,,not analysed,\nr-a,completed,2023-11-14T22:13:20Z,12,no (steady_state_not_reached),x;y\nr-b,running,2023-11-14T22:15:00Z,,unreadable report,\n",
+		"text": "RUN ID  STATUS     START                 REQUESTS  VALID                          FLAGS\n" +
+			"r-c     unknown    n/a                   n/a       not analysed                   (run archive " + filepath.Join(dir, "r-c") + ": no manifest.json: file does not exist)\n" +
+			"r-a     completed  2023-11-14T22:13:20Z  12        no (steady_state_not_reached)  x,y\n" +
+			"r-b     running    2023-11-14T22:15:00Z  n/a       unreadable report              (report " + filepath.Join(dir, "r-b", "report", "report.json") + ": unexpected end of JSON input)\n",
 	}
 	for format, w := range want {
 		var buf bytes.Buffer
@@ -55,8 +59,19 @@ func TestRunList(t *testing.T) {
 	}
 	var back []RunListing
 	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back) != 3 || back[1].Requests == nil || *back[1].Requests != 12 ||
-		back[2].Requests != nil || !strings.Contains(back[0].Error, "no manifest.json") || back[2].Flags == nil {
+		back[2].Requests != nil || !strings.Contains(back[0].Error, "no manifest.json") || back[2].Flags == nil ||
+		back[0].Valid != nil || back[1].Valid == nil || *back[1].Valid || back[2].ReportError == "" {
 		t.Errorf("json (%v):\n%s", err, buf.String())
+	}
+}
+
+func writeReport(t *testing.T, runDir, js string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(runDir, "report"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(runDir, "report", "report.json"), []byte(js), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -80,7 +95,7 @@ func TestRunListCSVQuotes(t *testing.T) {
 	if err := WriteRunList(&buf, "csv", rows); err != nil {
 		t.Fatal(err)
 	}
-	if want := "run_id,status,start,requests,flags\nr1,\"odd,status\",,,\"a,b;c\"\n"; buf.String() != want {
+	if want := "run_id,status,start,requests,valid,flags\nr1,\"odd,status\",,,not analysed,\"a,b;c\"\n"; buf.String() != want {
 		t.Errorf("got %q, want %q", buf.String(), want)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 type composeService struct {
 	Image       string            `yaml:"image"`
-	Build       map[string]string `yaml:"build"`
+	Build       composeBuild      `yaml:"build"`
 	Profiles    []string          `yaml:"profiles"`
 	Runtime     string            `yaml:"runtime"`
 	Command     []string          `yaml:"command"`
@@ -24,6 +24,13 @@ type composeService struct {
 	Networks    map[string]struct {
 		Aliases []string `yaml:"aliases"`
 	} `yaml:"networks"`
+}
+
+type composeBuild struct {
+	Context    string            `yaml:"context"`
+	Dockerfile string            `yaml:"dockerfile"`
+	Target     string            `yaml:"target"`
+	Args       map[string]string `yaml:"args"`
 }
 
 type composeFile struct {
@@ -95,11 +102,11 @@ func TestCompose(t *testing.T) {
 				t.Errorf("compose %s: secret %s is not declared", name, sec)
 			}
 		}
-		if df := s.Build["dockerfile"]; df != "" {
-			d, err := os.ReadFile(filepath.Join("compose", s.Build["context"], df))
+		if df := s.Build.Dockerfile; df != "" {
+			d, err := os.ReadFile(filepath.Join("compose", s.Build.Context, df))
 			if err != nil {
 				t.Errorf("compose %s: %v", name, err)
-			} else if tgt := s.Build["target"]; !bytes.Contains(d, []byte(" AS "+tgt+"\n")) {
+			} else if tgt := s.Build.Target; !bytes.Contains(d, []byte(" AS "+tgt+"\n")) {
 				t.Errorf("compose %s: Dockerfile has no stage %s", name, tgt)
 			}
 		}

@@ -412,7 +412,7 @@ func checkReport(t *testing.T, ext *external) {
 	// generated tokens against the client's within the scrape resolution
 	// (none when the engine stopped before its scrape after the formal
 	// phase, as it mostly does at the 5 s engine scrape: then
-	// server_tokens_mismatch, not tolerated here, checks the lower bound).
+	// engine_shared, which excludes the run, checks the lower bound).
 	sv := rep.Server
 	if sv == nil || !sv.Available || sv.MetricsFound["generation_tokens"] != "vllm:generation_tokens_total" || sv.MetricsFound["running"] != "vllm:num_requests_running" {
 		t.Fatalf("server view %+v, want the sim engine's vLLM metrics", sv)

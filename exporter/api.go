@@ -1,9 +1,11 @@
 package exporter
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
@@ -65,21 +67,37 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, err)
 		return
 	}
-	pick, err := e.resolveSelector(sel)
+	pick, absent, err := e.resolvePhaseSelector(r, p, sel)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	e.changeRun(w, id, func(now int64, u undo) (*run, error) {
-		run, ev, err := e.lc.StartPhase(id, p, now, pick, sel)
-		if err == nil && ev.created {
-			err = e.persistRunIDs(id, u.seen)
-		}
+	e.changeRun(w, id, func(now int64) (*run, bool, error) {
+		run, ev, err := e.lc.StartPhase(id, p, now, pick, sel, absent)
 		if err == nil && (ev.selected || ev.created) {
 			e.noteCoTenants(run)
 		}
-		return run, err
+		return run, ev.created, err
 	})
+}
+
+// resolvePhaseSelector resolves a phase's selector; a pod holding no GPU
+// here is no error yet (absent): the lifecycle decides whether the run may
+// wait for it. Before a warm-up or formal phase the allocations are read
+// again first, the kubelet's latest.
+func (e *Exporter) resolvePhaseSelector(r *http.Request, p contract.Phase, sel *phaseapi.Selector) (pick []bool, absent, err error) {
+	pick, err = e.resolveSelector(sel)
+	var ae *apiError
+	if !errors.As(err, &ae) || !ae.podAbsent {
+		return pick, nil, err
+	}
+	if p == contract.Warmup || p == contract.Formal {
+		e.attr.refreshAndNotify(r.Context())
+		if pick, err = e.resolveSelector(sel); !errors.As(err, &ae) || !ae.podAbsent {
+			return pick, nil, err
+		}
+	}
+	return nil, err, nil
 }
 
 // handleEndRun serves POST /api/v1/runs/{run_id}/end.
@@ -91,59 +109,112 @@ func (e *Exporter) handleEndRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	e.changeRun(w, id, func(now int64, _ undo) (*run, error) { return e.lc.End(id, now) })
+	e.changeRun(w, id, func(now int64) (*run, bool, error) {
+		r, err := e.lc.End(id, now)
+		return r, false, err
+	})
 }
 
-// changeRun applies change to run id under the locks, commits it (or takes
-// it back) and answers with the run's status or the error.
-func (e *Exporter) changeRun(w http.ResponseWriter, id string, change func(now int64, u undo) (*run, error)) {
+// changeRun applies change to run id under the locks (created: it
+// recorded a new run id), saves it and answers with the run's status, or
+// takes it back and answers the error. The durable write happens outside
+// e.mu (built under it, written after), so the samplers never wait on the
+// disk; e.storeMu keeps API changes and saves in order meanwhile.
+func (e *Exporter) changeRun(w http.ResponseWriter, id string, change func(now int64) (*run, bool, error)) {
 	now := e.off(e.clock.Now())
 	e.storeMu.Lock()
+	defer e.storeMu.Unlock()
 	e.mu.Lock()
 	u := e.lc.undoPoint(id)
-	run, err := change(now, u)
-	err = e.commit(u, err)
-	var st phaseapi.RunStatus
+	run, created, err := change(now)
+	events := e.lc.takeEvents() // logged once saved
+	var pw pendingWrite
 	if err == nil {
-		st = e.status(run)
+		pw = e.buildWrite(created)
 	}
 	e.mu.Unlock()
-	e.storeMu.Unlock()
+	if err == nil {
+		err = e.writePending(pw, id)
+	}
+	var st phaseapi.RunStatus
+	e.mu.Lock()
+	if err == nil {
+		st = e.status(run)
+	} else {
+		pw = pendingWrite{ids: e.rollback(u)}
+	}
+	e.mu.Unlock()
 	if err != nil {
+		if pw.ids != nil {
+			e.rewriteRunIDs(*pw.ids, u.id)
+		}
 		writeAPIError(w, err)
 		return
+	}
+	for _, ev := range events {
+		e.log.Log(context.Background(), ev.level, ev.msg, ev.args...)
 	}
 	writeJSON(w, http.StatusOK, st)
 }
 
-// commit persists a change (err nil) before it is acknowledged; when the
-// change failed or cannot be persisted it is taken back, and a
-// persistence failure is a 503 (the client retries). Called with
-// e.storeMu and e.mu held.
-func (e *Exporter) commit(u undo, err error) error {
-	if err == nil {
-		perr := e.persistLocked()
-		if perr == nil {
-			e.logEvents()
-			return nil
-		}
-		e.log.Error("a phase change could not be saved; refused with 503 and not applied", "run_id", u.id, "err", perr)
-		err = errf(http.StatusServiceUnavailable, "the exporter could not save the change (%v); nothing was applied: retry", perr)
-	}
-	e.rollback(u)
-	return err
+// pendingWrite is the durable state a change saves before it is
+// acknowledged: the run ids when it recorded one, the active runs.
+type pendingWrite struct {
+	ids    *runIDsDoc
+	active *activeRunsDoc
 }
 
-// rollback takes back what changed since u (lifecycle.rollback) and
-// writes the durable run ids again when some were dropped. Called with
-// e.mu held.
-func (e *Exporter) rollback(u undo) {
+// buildWrite builds the documents of a change (nothing without storage).
+// Called with e.mu held.
+func (e *Exporter) buildWrite(created bool) pendingWrite {
+	if e.store == nil {
+		return pendingWrite{}
+	}
+	doc := e.activeDoc(false)
+	pw := pendingWrite{active: &doc}
+	if created {
+		pw.ids = &runIDsDoc{Version: runIDsVersion, RunIDs: slices.Clone(e.lc.seenOrder)}
+	}
+	return pw
+}
+
+// writePending writes pw, the run ids first; a failure is the 503 the
+// client retries on. Called with e.storeMu held, e.mu not.
+func (e *Exporter) writePending(pw pendingWrite, id string) error {
+	if pw.ids != nil {
+		if err := e.store.write(runIDsFile, *pw.ids); err != nil {
+			e.storeErrors.Inc()
+			return errf(http.StatusServiceUnavailable, "recording run ID %s: %v; nothing was applied: retry", id, err)
+		}
+	}
+	if pw.active == nil {
+		return nil
+	}
+	if err := e.store.write(activeRunsFile, *pw.active); err != nil {
+		e.storeErrors.Inc()
+		e.log.Error("a phase change could not be saved; refused with 503 and not applied", "run_id", id, "err", err)
+		return errf(http.StatusServiceUnavailable, "the exporter could not save the change (%v); nothing was applied: retry", err)
+	}
+	return nil
+}
+
+// rollback takes back what changed since u (lifecycle.rollback); it
+// returns the run ids to write again when some were dropped (nil: none).
+// Called with e.mu held.
+func (e *Exporter) rollback(u undo) *runIDsDoc {
 	e.lc.takeEvents() // what was taken back did not happen
 	if !e.lc.rollback(u) || e.store == nil {
-		return
+		return nil
 	}
-	if err := e.writeRunIDs(); err != nil {
-		e.log.Warn("run ID not taken back from "+runIDsFile+"; it stays used after a restart", "run_id", u.id, "err", err)
+	return &runIDsDoc{Version: runIDsVersion, RunIDs: slices.Clone(e.lc.seenOrder)}
+}
+
+// rewriteRunIDs writes the run ids again after a change was taken back.
+// Called with e.storeMu held, e.mu not.
+func (e *Exporter) rewriteRunIDs(doc runIDsDoc, id string) {
+	if err := e.store.write(runIDsFile, doc); err != nil {
+		e.storeErrors.Inc()
+		e.log.Warn("run ID not taken back from "+runIDsFile+"; it stays used after a restart", "run_id", id, "err", err)
 	}
 }
 
@@ -189,13 +260,18 @@ func (e *Exporter) handlePreflight(w http.ResponseWriter, r *http.Request) {
 		// As the first phase's selector would (bench --engine.pod).
 		sel := &phaseapi.Selector{Pod: pod}
 		pick, err := e.resolveSelector(sel)
-		if err != nil {
+		var ae *apiError
+		switch {
+		case err != nil && r.URL.Query().Get("wait") == "1" && errors.As(err, &ae) && ae.podAbsent:
+			pf.Pod, pf.PodPending = pod, true
+		case err != nil:
 			writeError(w, http.StatusUnprocessableEntity, err.Error())
 			return
+		default:
+			pf.Pod = sel.Pod
 		}
-		pf.Pod = sel.Pod
 		for i, g := range e.gpus {
-			if pick[i] {
+			if pick != nil && pick[i] {
 				pf.PodGPUs = append(pf.PodGPUs, g.dev.UUID)
 			}
 		}
@@ -242,5 +318,8 @@ func (e *Exporter) handleEngineExited(w http.ResponseWriter, req *http.Request) 
 	if !ok {
 		return
 	}
-	e.changeRun(w, id, func(now int64, _ undo) (*run, error) { return e.lc.EngineExited(id, now) })
+	e.changeRun(w, id, func(now int64) (*run, bool, error) {
+		r, err := e.lc.EngineExited(id, now)
+		return r, false, err
+	})
 }

@@ -30,7 +30,7 @@ func benchTickWith(b *testing.B, cfg Config, clk *fakeClock, advance func(time.D
 	defer e.Close()
 	// a run in progress, as during a benchmark: idle done, formal running
 	e.mu.Lock()
-	if _, _, err := e.lc.StartPhase("bench", contract.Idle, e.off(clk.Now()), nil, nil); err != nil {
+	if _, _, err := e.lc.StartPhase("bench", contract.Idle, e.off(clk.Now()), nil, nil, nil); err != nil {
 		b.Fatal(err)
 	}
 	e.mu.Unlock()
@@ -40,7 +40,7 @@ func benchTickWith(b *testing.B, cfg Config, clk *fakeClock, advance func(time.D
 		e.SampleOnce()
 	}
 	e.mu.Lock()
-	if _, _, err := e.lc.StartPhase("bench", contract.Formal, e.off(clk.Now()), nil, nil); err != nil {
+	if _, _, err := e.lc.StartPhase("bench", contract.Formal, e.off(clk.Now()), nil, nil, nil); err != nil {
 		b.Fatal(err)
 	}
 	e.mu.Unlock()
@@ -123,7 +123,7 @@ func benchMetrics(b *testing.B, runs int, gap time.Duration, accept string, refr
 		id := fmt.Sprintf("run-%03d", r)
 		for _, p := range contract.Phases {
 			e.mu.Lock()
-			if _, _, err := e.lc.StartPhase(id, p, e.off(clk.Now()), nil, nil); err != nil {
+			if _, _, err := e.lc.StartPhase(id, p, e.off(clk.Now()), nil, nil, nil); err != nil {
 				b.Fatal(err)
 			}
 			e.mu.Unlock()

@@ -60,7 +60,7 @@ func (c *phaseCollector) emitRun(r *run, emit func(family string, m prometheus.M
 			emit(contract.PhaseEnd, prometheus.MustNewConstMetric(c.end, prometheus.GaugeValue, e.unix(ph.end.t), r.id, p))
 		}
 		for i, g := range e.gpus {
-			if !r.measured(i) {
+			if !r.measured(i) || r.pending() {
 				continue
 			}
 			emit(contract.PhaseEnergy, prometheus.MustNewConstMetric(c.energyDsc, prometheus.GaugeValue, e.lc.phaseEnergy(r, ph, i), r.id, p, g.idx, e.runUUID(r, i)))

@@ -33,7 +33,7 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) { c.e.collectLive(ch
 // emitRun emits run r's baseline and release metrics. Called with e.mu held.
 func (c *runCollector) emitRun(r *run, emit func(family string, m prometheus.Metric)) {
 	e := c.e
-	if is := e.idleStatus(r); is != nil {
+	if is := e.idleStatus(r); is != nil && !r.pending() {
 		for _, b := range is.Baseline {
 			emit(contract.RunBaselinePower, prometheus.MustNewConstMetric(c.baseline, prometheus.GaugeValue, b.PowerWatts, r.id, e.gpus[b.GPU].idx, b.UUID))
 		}

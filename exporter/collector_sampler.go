@@ -17,7 +17,7 @@ func newSamplerCollector(e *Exporter) *samplerCollector {
 		errors: prometheus.NewDesc(contract.SamplerErrors,
 			"Failed or invalid GPU reads, by reason: read (a fast read failed), slow (a 1 Hz read failed), counter (the energy counter could not be read; the interval was integrated from power), invalid (a NaN, infinite or negative power), power_fallback (the power field failed and nvmlDeviceGetPowerUsage answered; joulemark_gpu_info's power_source names what it read).",
 			[]string{"gpu", "uuid", "reason"}, nil),
-		overruns: prometheus.NewDesc(contract.SamplerOverruns, "Sampling periods missed because one GPU read took longer than the interval (all GPUs).", nil, nil),
+		overruns: prometheus.NewDesc(contract.SamplerOverruns, "Sampling ticks missed, summed over the GPUs: each whole interval from a tick to the end of its sample (a slow read, a wait on the exporter's lock, a late start) is a tick dropped.", nil, nil),
 		interval: prometheus.NewDesc(contract.SamplerInterval, "Configured fast sampling period.", nil, nil),
 		last: prometheus.NewDesc(contract.GPULastSample,
 			"When the GPU's latest good power sample was taken (unix seconds); stale while its reads fail or hang.", gpuLabels, nil),

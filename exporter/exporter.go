@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -208,12 +209,19 @@ type gpuState struct {
 	has         bool
 	lastT       int64
 	lastP       float64
-	lastSource  string  // the latest sample's power source when not the device's (gpu.Sample.PowerSource)
+	lastSource  string  // the power source joulemark_gpu_info shows when not the device's (stableSource)
+	nextSource  string  // another source the latest reads came from, in a row
+	sourceReads int     // how many
 	energy      float64 // cumulative joules since exporter start
 	lastCounter float64
 	hasCounter  bool // lastCounter is the counter at lastT
 	resets      uint64
+	rejected    uint64           // counter deltas rejected as implausible (counterBound)
 	restored    *restoredCounter // the saved counter, until the first sample after a restart (store_restore.go)
+	// out: the GPU's reads fail or hang; not measured until it answers
+	// again (gpufail.go). outReason is its gaps' reason.
+	out       bool
+	outReason string
 
 	slow    gpu.SlowSample
 	hasSlow bool
@@ -267,6 +275,7 @@ func New(cfg Config) (*Exporter, error) {
 			st.unlock()
 			return nil, err
 		}
+		e.closeFailGapsAtRestart()
 	}
 	if err := e.openRemoteWrite(); err != nil {
 		e.store.unlock()
@@ -435,6 +444,7 @@ func (e *Exporter) Start(ctx context.Context) {
 			}
 			e.readyOnce.Do(func() { close(e.ready) })
 		}()
+		e.wg.Go(func() { e.watchLoop(ctx) })
 		if e.cfg.Host != nil {
 			e.wg.Add(1)
 			go e.hostLoop(ctx, e.cfg.Interval)
@@ -464,15 +474,49 @@ func (e *Exporter) fastLoop(ctx context.Context, i int, firstDone func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		var tick time.Time
+		select {
+		case <-ctx.Done():
+			return
+		case tick = <-t.C:
+		}
+		e.sampleGPU(i)
+		// from the tick to the sample's end: a slow backend call, a wait on
+		// the lock, a late start (a starved goroutine); each whole interval
+		// past the tick is a tick the ticker dropped
+		if took := time.Since(tick); took > every {
+			e.mu.Lock()
+			e.overruns += uint64(took / every)
+			e.mu.Unlock()
+		}
+	}
+}
+
+// watchLoop advances the runs every Interval while a GPU is out or its
+// read hangs, so that a hung GPU gets its gap and the runs move on when no
+// other GPU's sample does it (every GPU hung).
+func (e *Exporter) watchLoop(ctx context.Context) {
+	t := time.NewTicker(e.cfg.Interval)
+	defer t.Stop()
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if took := e.sampleGPU(i); took > every {
-			e.mu.Lock()
-			e.overruns += uint64(took / every)
-			e.mu.Unlock()
+		e.mu.Lock()
+		now := e.off(e.clock.Now())
+		e.checkStalls(now)
+		changed := false
+		if slices.ContainsFunc(e.gpus, func(g *gpuState) bool { return g.out }) {
+			e.lc.Observe(now)
+			e.logEvents()
+			changed = e.lc.takeChanged()
+		}
+		e.mu.Unlock()
+		e.freezeRuns()
+		if changed {
+			e.requestSave()
 		}
 	}
 }
@@ -641,9 +685,8 @@ func (e *Exporter) SampleOnce() {
 	}
 }
 
-// sampleGPU reads GPU i once and folds the reading into the state; it
-// returns how long the backend call took.
-func (e *Exporter) sampleGPU(i int) time.Duration {
+// sampleGPU reads GPU i once and folds the reading into the state.
+func (e *Exporter) sampleGPU(i int) {
 	g := e.gpus[i]
 	g.sampleMu.Lock()
 	defer g.sampleMu.Unlock()
@@ -659,6 +702,7 @@ func (e *Exporter) sampleGPU(i int) time.Duration {
 	g.attempts++
 	g.lastDone = now
 	e.applySample(i, g, s, err)
+	e.checkStalls(now)
 	e.lc.Observe(now)
 	e.logEvents()
 	changed := e.lc.takeChanged()
@@ -667,7 +711,6 @@ func (e *Exporter) sampleGPU(i int) time.Duration {
 	if changed {
 		e.requestSave()
 	}
-	return took
 }
 
 // applySample folds one fast read of GPU i into the state. Called with e.mu
@@ -682,8 +725,9 @@ func (e *Exporter) applySample(i int, g *gpuState, s gpu.Sample, err error) {
 		g.lastErr = err.Error()
 		// The counter read at lastT stays: the next good read's counter
 		// delta covers the failed reads' interval (the trapezoid across it
-		// would draw a line over whatever the GPU did meanwhile), unless the
-		// counter went back (a reset), when the interval is integrated.
+		// would draw a line over whatever the GPU did meanwhile); without
+		// one the interval is not counted (gpufail.go).
+		e.gpuOut(i, contract.GapGPUFailed, g.lastErr)
 		return
 	}
 	if g.dev.Err != "" {
@@ -703,7 +747,13 @@ func (e *Exporter) applySample(i int, g *gpuState, s gpu.Sample, err error) {
 		g.healthy = true
 		g.lastErr = ""
 	}
-	e.addSample(i, g, s)
+	if !g.out {
+		e.addSample(i, g, s, false)
+		return
+	}
+	if bridged, ok := e.addSample(i, g, s, true); ok {
+		e.resumeFailed(i, bridged, e.off(s.Time))
+	}
 }
 
 // stalled reports whether GPU g's fast read has not returned for
@@ -734,18 +784,20 @@ func (e *Exporter) Stalled() []int {
 	return out
 }
 
-// addSample folds one fast sample into GPU g's energy and ring. Called with
-// e.mu held.
-func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
+// addSample folds one fast sample into GPU g's energy and ring. After a
+// gap (resuming) the interval across it counts only from the GPU's own
+// counter: bridged says it did; added says the sample was taken. Called
+// with e.mu held.
+func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample, resuming bool) (bridged, added bool) {
 	t := e.off(s.Time)
 	p := s.PowerWatts
 	if math.IsNaN(p) || math.IsInf(p, 0) || p < 0 {
 		g.errors[errInvalid]++
 		g.hasCounter = false
-		return
+		return false, false
 	}
 	if g.has && t <= g.lastT {
-		return // not newer than the last sample: nothing to add
+		return false, false // not newer than the last sample: nothing to add
 	}
 	if g.restored != nil && !g.restored.awaiting {
 		e.settleRestored(i, g, s)
@@ -756,22 +808,13 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 	if s.PowerSource != "" {
 		g.errors[errFallback]++
 	}
-	g.lastSource = s.PowerSource
+	g.stableSource(s.PowerSource)
 	if g.has {
-		dt := float64(t-g.lastT) / 1e9
-		de := (g.lastP + p) / 2 * dt
-		// The counter delta is used only when both ends of this interval
-		// carry a counter reading: after a failed read the counter held is
-		// older than lastT, and its delta would count the integrated
-		// interval again.
-		if g.counter && s.HasEnergy && g.hasCounter {
-			if d := s.EnergyJoules - g.lastCounter; d >= 0 {
-				de = d
-			} else {
-				g.resets++
-				e.log.Warn("GPU energy counter went back (reset); using the trapezoid for this interval", "gpu", i, "uuid", g.dev.UUID)
-			}
+		de, fromCounter := e.intervalEnergy(i, g, &s, t, p)
+		if resuming && !fromCounter {
+			de = 0 // nothing measured across the gap
 		}
+		bridged = resuming && fromCounter
 		g.energy += de
 		if e.attr != nil {
 			e.attr.add(i, de)
@@ -787,6 +830,78 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample) {
 		e.rw.Append(remotewrite.Sample{Labels: g.rwEnergy, Value: g.energy, TimestampMs: ts})
 	}
 	e.lc.Sample(i, p)
+	return bridged, true
+}
+
+// sourceSwitchReads is how many reads in a row must come from another
+// power source before joulemark_gpu_info's power_source shows it: a
+// single fallback read (counted as power_fallback) never relabels the
+// series.
+const sourceSwitchReads = 10
+
+// stableSource notes that GPU g's latest reading came from src ("": the
+// device's source) and switches the source shown after sourceSwitchReads
+// such reads in a row.
+func (g *gpuState) stableSource(src string) {
+	switch {
+	case src == g.lastSource:
+		g.sourceReads = 0
+	case src == g.nextSource && g.sourceReads > 0:
+		g.sourceReads++
+	default:
+		g.nextSource, g.sourceReads = src, 1
+	}
+	if g.sourceReads >= sourceSwitchReads {
+		g.lastSource, g.sourceReads = src, 0
+	}
+}
+
+// intervalEnergy is GPU g's energy from its last sample to s (at offset t,
+// power p): the counter's delta when both ends carry a counter reading
+// (after a failed read the counter held is older than lastT, and its delta
+// would count the integrated interval again), did not go back and is
+// plausible (counterBound), else the trapezoid; an implausible read's
+// counter is dropped from s. fromCounter says which. Called with e.mu
+// held.
+func (e *Exporter) intervalEnergy(i int, g *gpuState, s *gpu.Sample, t int64, p float64) (de float64, fromCounter bool) {
+	dt := float64(t-g.lastT) / 1e9
+	de = (g.lastP + p) / 2 * dt
+	if !g.counter || !s.HasEnergy || !g.hasCounter {
+		return de, false
+	}
+	d := s.EnergyJoules - g.lastCounter
+	if d < 0 {
+		g.resets++
+		e.log.Warn("GPU energy counter went back (reset); using the trapezoid for this interval", "gpu", i, "uuid", g.dev.UUID)
+		return de, false
+	}
+	if bound := counterBound(g, dt); d > bound {
+		g.rejected++
+		// the next interval is integrated too: this read's counter is not
+		// the counter at lastT
+		s.HasEnergy = false
+		e.log.Warn("GPU energy counter delta above what its power limit allows; using the trapezoid for this interval",
+			"gpu", i, "uuid", g.dev.UUID, "delta_joules", d, "bound_joules", bound, "seconds", dt)
+		return de, false
+	}
+	return d, true
+}
+
+// defaultPowerLimit stands for a GPU's power limit before its first slow
+// read (or when it reports none): more than any single GPU draws.
+const defaultPowerLimit = 2000.0
+
+// counterBound is the most energy GPU g's counter may plausibly add over
+// dt seconds: twice its power limit over dt plus 200 ms. The margin covers
+// a counter that updates every ~100 ms (two updates can fall in one
+// sampling interval) and power above the limit for milliseconds; a bogus
+// read (1e12 mJ) is orders of magnitude above.
+func counterBound(g *gpuState, dt float64) float64 {
+	limit := defaultPowerLimit
+	if g.hasSlow && g.slow.PowerLimitWatts > 0 {
+		limit = g.slow.PowerLimitWatts
+	}
+	return 2 * limit * (dt + 0.2)
 }
 
 // SampleSlowOnce reads every GPU's slow metrics once, one after the other.

@@ -72,7 +72,8 @@ type attributor struct {
 	rows    []allocRow
 	uuids   map[string]int // GPU UUID -> index, GPUs opened after start included (syncUUIDs)
 	migs    map[string]migRef
-	migSize []float64 // per GPU, the size of all its MIG instances (gpu.MIGInstance.Weight)
+	migList [][]gpu.MIGInstance // per GPU, its MIG instances (loadMIGs)
+	migSize []float64           // per GPU, the size of all its MIG instances (gpu.MIGInstance.Weight)
 	uidRefs map[string][]podresources.PodRef
 	cpErr   string // last checkpoint error logged
 }
@@ -223,6 +224,9 @@ func (a *attributor) refresh(ctx context.Context) {
 	a.mu.Unlock()
 
 	a.syncUUIDs()
+	if anyMIG(allocs) {
+		a.loadMIGs() // every time: a layout change may only destroy instances
+	}
 	rows, weights, mig, bad := a.resolve(allocs)
 	for _, msg := range bad {
 		a.log.Debug("ignoring a kubelet device", "why", msg)
@@ -247,12 +251,13 @@ func (a *attributor) refresh(ctx context.Context) {
 	}
 	for i := range a.gpus {
 		g := &a.gpus[i]
+		oldSize := g.migSize
 		g.mig = mig[i]
 		g.migSize = 0
 		if g.mig && i < len(a.migSize) {
 			g.migSize = a.migSize[i]
 		}
-		same := maps.Equal(g.weights, weights[i])
+		same := maps.Equal(g.weights, weights[i]) && g.migSize == oldSize
 		g.weights = weights[i]
 		for ref := range g.weights {
 			p := a.pods[ref]
@@ -305,56 +310,18 @@ func (a *attributor) resolve(allocs []podresources.Allocation) (rows []allocRow,
 }
 
 // index finds the GPU a device id is on, and the id's weight there: a MIG
-// instance's size, else 1.
+// instance's size (kubelet_mig.go), else 1.
 func (a *attributor) index(d podresources.Device) (int, float64, bool) {
 	switch {
+	case d.MIG:
+		return a.migIndex(d)
 	case d.Index >= 0:
 		return d.Index, 1, d.Index < a.ngpu
-	case d.MIG && d.Parent == "":
-		a.mu.Lock()
-		m, ok := a.migs[d.UUID]
-		a.mu.Unlock()
-		if !ok {
-			a.loadMIGs()
-			a.mu.Lock()
-			m, ok = a.migs[d.UUID]
-			a.mu.Unlock()
-		}
-		return m.gpu, m.weight, ok
-	}
-	u := d.UUID
-	if d.Parent != "" {
-		u = d.Parent
 	}
 	a.mu.Lock()
-	i, ok := a.uuids[u]
+	i, ok := a.uuids[d.UUID]
 	a.mu.Unlock()
 	return i, 1, ok
-}
-
-// loadMIGs reads every GPU's MIG instances and their sizes from the
-// backend; a GPU that is not open answers an error and lists none.
-func (a *attributor) loadMIGs() {
-	r, ok := a.backend.(gpu.MIGReader)
-	if !ok {
-		return
-	}
-	m := map[string]migRef{}
-	size := make([]float64, a.ngpu)
-	for i := range a.ngpu {
-		insts, err := r.MIGInstances(i)
-		if err != nil {
-			a.log.Debug("listing MIG instances failed", "gpu", i, "err", err)
-			continue
-		}
-		for _, in := range insts {
-			m[in.UUID] = migRef{gpu: i, weight: in.Weight()}
-			size[i] += in.Weight()
-		}
-	}
-	a.mu.Lock()
-	a.migs, a.migSize = m, size
-	a.mu.Unlock()
 }
 
 func (a *attributor) readCheckpoint() []podresources.CheckpointEntry {

@@ -189,19 +189,28 @@ func BenchmarkAttribution8GPUsMockNVML(b *testing.B) {
 // migMock puts GPU 2 of m in MIG mode with instances of the given SM
 // counts (UUIDs MIG-aaaaaaaa-…-00000000000<k+1>), and returns their UUIDs.
 func migMock(t *testing.T, m *mockNVML, sms ...uint32) []string {
+	return migMockLive(t, m, &sms)
+}
+
+// migMockLive is migMock over *sms, which the test may shrink (instances
+// destroyed); instance k has GPU instance ID k+1 and compute instance 0.
+func migMockLive(t *testing.T, m *mockNVML, sms *[]uint32) []string {
 	var migs []string
-	for k := range sms {
+	for k := range *sms {
 		migs = append(migs, fmt.Sprintf("MIG-aaaaaaaa-0000-4000-8000-%012d", k+1))
 	}
 	dev := nvmlmock.Device(m.srv, 2)
 	dev.GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS }
 	dev.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
 	dev.GetMigDeviceHandleByIndexFunc = func(k int) (nvml.Device, nvml.Return) {
-		if k >= len(migs) {
+		if k >= len(*sms) {
 			return nil, nvml.ERROR_NOT_FOUND
 		}
+		sms := *sms
 		return &mock.Device{
-			GetUUIDFunc: func() (string, nvml.Return) { return migs[k], nvml.SUCCESS },
+			GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return k + 1, nvml.SUCCESS },
+			GetComputeInstanceIdFunc: func() (int, nvml.Return) { return 0, nvml.SUCCESS },
+			GetUUIDFunc:              func() (string, nvml.Return) { return migs[k], nvml.SUCCESS },
 			GetAttributesFunc: func() (nvml.DeviceAttributes, nvml.Return) {
 				return nvml.DeviceAttributes{MultiprocessorCount: sms[k], MemorySizeMB: uint64(sms[k]) * 500}, nvml.SUCCESS
 			},

@@ -66,6 +66,9 @@ func (l *lifecycle) takeEvents() []event {
 	return ev
 }
 
+// unix converts an offset to unix seconds.
+func (l *lifecycle) unix(off int64) float64 { return float64(l.t0Unix+off) / 1e9 }
+
 // wall is an offset as a UTC time, for logs.
 func (l *lifecycle) wall(off int64) time.Time { return time.Unix(0, l.t0Unix+off).UTC() }
 
@@ -137,16 +140,41 @@ type startEvent struct {
 
 // StartPhase starts phase p of run id at now, ending the previous phase at
 // the same instant. pick and sel are the GPUs the phase's selector chose
-// and the selector (nil: none given).
-func (l *lifecycle) StartPhase(id string, p contract.Phase, now int64, pick []bool, sel *phaseapi.Selector) (*run, startEvent, error) {
+// and the selector (nil: none given); absent, when set, says why the
+// selector's pod holds no GPU here (pick is nil then).
+func (l *lifecycle) StartPhase(id string, p contract.Phase, now int64, pick []bool, sel *phaseapi.Selector, absent error) (*run, startEvent, error) {
 	var ev startEvent
 	r, created, err := l.startPhase(id, p, now)
 	ev.created = created
 	if err != nil {
 		return r, ev, err
 	}
+	if absent != nil {
+		return r, ev, l.awaitPod(r, p, sel, absent)
+	}
 	ev.selected, err = l.selectGPUs(r, pick, sel)
+	l.syncFailGaps()
 	return r, ev, err
+}
+
+// awaitPod handles phase p of run r whose selector's pod holds no GPU here
+// (absent says so, naming the pods that do): a lifecycle's idle phase
+// starts the run pending (its engine's pod starts later) and its startup
+// keeps waiting; a run already selected has lost its pod (the engine
+// stopped: release). Any other phase is refused: a warm-up or formal
+// phase never measures GPUs other than its engine's pod's.
+func (l *lifecycle) awaitPod(r *run, p contract.Phase, sel *phaseapi.Selector, absent error) error {
+	switch {
+	case r.selected:
+		return nil
+	case r.selector == nil && len(r.phases) == 1 && p == contract.Idle:
+		r.selector = sel
+		l.note(slog.LevelInfo, "run waits for its pod to hold GPUs here; it measures every GPU until then", "run_id", r.id, "pod", sel.Pod)
+		return nil
+	case r.pending() && p == contract.Startup:
+		return nil
+	}
+	return absent
 }
 
 // startPhase is StartPhase without the selection.
@@ -211,7 +239,10 @@ func (l *lifecycle) selectGPUs(r *run, pick []bool, sel *phaseapi.Selector) (set
 	if sel == nil {
 		return false, nil
 	}
-	if len(r.phases) == 1 && r.gpus == nil && !r.selected {
+	if r.pending() && r.selector.Pod != sel.Pod && !phaseapi.MatchPod(r.selector.Pod, sel.Pod) {
+		return false, errf(http.StatusConflict, "run %s waits for pod %s; a later phase cannot select another (%s)", r.id, r.selector.Pod, sel.Pod)
+	}
+	if len(r.phases) == 1 && r.gpus == nil && !r.selected || r.pending() {
 		r.gpus, r.selected, r.selector = pick, true, sel
 		var uuids []string
 		for i, g := range l.gpus {
@@ -375,6 +406,11 @@ func (l *lifecycle) resolve(b *boundary) {
 		if b.ok[i] {
 			continue
 		}
+		if v, ok := l.outEnergy(i, b.t); ok {
+			b.e[i], b.ok[i] = v, true
+			b.left--
+			continue
+		}
 		if v, ok := g.ring.energyAt(b.t, g.counter); ok {
 			b.e[i], b.ok[i] = v, true
 			b.left--
@@ -450,15 +486,22 @@ func (l *lifecycle) windowPower(g *gpuState) float64 {
 
 // powerWhy says why the power criterion of run r is not met at now (""
 // when it is).
-func (l *lifecycle) powerWhy(r *run, now int64) string {
+func (l *lifecycle) powerWhy(r *run, now int64) (why string) {
 	base := l.baseline(r)
 	if base == nil {
 		return "no idle baseline (the run has no finished idle phase)"
 	}
+	measured := 0
+	defer func() {
+		if why == "" && measured == 0 {
+			why = "none of the run's GPUs answers (each is in a gap of its own)"
+		}
+	}()
 	for i, g := range l.gpus {
-		if !r.measured(i) || r.lost(i) {
+		if !r.measured(i) || r.lost(i) || r.failedGap(i) {
 			continue
 		}
+		measured++
 		if !g.healthy || !g.has {
 			return fmt.Sprintf("gpu %d unhealthy: %s", i, g.lastErr)
 		}

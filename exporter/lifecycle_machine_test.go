@@ -68,7 +68,7 @@ func (m *machine) slow(procs int, mem float64) {
 }
 
 func (m *machine) start(id string, p contract.Phase) error {
-	_, _, err := m.l.StartPhase(id, p, m.now, nil, nil)
+	_, _, err := m.l.StartPhase(id, p, m.now, nil, nil, nil)
 	return err
 }
 

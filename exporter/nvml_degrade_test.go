@@ -123,11 +123,15 @@ func TestCloseBehindHungNVMLCall(t *testing.T) {
 	}
 }
 
-// TestFallbackReadCarriesItsSource: field 186 fails on GPU 0 for three
+// TestPowerSourceStableOverFallbacks: field 186 fails on GPU 0 for three
 // reads; each is read through nvmlDeviceGetPowerUsage (a 1 s average on
-// Hopper), counted as reason power_fallback, and joulemark_gpu_info says
-// power_source average meanwhile, instant again after.
-func TestFallbackReadCarriesItsSource(t *testing.T) {
+// Hopper) and counted as reason power_fallback, while joulemark_gpu_info
+// keeps power_source instant (one series: a label flipping on each
+// fallback read would start a new series each time and break group_left
+// joins). Only a fallback lasting sourceSwitchReads reads in a row
+// relabels it average, and as many reads of the field label it instant
+// again.
+func TestPowerSourceStableOverFallbacks(t *testing.T) {
 	clk := newFakeClock()
 	m := newMockNVML()
 	fail := 0
@@ -162,20 +166,31 @@ func TestFallbackReadCarriesItsSource(t *testing.T) {
 		}
 	}
 	e.SampleOnce()
-	fail = 3
-	for range 3 {
-		step(1)
-		fail--
-		body := fetchMetricsHandler(t, e)
-		if !strings.Contains(body, `power_source="average"`) {
-			t.Errorf("a fallback reading is labelled other than average:\n%s", grepLines(body, "joulemark_gpu_info"))
+	source := func() string {
+		t.Helper()
+		return grepLines(fetchMetricsHandler(t, e), "joulemark_gpu_info")
+	}
+	for _, tc := range []struct {
+		fail, reads int
+		want        string
+	}{
+		{1, 1, `power_source="instant"`},                                 // a fallback read
+		{2, 3, `power_source="instant"`},                                 // two more, then the field
+		{sourceSwitchReads, sourceSwitchReads, `power_source="average"`}, // a lasting fallback
+		{0, sourceSwitchReads - 1, `power_source="average"`},             // not yet back
+		{0, 1, `power_source="instant"`},
+	} {
+		fail = tc.fail
+		for range tc.reads {
+			step(1)
+			fail = max(fail-1, 0)
+		}
+		if got := source(); !strings.Contains(got, tc.want) || strings.Count(got, "power_source=") != 1 {
+			t.Errorf("after %d fallback reads of %d: %s, want one series with %s", tc.fail, tc.reads, got, tc.want)
 		}
 	}
-	step(1)
-	body := fetchMetricsHandler(t, e)
-	for _, want := range []string{`power_source="instant"`, fmt.Sprintf(`joulemark_sampler_errors_total{gpu="0",reason="power_fallback",uuid=%q} 3`, nvmlmock.UUID(0))} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %s", want)
-		}
+	want := fmt.Sprintf(`joulemark_sampler_errors_total{gpu="0",reason="power_fallback",uuid=%q} %d`, nvmlmock.UUID(0), 3+sourceSwitchReads)
+	if body := fetchMetricsHandler(t, e); !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %s", want)
 	}
 }

@@ -102,7 +102,7 @@ func mockScenario(t testing.TB) *Exporter {
 	post := func(p contract.Phase) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		if _, _, err := e.lc.StartPhase("golden-run", p, e.off(clk.Now()), nil, nil); err != nil {
+		if _, _, err := e.lc.StartPhase("golden-run", p, e.off(clk.Now()), nil, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

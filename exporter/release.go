@@ -122,7 +122,7 @@ func (l *lifecycle) evalProcess(r *run, now int64) {
 	}
 	known := false
 	for i, g := range l.gpus {
-		if !r.measured(i) || r.lost(i) || !g.hasSlow || g.slow.ComputeProcesses < 0 {
+		if !r.measured(i) || r.lost(i) || r.failedGap(i) || !g.hasSlow || g.slow.ComputeProcesses < 0 {
 			continue
 		}
 		known = true
@@ -163,7 +163,7 @@ func processHolds(r *run, i int, s gpu.SlowSample) string {
 // memory does not hold the release.
 func (l *lifecycle) evalMemory(r *run, now int64) {
 	for i, g := range l.gpus {
-		if !r.measured(i) || r.lost(i) || !g.hasSlow || math.IsNaN(g.slow.MemoryUsedBytes) || i >= len(r.idleMem) || r.idleMem[i].n == 0 {
+		if !r.measured(i) || r.lost(i) || r.failedGap(i) || !g.hasSlow || math.IsNaN(g.slow.MemoryUsedBytes) || i >= len(r.idleMem) || r.idleMem[i].n == 0 {
 			continue
 		}
 		idle := r.idleMem[i].mean

@@ -73,6 +73,9 @@ type run struct {
 	// absent are the run's GPUs not open at a restart, by index, until they
 	// open with their saved UUID (store_absent.go).
 	absent map[int]*absence
+	// failed are the run's GPUs out since a read failed or hung, by index,
+	// each with its open gap's index in gaps (gpufail.go).
+	failed map[int]int
 
 	gpus     []bool             // GPUs measured, nil: every GPU (selector.go)
 	selected bool               // the first phase carried a selector
@@ -80,7 +83,16 @@ type run struct {
 	// coTenants are the other pods seen holding the run's GPUs (pod
 	// selector only; selector.go).
 	coTenants map[string]bool
+	// heldWhilePending are the pods seen holding each GPU (by index) while
+	// the run waited for its pod (pending): once it resolves, those that
+	// held its GPUs become co-tenants (selector.go).
+	heldWhilePending map[int]map[string]bool
 }
+
+// pending says the run's pod selector waits for its pod to hold GPUs
+// here (a lifecycle's engine starts after the idle baseline): it measures
+// every GPU until then, and publishes no per-GPU phase energy.
+func (r *run) pending() bool { return r.selector != nil && !r.selected }
 
 func (r *run) current() *phaseRec {
 	if len(r.phases) == 0 {
@@ -122,8 +134,11 @@ func (r *run) phase(p contract.Phase) *phaseRec {
 
 // apiError carries the HTTP status of a refused request.
 type apiError struct {
-	code int
-	msg  string
+	// podAbsent: a pod selector matched no pod holding GPUs here (a
+	// lifecycle's engine pod may appear later: lifecycle.selectGPUs).
+	podAbsent bool
+	code      int
+	msg       string
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -135,7 +150,7 @@ func errf(code int, format string, args ...any) *apiError {
 // status builds the API document of run r. Called with e.mu held (read).
 func (e *Exporter) status(r *run) phaseapi.RunStatus {
 	st := phaseapi.RunStatus{RunID: r.id, State: phaseapi.RunActive, GPUs: e.runGPUInfos(r), Phases: []phaseapi.PhaseStatus{},
-		EndReason: r.endReason, Gaps: e.runGaps(r), Selector: r.selector, CoTenants: slices.Sorted(maps.Keys(r.coTenants))}
+		EndReason: r.endReason, Gaps: e.runGaps(r), Selector: r.selector, CoTenants: slices.Sorted(maps.Keys(r.coTenants)), SelectorPending: r.pending()}
 	if r.ended {
 		st.State = phaseapi.RunEnded
 	}

@@ -133,7 +133,9 @@ func (b *bumped) Sample(i int) (gpu.Sample, error) {
 
 // flakyCounter wraps a backend: every dropEvery-th read comes back without
 // the energy counter (NVML answered the power but not the counter) and
-// every failEvery-th read fails outright.
+// every failEvery-th read fails outright; the reads around a failure keep
+// their counter (they bridge the failure's gap: an interval across a gap is
+// never integrated, gpufail.go).
 type flakyCounter struct {
 	gpu.Backend
 	mu                   sync.Mutex
@@ -152,7 +154,7 @@ func (f *flakyCounter) Sample(i int) (gpu.Sample, error) {
 	case n%f.failEvery == 0:
 		f.failed[i]++
 		return gpu.Sample{}, fmt.Errorf("injected read failure %d", n)
-	case n%f.dropEvery == 0:
+	case n%f.dropEvery == 0 && (n-1)%f.failEvery != 0 && (n+1)%f.failEvery != 0:
 		f.dropped[i]++
 		s.HasEnergy, s.EnergyJoules = false, 0
 	}

@@ -98,7 +98,9 @@ func (e *Exporter) resolvePod(pattern string) (string, []int, error) {
 	case 1:
 		return match[0], pods[match[0]], nil
 	case 0:
-		return "", nil, errf(http.StatusConflict, "pod %s holds none of this exporter's GPUs (pods holding them: %s)", pattern, phaseapi.DescribePods(e.podGPUs(pods)))
+		err := errf(http.StatusConflict, "pod %s holds none of this exporter's GPUs (pods holding them: %s)", pattern, phaseapi.DescribePods(e.podGPUs(pods)))
+		err.podAbsent = true
+		return "", nil, err
 	default:
 		return "", nil, errf(http.StatusConflict, "pod %s matches %d pods holding this exporter's GPUs: %s; name one", pattern, len(match), strings.Join(match, ", "))
 	}
@@ -175,24 +177,42 @@ func (e *Exporter) runGPUInfos(r *run) []phaseapi.GPUInfo {
 // holding its GPUs besides its engine's: for a run selected by pod, every
 // other pod; for one selected by UUID or measuring every GPU, every pod
 // once two or more hold its GPUs (which one is the engine's is not known).
-// Called with e.mu held.
+// A run waiting for its pod (pending) keeps who held which GPU until it
+// knows its GPUs. Called with e.mu held.
 func (e *Exporter) noteCoTenants(r *run) {
 	if e.attr == nil || r.ended {
 		return
 	}
+	a := e.attr
+	a.mu.Lock()
+	if r.heldWhilePending == nil {
+		r.heldWhilePending = map[int]map[string]bool{}
+	}
+	for _, row := range a.rows {
+		if row.gpu >= 0 && row.gpu < len(e.gpus) {
+			if r.heldWhilePending[row.gpu] == nil {
+				r.heldWhilePending[row.gpu] = map[string]bool{}
+			}
+			r.heldWhilePending[row.gpu][row.ref.Namespace+"/"+row.ref.Pod] = true
+		}
+	}
+	a.mu.Unlock()
+	if r.pending() {
+		return
+	}
+	holders := map[string]int{}
+	for i, pods := range r.heldWhilePending {
+		for p := range pods {
+			if r.measured(i) {
+				holders[p] = i
+			}
+		}
+	}
+	r.heldWhilePending = nil
 	own := ""
 	if r.selector != nil {
 		own = r.selector.Pod
 	}
-	a := e.attr
-	a.mu.Lock()
-	holders := map[string]int{}
-	for _, row := range a.rows {
-		if row.gpu >= 0 && row.gpu < len(e.gpus) && r.measured(row.gpu) {
-			holders[row.ref.Namespace+"/"+row.ref.Pod] = row.gpu
-		}
-	}
-	a.mu.Unlock()
 	if own == "" && len(holders) < 2 {
 		return
 	}

@@ -145,7 +145,7 @@ func TestRunSelectsPodGPUs(t *testing.T) {
 		{"bad pod", phaseapi.Selector{Pod: "llama-0"}, 400},
 		{"pod without GPUs", phaseapi.Selector{Pod: "serve/gone"}, 409},
 	} {
-		if _, err := h.client.StartPhaseSelect(ctx, "bad-"+strings.ReplaceAll(c.name, " ", "-"), contract.Idle, c.sel); !phaseapi.IsStatus(err, c.code) {
+		if _, err := h.client.StartPhaseSelect(ctx, "bad-"+strings.ReplaceAll(c.name, " ", "-"), contract.Formal, c.sel); !phaseapi.IsStatus(err, c.code) {
 			t.Errorf("%s: %v, want %d", c.name, err, c.code)
 		}
 		if _, ok := h.exp.RunStatus("bad-" + strings.ReplaceAll(c.name, " ", "-")); ok {
@@ -199,15 +199,15 @@ func TestPodPatternAndPreflightPods(t *testing.T) {
 	}
 	for pattern, msg := range map[string]string{"prod/sglang-*": "matches 2 pods holding this exporter's GPUs: prod/sglang-0, prod/sglang-1",
 		"prod/tgi-*": "pods holding them: prod/sglang-0", "other/vllm-*": "holds none"} {
-		_, err := h.client.StartPhaseSelect(ctx, "refused", contract.Idle, phaseapi.Selector{Pod: pattern})
+		_, err := h.client.StartPhaseSelect(ctx, "refused", contract.Formal, phaseapi.Selector{Pod: pattern})
 		if !phaseapi.IsStatus(err, 409) || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: %v, want 409 with %q", pattern, err, msg)
 		}
-		if _, err := h.client.PreflightPod(ctx, "", pattern); !phaseapi.IsStatus(err, 422) || !strings.Contains(err.Error(), msg) {
+		if _, err := h.client.PreflightPod(ctx, "", pattern, false); !phaseapi.IsStatus(err, 422) || !strings.Contains(err.Error(), msg) {
 			t.Errorf("preflight %s: %v, want 422 with %q", pattern, err, msg)
 		}
 	}
-	if pf, err := h.client.PreflightPod(ctx, "", "prod/vllm-*"); err != nil || pf.Pod != "prod/vllm-7d9f-x2k" || len(pf.PodGPUs) != 2 {
+	if pf, err := h.client.PreflightPod(ctx, "", "prod/vllm-*", false); err != nil || pf.Pod != "prod/vllm-7d9f-x2k" || len(pf.PodGPUs) != 2 {
 		t.Errorf("preflight prod/vllm-*: %+v %v", pf, err)
 	}
 	// a run measuring every GPU, two pods holding them: both are named
@@ -228,5 +228,69 @@ func TestParsePodPattern(t *testing.T) {
 	}
 	if !phaseapi.MatchPod("ns/vllm-*", "ns/vllm-abc") || phaseapi.MatchPod("ns/vllm-*", "other/vllm-abc") || phaseapi.MatchPod("ns/vllm", "ns/vllm-abc") || !phaseapi.MatchPod("ns/vllm", "ns/vllm") {
 		t.Error("MatchPod")
+	}
+}
+
+// TestPodSelectorAwaitsLifecyclePod: a lifecycle's engine pod starts after
+// the idle baseline (a Deployment scaled from 0). Its idle and startup
+// phases wait for the pod, measuring every GPU and publishing no per-GPU
+// phase energy; the warm-up resolves the pod, and from then on the run,
+// all its phases included, counts only the pod's GPUs, and names as
+// co-tenant a pod that held one of them while it waited. A pod that never
+// comes is refused at the warm-up, naming the pods that hold GPUs.
+func TestPodSelectorAwaitsLifecyclePod(t *testing.T) {
+	h, fake := selectorHarness(t)
+	ctx := context.Background()
+	devs := h.exp.Devices()
+	other := alloc("batch", "train-0", devs[3].UUID)
+	fake.Set([]podresources.Allocation{other})
+	h.exp.attr.refresh(ctx)
+	sel := phaseapi.Selector{Pod: "prod/vllm-*"}
+	for _, p := range []contract.Phase{contract.Idle, contract.Startup} {
+		st, err := h.client.StartPhaseSelect(ctx, "lc", p, sel)
+		if err != nil || !st.SelectorPending || len(st.GPUs) != 4 {
+			t.Fatalf("%s: pending %v, %d GPUs, %v: want a pending run on every GPU", p, st.SelectorPending, len(st.GPUs), err)
+		}
+	}
+	// a pod holds GPU 1 for a moment while the run waits
+	fake.Set([]podresources.Allocation{other, alloc("batch", "old-0", devs[1].UUID)})
+	h.exp.attr.refreshAndNotify(ctx)
+	if m := fetchMetricsHandler(t, h.exp); strings.Contains(m, `joulemark_phase_energy_joules{`) {
+		t.Errorf("a pending run publishes per-GPU phase energy:\n%s", m)
+	}
+	if _, err := h.client.StartPhaseSelect(ctx, "lc", contract.Warmup, phaseapi.Selector{Pod: "prod/other"}); !phaseapi.IsStatus(err, 409) {
+		t.Errorf("another pod at the warm-up: %v", err)
+	}
+	fake.Set([]podresources.Allocation{other, alloc("prod", "vllm-5c8-abc", devs[1].UUID), alloc("prod", "vllm-5c8-abc", devs[2].UUID)})
+	st, err := h.client.StartPhaseSelect(ctx, "lc", contract.Warmup, sel) // the exporter reads the kubelet again first
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := uuidsOf(st.GPUs); st.SelectorPending || st.Selector.Pod != "prod/vllm-5c8-abc" || !slices.Equal(got, []string{devs[1].UUID, devs[2].UUID}) || !slices.Equal(st.CoTenants, []string{"batch/old-0"}) {
+		t.Errorf("after the warm-up: pending %v selector %+v GPUs %v co-tenants %v", st.SelectorPending, st.Selector, got, st.CoTenants)
+	}
+	for _, ph := range st.Phases {
+		if len(ph.GPUs) != 2 {
+			t.Errorf("phase %s counts %d GPUs, want the pod's 2", ph.Phase, len(ph.GPUs))
+		}
+	}
+	// the engine stopped (scaled to 0): the release goes on without it
+	fake.Set([]podresources.Allocation{other})
+	h.exp.attr.refresh(ctx)
+	if _, err := h.client.StartPhaseSelect(ctx, "lc", contract.Release, sel); err != nil {
+		t.Errorf("release after the pod left: %v", err)
+	}
+
+	for _, p := range []contract.Phase{contract.Idle, contract.Startup} {
+		if _, err := h.client.StartPhaseSelect(ctx, "never", p, sel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = h.client.StartPhaseSelect(ctx, "never", contract.Warmup, sel)
+	if !phaseapi.IsStatus(err, 409) || !strings.Contains(err.Error(), "batch/train-0 ("+devs[3].UUID+")") {
+		t.Errorf("a warm-up without the pod: %v, want 409 naming batch/train-0", err)
+	}
+	if st, _ := h.exp.RunStatus("never"); st.Phases[len(st.Phases)-1].Phase != contract.Startup {
+		t.Errorf("the refused warm-up started: %+v", st.Phases)
 	}
 }

@@ -30,8 +30,9 @@ type BackendConfig struct {
 	GPUs              int
 	NVMLInitTimeout   time.Duration
 	NVMLRetryInterval time.Duration
-	// Sim configures the simulated GPUs; its GPUs and DownAtStart are set
-	// from GPUs and SimDownGPU.
+	// Sim configures the simulated GPUs (its LostGPUs and CounterJumpAfter:
+	// --sim.lost-gpu, --sim.counter-jump-after); its GPUs and DownAtStart
+	// are set from GPUs and SimDownGPU.
 	Sim          gpu.SimConfig
 	SimHangGPU   int // GPU whose reads hang after SimHangAfter; -1: none
 	SimHangAfter time.Duration
@@ -54,8 +55,8 @@ func OpenBackend(ctx context.Context, c BackendConfig, log *slog.Logger) (b gpu.
 		switch {
 		case len(c.SimEngineURLs) > 0:
 			return nil, nil, errors.New("--sim.engine-url needs --gpu=sim")
-		case c.SimHangGPU >= 0 || c.SimDownGPU >= 0:
-			return nil, nil, errors.New("--sim.hang-gpu and --sim.down-gpu need --gpu=sim")
+		case c.SimHangGPU >= 0 || c.SimDownGPU >= 0 || len(c.Sim.LostGPUs) > 0 || c.Sim.CounterJumpAfter > 0:
+			return nil, nil, errors.New("--sim.hang-gpu, --sim.down-gpu, --sim.lost-gpu and --sim.counter-jump-after need --gpu=sim")
 		}
 		nv, err := gpu.OpenNVML(gpu.NVMLOptions{MaxGPUs: c.GPUs, InitTimeout: c.NVMLInitTimeout, RetryInterval: c.NVMLRetryInterval, Logger: log})
 		if err != nil {
@@ -79,6 +80,9 @@ func openSim(ctx context.Context, c BackendConfig, log *slog.Logger) (gpu.Backen
 	sim, err := gpu.NewSim(cfg)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(cfg.LostGPUs) > 0 {
+		log.Warn("simulated GPU will be lost (--sim.lost-gpu): its reads fail with \"GPU is lost\"", "gpus", cfg.LostGPUs, "after", cfg.LostAfter, "for", cfg.LostFor)
 	}
 	if c.SimDownGPU >= 0 {
 		log.Warn("simulated GPU fails to open at start (--sim.down-gpu); listed with joulemark_gpu_up 0", "gpu", c.SimDownGPU, "for", cfg.DownFor)

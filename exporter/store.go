@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -235,28 +234,6 @@ func (s *storage) write(name string, v any) error {
 	return s.writeFile(filepath.Join(s.dir, name), append(b, '\n'))
 }
 
-// persistRunIDs writes the run ids after StartPhase recorded id, new;
-// on error the ids recorded after the first n are dropped again and the
-// error is the 503 the client retries on. Called with e.mu held.
-func (e *Exporter) persistRunIDs(id string, n int) error {
-	if e.store == nil {
-		return nil
-	}
-	if err := e.writeRunIDs(); err != nil {
-		e.lc.forgetRunIDs(n)
-		return errf(http.StatusServiceUnavailable, "recording run ID %s: %v; nothing was applied: retry", id, err)
-	}
-	return nil
-}
-
-func (e *Exporter) writeRunIDs() error {
-	if err := e.store.write(runIDsFile, runIDsDoc{Version: runIDsVersion, RunIDs: e.lc.seenOrder}); err != nil {
-		e.storeErrors.Inc()
-		return err
-	}
-	return nil
-}
-
 // saveActive writes the active runs and the counters (the periodic save).
 // Safe to call from any goroutine not holding e.mu; a failure is logged
 // and counted (the runs go on in memory, only their recovery after a
@@ -278,19 +255,6 @@ func (e *Exporter) save(clean bool) {
 		e.storeErrors.Inc()
 		e.log.Error("saving the active runs and energy counters; a restart will lose what changed since the last save", "err", err)
 	}
-}
-
-// persistLocked writes the active runs before an API change is
-// acknowledged. Called with e.storeMu and e.mu held.
-func (e *Exporter) persistLocked() error {
-	if e.store == nil {
-		return nil
-	}
-	if err := e.store.write(activeRunsFile, e.activeDoc(false)); err != nil {
-		e.storeErrors.Inc()
-		return err
-	}
-	return nil
 }
 
 // requestSave asks the save loop for a save soon (a run ended in the

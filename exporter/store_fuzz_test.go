@@ -24,6 +24,8 @@ func FuzzStateFiles(f *testing.F) {
 		f.Add(ids, active)
 	}
 	f.Add([]byte(`{"version":1,"run_ids":["r1"]}`), []byte(`{"version":2,"saved_at_unix_ns":1,"run_ids":1,"gpus":[{"gpu":0,"uuid":"GPU-5e000000-0000-4000-8000-000000000000","energy_joules":5},{"gpu":1,"uuid":"GPU-5e000000-0000-4000-8000-000000000001","energy_joules":5,"missing":true}],"runs":[{"run_id":"r1","phases":[{"phase":"idle","start":{"time_unix_ns":1,"energy_joules":[1,1]}}],"idle_power":[{"n":1,"mean":70,"m2":0},{"n":1,"mean":70,"m2":0}],"idle_compute_processes":[0,0],"gaps":[{"start":0,"end":1,"reason":"exporter_restarted","gpus":[1],"open":true}],"absent_gpus":[{"gpu":1,"uuid":"GPU-5e000000-0000-4000-8000-000000000001","energy_joules":1,"gap":0}],"release":{"state":"not_started"}}]}`))
+	// the GPUs listed in another order, and a third one vanished since
+	f.Add([]byte(`{"version":1,"run_ids":["r1"]}`), []byte(`{"version":2,"saved_at_unix_ns":1,"run_ids":1,"boot_id":"b","gpus":[{"gpu":0,"uuid":"GPU-5e000000-0000-4000-8000-000000000001","energy_joules":5,"raw_counter_joules":9,"driver_version":"sim","power_limit_watts":700},{"gpu":1,"uuid":"GPU-gone","energy_joules":5},{"gpu":2,"uuid":"GPU-5e000000-0000-4000-8000-000000000000","energy_joules":7}],"runs":[{"run_id":"r1","phases":[{"phase":"idle","start":{"time_unix_ns":1,"energy_joules":[1,2,3]}}],"idle_power":[{"n":1,"mean":70,"m2":0},{"n":1,"mean":70,"m2":0},{"n":1,"mean":70,"m2":0}],"idle_compute_processes":[0,0,0],"gaps":[{"start":0,"end":1,"reason":"exporter_restarted","gpus":[1],"energy_bridged_gpus":[1]}],"release":{"state":"not_started"}}]}`))
 	f.Fuzz(func(t *testing.T, ids, active []byte) {
 		dir := t.TempDir()
 		for name, b := range map[string][]byte{runIDsFile: ids, activeRunsFile: active} {

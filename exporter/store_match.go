@@ -176,7 +176,8 @@ func (m gpuMap) boundaries(sp *storedPhase, n int) error {
 // gaps rewrites a run's gaps and absent GPUs: a vanished GPU leaves the
 // gaps' GPU lists for their VanishedUUIDs (a gap that listed only
 // vanished GPUs keeps its place, absent GPUs refer to it), and is absent
-// no more. lost drops the vanished GPUs an earlier gap already names.
+// no more. lost drops the vanished GPUs an open gap (missing at the save)
+// already names: that gap goes on until the run's end.
 func (m gpuMap) gaps(gaps []phaseapi.Gap, absent []storedAbsence, lost []string) ([]phaseapi.Gap, []storedAbsence, []string) {
 	out := cloneGaps(gaps)
 	for i := range out {
@@ -185,7 +186,9 @@ func (m gpuMap) gaps(gaps []phaseapi.Gap, absent []storedAbsence, lost []string)
 		for _, k := range g.GPUs {
 			if k >= 0 && k < len(m.inv) && m.inv[k] < 0 && m.vanished[k] != "" {
 				g.VanishedUUIDs = append(g.VanishedUUIDs, m.vanished[k])
-				lost = slices.DeleteFunc(lost, func(u string) bool { return u == m.vanished[k] })
+				if g.Open { // still missing at the save: this gap goes on
+					lost = slices.DeleteFunc(lost, func(u string) bool { return u == m.vanished[k] })
+				}
 			} else if k >= 0 && k < len(m.inv) && m.inv[k] >= 0 {
 				gpus = append(gpus, m.inv[k])
 			}

@@ -67,7 +67,8 @@ func (e *Exporter) restore() error {
 		return err
 	}
 	if doc.Clean {
-		e.cleanSave = &doc
+		saved := doc // as read, for Begin
+		e.cleanSave = &saved
 	}
 	m, err := e.mapGPUs(doc.GPUs)
 	if err != nil {

@@ -24,7 +24,7 @@ const DefaultTolerance = 0.20
 type Options struct {
 	// GroupBy is the dotted report key, or several joined by commas, that
 	// groups runs ("scenario", "run.model,run.concurrency"); a run with none
-	// of them is a group of its own, named by its run id.
+	// of them groups by its run identity (groupKey).
 	GroupBy string
 	// Pool puts runs of one group into one median even when they differ in
 	// identity (run.model, run.engine, run.gpu_name, run.dataset_sha256, the
@@ -108,13 +108,7 @@ func Compare(runs []*choose.Run, opts Options) Result {
 	var order []string
 	var included []*choose.Run
 	members := map[string][]*choose.Run{}
-	userKey := func(r *choose.Run) string {
-		key, ok := r.GroupKey(opts.GroupBy)
-		if !ok {
-			key = r.Name
-		}
-		return key
-	}
+	userKey := func(r *choose.Run) string { return groupKey(r, opts.GroupBy) }
 	var split []string
 	if !opts.Pool {
 		split = choose.IdentitySplit(runs, userKey)
@@ -168,6 +162,25 @@ func Compare(runs []*choose.Run, opts Options) Result {
 		res.Repetitions = append(res.Repetitions, p.Summary(choose.DiffMetrics))
 	}
 	return res
+}
+
+// groupKey is the run's group: its values of the GroupBy keys. A run with
+// none of them (no scenario, the default key) groups by its run identity:
+// under its model, which IdentitySplit then splits by every identity key
+// that differs, so re-runs of one configuration pool and a sweep's load
+// points find each other. A run without identity (a report from before
+// it) is a group of its own, named by its run id.
+func groupKey(r *choose.Run, keys string) string {
+	if key, ok := r.GroupKey(keys); ok {
+		return key
+	}
+	if r.Report.Run == nil {
+		return r.Name
+	}
+	if m := r.Report.Run.Model; m != "" {
+		return m
+	}
+	return "(no model)"
 }
 
 // spread is the comparability check: the largest pairwise |a−b|/max of

@@ -167,6 +167,49 @@ func TestCompareNeverPoolsIdentities(t *testing.T) {
 	}
 }
 
+// TestCompareWithoutScenario: runs without a scenario (bench --sweep-
+// concurrency with no --scenario) group by their run identity by default:
+// a re-run pools with its twin, a sweep's load points are one sweep with
+// its knee, no --group-by needed.
+func TestCompareWithoutScenario(t *testing.T) {
+	runs := load(t, "sweep-c24", "sweep-c4", "sweep-c12", "sweep-c12-qwen")
+	rerun := *runs[2]
+	rerun.Name = "sweep-c12-rerun"
+	runs = append(runs, &rerun)
+	for _, r := range runs {
+		r.Report.Scenario = ""
+		delete(r.Raw, "scenario")
+		if run, ok := r.Raw["run"].(map[string]any); ok {
+			delete(run, "scenario")
+		}
+		if r.Report.Run != nil {
+			id := *r.Report.Run
+			id.Scenario = ""
+			r.Report.Run = &id
+		}
+	}
+	res := Compare(runs, Options{})
+	var keys []string
+	for _, g := range res.Groups {
+		keys = append(keys, g.Key)
+		if strings.HasPrefix(g.Key, "sweep-") {
+			t.Errorf("group %q is a run of its own", g.Key)
+		}
+	}
+	want := []string{"llama-3.1-8b [concurrency=24]", "llama-3.1-8b [concurrency=4]", "llama-3.1-8b [concurrency=12]", "qwen2.5-7b"}
+	if !reflect.DeepEqual(keys, want) {
+		t.Errorf("groups %q, want %q", keys, want)
+	}
+	for _, g := range res.Groups {
+		if g.Key == "llama-3.1-8b [concurrency=12]" && !reflect.DeepEqual(g.Runs, []string{"sweep-c12", "sweep-c12-rerun"}) {
+			t.Errorf("c12 group runs %v, want the run and its re-run pooled", g.Runs)
+		}
+	}
+	if len(res.Sweeps) != 1 || res.Sweeps[0].Knee != "concurrency 12" || len(res.Sweeps[0].Points) != 3 {
+		t.Fatalf("sweeps %+v, want one of 3 points with its knee at concurrency 12", res.Sweeps)
+	}
+}
+
 // TestCompareKnee names the last load point meeting the SLOs and the
 // diagnosis of the point after it.
 func TestCompareKnee(t *testing.T) {

@@ -17,7 +17,7 @@ func BenchmarkRead(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		c, err := read(data)
+		c, err := read(bp(true), data)
 		if err != nil || c.Requests != n {
 			b.Fatal(err, c.Requests)
 		}

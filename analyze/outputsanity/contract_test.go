@@ -28,18 +28,24 @@ func TestReadsBenchjobRecords(t *testing.T) {
 		}
 		buf.Write(append(b, '\n'))
 	}
-	var k outputsanity.Counter
-	err := runarchive.DecodeRequests(&buf, runarchive.RequestsFile, func(_ int, r *runarchive.Request) error {
-		k.Add(r)
-		return nil
-	})
-	c := k.Counts()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// 4 successful formal requests: one without answer text (empty), one
-	// repeat of h1, one stopped at 12 of 150 tokens.
-	if got := outputsanity.Format(&c); got != "1/1/1 of 4" {
-		t.Errorf("counts = %s, want 1/1/1 of 4", got)
+	// repeat of h1, one stopped at 12 of 150 tokens: short where ignore_eos
+	// forced the length, the model's own stop where it did not.
+	for _, tc := range []struct {
+		ignoreEOS bool
+		want      string
+	}{{true, "1/1/1 of 4"}, {false, "1/1/0 of 4"}} {
+		k := outputsanity.Counter{IgnoreEOS: &tc.ignoreEOS}
+		err := runarchive.DecodeRequests(bytes.NewReader(buf.Bytes()), runarchive.RequestsFile, func(_ int, r *runarchive.Request) error {
+			k.Add(r)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := k.Counts()
+		if got := outputsanity.Format(&c); got != tc.want {
+			t.Errorf("ignore_eos %v: counts = %s, want %s", tc.ignoreEOS, got, tc.want)
+		}
 	}
 }

@@ -1,13 +1,15 @@
 // Package outputsanity counts a run's suspicious outputs from its bench
 // archive (runs/<run_id>/requests.jsonl, written by benchjob): empty
-// outputs, outputs identical to an earlier one and outputs shorter than
-// asked. Speed means nothing if the model broke (docs/experiments.md,
+// outputs, outputs identical to an earlier one and short outputs (shorter
+// than a length forced with ignore_eos, or cut). Speed means nothing if the model broke (docs/experiments.md,
 // "Output sanity"). analyze puts the counts in the run's
 // report; choose prints them beside throughput.
 package outputsanity
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
@@ -15,27 +17,33 @@ import (
 
 // Counts are the outputs of a run's successful formal requests that say
 // the model or engine broke, whatever the speed: empty outputs, outputs
-// identical to an earlier one, and outputs shorter than asked (an early stop
-// when ignore_eos was meant to hold the length).
+// identical to an earlier one, and short outputs: shorter than asked where
+// ignore_eos forced the length, else cut (a finish reason that is neither
+// a natural stop nor the length limit). A model's end-of-sequence stop
+// without ignore_eos is normal, never short.
 type Counts struct {
 	Requests int `json:"requests"` // successful formal requests examined
 	Empty    int `json:"empty"`    // no output token (or empty text)
 	// Repeated counts outputs whose content hash equals an earlier output's in
 	// the same run; nil when the archive carries no output hash.
 	Repeated *int `json:"repeated"`
-	// Short counts outputs shorter than the requested max tokens (or, when the
-	// archive does not record it, ended by a stop/EOS rather than by length);
-	// nil when neither is recorded.
+	// Short counts, with ignore_eos on, outputs shorter than the requested
+	// max tokens (or, when the archive does not record it, ended otherwise
+	// than by length); without it, outputs cut: a finish reason other than
+	// a natural stop or length (Natural). Nil when nothing it needs is
+	// recorded.
 	Short *int `json:"short"`
-	// IgnoreEOS is the run's extras.ignore_eos from manifest.json (analyze
-	// sets it); nil when unknown. Without ignore_eos a short output may be the
-	// model's natural stop rather than a fault.
+	// IgnoreEOS is the run's extras.ignore_eos from manifest.json; nil when
+	// unknown (counted as off: stops are then natural).
 	IgnoreEOS *bool `json:"ignore_eos,omitempty"`
 }
 
 // Counter counts the suspicious outputs among the successful formal
-// requests it is given, in the archive's order.
+// requests it is given, in the archive's order. IgnoreEOS, the run's
+// extras.ignore_eos (nil: unknown), decides what is short; set it before
+// the first Add.
 type Counter struct {
+	IgnoreEOS             *bool
 	c                     Counts
 	repeated, short       int
 	hashKnown, shortKnown bool
@@ -63,24 +71,42 @@ func (k *Counter) Add(r *runarchive.Request) {
 		}
 		k.seen[r.OutputHash] = true
 	}
-	switch {
-	case r.MaxTokens > 0:
+	if short, known := k.isShort(r); known {
 		k.shortKnown = true
-		if r.OutputTokens < r.MaxTokens {
-			k.short++
-		}
-	case r.FinishReason != "":
-		k.shortKnown = true
-		if r.FinishReason != "length" {
+		if short {
 			k.short++
 		}
 	}
+}
+
+// Natural are the finish reasons of an output that ended normally: the
+// model's end-of-sequence or a stop string (OpenAI-compatible engines say
+// stop; TGI eos_token and stop_sequence; Anthropic-style APIs end_turn)
+// or the requested length (length, max_tokens).
+var Natural = []string{"stop", "eos", "eos_token", "stop_sequence", "end_turn", "length", "max_tokens"}
+
+// isShort judges one non-empty output, and whether it could: with
+// ignore_eos on, shorter than max_tokens (without it, not ended by
+// length); otherwise only a finish reason that is not Natural (abort, a
+// cancellation) is short: a stop before max_tokens is the model's own.
+func (k *Counter) isShort(r *runarchive.Request) (short, known bool) {
+	forced := k.IgnoreEOS != nil && *k.IgnoreEOS
+	switch {
+	case forced && r.MaxTokens > 0:
+		return r.OutputTokens < r.MaxTokens, true
+	case forced && r.FinishReason != "":
+		return r.FinishReason != "length", true
+	case r.FinishReason != "":
+		return !slices.Contains(Natural, r.FinishReason), true
+	}
+	return false, false
 }
 
 // Counts are the counts so far; Repeated and Short are nil while nothing
 // told them.
 func (k *Counter) Counts() Counts {
 	c := k.c
+	c.IgnoreEOS = k.IgnoreEOS
 	if k.hashKnown {
 		c.Repeated = new(k.repeated)
 	}
@@ -91,10 +117,19 @@ func (k *Counter) Counts() Counts {
 }
 
 // ReadRequests counts the suspicious outputs of the bench run in r, from
-// its requests.jsonl. Errors name the file and line.
+// its requests.jsonl, with its manifest's ignore_eos (unknown without a
+// manifest). Errors name the file and line.
 func ReadRequests(r *runarchive.Run) (Counts, error) {
 	var k Counter
-	err := r.EachRequest(func(_ int, req *runarchive.Request) error {
+	m, err := r.ReadManifest()
+	switch {
+	case errors.Is(err, runarchive.ErrNoManifest):
+	case err != nil:
+		return Counts{}, err
+	default:
+		k.IgnoreEOS = m.IgnoreEOS()
+	}
+	err = r.EachRequest(func(_ int, req *runarchive.Request) error {
 		k.Add(req)
 		return nil
 	})

@@ -20,16 +20,10 @@ func show(c Counts) string {
 	return s
 }
 
+func bp(v bool) *bool { return &v }
+
 func TestRead(t *testing.T) {
-	tests := []struct {
-		name  string
-		jsonl string
-		want  Counts
-	}{
-		{"empty archive", "", Counts{}},
-		{
-			"hash and max tokens known",
-			`{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
+	const fullAndStops = `{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
 {"phase":"formal","success":true,"output_tokens":0,"max_tokens":10,"output_hash":"e","finish_reason":"stop"}
 {"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"output_hash":"a","finish_reason":"length"}
 {"phase":"formal","success":true,"output_tokens":3,"max_tokens":10,"output_hash":"b","finish_reason":"stop"}
@@ -37,39 +31,63 @@ func TestRead(t *testing.T) {
 
 {"phase":"warmup","success":true,"output_tokens":0,"output_hash":"a"}
 {"phase":"formal","success":false,"output_tokens":0,"error":"timeout"}
+`
+	tests := []struct {
+		name      string
+		ignoreEOS *bool
+		jsonl     string
+		want      Counts
+	}{
+		{"empty archive", nil, "", Counts{}},
+		{"ignore_eos: an early stop is short", bp(true), fullAndStops, Counts{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(1), IgnoreEOS: bp(true)}},
+		{"no ignore_eos: an early stop is the model's own", bp(false), fullAndStops, Counts{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(0), IgnoreEOS: bp(false)}},
+		{"ignore_eos unknown: stops are natural", nil, fullAndStops, Counts{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(0)}},
+		{
+			"no ignore_eos: only a cut output is short, whatever the engine calls its stop",
+			bp(false),
+			`{"phase":"formal","success":true,"output_tokens":4,"max_tokens":10,"finish_reason":"stop"}
+{"phase":"formal","success":true,"output_tokens":4,"max_tokens":10,"finish_reason":"eos_token"}
+{"phase":"formal","success":true,"output_tokens":4,"max_tokens":10,"finish_reason":"stop_sequence"}
+{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"finish_reason":"length"}
+{"phase":"formal","success":true,"output_tokens":4,"max_tokens":10,"finish_reason":"abort"}
+{"phase":"formal","success":true,"output_tokens":4,"max_tokens":10}
 `,
-			Counts{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(1)},
+			Counts{Requests: 6, Short: ip(1), IgnoreEOS: bp(false)},
 		},
 		{
-			"finish reason only: stop counts as short, length does not, repeats unknown",
+			"ignore_eos, finish reason only: stop counts as short, length does not, repeats unknown",
+			bp(true),
 			`{"phase":"formal","success":true,"output_tokens":10,"finish_reason":"length"}
 {"phase":"formal","success":true,"output_tokens":4,"finish_reason":"stop"}
 `,
-			Counts{Requests: 2, Short: ip(1)},
+			Counts{Requests: 2, Short: ip(1), IgnoreEOS: bp(true)},
 		},
 		{
-			"max tokens wins over finish reason: full length with stop is not short, one short with length is",
+			"ignore_eos: max tokens wins over finish reason: full length with stop is not short, one short with length is",
+			bp(true),
 			`{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"finish_reason":"stop"}
 {"phase":"formal","success":true,"output_tokens":9,"max_tokens":10,"finish_reason":"length"}
 `,
-			Counts{Requests: 2, Short: ip(1)},
+			Counts{Requests: 2, Short: ip(1), IgnoreEOS: bp(true)},
 		},
 		{
 			"nothing to judge length by",
-			`{"phase":"formal","success":true,"output_tokens":4}` + "\n",
+			nil,
+			`{"phase":"formal","success":true,"output_tokens":4,"max_tokens":10}` + "\n",
 			Counts{Requests: 1},
 		},
 		{
 			"empty by characters (reasoning only), not also repeated or short",
+			bp(true),
 			`{"phase":"formal","success":true,"output_tokens":5,"output_chars":0,"output_hash":"e","max_tokens":10}
 {"phase":"formal","success":true,"output_tokens":5,"output_chars":0,"output_hash":"e","max_tokens":10}
 `,
-			Counts{Requests: 2, Empty: 2},
+			Counts{Requests: 2, Empty: 2, IgnoreEOS: bp(true)},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := read(tc.jsonl)
+			got, err := read(tc.ignoreEOS, tc.jsonl)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +96,7 @@ func TestRead(t *testing.T) {
 			}
 		})
 	}
-	_, err := read("{\"phase\":\"formal\"}\n{not json\n")
+	_, err := read(nil, "{\"phase\":\"formal\"}\n{not json\n")
 	if err == nil || !strings.Contains(err.Error(), "requests.jsonl: line 2") {
 		t.Errorf("malformed line: error %v, want one naming line 2", err)
 	}
@@ -96,9 +114,10 @@ func TestReadRequests(t *testing.T) {
 		// text), h1 once repeated, 12 and 149 of 150 tokens short (the
 		// length finish does not hide the missing token; a full-length
 		// "stop" is not short).
-		{run: "ignore-eos", want: Counts{Requests: 9, Empty: 2, Repeated: ip(1), Short: ip(2)}, bad: 5, ratio: 5.0 / 9},
-		// Without max_tokens, a stop is counted short.
-		{run: "natural-stop", want: Counts{Requests: 3, Repeated: ip(0), Short: ip(2)}, bad: 2, ratio: 2.0 / 3},
+		{run: "ignore-eos", want: Counts{Requests: 9, Empty: 2, Repeated: ip(1), Short: ip(2), IgnoreEOS: bp(true)}, bad: 5, ratio: 5.0 / 9},
+		// Without ignore_eos (the manifest says so), stops are the model's
+		// own: none is short.
+		{run: "natural-stop", want: Counts{Requests: 3, Repeated: ip(0), Short: ip(0), IgnoreEOS: bp(false)}, bad: 0, ratio: 0},
 		{run: "partial", wantErr: "incomplete: requests.jsonl.partial"},
 		{run: "missing", wantErr: "no requests.jsonl"},
 		{run: "bad-line", wantErr: filepath.Join("bad-line", "requests.jsonl") + ": line 2"},
@@ -159,9 +178,9 @@ func readDir(dir string) (Counts, error) {
 	return ReadRequests(r)
 }
 
-// read counts the requests.jsonl lines in jsonl.
-func read(jsonl string) (Counts, error) {
-	var k Counter
+// read counts the requests.jsonl lines in jsonl of a run with ignoreEOS.
+func read(ignoreEOS *bool, jsonl string) (Counts, error) {
+	k := Counter{IgnoreEOS: ignoreEOS}
 	err := runarchive.DecodeRequests(strings.NewReader(jsonl), runarchive.RequestsFile, func(_ int, r *runarchive.Request) error {
 		k.Add(r)
 		return nil

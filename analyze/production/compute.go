@@ -271,8 +271,9 @@ func startGap(ts []float64) float64 {
 }
 
 // starts finds the pod's (re)starts inside (from, to]: its allocation
-// appearing, after none or after a gap, and its first generated token
-// after that.
+// appearing, after none or after a gap, until its engine is ready (the
+// first scrape of its metrics after that); the time after readiness is
+// serving, idle or not, never startup. The first token is reported beside.
 func (p *pod) starts(from, to float64) []Start {
 	var out []Start
 	gap := startGap(p.alloc)
@@ -282,13 +283,32 @@ func (p *pod) starts(from, to float64) []Start {
 		}
 		s := Start{Source: StartAllocation, Namespace: p.key.Namespace, Pod: p.key.Pod, Model: p.model, AllocatedAt: t}
 		end := to
+		if rt, ok := p.firstScrape(t, to); ok {
+			s.ReadyAt, s.ReadySignal, s.EndAt, s.Complete, end = &rt, ReadyFirstScrape, &rt, true, rt
+		}
 		if ft, ok := p.firstToken(t, to); ok {
-			s.FirstTokenAt, s.EndAt, s.Complete, end = &ft, &ft, true, ft
+			s.FirstTokenAt = &ft
 		}
 		s.EnergyJoules = p.energy.delta(t, end)
 		out = append(out, s)
 	}
 	return out
+}
+
+// firstScrape is the time of the first sample of the pod's engine metrics
+// after a, up to b.
+func (p *pod) firstScrape(a, b float64) (float64, bool) {
+	best, found := math.Inf(1), false
+	for _, c := range p.tokens {
+		i, ok := slices.BinarySearch(c.t, a)
+		if ok {
+			i++ // strictly after a
+		}
+		if i < len(c.t) && c.t[i] <= b && c.t[i] < best {
+			best, found = c.t[i], true
+		}
+	}
+	return best, found
 }
 
 // firstToken is the time of the first sample after a showing a token more

@@ -28,11 +28,12 @@ import (
 //	                at 1 MJ), 20 tokens/s until T0+1200 then none:
 //	                540 000 J, 24 000 tokens, 22.5 J/token, idle-allocated
 //	                180 000 J (the last 600 s), share 1/3.
-//	serve/llama-b   vLLM, model llama: allocated at T0+600, 200 W, first
-//	                token at T0+885 (seen at the T0+900 scrape), then 10
-//	                tokens/s: 240 000 J, 9 150 tokens; startup
-//	                T0+600..T0+900 = 60 000 J; idle-allocated 0 (its
-//	                token-less start is startup, not idle).
+//	serve/llama-b   vLLM, model llama: allocated at T0+600, 200 W, ready
+//	                at T0+660 (its engine's first scrape), first token at
+//	                T0+885 (seen at the T0+900 scrape), then 10 tokens/s:
+//	                240 000 J, 9 150 tokens; startup T0+600..T0+660 =
+//	                12 000 J; idle-allocated 45 000 J (ready but no token,
+//	                T0+660..T0+885: idle, not startup).
 //	serve/mistral   SGLang, model mistral: 100 W, 5 tokens/s; the exporter
 //	                restarted at T0+870 (counter back to 0): 180 000 J,
 //	                9 000 tokens, 20 J/token.
@@ -40,7 +41,7 @@ import (
 //	unallocated     one GPU at 70 W: 126 000 J.
 //
 // Per model: llama 2 pods, 780 000 J / 33 150 tokens = 23.529… J/token,
-// idle 180 000 J (0.2308), 1 start of 60 000 J; mistral 180 000 J / 9 000
+// idle 225 000 J (0.2885), 1 start of 12 000 J; mistral 180 000 J / 9 000
 // = 20 J/token. The llama J/token over the last 5 minutes:
 // (300·300 + 200·300) J / (10·300) tokens = 50.
 const (
@@ -79,7 +80,7 @@ func fixtureSeries() []fseries {
 		{alloc("serve", "llama-a", "0"), -margin, one},
 		{alloc("serve", "llama-a", "1"), -margin, one},
 		{pod(contract.PodEnergy, "serve", "llama-b"), 600, func(t float64) float64 { return 200 * (t - 600) }},
-		{eng(mVLLMTokens, "llama-b", "llama"), 600, func(t float64) float64 { return 10 * max(0, t-885) }},
+		{eng(mVLLMTokens, "llama-b", "llama"), 660, func(t float64) float64 { return 10 * max(0, t-885) }},
 		{alloc("serve", "llama-b", "2"), 600, one},
 		{pod(contract.PodEnergy, "serve", "mistral"), -margin, func(t float64) float64 {
 			if t <= 870 {
@@ -186,7 +187,7 @@ func checkReport(t *testing.T, r *Report, t0 float64) {
 	nearp(t, "llama-a idle share", a.IdleAllocatedRatio, 1.0/3)
 	near(t, "llama-b energy", b.EnergyJoules, 240_000)
 	near(t, "llama-b tokens", b.OutputTokens, 9_150)
-	near(t, "llama-b idle", b.IdleAllocatedJoules, 0)
+	near(t, "llama-b idle", b.IdleAllocatedJoules, 45_000)
 	near(t, "mistral energy (across the exporter restart)", m.EnergyJoules, 180_000)
 	nearp(t, "mistral J/token", m.JoulesPerToken, 20)
 	near(t, "train energy", tr.EnergyJoules, 720_000)
@@ -203,20 +204,23 @@ func checkReport(t *testing.T, r *Report, t0 float64) {
 	near(t, "llama energy", l.EnergyJoules, 780_000)
 	near(t, "llama tokens", l.OutputTokens, 33_150)
 	nearp(t, "llama J/token", l.JoulesPerToken, 780_000.0/33_150)
-	near(t, "llama idle", l.IdleAllocatedJoules, 180_000)
-	nearp(t, "llama idle share", l.IdleAllocatedRatio, 180_000.0/780_000)
-	near(t, "llama startup", l.StartupJoules, 60_000)
+	near(t, "llama idle", l.IdleAllocatedJoules, 225_000)
+	nearp(t, "llama idle share", l.IdleAllocatedRatio, 225_000.0/780_000)
+	near(t, "llama startup", l.StartupJoules, 12_000)
 	nearp(t, "mistral model J/token", r.Models[1].JoulesPerToken, 20)
 	if len(r.Starts) != 1 {
 		t.Fatalf("starts %+v, want llama-b's", r.Starts)
 	}
 	s := r.Starts[0]
-	if s.Pod != "llama-b" || !s.Complete || s.FirstTokenAt == nil {
+	// The start ends at readiness, not at the first token.
+	if s.Pod != "llama-b" || !s.Complete || s.FirstTokenAt == nil || s.ReadyAt == nil || s.EndAt == nil || s.ReadySignal != ReadyFirstScrape {
 		t.Fatalf("start %+v", s)
 	}
 	near(t, "llama-b allocated at", s.AllocatedAt-t0, 600)
+	near(t, "llama-b ready at", *s.ReadyAt-t0, 660)
+	near(t, "llama-b start end", *s.EndAt-t0, 660)
 	near(t, "llama-b first token at", *s.FirstTokenAt-t0, 900)
-	near(t, "llama-b startup energy", s.EnergyJoules, 60_000)
+	near(t, "llama-b startup energy", s.EnergyJoules, 12_000)
 	var last *Point
 	for i := range r.JoulesPerTokenOverTime {
 		if pts := r.JoulesPerTokenOverTime[i].Points; r.JoulesPerTokenOverTime[i].Model == "llama" && len(pts) > 0 {
@@ -323,7 +327,7 @@ func TestProductionThroughTSDB(t *testing.T) {
 	}
 	md, _ := os.ReadFile(filepath.Join(out, FileMarkdown))
 	html, _ := os.ReadFile(filepath.Join(out, FileHTML))
-	for _, want := range []string{"| llama | 2 | 780000 | 33150 | 23.53 |", "| serve | llama-b | llama |", "60000 |"} {
+	for _, want := range []string{"| llama | 2 | 780000 | 33150 | 23.53 |", "| serve | llama-b | llama |", "12000 |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}

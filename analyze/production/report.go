@@ -84,12 +84,16 @@ type PodFigures struct {
 // one does. EndAt is where the start's energy stops; Complete is false
 // when that is not before the range's end, the energy then running to it.
 type Start struct {
-	Source       string   `json:"source"`
-	RunID        string   `json:"run_id,omitempty"`
-	Namespace    string   `json:"namespace"`
-	Pod          string   `json:"pod"`
-	Model        string   `json:"model,omitempty"`
-	AllocatedAt  float64  `json:"allocated_at"`
+	Source      string  `json:"source"`
+	RunID       string  `json:"run_id,omitempty"`
+	Namespace   string  `json:"namespace"`
+	Pod         string  `json:"pod"`
+	Model       string  `json:"model,omitempty"`
+	AllocatedAt float64 `json:"allocated_at"`
+	// ReadyAt is when the engine became ready (ReadySignal says how it
+	// shows: ReadyFirstScrape); an allocation start ends there.
+	ReadyAt      *float64 `json:"ready_at"`
+	ReadySignal  string   `json:"ready_signal,omitempty"`
 	FirstTokenAt *float64 `json:"first_token_at"`
 	EndAt        *float64 `json:"end_at"`
 	EnergyJoules float64  `json:"startup_energy_joules"`
@@ -101,6 +105,12 @@ const (
 	StartAllocation = "allocation"
 	StartBench      = "bench"
 )
+
+// ReadyFirstScrape: the engine's readiness is the first scrape of its
+// metrics after the allocation (vLLM and SGLang serve /metrics once the
+// model is loaded and the server answers). The data holds no health
+// check, so this is the signal.
+const ReadyFirstScrape = "first_scrape"
 
 // ModelPoints is a model's J/token over time.
 type ModelPoints struct {
@@ -189,7 +199,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		p("| %s | %s | %s | %.0f | %.0f | %s | %.0f | %s |\n", x.Namespace, x.Pod, or(x.Model, "–"), x.EnergyJoules, x.OutputTokens,
 			opt(x.JoulesPerToken, "%.4g"), x.IdleAllocatedJoules, pct(x.IdleAllocatedRatio))
 	}
-	p("\n## (Re)starts\n\nWhat a (re)start or a rolling deploy costs: from the pod's GPU allocation appearing to its first generated token, or, for an engine the bench started, from its run's startup phase to the end of its warm-up (the exporters' phase energy).\n\n")
+	p("\n## (Re)starts\n\nWhat a (re)start or a rolling deploy costs: from the pod's GPU allocation appearing to its engine's readiness (the first scrape of its metrics; the time after it, with or without tokens, is serving or idle energy, not startup), or, for an engine the bench started, from its run's startup phase to the end of its warm-up (the exporters' phase energy).\n\n")
 	if len(r.Starts) == 0 {
 		p("None in the range.\n")
 	} else {
@@ -198,6 +208,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			end := "none before the range's end"
 			if s.EndAt != nil {
 				end = fmt.Sprintf("%s (+%.0f s)", utc(*s.EndAt), *s.EndAt-s.AllocatedAt)
+			}
+			if s.ReadySignal == ReadyFirstScrape {
+				end += ", ready (first scrape)"
 			}
 			src := "GPU allocation"
 			if s.Source == StartBench {

@@ -57,7 +57,7 @@ type BenchCmd struct {
 	Workload           string `name:"workload.kind" default:"synthetic" enum:"synthetic,correctness" group:"Workload" help:"synthetic (LLMPerf-style prompts) or correctness (numbers spelled out in words, answered in digits; mismatches counted per request)."`
 	QualityFile        string `name:"workload.quality-file" type:"existingfile" group:"Workload" help:"YAML rubric (all / prompts[index]: contains_all, regex, forbidden) every answer is checked against; results in requests.jsonl quality."`
 
-	IgnoreEOS      bool     `name:"extras.ignore-eos" hidden:"" group:"Engine extras" help:"Send ignore_eos: true."`
+	IgnoreEOS      bool     `name:"extras.ignore-eos" group:"Engine extras" help:"Send ignore_eos: true: every output runs to its drawn length, so runs compare token for token and an early stop counts as a short output. Off (the default), the model stops at its end-of-sequence as in production: lengths vary and J/token per request with them; a stop is never counted short."`
 	MinTokens      *int     `name:"extras.min-tokens" hidden:"" group:"Engine extras" help:"Send min_tokens."`
 	Temperature    *float64 `name:"extras.temperature" group:"Engine extras" help:"Send temperature."`
 	SamplingSeed   *int64   `name:"extras.seed" hidden:"" group:"Engine extras" help:"Send seed (the engine's sampling seed)."`

@@ -14,7 +14,7 @@ type CompareCmd struct {
 	output `kong:"-"`
 
 	Reports   []string `arg:"" name:"report" help:"report.json files, report directories, run ids (<runs-dir>/<id>/report/, reports/<id>/) or repetition group ids (their runs)."`
-	GroupBy   string   `name:"group-by" default:"scenario" help:"Dotted report key, or several joined by commas, that groups runs for the medians (scenario, run.model,run.concurrency, ...); a run with none of them is its own group."`
+	GroupBy   string   `name:"group-by" default:"scenario" help:"Dotted report key, or several joined by commas, that groups runs for the medians (scenario, run.model,run.concurrency, ...); a run with none of them groups by its run identity (its model, split by whatever identity differs), so re-runs pool and a sweep's points find each other."`
 	Pool      bool     `name:"pool" help:"Pool runs of one group in its medians even when they differ in model, engine, GPU, prompt set or load point (run.*); by default such a group is split."`
 	Tolerance float64  `default:"0.2" help:"Comparability bound on formal output tokens, |a-b|/max."`
 	RunsDir   string   `name:"runs-dir" default:"runs" type:"path" help:"Run archive searched for <run_id>/requests.jsonl (output sanity) when none is beside a report."`

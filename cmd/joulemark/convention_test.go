@@ -312,6 +312,21 @@ func TestExitStatus(t *testing.T) {
 	}
 }
 
+// bench --help shows --extras.ignore-eos with its trade-off: a user with an
+// engine that stops at end-of-sequence must find it.
+func TestBenchHelpIgnoreEOS(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"bench", "--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("bench --help: exit %d\n%s", code, stderr.String())
+	}
+	help := strings.Join(strings.Fields(stdout.String()), " ")
+	for _, s := range []string{"--extras.ignore-eos", "drawn length", "end-of-sequence", "never counted short"} {
+		if !strings.Contains(help, s) {
+			t.Errorf("bench --help lacks %q", s)
+		}
+	}
+}
+
 // A command picks its exit status with withExitCode, through wrapping.
 func TestExitCode(t *testing.T) {
 	base := errors.New("no successful request")
@@ -434,6 +449,10 @@ var foreignFlags = map[string]struct{ file, why string }{
 	"tsdb.out-of-order.time-window":    {"deploy.md", "prometheus' storage block"},
 	"profile":                          {"deploy.md", "docker compose"},
 	"rm":                               {"deploy.md", "docker run"},
+	"build-arg":                        {"deploy.md", "docker build"},
+	"tags":                             {"deploy.md", "git describe"},
+	"always":                           {"deploy.md", "git describe"},
+	"dirty":                            {"deploy.md", "git describe"},
 	"from-literal":                     {"deploy.md", "kubectl create secret"},
 	"fork":                             {"exporter.md", "unshare"},
 	"pid":                              {"exporter.md", "unshare"},

@@ -64,6 +64,10 @@ type ExporterCmd struct {
 	SimHangShutdown  bool          `hidden:"" name:"sim.hang-shutdown" help:"With --sim.hang-gpu: the hung call also blocks the backend's shutdown for good, as NVML's shutdown behind a hung driver call (the exporter exits anyway, after a bounded wait)." group:"Simulated GPUs"`
 	SimDownGPU       int           `hidden:"" name:"sim.down-gpu" default:"-1" help:"Simulated GPU that fails to open at start (as a GPU failing nvmlDeviceGetHandleByIndex): listed with joulemark_gpu_up 0 and no uuid until --sim.down-for has passed; -1: none." group:"Simulated GPUs"`
 	SimDownFor       time.Duration `hidden:"" name:"sim.down-for" default:"0s" help:"How long --sim.down-gpu stays down after the start (0: for good)." group:"Simulated GPUs"`
+	SimLostGPU       int           `hidden:"" name:"sim.lost-gpu" default:"-1" help:"Simulated GPU whose reads fail with \"GPU is lost\" (NVML's ERROR_GPU_IS_LOST, an Xid 79) from --sim.lost-after on; -1: none." group:"Simulated GPUs"`
+	SimLostAfter     time.Duration `hidden:"" name:"sim.lost-after" default:"0s" help:"When --sim.lost-gpu is lost, after the exporter starts." group:"Simulated GPUs"`
+	SimLostFor       time.Duration `hidden:"" name:"sim.lost-for" default:"0s" help:"How long --sim.lost-gpu stays lost (0: for good); it then answers again with the same UUID." group:"Simulated GPUs"`
+	SimCounterJump   time.Duration `hidden:"" name:"sim.counter-jump-after" default:"0s" help:"With --sim.energy-counter: one energy counter read, the first of any GPU this long after the start, returns the counter plus 1e12 mJ (a bogus read); 0: none." group:"Simulated GPUs"`
 }
 
 // Run starts the exporter and serves until SIGINT or SIGTERM.
@@ -115,10 +119,19 @@ func (c *ExporterCmd) backendConfig() exporter.BackendConfig {
 			Seed: c.SimSeed, EnergyCounter: c.SimEnergyCounter, CounterPeriod: c.SimCounterPeriod,
 			CounterOffset: c.SimCounterOffset, CounterJitter: c.SimCounterJitter, HangBlocksClose: c.SimHangShutdown,
 			DownFor: c.SimDownFor, PowerBias: c.SimPowerBias, UUIDSeed: c.simUUIDSeed(),
+			LostAfter: c.SimLostAfter, LostFor: c.SimLostFor, CounterJumpAfter: c.SimCounterJump, LostGPUs: lostGPUs(c.SimLostGPU),
 		},
 		SimHangGPU: c.SimHangGPU, SimHangAfter: c.SimHangAfter, SimDownGPU: c.SimDownGPU,
 		SimEngineURLs: c.SimEngineURL, SimAllocations: c.Kubelet.SimAllocations, Interval: c.Interval,
 	}
+}
+
+// lostGPUs is --sim.lost-gpu as a list (-1: none).
+func lostGPUs(i int) []int {
+	if i == -1 {
+		return nil
+	}
+	return []int{i}
 }
 
 // simUUIDSeed is --sim.uuid-seed, by default the host name and the listen

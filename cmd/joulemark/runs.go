@@ -14,7 +14,7 @@ import (
 // RunsCmd lists run archives and finishes what a killed bench or a
 // Prometheus outage left undone.
 type RunsCmd struct {
-	List     RunsListCmd     `cmd:"" help:"List the runs of a runs directory: id, status, start, requests, flags."`
+	List     RunsListCmd     `cmd:"" help:"List the runs of a runs directory: id, status, start, requests, validity (its report), flags."`
 	Finalize RunsFinalizeCmd `cmd:"" help:"Finish a run whose bench was killed: kill its engine, make the archive final (status killed), end the run on its exporters."`
 	Push     RunsPushCmd     `cmd:"" help:"Re-send a run's per-request samples and aggregates with their original timestamps (after a Prometheus outage); idempotent."`
 }

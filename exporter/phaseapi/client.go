@@ -137,11 +137,13 @@ func (c *Client) Preflight(ctx context.Context, runID string) (*Preflight, error
 	return &pf, err
 }
 
-// PreflightPod is Preflight that also resolves pod ("namespace/name") as
-// the first phase's selector would: a 422 APIError when the exporter
-// cannot (no kubelet allocations, none of its GPUs); Preflight.Pod is ""
-// from an exporter too old to check.
-func (c *Client) PreflightPod(ctx context.Context, runID, pod string) (*Preflight, error) {
+// PreflightPod is Preflight that also resolves pod ("namespace/name" or
+// "namespace/name-prefix*") as the first phase's selector would: a 422
+// APIError when the exporter cannot (no kubelet allocations, none of its
+// GPUs); Preflight.Pod is "" from an exporter too old to check. With
+// wait (a lifecycle's engine starts later), a pod holding no GPU yet is
+// no error: Preflight.PodPending says so.
+func (c *Client) PreflightPod(ctx context.Context, runID, pod string, wait bool) (*Preflight, error) {
 	var pf Preflight
 	q := url.Values{}
 	if runID != "" {
@@ -149,6 +151,9 @@ func (c *Client) PreflightPod(ctx context.Context, runID, pod string) (*Prefligh
 	}
 	if pod != "" {
 		q.Set("pod", pod)
+	}
+	if wait {
+		q.Set("wait", "1")
 	}
 	err := c.do(ctx, http.MethodGet, "/api/v1/preflight?"+q.Encode(), &pf)
 	return &pf, err

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Describe says what a gap of a run on the exporter at url means, for a
@@ -14,6 +16,10 @@ import (
 func (g Gap) Describe(url string, gpus []GPUInfo) string {
 	what := fmt.Sprintf("exporter %s was down", url)
 	switch {
+	case g.Reason == contract.GapGPUFailed:
+		what = fmt.Sprintf("exporter %s: the reads of GPU %s failed and it was not measured", url, joinInts(g.GPUs))
+	case g.Reason == contract.GapGPUHung:
+		what = fmt.Sprintf("exporter %s: the reads of GPU %s hung and it was not measured", url, joinInts(g.GPUs))
 	case len(g.VanishedUUIDs) > 0 && len(g.GPUs) == 0:
 		return fmt.Sprintf("exporter %s: GPU %s of the run was not found after its restart and not measured from %s to %s (%.1f s, %s): its energy is not in the run's",
 			url, strings.Join(g.VanishedUUIDs, ", "), unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason)
@@ -24,6 +30,23 @@ func (g Gap) Describe(url string, gpus []GPUInfo) string {
 		}
 	}
 	return fmt.Sprintf("%s from %s to %s (%.1f s, %s): %s", what, unixUTC(g.Start), unixUTC(g.End), g.End-g.Start, g.Reason, g.energy(gpus))
+}
+
+// GPUFailure says the gap is a GPU's failure while the exporter ran
+// (contract.GapGPUFailed, GapGPUHung), not a restart.
+func (g Gap) GPUFailure() bool {
+	return g.Reason == contract.GapGPUFailed || g.Reason == contract.GapGPUHung
+}
+
+// Unbridged says some GPU the gap is about (gpus: the run's GPUs) has no
+// energy counted over it.
+func (g Gap) Unbridged(gpus []GPUInfo) bool {
+	for _, gi := range gpus {
+		if (len(g.GPUs) == 0 || slices.Contains(g.GPUs, gi.GPU)) && !slices.Contains(g.EnergyBridgedGPUs, gi.GPU) {
+			return true
+		}
+	}
+	return false
 }
 
 // AllGPUs says the gap is about every GPU of the run (the exporter was

@@ -45,6 +45,11 @@ type RunStatus struct {
 	// holding one of the GPUs of a run selected by pod, while it ran:
 	// their GPU energy is in the run's.
 	CoTenants []string `json:"co_tenants,omitempty"`
+	// SelectorPending: the first phase's pod selector matched no pod
+	// holding GPUs here yet; the run measures every GPU until a later
+	// phase carrying the selector resolves it (by the warm-up at the
+	// latest, else that phase is refused).
+	SelectorPending bool `json:"selector_pending,omitempty"`
 }
 
 // Gap is an interval of a run without measurements, unix seconds.
@@ -62,11 +67,13 @@ type Gap struct {
 	// the same UUID, or, when it did not (another GPU opened in its place,
 	// or none), until the run's end.
 	GPUs []int `json:"gpus,omitempty"`
-	// VanishedUUIDs are GPUs of the run not found at the exporter's
-	// restart (matched by UUID: a GPU count that changed, e.g. 8 → 7 after
-	// a reboot): the run goes on without them, they are not measured from
-	// Start to the run's end, and their energy before is not in the run's
-	// either. With GPUs and VanishedUUIDs empty the gap is about every GPU.
+	// VanishedUUIDs are GPUs of the run the gap is about (as GPUs), named
+	// by UUID because they were not found at a later restart of the
+	// exporter (matched by UUID: a GPU count that changed, e.g. 8 → 7
+	// after a reboot): the run goes on without them, their energy is not in
+	// the run's, and the gap that starts at the last save before that
+	// restart lasts until the run's end. With GPUs and VanishedUUIDs empty
+	// the gap is about every GPU.
 	VanishedUUIDs []string `json:"vanished_uuids,omitempty"`
 	// Open is set while the gap goes on (its GPUs are still missing and the
 	// run is active): End is then the time of the status.
@@ -84,6 +91,10 @@ type Preflight struct {
 	// cannot resolve is a 422).
 	Pod     string   `json:"pod,omitempty"`
 	PodGPUs []string `json:"pod_gpus,omitempty"`
+	// PodPending answers ?pod=…&wait=1 when the pod holds no GPU here yet
+	// (a lifecycle's engine starts after the idle baseline): the run will
+	// wait for it (RunStatus.SelectorPending).
+	PodPending bool `json:"pod_pending,omitempty"`
 	// AllocationsKnown says the exporter knows which pods hold its GPUs
 	// (the kubelet's PodResources, --sim.allocations); Pods lists them
 	// then: a run should measure only its engine's pod's GPUs.

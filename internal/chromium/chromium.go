@@ -113,3 +113,56 @@ document.getElementById("f").onload = function () {
 	wide, _, _ = strings.Cut(wide, "</pre>")
 	return max(over, 0), wide
 }
+
+var legendOut = regexp.MustCompile(`(?s)<pre id="legends">(.*?)</pre>`)
+
+// Legends loads the HTML file page in a frame width pixels wide and
+// returns, for each inline SVG plot with a legend (svgplot.Inline's <g
+// class="legend">), one line: "ok N: <legend text>" when its legend lies
+// below its plot area and inside the picture, else "overlap N: …" or
+// "clipped N: …" with the rectangles.
+func Legends(t testing.TB, bin, page string, width int) []string {
+	t.Helper()
+	src := `<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="file://` + page + `" style="border:0;width:` + strconv.Itoa(width) + `px;height:900px"></iframe>
+<script>
+document.getElementById("f").onload = function () {
+  var d = this.contentDocument, out = [];
+  d.querySelectorAll("svg").forEach(function (svg, i) {
+    var leg = svg.querySelector("g.legend"), area = svg.querySelector("g.plot-area");
+    if (!leg) return;
+    var l = leg.getBoundingClientRect(), a = area ? area.getBoundingClientRect() : null, s = svg.getBoundingClientRect();
+    var r = function (x) { return "[" + [x.left, x.top, x.right, x.bottom].map(Math.round).join(",") + "]"; };
+    var what = "ok";
+    if (!a || (l.left < a.right && a.left < l.right && l.top < a.bottom && a.top < l.bottom)) what = "overlap";
+    else if (l.right > s.right + 1 || l.bottom > s.bottom + 1 || l.width == 0) what = "clipped";
+    out.push(what + " " + i + ": " + leg.textContent.replace(/\s+/g, " ").trim() + " legend " + r(l) + (a ? " plot " + r(a) : " no plot area") + " svg " + r(s));
+  });
+  var o = document.createElement("pre");
+  o.id = "legends";
+  o.textContent = out.join("\n");
+  document.body.appendChild(o);
+};
+</script></body></html>`
+	harness := filepath.Join(t.TempDir(), "legends.html")
+	if err := os.WriteFile(harness, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=10000", "--dump-dom", "file://"+harness)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	m := legendOut.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("chromium measured nothing on %s:\n%.2000s", page, out)
+	}
+	if strings.TrimSpace(string(m[1])) == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(string(m[1])), "\n")
+}

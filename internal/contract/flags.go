@@ -39,8 +39,16 @@ const (
 	// was down during the run: phases.json of the bench archive holds its gap,
 	// an interval without energy. Coverage counts the hole the scrapes show.
 	FlagExporterRestarted = "exporter_restarted"
-	// FlagGPUShared warns (without excluding the run) that other pods held
-	// GPUs of a run selected by pod: their energy is in the run's.
+	// FlagGPUFailed: one of the run's GPUs stopped answering while the
+	// exporter ran (its reads failed or hung: a gap of its own, reason
+	// GapGPUFailed or GapGPUHung, in phases.json). It excludes the run when
+	// the gap overlaps the formal phase and the GPU's own counter did not
+	// bridge it (the formal energy misses it); else it warns.
+	FlagGPUFailed = "gpu_failed"
+	// FlagGPUShared excludes a run whose GPUs another pod held at some
+	// moment of the run (the exporter's co_tenants: besides the run's pod,
+	// or any pod once two held the GPUs of a run not selected by pod):
+	// their energy is in the run's.
 	FlagGPUShared = "gpu_shared"
 	// FlagOutputsSuspect warns (without excluding the run) that the share of
 	// empty, repeated or short outputs exceeds Params.MaxBadOutputRatio.
@@ -54,9 +62,13 @@ const (
 	// exporter's phase figures, which `joulemark runs push` and the exporter's
 	// remote-write retries restore after an outage; scrapes are lost for good.
 	FlagScrapeCoverageLow = "scrape_coverage_low"
-	// FlagServerTokensMismatch: the engine counted other output tokens than the
-	// client (warning).
+	// FlagServerTokensMismatch: the engine counted fewer output tokens than
+	// the client (warning).
 	FlagServerTokensMismatch = "server_tokens_mismatch"
+	// FlagEngineShared: the engine generated more output tokens over the
+	// formal phase than the bench counted, beyond the tolerance: other
+	// traffic shared the engine and its energy (excluding).
+	FlagEngineShared = "engine_shared"
 )
 
 // Bench flags: the benchmark job's run flags (manifest.json "flags";
@@ -91,7 +103,7 @@ const (
 const ClientCPUSaturated = 0.9
 
 // ReportFlags are every report flag code.
-var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagPrometheusValuesInvalid, FlagRequestsArchiveMismatch, FlagKilled, FlagAborted, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch}
+var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagPrometheusValuesInvalid, FlagRequestsArchiveMismatch, FlagKilled, FlagAborted, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUFailed, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch, FlagEngineShared}
 
 // BenchFlags are every bench flag code.
-var BenchFlags = []string{FlagExporterLostPhases, FlagExporterRestarted, FlagRetryAfter, FlagAborted, FlagNoLifecycle, FlagUsageMissing, FlagClientLag, FlagClientCPU, FlagEngineStart, FlagEngineNotReady, FlagEngineExited, FlagEngineStop, FlagWrongModel, FlagReleaseNotClosed, FlagReleaseWait, FlagExporterError, FlagRemoteWriteLost, FlagTraceExhausted}
+var BenchFlags = []string{FlagExporterLostPhases, FlagExporterRestarted, FlagGPUFailed, FlagRetryAfter, FlagAborted, FlagNoLifecycle, FlagUsageMissing, FlagClientLag, FlagClientCPU, FlagEngineStart, FlagEngineNotReady, FlagEngineExited, FlagEngineStop, FlagWrongModel, FlagReleaseNotClosed, FlagReleaseWait, FlagExporterError, FlagRemoteWriteLost, FlagTraceExhausted}

@@ -8,6 +8,7 @@ const (
 	GPUPowerAverage     = "joulemark_gpu_power_average_watts"
 	GPUEnergy           = "joulemark_gpu_energy_joules_total"
 	GPUEnergyResets     = "joulemark_gpu_energy_resets_total"
+	GPUCounterRejected  = "joulemark_gpu_energy_rejected_total"
 	GPUMemoryUsed       = "joulemark_gpu_memory_used_bytes"
 	GPUUtilization      = "joulemark_gpu_utilization_ratio"
 	GPUTemperature      = "joulemark_gpu_temperature_celsius"
@@ -95,7 +96,7 @@ const (
 // Metrics is every name above: the metric contract that docs/design.md
 // lists, checked both ways by a test.
 var Metrics = []string{
-	GPUInfo, GPUUp, GPUPower, GPUPowerAverage, GPUEnergy, GPUEnergyResets,
+	GPUInfo, GPUUp, GPUPower, GPUPowerAverage, GPUEnergy, GPUEnergyResets, GPUCounterRejected,
 	GPUMemoryUsed, GPUUtilization, GPUTemperature, GPUPowerLimit, GPUSMClock,
 	GPUClockEventActive, GPULastSample, GPUSampleDuration,
 	SamplerSamples, SamplerErrors, SamplerOverruns, SamplerInterval,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/simengine"
@@ -60,6 +61,13 @@ type Config struct {
 	// OutputStddev spreads completion lengths, so the closed loop's requests
 	// do not start and end in lockstep.
 	OutputStddev int
+	// NaturalStops sends no ignore_eos: the engine ends each completion at
+	// its end-of-sequence (simengine.Config.EOSMeanTokens) or max_tokens,
+	// as real engines do, instead of at the drawn length.
+	NaturalStops bool
+	// Workload, when set, is the bench's workload as given (its seed too)
+	// instead of the one InputTokens, OutputTokens and OutputStddev shape.
+	Workload *benchjob.Workload
 	// Trace, when set, is a trace file (the bench's workload.trace: JSONL
 	// of arrival time, input and output tokens) replayed as the formal
 	// load, an open loop, instead of the closed loop of Concurrency; the

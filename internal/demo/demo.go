@@ -470,11 +470,16 @@ func benchConfig(cfg Config, run *runarchive.Run, engineURL, exporterURL, tokenF
 		MeanInputTokens: cfg.InputTokens, StddevInputTokens: cfg.InputTokens / 10,
 		MeanOutputTokens: cfg.OutputTokens, StddevOutputTokens: cfg.OutputStddev, Seed: int64(cfg.Engine.Seed),
 	}
+	if cfg.Workload != nil {
+		b.Workload = *cfg.Workload
+	}
 	if cfg.Trace != "" {
 		b.Workload.Trace, b.Concurrency = cfg.Trace, 0
 	}
-	ignoreEOS := true
-	b.Extras.IgnoreEOS = &ignoreEOS
+	if !cfg.NaturalStops {
+		ignoreEOS := true
+		b.Extras.IgnoreEOS = &ignoreEOS
+	}
 	b.Engine.ReadyTimeout = cfg.Engine.StartupDelay + time.Minute
 	b.Engine.ReleaseWait = cfg.ReleaseMaxWait + time.Minute
 	b.Engine.Version = "sim"

@@ -87,7 +87,13 @@ func migInstances(i int, h nvml.Device) ([]MIGInstance, error) {
 		if ret != nvml.SUCCESS {
 			return nil, nvmlErr(i, "reading a MIG instance's UUID", ret)
 		}
-		inst := MIGInstance{UUID: uuid}
+		inst := MIGInstance{UUID: uuid, Index: k, GI: -1, CI: -1}
+		if gi, ret := m.GetGpuInstanceId(); ret == nvml.SUCCESS {
+			inst.GI = gi
+		}
+		if ci, ret := m.GetComputeInstanceId(); ret == nvml.SUCCESS {
+			inst.CI = ci
+		}
 		if a, ret := m.GetAttributes(); ret == nvml.SUCCESS {
 			inst.SMs, inst.MemoryBytes = int(a.MultiprocessorCount), a.MemorySizeMB<<20
 		}

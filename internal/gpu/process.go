@@ -19,6 +19,11 @@ type ProcessReader interface {
 // MIGInstance is one MIG instance of a GPU and its size.
 type MIGInstance struct {
 	UUID string
+	// Index is the instance's MIG device index on its GPU (the device
+	// plugin's index strategy names it "<gpu>:<index>"); GI and CI are its
+	// GPU and compute instance IDs (old-style ids "MIG-GPU-<uuid>/<gi>/<ci>"),
+	// -1 when unknown.
+	Index, GI, CI int
 	// SMs and MemoryBytes are the instance's multiprocessors and memory (0:
 	// unknown).
 	SMs         int

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -87,6 +88,16 @@ type SimConfig struct {
 	// good); then they open with their identity.
 	DownAtStart []int
 	DownFor     time.Duration
+	// LostGPUs lists GPUs whose reads fail with "GPU is lost" (NVML's
+	// ERROR_GPU_IS_LOST, an Xid 79) from LostAfter after NewSim, for good,
+	// or for LostFor when it is > 0; their identity stays (Devices).
+	LostGPUs  []int
+	LostAfter time.Duration
+	LostFor   time.Duration
+	// CounterJumpAfter, when > 0 with EnergyCounter, makes one energy
+	// counter read, the first of any GPU at or after this long after
+	// NewSim, return the counter plus CounterJumpJoules (a bogus read).
+	CounterJumpAfter time.Duration
 	// PowerBias makes every power reading (Sample.PowerWatts, the average
 	// power of SlowSample) this factor times the power the energy counter,
 	// PowerAt and ExactEnergy integrate, as a real GPU's field 186 may read
@@ -122,6 +133,8 @@ type Sim struct {
 	mu    sync.RWMutex
 	state EngineState
 	gpus  []*simGPU
+
+	jumped atomic.Bool // the CounterJumpAfter read happened
 
 	hangMu    sync.Mutex
 	hung      map[int]bool
@@ -193,10 +206,14 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 		return nil, fmt.Errorf("sim: power bias %g: want 0.5..1.5", cfg.PowerBias)
 	case cfg.DownFor < 0:
 		return nil, fmt.Errorf("sim: down for %v: want ≥ 0", cfg.DownFor)
+	case cfg.LostAfter < 0 || cfg.LostFor < 0:
+		return nil, fmt.Errorf("sim: lost after %v / for %v: want ≥ 0", cfg.LostAfter, cfg.LostFor)
+	case cfg.CounterJumpAfter < 0 || cfg.CounterJumpAfter > 0 && !cfg.EnergyCounter:
+		return nil, fmt.Errorf("sim: counter jump after %v: want ≥ 0, and an energy counter", cfg.CounterJumpAfter)
 	}
-	for _, i := range cfg.DownAtStart {
+	for _, i := range slices.Concat(cfg.DownAtStart, cfg.LostGPUs) {
 		if i < 0 || i >= cfg.GPUs {
-			return nil, fmt.Errorf("sim: GPU %d down at start: there are %d simulated GPUs", i, cfg.GPUs)
+			return nil, fmt.Errorf("sim: GPU %d down at start or lost: there are %d simulated GPUs", i, cfg.GPUs)
 		}
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6a6f756c656d6172))
@@ -248,6 +265,32 @@ func (s *Sim) down(i int) bool {
 	return s.cfg.DownFor == 0 || s.clock.Now().Sub(s.epoch) < s.cfg.DownFor
 }
 
+// CounterJumpJoules is what the CounterJumpAfter read adds to the counter:
+// 1e12 mJ.
+const CounterJumpJoules = 1e9
+
+// lost tells whether GPU i's reads fail with "GPU is lost" now (LostGPUs).
+func (s *Sim) lost(i int) error {
+	if !slices.Contains(s.cfg.LostGPUs, i) {
+		return nil
+	}
+	d := s.clock.Now().Sub(s.epoch)
+	if d < s.cfg.LostAfter || s.cfg.LostFor > 0 && d >= s.cfg.LostAfter+s.cfg.LostFor {
+		return nil
+	}
+	return fmt.Errorf("sim: GPU %d: GPU is lost (--sim.lost-gpu)", i)
+}
+
+// counterJump is what the counter read at t (seconds since the epoch)
+// adds: CounterJumpJoules once, at the first read at or after
+// CounterJumpAfter.
+func (s *Sim) counterJump(t float64) float64 {
+	if s.cfg.CounterJumpAfter <= 0 || t < s.cfg.CounterJumpAfter.Seconds() || !s.jumped.CompareAndSwap(false, true) {
+		return 0
+	}
+	return CounterJumpJoules
+}
+
 // HangGPU makes every later Sample and SlowSample of GPU i block until
 // Close (for good with SimConfig.HangBlocksClose), as a driver call that
 // hangs does.
@@ -283,6 +326,9 @@ func (s *Sim) Sample(i int) (Sample, error) {
 	if s.down(i) {
 		return Sample{}, fmt.Errorf("sim: GPU %d not opened (down at start, --sim.down-gpu)", i)
 	}
+	if err := s.lost(i); err != nil {
+		return Sample{}, err
+	}
 	now := s.clock.Now()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -294,7 +340,7 @@ func (s *Sim) Sample(i int) (Sample, error) {
 	out := Sample{Time: now, PowerWatts: s.cfg.PowerBias * g.power(t)}
 	if s.cfg.EnergyCounter {
 		tc := s.counterTime(t)
-		out.EnergyJoules = math.Floor(g.energy(tc)*1000) / 1000
+		out.EnergyJoules = math.Floor(g.energy(tc)*1000)/1000 + s.counterJump(t)
 		out.HasEnergy = true
 	}
 	return out, nil
@@ -342,6 +388,9 @@ func (s *Sim) SlowSample(i int) (SlowSample, error) {
 	}
 	if s.down(i) {
 		return SlowSample{}, fmt.Errorf("sim: GPU %d not opened (down at start, --sim.down-gpu)", i)
+	}
+	if err := s.lost(i); err != nil {
+		return SlowSample{}, err
 	}
 	now := s.clock.Now()
 	s.mu.RLock()

@@ -139,9 +139,14 @@ type Device struct {
 	Index int
 	// MIG says the id names a MIG instance, not a whole GPU.
 	MIG bool
-	// Parent is the GPU UUID of an old-style MIG id "MIG-GPU-<uuid>/gi/ci";
-	// new-style MIG UUIDs are resolved through NVML.
+	// Parent is the GPU UUID of an old-style MIG id "MIG-GPU-<uuid>/gi/ci"
+	// (GI and CI its instance IDs); new-style MIG UUIDs are resolved
+	// through NVML.
 	Parent string
+	GI, CI int
+	// MIGIndex is the MIG device index of an index-strategy MIG id
+	// "<gpu>:<index>" (Index the GPU's), -1 otherwise.
+	MIGIndex int
 	// Replica is N of a time-sliced replica "UUID::N", -1 when not replicated.
 	Replica int
 }
@@ -152,10 +157,10 @@ func (d Device) Shared() bool { return d.MIG || d.Replica >= 0 }
 
 // ParseDeviceID parses a device id as NVIDIA's device plugin hands them out:
 // "GPU-<uuid>", "MIG-<uuid>", "MIG-GPU-<uuid>/<gi>/<ci>" (old MIG ids),
-// "<index>" (index strategy), each optionally followed by "::N" for a
-// time-sliced replica.
+// "<index>" and "<index>:<mig index>" (index strategy), each optionally
+// followed by "::N" for a time-sliced replica.
 func ParseDeviceID(id string) (Device, error) {
-	d := Device{Index: -1, Replica: -1}
+	d := Device{Index: -1, Replica: -1, GI: -1, CI: -1, MIGIndex: -1}
 	base, rep, replicated := strings.Cut(id, "::")
 	if replicated {
 		n, err := strconv.Atoi(rep)
@@ -168,19 +173,41 @@ func ParseDeviceID(id string) (Device, error) {
 	case strings.HasPrefix(base, "MIG-"):
 		d.UUID, d.MIG = base, true
 		if gpu, ok := strings.CutPrefix(base, "MIG-"); ok && strings.HasPrefix(gpu, "GPU-") {
-			d.Parent, _, _ = strings.Cut(gpu, "/")
+			var err error
+			if d.Parent, d.GI, d.CI, err = parseOldMIG(gpu); err != nil {
+				return d, fmt.Errorf("device id %q: %w", id, err)
+			}
 		}
 	case strings.HasPrefix(base, "GPU-"):
 		d.UUID = base
 	default:
-		n, err := strconv.Atoi(base)
-		if err != nil || n < 0 {
-			return d, fmt.Errorf("device id %q: neither a GPU-/MIG- UUID nor a GPU index", id)
+		g, m, isMIG := strings.Cut(base, ":")
+		n, err := strconv.Atoi(g)
+		k, kerr := strconv.Atoi(m)
+		if err != nil || n < 0 || isMIG && (kerr != nil || k < 0) {
+			return d, fmt.Errorf("device id %q: neither a GPU-/MIG- UUID nor a GPU index (N, or N:M for a MIG device)", id)
 		}
 		d.Index = n
+		if isMIG {
+			d.MIG, d.MIGIndex = true, k
+		}
 	}
 	if d.UUID != "" && len(d.UUID) < len("GPU-")+8 {
 		return d, fmt.Errorf("device id %q: UUID too short", id)
 	}
 	return d, nil
+}
+
+// parseOldMIG splits an old-style MIG id's "GPU-<uuid>/<gi>/<ci>".
+func parseOldMIG(s string) (parent string, gi, ci int, err error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 {
+		return "", -1, -1, fmt.Errorf("old-style MIG id: want MIG-GPU-<uuid>/<gi>/<ci>")
+	}
+	gi, err1 := strconv.Atoi(parts[1])
+	ci, err2 := strconv.Atoi(parts[2])
+	if err1 != nil || err2 != nil || gi < 0 || ci < 0 {
+		return "", -1, -1, fmt.Errorf("old-style MIG id: GPU instance %q or compute instance %q is not a number", parts[1], parts[2])
+	}
+	return parts[0], gi, ci, nil
 }

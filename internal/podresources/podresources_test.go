@@ -37,12 +37,13 @@ func TestParseDeviceID(t *testing.T) {
 		id   string
 		want Device
 	}{
-		{gpu0, Device{UUID: gpu0, Index: -1, Replica: -1}},
-		{gpu0 + "::3", Device{UUID: gpu0, Index: -1, Replica: 3}},
-		{mig0, Device{UUID: mig0, Index: -1, Replica: -1, MIG: true}},
-		{"MIG-" + gpu1 + "/7/0", Device{UUID: "MIG-" + gpu1 + "/7/0", Index: -1, Replica: -1, MIG: true, Parent: gpu1}},
-		{"2", Device{Index: 2, Replica: -1}},
-		{"2::1", Device{Index: 2, Replica: 1}},
+		{gpu0, Device{UUID: gpu0, Index: -1, Replica: -1, GI: -1, CI: -1, MIGIndex: -1}},
+		{gpu0 + "::3", Device{UUID: gpu0, Index: -1, Replica: 3, GI: -1, CI: -1, MIGIndex: -1}},
+		{mig0, Device{UUID: mig0, Index: -1, Replica: -1, MIG: true, GI: -1, CI: -1, MIGIndex: -1}},
+		{"MIG-" + gpu1 + "/7/0", Device{UUID: "MIG-" + gpu1 + "/7/0", Index: -1, Replica: -1, MIG: true, Parent: gpu1, GI: 7, CI: 0, MIGIndex: -1}},
+		{"2", Device{Index: 2, Replica: -1, GI: -1, CI: -1, MIGIndex: -1}},
+		{"2::1", Device{Index: 2, Replica: 1, GI: -1, CI: -1, MIGIndex: -1}},
+		{"0:1", Device{Index: 0, Replica: -1, MIG: true, GI: -1, CI: -1, MIGIndex: 1}},
 	} {
 		got, err := ParseDeviceID(c.id)
 		if err != nil || got != c.want {
@@ -52,7 +53,7 @@ func TestParseDeviceID(t *testing.T) {
 			t.Errorf("%q: Shared() = %v", c.id, got.Shared())
 		}
 	}
-	for _, bad := range []string{"", "nvidia0", gpu0 + "::x", gpu0 + "::-1", "GPU-12", "-1"} {
+	for _, bad := range []string{"", "nvidia0", gpu0 + "::x", gpu0 + "::-1", "GPU-12", "-1", "0:", "0:x", "0:-1", "MIG-" + gpu1 + "/7", "MIG-" + gpu1 + "/x/0"} {
 		if _, err := ParseDeviceID(bad); err == nil {
 			t.Errorf("ParseDeviceID(%q): no error", bad)
 		}

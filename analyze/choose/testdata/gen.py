@@ -83,6 +83,11 @@ def write(path, obj):
         json.dump(obj, f, indent=2)
         f.write("\n")
 
+def ignore_eos_manifest(d, name):
+    """The run forced its lengths (extras.ignore_eos): an early stop is short."""
+    write(f"{d}/runs/{name}/manifest.json", {"run_id": name, "status": "completed",
+          "config": {"extras": {"ignore_eos": True}}})
+
 def write_jsonl(path, recs):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -97,9 +102,11 @@ def choose(d):
     write_jsonl(f"{d}/runs/vllm-tp1/requests.jsonl", requests(40))
     R("vllm-tp2", scenario="llama8b", ss=0.35, life=0.40, ttft95=0.12, tpot95=0.020, startup=35000.0, release=4000.0, tput=2400.0, goodput=0.99, good_j=0.41)
     write_jsonl(f"{d}/runs/vllm-tp2/requests.jsonl", requests(40, empty=2, repeated=3, short=4))
+    ignore_eos_manifest(d, "vllm-tp2")
     R("sglang-tp1", scenario="llama8b", ss=0.32, life=0.50, ttft95=0.25, tpot95=0.032, startup=22000.0, release=3000.0, tput=1400.0, goodput=0.95, good_j=0.53)
     R("sglang-tp2", scenario="llama8b", ss=0.28, life=0.60, ttft95=0.30, startup=21000.0, release=3000.0, tput=1300.0)
     write_jsonl(f"{d}/runs/sglang-tp2/requests.jsonl", requests(20, short=5, with_hash=False, with_max=False))
+    ignore_eos_manifest(d, "sglang-tp2")
     R("tgi-tp1", scenario="llama8b", valid=False, flags=[RUL], ss=0.10, life=0.20, ttft95=0.05, tpot95=0.01, startup=5000.0, release=1000.0, tput=9000.0, goodput=1.0)
     # capacity sweep
     # closed-loop concurrency sweep, consistent with Little's law: rate = C / W

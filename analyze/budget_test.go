@@ -1,0 +1,58 @@
+package analyze
+
+import (
+	"runtime"
+	"testing"
+)
+
+// computeAllocs is what one Compute of a synthetic run of n requests (8
+// GPUs at 10 Hz, 100 requests a second) allocates: bytes and objects.
+func computeAllocs(t *testing.T, n int) (bytes, objects float64) {
+	t.Helper()
+	d := synthRun(n, 8, float64(n)/100, 10)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r, _, err := Compute(d, DefaultParams())
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests.Started != n {
+		t.Fatalf("%d requests computed, want %d", r.Requests.Started, n)
+	}
+	return float64(after.TotalAlloc - before.TotalAlloc), float64(after.Mallocs - before.Mallocs)
+}
+
+// Compute's allocation budget (issue 34): what one Compute of a synthetic
+// run of budgetRequests requests allocates per request, its 8 GPUs' 10 Hz
+// samples included (BenchmarkCompute1M measures the same at 1M requests:
+// 619 bytes a request); time is not tested (docs/analyze.md, "Scale
+// (measured)").
+const (
+	// budgetBytesPerRequest: measured 646 (before the prefill/decode
+	// fit read the requests in place: 862).
+	budgetBytesPerRequest = 720
+	// budgetAllocsPerRequest: measured 0.070, 6,983 objects, 6,089 of
+	// them the intervals' (0.068 before; 0.76 when the fit's bootstrap
+	// allocated a matrix per block and resample); an allocation per
+	// request or per sample in a hot path adds 1.
+	budgetAllocsPerRequest = 0.1
+	budgetRequests         = 100_000
+)
+
+// TestComputeAllocationBudget fails when Compute allocates more bytes or
+// objects per request than its budget: a regression in memory (the
+// prefill/decode fit once added 260 MB at 1M requests unnoticed) shows
+// here, in CI, without a timing.
+func TestComputeAllocationBudget(t *testing.T) {
+	computeAllocs(t, 1000) // one-time allocations
+	b, o := computeAllocs(t, budgetRequests)
+	bytes, objects := b/budgetRequests, o/budgetRequests
+	t.Logf("Compute of %d requests: %.0f bytes and %.4f objects per request (%.1f MB, %.0f objects)", budgetRequests, bytes, objects, b/(1<<20), o)
+	if bytes > budgetBytesPerRequest {
+		t.Errorf("Compute allocates %.0f bytes per request, budget %d", bytes, budgetBytesPerRequest)
+	}
+	if objects > budgetAllocsPerRequest {
+		t.Errorf("Compute makes %.4f allocations per request, budget %g", objects, budgetAllocsPerRequest)
+	}
+}
