@@ -726,6 +726,23 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	r.SteadyState.OutputTokens = new(tok)
 	r.SteadyState.JoulesPerToken = new(e / float64(tok))
 	r.SteadyState.Requests = new(len(ss) - first)
+	c.sustainedLoad(ss[first:len(ss)-drain], at.Joules)
+}
+
+// sustainedLoad fills the steady-state J/token without the drain from the
+// steady-state requests that ended by the last formal send.
+func (c *computation) sustainedLoad(ss []int32, joules []float64) {
+	if len(ss) == 0 {
+		return
+	}
+	var e float64
+	var tok int64
+	for _, i := range ss {
+		e += joules[i]
+		tok += c.d.Requests[i].OutputTokens
+	}
+	c.r.SteadyState.SustainedLoadJoulesPerToken = new(e / float64(tok))
+	c.r.SteadyState.SustainedLoadRequests = new(len(ss))
 }
 
 // drainCount is how many of ss (completion order) ended after the last

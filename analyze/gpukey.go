@@ -26,8 +26,9 @@ func keyOf(m model.Metric) gpuKey {
 // (nil: every series sel matches). A key without an instance (known from
 // the bench archive only) matches its UUID on any instance sel matches.
 type gpuSet struct {
-	sel  string
-	keys map[gpuKey]bool
+	sel     string
+	uuidSel string // sel without the instances (rawSel)
+	keys    map[gpuKey]bool
 }
 
 // has says whether series m is one of the run's GPUs.
@@ -67,9 +68,57 @@ func (l *loader) gpuSelector(ctx context.Context, keys map[gpuKey]bool) (gpuSet,
 	if len(keys) == 0 {
 		return gpuSet{sel: "instance=~" + anyOf(slices.Sorted(maps.Keys(insts)))}, nil
 	}
-	sel := "uuid=~" + anyOf(slices.Sorted(maps.Keys(uuids)))
+	uuidSel := "uuid=~" + anyOf(slices.Sorted(maps.Keys(uuids)))
+	sel := uuidSel
 	if len(insts) > 0 {
-		sel = "instance=~" + anyOf(slices.Sorted(maps.Keys(insts))) + "," + sel
+		sel = "instance=~" + anyOf(slices.Sorted(maps.Keys(insts))) + "," + uuidSel
 	}
-	return gpuSet{sel: sel, keys: keys}, nil
+	return gpuSet{sel: sel, uuidSel: uuidSel, keys: keys}, nil
+}
+
+// rawSel narrows the queries of the exporters' pushed raw series
+// (joulemark_gpu_{energy,power}_sample_*): remote write labels them with
+// the exporter's host name, not the scrape target's instance, so they are
+// matched by UUID (see rawOwners).
+func (s gpuSet) rawSel() string {
+	if s.uuidSel != "" {
+		return s.uuidSel
+	}
+	return s.sel
+}
+
+// rawOwners maps each raw series' key to the run GPU it belongs to: the
+// one GPU of the run with its UUID (those the scraped series named, else
+// keys), and only while a single pushed instance carries that UUID. A UUID two hosts
+// push (cloned VMs, simulated exporters) is left to the scraped series,
+// which name their instance.
+func (s gpuSet) rawOwners(m []rawSeries, found []gpuKey) map[gpuKey]gpuKey {
+	pushed := map[string]map[string]bool{}
+	for _, ss := range m {
+		k := keyOf(ss.metric)
+		if pushed[k.uuid] == nil {
+			pushed[k.uuid] = map[string]bool{}
+		}
+		pushed[k.uuid][k.instance] = true
+	}
+	cands := found // the GPUs the scraped series named, with their instance
+	if len(cands) == 0 {
+		cands = slices.Collect(maps.Keys(s.keys))
+	}
+	owner := map[gpuKey]gpuKey{}
+	for uuid, insts := range pushed {
+		var run []gpuKey
+		for _, k := range cands {
+			if k.uuid == uuid {
+				run = append(run, k)
+			}
+		}
+		if len(run) != 1 || len(insts) != 1 {
+			continue
+		}
+		for inst := range insts {
+			owner[gpuKey{instance: inst, uuid: uuid}] = run[0]
+		}
+	}
+	return owner
 }

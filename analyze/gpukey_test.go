@@ -43,8 +43,22 @@ func TestGPUNamedByHost(t *testing.T) {
 	s := startPromserver(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	samples := fixtureSamples(fixture())
-	if err := s.AppendSamples(ctx, append(samples, otherHost(samples)...)); err != nil {
+	d := fixture()
+	samples := fixtureSamples(d)
+	samples = append(samples, otherHost(samples)...)
+	// both hosts push raw energy samples under their host names: which is
+	// the run's is not known, so neither is used
+	for _, g := range d.GPUs {
+		for _, e := range g.Energy {
+			for host, f := range map[string]float64{"host-a": 3, "host-b": 2} {
+				for _, dt := range []int64{0, 500} { // denser than the scrapes: preferred if taken
+					samples = append(samples, remotewrite.Sample{Value: f * e.V, TimestampMs: int64(e.T*1000) + dt, Labels: map[string]string{
+						"__name__": contract.GPUEnergySample, "gpu": g.GPU, "uuid": g.UUID, "instance": host, "job": "joulemark-exporter"}})
+				}
+			}
+		}
+	}
+	if err := s.AppendSamples(ctx, samples); err != nil {
 		t.Fatal(err)
 	}
 	r := analyzeFixture(t, s.URL())

@@ -8,49 +8,86 @@ import (
 	"slices"
 
 	"github.com/joulemark/joulemark/internal/stats"
-	"gonum.org/v1/gonum/stat"
 )
 
 // Intervals is report.json "intervals": 95% confidence intervals of the
-// headline figures from a block bootstrap over the formal requests in
-// completion order (docs/analyze.md, "Confidence intervals").
-// Consecutive requests overlap in time and share energy, so they are
-// resampled in blocks, never one by one.
+// headline figures from batch means over time (docs/analyze.md,
+// "Confidence intervals"). Each figure's deviation is written as a sum over
+// a time grid of the formal stage; the grid is cut into batches sized from
+// the series' own correlation (Politis–White), and the interval is the
+// figure ± Student's t over the batches.
 type Intervals struct {
 	Method     string  `json:"method"`
 	Confidence float64 `json:"confidence"`
-	Resamples  int     `json:"resamples"`
-	// BlockLengthRequests is L = max(⌈n^(1/3)⌉, ⌈k⌉) for n formal
-	// requests, k the mean number of requests in flight (their summed
-	// latency over the formal span).
-	BlockLengthRequests int    `json:"block_length_requests"`
-	Seed                uint64 `json:"seed"`
-	// Reason says why there are none (fewer than minBlocks blocks).
+	// BinSeconds is the time grid's bin width, Bins its bins over the
+	// formal stage.
+	BinSeconds float64 `json:"bin_seconds"`
+	Bins       int     `json:"bins"`
+	// Reason says why no figure has one (no formal requests).
 	Reason string `json:"reason,omitempty"`
-	// CI95 maps a figure's report key to its [low, high]; a figure that
-	// is null, or whose interval has an infinite end (a percentile landing
-	// on failed requests), has none.
+	// CI95 maps a figure's report key to its [low, high]; a figure without
+	// one says why in Figures.
 	CI95 map[string][2]float64 `json:"ci95"`
+	// Figures holds, for every figure with an interval key, what its
+	// interval covers and how it was found, or why it has none.
+	Figures map[string]IntervalFigure `json:"figures"`
+}
+
+// IntervalFigure is one figure's interval: its estimand, form and batches,
+// or the reason it has none.
+type IntervalFigure struct {
+	// Estimand is what the interval covers, in words.
+	Estimand string `json:"estimand"`
+	// Form is how the interval is built from the batches: ratio, mean,
+	// wilson (a proportion: Wilson's score interval at the effective sample
+	// size) or woodruff (a percentile: the interval of the proportion
+	// below it, mapped back through the sorted values).
+	Form string `json:"form"`
+	// Batches of BatchSeconds each; CorrelationSeconds is the series'
+	// correlation scale G/g0 (Politis–White's lag window).
+	Batches            int     `json:"batches,omitempty"`
+	BatchSeconds       float64 `json:"batch_seconds,omitempty"`
+	CorrelationSeconds float64 `json:"correlation_seconds,omitempty"`
+	// StandardError is the interval's half-width over Student's t
+	// quantile at DF = batches − 1 degrees of freedom (what diff tests
+	// with).
+	StandardError *float64 `json:"standard_error,omitempty"`
+	DF            int      `json:"df,omitempty"`
+	// Reason says why there is no interval.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Interval figure keys: the report keys of the figures with an interval.
 const (
 	KeySteadyJPT     = "steady_state.joules_per_token"
+	KeySustainedJPT  = "steady_state.sustained_load_joules_per_token"
 	KeyLifecycleJPT  = "full_lifecycle_joules_per_token"
 	KeyThroughput    = "throughput_tokens_per_second"
 	KeyGoodputRatio  = "goodput.ratio"
 	KeyJoulesPerGood = "goodput.joules_per_good_token"
 )
 
+// Interval forms (IntervalFigure.Form).
 const (
-	bootstrapMethod = "block bootstrap (non-overlapping blocks) over the formal requests in completion order, percentile interval"
-	bootstrapSeed   = 1
-	// minBlocks is the fewest blocks a sequence must hold for an interval.
-	minBlocks = 10
-	// maxResamples and minResamples bound the resamples; bootstrapWork
-	// is requests × resamples (fewer resamples for big runs).
-	maxResamples, minResamples = 1000, 200
-	bootstrapWork              = 5e7
+	formRatio    = "ratio"
+	formMean     = "mean"
+	formWilson   = "wilson"
+	formWoodruff = "woodruff"
+)
+
+const (
+	intervalMethod = "batch means over time: each figure's deviation summed per time bin of the formal stage (a request's share spread over its life), 5 to 10 consecutive batches at least twice the series' correlation reach (Politis-White lag window), the batches' bias extrapolated from half batches, Student's t"
+	// minBatches is the fewest batches an interval takes: fewer independent
+	// stretches cannot give an honest 95% interval.
+	minBatches = 5
+	// maxIntervalBins bounds the grid: bins of 1 s, wider for runs longer
+	// than this many seconds.
+	maxIntervalBins = 1 << 14
+	ciLevel         = 0.95
+	// minEnergyBatchSeconds is the shortest batch of a J/token figure:
+	// GPU power has slow components (temperature, clocks) with correlation
+	// times of tens of seconds that a short run's lag window cannot see.
+	minEnergyBatchSeconds = 10.0
 )
 
 // CI95 is the 95% interval of the figure with report key key; false when
@@ -60,316 +97,608 @@ func (r *Report) CI95(key string) (lo, hi float64, ok bool) {
 	return v[0], v[1], ok
 }
 
-// seqItem sums a block of formal requests.
-type seqItem struct {
-	joules, tokens, goodTokens, good float64
-}
-
-// ranked is one latency value and the block of the sequence it is in.
-type ranked struct {
-	v   float64
-	blk int32
+// IntervalSE is the standard error and degrees of freedom of the figure's
+// interval; false when the report gives none (older reports: diff then
+// derives one from CI95).
+func (r *Report) IntervalSE(key string) (se float64, df int, ok bool) {
+	f, ok := r.Intervals.Figures[key]
+	if !ok || f.StandardError == nil || f.DF < 1 {
+		return 0, 0, false
+	}
+	return *f.StandardError, f.DF, true
 }
 
 // intervals fills report.json "intervals".
 func (c *computation) intervals() {
 	iv := &c.r.Intervals
-	iv.Method, iv.Confidence, iv.Seed, iv.CI95 = bootstrapMethod, 0.95, bootstrapSeed, map[string][2]float64{}
-	n := len(c.formal)
-	if n == 0 {
+	iv.Method, iv.Confidence = intervalMethod, ciLevel
+	iv.CI95, iv.Figures = map[string][2]float64{}, map[string]IntervalFigure{}
+	for _, f := range intervalKeys {
+		iv.Figures[f.key] = IntervalFigure{Estimand: f.estimand, Form: f.form}
+	}
+	defer c.absentReasons()
+	from, to, ok := c.intervalSpan()
+	if !ok {
 		iv.Reason = "no formal requests"
 		return
 	}
-	iv.BlockLengthRequests = c.blockLength()
-	if n < minBlocks*iv.BlockLengthRequests {
-		iv.Reason = fmt.Sprintf("%d formal requests are fewer than %d blocks of %d", n, minBlocks, iv.BlockLengthRequests)
-		return
+	n := max(1, int(math.Ceil((to-from)/max(1, (to-from)/maxIntervalBins))))
+	iv.BinSeconds, iv.Bins = (to-from)/float64(n), n
+	s := c.intervalSeries(from, iv.BinSeconds, n)
+	c.energyIntervals(iv, s)
+	c.requestIntervals(iv, s)
+	for k := range s.lat {
+		c.latencyIntervals(iv, s, &s.lat[k])
 	}
-	iv.Resamples = int(min(maxResamples, max(minResamples, bootstrapWork/float64(n))))
-	c.formalIntervals(iv)
-	c.steadyInterval(iv)
 }
 
-// blockLength is L = max(⌈n^(1/3)⌉, ⌈k⌉): n^(1/3) is the order of the
-// block length that minimizes the variance estimate's error (Hall,
-// Horowitz and Jing 1995); k, the mean requests in flight, is how far in
-// completion order a request's time and energy are shared, so a block
-// holds most of a request's correlated neighbours.
-func (c *computation) blockLength() int {
-	n := len(c.formal)
-	from, to, busy := math.Inf(1), math.Inf(-1), 0.0
+// intervalSpan is the formal stage, or the formal requests' span without
+// its boundaries.
+func (c *computation) intervalSpan() (from, to float64, ok bool) {
+	if len(c.formal) == 0 {
+		return 0, 0, false
+	}
+	if fb, ok := c.complete("formal"); ok && fb.End > fb.Start {
+		return fb.Start, fb.End, true
+	}
+	from, to = math.Inf(1), math.Inf(-1)
 	for _, i := range c.formal {
-		q := &c.d.Requests[i]
-		from, to = min(from, q.Send), max(to, q.End)
-		busy += max(0, q.End-q.Send)
+		from, to = min(from, c.d.Requests[i].Send), max(to, c.d.Requests[i].End)
 	}
-	l := int(math.Ceil(math.Cbrt(float64(n))))
-	if to > from {
-		l = max(l, int(math.Ceil(busy/(to-from))))
-	}
-	return max(1, l)
+	return from, max(to, from+1), true
 }
 
-// formalIntervals resamples the formal requests: full-lifecycle J/token,
-// throughput, goodput and its J per good token, latency percentiles.
-func (c *computation) formalIntervals(iv *Intervals) {
-	r, reqs := c.r, c.d.Requests
-	n := len(c.formal)
-	bs := newBlockSet(n, iv.BlockLengthRequests)
-	sums := make([]seqItem, bs.b) // per block; good counts the good requests
-	count := make([]float64, bs.b)
-	var ttft, tpots, lat []ranked
-	sumJ := 0.0
-	for k, i := range c.formal {
-		q, blk := &reqs[i], bs.blockOf[k]
-		s := &sums[blk]
-		count[blk]++
-		if c.joules != nil {
-			s.joules += c.joules[i]
-			sumJ += c.joules[i]
-		}
-		if !q.Success {
-			inf := ranked{math.Inf(1), blk}
-			ttft, tpots, lat = append(ttft, inf), append(tpots, inf), append(lat, inf)
+// absentReasons gives every figure without an interval a reason.
+func (c *computation) absentReasons() {
+	iv := &c.r.Intervals
+	for key, f := range iv.Figures {
+		if _, ok := iv.CI95[key]; ok {
 			continue
 		}
-		s.tokens += float64(q.OutputTokens)
-		if c.isGood(q) {
-			s.goodTokens += float64(q.OutputTokens)
-			s.good++
+		switch {
+		case figurePoint(c.r, key) == nil:
+			f.Reason = "the figure itself is null"
+		case f.Reason == "" && iv.Reason != "":
+			f.Reason = iv.Reason
+		case f.Reason == "":
+			f.Reason = "no series to resample" // unreachable with a point
 		}
-		lat = append(lat, ranked{q.Latency, blk})
-		if q.HasTTFT {
-			ttft = append(ttft, ranked{q.TTFT, blk})
-		}
-		if t, ok := tpot(*q); ok {
-			tpots = append(tpots, ranked{t, blk})
-		}
+		iv.Figures[key] = f
 	}
-	for _, l := range [][]ranked{ttft, tpots, lat} {
-		slices.SortFunc(l, func(a, b ranked) int { return cmp.Compare(a.v, b.v) })
+}
+
+// figurePoint is the report's value of an interval figure; nil when null.
+func figurePoint(r *Report, key string) *float64 {
+	switch key {
+	case KeySteadyJPT:
+		return r.SteadyState.JoulesPerToken
+	case KeySustainedJPT:
+		return r.SteadyState.SustainedLoadJoulesPerToken
+	case KeyLifecycleJPT:
+		return r.FullLifecycleJoulesPerToken
+	case KeyThroughput:
+		return r.ThroughputTokensPerSecond
+	case KeyGoodputRatio:
+		return r.Goodput.Ratio
+	case KeyJoulesPerGood:
+		return r.Goodput.JoulesPerGoodToken
 	}
-	dur := 0.0
-	if fb, ok := c.d.Phases["formal"]; ok && fb.HasStart && fb.HasEnd {
-		dur = fb.End - fb.Start
-	}
-	lists := []struct {
-		name     string
-		v        []ranked
-		perBlock []int32
-	}{{"ttft_seconds", ttft, countPerBlock(ttft, bs.b)}, {"tpot_seconds", tpots, countPerBlock(tpots, bs.b)}, {"latency_seconds", lat, countPerBlock(lat, bs.b)}}
-	reps := map[string][]float64{}
-	add := func(key string, v float64) { reps[key] = append(reps[key], v) }
-	for range iv.Resamples {
-		w := bs.resample()
-		var j, t, good, goodT, cnt float64
-		for blk, x := range w {
-			f := float64(x)
-			j, t, goodT, good, cnt = j+f*sums[blk].joules, t+f*sums[blk].tokens, goodT+f*sums[blk].goodTokens, good+f*sums[blk].good, cnt+f*count[blk]
-		}
-		// Blocks differ in length by one: the sums are scaled to n requests.
-		k := float64(n) / cnt
-		j, t, goodT = j*k, t*k, goodT*k
-		if c.joules != nil && r.Energy.LifecycleJoules != nil {
-			add(KeyLifecycleJPT, (*r.Energy.LifecycleJoules-sumJ+j)/t)
-		}
-		if c.joules != nil && r.Energy.FormalJoules != nil {
-			add(KeyJoulesPerGood, (*r.Energy.FormalJoules-sumJ+j)/goodT)
-		}
-		add(KeyThroughput, t/dur)
-		add(KeyGoodputRatio, good/cnt)
-		for _, l := range lists {
-			if v, ok := weightedPercentiles(l.v, w, l.perBlock); ok {
-				for i, name := range pctNames {
-					add("latency."+l.name+"."+name, v[i])
-				}
+	for _, l := range latencyLists(r) {
+		for i, name := range pctNames {
+			if key == "latency."+l.name+"."+name {
+				return l.p.ptr(i)
 			}
 		}
 	}
-	c.setFormalIntervals(iv, reps)
+	return nil
 }
 
-// setFormalIntervals keeps the intervals of the figures the report has.
-func (c *computation) setFormalIntervals(iv *Intervals, reps map[string][]float64) {
-	r := c.r
-	point := map[string]*float64{KeyLifecycleJPT: r.FullLifecycleJoulesPerToken, KeyJoulesPerGood: r.Goodput.JoulesPerGoodToken,
-		KeyThroughput: r.ThroughputTokensPerSecond, KeyGoodputRatio: r.Goodput.Ratio}
-	for _, l := range []struct {
-		name string
-		p    stats.Percentiles
-	}{{"ttft_seconds", r.Latency.TTFTSeconds}, {"tpot_seconds", r.Latency.TPOTSeconds}, {"latency_seconds", r.Latency.LatencySeconds}} {
-		for _, pc := range []struct {
-			name string
-			v    *float64
-		}{{"p50", l.p.P50}, {"p90", l.p.P90}, {"p95", l.p.P95}, {"p99", l.p.P99}} {
-			point["latency."+l.name+"."+pc.name] = pc.v
-		}
-	}
-	for key, v := range reps {
-		if point[key] != nil {
-			setInterval(iv, key, v)
-		}
-	}
+// ivSeries are the per-bin series the intervals are built from.
+type ivSeries struct {
+	w                  float64
+	energy             []float64 // the GPUs' energy per bin; nil without curves
+	tokens, goodTokens []float64 // output tokens of successful (good) formal requests
+	good, count        []float64 // good and all formal requests
+	steadyJ, steadyT   []float64 // the steady-state requests' joules and tokens
+	sustJ, sustT       []float64 // the same without the drain
+	steadyBins         [2]int    // the steady state's bins [from, to)
+	sustBins           [2]int
+	// core are the bins of full load, [the first formal completion, the
+	// last formal send): the ramp before it and the drain after it move
+	// every run alike, so the variance is estimated on the core and
+	// scaled to a figure's bins by their share of its denominator.
+	core [2]int
+	// drainVar is the variance of the drain's length (s²): how far the
+	// formal stage's end moves from run to run.
+	drainVar float64
+	lat      [3]latSeries
 }
 
-// steadyInterval resamples the steady-state requests for the steady-state
-// J/token (the window found is taken as given).
-func (c *computation) steadyInterval(iv *Intervals) {
-	if c.steadyFrom < 0 || c.joules == nil || c.r.SteadyState.JoulesPerToken == nil {
-		return
+// latSeries is one latency list: its values sorted (failures +Inf), the
+// count of its members per bin and, per percentile, the count at or below
+// the report's value.
+type latSeries struct {
+	name   string
+	sorted []float64
+	den    []float64
+	below  [4][]float64
+}
+
+// latencyValue is request q's value in latency list k (latency, TTFT,
+// TPOT); false when it has none there.
+func latencyValue(k int, q *Request) (float64, bool) {
+	if !q.Success {
+		return stats.Failed, true
 	}
-	var js, ts []float64
+	switch k {
+	case 0:
+		return q.TTFT, q.HasTTFT
+	case 1:
+		return tpot(*q)
+	}
+	return q.Latency, true
+}
+
+// intervalSeries builds the series over n bins of width w from `from`.
+func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
+	s := &ivSeries{w: w}
+	s.energy = c.energyBins(from, w, n)
+	names := [3]string{"ttft_seconds", "tpot_seconds", "latency_seconds"}
+	var thr [3][4]float64
+	for k := range s.lat {
+		s.lat[k].name = names[k]
+		for _, i := range c.formal {
+			if v, ok := latencyValue(k, &c.d.Requests[i]); ok {
+				s.lat[k].sorted = append(s.lat[k].sorted, v)
+			}
+		}
+		slices.Sort(s.lat[k].sorted)
+		for j, p := range pctQ {
+			if m := len(s.lat[k].sorted); m > 0 {
+				thr[k][j] = s.lat[k].sorted[stats.RankIndex(100*p, m)]
+			}
+		}
+	}
+	ser := func() *binSeries { return newBinSeries(from, w, n) }
+	tok, goodT, good, cnt, sj, st, uj, ut := ser(), ser(), ser(), ser(), ser(), ser(), ser(), ser()
+	var den [3]*binSeries
+	var below [3][4]*binSeries
+	for k := range den {
+		den[k] = ser()
+		for j := range below[k] {
+			below[k][j] = ser()
+		}
+	}
+	nss, steadyFrom, drain := c.steadyCounts()
+	pos := 0
+	sFrom, uFrom, uTo := math.Inf(1), math.Inf(1), math.Inf(-1)
+	firstEnd, lastSend := math.Inf(1), math.Inf(-1)
+	for _, i := range c.formal {
+		q := &c.d.Requests[i]
+		a, b := q.Send, q.End
+		firstEnd, lastSend = min(firstEnd, b), max(lastSend, a)
+		cnt.add(a, b, 1)
+		for k := range den {
+			v, ok := latencyValue(k, q)
+			if !ok {
+				continue
+			}
+			den[k].add(a, b, 1)
+			if j, _ := slices.BinarySearch(thr[k][:], v); j < 4 && v <= thr[k][j] {
+				below[k][j].add(a, b, 1)
+			}
+		}
+		if !q.Success {
+			continue
+		}
+		t := float64(q.OutputTokens)
+		tok.add(a, b, t)
+		if c.isGood(q) {
+			goodT.add(a, b, t)
+			good.add(a, b, 1)
+		}
+		if q.OutputTokens <= 0 {
+			continue
+		}
+		if steadyFrom >= 0 && pos >= steadyFrom && c.joules != nil {
+			sj.add(a, b, c.joules[i])
+			st.add(a, b, t)
+			sFrom = min(sFrom, a)
+			if pos < nss-drain {
+				uj.add(a, b, c.joules[i])
+				ut.add(a, b, t)
+				uFrom, uTo = min(uFrom, a), max(uTo, b)
+			}
+		}
+		pos++
+	}
+	s.tokens, s.goodTokens, s.good, s.count = tok.sums(), goodT.sums(), good.sums(), cnt.sums()
+	s.steadyJ, s.steadyT, s.sustJ, s.sustT = sj.sums(), st.sums(), uj.sums(), ut.sums()
+	bin := func(x float64) int { return tok.bin(x) }
+	s.core = [2]int{bin(firstEnd), bin(lastSend)}
+	s.drainVar = c.drainLengthVariance(lastSend)
+	if !math.IsInf(sFrom, 0) {
+		s.steadyBins = [2]int{bin(sFrom), n}
+	}
+	if !math.IsInf(uFrom, 0) {
+		s.sustBins = [2]int{bin(uFrom), bin(uTo) + 1}
+	}
+	for k := range s.lat {
+		s.lat[k].den = den[k].sums()
+		run := make([]float64, n)
+		for j := range below[k] {
+			for t, v := range below[k][j].sums() {
+				run[t] += v
+			}
+			s.lat[k].below[j] = slices.Clone(run)
+		}
+	}
+	return s
+}
+
+// drainVariance is the variance a figure's deviation (resid over bins)
+// takes from the drain's length: the residual rate in its last bin times
+// the drain length's spread; 0 unless the bins reach the grid's end.
+func (s *ivSeries) drainVariance(resid []float64, bins [2]int) float64 {
+	if bins[1] != len(resid) || bins[1] <= bins[0] {
+		return 0
+	}
+	rate := resid[bins[1]-1] / s.w
+	return rate * rate * s.drainVar
+}
+
+// drainLengthVariance is the variance of the drain's length, the longest
+// remaining life of the requests in flight at the last formal send: each
+// a uniform share of a length-biased draw from the formal requests'
+// latencies (a request in flight at a random instant), drawn drainDraws
+// times with a fixed seed.
+func (c *computation) drainLengthVariance(lastSend float64) float64 {
+	var lat []float64
+	inFlight := 0
+	for _, i := range c.formal {
+		q := &c.d.Requests[i]
+		if q.Latency > 0 {
+			lat = append(lat, q.Latency)
+		}
+		if q.Send <= lastSend && q.End > lastSend {
+			inFlight++
+		}
+	}
+	if len(lat) == 0 || inFlight == 0 {
+		return 0
+	}
+	cum := make([]float64, len(lat))
+	total := 0.0
+	for k, l := range lat {
+		total += l
+		cum[k] = total
+	}
+	rng := rand.New(rand.NewPCG(drainSeed, uint64(len(lat))))
+	var sum, sum2 float64
+	for range drainDraws {
+		longest := 0.0
+		for range inFlight {
+			k, _ := slices.BinarySearch(cum, rng.Float64()*total)
+			longest = max(longest, rng.Float64()*lat[min(k, len(lat)-1)])
+		}
+		sum, sum2 = sum+longest, sum2+longest*longest
+	}
+	m := sum / drainDraws
+	return max(0, sum2/drainDraws-m*m) * drainDraws / (drainDraws - 1)
+}
+
+// drainDraws and drainSeed are the drain length simulation's draws and
+// seed.
+const drainDraws, drainSeed = 400, 1
+
+// steadyCounts are the successful formal requests with tokens, where the
+// steady state starts among them (-1: not reached) and its drain.
+func (c *computation) steadyCounts() (n, from, drain int) {
 	for _, i := range c.formal {
 		if q := &c.d.Requests[i]; q.Success && q.OutputTokens > 0 {
-			js, ts = append(js, c.joules[i]), append(ts, float64(q.OutputTokens))
+			n++
 		}
 	}
-	js, ts = js[c.steadyFrom:], ts[c.steadyFrom:]
-	if len(js) < minBlocks*iv.BlockLengthRequests {
-		return
-	}
-	setInterval(iv, KeySteadyJPT, ratioReplicates(js, ts, iv.BlockLengthRequests, iv.Resamples))
+	return n, c.steadyFrom, c.r.SteadyState.DrainRequests
 }
 
-// ratioReplicates is the bootstrap distribution of Σnum/Σden.
-func ratioReplicates(num, den []float64, blockLen, resamples int) []float64 {
-	bs := newBlockSet(len(num), blockLen)
-	bn, bd := make([]float64, bs.b), make([]float64, bs.b)
-	for k := range num {
-		bn[bs.blockOf[k]] += num[k]
-		bd[bs.blockOf[k]] += den[k]
+// energyBins is the GPUs' energy in each bin (the counter curves); nil
+// without curves.
+func (c *computation) energyBins(from, w float64, n int) []float64 {
+	if len(c.curves) == 0 {
+		return nil
 	}
-	out := make([]float64, 0, resamples)
-	for range resamples {
-		var a, d float64
-		for blk, x := range bs.resample() {
-			a, d = a+float64(x)*bn[blk], d+float64(x)*bd[blk]
-		}
-		out = append(out, a/d)
+	tc := newTotalCursor(c.curves)
+	out := make([]float64, n)
+	prev := tc.at(from)
+	for i := range out {
+		e := tc.at(from + float64(i+1)*w)
+		out[i], prev = e-prev, e
 	}
 	return out
 }
 
-// setInterval stores the percentile interval of the replicates when both
-// ends are finite.
-func setInterval(iv *Intervals, key string, reps []float64) {
-	lo, hi, ok := percentileInterval(reps, iv.Confidence)
-	if ok {
-		iv.CI95[key] = [2]float64{lo, hi}
-	}
-}
-
-// percentileInterval is the (1−conf)/2 and (1+conf)/2 quantiles of the
-// replicates (linear interpolation); false when an end is not finite.
-func percentileInterval(reps []float64, conf float64) (lo, hi float64, ok bool) {
-	if len(reps) == 0 || slices.ContainsFunc(reps, math.IsNaN) {
-		return 0, 0, false
-	}
-	slices.Sort(reps)
-	lo = stat.Quantile((1-conf)/2, stat.LinInterp, reps, nil)
-	hi = stat.Quantile((1+conf)/2, stat.LinInterp, reps, nil)
-	return lo, hi, stats.Finite(lo) != nil && stats.Finite(hi) != nil
-}
-
-// pctNames are the percentiles weightedPercentiles finds, in order.
-var pctNames = [4]string{"p50", "p90", "p95", "p99"}
-
-// weightedPercentiles is the nearest-rank p50/p90/p95/p99 (as
-// percentilesOf) of the resample: each value in sorted counted as often as
-// its block was drawn, w[blk]; perBlock counts sorted's values in each
-// block. p50 is walked to from the bottom, the others from the top. ok is
-// false for an empty resample.
-func weightedPercentiles(sorted []ranked, w, perBlock []int32) (out [4]float64, ok bool) {
-	total := 0
-	for b, x := range w {
-		total += int(x) * int(perBlock[b])
-	}
-	if total == 0 {
-		return out, false
-	}
-	k50 := stats.RankIndex(50, total)
-	cum := 0
-	for _, x := range sorted {
-		if cum += int(w[x.blk]); cum > k50 {
-			out[0] = x.v
-			break
+// energyIntervals sets the J/token figures' intervals: the ratio's
+// linearized deviation, numerator − figure × denominator, per bin. Their
+// lag window is at least the energy series' own, where slow power noise
+// shows clearest.
+func (c *computation) energyIntervals(iv *Intervals, s *ivSeries) {
+	r := c.r
+	var minM, minL int
+	var perBin float64 // the energy's long-run variance per bin
+	if s.energy != nil && s.core[1]-s.core[0] >= 4 {
+		core := s.energy[s.core[0]:s.core[1]]
+		p := planBatches(core, 0, 0)
+		minM, minL = p.lw.M, int(p.lw.reach())
+		if p.B >= 2 {
+			v, _ := batchVariance(core, p)
+			perBin = v / float64(len(core))
 		}
 	}
-	// From the top: the value at rank k is the last one whose values
-	// below it number at most k.
-	ks := [3]int{stats.RankIndex(99, total), stats.RankIndex(95, total), stats.RankIndex(90, total)}
-	next, above := 0, 0
-	for i := len(sorted) - 1; i >= 0 && next < len(ks); i-- {
-		above += int(w[sorted[i].blk])
-		for next < len(ks) && total-above <= ks[next] {
-			out[3-next] = sorted[i].v
-			next++
+	if s.energy != nil {
+		minL = max(minL, int(math.Ceil(minEnergyBatchSeconds/2/s.w)))
+	}
+	ratio := func(key string, num, den []float64, bins [2]int, extra float64) {
+		p := figurePoint(r, key)
+		if p == nil || num == nil {
+			return
+		}
+		resid, total := make([]float64, len(num)), 0.0
+		for t := bins[0]; t < bins[1]; t++ {
+			resid[t] = num[t] - *p*den[t]
+			total += den[t]
+		}
+		sp := s.span(resid, den, bins, minM)
+		sp.minL, sp.extra = minL, extra+s.drainVariance(resid, bins)
+		iv.setLinear(key, *p, sp, total)
+	}
+	all := [2]int{0, len(s.tokens)}
+	ratio(KeySteadyJPT, s.steadyJ, s.steadyT, s.steadyBins, 0)
+	ratio(KeySustainedJPT, s.sustJ, s.sustT, s.sustBins, 0)
+	ratio(KeyLifecycleJPT, s.energy, s.tokens, all, perBin*c.fixedStageSeconds()/s.w)
+	ratio(KeyJoulesPerGood, s.energy, s.goodTokens, all, 0)
+}
+
+// fixedStageSeconds is the duration of the stages whose energy the
+// full-lifecycle figure adds as measured: startup, warm-up, release.
+func (c *computation) fixedStageSeconds() float64 {
+	d := 0.0
+	for _, name := range []string{"startup", "warmup", "release"} {
+		d += c.r.Stages[name].DurationSeconds
+	}
+	return d
+}
+
+// requestIntervals sets throughput's (tokens per bin over the fixed formal
+// duration) and the goodput ratio's (Wilson) intervals.
+func (c *computation) requestIntervals(iv *Intervals, s *ivSeries) {
+	r := c.r
+	if p := r.ThroughputTokensPerSecond; p != nil {
+		if fb, ok := c.complete("formal"); ok && fb.End > fb.Start {
+			resid, all := make([]float64, len(s.tokens)), [2]int{0, len(s.tokens)}
+			for t, v := range s.tokens {
+				resid[t] = v - *p*s.w
+			}
+			sp := s.span(resid, s.tokens, all, 0)
+			sp.extra = s.drainVariance(resid, all)
+			iv.setLinear(KeyThroughput, *p, sp, fb.End-fb.Start)
 		}
 	}
-	return out, true
-}
-
-// countPerBlock counts sorted's values in each of b blocks.
-func countPerBlock(sorted []ranked, b int) []int32 {
-	n := make([]int32, b)
-	for _, x := range sorted {
-		n[x.blk]++
+	if p := r.Goodput.Ratio; p != nil {
+		n := float64(r.Requests.Started)
+		resid := make([]float64, len(s.good))
+		for t := range resid {
+			resid[t] = s.good[t] - *p*s.count[t]
+		}
+		iv.setWilson(KeyGoodputRatio, *p, n, s.span(resid, s.count, [2]int{0, len(resid)}, 0))
 	}
-	return n
 }
 
-// blockSet splits a sequence of n into b = max(1, ⌊n/L⌋) consecutive
-// blocks of ⌊n/b⌋ or ⌈n/b⌉ (the non-overlapping block bootstrap,
-// Carlstein 1986); a resample draws b of them with replacement. Drawing
-// whole fixed blocks lets a resample be summed block by block and its
-// percentiles found with the small table of draws in cache, which keeps
-// a million requests within seconds.
-type blockSet struct {
-	b       int
-	blockOf []int32 // the block of each position
-	rng     *rand.Rand
-	w       []int32
+// latencyIntervals sets a latency list's percentile intervals (Woodruff).
+func (c *computation) latencyIntervals(iv *Intervals, s *ivSeries, l *latSeries) {
+	m := len(l.sorted)
+	if m == 0 {
+		return
+	}
+	for j, q := range pctQ {
+		key := "latency." + l.name + "." + pctNames[j]
+		if math.IsInf(l.sorted[stats.RankIndex(100*q, m)], 1) {
+			continue // the figure is null
+		}
+		below, total := 0.0, 0.0
+		for t := range l.den {
+			below, total = below+l.below[j][t], total+l.den[t]
+		}
+		f := below / total
+		resid := make([]float64, len(l.den))
+		for t := range resid {
+			resid[t] = l.below[j][t] - f*l.den[t]
+		}
+		iv.setQuantile(key, l.sorted, q, s.span(resid, l.den, [2]int{0, len(resid)}, 0), total)
+	}
 }
 
-func newBlockSet(n, l int) *blockSet {
-	b := max(1, n/max(1, l))
-	bs := &blockSet{b: b, blockOf: make([]int32, n), rng: rand.New(rand.NewPCG(bootstrapSeed, uint64(n))), w: make([]int32, b)}
-	for j := range b {
-		for k := j * n / b; k < (j+1)*n/b; k++ {
-			bs.blockOf[k] = int32(j)
+// spanSeries is a figure's deviation per bin over its bins, with its
+// denominator (what scales the core's variance to the bins).
+type spanSeries struct {
+	resid, den []float64
+	bins, core [2]int
+	// minM and minL are the least lag-window bandwidth and batch length
+	// (bins) another series' correlation asks for; extra is variance added
+	// as is (the fixed stages' energy).
+	minM, minL int
+	extra      float64
+	w          float64
+}
+
+// span is the figure's series over bins, its core the grid's core within
+// them (all of them when the core holds under half).
+func (s *ivSeries) span(resid, den []float64, bins [2]int, minM int) spanSeries {
+	core := [2]int{max(bins[0], s.core[0]), min(bins[1], s.core[1])}
+	if 2*(core[1]-core[0]) < bins[1]-bins[0] {
+		core = bins
+	}
+	return spanSeries{resid: resid, den: den, bins: bins, core: core, minM: minM, w: s.w}
+}
+
+// variance is the variance of the deviation's sum over the bins: batch
+// means over the core, scaled by the bins' share of the denominator; the
+// batches are recorded in f, and a reason returned when there are too few.
+func (sp spanSeries) variance(f *IntervalFigure) (v float64, df int, why string) {
+	x := sp.resid[sp.core[0]:sp.core[1]]
+	p := planBatches(x, sp.minM, sp.minL)
+	f.Batches, f.BatchSeconds, f.CorrelationSeconds = p.B, float64(p.L)*sp.w, p.lw.correlationBins()*sp.w
+	if p.B < minBatches {
+		return 0, 0, fmt.Sprintf("too few independent stretches for an honest 95%% interval: %.0f s of data at full load hold %d batches of %.0f s (correlation scale %.1f s), %d needed; a longer run gives one",
+			float64(len(x))*sp.w, p.B, f.BatchSeconds, f.CorrelationSeconds, minBatches)
+	}
+	v, df = batchVariance(x, p)
+	all, core := sum(sp.den[sp.bins[0]:sp.bins[1]]), sum(sp.den[sp.core[0]:sp.core[1]])
+	if core > 0 {
+		v *= all / core
+	}
+	return v + sp.extra, df, ""
+}
+
+func sum(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+// setLinear sets the interval point ± t·√V/scale of a figure whose
+// deviation is the series' sum over scale.
+func (iv *Intervals) setLinear(key string, point float64, sp spanSeries, scale float64) {
+	f := iv.Figures[key]
+	defer func() { iv.Figures[key] = f }()
+	v, df, why := sp.variance(&f)
+	if why != "" || !(scale > 0) {
+		f.Reason = cmp.Or(why, "no denominator over the series")
+		return
+	}
+	t := tQuantile((1+ciLevel)/2, df)
+	se := math.Sqrt(v) / scale
+	f.StandardError, f.DF = &se, df
+	iv.CI95[key] = [2]float64{point - t*se, point + t*se}
+}
+
+// setWilson sets a proportion's interval: Wilson's score interval with t
+// in place of z at the effective sample size p(1−p)/V, V the batch-means
+// variance of the proportion (clamped to [batches, n]; batches when p is 0
+// or 1, where V shows nothing). Its width follows p(1−p) at the ends, not
+// the lucky point's.
+func (iv *Intervals) setWilson(key string, p, n float64, sp spanSeries) {
+	f := iv.Figures[key]
+	defer func() { iv.Figures[key] = f }()
+	v, df, why := sp.variance(&f)
+	if why != "" {
+		f.Reason = why
+		return
+	}
+	t := tQuantile((1+ciLevel)/2, df)
+	v /= n * n
+	m := n
+	switch pq := p * (1 - p); {
+	case pq == 0:
+		m = float64(df + 1)
+	case v > 0:
+		m = min(n, max(float64(df+1), pq/v))
+	}
+	k := t * t / m
+	center := (p + k/2) / (1 + k)
+	half := t / (1 + k) * math.Sqrt(p*(1-p)/m+k/(4*m))
+	se := half / t
+	f.StandardError, f.DF = &se, df
+	iv.CI95[key] = [2]float64{max(0, center-half), min(1, center+half)}
+}
+
+// setQuantile sets a percentile's Woodruff interval: the proportion at or
+// below it, q ± t·se (se from the batches), mapped back through the
+// sorted values; none when the upper end lands on failed requests.
+func (iv *Intervals) setQuantile(key string, sorted []float64, q float64, sp spanSeries, n float64) {
+	f := iv.Figures[key]
+	defer func() { iv.Figures[key] = f }()
+	v, df, why := sp.variance(&f)
+	if why != "" {
+		f.Reason = why
+		return
+	}
+	t := tQuantile((1+ciLevel)/2, df)
+	seF := math.Sqrt(v) / n
+	m := len(sorted)
+	lo := sorted[stats.RankIndex(100*max(0, q-t*seF), m)]
+	hi := sorted[stats.RankIndex(100*min(1, q+t*seF), m)]
+	if math.IsInf(hi, 1) {
+		f.Reason = "the interval's upper end reaches the failed requests (+Inf in the latency lists)"
+		return
+	}
+	se := (hi - lo) / (2 * t)
+	f.StandardError, f.DF = &se, df
+	iv.CI95[key] = [2]float64{lo, hi}
+}
+
+// pctNames are the percentiles with intervals and pctQ their levels.
+var (
+	pctNames = [4]string{"p50", "p90", "p95", "p99"}
+	pctQ     = [4]float64{0.50, 0.90, 0.95, 0.99}
+)
+
+// latencyList is one of the report's latency lists by its key part.
+type latencyList struct {
+	name string
+	p    pctPtrs
+}
+
+type pctPtrs stats.Percentiles
+
+func (p pctPtrs) ptr(i int) *float64 {
+	return [4]*float64{p.P50, p.P90, p.P95, p.P99}[i]
+}
+
+func latencyLists(r *Report) []latencyList {
+	return []latencyList{{"ttft_seconds", pctPtrs(r.Latency.TTFTSeconds)}, {"tpot_seconds", pctPtrs(r.Latency.TPOTSeconds)}, {"latency_seconds", pctPtrs(r.Latency.LatencySeconds)}}
+}
+
+// What the intervals cover (IntervalFigure.Estimand). Every interval is of
+// the figure's expected value over repeated runs of the same design
+// (configuration, load and formal duration or count), within the run's
+// own noise: not across lifecycles (cold starts), the steady-state window
+// choice or the meter's calibration.
+const (
+	estSteady     = "the method's steady-state J/token: joules attributed to the steady-state requests (the window taken as found, to the formal stage's end, the closed loop's drain included) over their output tokens"
+	estSustained  = "the sustained-load J/token: the same steady-state requests without the drain (those ended by the last formal send, all under the full offered load)"
+	estLifecycle  = "full-lifecycle J/token over the same formal duration: startup and release energy taken as measured (one lifecycle shows no spread for them), the formal stage's energy and tokens resampled in time"
+	estGoodJPT    = "formal-stage joules over the output tokens of requests within the SLOs, misses clustered in time allowed for"
+	estThroughput = "formal output tokens per second over the formal stage's fixed duration (the tokens' rate in time, not per-request counts treated as independent)"
+	estGoodput    = "share of formal requests within the SLOs, misses clustered in time allowed for"
+	estPercentile = "the nearest-rank percentile of the formal requests (failed requests +Inf), clustered tails allowed for"
+)
+
+// intervalKeys are the figures with an interval, in report order: their
+// estimand and form, and how the markdown shows them (scale, format).
+var intervalKeys = func() []intervalKey {
+	keys := []intervalKey{
+		{KeySteadyJPT, "steady-state J/token (drain incl.)", estSteady, formRatio, 1, "%.4f"},
+		{KeySustainedJPT, "sustained-load J/token (no drain)", estSustained, formRatio, 1, "%.4f"},
+		{KeyLifecycleJPT, "full-lifecycle J/token", estLifecycle, formRatio, 1, "%.4f"},
+		{KeyJoulesPerGood, "J per good token", estGoodJPT, formRatio, 1, "%.4f"},
+		{KeyThroughput, "throughput tokens/s", estThroughput, formMean, 1, "%.1f"},
+		{KeyGoodputRatio, "goodput %", estGoodput, formWilson, 100, "%.2f"},
+	}
+	for _, l := range []struct{ key, label, format string }{{"ttft_seconds", "TTFT", "%.1f"}, {"tpot_seconds", "TPOT", "%.2f"}, {"latency_seconds", "latency", "%.0f"}} {
+		for _, p := range pctNames {
+			keys = append(keys, intervalKey{"latency." + l.key + "." + p, l.label + " " + p + " ms", estPercentile, formWoodruff, 1000, l.format})
 		}
 	}
-	return bs
-}
+	return keys
+}()
 
-// resample returns how many times each block is drawn (reused by the next
-// call).
-func (bs *blockSet) resample() []int32 {
-	clear(bs.w)
-	for range bs.b {
-		bs.w[bs.rng.IntN(bs.b)]++
-	}
-	return bs.w
-}
-
-// intervalKeys are the figures with an interval, in report order, and
-// how the markdown shows them (scale, format, unit).
-var intervalKeys = []struct {
-	key, label string
-	k          float64
-	format     string
-}{
-	{KeySteadyJPT, "steady-state J/token", 1, "%.4f"},
-	{KeyLifecycleJPT, "full-lifecycle J/token", 1, "%.4f"},
-	{KeyJoulesPerGood, "J per good token", 1, "%.4f"},
-	{KeyThroughput, "throughput tokens/s", 1, "%.1f"},
-	{KeyGoodputRatio, "goodput %", 100, "%.2f"},
-	{"latency.ttft_seconds.p50", "TTFT p50 ms", 1000, "%.1f"},
-	{"latency.ttft_seconds.p99", "TTFT p99 ms", 1000, "%.1f"},
-	{"latency.tpot_seconds.p50", "TPOT p50 ms", 1000, "%.2f"},
-	{"latency.tpot_seconds.p99", "TPOT p99 ms", 1000, "%.2f"},
-	{"latency.latency_seconds.p50", "latency p50 ms", 1000, "%.0f"},
-	{"latency.latency_seconds.p99", "latency p99 ms", 1000, "%.0f"},
+type intervalKey struct {
+	key, label, estimand, form string
+	k                          float64
+	format                     string
 }
 
 // ciText is " [lo, hi]" for the figure's interval, scaled by k; "" without
@@ -382,21 +711,32 @@ func ciText(r *Report, key string, k float64, format string) string {
 	return " [" + fmt.Sprintf(format, lo*k) + ", " + fmt.Sprintf(format, hi*k) + "]"
 }
 
-// intervalsMarkdown is report.md's "Uncertainty" section.
+// intervalsMarkdown is report.md's "Uncertainty" section: every figure's
+// interval, or why it has none.
 func intervalsMarkdown(p func(string, ...any), r *Report) {
 	iv := r.Intervals
 	p("## Uncertainty (95%% confidence intervals)\n\n")
-	if iv.Reason != "" || len(iv.CI95) == 0 {
-		p("No intervals: %s.\n\n", mdEscape(orDash(iv.Reason)))
+	if iv.Reason != "" {
+		p("No intervals: %s.\n\n", mdEscape(iv.Reason))
 		return
 	}
-	p("%s; block length %d requests, %d resamples, seed %d. The startup and release energy enter as measured (one lifecycle gives no spread for them); the steady-state window is taken as found.\n\n",
-		iv.Method, iv.BlockLengthRequests, iv.Resamples, iv.Seed)
-	p("| figure | 95%% CI low | 95%% CI high |\n|---|---:|---:|\n")
+	p("%s; bins of %.3g s. Each interval covers the figure's expected value over repeated runs of the same design (each figure's estimand: report.json intervals.figures); the startup and release energy enter as measured plus the formal stage's power noise per second over their duration; the steady-state window is taken as found.\n\n",
+		iv.Method, iv.BinSeconds)
+	p("| figure | 95%% CI low | 95%% CI high | batches × s | no interval because |\n|---|---:|---:|---|---|\n")
 	for _, f := range intervalKeys {
-		if lo, hi, ok := r.CI95(f.key); ok {
-			p("| %s | %s | %s |\n", f.label, fmt.Sprintf(f.format, lo*f.k), fmt.Sprintf(f.format, hi*f.k))
+		fig, ok := iv.Figures[f.key]
+		if !ok {
+			continue // an older report
 		}
+		batches := "-"
+		if fig.Batches > 0 {
+			batches = fmt.Sprintf("%d × %.0f", fig.Batches, fig.BatchSeconds)
+		}
+		if lo, hi, ok := r.CI95(f.key); ok {
+			p("| %s | %s | %s | %s | |\n", f.label, fmt.Sprintf(f.format, lo*f.k), fmt.Sprintf(f.format, hi*f.k), batches)
+			continue
+		}
+		p("| %s | - | - | %s | %s |\n", f.label, batches, mdEscape(fig.Reason))
 	}
 	p("\n")
 }

@@ -333,6 +333,9 @@ func WriteSummary(w io.Writer, r *Report) error {
 		ssv = num(r.SteadyState.JoulesPerToken, "%.4f") + ciText(r, KeySteadyJPT, 1, "%.4f")
 	}
 	row("steady-state J/token", ssv)
+	if r.SteadyState.Reached {
+		row("sustained-load J/token (no drain)", num(r.SteadyState.SustainedLoadJoulesPerToken, "%.4f")+ciText(r, KeySustainedJPT, 1, "%.4f"))
+	}
 	if r.Mode == contract.ModeAttached {
 		row("full-lifecycle J/token", "not measured (attached run)")
 	} else {
@@ -347,7 +350,7 @@ func WriteSummary(w io.Writer, r *Report) error {
 	row("TPOT p50/p99 ms", scaled(r.Latency.TPOTSeconds.P50, 1000, "%.2f")+ciText(r, "latency.tpot_seconds.p50", 1000, "%.2f")+" / "+scaled(r.Latency.TPOTSeconds.P99, 1000, "%.2f")+ciText(r, "latency.tpot_seconds.p99", 1000, "%.2f"))
 	row("goodput", scaled(r.Goodput.Ratio, 100, "%.2f%%")+ciText(r, KeyGoodputRatio, 100, "%.2f%%"))
 	if len(r.Intervals.CI95) > 0 {
-		row("intervals", fmt.Sprintf("[95%% CI], block bootstrap, L=%d requests", r.Intervals.BlockLengthRequests))
+		row("intervals", fmt.Sprintf("[95%% CI], batch means over time (%d of %d figures; the rest say why in Uncertainty)", len(r.Intervals.CI95), len(r.Intervals.Figures)))
 	}
 	if pd := r.PrefillDecode; pd != nil {
 		row("J per prefill/decode token, static W", prefillDecodeSummary(pd))

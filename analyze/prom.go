@@ -325,15 +325,29 @@ func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel gpuSet, sp raw
 	byKey := map[gpuKey]*GPUSeries{}
 	var order []gpuKey
 	pick := func(name string, set func(g *GPUSeries, s []Sample)) error {
-		m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", name, gpuSel.sel), sp.windows)
+		raw := name == contract.GPUEnergySample || name == contract.GPUPowerSample
+		sel := gpuSel.sel
+		if raw {
+			sel = gpuSel.rawSel()
+		}
+		m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", name, sel), sp.windows)
 		if err != nil {
 			return err
 		}
+		var owner map[gpuKey]gpuKey
+		if raw {
+			owner = gpuSel.rawOwners(m, order)
+		}
 		for _, ss := range m {
-			if !gpuSel.has(ss.metric) {
+			k := keyOf(ss.metric)
+			if raw {
+				var ok bool
+				if k, ok = owner[k]; !ok {
+					continue // no one GPU of the run owns it
+				}
+			} else if !gpuSel.has(ss.metric) {
 				continue // the same UUID on another host
 			}
-			k := keyOf(ss.metric)
 			g, ok := byKey[k]
 			if !ok {
 				g = &GPUSeries{GPU: string(ss.metric["gpu"]), UUID: k.uuid, Instance: k.instance, EnergySource: source[k], EnergyScope: scope[k]}

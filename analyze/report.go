@@ -124,10 +124,16 @@ type SteadyState struct {
 	// DrainRequests are the last successful requests, ended after the last
 	// formal send (the drain): the windows are tested before them; the
 	// steady state still runs to the formal stage's end.
-	DrainRequests int     `json:"drain_requests"`
-	Window        int     `json:"window"`
-	Windows       int     `json:"windows"`
-	CVThreshold   float64 `json:"cv_threshold"`
+	DrainRequests int `json:"drain_requests"`
+	// SustainedLoadJoulesPerToken is the same J/token without the drain:
+	// the steady-state requests that ended by the last formal send, all
+	// run under the full offered load (docs/design.md, "Definitions");
+	// SustainedLoadRequests counts them. Null when there are none.
+	SustainedLoadJoulesPerToken *float64 `json:"sustained_load_joules_per_token"`
+	SustainedLoadRequests       *int     `json:"sustained_load_requests"`
+	Window                      int      `json:"window"`
+	Windows                     int      `json:"windows"`
+	CVThreshold                 float64  `json:"cv_threshold"`
 	// WindowCV is the largest CV of the tested windows at the steady
 	// state's first request, or at the best start when it was not reached
 	// (what the test compared with CVThreshold); nil when no start could be

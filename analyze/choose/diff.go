@@ -32,6 +32,10 @@ type Change struct {
 	// BeforeCI and AfterCI are each side's 95% interval: the run's own
 	// (one run a side) or the median's across repetitions; nil when none.
 	BeforeCI, AfterCI *[2]float64
+	// BeforeSE and AfterSE are each run's standard error with its degrees
+	// of freedom, from its report's intervals.figures (one run a side);
+	// zero for an older report, whose CI95 width over 2·1.96 stands in.
+	BeforeSE, AfterSE stdErr
 	// BeforeRange and AfterRange are the min–max of a side's values when
 	// it has two or more; nil otherwise.
 	BeforeRange, AfterRange *[2]float64
@@ -42,10 +46,10 @@ type Change struct {
 
 // Significance tests of Change.Test.
 const (
-	// TestCI: one run a side; the within-run 95% intervals give each
-	// value's standard error, (high − low)/(2·1.96), and the change is
-	// significant when |after − before| exceeds 1.96 standard errors of
-	// the difference (a two-sided z test at 5%).
+	// TestCI: one run a side; each report's intervals give its value's
+	// standard error and degrees of freedom (intervals.figures: batch
+	// means over time) and Welch's t test decides at 5%; an older report
+	// without them stands in (high − low)/(2·1.96) and the z test.
 	TestCI = "ci"
 	// TestRank: repetitions; a Mann-Whitney U test across them
 	// (golang.org/x/perf/benchmath, AssumeNothing), as benchstat does.
@@ -149,8 +153,9 @@ func DiffRuns(before, after []*Run, metrics []Metric, thresholdPct float64) Diff
 // diffMetric is the change of m from the before runs to the after runs.
 func diffMetric(m Metric, before, after []*Run, thresholdPct float64) Change {
 	c := Change{Metric: m, P: math.NaN(), Test: TestNone, Significant: true}
-	bv, bci := side(m, before)
-	av, aci := side(m, after)
+	bv, bci, bse := side(m, before)
+	av, aci, ase := side(m, after)
+	c.BeforeSE, c.AfterSE = bse, ase
 	c.N1, c.N2 = len(bv), len(av)
 	c.HasBefore, c.HasAfter = len(bv) > 0, len(av) > 0
 	c.BeforeCI, c.AfterCI = bci, aci
@@ -251,9 +256,16 @@ func allValid(runs []*Run) bool {
 	return true
 }
 
+// stdErr is a within-run standard error and its degrees of freedom (0:
+// unknown, normal).
+type stdErr struct {
+	SE float64
+	DF int
+}
+
 // side is a metric's values over a side's runs and, for one run, its
-// within-run interval.
-func side(m Metric, runs []*Run) ([]float64, *[2]float64) {
+// within-run interval and standard error.
+func side(m Metric, runs []*Run) ([]float64, *[2]float64, stdErr) {
 	var vs []float64
 	for _, r := range runs {
 		if v, ok := m.Value(&r.Report); ok {
@@ -262,10 +274,33 @@ func side(m Metric, runs []*Run) ([]float64, *[2]float64) {
 	}
 	if len(runs) == 1 && len(vs) == 1 {
 		if lo, hi, ok := runs[0].Report.CI95(m.Key); ok {
-			return vs, &[2]float64{lo, hi}
+			se := stdErr{SE: (hi - lo) / (2 * z975)}
+			if s, df, ok := runs[0].Report.IntervalSE(m.Key); ok {
+				se = stdErr{SE: s, DF: df}
+			}
+			return vs, &[2]float64{lo, hi}, se
 		}
 	}
-	return vs, nil
+	return vs, nil, stdErr{}
+}
+
+// welchP is the two-sided p-value of a difference diff between two
+// values with standard errors a and b: Welch's t test with the
+// Welch–Satterthwaite degrees of freedom when both know theirs, the
+// normal (z) test otherwise (older reports' intervals).
+func welchP(diff float64, a, b stdErr) float64 {
+	se := math.Hypot(a.SE, b.SE)
+	switch {
+	case diff == 0:
+		return 1
+	case se == 0:
+		return 0
+	case a.DF < 1 || b.DF < 1:
+		return 2 * distuv.UnitNormal.Survival(diff/se)
+	}
+	va, vb := a.SE*a.SE, b.SE*b.SE
+	df := (va + vb) * (va + vb) / (va*va/float64(a.DF) + vb*vb/float64(b.DF))
+	return 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(diff/se)
 }
 
 // worse is the change in percent of |before| in the metric's bad direction.
@@ -289,17 +324,7 @@ func (c *Change) significance(bv, av []float64) {
 	switch {
 	case len(bv) == 1 && len(av) == 1 && c.BeforeCI != nil && c.AfterCI != nil:
 		c.Test = TestCI
-		seB, seA := (c.BeforeCI[1]-c.BeforeCI[0])/(2*z975), (c.AfterCI[1]-c.AfterCI[0])/(2*z975)
-		se := math.Hypot(seB, seA)
-		diff := math.Abs(c.After - c.Before)
-		switch {
-		case diff == 0:
-			c.P = 1
-		case se == 0:
-			c.P = 0
-		default:
-			c.P = 2 * distuv.UnitNormal.Survival(diff/se)
-		}
+		c.P = welchP(math.Abs(c.After-c.Before), c.BeforeSE, c.AfterSE)
 		c.Significant = c.P < Alpha
 	case len(bv) > 1 || len(av) > 1:
 		c.Test = TestRank

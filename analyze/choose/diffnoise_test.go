@@ -4,6 +4,10 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/joulemark/joulemark/analyze"
 )
 
 // ciRun is a valid run whose steady-state J/token is v with the 95%
@@ -52,6 +56,34 @@ func TestDiffNoiseAware(t *testing.T) {
 	bare := gate(t, Diff(ciRun("b", 0.300, 0), ciRun("a", 0.3165, 0), metrics, 5))
 	if bare.Test != TestNone || !bare.Regressed {
 		t.Errorf("no intervals: test %s, regressed %v; want untested and regressed", bare.Test, bare.Regressed)
+	}
+}
+
+// seRun is a valid run whose steady-state J/token is v with standard
+// error se on df degrees of freedom (its report's intervals.figures) and
+// the matching Student's t interval.
+func seRun(name string, v, se float64, df int) *Run {
+	r := ciRun(name, v, 0)
+	h := se * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
+	r.Report.Intervals.CI95 = map[string][2]float64{SteadyStateJPT.Key: {v - h, v + h}}
+	r.Report.Intervals.Figures = map[string]analyze.IntervalFigure{SteadyStateJPT.Key: {StandardError: &se, DF: df}}
+	return r
+}
+
+// TestDiffWelch: with the reports' standard errors and degrees of
+// freedom, diff runs Welch's t test: a 3% change with 1% standard errors
+// is significant on many degrees of freedom (p ≈ 0.034, as the z test)
+// and not on 2 a side (Welch df ≈ 4, p ≈ 0.10), which a z test on the
+// standard errors would call significant.
+func TestDiffWelch(t *testing.T) {
+	metrics := []Metric{SteadyStateJPT}
+	many := gate(t, Diff(seRun("b", 1.00, 0.01, 200), seRun("a", 1.03, 0.01, 200), metrics, 1))
+	if !many.Significant || math.Abs(many.P-0.034) > 0.003 {
+		t.Errorf("df 200: p %.4f, significant %v; want ≈ 0.034, significant", many.P, many.Significant)
+	}
+	few := gate(t, Diff(seRun("b", 1.00, 0.01, 2), seRun("a", 1.03, 0.01, 2), metrics, 1))
+	if few.Significant || few.P < 0.08 || few.P > 0.12 {
+		t.Errorf("df 2: p %.4f, significant %v; want ≈ 0.10 and ~", few.P, few.Significant)
 	}
 }
 

@@ -82,6 +82,15 @@ var (
 			}
 			return r.SteadyState.JoulesPerToken
 		}}
+	// SustainedLoadJPT is the steady-state J/token without the drain
+	// (docs/design.md, "Definitions").
+	SustainedLoadJPT = Metric{Key: "steady_state.sustained_load_joules_per_token", Label: "sustained_J/tok", Unit: "J/token", Dir: Minimize, hi: maxJoulesPerToken, positive: true,
+		value: func(r *analyze.Report) *float64 {
+			if !r.SteadyState.Reached {
+				return nil
+			}
+			return r.SteadyState.SustainedLoadJoulesPerToken
+		}}
 	LifecycleJPT = Metric{Key: "full_lifecycle_joules_per_token", Label: "life_J/tok", Unit: "J/token", Dir: Minimize, hi: maxJoulesPerToken, positive: true,
 		value: func(r *analyze.Report) *float64 { return r.FullLifecycleJoulesPerToken }}
 	TTFTP95 = Metric{Key: "latency.ttft_seconds.p95", Label: "ttft_p95", Unit: "s", Dir: Minimize, hi: maxSeconds,
@@ -141,7 +150,7 @@ var CheckedMetrics = append(DiffMetrics[:len(DiffMetrics):len(DiffMetrics)], GPU
 var ParetoMetrics = []Metric{SteadyStateJPT, LifecycleJPT, TTFTP95, TPOTP95, StartupEnergy, Throughput, Goodput}
 
 // DiffMetrics are the metrics `joulemark diff` tracks for regressions.
-var DiffMetrics = []Metric{SteadyStateJPT, LifecycleJPT, JoulesPerGoodToken, TTFTP95, TPOTP95, StartupEnergy, Throughput, Goodput, ErrorRate}
+var DiffMetrics = []Metric{SteadyStateJPT, SustainedLoadJPT, LifecycleJPT, JoulesPerGoodToken, TTFTP95, TPOTP95, StartupEnergy, Throughput, Goodput, ErrorRate}
 
 // MetricByKey finds a tracked metric by its report key or its label.
 func MetricByKey(key string) (Metric, error) {

@@ -3,6 +3,7 @@ package choose
 import (
 	"encoding/json"
 	"fmt"
+	"gonum.org/v1/gonum/stat/distuv"
 	"math"
 	"slices"
 	"strings"
@@ -171,6 +172,12 @@ type Agreement struct {
 	RelativeRange *float64 `json:"relative_range"`
 	Agree         bool     `json:"agree"`
 	Verdict       string   `json:"verdict"` // "agree", or why they do not or cannot be told
+	// HeterogeneityP is Cochran's Q test of the valid repetitions'
+	// steady-state J/token against their within-run standard errors
+	// (intervals.figures): small when they differ by more than their own
+	// intervals explain, the run-to-run spread a single run's interval
+	// leaves out. Nil with fewer than two standard errors (older reports).
+	HeterogeneityP *float64 `json:"heterogeneity_p"`
 }
 
 // Agreement judges the pool's repetitions.
@@ -210,7 +217,35 @@ func (p *RepetitionPool) Agreement() Agreement {
 	}
 	a.Verdict = a.verdict(missing)
 	a.Agree = a.Verdict == "agree"
+	a.HeterogeneityP = heterogeneity(p.Valid)
 	return a
+}
+
+// heterogeneity is Cochran's Q p-value of the runs' steady-state J/token
+// (the method's headline, drain included) weighted by their within-run
+// standard errors; nil with fewer than two.
+func heterogeneity(runs []*Run) *float64 {
+	var xs, ws []float64
+	for _, r := range runs {
+		v, ok := SteadyStateJPT.Value(&r.Report)
+		se, _, has := r.Report.IntervalSE(SteadyStateJPT.Key)
+		if ok && has && se > 0 {
+			xs, ws = append(xs, v), append(ws, 1/(se*se))
+		}
+	}
+	if len(xs) < 2 {
+		return nil
+	}
+	mean, wsum := 0.0, 0.0
+	for i, x := range xs {
+		mean, wsum = mean+ws[i]*x, wsum+ws[i]
+	}
+	mean /= wsum
+	q := 0.0
+	for i, x := range xs {
+		q += ws[i] * (x - mean) * (x - mean)
+	}
+	return f64(distuv.ChiSquared{K: float64(len(xs) - 1)}.Survival(q))
 }
 
 // verdict is "agree", or the first reason they do not (or cannot be told

@@ -416,3 +416,31 @@ func TestPoolSanity(t *testing.T) {
 		t.Errorf("a repetition without counts: pooled sanity %+v, want unknown", s)
 	}
 }
+
+// TestAgreementHeterogeneity: repetitions 0.40, 0.42, 0.44 agree within
+// ±20% either way; with 1% standard errors (intervals.figures) Cochran's
+// Q says they differ beyond their own intervals, with 5% ones it does
+// not, and without standard errors it has nothing to say.
+func TestAgreementHeterogeneity(t *testing.T) {
+	for _, tc := range []struct {
+		se     float64
+		wantLo bool // p < 0.05
+	}{{0.004, true}, {0.02, false}, {0, false}} {
+		runs := reps("g", 0.40, 0.42, 0.44)
+		for _, r := range runs {
+			if tc.se > 0 {
+				se := tc.se
+				r.Report.Intervals.Figures = map[string]analyze.IntervalFigure{SteadyStateJPT.Key: {StandardError: &se, DF: 9}}
+			}
+		}
+		a := PoolRepetitions(runs)[0].Agreement()
+		switch {
+		case !a.Agree:
+			t.Errorf("se %g: verdict %q, want agree", tc.se, a.Verdict)
+		case tc.se == 0 && a.HeterogeneityP != nil:
+			t.Errorf("no standard errors: heterogeneity p %v, want none", *a.HeterogeneityP)
+		case tc.se > 0 && (a.HeterogeneityP == nil || (*a.HeterogeneityP < 0.05) != tc.wantLo):
+			t.Errorf("se %g: heterogeneity p %v, want below 0.05: %v", tc.se, a.HeterogeneityP, tc.wantLo)
+		}
+	}
+}

@@ -69,6 +69,9 @@ func repetitionRows(res Result) [][]string {
 			rr = choose.FormatValue(100**a.RelativeRange, true) + "%"
 		}
 		verdict := a.Verdict
+		if h := a.HeterogeneityP; h != nil && *h < choose.Alpha {
+			verdict += fmt.Sprintf("; steady-state J/token differs beyond the runs' own intervals (p=%.3f): run-to-run spread", *h)
+		}
 		if len(a.Invalid) > 0 {
 			verdict += "; not pooled: " + strings.Join(a.Invalid, ", ")
 		}
@@ -89,7 +92,7 @@ func pooledText(m choose.Metric, p *choose.Pooled) string {
 }
 
 // repetitionLegend says what the repetition table's figures are.
-const repetitionLegend = "each figure: the median (min–max) over each group's valid repetitions (invalid ones counted, never pooled), with their range (min–max: as an interval of the median it holds with probability 1−2^(1−n), 75%% at n = 3); agreement: formal output tokens within ±%s%% (|a−b|/max) and each repetition's steady-state J/token within ±%s%% of the median; rel. range = (max−min)/median of steady-state J/token.\n"
+const repetitionLegend = "each figure: the median (min–max) over each group's valid repetitions (invalid ones counted, never pooled), with their range (min–max: as an interval of the median it holds with probability 1−2^(1−n), 75%% at n = 3); agreement: formal output tokens within ±%s%% (|a−b|/max) and each repetition's steady-state J/token (the method's headline, drain included) within ±%s%% of the median, and, where the reports carry standard errors, Cochran's Q test of whether they differ beyond their within-run intervals; rel. range = (max−min)/median of steady-state J/token.\n"
 
 // WriteText prints the side-by-side table, the comparability check, the
 // group medians and the rank correlation.

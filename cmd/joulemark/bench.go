@@ -82,12 +82,12 @@ type BenchCmd struct {
 	EngineVersion    string        `name:"engine.version" hidden:"" group:"Engine" help:"Engine version, recorded in the manifest."`
 	EngineImage      string        `name:"engine.image" hidden:"" group:"Engine" help:"Engine image, recorded in the manifest."`
 	ModelRevision    string        `name:"engine.model-revision" hidden:"" group:"Engine" help:"Model revision, recorded in the manifest."`
-	EnginePod        string        `name:"engine.pod" placeholder:"NAMESPACE/NAME" group:"Engine" help:"Measure only the GPUs the kubelet lists for the engine's pod, resolved by the exporter (instead of --gpus)."`
+	EnginePod        string        `name:"engine.pod" placeholder:"NAMESPACE/NAME" group:"Engine" help:"Measure only the GPUs the kubelet lists for the engine's pod, resolved by the exporter (instead of --gpus): NAMESPACE/NAME, or NAMESPACE/NAME-PREFIX* for a Deployment's pod; a lifecycle's pod may start with the engine. Required (or --gpus) when the exporter knows which pods hold its GPUs."`
 	EngineMetrics    bool          `name:"engine.metrics" group:"Engine" help:"Record the engine's own /metrics (queue, KV cache, preemptions) with the run."`
 	EngineMetricsURL string        `name:"engine.metrics-url" hidden:"" group:"Engine" help:"Engine metrics URL (default: the target's root + /metrics)."`
 
 	Exporter    clientflags.Exporter    `embed:"" prefix:"exporter." group:"Exporters"`
-	GPUs        []string                `name:"gpus" placeholder:"UUID" group:"Exporters" help:"Measure only these GPU UUIDs (comma-separated or repeated): the engine's GPUs. Default: every GPU of the exporters."`
+	GPUs        []string                `name:"gpus" placeholder:"UUID" group:"Exporters" help:"Measure only these GPU UUIDs (comma-separated or repeated): the engine's GPUs. Default: every GPU of the exporters, refused by one that knows which pods hold its GPUs (give --engine.pod)."`
 	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write." group:"Remote write (per-request samples)"`
 	Prometheus  clientflags.Prometheus  `embed:"" prefix:"prometheus." group:"Prometheus (pre-flight: the run id is new there)"`
 

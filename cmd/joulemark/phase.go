@@ -19,7 +19,7 @@ type PhaseCmd struct {
 	Exporter clientflags.Exporter `embed:"" prefix:"exporter."`
 	Timeout  time.Duration        `default:"10s" help:"Timeout of each request."`
 	GPUs     []string             `name:"gpus" placeholder:"UUID" help:"With the run's first phase: measure only these GPU UUIDs (comma-separated or repeated)."`
-	Pod      string               `name:"engine.pod" help:"With the run's first phase: measure only the GPUs the kubelet lists for this pod (namespace/name)."`
+	Pod      string               `name:"engine.pod" help:"With the run's first phase: measure only the GPUs the kubelet lists for this pod (namespace/name, or namespace/name-prefix*)."`
 }
 
 // Run posts the phase to every exporter and prints each one's answer.

@@ -80,7 +80,7 @@ document.getElementById("f").onload = function () {
   var d = this.contentDocument, w = d.documentElement.clientWidth, wide = [];
   d.querySelectorAll("body *").forEach(function (e) {
     var r = e.getBoundingClientRect();
-    if ((r.right > w + 1 || e.scrollWidth > e.clientWidth + 1) && wide.length < 5) wide.push(e.tagName.toLowerCase() + (e.className && e.className.baseVal === undefined ? "." + e.className : ""));
+    if ((r.right > w + 1 || (e.namespaceURI === "http://www.w3.org/1999/xhtml" && e.scrollWidth > e.clientWidth + 1)) && wide.length < 5) wide.push(e.tagName.toLowerCase() + (e.className && e.className.baseVal === undefined ? "." + e.className : ""));
   });
   var o = document.createElement("pre");
   o.id = "overflow";

@@ -14,6 +14,9 @@ import (
 // legendPad is the space around the legend strip.
 const legendPad = 4 * vg.Millimeter
 
+// legendRowGap is the least space between two legend rows.
+const legendRowGap vg.Length = 4
+
 // Inline renders p at w × h as an inline SVG element (no XML prolog). A
 // plot with a legend gets it in a strip below the plot (a <g
 // class="legend"> beside the <g class="plot-area">), never drawn over the
@@ -22,15 +25,19 @@ const legendPad = 4 * vg.Millimeter
 func Inline(p *plot.Plot, w, h vg.Length) (string, error) {
 	leg := p.Legend
 	r := leg.Rectangle(draw.Canvas{})
-	lh := r.Max.Y - r.Min.Y
-	if lh <= 0 {
+	if lh := r.Max.Y - r.Min.Y; lh <= 0 {
 		inner, err := render(p.Draw, w, h)
 		if err != nil {
 			return "", err
 		}
 		return wrap(w, h, inner), nil
 	}
-	lh += 2 * legendPad
+	// gonum spaces the rows by its own font metrics, while browsers draw
+	// the SVG's font size larger in the page's units: room between rows
+	// keeps the entries from overlapping each other.
+	leg.Padding = max(leg.Padding, legendRowGap)
+	r = leg.Rectangle(draw.Canvas{})
+	lh := r.Max.Y - r.Min.Y + 2*legendPad
 	p.Legend = plot.NewLegend()
 	defer func() { p.Legend = leg }()
 	area, err := render(p.Draw, w, h)
