@@ -18,6 +18,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/version"
 )
 
@@ -165,7 +166,7 @@ func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error)
 	}
 	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: hc})
 	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", cfg.PrometheusURL, err)
+		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
 	}
 	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
 		readAPI: cfg.ReadAPI, log: cfg.Logger, wait: cfg.Wait}
@@ -188,7 +189,7 @@ func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error)
 	}
 	d, err := l.load(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("loading run %q from %s: %w", cfg.RunID, cfg.PrometheusURL, err)
+		return nil, fmt.Errorf("loading run %q from %s: %w", cfg.RunID, secretfile.RedactURL(cfg.PrometheusURL), secretfile.SecretsOf(cfg.PrometheusURL).Error(err))
 	}
 	return d, nil
 }
@@ -210,6 +211,10 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 	}
 	modeFromArchive(d, arch)
 	if arch != nil {
+		if err := arch.crossCheck(d); err != nil {
+			return nil, nil, err
+		}
+		arch.clampInterrupted(d)
 		d.ExporterRestarts = exporterRestarts(arch.views)
 		d.Client = arch.clientReport()
 	}
@@ -292,18 +297,24 @@ func addArchive(r *Report, arch *benchArchive, p Params) {
 // near-misses people paste (an API or UI path, no scheme), naming the URL
 // they meant.
 func CheckPrometheusURL(raw string) error {
+	err := checkPrometheusURL(raw)
+	return secretfile.SecretsOf(raw).Error(err)
+}
+
+func checkPrometheusURL(raw string) error {
 	u, err := url.Parse(raw)
+	shown := secretfile.RedactURL(raw)
 	if err == nil && u.Host == "" && raw != "" && !strings.HasPrefix(raw, "/") && (u.Scheme == "" || u.Opaque != "") {
-		return fmt.Errorf("%q has no scheme: did you mean http://%s?", raw, raw)
+		return fmt.Errorf("%q has no scheme: did you mean http://%s?", shown, shown)
 	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q: want http(s)://host[:port][/path]", raw)
+		return fmt.Errorf("%q: want http(s)://host[:port][/path]", shown)
 	}
 	for _, tail := range []string{"/api/v1", "/graph", "/federate"} {
 		if i := strings.Index(u.Path, tail); i >= 0 && (len(u.Path) == i+len(tail) || u.Path[i+len(tail)] == '/') {
 			base := *u
 			base.Path, base.RawQuery, base.Fragment = u.Path[:i], "", ""
-			return fmt.Errorf("%q ends in an API or UI path (%s): give the base URL Prometheus serves under, e.g. %s", raw, u.Path[i:], base.String())
+			return fmt.Errorf("%q ends in an API or UI path (%s): give the base URL Prometheus serves under, e.g. %s", shown, u.Path[i:], secretfile.RedactURL(base.String()))
 		}
 	}
 	return nil

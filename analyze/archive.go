@@ -17,6 +17,9 @@ import (
 // output sanity counts and the quality verdicts.
 type benchArchive struct {
 	dir string
+	run *runarchive.Run
+	// tally sums the archived requests (crossCheck).
+	tally requestTally
 	// manifest is nil when the archive has none.
 	manifest *runarchive.Manifest
 	// views are phases.json's exporters; none without the file.
@@ -43,7 +46,7 @@ func readBenchArchive(run *runarchive.Run, runID string) (*benchArchive, error) 
 	if err := run.CheckRequests(); err != nil {
 		return nil, err
 	}
-	a := &benchArchive{dir: run.Dir}
+	a := &benchArchive{dir: run.Dir, run: run}
 	m, err := run.ReadManifest()
 	switch {
 	case errors.Is(err, runarchive.ErrNoManifest):
@@ -68,6 +71,9 @@ func readBenchArchive(run *runarchive.Run, runID string) (*benchArchive, error) 
 	}
 	err = run.EachRequest(func(_ int, r *runarchive.Request) error {
 		sanity.Add(r)
+		if x, ok := archivedRequest(r); ok {
+			a.tally.add(x.Formal, x.Success, x.OutputTokens, x.InputTokens)
+		}
 		if r.Phase == string(contract.Formal) && r.Success && r.Quality != nil {
 			a.quality.Add(*r.Quality)
 		}

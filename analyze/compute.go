@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/stats"
 
 	"fmt"
@@ -476,9 +477,35 @@ func (c *computation) idleStability() {
 	}
 }
 
+// interrupted flags a killed run (excluding: its bench died mid-run) or an
+// aborted one (a warning), saying how much of the formal phase was cut.
+func (c *computation) interrupted(in *Interruption) {
+	cut := "the formal phase ends at its last request"
+	if in.CutSeconds > 0 {
+		cut = fmt.Sprintf("the formal phase ends at its last request, %.1f s before the recorded end (the exporter's formal phase energy is left out)", in.CutSeconds)
+	}
+	if in.Status == runarchive.StatusKilled {
+		c.flag(contract.FlagKilled, true, "the bench died mid-run (finalized by joulemark runs finalize): %s", cut)
+		return
+	}
+	c.flag(contract.FlagAborted, false, "the run was aborted (Ctrl-C): %s", cut)
+}
+
 // orderFormal lists the formal requests in completion order and flags the
-// request samples the loader left out.
+// request samples and impossible values the loader left out.
 func (c *computation) orderFormal() {
+	if len(c.d.InvalidValues) > 0 {
+		c.flag(contract.FlagPrometheusValuesInvalid, true, "Prometheus answered impossible values (NaN, ±Inf, a negative phase energy), left out: %s", strings.Join(c.d.InvalidValues, ", "))
+	}
+	if c.d.RequestsFromArchive != "" {
+		c.flag(contract.FlagRequestsArchiveMismatch, false, "the per-request samples disagree with the run archive (a remote-write receiver dropped some?): %s; the requests come from the archive", c.d.RequestsFromArchive)
+	}
+	if in := c.d.Interrupted; in != nil {
+		c.interrupted(in)
+	}
+	if c.d.ArchiveMismatch != "" {
+		c.flag(contract.FlagRequestsArchiveMismatch, false, "the run archive does not account for every per-request sample (not this run's whole archive?): %s; the requests are Prometheus'", c.d.ArchiveMismatch)
+	}
 	if c.d.IncompleteRequests > 0 {
 		c.flag(contract.FlagRequestsIncomplete, true, "%d per-request sample groups lack latency, output tokens or success and were left out", c.d.IncompleteRequests)
 	}

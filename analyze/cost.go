@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/stats"
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -213,7 +214,7 @@ func CarbonOverRun(ctx context.Context, cfg Config, r *Report) (*float64, error)
 	}
 	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: hc})
 	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", cfg.PrometheusURL, err)
+		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
 	}
 	return AverageOver(ctx, v1.NewAPI(client), in.CarbonQuery, from, to)
 }

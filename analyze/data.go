@@ -58,6 +58,14 @@ type Request struct {
 	Formal       bool // of the formal phase (phase="formal"), else of the warm-up
 }
 
+// Interruption is a killed or aborted run's end (clampInterrupted).
+type Interruption struct {
+	Status string // runarchive.StatusKilled or StatusAborted
+	// CutSeconds is how much of the recorded formal phase followed its
+	// last request (0: none was cut).
+	CutSeconds float64
+}
+
 // PhaseBounds are the exact boundaries of one lifecycle phase.
 type PhaseBounds struct {
 	Start, End       float64
@@ -107,6 +115,19 @@ type RunData struct {
 	// Mode, when set, is the run's mode from its archive (manifest run_info
 	// or the bench's no_lifecycle flag); else RunInfo's, else inferred.
 	Mode string
+	// RequestsFromArchive, when set, says the requests come from the run's
+	// archive and what Prometheus held instead (crossCheck).
+	RequestsFromArchive string
+	// Interrupted, when set, says the run was killed or aborted (its
+	// archive's status): its formal phase ends at its last request.
+	Interrupted *Interruption
+	// ArchiveMismatch, when set, says Prometheus holds more requests than
+	// the run's archive (crossCheck): the requests stay Prometheus'.
+	ArchiveMismatch string
+	// InvalidValues are the metrics of which Prometheus answered
+	// impossible values (NaN, ±Inf, a negative phase energy), left out,
+	// each "metric: count".
+	InvalidValues []string
 	// IncompleteRequests counts per-request sample groups that lacked a
 	// required sample (latency, output tokens or success).
 	IncompleteRequests int

@@ -50,6 +50,8 @@ type loader struct {
 	// (0: not at all).
 	arch *archivedRun
 	wait time.Duration
+	// invalid counts the values left out as impossible (plausible.go).
+	invalid invalidValues
 }
 
 // runSel is the run_id matcher, quoted for PromQL.
@@ -76,7 +78,7 @@ func (l *loader) vector(ctx context.Context, q string, at time.Time) (model.Vect
 	if !ok {
 		return nil, fmt.Errorf("query %s: got a %s, want a vector", q, v.Type())
 	}
-	return vec, nil
+	return l.invalid.finite(q, vec), nil
 }
 
 func (l *loader) matrix(ctx context.Context, q string, at time.Time) (model.Matrix, error) {
@@ -152,6 +154,7 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	d.InvalidValues = l.invalid.list()
 	d.ReadAPI, d.ReadFallback = ReadQuery, l.readFallback
 	if l.rr != nil {
 		d.ReadAPI = ReadRemote
@@ -230,6 +233,10 @@ func (l *loader) loadPhaseEnergy(ctx context.Context, d *RunData) (map[gpuKey]bo
 	}
 	keys := map[gpuKey]bool{}
 	for _, s := range pe {
+		if s.Value < 0 {
+			l.invalid.note(contract.PhaseEnergy)
+			continue
+		}
 		d.PhaseEnergy[string(s.Metric["phase"])] += float64(s.Value)
 		keys[keyOf(s.Metric)] = true
 	}
@@ -562,20 +569,12 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 					pos[m]++
 				}
 			}
-			lat, out := val[rLat], val[rOut]
-			if !has[rOut] || !has[rLat] || !has[rSucc] || !(lat >= 0) || math.IsInf(lat, 0) || !(out >= 0) || math.IsInf(out, 0) {
+			r, ok := joinRequest(val, has)
+			if !ok {
 				p.incomplete++
 				continue
 			}
-			end := float64(ts) / 1000
-			r := reqVals{
-				end: end, latency: lat,
-				outputTokens: int64(math.Round(out)), inputTokens: int64(math.Round(val[rIn])),
-				success: val[rSucc] == 1,
-			}
-			if t := val[rTTFT]; has[rTTFT] && t >= 0 && !math.IsInf(t, 0) {
-				r.hasTTFT, r.ttft = true, t
-			}
+			r.end = float64(ts) / 1000
 			reqs = append(reqs, r)
 		}
 		if len(reqs) > 0 {
@@ -583,4 +582,24 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 		}
 	}
 	return p, nil
+}
+
+// joinRequest is one request from its samples; false when one it needs is
+// absent or impossible (a NaN success, a negative or fractional token
+// count, a NaN latency): the group counts as incomplete.
+func joinRequest(val [nReqMetrics]float64, has [nReqMetrics]bool) (reqVals, bool) {
+	if !has[rOut] || !has[rLat] || !has[rSucc] || !plausibleDuration(val[rLat]) {
+		return reqVals{}, false
+	}
+	out, okOut := tokenCount(val[rOut])
+	in, okIn := tokenCount(val[rIn]) // 0 when absent
+	succ, okSucc := successValue(val[rSucc])
+	if !okOut || !okIn || !okSucc {
+		return reqVals{}, false
+	}
+	r := reqVals{latency: val[rLat], outputTokens: out, inputTokens: in, success: succ}
+	if t := val[rTTFT]; has[rTTFT] && plausibleDuration(t) {
+		r.hasTTFT, r.ttft = true, t
+	}
+	return r, true
 }

@@ -3,7 +3,9 @@ package analyze
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,8 +145,14 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 		for _, ss := range m {
 			s := make([]Sample, 0, len(ss.Values))
 			for _, p := range ss.Values {
-				if ws[i].keep(p.Timestamp) {
-					s = append(s, Sample{T: float64(p.Timestamp) / 1000, V: float64(p.Value)})
+				switch v := float64(p.Value); {
+				case !ws[i].keep(p.Timestamp):
+				case math.IsNaN(v) || math.IsInf(v, 0):
+					if m := queryMetric(sel); strings.HasPrefix(m, "joulemark_") {
+						l.invalid.note(m) // an engine's own NaN is its business
+					}
+				default:
+					s = append(s, Sample{T: float64(p.Timestamp) / 1000, V: v})
 				}
 			}
 			parts = append(parts, part{ss.Metric, s})

@@ -7,6 +7,7 @@ package benchjob
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // Config is one benchmark run. It is a plain struct: the CLI fills it from
@@ -263,7 +265,7 @@ func (c *Config) checkTarget(p *problems) {
 	if c.Target == "" {
 		p.add("target", "required (OpenAI base URL, e.g. http://host:8000/v1)")
 	} else if !httpURL(c.Target) {
-		p.add("target", "%q is not an http(s) URL", c.Target)
+		p.add("target", "%q is not an http(s) URL", secretfile.RedactURL(c.Target))
 	}
 	switch c.Endpoint {
 	case "completions", "chat":
@@ -286,9 +288,7 @@ func (c *Config) checkLoad(p *problems) {
 	if c.Concurrency > ConcurrencyLimit || c.MaxConcurrency > ConcurrencyLimit {
 		p.add("concurrency", "%d requests in flight: at most %d", max(c.Concurrency, c.MaxConcurrency), ConcurrencyLimit)
 	}
-	if c.Rate < 0 {
-		p.add("rate", "%g must not be negative", c.Rate)
-	}
+	checkRate(p, "rate", c.Rate)
 	open := c.open()
 	closed := c.Concurrency > 0 || len(c.SweepConcurrency) > 0
 	switch {
@@ -297,8 +297,13 @@ func (c *Config) checkLoad(p *problems) {
 	case !open && !closed:
 		p.add("concurrency", "set concurrency (closed loop), rate (open loop) or a trace")
 	}
-	if c.Burstiness < 0 || (c.Burstiness > 0 && !open) {
-		p.add("burstiness", "%g: positive, and only with rate (1 is Poisson)", c.Burstiness)
+	switch b := c.Burstiness; {
+	case !finite(b):
+		p.add("burstiness", "%g is not a finite number", b)
+	case b < 0 || (b > 0 && !open):
+		p.add("burstiness", "%g: positive, and only with rate (1 is Poisson)", b)
+	case b > 0 && (b < MinBurstiness || b > MaxBurstiness):
+		p.add("burstiness", "%g: want %g to %g (1 is Poisson)", b, MinBurstiness, MaxBurstiness)
 	}
 	if c.MaxConcurrency < 0 || (c.MaxConcurrency > 0 && !open) {
 		p.add("max_concurrency", "%d: positive, and only caps an open loop", c.MaxConcurrency)
@@ -307,6 +312,30 @@ func (c *Config) checkLoad(p *problems) {
 		p.add("workload.trace", "a trace sets its own arrival times; drop rate")
 	}
 }
+
+// Bounds of an open loop's rate (requests per second) and burstiness (the
+// gamma shape): outside them the arrival gaps overflow a time.Duration or
+// collapse to nothing.
+const (
+	MinRate       = 1e-4
+	MaxRate       = 1e6
+	MinBurstiness = 1e-3
+	MaxBurstiness = 1e3
+)
+
+// checkRate: a rate is 0 (none), or finite within [MinRate, MaxRate].
+func checkRate(p *problems, field string, r float64) {
+	switch {
+	case !finite(r):
+		p.add(field, "%g is not a finite number", r)
+	case r < 0:
+		p.add(field, "%g must not be negative", r)
+	case r > 0 && (r < MinRate || r > MaxRate):
+		p.add(field, "%.3g requests/s: want %g to %g", r, MinRate, MaxRate)
+	}
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 func (c *Config) checkSweeps(p *problems) {
 	if c.Repeat < 0 || c.Repeat > MaxRepeat {
@@ -320,6 +349,8 @@ func (c *Config) checkSweeps(p *problems) {
 	for i, r := range c.SweepRate {
 		if r <= 0 {
 			p.add("sweep_rate", "value %g (#%d) must be positive", r, i+1)
+		} else {
+			checkRate(p, fmt.Sprintf("sweep_rate #%d", i+1), r)
 		}
 	}
 	if len(c.SweepConcurrency) > 0 && len(c.SweepRate) > 0 {
@@ -393,6 +424,9 @@ func (c *Config) checkRequestOptions(p *problems) {
 	if c.Timeouts.Connect < 0 || c.Timeouts.FirstToken < 0 || c.Timeouts.Total < 0 || c.Timeouts.Idle < 0 || c.Timeouts.Drain < 0 {
 		p.add("timeouts", "must not be negative")
 	}
+	if t := c.Extras.Temperature; t != nil && (!finite(*t) || *t < 0) {
+		p.add("extras.temperature", "%g: want a finite number, not negative", *t)
+	}
 	if c.Extras.MinTokens != nil && *c.Extras.MinTokens < 0 {
 		p.add("extras.min_tokens", "%d must not be negative", *c.Extras.MinTokens)
 	}
@@ -431,13 +465,13 @@ func (c *Config) checkEngine(p *problems) {
 func (c *Config) checkEndpoints(p *problems) {
 	for i, x := range c.Exporters {
 		if !httpURL(x) {
-			p.add("exporters", "#%d %q is not an http(s) URL", i+1, x)
+			p.add("exporters", "#%d %q is not an http(s) URL", i+1, secretfile.RedactURL(x))
 		}
 	}
 	c.checkSelector(p)
 	if rw := c.RemoteWrite; rw.URL != "" {
 		if !httpURL(rw.URL) {
-			p.add("remote_write.url", "%q is not an http(s) URL", rw.URL)
+			p.add("remote_write.url", "%q is not an http(s) URL", secretfile.RedactURL(rw.URL))
 		}
 		if err := rw.HTTP.Validate(); err != nil {
 			p.add("remote_write.http", "%v", err)
@@ -454,7 +488,7 @@ func (c *Config) checkEndpoints(p *problems) {
 	}
 	if pr := c.Prometheus; pr.URL != "" {
 		if !httpURL(pr.URL) {
-			p.add("prometheus.url", "%q is not an http(s) URL", pr.URL)
+			p.add("prometheus.url", "%q is not an http(s) URL", secretfile.RedactURL(pr.URL))
 		}
 		if err := pr.HTTP.Validate(); err != nil {
 			p.add("prometheus.http", "%v", err)
@@ -465,7 +499,7 @@ func (c *Config) checkEndpoints(p *problems) {
 	}
 	if c.Engine.MetricsURL != "" {
 		if u, err := url.Parse(c.Engine.MetricsURL); err != nil || u.Host == "" {
-			p.add("engine.metrics_url", "%q is not a URL", c.Engine.MetricsURL)
+			p.add("engine.metrics_url", "%q is not a URL", secretfile.RedactURL(c.Engine.MetricsURL))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package benchjob
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,14 @@ func TestConfigValidate(t *testing.T) {
 			c.TargetHTTP.BearerToken, c.TargetHTTP.BearerTokenFile = "a", "b"
 		}, []string{"target_http"}},
 		{"several at once", func(c *Config) { c.Target, c.Endpoint = "", "x" }, []string{"target:", "endpoint:"}},
+		{"infinite rate", func(c *Config) { c.Concurrency, c.Rate = 0, math.Inf(1) }, []string{"rate: +Inf is not a finite number"}},
+		{"NaN rate", func(c *Config) { c.Concurrency, c.Rate = 0, math.NaN() }, []string{"rate: NaN is not a finite number"}},
+		{"tiny rate", func(c *Config) { c.Concurrency, c.Rate = 0, 1e-300 }, []string{"rate: 1e-300 requests/s: want 0.0001 to 1e+06"}},
+		{"huge sweep rate", func(c *Config) { c.Concurrency, c.SweepRate = 0, []float64{1, 1e300} }, []string{"sweep_rate #2: 1e+300 requests/s"}},
+		{"NaN burstiness", func(c *Config) { c.Concurrency, c.Rate, c.Burstiness = 0, 5, math.NaN() }, []string{"burstiness: NaN is not a finite number"}},
+		{"tiny burstiness", func(c *Config) { c.Concurrency, c.Rate, c.Burstiness = 0, 5, 1e-300 }, []string{"burstiness: 1e-300: want 0.001 to 1000"}},
+		{"NaN temperature", func(c *Config) { c.Extras.Temperature = new(math.NaN()) }, []string{"extras.temperature: NaN"}},
+		{"infinite temperature", func(c *Config) { c.Extras.Temperature = new(math.Inf(1)) }, []string{"extras.temperature: +Inf"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // engineMetricNames are the engine's own gauges and counters recorded with
@@ -114,10 +115,10 @@ func scrapeOnce(do func(*http.Request) (*http.Response, error), u string, timeou
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: status %d", u, resp.StatusCode)
+		return nil, fmt.Errorf("GET %s: status %d", secretfile.RedactURL(u), resp.StatusCode)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "text/plain") && !strings.HasPrefix(ct, "application/openmetrics-text") {
-		return nil, fmt.Errorf("GET %s: content type %q", u, ct)
+		return nil, fmt.Errorf("GET %s: content type %q", secretfile.RedactURL(u), ct)
 	}
 	return parseEngineMetrics(io.LimitReader(resp.Body, 32<<20))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/benchjob/openai"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // withTargetHint adds the likely fix to an error of the engine's API: a
@@ -23,5 +24,5 @@ func withTargetHint(target string, err error) error {
 		return err
 	}
 	u.Path = strings.TrimRight(u.Path, "/") + "/v1"
-	return fmt.Errorf("%w (--target is the OpenAI-compatible base URL, which ends in /v1: did you mean %s?)", err, u.String())
+	return fmt.Errorf("%w (--target is the OpenAI-compatible base URL, which ends in /v1: did you mean %s?)", err, secretfile.RedactURL(u.String()))
 }

@@ -12,13 +12,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/version"
 )
 
 // configYAML renders c as YAML (secrets marshal as <secret>), and the same
 // document as a generic map for the manifest.
 func configYAML(c *Config) ([]byte, map[string]any, error) {
-	b, err := yaml.Marshal(c)
+	b, err := yaml.Marshal(c.shown())
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding config: %w", err)
 	}
@@ -27,6 +28,26 @@ func configYAML(c *Config) ([]byte, map[string]any, error) {
 		return nil, nil, fmt.Errorf("encoding config: %w", err)
 	}
 	return b, m, nil
+}
+
+// shown is a copy of c with every URL redacted (secretfile.RedactURL), as
+// the archive stores it.
+func (c *Config) shown() *Config {
+	s := *c
+	s.Target = secretfile.RedactURL(c.Target)
+	s.Exporters = make([]string, len(c.Exporters))
+	for i, u := range c.Exporters {
+		s.Exporters[i] = secretfile.RedactURL(u)
+	}
+	s.Prometheus.URL = secretfile.RedactURL(c.Prometheus.URL)
+	s.RemoteWrite.URL = secretfile.RedactURL(c.RemoteWrite.URL)
+	s.Engine.MetricsURL = secretfile.RedactURL(c.Engine.MetricsURL)
+	return &s
+}
+
+// secrets are the secrets of c's URLs, scrubbed from its errors and logs.
+func (c *Config) secrets() secretfile.Secrets {
+	return secretfile.SecretsOf(append([]string{c.Target, c.Prometheus.URL, c.RemoteWrite.URL, c.Engine.MetricsURL}, c.Exporters...)...)
 }
 
 func hostInfo() runarchive.HostInfo {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // preflightTimeout bounds each pre-flight call.
@@ -83,7 +84,7 @@ func (r *runner) preflight(ctx context.Context) (map[string][]phaseapi.GPUInfo, 
 	if rw := r.cfg.RemoteWrite; rw.URL != "" {
 		wg.Go(func() {
 			if err := probeRemoteWrite(ctx, rw); err != nil {
-				fail(fmt.Errorf("remote-write target %s: %w", rw.URL, err))
+				fail(fmt.Errorf("remote-write target %s: %w", secretfile.RedactURL(rw.URL), secretfile.SecretsOf(rw.URL).Error(err)))
 			}
 		})
 	}
@@ -120,13 +121,14 @@ func exporterPreflightError(u, runID string, err error) error {
 // checkPrometheusRunID fails when Prometheus already holds phase markers of
 // runID within the lookback.
 func checkPrometheusRunID(ctx context.Context, p Prometheus, runID string) error {
+	shown := secretfile.RedactURL(p.URL)
 	rt, err := config.NewRoundTripperFromConfig(p.HTTP, "joulemark-bench")
 	if err != nil {
-		return fmt.Errorf("prometheus %s: %w", p.URL, err)
+		return fmt.Errorf("prometheus %s: %w", shown, err)
 	}
 	cl, err := api.NewClient(api.Config{Address: p.URL, RoundTripper: rt})
 	if err != nil {
-		return fmt.Errorf("prometheus %s: %w", p.URL, err)
+		return fmt.Errorf("prometheus %s: %w", shown, err)
 	}
 	lookback := p.Lookback
 	q := fmt.Sprintf(`count by (run_id) (last_over_time(joulemark_phase_start_timestamp_seconds{run_id=%s}[%s]))`,
@@ -135,10 +137,10 @@ func checkPrometheusRunID(ctx context.Context, p Prometheus, runID string) error
 	defer cancel()
 	v, _, _, err := promv1.NewAPI(cl).Query(cctx, q, time.Now())
 	if err != nil {
-		return fmt.Errorf("prometheus %s: checking run ID %s: %w", p.URL, runID, err)
+		return fmt.Errorf("prometheus %s: checking run ID %s: %w", shown, runID, err)
 	}
 	if vec, ok := v.(model.Vector); ok && len(vec) > 0 {
-		return fmt.Errorf("prometheus %s: run ID %s already has phase markers (within %s): give a new --run-id", p.URL, runID, model.Duration(lookback))
+		return fmt.Errorf("prometheus %s: run ID %s already has phase markers (within %s): give a new --run-id", shown, runID, model.Duration(lookback))
 	}
 	return nil
 }
@@ -190,10 +192,10 @@ func (r *runner) probeTarget(ctx context.Context) error {
 	}
 	switch {
 	case r.cfg.Engine.NoLifecycle && err != nil:
-		return fmt.Errorf("target %s: GET /v1/models: %w", r.cfg.Target, withTargetHint(r.cfg.Target, err))
+		return fmt.Errorf("target %s: GET /v1/models: %w", secretfile.RedactURL(r.cfg.Target), withTargetHint(r.cfg.Target, err))
 	case !r.cfg.Engine.NoLifecycle && err == nil && r.cfg.Engine.Cmd != "":
 		r.log.Warn("the target already serves models before the engine started: another engine holds the address? (an orphan of a killed run: see joulemark runs finalize)",
-			"target", r.cfg.Target)
+			"target", secretfile.RedactURL(r.cfg.Target))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/atomicfile"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // EnginePIDFile is runs/<run_id>/engine.pid: the process group of the
@@ -109,6 +110,32 @@ func same(pid int, ticks uint64) bool {
 		return false
 	}
 	return ticks == 0 || startTicks(pid) == ticks
+}
+
+// benchProcess identifies this process as a run's bench.
+func benchProcess() *runarchive.BenchProcess {
+	h, _ := os.Hostname()
+	return &runarchive.BenchProcess{PID: os.Getpid(), StartTicks: startTicks(os.Getpid()), Hostname: h}
+}
+
+// ErrBenchAlive is wrapped when runs finalize finds the run's bench alive.
+var ErrBenchAlive = errors.New("the run's bench is still running")
+
+// checkBenchGone fails with ErrBenchAlive, naming the pid and where it was
+// found, while the bench of the run in runDir (manifest m) lives on this
+// host: the run's end is its own. A bench on another host cannot be
+// checked and is taken as gone; so is this very process.
+func checkBenchGone(runDir string, m *runarchive.Manifest) error {
+	host, _ := os.Hostname()
+	if b := m.Bench; b != nil && b.Hostname == host && b.PID != os.Getpid() && same(b.PID, b.StartTicks) {
+		return fmt.Errorf("%w: pid %d (manifest.json bench, started at tick %d): stop it (Ctrl-C ends the run and its archive) or wait for it; finalize is for a bench that died", ErrBenchAlive, b.PID, b.StartTicks)
+	}
+	var p enginePID
+	if b, err := os.ReadFile(filepath.Join(runDir, EnginePIDFile)); err == nil && json.Unmarshal(b, &p) == nil &&
+		p.BenchPID != os.Getpid() && same(p.BenchPID, p.BenchStartTicks) {
+		return fmt.Errorf("%w: pid %d (%s): stop it (Ctrl-C ends the run and its archive) or wait for it; finalize is for a bench that died", ErrBenchAlive, p.BenchPID, EnginePIDFile)
+	}
+	return nil
 }
 
 // groupAlive reports whether process group pgid has a member.

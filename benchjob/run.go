@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 		return nil, errors.New("bench config has a sweep or a repeat: run it with Sweep")
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, cfg.secrets().Error(err)
 	}
 	if cfg.RunID == "" {
 		cfg.RunID = contract.NewRunID()
@@ -144,12 +144,16 @@ func Run(ctx context.Context, cfg Config, opts Options) (*Result, error) {
 
 // runValidated runs one validated run (no sweep) with its run id set: Run
 // and Sweep, the entry points, make a fresh id when none was given.
+// Both keep the secrets of the config's URLs out of their log and errors.
 func runValidated(ctx context.Context, cfg Config, opts Options) (*Result, error) {
+	ss := cfg.secrets()
+	opts.Logger = ss.Logger(opts.withDefaults().Logger)
 	r, err := prepare(ctx, cfg, opts)
 	if err != nil {
-		return nil, err
+		return nil, ss.Error(err)
 	}
-	return r.run(ctx)
+	res, err := r.run(ctx)
+	return res, ss.Error(err)
 }
 
 // prepare does everything that can fail before a run starts: secrets,
@@ -357,9 +361,9 @@ func (r *runner) openArchive(ctx context.Context, gpus map[string][]phaseapi.GPU
 	}
 	rec.man = runarchive.Manifest{
 		RunID: r.runID, Status: StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
-		Joulemark: joulemarkInfo(), Git: gitInfo(ctx), Host: hostInfo(), GPUs: gpus,
+		Joulemark: joulemarkInfo(), Git: gitInfo(ctx), Host: hostInfo(), GPUs: gpus, Bench: benchProcess(),
 		Engine: runarchive.EngineInfo{Cmd: e.Cmd, StartHook: e.Start, StopHook: e.Stop, Version: e.Version, Image: e.Image,
-			Model: cfg.Model, ModelRevision: e.ModelRevision, Target: cfg.Target, Controller: controllerName(r.engine, r.opts.Engine)},
+			Model: cfg.Model, ModelRevision: e.ModelRevision, Target: secretfile.RedactURL(cfg.Target), Controller: controllerName(r.engine, r.opts.Engine)},
 		Thinking: thinking(&cfg), Load: loadInfo(&cfg),
 		Created: unixSeconds(time.Now()), Phases: map[string]float64{},
 	}
@@ -438,7 +442,7 @@ func (r *runner) record(rec *runarchive.Request) {
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	start := time.Now()
-	r.log.Info("bench run starting", "run_id", r.runID, "archive", r.rec.arch.Dir, "target", r.cfg.Target)
+	r.log.Info("bench run starting", "run_id", r.runID, "archive", r.rec.arch.Dir, "target", secretfile.RedactURL(r.cfg.Target))
 	r.progress.start()
 	aggDone := make(chan struct{})
 	aggStopped := make(chan struct{})
@@ -681,7 +685,7 @@ func (r *runner) waitReady(ctx context.Context) error {
 		last = err
 		if time.Since(said) >= progressEvery {
 			said = time.Now()
-			r.log.Info("waiting for the engine to be ready", "target", r.cfg.Target, "waited", time.Since(t0).Round(time.Second),
+			r.log.Info("waiting for the engine to be ready", "target", secretfile.RedactURL(r.cfg.Target), "waited", time.Since(t0).Round(time.Second),
 				"max", r.cfg.Engine.ReadyTimeout, "last", err)
 		}
 		select {
@@ -690,7 +694,7 @@ func (r *runner) waitReady(ctx context.Context) error {
 				return ctx.Err()
 			}
 			r.flag(contract.FlagEngineNotReady)
-			return fmt.Errorf("engine not ready after %s at %s: %v", r.cfg.Engine.ReadyTimeout, r.cfg.Target, withTargetHint(r.cfg.Target, last))
+			return fmt.Errorf("engine not ready after %s at %s: %v", r.cfg.Engine.ReadyTimeout, secretfile.RedactURL(r.cfg.Target), withTargetHint(r.cfg.Target, last))
 		case <-time.After(r.opts.PollInterval):
 		}
 	}
@@ -719,7 +723,7 @@ func (r *runner) identify(ctx context.Context) error {
 	}
 	if found == nil {
 		r.flag(contract.FlagWrongModel)
-		return fmt.Errorf("identity check: %s serves %q, not %q", r.cfg.Target, ids, r.cfg.Model)
+		return fmt.Errorf("identity check: %s serves %q, not %q", secretfile.RedactURL(r.cfg.Target), ids, r.cfg.Model)
 	}
 	r.rec.man.Engine.Model = r.model
 	r.rec.man.Engine.MaxModelLen = found.MaxModelLen
@@ -943,7 +947,7 @@ func (r *runner) awaitRelease(ctx context.Context, c *phaseapi.Client) (*phaseap
 func (r *runner) finish(start time.Time, status string, runErr error) (*Result, error) {
 	res := &Result{RunID: r.runID, ArchiveDir: r.rec.arch.Dir, Status: status, Model: r.model,
 		TargetRate: r.cfg.Rate, AchievedRate: r.rec.man.Load.AchievedRate,
-		RemoteWriteURL: r.cfg.RemoteWrite.URL, PrometheusURL: r.cfg.Prometheus.URL, Release: map[string]*phaseapi.RunStatus{}, Start: start}
+		RemoteWriteURL: secretfile.RedactURL(r.cfg.RemoteWrite.URL), PrometheusURL: secretfile.RedactURL(r.cfg.Prometheus.URL), Release: map[string]*phaseapi.RunStatus{}, Start: start}
 	var errs []error
 	if runErr != nil {
 		errs = append(errs, runErr)

@@ -13,6 +13,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // FinalizeResult is what Finalize did to a killed run.
@@ -32,7 +33,8 @@ type FinalizeResult struct {
 // with status killed (requests.jsonl.partial becomes requests.jsonl), and
 // ends the run on every exporter the manifest names (GPUs by exporter URL;
 // urls, when given, instead) through clients. A run that already ended is
-// refused (runarchive.ErrFinal).
+// refused (runarchive.ErrFinal), so is one whose bench still runs
+// (ErrBenchAlive).
 func Finalize(ctx context.Context, runsDir, id string, urls []string, clients func(url string) (*phaseapi.Client, error)) (*FinalizeResult, error) {
 	run, err := runarchive.Open(runsDir, id)
 	if err != nil {
@@ -44,6 +46,9 @@ func Finalize(ctx context.Context, runsDir, id string, urls []string, clients fu
 	}
 	if runarchive.Final(m.Status) {
 		return nil, fmt.Errorf("run %s: status %s: %w", id, m.Status, runarchive.ErrFinal)
+	}
+	if err := checkBenchGone(run.Dir, m); err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
 	res := &FinalizeResult{Exporters: map[string]*phaseapi.RunStatus{}, ExporterErrors: map[string]error{}}
 	if res.EngineKilled, err = ReapEngine(run.Dir); err != nil {
@@ -162,7 +167,7 @@ func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *s
 	st, err := w.Close(ctx)
 	res := &PushResult{Requests: n, Samples: len(samples), Stats: st}
 	if err != nil {
-		return res, fmt.Errorf("pushing run %s to %s: %w", id, rw.URL, err)
+		return res, fmt.Errorf("pushing run %s to %s: %w", id, secretfile.RedactURL(rw.URL), err)
 	}
 	return res, nil
 }

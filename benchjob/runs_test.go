@@ -2,12 +2,14 @@ package benchjob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -150,5 +152,61 @@ func TestPushResendsIdempotently(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cfg.RunsDir, res.RunID, runarchive.RequestsFile)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFinalizeRefusesLiveBench: while the run's bench process lives
+// (manifest.json's bench, or engine.pid's bench_pid), runs finalize
+// refuses, naming the pid and where it was found, and changes nothing;
+// once the bench is gone it finalizes.
+func TestFinalizeRefusesLiveBench(t *testing.T) {
+	bench := exec.Command("sleep", "300")
+	if err := bench.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = bench.Wait(); close(done) }()
+	t.Cleanup(func() { _ = bench.Process.Kill() })
+	pid := bench.Process.Pid
+	host, _ := os.Hostname()
+	for _, where := range []string{"manifest.json", EnginePIDFile} {
+		runs := t.TempDir()
+		run, err := runarchive.Create(runs, "live-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		man := &runarchive.Manifest{RunID: "live-1", Status: runarchive.StatusRunning, Created: 1, Phases: map[string]float64{}}
+		if where == "manifest.json" {
+			man.Bench = &runarchive.BenchProcess{PID: pid, StartTicks: startTicks(pid), Hostname: host}
+		} else if err := writeEnginePIDDoc(run.Path(EnginePIDFile), enginePID{PGID: 0x7ffffffe, BenchPID: pid, BenchStartTicks: startTicks(pid)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := run.WriteManifest(man); err != nil {
+			t.Fatal(err)
+		}
+		f, err := run.CreatePartial(runarchive.RequestsFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		_, err = Finalize(context.Background(), runs, "live-1", nil, nil)
+		if !errors.Is(err, ErrBenchAlive) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d (%s", pid, where)) {
+			t.Fatalf("Finalize with the bench alive (%s) = %v, want ErrBenchAlive naming pid %d and %s", where, err, pid, where)
+		}
+		if m, _ := run.ReadManifest(); m.Status != runarchive.StatusRunning {
+			t.Errorf("status %s after the refusal, want it untouched", m.Status)
+		}
+	}
+	_ = bench.Process.Kill()
+	<-done
+	runs := t.TempDir()
+	run, _ := runarchive.Create(runs, "dead-1")
+	man := &runarchive.Manifest{RunID: "dead-1", Status: runarchive.StatusRunning, Created: 1, Phases: map[string]float64{},
+		Bench: &runarchive.BenchProcess{PID: pid, StartTicks: startTicks(pid), Hostname: host}}
+	if err := run.WriteManifest(man); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Finalize(context.Background(), runs, "dead-1", nil, nil); errors.Is(err, ErrBenchAlive) {
+		t.Errorf("Finalize after the bench died = %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/stats"
 )
 
@@ -167,8 +167,8 @@ func phaseEnergyLine(res *Result) string {
 // analyzeCommand is the command that analyzes the run.
 func analyzeCommand(res *Result) string {
 	cmd := "joulemark analyze --run-id " + res.RunID + " --runs-dir " + filepath.Dir(res.ArchiveDir)
-	if u, err := url.Parse(res.PrometheusURL); err == nil && res.PrometheusURL != "" {
-		cmd += " --prometheus.url " + u.Redacted()
+	if res.PrometheusURL != "" {
+		cmd += " --prometheus.url " + secretfile.RedactURL(res.PrometheusURL)
 	}
 	return cmd
 }

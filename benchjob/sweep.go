@@ -21,7 +21,7 @@ import (
 // that fails or is aborted, returning the results so far.
 func Sweep(ctx context.Context, cfg Config, opts Options) ([]*Result, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, cfg.secrets().Error(err)
 	}
 	if cfg.RunID == "" {
 		cfg.RunID = contract.NewRunID() // a sweep's base id, or the run's

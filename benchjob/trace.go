@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // traceEntry is one request of a replayed trace.
@@ -27,6 +30,10 @@ type traceLine struct {
 	InputLength  *int     `json:"input_length"`
 	OutputLength *int     `json:"output_length"`
 }
+
+// MaxTraceSpan bounds a trace's arrivals after its first (a time.Duration
+// holds 292 years; a day-long replay is the longest anyone measures).
+const MaxTraceSpan = 30 * 24 * time.Hour
 
 // loadTrace reads a trace file; arrival times are made relative to the first
 // one and must not go backwards.
@@ -61,6 +68,9 @@ func loadTrace(path string) ([]traceEntry, error) {
 		default:
 			return nil, fmt.Errorf("%s: no arrival time (want \"time\" in seconds or \"timestamp\" in ms)", where)
 		}
+		if math.IsNaN(at) || math.IsInf(at, 0) {
+			return nil, fmt.Errorf("%s: arrival time %g is not a finite number", where, at)
+		}
 		in, out1 := t.InputTokens, t.OutputTokens
 		if in == nil {
 			in = t.InputLength
@@ -68,14 +78,17 @@ func loadTrace(path string) ([]traceEntry, error) {
 		if out1 == nil {
 			out1 = t.OutputLength
 		}
-		if in == nil || out1 == nil || *in <= 0 || *out1 <= 0 {
-			return nil, fmt.Errorf("%s: want positive input_tokens and output_tokens (or input_length, output_length)", where)
+		if in == nil || out1 == nil || *in <= 0 || *out1 <= 0 || *in > contract.MaxRequestTokens || *out1 > contract.MaxRequestTokens {
+			return nil, fmt.Errorf("%s: want input_tokens and output_tokens (or input_length, output_length) from 1 to %d", where, contract.MaxRequestTokens)
 		}
 		if len(out) == 0 {
 			first, prev = at, at
 		}
 		if at < prev {
 			return nil, fmt.Errorf("%s: arrival %g goes back before %g", where, at, prev)
+		}
+		if at-first > MaxTraceSpan.Seconds() {
+			return nil, fmt.Errorf("%s: arrival %g s after the first: a trace spans at most %s", where, at-first, MaxTraceSpan)
 		}
 		prev = at
 		out = append(out, traceEntry{At: time.Duration((at - first) * float64(time.Second)), InputTokens: *in, OutputTokens: *out1})

@@ -190,3 +190,23 @@ func TestSyntheticGolden(t *testing.T) {
 	got := d + "\n" + first.Text[:200] + "\n"
 	golden.Compare(t, "synthetic_seed1.golden", []byte(got))
 }
+
+// TestLoadTraceBounds: an arrival that is not finite or lies beyond
+// MaxTraceSpan after the first, and token counts above
+// contract.MaxRequestTokens, are refused naming the line.
+func TestLoadTraceBounds(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"far":    `{"time": 0, "input_tokens": 1, "output_tokens": 1}` + "\n" + `{"time": 1e300, "input_tokens": 1, "output_tokens": 1}`,
+		"tokens": `{"time": 0, "input_tokens": 100000000, "output_tokens": 1}`,
+		"month":  `{"timestamp": 0, "input_length": 1, "output_length": 1}` + "\n" + `{"timestamp": 2.6e12, "input_length": 1, "output_length": 1}`,
+	} {
+		p := filepath.Join(dir, name)
+		if err := osWriteFile(p, body); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadTrace(p); err == nil || !strings.Contains(err.Error(), "line ") {
+			t.Errorf("trace %s: %v, want an error naming the line", name, err)
+		}
+	}
+}

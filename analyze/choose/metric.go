@@ -39,6 +39,25 @@ type Metric struct {
 	Unit  string
 	Dir   Direction
 	value func(*analyze.Report) *float64
+	// plausible bounds the figure: at least lo (more than lo when
+	// positive), at most hi; a report outside is refused (Check).
+	lo, hi   float64
+	positive bool
+}
+
+// Check fails when r holds the metric outside what it can be (a negative
+// or zero J/token, a ratio above 1, NaN): such a report is impossible and
+// would rank first.
+func (m Metric) Check(r *analyze.Report) error {
+	v, ok := m.Value(r)
+	if !ok || (v >= m.lo && v <= m.hi && (!m.positive || v > m.lo)) {
+		return nil
+	}
+	want := "at least"
+	if m.positive {
+		want = "more than"
+	}
+	return fmt.Errorf("%s %g is impossible: want %s %g and at most %g %s", m.Key, v, want, m.lo, m.hi, m.Unit)
 }
 
 // Value returns the metric of a report, or false when it is missing.
@@ -56,7 +75,7 @@ func f64(v float64) *float64 { return &v }
 // reached; a figure left in a report whose steady state was not reached is
 // treated as missing.
 var (
-	SteadyStateJPT = Metric{Key: "steady_state.joules_per_token", Label: "ss_J/tok", Unit: "J/token", Dir: Minimize,
+	SteadyStateJPT = Metric{Key: "steady_state.joules_per_token", Label: "ss_J/tok", Unit: "J/token", Dir: Minimize, hi: maxJoulesPerToken, positive: true,
 		value: func(r *analyze.Report) *float64 {
 			if !r.SteadyState.Reached {
 				return nil
@@ -65,26 +84,26 @@ var (
 		}}
 	// SustainedLoadJPT is the steady-state J/token without the drain
 	// (docs/design.md, "Definitions").
-	SustainedLoadJPT = Metric{Key: "steady_state.sustained_load_joules_per_token", Label: "sustained_J/tok", Unit: "J/token", Dir: Minimize,
+	SustainedLoadJPT = Metric{Key: "steady_state.sustained_load_joules_per_token", Label: "sustained_J/tok", Unit: "J/token", Dir: Minimize, hi: maxJoulesPerToken, positive: true,
 		value: func(r *analyze.Report) *float64 {
 			if !r.SteadyState.Reached {
 				return nil
 			}
 			return r.SteadyState.SustainedLoadJoulesPerToken
 		}}
-	LifecycleJPT = Metric{Key: "full_lifecycle_joules_per_token", Label: "life_J/tok", Unit: "J/token", Dir: Minimize,
+	LifecycleJPT = Metric{Key: "full_lifecycle_joules_per_token", Label: "life_J/tok", Unit: "J/token", Dir: Minimize, hi: maxJoulesPerToken, positive: true,
 		value: func(r *analyze.Report) *float64 { return r.FullLifecycleJoulesPerToken }}
-	TTFTP95 = Metric{Key: "latency.ttft_seconds.p95", Label: "ttft_p95", Unit: "s", Dir: Minimize,
+	TTFTP95 = Metric{Key: "latency.ttft_seconds.p95", Label: "ttft_p95", Unit: "s", Dir: Minimize, hi: maxSeconds,
 		value: func(r *analyze.Report) *float64 { return r.Latency.TTFTSeconds.P95 }}
-	TPOTP95 = Metric{Key: "latency.tpot_seconds.p95", Label: "tpot_p95", Unit: "s", Dir: Minimize,
+	TPOTP95 = Metric{Key: "latency.tpot_seconds.p95", Label: "tpot_p95", Unit: "s", Dir: Minimize, hi: maxSeconds,
 		value: func(r *analyze.Report) *float64 { return r.Latency.TPOTSeconds.P95 }}
-	StartupEnergy = Metric{Key: "energy.startup_joules", Label: "startup_J", Unit: "J", Dir: Minimize,
+	StartupEnergy = Metric{Key: "energy.startup_joules", Label: "startup_J", Unit: "J", Dir: Minimize, hi: maxJoules,
 		value: func(r *analyze.Report) *float64 { return r.Energy.StartupJoules }}
-	Throughput = Metric{Key: "throughput_tokens_per_second", Label: "tok/s", Unit: "tokens/s", Dir: Maximize,
+	Throughput = Metric{Key: "throughput_tokens_per_second", Label: "tok/s", Unit: "tokens/s", Dir: Maximize, hi: maxTokensPerSecond,
 		value: func(r *analyze.Report) *float64 { return r.ThroughputTokensPerSecond }}
-	Goodput = Metric{Key: "goodput.ratio", Label: "goodput", Unit: "ratio", Dir: Maximize,
+	Goodput = Metric{Key: "goodput.ratio", Label: "goodput", Unit: "ratio", Dir: Maximize, hi: 1,
 		value: func(r *analyze.Report) *float64 { return r.Goodput.Ratio }}
-	ErrorRate = Metric{Key: "requests.error_rate", Label: "err_rate", Unit: "ratio", Dir: Minimize,
+	ErrorRate = Metric{Key: "requests.error_rate", Label: "err_rate", Unit: "ratio", Dir: Minimize, hi: 1,
 		value: func(r *analyze.Report) *float64 {
 			if r.Requests.Started == 0 {
 				return nil
@@ -93,7 +112,7 @@ var (
 		}}
 	// GPUMemoryPeak is the largest single-GPU memory peak of the formal
 	// phase: what must fit in one GPU (recommend --max-gpu-memory).
-	GPUMemoryPeak = Metric{Key: "gpu_memory.max_gpu_peak_bytes", Label: "gpu_mem_peak", Unit: "bytes", Dir: Minimize,
+	GPUMemoryPeak = Metric{Key: "gpu_memory.max_gpu_peak_bytes", Label: "gpu_mem_peak", Unit: "bytes", Dir: Minimize, hi: maxBytes,
 		value: func(r *analyze.Report) *float64 {
 			if r.GPUMemory == nil {
 				return nil
@@ -102,16 +121,30 @@ var (
 		}}
 	// QualityPassRate is the share of checked answers that passed their
 	// rubric (recommend --min-quality).
-	QualityPassRate = Metric{Key: "quality.pass_rate", Label: "quality", Unit: "ratio", Dir: Maximize,
+	QualityPassRate = Metric{Key: "quality.pass_rate", Label: "quality", Unit: "ratio", Dir: Maximize, hi: 1,
 		value: func(r *analyze.Report) *float64 {
 			if r.Quality == nil {
 				return nil
 			}
 			return r.Quality.PassRate
 		}}
-	JoulesPerGoodToken = Metric{Key: "goodput.joules_per_good_token", Label: "J/good_tok", Unit: "J/token", Dir: Minimize,
+	JoulesPerGoodToken = Metric{Key: "goodput.joules_per_good_token", Label: "J/good_tok", Unit: "J/token", Dir: Minimize, hi: maxJoulesPerToken, positive: true,
 		value: func(r *analyze.Report) *float64 { return r.Goodput.JoulesPerGoodToken }}
 )
+
+// Plausible bounds of the tracked metrics: far above any real run, far
+// below what a corrupted or forged report holds (1e308).
+const (
+	maxJoulesPerToken  = 1e6  // a megajoule per token
+	maxSeconds         = 1e6  // eleven days for one token
+	maxJoules          = 1e12 // a terajoule
+	maxTokensPerSecond = 1e9
+	maxBytes           = 1e15 // a petabyte of GPU memory
+)
+
+// CheckedMetrics are the metrics every report the run-set commands read
+// is checked against (LoadReport).
+var CheckedMetrics = append(DiffMetrics[:len(DiffMetrics):len(DiffMetrics)], GPUMemoryPeak, QualityPassRate)
 
 // ParetoMetrics are the objectives of `joulemark pareto` and `recommend`.
 var ParetoMetrics = []Metric{SteadyStateJPT, LifecycleJPT, TTFTP95, TPOTP95, StartupEnergy, Throughput, Goodput}

@@ -59,6 +59,9 @@ func LoadReport(path string, opts LoadOptions) (*Run, error) {
 	if err := decodeReport(data, &r.Report, &r.Raw); err != nil {
 		return nil, fmt.Errorf("report %s: %w", path, err)
 	}
+	if err := checkPlausible(&r.Report); err != nil {
+		return nil, fmt.Errorf("report %s: %w", path, err)
+	}
 	r.Name = r.Report.RunID
 	if r.Name == "" {
 		r.Name = path
@@ -69,6 +72,22 @@ func LoadReport(path string, opts LoadOptions) (*Run, error) {
 		}
 	}
 	return r, nil
+}
+
+// checkPlausible refuses a report no analyze run can write: a run_id that
+// is no run id (path components: it names files), a tracked figure out of
+// its bounds (Metric.Check).
+func checkPlausible(r *analyze.Report) error {
+	if err := contract.ValidateRunID(r.RunID); err != nil {
+		return fmt.Errorf("run_id: %w", err)
+	}
+	var errs []error
+	for _, m := range CheckedMetrics {
+		if err := m.Check(r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // archives are where the run's archive (requests.jsonl, manifest.json) may

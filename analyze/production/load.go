@@ -17,6 +17,7 @@ import (
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // Metric names read (docs/design.md, docs/exporter.md "Energy per pod"):
@@ -58,7 +59,7 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if u, err := url.Parse(c.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("prometheus URL %q: want http(s)://host[:port]", c.PrometheusURL))
+		errs = append(errs, fmt.Errorf("prometheus URL %q: want http(s)://host[:port]", secretfile.RedactURL(c.PrometheusURL)))
 	}
 	if err := remoteread.ValidMode(c.ReadAPI); err != nil {
 		errs = append(errs, err)
@@ -87,7 +88,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: hc})
 	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", cfg.PrometheusURL, err)
+		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
 	}
 	var rr *remoteread.Reader
 	if cfg.ReadAPI != remoteread.Query {

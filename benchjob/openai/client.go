@@ -25,6 +25,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/rxstamp"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // Endpoint is the API the client calls.
@@ -83,7 +84,7 @@ type Client struct {
 func New(cfg Config) (*Client, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("target URL %q: want http(s)://host:port/v1", cfg.BaseURL)
+		return nil, fmt.Errorf("target URL %q: want http(s)://host:port/v1", secretfile.RedactURL(cfg.BaseURL))
 	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 1024
@@ -120,7 +121,7 @@ func New(cfg Config) (*Client, error) {
 		for _, e := range []Endpoint{Completions, Chat} {
 			pu, err := url.Parse(base + e.Path())
 			if err != nil {
-				return nil, fmt.Errorf("target URL %q: %w", cfg.BaseURL, err)
+				return nil, fmt.Errorf("target URL %q: %w", secretfile.RedactURL(cfg.BaseURL), err)
 			}
 			c.heads[e] = requestHead(bu.Host, pu.RequestURI(), cfg.UserAgent, set.lines)
 		}
@@ -416,6 +417,7 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		resp.ITL = make([]time.Duration, 0, min(r.MaxTokens-1, 4096))
 	}
 	var last time.Time
+	var lowered *Error // a later usage block lowered the count
 	done := false
 	for {
 		ev, err := st.sse.Next()
@@ -505,6 +507,9 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			last = now
 		}
 		if ch.usage {
+			if resp.UsageReported && ch.complete < resp.CompletionTokens && lowered == nil {
+				lowered = &Error{Class: contract.ClassInvalidUsage, Msg: fmt.Sprintf("a second usage block lowers completion_tokens from %d to %d", resp.CompletionTokens, ch.complete)}
+			}
 			resp.UsageReported = true
 			resp.PromptTokens = ch.prompt
 			resp.CompletionTokens = ch.complete
@@ -512,8 +517,11 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		}
 	}
 	resp.TextSHA256 = hex.EncodeToString(h.Sum(st.sum[:0]))
+	if resp.Err == nil && lowered != nil {
+		resp.Err = lowered
+	}
 	if resp.Err == nil {
-		if e := checkAnswer(resp, r.maxTokens()); e != nil {
+		if e := checkAnswer(resp, r.maxTokens(), len(r.Prompt)); e != nil {
 			resp.Err = e
 		}
 	}
@@ -585,23 +593,26 @@ type StatusError struct {
 	StatusCode int
 }
 
-func (e *StatusError) Error() string { return fmt.Sprintf("GET %s: status %d", e.URL, e.StatusCode) }
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("GET %s: status %d", secretfile.RedactURL(e.URL), e.StatusCode)
+}
 
 func (c *Client) getJSON(ctx context.Context, u string, out any) error {
+	shown := secretfile.RedactURL(u)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", u, err)
+		return fmt.Errorf("GET %s: %w", shown, err)
 	}
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	c.setHeaders(req)
 	hr, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", u, err)
+		return fmt.Errorf("GET %s: %w", shown, secretfile.SecretsOf(u).Error(err))
 	}
 	defer hr.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(hr.Body, 8<<20))
 	if err != nil {
-		return fmt.Errorf("GET %s: reading answer: %w", u, err)
+		return fmt.Errorf("GET %s: reading answer: %w", shown, err)
 	}
 	if hr.StatusCode/100 != 2 {
 		return &StatusError{URL: u, StatusCode: hr.StatusCode}
@@ -610,7 +621,7 @@ func (c *Client) getJSON(ctx context.Context, u string, out any) error {
 		return nil
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("GET %s: decoding answer: %w", u, err)
+		return fmt.Errorf("GET %s: decoding answer: %w", shown, err)
 	}
 	return nil
 }

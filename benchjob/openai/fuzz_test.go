@@ -77,6 +77,10 @@ func FuzzStream(f *testing.F) {
 	f.Add("data: {\"error\":{\"message\":\"boom\"}}\n\n")
 	f.Add("data: {\"choices\": [oops\n\n")
 	f.Add("event: error\ndata: x\n\n")
+	// usage sequences: lowered, zero for content, absurd prompt count
+	f.Add("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"usage\":{\"completion_tokens\":8}}\n\ndata: {\"usage\":{\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
+	f.Add("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"usage\":{\"completion_tokens\":0}}\n\ndata: [DONE]\n\n")
+	f.Add("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"usage\":{\"prompt_tokens\":16777216,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
 	f.Fuzz(func(t *testing.T, body string) {
 		var got [2]*Response
 		for i, viaHTTP := range []bool{false, true} {
@@ -92,6 +96,9 @@ func FuzzStream(f *testing.F) {
 				}
 				if len(resp.ITL) != max(0, resp.Chunks-1) {
 					t.Fatalf("%d gaps for %d chunks", len(resp.ITL), resp.Chunks)
+				}
+				if resp.UsageReported && (resp.PromptTokens > len("p")+PromptTemplateSlack || (resp.Chunks > 0 && resp.CompletionTokens == 0)) {
+					t.Fatalf("usage %d prompt, %d completion tokens for %d chunks taken", resp.PromptTokens, resp.CompletionTokens, resp.Chunks)
 				}
 			} else if ClassOf(resp.Err) == "" {
 				t.Fatalf("error without class: %v", resp.Err)

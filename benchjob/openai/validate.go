@@ -10,9 +10,9 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 )
 
-// MaxUsageTokens bounds any token count of a usage block (2^24, above
-// every context length served today): a larger count is invalid_usage.
-const MaxUsageTokens = 1 << 24
+// MaxUsageTokens bounds any token count of a usage block
+// (contract.MaxRequestTokens): a larger count is invalid_usage.
+const MaxUsageTokens = contract.MaxRequestTokens
 
 // UsageSlack is how many completion tokens a usage block may report
 // beyond the request's max_tokens before it is invalid_usage: 16 tokens
@@ -36,8 +36,11 @@ func (e *UsageError) Error() string {
 // checkAnswer judges a stream that ended complete: a usage block that
 // contradicts the request (contract.ClassInvalidUsage), or an answer with neither
 // content nor tokens (contract.ClassEmptyResponse). Nil when the answer stands.
-func checkAnswer(resp *Response, maxTokens int) *Error {
+func checkAnswer(resp *Response, maxTokens, promptBytes int) *Error {
 	if resp.UsageReported {
+		if e := checkUsageAgainstStream(resp, promptBytes); e != nil {
+			return e
+		}
 		if maxTokens > 0 && resp.CompletionTokens > maxTokens+UsageSlack(maxTokens) {
 			return &Error{Class: contract.ClassInvalidUsage, Msg: fmt.Sprintf("usage completion_tokens %d for max_tokens %d (at most %d taken)",
 				resp.CompletionTokens, maxTokens, maxTokens+UsageSlack(maxTokens))}
@@ -49,6 +52,26 @@ func checkAnswer(resp *Response, maxTokens int) *Error {
 	}
 	if resp.Chunks == 0 && (!resp.UsageReported || resp.CompletionTokens == 0) {
 		return &Error{Class: contract.ClassEmptyResponse, Msg: "the stream ended with neither content nor tokens"}
+	}
+	return nil
+}
+
+// PromptTemplateSlack is how many prompt tokens a usage block may report
+// beyond the prompt's length in bytes (a token holds at least one byte of
+// text; the chat template and special tokens add the rest).
+const PromptTemplateSlack = 4096
+
+// checkUsageAgainstStream judges a usage block against what was sent and
+// streamed: more prompt tokens than the prompt's bytes plus
+// PromptTemplateSlack, or no completion token for an answer that streamed
+// content, is invalid usage.
+func checkUsageAgainstStream(resp *Response, promptBytes int) *Error {
+	if resp.PromptTokens > promptBytes+PromptTemplateSlack {
+		return &Error{Class: contract.ClassInvalidUsage, Msg: fmt.Sprintf("usage prompt_tokens %d for a prompt of %d bytes (at most %d taken)",
+			resp.PromptTokens, promptBytes, promptBytes+PromptTemplateSlack)}
+	}
+	if resp.CompletionTokens == 0 && resp.Chunks > 0 {
+		return &Error{Class: contract.ClassInvalidUsage, Msg: fmt.Sprintf("usage completion_tokens 0 for %d streamed content chunks", resp.Chunks)}
 	}
 	return nil
 }

@@ -13,6 +13,17 @@ const (
 	FlagPhaseMissing          = "phase_missing"
 	FlagRequestsIncomplete    = "request_samples_incomplete"
 	FlagNoEnergyData          = "energy_missing"
+	// FlagPrometheusValuesInvalid: Prometheus answered values that cannot
+	// be (NaN, ±Inf, a negative energy): they were left out.
+	FlagPrometheusValuesInvalid = "prometheus_values_invalid"
+	// FlagRequestsArchiveMismatch: Prometheus' per-request samples disagree
+	// with the run's archive (a remote-write receiver dropped some): the
+	// requests come from the archive.
+	FlagRequestsArchiveMismatch = "requests_archive_mismatch"
+	// FlagKilled: the run's archive says its bench died (runs finalize
+	// ended it): the formal phase ends at its last request. An aborted
+	// run (Ctrl-C) gets FlagAborted the same way.
+	FlagKilled = "killed"
 	// FlagRunIDReused: more than one lifecycle under one run id (a phase
 	// started twice, phases out of order): the figures would mix runs.
 	FlagRunIDReused = "run_id_reused"
@@ -92,7 +103,7 @@ const (
 const ClientCPUSaturated = 0.9
 
 // ReportFlags are every report flag code.
-var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUFailed, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch, FlagEngineShared}
+var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagPrometheusValuesInvalid, FlagRequestsArchiveMismatch, FlagKilled, FlagAborted, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUFailed, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch, FlagEngineShared}
 
 // BenchFlags are every bench flag code.
 var BenchFlags = []string{FlagExporterLostPhases, FlagExporterRestarted, FlagGPUFailed, FlagRetryAfter, FlagAborted, FlagNoLifecycle, FlagUsageMissing, FlagClientLag, FlagClientCPU, FlagEngineStart, FlagEngineNotReady, FlagEngineExited, FlagEngineStop, FlagWrongModel, FlagReleaseNotClosed, FlagReleaseWait, FlagExporterError, FlagRemoteWriteLost, FlagTraceExhausted}

@@ -122,3 +122,8 @@ const (
 	LabelPhase = "phase"
 	LabelSlot  = "slot"
 )
+
+// MaxRequestTokens bounds any token count of one request (2^24, above every
+// context length served today): the bench refuses a larger usage count,
+// analyze a larger per-request token sample.
+const MaxRequestTokens = 1 << 24

@@ -7,6 +7,7 @@ package remoteread
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -20,6 +21,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // How raw series are read (the --prometheus.read-api values).
@@ -52,7 +55,9 @@ var selectorParser = parser.NewParser(parser.Options{})
 // use.
 type Reader struct {
 	client remote.ReadClient
-	url    string
+	url    string // redacted, for messages
+	// secrets of the URL, scrubbed from the client's errors
+	secrets secretfile.Secrets
 }
 
 // New returns a reader of the Prometheus at promURL (its base URL, as for
@@ -61,7 +66,7 @@ type Reader struct {
 func New(promURL string, hc config.HTTPClientConfig, timeout time.Duration) (*Reader, error) {
 	u, err := url.Parse(strings.TrimRight(promURL, "/") + "/api/v1/read")
 	if err != nil {
-		return nil, fmt.Errorf("remote read URL: %w", err)
+		return nil, fmt.Errorf("remote read URL %q: %w", secretfile.RedactURL(promURL), errors.Unwrap(err))
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -71,9 +76,9 @@ func New(promURL string, hc config.HTTPClientConfig, timeout time.Duration) (*Re
 		ChunkedReadLimit: 1 << 30, // one frame; Prometheus sends frames of about 1 MB
 	})
 	if err != nil {
-		return nil, fmt.Errorf("remote read client for %s: %w", u, err)
+		return nil, fmt.Errorf("remote read client for %s: %w", secretfile.RedactURL(u.String()), err)
 	}
-	return &Reader{client: c, url: u.String()}, nil
+	return &Reader{client: c, url: secretfile.RedactURL(u.String()), secrets: secretfile.SecretsOf(promURL)}, nil
 }
 
 // Read returns the float samples of sel (a PromQL series selector) with
@@ -92,7 +97,7 @@ func (r *Reader) Read(ctx context.Context, sel string, startMs, endMs int64) (mo
 	}
 	ss, err := r.client.Read(ctx, q, true)
 	if err != nil {
-		return nil, fmt.Errorf("remote read %s from %s: %w", sel, r.url, err)
+		return nil, fmt.Errorf("remote read %s from %s: %w", sel, r.url, r.secrets.Error(err))
 	}
 	var m model.Matrix
 	var it chunkenc.Iterator
@@ -126,7 +131,7 @@ func (r *Reader) Read(ctx context.Context, sel string, startMs, endMs int64) (mo
 		m = append(m, &model.SampleStream{Metric: metric, Values: pairs})
 	}
 	if err := ss.Err(); err != nil {
-		return nil, fmt.Errorf("remote read %s from %s: %w", sel, r.url, err)
+		return nil, fmt.Errorf("remote read %s from %s: %w", sel, r.url, r.secrets.Error(err))
 	}
 	return m, nil
 }

@@ -60,6 +60,10 @@ type Manifest struct {
 	WarmupPromptSetSHA256 string `json:"warmup_prompt_set_sha256,omitempty"`
 	WarmupPrompts         int    `json:"warmup_prompts,omitempty"`
 
+	// Bench is the process that runs (ran) the bench: while it lives, the
+	// run's end is its own (runs finalize refuses).
+	Bench *BenchProcess `json:"bench,omitempty"`
+
 	Joulemark JoulemarkInfo `json:"joulemark"`
 	Git       *GitInfo      `json:"git,omitempty"`
 	Host      HostInfo      `json:"host"`
@@ -84,6 +88,15 @@ type Manifest struct {
 	// remote-write samples with (aggregates, run identity); `joulemark runs
 	// push` re-sends them with it. Absent without remote write.
 	SamplesAt float64 `json:"samples_at,omitempty"`
+}
+
+// BenchProcess identifies the bench process of a run.
+type BenchProcess struct {
+	PID int `json:"pid"`
+	// StartTicks is the process' start time (/proc/<pid>/stat field 22):
+	// a recycled pid has another one.
+	StartTicks uint64 `json:"start_ticks,omitempty"`
+	Hostname   string `json:"hostname"`
 }
 
 // IgnoreEOS is the run's extras.ignore_eos from the config section; nil

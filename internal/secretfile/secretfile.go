@@ -6,11 +6,8 @@ package secretfile
 import (
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"strings"
-
-	"github.com/prometheus/common/config"
 )
 
 // Read returns the content of file, surrounding white space trimmed; an
@@ -26,21 +23,6 @@ func Read(file, field string) (string, error) {
 		return "", fmt.Errorf("%s: %s is empty", field, file)
 	}
 	return s, nil
-}
-
-// RedactURL is raw with the password of its user info replaced by "xxxxx",
-// as prometheus/common's config.URL prints it; a URL that does not parse
-// loses everything before its last '@'. Every URL a message, a log line or
-// an archive shows goes through it.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		if i := strings.LastIndexByte(raw, '@'); i >= 0 {
-			return "xxxxx" + raw[i:]
-		}
-		return raw
-	}
-	return config.URL{URL: u}.Redacted()
 }
 
 // Exposed reports whether file is readable by every user of the host (mode

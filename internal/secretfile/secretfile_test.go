@@ -1,6 +1,10 @@
 package secretfile
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,5 +60,54 @@ func TestExposed(t *testing.T) {
 	}
 	if got, _ := Exposed(filepath.Join(dir, "missing")); got {
 		t.Error("a missing file is exposed")
+	}
+}
+
+func TestRedactURLQuery(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://rw:9090/api/v1/write?token=abc123&tenant=a":               "http://rw:9090/api/v1/write?token=xxxxx&tenant=a",
+		"https://bucket/x?X-Amz-Signature=dead&X-Amz-Credential=AKIA&n=1": "https://bucket/x?X-Amz-Signature=xxxxx&X-Amz-Credential=xxxxx&n=1",
+		"http://carol:pw@prom:9090/?api_key=k&Password=p&secret=s":        "http://carol:xxxxx@prom:9090/?api_key=xxxxx&Password=xxxxx&secret=xxxxx",
+		"http://prom:9090/?q=up":                                          "http://prom:9090/?q=up",
+		"carol:PROMsecret@prom:9090":                                      "carol:xxxxx@prom:9090",
+		"http://u:p w@bad host/?token=t%zz":                               "xxxxx@bad host/?xxxxx",
+		"":                                                                "",
+	} {
+		if got := RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+func TestScrub(t *testing.T) {
+	ss := SecretsOf("http://alice:PASSW0RD%2Fxyz@engine:8000/v1", "http://rw/write?token=TOKEN123&x=1", "carol:PROMsecret@prom:9090", "http://bob:ab@x")
+	msg := `Post "http://rw/write?token=TOKEN123&x=1": EOF; target http://alice:PASSW0RD%2Fxyz@engine (PASSW0RD/xyz); carol:PROMsecret@prom; ab`
+	got := ss.Scrub(msg)
+	for _, secret := range []string{"PASSW0RD", "TOKEN123", "PROMsecret"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("Scrub left %s in %q", secret, got)
+		}
+	}
+	if !strings.HasSuffix(got, "; ab") {
+		t.Errorf("Scrub replaced a secret shorter than %d bytes in ordinary text: %q", minScrubbed, got)
+	}
+	base := errors.New(msg)
+	err := ss.Error(fmt.Errorf("wrapped: %w", base))
+	if strings.Contains(err.Error(), "TOKEN123") || !errors.Is(err, base) {
+		t.Errorf("Error = %q (Is base: %v): want scrubbed, the chain kept", err, errors.Is(err, base))
+	}
+	if ss.Error(nil) != nil {
+		t.Error("Error(nil) is not nil")
+	}
+}
+
+func TestScrubLogger(t *testing.T) {
+	var buf bytes.Buffer
+	ss := SecretsOf("http://alice:PASSW0RDxyz@engine:8000/v1")
+	log := ss.Logger(slog.New(slog.NewTextHandler(&buf, nil))).With("base", "http://alice:PASSW0RDxyz@engine")
+	log.WithGroup("g").Info("starting PASSW0RDxyz", "target", "http://alice:PASSW0RDxyz@engine:8000/v1",
+		"err", errors.New("dial PASSW0RDxyz"), "n", 3, slog.Group("inner", "u", "PASSW0RDxyz"))
+	if out := buf.String(); strings.Contains(out, "PASSW0RDxyz") || !strings.Contains(out, "alice:xxxxx@engine") || !strings.Contains(out, "g.n=3") {
+		t.Errorf("log line %q: want the password scrubbed everywhere, the rest kept", out)
 	}
 }
