@@ -8,9 +8,11 @@
 # stand-in engine (CUDA context, GPU memory, SM-bound kernels for $BUSY, then the context held
 # $HOLD before it exits), so the release must wait for the process and the memory; GPU process
 # visibility from the host's PID namespace and from a new one (unshare); the exporter's phase
-# energy against the raw counter read at the phase posts. Results in $OUT: node-check.json,
+# energy against the raw counter read around the phase posts. Results in $OUT: node-check.json,
 # node-check.md, summary.txt, doctor.json, metrics.prom, exporter.log, work.tar.gz. Exit 1 when
-# a check failed. About 90 s on a GPU; GPU=sim runs it anywhere (no load: times only).
+# a check failed, among them (on NVML) GPU 0's formal mean power >= 1.5 x idle and its phase
+# energy within 1% of the counter (deploy/internal/nodecheck/judge.go); the failure lines end
+# the output. About 90 s on a GPU; GPU=sim runs it anywhere (no load: times only).
 # Env: JOULEMARK (binary; default ./joulemark beside this script, else PATH), NODECHECK (the
 # helper, go build ./deploy/internal/nodecheck; default ./nodecheck beside, else PATH), OUT
 # (default /tmp/devout), PORT (default 9402), GPU (nvml or sim), BUSY (whole seconds, 30s), HOLD (4s),
@@ -34,7 +36,13 @@ req() {
   printf '%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Length: 0\r\n\r\n' "$1" "$2" "$TOK" >&3
   sed '1,/^\r$/d' <&3; exec 3<&-
 }
-phase() { req POST "/api/v1/runs/$1/phases/$2" >> "$W/posts.txt"; echo >> "$W/posts.txt"; "$N" counter --gpu="$G" > "$W/counter.$2.json" 2>>"$W/nodecheck.err"; }
+# phase RUN PHASE: the raw counter right before and right after the post, so that the report
+# interpolates it to the exporter's boundary (the same boundaries for both energies)
+phase() {
+  "$N" counter --gpu="$G" > "$W/counter.$2.pre.json" 2>>"$W/nodecheck.err"
+  req POST "/api/v1/runs/$1/phases/$2" >> "$W/posts.txt"; echo >> "$W/posts.txt"
+  "$N" counter --gpu="$G" > "$W/counter.$2.json" 2>>"$W/nodecheck.err"
+}
 { sec env; date -u; uname -a; id; nproc; "$B" --version; sec nvidia-smi; nvidia-smi 2>&1 | head -30; } > "$S" 2>&1
 "$N" facts --gpu="$G" > "$W/facts.json" 2>>"$W/nodecheck.err"
 timeout 60 "$B" doctor --gpu="$G" --format json --duration 3s --poll 1ms > "$O/doctor.json" 2>> "$W/doctor.err"; echo "doctor rc=$?" >> "$S"
@@ -61,8 +69,10 @@ TS=$(date +%s.%N); kill -TERM $P; wait $P; rc=$?
 echo "exporter rc=$rc, exited $(awk "BEGIN{print $(date +%s.%N) - $TS}") s after SIGTERM" >> "$S"
 { sec "exporter warnings"; grep -E 'level=(WARN|ERROR)' "$O/exporter.log" | head -20; sec "nodecheck errors"; cat "$W/nodecheck.err" "$W/doctor.err"; } >> "$S" 2>&1
 awk "BEGIN{print $(date +%s.%N) - $START}" > "$W/elapsed.json"
-"$N" report --dir "$W" --out "$O" 2>> "$S"; RC=$?
+"$N" report --dir "$W" --out "$O" 2> "$W/report.err"; RC=$?
+cat "$W/report.err" >> "$S"
 cp "$S" "$O/summary.txt"
 tar -C "$W" -czf "$O/work.tar.gz" . 2>/dev/null
 cat "$O/node-check.md" 2>/dev/null | tail -c 9000
+cat "$W/report.err" >&2   # each failed check: its figure, measured value and bound
 exit $RC

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // Report is node-check.json.
@@ -26,10 +27,13 @@ type Report struct {
 }
 
 // CounterCompare is GPU 0's phase energy by the exporter and by the raw
-// counter read by nodecheck counter right after the phase posts. The
-// counter's reads lag the phase boundaries by StartLag and EndLag seconds
-// (the read's own NVML init), which the difference includes at the power
-// of those instants.
+// counter. The script reads the counter right before (counter.<phase>.pre)
+// and right after (counter.<phase>) each phase post; when both reads
+// bracket the exporter's boundary the counter is interpolated linearly to
+// it (Bracketed), so both figures cover the same boundaries. Otherwise
+// only the read after the post counts, and the difference includes the
+// StartLag and EndLag seconds (the read's own NVML init) at the power of
+// those instants.
 type CounterCompare struct {
 	Phase     string  `json:"phase"`
 	Exporter  float64 `json:"exporter_joules"`
@@ -37,6 +41,7 @@ type CounterCompare struct {
 	DiffRatio float64 `json:"difference_ratio"`
 	StartLag  float64 `json:"counter_start_lag_seconds"`
 	EndLag    float64 `json:"counter_end_lag_seconds"`
+	Bracketed bool    `json:"counter_bracketed"`
 }
 
 // Check is one pass/fail line.
@@ -86,29 +91,41 @@ func report(dir, out string) error {
 	if err := os.WriteFile(filepath.Join(out, "node-check.md"), []byte(markdown(&r)), 0o644); err != nil {
 		return err
 	}
-	for _, c := range r.Checks {
-		if !c.OK {
-			return fmt.Errorf("check %s failed: %s", c.Name, c.Info)
-		}
-	}
-	return nil
+	return failures(r.Checks)
 }
 
-// compareCounter pairs counter.<phase>.json (GPU 0's raw counter right
-// after the phase's POST) with the exporter's phase energy on GPU 0.
+// counterAt is GPU 0's raw counter at boundary t of phase p: interpolated
+// between the reads before and after the phase post when they bracket t,
+// else the read after the post. lag is that read's time minus t.
+func counterAt(dir string, p contract.Phase, t float64) (joules, lag float64, bracketed, ok bool) {
+	var pre, post Counters
+	if readJSON(dir, "counter."+string(p)+".json", &post) != nil || len(post.Joules) == 0 {
+		return 0, 0, false, false
+	}
+	lag = post.Time - t
+	if readJSON(dir, "counter."+string(p)+".pre.json", &pre) == nil && len(pre.Joules) > 0 && pre.Time <= t && t <= post.Time && pre.Time < post.Time {
+		f := (t - pre.Time) / (post.Time - pre.Time)
+		return pre.Joules[0] + f*(post.Joules[0]-pre.Joules[0]), lag, true, true
+	}
+	return post.Joules[0], lag, false, true
+}
+
+// compareCounter pairs GPU 0's raw counter at each phase's boundaries with
+// the exporter's phase energy on GPU 0.
 func compareCounter(dir string, st *phaseapi.RunStatus) []CounterCompare {
 	var out []CounterCompare
 	for k, ph := range st.Phases {
 		if k+1 >= len(st.Phases) || len(ph.GPUs) == 0 {
 			continue
 		}
-		var a, b Counters
 		next := st.Phases[k+1]
-		if readJSON(dir, "counter."+string(ph.Phase)+".json", &a) != nil || readJSON(dir, "counter."+string(next.Phase)+".json", &b) != nil || len(a.Joules) == 0 || len(b.Joules) == 0 {
+		a, startLag, bra, okA := counterAt(dir, ph.Phase, ph.Start)
+		b, endLag, brb, okB := counterAt(dir, next.Phase, next.Start)
+		if !okA || !okB {
 			continue
 		}
-		c := CounterCompare{Phase: string(ph.Phase), Exporter: ph.GPUs[0].EnergyJoules, Counter: b.Joules[0] - a.Joules[0],
-			StartLag: a.Time - ph.Start, EndLag: b.Time - next.Start}
+		c := CounterCompare{Phase: string(ph.Phase), Exporter: ph.GPUs[0].EnergyJoules, Counter: b - a,
+			StartLag: startLag, EndLag: endLag, Bracketed: bra && brb}
 		if c.Counter > 0 {
 			c.DiffRatio = (c.Exporter - c.Counter) / c.Counter
 		}
@@ -134,7 +151,7 @@ func checks(r *Report, missing []string) []Check {
 			fmt.Sprintf("release ended %.1f s after the stand-in engine's exit", end-r.Load.Exited)})
 	}
 	cs = append(cs, Check{"elapsed_under_4_min", r.Elapsed < 240, fmt.Sprintf("%.0f s", r.Elapsed)})
-	return cs
+	return append(cs, judge(r)...)
 }
 
 func markdown(r *Report) string {
@@ -167,9 +184,9 @@ func markdown(r *Report) string {
 	for _, c := range rel.Criteria {
 		p("%s met %v (%s%s); ", c.Name, c.Met, c.Basis, c.Reason)
 	}
-	p("\n\n| phase | exporter J | counter J | difference | counter read lag at start, end |\n|---|---|---|---|---|\n")
+	p("\n\n| phase | exporter J | counter J | difference | counter read lag at start, end | bracketed |\n|---|---|---|---|---|---|\n")
 	for _, c := range r.Counter {
-		p("| %s | %.1f | %.1f | %.3f%% | %.3f s, %.3f s |\n", c.Phase, c.Exporter, c.Counter, 100*c.DiffRatio, c.StartLag, c.EndLag)
+		p("| %s | %.1f | %.1f | %.3f%% | %.3f s, %.3f s | %v |\n", c.Phase, c.Exporter, c.Counter, 100*c.DiffRatio, c.StartLag, c.EndLag, c.Bracketed)
 	}
 	p("\n## Checks\n\n")
 	for _, c := range r.Checks {
