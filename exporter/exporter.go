@@ -126,14 +126,15 @@ type Exporter struct {
 	rw      *remotewrite.Writer
 	attr    *attributor // nil without Config.Pods
 
-	t0     time.Time // offsets are nanoseconds since t0 (monotonic)
-	t0Unix int64     // t0 in unix nanoseconds
+	t0     time.Time    // offsets are nanoseconds since t0 (monotonic)
+	anchor atomic.Int64 // offset 0 in unix nanoseconds, re-anchored on a clock step (clock.go)
 
 	reg            *prometheus.Registry // contract metrics
 	selfReg        *prometheus.Registry // exporter self-metrics
 	apiRequests    *prometheus.CounterVec
 	authFailures   prometheus.Counter
 	storeErrors    prometheus.Counter
+	clockSteps     prometheus.Counter
 	authLog        authLog
 	scrapeDuration *prometheus.HistogramVec
 	phaseColl      *phaseCollector
@@ -257,11 +258,11 @@ func New(cfg Config) (*Exporter, error) {
 		ready: make(chan struct{}),
 	}
 	e.t0 = e.clock.Now()
-	e.t0Unix = e.t0.UnixNano()
+	e.anchor.Store(e.t0.UnixNano())
 	if err := e.addGPUs(devs); err != nil {
 		return nil, err
 	}
-	e.lc = newLifecycle(cfg, e.gpus, e.t0Unix)
+	e.lc = newLifecycle(cfg, e.gpus, &e.anchor)
 	e.lc.hostNow = e.hostNow
 	e.lc.stalled = func(g *gpuState, now int64) bool { return e.sampling && e.stalled(g, now) }
 	if cfg.StoragePath != "" {
@@ -505,7 +506,9 @@ func (e *Exporter) watchLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		e.mu.Lock()
-		now := e.off(e.clock.Now())
+		nowT := e.clock.Now()
+		e.followWall(nowT)
+		now := e.off(nowT)
 		e.checkStalls(now)
 		changed := false
 		if slices.ContainsFunc(e.gpus, func(g *gpuState) bool { return g.out }) {
@@ -665,10 +668,10 @@ func (e *Exporter) logEvents() {
 func (e *Exporter) off(t time.Time) int64 { return int64(t.Sub(e.t0)) }
 
 // unix converts an offset to unix seconds.
-func (e *Exporter) unix(off int64) float64 { return float64(e.t0Unix+off) / 1e9 }
+func (e *Exporter) unix(off int64) float64 { return float64(e.anchor.Load()+off) / 1e9 }
 
 // wall is an offset as a UTC time, for logs.
-func (e *Exporter) wall(off int64) time.Time { return time.Unix(0, e.t0Unix+off).UTC() }
+func (e *Exporter) wall(off int64) time.Time { return time.Unix(0, e.anchor.Load()+off).UTC() }
 
 // Time converts unix seconds from the API back to a time.Time.
 func Time(unixSeconds float64) time.Time {
@@ -696,7 +699,9 @@ func (e *Exporter) sampleGPU(i int) {
 	if err == nil && s.Time.IsZero() {
 		s.Time = e.clock.Now()
 	}
-	now := e.off(e.clock.Now())
+	nowT := e.clock.Now()
+	e.followWall(nowT)
+	now := e.off(nowT)
 	e.mu.Lock()
 	e.sampleDuration.WithLabelValues(g.idx, g.dev.UUID).Observe(took.Seconds())
 	g.attempts++
@@ -825,7 +830,7 @@ func (e *Exporter) addSample(i int, g *gpuState, s gpu.Sample, resuming bool) (b
 	g.samples++
 	g.ring.push(point{t: t, p: p, e: g.energy})
 	if e.rw != nil {
-		ts := (e.t0Unix + t) / 1e6
+		ts := (e.anchor.Load() + t) / 1e6
 		e.rw.Append(remotewrite.Sample{Labels: g.rwPower, Value: p, TimestampMs: ts})
 		e.rw.Append(remotewrite.Sample{Labels: g.rwEnergy, Value: g.energy, TimestampMs: ts})
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/joulemark/joulemark/exporter/phaseapi"
@@ -24,8 +25,8 @@ import (
 // (takeEvents).
 type lifecycle struct {
 	cfg    Config
-	t0Unix int64       // offset 0 in unix nanoseconds (events)
-	gpus   []*gpuState // the sampler's state, read only here
+	anchor *atomic.Int64 // offset 0 in unix nanoseconds (events); re-anchored on a clock step
+	gpus   []*gpuState   // the sampler's state, read only here
 	// hostNow reads the host's zones at a new boundary (nil: no host
 	// metering); stalled says a GPU's read hangs (nil: never).
 	hostNow func() []float64
@@ -50,8 +51,8 @@ type event struct {
 	args  []any // slog key-value pairs
 }
 
-func newLifecycle(cfg Config, gpus []*gpuState, t0Unix int64) *lifecycle {
-	return &lifecycle{cfg: cfg, t0Unix: t0Unix, gpus: gpus, runs: map[string]*run{}, seen: map[string]struct{}{}}
+func newLifecycle(cfg Config, gpus []*gpuState, anchor *atomic.Int64) *lifecycle {
+	return &lifecycle{cfg: cfg, anchor: anchor, gpus: gpus, runs: map[string]*run{}, seen: map[string]struct{}{}}
 }
 
 // note reports an event.
@@ -67,10 +68,10 @@ func (l *lifecycle) takeEvents() []event {
 }
 
 // unix converts an offset to unix seconds.
-func (l *lifecycle) unix(off int64) float64 { return float64(l.t0Unix+off) / 1e9 }
+func (l *lifecycle) unix(off int64) float64 { return float64(l.anchor.Load()+off) / 1e9 }
 
 // wall is an offset as a UTC time, for logs.
-func (l *lifecycle) wall(off int64) time.Time { return time.Unix(0, l.t0Unix+off).UTC() }
+func (l *lifecycle) wall(off int64) time.Time { return time.Unix(0, l.anchor.Load()+off).UTC() }
 
 // takeChanged reports whether a run ended since the last call.
 func (l *lifecycle) takeChanged() bool {

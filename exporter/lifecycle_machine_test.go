@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func newMachine(t *testing.T, mod func(*Config)) *machine {
 		gpus = append(gpus, &gpuState{dev: gpu.Device{Index: i, UUID: fmt.Sprintf("GPU-%d", i)}, idx: strconv.Itoa(i),
 			ring: newRing(10_000), healthy: true, errors: map[string]uint64{}})
 	}
-	m := &machine{t: t, l: newLifecycle(cfg, gpus, 0)}
+	m := &machine{t: t, l: newLifecycle(cfg, gpus, new(atomic.Int64))}
 	m.slow(0, 1<<30)
 	return m
 }

@@ -54,8 +54,12 @@ func (e *Exporter) registerMetrics() {
 		Name: contract.ExporterStoreErrors,
 		Help: "Failed writes of the durable state under --storage.path.",
 	})
+	e.clockSteps = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: contract.ExporterClockSteps,
+		Help: "Steps of the node's wall clock beyond 50 ms (NTP sync, VM migration); timestamps were re-anchored on the new wall time.",
+	})
 	e.selfReg.MustRegister(
-		e.apiRequests, e.scrapeDuration, e.authFailures, e.storeErrors,
+		e.apiRequests, e.scrapeDuration, e.authFailures, e.storeErrors, e.clockSteps,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(),

@@ -314,7 +314,7 @@ func (e *Exporter) anyActive() bool {
 // activeDoc snapshots the counters and the active runs. Called with e.mu
 // held (read).
 func (e *Exporter) activeDoc(clean bool) activeRunsDoc {
-	doc := activeRunsDoc{Version: activeRunsVersion, SavedAt: e.t0Unix + e.off(e.clock.Now()), Clean: clean && e.awaitedClean(),
+	doc := activeRunsDoc{Version: activeRunsVersion, SavedAt: e.anchor.Load() + e.off(e.clock.Now()), Clean: clean && e.awaitedClean(),
 		RunIDs: len(e.lc.seenOrder), BootID: e.bootID, Runs: []storedRun{}}
 	for i, g := range e.gpus {
 		sg := storedGPU{GPU: i, UUID: g.dev.UUID, EnergyJoules: g.energy, DriverVersion: g.dev.DriverVersion}
@@ -353,7 +353,7 @@ func (e *Exporter) storedRun(r *run) storedRun {
 	sr := storedRun{RunID: r.id, IdleProcs: slices.Clone(r.idleProcs), Gaps: cloneGaps(r.gaps), GPUs: r.selectionIndexes(), Selector: r.selector, Absent: r.storedAbsent(),
 		Release: storedRelease{State: r.rel.state, Reason: r.rel.reason}}
 	if r.crit.engineExited {
-		sr.Release.EngineExitedUnixNs = e.t0Unix + r.crit.engineExitedAt
+		sr.Release.EngineExitedUnixNs = e.anchor.Load() + r.crit.engineExitedAt
 	}
 	for _, w := range r.idleAcc {
 		sr.IdlePower = append(sr.IdlePower, storedWelford{N: w.n, Mean: w.mean, M2: w.m2})
@@ -381,7 +381,7 @@ func storedJoules(vals []float64, i int) *float64 {
 }
 
 func (e *Exporter) storedBoundary(b *boundary) storedBoundary {
-	sb := storedBoundary{TimeUnixNs: e.t0Unix + b.t, EnergyJoules: make([]float64, len(e.gpus))}
+	sb := storedBoundary{TimeUnixNs: e.anchor.Load() + b.t, EnergyJoules: make([]float64, len(e.gpus))}
 	if b.host != nil {
 		for i := range b.host {
 			sb.HostJoules = append(sb.HostJoules, storedJoules(b.host, i))

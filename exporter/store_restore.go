@@ -91,7 +91,7 @@ func (e *Exporter) restore() error {
 		}
 		e.lc.runs[r.id] = r
 		e.log.Warn("restored an active run; the exporter's downtime is a gap", "run_id", r.id,
-			"gap_start", e.wall(doc.SavedAt-e.t0Unix), "gap_seconds", gap.End-gap.Start)
+			"gap_start", e.wall(doc.SavedAt-e.anchor.Load()), "gap_seconds", gap.End-gap.Start)
 	}
 	e.restoreGPUCounters(doc, missing)
 	for _, i := range missing {
@@ -353,7 +353,7 @@ func (e *Exporter) bridgeRefused(g *gpuState, rc *restoredCounter, s gpu.Sample)
 	if !(limit > 0) {
 		limit = bridgeFallbackWatts
 	}
-	down := float64(e.t0Unix+e.off(s.Time)-rc.savedAt)/1e9 + 1
+	down := float64(e.anchor.Load()+e.off(s.Time)-rc.savedAt)/1e9 + 1
 	if adv := s.EnergyJoules - *rc.raw; adv > limit*down {
 		return fmt.Sprintf("its advance %.0f J is more than the power limit %.0f W allows over the %.0f s since the save", adv, limit, down)
 	}
@@ -389,7 +389,7 @@ func (e *Exporter) markBridged(i int, bridged bool, t int64) {
 
 // restartedAt is the end of the gap this start's restore adds, unix
 // seconds.
-func (e *Exporter) restartedAt() float64 { return float64(e.t0Unix) / 1e9 }
+func (e *Exporter) restartedAt() float64 { return float64(e.anchor.Load()) / 1e9 }
 
 // rebaseOpen moves GPU i's start of every running phase by -by: its
 // counter starts again from 0, and the energy before the save still
@@ -420,7 +420,7 @@ func (e *Exporter) restoredRun(sr storedRun, host []storedZone, clean bool) (*ru
 		}
 	}
 	if sr.Release.EngineExitedUnixNs != 0 {
-		r.crit.engineExited, r.crit.engineExitedAt = true, sr.Release.EngineExitedUnixNs-e.t0Unix
+		r.crit.engineExited, r.crit.engineExitedAt = true, sr.Release.EngineExitedUnixNs-e.anchor.Load()
 	}
 	if err := restoreSelection(r, sr.GPUs, n); err != nil {
 		return nil, err
@@ -469,7 +469,7 @@ func (e *Exporter) restoredBoundary(sb storedBoundary) (*boundary, error) {
 	if len(sb.EnergyJoules) != len(e.gpus) {
 		return nil, fmt.Errorf("boundary with %d GPU energies, want %d", len(sb.EnergyJoules), len(e.gpus))
 	}
-	b := &boundary{t: sb.TimeUnixNs - e.t0Unix, e: slices.Clone(sb.EnergyJoules), ok: make([]bool, len(e.gpus))}
+	b := &boundary{t: sb.TimeUnixNs - e.anchor.Load(), e: slices.Clone(sb.EnergyJoules), ok: make([]bool, len(e.gpus))}
 	for i := range b.ok {
 		b.ok[i] = true
 	}

@@ -62,6 +62,7 @@ const (
 	ExporterScrapeTime  = "joulemark_exporter_scrape_duration_seconds"
 	ExporterAuthFailed  = "joulemark_exporter_auth_failures_total"
 	ExporterStoreErrors = "joulemark_exporter_storage_errors_total"
+	ExporterClockSteps  = "joulemark_exporter_clock_steps_total"
 	ExporterBuildInfo   = "joulemark_exporter_build_info"
 )
 
@@ -107,7 +108,7 @@ var Metrics = []string{
 	PhaseHostEnergy, HostEnergy, HostEnergyUp, HostEnergyUnavail, HostEnergyWraps,
 	GPUAllocationInfo, PodEnergy, PodAttributionInfo, UnallocatedEnergy, KubeletUp, KubeletErrors,
 	RemoteWriteSent, RemoteWriteDropped, RemoteWriteFailed, RemoteWriteRetries, RemoteWritePending,
-	ExporterAPIRequests, ExporterScrapeTime, ExporterAuthFailed, ExporterStoreErrors, ExporterBuildInfo,
+	ExporterAPIRequests, ExporterScrapeTime, ExporterAuthFailed, ExporterStoreErrors, ExporterClockSteps, ExporterBuildInfo,
 	RequestOutputTokens, RequestInputTokens, RequestTTFT, RequestLatency, RequestSuccess,
 	BenchRequests, BenchOutputTokens, BenchTTFT, BenchTPOT, BenchLatency, BenchInFlight,
 	BenchTargetRate, BenchAchievedRate,
