@@ -92,18 +92,7 @@ document.getElementById("f").onload = function () {
   document.body.appendChild(l);
 };
 </script></body></html>`
-	if err := os.WriteFile(harness, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=10000", "--dump-dom", "file://"+harness)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
+	out := dumpDOM(t, bin, harness, src)
 	m := overflowOut.FindSubmatch(out)
 	if m == nil {
 		t.Fatalf("chromium measured nothing on %s:\n%.2000s", page, out)
@@ -144,7 +133,21 @@ document.getElementById("f").onload = function () {
   document.body.appendChild(o);
 };
 </script></body></html>`
-	harness := filepath.Join(t.TempDir(), "legends.html")
+	out := dumpDOM(t, bin, filepath.Join(t.TempDir(), "legends.html"), src)
+	m := legendOut.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("chromium measured nothing on %s:\n%.2000s", page, out)
+	}
+	if strings.TrimSpace(string(m[1])) == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(string(m[1])), "\n")
+}
+
+// dumpDOM writes the measuring page src to harness, loads it in headless
+// chromium and returns the DOM it leaves.
+func dumpDOM(t testing.TB, bin, harness, src string) []byte {
+	t.Helper()
 	if err := os.WriteFile(harness, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -157,12 +160,5 @@ document.getElementById("f").onload = function () {
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
-	m := legendOut.FindSubmatch(out)
-	if m == nil {
-		t.Fatalf("chromium measured nothing on %s:\n%.2000s", page, out)
-	}
-	if strings.TrimSpace(string(m[1])) == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSpace(string(m[1])), "\n")
+	return out
 }
