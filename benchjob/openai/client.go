@@ -507,13 +507,9 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			last = now
 		}
 		if ch.usage {
-			if resp.UsageReported && ch.complete < resp.CompletionTokens && lowered == nil {
-				lowered = &Error{Class: contract.ClassInvalidUsage, Msg: fmt.Sprintf("a second usage block lowers completion_tokens from %d to %d", resp.CompletionTokens, ch.complete)}
+			if e := resp.applyUsage(ch); lowered == nil {
+				lowered = e
 			}
-			resp.UsageReported = true
-			resp.PromptTokens = ch.prompt
-			resp.CompletionTokens = ch.complete
-			resp.ReasoningTokens = ch.reasonTok
 		}
 	}
 	resp.TextSHA256 = hex.EncodeToString(h.Sum(st.sum[:0]))
@@ -591,6 +587,20 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 type StatusError struct {
 	URL        string
 	StatusCode int
+}
+
+// applyUsage takes a chunk's usage block; a block lowering the completion
+// tokens an earlier one reported is an invalid_usage error (returned).
+func (resp *Response) applyUsage(ch *chunkView) *Error {
+	var lowered *Error
+	if resp.UsageReported && ch.complete < resp.CompletionTokens {
+		lowered = &Error{Class: contract.ClassInvalidUsage, Msg: fmt.Sprintf("a second usage block lowers completion_tokens from %d to %d", resp.CompletionTokens, ch.complete)}
+	}
+	resp.UsageReported = true
+	resp.PromptTokens = ch.prompt
+	resp.CompletionTokens = ch.complete
+	resp.ReasoningTokens = ch.reasonTok
+	return lowered
 }
 
 func (e *StatusError) Error() string {
