@@ -20,6 +20,9 @@ type Params struct {
 	SSWindow  int           // requests per window (100)
 	SSWindows int           // consecutive windows (3)
 	SSCV      float64       // CV threshold (0.03)
+	// SSWeighting weighs a request in a window's CV: SteadyWeightTokens
+	// (its output tokens, the default) or SteadyWeightRequests (alike).
+	SSWeighting string
 
 	MaxErrorRate    float64 // formal error rate above which the run is flagged (0.05)
 	MinCoverage     float64 // sample coverage below which the run is flagged (0.95)
@@ -39,7 +42,7 @@ type Params struct {
 func DefaultParams() Params {
 	return Params{
 		SLOTTFT: 500 * time.Millisecond, SLOTPOT: 50 * time.Millisecond,
-		SSWindow: 100, SSWindows: 3, SSCV: 0.03,
+		SSWindow: 100, SSWindows: 3, SSCV: 0.03, SSWeighting: SteadyWeightTokens,
 		MaxErrorRate: 0.05, MinCoverage: 0.95, EnergyTolerance: 0.01, IdleMaxCV: 0.05,
 		MaxBadOutputRatio: 0.05, MinQuality: 0.95,
 	}
@@ -56,6 +59,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("steady-state window count must be at least 1, got %d", p.SSWindows)
 	case !(p.SSCV > 0):
 		return fmt.Errorf("steady-state CV threshold must be > 0, got %g", p.SSCV)
+	case p.SSWeighting != SteadyWeightTokens && p.SSWeighting != SteadyWeightRequests:
+		return fmt.Errorf("steady-state weighting %q: want %q or %q", p.SSWeighting, SteadyWeightTokens, SteadyWeightRequests)
 	case p.MaxErrorRate < 0 || p.MaxErrorRate > 1:
 		return fmt.Errorf("max error rate must be in [0,1], got %g", p.MaxErrorRate)
 	case p.MinCoverage < 0 || p.MinCoverage > 1:
@@ -660,6 +665,7 @@ func (c *computation) startAttribution() {
 func (c *computation) steadyState() {
 	r, p, reqs := c.r, c.p, c.d.Requests
 	r.SteadyState.Window, r.SteadyState.Windows, r.SteadyState.CVThreshold = p.SSWindow, p.SSWindows, p.SSCV
+	r.SteadyState.Weighting = p.SSWeighting
 	ss := make([]int32, 0, len(c.formal)) // indexes into reqs of the successful formal requests with tokens, in completion order
 	for _, i := range c.formal {
 		if reqs[i].Success && reqs[i].OutputTokens > 0 {
@@ -689,15 +695,22 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	r.UnattributedJoules = new(at.Unattributed)
 	c.joules = at.Joules
 	jpt := make([]float64, len(ss))
+	var wt []float64
+	if p.SSWeighting != SteadyWeightRequests {
+		wt = make([]float64, len(ss))
+	}
 	for j, i := range ss {
 		jpt[j] = at.Joules[i] / float64(reqs[i].OutputTokens)
+		if wt != nil {
+			wt[j] = float64(reqs[i].OutputTokens)
+		}
 	}
 	c.pd.JoulesPerToken = jpt
 	// The windows are tested before the drain: the requests that ended
 	// after the last formal send ran while the offered load fell.
 	drain := c.drainCount(ss)
 	r.SteadyState.DrainRequests = drain
-	first, worst, reason := steadyStart(jpt[:len(jpt)-drain], p.SSWindow, p.SSWindows, p.SSCV)
+	first, worst, reason := steadyStart(jpt[:len(jpt)-drain], prefix(wt, len(jpt)-drain), p.SSWindow, p.SSWindows, p.SSCV)
 	if !math.IsNaN(worst) && !math.IsInf(worst, 0) {
 		r.SteadyState.WindowCV = new(worst)
 	}
@@ -808,4 +821,12 @@ func sumPtr(vs ...*float64) *float64 {
 		s += *v
 	}
 	return &s
+}
+
+// prefix is x[:n], or nil when x is nil.
+func prefix(x []float64, n int) []float64 {
+	if x == nil {
+		return nil
+	}
+	return x[:n]
 }

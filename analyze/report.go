@@ -134,6 +134,9 @@ type SteadyState struct {
 	Window                      int      `json:"window"`
 	Windows                     int      `json:"windows"`
 	CVThreshold                 float64  `json:"cv_threshold"`
+	// Weighting is how a request counts in a window's CV: "tokens" (by its
+	// output tokens) or "requests" (alike).
+	Weighting string `json:"weighting"`
 	// WindowCV is the largest CV of the tested windows at the steady
 	// state's first request, or at the best start when it was not reached
 	// (what the test compared with CVThreshold); nil when no start could be

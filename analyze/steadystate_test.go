@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -47,7 +48,7 @@ func TestSteadyStart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, reason := steadyStart(tt.x, tt.w, tt.k, 0.03)
+			got, _, reason := steadyStart(tt.x, nil, tt.w, tt.k, 0.03)
 			if got != tt.want {
 				t.Errorf("start = %d (%s), want %d", got, reason, tt.want)
 			}
@@ -65,5 +66,43 @@ func TestTPOT(t *testing.T) {
 	}
 	if _, ok := tpot(Request{HasTTFT: true, TTFT: 0.2, Latency: 1.2, OutputTokens: 1}); ok {
 		t.Error("tpot defined for a one-token request")
+	}
+}
+
+// TestWeightedWindowCV checks the token-weighted CV against its definition
+// and that a short request's outlier, which fails the unweighted test,
+// passes when weighed by its tokens (and fails again when it is long).
+func TestWeightedWindowCV(t *testing.T) {
+	x := []float64{1.0, 1.3, 1.0, 0.98, 1.02, 1.0}
+	wt := []float64{150, 2, 150, 140, 150, 120}
+	got := weightedWindowCV(x, wt, 3)
+	for i := range got {
+		var sw, sx float64
+		for j := i; j < i+3; j++ {
+			sw += wt[j]
+			sx += wt[j] * x[j]
+		}
+		m := sx / sw
+		v := 0.0
+		for j := i; j < i+3; j++ {
+			v += wt[j] * (x[j] - m) * (x[j] - m)
+		}
+		if want := math.Sqrt(v/sw) / m; math.Abs(got[i]-want) > 1e-12 {
+			t.Errorf("window %d: weighted CV %g, want %g", i, got[i], want)
+		}
+	}
+	if first, _, reason := steadyStart(x, nil, 3, 2, 0.03); first != -1 {
+		t.Errorf("unweighted: start %d, want none (%s)", first, reason)
+	}
+	if first, _, reason := steadyStart(x, wt, 3, 2, 0.03); first != 0 {
+		t.Errorf("token-weighted: start %d (%s), want 0", first, reason)
+	}
+	long := slices.Clone(wt)
+	long[1] = 150
+	if first, _, _ := steadyStart(x, long, 3, 2, 0.03); first != -1 {
+		t.Errorf("token-weighted with a long outlier: start %d, want none", first)
+	}
+	if cv := weightedWindowCV([]float64{1, 2}, []float64{0, 0}, 2)[0]; !math.IsInf(cv, 1) {
+		t.Errorf("no weight: CV %g, want +Inf", cv)
 	}
 }

@@ -34,6 +34,7 @@ type AnalyzeCmd struct {
 	SSWindow  int           `name:"steady-state.window" default:"${analyze_ss_window}" help:"Steady state: requests per window."`
 	SSWindows int           `name:"steady-state.windows" default:"${analyze_ss_windows}" help:"Steady state: consecutive non-overlapping windows."`
 	SSCV      float64       `name:"steady-state.cv" default:"${analyze_ss_cv}" help:"Steady state: CV threshold of every window."`
+	SSWeight  string        `name:"steady-state.weighting" default:"${analyze_ss_weighting}" enum:"tokens,requests" help:"Steady state: how a request counts in a window's CV: by its output tokens (tokens), as in the J/token figure, or alike (requests, where a short request's attribution noise weighs as much as a long one)."`
 
 	MaxErrorRate    float64       `name:"max-error-rate" default:"${analyze_max_error_rate}" help:"Formal error rate above which the run is invalid."`
 	MinCoverage     float64       `name:"min-coverage" default:"${analyze_min_coverage}" help:"Sample coverage below which the run is invalid."`
@@ -58,6 +59,7 @@ func analyzeDefaults() kong.Vars {
 		"analyze_ss_window":            strconv.Itoa(p.SSWindow),
 		"analyze_ss_windows":           strconv.Itoa(p.SSWindows),
 		"analyze_ss_cv":                f(p.SSCV),
+		"analyze_ss_weighting":         p.SSWeighting,
 		"analyze_max_error_rate":       f(p.MaxErrorRate),
 		"analyze_min_coverage":         f(p.MinCoverage),
 		"analyze_energy_tolerance":     f(p.EnergyTolerance),
@@ -91,7 +93,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	p := analyze.DefaultParams()
 	p.SLOTTFT, p.SLOTPOT = c.SLOTTFT, c.SLOTPOT
-	p.SSWindow, p.SSWindows, p.SSCV = c.SSWindow, c.SSWindows, c.SSCV
+	p.SSWindow, p.SSWindows, p.SSCV, p.SSWeighting = c.SSWindow, c.SSWindows, c.SSCV, c.SSWeight
 	p.MaxErrorRate, p.MinCoverage, p.EnergyTolerance = c.MaxErrorRate, c.MinCoverage, c.EnergyTolerance
 	p.MaxBadOutputRatio = c.MaxBadOutput
 	p.MinQuality = c.MinQuality

@@ -57,6 +57,7 @@ type DemoCmd struct {
 	SSWindow  int           `name:"steady-state.window" hidden:"" default:"${analyze_ss_window}" help:"Steady state: requests per window."`
 	SSWindows int           `name:"steady-state.windows" hidden:"" default:"${analyze_ss_windows}" help:"Steady state: consecutive non-overlapping windows."`
 	SSCV      float64       `name:"steady-state.cv" hidden:"" default:"${analyze_ss_cv}" help:"Steady state: CV threshold of every window."`
+	SSWeight  string        `name:"steady-state.weighting" hidden:"" default:"${analyze_ss_weighting}" enum:"tokens,requests" help:"Steady state: how a request counts in a window's CV (tokens or requests)."`
 }
 
 // demoDefaults are the demo flags' defaults as kong variables, taken from
@@ -112,7 +113,7 @@ func (c *DemoCmd) Config() (demo.Config, error) {
 		CarbonIntensity: c.Cost.CarbonIntensity, PUE: c.Cost.PUE}
 	cfg.Engine.Faults = c.Faults.faults()
 	cfg.Params.SLOTTFT, cfg.Params.SLOTPOT = c.SLOTTFT, c.SLOTPOT
-	cfg.Params.SSWindow, cfg.Params.SSWindows, cfg.Params.SSCV = c.SSWindow, c.SSWindows, c.SSCV
+	cfg.Params.SSWindow, cfg.Params.SSWindows, cfg.Params.SSCV, cfg.Params.SSWeighting = c.SSWindow, c.SSWindows, c.SSCV, c.SSWeight
 	return cfg, demo.ApplyScenario(&cfg, c.Scenario)
 }
 
