@@ -512,7 +512,9 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			}
 		}
 	}
-	resp.TextSHA256 = hex.EncodeToString(h.Sum(st.sum[:0]))
+	var hx [2 * sha256.Size]byte
+	hex.Encode(hx[:], h.Sum(st.sum[:0]))
+	resp.TextSHA256 = string(hx[:])
 	if resp.Err == nil && lowered != nil {
 		resp.Err = lowered
 	}
