@@ -48,6 +48,10 @@ type conn struct {
 	wb    []byte
 	since time.Time // idle since
 	x     exchange  // the request it carries: one at a time
+	// resp, hdr and body are a plain answer's head and body (plainHead).
+	resp http.Response
+	hdr  http.Header
+	body sizedBody
 	// expire makes every read and write fail at once (a request's
 	// context ended); made once, not per request.
 	expire func()
@@ -180,8 +184,11 @@ func (p *connPool) roundTrip(ctx context.Context, head, payload []byte) (*http.R
 		if _, err = c.nc.Write(c.wb); err == nil {
 			if _, err = c.br.Peek(1); err == nil {
 				nothing = false
-				var hr *http.Response
-				if hr, err = http.ReadResponse(c.br, postRequest); err == nil {
+				hr := c.plainHead()
+				if hr == nil {
+					hr, err = http.ReadResponse(c.br, postRequest)
+				}
+				if err == nil {
 					return hr, x, nil
 				}
 			}
