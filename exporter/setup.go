@@ -255,9 +255,6 @@ type Options struct {
 // Main opens the backend, builds and starts the exporter and serves until
 // ctx ends, then shuts it down (joulemark exporter).
 func Main(ctx context.Context, o Options, log *slog.Logger) error {
-	if err := o.Validate(); err != nil {
-		return err
-	}
 	backend, stop, err := openMainBackend(ctx, o.Backend, log)
 	if err != nil {
 		return err

@@ -74,9 +74,11 @@ func (cfg Config) checks() []check {
 	}
 }
 
-// Validate refuses the exporter command's settings out of their range:
-// the backend's, the simulated GPUs' (whatever the backend), the
-// attribution's and Config's. The error is a *FieldError.
+// Validate refuses settings out of their range as the exporter command
+// gives them, every one set: the backend's, the simulated GPUs' (whatever
+// the backend), the attribution's and Config's; a zero the packages would
+// replace by their default is refused too (Main, New and OpenBackend take
+// it as the default). The error is a *FieldError.
 func (o Options) Validate() error {
 	b, s, k := o.Backend, o.Backend.Sim, o.Kubelet
 	return firstBad("", append([]check{
