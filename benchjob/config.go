@@ -195,7 +195,8 @@ type RemoteWrite struct {
 }
 
 // Defaults returns a Config with every default: the bench flags' and
-// those of an experiment file (one set, cmd/joulemark TestBenchDefaults).
+// those of an experiment file (one set: the bench command pre-fills its
+// flags with them; cmd/joulemark TestBenchSharedDefaults).
 func Defaults() Config {
 	return Config{
 		Endpoint:       "completions",
