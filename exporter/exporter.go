@@ -173,7 +173,7 @@ type Exporter struct {
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
-	live      []atomic.Int32 // per GPU: its sampling goroutines still running
+	smp       *sampler // the sampling loop (sampler.go)
 	ready     chan struct{}
 	readyOnce sync.Once
 	started   int64 // offset when Start ran (stall reference before a GPU's first read)
@@ -203,8 +203,10 @@ type gpuState struct {
 	counter bool   // energy from the GPU's counter
 	ring    *ring
 
-	sampleMu sync.Mutex // serializes the fast reads of this GPU
-	slowMu   sync.Mutex // serializes the slow reads of this GPU
+	// took observes the backend call's duration (joulemark_gpu_sample_duration_seconds)
+	// for tookUUID, the GPU's identity when it was looked up.
+	took     prometheus.Observer
+	tookUUID string
 
 	has         bool
 	lastT       int64
@@ -261,6 +263,7 @@ func New(cfg Config) (*Exporter, error) {
 	if err := e.addGPUs(devs); err != nil {
 		return nil, err
 	}
+	e.smp = newSampler(e)
 	e.lc = newLifecycle(cfg, e.gpus, &e.anchor)
 	e.lc.hostNow = e.hostNow
 	e.lc.stalled = func(g *gpuState, now int64) bool { return e.sampling && e.stalled(g, now) }
@@ -467,17 +470,6 @@ func hungWhat(gpus []int) string {
 		return "a GPU backend call outside the sampling loops"
 	}
 	return fmt.Sprintf("GPU(s) %v", gpus)
-}
-
-// hungGPUs lists the GPUs whose sampling goroutines have not returned.
-func (e *Exporter) hungGPUs() []int {
-	var out []int
-	for i := range e.live {
-		if e.live[i].Load() > 0 {
-			out = append(out, i)
-		}
-	}
-	return out
 }
 
 // closeRemoteWrite flushes remote write (5 s at most).
