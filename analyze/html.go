@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 
+	"github.com/joulemark/joulemark/report"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
 )
@@ -51,7 +52,7 @@ figcaption { font-weight: 600; margin-bottom: .3em; }
 `))
 
 // WriteHTML renders report.html.
-func WriteHTML(w io.Writer, r *Report, pd *PlotData) error {
+func WriteHTML(w io.Writer, r *report.Report, pd *PlotData) error {
 	headMD, restMD := markdownParts(r)
 	gm := goldmark.New(goldmark.WithExtensions(extension.Table))
 	var head, rest bytes.Buffer

@@ -14,6 +14,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 func iptr(v int) *int   { return &v }
@@ -82,7 +83,7 @@ func TestGoldenOutputSanity(t *testing.T) {
 		t.Fatal(err)
 	}
 	AddOutputSanity(r, a.sanity, fixtureParams().MaxBadOutputRatio)
-	js, err := MarshalReport(r)
+	js, err := report.MarshalReport(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,13 +110,13 @@ func TestRunWithArchive(t *testing.T) {
 	if _, err := Run(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	js, err := os.ReadFile(filepath.Join(dir, FileJSON))
+	js, err := os.ReadFile(filepath.Join(dir, report.FileJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
 		OutputSanity map[string]any `json:"output_sanity"`
-		Flags        []Flag         `json:"flags"`
+		Flags        []report.Flag  `json:"flags"`
 	}
 	if err := json.Unmarshal(js, &doc); err != nil {
 		t.Fatal(err)
@@ -135,14 +136,14 @@ func TestRunWithArchive(t *testing.T) {
 		t.Errorf("no non-excluding %s flag in %+v", contract.FlagOutputsSuspect, doc.Flags)
 	}
 	row := "| output sanity: empty / repeated / short of successful formal outputs, ignore_eos on | 1 / 1 / 1 of 10 (30.00% bad) |"
-	md, err := os.ReadFile(filepath.Join(dir, FileMarkdown))
+	md, err := os.ReadFile(filepath.Join(dir, report.FileMarkdown))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if i := bytes.Index(md, []byte("| throughput |")); i < 0 || !bytes.HasPrefix(md[i+bytes.IndexByte(md[i:], '\n')+1:], []byte(row)) {
 		t.Errorf("report.md has no %q right after throughput:\n%s", row, md)
 	}
-	html, err := os.ReadFile(filepath.Join(dir, FileHTML))
+	html, err := os.ReadFile(filepath.Join(dir, report.FileHTML))
 	if err != nil {
 		t.Fatal(err)
 	}

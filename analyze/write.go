@@ -2,38 +2,20 @@ package analyze
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/joulemark/joulemark/report"
 )
-
-// Report file names inside the output directory.
-const (
-	FileJSON     = "report.json"
-	FileMarkdown = "report.md"
-	FileHTML     = "report.html"
-)
-
-// ErrReportExists is returned when the output directory already holds files.
-var ErrReportExists = errors.New("output directory exists and is not empty")
-
-// MarshalReport is report.json's content.
-func MarshalReport(r *Report) ([]byte, error) {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encoding report.json: %w", err)
-	}
-	return append(b, '\n'), nil
-}
 
 // WriteReport writes report.json, report.md and report.html into dir, all at
 // once: the files are written into a temporary sibling directory which is
 // then renamed to dir. It never overwrites: when dir exists and is not empty
 // it fails with ErrReportExists and writes nothing. pd may be nil (no plots).
-func WriteReport(dir string, r *Report, pd *PlotData) error {
+func WriteReport(dir string, r *report.Report, pd *PlotData) error {
 	dir = filepath.Clean(dir)
 	if err := checkFree(dir); err != nil {
 		return err
@@ -46,7 +28,7 @@ func WriteReport(dir string, r *Report, pd *PlotData) error {
 	// An empty dir (e.g. made by the caller) is replaced; os.Remove only
 	// removes empty directories, so nothing can be lost here.
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s: %w", dir, ErrReportExists)
+		return fmt.Errorf("%s: %w", dir, report.ErrReportExists)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("moving the report into %s: %w", dir, err)
@@ -60,9 +42,9 @@ func WriteReport(dir string, r *Report, pd *PlotData) error {
 // takes dir's place. On Linux the two directories are swapped in one
 // atomic rename, so dir always holds a complete report. It returns where
 // the earlier report went, "" when there was none.
-func WriteReportKeeping(dir string, r *Report, pd *PlotData) (kept string, err error) {
+func WriteReportKeeping(dir string, r *report.Report, pd *PlotData) (kept string, err error) {
 	dir = filepath.Clean(dir)
-	if err := checkFree(dir); !errors.Is(err, ErrReportExists) {
+	if err := checkFree(dir); !errors.Is(err, report.ErrReportExists) {
 		if err != nil {
 			return "", err
 		}
@@ -108,8 +90,8 @@ func freeSibling(dir string) (string, error) {
 
 // stageReport renders the three files into a new temporary directory
 // beside dir and returns it.
-func stageReport(dir string, r *Report, pd *PlotData) (string, error) {
-	js, err := MarshalReport(r)
+func stageReport(dir string, r *report.Report, pd *PlotData) (string, error) {
+	js, err := report.MarshalReport(r)
 	if err != nil {
 		return "", err
 	}
@@ -131,7 +113,7 @@ func stageReport(dir string, r *Report, pd *PlotData) (string, error) {
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{FileJSON, js}, {FileMarkdown, md.Bytes()}, {FileHTML, html.Bytes()}} {
+	}{{report.FileJSON, js}, {report.FileMarkdown, md.Bytes()}, {report.FileHTML, html.Bytes()}} {
 		if err := writeSynced(filepath.Join(tmp, f.name), f.data); err != nil {
 			os.RemoveAll(tmp)
 			return "", err
@@ -153,7 +135,7 @@ func checkFree(dir string) error {
 	case err != nil:
 		return fmt.Errorf("output %s: %w", dir, err)
 	case len(entries) > 0:
-		return fmt.Errorf("%s (%d entries; choose a new --out): %w", dir, len(entries), ErrReportExists)
+		return fmt.Errorf("%s (%d entries; choose a new --out): %w", dir, len(entries), report.ErrReportExists)
 	}
 	return nil
 }

@@ -15,8 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 // RunListing is one line of `runs list`.
@@ -68,12 +68,12 @@ func ListRuns(runsDir string) ([]RunListing, error) {
 // readVerdict fills Valid and Excluding from the run's report, when it
 // has one; a report that cannot be read is named in ReportError.
 func (row *RunListing) readVerdict(run *runarchive.Run) {
-	path := filepath.Join(run.Path(runarchive.ReportDir), analyze.FileJSON)
+	path := filepath.Join(run.Path(runarchive.ReportDir), report.FileJSON)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
-	var r analyze.Report
+	var r report.Report
 	if err == nil {
 		err = json.Unmarshal(data, &r)
 	}

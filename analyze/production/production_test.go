@@ -13,12 +13,12 @@ import (
 
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/report"
 )
 
 // The fixture: 15 s samples from T0-300 s to T0+1800 s; the report covers
@@ -168,8 +168,8 @@ func nearp(t *testing.T, what string, got *float64, want float64) {
 func checkReport(t *testing.T, r *Report, t0 float64) {
 	t.Helper()
 	near(t, "energy", r.EnergyJoules, 1_680_000)
-	if r.Boundary != analyze.BoundaryModule {
-		t.Errorf("boundary %q with a module-scope GPU in the range, want %q", r.Boundary, analyze.BoundaryModule)
+	if r.Boundary != report.BoundaryModule {
+		t.Errorf("boundary %q with a module-scope GPU in the range, want %q", r.Boundary, report.BoundaryModule)
 	}
 	near(t, "unallocated", r.UnallocatedJoules, 126_000)
 	pods := map[string]PodFigures{}
@@ -240,11 +240,11 @@ func TestComputeFixture(t *testing.T) {
 
 	board := fixtureData(t0)
 	board.ModuleGPUs = nil
-	if r := Compute(board, "", ""); r.Boundary != analyze.Boundary {
-		t.Errorf("boundary %q with board-scope GPUs only, want %q", r.Boundary, analyze.Boundary)
+	if r := Compute(board, "", ""); r.Boundary != report.Boundary {
+		t.Errorf("boundary %q with board-scope GPUs only, want %q", r.Boundary, report.Boundary)
 	}
 	var md strings.Builder
-	if err := WriteMarkdown(&md, Compute(fixtureData(t0), "", "")); err != nil || !strings.Contains(md.String(), analyze.BoundaryModule+", integrated") {
+	if err := WriteMarkdown(&md, Compute(fixtureData(t0), "", "")); err != nil || !strings.Contains(md.String(), report.BoundaryModule+", integrated") {
 		t.Errorf("report.md does not state the module boundary (%v):\n%s", err, md.String())
 	}
 
