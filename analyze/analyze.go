@@ -246,7 +246,7 @@ func Analyze(ctx context.Context, cfg Config) (*report.Report, *PlotData, error)
 func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if cfg.OutDir != "" && !cfg.KeepEarlier {
 		// Fail before any query when the report could not be written.
-		if err := checkFree(filepath.Clean(cfg.OutDir)); err != nil {
+		if err := report.CheckFree(filepath.Clean(cfg.OutDir)); err != nil {
 			return nil, err
 		}
 	}

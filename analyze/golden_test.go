@@ -76,7 +76,7 @@ func fixtureReport(t *testing.T) (*report.Report, *PlotData) {
 
 func TestGoldenFixtureReport(t *testing.T) {
 	r, _ := fixtureReport(t)
-	js, err := report.MarshalReport(r)
+	js, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,11 +63,11 @@ func TestGPUNamedByHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := analyzeFixture(t, s.URL())
-	js, err := report.MarshalReport(r)
+	js, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, _ := fixtureReport(t)
-	wantJS, _ := report.MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, js, wantJS)
 }

@@ -39,7 +39,7 @@ func TestHostEnergyUnavailable(t *testing.T) {
 			if he.FormalJoules != nil || he.LifecycleJoules != nil || he.GPUPlusHostSteadyStateJoulesPerToken != nil || he.TokensPerJouleGPUPlusHost != nil || len(he.Stages) != 0 {
 				t.Errorf("unavailable host energy carries figures: %+v", he)
 			}
-			js, err := report.MarshalReport(r)
+			js, err := report.Marshal(r)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -179,9 +179,9 @@ func TestOutageRepairedFromArchive(t *testing.T) {
 	// Host (RAPL) phase energies are not archived: the host section,
 	// reported beside the GPUs' and never added in, is not repaired.
 	r.Measurement.FromArchive, r.HostEnergy = nil, nil
-	js, _ := report.MarshalReport(r)
+	js, _ := report.Marshal(r)
 	want, _ := fixtureReport(t)
 	want.HostEnergy = nil
-	wantJS, _ := report.MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, js, wantJS)
 }

@@ -53,7 +53,7 @@ func analyzeFixture(t *testing.T, url string) *report.Report {
 			t.Fatalf("read API %s: %v", api, err)
 		}
 		r.GeneratedBy = ""
-		if js[i], err = report.MarshalReport(r); err != nil {
+		if js[i], err = report.Marshal(r); err != nil {
 			t.Fatal(err)
 		}
 		rep = r
@@ -92,12 +92,12 @@ func TestRealPrometheus(t *testing.T) {
 	if r.Requests.Started != 101 || val(r.SteadyState.JoulesPerToken) != 10 || len(r.Stages) != 5 {
 		t.Errorf("read back %d requests, steady J/token %v, %d stages; want 101, 10, 5", r.Requests.Started, val(r.SteadyState.JoulesPerToken), len(r.Stages))
 	}
-	got, err := report.MarshalReport(r)
+	got, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, _ := fixtureReport(t)
-	wantJS, _ := report.MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, got, wantJS)
 
 	// Analyzed days later (within the lookback), the report is the same.
@@ -107,7 +107,7 @@ func TestRealPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	rl.GeneratedBy = ""
-	laterJS, _ := report.MarshalReport(rl)
+	laterJS, _ := report.Marshal(rl)
 	sameJSON(t, laterJS, got)
 
 	// An unknown run is a clear error.

@@ -196,9 +196,9 @@ func checkChunkedLoad(t *testing.T, url string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		js, _ := report.MarshalReport(r)
+		js, _ := report.Marshal(r)
 		wantR, _ := fixtureReport(t)
-		wantJS, _ := report.MarshalReport(wantR)
+		wantJS, _ := report.Marshal(wantR)
 		sameJSON(t, js, wantJS)
 	}
 }

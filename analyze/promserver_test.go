@@ -43,14 +43,14 @@ func TestGoldenThroughTSDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := analyzeFixture(t, s.URL())
-	js, err := report.MarshalReport(r)
+	js, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden.Compare(t, "fixture.tsdb.report.json", js)
 	// The Prometheus path and the pure computation agree.
 	want, _ := fixtureReport(t)
-	wantJS, _ := report.MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, js, wantJS)
 
 	// The same through Run, writing the files.

@@ -88,7 +88,7 @@ func repeat(s string, n int) []string {
 func TestGoldenQualitySection(t *testing.T) {
 	r, _ := fixtureReport(t)
 	addQualityOf(r, qualityArchive(t, []string{pass, mismatch, `{"pass":false,"failed_rules":["regex","forbidden"]}`, pass}), 0.95)
-	js, err := report.MarshalReport(r)
+	js, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}

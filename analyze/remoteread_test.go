@@ -115,8 +115,8 @@ func sameAsFixtureReport(t *testing.T, d *RunData) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, _ := report.MarshalReport(r)
+	js, _ := report.Marshal(r)
 	want, _ := fixtureReport(t)
-	wantJS, _ := report.MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, js, wantJS)
 }

@@ -53,8 +53,8 @@ func TestWriteReport(t *testing.T) {
 	r2 := *r
 	r2.RunID = "other"
 	err = WriteReport(dir, &r2, pd)
-	if !errors.Is(err, report.ErrReportExists) {
-		t.Fatalf("second write: err = %v, want ErrReportExists", err)
+	if !errors.Is(err, report.ErrExists) {
+		t.Fatalf("second write: err = %v, want ErrExists", err)
 	}
 	js2, _ := os.ReadFile(filepath.Join(dir, report.FileJSON))
 	if !bytes.Equal(js, js2) {

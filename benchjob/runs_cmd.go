@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -69,16 +68,12 @@ func ListRuns(runsDir string) ([]RunListing, error) {
 // has one; a report that cannot be read is named in ReportError.
 func (row *RunListing) readVerdict(run *runarchive.Run) {
 	path := filepath.Join(run.Path(runarchive.ReportDir), report.FileJSON)
-	data, err := os.ReadFile(path)
+	r, err := report.Load(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
-	var r report.Report
-	if err == nil {
-		err = json.Unmarshal(data, &r)
-	}
 	if err != nil {
-		row.ReportError = fmt.Sprintf("report %s: %v", path, err)
+		row.ReportError = err.Error()
 		return
 	}
 	row.Valid = &r.Valid

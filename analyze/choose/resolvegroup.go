@@ -2,7 +2,6 @@ package choose
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -90,20 +89,11 @@ func groupDirs(dirs []groupDir, id string) string {
 // reportIdentity is the run section of the report at path; nil when it
 // has none.
 func reportIdentity(path string) (*report.RunIdentity, error) {
-	data, err := os.ReadFile(path)
+	r, err := report.Load(path)
 	if err != nil {
-		return nil, fmt.Errorf("read report: %w", err)
+		return nil, err
 	}
-	var doc struct {
-		Run *report.RunIdentity `json:"run"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("report %s: %w", path, jsonErr(data, err))
-	}
-	if doc.Run == nil {
-		return nil, nil
-	}
-	return doc.Run, nil
+	return r.Run, nil
 }
 
 // resolveArg is the report an argument names (ResolveReport) or, when it

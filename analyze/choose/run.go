@@ -156,10 +156,11 @@ func (l *LoadPoint) String() string {
 }
 
 func decodeReport(data []byte, rep *report.Report, raw *map[string]any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(rep); err != nil {
-		return jsonErr(data, err)
+	r, err := report.Decode(data)
+	if err != nil {
+		return err
 	}
+	*rep = *r
 	d2 := json.NewDecoder(bytes.NewReader(data))
 	d2.UseNumber()
 	if err := d2.Decode(raw); err != nil {

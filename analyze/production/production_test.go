@@ -317,7 +317,7 @@ func TestProductionThroughTSDB(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "report")
 	r := analyzeThrough(t, s.URL(), t0, out)
 	checkReport(t, r, t0)
-	b, err := os.ReadFile(filepath.Join(out, FileJSON))
+	b, err := os.ReadFile(filepath.Join(out, report.FileJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,8 +325,8 @@ func TestProductionThroughTSDB(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || back.EnergyJoules != r.EnergyJoules {
 		t.Errorf("report.json: %v, energy %v", err, back.EnergyJoules)
 	}
-	md, _ := os.ReadFile(filepath.Join(out, FileMarkdown))
-	html, _ := os.ReadFile(filepath.Join(out, FileHTML))
+	md, _ := os.ReadFile(filepath.Join(out, report.FileMarkdown))
+	html, _ := os.ReadFile(filepath.Join(out, report.FileHTML))
 	for _, want := range []string{"| llama | 2 | 780000 | 33150 | 23.53 |", "| serve | llama-b | llama |", "12000 |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)

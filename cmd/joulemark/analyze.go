@@ -116,7 +116,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	g.Logger().Info("report written", "run_id", r.RunID, "dir", c.Out, "valid", r.Valid, "flags", len(r.Flags))
 	switch c.Format {
 	case "json":
-		js, err := report.MarshalReport(r)
+		js, err := report.Marshal(r)
 		if err == nil {
 			_, err = os.Stdout.Write(js)
 		}
@@ -124,7 +124,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 			return err
 		}
 	case "csv":
-		js, err := report.MarshalReport(r)
+		js, err := report.Marshal(r)
 		if err == nil {
 			err = reportcsv.WriteDocument(os.Stdout, js)
 		}
