@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/report"
 )
@@ -12,9 +11,9 @@ import (
 // AddOutputSanity puts the counts into the report and raises the
 // non-excluding outputs_suspect flag when their share of bad outputs is above
 // maxBadRatio.
-func AddOutputSanity(r *report.Report, c outputsanity.Counts, maxBadRatio float64) {
+func AddOutputSanity(r *report.Report, c report.OutputCounts, maxBadRatio float64) {
 	bad, _ := c.Bad()
-	s := &report.OutputSanity{Counts: c, Bad: bad, BadRatio: c.BadRatio(), MaxBadRatio: maxBadRatio}
+	s := &report.OutputSanity{OutputCounts: c, Bad: bad, BadRatio: c.BadRatio(), MaxBadRatio: maxBadRatio}
 	r.OutputSanity = s
 	if s.BadRatio == nil || *s.BadRatio <= maxBadRatio {
 		return
@@ -45,7 +44,7 @@ func sanityCell(s *report.OutputSanity) string {
 	v := fmt.Sprintf("%d / %s / %s of %d", s.Empty, opt(s.Repeated), opt(s.Short), s.Requests)
 	if s.BadRatio != nil {
 		bound := ""
-		if _, known := s.Counts.Bad(); !known {
+		if _, known := s.OutputCounts.Bad(); !known {
 			bound = "≥ "
 		}
 		v += fmt.Sprintf(" (%s%.2f%% bad)", bound, 100**s.BadRatio)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/runarchive"
@@ -23,23 +22,23 @@ func bptr(v bool) *bool { return &v }
 func TestAddOutputSanity(t *testing.T) {
 	tests := []struct {
 		name     string
-		counts   outputsanity.Counts
+		counts   report.OutputCounts
 		max      float64
 		wantFlag string // "" for no flag
 		wantCell string
 	}{
-		{"clean", outputsanity.Counts{Requests: 100, Repeated: iptr(0), Short: iptr(0), IgnoreEOS: bptr(true)}, 0.05, "",
+		{"clean", report.OutputCounts{Requests: 100, Repeated: iptr(0), Short: iptr(0), IgnoreEOS: bptr(true)}, 0.05, "",
 			"0 / 0 / 0 of 100 (0.00% bad)"},
-		{"at the threshold", outputsanity.Counts{Requests: 100, Empty: 2, Repeated: iptr(2), Short: iptr(1)}, 0.05, "",
+		{"at the threshold", report.OutputCounts{Requests: 100, Empty: 2, Repeated: iptr(2), Short: iptr(1)}, 0.05, "",
 			"2 / 2 / 1 of 100 (5.00% bad)"},
-		{"above the threshold", outputsanity.Counts{Requests: 100, Empty: 2, Repeated: iptr(3), Short: iptr(1)}, 0.05,
+		{"above the threshold", report.OutputCounts{Requests: 100, Empty: 2, Repeated: iptr(3), Short: iptr(1)}, 0.05,
 			"6 of 100 successful formal outputs (6.00%) are suspect (2 empty, 3 repeated, 1 short), above the 5% threshold",
 			"2 / 3 / 1 of 100 (6.00% bad)"},
-		{"cut outputs without ignore_eos", outputsanity.Counts{Requests: 10, Repeated: iptr(0), Short: iptr(4), IgnoreEOS: bptr(false)}, 0.05,
+		{"cut outputs without ignore_eos", report.OutputCounts{Requests: 10, Repeated: iptr(0), Short: iptr(4), IgnoreEOS: bptr(false)}, 0.05,
 			"are suspect (4 short)", "0 / 0 / 4 of 10 (40.00% bad)"},
-		{"unknown counts give a lower bound", outputsanity.Counts{Requests: 10, Empty: 1}, 0.05,
+		{"unknown counts give a lower bound", report.OutputCounts{Requests: 10, Empty: 1}, 0.05,
 			"1 of 10 successful formal outputs (10.00%) are suspect (1 empty)", "1 / — / — of 10 (≥ 10.00% bad)"},
-		{"no successful request", outputsanity.Counts{}, 0, "", "0 / — / — of 0"},
+		{"no successful request", report.OutputCounts{}, 0, "", "0 / — / — of 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +82,7 @@ func TestGoldenOutputSanity(t *testing.T) {
 		t.Fatal(err)
 	}
 	AddOutputSanity(r, a.sanity, fixtureParams().MaxBadOutputRatio)
-	js, err := report.MarshalReport(r)
+	js, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
