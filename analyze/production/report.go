@@ -207,29 +207,11 @@ func pct(v *float64) string {
 	return fmt.Sprintf("%.1f%%", *v*100)
 }
 
-var htmlPage = template.Must(template.New("production").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>joulemark production report</title>
-<style>
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #1b1b1b; line-height: 1.45; }
-table { border-collapse: collapse; margin: .6em 0; font-size: .92em; }
-th, td { border: 1px solid #d0d0d0; padding: .25em .6em; }
-th { background: #f4f4f4; }
-td { font-variant-numeric: tabular-nums; }
-figure svg { max-width: 100%; height: auto; }
-.missing { color: #8a6d3b; font-style: italic; }
-</style>
-</head>
-<body>
-{{.Body}}
+var htmlPage = report.Page("production", nil, `{{define "title"}}joulemark production report{{end}}
+{{define "body"}}{{.Body}}
 <h2>J/token per model over time</h2>
-<figure>{{if .Err}}<p class="missing">Not drawn: {{.Err}}</p>{{else}}{{.SVG}}{{end}}</figure>
-</body>
-</html>
-`))
+<figure>{{if .Err}}<p class="missing">Not drawn: {{.Err}}</p>{{else}}{{.SVG}}{{end}}</figure>{{end}}
+`)
 
 // WriteHTML renders report.html: report.md as HTML and the per-model
 // J/token-over-time plot as inline SVG (no external resource).
