@@ -41,6 +41,10 @@ type Config struct {
 	Now time.Time
 	// QueryTimeout bounds each query (none when 0).
 	QueryTimeout time.Duration
+	// MaxSamples is the server's per-query sample limit: a raw read through
+	// the query API that would load more is split in time
+	// (internal/querysplit); 0: never split.
+	MaxSamples int64
 	// OutDir, when set, receives report.json, report.md and report.html
 	// (see WriteReport).
 	OutDir string
@@ -118,6 +122,9 @@ func (c *Config) Validate() error {
 	if err := remoteread.ValidMode(c.ReadAPI); err != nil {
 		return err
 	}
+	if c.MaxSamples < 0 {
+		return fmt.Errorf("max samples must not be negative, got %d", c.MaxSamples)
+	}
 	if err := c.Cost.Validate(); err != nil {
 		return err
 	}
@@ -171,6 +178,7 @@ func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error)
 	}
 	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
 		readAPI: cfg.ReadAPI, log: cfg.Logger, wait: cfg.Wait}
+	l.maxSamples = cfg.MaxSamples
 	if arch != nil {
 		l.arch = combineViews(arch.views)
 	}

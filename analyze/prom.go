@@ -41,6 +41,7 @@ type loader struct {
 	// rr reads the raw series through remote read; nil: through the query
 	// API. readFallback says why remote read was given up (ReadAuto).
 	rr           *remoteread.Reader
+	maxSamples   int64 // the query API's per-query sample limit (0: none)
 	readAPI      string
 	readFallback string
 	log          *slog.Logger

@@ -16,6 +16,7 @@ import (
 
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/querysplit"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/report"
@@ -40,6 +41,10 @@ type Config struct {
 	OutDir string
 	// QueryTimeout bounds each query (default 2m).
 	QueryTimeout time.Duration
+	// MaxSamples is the server's per-query sample limit: a read through
+	// the query API that would load more is split in time
+	// (internal/querysplit); 0: never split.
+	MaxSamples int64
 	// Margin is read before From to place the counters at From exactly
 	// (default 5m).
 	Margin time.Duration
@@ -64,6 +69,9 @@ func (c Config) Validate() error {
 	}
 	if err := remoteread.ValidMode(c.ReadAPI); err != nil {
 		errs = append(errs, err)
+	}
+	if c.MaxSamples < 0 {
+		errs = append(errs, fmt.Errorf("max samples must not be negative, got %d", c.MaxSamples))
 	}
 	if !c.To.After(c.From) {
 		errs = append(errs, fmt.Errorf("range %s to %s: the end must be after the start", c.From.UTC().Format(time.RFC3339), c.To.UTC().Format(time.RFC3339)))
@@ -211,16 +219,9 @@ func (rd *reader) read(ctx context.Context, name, sel string) (model.Matrix, err
 		}
 	}
 	d.ReadAPI = remoteread.Query
-	expr := selector + "[" + strconv.FormatInt(spanMs, 10) + "ms]"
-	v, _, _, err := rd.a.Query(ctx, expr, readEnd, v1.WithTimeout(cfg.QueryTimeout))
-	if err != nil {
-		return nil, fmt.Errorf("query %s at %s: %w", expr, readEnd.UTC().Format(time.RFC3339), err)
-	}
-	m, ok := v.(model.Matrix)
-	if !ok {
-		return nil, fmt.Errorf("query %s: got a %s, want a matrix", expr, v.Type())
-	}
-	return m, nil
+	end := readEnd.UnixMilli()
+	split := querysplit.Reader{API: rd.a, MaxSamples: cfg.MaxSamples, Timeout: cfg.QueryTimeout}
+	return split.Read(ctx, selector, end-spanMs, end)
 }
 
 // inRange converts m, keeping each series' samples up to its first one

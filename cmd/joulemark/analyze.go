@@ -43,6 +43,7 @@ type AnalyzeCmd struct {
 	MaxBadOutput    float64       `name:"max-bad-output-ratio" default:"${analyze_max_bad_output_ratio}" help:"With a run archive: share of empty, repeated or short outputs above which the run is flagged outputs_suspect (a warning)."`
 	MinQuality      float64       `name:"min-quality" default:"${analyze_min_quality}" help:"With quality verdicts in the archive (workload.kind correctness, workload.quality_file): pass rate under which the run is flagged quality_low and excluded."`
 	QueryTimeout    time.Duration `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
+	MaxSamples      int64         `name:"query.max-samples" default:"50000000" help:"The server's per-query sample limit (Prometheus' and Mimir's --query.max-samples, VictoriaMetrics' -search.maxSamplesPerQuery): a raw read through the query API that would load more is split in time, after a census query. 0: never split."`
 	ReadAPI         string        `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
 	Cost            CostFlags     `embed:"" prefix:"cost." group:"Cost and carbon"`
 }
@@ -105,7 +106,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	cfg := analyze.Config{
 		PrometheusURL: c.Prometheus.URL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,
-		RunsDir: c.RunsDir, EngineSelector: c.EngineSelector, ReadAPI: c.ReadAPI,
+		RunsDir: c.RunsDir, EngineSelector: c.EngineSelector, ReadAPI: c.ReadAPI, MaxSamples: c.MaxSamples,
 		Logger: g.Logger(), Wait: c.Wait, Cost: cost, KeepEarlier: keep,
 	}
 	// Validated once, by analyze.Run, before any query.

@@ -11,13 +11,16 @@ package querysplit
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 // DefaultMaxSamples is Prometheus' own --query.max-samples default.
@@ -27,7 +30,7 @@ const DefaultMaxSamples = 50_000_000
 // granularity of a split. A census loads (series × (slots+1)) samples, plus
 // one series' samples in one slot, at once in Prometheus: far below the
 // limit while the series are fewer than a thirty-third of it.
-const censusSlots = 32
+const censusSlots = 16
 
 // Reader reads range selectors through API, split so that no query loads
 // more than MaxSamples samples. It is safe for concurrent use.
@@ -127,7 +130,10 @@ func (r *Reader) census(ctx context.Context, sel string, startMs, endMs int64) (
 	g := max((endMs-startMs+censusSlots-1)/censusSlots, 1)
 	first := (startMs/g + 1) * g // the end of the slot holding startMs+1
 	last := ((endMs + g - 1) / g) * g
-	q := "sum(count_over_time(" + sel + "[" + strconv.FormatInt(g, 10) + "ms]))"
+	q, err := censusExpr(sel, g)
+	if err != nil {
+		return nil, err
+	}
 	var opts []v1.Option
 	if r.Timeout > 0 {
 		opts = append(opts, v1.WithTimeout(r.Timeout))
@@ -151,6 +157,46 @@ func (r *Reader) census(ctx context.Context, sel string, startMs, endMs int64) (
 	}
 	return slots, nil
 }
+
+// censusExpr is the total of sel's samples in the g ms before each step.
+// count_over_time drops the metric name, so a selector matching several
+// names (a regular expression of alternatives) is counted name by name
+// and the counts are added.
+func censusExpr(sel string, g int64) (string, error) {
+	ms, err := selectorParser.ParseMetricSelector(sel)
+	if err != nil {
+		return "", fmt.Errorf("sample census of %s: %w", sel, err)
+	}
+	var names, others []string
+	for _, m := range ms {
+		switch {
+		case m.Name != model.MetricNameLabel:
+			others = append(others, m.String())
+		case m.Type == labels.MatchEqual:
+			names = []string{m.Value}
+		case m.Type == labels.MatchRegexp && literalAlternatives.MatchString(m.Value):
+			names = strings.Split(m.Value, "|")
+		default:
+			return "", fmt.Errorf("sample census of %s: the metric names are not a list (set --query.max-samples 0 to read it in one query)", sel)
+		}
+	}
+	rng := "[" + strconv.FormatInt(g, 10) + "ms]"
+	if len(names) <= 1 {
+		return "sum(count_over_time(" + sel + rng + "))", nil
+	}
+	terms := make([]string, len(names))
+	for i, n := range names {
+		terms[i] = "(sum(count_over_time(" + n + "{" + strings.Join(others, ",") + "}" + rng + ")) or vector(0))"
+	}
+	return strings.Join(terms, " + "), nil
+}
+
+// selectorParser parses series selectors into matchers.
+var selectorParser = parser.NewParser(parser.Options{})
+
+// literalAlternatives matches a regular expression that is a list of
+// metric names: a|b|c.
+var literalAlternatives = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*(\|[a-zA-Z_:][a-zA-Z0-9_:]*)*$`)
 
 // query is the range selector sel over (fromMs, toMs], evaluated at toMs.
 func (r *Reader) query(ctx context.Context, sel string, fromMs, toMs int64) (model.Matrix, error) {
