@@ -3,10 +3,13 @@ package analyze
 import (
 	"context"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/joulemark/joulemark/internal/promserver"
+	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/testenv"
 )
 
 // TestMaxSamplesSplit: the fixture run in a Prometheus that refuses any
@@ -36,4 +39,40 @@ func TestMaxSamplesSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameAsFixtureReport(t, d)
+}
+
+// TestChunkedReadVictoriaMetrics: windowed reads through VictoriaMetrics'
+// query API (no remote read), in windows of 5 s and 7 s and split under a
+// 200-sample limit (VictoriaMetrics' census slots aligned as Prometheus'),
+// read the same data as one window, and the fixture's report is the
+// golden one.
+func TestChunkedReadVictoriaMetrics(t *testing.T) {
+	testenv.SkipIfShort(t, "starts VictoriaMetrics")
+	srv := realprom.StartVictoriaMetrics(t)
+	pushRemoteWrite(t, srv.URL+"/api/v1/write", fixtureSamples(fixture()))
+	srv.Flush(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	whole, err := testLoader(t, srv.URL, 24*time.Hour, 1).load(ctx)
+	if err != nil {
+		t.Fatalf("%v\nVictoriaMetrics log:\n%s", err, srv.Log())
+	}
+	if want := fixture(); len(whole.Requests) != len(want.Requests) || len(whole.GPUs) != len(want.GPUs) {
+		t.Fatalf("one window: %d requests, %d GPUs; want %d, %d", len(whole.Requests), len(whole.GPUs), len(want.Requests), len(want.GPUs))
+	}
+	sameAsFixtureReport(t, whole)
+	for _, rd := range []struct {
+		chunk      time.Duration
+		maxSamples int64
+	}{{5 * time.Second, 0}, {7 * time.Second, 0}, {24 * time.Hour, 200}} {
+		l := testLoader(t, srv.URL, rd.chunk, 3)
+		l.maxSamples = rd.maxSamples
+		got, err := l.load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, whole) {
+			t.Errorf("windows of %s, limit %d: read %d requests, %d GPUs; one window: %d, %d", rd.chunk, rd.maxSamples, len(got.Requests), len(got.GPUs), len(whole.Requests), len(whole.GPUs))
+		}
+	}
 }
