@@ -82,18 +82,6 @@ func (l *loader) vector(ctx context.Context, q string, at time.Time) (model.Vect
 	return l.invalid.finite(q, vec), nil
 }
 
-func (l *loader) matrix(ctx context.Context, q string, at time.Time) (model.Matrix, error) {
-	v, err := l.query(ctx, q, at)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := v.(model.Matrix)
-	if !ok {
-		return nil, fmt.Errorf("query %s: got a %s, want a matrix", q, v.Type())
-	}
-	return m, nil
-}
-
 // promDuration renders d as a PromQL duration in whole milliseconds.
 func promDuration(d time.Duration) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"

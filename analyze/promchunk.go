@@ -37,8 +37,6 @@ type window struct {
 	first        bool
 }
 
-func (w window) at() time.Time { return time.UnixMilli(w.endMs).UTC() }
-
 // keep reports whether a sample at ts belongs to the window.
 func (w window) keep(ts model.Time) bool { return w.first || int64(ts) > w.endMs-w.rngMs }
 
