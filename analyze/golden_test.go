@@ -7,7 +7,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 // sameJSON compares two JSON documents, numbers within a relative 1e-9:

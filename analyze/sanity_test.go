@@ -12,8 +12,8 @@ import (
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 func iptr(v int) *int   { return &v }

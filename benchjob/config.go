@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/benchjob/openai"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/secretfile"
 )
 

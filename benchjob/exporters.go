@@ -12,9 +12,9 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // exporterCallTimeout bounds one attempt of an exporter call.

@@ -18,10 +18,10 @@ import (
 
 	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/benchjob/openai"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/ctxtime"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"

@@ -31,14 +31,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/joulemark/joulemark/analyze"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/demo"
-	"github.com/joulemark/joulemark/internal/golden"
-	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/testenv"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 	"github.com/joulemark/joulemark/rules"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/promserver"
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // The fixture: 15 s samples from T0-300 s to T0+1800 s; the report covers

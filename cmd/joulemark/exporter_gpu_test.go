@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/testenv"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/phaseapi"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 // waitReady polls the exporter at base until /-/ready answers 200 (10 s at

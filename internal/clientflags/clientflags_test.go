@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/alecthomas/kong"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/prometheus/common/config"
 )
 

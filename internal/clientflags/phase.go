@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // PhaseClients makes the phase API clients of the exporters: one HTTP

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/analyze"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
 // writeVaryingTrace writes a trace of Poisson arrivals over formal whose

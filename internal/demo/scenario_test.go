@@ -9,7 +9,7 @@ import (
 
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/simengine"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
 // scenarioConfig is a short demo of one scenario: 2 GPUs (the engine holds

@@ -11,7 +11,7 @@ import (
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/analyze/compare"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
 // TestDemoSweepKnee is docs/demo.md's sweep, shortened: demo runs at batch

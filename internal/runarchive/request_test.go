@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/analyze/quality"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // fullRequest sets every field of Request, so a field the writer or the
