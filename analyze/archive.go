@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
-	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/benchjob/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )

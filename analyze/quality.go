@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/benchjob/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )

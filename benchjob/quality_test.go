@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/benchjob/quality"
 )
 
 // TestCorrectnessWorkload runs --workload.kind=correctness against a fake

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/benchjob/openai"
+	"github.com/joulemark/joulemark/benchjob/quality"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/ctxtime"

@@ -5,7 +5,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/benchjob/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/benchjob/quality"
 )
 
 // Request is one line of runs/<run_id>/requests.jsonl. The first keys are

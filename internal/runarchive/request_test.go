@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/benchjob/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/phaseapi"
 )
