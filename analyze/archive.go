@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
-	"github.com/joulemark/joulemark/benchjob/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
@@ -25,7 +24,7 @@ type benchArchive struct {
 	// views are phases.json's exporters; none without the file.
 	views   []runarchive.ExporterStatus
 	sanity  outputsanity.Counts
-	quality quality.Summary
+	quality runarchive.QualitySummary
 }
 
 // clientReport is the bench's report of its own load, from the manifest;

@@ -116,12 +116,6 @@ type Workload struct {
 	QualityFile string `yaml:"quality_file" json:"quality_file,omitempty"`
 }
 
-// Workload kinds.
-const (
-	WorkloadSynthetic   = "synthetic"
-	WorkloadCorrectness = "correctness"
-)
-
 // Timeouts of one request; zero means no limit.
 type Timeouts struct {
 	Connect    time.Duration `yaml:"connect" json:"connect"`
@@ -397,7 +391,7 @@ func (c *Config) checkWorkload(p *problems) {
 		p.add("workload.dataset", "a dataset and a trace exclude each other")
 	}
 	if w.Dataset == "" && w.Trace == "" {
-		if w.MeanInputTokens <= 0 && w.Kind != WorkloadCorrectness {
+		if w.MeanInputTokens <= 0 && w.Kind != contract.WorkloadCorrectness {
 			p.add("workload.mean_input_tokens", "%d must be positive", w.MeanInputTokens)
 		}
 		// correctness: the answers' max_tokens
@@ -409,8 +403,8 @@ func (c *Config) checkWorkload(p *problems) {
 		p.add("workload.stddev_input_tokens", "standard deviations must not be negative")
 	}
 	switch w.Kind {
-	case "", WorkloadSynthetic:
-	case WorkloadCorrectness:
+	case "", contract.WorkloadSynthetic:
+	case contract.WorkloadCorrectness:
 		if w.Dataset != "" || w.Trace != "" {
 			p.add("workload.kind", "correctness generates its own prompts: no dataset or trace")
 		}

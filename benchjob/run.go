@@ -262,7 +262,7 @@ func workloadSource(w Workload) (src *source, trace []traceEntry, err error) {
 		}
 		src = newSource(func(i int) Prompt { return ds[i%len(ds)] }, -1)
 		cycle = len(ds)
-	case w.Kind == WorkloadCorrectness:
+	case w.Kind == contract.WorkloadCorrectness:
 		maxTokens := w.MeanOutputTokens
 		if maxTokens <= 0 {
 			maxTokens = 64

@@ -15,6 +15,7 @@ import (
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/benchjob/experiment"
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // BenchCmd drives an OpenAI-compatible engine through the measured lifecycle.
@@ -269,7 +270,7 @@ func (c *BenchCmd) config() (benchjob.Config, error) {
 		MeanOutputTokens: c.MeanOutputTokens, StddevOutputTokens: c.StddevOutputTokens,
 		Dataset: c.Dataset, Trace: c.Trace, Seed: c.Seed, Kind: c.Workload, QualityFile: c.QualityFile,
 	}
-	if c.Workload == benchjob.WorkloadSynthetic {
+	if c.Workload == contract.WorkloadSynthetic {
 		cfg.Workload.Kind = "" // the default, as in an experiment file
 	}
 	if c.IgnoreEOS {

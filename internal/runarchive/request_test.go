@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/benchjob/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/phaseapi"
 )
@@ -25,7 +24,7 @@ func fullRequest(i int) *Request {
 		FinishReason: "length", ITLSeconds: []float64{0.01, 0.015}, Index: i, ErrorClass: "timeout",
 		StatusCode: 503, Model: "m", ScheduledTime: new(1700000000.0), Chunks: 101, ReasoningTokens: 7,
 		OutputChars: new(400), ReasoningChars: 30, OutputHash: "ab12", MaxTokens: 100, RetryAfterSeconds: 2.5,
-		Quality: &quality.Result{Pass: false, Failed: []string{quality.RuleRegex}, Mismatches: 1},
+		Quality: &QualityResult{Pass: false, Failed: []string{"regex"}, Mismatches: 1},
 	}
 }
 
