@@ -322,20 +322,18 @@ func reapOrphans(runsDir string, log *slog.Logger) {
 	}
 }
 
-// exporterClients are the phase API clients of the run's exporters.
+// exporterClients are the phase API clients of the run's exporters; hc,
+// when not nil, replaces the HTTP client cfg.ExporterHTTP would build.
 func exporterClients(cfg *Config, token string, hc *http.Client) ([]*phaseapi.Client, error) {
-	exporterHTTP, tokenHeader, err := exporterClient(cfg.ExporterHTTP, hc)
+	clients, err := phaseapi.NewClients(cfg.ExporterHTTP, token, "joulemark-bench", exporterCallTimeout, hc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("exporter_http: %w", err)
 	}
 	var out []*phaseapi.Client
 	for _, u := range cfg.Exporters {
-		c, err := phaseapi.NewClient(u, token, exporterHTTP)
+		c, err := clients.Client(u)
 		if err != nil {
 			return nil, err
-		}
-		if tokenHeader {
-			c.WithTokenHeader()
 		}
 		out = append(out, c)
 	}
