@@ -268,8 +268,7 @@ func (c *computation) counterCurves() {
 		}
 	}
 	if len(intervals) > 0 {
-		slices.Sort(intervals)
-		c.interval = median(intervals)
+		c.interval = stats.Median(intervals)
 	}
 	tol := 0.0
 	if !math.IsNaN(c.interval) {

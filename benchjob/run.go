@@ -634,7 +634,7 @@ func (r *runner) noteFormalLoad(st *loadStats, cpu time.Duration) {
 	r.rec.man.Load.RetryAfterWaitSeconds = st.retryWait.Seconds()
 	r.rec.agg.achieved.Set(st.achievedRate())
 	if len(st.lags) > 0 {
-		p50, p99 := st.lagQuantile(.5), st.lagQuantile(.99)
+		p50, p99 := st.lagPercentile(50), st.lagPercentile(99)
 		r.rec.man.Load.LagP50Seconds, r.rec.man.Load.LagP99Seconds = p50.Seconds(), p99.Seconds()
 		r.rec.man.Load.CapWaitSeconds = st.capWait.Seconds()
 		r.rec.man.Load.MaxLagSeconds = r.cfg.MaxLag.Seconds()
