@@ -31,6 +31,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
@@ -111,7 +112,7 @@ func BenchmarkAnalyzeTSDB(b *testing.B) {
 			runID := d.RunID
 			d = nil
 			cfg := Config{PrometheusURL: s.URL(), RunID: runID, Params: DefaultParams(), Now: fixtureNow().Add(time.Duration(n/100) * time.Second)}
-			for _, readAPI := range []string{ReadRemote, ReadQuery} {
+			for _, readAPI := range []string{remoteread.Remote, remoteread.Query} {
 				b.Run(readAPI, func(b *testing.B) {
 					cfg := cfg
 					cfg.ReadAPI = readAPI
@@ -205,7 +206,7 @@ func BenchmarkAnalyzeRealPrometheus(b *testing.B) {
 	d = nil
 	settle()
 	now := fixtureNow().Add(time.Duration(n/100) * time.Second)
-	for _, readAPI := range []string{ReadRemote, ReadQuery} {
+	for _, readAPI := range []string{remoteread.Remote, remoteread.Query} {
 		b.Run(readAPI+"-process", func(b *testing.B) {
 			benchAnalyzeProcess(b, srv.URL, runID, now, readAPI, n)
 		})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/testenv"
 )
 
@@ -52,7 +53,7 @@ func TestReadAPIFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.ReadAPI != ReadRemote || d.ReadFallback != "" {
+	if d.ReadAPI != remoteread.Remote || d.ReadFallback != "" {
 		t.Fatalf("auto against a server with remote read: read through %q (%s), want remote read", d.ReadAPI, d.ReadFallback)
 	}
 
@@ -63,7 +64,7 @@ func TestReadAPIFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.ReadAPI != ReadQuery || !strings.Contains(d.ReadFallback, "404") {
+	if d.ReadAPI != remoteread.Query || !strings.Contains(d.ReadFallback, "404") {
 		t.Fatalf("auto without remote read: read through %q (fallback %q), want the query API after a 404", d.ReadAPI, d.ReadFallback)
 	}
 	if !strings.Contains(logs.String(), "remote read unavailable") || !strings.Contains(logs.String(), "404") {
@@ -72,7 +73,7 @@ func TestReadAPIFallback(t *testing.T) {
 	cfg.Logger = nil
 	sameAsFixtureReport(t, d)
 
-	cfg.ReadAPI = ReadRemote
+	cfg.ReadAPI = remoteread.Remote
 	if _, err := Load(ctx, cfg); err == nil || !strings.Contains(err.Error(), "remote read") {
 		t.Fatalf("remote read only, against a server without it: err %v, want a remote read error", err)
 	}
@@ -100,7 +101,7 @@ func TestVictoriaMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nVictoriaMetrics log:\n%s", err, srv.Log())
 	}
-	if d.ReadAPI != ReadQuery || !strings.Contains(d.ReadFallback, "400") || !strings.Contains(logs.String(), "remote read unavailable") {
+	if d.ReadAPI != remoteread.Query || !strings.Contains(d.ReadFallback, "400") || !strings.Contains(logs.String(), "remote read unavailable") {
 		t.Fatalf("read through %q (fallback %q, log %q), want the query API after VictoriaMetrics' 400", d.ReadAPI, d.ReadFallback, logs.String())
 	}
 	sameAsFixtureReport(t, d)

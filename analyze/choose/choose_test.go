@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/golden"
 )
 
@@ -30,11 +31,11 @@ var allRuns = []string{"vllm-tp1", "vllm-tp2", "sglang-tp1", "sglang-tp2", "tgi-
 
 func TestLoadReport(t *testing.T) {
 	runs := fixtureRuns(t, "vllm-tp2", "sglang-tp1")
-	if s := runs[0].Sanity; s == nil || FormatSanity(s) != "2/2/4 of 40" {
-		t.Errorf("vllm-tp2 sanity = %s, want 2/2/4 of 40 (2 empty, 3 identical = 2 repeats, 4 short)", FormatSanity(s))
+	if s := runs[0].Sanity; s == nil || outputsanity.Format(s) != "2/2/4 of 40" {
+		t.Errorf("vllm-tp2 sanity = %s, want 2/2/4 of 40 (2 empty, 3 identical = 2 repeats, 4 short)", outputsanity.Format(s))
 	}
 	if runs[1].Sanity != nil {
-		t.Errorf("sglang-tp1 has no archive, got sanity %s", FormatSanity(runs[1].Sanity))
+		t.Errorf("sglang-tp1 has no archive, got sanity %s", outputsanity.Format(runs[1].Sanity))
 	}
 	if v, ok := runs[0].Lookup("measurement.energy_source"); !ok || v != "counter" {
 		t.Errorf("Lookup = %q %v", v, ok)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 )
 
 // Dominates reports whether run a Pareto-dominates run b over metrics: over
@@ -158,7 +160,7 @@ func paretoRows(classes []Class, metrics []Metric) [][]string {
 		for _, m := range metrics {
 			row = append(row, FormatMetric(m, c.Run))
 			if m.Key == Throughput.Key {
-				row = append(row, FormatSanity(c.Run.Sanity))
+				row = append(row, outputsanity.Format(c.Run.Sanity))
 			}
 		}
 		row = append(row, classNote(c))
@@ -216,14 +218,14 @@ func classNote(c Class) string {
 
 // paretoJSON is one run of `joulemark pareto --format json`.
 type paretoJSON struct {
-	RunID       string              `json:"run_id"`
-	Rank        int                 `json:"rank"` // 1 = front, 0 = excluded
-	Front       bool                `json:"front"`
-	Excluded    string              `json:"excluded,omitempty"`
-	DominatedBy []string            `json:"dominated_by"`
-	Missing     []string            `json:"missing"`
-	Metrics     map[string]*float64 `json:"metrics"`
-	Sanity      *Sanity             `json:"output_sanity"`
+	RunID       string               `json:"run_id"`
+	Rank        int                  `json:"rank"` // 1 = front, 0 = excluded
+	Front       bool                 `json:"front"`
+	Excluded    string               `json:"excluded,omitempty"`
+	DominatedBy []string             `json:"dominated_by"`
+	Missing     []string             `json:"missing"`
+	Metrics     map[string]*float64  `json:"metrics"`
+	Sanity      *outputsanity.Counts `json:"output_sanity"`
 	// Repetitions is the pool a pooled run stands for (PoolRuns).
 	Repetitions *RepetitionSummary `json:"repetitions,omitempty"`
 }

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 )
 
 // DefaultTolerance is the largest relative spread of formal output tokens,
@@ -42,9 +43,9 @@ type RunRow struct {
 	Included bool        `json:"included"`
 	Excluded string      `json:"excluded,omitempty"` // why it is left out of medians and ranks
 
-	FormalOutputTokens int64               `json:"formal_output_tokens"`
-	Metrics            map[string]*float64 `json:"metrics"` // tracked metrics by report key; null = missing
-	Sanity             *choose.Sanity      `json:"output_sanity"`
+	FormalOutputTokens int64                `json:"formal_output_tokens"`
+	Metrics            map[string]*float64  `json:"metrics"` // tracked metrics by report key; null = missing
+	Sanity             *outputsanity.Counts `json:"output_sanity"`
 }
 
 // Spread is the comparability check over a set of runs.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/analyze"
-	"github.com/joulemark/joulemark/internal/simengine"
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/testenv"
 )
 
@@ -47,14 +47,14 @@ func TestDemoScenarios(t *testing.T) {
 	for _, tc := range []struct {
 		name, scenario, dialect, rule string
 	}{
-		{"healthy", ScenarioHealthy, simengine.DialectVLLM, ""},
-		{"healthy sglang", ScenarioHealthy, simengine.DialectSGLang, ""},
-		{"queueing", ScenarioQueueing, simengine.DialectVLLM, analyze.RuleQueueing},
-		{"kv evictions", ScenarioKVEvictions, simengine.DialectVLLM, analyze.RuleKVEvictions},
-		{"slow prefill", ScenarioSlowPrefill, simengine.DialectVLLM, analyze.RulePrefillSlow},
-		{"client bound", ScenarioClientBound, simengine.DialectVLLM, analyze.RuleClientBound},
-		{"queueing sglang", ScenarioQueueing, simengine.DialectSGLang, analyze.RuleQueueing},
-		{"kv evictions sglang", ScenarioKVEvictions, simengine.DialectSGLang, analyze.RuleKVEvictions},
+		{"healthy", ScenarioHealthy, contract.EngineVLLM, ""},
+		{"healthy sglang", ScenarioHealthy, contract.EngineSGLang, ""},
+		{"queueing", ScenarioQueueing, contract.EngineVLLM, analyze.RuleQueueing},
+		{"kv evictions", ScenarioKVEvictions, contract.EngineVLLM, analyze.RuleKVEvictions},
+		{"slow prefill", ScenarioSlowPrefill, contract.EngineVLLM, analyze.RulePrefillSlow},
+		{"client bound", ScenarioClientBound, contract.EngineVLLM, analyze.RuleClientBound},
+		{"queueing sglang", ScenarioQueueing, contract.EngineSGLang, analyze.RuleQueueing},
+		{"kv evictions sglang", ScenarioKVEvictions, contract.EngineSGLang, analyze.RuleKVEvictions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
