@@ -148,17 +148,9 @@ func (c *Config) openArchive() (*benchArchive, error) {
 	return readBenchArchive(run, c.RunID)
 }
 
-// Load reads the run's data from Prometheus.
-func Load(ctx context.Context, cfg Config) (*RunData, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return load(ctx, cfg, nil)
-}
-
-// load is Load with cfg validated; arch, when set, is the run's bench
-// archive, whose phases.json fills in what Prometheus lacks.
+// load reads the run's data from Prometheus, cfg validated; arch, when
+// set, is the run's bench archive, whose phases.json fills in what
+// Prometheus lacks.
 func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error) {
 	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
 	if err != nil {

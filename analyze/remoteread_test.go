@@ -49,7 +49,7 @@ func TestReadAPIFallback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second}
-	d, err := Load(ctx, cfg)
+	d, err := loadChecked(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestReadAPIFallback(t *testing.T) {
 	cfg.PrometheusURL = noRemoteRead(t, s.URL())
 	var logs bytes.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	d, err = Load(ctx, cfg)
+	d, err = loadChecked(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +74,11 @@ func TestReadAPIFallback(t *testing.T) {
 	sameAsFixtureReport(t, d)
 
 	cfg.ReadAPI = remoteread.Remote
-	if _, err := Load(ctx, cfg); err == nil || !strings.Contains(err.Error(), "remote read") {
+	if _, err := loadChecked(ctx, cfg); err == nil || !strings.Contains(err.Error(), "remote read") {
 		t.Fatalf("remote read only, against a server without it: err %v, want a remote read error", err)
 	}
 	cfg.ReadAPI = "grpc"
-	if _, err := Load(ctx, cfg); err == nil || !strings.Contains(err.Error(), "read API") {
+	if _, err := loadChecked(ctx, cfg); err == nil || !strings.Contains(err.Error(), "read API") {
 		t.Fatalf("unknown read API: err %v", err)
 	}
 }
@@ -97,7 +97,7 @@ func TestVictoriaMetrics(t *testing.T) {
 	var logs bytes.Buffer
 	cfg := Config{PrometheusURL: srv.URL, RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-	d, err := Load(ctx, cfg)
+	d, err := loadChecked(ctx, cfg)
 	if err != nil {
 		t.Fatalf("%v\nVictoriaMetrics log:\n%s", err, srv.Log())
 	}
@@ -119,4 +119,14 @@ func sameAsFixtureReport(t *testing.T, d *RunData) {
 	want, _ := fixtureReport(t)
 	wantJS, _ := MarshalReport(want)
 	sameJSON(t, js, wantJS)
+}
+
+// loadChecked is Run's read of the data from Prometheus: cfg with its
+// defaults, validated, then load without a bench archive.
+func loadChecked(ctx context.Context, cfg Config) (*RunData, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return load(ctx, cfg, nil)
 }

@@ -32,33 +32,3 @@ var BenchAggregateMetrics = []BenchMetric{
 	{contract.BenchTargetRate, "gauge", []string{"run_id"}, "request rate the open loop aims at (0 for a closed loop)"},
 	{contract.BenchAchievedRate, "gauge", []string{"run_id"}, "requests sent per second since the formal phase started"},
 }
-
-// KnownMetrics returns every metric name the dashboards may query outside
-// the recording rules, with the series names of histograms
-// (_bucket, _sum, _count) expanded.
-func KnownMetrics() map[string]bool {
-	known := map[string]bool{}
-	for _, m := range contract.Metrics {
-		known[m] = true
-	}
-	// A histogram is queried through its series, never its bare name.
-	for _, m := range BenchAggregateMetrics {
-		delete(known, m.Name)
-	}
-	add := func(name, typ string) {
-		if typ == "histogram" {
-			for _, s := range []string{"_bucket", "_sum", "_count"} {
-				known[name+s] = true
-			}
-			return
-		}
-		known[name] = true
-	}
-	for _, m := range BenchAggregateMetrics {
-		add(m.Name, m.Type)
-	}
-	for _, m := range contract.EngineMetrics {
-		add(m.Name, m.Type)
-	}
-	return known
-}

@@ -8,23 +8,11 @@ import (
 	"github.com/joulemark/joulemark/analyze/outputsanity"
 )
 
-// Dominates reports whether run a Pareto-dominates run b over metrics: over
-// the metrics both runs have, a is no worse in every one and strictly better
-// in at least one. A metric missing in either run narrows the comparison to
-// the others instead of failing it; with no metric in common neither
-// dominates. It also returns the metrics the comparison used.
-func Dominates(a, b *Run, metrics []Metric) (bool, []Metric) {
-	var used []Metric
-	for _, m := range metrics {
-		_, oka := m.Of(a)
-		_, okb := m.Of(b)
-		if oka && okb {
-			used = append(used, m)
-		}
-	}
-	return dominates(a, b, metrics), used
-}
-
+// dominates reports whether run a Pareto-dominates run b over metrics:
+// over the metrics both runs have, a is no worse in every one and strictly
+// better in at least one. A metric missing in either run narrows the
+// comparison to the others instead of failing it; with no metric in common
+// neither dominates.
 func dominates(a, b *Run, metrics []Metric) bool {
 	better := false
 	for _, m := range metrics {

@@ -275,3 +275,13 @@ func TestDocsEngineNames(t *testing.T) {
 		}
 	}
 }
+
+// LookupEngineMetric returns the engine metric of that name.
+func LookupEngineMetric(name string) (EngineMetric, bool) {
+	for _, m := range EngineMetrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return EngineMetric{}, false
+}
