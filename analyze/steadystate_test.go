@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -104,5 +105,43 @@ func TestWeightedWindowCV(t *testing.T) {
 	}
 	if cv := weightedWindowCV([]float64{1, 2}, []float64{0, 0}, 2)[0]; !math.IsInf(cv, 1) {
 		t.Errorf("no weight: CV %g, want +Inf", cv)
+	}
+}
+
+// TestSteadyStartEndOfSequence is the end-of-sequence engine in small:
+// geometric output lengths capped at 150, each request's J/token noisy by
+// 0.3/√tokens around a level that ramps down from 1.5 to 1.0 over the
+// first 100 requests (a warm-up). Weighted by tokens the steady state starts
+// after the ramp; weighted alike, the short requests' noise keeps every
+// window above the threshold; and a level that swings by 15% every 25
+// requests is never steady under either weighting.
+func TestSteadyStartEndOfSequence(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	gen := func(ramp int, swing float64) ([]float64, []float64) {
+		x, wt := make([]float64, 800), make([]float64, 800)
+		for i := range x {
+			tok := min(1+math.Floor(rng.ExpFloat64()*256), 150)
+			level := 1.0 + 0.5*max(0, float64(ramp-i))/float64(ramp)
+			if i/25%2 == 1 {
+				level += swing
+			}
+			x[i] = level * (1 + 0.3/math.Sqrt(tok)*rng.NormFloat64())
+			wt[i] = tok
+		}
+		return x, wt
+	}
+	x, wt := gen(100, 0)
+	first, cv, reason := steadyStart(x, wt, 100, 3, 0.03)
+	if first < 50 || first > 200 {
+		t.Errorf("tokens: start %d (CV %.4f, %s), want after the ramp (50–200)", first, cv, reason)
+	}
+	if first, cv, _ := steadyStart(x, nil, 100, 3, 0.03); first != -1 {
+		t.Errorf("requests: start %d (CV %.4f), want none", first, cv)
+	}
+	x, wt = gen(100, 0.15)
+	for _, w := range [][]float64{wt, nil} {
+		if first, cv, _ := steadyStart(x, w, 100, 3, 0.03); first != -1 {
+			t.Errorf("a level swinging by 15%% every 25 requests: start %d (CV %.4f, weighted %v), want none", first, cv, w != nil)
+		}
 	}
 }
