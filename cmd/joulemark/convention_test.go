@@ -712,22 +712,3 @@ func yamlAt(m map[string]any, path string) any {
 	}
 	return v
 }
-
-// findCommand is the command at path (space-separated names) below root;
-// nil when there is none.
-func findCommand(root *kong.Node, path string) *kong.Node {
-	n := root
-	for _, part := range strings.Fields(path) {
-		var next *kong.Node
-		for _, c := range n.Children {
-			if c.Type == kong.CommandNode && c.Name == part {
-				next = c
-			}
-		}
-		if next == nil {
-			return nil
-		}
-		n = next
-	}
-	return n
-}
