@@ -15,6 +15,7 @@ import (
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/report"
 )
 
 // noRemoteRead fronts the Prometheus at target with a proxy that answers
@@ -115,9 +116,9 @@ func sameAsFixtureReport(t *testing.T, d *RunData) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, _ := MarshalReport(r)
+	js, _ := report.Marshal(r)
 	want, _ := fixtureReport(t)
-	wantJS, _ := MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, js, wantJS)
 }
 

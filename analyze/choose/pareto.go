@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
+	"github.com/joulemark/joulemark/report"
 )
 
 // dominates reports whether run a Pareto-dominates run b over metrics:
@@ -213,7 +214,7 @@ type paretoJSON struct {
 	DominatedBy []string             `json:"dominated_by"`
 	Missing     []string             `json:"missing"`
 	Metrics     map[string]*float64  `json:"metrics"`
-	Sanity      *outputsanity.Counts `json:"output_sanity"`
+	Sanity      *report.OutputCounts `json:"output_sanity"`
 	// Repetitions is the pool a pooled run stands for (PoolRuns).
 	Repetitions *RepetitionSummary `json:"repetitions,omitempty"`
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
 // AgreementBound is the method's ±20% comparability bound, which it
@@ -350,8 +351,8 @@ func PoolRuns(runs []*Run) []*Run {
 
 // poolSanity is the output sanity counts of a pool's valid repetitions
 // added up; nil when one of them has none (no archive found).
-func poolSanity(p *RepetitionPool) *outputsanity.Counts {
-	var cs []outputsanity.Counts
+func poolSanity(p *RepetitionPool) *report.OutputCounts {
+	var cs []report.OutputCounts
 	for _, r := range p.Valid {
 		if r.Sanity == nil {
 			return nil

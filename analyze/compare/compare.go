@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/joulemark/joulemark/analyze/choose"
-	"github.com/joulemark/joulemark/analyze/outputsanity"
+	"github.com/joulemark/joulemark/report"
 )
 
 // DefaultTolerance is the largest relative spread of formal output tokens,
@@ -45,7 +45,7 @@ type RunRow struct {
 
 	FormalOutputTokens int64                `json:"formal_output_tokens"`
 	Metrics            map[string]*float64  `json:"metrics"` // tracked metrics by report key; null = missing
-	Sanity             *outputsanity.Counts `json:"output_sanity"`
+	Sanity             *report.OutputCounts `json:"output_sanity"`
 }
 
 // Spread is the comparability check over a set of runs.
