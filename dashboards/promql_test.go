@@ -266,7 +266,7 @@ func KnownMetrics() map[string]bool {
 		known[m] = true
 	}
 	// A histogram is queried through its series, never its bare name.
-	for _, m := range BenchAggregateMetrics {
+	for _, m := range contract.BenchAggregates {
 		delete(known, m.Name)
 	}
 	add := func(name, typ string) {
@@ -278,7 +278,7 @@ func KnownMetrics() map[string]bool {
 		}
 		known[name] = true
 	}
-	for _, m := range BenchAggregateMetrics {
+	for _, m := range contract.BenchAggregates {
 		add(m.Name, m.Type)
 	}
 	for _, m := range contract.EngineMetrics {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 // fixtureRuns loads testdata/runs/<name>/report.json for each name.
