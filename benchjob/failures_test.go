@@ -26,7 +26,7 @@ func TestRunNoUsageCompletesFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StatusCompleted || !slices.Contains(res.Flags, contract.FlagUsageMissing) || res.Summary.Succeeded != 10 {
+	if res.Status != runarchive.StatusCompleted || !slices.Contains(res.Flags, contract.FlagUsageMissing) || res.Summary.Succeeded != 10 {
 		t.Fatalf("status %s flags %v summary %+v", res.Status, res.Flags, res.Summary)
 	}
 	_, recs := readRecords(t, res.ArchiveDir)
@@ -112,7 +112,7 @@ func TestRunAbortKeepsRecords(t *testing.T) {
 	if !errors.Is(err, ErrAborted) || res == nil {
 		t.Fatalf("err %v res %v", err, res)
 	}
-	if res.Status != StatusAborted || !slices.Contains(res.Flags, contract.FlagAborted) {
+	if res.Status != runarchive.StatusAborted || !slices.Contains(res.Flags, contract.FlagAborted) {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	if _, st := eng.counts(); st != 1 {
@@ -133,7 +133,7 @@ func TestRunAbortKeepsRecords(t *testing.T) {
 	}
 	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
-	if man.Status != StatusAborted {
+	if man.Status != runarchive.StatusAborted {
 		t.Errorf("manifest status %s", man.Status)
 	}
 }
@@ -152,7 +152,7 @@ func TestRunEngineNeverReady(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not ready") {
 		t.Fatalf("err %v", err)
 	}
-	if res.Status != StatusFailed || !slices.Contains(res.Flags, contract.FlagEngineNotReady) {
+	if res.Status != runarchive.StatusFailed || !slices.Contains(res.Flags, contract.FlagEngineNotReady) {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	if _, st := eng.counts(); st != 1 || !exp.isEnded() {
@@ -203,7 +203,7 @@ func TestRunEngineProcessDies(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
 		t.Fatalf("err %v", err)
 	}
-	if !slices.Contains(res.Flags, contract.FlagEngineExited) || res.Status != StatusFailed {
+	if !slices.Contains(res.Flags, contract.FlagEngineExited) || res.Status != runarchive.StatusFailed {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineLogFile))

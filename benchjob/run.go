@@ -27,14 +27,6 @@ import (
 	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
-// Run statuses (runarchive's).
-const (
-	StatusRunning   = runarchive.StatusRunning
-	StatusCompleted = runarchive.StatusCompleted
-	StatusAborted   = runarchive.StatusAborted
-	StatusFailed    = runarchive.StatusFailed
-)
-
 // Options are what a caller of Run provides beside the Config.
 type Options struct {
 	Logger *slog.Logger
@@ -358,7 +350,7 @@ func (r *runner) openArchive(ctx context.Context, gpus map[string][]phaseapi.GPU
 		return err
 	}
 	rec.man = runarchive.Manifest{
-		RunID: r.runID, Status: StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
+		RunID: r.runID, Status: runarchive.StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
 		Joulemark: joulemarkInfo(), Git: gitInfo(ctx), Host: hostInfo(), GPUs: gpus, Bench: benchProcess(),
 		Engine: runarchive.EngineInfo{Cmd: e.Cmd, StartHook: e.Start, StopHook: e.Stop, Version: e.Version, Image: e.Image,
 			Model: cfg.Model, ModelRevision: e.ModelRevision, Target: secretfile.RedactURL(cfg.Target), Controller: controllerName(r.engine, r.opts.Engine)},
@@ -472,14 +464,14 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 
 	err := r.safeLifecycle(runCtx, cancelRun)
-	status := StatusCompleted
+	status := runarchive.StatusCompleted
 	switch {
 	case ctx.Err() != nil:
-		status = StatusAborted
+		status = runarchive.StatusAborted
 		r.flag(contract.FlagAborted)
 		err = fmt.Errorf("run %s: %w (%v); records kept in %s", r.runID, ErrAborted, context.Cause(ctx), r.rec.arch.Dir)
 	case err != nil:
-		status = StatusFailed
+		status = runarchive.StatusFailed
 	}
 	r.teardown(ctx, err == nil)
 	close(stopScrape)

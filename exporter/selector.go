@@ -21,10 +21,10 @@ const maxSelectorBody = 64 << 10
 func readSelector(r *http.Request) (*phaseapi.Selector, error) {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxSelectorBody+1))
 	if err != nil {
-		return nil, errf(http.StatusBadRequest, "reading the request body: %v", err)
+		return nil, errf(errBadRequest, "reading the request body: %v", err)
 	}
 	if len(b) > maxSelectorBody {
-		return nil, errf(http.StatusRequestEntityTooLarge, "request body over %d bytes", maxSelectorBody)
+		return nil, errf(errTooLarge, "request body over %d bytes", maxSelectorBody)
 	}
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return nil, nil
@@ -33,16 +33,16 @@ func readSelector(r *http.Request) (*phaseapi.Selector, error) {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sel); err != nil {
-		return nil, errf(http.StatusBadRequest, "phase body: %v (want {\"gpus\": [\"GPU-…\"]} or {\"pod\": \"namespace/name\"})", err)
+		return nil, errf(errBadRequest, "phase body: %v (want {\"gpus\": [\"GPU-…\"]} or {\"pod\": \"namespace/name\"})", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errf(http.StatusBadRequest, "phase body: data after the JSON object")
+		return nil, errf(errBadRequest, "phase body: data after the JSON object")
 	}
 	if sel.Empty() {
 		return nil, nil
 	}
 	if len(sel.GPUs) > 0 && sel.Pod != "" {
-		return nil, errf(http.StatusBadRequest, "phase body: gpus and pod both given; give one")
+		return nil, errf(errBadRequest, "phase body: gpus and pod both given; give one")
 	}
 	return &sel, nil
 }
@@ -70,7 +70,7 @@ func (e *Exporter) resolveSelector(sel *phaseapi.Selector) ([]bool, error) {
 	for _, u := range sel.GPUs {
 		i := slices.IndexFunc(e.gpus, func(g *gpuState) bool { return g.dev.UUID == u })
 		if i < 0 {
-			return nil, errf(http.StatusBadRequest, "GPU %s is not one this exporter reads (GET /api/v1/gpus lists them)", quoteTrunc(u))
+			return nil, errf(errBadRequest, "GPU %s is not one this exporter reads (GET /api/v1/gpus lists them)", quoteTrunc(u))
 		}
 		pick[i] = true
 	}
@@ -82,11 +82,11 @@ func (e *Exporter) resolveSelector(sel *phaseapi.Selector) ([]bool, error) {
 // refusal names the pods holding GPUs.
 func (e *Exporter) resolvePod(pattern string) (string, []int, error) {
 	if _, _, _, err := phaseapi.ParsePodPattern(pattern); err != nil {
-		return "", nil, errf(http.StatusBadRequest, "pod %s: want namespace/name or namespace/name-prefix*", quoteTrunc(pattern))
+		return "", nil, errf(errBadRequest, "pod %s: want namespace/name or namespace/name-prefix*", quoteTrunc(pattern))
 	}
 	pods, known := e.PodsHolding()
 	if !known {
-		return "", nil, errf(http.StatusConflict, "pod %s: GPU allocations are not known (the exporter reads no kubelet PodResources socket, or has not read it yet)", pattern)
+		return "", nil, errf(errConflict, "pod %s: GPU allocations are not known (the exporter reads no kubelet PodResources socket, or has not read it yet)", pattern)
 	}
 	var match []string
 	for _, p := range slices.Sorted(maps.Keys(pods)) {
@@ -98,11 +98,11 @@ func (e *Exporter) resolvePod(pattern string) (string, []int, error) {
 	case 1:
 		return match[0], pods[match[0]], nil
 	case 0:
-		err := errf(http.StatusConflict, "pod %s holds none of this exporter's GPUs (pods holding them: %s)", pattern, phaseapi.DescribePods(e.podGPUs(pods)))
+		err := errf(errConflict, "pod %s holds none of this exporter's GPUs (pods holding them: %s)", pattern, phaseapi.DescribePods(e.podGPUs(pods)))
 		err.podAbsent = true
 		return "", nil, err
 	default:
-		return "", nil, errf(http.StatusConflict, "pod %s matches %d pods holding this exporter's GPUs: %s; name one", pattern, len(match), strings.Join(match, ", "))
+		return "", nil, errf(errConflict, "pod %s matches %d pods holding this exporter's GPUs: %s; name one", pattern, len(match), strings.Join(match, ", "))
 	}
 }
 

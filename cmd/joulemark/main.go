@@ -64,8 +64,8 @@ type CLI struct {
 }
 
 // newParser is joulemark's command line: the convention of docs/cli.md
-// (environment variables per command, deprecated aliases) applied to the
-// kong model.
+// (an environment variable per flag and command) applied to the kong
+// model.
 func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 	cli.Bench.Settings = benchSettings(benchjob.Defaults()) // the bench flags' defaults (defaultsFromTarget)
 	return kong.New(cli, append([]kong.Option{
