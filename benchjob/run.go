@@ -417,7 +417,7 @@ func readSecret(file, env, field string) (string, error) {
 		return secretfile.Read(file, field)
 	}
 	if env != "" {
-		return os.Getenv(env), nil
+		return secretfile.Env(env)
 	}
 	return "", nil
 }

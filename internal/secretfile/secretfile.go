@@ -8,11 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"unicode"
 )
 
 // Read returns the content of file, surrounding white space trimmed; an
-// empty secret is an error. field names the setting in errors
-// ("api_key_file").
+// empty secret, or one with white space or control characters inside, is
+// an error. field names the setting in errors ("api_key_file").
 func Read(file, field string) (string, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -22,7 +23,37 @@ func Read(file, field string) (string, error) {
 	if s == "" {
 		return "", fmt.Errorf("%s: %s is empty", field, file)
 	}
+	if err := check(s); err != nil {
+		return "", fmt.Errorf("%s: %s %w", field, file, err)
+	}
 	return s, nil
+}
+
+// Env returns environment variable name, surrounding white space trimmed
+// ("" when unset); one with white space or control characters inside is
+// an error naming the variable.
+func Env(name string) (string, error) {
+	s := strings.TrimSpace(os.Getenv(name))
+	if err := check(s); err != nil {
+		return "", fmt.Errorf("%s %w", name, err)
+	}
+	return s, nil
+}
+
+// check refuses a secret with white space or control characters inside:
+// a token sent in a header would never match the one read (an exporter
+// would start with a token no client can present). The error never
+// quotes the secret.
+func check(s string) error {
+	for i, r := range s {
+		switch {
+		case unicode.IsSpace(r):
+			return fmt.Errorf("holds white space at byte %d: a secret is one word (surrounding white space is trimmed)", i)
+		case unicode.IsControl(r):
+			return fmt.Errorf("holds a control character at byte %d", i)
+		}
+	}
+	return nil
 }
 
 // Exposed reports whether file is readable by every user of the host (mode
