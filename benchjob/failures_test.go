@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -549,5 +551,36 @@ func TestRunPreflightRefusals(t *testing.T) {
 	}
 	if len(exp.phases()) != 0 {
 		t.Errorf("phases posted after a failed pre-flight: %v", exp.phases())
+	}
+}
+
+// fullDisk is a requests file on a full disk: every write fails.
+type fullDisk struct{}
+
+func (fullDisk) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestArchiveWriteFailureStopsLoad: the first write error of the run
+// archive stops the load at once, the run ends failed with an error saying
+// the archive could not be written (issue 33 medium 3: the load ran to its
+// end, the manifest stayed running).
+func TestArchiveWriteFailureStopsLoad(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{TokenDelay: 2 * time.Millisecond})
+	defer srv.Close()
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Requests = 3000
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	opts.wrapRequests = func(io.Writer) io.Writer { return fullDisk{} }
+	res, err := Run(context.Background(), cfg, opts)
+	if !errors.Is(err, ErrArchiveWrite) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Run: %v; want ErrArchiveWrite wrapping ENOSPC", err)
+	}
+	if res.Status != StatusFailed || res.Summary.Started >= cfg.Requests {
+		t.Errorf("status %s, %d of %d formal requests started: want failed, the load stopped", res.Status, res.Summary.Started, cfg.Requests)
+	}
+	var man runarchive.Manifest
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
+	if man.Status != StatusFailed || !strings.Contains(man.Error, "could not be written") {
+		t.Errorf("manifest status %s error %q: want failed, the archive named", man.Status, man.Error)
 	}
 }
