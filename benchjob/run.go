@@ -422,7 +422,7 @@ func targetKey(cfg *Config) (string, error) {
 // readSecret reads a secret from file (trimmed), else from env.
 func readSecret(file, env, field string) (string, error) {
 	if file != "" {
-		return secretfile.Read(file, field)
+		return secretfile.ReadToken(file, field)
 	}
 	if env != "" {
 		return secretfile.Env(env)

@@ -200,5 +200,5 @@ func (t Target) HTTPConfig() (config.HTTPClientConfig, error) {
 // names the flag that gave the file, for errors. The secret never appears
 // in errors.
 func ReadSecret(file, flag string) (string, error) {
-	return secretfile.Read(file, flag)
+	return secretfile.ReadToken(file, flag)
 }

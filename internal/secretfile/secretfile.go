@@ -12,8 +12,9 @@ import (
 )
 
 // Read returns the content of file, surrounding white space trimmed; an
-// empty secret, or one with white space or control characters inside, is
-// an error. field names the setting in errors ("api_key_file").
+// empty secret is an error. field names the setting in errors
+// ("api_key_file"). A password or a header value may hold spaces; a token
+// is read with ReadToken.
 func Read(file, field string) (string, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -23,15 +24,26 @@ func Read(file, field string) (string, error) {
 	if s == "" {
 		return "", fmt.Errorf("%s: %s is empty", field, file)
 	}
+	return s, nil
+}
+
+// ReadToken is Read for a token or an API key, sent as one word in a
+// header: one with white space or control characters inside is an error
+// naming the file.
+func ReadToken(file, field string) (string, error) {
+	s, err := Read(file, field)
+	if err != nil {
+		return "", err
+	}
 	if err := check(s); err != nil {
 		return "", fmt.Errorf("%s: %s %w", field, file, err)
 	}
 	return s, nil
 }
 
-// Env returns environment variable name, surrounding white space trimmed
-// ("" when unset); one with white space or control characters inside is
-// an error naming the variable.
+// Env returns the token in environment variable name, surrounding white
+// space trimmed ("" when unset); one with white space or control
+// characters inside is an error naming the variable.
 func Env(name string) (string, error) {
 	s := strings.TrimSpace(os.Getenv(name))
 	if err := check(s); err != nil {

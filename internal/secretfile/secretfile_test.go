@@ -126,9 +126,9 @@ func TestInnerWhiteSpaceRefused(t *testing.T) {
 		if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Read(file, "token_file")
+		_, err := ReadToken(file, "token_file")
 		if err == nil || !strings.Contains(err.Error(), file) || strings.Contains(err.Error(), "ijklmnop") {
-			t.Errorf("Read(%s) = %v; want an error naming the file, not the secret", name, err)
+			t.Errorf("ReadToken(%s) = %v; want an error naming the file, not the secret", name, err)
 		}
 		if name == "nul" {
 			continue // an environment cannot hold NUL
