@@ -324,12 +324,15 @@ func (cfg *Config) setDerived() {
 	}
 }
 
+// MinInterval is the shortest sampling interval.
+const MinInterval = 10 * time.Millisecond
+
 // validate refuses settings out of their range, a zero among them where
 // it has no meaning.
 func (cfg *Config) validate() error {
 	switch {
-	case cfg.Interval < 10*time.Millisecond:
-		return fmt.Errorf("exporter: interval %v: want at least 10ms", cfg.Interval)
+	case cfg.Interval < MinInterval:
+		return fmt.Errorf("exporter: interval %v: want at least %v", cfg.Interval, MinInterval)
 	case cfg.SlowInterval < cfg.Interval:
 		return fmt.Errorf("exporter: slow interval %v is shorter than the interval %v", cfg.SlowInterval, cfg.Interval)
 	case cfg.Retention < 2*cfg.Interval || cfg.Retention/cfg.Interval > 10_000_000:

@@ -5,6 +5,8 @@ import (
 	"reflect"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/joulemark/joulemark/exporter"
 )
 
 // Validate rejects exporter settings out of their range, a zero among
@@ -34,7 +36,7 @@ func (c *ExporterCmd) checks() []flagCheck {
 	k := c.Kubelet
 	return []flagCheck{
 		{&c.GPUs, c.GPUs < 0, "0 (all, or 8 simulated) or more"},
-		{&c.Interval, c.Interval <= 0, "at least 10ms"},
+		{&c.Interval, c.Interval < exporter.MinInterval, "at least " + exporter.MinInterval.String()},
 		{&c.Retention, c.Retention <= 0, positive},
 		{&c.MaxRequests, c.MaxRequests < 0, "0 (no limit) or more"},
 		{&c.ReleaseTolerance, !(c.ReleaseTolerance > 0 && c.ReleaseTolerance < 1), "0 < t < 1 (a fraction of the idle baseline)"},
