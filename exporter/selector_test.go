@@ -2,8 +2,8 @@ package exporter
 
 import (
 	"context"
-	"math"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
