@@ -144,3 +144,12 @@ func TestInnerWhiteSpaceRefused(t *testing.T) {
 		t.Errorf("Env(one word) = %q, %v; want the trimmed token", s, err)
 	}
 }
+
+// TestScrubLongestFirst: a secret holding another (a query value holding
+// the password) is replaced whole.
+func TestScrubLongestFirst(t *testing.T) {
+	ss := SecretsOf("http://u:PASSW0RDxyz@h/?token=QPASSW0RDxyz")
+	if got := ss.Scrub("token=QPASSW0RDxyz pass PASSW0RDxyz"); got != "token=xxxxx pass xxxxx" {
+		t.Errorf("Scrub = %q", got)
+	}
+}
