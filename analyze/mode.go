@@ -85,7 +85,7 @@ func modeLine(r *Report) string {
 	line := fmt.Sprintf("Mode: attached (the engine was already running): steady-state J/token, throughput, latency, goodput and the server view are measured; not measured: %s. Compare it only on steady-state figures.",
 		strings.ReplaceAll(strings.Join(r.NotMeasured, ", "), "_", " "))
 	if st, ok := r.Stages["idle"]; ok {
-		line += fmt.Sprintf(" The idle stage is a quiet window before the load (bench --engine.quiet-window), the engine running without load from the bench: %s, its resident power, not the bare GPUs' baseline.",
+		line += fmt.Sprintf(" The idle stage is a quiet window before the load (bench setting engine.quiet_window), the engine running without load from the bench: %s, its resident power, not the bare GPUs' baseline.",
 			num(st.AvgPowerWatts, "%.1f W"))
 	}
 	return line

@@ -77,7 +77,7 @@ func TestAttachedRunValid(t *testing.T) {
 			}
 		}
 	}
-	// A quiet window before the load (bench --engine.quiet-window): the idle
+	// A quiet window before the load (bench setting engine.quiet_window): the idle
 	// stage is measured and named for what it is; still valid.
 	d := attachedFixture(contract.ModeAttached)
 	fs := d.Phases["formal"].Start // the formal phase closes the quiet window

@@ -21,99 +21,101 @@ import (
 	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
-// Config is one benchmark run. It is a plain struct: the CLI fills it from
-// flags, experiments load it from strict YAML. Durations in YAML are Go
-// durations ("20s", "10m").
+// Config is one benchmark run. It is a plain struct: experiments load it
+// from strict YAML, and it is the bench command's flag model too (its kong
+// tags: a flag is named after the setting's YAML path, `_` written `-`;
+// kong:"-" marks a setting only the experiment file gives). Durations in
+// YAML are Go durations ("20s", "10m").
 type Config struct {
 	// Target is the OpenAI base URL, e.g. http://host:8000/v1.
-	Target string `yaml:"target" json:"target"`
+	Target string `yaml:"target" json:"target" name:"target" group:"Target" help:"OpenAI base URL, e.g. http://host:8000/v1."`
 	// Model is the served model id; empty takes the first id /v1/models lists.
-	Model string `yaml:"model" json:"model"`
+	Model string `yaml:"model" json:"model" name:"model" group:"Target" help:"Served model id (default: the first one /v1/models lists)."`
 	// Endpoint is completions or chat.
-	Endpoint string `yaml:"endpoint" json:"endpoint"`
+	Endpoint string `yaml:"endpoint" json:"endpoint" name:"endpoint" group:"Target" help:"API: completions or chat."`
 
 	// Load shape: Concurrency (closed loop) or Rate (open loop, requests/s).
-	Concurrency    int     `yaml:"concurrency" json:"concurrency"`
-	Rate           float64 `yaml:"rate" json:"rate"`
-	Burstiness     float64 `yaml:"burstiness" json:"burstiness"`
-	MaxConcurrency int     `yaml:"max_concurrency" json:"max_concurrency"`
+	Concurrency    int     `yaml:"concurrency" json:"concurrency" name:"concurrency" group:"Load" help:"Closed loop: N requests in flight (default ${bench_default_concurrency} when no --rate, trace or sweep is given)."`
+	Rate           float64 `yaml:"rate" json:"rate" name:"rate" group:"Load" help:"Open loop: target request rate (req/s)."`
+	Burstiness     float64 `yaml:"burstiness" json:"burstiness" kong:"-"`
+	MaxConcurrency int     `yaml:"max_concurrency" json:"max_concurrency" kong:"-"`
 	// SweepConcurrency and SweepRate run one run per value, each its own run
 	// id (<run_id>-c<N> or <run_id>-r<R>).
-	SweepConcurrency []int     `yaml:"sweep_concurrency" json:"sweep_concurrency,omitempty"`
-	SweepRate        []float64 `yaml:"sweep_rate" json:"sweep_rate,omitempty"`
+	SweepConcurrency []int     `yaml:"sweep_concurrency" json:"sweep_concurrency,omitempty" name:"sweep-concurrency" placeholder:"N" group:"Load" help:"Run once per concurrency, e.g. 1,2,4 (each its own run)."`
+	SweepRate        []float64 `yaml:"sweep_rate" json:"sweep_rate,omitempty" name:"sweep-rate" placeholder:"R" group:"Load" help:"Run once per rate, e.g. 1,2,4 (each its own run)."`
 	// Repeat runs the configuration (each sweep point) N times, each a cold
 	// lifecycle with its own run id <run_id>-rep<i>, under one repetition
 	// group (run.repetition_group); 0 or 1: once.
-	Repeat int `yaml:"repeat" json:"repeat,omitempty"`
+	Repeat int `yaml:"repeat" json:"repeat,omitempty" name:"repeat" placeholder:"N" group:"Load" help:"Run the configuration (each sweep point) N times, each a cold lifecycle with its own run id <run-id>-rep<i>, under one repetition group that compare, pareto, recommend, plan and diff pool."`
 	// repetition places a run Sweep expanded from Repeat in its group.
 	repetition repetition
 
 	// Requests and/or Duration bound the formal phase (the first reached ends it).
-	Requests       int           `yaml:"requests" json:"requests"`
-	Duration       time.Duration `yaml:"duration" json:"duration"`
-	WarmupRequests int           `yaml:"warmup_requests" json:"warmup_requests"`
-	IdleDuration   time.Duration `yaml:"idle_duration" json:"idle_duration"`
+	Requests       int           `yaml:"requests" json:"requests" name:"requests" group:"Load" help:"Formal requests (and/or --duration; default ${bench_default_requests} without either). Fewer than windows + 2×concurrency (${bench_steady_need} at concurrency ${bench_default_concurrency}) cannot reach the steady state: warned before the load."`
+	Duration       time.Duration `yaml:"duration" json:"duration" name:"duration" group:"Load" help:"Formal phase length (and/or --requests)."`
+	WarmupRequests int           `yaml:"warmup_requests" json:"warmup_requests" name:"warmup-requests" group:"Load" help:"Warm-up requests."`
+	IdleDuration   time.Duration `yaml:"idle_duration" json:"idle_duration" name:"idle-duration" group:"Load" help:"Idle baseline before the engine starts."`
 	// MaxLag is the scheduling lag (open loop) past which the run is
 	// flagged client_could_not_keep_up.
-	MaxLag time.Duration `yaml:"max_lag" json:"max_lag"`
+	MaxLag time.Duration `yaml:"max_lag" json:"max_lag" kong:"-"`
 
-	Workload     Workload      `yaml:"workload" json:"workload"`
-	Extras       openai.Extras `yaml:"extras" json:"extras"`
-	Timeouts     Timeouts      `yaml:"timeouts" json:"timeouts"`
-	Engine       EngineConfig  `yaml:"engine" json:"engine"`
-	RequireUsage bool          `yaml:"require_usage" json:"require_usage"`
+	Workload     Workload      `yaml:"workload" json:"workload" embed:"" prefix:"workload." group:"Workload"`
+	Extras       openai.Extras `yaml:"extras" json:"extras" embed:"" prefix:"extras." group:"Engine extras"`
+	Timeouts     Timeouts      `yaml:"timeouts" json:"timeouts" embed:"" prefix:"timeouts." group:"Timeouts"`
+	Engine       EngineConfig  `yaml:"engine" json:"engine" embed:"" prefix:"engine." group:"Engine"`
+	RequireUsage bool          `yaml:"require_usage" json:"require_usage" kong:"-"`
 
 	// Exporters are the phase API base URLs (one per node); their token
 	// comes from ExporterTokenFile, else JOULEMARK_API_TOKEN.
-	Exporters         []string `yaml:"exporters" json:"exporters"`
-	ExporterTokenFile string   `yaml:"exporter_token_file" json:"exporter_token_file,omitempty"`
+	Exporters         []string `yaml:"exporters" json:"exporters" kong:"-"`
+	ExporterTokenFile string   `yaml:"exporter_token_file" json:"exporter_token_file,omitempty" kong:"-"`
 	// ExporterGPUs makes the run measure only these GPU UUIDs (the first
 	// phase's selector); Engine.Pod selects the GPUs the kubelet lists for
 	// the engine's pod instead. Neither: every GPU, refused in pre-flight
 	// by an exporter that knows which pods hold its GPUs.
-	ExporterGPUs []string `yaml:"gpus" json:"gpus,omitempty"`
+	ExporterGPUs []string `yaml:"gpus" json:"gpus,omitempty" name:"gpus" placeholder:"UUID" group:"Exporters" help:"Measure only these GPU UUIDs (comma-separated or repeated): the engine's GPUs. Default: every GPU of the exporters, refused by one that knows which pods hold its GPUs (give --engine.pod)."`
 	// ExporterHTTP is the exporters' TLS and basic auth (basic auth moves
 	// the token to the X-Joulemark-Token header).
-	ExporterHTTP config.HTTPClientConfig `yaml:"exporter_http,omitempty" json:"exporter_http"`
+	ExporterHTTP config.HTTPClientConfig `yaml:"exporter_http,omitempty" json:"exporter_http" kong:"-"`
 
 	// Prometheus, when set, is asked before the run whether it already
 	// holds phases of the run id.
-	Prometheus Prometheus `yaml:"prometheus" json:"prometheus"`
+	Prometheus Prometheus `yaml:"prometheus" json:"prometheus" kong:"-"`
 
-	RemoteWrite RemoteWrite `yaml:"remote_write" json:"remote_write"`
+	RemoteWrite RemoteWrite `yaml:"remote_write" json:"remote_write" kong:"-"`
 
 	// APIKeyFile holds the engine's API key; else OPENAI_API_KEY is used,
 	// unless TargetHTTP has an authorization or basic_auth section.
-	APIKeyFile string `yaml:"api_key_file" json:"api_key_file,omitempty"`
+	APIKeyFile string `yaml:"api_key_file" json:"api_key_file,omitempty" kong:"-"`
 	// TargetHTTP is the engine's HTTP client configuration (TLS,
 	// authorization or basic_auth, http_headers, proxy_url): see
 	// openai.Config.HTTP.
-	TargetHTTP config.HTTPClientConfig `yaml:"target_http,omitempty" json:"target_http"`
+	TargetHTTP config.HTTPClientConfig `yaml:"target_http,omitempty" json:"target_http" kong:"-"`
 
-	RunsDir string `yaml:"runs_dir" json:"runs_dir"`
-	RunID   string `yaml:"run_id" json:"run_id"`
+	RunsDir string `yaml:"runs_dir" json:"runs_dir" name:"runs-dir" group:"Archive" help:"Where run archives go."`
+	RunID   string `yaml:"run_id" json:"run_id" name:"run-id" type:"runid" group:"Archive" help:"Run id (generated when absent; an existing one is refused)."`
 	// Scenario names the experiment in joulemark_run_info and the report's
 	// run.scenario (compare groups by it).
-	Scenario string `yaml:"scenario" json:"scenario,omitempty"`
+	Scenario string `yaml:"scenario" json:"scenario,omitempty" name:"scenario" group:"Archive" help:"Scenario name pushed in joulemark_run_info (report run.scenario; compare groups by it)."`
 }
 
 // Workload says what is sent.
 type Workload struct {
-	MeanInputTokens    int    `yaml:"mean_input_tokens" json:"mean_input_tokens"`
-	StddevInputTokens  int    `yaml:"stddev_input_tokens" json:"stddev_input_tokens"`
-	MeanOutputTokens   int    `yaml:"mean_output_tokens" json:"mean_output_tokens"`
-	StddevOutputTokens int    `yaml:"stddev_output_tokens" json:"stddev_output_tokens"`
-	Dataset            string `yaml:"dataset" json:"dataset,omitempty"`
-	Trace              string `yaml:"trace" json:"trace,omitempty"`
-	Seed               int64  `yaml:"seed" json:"seed"`
+	MeanInputTokens    int    `yaml:"mean_input_tokens" json:"mean_input_tokens" name:"mean-input-tokens" help:"Synthetic prompts: mean input length."`
+	StddevInputTokens  int    `yaml:"stddev_input_tokens" json:"stddev_input_tokens" kong:"-"`
+	MeanOutputTokens   int    `yaml:"mean_output_tokens" json:"mean_output_tokens" name:"mean-output-tokens" help:"Mean output length (max_tokens)."`
+	StddevOutputTokens int    `yaml:"stddev_output_tokens" json:"stddev_output_tokens" kong:"-"`
+	Dataset            string `yaml:"dataset" json:"dataset,omitempty" name:"dataset" type:"existingfile" help:"JSONL dataset ({prompt, max_tokens} or ShareGPT conversations)."`
+	Trace              string `yaml:"trace" json:"trace,omitempty" name:"trace" type:"existingfile" help:"Trace to replay (JSONL: time, input_tokens, output_tokens)."`
+	Seed               int64  `yaml:"seed" json:"seed" kong:"-"`
 	// Kind is "synthetic" (default: LLMPerf-style prompts of the mean
 	// lengths) or "correctness" (numbers spelled out in words, answered in
 	// digits; every answer checked, mismatches counted).
-	Kind string `yaml:"kind" json:"kind,omitempty"`
+	Kind string `yaml:"kind" json:"kind,omitempty" name:"kind" help:"synthetic (the default: LLMPerf-style prompts) or correctness (numbers spelled out in words, answered in digits; mismatches counted per request)."`
 	// QualityFile is a YAML rubric (contains_all, regex, forbidden per
 	// prompt index, and for all prompts) every formal answer is checked
 	// against (package quality).
-	QualityFile string `yaml:"quality_file" json:"quality_file,omitempty"`
+	QualityFile string `yaml:"quality_file" json:"quality_file,omitempty" name:"quality-file" type:"existingfile" help:"YAML rubric (all / prompts[index]: contains_all, regex, forbidden) every answer is checked against; results in requests.jsonl quality."`
 }
 
 // Workload kinds.
@@ -124,51 +126,51 @@ const (
 
 // Timeouts of one request; zero means no limit.
 type Timeouts struct {
-	Connect    time.Duration `yaml:"connect" json:"connect"`
-	FirstToken time.Duration `yaml:"first_token" json:"first_token"`
-	Total      time.Duration `yaml:"total" json:"total"`
+	Connect    time.Duration `yaml:"connect" json:"connect" kong:"-"`
+	FirstToken time.Duration `yaml:"first_token" json:"first_token" kong:"-"`
+	Total      time.Duration `yaml:"total" json:"total" name:"total" help:"Total timeout of one request (0: none)."`
 	// Idle fails a request when no byte of its answer came for this long
 	// (class timeout_idle; default 60s).
-	Idle time.Duration `yaml:"idle" json:"idle"`
+	Idle time.Duration `yaml:"idle" json:"idle" kong:"-"`
 	// Drain is how long requests still running when the formal duration is
 	// over may finish; then they are canceled (class canceled_at_end;
 	// default 30s).
-	Drain time.Duration `yaml:"drain" json:"drain"`
+	Drain time.Duration `yaml:"drain" json:"drain" kong:"-"`
 }
 
 // EngineConfig says how the engine's lifecycle is driven.
 type EngineConfig struct {
 	// Cmd is launched (through sh -c) and owned: its output goes to the
 	// archive; it is stopped with SIGTERM, then SIGKILL after StopGrace.
-	Cmd string `yaml:"cmd" json:"cmd,omitempty"`
+	Cmd string `yaml:"cmd" json:"cmd,omitempty" name:"cmd" help:"Launch and own the engine (sh -c); its output goes to the archive."`
 	// Start and Stop are shell hooks for an externally managed engine.
-	Start string `yaml:"start" json:"start,omitempty"`
-	Stop  string `yaml:"stop" json:"stop,omitempty"`
+	Start string `yaml:"start" json:"start,omitempty" name:"start" help:"Hook that starts an externally managed engine."`
+	Stop  string `yaml:"stop" json:"stop,omitempty" name:"stop" help:"Hook that stops it."`
 	// NoLifecycle measures an already running service: formal phase only.
-	NoLifecycle bool `yaml:"no_lifecycle" json:"no_lifecycle"`
+	NoLifecycle bool `yaml:"no_lifecycle" json:"no_lifecycle" name:"no-lifecycle" help:"Measure an already running service (attached): formal phase only, flagged; analyze reports steady-state figures and names startup, release and full lifecycle not measured."`
 	// QuietWindow, with NoLifecycle, is posted as the idle phase before the
 	// formal one: the running engine without load from the bench (its
 	// resident power, not the bare GPUs' baseline); 0: none.
-	QuietWindow  time.Duration `yaml:"quiet_window" json:"quiet_window,omitempty"`
-	ReadyTimeout time.Duration `yaml:"ready_timeout" json:"ready_timeout"`
-	StopGrace    time.Duration `yaml:"stop_grace" json:"stop_grace"`
+	QuietWindow  time.Duration `yaml:"quiet_window" json:"quiet_window,omitempty" kong:"-"`
+	ReadyTimeout time.Duration `yaml:"ready_timeout" json:"ready_timeout" kong:"-"`
+	StopGrace    time.Duration `yaml:"stop_grace" json:"stop_grace" kong:"-"`
 	// ReleaseWait bounds the wait for every exporter to report release
 	// closed or timed out (the exporter has its own maximum wait).
-	ReleaseWait time.Duration `yaml:"release_wait" json:"release_wait"`
+	ReleaseWait time.Duration `yaml:"release_wait" json:"release_wait" kong:"-"`
 	// Descriptive, recorded in the manifest.
-	Version       string `yaml:"version" json:"version,omitempty"`
-	Image         string `yaml:"image" json:"image,omitempty"`
-	ModelRevision string `yaml:"model_revision" json:"model_revision,omitempty"`
+	Version       string `yaml:"version" json:"version,omitempty" kong:"-"`
+	Image         string `yaml:"image" json:"image,omitempty" kong:"-"`
+	ModelRevision string `yaml:"model_revision" json:"model_revision,omitempty" kong:"-"`
 	// Pod ("namespace/name") makes the run measure only the GPUs the
 	// kubelet lists for the engine's pod (resolved by the exporters).
-	Pod string `yaml:"pod" json:"pod,omitempty"`
+	Pod string `yaml:"pod" json:"pod,omitempty" name:"pod" placeholder:"NAMESPACE/NAME" help:"Measure only the GPUs the kubelet lists for the engine's pod, resolved by the exporter (instead of --gpus): NAMESPACE/NAME, or NAMESPACE/NAME-PREFIX* for a Deployment's pod; a lifecycle's pod may start with the engine. Required (or --gpus) when the exporter knows which pods hold its GPUs."`
 	// Metrics scrapes the engine's own /metrics during the run (vLLM and
 	// SGLang queue, KV-cache and preemption gauges) into the archive, from
 	// MetricsURL (default: the target's root + /metrics) every
 	// MetricsInterval.
-	Metrics         bool          `yaml:"metrics" json:"metrics"`
-	MetricsURL      string        `yaml:"metrics_url" json:"metrics_url,omitempty"`
-	MetricsInterval time.Duration `yaml:"metrics_interval" json:"metrics_interval"`
+	Metrics         bool          `yaml:"metrics" json:"metrics" name:"metrics" help:"Record the engine's own /metrics (queue, KV cache, preemptions) with the run."`
+	MetricsURL      string        `yaml:"metrics_url" json:"metrics_url,omitempty" kong:"-"`
+	MetricsInterval time.Duration `yaml:"metrics_interval" json:"metrics_interval" kong:"-"`
 }
 
 // Prometheus is the server the run id is checked against.
@@ -193,7 +195,8 @@ type RemoteWrite struct {
 }
 
 // Defaults returns a Config with every default: the bench flags' and
-// those of an experiment file (one set, cmd/joulemark TestBenchDefaults).
+// those of an experiment file (one set: the bench command pre-fills its
+// flags with them; cmd/joulemark TestBenchSharedDefaults).
 func Defaults() Config {
 	return Config{
 		Endpoint:       "completions",

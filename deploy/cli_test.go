@@ -31,8 +31,9 @@ func kebab(s string) string {
 	return b.String()
 }
 
-// loadCLI reads the kong structs of cmd/joulemark (and internal/clientflags)
-// from source: commands
+// loadCLI reads the kong structs of cmd/joulemark (and internal/clientflags,
+// benchjob and benchjob/openai, whose config is the bench flags) from
+// source, each type by package and name: commands
 // (cmd:"" fields) and their flags (name:"" tag or the kebab field name,
 // embedded structs inlined with their prefix).
 func loadCLI(t *testing.T) *cliCommand {
@@ -49,6 +50,15 @@ func loadCLI(t *testing.T) *cliCommand {
 		t.Fatalf("internal/clientflags sources: %v", err)
 	}
 	files = append(files, party...)
+	// The bench's experiment settings (benchjob.Config and its sections).
+	for _, dir := range []string{"../benchjob/*.go", "../benchjob/openai/*.go"} {
+		bench, err := filepath.Glob(dir)
+		if err != nil || len(bench) == 0 {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		files = append(files, bench...)
+	}
+	alias := map[string]string{} // type benchSettings benchjob.Config
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -57,10 +67,16 @@ func loadCLI(t *testing.T) *cliCommand {
 		if err != nil {
 			t.Fatal(err)
 		}
+		pkg := af.Name.Name
 		ast.Inspect(af, func(n ast.Node) bool {
 			if ts, ok := n.(*ast.TypeSpec); ok {
-				if st, ok := ts.Type.(*ast.StructType); ok {
-					structs[ts.Name.Name] = st
+				switch x := ts.Type.(type) {
+				case *ast.StructType:
+					structs[pkg+"."+ts.Name.Name] = x
+				case *ast.SelectorExpr:
+					if id, ok := x.X.(*ast.Ident); ok {
+						alias[pkg+"."+ts.Name.Name] = id.Name + "." + x.Sel.Name
+					}
 				}
 			}
 			return true
@@ -68,10 +84,14 @@ func loadCLI(t *testing.T) *cliCommand {
 	}
 	var build func(typeName, prefix string, into *cliCommand)
 	build = func(typeName, prefix string, into *cliCommand) {
+		if a, ok := alias[typeName]; ok {
+			typeName = a
+		}
 		st := structs[typeName]
 		if st == nil {
 			return
 		}
+		pkg, _, _ := strings.Cut(typeName, ".")
 		for _, f := range st.Fields.List {
 			var tag reflect.StructTag
 			if f.Tag != nil {
@@ -80,13 +100,15 @@ func loadCLI(t *testing.T) *cliCommand {
 			typ := ""
 			switch x := f.Type.(type) {
 			case *ast.Ident:
-				typ = x.Name
+				typ = pkg + "." + x.Name
 			case *ast.StarExpr:
 				if id, ok := x.X.(*ast.Ident); ok {
-					typ = id.Name
+					typ = pkg + "." + id.Name
 				}
 			case *ast.SelectorExpr: // clientflags.Exporter
-				typ = x.Sel.Name
+				if id, ok := x.X.(*ast.Ident); ok {
+					typ = id.Name + "." + x.Sel.Name
+				}
 			}
 			if len(f.Names) == 0 { // embedded: inline its flags
 				build(typ, prefix+tag.Get("prefix"), into)
@@ -117,7 +139,7 @@ func loadCLI(t *testing.T) *cliCommand {
 		}
 	}
 	root := &cliCommand{flags: map[string]bool{}, subs: map[string]*cliCommand{}}
-	build("CLI", "", root)
+	build("main.CLI", "", root)
 	if len(root.subs) < 5 || len(root.flags) == 0 {
 		t.Fatalf("read %d commands and %d global flags from cmd/joulemark: the parser missed the kong structs", len(root.subs), len(root.flags))
 	}

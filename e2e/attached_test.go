@@ -33,8 +33,8 @@ func TestAttachedSGLangQueueing(t *testing.T) {
 
 	runID := "attached-sglang"
 	r := runJoulemark(t, 90*time.Second, f.bin, "bench", "--target="+f.engURL+"/v1", "--concurrency=16", "--duration=12s",
-		"--workload.mean-input-tokens=30", "--workload.stddev-input-tokens=3", "--workload.mean-output-tokens=16",
-		"--workload.stddev-output-tokens=2", "--extras.ignore-eos", "--engine.no-lifecycle", "--engine.metrics",
+		"--workload.mean-input-tokens=30", "--set=workload.stddev_input_tokens=3", "--workload.mean-output-tokens=16",
+		"--set=workload.stddev_output_tokens=2", "--extras.ignore-eos", "--engine.no-lifecycle", "--engine.metrics",
 		"--exporter.url="+f.expURL, "--exporter.bearer-token-file="+f.tokenFile,
 		"--remote-write.url="+f.prom.URL+"/api/v1/write", "--runs-dir="+f.runsDir, "--run-id="+runID)
 	if r.code != 0 {

@@ -160,9 +160,9 @@ func (f *faultEnv) engineCmd(extra ...string) string {
 // formal phase given by formal (e.g. --requests=200).
 func (f *faultEnv) benchArgs(runID string, formal ...string) []string {
 	return append([]string{"bench", "--target=" + f.engURL + "/v1", "--concurrency=4",
-		"--warmup-requests=4", "--idle-duration=1s", "--workload.mean-input-tokens=30", "--workload.stddev-input-tokens=3",
-		"--workload.mean-output-tokens=16", "--workload.stddev-output-tokens=2", "--extras.ignore-eos",
-		"--engine.cmd=exec " + f.engineCmd(), "--engine.ready-timeout=30s", "--engine.stop-grace=5s", "--engine.release-wait=30s",
+		"--warmup-requests=4", "--idle-duration=1s", "--workload.mean-input-tokens=30", "--set=workload.stddev_input_tokens=3",
+		"--workload.mean-output-tokens=16", "--set=workload.stddev_output_tokens=2", "--extras.ignore-eos",
+		"--engine.cmd=exec " + f.engineCmd(), "--set=engine.ready_timeout=30s", "--set=engine.stop_grace=5s", "--set=engine.release_wait=30s",
 		"--exporter.url=" + f.expURL, "--exporter.bearer-token-file=" + f.tokenFile,
 		"--runs-dir=" + f.runsDir, "--run-id=" + runID}, formal...)
 }
@@ -331,7 +331,7 @@ func TestFaultNeverAnsweringServer(t *testing.T) {
 		"--fault.stall-rate=1", "--fault.stall-duration=1h", "--decode-base=3ms", "--startup-delay=0s")
 	waitHTTP(context.Background(), t, f.engURL+"/v1/models", 20*time.Second)
 	r := runJoulemark(t, 60*time.Second, f.bin, "bench", "--target="+f.engURL+"/v1", "--engine.no-lifecycle",
-		"--concurrency=2", "--duration=2s", "--timeouts.drain=1s", "--timeouts.idle=0", "--workload.mean-output-tokens=50",
+		"--concurrency=2", "--duration=2s", "--set=timeouts.drain=1s", "--set=timeouts.idle=0s", "--workload.mean-output-tokens=50",
 		"--exporter.url="+f.expURL, "--exporter.bearer-token-file="+f.tokenFile, "--runs-dir="+f.runsDir, "--run-id=stall-1")
 	if r.code != 3 {
 		t.Errorf("exit %d, want 3 (completed, unusable)\n%s\n%s", r.code, r.stdout, tail(r.stderr, 3000))

@@ -246,7 +246,7 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, errors.New("exporter: no GPU backend")
 	}
 	cfg.setDerived()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	devs := cfg.Backend.Devices()
@@ -322,43 +322,6 @@ func (cfg *Config) setDerived() {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-}
-
-// MinInterval is the shortest sampling interval.
-const MinInterval = 10 * time.Millisecond
-
-// validate refuses settings out of their range, a zero among them where
-// it has no meaning.
-func (cfg *Config) validate() error {
-	switch {
-	case cfg.Interval < MinInterval:
-		return fmt.Errorf("exporter: interval %v: want at least %v", cfg.Interval, MinInterval)
-	case cfg.SlowInterval < cfg.Interval:
-		return fmt.Errorf("exporter: slow interval %v is shorter than the interval %v", cfg.SlowInterval, cfg.Interval)
-	case cfg.Retention < 2*cfg.Interval || cfg.Retention/cfg.Interval > 10_000_000:
-		return fmt.Errorf("exporter: retention %v: want between two intervals and 10M samples", cfg.Retention)
-	case !(cfg.ReleaseTolerance > 0 && cfg.ReleaseTolerance < 1):
-		return fmt.Errorf("exporter: release tolerance %g: want 0 < t < 1", cfg.ReleaseTolerance)
-	case cfg.ReleaseHold <= 0:
-		return fmt.Errorf("exporter: release hold %v: want > 0", cfg.ReleaseHold)
-	case cfg.ReleaseHold > cfg.Retention:
-		return fmt.Errorf("exporter: release hold %v exceeds the sample retention %v", cfg.ReleaseHold, cfg.Retention)
-	case cfg.ReleaseMaxWait < cfg.ReleaseHold:
-		return fmt.Errorf("exporter: release max wait %v is shorter than the hold %v", cfg.ReleaseMaxWait, cfg.ReleaseHold)
-	case !(cfg.IdleCVThreshold > 0):
-		return fmt.Errorf("exporter: idle CV threshold %g: want > 0", cfg.IdleCVThreshold)
-	case cfg.MaxRuns < 1:
-		return fmt.Errorf("exporter: max runs %d: want > 0", cfg.MaxRuns)
-	case cfg.RunMaxAge <= 0:
-		return fmt.Errorf("exporter: run max age %v: want > 0", cfg.RunMaxAge)
-	case cfg.RunMetricsTTL < 0:
-		return fmt.Errorf("exporter: run metrics TTL %v: want ≥ 0 (0: until evicted)", cfg.RunMetricsTTL)
-	case cfg.MaxRequests < 0:
-		return fmt.Errorf("exporter: max requests %d: want ≥ 0 (0: no limit)", cfg.MaxRequests)
-	case cfg.SaveInterval <= 0 && cfg.StoragePath != "":
-		return fmt.Errorf("exporter: save interval %v: want > 0", cfg.SaveInterval)
-	}
-	return nil
 }
 
 // addGPUs sets up the per-GPU state of the backend's devices.

@@ -146,15 +146,15 @@ func (c *Client) RootURL() string { return c.root }
 
 // Extras are engine parameters passed through as they are; nil means unset.
 type Extras struct {
-	IgnoreEOS   *bool    `json:"ignore_eos,omitempty" yaml:"ignore_eos,omitempty"`
-	MinTokens   *int     `json:"min_tokens,omitempty" yaml:"min_tokens,omitempty"`
-	Temperature *float64 `json:"temperature,omitempty" yaml:"temperature,omitempty"`
-	Seed        *int64   `json:"seed,omitempty" yaml:"seed,omitempty"`
+	IgnoreEOS   *bool    `json:"ignore_eos,omitempty" yaml:"ignore_eos,omitempty" name:"ignore-eos" help:"Send ignore_eos: true: every output runs to its drawn length, so runs compare token for token and an early stop counts as a short output. Off (the default), the model stops at its end-of-sequence as in production: lengths vary and J/token per request with them; a stop is never counted short."`
+	MinTokens   *int     `json:"min_tokens,omitempty" yaml:"min_tokens,omitempty" kong:"-"`
+	Temperature *float64 `json:"temperature,omitempty" yaml:"temperature,omitempty" name:"temperature" help:"Send temperature."`
+	Seed        *int64   `json:"seed,omitempty" yaml:"seed,omitempty" kong:"-"`
 	// MaxTokens overrides every request's max_tokens when set.
-	MaxTokens *int `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
+	MaxTokens *int `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty" name:"max-tokens" help:"Send this max_tokens on every request."`
 	// EnableThinking sends chat_template_kwargs.enable_thinking (Qwen3,
 	// DeepSeek-R1 style templates on vLLM and SGLang).
-	EnableThinking *bool `json:"enable_thinking,omitempty" yaml:"enable_thinking,omitempty"`
+	EnableThinking *bool `json:"enable_thinking,omitempty" yaml:"enable_thinking,omitempty" kong:"-"`
 }
 
 // Request is one generation request.

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -18,112 +18,58 @@ import (
 )
 
 // BenchCmd drives an OpenAI-compatible engine through the measured lifecycle.
-// A flag that sets an experiment setting is named after the setting's path
-// in the experiment file, `_` written `-` (workload.mean_input_tokens is
-// --workload.mean-input-tokens; TestBenchFlagsAreYAMLPaths); the process
-// and infrastructure flags (target and exporter URLs, credentials, runs
-// directory, run id, --config) keep their own names. Flag defaults are
-// benchjob.Defaults' (benchDefaults), the defaults of --config too.
+// Its experiment flags are benchjob.Config itself (Settings: its kong tags
+// name each flag after the setting's path in the experiment file, `_`
+// written `-`; TestBenchFlagsAreYAMLPaths), their defaults benchjob.Defaults'
+// (set by newParser before parsing), the defaults of --config too. The
+// process and infrastructure flags (exporter URLs, credentials, HTTP client
+// files, --config) keep their own names.
 type BenchCmd struct {
-	Config string   `name:"config" type:"existingfile" help:"Experiment file (strict YAML: one config, a matrix or a sweep); replaces the config flags below." group:"Experiment"`
-	Set    []string `name:"set" sep:"none" help:"Override a setting of --config: its path in the file and a YAML value, e.g. workload.mean_input_tokens=1024 (repeatable)." group:"Experiment"`
-	DryRun bool     `name:"dry-run" help:"With --config: print the expanded runs and exit." group:"Experiment"`
+	ConfigFile string   `name:"config" type:"existingfile" help:"Experiment file (strict YAML: one config, a matrix or a sweep); replaces the config flags below." group:"Experiment"`
+	Set        []string `name:"set" sep:"none" help:"Set a setting of the experiment file, over --config or the flags: its path in the file and a YAML value, e.g. engine.ready_timeout=20m (repeatable; the settings without a flag are listed in docs/cli.md)." group:"Experiment"`
+	DryRun     bool     `name:"dry-run" help:"With --config: print the expanded runs and exit." group:"Experiment"`
 
-	Target     string             `help:"OpenAI base URL, e.g. http://host:8000/v1." group:"Target"`
-	TargetHTTP clientflags.Target `embed:"" prefix:"target." group:"Target"`
-	Model      string             `help:"Served model id (default: the first one /v1/models lists)." group:"Target"`
-	Endpoint   string             `default:"${bench_endpoint}" enum:"completions,chat" help:"API: ${enum}." group:"Target"`
+	Settings benchSettings `embed:""`
 
-	Concurrency      int           `help:"Closed loop: N requests in flight (default ${bench_default_concurrency} when no --rate, trace or sweep is given)." group:"Load"`
-	Rate             float64       `help:"Open loop: target request rate (req/s)." group:"Load"`
-	Burstiness       float64       `hidden:"" help:"Open loop: gamma shape of inter-arrivals (1 = Poisson, <1 burstier)." group:"Load"`
-	MaxConcurrency   int           `name:"max-concurrency" hidden:"" help:"Open loop: cap on requests in flight." group:"Load"`
-	SweepConcurrency []int         `name:"sweep-concurrency" placeholder:"N" help:"Run once per concurrency, e.g. 1,2,4 (each its own run)." group:"Load"`
-	SweepRate        []float64     `name:"sweep-rate" placeholder:"R" help:"Run once per rate, e.g. 1,2,4 (each its own run)." group:"Load"`
-	Repeat           int           `name:"repeat" placeholder:"N" help:"Run the configuration (each sweep point) N times, each a cold lifecycle with its own run id <run-id>-rep<i>, under one repetition group that compare, pareto, recommend, plan and diff pool." group:"Load"`
-	Requests         int           `name:"requests" help:"Formal requests (and/or --duration; default ${bench_default_requests} without either). Fewer than windows + 2×concurrency (${bench_steady_need} at concurrency ${bench_default_concurrency}) cannot reach the steady state: warned before the load." group:"Load"`
-	Duration         time.Duration `name:"duration" help:"Formal phase length (and/or --requests)." group:"Load"`
-	WarmupRequests   int           `name:"warmup-requests" default:"${bench_warmup_requests}" help:"Warm-up requests." group:"Load"`
-	IdleDuration     time.Duration `name:"idle-duration" default:"${bench_idle_duration}" help:"Idle baseline before the engine starts." group:"Load"`
-	MaxLag           time.Duration `name:"max-lag" hidden:"" default:"${bench_max_lag}" help:"Open loop: p99 dispatch lag past which the run is flagged client_could_not_keep_up." group:"Load"`
-
-	MeanInputTokens    int    `name:"workload.mean-input-tokens" default:"${bench_mean_input_tokens}" group:"Workload" help:"Synthetic prompts: mean input length."`
-	StddevInputTokens  int    `name:"workload.stddev-input-tokens" hidden:"" default:"${bench_stddev_input_tokens}" group:"Workload" help:"Synthetic prompts: input length standard deviation."`
-	MeanOutputTokens   int    `name:"workload.mean-output-tokens" default:"${bench_mean_output_tokens}" group:"Workload" help:"Mean output length (max_tokens)."`
-	StddevOutputTokens int    `name:"workload.stddev-output-tokens" hidden:"" default:"${bench_stddev_output_tokens}" group:"Workload" help:"Output length standard deviation."`
-	Dataset            string `name:"workload.dataset" type:"existingfile" group:"Workload" help:"JSONL dataset ({prompt, max_tokens} or ShareGPT conversations)."`
-	Trace              string `name:"workload.trace" type:"existingfile" group:"Workload" help:"Trace to replay (JSONL: time, input_tokens, output_tokens)."`
-	Seed               int64  `name:"workload.seed" hidden:"" group:"Workload" help:"Workload seed (prompts, lengths, arrivals)."`
-	Workload           string `name:"workload.kind" default:"synthetic" enum:"synthetic,correctness" group:"Workload" help:"synthetic (LLMPerf-style prompts) or correctness (numbers spelled out in words, answered in digits; mismatches counted per request)."`
-	QualityFile        string `name:"workload.quality-file" type:"existingfile" group:"Workload" help:"YAML rubric (all / prompts[index]: contains_all, regex, forbidden) every answer is checked against; results in requests.jsonl quality."`
-
-	IgnoreEOS      bool     `name:"extras.ignore-eos" group:"Engine extras" help:"Send ignore_eos: true: every output runs to its drawn length, so runs compare token for token and an early stop counts as a short output. Off (the default), the model stops at its end-of-sequence as in production: lengths vary and J/token per request with them; a stop is never counted short."`
-	MinTokens      *int     `name:"extras.min-tokens" hidden:"" group:"Engine extras" help:"Send min_tokens."`
-	Temperature    *float64 `name:"extras.temperature" group:"Engine extras" help:"Send temperature."`
-	SamplingSeed   *int64   `name:"extras.seed" hidden:"" group:"Engine extras" help:"Send seed (the engine's sampling seed)."`
-	MaxTokens      *int     `name:"extras.max-tokens" group:"Engine extras" help:"Send this max_tokens on every request."`
-	EnableThinking *bool    `name:"extras.enable-thinking" negatable:"" hidden:"" group:"Engine extras" help:"Send chat_template_kwargs.enable_thinking true (--no-extras.enable-thinking: false); neither: not sent."`
-	RequireUsage   bool     `name:"require-usage" hidden:"" group:"Engine extras" help:"Fail requests whose stream has no usage (else count chunks and flag the run)."`
-
-	ConnectTimeout    time.Duration `name:"timeouts.connect" hidden:"" default:"${bench_timeout_connect}" group:"Timeouts" help:"Connect timeout (0: none)."`
-	FirstTokenTimeout time.Duration `name:"timeouts.first-token" hidden:"" default:"${bench_timeout_first_token}" group:"Timeouts" help:"First-token timeout (0: none)."`
-	TotalTimeout      time.Duration `name:"timeouts.total" default:"${bench_timeout_total}" group:"Timeouts" help:"Total timeout of one request (0: none)."`
-	IdleTimeout       time.Duration `name:"timeouts.idle" hidden:"" default:"${bench_timeout_idle}" group:"Timeouts" help:"Fail a request when no byte of its answer came for this long (timeout_idle; 0: none)."`
-	DrainTimeout      time.Duration `name:"timeouts.drain" hidden:"" default:"${bench_timeout_drain}" group:"Timeouts" help:"How long requests still running when the formal duration is over may finish before they are canceled (canceled_at_end; 0: canceled at once)."`
-
-	EngineCmd        string        `name:"engine.cmd" group:"Engine" help:"Launch and own the engine (sh -c); its output goes to the archive."`
-	EngineStart      string        `name:"engine.start" group:"Engine" help:"Hook that starts an externally managed engine."`
-	EngineStop       string        `name:"engine.stop" group:"Engine" help:"Hook that stops it."`
-	NoLifecycle      bool          `name:"engine.no-lifecycle" group:"Engine" help:"Measure an already running service (attached): formal phase only, flagged; analyze reports steady-state figures and names startup, release and full lifecycle not measured."`
-	QuietWindow      time.Duration `name:"engine.quiet-window" hidden:"" group:"Engine" help:"With --engine.no-lifecycle: post an idle phase this long before the load, the running engine without load from the bench (its resident power, not the bare GPUs' baseline); 0: none."`
-	ReadyTimeout     time.Duration `name:"engine.ready-timeout" hidden:"" default:"${bench_engine_ready_timeout}" group:"Engine" help:"Readiness timeout (/health, /v1/models)."`
-	StopGrace        time.Duration `name:"engine.stop-grace" hidden:"" default:"${bench_engine_stop_grace}" group:"Engine" help:"SIGTERM to SIGKILL grace of --engine.cmd (0: SIGKILL right after SIGTERM)."`
-	ReleaseWait      time.Duration `name:"engine.release-wait" hidden:"" default:"${bench_engine_release_wait}" group:"Engine" help:"Longest wait for the exporters to report release (0: do not wait; flagged)."`
-	EngineVersion    string        `name:"engine.version" hidden:"" group:"Engine" help:"Engine version, recorded in the manifest."`
-	EngineImage      string        `name:"engine.image" hidden:"" group:"Engine" help:"Engine image, recorded in the manifest."`
-	ModelRevision    string        `name:"engine.model-revision" hidden:"" group:"Engine" help:"Model revision, recorded in the manifest."`
-	EnginePod        string        `name:"engine.pod" placeholder:"NAMESPACE/NAME" group:"Engine" help:"Measure only the GPUs the kubelet lists for the engine's pod, resolved by the exporter (instead of --gpus): NAMESPACE/NAME, or NAMESPACE/NAME-PREFIX* for a Deployment's pod; a lifecycle's pod may start with the engine. Required (or --gpus) when the exporter knows which pods hold its GPUs."`
-	EngineMetrics    bool          `name:"engine.metrics" group:"Engine" help:"Record the engine's own /metrics (queue, KV cache, preemptions) with the run."`
-	EngineMetricsURL string        `name:"engine.metrics-url" hidden:"" group:"Engine" help:"Engine metrics URL (default: the target's root + /metrics)."`
-
+	TargetHTTP  clientflags.Target      `embed:"" prefix:"target." group:"Target"`
 	Exporter    clientflags.Exporter    `embed:"" prefix:"exporter." group:"Exporters"`
-	GPUs        []string                `name:"gpus" placeholder:"UUID" group:"Exporters" help:"Measure only these GPU UUIDs (comma-separated or repeated): the engine's GPUs. Default: every GPU of the exporters, refused by one that knows which pods hold its GPUs (give --engine.pod)."`
 	RemoteWrite clientflags.RemoteWrite `embed:"" prefix:"remote-write." group:"Remote write (per-request samples)"`
 	Prometheus  clientflags.Prometheus  `embed:"" prefix:"prometheus." group:"Prometheus (pre-flight: the run id is new there)"`
-
-	RunsDir  string `name:"runs-dir" default:"${bench_runs_dir}" group:"Archive" help:"Where run archives go."`
-	RunID    string `name:"run-id" type:"runid" group:"Archive" help:"Run id (generated when absent; an existing one is refused)."`
-	Scenario string `name:"scenario" group:"Archive" help:"Scenario name pushed in joulemark_run_info (report run.scenario; compare groups by it)."`
 
 	set []string
 }
 
-// benchDefaults are the bench flags' defaults as kong variables, taken
-// from benchjob.Defaults: flags and --config share one set of defaults.
-func benchDefaults() kong.Vars {
-	d := benchjob.Defaults()
+// benchSettings is benchjob.Config without its methods: kong calls a
+// Validate it finds at parse time, before --config and the load defaults
+// apply; benchjob.Sweep validates the config once, when it runs.
+type benchSettings benchjob.Config
+
+// benchHelpVars are the load defaults the bench flags' help quotes.
+func benchHelpVars() kong.Vars {
 	return kong.Vars{
-		"bench_endpoint":             d.Endpoint,
-		"bench_warmup_requests":      strconv.Itoa(d.WarmupRequests),
-		"bench_idle_duration":        d.IdleDuration.String(),
-		"bench_max_lag":              d.MaxLag.String(),
-		"bench_mean_input_tokens":    strconv.Itoa(d.Workload.MeanInputTokens),
-		"bench_stddev_input_tokens":  strconv.Itoa(d.Workload.StddevInputTokens),
-		"bench_mean_output_tokens":   strconv.Itoa(d.Workload.MeanOutputTokens),
-		"bench_stddev_output_tokens": strconv.Itoa(d.Workload.StddevOutputTokens),
-		"bench_timeout_connect":      d.Timeouts.Connect.String(),
-		"bench_timeout_first_token":  d.Timeouts.FirstToken.String(),
-		"bench_timeout_total":        d.Timeouts.Total.String(),
-		"bench_timeout_idle":         d.Timeouts.Idle.String(),
-		"bench_timeout_drain":        d.Timeouts.Drain.String(),
-		"bench_engine_ready_timeout": d.Engine.ReadyTimeout.String(),
-		"bench_engine_stop_grace":    d.Engine.StopGrace.String(),
-		"bench_engine_release_wait":  d.Engine.ReleaseWait.String(),
-		"bench_runs_dir":             d.RunsDir,
-		"bench_default_concurrency":  strconv.Itoa(benchjob.DefaultConcurrency),
-		"bench_default_requests":     strconv.Itoa(benchjob.DefaultFormalRequests),
-		"bench_steady_need":          strconv.Itoa(benchjob.SteadyStateNeed(benchjob.DefaultConcurrency)),
+		"bench_default_concurrency": strconv.Itoa(benchjob.DefaultConcurrency),
+		"bench_default_requests":    strconv.Itoa(benchjob.DefaultFormalRequests),
+		"bench_steady_need":         strconv.Itoa(benchjob.SteadyStateNeed(benchjob.DefaultConcurrency)),
 	}
+}
+
+// defaultsFromTarget makes the value a flag's target holds before parsing
+// its default (kong.PostBuild): the bench command's struct is pre-filled
+// with benchjob.Defaults, which are thereby the flags' defaults, shown in
+// --help, one source with the experiment file's. A default: tag wins.
+func defaultsFromTarget(k *kong.Kong) error {
+	bench := findCommand(k.Model.Node, "bench")
+	if bench == nil {
+		return errors.New("no bench command")
+	}
+	for _, f := range bench.Flags {
+		if f.HasDefault || f.Target.Kind() == reflect.Pointer || f.Target.Kind() == reflect.Slice || f.Target.IsZero() {
+			continue
+		}
+		f.Default, f.HasDefault = fmt.Sprint(f.Target.Interface()), true
+		f.Tag.Default, f.Tag.HasDefault = f.Default, true
+	}
+	return nil
 }
 
 // benchFileOnly are the settings of the experiment file that have no bench
@@ -134,6 +80,28 @@ var benchFileOnly = map[string]string{
 	"remote_write.aggregate_interval": "tuning: how often the per-run aggregates are pushed",
 	"remote_write.flush_timeout":      "tuning: bound of the final remote-write flush",
 	"prometheus.lookback":             "tuning: how far back the pre-flight looks for the run id",
+	"max_lag":                         "tuning: open-loop dispatch lag past which the run is flagged client_could_not_keep_up",
+	"require_usage":                   "strictness: fail requests whose stream has no usage (else chunks are counted and the run flagged)",
+	"timeouts.connect":                "tuning: connect timeout of one request",
+	"extras.min_tokens":               "engine pass-through: min_tokens",
+	"extras.seed":                     "engine pass-through: the engine's sampling seed",
+	"extras.enable_thinking":          "engine pass-through: chat_template_kwargs.enable_thinking (true or false; absent: not sent)",
+	"engine.version":                  "description recorded in the manifest",
+	"engine.image":                    "description recorded in the manifest",
+	"engine.model_revision":           "description recorded in the manifest",
+	"engine.metrics_url":              "tuning: the engine's metrics URL when not the target's root + /metrics",
+	"burstiness":                      "open-loop shape: gamma shape of the inter-arrivals (1 = Poisson, <1 burstier)",
+	"max_concurrency":                 "open-loop shape: cap on requests in flight",
+	"workload.stddev_input_tokens":    "workload shape: input length standard deviation of synthetic prompts",
+	"workload.stddev_output_tokens":   "workload shape: output length standard deviation",
+	"workload.seed":                   "reproducibility: seed of prompts, lengths and arrivals",
+	"timeouts.first_token":            "tuning: first-token timeout of one request",
+	"timeouts.idle":                   "tuning: fail a request when no byte of its answer came for this long",
+	"timeouts.drain":                  "tuning: how long requests running at the end of the formal duration may finish",
+	"engine.quiet_window":             "attached runs: an idle phase this long before the load (with engine.no_lifecycle)",
+	"engine.ready_timeout":            "tuning: readiness timeout (/health, /v1/models)",
+	"engine.stop_grace":               "tuning: SIGTERM to SIGKILL grace of engine.cmd",
+	"engine.release_wait":             "tuning: longest wait for the exporters to report release",
 }
 
 // benchInfra are bench's process and infrastructure flags, which keep
@@ -196,11 +164,11 @@ func setHint(flag string) string {
 // Run builds the configs, then runs them one after the other.
 func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 	var cfgs []benchjob.Config
-	if c.Config != "" {
+	if c.ConfigFile != "" {
 		if len(c.set) > 0 {
 			return usageErrorf("--config replaces the config flags: drop --%s (use --set %s)", strings.Join(c.set, ", --"), setHint(c.set[0]))
 		}
-		runs, err := experiment.LoadBench(c.Config, c.Set)
+		runs, err := experiment.LoadBench(c.ConfigFile, c.Set)
 		if err != nil {
 			return withExitCode(exitUsage, err)
 		}
@@ -218,8 +186,8 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 			cfgs = append(cfgs, r.Config)
 		}
 	} else {
-		if len(c.Set) > 0 || c.DryRun {
-			return usageErrorf("--set and --dry-run go with --config")
+		if c.DryRun {
+			return usageErrorf("--dry-run goes with --config")
 		}
 		cfg, err := c.config()
 		if err != nil {
@@ -258,36 +226,15 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 	return errors.Join(errs...)
 }
 
+// config is the run the flags give: the embedded experiment settings, the
+// workload kind's default written as in an experiment file, the
+// infrastructure flags' settings, then the --set overrides.
 func (c *BenchCmd) config() (benchjob.Config, error) {
-	cfg := benchjob.Defaults()
-	cfg.Target, cfg.Model, cfg.Endpoint = c.Target, c.Model, c.Endpoint
-	cfg.Concurrency, cfg.Rate, cfg.Burstiness, cfg.MaxConcurrency = c.Concurrency, c.Rate, c.Burstiness, c.MaxConcurrency
-	cfg.SweepConcurrency, cfg.SweepRate, cfg.Repeat = c.SweepConcurrency, c.SweepRate, c.Repeat
-	cfg.Requests, cfg.Duration, cfg.WarmupRequests, cfg.IdleDuration, cfg.MaxLag = c.Requests, c.Duration, c.WarmupRequests, c.IdleDuration, c.MaxLag
-	cfg.Workload = benchjob.Workload{
-		MeanInputTokens: c.MeanInputTokens, StddevInputTokens: c.StddevInputTokens,
-		MeanOutputTokens: c.MeanOutputTokens, StddevOutputTokens: c.StddevOutputTokens,
-		Dataset: c.Dataset, Trace: c.Trace, Seed: c.Seed, Kind: c.Workload, QualityFile: c.QualityFile,
-	}
-	if c.Workload == benchjob.WorkloadSynthetic {
+	cfg := benchjob.Config(c.Settings)
+	if cfg.Workload.Kind == benchjob.WorkloadSynthetic {
 		cfg.Workload.Kind = "" // the default, as in an experiment file
 	}
-	if c.IgnoreEOS {
-		t := true
-		cfg.Extras.IgnoreEOS = &t
-	}
-	cfg.Extras.MinTokens, cfg.Extras.Temperature, cfg.Extras.Seed, cfg.Extras.MaxTokens = c.MinTokens, c.Temperature, c.SamplingSeed, c.MaxTokens
-	cfg.Extras.EnableThinking = c.EnableThinking
-	cfg.RequireUsage = c.RequireUsage
-	cfg.Timeouts.Connect, cfg.Timeouts.FirstToken, cfg.Timeouts.Total = c.ConnectTimeout, c.FirstTokenTimeout, c.TotalTimeout
-	cfg.Timeouts.Idle, cfg.Timeouts.Drain = c.IdleTimeout, c.DrainTimeout
-	e := &cfg.Engine
-	e.Cmd, e.Start, e.Stop, e.NoLifecycle, e.QuietWindow = c.EngineCmd, c.EngineStart, c.EngineStop, c.NoLifecycle, c.QuietWindow
-	e.ReadyTimeout, e.StopGrace, e.ReleaseWait = c.ReadyTimeout, c.StopGrace, c.ReleaseWait
-	e.Version, e.Image, e.ModelRevision = c.EngineVersion, c.EngineImage, c.ModelRevision
-	e.Pod, e.Metrics, e.MetricsURL = c.EnginePod, c.EngineMetrics, c.EngineMetricsURL
 	cfg.Exporters, cfg.ExporterTokenFile, cfg.APIKeyFile = c.Exporter.URLs, c.Exporter.HTTP.BearerTokenFile, c.TargetHTTP.APIKeyFile
-	cfg.ExporterGPUs = c.GPUs
 	var err error
 	if cfg.TargetHTTP, err = c.TargetHTTP.HTTPConfig(); err != nil {
 		return cfg, err
@@ -303,6 +250,5 @@ func (c *BenchCmd) config() (benchjob.Config, error) {
 	if cfg.Prometheus.HTTP, err = c.Prometheus.HTTPConfig(); err != nil {
 		return cfg, err
 	}
-	cfg.RunsDir, cfg.RunID, cfg.Scenario = c.RunsDir, c.RunID, c.Scenario
-	return cfg, nil
+	return cfg, experiment.ApplySets(&cfg, c.Set)
 }

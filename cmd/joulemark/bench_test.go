@@ -18,9 +18,9 @@ func parseBench(t *testing.T, args ...string) (*BenchCmd, error) {
 
 func TestBenchFlagsToConfig(t *testing.T) {
 	c, err := parseBench(t, "--target", "http://h:8000/v1", "--model", "m", "--endpoint", "chat",
-		"--rate", "4", "--burstiness", "0.5", "--max-concurrency", "16", "--duration", "2m",
-		"--extras.ignore-eos", "--extras.min-tokens", "3", "--extras.temperature", "0", "--extras.seed", "9", "--no-extras.enable-thinking",
-		"--timeouts.first-token", "30s", "--engine.start", "kubectl scale --replicas=1 deploy/vllm", "--engine.stop", "kubectl scale --replicas=0 deploy/vllm",
+		"--rate", "4", "--set", "burstiness=0.5", "--set", "max_concurrency=16", "--duration", "2m",
+		"--extras.ignore-eos", "--extras.temperature", "0", "--set", "extras.min_tokens=3", "--set", "extras.seed=9", "--set", "extras.enable_thinking=false",
+		"--set", "timeouts.first_token=30s", "--engine.start", "kubectl scale --replicas=1 deploy/vllm", "--engine.stop", "kubectl scale --replicas=0 deploy/vllm",
 		"--exporter.url", "http://a:9402", "--exporter.url", "http://b:9402",
 		"--remote-write.url", "https://mimir/api/v1/push", "--remote-write.http-config-file", httpConfig(t), "--run-id", "r1")
 	if err != nil {
@@ -76,9 +76,13 @@ func TestBenchConfigFileExcludesFlags(t *testing.T) {
 	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "mean_input_tokns") || !strings.Contains(err.Error(), "line 5") {
 		t.Errorf("unknown field: %v", err)
 	}
-	c, _ = parseBench(t, "--target", "http://h:1/v1", "--set", "concurrency=2")
-	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "--set") {
-		t.Errorf("--set without --config: %v", err)
+	c, _ = parseBench(t, "--target", "http://h:1/v1", "--dry-run")
+	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "--dry-run goes with --config") {
+		t.Errorf("--dry-run without --config: %v", err)
+	}
+	c, _ = parseBench(t, "--target", "http://h:1/v1", "--set", "engine.ready_tmeout=1m")
+	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "ready_tmeout") {
+		t.Errorf("--set of an unknown setting: %v", err)
 	}
 	c, _ = parseBench(t, "--target", "http://h:1/v1", "--requests", "5")
 	if err := c.Run(context.Background(), &Globals{}); err == nil || !strings.Contains(err.Error(), "engine.cmd") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -88,26 +89,76 @@ func (c *ExporterCmd) run(ctx context.Context, log *slog.Logger) error {
 		}
 		return fmt.Errorf("API token from %s is %d bytes: want at least %d (e.g. head -c 32 /dev/urandom | base64)", src, len(token), exporter.MinTokenBytes)
 	}
-	cfg := exporter.Config{
-		Interval: c.Interval, Retention: c.Retention,
-		ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
-		ReleaseRequireEngineExit: c.ReleaseRequireEngineExit,
-		IdleCVThreshold:          c.IdleCVThreshold, APIToken: token, MaxRuns: c.MaxRuns,
-		MaxRequests: c.MaxRequests, StoragePath: c.StoragePath, SaveInterval: c.SaveInterval, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
-	}
+	o := c.options()
+	o.Config.APIToken = token
 	if c.RemoteWrite.URL != "" {
 		hc, err := c.RemoteWrite.HTTPConfig()
 		if err != nil {
 			return withExitCode(exitUsage, err)
 		}
-		cfg.RemoteWrite = &remotewrite.Config{URL: c.RemoteWrite.URL, UserAgent: "joulemark-exporter", HTTP: hc}
+		o.Config.RemoteWrite = &remotewrite.Config{URL: c.RemoteWrite.URL, UserAgent: "joulemark-exporter", HTTP: hc}
 		host, _ := os.Hostname()
-		cfg.RemoteWriteLabels = map[string]string{"instance": host, "job": "joulemark-exporter"}
+		o.Config.RemoteWriteLabels = map[string]string{"instance": host, "job": "joulemark-exporter"}
 	}
-	return exporter.Main(ctx, exporter.Options{
-		Backend: c.backendConfig(), Kubelet: c.Kubelet.config(), PowercapPath: c.PowercapPath, Config: cfg,
+	return exporter.Main(ctx, o, log)
+}
+
+// options are the exporter's settings the flags give, without the API
+// token and the remote write (read when it runs).
+func (c *ExporterCmd) options() exporter.Options {
+	return exporter.Options{
+		Backend: c.backendConfig(), Kubelet: c.Kubelet.config(), PowercapPath: c.PowercapPath,
 		ListenAddress: c.ListenAddress, WebConfigFile: c.WebConfigFile,
-	}, log)
+		Config: exporter.Config{
+			Interval: c.Interval, Retention: c.Retention,
+			ReleaseTolerance: c.ReleaseTolerance, ReleaseHold: c.ReleaseHold, ReleaseMaxWait: c.ReleaseMaxWait,
+			ReleaseRequireEngineExit: c.ReleaseRequireEngineExit, IdleCVThreshold: c.IdleCVThreshold, MaxRuns: c.MaxRuns,
+			MaxRequests: c.MaxRequests, StoragePath: c.StoragePath, SaveInterval: c.SaveInterval, RunMaxAge: c.RunMaxAge, RunMetricsTTL: c.RunMetricsTTL,
+		},
+	}
+}
+
+// Validate refuses settings out of their range at parse time, naming the
+// flag (kong hook): exporter.Options.Validate is the one validation, its
+// error naming the setting's field, which exporterFlags maps to the flag.
+func (c *ExporterCmd) Validate() error {
+	err := c.options().Validate()
+	var fe *exporter.FieldError
+	if errors.As(err, &fe) {
+		if flag, ok := exporterFlags[fe.Field]; ok {
+			return fmt.Errorf("--%s=%v: want %s", flag, fe.Value, fe.Want)
+		}
+	}
+	return err
+}
+
+// exporterFlags are the flags that set the exporter.Options fields a
+// *exporter.FieldError names.
+var exporterFlags = map[string]string{
+	"Backend.GPUs":              "gpus",
+	"Backend.NVMLInitTimeout":   "nvml.init-timeout",
+	"Backend.NVMLRetryInterval": "nvml.retry-interval",
+	"Backend.Sim.IdleWatts":     "sim.idle-watts",
+	"Backend.Sim.MaxWatts":      "sim.max-watts",
+	"Backend.Sim.StartupWatts":  "sim.startup-watts",
+	"Backend.Sim.RampSeconds":   "sim.ramp-seconds",
+	"Backend.Sim.DecayTau":      "sim.decay-seconds",
+	"Backend.Sim.PowerBias":     "sim.power-bias",
+	"Kubelet.Refresh":           "kubelet.refresh-interval",
+	"Kubelet.ProcFS":            "path.procfs",
+	"Kubelet.Checkpoint":        "kubelet.device-checkpoint-file",
+	"Config.Interval":           "sample.interval",
+	"Config.SlowInterval":       "sample.interval",
+	"Config.Retention":          "sample.retention",
+	"Config.ReleaseTolerance":   "release.tolerance",
+	"Config.ReleaseHold":        "release.hold",
+	"Config.ReleaseMaxWait":     "release.max-wait",
+	"Config.IdleCVThreshold":    "idle.cv-threshold",
+	"Config.MaxRuns":            "run.max-kept",
+	"Config.RunMaxAge":          "run.max-age",
+	"Config.RunMetricsTTL":      "run.metrics-ttl",
+	"Config.MaxRequests":        "web.max-requests",
+	"Config.SaveInterval":       "storage.save-interval",
 }
 
 // backendConfig is the GPU backend the flags select.

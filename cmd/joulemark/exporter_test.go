@@ -104,15 +104,18 @@ func TestExporterCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"exporter", "--gpu=sim", "--sample.interval=1ms"}, "at least 10ms"},
+		{[]string{"exporter", "--gpu=sim", "--sample.interval=1ms"}, "--sample.interval=1ms: want at least 10ms"},
 		{[]string{"exporter", "--gpu=sim", "--web.api-token-file=" + emptyFile(t)}, "--web.api-token-file"},
 		{[]string{"exporter", "--gpu=sim", "--sim.max-watts=10"}, "max power"},
 		{[]string{"exporter", "--gpu=nvml", "--sim.engine-url=http://x:1"}, "--gpu=sim"},
-		{[]string{"exporter", "--gpu=sim", "--release.hold=20m"}, "release hold"},
+		{[]string{"exporter", "--gpu=sim", "--release.hold=20m"}, "--release.hold=20m0s: want at most the sample retention"},
 		{[]string{"exporter", "--gpu=sim", "--web.api-token-file=" + shortToken}, "want at least 16"},
 	} {
-		cli := parseCLI(t, tc.args...)
-		err := cli.Exporter.run(context.Background(), slog.New(slog.DiscardHandler))
+		cli, p := testParser(t)
+		_, err := p.Parse(tc.args) // a setting out of range: refused here
+		if err == nil {
+			err = cli.Exporter.run(context.Background(), slog.New(slog.DiscardHandler))
+		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
 		}

@@ -11,7 +11,8 @@ import (
 
 // TestExporterRejectsNonsenseSettings: values exporter.Config would
 // silently replace by a default, or that make no sense, fail at parse time
-// with the flag named.
+// with the flag named (exporter.Options.Validate, its field mapped to the
+// flag by exporterFlags).
 func TestExporterRejectsNonsenseSettings(t *testing.T) {
 	for _, tc := range []struct {
 		arg, flag, want string
@@ -76,5 +77,29 @@ func TestExporterFlagDefaultsFromPackages(t *testing.T) {
 		k.Socket, k.Refresh, k.GPUResources, k.Checkpoint, k.ProcFS}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("flag defaults\n%v\nwant the packages' defaults\n%v", got, want)
+	}
+}
+
+// Every field exporterFlags maps is one of exporter.Options, its flag one
+// of joulemark exporter's.
+func TestExporterFlagsOfFields(t *testing.T) {
+	_, p := testParser(t)
+	flags := map[string]bool{}
+	for _, f := range findCommand(p.Model.Node, "exporter").Flags {
+		flags[f.Name] = true
+	}
+	for field, flag := range exporterFlags {
+		if !flags[flag] {
+			t.Errorf("%s maps to --%s, no flag of joulemark exporter", field, flag)
+		}
+		typ := reflect.TypeFor[exporter.Options]()
+		for name := range strings.SplitSeq(field, ".") {
+			f, ok := typ.FieldByName(name)
+			if !ok {
+				t.Errorf("%s is no field of exporter.Options", field)
+				break
+			}
+			typ = f.Type
+		}
 	}
 }

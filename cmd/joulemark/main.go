@@ -13,6 +13,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/version"
 )
@@ -76,6 +77,7 @@ type CLI struct {
 // (environment variables per command, deprecated aliases) applied to the
 // kong model.
 func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
+	cli.Bench.Settings = benchSettings(benchjob.Defaults()) // the bench flags' defaults (defaultsFromTarget)
 	return kong.New(cli, append([]kong.Option{
 		kong.Name("joulemark"),
 		kong.Description("Energy per token of LLM inference, measured through Prometheus.\n\n" +
@@ -83,12 +85,13 @@ func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 			"3 completed but unusable (no successful request, lost phases, all samples lost, invalid report)."),
 		kong.ShortUsageOnError(),
 		kong.Vars{"version": version.String()},
-		benchDefaults(),
+		benchHelpVars(),
 		exporterDefaults(),
 		demoDefaults(),
 		analyzeDefaults(),
 		kong.NamedMapper("runid", runIDMapper{}),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.PostBuild(defaultsFromTarget),
 		kong.PostBuild(applyConvention),
 	}, options...)...)
 }

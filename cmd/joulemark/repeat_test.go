@@ -66,8 +66,8 @@ func TestBenchRepeat(t *testing.T) {
 	runs := t.TempDir()
 	args := []string{"bench", "--target", engSrv.URL + "/v1", "--exporter.url", expSrv.URL,
 		"--engine.start", "true", "--engine.stop", "true", "--idle-duration", "200ms", "--warmup-requests", "2",
-		"--requests", "20", "--concurrency", "2", "--workload.mean-input-tokens", "32", "--workload.stddev-input-tokens", "0",
-		"--workload.mean-output-tokens", "8", "--workload.stddev-output-tokens", "0", "--runs-dir", runs, "--run-id", "grp", "--repeat", "2"}
+		"--requests", "20", "--concurrency", "2", "--workload.mean-input-tokens", "32", "--set", "workload.stddev_input_tokens=0",
+		"--workload.mean-output-tokens", "8", "--set", "workload.stddev_output_tokens=0", "--runs-dir", runs, "--run-id", "grp", "--repeat", "2"}
 	cli := parseCLI(t, args...)
 	if err := cli.Bench.Run(ctx, &cli.Globals); err != nil {
 		t.Fatalf("bench --repeat 2: %v", err)
