@@ -10,14 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/report"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 func TestSplitSpan(t *testing.T) {
@@ -195,9 +196,9 @@ func checkChunkedLoad(t *testing.T, url string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		js, _ := MarshalReport(r)
+		js, _ := report.Marshal(r)
 		wantR, _ := fixtureReport(t)
-		wantJS, _ := MarshalReport(wantR)
+		wantJS, _ := report.Marshal(wantR)
 		sameJSON(t, js, wantJS)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/simengine"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Config is one demo run. Defaults gives about two minutes end to end;
@@ -82,7 +83,7 @@ type Config struct {
 	// Cost, when any input is set, prices the report and the production
 	// view, and the embedded Prometheus gets the cost input gauges as
 	// constant recording rules (the fleet dashboard's cost row).
-	Cost analyze.CostInputs
+	Cost report.CostInputs
 
 	Engine simengine.Config
 	Sim    gpu.SimConfig

@@ -35,6 +35,7 @@ import (
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/simengine"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Scrape jobs of the demo's targets: deploy/prometheus's names.
@@ -56,7 +57,7 @@ type Result struct {
 	DashboardsDir string
 	PrometheusURL string
 
-	Report *analyze.Report
+	Report *report.Report
 	Bench  *benchjob.Result
 
 	// Sim and Engine are the simulated GPUs and engine (ground truth for
