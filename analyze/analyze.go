@@ -76,6 +76,9 @@ type Config struct {
 	Wait time.Duration
 	// Cost, when any input is set, adds the report's cost section.
 	Cost report.CostInputs
+
+	// maxResponse, in tests, lowers MaxPrometheusResponse.
+	maxResponse int64
 }
 
 // withDefaults fills what the zero value leaves open.
@@ -157,7 +160,7 @@ func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error)
 	if err != nil {
 		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
 	}
-	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: hc})
+	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: limitClient(hc, cfg.maxResponse)})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
 	}

@@ -49,6 +49,10 @@ type Options struct {
 	// HardStop, canceled, stops the run at once (the second Ctrl-C; the
 	// first one cancels Run's context: a graceful stop). Nil: none.
 	HardStop context.Context
+
+	// wrapRequests, in tests, wraps the requests file's writer (a failing
+	// disk).
+	wrapRequests func(io.Writer) io.Writer
 }
 
 // Result is what a run did.
@@ -78,6 +82,10 @@ type Result struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 }
+
+// ErrArchiveWrite is wrapped by Run's error when the run archive could not
+// be written (a full disk): the load stopped at the first write error.
+var ErrArchiveWrite = errors.New("archive write failed")
 
 // ErrAborted is wrapped by Run's error when the context was canceled.
 var ErrAborted = errors.New("run aborted")
@@ -404,10 +412,10 @@ func targetKey(cfg *Config) (string, error) {
 // readSecret reads a secret from file (trimmed), else from env.
 func readSecret(file, env, field string) (string, error) {
 	if file != "" {
-		return secretfile.Read(file, field)
+		return secretfile.ReadToken(file, field)
 	}
 	if env != "" {
-		return os.Getenv(env), nil
+		return secretfile.Env(env)
 	}
 	return "", nil
 }
@@ -452,6 +460,12 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.reqCtx = reqCtx
 	cancelRun := func(err error) { cancelDispatch(err); cancelReq(err) }
 	r.crash.setCancel(cancelRun)
+	r.rec.reqs.OnError(func(err error) {
+		// Going on would load the engine for a run nothing records.
+		err = fmt.Errorf("%w: run archive %s could not be written: %w", ErrArchiveWrite, r.rec.arch.Dir, err)
+		r.log.Error("stopping the load", "err", err)
+		cancelRun(err)
+	})
 	var scrapeWG sync.WaitGroup
 	stopScrape := make(chan struct{})
 	if r.cfg.Engine.Metrics {

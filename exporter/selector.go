@@ -29,6 +29,9 @@ func readSelector(r *http.Request) (*phaseapi.Selector, error) {
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return nil, nil
 	}
+	if err := exactKeys(b, "gpus", "pod"); err != nil {
+		return nil, errf(http.StatusBadRequest, "phase body: %v", err)
+	}
 	var sel phaseapi.Selector
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
@@ -38,6 +41,10 @@ func readSelector(r *http.Request) (*phaseapi.Selector, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errf(errBadRequest, "phase body: data after the JSON object")
 	}
+	if sel.GPUs != nil && len(sel.GPUs) == 0 {
+		// An empty list would widen the run to every GPU, silently.
+		return nil, errf(http.StatusBadRequest, "phase body: gpus: empty list; omit the field for all GPUs")
+	}
 	if sel.Empty() {
 		return nil, nil
 	}
@@ -45,6 +52,37 @@ func readSelector(r *http.Request) (*phaseapi.Selector, error) {
 		return nil, errf(errBadRequest, "phase body: gpus and pod both given; give one")
 	}
 	return &sel, nil
+}
+
+// exactKeys checks a JSON object's keys before it is decoded: each one of
+// known, spelled exactly (encoding/json matches keys case-insensitively),
+// and given once (encoding/json keeps the last of a repeated key). A body
+// that is not an object is left to the decoder's error.
+func exactKeys(b []byte, known ...string) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, _ := t.(string)
+		switch {
+		case seen[k]:
+			return fmt.Errorf("key %q given twice", k)
+		case !slices.Contains(known, k):
+			return fmt.Errorf("unknown key %q (keys: %s, spelled so)", k, strings.Join(known, ", "))
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // resolveSelector turns a selector into the GPUs it names (nil: every GPU).
