@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/remoteread"
 )
 
 // TestPrometheusAnswerCapped: an answer over the limit is an error naming
@@ -39,8 +41,8 @@ func TestPrometheusAnswerCapped(t *testing.T) {
 				s = s[n:]
 			}
 		}))
-		cfg := Config{PrometheusURL: srv.URL, RunID: "r", ReadAPI: ReadQuery, Now: time.Unix(1700000000, 0), maxResponse: 256 << 10}
-		_, err := Load(context.Background(), cfg)
+		cfg := Config{PrometheusURL: srv.URL, RunID: "r", ReadAPI: remoteread.Query, Now: time.Unix(1700000000, 0), maxResponse: 256 << 10}
+		_, err := loadChecked(context.Background(), cfg)
 		srv.Close()
 		if !errors.Is(err, errResponseTooLarge) || !strings.Contains(err.Error(), "query ") || !strings.Contains(err.Error(), "MiB") {
 			t.Errorf("streamed %v: Load = %v; want the query named and the limit", streamed, err)

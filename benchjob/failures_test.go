@@ -575,12 +575,12 @@ func TestArchiveWriteFailureStopsLoad(t *testing.T) {
 	if !errors.Is(err, ErrArchiveWrite) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Run: %v; want ErrArchiveWrite wrapping ENOSPC", err)
 	}
-	if res.Status != StatusFailed || res.Summary.Started >= cfg.Requests {
+	if res.Status != runarchive.StatusFailed || res.Summary.Started >= cfg.Requests {
 		t.Errorf("status %s, %d of %d formal requests started: want failed, the load stopped", res.Status, res.Summary.Started, cfg.Requests)
 	}
 	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
-	if man.Status != StatusFailed || !strings.Contains(man.Error, "could not be written") {
+	if man.Status != runarchive.StatusFailed || !strings.Contains(man.Error, "could not be written") {
 		t.Errorf("manifest status %s error %q: want failed, the archive named", man.Status, man.Error)
 	}
 }
