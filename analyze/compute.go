@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"cmp"
+
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/stats"
@@ -21,8 +23,8 @@ type Params struct {
 	SSWindow  int           // requests per window (100)
 	SSWindows int           // consecutive windows (3)
 	SSCV      float64       // CV threshold (0.03)
-	// SSWeighting weighs a request in a window's CV: SteadyWeightTokens
-	// (its output tokens, the default) or SteadyWeightRequests (alike).
+	// SSWeighting weighs a request in a window's CV: contract.SteadyWeightTokens
+	// (its output tokens, the default) or contract.SteadyWeightRequests (alike).
 	SSWeighting string
 
 	MaxErrorRate    float64 // formal error rate above which the run is flagged (0.05)
@@ -43,7 +45,8 @@ type Params struct {
 func DefaultParams() Params {
 	return Params{
 		SLOTTFT: 500 * time.Millisecond, SLOTPOT: 50 * time.Millisecond,
-		SSWindow: 100, SSWindows: 3, SSCV: 0.03, SSWeighting: SteadyWeightTokens,
+		SSWindow: contract.SteadyStateWindow, SSWindows: contract.SteadyStateWindows,
+		SSCV: contract.SteadyStateCV, SSWeighting: contract.SteadyWeightTokens,
 		MaxErrorRate: 0.05, MinCoverage: 0.95, EnergyTolerance: 0.01, IdleMaxCV: 0.05,
 		MaxBadOutputRatio: 0.05, MinQuality: 0.95,
 	}
@@ -60,8 +63,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("steady-state window count must be at least 1, got %d", p.SSWindows)
 	case !(p.SSCV > 0):
 		return fmt.Errorf("steady-state CV threshold must be > 0, got %g", p.SSCV)
-	case p.SSWeighting != SteadyWeightTokens && p.SSWeighting != SteadyWeightRequests:
-		return fmt.Errorf("steady-state weighting %q: want %q or %q", p.SSWeighting, SteadyWeightTokens, SteadyWeightRequests)
+	case p.SSWeighting != contract.SteadyWeightTokens && p.SSWeighting != contract.SteadyWeightRequests:
+		return fmt.Errorf("steady-state weighting %q: want %q or %q", p.SSWeighting, contract.SteadyWeightTokens, contract.SteadyWeightRequests)
 	case p.MaxErrorRate < 0 || p.MaxErrorRate > 1:
 		return fmt.Errorf("max error rate must be in [0,1], got %g", p.MaxErrorRate)
 	case p.MinCoverage < 0 || p.MinCoverage > 1:
@@ -260,8 +263,7 @@ func (c *computation) counterCurves() {
 		}
 	}
 	if len(intervals) > 0 {
-		slices.Sort(intervals)
-		c.interval = median(intervals)
+		c.interval = stats.Median(intervals)
 	}
 	tol := 0.0
 	if !math.IsNaN(c.interval) {
@@ -520,8 +522,24 @@ func (c *computation) orderFormal() {
 			idx = append(idx, int32(i))
 		}
 	}
-	c.formal = make([]int32, n)
-	sortFormal(reqs, idx, c.formal)
+	slices.SortFunc(idx, func(i, j int32) int { return cmpFormalReqs(reqs, i, j) })
+	c.formal = idx
+}
+
+// cmpFormalReqs orders formal requests i and j of reqs by completion: end,
+// then send, slot and index (a total order).
+func cmpFormalReqs(reqs []Request, i, j int32) int {
+	a, b := &reqs[i], &reqs[j]
+	if c := cmp.Compare(a.End, b.End); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Send, b.Send); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Slot, b.Slot); c != 0 {
+		return c
+	}
+	return cmp.Compare(i, j)
 }
 
 // requests fills the request counts, tokens, latency and good requests
@@ -689,7 +707,7 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	c.joules = at.Joules
 	jpt := make([]float64, len(ss))
 	var wt []float64
-	if p.SSWeighting != SteadyWeightRequests {
+	if p.SSWeighting != contract.SteadyWeightRequests {
 		wt = make([]float64, len(ss))
 	}
 	for j, i := range ss {

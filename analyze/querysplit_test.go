@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/promserver"
-	"github.com/joulemark/joulemark/internal/realprom"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
 // TestMaxSamplesSplit: the fixture run in a Prometheus that refuses any
@@ -29,12 +30,12 @@ func TestMaxSamplesSplit(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second, ReadAPI: ReadQuery}
-	if _, err := Load(ctx, cfg); err == nil {
+	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second, ReadAPI: remoteread.Query}
+	if _, err := loadChecked(ctx, cfg); err == nil {
 		t.Fatalf("unsplit reads under a limit of %d samples succeeded: the limit does not bite", maxSamples)
 	}
 	cfg.MaxSamples = maxSamples
-	d, err := Load(ctx, cfg)
+	d, err := loadChecked(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/internal/promserver"
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // rangeConfig is the fixture's range at url, read with readAPI.
