@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -54,22 +55,42 @@ func benchHelpVars() kong.Vars {
 }
 
 // defaultsFromTarget makes the value a flag's target holds before parsing
-// its default (kong.PostBuild): the bench command's struct is pre-filled
-// with benchjob.Defaults, which are thereby the flags' defaults, shown in
-// --help, one source with the experiment file's. A default: tag wins.
+// its default (kong.PostBuild): newParser pre-fills the bench, exporter,
+// demo and analyze commands' structs with their packages' defaults, which
+// are thereby the flags' defaults, shown in --help, one source with the
+// configuration files'. A default: tag wins; a pointer has none.
 func defaultsFromTarget(k *kong.Kong) error {
-	bench := findCommand(k.Model.Node, "bench")
-	if bench == nil {
-		return errors.New("no bench command")
-	}
-	for _, f := range bench.Flags {
-		if f.HasDefault || f.Target.Kind() == reflect.Pointer || f.Target.Kind() == reflect.Slice || f.Target.IsZero() {
-			continue
+	for _, path := range []string{"bench", "exporter"} {
+		cmd := findCommand(k.Model.Node, path)
+		if cmd == nil {
+			return fmt.Errorf("no %s command", path)
 		}
-		f.Default, f.HasDefault = fmt.Sprint(f.Target.Interface()), true
-		f.Tag.Default, f.Tag.HasDefault = f.Default, true
+		for _, f := range cmd.Flags {
+			if f.HasDefault || f.Target.Kind() == reflect.Pointer || f.Target.IsZero() {
+				continue
+			}
+			f.Default, f.HasDefault = flagDefault(f), true
+			f.Tag.Default, f.Tag.HasDefault = f.Default, true
+		}
 	}
 	return nil
+}
+
+// flagDefault is a flag's target written as its default: a duration as
+// Prometheus writes it (15m, not 15m0s), a list joined by its separator.
+func flagDefault(f *kong.Flag) string {
+	switch v := f.Target.Interface().(type) {
+	case time.Duration:
+		return shortDuration(v)
+	}
+	if f.Target.Kind() == reflect.Slice {
+		var parts []string
+		for i := range f.Target.Len() {
+			parts = append(parts, fmt.Sprint(f.Target.Index(i).Interface()))
+		}
+		return strings.Join(parts, string(f.Tag.Sep))
+	}
+	return fmt.Sprint(f.Target.Interface())
 }
 
 // benchFileOnly are the settings of the experiment file that have no bench
