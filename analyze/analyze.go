@@ -20,6 +20,7 @@ import (
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/version"
+	"github.com/joulemark/joulemark/report"
 )
 
 // DefaultLookback is how far back a run is looked for.
@@ -74,7 +75,7 @@ type Config struct {
 	// 0: not at all. What the bench archived fills in meanwhile.
 	Wait time.Duration
 	// Cost, when any input is set, adds the report's cost section.
-	Cost CostInputs
+	Cost report.CostInputs
 }
 
 // withDefaults fills what the zero value leaves open.
@@ -195,7 +196,7 @@ func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error)
 }
 
 // Analyze loads the run and computes its report and plot data.
-func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
+func Analyze(ctx context.Context, cfg Config) (*report.Report, *PlotData, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
@@ -242,10 +243,10 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 }
 
 // Run analyzes the run and, when cfg.OutDir is set, writes the report there.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if cfg.OutDir != "" && !cfg.KeepEarlier {
 		// Fail before any query when the report could not be written.
-		if err := checkFree(filepath.Clean(cfg.OutDir)); err != nil {
+		if err := report.CheckFree(filepath.Clean(cfg.OutDir)); err != nil {
 			return nil, err
 		}
 	}
@@ -283,13 +284,13 @@ func modeFromArchive(d *RunData, arch *benchArchive) {
 // addArchive adds what the bench archive tells to the report: output
 // sanity, the exporters' gaps and release basis, answer quality, and the
 // run identity when Prometheus had none.
-func addArchive(r *Report, arch *benchArchive, p Params) {
+func addArchive(r *report.Report, arch *benchArchive, p Params) {
 	AddOutputSanity(r, arch.sanity, p.MaxBadOutputRatio)
 	addExporterGaps(r, arch.views)
 	addReleaseBasis(r, arch.views)
 	addQuality(r, arch.quality, arch.manifest, p.MinQuality)
 	if r.Run == nil && arch.manifest != nil && arch.manifest.RunInfo != nil {
-		r.Run = &RunIdentity{RunIdentity: *arch.manifest.RunInfo, Source: "archive"}
+		r.Run = &report.RunIdentity{RunIdentity: *arch.manifest.RunInfo, Source: "archive"}
 	}
 }
 

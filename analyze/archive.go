@@ -9,6 +9,7 @@ import (
 	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 // benchArchive is what analyze takes from the run's bench archive, read
@@ -24,7 +25,7 @@ type benchArchive struct {
 	manifest *runarchive.Manifest
 	// views are phases.json's exporters; none without the file.
 	views   []runarchive.ExporterStatus
-	sanity  outputsanity.Counts
+	sanity  report.OutputCounts
 	quality quality.Summary
 }
 

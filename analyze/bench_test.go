@@ -32,6 +32,7 @@ import (
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/report"
 )
 
 // BenchmarkCompute1M is the scale target: 1M requests and 3 hours of 8 GPUs
@@ -45,7 +46,7 @@ func BenchmarkCompute1M(b *testing.B) {
 	d := synthRun(1_000_000, 8, 3*3600, 10)
 	p := DefaultParams()
 	b.ResetTimer()
-	var r *Report
+	var r *report.Report
 	for b.Loop() {
 		var err error
 		r, _, err = Compute(d, p)

@@ -4,6 +4,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/stats"
+	"github.com/joulemark/joulemark/report"
 
 	"fmt"
 	"maps"
@@ -80,14 +81,6 @@ func (p Params) Validate() error {
 // order.
 const phaseOrderSlack = 1.0
 
-// Boundary is the measurement boundary every figure carries, and
-// BoundaryModule the one where an exporter measured a C2C module (Grace
-// Hopper, Grace Blackwell: energy_scope="module").
-const (
-	Boundary       = "GPU board energy only"
-	BoundaryModule = "GPU module incl. CPU (C2C module energy: Grace CPU and its memory included)"
-)
-
 // PlotData is what the HTML report plots besides the report itself.
 type PlotData struct {
 	Power          []PowerSeries
@@ -121,7 +114,7 @@ const maxRequests = maxEventReqs
 // Compute derives the report from the run's data. It never fails on data
 // quality: what cannot be computed is null and flagged; the error is for
 // misuse (invalid parameters, no data at all).
-func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
+func Compute(d *RunData, p Params) (*report.Report, *PlotData, error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -131,7 +124,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	c := &computation{
 		d:  d,
 		p:  p,
-		r:  &Report{RunID: d.RunID, Stages: map[string]Stage{}, Flags: []Flag{}},
+		r:  &report.Report{RunID: d.RunID, Stages: map[string]report.Stage{}, Flags: []report.Flag{}},
 		pd: &PlotData{SteadyFirst: -1, SteadyJoulesPerToken: math.NaN()},
 
 		steadyFrom: -1,
@@ -173,7 +166,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 type computation struct {
 	d  *RunData
 	p  Params
-	r  *Report
+	r  *report.Report
 	pd *PlotData
 
 	spanFrom, spanTo float64            // first phase start, last phase end
@@ -188,7 +181,7 @@ type computation struct {
 
 // flag adds a report flag.
 func (c *computation) flag(code string, excluding bool, format string, a ...any) {
-	c.r.Flags = append(c.r.Flags, Flag{Code: code, Message: fmt.Sprintf(format, a...), Excluding: excluding})
+	c.r.Flags = append(c.r.Flags, report.Flag{Code: code, Message: fmt.Sprintf(format, a...), Excluding: excluding})
 }
 
 // complete reports whether the phase has both boundaries in order.
@@ -287,7 +280,7 @@ func (c *computation) counterCurves() {
 // sources and the samples' coverage of the run span.
 func (c *computation) measurement() {
 	m := &c.r.Measurement
-	m.Boundary = Boundary
+	m.Boundary = report.Boundary
 	m.SampleIntervalSeconds = stats.Finite(c.interval)
 	m.GPUs = len(c.d.GPUs)
 	m.GPUUUIDs = []string{}
@@ -298,7 +291,7 @@ func (c *computation) measurement() {
 			srcs[g.EnergySource] = true
 		}
 		if g.EnergyScope == "module" {
-			m.Boundary = BoundaryModule
+			m.Boundary = report.BoundaryModule
 		}
 	}
 	m.EnergySource = strings.Join(slices.Sorted(maps.Keys(srcs)), ",")
@@ -322,7 +315,7 @@ func (c *computation) measurement() {
 			cv, gaps := coverage(s.ss, c.spanFrom, c.spanTo, medianInterval(s.ss))
 			cov = min(cov, cv)
 			for _, gp := range gaps {
-				m.Gaps = append(m.Gaps, Gap{GPU: g.Label(), Series: s.name, Start: gp[0], End: gp[1]})
+				m.Gaps = append(m.Gaps, report.Gap{GPU: g.Label(), Series: s.name, Start: gp[0], End: gp[1]})
 			}
 		}
 	}
@@ -385,8 +378,8 @@ func (c *computation) restartedIn(b PhaseBounds) bool {
 	return false
 }
 
-func (c *computation) stage(name string, b PhaseBounds) (st Stage, disagree string) {
-	st = Stage{Start: b.Start, End: b.End, DurationSeconds: b.End - b.Start}
+func (c *computation) stage(name string, b PhaseBounds) (st report.Stage, disagree string) {
+	st = report.Stage{Start: b.Start, End: b.End, DurationSeconds: b.End - b.Start}
 	unc := 0.0 // how far sampling resolution alone can move the counter figure
 	if len(c.curves) > 0 {
 		sum, allOK := 0.0, true

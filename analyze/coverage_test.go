@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/report"
 )
 
 // covScenario is a design of synthetic runs for the interval coverage
@@ -262,7 +264,7 @@ func TestIntervalTooFewStretches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{KeyLifecycleJPT, KeyJoulesPerGood} {
+	for _, key := range []string{report.KeyLifecycleJPT, report.KeyJoulesPerGood} {
 		f := r.Intervals.Figures[key]
 		if _, has := r.Intervals.CI95[key]; has || !strings.Contains(f.Reason, "too few independent stretches") {
 			t.Errorf("%s: interval %v, reason %q; want none, for too few independent stretches", key, r.Intervals.CI95[key], f.Reason)

@@ -229,15 +229,6 @@ func median(sorted []float64) float64 {
 	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
-// Gap is a stretch of a series with no sample for longer than twice its
-// median sample interval.
-type Gap struct {
-	GPU    string  `json:"gpu"`
-	Series string  `json:"series"` // energy or power
-	Start  float64 `json:"start"`
-	End    float64 `json:"end"`
-}
-
 // coverage returns the share of [from, to] that the series covers and its
 // gaps. An interval between consecutive samples (or between a span edge and
 // the nearest sample) longer than twice the median interval is uncovered

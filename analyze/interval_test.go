@@ -3,6 +3,8 @@ package analyze
 import (
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/report"
 )
 
 func cmpF(a, b float64) int {
@@ -53,8 +55,8 @@ func TestFixtureIntervals(t *testing.T) {
 	if iv.Reason != "" || len(iv.CI95) == 0 {
 		t.Fatalf("no intervals: %q", iv.Reason)
 	}
-	point := map[string]*float64{KeySteadyJPT: r.SteadyState.JoulesPerToken, KeyLifecycleJPT: r.FullLifecycleJoulesPerToken,
-		KeyThroughput: r.ThroughputTokensPerSecond, KeyGoodputRatio: r.Goodput.Ratio, "latency.ttft_seconds.p50": r.Latency.TTFTSeconds.P50}
+	point := map[string]*float64{report.KeySteadyJPT: r.SteadyState.JoulesPerToken, report.KeyLifecycleJPT: r.FullLifecycleJoulesPerToken,
+		report.KeyThroughput: r.ThroughputTokensPerSecond, report.KeyGoodputRatio: r.Goodput.Ratio, "latency.ttft_seconds.p50": r.Latency.TTFTSeconds.P50}
 	for k, p := range point {
 		ci, ok := iv.CI95[k]
 		if p == nil || !ok {
@@ -67,7 +69,7 @@ func TestFixtureIntervals(t *testing.T) {
 	}
 	// The fixture's lifecycle energy has noise; its tokens and latencies
 	// none, so their intervals have no width.
-	if ci := iv.CI95[KeyLifecycleJPT]; !(ci[0] < ci[1]) {
+	if ci := iv.CI95[report.KeyLifecycleJPT]; !(ci[0] < ci[1]) {
 		t.Errorf("lifecycle interval [%v, %v] has no width", ci[0], ci[1])
 	}
 	// Every figure has an interval or says why not (the p99s reach the
@@ -83,7 +85,7 @@ func TestFixtureIntervals(t *testing.T) {
 		t.Errorf("TTFT p99: reason %q, want the failed requests named", why)
 	}
 	r2, _ := fixtureReport(t)
-	if lo, hi, _ := r2.CI95(KeySteadyJPT); [2]float64{lo, hi} != iv.CI95[KeySteadyJPT] {
-		t.Errorf("not reproducible: %v vs %v", [2]float64{lo, hi}, iv.CI95[KeySteadyJPT])
+	if lo, hi, _ := r2.CI95(report.KeySteadyJPT); [2]float64{lo, hi} != iv.CI95[report.KeySteadyJPT] {
+		t.Errorf("not reproducible: %v vs %v", [2]float64{lo, hi}, iv.CI95[report.KeySteadyJPT])
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 // attachedFixture is the fixture as an attached run (bench --engine.no-lifecycle)
@@ -178,9 +179,9 @@ func TestOutageRepairedFromArchive(t *testing.T) {
 	// Host (RAPL) phase energies are not archived: the host section,
 	// reported beside the GPUs' and never added in, is not repaired.
 	r.Measurement.FromArchive, r.HostEnergy = nil, nil
-	js, _ := MarshalReport(r)
+	js, _ := report.Marshal(r)
 	want, _ := fixtureReport(t)
 	want.HostEnergy = nil
-	wantJS, _ := MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, js, wantJS)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/report"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -195,9 +196,9 @@ func checkChunkedLoad(t *testing.T, url string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		js, _ := MarshalReport(r)
+		js, _ := report.Marshal(r)
 		wantR, _ := fixtureReport(t)
-		wantJS, _ := MarshalReport(wantR)
+		wantJS, _ := report.Marshal(wantR)
 		sameJSON(t, js, wantJS)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/report"
 )
 
 // noRemoteRead fronts the Prometheus at target with a proxy that answers
@@ -114,8 +115,8 @@ func sameAsFixtureReport(t *testing.T, d *RunData) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, _ := MarshalReport(r)
+	js, _ := report.Marshal(r)
 	want, _ := fixtureReport(t)
-	wantJS, _ := MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, js, wantJS)
 }

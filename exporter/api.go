@@ -83,19 +83,17 @@ func (e *Exporter) handleStartPhase(w http.ResponseWriter, r *http.Request) {
 
 // resolvePhaseSelector resolves a phase's selector; a pod holding no GPU
 // here is no error yet (absent): the lifecycle decides whether the run may
-// wait for it. Before a warm-up or formal phase the allocations are read
-// again first, the kubelet's latest.
+// wait for it. A pod selector is resolved on the kubelet's latest: the
+// allocations are read again first, since a pod that held the GPUs at the
+// last periodic read may be gone (or a new one may hold them).
 func (e *Exporter) resolvePhaseSelector(r *http.Request, p contract.Phase, sel *phaseapi.Selector) (pick []bool, absent, err error) {
+	if sel != nil && sel.Pod != "" && e.attr != nil {
+		e.attr.refreshAndNotify(r.Context())
+	}
 	pick, err = e.resolveSelector(sel)
 	var ae *apiError
 	if !errors.As(err, &ae) || !ae.podAbsent {
 		return pick, nil, err
-	}
-	if p == contract.Warmup || p == contract.Formal {
-		e.attr.refreshAndNotify(r.Context())
-		if pick, err = e.resolveSelector(sel); !errors.As(err, &ae) || !ae.podAbsent {
-			return pick, nil, err
-		}
 	}
 	return nil, err, nil
 }

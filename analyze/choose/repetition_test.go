@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
 // rep is a crafted report of one repetition: steady-state J/token ss (0:
 // steady state not reached), formal output tokens, valid or not.
 func rep(id, group string, idx int, ss float64, tokens int64, valid bool) *Run {
-	r := &Run{Name: id, Report: analyze.Report{RunID: id, Valid: valid}}
-	r.Report.Run = &analyze.RunIdentity{RunIdentity: contract.RunIdentity{RunID: id, Model: "m", Engine: "sim", GPUs: 1, GPUName: "Simulated GPU",
+	r := &Run{Name: id, Report: report.Report{RunID: id, Valid: valid}}
+	r.Report.Run = &report.RunIdentity{RunIdentity: contract.RunIdentity{RunID: id, Model: "m", Engine: "sim", GPUs: 1, GPUName: "Simulated GPU",
 		LoadMode: "closed", Concurrency: 8, DatasetSHA256: "ab", Mode: contract.ModeLifecycle,
 		RepetitionGroup: group, Repetition: idx, Repetitions: 3}}
 	r.Report.Tokens.FormalOutput = tokens
@@ -24,7 +24,7 @@ func rep(id, group string, idx int, ss float64, tokens int64, valid bool) *Run {
 		r.Report.ThroughputTokensPerSecond = f64(1000 / ss)
 	}
 	if !valid {
-		r.Report.Flags = []analyze.Flag{{Code: "release_not_closed", Excluding: true}}
+		r.Report.Flags = []report.Flag{{Code: "release_not_closed", Excluding: true}}
 	}
 	return r
 }
@@ -314,7 +314,7 @@ func sweepReps(group string, conc int, pts ...point) []*Run {
 	for i, p := range pts {
 		r := rep(fmt.Sprintf("%s-rep%d", group, i+1), group, i+1, p.ss, 1000, p.valid)
 		r.Report.Run.Concurrency, r.Report.Run.Repetitions = conc, len(pts)
-		r.Report.Stages = map[string]analyze.Stage{"formal": {DurationSeconds: 100}}
+		r.Report.Stages = map[string]report.Stage{"formal": {DurationSeconds: 100}}
 		r.Report.Requests.Succeeded = int(math.Round(p.rate * 100))
 		r.Report.Latency.LatencySeconds.P50 = f64(float64(conc) / p.rate)
 		r.Report.Latency.TTFTSeconds.P95 = f64(p.ttft)
@@ -430,7 +430,7 @@ func TestAgreementHeterogeneity(t *testing.T) {
 		for _, r := range runs {
 			if tc.se > 0 {
 				se := tc.se
-				r.Report.Intervals.Figures = map[string]analyze.IntervalFigure{SteadyStateJPT.Key: {StandardError: &se, DF: 9}}
+				r.Report.Intervals.Figures = map[string]report.IntervalFigure{SteadyStateJPT.Key: {StandardError: &se, DF: 9}}
 			}
 		}
 		a := PoolRepetitions(runs)[0].Agreement()

@@ -18,6 +18,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/secretfile"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Metric names read (docs/design.md, docs/exporter.md "Energy per pod"):
@@ -52,7 +53,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Cost, when any input is set, prices each model's and namespace's
 	// energy (Report.Cost).
-	Cost analyze.CostInputs
+	Cost report.CostInputs
 }
 
 // Validate checks the configuration before any query.

@@ -4,8 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-
-	"github.com/valyala/fastjson"
+	"strconv"
 )
 
 // chunkView is what one streamed object holds that the client uses. Byte
@@ -23,64 +22,75 @@ type chunkView struct {
 	errMsg    string
 }
 
-// decoder decodes chunks without allocating on the hot path: fastjson's
-// validator checks the chunk, its parser (reused from chunk to chunk)
-// builds the tree, from which the few fields the client needs are read.
-// encoding/json's scanner stays the judge where fastjson's validator is
-// laxer than JSON (control characters in strings: see strictValid) and
-// gives the message, with its offset, of a chunk that is not valid.
+// decoder decodes chunks in one pass and without allocating: a scanner
+// (scan.go) checks the chunk as encoding/json would and notes where the
+// few values the client needs are, which are then read in place: model,
+// each choice's text, delta content, reasoning and finish reason, the
+// usage counts and an error. Nothing else of the chunk is decoded.
 type decoder struct {
-	p fastjson.Parser
-	v chunkView
+	v       chunkView
+	scratch []byte // reasoning content, unescaped to be counted
 }
 
 var errNotObject = errors.New("chunk is not a JSON object")
 
+// The keys read, by level.
+var (
+	topKeys    = []string{"model", "choices", "usage", "error"}
+	choiceKeys = []string{"text", "delta", "finish_reason"}
+	deltaKeys  = []string{"content", "reasoning_content", "reasoning"}
+	usageKeys  = []string{"prompt_tokens", "completion_tokens", "completion_tokens_details"}
+	detailKeys = []string{"reasoning_tokens"}
+	errorKeys  = []string{"message"}
+)
+
 func (d *decoder) decode(data []byte) (*chunkView, error) {
 	v := &d.v
-	*v = chunkView{text: v.text[:0], finish: v.finish[:0]}
-	if err := fastjson.ValidateBytes(data); err != nil || !strictValid(data) {
-		return nil, invalidJSON(data, err)
+	*v = chunkView{text: v.text[:0], finish: v.finish[:0], model: v.model[:0]}
+	i := skipSpace(data, 0)
+	var top [4]span
+	var end int
+	if i < len(data) && data[i] == '{' {
+		end = object(data, i, 1, topKeys, top[:])
+	} else {
+		end = value(data, i, 0)
 	}
-	root, err := d.p.ParseBytes(data)
-	if err != nil {
-		return nil, invalidJSON(data, err)
+	if end < 0 || skipSpace(data, end) != len(data) {
+		return nil, invalidJSON(data)
 	}
-	o, err := root.Object()
-	if err != nil {
+	if data[i] != '{' {
 		return nil, errNotObject
 	}
-	if m := o.Get("model"); m != nil && m.Type() == fastjson.TypeString {
-		v.model, _ = m.StringBytes()
+	if s := top[0]; s.end > 0 && data[s.start] == '"' {
+		v.model = unquote(v.model, data[s.start+1:s.end-1])
 	}
-	if c := o.Get("choices"); c != nil && c.Type() == fastjson.TypeArray {
-		arr, _ := c.Array()
-		for _, ch := range arr {
-			if ch.Type() == fastjson.TypeObject {
-				d.choice(ch)
+	if s := top[1]; s.end > 0 && data[s.start] == '[' {
+		array(data, s.start, 1, func(c span) {
+			if data[c.start] == '{' {
+				d.choice(data, c)
 			}
-		}
+		})
 	}
-	if u := o.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
+	if s := top[2]; s.end > 0 && data[s.start] == '{' {
 		v.usage = true
-		if err := d.usage(u); err != nil {
+		if err := d.usage(data, s); err != nil {
 			return nil, err
 		}
 	}
-	if e := o.Get("error"); e != nil {
-		switch e.Type() {
-		case fastjson.TypeObject:
+	if s := top[3]; s.end > 0 {
+		switch data[s.start] {
+		case '{':
 			v.err = true
-			if m := e.Get("message"); m != nil && m.Type() == fastjson.TypeString {
-				b, _ := m.StringBytes()
-				v.errMsg = string(b)
+			var m [1]span
+			object(data, s.start, 1, errorKeys, m[:])
+			if q := m[0]; q.end > 0 && data[q.start] == '"' {
+				v.errMsg = string(unquote(nil, data[q.start+1:q.end-1]))
 			} else {
-				v.errMsg = string(e.MarshalTo(nil))
+				v.errMsg = string(data[s.start:s.end])
 			}
-		case fastjson.TypeString:
+		case '"':
 			v.err = true
-			b, _ := e.StringBytes()
-			v.errMsg = string(b)
+			v.errMsg = string(unquote(nil, data[s.start+1:s.end-1]))
 		}
 	}
 	return v, nil
@@ -88,95 +98,91 @@ func (d *decoder) decode(data []byte) (*chunkView, error) {
 
 // choice reads one element of choices: text (completions), delta.content
 // (chat), reasoning content and the finish reason.
-func (d *decoder) choice(ch *fastjson.Value) {
+func (d *decoder) choice(data []byte, c span) {
 	v := &d.v
-	if s := str(ch.Get("text")); len(s) > 0 {
-		v.text = append(v.text, s...)
-	}
-	if delta := ch.Get("delta"); delta != nil && delta.Type() == fastjson.TypeObject {
-		if s := str(delta.Get("content")); len(s) > 0 {
-			v.text = append(v.text, s...)
+	var f [3]span
+	object(data, c.start, 1, choiceKeys, f[:])
+	v.text = appendStr(v.text, data, f[0])
+	if s := f[1]; s.end > 0 && data[s.start] == '{' {
+		var g [3]span
+		object(data, s.start, 1, deltaKeys, g[:])
+		v.text = appendStr(v.text, data, g[0])
+		for _, r := range g[1:] {
+			if r.end > 0 && data[r.start] == '"' {
+				d.scratch = unquote(d.scratch[:0], data[r.start+1:r.end-1])
+				v.reasoning += len(d.scratch)
+			}
 		}
-		v.reasoning += len(str(delta.Get("reasoning_content"))) + len(str(delta.Get("reasoning")))
 	}
-	if s := str(ch.Get("finish_reason")); len(s) > 0 {
-		v.finish = append(v.finish[:0], s...)
+	if s := f[2]; s.end > s.start+2 && data[s.start] == '"' {
+		v.finish = unquote(v.finish[:0], data[s.start+1:s.end-1])
 	}
+}
+
+// appendStr appends the string at s (nothing when s is absent or not a
+// string).
+func appendStr(dst, data []byte, s span) []byte {
+	if s.end == 0 || data[s.start] != '"' {
+		return dst
+	}
+	return unquote(dst, data[s.start+1:s.end-1])
 }
 
 // usage reads the server's token counts. A count that is not a
 // non-negative integer of at most MaxUsageTokens (a string such as "NaN",
 // a fraction, a negative or absurd number), or a usage without
 // completion_tokens, is a *UsageError: the engine's usage is not trusted.
-func (d *decoder) usage(u *fastjson.Value) error {
-	c := u.Get("completion_tokens")
-	if c == nil || c.Type() == fastjson.TypeNull {
+func (d *decoder) usage(data []byte, u span) error {
+	var f [3]span
+	object(data, u.start, 1, usageKeys, f[:])
+	if c := f[1]; c.end == 0 || data[c.start] == 'n' {
 		return &UsageError{Field: "completion_tokens", Value: "absent"}
 	}
+	var r span
+	if s := f[2]; s.end > 0 && data[s.start] == '{' {
+		var g [1]span
+		object(data, s.start, 1, detailKeys, g[:])
+		r = g[0]
+	}
 	var err error
-	d.v.prompt, err = count(u.Get("prompt_tokens"), "prompt_tokens", err)
-	d.v.complete, err = count(c, "completion_tokens", err)
-	d.v.reasonTok, err = count(u.Get("completion_tokens_details", "reasoning_tokens"), "reasoning_tokens", err)
+	d.v.prompt, err = count(data, f[0], "prompt_tokens", err)
+	d.v.complete, err = count(data, f[1], "completion_tokens", err)
+	d.v.reasonTok, err = count(data, r, "reasoning_tokens", err)
 	return err
 }
 
-// count is n as an int (0 when absent or null); the first error sticks.
-func count(n *fastjson.Value, name string, err error) (int, error) {
-	if n == nil || n.Type() == fastjson.TypeNull {
+// count is the count at s as an int (0 when absent or null); the first
+// error sticks.
+func count(data []byte, s span, name string, err error) (int, error) {
+	if s.end == 0 || data[s.start] == 'n' {
 		return 0, err
 	}
-	x, ok := usageCount(n)
+	x, ok := usageCount(data[s.start:s.end])
 	if !ok && err == nil {
-		err = &UsageError{Field: name, Value: truncate(n.MarshalTo(nil), 64)}
+		err = &UsageError{Field: name, Value: truncate(data[s.start:s.end], 64)}
 	}
 	return x, err
 }
 
-// usageCount is n as a token count: a JSON number whose value is an
-// integer in [0, MaxUsageTokens] (1e3 and 3.0 are taken, 3.5 is not).
-func usageCount(n *fastjson.Value) (int, bool) {
-	if n.Type() != fastjson.TypeNumber {
+// usageCount is the JSON value n as a token count: a number whose value is
+// an integer in [0, MaxUsageTokens] (1e3 and 3.0 are taken, 3.5 is not).
+func usageCount(n []byte) (int, bool) {
+	if c := n[0]; c != '-' && (c < '0' || c > '9') {
 		return 0, false
 	}
-	f, err := n.Float64()
+	f, err := strconv.ParseFloat(string(n), 64)
 	if err != nil || f < 0 || f > MaxUsageTokens || f != math.Trunc(f) {
 		return 0, false
 	}
 	return int(f), true
 }
 
-// str is v's unescaped string, or nil when v is absent or not a string.
-func str(v *fastjson.Value) []byte {
-	if v == nil || v.Type() != fastjson.TypeString {
-		return nil
-	}
-	b, _ := v.StringBytes()
-	return b
-}
-
-// strictValid catches what fastjson's validator lets through but JSON
-// forbids: control characters inside strings. Chunks without any byte
-// below 0x20 (every chunk a real engine sends) pass with one scan; the
-// others go to encoding/json.
-func strictValid(data []byte) bool {
-	for _, c := range data {
-		if c < 0x20 {
-			return json.Valid(data)
-		}
-	}
-	return true
-}
-
-// invalidJSON is encoding/json's own message, with the offset; failing
-// that (what fastjson refuses and encoding/json takes, such as nesting
-// deeper than 300), fastjson's.
-func invalidJSON(data []byte, ferr error) error {
+// invalidJSON is encoding/json's own message, with the offset, for a
+// chunk the scanner refused.
+func invalidJSON(data []byte) error {
 	var x any
 	if err := json.Unmarshal(data, &x); err != nil {
 		return err
-	}
-	if ferr != nil {
-		return ferr
 	}
 	return errors.New("invalid JSON")
 }

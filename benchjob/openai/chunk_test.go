@@ -96,7 +96,8 @@ func refChunk(data []byte) (chunkView, bool) {
 }
 
 // dupKeys reports whether some object in data repeats a key (encoding/json
-// keeps the last, fastjson the first: outside the contract).
+// keeps the last, as the scanner does; repeated keys are outside the
+// contract).
 func dupKeys(data []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	type frame struct {

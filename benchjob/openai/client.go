@@ -512,7 +512,7 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			}
 		}
 	}
-	resp.TextSHA256 = hex.EncodeToString(h.Sum(st.sum[:0]))
+	resp.TextSHA256 = hexSum(h, st.sum[:0])
 	if resp.Err == nil && lowered != nil {
 		resp.Err = lowered
 	}
@@ -528,6 +528,14 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		}
 	}
 	return eof
+}
+
+// hexSum is h's sum in hex, sum (of sha256.Size) holding the bytes: one
+// allocation, the string.
+func hexSum(h hash.Hash, sum []byte) string {
+	var hx [2 * sha256.Size]byte
+	hex.Encode(hx[:], h.Sum(sum))
+	return string(hx[:])
 }
 
 func truncate(b []byte, n int) string {

@@ -47,6 +47,14 @@ type conn struct {
 	br    *bufio.Reader
 	wb    []byte
 	since time.Time // idle since
+	x     exchange  // the request it carries: one at a time
+	// resp, hdr and body are a plain answer's head and body (plainHead).
+	resp http.Response
+	hdr  http.Header
+	body sizedBody
+	// expire makes every read and write fail at once (a request's
+	// context ended); made once, not per request.
+	expire func()
 }
 
 // postRequest is what http.ReadResponse is told the answer is for.
@@ -115,7 +123,9 @@ func (p *connPool) connect(ctx context.Context) (*conn, error) {
 		}
 		nc = tc
 	}
-	return &conn{nc: nc, tcp: tcp, br: bufio.NewReaderSize(nc, 4<<10)}, nil
+	c := &conn{nc: nc, tcp: tcp, br: bufio.NewReaderSize(nc, 4<<10)}
+	c.expire = func() { c.nc.SetDeadline(time.Unix(1, 0)) }
+	return c, nil
 }
 
 // put keeps c for the next request, or closes it when the pool is full or
@@ -145,7 +155,8 @@ func (p *connPool) close() {
 	}
 }
 
-// exchange is one request on one connection.
+// exchange is one request on one connection; it lives in the connection,
+// which carries one request at a time.
 type exchange struct {
 	pool *connPool
 	c    *conn
@@ -163,8 +174,8 @@ func (p *connPool) roundTrip(ctx context.Context, head, payload []byte) (*http.R
 		if err != nil {
 			return nil, nil, err
 		}
-		x := &exchange{pool: p, c: c}
-		x.stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+		x := &c.x
+		*x = exchange{pool: p, c: c, stop: context.AfterFunc(ctx, c.expire)}
 		c.wb = append(c.wb[:0], head...)
 		c.wb = strconv.AppendInt(c.wb, int64(len(payload)), 10)
 		c.wb = append(c.wb, "\r\n\r\n"...)
@@ -173,8 +184,11 @@ func (p *connPool) roundTrip(ctx context.Context, head, payload []byte) (*http.R
 		if _, err = c.nc.Write(c.wb); err == nil {
 			if _, err = c.br.Peek(1); err == nil {
 				nothing = false
-				var hr *http.Response
-				if hr, err = http.ReadResponse(c.br, postRequest); err == nil {
+				hr := c.plainHead()
+				if hr == nil {
+					hr, err = http.ReadResponse(c.br, postRequest)
+				}
+				if err == nil {
 					return hr, x, nil
 				}
 			}

@@ -112,7 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
-			report(stderr, pe.Context, visibleSuggestion(pe.Context, err), true)
+			reportError(stderr, pe.Context, visibleSuggestion(pe.Context, err), true)
 			return exitUsage
 		}
 		fmt.Fprintf(stderr, "joulemark: %v\n", err)
@@ -122,7 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	warnExposedSecrets(kctx, cli.Logger())
 	if err := runCommand(stderr, func() error { return kctx.Run(&cli.Globals) }); err != nil {
-		report(stderr, kctx, err, exitCode(err) == exitUsage)
+		reportError(stderr, kctx, err, exitCode(err) == exitUsage)
 		return exitCode(err)
 	}
 	return 0
@@ -147,9 +147,9 @@ func parseExit(parse func()) (code int, exited bool) {
 	return 0, false
 }
 
-// report prints err as one line, "joulemark <command>: <err>", then the
+// reportError prints err as one line, "joulemark <command>: <err>", then the
 // command's short usage when usage is set.
-func report(stderr io.Writer, kctx *kong.Context, err error, usage bool) {
+func reportError(stderr io.Writer, kctx *kong.Context, err error, usage bool) {
 	cmd := commandPath(kctx)
 	msg := oneLine(err.Error())
 	for cmd != "" && strings.HasPrefix(msg, cmd+": ") {

@@ -18,6 +18,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/simengine"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Config is one demo run. Defaults gives about two minutes end to end;
@@ -81,7 +82,7 @@ type Config struct {
 	// Cost, when any input is set, prices the report and the production
 	// view, and the embedded Prometheus gets the cost input gauges as
 	// constant recording rules (the fleet dashboard's cost row).
-	Cost analyze.CostInputs
+	Cost report.CostInputs
 
 	Engine simengine.Config
 	Sim    gpu.SimConfig

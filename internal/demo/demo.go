@@ -34,6 +34,7 @@ import (
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/simengine"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Scrape jobs of the demo's targets: deploy/prometheus's names.
@@ -55,7 +56,7 @@ type Result struct {
 	DashboardsDir string
 	PrometheusURL string
 
-	Report *analyze.Report
+	Report *report.Report
 	Bench  *benchjob.Result
 
 	// Sim and Engine are the simulated GPUs and engine (ground truth for
