@@ -60,7 +60,7 @@ func benchHelpVars() kong.Vars {
 // are thereby the flags' defaults, shown in --help, one source with the
 // configuration files'. A default: tag wins; a pointer has none.
 func defaultsFromTarget(k *kong.Kong) error {
-	for _, path := range []string{"bench", "exporter"} {
+	for _, path := range []string{"bench", "exporter", "analyze run", "demo"} {
 		cmd := findCommand(k.Model.Node, path)
 		if cmd == nil {
 			return fmt.Errorf("no %s command", path)

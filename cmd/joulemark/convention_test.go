@@ -21,6 +21,7 @@ import (
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/benchjob/experiment"
 	"github.com/joulemark/joulemark/exporter"
+	"github.com/joulemark/joulemark/internal/demo"
 	"github.com/joulemark/joulemark/internal/golden"
 )
 
@@ -173,6 +174,15 @@ func docFlags(t *testing.T) string {
 			d = shortDuration(dur)
 		}
 		fmt.Fprintf(&b, "| `%s` | `%s` | `exporter.Options.%s` |\n", s, d, exporter.FileSettings[s])
+	}
+	b.WriteString("\n### `joulemark demo`: settings without a flag (`--set path=value`)\n\n| setting | default | why no flag |\n|---|---|---|\n")
+	d := demo.Defaults()
+	for _, s := range demoSettings {
+		v := reflect.ValueOf(s.field(&d)).Elem().Interface()
+		if dur, ok := v.(time.Duration); ok {
+			v = shortDuration(dur)
+		}
+		fmt.Fprintf(&b, "| `%s` | `%v` | %s |\n", s.path, v, s.why)
 	}
 	return b.String()
 }

@@ -71,6 +71,8 @@ func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 	// the flags' defaults (defaultsFromTarget)
 	cli.Bench.Settings = benchSettings(benchjob.Defaults())
 	cli.Exporter.Settings = exporterSettings(exporter.DefaultOptions())
+	cli.Analyze.Run.analyzeDefaults()
+	cli.Demo.demoDefaults()
 	return kong.New(cli, append([]kong.Option{
 		kong.Name("joulemark"),
 		kong.Description("Energy per token of LLM inference, measured through Prometheus.\n\n" +
@@ -79,8 +81,6 @@ func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 		kong.ShortUsageOnError(),
 		kong.Vars{"version": version.String()},
 		benchHelpVars(),
-		demoDefaults(),
-		analyzeDefaults(),
 		kong.NamedMapper("runid", runIDMapper{}),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.PostBuild(defaultsFromTarget),
