@@ -30,9 +30,9 @@ type AnalyzeCmd struct {
 
 	Params analyzeParams `embed:""`
 
-	QueryTimeout    time.Duration `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
-	ReadAPI         string        `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
-	Cost            CostFlags     `embed:"" prefix:"cost." group:"Cost and carbon"`
+	QueryTimeout time.Duration `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
+	ReadAPI      string        `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
+	Cost         CostFlags     `embed:"" prefix:"cost." group:"Cost and carbon"`
 }
 
 // analyzeParams is analyze.Params without its methods: kong would call its
