@@ -30,8 +30,8 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/joulemark/joulemark/internal/promserver"
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 	"github.com/joulemark/joulemark/report"
 )
 

@@ -218,17 +218,6 @@ func medianInterval(s []Sample) float64 {
 	return stats.Median(d)
 }
 
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return math.NaN()
-	}
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
-}
-
 // coverage returns the share of [from, to] that the series covers and its
 // gaps. An interval between consecutive samples (or between a span edge and
 // the nearest sample) longer than twice the median interval is uncovered

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/joulemark/joulemark/report"
 
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // pushRemoteWrite sends the samples through the project's remote-write

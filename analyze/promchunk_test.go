@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/joulemark/joulemark/report"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 func TestSplitSpan(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/realprom"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/joulemark/joulemark/report"
 )
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/contract/runidtest"
 	"github.com/prometheus/common/config"
 )
@@ -93,7 +94,7 @@ func TestConfigValidate(t *testing.T) {
 		{"zero aggregate interval", func(c *Config) { c.RemoteWrite.AggregateInterval = 0 }, []string{"remote_write.aggregate_interval: 0s must be positive"}},
 		{"zero flush timeout", func(c *Config) { c.RemoteWrite.FlushTimeout = 0 }, []string{"remote_write.flush_timeout: 0s must be positive"}},
 		{"zero lookback", func(c *Config) { c.Prometheus.URL, c.Prometheus.Lookback = "http://p:9090", 0 }, []string{"prometheus.lookback: 0s must be positive"}},
-		{"correctness without max_tokens", func(c *Config) { c.Workload.Kind, c.Workload.MeanOutputTokens = WorkloadCorrectness, 0 }, []string{"workload.mean_output_tokens"}},
+		{"correctness without max_tokens", func(c *Config) { c.Workload.Kind, c.Workload.MeanOutputTokens = contract.WorkloadCorrectness, 0 }, []string{"workload.mean_output_tokens"}},
 		{"pod and gpus", func(c *Config) { c.Engine.Pod, c.ExporterGPUs = "ns/p", []string{"GPU-1"} }, []string{"gpus: give gpus or engine.pod"}},
 		{"bad pod", func(c *Config) { c.Engine.Pod = "p" }, []string{"engine.pod:", "namespace/name"}},
 		{"bad run id", func(c *Config) { c.RunID = "../etc" }, []string{"run_id"}},

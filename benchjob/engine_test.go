@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 func TestProcessEngineSIGTERM(t *testing.T) {

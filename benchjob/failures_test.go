@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 

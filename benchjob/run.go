@@ -16,12 +16,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/benchjob/openai"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/benchjob/quality"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/ctxtime"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"
@@ -262,7 +262,7 @@ func workloadSource(w Workload) (src *source, trace []traceEntry, err error) {
 		}
 		src = newSource(func(i int) Prompt { return ds[i%len(ds)] }, -1)
 		cycle = len(ds)
-	case w.Kind == WorkloadCorrectness:
+	case w.Kind == contract.WorkloadCorrectness:
 		maxTokens := w.MeanOutputTokens
 		if maxTokens <= 0 {
 			maxTokens = 64
@@ -322,20 +322,18 @@ func reapOrphans(runsDir string, log *slog.Logger) {
 	}
 }
 
-// exporterClients are the phase API clients of the run's exporters.
+// exporterClients are the phase API clients of the run's exporters; hc,
+// when not nil, replaces the HTTP client cfg.ExporterHTTP would build.
 func exporterClients(cfg *Config, token string, hc *http.Client) ([]*phaseapi.Client, error) {
-	exporterHTTP, tokenHeader, err := exporterClient(cfg.ExporterHTTP, hc)
+	clients, err := phaseapi.NewClients(cfg.ExporterHTTP, token, "joulemark-bench", exporterCallTimeout, hc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("exporter_http: %w", err)
 	}
 	var out []*phaseapi.Client
 	for _, u := range cfg.Exporters {
-		c, err := phaseapi.NewClient(u, token, exporterHTTP)
+		c, err := clients.Client(u)
 		if err != nil {
 			return nil, err
-		}
-		if tokenHeader {
-			c.WithTokenHeader()
 		}
 		out = append(out, c)
 	}
@@ -636,7 +634,7 @@ func (r *runner) noteFormalLoad(st *loadStats, cpu time.Duration) {
 	r.rec.man.Load.RetryAfterWaitSeconds = st.retryWait.Seconds()
 	r.rec.agg.achieved.Set(st.achievedRate())
 	if len(st.lags) > 0 {
-		p50, p99 := st.lagQuantile(.5), st.lagQuantile(.99)
+		p50, p99 := st.lagPercentile(50), st.lagPercentile(99)
 		r.rec.man.Load.LagP50Seconds, r.rec.man.Load.LagP99Seconds = p50.Seconds(), p99.Seconds()
 		r.rec.man.Load.CapWaitSeconds = st.capWait.Seconds()
 		r.rec.man.Load.MaxLagSeconds = r.cfg.MaxLag.Seconds()

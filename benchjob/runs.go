@@ -9,8 +9,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"

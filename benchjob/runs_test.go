@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 func TestPercentiles(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 func TestSyntheticDeterministic(t *testing.T) {

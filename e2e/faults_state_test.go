@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/realprom"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/phaseapi"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 // servedEnergy is each GPU's joulemark_gpu_energy_joules_total on the

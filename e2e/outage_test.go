@@ -25,8 +25,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // remoteWriteTee is a remote-write endpoint that forwards every write to a

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

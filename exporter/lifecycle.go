@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // lifecycle is the runs' state machine: their phases, boundaries, idle

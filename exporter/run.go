@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // boundary is one exact phase boundary and every GPU's cumulative energy

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // maxSelectorBody bounds a phase POST's body.

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
 func parse(t *testing.T, name string, b []byte) *rulefmt.RuleGroups {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 // fixtureRuns loads testdata/runs/<name>/report.json for each name.

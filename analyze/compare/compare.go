@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/internal/stats"
 )
 
 // DefaultTolerance is the largest relative spread of formal output tokens,
@@ -219,12 +220,7 @@ func median(runs []*choose.Run, m choose.Metric) *float64 {
 	if len(xs) == 0 {
 		return nil
 	}
-	slices.Sort(xs)
-	n := len(xs)
-	v := xs[n/2]
-	if n%2 == 0 {
-		v = (xs[n/2-1] + xs[n/2]) / 2
-	}
+	v := stats.Median(xs)
 	return &v
 }
 

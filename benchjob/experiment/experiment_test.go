@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 // testConfig stands for a command's config type (benchjob.Config).

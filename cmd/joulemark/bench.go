@@ -16,6 +16,7 @@ import (
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/benchjob/experiment"
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // BenchCmd drives an OpenAI-compatible engine through the measured lifecycle.
@@ -252,7 +253,7 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 // infrastructure flags' settings, then the --set overrides.
 func (c *BenchCmd) config() (benchjob.Config, error) {
 	cfg := benchjob.Config(c.Settings)
-	if cfg.Workload.Kind == benchjob.WorkloadSynthetic {
+	if cfg.Workload.Kind == contract.WorkloadSynthetic {
 		cfg.Workload.Kind = "" // the default, as in an experiment file
 	}
 	cfg.Exporters, cfg.ExporterTokenFile, cfg.APIKeyFile = c.Exporter.URLs, c.Exporter.HTTP.BearerTokenFile, c.TargetHTTP.APIKeyFile

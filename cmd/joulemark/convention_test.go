@@ -22,7 +22,7 @@ import (
 	"github.com/joulemark/joulemark/benchjob/experiment"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/demo"
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 // cliFlag is one flag of one command ("" for the global flags).

@@ -138,13 +138,6 @@ func (e Exporter) Token() (string, error) {
 	return strings.TrimSpace(os.Getenv(TokenEnv)), nil
 }
 
-// TokenHeader reports whether the token must go in X-Joulemark-Token
-// because the HTTP client config takes the Authorization header.
-func (e Exporter) TokenHeader() (bool, error) {
-	c, err := e.HTTPConfig()
-	return AuthSection(c) != "", err
-}
-
 // RemoteWrite is where samples are pushed (Prometheus remote write).
 type RemoteWrite struct {
 	URL  string `name:"url" placeholder:"URL" help:"Remote-write endpoint, e.g. http://prometheus:9090/api/v1/write (empty: nothing is pushed)."`

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/simengine"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/joulemark/joulemark/report"
 )
 
