@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/clientflags"
@@ -150,18 +149,6 @@ func (c *ExporterCmd) simUUIDSeed() string {
 	}
 	host, _ := os.Hostname()
 	return host + "|" + c.Settings.ListenAddress
-}
-
-// shortDuration is d as Prometheus writes it: 15m, not 15m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // apiToken reads the phase API token from file, else env JOULEMARK_API_TOKEN.
