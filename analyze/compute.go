@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"cmp"
+
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/stats"
@@ -523,8 +525,24 @@ func (c *computation) orderFormal() {
 			idx = append(idx, int32(i))
 		}
 	}
-	c.formal = make([]int32, n)
-	sortFormal(reqs, idx, c.formal)
+	slices.SortFunc(idx, func(i, j int32) int { return cmpFormalReqs(reqs, i, j) })
+	c.formal = idx
+}
+
+// cmpFormalReqs orders formal requests i and j of reqs by completion: end,
+// then send, slot and index (a total order).
+func cmpFormalReqs(reqs []Request, i, j int32) int {
+	a, b := &reqs[i], &reqs[j]
+	if c := cmp.Compare(a.End, b.End); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Send, b.Send); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Slot, b.Slot); c != 0 {
+		return c
+	}
+	return cmp.Compare(i, j)
 }
 
 // requests fills the request counts, tokens, latency and good requests

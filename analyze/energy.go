@@ -146,17 +146,6 @@ func (cv curve) between(a, b float64) (float64, bool) {
 	return eb - ea, oka && okb
 }
 
-// totalAt evaluates the sum of the curves at each of the sorted times xs in
-// one merged pass per curve: O(len(xs) + samples).
-func totalAt(curves []curve, xs []float64) []float64 {
-	out := make([]float64, len(xs))
-	tc := newTotalCursor(curves)
-	for i, x := range xs {
-		out[i] = tc.at(x)
-	}
-	return out
-}
-
 // totalCursor evaluates the sum of the curves at non-decreasing times, one
 // position per curve carried from one time to the next: O(times + samples)
 // over a sweep, without a slice of the times.

@@ -353,7 +353,18 @@ func (c *Config) checkSweeps(p *problems) {
 	if len(c.SweepConcurrency) > 0 && len(c.SweepRate) > 0 {
 		p.add("sweep_concurrency", "sweep over concurrency or rate, not both")
 	}
+	if n := (len(c.SweepConcurrency) + len(c.SweepRate)) * max(c.Repeat, 1); n > MaxRuns {
+		field := "sweep_concurrency"
+		if len(c.SweepRate) > 0 {
+			field = "sweep_rate"
+		}
+		p.add(field, "%d sweep values × repeat %d is %d runs, more than the %d allowed", len(c.SweepConcurrency)+len(c.SweepRate), max(c.Repeat, 1), n, MaxRuns)
+	}
 }
+
+// MaxRuns is the most runs one bench makes of its sweep values times its
+// repeat (the experiment file's cap, experiment.MaxRuns, is the same).
+const MaxRuns = 10000
 
 // checkBounds: what ends the phases, and the periods.
 func (c *Config) checkBounds(p *problems) {

@@ -78,6 +78,12 @@ func TestConfigValidate(t *testing.T) {
 		{"dataset and trace", func(c *Config) { c.Concurrency, c.Workload.Dataset, c.Workload.Trace = 0, "d", "t" }, []string{"workload.dataset"}},
 		{"no input length", func(c *Config) { c.Workload.MeanInputTokens = 0 }, []string{"workload.mean_input_tokens"}},
 		{"bad sweep", func(c *Config) { c.Concurrency, c.SweepConcurrency = 0, []int{1, 0} }, []string{"sweep_concurrency: value 0 (#2)"}},
+		{"sweep too large", func(c *Config) {
+			c.Concurrency, c.SweepConcurrency, c.Repeat = 0, make([]int, 101), 100
+			for i := range c.SweepConcurrency {
+				c.SweepConcurrency[i] = i + 1
+			}
+		}, []string{"sweep_concurrency: 101 sweep values × repeat 100 is 10100 runs, more than the 10000 allowed"}},
 		{"two sweeps", func(c *Config) { c.Concurrency, c.SweepConcurrency, c.SweepRate = 0, []int{1}, []float64{1} }, []string{"not both"}},
 		{"negative min tokens", func(c *Config) { c.Extras.MinTokens = &neg }, []string{"extras.min_tokens"}},
 		{"zero max tokens", func(c *Config) { c.Extras.MaxTokens = &zero }, []string{"extras.max_tokens"}},

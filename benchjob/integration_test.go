@@ -57,7 +57,7 @@ func TestRunAgainstExporterAndPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if res.Status != StatusCompleted || len(flagsBesidesLoad(res.Flags)) != 0 {
+	if res.Status != runarchive.StatusCompleted || len(flagsBesidesLoad(res.Flags)) != 0 {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	st := res.Release[expSrv.URL]

@@ -27,14 +27,6 @@ import (
 	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
-// Run statuses (runarchive's).
-const (
-	StatusRunning   = runarchive.StatusRunning
-	StatusCompleted = runarchive.StatusCompleted
-	StatusAborted   = runarchive.StatusAborted
-	StatusFailed    = runarchive.StatusFailed
-)
-
 // Options are what a caller of Run provides beside the Config.
 type Options struct {
 	Logger *slog.Logger
@@ -57,6 +49,10 @@ type Options struct {
 	// HardStop, canceled, stops the run at once (the second Ctrl-C; the
 	// first one cancels Run's context: a graceful stop). Nil: none.
 	HardStop context.Context
+
+	// wrapRequests, in tests, wraps the requests file's writer (a failing
+	// disk).
+	wrapRequests func(io.Writer) io.Writer
 }
 
 // Result is what a run did.
@@ -86,6 +82,10 @@ type Result struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 }
+
+// ErrArchiveWrite is wrapped by Run's error when the run archive could not
+// be written (a full disk): the load stopped at the first write error.
+var ErrArchiveWrite = errors.New("archive write failed")
 
 // ErrAborted is wrapped by Run's error when the context was canceled.
 var ErrAborted = errors.New("run aborted")
@@ -358,7 +358,7 @@ func (r *runner) openArchive(ctx context.Context, gpus map[string][]phaseapi.GPU
 		return err
 	}
 	rec.man = runarchive.Manifest{
-		RunID: r.runID, Status: StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
+		RunID: r.runID, Status: runarchive.StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
 		Joulemark: joulemarkInfo(), Git: gitInfo(ctx), Host: hostInfo(), GPUs: gpus, Bench: benchProcess(),
 		Engine: runarchive.EngineInfo{Cmd: e.Cmd, StartHook: e.Start, StopHook: e.Stop, Version: e.Version, Image: e.Image,
 			Model: cfg.Model, ModelRevision: e.ModelRevision, Target: secretfile.RedactURL(cfg.Target), Controller: controllerName(r.engine, r.opts.Engine)},
@@ -412,10 +412,10 @@ func targetKey(cfg *Config) (string, error) {
 // readSecret reads a secret from file (trimmed), else from env.
 func readSecret(file, env, field string) (string, error) {
 	if file != "" {
-		return secretfile.Read(file, field)
+		return secretfile.ReadToken(file, field)
 	}
 	if env != "" {
-		return os.Getenv(env), nil
+		return secretfile.Env(env)
 	}
 	return "", nil
 }
@@ -460,6 +460,12 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.reqCtx = reqCtx
 	cancelRun := func(err error) { cancelDispatch(err); cancelReq(err) }
 	r.crash.setCancel(cancelRun)
+	r.rec.reqs.OnError(func(err error) {
+		// Going on would load the engine for a run nothing records.
+		err = fmt.Errorf("%w: run archive %s could not be written: %w", ErrArchiveWrite, r.rec.arch.Dir, err)
+		r.log.Error("stopping the load", "err", err)
+		cancelRun(err)
+	})
 	var scrapeWG sync.WaitGroup
 	stopScrape := make(chan struct{})
 	if r.cfg.Engine.Metrics {
@@ -472,14 +478,14 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 
 	err := r.safeLifecycle(runCtx, cancelRun)
-	status := StatusCompleted
+	status := runarchive.StatusCompleted
 	switch {
 	case ctx.Err() != nil:
-		status = StatusAborted
+		status = runarchive.StatusAborted
 		r.flag(contract.FlagAborted)
 		err = fmt.Errorf("run %s: %w (%v); records kept in %s", r.runID, ErrAborted, context.Cause(ctx), r.rec.arch.Dir)
 	case err != nil:
-		status = StatusFailed
+		status = runarchive.StatusFailed
 	}
 	r.teardown(ctx, err == nil)
 	close(stopScrape)

@@ -1,6 +1,6 @@
 package e2e
 
-// The fault-injection suite (issue 12): each fault is injected into real
+// The fault-injection suite: each fault is injected into real
 // components on loopback (the joulemark binary as exporter on simulated
 // GPUs, sim-engine, bench and runs; a real Prometheus) and asserted end to
 // end. docs/e2e.md lists the faults and what each test checks.

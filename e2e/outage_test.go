@@ -1,6 +1,6 @@
 package e2e
 
-// The Prometheus outage of the fault suite (issue 12): one run observed by
+// The Prometheus outage of the fault suite: one run observed by
 // two real Prometheus servers, one of which goes down; after `runs push`,
 // analyze must give both the same report.
 

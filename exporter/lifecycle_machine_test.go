@@ -97,7 +97,7 @@ func (m *machine) toRelease(id string) {
 func apiCode(err error) int {
 	var ae *apiError
 	if errors.As(err, &ae) {
-		return ae.code
+		return httpStatus(ae.kind)
 	}
 	return 0
 }

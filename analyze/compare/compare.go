@@ -15,6 +15,7 @@ import (
 
 	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/internal/stats"
+	"github.com/joulemark/joulemark/report"
 )
 
 // DefaultTolerance is the largest relative spread of formal output tokens,
@@ -43,9 +44,9 @@ type RunRow struct {
 	Included bool        `json:"included"`
 	Excluded string      `json:"excluded,omitempty"` // why it is left out of medians and ranks
 
-	FormalOutputTokens int64               `json:"formal_output_tokens"`
-	Metrics            map[string]*float64 `json:"metrics"` // tracked metrics by report key; null = missing
-	Sanity             *choose.Sanity      `json:"output_sanity"`
+	FormalOutputTokens int64                `json:"formal_output_tokens"`
+	Metrics            map[string]*float64  `json:"metrics"` // tracked metrics by report key; null = missing
+	Sanity             *report.OutputCounts `json:"output_sanity"`
 }
 
 // Spread is the comparability check over a set of runs.

@@ -15,6 +15,7 @@ import (
 	"github.com/joulemark/joulemark/benchjob/experiment"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // BenchCmd drives an OpenAI-compatible engine through the measured lifecycle.
@@ -190,7 +191,7 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 			if werr := benchjob.WriteSummary(os.Stdout, res); werr != nil {
 				errs = append(errs, werr)
 			}
-			if why := res.Unusable(); res.Status == benchjob.StatusCompleted && len(why) > 0 {
+			if why := res.Unusable(); res.Status == runarchive.StatusCompleted && len(why) > 0 {
 				unusable = append(unusable, "run "+res.RunID+": "+strings.Join(why, "; "))
 			}
 		}

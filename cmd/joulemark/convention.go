@@ -52,25 +52,6 @@ func setEnv(f *kong.Flag, cmd string) {
 	}
 }
 
-// findCommand is the command at path (space-separated names) below root;
-// nil when there is none.
-func findCommand(root *kong.Node, path string) *kong.Node {
-	n := root
-	for _, part := range strings.Fields(path) {
-		var next *kong.Node
-		for _, c := range n.Children {
-			if c.Type == kong.CommandNode && c.Name == part {
-				next = c
-			}
-		}
-		if next == nil {
-			return nil
-		}
-		n = next
-	}
-	return n
-}
-
 // lastWins makes a file or directory flag (type:"existingfile",
 // "existingdir") keep its last value when given more than once, as every
 // other flag does: kong's own mappers keep the first (they skip a value
@@ -188,4 +169,23 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// findCommand is the command at path (space-separated names) below root;
+// nil when there is none.
+func findCommand(root *kong.Node, path string) *kong.Node {
+	n := root
+	for _, part := range strings.Fields(path) {
+		var next *kong.Node
+		for _, c := range n.Children {
+			if c.Type == kong.CommandNode && c.Name == part {
+				next = c
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		n = next
+	}
+	return n
 }

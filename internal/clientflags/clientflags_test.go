@@ -182,7 +182,7 @@ func TestExporterToken(t *testing.T) {
 		{name: "authorization in the file", env: "from-env", args: []string{"--exporter.http-config-file", authz}, wantHeader: true},
 		{name: "authorization and token file", args: []string{"--exporter.http-config-file", authz, "--exporter.bearer-token-file", token},
 			wantErr: "--exporter.bearer-token-file conflicts with authorization"},
-		{name: "empty token file", args: []string{"--exporter.bearer-token-file", empty}, wantErr: "--exporter.bearer-token-file " + empty + " is empty"},
+		{name: "empty token file", args: []string{"--exporter.bearer-token-file", empty}, wantErr: "--exporter.bearer-token-file: " + empty + " is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(TokenEnv, tc.env)

@@ -276,6 +276,16 @@ func TestDocsEngineNames(t *testing.T) {
 	}
 }
 
+// LookupEngineMetric returns the engine metric of that name.
+func LookupEngineMetric(name string) (EngineMetric, bool) {
+	for _, m := range EngineMetrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return EngineMetric{}, false
+}
+
 // TestBenchDocAggregates checks docs/bench.md's table of the bench's
 // aggregates against BenchAggregates both ways: name, type, labels, help.
 func TestBenchDocAggregates(t *testing.T) {
