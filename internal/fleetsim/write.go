@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -25,6 +26,10 @@ type Stats struct {
 	Series  int   // distinct series
 	Samples int64 // samples
 	Blocks  int
+	// HeadHeapBytes is the most Go heap (in use, after a GC) one block's
+	// TSDB head held before its flush: what a Prometheus ingesting the
+	// fleet holds per 2 h of head.
+	HeadHeapBytes uint64
 }
 
 // Write writes the fleet into dir as TSDB blocks of Window each (dir is
@@ -44,6 +49,7 @@ func (f *Fleet) Write(ctx context.Context, dir string, log *slog.Logger) (Stats,
 	from, to := f.cfg.From.UnixMilli(), f.cfg.To.UnixMilli()
 	for w0 := from; w0 <= to; w0 += Window.Milliseconds() {
 		w1 := min(w0+Window.Milliseconds(), to+1) // [w0, w1)
+		base := heapInUse()
 		// The head refuses samples older than half its span behind the
 		// newest: twice the window lets each series be written whole.
 		bw, err := tsdb.NewBlockWriter(log, dir, 2*Window.Milliseconds())
@@ -57,6 +63,9 @@ func (f *Fleet) Write(ctx context.Context, dir string, log *slog.Logger) (Stats,
 			err = w.app.Commit()
 		}
 		if err == nil {
+			if h := heapInUse(); h > base {
+				st.HeadHeapBytes = max(st.HeadHeapBytes, h-base)
+			}
 			_, err = bw.Flush(ctx)
 		}
 		if cerr := bw.Close(); err == nil && cerr != nil {
@@ -69,6 +78,14 @@ func (f *Fleet) Write(ctx context.Context, dir string, log *slog.Logger) (Stats,
 	}
 	st.Series, st.Samples = len(w.seen), w.samples
 	return st, nil
+}
+
+// heapInUse is the Go heap in use after a GC.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
 }
 
 // writer appends one window at a time; gpuEnergy and unalloc carry each
@@ -130,7 +147,7 @@ func (w *writer) window(ctx context.Context, w0, w1 int64) error {
 			}
 		}
 	}
-	return nil
+	return w.recorded(w0, w1)
 }
 
 // grid is the sample times of a step in [w0, w1) ms.
