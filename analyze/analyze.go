@@ -62,10 +62,10 @@ type Config struct {
 	// archive, RunsDir/<run_id>; a run without one there is analyzed
 	// without output_sanity.
 	RunsDir string
-	// ReadAPI is how the raw series are read: ReadAuto (remote read,
-	// falling back to the query API where the server does not offer it;
-	// the default when empty), ReadRemote or ReadQuery. Both give the same
-	// report.
+	// ReadAPI is how the raw series are read: remoteread.Auto (remote
+	// read, falling back to the query API where the server does not offer
+	// it; the default when empty), remoteread.Remote or remoteread.Query.
+	// Both give the same report.
 	ReadAPI string
 	// Logger says how the raw series were read (a fallback from remote
 	// read, and why); nil: nothing logged.
@@ -76,6 +76,9 @@ type Config struct {
 	Wait time.Duration
 	// Cost, when any input is set, adds the report's cost section.
 	Cost report.CostInputs
+
+	// maxResponse, in tests, lowers MaxPrometheusResponse.
+	maxResponse int64
 }
 
 // withDefaults fills what the zero value leaves open.
@@ -149,23 +152,15 @@ func (c *Config) openArchive() (*benchArchive, error) {
 	return readBenchArchive(run, c.RunID)
 }
 
-// Load reads the run's data from Prometheus.
-func Load(ctx context.Context, cfg Config) (*RunData, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return load(ctx, cfg, nil)
-}
-
-// load is Load with cfg validated; arch, when set, is the run's bench
-// archive, whose phases.json fills in what Prometheus lacks.
+// load reads the run's data from Prometheus, cfg validated; arch, when
+// set, is the run's bench archive, whose phases.json fills in what
+// Prometheus lacks.
 func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error) {
 	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
 	if err != nil {
 		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
 	}
-	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: hc})
+	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: limitClient(hc, cfg.maxResponse)})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
 	}
@@ -183,7 +178,7 @@ func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error)
 	if l.now.IsZero() {
 		l.now = time.Now()
 	}
-	if cfg.ReadAPI != ReadQuery {
+	if cfg.ReadAPI != remoteread.Query {
 		if l.rr, err = remoteread.New(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
 			return nil, err
 		}

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
-	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/report"
@@ -26,7 +25,7 @@ type benchArchive struct {
 	// views are phases.json's exporters; none without the file.
 	views   []runarchive.ExporterStatus
 	sanity  report.OutputCounts
-	quality quality.Summary
+	quality runarchive.QualitySummary
 }
 
 // clientReport is the bench's report of its own load, from the manifest;

@@ -30,8 +30,9 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/joulemark/joulemark/internal/promserver"
-	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 	"github.com/joulemark/joulemark/report"
 )
 
@@ -112,7 +113,7 @@ func BenchmarkAnalyzeTSDB(b *testing.B) {
 			runID := d.RunID
 			d = nil
 			cfg := Config{PrometheusURL: s.URL(), RunID: runID, Params: DefaultParams(), Now: fixtureNow().Add(time.Duration(n/100) * time.Second)}
-			for _, readAPI := range []string{ReadRemote, ReadQuery} {
+			for _, readAPI := range []string{remoteread.Remote, remoteread.Query} {
 				b.Run(readAPI, func(b *testing.B) {
 					cfg := cfg
 					cfg.ReadAPI = readAPI
@@ -206,7 +207,7 @@ func BenchmarkAnalyzeRealPrometheus(b *testing.B) {
 	d = nil
 	settle()
 	now := fixtureNow().Add(time.Duration(n/100) * time.Second)
-	for _, readAPI := range []string{ReadRemote, ReadQuery} {
+	for _, readAPI := range []string{remoteread.Remote, remoteread.Query} {
 		b.Run(readAPI+"-process", func(b *testing.B) {
 			benchAnalyzeProcess(b, srv.URL, runID, now, readAPI, n)
 		})

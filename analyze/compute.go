@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"cmp"
+
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/stats"
@@ -15,35 +17,39 @@ import (
 )
 
 // Params are the definitions' knobs (docs/design.md, "Definitions").
+// Their kong tags make them joulemark analyze run's flags, whose defaults
+// are DefaultParams' (kong:"-": no flag; the enum's default tag is kong's
+// rule for an enum, contract.SteadyWeightTokens as DefaultParams has it).
 type Params struct {
-	SLOTTFT   time.Duration // 0: no TTFT SLO
-	SLOTPOT   time.Duration // 0: no TPOT SLO
-	SSWindow  int           // requests per window (100)
-	SSWindows int           // consecutive windows (3)
-	SSCV      float64       // CV threshold (0.03)
-	// SSWeighting weighs a request in a window's CV: SteadyWeightTokens
-	// (its output tokens, the default) or SteadyWeightRequests (alike).
-	SSWeighting string
+	SLOTTFT   time.Duration `name:"slo.ttft" help:"TTFT SLO for goodput (0 disables)."`                             // 0: no TTFT SLO
+	SLOTPOT   time.Duration `name:"slo.tpot" help:"TPOT SLO for goodput (0 disables)."`                             // 0: no TPOT SLO
+	SSWindow  int           `name:"steady-state.window" help:"Steady state: requests per window."`                  // requests per window (100)
+	SSWindows int           `name:"steady-state.windows" help:"Steady state: consecutive non-overlapping windows."` // consecutive windows (3)
+	SSCV      float64       `name:"steady-state.cv" help:"Steady state: CV threshold of every window."`             // CV threshold (0.03)
+	// SSWeighting weighs a request in a window's CV: contract.SteadyWeightTokens
+	// (its output tokens, the default) or contract.SteadyWeightRequests (alike).
+	SSWeighting string `name:"steady-state.weighting" enum:"tokens,requests" default:"tokens" help:"Steady state: how a request counts in a window's CV: by its output tokens (tokens), as in the J/token figure, or alike (requests, where a short request's attribution noise weighs as much as a long one)."`
 
-	MaxErrorRate    float64 // formal error rate above which the run is flagged (0.05)
-	MinCoverage     float64 // sample coverage below which the run is flagged (0.95)
-	EnergyTolerance float64 // relative disagreement of the two stage energies flagged (0.01)
-	IdleMaxCV       float64 // per-GPU idle power CV above which idle is unstable (0.05)
+	MaxErrorRate    float64 `name:"max-error-rate" help:"Formal error rate above which the run is invalid."`                                                 // formal error rate above which the run is flagged (0.05)
+	MinCoverage     float64 `name:"min-coverage" help:"Sample coverage below which the run is invalid."`                                                     // sample coverage below which the run is flagged (0.95)
+	EnergyTolerance float64 `name:"energy-tolerance" help:"Relative disagreement between counter and exporter stage energy above which the run is invalid."` // relative disagreement of the two stage energies flagged (0.01)
+	IdleMaxCV       float64 `kong:"-"`                                                                                                                       // per-GPU idle power CV above which idle is unstable (0.05)
 	// MaxBadOutputRatio: share of empty, repeated or short outputs above
 	// which the run is flagged outputs_suspect (0.05); used only when the
 	// bench archive is given (Config.Archive).
-	MaxBadOutputRatio float64
+	MaxBadOutputRatio float64 `name:"max-bad-output-ratio" help:"With a run archive: share of empty, repeated or short outputs above which the run is flagged outputs_suspect (a warning)."`
 	// MinQuality: pass rate of the checked answers (correctness workload,
 	// quality_file) under which the run is flagged quality_low and excluded
 	// (0.95); used only when the bench archive holds quality verdicts.
-	MinQuality float64
+	MinQuality float64 `name:"min-quality" help:"With quality verdicts in the archive (workload.kind correctness, workload.quality_file): pass rate under which the run is flagged quality_low and excluded."`
 }
 
 // DefaultParams are the documented defaults.
 func DefaultParams() Params {
 	return Params{
 		SLOTTFT: 500 * time.Millisecond, SLOTPOT: 50 * time.Millisecond,
-		SSWindow: 100, SSWindows: 3, SSCV: 0.03, SSWeighting: SteadyWeightTokens,
+		SSWindow: contract.SteadyStateWindow, SSWindows: contract.SteadyStateWindows,
+		SSCV: contract.SteadyStateCV, SSWeighting: contract.SteadyWeightTokens,
 		MaxErrorRate: 0.05, MinCoverage: 0.95, EnergyTolerance: 0.01, IdleMaxCV: 0.05,
 		MaxBadOutputRatio: 0.05, MinQuality: 0.95,
 	}
@@ -60,8 +66,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("steady-state window count must be at least 1, got %d", p.SSWindows)
 	case !(p.SSCV > 0):
 		return fmt.Errorf("steady-state CV threshold must be > 0, got %g", p.SSCV)
-	case p.SSWeighting != SteadyWeightTokens && p.SSWeighting != SteadyWeightRequests:
-		return fmt.Errorf("steady-state weighting %q: want %q or %q", p.SSWeighting, SteadyWeightTokens, SteadyWeightRequests)
+	case p.SSWeighting != contract.SteadyWeightTokens && p.SSWeighting != contract.SteadyWeightRequests:
+		return fmt.Errorf("steady-state weighting %q: want %q or %q", p.SSWeighting, contract.SteadyWeightTokens, contract.SteadyWeightRequests)
 	case p.MaxErrorRate < 0 || p.MaxErrorRate > 1:
 		return fmt.Errorf("max error rate must be in [0,1], got %g", p.MaxErrorRate)
 	case p.MinCoverage < 0 || p.MinCoverage > 1:
@@ -260,8 +266,7 @@ func (c *computation) counterCurves() {
 		}
 	}
 	if len(intervals) > 0 {
-		slices.Sort(intervals)
-		c.interval = median(intervals)
+		c.interval = stats.Median(intervals)
 	}
 	tol := 0.0
 	if !math.IsNaN(c.interval) {
@@ -520,8 +525,24 @@ func (c *computation) orderFormal() {
 			idx = append(idx, int32(i))
 		}
 	}
-	c.formal = make([]int32, n)
-	sortFormal(reqs, idx, c.formal)
+	slices.SortFunc(idx, func(i, j int32) int { return cmpFormalReqs(reqs, i, j) })
+	c.formal = idx
+}
+
+// cmpFormalReqs orders formal requests i and j of reqs by completion: end,
+// then send, slot and index (a total order).
+func cmpFormalReqs(reqs []Request, i, j int32) int {
+	a, b := &reqs[i], &reqs[j]
+	if c := cmp.Compare(a.End, b.End); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Send, b.Send); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Slot, b.Slot); c != 0 {
+		return c
+	}
+	return cmp.Compare(i, j)
 }
 
 // requests fills the request counts, tokens, latency and good requests
@@ -689,7 +710,7 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	c.joules = at.Joules
 	jpt := make([]float64, len(ss))
 	var wt []float64
-	if p.SSWeighting != SteadyWeightRequests {
+	if p.SSWeighting != contract.SteadyWeightRequests {
 		wt = make([]float64, len(ss))
 	}
 	for j, i := range ss {

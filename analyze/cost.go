@@ -90,7 +90,7 @@ func CarbonOverRun(ctx context.Context, cfg Config, r *report.Report) (*float64,
 	if err != nil {
 		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
 	}
-	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: hc})
+	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: limitClient(hc, cfg.maxResponse)})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
 	}

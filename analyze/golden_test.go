@@ -7,7 +7,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 	"github.com/joulemark/joulemark/report"
 )
 

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
+	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/report"
@@ -160,7 +161,7 @@ func TestOutageRepairedFromArchive(t *testing.T) {
 	if err := s.AppendSamples(ctx, samples); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second, ReadAPI: ReadQuery}
+	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second, ReadAPI: remoteread.Query}
 	cfg = cfg.withDefaults()
 	if _, err := load(ctx, cfg, nil); err == nil || !strings.Contains(err.Error(), "run not found") {
 		t.Fatalf("without the archive: %v, want run not found", err)

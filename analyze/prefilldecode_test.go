@@ -285,7 +285,7 @@ func TestPrefillDecodeRefusalConditions(t *testing.T) {
 	}
 }
 
-// TestPrefillDecodeClosedLoopVariablePrompts is issue 31's held-out case:
+// TestPrefillDecodeClosedLoopVariablePrompts is the fit's held-out case:
 // a 600 s closed loop of 16 slots with prompts of 100–4000 tokens on a GPU
 // drawing 280 W + 0.04 J per prefilled token + 0.5 J per decoded token.
 // The decode rate moves little (a condition number of 30–45 on the raw,

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/joulemark/joulemark/report"
 
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // pushRemoteWrite sends the samples through the project's remote-write
@@ -44,7 +45,7 @@ func analyzeFixture(t *testing.T, url string) *report.Report {
 	t.Helper()
 	var js [2][]byte
 	var rep *report.Report
-	for i, api := range []string{ReadRemote, ReadQuery} {
+	for i, api := range []string{remoteread.Remote, remoteread.Query} {
 		cfg := Config{PrometheusURL: url, RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second, ReadAPI: api}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		r, _, err := Analyze(ctx, cfg)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/report"
@@ -13,15 +12,15 @@ import (
 // addQuality puts the archive's quality verdicts s into the report, when
 // any answer was checked, and flags a pass rate under minPassRate; m, the
 // archive's manifest (nil: none), names the workload.
-func addQuality(r *report.Report, s quality.Summary, m *runarchive.Manifest, minPassRate float64) {
+func addQuality(r *report.Report, s runarchive.QualitySummary, m *runarchive.Manifest, minPassRate float64) {
 	if s.Requests == 0 {
 		return
 	}
-	s.Workload = quality.WorkloadRubric
-	if m != nil && m.WorkloadKind() == quality.WorkloadCorrectness {
-		s.Workload = quality.WorkloadCorrectness
+	s.Workload = runarchive.QualityWorkloadRubric
+	if m != nil && m.WorkloadKind() == contract.WorkloadCorrectness {
+		s.Workload = contract.WorkloadCorrectness
 	}
-	r.Quality = &report.Quality{Summary: s, MinPassRate: minPassRate}
+	r.Quality = &report.Quality{QualitySummary: s, MinPassRate: minPassRate}
 	if *s.PassRate < minPassRate {
 		var rules []string
 		for _, k := range s.Rules() {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 	"github.com/joulemark/joulemark/report"
 )
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 	"github.com/joulemark/joulemark/report"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/internal/chromium"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/chromium"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/joulemark/joulemark/report"
 )
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/report"
 )
@@ -165,7 +166,7 @@ func reps(group string, ss ...float64) []*Run {
 func withSanity(runs []*Run, n int, bad ...int) []*Run {
 	for i, r := range runs {
 		zero := 0
-		r.Sanity = &Sanity{Requests: n, Empty: bad[i], Repeated: &zero, Short: &zero}
+		r.Sanity = &report.OutputCounts{Requests: n, Empty: bad[i], Repeated: &zero, Short: &zero}
 	}
 	return runs
 }
@@ -399,8 +400,8 @@ func TestPoolRunsNameClash(t *testing.T) {
 // counts added up (the pareto and recommend tables show it), unknown
 // when one of them has none; an invalid repetition's outputs do not count.
 func TestPoolSanity(t *testing.T) {
-	counts := func(req, empty, short int) *Sanity {
-		return &Sanity{Requests: req, Empty: empty, Repeated: new(0), Short: new(short)}
+	counts := func(req, empty, short int) *report.OutputCounts {
+		return &report.OutputCounts{Requests: req, Empty: empty, Repeated: new(0), Short: new(short)}
 	}
 	runs := reps("a", 0.4, 0.5, -0.6)
 	runs[0].Sanity, runs[1].Sanity, runs[2].Sanity = counts(100, 1, 2), counts(120, 0, 3), counts(90, 50, 50)
@@ -408,8 +409,8 @@ func TestPoolSanity(t *testing.T) {
 	if len(pooled) != 1 || pooled[0].Sanity == nil {
 		t.Fatalf("pooled %+v", pooled)
 	}
-	if got := FormatSanity(pooled[0].Sanity); got != FormatSanity(counts(220, 1, 5)) {
-		t.Errorf("pooled sanity %s, want the two valid repetitions' %s", got, FormatSanity(counts(220, 1, 5)))
+	if got := outputsanity.Format(pooled[0].Sanity); got != outputsanity.Format(counts(220, 1, 5)) {
+		t.Errorf("pooled sanity %s, want the two valid repetitions' %s", got, outputsanity.Format(counts(220, 1, 5)))
 	}
 	runs[1].Sanity = nil
 	if s := PoolRuns(runs)[0].Sanity; s != nil {

@@ -27,12 +27,12 @@ import (
 // Run is one report read from disk, with the sanity of its outputs when the
 // run archive was found beside it.
 type Run struct {
-	Path   string         // the report file
-	Name   string         // run_id, or the file path when the report has none
-	Report report.Report  // the decoded report
-	Raw    map[string]any // the same document undecoded, for lookups by key (--group-by)
-	Sanity *Sanity        // nil when no requests.jsonl was found
-	Load   *LoadPoint     // the configured load from manifest.json; nil when not found
+	Path   string               // the report file
+	Name   string               // run_id, or the file path when the report has none
+	Report report.Report        // the decoded report
+	Raw    map[string]any       // the same document undecoded, for lookups by key (--group-by)
+	Sanity *report.OutputCounts // nil when no requests.jsonl was found
+	Load   *LoadPoint           // the configured load from manifest.json; nil when not found
 	// SanityPath is the requests.jsonl the sanity counts come from.
 	SanityPath string
 	// Pool, when set, makes this run stand for a repetition pool

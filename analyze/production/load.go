@@ -121,12 +121,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // after To (several scrape intervals).
 const readAfter = 30 * time.Second
 
-// Load reads the raw samples of the range (plus the margin before it) of
-// every series the report needs, through the query API.
-func Load(ctx context.Context, a v1.API, cfg Config) (*Data, error) {
-	return load(ctx, a, nil, cfg)
-}
-
 // load is Load reading through remote read where rr is not nil (with
 // cfg.ReadAPI auto, a first failing remote read turns to the query API for
 // every series; Data.ReadAPI says which was used).

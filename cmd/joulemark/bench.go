@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/benchjob/experiment"
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // BenchCmd drives an OpenAI-compatible engine through the measured lifecycle.
@@ -51,25 +52,6 @@ func benchHelpVars() kong.Vars {
 		"bench_default_requests":    strconv.Itoa(benchjob.DefaultFormalRequests),
 		"bench_steady_need":         strconv.Itoa(benchjob.SteadyStateNeed(benchjob.DefaultConcurrency)),
 	}
-}
-
-// defaultsFromTarget makes the value a flag's target holds before parsing
-// its default (kong.PostBuild): the bench command's struct is pre-filled
-// with benchjob.Defaults, which are thereby the flags' defaults, shown in
-// --help, one source with the experiment file's. A default: tag wins.
-func defaultsFromTarget(k *kong.Kong) error {
-	bench := findCommand(k.Model.Node, "bench")
-	if bench == nil {
-		return errors.New("no bench command")
-	}
-	for _, f := range bench.Flags {
-		if f.HasDefault || f.Target.Kind() == reflect.Pointer || f.Target.Kind() == reflect.Slice || f.Target.IsZero() {
-			continue
-		}
-		f.Default, f.HasDefault = fmt.Sprint(f.Target.Interface()), true
-		f.Tag.Default, f.Tag.HasDefault = f.Default, true
-	}
-	return nil
 }
 
 // benchFileOnly are the settings of the experiment file that have no bench
@@ -209,7 +191,7 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 			if werr := benchjob.WriteSummary(os.Stdout, res); werr != nil {
 				errs = append(errs, werr)
 			}
-			if why := res.Unusable(); res.Status == benchjob.StatusCompleted && len(why) > 0 {
+			if why := res.Unusable(); res.Status == runarchive.StatusCompleted && len(why) > 0 {
 				unusable = append(unusable, "run "+res.RunID+": "+strings.Join(why, "; "))
 			}
 		}
@@ -231,7 +213,7 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 // infrastructure flags' settings, then the --set overrides.
 func (c *BenchCmd) config() (benchjob.Config, error) {
 	cfg := benchjob.Config(c.Settings)
-	if cfg.Workload.Kind == benchjob.WorkloadSynthetic {
+	if cfg.Workload.Kind == contract.WorkloadSynthetic {
 		cfg.Workload.Kind = "" // the default, as in an experiment file
 	}
 	cfg.Exporters, cfg.ExporterTokenFile, cfg.APIKeyFile = c.Exporter.URLs, c.Exporter.HTTP.BearerTokenFile, c.TargetHTTP.APIKeyFile

@@ -14,6 +14,8 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/joulemark/joulemark/benchjob"
+	"github.com/joulemark/joulemark/exporter"
+	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/version"
 )
 
@@ -24,6 +26,10 @@ type Globals struct {
 	Version   kong.VersionFlag `env:"-" help:"Print the version and exit."`
 
 	logger *slog.Logger
+	// logOut is where the log goes (run's stderr); secrets are the URL
+	// secrets of the command's flags, scrubbed from every log record.
+	logOut  io.Writer
+	secrets secretfile.Secrets
 }
 
 // Logger is the process logger, configured from the global flags.
@@ -32,11 +38,16 @@ func (g *Globals) Logger() *slog.Logger {
 		var lvl slog.Level
 		_ = lvl.UnmarshalText([]byte(g.LogLevel))
 		opts := &slog.HandlerOptions{Level: lvl}
-		if g.LogFormat == "json" {
-			g.logger = slog.New(slog.NewJSONHandler(os.Stderr, opts))
-		} else {
-			g.logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
+		out := g.logOut
+		if out == nil {
+			out = os.Stderr
 		}
+		if g.LogFormat == "json" {
+			g.logger = slog.New(slog.NewJSONHandler(out, opts))
+		} else {
+			g.logger = slog.New(slog.NewTextHandler(out, opts))
+		}
+		g.logger = g.secrets.Logger(g.logger)
 	}
 	return g.logger
 }
@@ -64,10 +75,14 @@ type CLI struct {
 }
 
 // newParser is joulemark's command line: the convention of docs/cli.md
-// (environment variables per command, deprecated aliases) applied to the
-// kong model.
+// (an environment variable per flag and command) applied to the kong
+// model.
 func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
-	cli.Bench.Settings = benchSettings(benchjob.Defaults()) // the bench flags' defaults (defaultsFromTarget)
+	// the flags' defaults (defaultsFromTarget)
+	cli.Bench.Settings = benchSettings(benchjob.Defaults())
+	cli.Exporter.Settings = exporterSettings(exporter.DefaultOptions())
+	cli.Analyze.Run.analyzeDefaults()
+	cli.Demo.demoDefaults()
 	return kong.New(cli, append([]kong.Option{
 		kong.Name("joulemark"),
 		kong.Description("Energy per token of LLM inference, measured through Prometheus.\n\n" +
@@ -76,9 +91,6 @@ func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 		kong.ShortUsageOnError(),
 		kong.Vars{"version": version.String()},
 		benchHelpVars(),
-		exporterDefaults(),
-		demoDefaults(),
-		analyzeDefaults(),
 		kong.NamedMapper("runid", runIDMapper{}),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.PostBuild(defaultsFromTarget),
@@ -116,17 +128,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "joulemark: %v\n", err)
 		return exitUsage
 	}
+	// Every command's log and error lose the secrets of its URL flags
+	// (secretfile.RedactURL's: passwords, secret query values), whatever
+	// library quotes them.
+	cli.logOut, cli.secrets = stderr, flagSecrets(kctx)
 	kctx.Bind(&cli.Globals)
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	warnExposedSecrets(kctx, cli.Logger())
 	if err := runCommand(stderr, func() error { return kctx.Run(&cli.Globals) }); err != nil {
-		reportError(stderr, kctx, err, exitCode(err) == exitUsage)
+		reportError(stderr, kctx, cli.secrets.Error(err), exitCode(err) == exitUsage)
 		return exitCode(err)
 	}
 	return 0
 }
 
 // exitPanic carries an exit status out of kong (--help, --version).
+// flagSecrets are the URL secrets (password, secret query values) of
+// every string flag of the command.
+func flagSecrets(kctx *kong.Context) secretfile.Secrets {
+	var vals []string
+	for _, f := range kctx.Flags() {
+		switch v := kctx.FlagValue(f).(type) {
+		case string:
+			vals = append(vals, v)
+		case []string:
+			vals = append(vals, v...)
+		}
+	}
+	return secretfile.SecretsOf(vals...)
+}
+
 type exitPanic int
 
 // parseExit runs parse; when kong asked to exit (help, version) it returns

@@ -17,6 +17,7 @@ import (
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/simengine"
 	"github.com/joulemark/joulemark/report"
 )
@@ -167,7 +168,7 @@ func (c *Config) Validate() error {
 	}
 	if c.PrometheusURL != "" {
 		if u, err := url.Parse(c.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("prometheus url %q: want http(s)://host:port", c.PrometheusURL)
+			bad("prometheus url %q: want http(s)://host:port", secretfile.RedactURL(c.PrometheusURL))
 		}
 		if c.KeepServing {
 			bad("keep serving: only with the embedded Prometheus")

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/joulemark/joulemark/report"
 
 	"github.com/prometheus/client_golang/api"
@@ -27,9 +27,9 @@ import (
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/promserver"
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/stats"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // smallConfig is the demo at test scale: phases of a few seconds, a fast

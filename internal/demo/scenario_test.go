@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/simengine"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/joulemark/joulemark/report"
 )
 
@@ -47,14 +47,14 @@ func TestDemoScenarios(t *testing.T) {
 	for _, tc := range []struct {
 		name, scenario, dialect, rule string
 	}{
-		{"healthy", ScenarioHealthy, simengine.DialectVLLM, ""},
-		{"healthy sglang", ScenarioHealthy, simengine.DialectSGLang, ""},
-		{"queueing", ScenarioQueueing, simengine.DialectVLLM, report.RuleQueueing},
-		{"kv evictions", ScenarioKVEvictions, simengine.DialectVLLM, report.RuleKVEvictions},
-		{"slow prefill", ScenarioSlowPrefill, simengine.DialectVLLM, report.RulePrefillSlow},
-		{"client bound", ScenarioClientBound, simengine.DialectVLLM, report.RuleClientBound},
-		{"queueing sglang", ScenarioQueueing, simengine.DialectSGLang, report.RuleQueueing},
-		{"kv evictions sglang", ScenarioKVEvictions, simengine.DialectSGLang, report.RuleKVEvictions},
+		{"healthy", ScenarioHealthy, contract.EngineVLLM, ""},
+		{"healthy sglang", ScenarioHealthy, contract.EngineSGLang, ""},
+		{"queueing", ScenarioQueueing, contract.EngineVLLM, report.RuleQueueing},
+		{"kv evictions", ScenarioKVEvictions, contract.EngineVLLM, report.RuleKVEvictions},
+		{"slow prefill", ScenarioSlowPrefill, contract.EngineVLLM, report.RulePrefillSlow},
+		{"client bound", ScenarioClientBound, contract.EngineVLLM, report.RuleClientBound},
+		{"queueing sglang", ScenarioQueueing, contract.EngineSGLang, report.RuleQueueing},
+		{"kv evictions sglang", ScenarioKVEvictions, contract.EngineSGLang, report.RuleKVEvictions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

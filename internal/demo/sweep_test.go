@@ -10,7 +10,7 @@ import (
 
 	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/analyze/compare"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/joulemark/joulemark/report"
 )
 
