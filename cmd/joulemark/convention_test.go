@@ -476,6 +476,7 @@ var foreignFlags = map[string]struct{ file, why string }{
 	"config.file":                      {"deploy.md", "prometheus"},
 	"web.enable-remote-write-receiver": {"deploy.md", "prometheus"},
 	"tsdb.out-of-order.time-window":    {"deploy.md", "prometheus' storage block"},
+	"query.max-samples":                {"deploy.md", "prometheus"},
 	"profile":                          {"deploy.md", "docker compose"},
 	"rm":                               {"deploy.md", "docker run"},
 	"build-arg":                        {"deploy.md", "docker build"},
