@@ -80,10 +80,13 @@ func politisWhite(x []float64, minM int) lagWindow {
 	mmax := max(int(math.Ceil(math.Sqrt(float64(n))))+kn, n/8)
 	maxLag := min(n-1, max(mmax+kn, 2*minM))
 	acov := autocov(x, maxLag)
+	if !(acov[0] > 0) {
+		return lagWindow{M: 1} // a constant series: nothing correlates
+	}
 	crit := 2 * math.Sqrt(math.Log10(float64(n))/float64(n))
 	mhat, run := -1, 0
 	for k := 1; k <= min(mmax+kn, maxLag); k++ {
-		if acov[0] > 0 && math.Abs(acov[k]/acov[0]) < crit {
+		if math.Abs(acov[k]/acov[0]) < crit {
 			run++
 			if run == kn {
 				mhat = k - kn

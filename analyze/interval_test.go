@@ -88,3 +88,12 @@ func TestFixtureIntervals(t *testing.T) {
 		t.Errorf("not reproducible: %v vs %v", [2]float64{lo, hi}, iv.CI95[KeyThroughput])
 	}
 }
+
+// TestPlanBatchesConstant: a series without variance (a goodput of 100%:
+// no request missed) has no correlation to span, so it takes the most
+// batches rather than failing for too few.
+func TestPlanBatchesConstant(t *testing.T) {
+	if p := planBatches(make([]float64, 59), 0, 0); p.B != maxBatches {
+		t.Errorf("constant series of 59 bins: %d batches, want %d", p.B, maxBatches)
+	}
+}
