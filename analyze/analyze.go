@@ -20,6 +20,7 @@ import (
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/version"
+	"github.com/joulemark/joulemark/report"
 )
 
 // DefaultLookback is how far back a run is looked for.
@@ -61,10 +62,10 @@ type Config struct {
 	// archive, RunsDir/<run_id>; a run without one there is analyzed
 	// without output_sanity.
 	RunsDir string
-	// ReadAPI is how the raw series are read: ReadAuto (remote read,
-	// falling back to the query API where the server does not offer it;
-	// the default when empty), ReadRemote or ReadQuery. Both give the same
-	// report.
+	// ReadAPI is how the raw series are read: remoteread.Auto (remote
+	// read, falling back to the query API where the server does not offer
+	// it; the default when empty), remoteread.Remote or remoteread.Query.
+	// Both give the same report.
 	ReadAPI string
 	// Logger says how the raw series were read (a fallback from remote
 	// read, and why); nil: nothing logged.
@@ -74,7 +75,10 @@ type Config struct {
 	// 0: not at all. What the bench archived fills in meanwhile.
 	Wait time.Duration
 	// Cost, when any input is set, adds the report's cost section.
-	Cost CostInputs
+	Cost report.CostInputs
+
+	// maxResponse, in tests, lowers MaxPrometheusResponse.
+	maxResponse int64
 }
 
 // withDefaults fills what the zero value leaves open.
@@ -148,23 +152,15 @@ func (c *Config) openArchive() (*benchArchive, error) {
 	return readBenchArchive(run, c.RunID)
 }
 
-// Load reads the run's data from Prometheus.
-func Load(ctx context.Context, cfg Config) (*RunData, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return load(ctx, cfg, nil)
-}
-
-// load is Load with cfg validated; arch, when set, is the run's bench
-// archive, whose phases.json fills in what Prometheus lacks.
+// load reads the run's data from Prometheus, cfg validated; arch, when
+// set, is the run's bench archive, whose phases.json fills in what
+// Prometheus lacks.
 func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error) {
 	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
 	if err != nil {
 		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
 	}
-	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: hc})
+	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: limitClient(hc, cfg.maxResponse)})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
 	}
@@ -182,7 +178,7 @@ func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error)
 	if l.now.IsZero() {
 		l.now = time.Now()
 	}
-	if cfg.ReadAPI != ReadQuery {
+	if cfg.ReadAPI != remoteread.Query {
 		if l.rr, err = remoteread.New(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
 			return nil, err
 		}
@@ -195,7 +191,7 @@ func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error)
 }
 
 // Analyze loads the run and computes its report and plot data.
-func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
+func Analyze(ctx context.Context, cfg Config) (*report.Report, *PlotData, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
@@ -242,10 +238,10 @@ func Analyze(ctx context.Context, cfg Config) (*Report, *PlotData, error) {
 }
 
 // Run analyzes the run and, when cfg.OutDir is set, writes the report there.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if cfg.OutDir != "" && !cfg.KeepEarlier {
 		// Fail before any query when the report could not be written.
-		if err := checkFree(filepath.Clean(cfg.OutDir)); err != nil {
+		if err := report.CheckFree(filepath.Clean(cfg.OutDir)); err != nil {
 			return nil, err
 		}
 	}
@@ -283,13 +279,13 @@ func modeFromArchive(d *RunData, arch *benchArchive) {
 // addArchive adds what the bench archive tells to the report: output
 // sanity, the exporters' gaps and release basis, answer quality, and the
 // run identity when Prometheus had none.
-func addArchive(r *Report, arch *benchArchive, p Params) {
+func addArchive(r *report.Report, arch *benchArchive, p Params) {
 	AddOutputSanity(r, arch.sanity, p.MaxBadOutputRatio)
 	addExporterGaps(r, arch.views)
 	addReleaseBasis(r, arch.views)
 	addQuality(r, arch.quality, arch.manifest, p.MinQuality)
 	if r.Run == nil && arch.manifest != nil && arch.manifest.RunInfo != nil {
-		r.Run = &RunIdentity{RunIdentity: *arch.manifest.RunInfo, Source: "archive"}
+		r.Run = &report.RunIdentity{RunIdentity: *arch.manifest.RunInfo, Source: "archive"}
 	}
 }
 

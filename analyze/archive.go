@@ -6,9 +6,9 @@ import (
 	"slices"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
-	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 // benchArchive is what analyze takes from the run's bench archive, read
@@ -24,8 +24,8 @@ type benchArchive struct {
 	manifest *runarchive.Manifest
 	// views are phases.json's exporters; none without the file.
 	views   []runarchive.ExporterStatus
-	sanity  outputsanity.Counts
-	quality quality.Summary
+	sanity  report.OutputCounts
+	quality runarchive.QualitySummary
 }
 
 // clientReport is the bench's report of its own load, from the manifest;

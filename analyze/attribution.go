@@ -1,8 +1,10 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // attribution is the per-request split of GPU energy (docs/design.md,
@@ -41,6 +43,19 @@ func (e event) t() float64 { return math.Float64frombits(uint64(e.tHi)<<32 | uin
 func (e event) req() int { return int(e.reqKind >> 2) }
 
 func (e event) kind() evKind { return evKind(e.reqKind & 3) }
+
+// cmpEvents orders events by time, then kind (send, first token, end),
+// then request: a total order, so the sweep's float sums do not depend on
+// the sort algorithm.
+func cmpEvents(a, b event) int {
+	if c := cmp.Compare(a.t(), b.t()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.kind(), b.kind()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.req(), b.req())
+}
 
 // attribute splits the energy of the summed curves over [from, to] among the
 // requests. A request is active over [send, end]; its output tokens are
@@ -98,7 +113,7 @@ func newSweep(reqs []Request, from, to float64) *sweep {
 			s.evs = append(s.evs, newEvent(min(max(r.FirstToken, send), end), i, evFirst))
 		}
 	}
-	sortEvents(s.evs)
+	slices.SortFunc(s.evs, cmpEvents)
 	s.out.Joules = make([]float64, len(reqs))
 	s.aFirst = make([]float64, len(reqs))
 	return s

@@ -30,8 +30,10 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/joulemark/joulemark/internal/promserver"
-	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/report"
 )
 
 // BenchmarkCompute1M is the scale target: 1M requests and 3 hours of 8 GPUs
@@ -45,7 +47,7 @@ func BenchmarkCompute1M(b *testing.B) {
 	d := synthRun(1_000_000, 8, 3*3600, 10)
 	p := DefaultParams()
 	b.ResetTimer()
-	var r *Report
+	var r *report.Report
 	for b.Loop() {
 		var err error
 		r, _, err = Compute(d, p)
@@ -111,7 +113,7 @@ func BenchmarkAnalyzeTSDB(b *testing.B) {
 			runID := d.RunID
 			d = nil
 			cfg := Config{PrometheusURL: s.URL(), RunID: runID, Params: DefaultParams(), Now: fixtureNow().Add(time.Duration(n/100) * time.Second)}
-			for _, readAPI := range []string{ReadRemote, ReadQuery} {
+			for _, readAPI := range []string{remoteread.Remote, remoteread.Query} {
 				b.Run(readAPI, func(b *testing.B) {
 					cfg := cfg
 					cfg.ReadAPI = readAPI
@@ -205,7 +207,7 @@ func BenchmarkAnalyzeRealPrometheus(b *testing.B) {
 	d = nil
 	settle()
 	now := fixtureNow().Add(time.Duration(n/100) * time.Second)
-	for _, readAPI := range []string{ReadRemote, ReadQuery} {
+	for _, readAPI := range []string{remoteread.Remote, remoteread.Query} {
 		b.Run(readAPI+"-process", func(b *testing.B) {
 			benchAnalyzeProcess(b, srv.URL, runID, now, readAPI, n)
 		})

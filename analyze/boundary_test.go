@@ -3,6 +3,8 @@ package analyze
 import (
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/report"
 )
 
 // TestBoundaryFromMeasuredScope: the report's boundary line says what the
@@ -12,9 +14,9 @@ func TestBoundaryFromMeasuredScope(t *testing.T) {
 		scopes []string
 		want   string
 	}{
-		{[]string{"gpu", "gpu"}, Boundary},
-		{[]string{"", ""}, Boundary}, // exporters before the label
-		{[]string{"gpu", "module"}, BoundaryModule},
+		{[]string{"gpu", "gpu"}, report.Boundary},
+		{[]string{"", ""}, report.Boundary}, // exporters before the label
+		{[]string{"gpu", "module"}, report.BoundaryModule},
 	} {
 		d := synthRun(3000, len(tc.scopes), 600, 2)
 		for i := range d.GPUs {

@@ -23,7 +23,7 @@ func computeAllocs(t *testing.T, n int) (bytes, objects float64) {
 	return float64(after.TotalAlloc - before.TotalAlloc), float64(after.Mallocs - before.Mallocs)
 }
 
-// Compute's allocation budget (issue 34): what one Compute of a synthetic
+// Compute's allocation budget: what one Compute of a synthetic
 // run of budgetRequests requests allocates per request, its 8 GPUs' 10 Hz
 // samples included (BenchmarkCompute1M measures the same at 1M requests:
 // 619 bytes a request); time is not tested (docs/analyze.md, "Scale

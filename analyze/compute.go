@@ -1,9 +1,12 @@
 package analyze
 
 import (
+	"cmp"
+
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/stats"
+	"github.com/joulemark/joulemark/report"
 
 	"fmt"
 	"maps"
@@ -20,8 +23,8 @@ type Params struct {
 	SSWindow  int           // requests per window (100)
 	SSWindows int           // consecutive windows (3)
 	SSCV      float64       // CV threshold (0.03)
-	// SSWeighting weighs a request in a window's CV: SteadyWeightTokens
-	// (its output tokens, the default) or SteadyWeightRequests (alike).
+	// SSWeighting weighs a request in a window's CV: contract.SteadyWeightTokens
+	// (its output tokens, the default) or contract.SteadyWeightRequests (alike).
 	SSWeighting string
 
 	MaxErrorRate    float64 // formal error rate above which the run is flagged (0.05)
@@ -42,7 +45,8 @@ type Params struct {
 func DefaultParams() Params {
 	return Params{
 		SLOTTFT: 500 * time.Millisecond, SLOTPOT: 50 * time.Millisecond,
-		SSWindow: 100, SSWindows: 3, SSCV: 0.03, SSWeighting: SteadyWeightTokens,
+		SSWindow: contract.SteadyStateWindow, SSWindows: contract.SteadyStateWindows,
+		SSCV: contract.SteadyStateCV, SSWeighting: contract.SteadyWeightTokens,
 		MaxErrorRate: 0.05, MinCoverage: 0.95, EnergyTolerance: 0.01, IdleMaxCV: 0.05,
 		MaxBadOutputRatio: 0.05, MinQuality: 0.95,
 	}
@@ -59,8 +63,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("steady-state window count must be at least 1, got %d", p.SSWindows)
 	case !(p.SSCV > 0):
 		return fmt.Errorf("steady-state CV threshold must be > 0, got %g", p.SSCV)
-	case p.SSWeighting != SteadyWeightTokens && p.SSWeighting != SteadyWeightRequests:
-		return fmt.Errorf("steady-state weighting %q: want %q or %q", p.SSWeighting, SteadyWeightTokens, SteadyWeightRequests)
+	case p.SSWeighting != contract.SteadyWeightTokens && p.SSWeighting != contract.SteadyWeightRequests:
+		return fmt.Errorf("steady-state weighting %q: want %q or %q", p.SSWeighting, contract.SteadyWeightTokens, contract.SteadyWeightRequests)
 	case p.MaxErrorRate < 0 || p.MaxErrorRate > 1:
 		return fmt.Errorf("max error rate must be in [0,1], got %g", p.MaxErrorRate)
 	case p.MinCoverage < 0 || p.MinCoverage > 1:
@@ -79,14 +83,6 @@ func (p Params) Validate() error {
 // same boundary (each stamps its own clock) before phases count as out of
 // order.
 const phaseOrderSlack = 1.0
-
-// Boundary is the measurement boundary every figure carries, and
-// BoundaryModule the one where an exporter measured a C2C module (Grace
-// Hopper, Grace Blackwell: energy_scope="module").
-const (
-	Boundary       = "GPU board energy only"
-	BoundaryModule = "GPU module incl. CPU (C2C module energy: Grace CPU and its memory included)"
-)
 
 // PlotData is what the HTML report plots besides the report itself.
 type PlotData struct {
@@ -121,7 +117,7 @@ const maxRequests = maxEventReqs
 // Compute derives the report from the run's data. It never fails on data
 // quality: what cannot be computed is null and flagged; the error is for
 // misuse (invalid parameters, no data at all).
-func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
+func Compute(d *RunData, p Params) (*report.Report, *PlotData, error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -131,7 +127,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 	c := &computation{
 		d:  d,
 		p:  p,
-		r:  &Report{RunID: d.RunID, Stages: map[string]Stage{}, Flags: []Flag{}},
+		r:  &report.Report{RunID: d.RunID, Stages: map[string]report.Stage{}, Flags: []report.Flag{}},
 		pd: &PlotData{SteadyFirst: -1, SteadyJoulesPerToken: math.NaN()},
 
 		steadyFrom: -1,
@@ -173,7 +169,7 @@ func Compute(d *RunData, p Params) (*Report, *PlotData, error) {
 type computation struct {
 	d  *RunData
 	p  Params
-	r  *Report
+	r  *report.Report
 	pd *PlotData
 
 	spanFrom, spanTo float64            // first phase start, last phase end
@@ -188,7 +184,7 @@ type computation struct {
 
 // flag adds a report flag.
 func (c *computation) flag(code string, excluding bool, format string, a ...any) {
-	c.r.Flags = append(c.r.Flags, Flag{Code: code, Message: fmt.Sprintf(format, a...), Excluding: excluding})
+	c.r.Flags = append(c.r.Flags, report.Flag{Code: code, Message: fmt.Sprintf(format, a...), Excluding: excluding})
 }
 
 // complete reports whether the phase has both boundaries in order.
@@ -267,8 +263,7 @@ func (c *computation) counterCurves() {
 		}
 	}
 	if len(intervals) > 0 {
-		slices.Sort(intervals)
-		c.interval = median(intervals)
+		c.interval = stats.Median(intervals)
 	}
 	tol := 0.0
 	if !math.IsNaN(c.interval) {
@@ -287,7 +282,7 @@ func (c *computation) counterCurves() {
 // sources and the samples' coverage of the run span.
 func (c *computation) measurement() {
 	m := &c.r.Measurement
-	m.Boundary = Boundary
+	m.Boundary = report.Boundary
 	m.SampleIntervalSeconds = stats.Finite(c.interval)
 	m.GPUs = len(c.d.GPUs)
 	m.GPUUUIDs = []string{}
@@ -298,7 +293,7 @@ func (c *computation) measurement() {
 			srcs[g.EnergySource] = true
 		}
 		if g.EnergyScope == "module" {
-			m.Boundary = BoundaryModule
+			m.Boundary = report.BoundaryModule
 		}
 	}
 	m.EnergySource = strings.Join(slices.Sorted(maps.Keys(srcs)), ",")
@@ -322,7 +317,7 @@ func (c *computation) measurement() {
 			cv, gaps := coverage(s.ss, c.spanFrom, c.spanTo, medianInterval(s.ss))
 			cov = min(cov, cv)
 			for _, gp := range gaps {
-				m.Gaps = append(m.Gaps, Gap{GPU: g.Label(), Series: s.name, Start: gp[0], End: gp[1]})
+				m.Gaps = append(m.Gaps, report.Gap{GPU: g.Label(), Series: s.name, Start: gp[0], End: gp[1]})
 			}
 		}
 	}
@@ -385,8 +380,8 @@ func (c *computation) restartedIn(b PhaseBounds) bool {
 	return false
 }
 
-func (c *computation) stage(name string, b PhaseBounds) (st Stage, disagree string) {
-	st = Stage{Start: b.Start, End: b.End, DurationSeconds: b.End - b.Start}
+func (c *computation) stage(name string, b PhaseBounds) (st report.Stage, disagree string) {
+	st = report.Stage{Start: b.Start, End: b.End, DurationSeconds: b.End - b.Start}
 	unc := 0.0 // how far sampling resolution alone can move the counter figure
 	if len(c.curves) > 0 {
 		sum, allOK := 0.0, true
@@ -527,8 +522,24 @@ func (c *computation) orderFormal() {
 			idx = append(idx, int32(i))
 		}
 	}
-	c.formal = make([]int32, n)
-	sortFormal(reqs, idx, c.formal)
+	slices.SortFunc(idx, func(i, j int32) int { return cmpFormalReqs(reqs, i, j) })
+	c.formal = idx
+}
+
+// cmpFormalReqs orders formal requests i and j of reqs by completion: end,
+// then send, slot and index (a total order).
+func cmpFormalReqs(reqs []Request, i, j int32) int {
+	a, b := &reqs[i], &reqs[j]
+	if c := cmp.Compare(a.End, b.End); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Send, b.Send); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Slot, b.Slot); c != 0 {
+		return c
+	}
+	return cmp.Compare(i, j)
 }
 
 // requests fills the request counts, tokens, latency and good requests
@@ -696,7 +707,7 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	c.joules = at.Joules
 	jpt := make([]float64, len(ss))
 	var wt []float64
-	if p.SSWeighting != SteadyWeightRequests {
+	if p.SSWeighting != contract.SteadyWeightRequests {
 		wt = make([]float64, len(ss))
 	}
 	for j, i := range ss {

@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
-func flagCodes(r *Report) []string {
+func flagCodes(r *report.Report) []string {
 	var c []string
 	for _, f := range r.Flags {
 		c = append(c, f.Code)

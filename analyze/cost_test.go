@@ -9,15 +9,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joulemark/joulemark/report"
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
 // costReport is a run of 7.2 MJ (2 kWh) over its lifecycle, 0.36 J/token
 // in steady state and 0.72 J/token over the lifecycle.
-func costReport() *Report {
-	r := &Report{}
-	r.Measurement.Boundary = Boundary
+func costReport() *report.Report {
+	r := &report.Report{}
+	r.Measurement.Boundary = report.Boundary
 	r.Energy.LifecycleJoules = new(7.2e6)
 	r.SteadyState.Reached, r.SteadyState.JoulesPerToken = true, new(0.36)
 	r.FullLifecycleJoulesPerToken = new(0.72)
@@ -50,7 +51,7 @@ func deref(p *float64) any {
 // → 0.15 kWh → 0.03 and 60 g; at 0.72 J → 0.3 kWh → 0.06 and 120 g.
 func TestCostFixture(t *testing.T) {
 	r := costReport()
-	AddCost(r, CostInputs{PricePerKWh: new(0.2), Currency: "EUR", CarbonIntensity: new(400.0), PUE: new(1.5)}, new(400.0))
+	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), Currency: "EUR", CarbonIntensity: new(400.0), PUE: new(1.5)}, new(400.0))
 	c := r.Cost
 	if c.Boundary != "GPU board energy only × PUE 1.5" || len(c.Missing) != 0 || c.CarbonSource != "constant" {
 		t.Errorf("boundary %q, missing %v, source %q", c.Boundary, c.Missing, c.CarbonSource)
@@ -68,18 +69,18 @@ func TestCostFixture(t *testing.T) {
 // the section says what is missing; no input at all: no section.
 func TestCostMissingInputs(t *testing.T) {
 	r := costReport()
-	AddCost(r, CostInputs{}, nil)
+	AddCost(r, report.CostInputs{}, nil)
 	if r.Cost != nil {
 		t.Fatalf("no inputs: cost section %+v, want none", r.Cost)
 	}
-	AddCost(r, CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
+	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
 	costNear(t, "money without carbon", r.Cost.PerRun.Money, 0.6)
 	isNil(t, "carbon without intensity", r.Cost.PerRun.GramsCO2e)
 	if fmt.Sprint(r.Cost.Missing) != "[carbon intensity]" {
 		t.Errorf("missing %v", r.Cost.Missing)
 	}
 	r = costReport()
-	AddCost(r, CostInputs{PricePerKWh: new(0.2), CarbonIntensity: new(400.0)}, new(400.0))
+	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), CarbonIntensity: new(400.0)}, new(400.0))
 	isNil(t, "money without PUE", r.Cost.PerRun.Money)
 	isNil(t, "carbon without PUE", r.Cost.Per1MOutputTokensSteady.GramsCO2e)
 	if !strings.Contains(r.Cost.Boundary, "PUE (not given)") {
@@ -87,14 +88,14 @@ func TestCostMissingInputs(t *testing.T) {
 	}
 	r = costReport()
 	r.SteadyState.Reached = false
-	AddCost(r, CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
+	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
 	isNil(t, "steady state not reached", r.Cost.Per1MOutputTokensSteady.Money)
 }
 
 // TestCostGPUPlusHost: the host's energy is added where measured (1 kWh
 // more: 3 kWh × 1.5 = 4.5 kWh); where not, every figure is null.
 func TestCostGPUPlusHost(t *testing.T) {
-	in := CostInputs{PricePerKWh: new(0.2), PUE: new(1.5), Energy: CostEnergyGPUHost}
+	in := report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5), Energy: report.CostEnergyGPUHost}
 	r := costReport()
 	AddCost(r, in, nil)
 	isNil(t, "run without host energy", r.Cost.PerRun.FacilityKWh)
@@ -102,18 +103,18 @@ func TestCostGPUPlusHost(t *testing.T) {
 		t.Errorf("missing %v", r.Cost.Missing)
 	}
 	r = costReport()
-	r.HostEnergy = &HostEnergy{Available: true, LifecycleJoules: new(3.6e6), GPUPlusHostSteadyStateJoulesPerToken: new(0.54),
+	r.HostEnergy = &report.HostEnergy{Available: true, LifecycleJoules: new(3.6e6), GPUPlusHostSteadyStateJoulesPerToken: new(0.54),
 		GPUPlusHostFullLifecycleJoulesPerToken: new(1.08)}
 	AddCost(r, in, nil)
 	costNear(t, "run kWh", r.Cost.PerRun.FacilityKWh, 4.5)
 	costNear(t, "steady money", r.Cost.Per1MOutputTokensSteady.Money, 0.045)
-	if !strings.HasPrefix(r.Cost.Boundary, Boundary+" + host CPU packages") || !strings.HasSuffix(r.Cost.Boundary, "× PUE 1.5") {
+	if !strings.HasPrefix(r.Cost.Boundary, report.Boundary+" + host CPU packages") || !strings.HasSuffix(r.Cost.Boundary, "× PUE 1.5") {
 		t.Errorf("boundary %q", r.Cost.Boundary)
 	}
 }
 
 func TestCostInputsValidate(t *testing.T) {
-	for _, in := range []CostInputs{{PUE: new(0.9)}, {PricePerKWh: new(-1.0)}, {CarbonIntensity: new(1.0), CarbonQuery: "x"},
+	for _, in := range []report.CostInputs{{PUE: new(0.9)}, {PricePerKWh: new(-1.0)}, {CarbonIntensity: new(1.0), CarbonQuery: "x"},
 		{Energy: "host"}, {PUE: new(math.Inf(1))}} {
 		if in.Validate() == nil {
 			t.Errorf("%+v accepted", in)

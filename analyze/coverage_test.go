@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/report"
 )
 
 // covScenario is a design of synthetic runs for the interval coverage
@@ -256,7 +258,7 @@ func TestIntervalTooFewStretches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{KeyLifecycleJPT, KeyJoulesPerGood} {
+	for _, key := range []string{report.KeyLifecycleJPT, report.KeyJoulesPerGood} {
 		f := r.Intervals.Figures[key]
 		if _, has := r.Intervals.CI95[key]; has || !strings.Contains(f.Reason, "too few independent stretches") || !strings.Contains(f.Reason, "a formal stage of about") {
 			t.Errorf("%s: interval %v, reason %q; want none, for too few independent stretches", key, r.Intervals.CI95[key], f.Reason)
@@ -275,7 +277,7 @@ func TestIntervalShortRun(t *testing.T) {
 	var given, covered int
 	for _, r := range measureCoverage(t, sc, 150, 20) {
 		switch r.key {
-		case KeySteadyJPT, KeySustainedJPT, KeyLifecycleJPT, KeyJoulesPerGood:
+		case report.KeySteadyJPT, report.KeySustainedJPT, report.KeyLifecycleJPT, report.KeyJoulesPerGood:
 			t.Logf("%s: given %d/%d, covered %.1f%%, width %.2f", r.key, r.wants, r.runs, 100*r.coverage(), r.widthRatio)
 			if r.wants < r.runs/2 {
 				t.Errorf("%s at 120 s formal: an interval in %d of %d runs, want at least half", r.key, r.wants, r.runs)

@@ -14,6 +14,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 // writeFixtureArchive writes the fixture's requests as a run archive's
@@ -114,7 +115,7 @@ func TestInterruptedRunEndsAtLastRequest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got *Flag
+		var got *report.Flag
 		for i := range r.Flags {
 			if r.Flags[i].Code == contract.FlagKilled || r.Flags[i].Code == contract.FlagAborted {
 				got = &r.Flags[i]

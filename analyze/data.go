@@ -131,8 +131,9 @@ type RunData struct {
 	// IncompleteRequests counts per-request sample groups that lacked a
 	// required sample (latency, output tokens or success).
 	IncompleteRequests int
-	// ReadAPI is how the raw series were read: ReadRemote or ReadQuery;
-	// ReadFallback why remote read was given up (Config.ReadAPI auto).
+	// ReadAPI is how the raw series were read: remoteread.Remote or
+	// remoteread.Query; ReadFallback why remote read was given up
+	// (Config.ReadAPI auto).
 	ReadAPI, ReadFallback string
 }
 

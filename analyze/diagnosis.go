@@ -8,16 +8,7 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/internal/contract"
-)
-
-// Diagnosis rules (the LLMPerf analysis), each judged on the situation a
-// user would name and reported with the numbers behind its verdict and the
-// thresholds they crossed (docs/analyze.md, "Diagnosis").
-const (
-	RuleClientBound = "client_bound" // requests held outside the engine while the GPUs idle
-	RuleKVEvictions = "kv_evictions" // preemptions near a full KV cache
-	RuleQueueing    = "queueing"     // requests wait while the engine runs at its batch or KV limit
-	RulePrefillSlow = "prefill_slow" // TTFT over its SLO while nothing waits
+	"github.com/joulemark/joulemark/report"
 )
 
 // Thresholds of the rules; docs/analyze.md says why each is where it is.
@@ -53,67 +44,6 @@ const (
 	clientShort = 0.5
 )
 
-// Diagnosis is report.json "diagnosis".
-type Diagnosis struct {
-	// Healthy: no rule fired (rules skipped for lack of data are listed in
-	// Skipped and do not count).
-	Healthy  bool              `json:"healthy"`
-	Findings []Finding         `json:"findings"`
-	Skipped  map[string]string `json:"skipped,omitempty"` // rule → the data it lacked
-}
-
-// Finding is one rule that fired: its verdict, the evidence (the run's
-// figures) and the thresholds those figures crossed.
-type Finding struct {
-	Rule       string             `json:"rule"`
-	Verdict    string             `json:"verdict"`
-	Evidence   map[string]float64 `json:"evidence"`
-	Thresholds map[string]float64 `json:"thresholds"`
-}
-
-// thresholdOps are the suffixes of a threshold's key: the figure it
-// names, the comparison that crosses it and how the report writes it.
-var thresholdOps = []struct {
-	suffix, sign string
-	crossed      func(v, th float64) bool
-}{
-	{"_at_least", "≥", func(v, th float64) bool { return v >= th }},
-	{"_below", "<", func(v, th float64) bool { return v < th }},
-	{"_above", ">", func(v, th float64) bool { return v > th }},
-}
-
-// thresholdFigure splits a threshold key into the evidence figure it names
-// and its comparison sign; ok is false for a key without a known suffix.
-func thresholdFigure(key string) (figure, sign string, crossed func(v, th float64) bool, ok bool) {
-	for _, op := range thresholdOps {
-		if name, found := strings.CutSuffix(key, op.suffix); found {
-			return name, op.sign, op.crossed, true
-		}
-	}
-	return "", "", nil, false
-}
-
-// CheckThresholds reports a threshold of the finding that names no figure
-// of its evidence (<figure>_at_least, _below, _above) or that its figure
-// did not cross: a finding lists only the conditions that held.
-func (f Finding) CheckThresholds() error {
-	for _, k := range slices.Sorted(maps.Keys(f.Thresholds)) {
-		th := f.Thresholds[k]
-		figure, _, crossed, ok := thresholdFigure(k)
-		if !ok {
-			return fmt.Errorf("%s: threshold %s has no _at_least, _below or _above suffix", f.Rule, k)
-		}
-		v, ok := f.Evidence[figure]
-		if !ok {
-			return fmt.Errorf("%s: threshold %s names no figure of the evidence", f.Rule, k)
-		}
-		if !crossed(v, th) {
-			return fmt.Errorf("%s: threshold %s %g listed, but %s is %g", f.Rule, k, th, figure, v)
-		}
-	}
-	return nil
-}
-
 // situation is what the rules read: the engine's view of the formal phase
 // beside the client's.
 type situation struct {
@@ -132,19 +62,19 @@ type situation struct {
 
 // diagnose applies the rules to the server view and the client's requests.
 func (c *computation) diagnose() {
-	dg := &Diagnosis{Findings: []Finding{}, Skipped: map[string]string{}}
+	dg := &report.Diagnosis{Findings: []report.Finding{}, Skipped: map[string]string{}}
 	c.r.Diagnosis = dg
 	sv := c.r.Server
 	fb, ok := c.complete("formal")
 	if !sv.Available || !ok || sv.Waiting.Mean == nil || sv.Running.Mean == nil {
-		for _, r := range []string{RuleClientBound, RuleKVEvictions, RuleQueueing, RulePrefillSlow} {
+		for _, r := range []string{report.RuleClientBound, report.RuleKVEvictions, report.RuleQueueing, report.RulePrefillSlow} {
 			dg.Skipped[r] = "no running or waiting-queue metric of the engine"
 		}
 		dg.Healthy = true
 		return
 	}
 	s := c.situation(fb)
-	add := func(f *Finding) {
+	add := func(f *report.Finding) {
 		if f != nil {
 			dg.Findings = append(dg.Findings, *f)
 		}
@@ -156,12 +86,12 @@ func (c *computation) diagnose() {
 	case f != nil:
 		add(f)
 	case s.util == nil:
-		dg.Skipped[RuleClientBound] = "no GPU utilization"
+		dg.Skipped[report.RuleClientBound] = "no GPU utilization"
 	default:
 		add(s.clientBound())
 	}
 	if s.kvMax == nil || s.preempt == nil {
-		dg.Skipped[RuleKVEvictions] = "no KV-cache usage or preemption metric"
+		dg.Skipped[report.RuleKVEvictions] = "no KV-cache usage or preemption metric"
 	} else if len(dg.Findings) == 0 {
 		add(s.kvEvictions())
 	}
@@ -170,7 +100,7 @@ func (c *computation) diagnose() {
 	}
 	switch {
 	case s.slo == nil || s.ttftP50 == nil:
-		dg.Skipped[RulePrefillSlow] = "no TTFT SLO (--slo.ttft) to judge TTFT against"
+		dg.Skipped[report.RulePrefillSlow] = "no TTFT SLO (--slo.ttft) to judge TTFT against"
 	case len(dg.Findings) == 0:
 		add(s.prefillSlow())
 	}
@@ -227,7 +157,7 @@ func shareAtLeast(series [][]Sample, from, to, v float64) float64 {
 // clientBound: the GPUs idle while the requests the client has in flight
 // are not in the engine (held by the network, a router or a proxy), or the
 // client does not keep its configured concurrency.
-func (s situation) clientBound() *Finding {
+func (s situation) clientBound() *report.Finding {
 	if *s.util >= gpuIdle || s.clientInFlight <= 0 {
 		return nil
 	}
@@ -254,13 +184,13 @@ func (s situation) clientBound() *Finding {
 				s.clientInFlight, s.concurrency, 100**s.util)
 		}
 	}
-	return &Finding{Rule: RuleClientBound, Verdict: verdict, Evidence: ev, Thresholds: th}
+	return &report.Finding{Rule: report.RuleClientBound, Verdict: verdict, Evidence: ev, Thresholds: th}
 }
 
 // clientSaturated: the bench reports it could not offer its load (the
 // run's archive): its CPUs saturated, or an open loop's dispatch lagging
 // past max_lag. The figures decide, not the flags alone.
-func (s situation) clientSaturated() *Finding {
+func (s situation) clientSaturated() *report.Finding {
 	c := s.client
 	if c == nil {
 		return nil
@@ -285,18 +215,18 @@ func (s situation) clientSaturated() *Finding {
 	if s.util != nil {
 		ev["gpu_utilization_mean"] = *s.util
 	}
-	return &Finding{Rule: RuleClientBound, Evidence: ev, Thresholds: th,
+	return &report.Finding{Rule: report.RuleClientBound, Evidence: ev, Thresholds: th,
 		Verdict: fmt.Sprintf("the client reports it could not offer its load (%s): latency and throughput measure the client, not the engine; give the benchmark more CPUs or fewer requests in flight",
 			strings.Join(why, "; "))}
 }
 
 // kvEvictions: the engine preempted requests with its KV cache full.
-func (s situation) kvEvictions() *Finding {
+func (s situation) kvEvictions() *report.Finding {
 	need := max(1, math.Ceil(preemptionsPerRequest*s.requests))
 	if *s.kvMax < kvFull || *s.preempt < need {
 		return nil
 	}
-	return &Finding{Rule: RuleKVEvictions,
+	return &report.Finding{Rule: report.RuleKVEvictions,
 		Verdict: fmt.Sprintf("KV cache full (max %.0f%%) with %.0f preemptions in %.0f requests: evicted requests wait and recompute, latency turns bimodal; give the KV cache more memory or admit fewer sequences",
 			100**s.kvMax, *s.preempt, s.requests),
 		Evidence: map[string]float64{"kv_cache_max": *s.kvMax, "preemptions": *s.preempt, "formal_requests": s.requests,
@@ -306,7 +236,7 @@ func (s situation) kvEvictions() *Finding {
 
 // queueing: requests wait persistently (or ever more) while the engine
 // runs at its batch or KV limit. A queue full from the start counts.
-func (s situation) queueing() *Finding {
+func (s situation) queueing() *report.Finding {
 	persistent := s.waitShare >= waitingPersistent
 	growing := s.waitFirst != nil && s.waitLast != nil && *s.waitLast > *s.waitFirst*risingFactor && *s.waitLast > *s.waitFirst
 	batchFull := s.runMax > 0 && s.runMean >= batchAtLimit*s.runMax
@@ -339,18 +269,18 @@ func (s situation) queueing() *Finding {
 	if s.ttftP50 != nil {
 		ev["ttft_p50_seconds"] = *s.ttftP50
 	}
-	return &Finding{Rule: RuleQueueing,
+	return &report.Finding{Rule: report.RuleQueueing,
 		Verdict: fmt.Sprintf("requests queue: %.1f wait on average (some waiting in %.0f%% of the formal phase) with %s; the engine's limit, not the GPUs' speed, sets TTFT: raise --max-num-seqs or the KV cache, or lower the offered load",
 			s.waitMean, 100*s.waitShare, limit),
 		Evidence: ev, Thresholds: th}
 }
 
 // prefillSlow: the median TTFT misses its SLO while nothing waits.
-func (s situation) prefillSlow() *Finding {
+func (s situation) prefillSlow() *report.Finding {
 	if *s.ttftP50 <= *s.slo || s.waitMean >= nothingWaits {
 		return nil
 	}
-	return &Finding{Rule: RulePrefillSlow,
+	return &report.Finding{Rule: report.RulePrefillSlow,
 		Verdict: fmt.Sprintf("prefill is slow: median TTFT %.3f s over the %.3f s SLO while nothing waits (waiting mean %.2f); long prompts or a slow prefill, not a queue",
 			*s.ttftP50, *s.slo, s.waitMean),
 		Evidence: map[string]float64{"ttft_p50_seconds": *s.ttftP50, "ttft_slo_seconds": *s.slo,
@@ -360,7 +290,7 @@ func (s situation) prefillSlow() *Finding {
 
 // diagnosisMarkdown renders the diagnosis: per finding its verdict and a
 // table of its evidence, each figure beside the threshold it crossed.
-func diagnosisMarkdown(p func(string, ...any), dg *Diagnosis) {
+func diagnosisMarkdown(p func(string, ...any), dg *report.Diagnosis) {
 	if dg == nil {
 		return
 	}
@@ -392,10 +322,10 @@ func diagnosisMarkdown(p func(string, ...any), dg *Diagnosis) {
 
 // evidenceRows are a finding's figures, those with a threshold first, each
 // as figure, value and the threshold it crossed ("" for context figures).
-func evidenceRows(f Finding) [][3]string {
+func evidenceRows(f report.Finding) [][3]string {
 	crossed := map[string]string{}
 	for k, th := range f.Thresholds {
-		if figure, sign, _, ok := thresholdFigure(k); ok {
+		if figure, sign, _, ok := report.ThresholdFigure(k); ok {
 			crossed[figure] = fmt.Sprintf("%s %.4g", sign, th)
 		}
 	}

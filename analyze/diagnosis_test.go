@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/report"
 )
 
 // setEngine replaces one engine series of the fixture by f(t), t in seconds
@@ -54,7 +55,7 @@ func TestDiagnosisRules(t *testing.T) {
 					r.TTFT = 0.8 // over the 500 ms SLO, nothing waits
 				}
 			}
-		}, []string{RulePrefillSlow}, "ttft_p50_seconds"},
+		}, []string{report.RulePrefillSlow}, "ttft_p50_seconds"},
 		{"TTFT within its SLO", func(d *RunData) {
 			for i := range d.Requests {
 				if r := &d.Requests[i]; r.Formal && r.Success {
@@ -71,7 +72,7 @@ func TestDiagnosisRules(t *testing.T) {
 					r.TTFT = 11
 				}
 			}
-		}, []string{RuleQueueing}, "waiting_share"},
+		}, []string{report.RuleQueueing}, "waiting_share"},
 		{"queueing beside an idle replica of the model", func(d *RunData) {
 			setEngine(d, "vllm:num_requests_waiting", ramp(20, 7.5))
 			for _, n := range []string{"vllm:num_requests_waiting", "vllm:num_requests_running"} {
@@ -81,18 +82,18 @@ func TestDiagnosisRules(t *testing.T) {
 				}
 				d.Engine.Series[n] = append(d.Engine.Series[n], s)
 			}
-		}, []string{RuleQueueing}, "waiting_share"},
+		}, []string{report.RuleQueueing}, "waiting_share"},
 		{"queueing, growing", func(d *RunData) {
 			setEngine(d, "vllm:num_requests_waiting", ramp(0, 20))
-		}, []string{RuleQueueing}, "waiting_mean"},
+		}, []string{report.RuleQueueing}, "waiting_mean"},
 		{"queueing, late: a queue that grows in the last third", func(d *RunData) {
 			setEngine(d, "vllm:num_requests_waiting", func(t float64) float64 { return max(0, t-100) })
-		}, []string{RuleQueueing}, "waiting_last_third_mean"},
+		}, []string{report.RuleQueueing}, "waiting_last_third_mean"},
 		{"queueing at the KV limit, the batch below its max", func(d *RunData) {
 			setEngine(d, "vllm:num_requests_waiting", constant(3))
 			setEngine(d, "vllm:num_requests_running", func(t float64) float64 { return 2 + 2*math.Sin(t) })
 			setEngine(d, "vllm:kv_cache_usage_perc", constant(0.95))
-		}, []string{RuleQueueing}, "kv_cache_max"},
+		}, []string{report.RuleQueueing}, "kv_cache_max"},
 		{"waiting below the batch limit", func(d *RunData) {
 			setEngine(d, "vllm:num_requests_waiting", constant(3))
 			setEngine(d, "vllm:num_requests_running", func(t float64) float64 { return 2 + 2*math.Sin(t) })
@@ -109,7 +110,7 @@ func TestDiagnosisRules(t *testing.T) {
 			setEngine(d, "vllm:kv_cache_usage_perc", constant(0.99))
 			setEngine(d, "vllm:num_preemptions_total", ramp(0, 12))
 			setEngine(d, "vllm:num_requests_waiting", ramp(0, 20)) // the evicted wait: no queueing finding beside it
-		}, []string{RuleKVEvictions}, "preemptions"},
+		}, []string{report.RuleKVEvictions}, "preemptions"},
 		{"preemptions with room in the KV cache", func(d *RunData) {
 			setEngine(d, "vllm:kv_cache_usage_perc", constant(0.6))
 			setEngine(d, "vllm:num_preemptions_total", ramp(0, 12))
@@ -122,22 +123,22 @@ func TestDiagnosisRules(t *testing.T) {
 					r.Latency, r.Send, r.TTFT = 4, r.End-4, 3.1 // 3 s before the engine sees it
 				}
 			}
-		}, []string{RuleClientBound}, "outside_engine_share"},
+		}, []string{report.RuleClientBound}, "outside_engine_share"},
 		{"client bound: the client short of its concurrency", func(d *RunData) {
 			idleGPUs(d)
 			setEngine(d, "vllm:num_requests_running", constant(1))
 			d.RunInfo.Concurrency = 16
-		}, []string{RuleClientBound}, "client_concurrency"},
+		}, []string{report.RuleClientBound}, "client_concurrency"},
 		// The bench's own report (the archive's manifest): it could not
 		// offer its load, whatever the GPUs did; the queue it left is
 		// not reported beside it.
 		{"client bound: the client's CPUs saturated", func(d *RunData) {
 			d.Client = &ClientReport{CPURatio: 0.97, CPUSaturated: true}
 			setEngine(d, "vllm:num_requests_waiting", ramp(20, 7.5))
-		}, []string{RuleClientBound}, "client_cpu_ratio"},
+		}, []string{report.RuleClientBound}, "client_cpu_ratio"},
 		{"client bound: an open loop dispatched late", func(d *RunData) {
 			d.Client = &ClientReport{CPURatio: 0.4, LagP99Seconds: 0.2, MaxLagSeconds: 0.05, Lagging: true}
-		}, []string{RuleClientBound}, "dispatch_lag_p99_seconds"},
+		}, []string{report.RuleClientBound}, "dispatch_lag_p99_seconds"},
 		{"a busy client that kept up", func(d *RunData) {
 			d.Client = &ClientReport{CPURatio: 0.85, LagP99Seconds: 0.01, MaxLagSeconds: 0.05}
 		}, nil, ""},
@@ -193,7 +194,7 @@ func TestDiagnosisSkipsWithoutEngineMetrics(t *testing.T) {
 	if r.Server.Available || r.Server.Reason == "" {
 		t.Errorf("server %+v, want unavailable with a reason", r.Server)
 	}
-	for _, rule := range []string{RulePrefillSlow, RuleQueueing, RuleKVEvictions, RuleClientBound} {
+	for _, rule := range []string{report.RulePrefillSlow, report.RuleQueueing, report.RuleKVEvictions, report.RuleClientBound} {
 		if r.Diagnosis.Skipped[rule] == "" {
 			t.Errorf("rule %s not listed as skipped: %v", rule, r.Diagnosis.Skipped)
 		}
@@ -243,7 +244,7 @@ func TestEngineSharedFirstInMarkdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Flags = append([]Flag{{Code: contract.FlagExporterRestarted, Message: "a warning raised first"}}, r.Flags...)
+	r.Flags = append([]report.Flag{{Code: contract.FlagExporterRestarted, Message: "a warning raised first"}}, r.Flags...)
 	var md bytes.Buffer
 	if err := WriteMarkdown(&md, r); err != nil {
 		t.Fatal(err)
@@ -272,7 +273,7 @@ func TestServerTokenResolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	sv := r.Server
-	if sv.OutputTokensResolution == nil || *sv.OutputTokensResolution < 40 || slices.ContainsFunc(r.Flags, func(f Flag) bool {
+	if sv.OutputTokensResolution == nil || *sv.OutputTokensResolution < 40 || slices.ContainsFunc(r.Flags, func(f report.Flag) bool {
 		return f.Code == contract.FlagServerTokensMismatch || f.Code == contract.FlagEngineShared
 	}) {
 		t.Errorf("resolution %v, flags %v: want a resolution above the 40-token difference and no flag", sv.OutputTokensResolution, r.Flags)
@@ -304,7 +305,7 @@ func TestServerTokenCrossCheckScrapeResolution(t *testing.T) {
 			t.Fatal(err)
 		}
 		sv := r.Server
-		flagged := slices.ContainsFunc(r.Flags, func(f Flag) bool {
+		flagged := slices.ContainsFunc(r.Flags, func(f report.Flag) bool {
 			return f.Code == contract.FlagServerTokensMismatch && !f.Excluding || f.Code == contract.FlagEngineShared && f.Excluding
 		})
 		if flagged != tc.flagged || sv.TokenDifferenceRatio == nil || (sv.OutputTokensResolution == nil) != (tc.last < 130) {
@@ -367,7 +368,7 @@ func TestClientReportFromArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := r.Diagnosis.Findings; len(f) != 1 || f[0].Rule != RuleClientBound || f[0].Thresholds["dispatch_lag_p99_seconds_above"] != 0.05 {
+	if f := r.Diagnosis.Findings; len(f) != 1 || f[0].Rule != report.RuleClientBound || f[0].Thresholds["dispatch_lag_p99_seconds_above"] != 0.05 {
 		t.Errorf("findings %+v, want client_bound on the dispatch lag", f)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/report"
 )
 
 // TestDocDemoSummary: docs/analyze.md's worked example ("How sure, and what
@@ -19,7 +21,7 @@ func TestDocDemoSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r Report
+	var r report.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}

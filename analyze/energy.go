@@ -146,17 +146,6 @@ func (cv curve) between(a, b float64) (float64, bool) {
 	return eb - ea, oka && okb
 }
 
-// totalAt evaluates the sum of the curves at each of the sorted times xs in
-// one merged pass per curve: O(len(xs) + samples).
-func totalAt(curves []curve, xs []float64) []float64 {
-	out := make([]float64, len(xs))
-	tc := newTotalCursor(curves)
-	for i, x := range xs {
-		out[i] = tc.at(x)
-	}
-	return out
-}
-
 // totalCursor evaluates the sum of the curves at non-decreasing times, one
 // position per curve carried from one time to the next: O(times + samples)
 // over a sweep, without a slice of the times.
@@ -216,26 +205,6 @@ func medianInterval(s []Sample) float64 {
 		d[k-1] = s[k].T - s[k-1].T
 	}
 	return stats.Median(d)
-}
-
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return math.NaN()
-	}
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
-}
-
-// Gap is a stretch of a series with no sample for longer than twice its
-// median sample interval.
-type Gap struct {
-	GPU    string  `json:"gpu"`
-	Series string  `json:"series"` // energy or power
-	Start  float64 `json:"start"`
-	End    float64 `json:"end"`
 }
 
 // coverage returns the share of [from, to] that the series covers and its

@@ -140,3 +140,14 @@ func TestCounterBracket(t *testing.T) {
 		}
 	}
 }
+
+// totalAt is the sum of the curves at each of the sorted times xs, read
+// through the attribution's totalCursor.
+func totalAt(curves []curve, xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	tc := newTotalCursor(curves)
+	for i, x := range xs {
+		out[i] = tc.at(x)
+	}
+	return out
+}

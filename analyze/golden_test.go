@@ -7,7 +7,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/report"
 )
 
 // sameJSON compares two JSON documents, numbers within a relative 1e-9:
@@ -64,7 +65,7 @@ func jsonDiff(path string, g, w any, out []string) []string {
 	return out
 }
 
-func fixtureReport(t *testing.T) (*Report, *PlotData) {
+func fixtureReport(t *testing.T) (*report.Report, *PlotData) {
 	t.Helper()
 	r, pd, err := Compute(fixture(), fixtureParams())
 	if err != nil {
@@ -75,7 +76,7 @@ func fixtureReport(t *testing.T) (*Report, *PlotData) {
 
 func TestGoldenFixtureReport(t *testing.T) {
 	r, _ := fixtureReport(t)
-	js, err := MarshalReport(r)
+	js, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}

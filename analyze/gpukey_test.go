@@ -7,6 +7,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/report"
 )
 
 // otherHost copies the fixture's GPU series to a second exporter instance
@@ -62,11 +63,11 @@ func TestGPUNamedByHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := analyzeFixture(t, s.URL())
-	js, err := MarshalReport(r)
+	js, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, _ := fixtureReport(t)
-	wantJS, _ := MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, js, wantJS)
 }

@@ -6,29 +6,8 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
-
-// GPUMemory is report.json "gpu_memory": GPU memory in use over the formal
-// phase, from the exporter's 1 Hz joulemark_gpu_memory_used_bytes. Totals
-// sum the GPUs (peak_bytes sums each GPU's own peak, an upper bound of the
-// simultaneous peak). Null when no sample lies in the formal phase.
-type GPUMemory struct {
-	PeakBytes *float64 `json:"peak_bytes"`
-	MeanBytes *float64 `json:"mean_bytes"`
-	// MaxGPUPeakBytes is the largest single-GPU peak: what has to fit in
-	// one GPU's memory (recommend --max-gpu-memory).
-	MaxGPUPeakBytes *float64      `json:"max_gpu_peak_bytes"`
-	GPUs            []GPUMemoryOf `json:"gpus"`
-}
-
-// GPUMemoryOf is one GPU's memory over the formal phase.
-type GPUMemoryOf struct {
-	GPU       string   `json:"gpu"`
-	UUID      string   `json:"uuid"`
-	Instance  string   `json:"-"` // for labels; a GPU is its instance and UUID
-	PeakBytes *float64 `json:"peak_bytes"`
-	MeanBytes *float64 `json:"mean_bytes"`
-}
 
 // loadGPUMemory reads each run GPU's memory series into d.GPUs.
 func (l *loader) loadGPUMemory(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
@@ -49,7 +28,7 @@ func (l *loader) loadGPUMemory(ctx context.Context, d *RunData, gpuSel gpuSet, s
 
 // gpuMemory fills the gpu_memory section over the formal phase.
 func (c *computation) gpuMemory() {
-	gm := &GPUMemory{GPUs: []GPUMemoryOf{}}
+	gm := &report.GPUMemory{GPUs: []report.GPUMemoryOf{}}
 	c.r.GPUMemory = gm
 	fb, ok := c.complete("formal")
 	if !ok {
@@ -58,7 +37,7 @@ func (c *computation) gpuMemory() {
 	var peak, mean, maxPeak float64
 	all := true
 	for _, g := range c.d.GPUs {
-		of := GPUMemoryOf{GPU: g.GPU, UUID: g.UUID, Instance: g.Instance}
+		of := report.GPUMemoryOf{GPU: g.GPU, UUID: g.UUID, Instance: g.Instance}
 		n, sum, hi := 0, 0.0, 0.0
 		for _, s := range g.Memory {
 			if s.T < fb.Start || s.T > fb.End {
@@ -92,7 +71,7 @@ func gib(p *float64) string {
 }
 
 // gpuMemoryMarkdown is report.md's GPU memory section.
-func gpuMemoryMarkdown(p func(string, ...any), r *Report) {
+func gpuMemoryMarkdown(p func(string, ...any), r *report.Report) {
 	gm := r.GPUMemory
 	if gm == nil {
 		return
@@ -115,24 +94,12 @@ func gpuMemoryMarkdown(p func(string, ...any), r *Report) {
 	p("| all (sum) | %s | %s |\n\nLargest single-GPU peak: %s.\n\n", gib(gm.PeakBytes), gib(gm.MeanBytes), gib(gm.MaxGPUPeakBytes))
 }
 
-// GPUEnergy is one GPU's energy per stage, from its energy counter
-// interpolated at the stage boundaries (report.json "energy_per_gpu").
-type GPUEnergy struct {
-	GPU             string              `json:"gpu"`
-	UUID            string              `json:"uuid"`
-	Stages          map[string]*float64 `json:"stages"`
-	FormalJoules    *float64            `json:"formal_joules"`
-	LifecycleJoules *float64            `json:"lifecycle_joules"` // startup + warm-up + formal + release
-	// ShareOfFormal is the GPU's share of the formal energy of all GPUs.
-	ShareOfFormal *float64 `json:"share_of_formal"`
-}
-
 // gpuEnergy fills energy_per_gpu.
 func (c *computation) gpuEnergy() {
-	out := []GPUEnergy{}
+	out := []report.GPUEnergy{}
 	total := 0.0
 	for i, g := range c.d.GPUs {
-		ge := GPUEnergy{GPU: g.GPU, UUID: g.UUID, Stages: map[string]*float64{}}
+		ge := report.GPUEnergy{GPU: g.GPU, UUID: g.UUID, Stages: map[string]*float64{}}
 		for _, ph := range contract.Phases {
 			name := string(ph)
 			b, ok := c.complete(name)
@@ -162,7 +129,7 @@ func (c *computation) gpuEnergy() {
 }
 
 // gpuEnergyMarkdown is report.md's per-GPU energy table.
-func gpuEnergyMarkdown(p func(string, ...any), r *Report) {
+func gpuEnergyMarkdown(p func(string, ...any), r *report.Report) {
 	if len(r.EnergyPerGPU) == 0 {
 		return
 	}

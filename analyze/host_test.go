@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/report"
 )
 
 // TestHostEnergyUnavailable: without readable RAPL every host figure is
@@ -15,7 +17,7 @@ func TestHostEnergyUnavailable(t *testing.T) {
 		reason string
 		say    string
 	}{
-		{"no host metrics", nil, ReasonHostNotExported, "published no host energy"},
+		{"no host metrics", nil, report.ReasonHostNotExported, "published no host energy"},
 		{"permission denied", &HostData{PhaseEnergy: map[string]float64{}, Unavailable: map[string]string{"node-a:9402": "permission_denied"}},
 			"permission_denied", "root-only"},
 		{"no RAPL", &HostData{PhaseEnergy: map[string]float64{}, Unavailable: map[string]string{"node-a:9402": "no_rapl"}},
@@ -37,7 +39,7 @@ func TestHostEnergyUnavailable(t *testing.T) {
 			if he.FormalJoules != nil || he.LifecycleJoules != nil || he.GPUPlusHostSteadyStateJoulesPerToken != nil || he.TokensPerJouleGPUPlusHost != nil || len(he.Stages) != 0 {
 				t.Errorf("unavailable host energy carries figures: %+v", he)
 			}
-			js, err := MarshalReport(r)
+			js, err := report.Marshal(r)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,15 +5,8 @@ import (
 	"fmt"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
-
-// RunIdentity is report.json "run": what was tested, from the bench job's
-// joulemark_run_info (Prometheus) or, failing that, its archive's
-// manifest.json; Source says which.
-type RunIdentity struct {
-	contract.RunIdentity
-	Source string `json:"source"` // prometheus or archive
-}
 
 // loadRunInfo reads the run's joulemark_run_info labels into d (nil when the
 // bench job pushed none, e.g. without remote write).
@@ -44,12 +37,12 @@ func (l *loader) loadRunInfo(ctx context.Context, d *RunData) error {
 // runIdentity fills report.json "run" from the Prometheus run info.
 func (c *computation) runIdentity() {
 	if c.d.RunInfo != nil {
-		c.r.Run = &RunIdentity{RunIdentity: *c.d.RunInfo, Source: "prometheus"}
+		c.r.Run = &report.RunIdentity{RunIdentity: *c.d.RunInfo, Source: "prometheus"}
 	}
 }
 
 // identityLine is the report header's "what was tested" line.
-func identityLine(id *RunIdentity) string {
+func identityLine(id *report.RunIdentity) string {
 	if id == nil {
 		return "Run identity unknown (no joulemark_run_info in Prometheus and no archive manifest with run_info)."
 	}

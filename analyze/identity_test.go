@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 func TestArchiveRunInfoFallback(t *testing.T) {
@@ -27,7 +28,7 @@ func TestArchiveRunInfoFallback(t *testing.T) {
 	if info == nil || info.Model != "m" || info.GPUs != 8 || info.Rate != 2.5 || info.Load() != "rate 2.5 req/s (poisson)" {
 		t.Fatalf("run info %+v, %v", info, err)
 	}
-	line := identityLine(&RunIdentity{RunIdentity: *info, Source: "archive"})
+	line := identityLine(&report.RunIdentity{RunIdentity: *info, Source: "archive"})
 	for _, want := range []string{"`m`", "sglang", "8 × NVIDIA H200", "rate 2.5 req/s (poisson)", "repetition 2 of 3 in group `g`", "from archive"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("identity line %q lacks %q", line, want)

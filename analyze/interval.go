@@ -9,66 +9,8 @@ import (
 	"sort"
 
 	"github.com/joulemark/joulemark/internal/stats"
+	"github.com/joulemark/joulemark/report"
 	"gonum.org/v1/gonum/stat"
-)
-
-// Intervals is report.json "intervals": 95% confidence intervals of the
-// headline figures from batch means over time (docs/analyze.md,
-// "Confidence intervals"). Each figure's deviation is written as a sum over
-// a time grid of the formal stage; the grid is cut into batches sized from
-// the series' own correlation (Politis–White), and the interval is the
-// figure ± Student's t over the batches.
-type Intervals struct {
-	Method     string  `json:"method"`
-	Confidence float64 `json:"confidence"`
-	// BinSeconds is the time grid's bin width, Bins its bins over the
-	// formal stage.
-	BinSeconds float64 `json:"bin_seconds"`
-	Bins       int     `json:"bins"`
-	// Reason says why no figure has one (no formal requests).
-	Reason string `json:"reason,omitempty"`
-	// CI95 maps a figure's report key to its [low, high]; a figure without
-	// one says why in Figures.
-	CI95 map[string][2]float64 `json:"ci95"`
-	// Figures holds, for every figure with an interval key, what its
-	// interval covers and how it was found, or why it has none.
-	Figures map[string]IntervalFigure `json:"figures"`
-}
-
-// IntervalFigure is one figure's interval: its estimand, form and batches,
-// or the reason it has none.
-type IntervalFigure struct {
-	// Estimand is what the interval covers, in words.
-	Estimand string `json:"estimand"`
-	// Form is how the interval is built from the batches: ratio, mean,
-	// wilson (a proportion: Wilson's score interval at the effective sample
-	// size), density (a percentile: the proportion's standard error over
-	// the density at the percentile) or woodruff (a percentile far in a
-	// tail: the interval of the proportion below it, mapped back through
-	// the sorted values).
-	Form string `json:"form"`
-	// Batches of BatchSeconds each; CorrelationSeconds is the series'
-	// correlation scale G/g0 (Politis–White's lag window).
-	Batches            int     `json:"batches,omitempty"`
-	BatchSeconds       float64 `json:"batch_seconds,omitempty"`
-	CorrelationSeconds float64 `json:"correlation_seconds,omitempty"`
-	// StandardError is the interval's half-width over Student's t
-	// quantile at DF = batches − 1 degrees of freedom (what diff tests
-	// with).
-	StandardError *float64 `json:"standard_error,omitempty"`
-	DF            int      `json:"df,omitempty"`
-	// Reason says why there is no interval.
-	Reason string `json:"reason,omitempty"`
-}
-
-// Interval figure keys: the report keys of the figures with an interval.
-const (
-	KeySteadyJPT     = "steady_state.joules_per_token"
-	KeySustainedJPT  = "steady_state.sustained_load_joules_per_token"
-	KeyLifecycleJPT  = "full_lifecycle_joules_per_token"
-	KeyThroughput    = "throughput_tokens_per_second"
-	KeyGoodputRatio  = "goodput.ratio"
-	KeyJoulesPerGood = "goodput.joules_per_good_token"
 )
 
 // Interval forms (IntervalFigure.Form).
@@ -97,31 +39,13 @@ const (
 	minEnergyBatchSeconds = 20.0
 )
 
-// CI95 is the 95% interval of the figure with report key key; false when
-// the report has none.
-func (r *Report) CI95(key string) (lo, hi float64, ok bool) {
-	v, ok := r.Intervals.CI95[key]
-	return v[0], v[1], ok
-}
-
-// IntervalSE is the standard error and degrees of freedom of the figure's
-// interval; false when the report gives none (older reports: diff then
-// derives one from CI95).
-func (r *Report) IntervalSE(key string) (se float64, df int, ok bool) {
-	f, ok := r.Intervals.Figures[key]
-	if !ok || f.StandardError == nil || f.DF < 1 {
-		return 0, 0, false
-	}
-	return *f.StandardError, f.DF, true
-}
-
 // intervals fills report.json "intervals".
 func (c *computation) intervals() {
 	iv := &c.r.Intervals
 	iv.Method, iv.Confidence = intervalMethod, ciLevel
-	iv.CI95, iv.Figures = map[string][2]float64{}, map[string]IntervalFigure{}
+	iv.CI95, iv.Figures = map[string][2]float64{}, map[string]report.IntervalFigure{}
 	for _, f := range intervalKeys {
-		iv.Figures[f.key] = IntervalFigure{Estimand: f.estimand, Form: f.form}
+		iv.Figures[f.key] = report.IntervalFigure{Estimand: f.estimand, Form: f.form}
 	}
 	defer c.absentReasons()
 	from, to, ok := c.intervalSpan()
@@ -175,19 +99,19 @@ func (c *computation) absentReasons() {
 }
 
 // figurePoint is the report's value of an interval figure; nil when null.
-func figurePoint(r *Report, key string) *float64 {
+func figurePoint(r *report.Report, key string) *float64 {
 	switch key {
-	case KeySteadyJPT:
+	case report.KeySteadyJPT:
 		return r.SteadyState.JoulesPerToken
-	case KeySustainedJPT:
+	case report.KeySustainedJPT:
 		return r.SteadyState.SustainedLoadJoulesPerToken
-	case KeyLifecycleJPT:
+	case report.KeyLifecycleJPT:
 		return r.FullLifecycleJoulesPerToken
-	case KeyThroughput:
+	case report.KeyThroughput:
 		return r.ThroughputTokensPerSecond
-	case KeyGoodputRatio:
+	case report.KeyGoodputRatio:
 		return r.Goodput.Ratio
-	case KeyJoulesPerGood:
+	case report.KeyJoulesPerGood:
 		return r.Goodput.JoulesPerGoodToken
 	}
 	for _, l := range latencyLists(r) {
@@ -442,7 +366,7 @@ func (c *computation) energyBins(from, w float64, n int) []float64 {
 // linearized deviation, numerator − figure × denominator, per bin. Their
 // lag window is at least the energy series' own, where slow power noise
 // shows clearest.
-func (c *computation) energyIntervals(iv *Intervals, s *ivSeries) {
+func (c *computation) energyIntervals(iv *report.Intervals, s *ivSeries) {
 	r := c.r
 	var minM, minL int
 	var perBin float64 // the energy's long-run variance per bin
@@ -470,13 +394,13 @@ func (c *computation) energyIntervals(iv *Intervals, s *ivSeries) {
 		}
 		sp := s.span(resid, den, bins, minM)
 		sp.minL, sp.extra = minL, extra+s.drainVariance(resid, bins)
-		iv.setLinear(key, *p, sp, total)
+		setLinear(iv, key, *p, sp, total)
 	}
 	all := [2]int{0, len(s.tokens)}
-	ratio(KeySteadyJPT, s.steadyJ, s.steadyT, s.steadyBins, 0)
-	ratio(KeySustainedJPT, s.sustJ, s.sustT, s.sustBins, 0)
-	ratio(KeyLifecycleJPT, s.energy, s.tokens, all, perBin*c.fixedStageSeconds()/s.w)
-	ratio(KeyJoulesPerGood, s.energy, s.goodTokens, all, 0)
+	ratio(report.KeySteadyJPT, s.steadyJ, s.steadyT, s.steadyBins, 0)
+	ratio(report.KeySustainedJPT, s.sustJ, s.sustT, s.sustBins, 0)
+	ratio(report.KeyLifecycleJPT, s.energy, s.tokens, all, perBin*c.fixedStageSeconds()/s.w)
+	ratio(report.KeyJoulesPerGood, s.energy, s.goodTokens, all, 0)
 }
 
 // fixedStageSeconds is the duration of the stages whose energy the
@@ -491,7 +415,7 @@ func (c *computation) fixedStageSeconds() float64 {
 
 // requestIntervals sets throughput's (tokens per bin over the fixed formal
 // duration) and the goodput ratio's (Wilson) intervals.
-func (c *computation) requestIntervals(iv *Intervals, s *ivSeries) {
+func (c *computation) requestIntervals(iv *report.Intervals, s *ivSeries) {
 	r := c.r
 	if p := r.ThroughputTokensPerSecond; p != nil {
 		if fb, ok := c.complete("formal"); ok && fb.End > fb.Start {
@@ -501,7 +425,7 @@ func (c *computation) requestIntervals(iv *Intervals, s *ivSeries) {
 			}
 			sp := s.span(resid, s.tokens, all, 0)
 			sp.extra = s.drainVariance(resid, all)
-			iv.setLinear(KeyThroughput, *p, sp, fb.End-fb.Start)
+			setLinear(iv, report.KeyThroughput, *p, sp, fb.End-fb.Start)
 		}
 	}
 	if p := r.Goodput.Ratio; p != nil {
@@ -510,12 +434,12 @@ func (c *computation) requestIntervals(iv *Intervals, s *ivSeries) {
 		for t := range resid {
 			resid[t] = s.good[t] - *p*s.count[t]
 		}
-		iv.setWilson(KeyGoodputRatio, *p, n, s.span(resid, s.count, [2]int{0, len(resid)}, 0))
+		setWilson(iv, report.KeyGoodputRatio, *p, n, s.span(resid, s.count, [2]int{0, len(resid)}, 0))
 	}
 }
 
 // latencyIntervals sets a latency list's percentile intervals.
-func (c *computation) latencyIntervals(iv *Intervals, s *ivSeries, l *latSeries) {
+func (c *computation) latencyIntervals(iv *report.Intervals, s *ivSeries, l *latSeries) {
 	m := len(l.sorted)
 	if m == 0 {
 		return
@@ -534,7 +458,7 @@ func (c *computation) latencyIntervals(iv *Intervals, s *ivSeries, l *latSeries)
 		for t := range resid {
 			resid[t] = l.below[j][t] - f*l.den[t]
 		}
-		iv.setQuantile(key, l.sorted, q, s.span(resid, l.den, [2]int{0, len(resid)}, 0), total)
+		setQuantile(iv, key, l.sorted, q, s.span(resid, l.den, [2]int{0, len(resid)}, 0), total)
 	}
 }
 
@@ -564,7 +488,7 @@ func (s *ivSeries) span(resid, den []float64, bins [2]int, minM int) spanSeries 
 // variance is the variance of the deviation's sum over the bins: batch
 // means over the core, scaled by the bins' share of the denominator; the
 // batches are recorded in f, and a reason returned when there are too few.
-func (sp spanSeries) variance(f *IntervalFigure) (v float64, df int, why string) {
+func (sp spanSeries) variance(f *report.IntervalFigure) (v float64, df int, why string) {
 	x := sp.resid[sp.core[0]:sp.core[1]]
 	p := planBatches(x, sp.minM, sp.minL)
 	f.Batches, f.BatchSeconds, f.CorrelationSeconds = p.B, float64(p.L)*sp.w, p.lw.correlationBins()*sp.w
@@ -591,7 +515,7 @@ func sum(v []float64) float64 {
 
 // setLinear sets the interval point ± t·√V/scale of a figure whose
 // deviation is the series' sum over scale.
-func (iv *Intervals) setLinear(key string, point float64, sp spanSeries, scale float64) {
+func setLinear(iv *report.Intervals, key string, point float64, sp spanSeries, scale float64) {
 	f := iv.Figures[key]
 	defer func() { iv.Figures[key] = f }()
 	v, df, why := sp.variance(&f)
@@ -610,7 +534,7 @@ func (iv *Intervals) setLinear(key string, point float64, sp spanSeries, scale f
 // variance of the proportion (clamped to [batches, n]; batches when p is 0
 // or 1, where V shows nothing). Its width follows p(1−p) at the ends, not
 // the lucky point's.
-func (iv *Intervals) setWilson(key string, p, n float64, sp spanSeries) {
+func setWilson(iv *report.Intervals, key string, p, n float64, sp spanSeries) {
 	f := iv.Figures[key]
 	defer func() { iv.Figures[key] = f }()
 	v, df, why := sp.variance(&f)
@@ -643,7 +567,7 @@ func (iv *Intervals) setWilson(key string, p, n float64, sp spanSeries) {
 // figure); else Woodruff's interval, q ± t·se_F mapped back through the
 // sorted values (a gap in them above a percentile, such as stalled TTFTs
 // above the fast ones, widens it far past the percentile's spread).
-func (iv *Intervals) setQuantile(key string, sorted []float64, q float64, sp spanSeries, n float64) {
+func setQuantile(iv *report.Intervals, key string, sorted []float64, q float64, sp spanSeries, n float64) {
 	f := iv.Figures[key]
 	defer func() { iv.Figures[key] = f }()
 	v, df, why := sp.variance(&f)
@@ -722,7 +646,7 @@ func (p pctPtrs) ptr(i int) *float64 {
 	return [4]*float64{p.P50, p.P90, p.P95, p.P99}[i]
 }
 
-func latencyLists(r *Report) []latencyList {
+func latencyLists(r *report.Report) []latencyList {
 	return []latencyList{{"ttft_seconds", pctPtrs(r.Latency.TTFTSeconds)}, {"tpot_seconds", pctPtrs(r.Latency.TPOTSeconds)}, {"latency_seconds", pctPtrs(r.Latency.LatencySeconds)}}
 }
 
@@ -745,12 +669,12 @@ const (
 // estimand and form, and how the markdown shows them (scale, format).
 var intervalKeys = func() []intervalKey {
 	keys := []intervalKey{
-		{KeySteadyJPT, "steady-state J/token (drain incl.)", estSteady, formRatio, 1, "%.4f"},
-		{KeySustainedJPT, "sustained-load J/token (no drain)", estSustained, formRatio, 1, "%.4f"},
-		{KeyLifecycleJPT, "full-lifecycle J/token", estLifecycle, formRatio, 1, "%.4f"},
-		{KeyJoulesPerGood, "J per good token", estGoodJPT, formRatio, 1, "%.4f"},
-		{KeyThroughput, "throughput tokens/s", estThroughput, formMean, 1, "%.1f"},
-		{KeyGoodputRatio, "goodput %", estGoodput, formWilson, 100, "%.2f"},
+		{report.KeySteadyJPT, "steady-state J/token (drain incl.)", estSteady, formRatio, 1, "%.4f"},
+		{report.KeySustainedJPT, "sustained-load J/token (no drain)", estSustained, formRatio, 1, "%.4f"},
+		{report.KeyLifecycleJPT, "full-lifecycle J/token", estLifecycle, formRatio, 1, "%.4f"},
+		{report.KeyJoulesPerGood, "J per good token", estGoodJPT, formRatio, 1, "%.4f"},
+		{report.KeyThroughput, "throughput tokens/s", estThroughput, formMean, 1, "%.1f"},
+		{report.KeyGoodputRatio, "goodput %", estGoodput, formWilson, 100, "%.2f"},
 	}
 	for _, l := range []struct{ key, label, format string }{{"ttft_seconds", "TTFT", "%.1f"}, {"tpot_seconds", "TPOT", "%.2f"}, {"latency_seconds", "latency", "%.0f"}} {
 		for _, p := range pctNames {
@@ -768,7 +692,7 @@ type intervalKey struct {
 
 // ciText is " [lo, hi]" for the figure's interval, scaled by k; "" without
 // one.
-func ciText(r *Report, key string, k float64, format string) string {
+func ciText(r *report.Report, key string, k float64, format string) string {
 	lo, hi, ok := r.CI95(key)
 	if !ok {
 		return ""
@@ -778,7 +702,7 @@ func ciText(r *Report, key string, k float64, format string) string {
 
 // intervalsMarkdown is report.md's "Uncertainty" section: every figure's
 // interval, or why it has none.
-func intervalsMarkdown(p func(string, ...any), r *Report) {
+func intervalsMarkdown(p func(string, ...any), r *report.Report) {
 	iv := r.Intervals
 	p("## Uncertainty (95%% confidence intervals)\n\n")
 	if iv.Reason != "" {

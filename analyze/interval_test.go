@@ -3,6 +3,8 @@ package analyze
 import (
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/report"
 )
 
 func cmpF(a, b float64) int {
@@ -55,7 +57,7 @@ func TestFixtureIntervals(t *testing.T) {
 	if iv.Reason != "" || len(iv.CI95) == 0 {
 		t.Fatalf("no intervals: %q", iv.Reason)
 	}
-	point := map[string]*float64{KeyThroughput: r.ThroughputTokensPerSecond, KeyGoodputRatio: r.Goodput.Ratio, "latency.ttft_seconds.p50": r.Latency.TTFTSeconds.P50}
+	point := map[string]*float64{report.KeyThroughput: r.ThroughputTokensPerSecond, report.KeyGoodputRatio: r.Goodput.Ratio, "latency.ttft_seconds.p50": r.Latency.TTFTSeconds.P50}
 	for k, p := range point {
 		ci, ok := iv.CI95[k]
 		if p == nil || !ok {
@@ -66,7 +68,7 @@ func TestFixtureIntervals(t *testing.T) {
 			t.Errorf("%s: %v not inside [%v, %v]", k, *p, ci[0], ci[1])
 		}
 	}
-	for _, k := range []string{KeySteadyJPT, KeyLifecycleJPT, KeyJoulesPerGood} {
+	for _, k := range []string{report.KeySteadyJPT, report.KeyLifecycleJPT, report.KeyJoulesPerGood} {
 		if why := iv.Figures[k].Reason; !strings.Contains(why, "a formal stage of about 1") {
 			t.Errorf("%s: reason %q, want the formal stage (over 100 s) that would give one", k, why)
 		}
@@ -84,8 +86,8 @@ func TestFixtureIntervals(t *testing.T) {
 		t.Errorf("TTFT p99: reason %q, want the failed requests named", why)
 	}
 	r2, _ := fixtureReport(t)
-	if lo, hi, _ := r2.CI95(KeyThroughput); [2]float64{lo, hi} != iv.CI95[KeyThroughput] {
-		t.Errorf("not reproducible: %v vs %v", [2]float64{lo, hi}, iv.CI95[KeyThroughput])
+	if lo, hi, _ := r2.CI95(report.KeyThroughput); [2]float64{lo, hi} != iv.CI95[report.KeyThroughput] {
+		t.Errorf("not reproducible: %v vs %v", [2]float64{lo, hi}, iv.CI95[report.KeyThroughput])
 	}
 }
 

@@ -3,6 +3,7 @@ package analyze
 import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/stats"
+	"github.com/joulemark/joulemark/report"
 
 	"fmt"
 	"io"
@@ -11,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // num formats an optional figure; "—" when it could not be computed.
@@ -53,7 +54,7 @@ func pctCell(p *float64, k float64, format string, haveData bool, failed int) st
 
 // WriteMarkdown renders report.md: GitHub-flavoured Markdown that also reads
 // well as plain text in a terminal.
-func WriteMarkdown(w io.Writer, r *Report) error {
+func WriteMarkdown(w io.Writer, r *report.Report) error {
 	head, rest := markdownParts(r)
 	_, err := io.WriteString(w, head+rest)
 	return err
@@ -62,7 +63,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 // markdownParts is report.md in two parts: the headline (verdict, flags,
 // requests, J/token with intervals), which report.html shows above its
 // plots, and the rest.
-func markdownParts(r *Report) (head, rest string) {
+func markdownParts(r *report.Report) (head, rest string) {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 
@@ -101,7 +102,7 @@ func markdownParts(r *Report) (head, rest string) {
 }
 
 // headerMarkdown renders the title, the verdict and the run's identity.
-func headerMarkdown(p func(string, ...any), r *Report) {
+func headerMarkdown(p func(string, ...any), r *report.Report) {
 	p("# joulemark report — run `%s`\n\n", r.RunID)
 	verdict := "**VALID**"
 	if !r.Valid {
@@ -119,7 +120,7 @@ func headerMarkdown(p func(string, ...any), r *Report) {
 }
 
 // excludedBy names the run's excluding flags: ": by `a`, `b`", "" when none.
-func excludedBy(r *Report) string {
+func excludedBy(r *report.Report) string {
 	var codes []string
 	for _, f := range r.Flags {
 		if f.Excluding && !slices.Contains(codes, "`"+f.Code+"`") {
@@ -133,7 +134,7 @@ func excludedBy(r *Report) string {
 }
 
 // flagsMarkdown renders the run's flags, the excluding ones first.
-func flagsMarkdown(p func(string, ...any), r *Report) {
+func flagsMarkdown(p func(string, ...any), r *report.Report) {
 	p("## Flags\n\n")
 	if len(r.Flags) == 0 {
 		p("None.\n\n")
@@ -152,7 +153,7 @@ func flagsMarkdown(p func(string, ...any), r *Report) {
 
 // energyPerTokenMarkdown renders the J/token figures, each with its 95%
 // confidence interval where the report has one, and the steady state.
-func energyPerTokenMarkdown(p func(string, ...any), r *Report) {
+func energyPerTokenMarkdown(p func(string, ...any), r *report.Report) {
 	p("## Energy per token\n\n| figure | value | 95%% CI |\n|---|---:|---:|\n")
 	ci := func(key, format string) string {
 		lo, hi, ok := r.CI95(key)
@@ -165,18 +166,18 @@ func energyPerTokenMarkdown(p func(string, ...any), r *Report) {
 	ssVal, ssCI := "not reached", "—"
 	if ss.Reached {
 		ssVal = num(ss.JoulesPerToken, "%.4f J/token") + " (" + num(whPer1k(ss.JoulesPerToken), "%.4f Wh/1k tokens") + ")"
-		ssCI = ci(KeySteadyJPT, "%.4f")
+		ssCI = ci(report.KeySteadyJPT, "%.4f")
 	}
 	p("| steady-state J/token | %s | %s |\n", ssVal, ssCI)
 	if r.Mode == contract.ModeAttached {
 		p("| full-lifecycle J/token | not measured (attached run) | — |\n")
 	} else {
-		p("| full-lifecycle J/token | %s (%s) | %s |\n", num(r.FullLifecycleJoulesPerToken, "%.4f J/token"), num(whPer1k(r.FullLifecycleJoulesPerToken), "%.4f Wh/1k tokens"), ci(KeyLifecycleJPT, "%.4f"))
+		p("| full-lifecycle J/token | %s (%s) | %s |\n", num(r.FullLifecycleJoulesPerToken, "%.4f J/token"), num(whPer1k(r.FullLifecycleJoulesPerToken), "%.4f Wh/1k tokens"), ci(report.KeyLifecycleJPT, "%.4f"))
 	}
-	p("| J per good token (formal energy / good requests' tokens) | %s (%s) | %s |\n", num(r.Goodput.JoulesPerGoodToken, "%.4f J/token"), num(whPer1k(r.Goodput.JoulesPerGoodToken), "%.4f Wh/1k tokens"), ci(KeyJoulesPerGood, "%.4f"))
+	p("| J per good token (formal energy / good requests' tokens) | %s (%s) | %s |\n", num(r.Goodput.JoulesPerGoodToken, "%.4f J/token"), num(whPer1k(r.Goodput.JoulesPerGoodToken), "%.4f Wh/1k tokens"), ci(report.KeyJoulesPerGood, "%.4f"))
 	p("| formal output tokens (successful) | %d | |\n", r.Tokens.FormalOutput)
 	p("| formal input tokens (successful) | %d | |\n", r.Tokens.FormalInput)
-	p("| throughput | %s | %s |\n", num(r.ThroughputTokensPerSecond, "%.1f tokens/s"), ci(KeyThroughput, "%.1f"))
+	p("| throughput | %s | %s |\n", num(r.ThroughputTokensPerSecond, "%.1f tokens/s"), ci(report.KeyThroughput, "%.1f"))
 	if r.OutputSanity != nil {
 		ie := ""
 		if r.OutputSanity.IgnoreEOS != nil {
@@ -195,7 +196,7 @@ func energyPerTokenMarkdown(p func(string, ...any), r *Report) {
 }
 
 // stageEnergyMarkdown renders each stage's energy and the totals.
-func stageEnergyMarkdown(p func(string, ...any), r *Report) {
+func stageEnergyMarkdown(p func(string, ...any), r *report.Report) {
 	p("## Stage energy\n\n")
 	// energy is the exporter's phase energy when there is one, else the
 	// counter's: the column beside it is the counter's, the cross-check
@@ -220,7 +221,7 @@ func stageEnergyMarkdown(p func(string, ...any), r *Report) {
 }
 
 // releaseMarkdown renders how the release stage closed.
-func releaseMarkdown(p func(string, ...any), r *Report) {
+func releaseMarkdown(p func(string, ...any), r *report.Report) {
 	closed := yesNo(r.Release.Closed)
 	if r.Release.ClosedBy != "" && r.Release.ClosedByAt != nil {
 		closed += fmt.Sprintf(" (the %s criterion was met last, at %s)", r.Release.ClosedBy, time.Unix(0, int64(*r.Release.ClosedByAt*1e9)).UTC().Format("15:04:05.000 MST"))
@@ -240,7 +241,7 @@ func releaseMarkdown(p func(string, ...any), r *Report) {
 }
 
 // latencyMarkdown renders the formal requests' latency percentiles.
-func latencyMarkdown(p func(string, ...any), r *Report) {
+func latencyMarkdown(p func(string, ...any), r *report.Report) {
 	p("## Latency (formal requests)\n\n")
 	p("Error rate first: %.2f%% (%d of %d failed). Failed requests count as infinitely slow in every percentile; a percentile that lands on one reads `failed`.\n\n",
 		100*r.Requests.ErrorRate, r.Requests.Failed, r.Requests.Started)
@@ -261,7 +262,7 @@ func latencyMarkdown(p func(string, ...any), r *Report) {
 }
 
 // measurementMarkdown renders the measurement boundary, coverage and gaps.
-func measurementMarkdown(p func(string, ...any), r *Report) {
+func measurementMarkdown(p func(string, ...any), r *report.Report) {
 	m := r.Measurement
 	p("## Measurement\n\n")
 	p("| boundary | energy source | GPUs | sample interval | coverage |\n|---|---|---:|---:|---:|\n")
@@ -310,7 +311,7 @@ func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // WriteSummary prints the headline figures as an aligned table (stdout of
 // joulemark analyze).
-func WriteSummary(w io.Writer, r *Report) error {
+func WriteSummary(w io.Writer, r *report.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("run", r.RunID)
@@ -330,25 +331,25 @@ func WriteSummary(w io.Writer, r *Report) error {
 	row("error rate", fmt.Sprintf("%.2f%% (%d/%d failed)", 100*r.Requests.ErrorRate, r.Requests.Failed, r.Requests.Started))
 	ssv := "not reached: " + r.SteadyState.Reason
 	if r.SteadyState.Reached {
-		ssv = num(r.SteadyState.JoulesPerToken, "%.4f") + ciText(r, KeySteadyJPT, 1, "%.4f")
+		ssv = num(r.SteadyState.JoulesPerToken, "%.4f") + ciText(r, report.KeySteadyJPT, 1, "%.4f")
 	}
 	row("steady-state J/token", ssv)
 	if r.SteadyState.Reached {
-		row("sustained-load J/token (no drain)", num(r.SteadyState.SustainedLoadJoulesPerToken, "%.4f")+ciText(r, KeySustainedJPT, 1, "%.4f"))
+		row("sustained-load J/token (no drain)", num(r.SteadyState.SustainedLoadJoulesPerToken, "%.4f")+ciText(r, report.KeySustainedJPT, 1, "%.4f"))
 	}
 	if r.Mode == contract.ModeAttached {
 		row("full-lifecycle J/token", "not measured (attached run)")
 	} else {
-		row("full-lifecycle J/token", num(r.FullLifecycleJoulesPerToken, "%.4f")+ciText(r, KeyLifecycleJPT, 1, "%.4f"))
+		row("full-lifecycle J/token", num(r.FullLifecycleJoulesPerToken, "%.4f")+ciText(r, report.KeyLifecycleJPT, 1, "%.4f"))
 	}
 	row("energy startup/formal/release J", fmt.Sprintf("%s / %s / %s", num(r.Energy.StartupJoules, "%.1f"), num(r.Energy.FormalJoules, "%.1f"), num(r.Energy.ReleaseJoules, "%.1f")))
-	row("throughput tokens/s", num(r.ThroughputTokensPerSecond, "%.1f")+ciText(r, KeyThroughput, 1, "%.1f"))
+	row("throughput tokens/s", num(r.ThroughputTokensPerSecond, "%.1f")+ciText(r, report.KeyThroughput, 1, "%.1f"))
 	if r.OutputSanity != nil {
 		row("outputs empty/repeated/short", sanityCell(r.OutputSanity))
 	}
 	row("TTFT p50/p99 ms", scaled(r.Latency.TTFTSeconds.P50, 1000, "%.1f")+ciText(r, "latency.ttft_seconds.p50", 1000, "%.1f")+" / "+scaled(r.Latency.TTFTSeconds.P99, 1000, "%.1f")+ciText(r, "latency.ttft_seconds.p99", 1000, "%.1f"))
 	row("TPOT p50/p99 ms", scaled(r.Latency.TPOTSeconds.P50, 1000, "%.2f")+ciText(r, "latency.tpot_seconds.p50", 1000, "%.2f")+" / "+scaled(r.Latency.TPOTSeconds.P99, 1000, "%.2f")+ciText(r, "latency.tpot_seconds.p99", 1000, "%.2f"))
-	row("goodput", scaled(r.Goodput.Ratio, 100, "%.2f%%")+ciText(r, KeyGoodputRatio, 100, "%.2f%%"))
+	row("goodput", scaled(r.Goodput.Ratio, 100, "%.2f%%")+ciText(r, report.KeyGoodputRatio, 100, "%.2f%%"))
 	if len(r.Intervals.CI95) > 0 {
 		row("intervals", fmt.Sprintf("[95%% CI], batch means over time (%d of %d figures; the rest say why in Uncertainty)", len(r.Intervals.CI95), len(r.Intervals.Figures)))
 	}

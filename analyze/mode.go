@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
 // What an attached run does not measure (report.json not_measured): the
@@ -78,7 +79,7 @@ func (c *computation) expectedPhases() []string {
 
 // modeLine is the report header's line on the mode and what it leaves
 // unmeasured.
-func modeLine(r *Report) string {
+func modeLine(r *report.Report) string {
 	if r.Mode != contract.ModeAttached {
 		return "Mode: cold-start lifecycle (idle, startup, warm-up, formal, release measured)."
 	}

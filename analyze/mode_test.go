@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
+	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 // attachedFixture is the fixture as an attached run (bench --engine.no-lifecycle)
@@ -159,7 +161,7 @@ func TestOutageRepairedFromArchive(t *testing.T) {
 	if err := s.AppendSamples(ctx, samples); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second, ReadAPI: ReadQuery}
+	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second, ReadAPI: remoteread.Query}
 	cfg = cfg.withDefaults()
 	if _, err := load(ctx, cfg, nil); err == nil || !strings.Contains(err.Error(), "run not found") {
 		t.Fatalf("without the archive: %v, want run not found", err)
@@ -178,9 +180,9 @@ func TestOutageRepairedFromArchive(t *testing.T) {
 	// Host (RAPL) phase energies are not archived: the host section,
 	// reported beside the GPUs' and never added in, is not repaired.
 	r.Measurement.FromArchive, r.HostEnergy = nil, nil
-	js, _ := MarshalReport(r)
+	js, _ := report.Marshal(r)
 	want, _ := fixtureReport(t)
 	want.HostEnergy = nil
-	wantJS, _ := MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, js, wantJS)
 }

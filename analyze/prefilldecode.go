@@ -14,51 +14,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/joulemark/joulemark/internal/stats"
-)
-
-// PrefillDecode is report.json "prefill_decode": the formal stage's GPU
-// power per time bin regressed on its prefill and decode token rates,
-//
-//	P(t) = P0 + e_prefill·r_prefill(t) + e_decode·r_decode(t),
-//
-// by ordinary least squares (docs/analyze.md, "Prefill and decode
-// energy"). Refused, with its reason and no coefficients, when the
-// workload does not vary enough to tell the three terms apart.
-type PrefillDecode struct {
-	Method     string  `json:"method"`
-	BinSeconds float64 `json:"bin_seconds"`
-	Bins       int     `json:"bins"`
-	// LagBins is K, chosen by BIC: the rates enter at bins t−K … t+K and
-	// each coefficient is the sum over them (the power's response and the
-	// clocks' offset may move a token's energy into a neighbouring bin).
-	LagBins int `json:"lag_bins"`
-	// RateCorrelation is the Pearson correlation of the two rate series;
-	// ConditionNumber the 2-norm condition number of the standardized
-	// design [r_prefill, r_decode] (each rate centred, scaled to unit
-	// length; no intercept, no lags).
-	RateCorrelation *float64 `json:"rate_correlation"`
-	ConditionNumber *float64 `json:"condition_number"`
-	// Refused says why there are no coefficients and what would fix it.
-	Refused string `json:"refused,omitempty"`
-
-	JoulesPerPrefillToken *float64 `json:"joules_per_prefill_token,omitempty"`
-	JoulesPerDecodeToken  *float64 `json:"joules_per_decode_token,omitempty"`
-	StaticWatts           *float64 `json:"static_watts,omitempty"`
-	RSquared              *float64 `json:"r_squared,omitempty"`
-	ResidualStdWatts      *float64 `json:"residual_std_watts,omitempty"`
-	// CI95 maps each coefficient's key to its 95% interval from a block
-	// bootstrap over the bins in time order (blocks of BlockLengthBins).
-	CI95            map[string][2]float64 `json:"ci95,omitempty"`
-	BlockLengthBins int                   `json:"block_length_bins,omitempty"`
-	Resamples       int                   `json:"resamples,omitempty"`
-	Seed            uint64                `json:"seed,omitempty"`
-}
-
-// Prefill/decode fit keys (PrefillDecode.CI95).
-const (
-	KeyJoulesPerPrefillToken = "joules_per_prefill_token"
-	KeyJoulesPerDecodeToken  = "joules_per_decode_token"
-	KeyStaticWatts           = "static_watts"
+	"github.com/joulemark/joulemark/report"
 )
 
 // The fit's refusal conditions and bin width.
@@ -103,7 +59,7 @@ type fitBins struct {
 
 // prefillDecode fills report.json "prefill_decode".
 func (c *computation) prefillDecode() {
-	pd := &PrefillDecode{Method: prefillDecodeMethod}
+	pd := &report.PrefillDecode{Method: prefillDecodeMethod}
 	c.r.PrefillDecode = pd
 	fb, ok := c.complete("formal")
 	if !ok || len(c.curves) == 0 {
@@ -273,7 +229,7 @@ func blockLengthBins(reqs []Request, n int, width float64) int {
 // fitPrefillDecode checks that the rates can be told apart, picks the
 // lags, fits and bootstraps; it refuses a fit whose per-token energies
 // come out too imprecise to use.
-func fitPrefillDecode(pd *PrefillDecode, b *fitBins, rows []int, blockLen int) {
+func fitPrefillDecode(pd *report.PrefillDecode, b *fitBins, rows []int, blockLen int) {
 	n := len(rows)
 	if n < max(minFitBins, minBlocks*blockLen) {
 		pd.Refused = fmt.Sprintf("%d bins of %g s, fewer than %d (and %d blocks of %d): run a longer formal stage", n, pd.BinSeconds, minFitBins, minBlocks, blockLen)
@@ -301,7 +257,7 @@ func fitPrefillDecode(pd *PrefillDecode, b *fitBins, rows []int, blockLen int) {
 	pd.ResidualStdWatts = stats.Finite(math.Sqrt(rss(x, y, beta) / float64(n-len(beta))))
 	bootstrapFit(pd, x, y, blockLen, lags)
 	if reason := imprecise(pd); reason != "" {
-		*pd = PrefillDecode{Method: pd.Method, BinSeconds: pd.BinSeconds, LagBins: pd.LagBins, Bins: pd.Bins,
+		*pd = report.PrefillDecode{Method: pd.Method, BinSeconds: pd.BinSeconds, LagBins: pd.LagBins, Bins: pd.Bins,
 			RateCorrelation: pd.RateCorrelation, ConditionNumber: pd.ConditionNumber, Refused: reason}
 	}
 }
@@ -350,13 +306,13 @@ const maxRelHalfWidth = 0.5
 // imprecise is why the fitted per-token energies cannot be used (a 95%
 // interval missing, reaching 0 or below, or wider than ±maxRelHalfWidth of
 // the estimate) with what would fix it; "" when both can.
-func imprecise(pd *PrefillDecode) string {
+func imprecise(pd *report.PrefillDecode) string {
 	for _, f := range []struct {
 		key, name, fix string
 		v              *float64
 	}{
-		{KeyJoulesPerPrefillToken, "prefill", fixPrefill, pd.JoulesPerPrefillToken},
-		{KeyJoulesPerDecodeToken, "decode", fixDecode, pd.JoulesPerDecodeToken},
+		{report.KeyJoulesPerPrefillToken, "prefill", fixPrefill, pd.JoulesPerPrefillToken},
+		{report.KeyJoulesPerDecodeToken, "decode", fixDecode, pd.JoulesPerDecodeToken},
 	} {
 		ci, ok := pd.CI95[f.key]
 		switch {
@@ -385,7 +341,7 @@ const (
 // it records the rates' correlation and the standardized design's
 // condition number. Whether a rate that moves little still moves enough
 // for the power's noise is the intervals' to say (imprecise).
-func separable(pd *PrefillDecode, b *fitBins, rows []int) string {
+func separable(pd *report.PrefillDecode, b *fitBins, rows []int) string {
 	n := len(rows)
 	rp, rd := make([]float64, n), make([]float64, n)
 	for k, i := range rows {
@@ -476,7 +432,7 @@ func ols(x *mat.Dense, y *mat.VecDense) ([]float64, bool) {
 // Gram matrices of the standardized design added up (p×p a block, formed
 // once), so a resample costs blocks × p², not bins × p² as a QR refit
 // does.
-func bootstrapFit(pd *PrefillDecode, x *mat.Dense, y *mat.VecDense, blockLen, lags int) {
+func bootstrapFit(pd *report.PrefillDecode, x *mat.Dense, y *mat.VecDense, blockLen, lags int) {
 	n, p := x.Dims()
 	pd.BlockLengthBins, pd.Seed = blockLen, bootstrapSeed
 	pd.Resamples = int(min(maxResamples, max(minResamples, fitBootstrapWork/float64(n))))
@@ -503,7 +459,7 @@ func bootstrapFit(pd *PrefillDecode, x *mat.Dense, y *mat.VecDense, blockLen, la
 		reps[0], reps[1], reps[2] = append(reps[0], st), append(reps[1], ep), append(reps[2], ed)
 	}
 	pd.CI95 = map[string][2]float64{}
-	for k, key := range []string{KeyStaticWatts, KeyJoulesPerPrefillToken, KeyJoulesPerDecodeToken} {
+	for k, key := range []string{report.KeyStaticWatts, report.KeyJoulesPerPrefillToken, report.KeyJoulesPerDecodeToken} {
 		if lo, hi, ok := percentileInterval(reps[k], 0.95); ok {
 			pd.CI95[key] = [2]float64{lo, hi}
 		}
@@ -571,7 +527,7 @@ func unstandardize(g, zy, mean, sd, beta []float64) bool {
 }
 
 // prefillDecodeMarkdown is report.md's "Prefill and decode energy" section.
-func prefillDecodeMarkdown(p func(string, ...any), r *Report) {
+func prefillDecodeMarkdown(p func(string, ...any), r *report.Report) {
 	pd := r.PrefillDecode
 	if pd == nil {
 		return
@@ -592,9 +548,9 @@ func prefillDecodeMarkdown(p func(string, ...any), r *Report) {
 		label, key, format string
 		v                  *float64
 	}{
-		{"J per prefill (prompt) token", KeyJoulesPerPrefillToken, "%.4f", pd.JoulesPerPrefillToken},
-		{"J per decode (generated) token", KeyJoulesPerDecodeToken, "%.4f", pd.JoulesPerDecodeToken},
-		{"static power (W)", KeyStaticWatts, "%.1f", pd.StaticWatts},
+		{"J per prefill (prompt) token", report.KeyJoulesPerPrefillToken, "%.4f", pd.JoulesPerPrefillToken},
+		{"J per decode (generated) token", report.KeyJoulesPerDecodeToken, "%.4f", pd.JoulesPerDecodeToken},
+		{"static power (W)", report.KeyStaticWatts, "%.1f", pd.StaticWatts},
 	} {
 		ci := "—"
 		if v, ok := pd.CI95[f.key]; ok {
@@ -608,7 +564,7 @@ func prefillDecodeMarkdown(p func(string, ...any), r *Report) {
 
 // prefillDecodeSummary is the fit's summary line: each figure with its
 // interval, or why it was refused.
-func prefillDecodeSummary(pd *PrefillDecode) string {
+func prefillDecodeSummary(pd *report.PrefillDecode) string {
 	if pd.Refused != "" {
 		return "refused: " + pd.Refused
 	}
@@ -619,6 +575,6 @@ func prefillDecodeSummary(pd *PrefillDecode) string {
 		}
 		return s
 	}
-	return f(pd.JoulesPerPrefillToken, KeyJoulesPerPrefillToken, "%.4f") + " / " + f(pd.JoulesPerDecodeToken, KeyJoulesPerDecodeToken, "%.4f") +
-		", " + f(pd.StaticWatts, KeyStaticWatts, "%.1f") + fmt.Sprintf(" (R² %s)", num(pd.RSquared, "%.3f"))
+	return f(pd.JoulesPerPrefillToken, report.KeyJoulesPerPrefillToken, "%.4f") + " / " + f(pd.JoulesPerDecodeToken, report.KeyJoulesPerDecodeToken, "%.4f") +
+		", " + f(pd.StaticWatts, report.KeyStaticWatts, "%.1f") + fmt.Sprintf(" (R² %s)", num(pd.RSquared, "%.3f"))
 }

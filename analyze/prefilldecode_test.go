@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/report"
 )
 
 // pdWorkload draws the requests of a synthetic formal stage.
@@ -146,8 +147,8 @@ func variablePromptLoop(rng *rand.Rand, from, to float64) []Request {
 	return out
 }
 
-func fitOf(d *RunData) *PrefillDecode {
-	c := &computation{d: d, r: &Report{}}
+func fitOf(d *RunData) *report.PrefillDecode {
+	c := &computation{d: d, r: &report.Report{}}
 	c.counterCurves()
 	c.prefillDecode()
 	return c.r.PrefillDecode
@@ -180,9 +181,9 @@ func testPrefillDecodeFit(t *testing.T, tau, tol float64) {
 		got       *float64
 		want, tol float64
 	}{
-		{KeyJoulesPerPrefillToken, pd.JoulesPerPrefillToken, nGPU * sp.PrefillJoulesPerToken, tol},
-		{KeyJoulesPerDecodeToken, pd.JoulesPerDecodeToken, nGPU * sp.DecodeJoulesPerToken, tol},
-		{KeyStaticWatts, pd.StaticWatts, nGPU * (sp.IdleWatts + sp.ActiveWatts), 0.02},
+		{report.KeyJoulesPerPrefillToken, pd.JoulesPerPrefillToken, nGPU * sp.PrefillJoulesPerToken, tol},
+		{report.KeyJoulesPerDecodeToken, pd.JoulesPerDecodeToken, nGPU * sp.DecodeJoulesPerToken, tol},
+		{report.KeyStaticWatts, pd.StaticWatts, nGPU * (sp.IdleWatts + sp.ActiveWatts), 0.02},
 	} {
 		ci, ok := pd.CI95[c.key]
 		if c.got == nil || !ok {
@@ -201,7 +202,7 @@ func testPrefillDecodeFit(t *testing.T, tau, tol float64) {
 		t.Errorf("R² %v over %d bins, want above 0.9 over 250..299", pd.RSquared, pd.Bins)
 	}
 	var md, sum bytes.Buffer
-	r := &Report{PrefillDecode: pd}
+	r := &report.Report{PrefillDecode: pd}
 	if err := WriteMarkdown(&md, r); err != nil || !strings.Contains(md.String(), "| J per decode (generated) token | "+fmt.Sprintf("%.4f", *pd.JoulesPerDecodeToken)) {
 		t.Errorf("report.md lacks the decode row (%v):\n%s", err, md.String())
 	}
@@ -229,7 +230,7 @@ func TestPrefillDecodeFitRefused(t *testing.T) {
 				t.Fatalf("refused %q, decode %v, want refused for %q and no figures", pd.Refused, pd.JoulesPerDecodeToken, tc.want)
 			}
 			var md bytes.Buffer
-			if err := WriteMarkdown(&md, &Report{PrefillDecode: pd}); err != nil || !strings.Contains(md.String(), "Refused: "+pd.Refused) {
+			if err := WriteMarkdown(&md, &report.Report{PrefillDecode: pd}); err != nil || !strings.Contains(md.String(), "Refused: "+pd.Refused) {
 				t.Errorf("report.md lacks the refusal (%v):\n%s", err, md.String())
 			}
 			t.Logf("refused: %s", pd.Refused)
@@ -265,7 +266,7 @@ func TestPrefillDecodeRefusalConditions(t *testing.T) {
 				b.decode[i] = 2000 * (1 + tc.decodeCV*rng.NormFloat64())
 				b.power[i] = 540 + 0.04*b.prefill[i] + 0.09*b.decode[i] + tc.sdW*rng.NormFloat64()
 			}
-			pd := &PrefillDecode{BinSeconds: 1}
+			pd := &report.PrefillDecode{BinSeconds: 1}
 			fitPrefillDecode(pd, b, rows, 4)
 			t.Logf("condition %.2f, refused %q", *pd.ConditionNumber, pd.Refused)
 			if c := *pd.ConditionNumber; c > 1.5 {
@@ -284,7 +285,7 @@ func TestPrefillDecodeRefusalConditions(t *testing.T) {
 	}
 }
 
-// TestPrefillDecodeClosedLoopVariablePrompts is issue 31's held-out case:
+// TestPrefillDecodeClosedLoopVariablePrompts is the fit's held-out case:
 // a 600 s closed loop of 16 slots with prompts of 100–4000 tokens on a GPU
 // drawing 280 W + 0.04 J per prefilled token + 0.5 J per decoded token.
 // The decode rate moves little (a condition number of 30–45 on the raw,
@@ -308,9 +309,9 @@ func TestPrefillDecodeClosedLoopVariablePrompts(t *testing.T) {
 				got       *float64
 				want, tol float64
 			}{
-				{KeyJoulesPerPrefillToken, pd.JoulesPerPrefillToken, want.prefill, 0.10},
-				{KeyJoulesPerDecodeToken, pd.JoulesPerDecodeToken, want.decode, 0.10},
-				{KeyStaticWatts, pd.StaticWatts, want.idle, 0.15},
+				{report.KeyJoulesPerPrefillToken, pd.JoulesPerPrefillToken, want.prefill, 0.10},
+				{report.KeyJoulesPerDecodeToken, pd.JoulesPerDecodeToken, want.decode, 0.10},
+				{report.KeyStaticWatts, pd.StaticWatts, want.idle, 0.15},
 			} {
 				ci := pd.CI95[c.key]
 				t.Logf("%s = %.4f [%.4f, %.4f], want %.4f", c.key, *c.got, ci[0], ci[1], c.want)

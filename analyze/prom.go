@@ -39,7 +39,7 @@ type loader struct {
 	// engineSel matches the run's engine series (see engineSelector).
 	engineSel string
 	// rr reads the raw series through remote read; nil: through the query
-	// API. readFallback says why remote read was given up (ReadAuto).
+	// API. readFallback says why remote read was given up (remoteread.Auto).
 	rr           *remoteread.Reader
 	readAPI      string
 	readFallback string
@@ -155,9 +155,9 @@ func (l *loader) load(ctx context.Context) (*RunData, error) {
 		return nil, err
 	}
 	d.InvalidValues = l.invalid.list()
-	d.ReadAPI, d.ReadFallback = ReadQuery, l.readFallback
+	d.ReadAPI, d.ReadFallback = remoteread.Query, l.readFallback
 	if l.rr != nil {
-		d.ReadAPI = ReadRemote
+		d.ReadAPI = remoteread.Remote
 	}
 	return d, nil
 }

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/report"
 
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // pushRemoteWrite sends the samples through the project's remote-write
@@ -39,11 +41,11 @@ func pushRemoteWrite(t *testing.T, url string, samples []remotewrite.Sample) {
 // analyzeFixture analyzes the fixture run at url through both read APIs
 // (remote read and the query API) and fails unless both give the same
 // report, byte for byte; it returns that report.
-func analyzeFixture(t *testing.T, url string) *Report {
+func analyzeFixture(t *testing.T, url string) *report.Report {
 	t.Helper()
 	var js [2][]byte
-	var rep *Report
-	for i, api := range []string{ReadRemote, ReadQuery} {
+	var rep *report.Report
+	for i, api := range []string{remoteread.Remote, remoteread.Query} {
 		cfg := Config{PrometheusURL: url, RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second, ReadAPI: api}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		r, _, err := Analyze(ctx, cfg)
@@ -52,7 +54,7 @@ func analyzeFixture(t *testing.T, url string) *Report {
 			t.Fatalf("read API %s: %v", api, err)
 		}
 		r.GeneratedBy = ""
-		if js[i], err = MarshalReport(r); err != nil {
+		if js[i], err = report.Marshal(r); err != nil {
 			t.Fatal(err)
 		}
 		rep = r
@@ -91,12 +93,12 @@ func TestRealPrometheus(t *testing.T) {
 	if r.Requests.Started != 101 || val(r.SteadyState.JoulesPerToken) != 10 || len(r.Stages) != 5 {
 		t.Errorf("read back %d requests, steady J/token %v, %d stages; want 101, 10, 5", r.Requests.Started, val(r.SteadyState.JoulesPerToken), len(r.Stages))
 	}
-	got, err := MarshalReport(r)
+	got, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, _ := fixtureReport(t)
-	wantJS, _ := MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, got, wantJS)
 
 	// Analyzed days later (within the lookback), the report is the same.
@@ -106,7 +108,7 @@ func TestRealPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	rl.GeneratedBy = ""
-	laterJS, _ := MarshalReport(rl)
+	laterJS, _ := report.Marshal(rl)
 	sameJSON(t, laterJS, got)
 
 	// An unknown run is a clear error.

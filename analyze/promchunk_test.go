@@ -10,14 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/report"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 func TestSplitSpan(t *testing.T) {
@@ -144,7 +145,7 @@ func remoteLoader(t *testing.T, url string, chunk time.Duration, par int) *loade
 	if l.rr, err = remoteread.New(url, config.HTTPClientConfig{}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	l.readAPI = ReadRemote
+	l.readAPI = remoteread.Remote
 	return l
 }
 
@@ -181,10 +182,10 @@ func checkChunkedLoad(t *testing.T, url string) {
 			t.Fatal(err)
 		}
 		if rd.remote {
-			if got.ReadAPI != ReadRemote {
+			if got.ReadAPI != remoteread.Remote {
 				t.Fatalf("read through %s, want remote read", got.ReadAPI)
 			}
-			got.ReadAPI = ReadQuery // the only difference allowed
+			got.ReadAPI = remoteread.Query // the only difference allowed
 		}
 		if !reflect.DeepEqual(got, whole) {
 			t.Errorf("windows of %s (remote read %v): read %d requests (%d incomplete), %d GPUs (%d, %d counter samples); one window: %d (%d), %d (%d, %d)", chunk,
@@ -195,9 +196,9 @@ func checkChunkedLoad(t *testing.T, url string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		js, _ := MarshalReport(r)
+		js, _ := report.Marshal(r)
 		wantR, _ := fixtureReport(t)
-		wantJS, _ := MarshalReport(wantR)
+		wantJS, _ := report.Marshal(wantR)
 		sameJSON(t, js, wantJS)
 	}
 }

@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/report"
 )
 
 func startPromserver(t *testing.T) *promserver.Server {
@@ -42,14 +43,14 @@ func TestGoldenThroughTSDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := analyzeFixture(t, s.URL())
-	js, err := MarshalReport(r)
+	js, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden.Compare(t, "fixture.tsdb.report.json", js)
 	// The Prometheus path and the pure computation agree.
 	want, _ := fixtureReport(t)
-	wantJS, _ := MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, js, wantJS)
 
 	// The same through Run, writing the files.
@@ -58,7 +59,7 @@ func TestGoldenThroughTSDB(t *testing.T) {
 	if _, err := Run(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, FileMarkdown))
+	md, err := os.ReadFile(filepath.Join(dir, report.FileMarkdown))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestGoldenThroughTSDB(t *testing.T) {
 	if _, err := Run(ctx, cfg); err != nil {
 		t.Fatalf("re-analysis into the default directory: %v", err)
 	}
-	if md1, err := os.ReadFile(filepath.Join(dir+".1", FileMarkdown)); err != nil || !bytes.Equal(md1, md) {
+	if md1, err := os.ReadFile(filepath.Join(dir+".1", report.FileMarkdown)); err != nil || !bytes.Equal(md1, md) {
 		t.Errorf("the earlier report is not kept as %s.1: %v", dir, err)
 	}
 }

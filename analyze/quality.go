@@ -4,37 +4,29 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
-
-// Quality is report.json "quality": the successful formal answers checked
-// against their rubric (correctness workload or workload.quality_file),
-// from the archive's requests.jsonl. Absent when no answer was checked.
-type Quality struct {
-	quality.Summary
-	MinPassRate float64 `json:"min_pass_rate"`
-}
 
 // addQuality puts the archive's quality verdicts s into the report, when
 // any answer was checked, and flags a pass rate under minPassRate; m, the
 // archive's manifest (nil: none), names the workload.
-func addQuality(r *Report, s quality.Summary, m *runarchive.Manifest, minPassRate float64) {
+func addQuality(r *report.Report, s runarchive.QualitySummary, m *runarchive.Manifest, minPassRate float64) {
 	if s.Requests == 0 {
 		return
 	}
-	s.Workload = quality.WorkloadRubric
-	if m != nil && m.WorkloadKind() == quality.WorkloadCorrectness {
-		s.Workload = quality.WorkloadCorrectness
+	s.Workload = runarchive.QualityWorkloadRubric
+	if m != nil && m.WorkloadKind() == contract.WorkloadCorrectness {
+		s.Workload = contract.WorkloadCorrectness
 	}
-	r.Quality = &Quality{Summary: s, MinPassRate: minPassRate}
+	r.Quality = &report.Quality{QualitySummary: s, MinPassRate: minPassRate}
 	if *s.PassRate < minPassRate {
 		var rules []string
 		for _, k := range s.Rules() {
 			rules = append(rules, fmt.Sprintf("%s %d", k, s.FailuresByRule[k]))
 		}
-		r.Flags = append(r.Flags, Flag{Code: contract.FlagQualityLow, Excluding: true, Message: fmt.Sprintf(
+		r.Flags = append(r.Flags, report.Flag{Code: contract.FlagQualityLow, Excluding: true, Message: fmt.Sprintf(
 			"%d of %d checked answers failed (pass rate %.1f%% < %.1f%%, --min-quality; %s)",
 			s.Failed, s.Requests, 100**s.PassRate, 100*minPassRate, strings.Join(rules, ", "))})
 		r.Valid = false
@@ -42,7 +34,7 @@ func addQuality(r *Report, s quality.Summary, m *runarchive.Manifest, minPassRat
 }
 
 // qualityMarkdown is report.md's quality section.
-func qualityMarkdown(p func(string, ...any), r *Report) {
+func qualityMarkdown(p func(string, ...any), r *report.Report) {
 	q := r.Quality
 	if q == nil {
 		return

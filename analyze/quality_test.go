@@ -9,8 +9,9 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/report"
 )
 
 // qualityArchive writes an archive whose formal answers pass or fail as
@@ -39,7 +40,7 @@ func qualityArchive(t *testing.T, verdicts []string) *benchArchive {
 }
 
 // addQualityOf adds the quality of a, as analyze does.
-func addQualityOf(r *Report, a *benchArchive, minPassRate float64) {
+func addQualityOf(r *report.Report, a *benchArchive, minPassRate float64) {
 	addQuality(r, a.quality, a.manifest, minPassRate)
 }
 
@@ -87,7 +88,7 @@ func repeat(s string, n int) []string {
 func TestGoldenQualitySection(t *testing.T) {
 	r, _ := fixtureReport(t)
 	addQualityOf(r, qualityArchive(t, []string{pass, mismatch, `{"pass":false,"failed_rules":["regex","forbidden"]}`, pass}), 0.95)
-	js, err := MarshalReport(r)
+	js, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}

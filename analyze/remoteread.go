@@ -10,19 +10,6 @@ import (
 	"github.com/joulemark/joulemark/internal/remoteread"
 )
 
-// How analyze reads raw series (Config.ReadAPI, --prometheus.read-api):
-// remote read (internal/remoteread: STREAMED_XOR_CHUNKS, no JSON) or the
-// query API's range selectors.
-const (
-	// ReadAuto reads through remote read and falls back to the query API
-	// when the server does not offer remote read.
-	ReadAuto = remoteread.Auto
-	// ReadRemote reads through remote read only.
-	ReadRemote = remoteread.Remote
-	// ReadQuery reads through the query API only (range selectors).
-	ReadQuery = remoteread.Query
-)
-
 // rangeRead is the samples of sel in window w: the range selector
 // evaluated at the window's end through the query API, or the same
 // samples through remote read.
@@ -34,15 +21,15 @@ func (l *loader) rangeRead(ctx context.Context, sel string, w window) (model.Mat
 }
 
 // chooseReadAPI settles how the raw series are read, before the first raw
-// read: with ReadAuto, a remote read of the run's phase starts over the
+// read: with remoteread.Auto, a remote read of the run's phase starts over the
 // span must succeed, else the query API is used (a server without remote
 // read: VictoriaMetrics, a proxy that only passes the query API).
 func (l *loader) chooseReadAPI(ctx context.Context, mode string, sp rawSpan) error {
 	switch mode {
-	case ReadQuery:
+	case remoteread.Query:
 		l.rr = nil
 		return nil
-	case ReadRemote:
+	case remoteread.Remote:
 		return nil
 	}
 	w := sp.windows[len(sp.windows)-1]

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/realprom"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/report"
 )
 
 // noRemoteRead fronts the Prometheus at target with a proxy that answers
@@ -48,22 +50,22 @@ func TestReadAPIFallback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second}
-	d, err := Load(ctx, cfg)
+	d, err := loadChecked(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.ReadAPI != ReadRemote || d.ReadFallback != "" {
+	if d.ReadAPI != remoteread.Remote || d.ReadFallback != "" {
 		t.Fatalf("auto against a server with remote read: read through %q (%s), want remote read", d.ReadAPI, d.ReadFallback)
 	}
 
 	cfg.PrometheusURL = noRemoteRead(t, s.URL())
 	var logs bytes.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	d, err = Load(ctx, cfg)
+	d, err = loadChecked(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.ReadAPI != ReadQuery || !strings.Contains(d.ReadFallback, "404") {
+	if d.ReadAPI != remoteread.Query || !strings.Contains(d.ReadFallback, "404") {
 		t.Fatalf("auto without remote read: read through %q (fallback %q), want the query API after a 404", d.ReadAPI, d.ReadFallback)
 	}
 	if !strings.Contains(logs.String(), "remote read unavailable") || !strings.Contains(logs.String(), "404") {
@@ -72,12 +74,12 @@ func TestReadAPIFallback(t *testing.T) {
 	cfg.Logger = nil
 	sameAsFixtureReport(t, d)
 
-	cfg.ReadAPI = ReadRemote
-	if _, err := Load(ctx, cfg); err == nil || !strings.Contains(err.Error(), "remote read") {
+	cfg.ReadAPI = remoteread.Remote
+	if _, err := loadChecked(ctx, cfg); err == nil || !strings.Contains(err.Error(), "remote read") {
 		t.Fatalf("remote read only, against a server without it: err %v, want a remote read error", err)
 	}
 	cfg.ReadAPI = "grpc"
-	if _, err := Load(ctx, cfg); err == nil || !strings.Contains(err.Error(), "read API") {
+	if _, err := loadChecked(ctx, cfg); err == nil || !strings.Contains(err.Error(), "read API") {
 		t.Fatalf("unknown read API: err %v", err)
 	}
 }
@@ -96,11 +98,11 @@ func TestVictoriaMetrics(t *testing.T) {
 	var logs bytes.Buffer
 	cfg := Config{PrometheusURL: srv.URL, RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-	d, err := Load(ctx, cfg)
+	d, err := loadChecked(ctx, cfg)
 	if err != nil {
 		t.Fatalf("%v\nVictoriaMetrics log:\n%s", err, srv.Log())
 	}
-	if d.ReadAPI != ReadQuery || !strings.Contains(d.ReadFallback, "400") || !strings.Contains(logs.String(), "remote read unavailable") {
+	if d.ReadAPI != remoteread.Query || !strings.Contains(d.ReadFallback, "400") || !strings.Contains(logs.String(), "remote read unavailable") {
 		t.Fatalf("read through %q (fallback %q, log %q), want the query API after VictoriaMetrics' 400", d.ReadAPI, d.ReadFallback, logs.String())
 	}
 	sameAsFixtureReport(t, d)
@@ -114,8 +116,18 @@ func sameAsFixtureReport(t *testing.T, d *RunData) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, _ := MarshalReport(r)
+	js, _ := report.Marshal(r)
 	want, _ := fixtureReport(t)
-	wantJS, _ := MarshalReport(want)
+	wantJS, _ := report.Marshal(want)
 	sameJSON(t, js, wantJS)
+}
+
+// loadChecked is Run's read of the data from Prometheus: cfg with its
+// defaults, validated, then load without a bench archive.
+func loadChecked(ctx context.Context, cfg Config) (*RunData, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return load(ctx, cfg, nil)
 }

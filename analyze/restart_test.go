@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 // TestExporterGapsFlagged: a gap in an exporter's final status (it
@@ -54,7 +55,7 @@ func TestExporterGapsFlagged(t *testing.T) {
 	if !strings.Contains(msg, "http://node-a:9402") || !strings.Contains(msg, "7.5 s") || !valid || r.Valid {
 		t.Errorf("flag message %q (valid %v→%v), want node-a's 7.5 s gap, the run invalid by gpu_shared alone", msg, valid, r.Valid)
 	}
-	if i := slices.IndexFunc(r.Flags, func(f Flag) bool { return f.Code == contract.FlagGPUShared }); i < 0 || !r.Flags[i].Excluding ||
+	if i := slices.IndexFunc(r.Flags, func(f report.Flag) bool { return f.Code == contract.FlagGPUShared }); i < 0 || !r.Flags[i].Excluding ||
 		!strings.Contains(r.Flags[i].Message, "node-b") || !strings.Contains(r.Flags[i].Message, "batch/job") {
 		t.Errorf("flags %+v: want an excluding gpu_shared naming node-b's co-tenant batch/job", r.Flags)
 	}
@@ -135,7 +136,7 @@ func TestExporterGPUGapFlagged(t *testing.T) {
 		{Start: 100, End: 105, Reason: contract.GapExporterRestarted, EnergyBridgedGPUs: []int{0}},
 		{Start: 100, End: 130.5, Reason: contract.GapExporterRestarted, GPUs: []int{1}},
 	}}
-	r := &Report{}
+	r := &report.Report{}
 	addExporterGaps(r, []runarchive.ExporterStatus{{URL: "http://node-a:9402", Status: st}})
 	if len(r.Flags) != 2 || len(r.Measurement.Gaps) != 2 {
 		t.Fatalf("flags %+v, gaps %+v: want one per gap", r.Flags, r.Measurement.Gaps)
@@ -181,7 +182,7 @@ func TestGPUFailedFlagged(t *testing.T) {
 		{"in release", phaseapi.Gap{Start: 210, End: 230, Reason: contract.GapGPUFailed, GPUs: []int{0}}, false, "the reads of GPU 0 failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Report{Valid: true, Stages: map[string]Stage{string(contract.Formal): {Start: 100, End: 200}}}
+			r := &report.Report{Valid: true, Stages: map[string]report.Stage{string(contract.Formal): {Start: 100, End: 200}}}
 			st := &phaseapi.RunStatus{RunID: "f-1", GPUs: gpus, Gaps: []phaseapi.Gap{tc.gap}}
 			addExporterGaps(r, []runarchive.ExporterStatus{{URL: "http://node-a:9402", Status: st}})
 			if len(r.Flags) != 1 || r.Flags[0].Code != contract.FlagGPUFailed {

@@ -4,31 +4,16 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
-
-// OutputSanity is report.json's output_sanity: the suspicious outputs among
-// the successful formal requests, counted from the bench archive's
-// requests.jsonl (outputsanity.Counts: requests, empty, repeated, short,
-// ignore_eos), with their total and share.
-type OutputSanity struct {
-	outputsanity.Counts
-	// Bad is empty + repeated + short, over the counts that are known.
-	Bad int `json:"bad"`
-	// BadRatio is Bad / requests, a lower bound when repeated or short is
-	// null; null when no successful formal request was found.
-	BadRatio *float64 `json:"bad_ratio"`
-	// MaxBadRatio is the threshold above which outputs_suspect is raised.
-	MaxBadRatio float64 `json:"max_bad_ratio"`
-}
 
 // AddOutputSanity puts the counts into the report and raises the
 // non-excluding outputs_suspect flag when their share of bad outputs is above
 // maxBadRatio.
-func AddOutputSanity(r *Report, c outputsanity.Counts, maxBadRatio float64) {
+func AddOutputSanity(r *report.Report, c report.OutputCounts, maxBadRatio float64) {
 	bad, _ := c.Bad()
-	s := &OutputSanity{Counts: c, Bad: bad, BadRatio: c.BadRatio(), MaxBadRatio: maxBadRatio}
+	s := &report.OutputSanity{OutputCounts: c, Bad: bad, BadRatio: c.BadRatio(), MaxBadRatio: maxBadRatio}
 	r.OutputSanity = s
 	if s.BadRatio == nil || *s.BadRatio <= maxBadRatio {
 		return
@@ -44,12 +29,12 @@ func AddOutputSanity(r *Report, c outputsanity.Counts, maxBadRatio float64) {
 	add("short", c.Short)
 	msg := fmt.Sprintf("%d of %d successful formal outputs (%.2f%%) are suspect (%s), above the %g%% threshold (--max-bad-output-ratio)",
 		bad, c.Requests, 100**s.BadRatio, strings.Join(parts, ", "), 100*maxBadRatio)
-	r.Flags = append(r.Flags, Flag{Code: contract.FlagOutputsSuspect, Message: msg})
+	r.Flags = append(r.Flags, report.Flag{Code: contract.FlagOutputsSuspect, Message: msg})
 }
 
 // sanityCell renders output_sanity for the Energy per token table:
 // "empty / repeated / short of n (x% bad)", "—" for an unknown count.
-func sanityCell(s *OutputSanity) string {
+func sanityCell(s *report.OutputSanity) string {
 	opt := func(p *int) string {
 		if p == nil {
 			return "—"
@@ -59,7 +44,7 @@ func sanityCell(s *OutputSanity) string {
 	v := fmt.Sprintf("%d / %s / %s of %d", s.Empty, opt(s.Repeated), opt(s.Short), s.Requests)
 	if s.BadRatio != nil {
 		bound := ""
-		if _, known := s.Counts.Bad(); !known {
+		if _, known := s.OutputCounts.Bad(); !known {
 			bound = "≥ "
 		}
 		v += fmt.Sprintf(" (%s%.2f%% bad)", bound, 100**s.BadRatio)

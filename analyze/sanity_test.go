@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/report"
 )
 
 func iptr(v int) *int   { return &v }
@@ -22,23 +22,23 @@ func bptr(v bool) *bool { return &v }
 func TestAddOutputSanity(t *testing.T) {
 	tests := []struct {
 		name     string
-		counts   outputsanity.Counts
+		counts   report.OutputCounts
 		max      float64
 		wantFlag string // "" for no flag
 		wantCell string
 	}{
-		{"clean", outputsanity.Counts{Requests: 100, Repeated: iptr(0), Short: iptr(0), IgnoreEOS: bptr(true)}, 0.05, "",
+		{"clean", report.OutputCounts{Requests: 100, Repeated: iptr(0), Short: iptr(0), IgnoreEOS: bptr(true)}, 0.05, "",
 			"0 / 0 / 0 of 100 (0.00% bad)"},
-		{"at the threshold", outputsanity.Counts{Requests: 100, Empty: 2, Repeated: iptr(2), Short: iptr(1)}, 0.05, "",
+		{"at the threshold", report.OutputCounts{Requests: 100, Empty: 2, Repeated: iptr(2), Short: iptr(1)}, 0.05, "",
 			"2 / 2 / 1 of 100 (5.00% bad)"},
-		{"above the threshold", outputsanity.Counts{Requests: 100, Empty: 2, Repeated: iptr(3), Short: iptr(1)}, 0.05,
+		{"above the threshold", report.OutputCounts{Requests: 100, Empty: 2, Repeated: iptr(3), Short: iptr(1)}, 0.05,
 			"6 of 100 successful formal outputs (6.00%) are suspect (2 empty, 3 repeated, 1 short), above the 5% threshold",
 			"2 / 3 / 1 of 100 (6.00% bad)"},
-		{"cut outputs without ignore_eos", outputsanity.Counts{Requests: 10, Repeated: iptr(0), Short: iptr(4), IgnoreEOS: bptr(false)}, 0.05,
+		{"cut outputs without ignore_eos", report.OutputCounts{Requests: 10, Repeated: iptr(0), Short: iptr(4), IgnoreEOS: bptr(false)}, 0.05,
 			"are suspect (4 short)", "0 / 0 / 4 of 10 (40.00% bad)"},
-		{"unknown counts give a lower bound", outputsanity.Counts{Requests: 10, Empty: 1}, 0.05,
+		{"unknown counts give a lower bound", report.OutputCounts{Requests: 10, Empty: 1}, 0.05,
 			"1 of 10 successful formal outputs (10.00%) are suspect (1 empty)", "1 / — / — of 10 (≥ 10.00% bad)"},
-		{"no successful request", outputsanity.Counts{}, 0, "", "0 / — / — of 0"},
+		{"no successful request", report.OutputCounts{}, 0, "", "0 / — / — of 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestGoldenOutputSanity(t *testing.T) {
 		t.Fatal(err)
 	}
 	AddOutputSanity(r, a.sanity, fixtureParams().MaxBadOutputRatio)
-	js, err := MarshalReport(r)
+	js, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,13 +109,13 @@ func TestRunWithArchive(t *testing.T) {
 	if _, err := Run(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	js, err := os.ReadFile(filepath.Join(dir, FileJSON))
+	js, err := os.ReadFile(filepath.Join(dir, report.FileJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
 		OutputSanity map[string]any `json:"output_sanity"`
-		Flags        []Flag         `json:"flags"`
+		Flags        []report.Flag  `json:"flags"`
 	}
 	if err := json.Unmarshal(js, &doc); err != nil {
 		t.Fatal(err)
@@ -135,14 +135,14 @@ func TestRunWithArchive(t *testing.T) {
 		t.Errorf("no non-excluding %s flag in %+v", contract.FlagOutputsSuspect, doc.Flags)
 	}
 	row := "| output sanity: empty / repeated / short of successful formal outputs, ignore_eos on | 1 / 1 / 1 of 10 (30.00% bad) |"
-	md, err := os.ReadFile(filepath.Join(dir, FileMarkdown))
+	md, err := os.ReadFile(filepath.Join(dir, report.FileMarkdown))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if i := bytes.Index(md, []byte("| throughput |")); i < 0 || !bytes.HasPrefix(md[i+bytes.IndexByte(md[i:], '\n')+1:], []byte(row)) {
 		t.Errorf("report.md has no %q right after throughput:\n%s", row, md)
 	}
-	html, err := os.ReadFile(filepath.Join(dir, FileHTML))
+	html, err := os.ReadFile(filepath.Join(dir, report.FileHTML))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
 // TestScrapeCoverage: scraped series (GPU memory, GPU utilization, engine
@@ -57,7 +58,7 @@ func TestScrapeCoverage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got *Flag
+			var got *report.Flag
 			for i, f := range r.Flags {
 				if f.Code == contract.FlagScrapeCoverageLow {
 					got = &r.Flags[i]

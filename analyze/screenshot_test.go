@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/internal/chromium"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/chromium"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/report"
 )
 
 // TestHTMLInChromium renders report.html in headless chromium and checks the
@@ -39,7 +40,7 @@ func TestHTMLInChromium(t *testing.T) {
 
 // screenshot writes the report, renders it in chromium and checks the
 // picture is a drawn page.
-func screenshot(t *testing.T, bin, name string, r *Report, pd *PlotData) {
+func screenshot(t *testing.T, bin, name string, r *report.Report, pd *PlotData) {
 	base := t.TempDir()
 	if keep := os.Getenv("JOULEMARK_SCREENSHOT_DIR"); keep != "" {
 		base = keep
@@ -51,8 +52,8 @@ func screenshot(t *testing.T, bin, name string, r *Report, pd *PlotData) {
 	}
 	shot := filepath.Join(base, name+".png")
 	_ = os.Remove(shot)
-	chromium.Screenshot(t, bin, filepath.Join(dir, FileHTML), shot, 6400)
-	checkLegends(t, bin, filepath.Join(dir, FileHTML), "J/token per request")
+	chromium.Screenshot(t, bin, filepath.Join(dir, report.FileHTML), shot, 6400)
+	checkLegends(t, bin, filepath.Join(dir, report.FileHTML), "J/token per request")
 }
 
 // checkLegends: at 1280 px no legend of page overlaps its plot or runs off

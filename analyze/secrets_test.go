@@ -24,13 +24,13 @@ func TestPrometheusURLSecretsRedacted(t *testing.T) {
 		"u:PROMsecret@" + addr,
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := Load(ctx, Config{PrometheusURL: raw, RunID: "life1", Now: time.Unix(1e9, 0)})
+		_, err := loadChecked(ctx, Config{PrometheusURL: raw, RunID: "life1", Now: time.Unix(1e9, 0)})
 		cancel()
 		if err == nil {
-			t.Fatalf("Load(%s) succeeded", raw)
+			t.Fatalf("loadChecked(%s) succeeded", raw)
 		}
 		if msg := err.Error(); strings.Contains(msg, "PROMsecret") || strings.Contains(msg, "QUERYsecret") || !strings.Contains(msg, "xxxxx") {
-			t.Errorf("Load(%s) = %q: want the secrets shown as xxxxx", raw, msg)
+			t.Errorf("loadChecked(%s) = %q: want the secrets shown as xxxxx", raw, msg)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
 // engineRole is one role of the server view and its names, in order of
@@ -39,45 +40,6 @@ const ServerTokenTolerance = 0.02
 type EngineData struct {
 	Selector string
 	Series   map[string][][]Sample
-}
-
-// Stat is a mean and a maximum over the formal phase.
-type Stat struct {
-	Mean *float64 `json:"mean"`
-	Max  *float64 `json:"max"`
-	// First and last third of the formal phase: the trend.
-	FirstThirdMean *float64 `json:"first_third_mean"`
-	LastThirdMean  *float64 `json:"last_third_mean"`
-}
-
-// Server is report.json "server": the engine's view of the formal phase.
-type Server struct {
-	Available bool   `json:"available"`
-	Reason    string `json:"reason,omitempty"`
-	Engine    string `json:"engine,omitempty"` // vllm or sglang, from the names found
-	Selector  string `json:"selector"`
-	// MetricsFound lists the engine metric names present, by role.
-	MetricsFound map[string]string `json:"metrics_found"`
-	Running      Stat              `json:"running"`
-	Waiting      Stat              `json:"waiting"`
-	KVCache      Stat              `json:"kv_cache_usage_ratio"`
-	Preemptions  *float64          `json:"preemptions"`
-	// OutputTokens is the engine's generation token counter's increase over
-	// the formal phase; ClientOutputTokens the client's (successful formal
-	// requests); TokenDifferenceRatio (server − client) / client.
-	OutputTokens         *float64 `json:"output_tokens"`
-	ClientOutputTokens   int64    `json:"client_output_tokens"`
-	TokenDifferenceRatio *float64 `json:"token_difference_ratio"`
-	// OutputTokensResolution bounds how far the server figure can be off
-	// from scrape resolution alone: the counter's increase over the scrape
-	// intervals holding the formal phase's two boundaries. A difference
-	// within it is not flagged. Nil when a boundary lies outside the
-	// engine's scrapes (stopped before its next one): the counter is then
-	// bounded on one side only.
-	OutputTokensResolution *float64 `json:"output_tokens_resolution"`
-	// GPUUtilization is the exporter's joulemark_gpu_utilization_ratio,
-	// mean over the run's GPUs.
-	GPUUtilization Stat `json:"gpu_utilization_ratio"`
 }
 
 // engineSelector is the label matcher of the run's engine series: the
@@ -137,8 +99,8 @@ func (l *loader) loadGPUUtil(ctx context.Context, d *RunData, gpuSel gpuSet, sp 
 // window statistics of gauge series over [from, to]: combine sums the
 // series' values (running, waiting: several engine replicas add up) or
 // averages them (ratios).
-func gaugeStat(series [][]Sample, from, to float64, sum bool) Stat {
-	var st Stat
+func gaugeStat(series [][]Sample, from, to float64, sum bool) report.Stat {
+	var st report.Stat
 	if len(series) == 0 || !(to > from) {
 		return st
 	}
@@ -223,7 +185,7 @@ func counterBounds(series [][]Sample, from, to float64) (lo, hi float64) {
 
 // server fills the server section and the client/server token check.
 func (c *computation) server() {
-	sv := &Server{MetricsFound: map[string]string{}, ClientOutputTokens: c.r.Tokens.FormalOutput}
+	sv := &report.Server{MetricsFound: map[string]string{}, ClientOutputTokens: c.r.Tokens.FormalOutput}
 	c.r.Server = sv
 	ed := c.d.Engine
 	fb, ok := c.complete("formal")
@@ -295,7 +257,7 @@ func (c *computation) server() {
 // server_tokens_mismatch. A difference within what the scrape resolution
 // explains (hi − lo) is neither; with hi unbounded (the engine stopped
 // before its next scrape) only lo, what it certainly generated, counts.
-func (c *computation) tokenCheck(sv *Server, lo, hi float64) {
+func (c *computation) tokenCheck(sv *report.Server, lo, hi float64) {
 	cl := float64(sv.ClientOutputTokens)
 	if cl <= 0 {
 		return
@@ -317,12 +279,12 @@ func (c *computation) tokenCheck(sv *Server, lo, hi float64) {
 }
 
 // statCell renders mean / max.
-func statCell(s Stat, format string) string {
+func statCell(s report.Stat, format string) string {
 	return num(s.Mean, format) + " / " + num(s.Max, format)
 }
 
 // serverMarkdown is report.md's server view and diagnosis.
-func serverMarkdown(p func(string, ...any), r *Report) {
+func serverMarkdown(p func(string, ...any), r *report.Report) {
 	sv := r.Server
 	if sv == nil {
 		return
@@ -346,7 +308,7 @@ func serverMarkdown(p func(string, ...any), r *Report) {
 		p("| figure | mean / max | first → last third |\n|---|---:|---:|\n")
 		for _, row := range []struct {
 			name   string
-			s      Stat
+			s      report.Stat
 			format string
 		}{{"running requests", sv.Running, "%.1f"}, {"waiting requests", sv.Waiting, "%.1f"},
 			{"KV cache usage", pct(sv.KVCache), "%.0f%%"}, {"GPU utilization", pct(sv.GPUUtilization), "%.0f%%"}} {
@@ -359,12 +321,12 @@ func serverMarkdown(p func(string, ...any), r *Report) {
 }
 
 // pct scales a ratio Stat to percent.
-func pct(s Stat) Stat {
+func pct(s report.Stat) report.Stat {
 	m := func(p *float64) *float64 {
 		if p == nil {
 			return nil
 		}
 		return new(*p * 100)
 	}
-	return Stat{Mean: m(s.Mean), Max: m(s.Max), FirstThirdMean: m(s.FirstThirdMean), LastThirdMean: m(s.LastThirdMean)}
+	return report.Stat{Mean: m(s.Mean), Max: m(s.Max), FirstThirdMean: m(s.FirstThirdMean), LastThirdMean: m(s.LastThirdMean)}
 }

@@ -10,9 +10,10 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 // archivedRun is what the bench archived of the exporters' final view of
@@ -205,7 +206,7 @@ func (l *loader) settle(ctx context.Context, d *RunData, gpuSel gpuSet, from, to
 }
 
 // fromArchiveLine is the report's sentence on what came from the archive.
-func fromArchiveLine(m Measurement) string {
+func fromArchiveLine(m report.Measurement) string {
 	if len(m.FromArchive) == 0 {
 		return ""
 	}

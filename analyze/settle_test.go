@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 )
 
@@ -63,7 +64,7 @@ func TestWaitForFinalSamples(t *testing.T) {
 	if err := s.AppendSamples(ctx, slices.DeleteFunc(all, isLate)); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), QueryTimeout: 30 * time.Second, ReadAPI: ReadQuery}
+	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), QueryTimeout: 30 * time.Second, ReadAPI: remoteread.Query}
 	r, _, err := Analyze(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

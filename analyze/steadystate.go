@@ -5,17 +5,6 @@ import (
 	"math"
 )
 
-// The steady-state test's weightings of a request in a window's CV
-// (Params.SSWeighting, report steady_state.weighting).
-const (
-	// SteadyWeightTokens weighs each request by its output tokens, as the
-	// steady-state figure (energy / tokens) does: the default.
-	SteadyWeightTokens = "tokens"
-	// SteadyWeightRequests weighs every request alike: the design card's
-	// original test, which a short request's attribution noise dominates.
-	SteadyWeightRequests = "requests"
-)
-
 // windowCV returns, for every i in [0, len(x)−w], the coefficient of
 // variation (population standard deviation / mean) of x[i:i+w], in O(n)
 // from prefix sums. A window with mean ≤ 0 has CV +Inf.

@@ -2,177 +2,44 @@ package analyze
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+
+	"github.com/joulemark/joulemark/report"
 )
 
-// Report file names inside the output directory.
-const (
-	FileJSON     = "report.json"
-	FileMarkdown = "report.md"
-	FileHTML     = "report.html"
-)
-
-// ErrReportExists is returned when the output directory already holds files.
-var ErrReportExists = errors.New("output directory exists and is not empty")
-
-// MarshalReport is report.json's content.
-func MarshalReport(r *Report) ([]byte, error) {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encoding report.json: %w", err)
-	}
-	return append(b, '\n'), nil
-}
-
-// WriteReport writes report.json, report.md and report.html into dir, all at
-// once: the files are written into a temporary sibling directory which is
-// then renamed to dir. It never overwrites: when dir exists and is not empty
-// it fails with ErrReportExists and writes nothing. pd may be nil (no plots).
-func WriteReport(dir string, r *Report, pd *PlotData) error {
-	dir = filepath.Clean(dir)
-	if err := checkFree(dir); err != nil {
-		return err
-	}
-	tmp, err := stageReport(dir, r, pd)
+// WriteReport renders the report and writes it into dir with report.Write
+// (all at once; never over an earlier report). pd may be nil (no plots).
+func WriteReport(dir string, r *report.Report, pd *PlotData) error {
+	f, err := render(r, pd)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp) // gone once renamed; left over on an error
-	// An empty dir (e.g. made by the caller) is replaced; os.Remove only
-	// removes empty directories, so nothing can be lost here.
-	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s: %w", dir, ErrReportExists)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("moving the report into %s: %w", dir, err)
-	}
-	return nil
+	return report.Write(dir, f)
 }
 
-// WriteReportKeeping is WriteReport for a report's default directory (a
-// re-analysis of the same run): when dir already holds files, they are
-// kept, moved to the first free dir.N (N = 1, 2, …), and the new report
-// takes dir's place. On Linux the two directories are swapped in one
-// atomic rename, so dir always holds a complete report. It returns where
-// the earlier report went, "" when there was none.
-func WriteReportKeeping(dir string, r *Report, pd *PlotData) (kept string, err error) {
-	dir = filepath.Clean(dir)
-	if err := checkFree(dir); !errors.Is(err, ErrReportExists) {
-		if err != nil {
-			return "", err
-		}
-		return "", WriteReport(dir, r, pd)
-	}
-	tmp, err := stageReport(dir, r, pd)
+// WriteReportKeeping renders the report and writes it into dir with
+// report.WriteKeeping (an earlier report there moves to dir.N); it returns
+// where the earlier report went, "" when there was none.
+func WriteReportKeeping(dir string, r *report.Report, pd *PlotData) (kept string, err error) {
+	f, err := render(r, pd)
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(tmp) // gone once renamed; left over on an error
-	kept, err = freeSibling(dir)
-	if err != nil {
-		return "", err
-	}
-	if err := exchangeDirs(tmp, dir); err == nil {
-		// tmp now holds the earlier report; dir the new one.
-		if err := os.Rename(tmp, kept); err != nil {
-			return "", fmt.Errorf("keeping the earlier report of %s as %s: %w (it is in %s)", dir, kept, err, tmp)
-		}
-		return kept, nil
-	}
-	if err := os.Rename(dir, kept); err != nil {
-		return "", fmt.Errorf("keeping the earlier report of %s as %s: %w", dir, kept, err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return "", fmt.Errorf("moving the report into %s: %w (the earlier one is in %s)", dir, err, kept)
-	}
-	return kept, nil
+	return report.WriteKeeping(dir, f)
 }
 
-// freeSibling is the first of dir.1, dir.2, … that does not exist.
-func freeSibling(dir string) (string, error) {
-	for n := 1; n <= 10000; n++ {
-		p := fmt.Sprintf("%s.%d", dir, n)
-		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			return p, nil
-		} else if err != nil {
-			return "", fmt.Errorf("looking for a name to keep the earlier report of %s: %w", dir, err)
-		}
-	}
-	return "", fmt.Errorf("%s.1 to %s.10000 all exist: remove earlier reports or choose --out", dir, dir)
-}
-
-// stageReport renders the three files into a new temporary directory
-// beside dir and returns it.
-func stageReport(dir string, r *Report, pd *PlotData) (string, error) {
-	js, err := MarshalReport(r)
+// render is the report's three files.
+func render(r *report.Report, pd *PlotData) (report.Files, error) {
+	js, err := report.Marshal(r)
 	if err != nil {
-		return "", err
+		return report.Files{}, err
 	}
 	var md, html bytes.Buffer
 	if err := WriteMarkdown(&md, r); err != nil {
-		return "", fmt.Errorf("rendering report.md: %w", err)
+		return report.Files{}, fmt.Errorf("rendering %s: %w", report.FileMarkdown, err)
 	}
 	if err := WriteHTML(&html, r, pd); err != nil {
-		return "", fmt.Errorf("rendering report.html: %w", err)
+		return report.Files{}, fmt.Errorf("rendering %s: %w", report.FileHTML, err)
 	}
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", fmt.Errorf("creating %s: %w", parent, err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return "", fmt.Errorf("creating a temporary directory beside %s: %w", dir, err)
-	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{FileJSON, js}, {FileMarkdown, md.Bytes()}, {FileHTML, html.Bytes()}} {
-		if err := writeSynced(filepath.Join(tmp, f.name), f.data); err != nil {
-			os.RemoveAll(tmp)
-			return "", err
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		os.RemoveAll(tmp)
-		return "", fmt.Errorf("chmod %s: %w", tmp, err)
-	}
-	return tmp, nil
-}
-
-// checkFree fails when dir exists and is not an empty directory.
-func checkFree(dir string) error {
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("output %s: %w", dir, err)
-	case len(entries) > 0:
-		return fmt.Errorf("%s (%d entries; choose a new --out): %w", dir, len(entries), ErrReportExists)
-	}
-	return nil
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("syncing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", path, err)
-	}
-	return nil
+	return report.Files{JSON: js, Markdown: md.Bytes(), HTML: html.Bytes()}, nil
 }

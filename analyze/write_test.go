@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/joulemark/joulemark/report"
 )
 
 func TestWriteReport(t *testing.T) {
@@ -16,15 +18,15 @@ func TestWriteReport(t *testing.T) {
 	if err := WriteReport(dir, r, pd); err != nil {
 		t.Fatal(err)
 	}
-	js, err := os.ReadFile(filepath.Join(dir, FileJSON))
+	js, err := os.ReadFile(filepath.Join(dir, report.FileJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Report
+	var back report.Report
 	if err := json.Unmarshal(js, &back); err != nil || back.RunID != r.RunID {
 		t.Fatalf("report.json does not read back: %v (%q)", err, back.RunID)
 	}
-	html, err := os.ReadFile(filepath.Join(dir, FileHTML))
+	html, err := os.ReadFile(filepath.Join(dir, report.FileHTML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestWriteReport(t *testing.T) {
 	if bytes.Contains(html, []byte("<script")) || bytes.Contains(html, []byte(`src="http`)) || bytes.Contains(html, []byte(`href="http`)) {
 		t.Error("report.html loads something from outside")
 	}
-	if _, err := os.Stat(filepath.Join(dir, FileMarkdown)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, report.FileMarkdown)); err != nil {
 		t.Error(err)
 	}
 
@@ -51,10 +53,10 @@ func TestWriteReport(t *testing.T) {
 	r2 := *r
 	r2.RunID = "other"
 	err = WriteReport(dir, &r2, pd)
-	if !errors.Is(err, ErrReportExists) {
-		t.Fatalf("second write: err = %v, want ErrReportExists", err)
+	if !errors.Is(err, report.ErrExists) {
+		t.Fatalf("second write: err = %v, want ErrExists", err)
 	}
-	js2, _ := os.ReadFile(filepath.Join(dir, FileJSON))
+	js2, _ := os.ReadFile(filepath.Join(dir, report.FileJSON))
 	if !bytes.Equal(js, js2) {
 		t.Error("the earlier report.json changed")
 	}
@@ -94,8 +96,8 @@ func TestWriteReportKeeping(t *testing.T) {
 		}
 	}
 	for i, d := range []string{dir + ".1", dir + ".2", dir} {
-		js, err := os.ReadFile(filepath.Join(d, FileJSON))
-		var back Report
+		js, err := os.ReadFile(filepath.Join(d, report.FileJSON))
+		var back report.Report
 		if err != nil || json.Unmarshal(js, &back) != nil || back.RunID != ids[i] {
 			t.Errorf("%s: run %q (%v), want %q", d, back.RunID, err, ids[i])
 		}

@@ -22,5 +22,8 @@ func createArchive(cfg Config, opts Options) (*runarchive.Run, *runarchive.Reque
 	if err != nil {
 		return nil, nil, err
 	}
+	if opts.wrapRequests != nil {
+		reqs.WrapFile(opts.wrapRequests)
+	}
 	return run, reqs, nil
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/benchjob/openai"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
@@ -117,12 +117,6 @@ type Workload struct {
 	// against (package quality).
 	QualityFile string `yaml:"quality_file" json:"quality_file,omitempty" name:"quality-file" type:"existingfile" help:"YAML rubric (all / prompts[index]: contains_all, regex, forbidden) every answer is checked against; results in requests.jsonl quality."`
 }
-
-// Workload kinds.
-const (
-	WorkloadSynthetic   = "synthetic"
-	WorkloadCorrectness = "correctness"
-)
 
 // Timeouts of one request; zero means no limit.
 type Timeouts struct {
@@ -359,7 +353,18 @@ func (c *Config) checkSweeps(p *problems) {
 	if len(c.SweepConcurrency) > 0 && len(c.SweepRate) > 0 {
 		p.add("sweep_concurrency", "sweep over concurrency or rate, not both")
 	}
+	if n := (len(c.SweepConcurrency) + len(c.SweepRate)) * max(c.Repeat, 1); n > MaxRuns {
+		field := "sweep_concurrency"
+		if len(c.SweepRate) > 0 {
+			field = "sweep_rate"
+		}
+		p.add(field, "%d sweep values × repeat %d is %d runs, more than the %d allowed", len(c.SweepConcurrency)+len(c.SweepRate), max(c.Repeat, 1), n, MaxRuns)
+	}
 }
+
+// MaxRuns is the most runs one bench makes of its sweep values times its
+// repeat (the experiment file's cap, experiment.MaxRuns, is the same).
+const MaxRuns = 10000
 
 // checkBounds: what ends the phases, and the periods.
 func (c *Config) checkBounds(p *problems) {
@@ -400,7 +405,7 @@ func (c *Config) checkWorkload(p *problems) {
 		p.add("workload.dataset", "a dataset and a trace exclude each other")
 	}
 	if w.Dataset == "" && w.Trace == "" {
-		if w.MeanInputTokens <= 0 && w.Kind != WorkloadCorrectness {
+		if w.MeanInputTokens <= 0 && w.Kind != contract.WorkloadCorrectness {
 			p.add("workload.mean_input_tokens", "%d must be positive", w.MeanInputTokens)
 		}
 		// correctness: the answers' max_tokens
@@ -412,8 +417,8 @@ func (c *Config) checkWorkload(p *problems) {
 		p.add("workload.stddev_input_tokens", "standard deviations must not be negative")
 	}
 	switch w.Kind {
-	case "", WorkloadSynthetic:
-	case WorkloadCorrectness:
+	case "", contract.WorkloadSynthetic:
+	case contract.WorkloadCorrectness:
 		if w.Dataset != "" || w.Trace != "" {
 			p.add("workload.kind", "correctness generates its own prompts: no dataset or trace")
 		}

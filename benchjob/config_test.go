@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/contract/runidtest"
 	"github.com/prometheus/common/config"
 )
@@ -77,6 +78,12 @@ func TestConfigValidate(t *testing.T) {
 		{"dataset and trace", func(c *Config) { c.Concurrency, c.Workload.Dataset, c.Workload.Trace = 0, "d", "t" }, []string{"workload.dataset"}},
 		{"no input length", func(c *Config) { c.Workload.MeanInputTokens = 0 }, []string{"workload.mean_input_tokens"}},
 		{"bad sweep", func(c *Config) { c.Concurrency, c.SweepConcurrency = 0, []int{1, 0} }, []string{"sweep_concurrency: value 0 (#2)"}},
+		{"sweep too large", func(c *Config) {
+			c.Concurrency, c.SweepConcurrency, c.Repeat = 0, make([]int, 101), 100
+			for i := range c.SweepConcurrency {
+				c.SweepConcurrency[i] = i + 1
+			}
+		}, []string{"sweep_concurrency: 101 sweep values × repeat 100 is 10100 runs, more than the 10000 allowed"}},
 		{"two sweeps", func(c *Config) { c.Concurrency, c.SweepConcurrency, c.SweepRate = 0, []int{1}, []float64{1} }, []string{"not both"}},
 		{"negative min tokens", func(c *Config) { c.Extras.MinTokens = &neg }, []string{"extras.min_tokens"}},
 		{"zero max tokens", func(c *Config) { c.Extras.MaxTokens = &zero }, []string{"extras.max_tokens"}},
@@ -93,7 +100,7 @@ func TestConfigValidate(t *testing.T) {
 		{"zero aggregate interval", func(c *Config) { c.RemoteWrite.AggregateInterval = 0 }, []string{"remote_write.aggregate_interval: 0s must be positive"}},
 		{"zero flush timeout", func(c *Config) { c.RemoteWrite.FlushTimeout = 0 }, []string{"remote_write.flush_timeout: 0s must be positive"}},
 		{"zero lookback", func(c *Config) { c.Prometheus.URL, c.Prometheus.Lookback = "http://p:9090", 0 }, []string{"prometheus.lookback: 0s must be positive"}},
-		{"correctness without max_tokens", func(c *Config) { c.Workload.Kind, c.Workload.MeanOutputTokens = WorkloadCorrectness, 0 }, []string{"workload.mean_output_tokens"}},
+		{"correctness without max_tokens", func(c *Config) { c.Workload.Kind, c.Workload.MeanOutputTokens = contract.WorkloadCorrectness, 0 }, []string{"workload.mean_output_tokens"}},
 		{"pod and gpus", func(c *Config) { c.Engine.Pod, c.ExporterGPUs = "ns/p", []string{"GPU-1"} }, []string{"gpus: give gpus or engine.pod"}},
 		{"bad pod", func(c *Config) { c.Engine.Pod = "p" }, []string{"engine.pod:", "namespace/name"}},
 		{"bad run id", func(c *Config) { c.RunID = "../etc" }, []string{"run_id"}},

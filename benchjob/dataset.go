@@ -23,6 +23,25 @@ type datasetEntry struct {
 	} `json:"conversations"`
 }
 
+// MaxDatasetLine and MaxTraceLine bound one line of a dataset and of a
+// trace (a longer one is an error naming its line and the limit).
+const (
+	MaxDatasetLine = 64 << 20
+	MaxTraceLine   = 16 << 20
+)
+
+// utf8BOM is the byte order mark some editors put first in a UTF-8 file:
+// a dataset or trace starting with it has it dropped.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// lineErr explains a scanner's error: a line over limit bytes.
+func lineErr(err error, limit int) error {
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("longer than %d MiB, the limit of one line", limit>>20)
+	}
+	return err
+}
+
 // loadDataset reads a JSONL dataset (or a JSON array of the same records,
 // as ShareGPT files come). Entries without a usable prompt are an error
 // naming the file and line; fallbackMax is used where no max_tokens is given.
@@ -31,6 +50,7 @@ func loadDataset(path string, fallbackMax int) ([]Prompt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
+	raw = bytes.TrimPrefix(raw, utf8BOM) // an editor's byte order mark
 	var records []json.RawMessage
 	var lines []int
 	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
@@ -42,7 +62,7 @@ func loadDataset(path string, fallbackMax int) ([]Prompt, error) {
 		}
 	} else {
 		sc := bufio.NewScanner(bytes.NewReader(raw))
-		sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+		sc.Buffer(make([]byte, 0, 1<<20), MaxDatasetLine)
 		n := 0
 		for sc.Scan() {
 			n++
@@ -54,7 +74,7 @@ func loadDataset(path string, fallbackMax int) ([]Prompt, error) {
 			lines = append(lines, n)
 		}
 		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("dataset %s: line %d: %w", path, n+1, err)
+			return nil, fmt.Errorf("dataset %s: line %d: %w", path, n+1, lineErr(err, MaxDatasetLine))
 		}
 	}
 	var out []Prompt

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 func TestProcessEngineSIGTERM(t *testing.T) {
@@ -101,14 +101,14 @@ sglang:num_queue_reqs 4
 # TYPE python_gc_objects_collected_total counter
 python_gc_objects_collected_total{generation="0"} 100
 `
-	m, err := parseEngineMetrics(strings.NewReader(in))
+	m, _, err := parseEngineMetrics(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(m) != 3 || m["vllm:num_requests_running"] != 5 || m["vllm:num_preemptions_total"] != 7 || m["sglang:num_queue_reqs"] != 4 {
 		t.Errorf("metrics %v", m)
 	}
-	if _, err := parseEngineMetrics(strings.NewReader("vllm:x{ 1\n")); err == nil {
+	if _, _, err := parseEngineMetrics(strings.NewReader("vllm:x{ 1\n")); err == nil {
 		t.Error("malformed exposition accepted")
 	}
 }

@@ -3,40 +3,19 @@ package benchjob
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
-	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
-	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // exporterCallTimeout bounds one attempt of an exporter call.
 const exporterCallTimeout = 10 * time.Second
-
-// exporterClient is the HTTP client of the phase API: custom when the
-// caller gave one, else built from the config (TLS, auth). When the config
-// takes the Authorization header (authorization, basic_auth, oauth2) the
-// token goes in phaseapi.TokenHeader, as `phase` and `runs finalize` do
-// (clientflags.Exporter.TokenHeader).
-func exporterClient(hc config.HTTPClientConfig, custom *http.Client) (*http.Client, bool, error) {
-	tokenHeader := clientflags.AuthSection(hc) != ""
-	if custom != nil {
-		return custom, tokenHeader, nil
-	}
-	c, err := config.NewClientFromConfig(hc, "joulemark-bench")
-	if err != nil {
-		return nil, false, fmt.Errorf("exporter HTTP settings: %w", err)
-	}
-	c.Timeout = exporterCallTimeout
-	return c, tokenHeader, nil
-}
 
 // transient reports whether an exporter call may succeed when retried: no
 // answer at all, a 5xx or a 429. Other answers (401, 409, 404, 400) are

@@ -1,20 +1,28 @@
 package benchjob
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
@@ -26,7 +34,7 @@ func TestRunNoUsageCompletesFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StatusCompleted || !slices.Contains(res.Flags, contract.FlagUsageMissing) || res.Summary.Succeeded != 10 {
+	if res.Status != runarchive.StatusCompleted || !slices.Contains(res.Flags, contract.FlagUsageMissing) || res.Summary.Succeeded != 10 {
 		t.Fatalf("status %s flags %v summary %+v", res.Status, res.Flags, res.Summary)
 	}
 	_, recs := readRecords(t, res.ArchiveDir)
@@ -112,7 +120,7 @@ func TestRunAbortKeepsRecords(t *testing.T) {
 	if !errors.Is(err, ErrAborted) || res == nil {
 		t.Fatalf("err %v res %v", err, res)
 	}
-	if res.Status != StatusAborted || !slices.Contains(res.Flags, contract.FlagAborted) {
+	if res.Status != runarchive.StatusAborted || !slices.Contains(res.Flags, contract.FlagAborted) {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	if _, st := eng.counts(); st != 1 {
@@ -133,7 +141,7 @@ func TestRunAbortKeepsRecords(t *testing.T) {
 	}
 	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
-	if man.Status != StatusAborted {
+	if man.Status != runarchive.StatusAborted {
 		t.Errorf("manifest status %s", man.Status)
 	}
 }
@@ -152,7 +160,7 @@ func TestRunEngineNeverReady(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not ready") {
 		t.Fatalf("err %v", err)
 	}
-	if res.Status != StatusFailed || !slices.Contains(res.Flags, contract.FlagEngineNotReady) {
+	if res.Status != runarchive.StatusFailed || !slices.Contains(res.Flags, contract.FlagEngineNotReady) {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	if _, st := eng.counts(); st != 1 || !exp.isEnded() {
@@ -203,7 +211,7 @@ func TestRunEngineProcessDies(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
 		t.Fatalf("err %v", err)
 	}
-	if !slices.Contains(res.Flags, contract.FlagEngineExited) || res.Status != StatusFailed {
+	if !slices.Contains(res.Flags, contract.FlagEngineExited) || res.Status != runarchive.StatusFailed {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	logb, _ := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineLogFile))
@@ -338,6 +346,54 @@ func TestRunHooksAndEngineMetrics(t *testing.T) {
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
 	if man.Engine.Controller != "hooks" || man.Engine.StartHook == "" {
 		t.Errorf("manifest engine %+v", man.Engine)
+	}
+}
+
+// TestEngineMetricsNaN: an engine answering NaN (or +Inf) for one metric
+// has that metric left out of engine_metrics.jsonl, the others kept, the
+// run flagged and the log warned (issue 33 medium 2: every line failed to
+// encode and the file stayed empty, silently).
+func TestEngineMetricsNaN(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{TokenDelay: 5 * time.Millisecond})
+	defer srv.Close()
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprint(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} NaN\n"+
+			"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"m\"} 3\n"+
+			"# TYPE vllm:num_preemptions_total counter\nvllm:num_preemptions_total{model_name=\"m\"} +Inf\n")
+	}))
+	defer engine.Close()
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Engine.Metrics = true
+	cfg.Engine.MetricsURL = engine.URL + "/metrics"
+	cfg.Engine.MetricsInterval = 20 * time.Millisecond
+	cfg.Requests = 30
+	var logs bytes.Buffer
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	res, err := Run(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	em, err := os.ReadFile(filepath.Join(res.ArchiveDir, runarchive.EngineMetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(em)), "\n")
+	var line EngineMetricsLine
+	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil || len(lines) < 2 {
+		t.Fatalf("engine_metrics.jsonl %q: %v", em, err)
+	}
+	if line.Metrics["vllm:num_requests_waiting"] != 3 || len(line.Metrics) != 1 ||
+		!slices.Equal(line.Invalid, []string{"vllm:num_preemptions_total", "vllm:num_requests_running"}) {
+		t.Errorf("line %+v: want waiting 3 kept, running and preemptions named invalid", line)
+	}
+	if !slices.Contains(res.Flags, contract.FlagEngineMetricsInvalid) {
+		t.Errorf("flags %v: want %s", res.Flags, contract.FlagEngineMetricsInvalid)
+	}
+	if !strings.Contains(logs.String(), "metric=vllm:num_requests_running") {
+		t.Errorf("log lacks the warning naming the metric:\n%s", logs.String())
 	}
 }
 
@@ -495,5 +551,36 @@ func TestRunPreflightRefusals(t *testing.T) {
 	}
 	if len(exp.phases()) != 0 {
 		t.Errorf("phases posted after a failed pre-flight: %v", exp.phases())
+	}
+}
+
+// fullDisk is a requests file on a full disk: every write fails.
+type fullDisk struct{}
+
+func (fullDisk) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestArchiveWriteFailureStopsLoad: the first write error of the run
+// archive stops the load at once, the run ends failed with an error saying
+// the archive could not be written (issue 33 medium 3: the load ran to its
+// end, the manifest stayed running).
+func TestArchiveWriteFailureStopsLoad(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{TokenDelay: 2 * time.Millisecond})
+	defer srv.Close()
+	cfg := testConfig(t, srv.BaseURL())
+	cfg.Requests = 3000
+	opts := testOptions()
+	opts.Engine = &fakeEngine{}
+	opts.wrapRequests = func(io.Writer) io.Writer { return fullDisk{} }
+	res, err := Run(context.Background(), cfg, opts)
+	if !errors.Is(err, ErrArchiveWrite) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Run: %v; want ErrArchiveWrite wrapping ENOSPC", err)
+	}
+	if res.Status != runarchive.StatusFailed || res.Summary.Started >= cfg.Requests {
+		t.Errorf("status %s, %d of %d formal requests started: want failed, the load stopped", res.Status, res.Summary.Started, cfg.Requests)
+	}
+	var man runarchive.Manifest
+	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
+	if man.Status != runarchive.StatusFailed || !strings.Contains(man.Error, "could not be written") {
+		t.Errorf("manifest status %s error %q: want failed, the archive named", man.Status, man.Error)
 	}
 }

@@ -19,9 +19,9 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/joulemark/joulemark/exporter"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 

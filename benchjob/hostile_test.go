@@ -85,7 +85,7 @@ func TestRunPanicFinalises(t *testing.T) {
 	if !errors.Is(err, ErrPanic) || res == nil {
 		t.Fatalf("err %v res %v, want ErrPanic with a result", err, res)
 	}
-	if res.Status != StatusFailed {
+	if res.Status != runarchive.StatusFailed {
 		t.Errorf("status %s, want failed", res.Status)
 	}
 	if _, err := os.Stat(filepath.Join(res.ArchiveDir, runarchive.RequestsFile)); err != nil {
@@ -93,7 +93,7 @@ func TestRunPanicFinalises(t *testing.T) {
 	}
 	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
-	if man.Status != StatusFailed || !strings.Contains(man.Error, "injected bug") {
+	if man.Status != runarchive.StatusFailed || !strings.Contains(man.Error, "injected bug") {
 		t.Errorf("manifest status %s error %q", man.Status, man.Error)
 	}
 	if !exp.isEnded() {
@@ -189,7 +189,7 @@ func TestRunStopGracefulThenHard(t *testing.T) {
 				}
 			}()
 			res, err := Run(ctx, cfg, opts)
-			if !errors.Is(err, ErrAborted) || res == nil || res.Status != StatusAborted {
+			if !errors.Is(err, ErrAborted) || res == nil || res.Status != runarchive.StatusAborted {
 				t.Fatalf("err %v res %+v", err, res)
 			}
 			if !exp.isEnded() {

@@ -14,12 +14,12 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/promserver"
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // TestRunAgainstExporterAndPrometheus runs the whole lifecycle against the
@@ -57,7 +57,7 @@ func TestRunAgainstExporterAndPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if res.Status != StatusCompleted || len(flagsBesidesLoad(res.Flags)) != 0 {
+	if res.Status != runarchive.StatusCompleted || len(flagsBesidesLoad(res.Flags)) != 0 {
 		t.Errorf("status %s flags %v", res.Status, res.Flags)
 	}
 	st := res.Release[expSrv.URL]

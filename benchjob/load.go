@@ -3,7 +3,7 @@ package benchjob
 import (
 	"context"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob/openai"
 	"github.com/joulemark/joulemark/internal/ctxtime"
+	"github.com/joulemark/joulemark/internal/stats"
 )
 
 // slots hands out in-flight slot indexes (the `slot` label). A slot is
@@ -83,14 +84,15 @@ func (s *loadStats) achievedRate() float64 {
 	return float64(s.sent-1) / d
 }
 
-// lagQuantile returns quantile q of the dispatch lags.
-func (s *loadStats) lagQuantile(q float64) time.Duration {
+// lagPercentile returns percentile p (0-100) of the dispatch lags, at
+// stats' rank.
+func (s *loadStats) lagPercentile(p float64) time.Duration {
 	if len(s.lags) == 0 {
 		return 0
 	}
-	l := append([]time.Duration(nil), s.lags...)
-	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
-	return l[min(len(l)-1, int(q*float64(len(l))))]
+	l := slices.Clone(s.lags)
+	slices.Sort(l)
+	return l[stats.RankIndex(p, len(l))]
 }
 
 // runLoad runs one phase's load until its bound is reached, the prompts run

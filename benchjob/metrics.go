@@ -28,31 +28,44 @@ type aggregates struct {
 }
 
 func newAggregates(runID string) *aggregates {
-	cl := prometheus.Labels{"run_id": runID}
+	cl := prometheus.Labels{contract.LabelRunID: runID}
+	counter := func(name string) *prometheus.CounterVec {
+		help, labels := aggregateDesc(name)
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: cl}, labels)
+	}
+	histogram := func(name string, buckets []float64) *prometheus.HistogramVec {
+		help, labels := aggregateDesc(name)
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, ConstLabels: cl, Buckets: buckets}, labels)
+	}
+	gauge := func(name string) prometheus.Gauge {
+		help, _ := aggregateDesc(name)
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: cl})
+	}
 	a := &aggregates{
-		reg: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.BenchRequests, ConstLabels: cl,
-			Help: "Requests finished, by outcome (success or the error class)."}, []string{"outcome"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: contract.BenchOutputTokens, ConstLabels: cl,
-			Help: "Output tokens of successful requests."}, []string{"phase"}),
-		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: contract.BenchTTFT, ConstLabels: cl,
-			Help:    "Time to first token of successful requests.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}, []string{"phase"}),
-		tpot: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: contract.BenchTPOT, ConstLabels: cl,
-			Help:    "Time per output token after the first, of successful requests.",
-			Buckets: []float64{.001, .0025, .005, .01, .02, .03, .05, .075, .1, .2, .5, 1}}, []string{"phase"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: contract.BenchLatency, ConstLabels: cl,
-			Help:    "End-to-end latency of every request, failures included.",
-			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}}, []string{"phase"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: contract.BenchInFlight, ConstLabels: cl,
-			Help: "Requests in flight."}),
-		target: prometheus.NewGauge(prometheus.GaugeOpts{Name: contract.BenchTargetRate, ConstLabels: cl,
-			Help: "Target request rate of the open loop (0 for a closed loop)."}),
-		achieved: prometheus.NewGauge(prometheus.GaugeOpts{Name: contract.BenchAchievedRate, ConstLabels: cl,
-			Help: "Requests sent per second since the formal phase started."}),
+		reg:      prometheus.NewRegistry(),
+		requests: counter(contract.BenchRequests),
+		tokens:   counter(contract.BenchOutputTokens),
+		ttft:     histogram(contract.BenchTTFT, []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}),
+		tpot:     histogram(contract.BenchTPOT, []float64{.001, .0025, .005, .01, .02, .03, .05, .075, .1, .2, .5, 1}),
+		latency:  histogram(contract.BenchLatency, []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}),
+		inFlight: gauge(contract.BenchInFlight),
+		target:   gauge(contract.BenchTargetRate),
+		achieved: gauge(contract.BenchAchievedRate),
 	}
 	a.reg.MustRegister(a.requests, a.tokens, a.ttft, a.tpot, a.latency, a.inFlight, a.target, a.achieved)
 	return a
+}
+
+// aggregateDesc is the contract's help of the aggregate name and its
+// labels other than run_id (a constant label of the run's registry).
+func aggregateDesc(name string) (help string, labels []string) {
+	d, _ := contract.BenchAggregate(name)
+	for _, l := range d.Labels {
+		if l != contract.LabelRunID {
+			labels = append(labels, l)
+		}
+	}
+	return d.Help, labels
 }
 
 // observe counts one finished request. It never panics: a count below

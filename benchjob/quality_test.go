@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
+	"github.com/joulemark/joulemark/benchjob/quality"
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // TestCorrectnessWorkload runs --workload.kind=correctness against a fake
@@ -40,13 +42,13 @@ func TestCorrectnessWorkload(t *testing.T) {
 	defer srv.Close()
 	cfg := testConfig(t, srv.BaseURL())
 	cfg.Requests, cfg.WarmupRequests = 20, 0
-	cfg.Workload = Workload{Kind: WorkloadCorrectness, Seed: seed, MeanOutputTokens: 16}
+	cfg.Workload = Workload{Kind: contract.WorkloadCorrectness, Seed: seed, MeanOutputTokens: 16}
 	res, err := runFake(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, recs := readRecords(t, res.ArchiveDir)
-	var s quality.Summary
+	var s runarchive.QualitySummary
 	for _, r := range recs {
 		if r.Quality == nil {
 			t.Fatalf("record %d has no quality verdict", r.Index)

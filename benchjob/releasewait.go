@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // releaseProgress says what a release wait is waiting for: the criteria

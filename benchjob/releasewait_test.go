@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 func TestReleaseProgress(t *testing.T) {

@@ -16,23 +16,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/quality"
 	"github.com/joulemark/joulemark/benchjob/openai"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/benchjob/quality"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/ctxtime"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"
-)
-
-// Run statuses (runarchive's).
-const (
-	StatusRunning   = runarchive.StatusRunning
-	StatusCompleted = runarchive.StatusCompleted
-	StatusAborted   = runarchive.StatusAborted
-	StatusFailed    = runarchive.StatusFailed
 )
 
 // Options are what a caller of Run provides beside the Config.
@@ -57,6 +49,10 @@ type Options struct {
 	// HardStop, canceled, stops the run at once (the second Ctrl-C; the
 	// first one cancels Run's context: a graceful stop). Nil: none.
 	HardStop context.Context
+
+	// wrapRequests, in tests, wraps the requests file's writer (a failing
+	// disk).
+	wrapRequests func(io.Writer) io.Writer
 }
 
 // Result is what a run did.
@@ -86,6 +82,10 @@ type Result struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 }
+
+// ErrArchiveWrite is wrapped by Run's error when the run archive could not
+// be written (a full disk): the load stopped at the first write error.
+var ErrArchiveWrite = errors.New("archive write failed")
 
 // ErrAborted is wrapped by Run's error when the context was canceled.
 var ErrAborted = errors.New("run aborted")
@@ -262,7 +262,7 @@ func workloadSource(w Workload) (src *source, trace []traceEntry, err error) {
 		}
 		src = newSource(func(i int) Prompt { return ds[i%len(ds)] }, -1)
 		cycle = len(ds)
-	case w.Kind == WorkloadCorrectness:
+	case w.Kind == contract.WorkloadCorrectness:
 		maxTokens := w.MeanOutputTokens
 		if maxTokens <= 0 {
 			maxTokens = 64
@@ -322,20 +322,18 @@ func reapOrphans(runsDir string, log *slog.Logger) {
 	}
 }
 
-// exporterClients are the phase API clients of the run's exporters.
+// exporterClients are the phase API clients of the run's exporters; hc,
+// when not nil, replaces the HTTP client cfg.ExporterHTTP would build.
 func exporterClients(cfg *Config, token string, hc *http.Client) ([]*phaseapi.Client, error) {
-	exporterHTTP, tokenHeader, err := exporterClient(cfg.ExporterHTTP, hc)
+	clients, err := phaseapi.NewClients(cfg.ExporterHTTP, token, "joulemark-bench", exporterCallTimeout, hc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("exporter_http: %w", err)
 	}
 	var out []*phaseapi.Client
 	for _, u := range cfg.Exporters {
-		c, err := phaseapi.NewClient(u, token, exporterHTTP)
+		c, err := clients.Client(u)
 		if err != nil {
 			return nil, err
-		}
-		if tokenHeader {
-			c.WithTokenHeader()
 		}
 		out = append(out, c)
 	}
@@ -360,7 +358,7 @@ func (r *runner) openArchive(ctx context.Context, gpus map[string][]phaseapi.GPU
 		return err
 	}
 	rec.man = runarchive.Manifest{
-		RunID: r.runID, Status: StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
+		RunID: r.runID, Status: runarchive.StatusRunning, Config: cm, ConfigSHA256: sha256Hex(cy),
 		Joulemark: joulemarkInfo(), Git: gitInfo(ctx), Host: hostInfo(), GPUs: gpus, Bench: benchProcess(),
 		Engine: runarchive.EngineInfo{Cmd: e.Cmd, StartHook: e.Start, StopHook: e.Stop, Version: e.Version, Image: e.Image,
 			Model: cfg.Model, ModelRevision: e.ModelRevision, Target: secretfile.RedactURL(cfg.Target), Controller: controllerName(r.engine, r.opts.Engine)},
@@ -414,10 +412,10 @@ func targetKey(cfg *Config) (string, error) {
 // readSecret reads a secret from file (trimmed), else from env.
 func readSecret(file, env, field string) (string, error) {
 	if file != "" {
-		return secretfile.Read(file, field)
+		return secretfile.ReadToken(file, field)
 	}
 	if env != "" {
-		return os.Getenv(env), nil
+		return secretfile.Env(env)
 	}
 	return "", nil
 }
@@ -462,6 +460,12 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.reqCtx = reqCtx
 	cancelRun := func(err error) { cancelDispatch(err); cancelReq(err) }
 	r.crash.setCancel(cancelRun)
+	r.rec.reqs.OnError(func(err error) {
+		// Going on would load the engine for a run nothing records.
+		err = fmt.Errorf("%w: run archive %s could not be written: %w", ErrArchiveWrite, r.rec.arch.Dir, err)
+		r.log.Error("stopping the load", "err", err)
+		cancelRun(err)
+	})
 	var scrapeWG sync.WaitGroup
 	stopScrape := make(chan struct{})
 	if r.cfg.Engine.Metrics {
@@ -474,14 +478,14 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 
 	err := r.safeLifecycle(runCtx, cancelRun)
-	status := StatusCompleted
+	status := runarchive.StatusCompleted
 	switch {
 	case ctx.Err() != nil:
-		status = StatusAborted
+		status = runarchive.StatusAborted
 		r.flag(contract.FlagAborted)
 		err = fmt.Errorf("run %s: %w (%v); records kept in %s", r.runID, ErrAborted, context.Cause(ctx), r.rec.arch.Dir)
 	case err != nil:
-		status = StatusFailed
+		status = runarchive.StatusFailed
 	}
 	r.teardown(ctx, err == nil)
 	close(stopScrape)
@@ -636,7 +640,7 @@ func (r *runner) noteFormalLoad(st *loadStats, cpu time.Duration) {
 	r.rec.man.Load.RetryAfterWaitSeconds = st.retryWait.Seconds()
 	r.rec.agg.achieved.Set(st.achievedRate())
 	if len(st.lags) > 0 {
-		p50, p99 := st.lagQuantile(.5), st.lagQuantile(.99)
+		p50, p99 := st.lagPercentile(50), st.lagPercentile(99)
 		r.rec.man.Load.LagP50Seconds, r.rec.man.Load.LagP99Seconds = p50.Seconds(), p99.Seconds()
 		r.rec.man.Load.CapWaitSeconds = st.capWait.Seconds()
 		r.rec.man.Load.MaxLagSeconds = r.cfg.MaxLag.Seconds()

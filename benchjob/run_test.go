@@ -59,7 +59,7 @@ func TestRunFullLifecycle(t *testing.T) {
 	if !exp.exited {
 		t.Error("the bench stopped the engine but did not report its exit to the exporter")
 	}
-	if res.Status != StatusCompleted || len(flagsBesidesLoad(res.Flags)) != 0 {
+	if res.Status != runarchive.StatusCompleted || len(flagsBesidesLoad(res.Flags)) != 0 {
 		t.Errorf("status %q flags %v", res.Status, res.Flags)
 	}
 	if s, st := eng.counts(); s != 1 || st != 1 {
@@ -246,7 +246,7 @@ func checkLifecycleManifest(t *testing.T, res *Result, cfg *Config, expURL strin
 	t.Helper()
 	var man runarchive.Manifest
 	readJSON(t, filepath.Join(res.ArchiveDir, runarchive.ManifestFile), &man)
-	if man.Status != StatusCompleted || man.RunID != "lifecycle-1" || man.Engine.Model != "test-model" ||
+	if man.Status != runarchive.StatusCompleted || man.RunID != "lifecycle-1" || man.Engine.Model != "test-model" ||
 		man.Engine.MaxModelLen != 8192 || man.Engine.ReportedVer != "0.0.0-fake" || man.Prompts != 23 ||
 		len(man.PromptSetSHA256) != 64 || man.Joulemark.Version == "" || man.Host.CPUs == 0 || man.Thinking != "engine_default" {
 		t.Errorf("manifest: %+v", man)

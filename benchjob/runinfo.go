@@ -5,7 +5,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/benchjob/quality"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
@@ -69,7 +69,7 @@ func workloadDigest(w Workload) (string, error) {
 			return sha256Hex(b), nil
 		}
 	}
-	if w.Kind == WorkloadCorrectness {
+	if w.Kind == contract.WorkloadCorrectness {
 		return sha256Hex(fmt.Appendf(nil, "correctness v1 seed=%d", w.Seed)), nil
 	}
 	return sha256Hex(fmt.Appendf(nil, "synthetic v1 mean_input_tokens=%d stddev_input_tokens=%d mean_output_tokens=%d stddev_output_tokens=%d seed=%d",

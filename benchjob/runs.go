@@ -9,8 +9,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"
@@ -90,9 +90,64 @@ func Finalize(ctx context.Context, runsDir, id string, urls []string, clients fu
 
 // PushResult is what Push sent.
 type PushResult struct {
-	Requests int               // records read from the archive
+	Requests int               // records read from the archive and pushed
 	Samples  int               // samples sent
 	Stats    remotewrite.Stats // what the target acknowledged and what was lost
+	// Skipped are the records left out as implausible (checkPushed), by
+	// line of requests.jsonl.
+	Skipped []SkippedRequest
+}
+
+// SkippedRequest is an archived request runs push left out, and why.
+type SkippedRequest struct {
+	Line int
+	Why  string
+}
+
+// pushSlack widens a run's span (created to ended) for its requests' times.
+const pushSlack = time.Minute
+
+// checkPushed says why an archived request cannot be pushed ("" when it
+// can): a time not finite or outside [from, to], a negative or non-finite
+// duration, a token count outside [0, contract.MaxRequestTokens]. One such
+// sample makes a receiver refuse its whole batch ("out of bounds").
+func checkPushed(r *runarchive.Request, from, to float64) string {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"send_time", r.SendTime}, {"end_time", r.EndTime}} {
+		if !finite(f.v) || f.v < from || f.v > to {
+			return fmt.Sprintf("%s %g outside the run (%.0f to %.0f)", f.name, f.v, from, to)
+		}
+	}
+	durs := []struct {
+		name string
+		v    *float64
+	}{{"latency_seconds", &r.LatencySeconds}, {"ttft_seconds", r.TTFTSeconds}}
+	for _, d := range durs {
+		if d.v != nil && (!finite(*d.v) || *d.v < 0) {
+			return fmt.Sprintf("%s %g: want a finite duration, not negative", d.name, *d.v)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"output_tokens", r.OutputTokens}, {"input_tokens", r.InputTokens}} {
+		if c.v < 0 || c.v > contract.MaxRequestTokens {
+			return fmt.Sprintf("%s %d: want 0 to %d", c.name, c.v, contract.MaxRequestTokens)
+		}
+	}
+	return ""
+}
+
+// pushSpan is the span a run's requests lie in: its manifest's created to
+// ended (now while it has not ended), widened by pushSlack.
+func pushSpan(m *runarchive.Manifest) (from, to float64) {
+	to = m.Ended
+	if to == 0 {
+		to = unixSeconds(time.Now())
+	}
+	return m.Created - pushSlack.Seconds(), to + pushSlack.Seconds()
 }
 
 // Push re-sends a run's per-request samples (one group per record of
@@ -120,7 +175,13 @@ func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *s
 	agg := newAggregates(id)
 	var last float64
 	n := 0
-	err = run.EachRequest(func(_ int, r *runarchive.Request) error {
+	var skipped []SkippedRequest
+	from, to := pushSpan(m)
+	err = run.EachRequest(func(line int, r *runarchive.Request) error {
+		if why := checkPushed(r, from, to); why != "" {
+			skipped = append(skipped, SkippedRequest{Line: line, Why: why})
+			return nil
+		}
 		samples = append(samples, requestSamples(r, id)...)
 		agg.observe(r)
 		last = max(last, r.EndTime)
@@ -130,8 +191,11 @@ func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *s
 	if err != nil {
 		return nil, err
 	}
+	if len(skipped) > 0 {
+		logSkipped(log, id, skipped)
+	}
 	if n == 0 {
-		return nil, fmt.Errorf("run %s: no request records", id)
+		return &PushResult{Skipped: skipped}, fmt.Errorf("run %s: no request records to push (%d left out as implausible)", id, len(skipped))
 	}
 	// The final samples' instant as the bench stamped them; older archives
 	// lack it: the run's end, else its last request's.
@@ -165,9 +229,20 @@ func Push(ctx context.Context, runsDir, id string, rw remotewrite.Config, log *s
 		w.Append(s)
 	}
 	st, err := w.Close(ctx)
-	res := &PushResult{Requests: n, Samples: len(samples), Stats: st}
+	res := &PushResult{Requests: n, Samples: len(samples), Stats: st, Skipped: skipped}
 	if err != nil {
 		return res, fmt.Errorf("pushing run %s to %s: %w", id, secretfile.RedactURL(rw.URL), err)
 	}
 	return res, nil
+}
+
+// logSkipped warns of the records Push left out, naming the first lines.
+func logSkipped(log *slog.Logger, id string, skipped []SkippedRequest) {
+	const shown = 10
+	for _, sk := range skipped[:min(len(skipped), shown)] {
+		log.Warn("runs push: request left out as implausible", "run_id", id, "file", runarchive.RequestsFile, "line", sk.Line, "why", sk.Why)
+	}
+	if len(skipped) > shown {
+		log.Warn("runs push: more requests left out as implausible", "run_id", id, "more", len(skipped)-shown)
+	}
 }

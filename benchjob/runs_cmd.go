@@ -8,15 +8,14 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 // RunListing is one line of `runs list`.
@@ -68,17 +67,13 @@ func ListRuns(runsDir string) ([]RunListing, error) {
 // readVerdict fills Valid and Excluding from the run's report, when it
 // has one; a report that cannot be read is named in ReportError.
 func (row *RunListing) readVerdict(run *runarchive.Run) {
-	path := filepath.Join(run.Path(runarchive.ReportDir), analyze.FileJSON)
-	data, err := os.ReadFile(path)
+	path := filepath.Join(run.Path(runarchive.ReportDir), report.FileJSON)
+	r, err := report.Load(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
-	var r analyze.Report
-	if err == nil {
-		err = json.Unmarshal(data, &r)
-	}
 	if err != nil {
-		row.ReportError = fmt.Sprintf("report %s: %v", path, err)
+		row.ReportError = err.Error()
 		return
 	}
 	row.Valid = &r.Valid

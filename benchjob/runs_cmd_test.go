@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
@@ -45,7 +45,7 @@ func TestRunList(t *testing.T) {
 		"text": "RUN ID  STATUS     START                 REQUESTS  VALID                          FLAGS\n" +
 			"r-c     unknown    n/a                   n/a       not analysed                   (run archive " + filepath.Join(dir, "r-c") + ": no manifest.json: file does not exist)\n" +
 			"r-a     completed  2023-11-14T22:13:20Z  12        no (steady_state_not_reached)  x,y\n" +
-			"r-b     running    2023-11-14T22:15:00Z  n/a       unreadable report              (report " + filepath.Join(dir, "r-b", "report", "report.json") + ": unexpected end of JSON input)\n",
+			"r-b     running    2023-11-14T22:15:00Z  n/a       unreadable report              (report " + filepath.Join(dir, "r-b", "report", "report.json") + ": line 1: unexpected end of JSON input)\n",
 	}
 	for format, w := range want {
 		var buf bytes.Buffer

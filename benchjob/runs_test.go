@@ -1,7 +1,9 @@
 package benchjob
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,8 +17,8 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
@@ -208,5 +210,57 @@ func TestFinalizeRefusesLiveBench(t *testing.T) {
 	}
 	if _, err := Finalize(context.Background(), runs, "dead-1", nil, nil); errors.Is(err, ErrBenchAlive) {
 		t.Errorf("Finalize after the bench died = %v", err)
+	}
+}
+
+// TestPushSkipsImplausibleRequests: archived requests with an impossible
+// time or a negative count are left out, named by line, and the rest
+// pushed (issue 33 medium 12: one such sample had the receiver refuse
+// every batch and all samples were lost).
+func TestPushSkipsImplausibleRequests(t *testing.T) {
+	srv := openaitest.New(openaitest.Behavior{})
+	defer srv.Close()
+	cfg := testConfig(t, srv.BaseURL())
+	res, err := runFake(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(res.ArchiveDir, runarchive.RequestsFile)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	for line, set := range map[int]func(map[string]any){
+		3: func(r map[string]any) { r["end_time"] = -5 },
+		5: func(r map[string]any) { r["end_time"] = 1e300 },
+		7: func(r map[string]any) { r["output_tokens"] = -1 },
+	} {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(lines[line-1]), &r); err != nil {
+			t.Fatal(err)
+		}
+		set(r)
+		nb, _ := json.Marshal(r)
+		lines[line-1] = string(nb)
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pushed := newRWReceiver(t)
+	var logs bytes.Buffer
+	pr, err := Push(context.Background(), cfg.RunsDir, res.RunID, remotewrite.Config{URL: pushed.URL}, slogTo(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skipped []int
+	for _, s := range pr.Skipped {
+		skipped = append(skipped, s.Line)
+	}
+	if !slices.Equal(skipped, []int{3, 5, 7}) || pr.Requests != len(lines)-3 || pr.Stats.Lost() != 0 || pr.Stats.Acknowledged != int64(pr.Samples) {
+		t.Errorf("push %+v: want lines 3, 5, 7 skipped, the other %d pushed, none lost", pr, len(lines)-3)
+	}
+	if !strings.Contains(logs.String(), "line=5") || !strings.Contains(pr.Skipped[2].Why, "output_tokens -1") {
+		t.Errorf("skipped %+v, log:\n%s", pr.Skipped, logs.String())
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob/openai/openaitest"
 	"github.com/joulemark/joulemark/exporter"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
 )
 

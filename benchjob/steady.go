@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // The load a bench run gets when it names none: enough for the steady
@@ -29,14 +29,13 @@ func (c *Config) applyLoadDefaults() {
 }
 
 // SteadyStateNeed is how many successful formal requests analyze needs
-// (its default windows, analyze.DefaultParams) to find the steady state of
+// (its default windows, contract.SteadyStateWindow and Windows) to find the steady state of
 // a steady engine at closed-loop concurrency conc (0: an open loop): the
 // windows, the drain after the last send that the test leaves out (about
 // conc requests) and a ramp of as many; an open loop's drain is taken as a
 // tenth of the windows.
 func SteadyStateNeed(conc int) int {
-	p := analyze.DefaultParams()
-	w := p.SSWindow * p.SSWindows
+	w := contract.SteadyStateWindow * contract.SteadyStateWindows
 	if conc <= 0 {
 		return w + int(math.Ceil(float64(w)/10))
 	}
@@ -59,8 +58,7 @@ func (c *Config) steadyStateWarning() string {
 }
 
 func windowsText() string {
-	p := analyze.DefaultParams()
-	return fmt.Sprintf("%d windows of %d requests", p.SSWindows, p.SSWindow)
+	return fmt.Sprintf("%d windows of %d requests", contract.SteadyStateWindows, contract.SteadyStateWindow)
 }
 
 // watchFormalRate warns once, a fifth into a formal phase bounded by

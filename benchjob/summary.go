@@ -118,10 +118,10 @@ func WriteSummary(w io.Writer, res *Result) error {
 	if e := phaseEnergyLine(res); e != "" {
 		fmt.Fprintf(tw, "energy\t%s\n", e)
 	}
-	if why := res.Unusable(); res.Status == StatusCompleted && len(why) > 0 {
+	if why := res.Unusable(); res.Status == runarchive.StatusCompleted && len(why) > 0 {
 		fmt.Fprintf(tw, "unusable\t%s\n", strings.Join(why, "; "))
 	}
-	if res.Status == StatusCompleted && res.RemoteWriteURL != "" {
+	if res.Status == runarchive.StatusCompleted && res.RemoteWriteURL != "" {
 		fmt.Fprintf(tw, "next\t%s\n", analyzeCommand(res))
 	}
 	return tw.Flush()

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 func TestPercentiles(t *testing.T) {
@@ -68,7 +68,7 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestWriteSummaryGolden(t *testing.T) {
-	res := &Result{RunID: "golden-1", ArchiveDir: "runs/golden-1", Status: StatusCompleted,
+	res := &Result{RunID: "golden-1", ArchiveDir: "runs/golden-1", Status: runarchive.StatusCompleted,
 		Flags: []string{contract.FlagUsageMissing}, Summary: summarize(summaryFixture()), TargetRate: 2, AchievedRate: 1.9,
 		RemoteWriteURL: "http://prom:9090/api/v1/write", RemoteWrite: remotewrite.Stats{Enqueued: 60, Acknowledged: 55, Failed: 5},
 		PrometheusURL: "http://user:secret@prom:9090",

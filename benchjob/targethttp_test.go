@@ -64,7 +64,7 @@ func TestRunTargetHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != StatusCompleted {
+	if res.Status != runarchive.StatusCompleted {
 		t.Fatalf("status %q flags %v", res.Status, res.Flags)
 	}
 	mu.Lock()

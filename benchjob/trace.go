@@ -44,13 +44,17 @@ func loadTrace(path string) ([]traceEntry, error) {
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxTraceLine)
 	var out []traceEntry
 	var first, prev float64
 	n := 0
 	for sc.Scan() {
 		n++
-		l := bytes.TrimSpace(sc.Bytes())
+		l := sc.Bytes()
+		if n == 1 {
+			l = bytes.TrimPrefix(l, utf8BOM)
+		}
+		l = bytes.TrimSpace(l)
 		if len(l) == 0 || l[0] == '#' {
 			continue
 		}
@@ -94,7 +98,7 @@ func loadTrace(path string) ([]traceEntry, error) {
 		out = append(out, traceEntry{At: time.Duration((at - first) * float64(time.Second)), InputTokens: *in, OutputTokens: *out1})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("trace %s: line %d: %w", path, n+1, err)
+		return nil, fmt.Errorf("trace %s: line %d: %w", path, n+1, lineErr(err, MaxTraceLine))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("trace %s: no entries", path)

@@ -13,7 +13,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
-	"github.com/joulemark/joulemark/analyze/quality"
+	"github.com/joulemark/joulemark/benchjob/quality"
 )
 
 // Shakespeare's sonnets (public domain), the text LLMPerf shuffles into its

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 func TestSyntheticDeterministic(t *testing.T) {
@@ -208,5 +208,35 @@ func TestLoadTraceBounds(t *testing.T) {
 		if _, err := loadTrace(p); err == nil || !strings.Contains(err.Error(), "line ") {
 			t.Errorf("trace %s: %v, want an error naming the line", name, err)
 		}
+	}
+}
+
+// TestDatasetBOMAndLongLine: a dataset or trace starting with a UTF-8 byte
+// order mark reads as without it; a line over the limit is an error naming
+// its line and the limit, not "bufio.Scanner: token too long" (issue 33
+// low).
+func TestDatasetBOMAndLongLine(t *testing.T) {
+	dir := t.TempDir()
+	bom := filepath.Join(dir, "bom.jsonl")
+	if err := osWriteFile(bom, "\xef\xbb\xbf"+`{"prompt":"hello"}`+"\n"+`{"prompt":"again"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := loadDataset(bom, 3); err != nil || len(ps) != 2 || ps[0].Text != "hello" {
+		t.Errorf("dataset with a BOM: %+v, %v", ps, err)
+	}
+	tr := filepath.Join(dir, "bom_trace.jsonl")
+	if err := osWriteFile(tr, "\xef\xbb\xbf"+`{"time":0,"input_tokens":1,"output_tokens":1}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := loadTrace(tr); err != nil || len(got) != 1 {
+		t.Errorf("trace with a BOM: %+v, %v", got, err)
+	}
+	long := filepath.Join(dir, "long.jsonl")
+	if err := osWriteFile(long, `{"time":0,"input_tokens":1,"output_tokens":1}`+"\n"+`{"prompt":"`+strings.Repeat("x", MaxTraceLine)+`"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadTrace(long)
+	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "longer than 16 MiB") {
+		t.Errorf("long trace line: %v; want line 2 and the limit named", err)
 	}
 }

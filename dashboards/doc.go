@@ -9,7 +9,7 @@
 //     against TTFT p95, goodput.
 //
 // Every query names only metrics of the metric contract, the benchmark
-// aggregates listed in BenchAggregateMetrics, the inference engines' (vLLM's
+// aggregates (contract.BenchAggregates), the inference engines' (vLLM's
 // and SGLang's) metrics of internal/contract or the recording rules in rules/. The generated JSON in this
 // directory is committed; `go generate ./dashboards` (or `joulemark
 // dashboards generate --out dashboards/`) rewrites it, and a test fails when

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/joulemark/joulemark/deploy"
+	"github.com/joulemark/joulemark/internal/contract"
 )
 
 // rulesDir holds the recording rules (rules/*.yml), read at test time so the
@@ -254,4 +255,34 @@ func mapsKeys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// KnownMetrics returns every metric name the dashboards may query outside
+// the recording rules, with the series names of histograms
+// (_bucket, _sum, _count) expanded.
+func KnownMetrics() map[string]bool {
+	known := map[string]bool{}
+	for _, m := range contract.Metrics {
+		known[m] = true
+	}
+	// A histogram is queried through its series, never its bare name.
+	for _, m := range contract.BenchAggregates {
+		delete(known, m.Name)
+	}
+	add := func(name, typ string) {
+		if typ == "histogram" {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				known[name+s] = true
+			}
+			return
+		}
+		known[name] = true
+	}
+	for _, m := range contract.BenchAggregates {
+		add(m.Name, m.Type)
+	}
+	for _, m := range contract.EngineMetrics {
+		add(m.Name, m.Type)
+	}
+	return known
 }

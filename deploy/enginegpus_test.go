@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // containerArgs are the args of a pod template's containers, by name.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/testenv"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 // TestGPUNodeCheckSim runs deploy/gpu-node-check.sh with GPU=sim, as it

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // metricsServer serves a fixed exposition on /metrics from 127.0.0.1.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
 // TestAttachedSGLangQueueing is the SRE's everyday measurement on SGLang:
@@ -56,7 +56,7 @@ func TestAttachedSGLangQueueing(t *testing.T) {
 		// 16-token answers four at a time: per-request J/token spreads
 		// more than the method's 3 % in windows of 100 (3.1 % measured).
 		"--steady-state.cv=0.05")
-	rep := readReport(t, filepath.Join(out, analyze.FileJSON))
+	rep := readReport(t, filepath.Join(out, report.FileJSON))
 	sv, dg := rep.Server, rep.Diagnosis
 	t.Logf("analyze exit %d, valid %v, flags %v; server %s %v; findings %+v", a.code, rep.Valid, flagCodes(rep), sv.Engine, sv.MetricsFound, dg.Findings)
 	if a.code != 0 || !rep.Valid || rep.Run == nil || rep.Run.Mode != contract.ModeAttached {
@@ -76,7 +76,7 @@ func TestAttachedSGLangQueueing(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if !sv.Available || sv.Engine != "sglang" || !slices.Equal(rules, []string{analyze.RuleQueueing}) {
+	if !sv.Available || sv.Engine != "sglang" || !slices.Equal(rules, []string{report.RuleQueueing}) {
 		t.Errorf("server view available %v engine %q, findings %v: want SGLang's and queueing alone (%s)",
 			sv.Available, sv.Engine, rules, fmt.Sprint(dg.Skipped))
 	}

@@ -31,14 +31,15 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/joulemark/joulemark/analyze"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/demo"
-	"github.com/joulemark/joulemark/internal/golden"
-	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/testenv"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
+	"github.com/joulemark/joulemark/report"
 	"github.com/joulemark/joulemark/rules"
 )
 
@@ -211,7 +212,7 @@ type embeddedResult struct {
 type external struct {
 	runID      string
 	prom       *realprom.Server
-	report     *analyze.Report
+	report     *report.Report
 	exporter   *phaseapi.RunStatus
 	scrapes    []float64 // when Prometheus scraped the exporter (unix seconds)
 	records    []runarchive.Request
@@ -323,8 +324,8 @@ func runExternal(ctx context.Context, t *testing.T, bin string) *external {
 	stdout := runCommand(ctx, t, 60*time.Second, nil, bin, "analyze",
 		"--prometheus.url="+prom.URL, "--run-id="+runID, "--out="+outDir, "--format=json",
 		"--steady-state.window="+strconv.Itoa(ssWindow), "--slo.ttft="+sloTTFT.String(), "--slo.tpot=0")
-	rep := readReport(t, filepath.Join(outDir, analyze.FileJSON))
-	var printed analyze.Report
+	rep := readReport(t, filepath.Join(outDir, report.FileJSON))
+	var printed report.Report
 	if err := json.Unmarshal(stdout, &printed); err != nil || printed.RunID != runID || printed.Valid != rep.Valid {
 		t.Errorf("analyze --format json printed run %q valid %v (%v), report.json has run %q valid %v", printed.RunID, printed.Valid, err, rep.RunID, rep.Valid)
 	}
@@ -595,7 +596,7 @@ func checkRequests(ctx context.Context, t *testing.T, ext *external) {
 
 // compareModes compares the report of the run against the real Prometheus
 // with the embedded-mode report of the same scenario.
-func compareModes(t *testing.T, ext, emb *analyze.Report) {
+func compareModes(t *testing.T, ext, emb *report.Report) {
 	if emb == nil {
 		t.Fatal("embedded mode wrote no report")
 	}
@@ -613,7 +614,7 @@ func compareModes(t *testing.T, ext, emb *analyze.Report) {
 	// Stage energies: the exporter's figures (10 Hz, exact boundaries) as
 	// the reports carry them; the counter figures of stages this short move
 	// with where the 1 s scrapes fall (checkStageEnergy).
-	stageE := func(r *analyze.Report, name string) *float64 { return r.Stages[name].ExporterEnergyJoules }
+	stageE := func(r *report.Report, name string) *float64 { return r.Stages[name].ExporterEnergyJoules }
 	for _, name := range contract.Phases {
 		a, b := ext.Stages[string(name)], emb.Stages[string(name)]
 		t.Logf("%-28s external %7.3f s %9.1f J  embedded %7.3f s %9.1f J", "stage "+string(name), a.DurationSeconds, deref(a.ExporterEnergyJoules), b.DurationSeconds, deref(b.ExporterEnergyJoules))
@@ -622,7 +623,7 @@ func compareModes(t *testing.T, ext, emb *analyze.Report) {
 	// and polls /health every second (the demo every 250 ms), and the GPUs
 	// sit near idle while it waits. So startup+warm-up is compared by the
 	// energy above the idle baseline, and its length within that polling.
-	aboveIdle := func(r *analyze.Report) (sec float64, joules *float64) {
+	aboveIdle := func(r *report.Report) (sec float64, joules *float64) {
 		idle, su, wu := r.Stages["idle"], r.Stages["startup"], r.Stages["warmup"]
 		sec = wu.End - su.Start
 		if idle.ExporterEnergyJoules != nil && su.ExporterEnergyJoules != nil && wu.ExporterEnergyJoules != nil && idle.DurationSeconds > 0 {
@@ -865,13 +866,13 @@ func waitQuery(ctx context.Context, t *testing.T, pa promv1.API, q string, limit
 	t.Fatalf("waiting %s for %s: last answer %s", limit, q, last)
 }
 
-func readReport(t *testing.T, path string) *analyze.Report {
+func readReport(t *testing.T, path string) *report.Report {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r analyze.Report
+	var r report.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -914,7 +915,7 @@ func relErr(got, want float64) float64 {
 	return math.Abs(got-want) / math.Max(math.Abs(got), math.Abs(want))
 }
 
-func hasExcluding(r *analyze.Report) bool {
+func hasExcluding(r *report.Report) bool {
 	for _, f := range r.Flags {
 		if f.Excluding {
 			return true
@@ -923,7 +924,7 @@ func hasExcluding(r *analyze.Report) bool {
 	return false
 }
 
-func excludingCodes(r *analyze.Report) []string {
+func excludingCodes(r *report.Report) []string {
 	var out []string
 	for _, f := range r.Flags {
 		if f.Excluding {
@@ -934,7 +935,7 @@ func excludingCodes(r *analyze.Report) []string {
 	return out
 }
 
-func flagCodes(r *analyze.Report) []string {
+func flagCodes(r *report.Report) []string {
 	out := []string{}
 	for _, f := range r.Flags {
 		out = append(out, f.Code)

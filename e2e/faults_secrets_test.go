@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestFaultSecretsRedacted (issue 24, point 9): `joulemark phase` with a
+// TestFaultSecretsRedacted: `joulemark phase` with a
 // password in --exporter.url never prints it, on stdout (success) or in
 // its errors (exporter down); a token file every user can read is
 // accepted with a warning naming the flag and the file.

@@ -1,8 +1,8 @@
 package e2e
 
-// Faults of the exporter's durable state (issue 24, points 1, 2 and 4),
-// against the joulemark binary: restarts graceful and SIGKILLed, state
-// files that cannot be trusted, a disk that refuses a write.
+// Faults of the exporter's durable state, against the joulemark binary:
+// restarts graceful and SIGKILLed, state files that cannot be trusted, a
+// disk that refuses a write.
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/realprom"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/phaseapi"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 // servedEnergy is each GPU's joulemark_gpu_energy_joules_total on the
@@ -179,7 +179,7 @@ func TestFaultStateWriteRefused(t *testing.T) {
 	}
 }
 
-// TestFaultTSDBServeLivePrometheus (issue 24, point 11): `tsdb serve
+// TestFaultTSDBServeLivePrometheus: `tsdb serve
 // --storage.writable` on the data directory of a running Prometheus
 // (Debian's 2.42, which leaves no lock file) is refused, exit 1, naming
 // --storage.force, and writes nothing there.

@@ -1,6 +1,6 @@
 package e2e
 
-// The fault-injection suite (issue 12): each fault is injected into real
+// The fault-injection suite: each fault is injected into real
 // components on loopback (the joulemark binary as exporter on simulated
 // GPUs, sim-engine, bench and runs; a real Prometheus) and asserted end to
 // end. docs/e2e.md lists the faults and what each test checks.
@@ -26,12 +26,12 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/benchjob"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/realprom"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/testenv"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 // faultEnv is one exporter (simulated GPUs, durable storage) and, when

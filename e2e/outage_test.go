@@ -1,6 +1,6 @@
 package e2e
 
-// The Prometheus outage of the fault suite (issue 12): one run observed by
+// The Prometheus outage of the fault suite: one run observed by
 // two real Prometheus servers, one of which goes down; after `runs push`,
 // analyze must give both the same report.
 
@@ -25,8 +25,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // remoteWriteTee is a remote-write endpoint that forwards every write to a

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -21,13 +21,35 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, phaseapi.Error{Error: msg})
 }
 
+// writeAPIError writes err with its HTTP status: a refusal's (httpStatus),
+// else 500.
 func writeAPIError(w http.ResponseWriter, err error) {
 	var ae *apiError
 	if errors.As(err, &ae) {
-		writeError(w, ae.code, ae.msg)
+		writeError(w, httpStatus(ae.kind), ae.msg)
 		return
 	}
 	writeError(w, http.StatusInternalServerError, err.Error())
+}
+
+// httpStatus is the HTTP status of a refusal of kind k.
+func httpStatus(k errKind) int {
+	switch k {
+	case errBadRequest:
+		return http.StatusBadRequest
+	case errNotFound:
+		return http.StatusNotFound
+	case errConflict:
+		return http.StatusConflict
+	case errTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case errTooManyRuns:
+		return http.StatusTooManyRequests
+	case errUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
 }
 
 func runID(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -182,7 +204,7 @@ func (e *Exporter) writePending(pw pendingWrite, id string) error {
 	if pw.ids != nil {
 		if err := e.store.write(runIDsFile, *pw.ids); err != nil {
 			e.storeErrors.Inc()
-			return errf(http.StatusServiceUnavailable, "recording run ID %s: %v; nothing was applied: retry", id, err)
+			return errf(errUnavailable, "recording run ID %s: %v; nothing was applied: retry", id, err)
 		}
 	}
 	if pw.active == nil {
@@ -191,7 +213,7 @@ func (e *Exporter) writePending(pw pendingWrite, id string) error {
 	if err := e.store.write(activeRunsFile, *pw.active); err != nil {
 		e.storeErrors.Inc()
 		e.log.Error("a phase change could not be saved; refused with 503 and not applied", "run_id", id, "err", err)
-		return errf(http.StatusServiceUnavailable, "the exporter could not save the change (%v); nothing was applied: retry", err)
+		return errf(errUnavailable, "the exporter could not save the change (%v); nothing was applied: retry", err)
 	}
 	return nil
 }

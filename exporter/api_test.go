@@ -12,10 +12,10 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/contract/runidtest"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // The phase API accepts exactly the run ids of the shared table (the bench

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // MinTokenBytes is the shortest API token the exporter command accepts.

@@ -1,6 +1,6 @@
 package exporter
 
-import "github.com/joulemark/joulemark/internal/fakeclock"
+import "github.com/joulemark/joulemark/internal/testkit/fakeclock"
 
 // fakeClock is the manually advanced clock shared by the simulator and the
 // exporter in tests.

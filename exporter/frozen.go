@@ -53,8 +53,10 @@ func settled(r *run) bool {
 // whose RunMetricsTTL passed off /metrics. A gather holds freezeMu (read)
 // across the live collectors and the frozen snapshot, so no scrape sees a
 // run both live and frozen, or neither.
-func (e *Exporter) freezeRuns() {
-	now := e.off(e.clock.Now())
+func (e *Exporter) freezeRuns() { e.freezeRunsAt(e.off(e.clock.Now())) }
+
+// freezeRunsAt is freezeRuns at offset now.
+func (e *Exporter) freezeRunsAt(now int64) {
 	ttl := int64(e.cfg.RunMetricsTTL)
 	e.mu.RLock()
 	need := false

@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // A GPU whose reads fail (an error: "GPU is lost", Xid 79) or hang (no

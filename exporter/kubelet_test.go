@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/joulemark/joulemark/internal/fakeclock"
-	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/podresources"
+	"github.com/joulemark/joulemark/internal/testkit/fakeclock"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 var podMetricNames = []string{

@@ -4,15 +4,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // lifecycle is the runs' state machine: their phases, boundaries, idle
@@ -188,14 +187,14 @@ func (l *lifecycle) startPhase(id string, p contract.Phase, now int64) (r *run, 
 		created = true
 	}
 	if r.ended {
-		return r, created, errf(http.StatusConflict, "run %s has ended; start a new run ID", id)
+		return r, created, errf(errConflict, "run %s has ended; start a new run ID", id)
 	}
 	cur := r.current()
 	if cur != nil && cur.phase == p && cur.end == nil {
 		return r, created, nil // a retried POST: the phase started at the first one
 	}
 	if cur != nil && p.Index() <= cur.phase.Index() {
-		return r, created, errf(http.StatusConflict, "run %s is in phase %s; %s cannot follow it (order: idle, startup, warmup, formal, release)", id, cur.phase, p)
+		return r, created, errf(errConflict, "run %s is in phase %s; %s cannot follow it (order: idle, startup, warmup, formal, release)", id, cur.phase, p)
 	}
 	b := l.newBoundary(r, now)
 	if cur != nil {
@@ -212,7 +211,7 @@ func (l *lifecycle) startPhase(id string, p contract.Phase, now int64) (r *run, 
 // newRun accepts run id, new on this exporter, and records its id.
 func (l *lifecycle) newRun(id string) (*run, error) {
 	if l.Used(id) {
-		return nil, errf(http.StatusConflict, "run ID %s was used before on this exporter; start a new run ID", id)
+		return nil, errf(errConflict, "run ID %s was used before on this exporter; start a new run ID", id)
 	}
 	active := 0
 	for _, x := range l.runs {
@@ -221,7 +220,7 @@ func (l *lifecycle) newRun(id string) (*run, error) {
 		}
 	}
 	if active >= l.cfg.MaxRuns {
-		return nil, errf(http.StatusTooManyRequests, "%d runs are active (the most this exporter keeps); end one first", active)
+		return nil, errf(errTooManyRuns, "%d runs are active (the most this exporter keeps); end one first", active)
 	}
 	r := &run{id: id, idleAcc: make([]welford, len(l.gpus)), idleProcs: make([]int, len(l.gpus)),
 		rel: release{state: phaseapi.ReleaseNotStarted}}
@@ -241,7 +240,7 @@ func (l *lifecycle) selectGPUs(r *run, pick []bool, sel *phaseapi.Selector) (set
 		return false, nil
 	}
 	if r.pending() && r.selector.Pod != sel.Pod && !phaseapi.MatchPod(r.selector.Pod, sel.Pod) {
-		return false, errf(http.StatusConflict, "run %s waits for pod %s; a later phase cannot select another (%s)", r.id, r.selector.Pod, sel.Pod)
+		return false, errf(errConflict, "run %s waits for pod %s; a later phase cannot select another (%s)", r.id, r.selector.Pod, sel.Pod)
 	}
 	if len(r.phases) == 1 && r.gpus == nil && !r.selected || r.pending() {
 		r.gpus, r.selected, r.selector = pick, true, sel
@@ -255,7 +254,7 @@ func (l *lifecycle) selectGPUs(r *run, pick []bool, sel *phaseapi.Selector) (set
 		return true, nil
 	}
 	if !slices.Equal(r.gpus, pick) {
-		return false, errf(http.StatusConflict, "run %s measures the GPUs its first phase selected; a later phase cannot change them", r.id)
+		return false, errf(errConflict, "run %s measures the GPUs its first phase selected; a later phase cannot change them", r.id)
 	}
 	return false, nil
 }
@@ -265,7 +264,7 @@ func (l *lifecycle) selectGPUs(r *run, pick []bool, sel *phaseapi.Selector) (set
 func (l *lifecycle) EngineExited(id string, now int64) (*run, error) {
 	r := l.runs[id]
 	if r == nil {
-		return nil, errf(http.StatusNotFound, "no run %s on this exporter", id)
+		return nil, errf(errNotFound, "no run %s on this exporter", id)
 	}
 	if !r.crit.engineExited {
 		r.crit.engineExited, r.crit.engineExitedAt = true, now
@@ -278,7 +277,7 @@ func (l *lifecycle) EngineExited(id string, now int64) (*run, error) {
 func (l *lifecycle) End(id string, now int64) (*run, error) {
 	r := l.runs[id]
 	if r == nil {
-		return nil, errf(http.StatusNotFound, "no run %s on this exporter", id)
+		return nil, errf(errNotFound, "no run %s on this exporter", id)
 	}
 	if r.ended {
 		return r, nil

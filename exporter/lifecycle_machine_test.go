@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // machine drives the lifecycle state machine alone: synthetic samples on
@@ -97,7 +97,7 @@ func (m *machine) toRelease(id string) {
 func apiCode(err error) int {
 	var ae *apiError
 	if errors.As(err, &ae) {
-		return ae.code
+		return httpStatus(ae.kind)
 	}
 	return 0
 }

@@ -22,8 +22,8 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
-	"github.com/joulemark/joulemark/internal/realprom"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
 // scrape fetches /metrics with the given headers and decodes it.

@@ -18,12 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/golden"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/nvmlmock"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/phaseapi"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
 // mockNVML is a DGX H100 from go-nvml's mock whose power and energy the

@@ -9,10 +9,10 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/internal/fakeclock"
 	"github.com/joulemark/joulemark/internal/gpu"
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/fakeclock"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // TestRemoteWriteIntoPrometheus pushes raw samples into a real Prometheus

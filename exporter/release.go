@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // Release per the method: the release phase ends when the inference

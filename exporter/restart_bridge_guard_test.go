@@ -54,9 +54,7 @@ func TestRestartBridgeGuards(t *testing.T) {
 				for range int(d / (100 * time.Millisecond)) {
 					clk.Advance(100 * time.Millisecond)
 					e.SampleOnce()
-					for i := range e.gpus {
-						e.sampleSlowGPU(i)
-					}
+					e.SampleSlowOnce()
 				}
 			}
 			e1, err := newExp(Config{Backend: keepOpen{oc}, Clock: clk, StoragePath: dir, APIToken: testToken, BootID: "boot-a"})

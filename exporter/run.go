@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // boundary is one exact phase boundary and every GPU's cumulative energy
@@ -132,19 +132,33 @@ func (r *run) phase(p contract.Phase) *phaseRec {
 	return nil
 }
 
-// apiError carries the HTTP status of a refused request.
+// errKind is why a request was refused; api.go's httpStatus maps each
+// kind to the API's HTTP status.
+type errKind int
+
+// The kinds of refusal.
+const (
+	errBadRequest  errKind = iota + 1 // the request is malformed
+	errNotFound                       // no such run
+	errConflict                       // the request contradicts the run's state
+	errTooLarge                       // the request body is too long
+	errTooManyRuns                    // the most active runs are kept already
+	errUnavailable                    // the change could not be saved: retry
+)
+
+// apiError is a refused request: its kind and the message the client sees.
 type apiError struct {
 	// podAbsent: a pod selector matched no pod holding GPUs here (a
 	// lifecycle's engine pod may appear later: lifecycle.selectGPUs).
 	podAbsent bool
-	code      int
+	kind      errKind
 	msg       string
 }
 
 func (e *apiError) Error() string { return e.msg }
 
-func errf(code int, format string, args ...any) *apiError {
-	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
+func errf(kind errKind, format string, args ...any) *apiError {
+	return &apiError{kind: kind, msg: fmt.Sprintf(format, args...)}
 }
 
 // status builds the API document of run r. Called with e.mu held (read).

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // runToRelease drives run id through idle (6 s) and formal (3 s) at steady

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // maxSelectorBody bounds a phase POST's body.
@@ -21,30 +21,68 @@ const maxSelectorBody = 64 << 10
 func readSelector(r *http.Request) (*phaseapi.Selector, error) {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxSelectorBody+1))
 	if err != nil {
-		return nil, errf(http.StatusBadRequest, "reading the request body: %v", err)
+		return nil, errf(errBadRequest, "reading the request body: %v", err)
 	}
 	if len(b) > maxSelectorBody {
-		return nil, errf(http.StatusRequestEntityTooLarge, "request body over %d bytes", maxSelectorBody)
+		return nil, errf(errTooLarge, "request body over %d bytes", maxSelectorBody)
 	}
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return nil, nil
+	}
+	if err := exactKeys(b, "gpus", "pod"); err != nil {
+		return nil, errf(http.StatusBadRequest, "phase body: %v", err)
 	}
 	var sel phaseapi.Selector
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sel); err != nil {
-		return nil, errf(http.StatusBadRequest, "phase body: %v (want {\"gpus\": [\"GPU-…\"]} or {\"pod\": \"namespace/name\"})", err)
+		return nil, errf(errBadRequest, "phase body: %v (want {\"gpus\": [\"GPU-…\"]} or {\"pod\": \"namespace/name\"})", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errf(http.StatusBadRequest, "phase body: data after the JSON object")
+		return nil, errf(errBadRequest, "phase body: data after the JSON object")
+	}
+	if sel.GPUs != nil && len(sel.GPUs) == 0 {
+		// An empty list would widen the run to every GPU, silently.
+		return nil, errf(http.StatusBadRequest, "phase body: gpus: empty list; omit the field for all GPUs")
 	}
 	if sel.Empty() {
 		return nil, nil
 	}
 	if len(sel.GPUs) > 0 && sel.Pod != "" {
-		return nil, errf(http.StatusBadRequest, "phase body: gpus and pod both given; give one")
+		return nil, errf(errBadRequest, "phase body: gpus and pod both given; give one")
 	}
 	return &sel, nil
+}
+
+// exactKeys checks a JSON object's keys before it is decoded: each one of
+// known, spelled exactly (encoding/json matches keys case-insensitively),
+// and given once (encoding/json keeps the last of a repeated key). A body
+// that is not an object is left to the decoder's error.
+func exactKeys(b []byte, known ...string) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, _ := t.(string)
+		switch {
+		case seen[k]:
+			return fmt.Errorf("key %q given twice", k)
+		case !slices.Contains(known, k):
+			return fmt.Errorf("unknown key %q (keys: %s, spelled so)", k, strings.Join(known, ", "))
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // resolveSelector turns a selector into the GPUs it names (nil: every GPU).
@@ -70,7 +108,7 @@ func (e *Exporter) resolveSelector(sel *phaseapi.Selector) ([]bool, error) {
 	for _, u := range sel.GPUs {
 		i := slices.IndexFunc(e.gpus, func(g *gpuState) bool { return g.dev.UUID == u })
 		if i < 0 {
-			return nil, errf(http.StatusBadRequest, "GPU %s is not one this exporter reads (GET /api/v1/gpus lists them)", quoteTrunc(u))
+			return nil, errf(errBadRequest, "GPU %s is not one this exporter reads (GET /api/v1/gpus lists them)", quoteTrunc(u))
 		}
 		pick[i] = true
 	}
@@ -82,11 +120,11 @@ func (e *Exporter) resolveSelector(sel *phaseapi.Selector) ([]bool, error) {
 // refusal names the pods holding GPUs.
 func (e *Exporter) resolvePod(pattern string) (string, []int, error) {
 	if _, _, _, err := phaseapi.ParsePodPattern(pattern); err != nil {
-		return "", nil, errf(http.StatusBadRequest, "pod %s: want namespace/name or namespace/name-prefix*", quoteTrunc(pattern))
+		return "", nil, errf(errBadRequest, "pod %s: want namespace/name or namespace/name-prefix*", quoteTrunc(pattern))
 	}
 	pods, known := e.PodsHolding()
 	if !known {
-		return "", nil, errf(http.StatusConflict, "pod %s: GPU allocations are not known (the exporter reads no kubelet PodResources socket, or has not read it yet)", pattern)
+		return "", nil, errf(errConflict, "pod %s: GPU allocations are not known (the exporter reads no kubelet PodResources socket, or has not read it yet)", pattern)
 	}
 	var match []string
 	for _, p := range slices.Sorted(maps.Keys(pods)) {
@@ -98,11 +136,11 @@ func (e *Exporter) resolvePod(pattern string) (string, []int, error) {
 	case 1:
 		return match[0], pods[match[0]], nil
 	case 0:
-		err := errf(http.StatusConflict, "pod %s holds none of this exporter's GPUs (pods holding them: %s)", pattern, phaseapi.DescribePods(e.podGPUs(pods)))
+		err := errf(errConflict, "pod %s holds none of this exporter's GPUs (pods holding them: %s)", pattern, phaseapi.DescribePods(e.podGPUs(pods)))
 		err.podAbsent = true
 		return "", nil, err
 	default:
-		return "", nil, errf(http.StatusConflict, "pod %s matches %d pods holding this exporter's GPUs: %s; name one", pattern, len(match), strings.Join(match, ", "))
+		return "", nil, errf(errConflict, "pod %s matches %d pods holding this exporter's GPUs: %s; name one", pattern, len(match), strings.Join(match, ", "))
 	}
 }
 

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -9,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/podresources"
 )
 
@@ -152,16 +153,25 @@ func TestRunSelectsPodGPUs(t *testing.T) {
 			t.Errorf("%s: a refused selector started a run", c.name)
 		}
 	}
-	for name, body := range map[string]string{"unknown body field": `{"gpu": 1}`, "trailing data": `{"gpus": ["` + devs[0].UUID + `"]} garbage`} {
-		req, _ := http.NewRequest("POST", strings.TrimSuffix(h.client.BaseURL(), "/")+"/api/v1/runs/junk/phases/idle", strings.NewReader(body))
+	// Issue 33 low: an empty list widened the run to every GPU, a repeated
+	// key kept its last value, a key spelled in other case was taken.
+	for name, c := range map[string]struct{ body, want string }{
+		"unknown body field": {`{"gpu": 1}`, "unknown"},
+		"trailing data":      {`{"gpus": ["` + devs[0].UUID + `"]} garbage`, "data after"},
+		"empty gpus list":    {`{"gpus": []}`, "gpus: empty list; omit the field for all GPUs"},
+		"duplicate key":      {`{"gpus": ["GPU-nope"], "gpus": ["` + devs[0].UUID + `"]}`, "given twice"},
+		"key in other case":  {`{"GPUs": ["` + devs[0].UUID + `"]}`, "(keys: gpus, pod, spelled so)"},
+	} {
+		req, _ := http.NewRequest("POST", strings.TrimSuffix(h.client.BaseURL(), "/")+"/api/v1/runs/junk/phases/idle", strings.NewReader(c.body))
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 400 {
-			t.Errorf("%s: %d, want 400", name, resp.StatusCode)
+		if resp.StatusCode != 400 || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s: %d %s, want 400 saying %q", name, resp.StatusCode, b, c.want)
 		}
 	}
 	// without attribution a pod selector cannot be resolved

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/gpu"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 // TestMaxRequests: /metrics serves MaxRequests requests at once and

@@ -18,11 +18,11 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/remotewrite"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 func waitUp(t *testing.T, url string) {

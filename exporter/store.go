@@ -14,9 +14,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/atomicfile"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // Durable state under Config.StoragePath (docs/exporter.md, "Durable state"):

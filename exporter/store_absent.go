@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // A GPU that is not open at a restart (it failed to open, or its UUID was

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // After a reboot the driver may enumerate the GPUs in another order, or

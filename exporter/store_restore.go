@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // restoredCounter is a GPU's saved counter, settled at its first sample

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/analyze/outputsanity"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 // fixtureRuns loads testdata/runs/<name>/report.json for each name.
@@ -30,11 +31,11 @@ var allRuns = []string{"vllm-tp1", "vllm-tp2", "sglang-tp1", "sglang-tp2", "tgi-
 
 func TestLoadReport(t *testing.T) {
 	runs := fixtureRuns(t, "vllm-tp2", "sglang-tp1")
-	if s := runs[0].Sanity; s == nil || FormatSanity(s) != "2/2/4 of 40" {
-		t.Errorf("vllm-tp2 sanity = %s, want 2/2/4 of 40 (2 empty, 3 identical = 2 repeats, 4 short)", FormatSanity(s))
+	if s := runs[0].Sanity; s == nil || outputsanity.Format(s) != "2/2/4 of 40" {
+		t.Errorf("vllm-tp2 sanity = %s, want 2/2/4 of 40 (2 empty, 3 identical = 2 repeats, 4 short)", outputsanity.Format(s))
 	}
 	if runs[1].Sanity != nil {
-		t.Errorf("sglang-tp1 has no archive, got sanity %s", FormatSanity(runs[1].Sanity))
+		t.Errorf("sglang-tp1 has no archive, got sanity %s", outputsanity.Format(runs[1].Sanity))
 	}
 	if v, ok := runs[0].Lookup("measurement.energy_source"); !ok || v != "counter" {
 		t.Errorf("Lookup = %q %v", v, ok)
@@ -129,21 +130,19 @@ func TestDominates(t *testing.T) {
 		name string
 		a, b *Run
 		want bool
-		used int
 	}{
-		{"better in both", mk("a", f64(1), f64(10)), mk("b", f64(2), f64(5)), true, 2},
-		{"better in one, equal in other", mk("a", f64(1), f64(5)), mk("b", f64(2), f64(5)), true, 2},
-		{"equal in both", mk("a", f64(1), f64(5)), mk("b", f64(1), f64(5)), false, 2},
-		{"trade-off", mk("a", f64(1), f64(4)), mk("b", f64(2), f64(5)), false, 2},
-		{"missing in b narrows to throughput", mk("a", f64(1), f64(10)), mk("b", nil, f64(5)), true, 1},
-		{"missing in a narrows too", mk("a", nil, f64(10)), mk("b", f64(0.5), f64(5)), true, 1},
-		{"nothing in common", mk("a", f64(1), nil), mk("b", nil, f64(5)), false, 0},
+		{"better in both", mk("a", f64(1), f64(10)), mk("b", f64(2), f64(5)), true},
+		{"better in one, equal in other", mk("a", f64(1), f64(5)), mk("b", f64(2), f64(5)), true},
+		{"equal in both", mk("a", f64(1), f64(5)), mk("b", f64(1), f64(5)), false},
+		{"trade-off", mk("a", f64(1), f64(4)), mk("b", f64(2), f64(5)), false},
+		{"missing in b narrows to throughput", mk("a", f64(1), f64(10)), mk("b", nil, f64(5)), true},
+		{"missing in a narrows too", mk("a", nil, f64(10)), mk("b", f64(0.5), f64(5)), true},
+		{"nothing in common", mk("a", f64(1), nil), mk("b", nil, f64(5)), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, used := Dominates(tc.a, tc.b, metrics)
-			if got != tc.want || len(used) != tc.used {
-				t.Errorf("Dominates = %v over %d metrics, want %v over %d", got, len(used), tc.want, tc.used)
+			if got := dominates(tc.a, tc.b, metrics); got != tc.want {
+				t.Errorf("dominates = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -467,4 +466,9 @@ func TestLoadPointString(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tc.l, got, tc.want)
 		}
 	}
+}
+
+// Diff compares after to before over metrics, one run a side.
+func Diff(before, after *Run, metrics []Metric, thresholdPct float64) DiffResult {
+	return DiffRuns([]*Run{before}, []*Run{after}, metrics, thresholdPct)
 }

@@ -118,11 +118,6 @@ func (d DiffResult) Regressions() int {
 	return n
 }
 
-// Diff compares after to before over metrics, one run a side.
-func Diff(before, after *Run, metrics []Metric, thresholdPct float64) DiffResult {
-	return DiffRuns([]*Run{before}, []*Run{after}, metrics, thresholdPct)
-}
-
 // DiffRuns compares the AFTER runs to the BEFORE runs (each side one run
 // or repetitions of one configuration) over metrics. A metric regresses
 // when it got worse, in its own direction, by more than thresholdPct

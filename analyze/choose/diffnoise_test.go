@@ -7,7 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
-	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/report"
 )
 
 // ciRun is a valid run whose steady-state J/token is v with the 95%
@@ -66,7 +66,7 @@ func seRun(name string, v, se float64, df int) *Run {
 	r := ciRun(name, v, 0)
 	h := se * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
 	r.Report.Intervals.CI95 = map[string][2]float64{SteadyStateJPT.Key: {v - h, v + h}}
-	r.Report.Intervals.Figures = map[string]analyze.IntervalFigure{SteadyStateJPT.Key: {StandardError: &se, DF: df}}
+	r.Report.Intervals.Figures = map[string]report.IntervalFigure{SteadyStateJPT.Key: {StandardError: &se, DF: df}}
 	return r
 }
 

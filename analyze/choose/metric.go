@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Direction says which way a metric gets better.
@@ -38,7 +38,7 @@ type Metric struct {
 	Label string // short column header
 	Unit  string
 	Dir   Direction
-	value func(*analyze.Report) *float64
+	value func(*report.Report) *float64
 	// plausible bounds the figure: at least lo (more than lo when
 	// positive), at most hi; a report outside is refused (Check).
 	lo, hi   float64
@@ -48,7 +48,7 @@ type Metric struct {
 // Check fails when r holds the metric outside what it can be (a negative
 // or zero J/token, a ratio above 1, NaN): such a report is impossible and
 // would rank first.
-func (m Metric) Check(r *analyze.Report) error {
+func (m Metric) Check(r *report.Report) error {
 	v, ok := m.Value(r)
 	if !ok || (v >= m.lo && v <= m.hi && (!m.positive || v > m.lo)) {
 		return nil
@@ -61,7 +61,7 @@ func (m Metric) Check(r *analyze.Report) error {
 }
 
 // Value returns the metric of a report, or false when it is missing.
-func (m Metric) Value(r *analyze.Report) (float64, bool) {
+func (m Metric) Value(r *report.Report) (float64, bool) {
 	v := m.value(r)
 	if v == nil {
 		return 0, false
@@ -76,7 +76,7 @@ func f64(v float64) *float64 { return &v }
 // treated as missing.
 var (
 	SteadyStateJPT = Metric{Key: "steady_state.joules_per_token", Label: "ss_J/tok", Unit: "J/token", Dir: Minimize, hi: maxJoulesPerToken, positive: true,
-		value: func(r *analyze.Report) *float64 {
+		value: func(r *report.Report) *float64 {
 			if !r.SteadyState.Reached {
 				return nil
 			}
@@ -85,26 +85,26 @@ var (
 	// SustainedLoadJPT is the steady-state J/token without the drain
 	// (docs/design.md, "Definitions").
 	SustainedLoadJPT = Metric{Key: "steady_state.sustained_load_joules_per_token", Label: "sustained_J/tok", Unit: "J/token", Dir: Minimize, hi: maxJoulesPerToken, positive: true,
-		value: func(r *analyze.Report) *float64 {
+		value: func(r *report.Report) *float64 {
 			if !r.SteadyState.Reached {
 				return nil
 			}
 			return r.SteadyState.SustainedLoadJoulesPerToken
 		}}
 	LifecycleJPT = Metric{Key: "full_lifecycle_joules_per_token", Label: "life_J/tok", Unit: "J/token", Dir: Minimize, hi: maxJoulesPerToken, positive: true,
-		value: func(r *analyze.Report) *float64 { return r.FullLifecycleJoulesPerToken }}
+		value: func(r *report.Report) *float64 { return r.FullLifecycleJoulesPerToken }}
 	TTFTP95 = Metric{Key: "latency.ttft_seconds.p95", Label: "ttft_p95", Unit: "s", Dir: Minimize, hi: maxSeconds,
-		value: func(r *analyze.Report) *float64 { return r.Latency.TTFTSeconds.P95 }}
+		value: func(r *report.Report) *float64 { return r.Latency.TTFTSeconds.P95 }}
 	TPOTP95 = Metric{Key: "latency.tpot_seconds.p95", Label: "tpot_p95", Unit: "s", Dir: Minimize, hi: maxSeconds,
-		value: func(r *analyze.Report) *float64 { return r.Latency.TPOTSeconds.P95 }}
+		value: func(r *report.Report) *float64 { return r.Latency.TPOTSeconds.P95 }}
 	StartupEnergy = Metric{Key: "energy.startup_joules", Label: "startup_J", Unit: "J", Dir: Minimize, hi: maxJoules,
-		value: func(r *analyze.Report) *float64 { return r.Energy.StartupJoules }}
+		value: func(r *report.Report) *float64 { return r.Energy.StartupJoules }}
 	Throughput = Metric{Key: "throughput_tokens_per_second", Label: "tok/s", Unit: "tokens/s", Dir: Maximize, hi: maxTokensPerSecond,
-		value: func(r *analyze.Report) *float64 { return r.ThroughputTokensPerSecond }}
+		value: func(r *report.Report) *float64 { return r.ThroughputTokensPerSecond }}
 	Goodput = Metric{Key: "goodput.ratio", Label: "goodput", Unit: "ratio", Dir: Maximize, hi: 1,
-		value: func(r *analyze.Report) *float64 { return r.Goodput.Ratio }}
+		value: func(r *report.Report) *float64 { return r.Goodput.Ratio }}
 	ErrorRate = Metric{Key: "requests.error_rate", Label: "err_rate", Unit: "ratio", Dir: Minimize, hi: 1,
-		value: func(r *analyze.Report) *float64 {
+		value: func(r *report.Report) *float64 {
 			if r.Requests.Started == 0 {
 				return nil
 			}
@@ -113,7 +113,7 @@ var (
 	// GPUMemoryPeak is the largest single-GPU memory peak of the formal
 	// phase: what must fit in one GPU (recommend --max-gpu-memory).
 	GPUMemoryPeak = Metric{Key: "gpu_memory.max_gpu_peak_bytes", Label: "gpu_mem_peak", Unit: "bytes", Dir: Minimize, hi: maxBytes,
-		value: func(r *analyze.Report) *float64 {
+		value: func(r *report.Report) *float64 {
 			if r.GPUMemory == nil {
 				return nil
 			}
@@ -122,14 +122,14 @@ var (
 	// QualityPassRate is the share of checked answers that passed their
 	// rubric (recommend --min-quality).
 	QualityPassRate = Metric{Key: "quality.pass_rate", Label: "quality", Unit: "ratio", Dir: Maximize, hi: 1,
-		value: func(r *analyze.Report) *float64 {
+		value: func(r *report.Report) *float64 {
 			if r.Quality == nil {
 				return nil
 			}
 			return r.Quality.PassRate
 		}}
 	JoulesPerGoodToken = Metric{Key: "goodput.joules_per_good_token", Label: "J/good_tok", Unit: "J/token", Dir: Minimize, hi: maxJoulesPerToken, positive: true,
-		value: func(r *analyze.Report) *float64 { return r.Goodput.JoulesPerGoodToken }}
+		value: func(r *report.Report) *float64 { return r.Goodput.JoulesPerGoodToken }}
 )
 
 // Plausible bounds of the tracked metrics: far above any real run, far

@@ -4,25 +4,16 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/joulemark/joulemark/analyze/outputsanity"
+	"github.com/joulemark/joulemark/report"
 )
 
-// Dominates reports whether run a Pareto-dominates run b over metrics: over
-// the metrics both runs have, a is no worse in every one and strictly better
-// in at least one. A metric missing in either run narrows the comparison to
-// the others instead of failing it; with no metric in common neither
-// dominates. It also returns the metrics the comparison used.
-func Dominates(a, b *Run, metrics []Metric) (bool, []Metric) {
-	var used []Metric
-	for _, m := range metrics {
-		_, oka := m.Of(a)
-		_, okb := m.Of(b)
-		if oka && okb {
-			used = append(used, m)
-		}
-	}
-	return dominates(a, b, metrics), used
-}
-
+// dominates reports whether run a Pareto-dominates run b over metrics:
+// over the metrics both runs have, a is no worse in every one and strictly
+// better in at least one. A metric missing in either run narrows the
+// comparison to the others instead of failing it; with no metric in common
+// neither dominates.
 func dominates(a, b *Run, metrics []Metric) bool {
 	better := false
 	for _, m := range metrics {
@@ -158,7 +149,7 @@ func paretoRows(classes []Class, metrics []Metric) [][]string {
 		for _, m := range metrics {
 			row = append(row, FormatMetric(m, c.Run))
 			if m.Key == Throughput.Key {
-				row = append(row, FormatSanity(c.Run.Sanity))
+				row = append(row, outputsanity.Format(c.Run.Sanity))
 			}
 		}
 		row = append(row, classNote(c))
@@ -216,14 +207,14 @@ func classNote(c Class) string {
 
 // paretoJSON is one run of `joulemark pareto --format json`.
 type paretoJSON struct {
-	RunID       string              `json:"run_id"`
-	Rank        int                 `json:"rank"` // 1 = front, 0 = excluded
-	Front       bool                `json:"front"`
-	Excluded    string              `json:"excluded,omitempty"`
-	DominatedBy []string            `json:"dominated_by"`
-	Missing     []string            `json:"missing"`
-	Metrics     map[string]*float64 `json:"metrics"`
-	Sanity      *Sanity             `json:"output_sanity"`
+	RunID       string               `json:"run_id"`
+	Rank        int                  `json:"rank"` // 1 = front, 0 = excluded
+	Front       bool                 `json:"front"`
+	Excluded    string               `json:"excluded,omitempty"`
+	DominatedBy []string             `json:"dominated_by"`
+	Missing     []string             `json:"missing"`
+	Metrics     map[string]*float64  `json:"metrics"`
+	Sanity      *report.OutputCounts `json:"output_sanity"`
 	// Repetitions is the pool a pooled run stands for (PoolRuns).
 	Repetitions *RepetitionSummary `json:"repetitions,omitempty"`
 }

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/joulemark/joulemark/internal/svgplot"
+	"github.com/joulemark/joulemark/report"
 )
 
 // ParetoGroup is one classification the Pareto page shows: a name ("" for
@@ -30,28 +31,8 @@ var (
 	paretoY = Throughput
 )
 
-var paretoPage = template.Must(template.New("pareto").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>joulemark pareto</title>
-<style>
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #1b1b1b; line-height: 1.45; }
-h1 { font-size: 1.6em; border-bottom: 2px solid #ddd; padding-bottom: .3em; }
-h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #eee; }
-figure { margin: 1.2em 0; }
-figure svg { max-width: 100%; height: auto; }
-table { border-collapse: collapse; width: 100%; font-size: .78em; margin: .6em 0; }
-th, td { border-bottom: 1px solid #e3e3e3; padding: .25em .4em; text-align: left; vertical-align: top; overflow-wrap: break-word; }
-th { background: #f3f3f3; }
-tr.excluded td { color: #777; }
-.note, .missing { font-size: .85em; color: #444; }
-.missing { color: #8a6d3b; font-style: italic; }
-</style>
-</head>
-<body>
-<h1>joulemark pareto — {{.Runs}} runs</h1>
+var paretoPage = report.Page("pareto", nil, `{{define "title"}}joulemark pareto{{end}}{{define "class"}}wide{{end}}
+{{define "body"}}<h1>joulemark pareto — {{.Runs}} runs</h1>
 <p class="note">Classified over {{.Metrics}}. The figure shows two of them, {{.X}} against {{.Y}}: filled blue, the front (dominated by no other valid run);
 filled orange, dominated runs labelled with their rank; hollow grey, invalid runs (left out of the classification). A run can sit on the front with a
 worse place in this picture than a dominated one: it wins on a metric the picture does not show.</p>
@@ -62,10 +43,8 @@ worse place in this picture than a dominated one: it wins on a metric the pictur
 {{range slice .Rows 1}}<tr{{if eq (index . 2) "excluded"}} class="excluded"{{end}}>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
 {{end}}
-<p class="note">{{.Legend}}</p>
-</body>
-</html>
-`))
+<p class="note">{{.Legend}}</p>{{end}}
+`)
 
 // WriteParetoHTML renders the classifications as one self-contained page,
 // readable at 1280 px without horizontal scrolling: per group a scatter of

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/internal/chromium"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/chromium"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
 // TestParetoHTML: the page draws the front, labels the dominated runs with

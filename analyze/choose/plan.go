@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/report"
 )
 
 // SecondsPerDay is the length of the planning day.
@@ -46,7 +46,7 @@ type PlanPoint struct {
 var (
 	// planRate is λ: successful formal requests per second.
 	planRate = Metric{Key: "rate_requests_per_second", Label: "rate_req/s", Unit: "req/s", Dir: Maximize,
-		value: func(r *analyze.Report) *float64 {
+		value: func(r *report.Report) *float64 {
 			if f, ok := r.Stages["formal"]; ok && f.DurationSeconds > 0 {
 				return f64(float64(r.Requests.Succeeded) / f.DurationSeconds)
 			}
@@ -54,10 +54,10 @@ var (
 		}}
 	// planLatency is W: the median end-to-end latency.
 	planLatency = Metric{Key: "latency_seconds", Label: "latency_p50", Unit: "s", Dir: Minimize,
-		value: func(r *analyze.Report) *float64 { return r.Latency.LatencySeconds.P50 }}
+		value: func(r *report.Report) *float64 { return r.Latency.LatencySeconds.P50 }}
 	// planFixed is E_start + E_release.
 	planFixed = Metric{Key: "fixed_joules_per_replica", Label: "fixed_J", Unit: "J", Dir: Minimize,
-		value: func(r *analyze.Report) *float64 {
+		value: func(r *report.Report) *float64 {
 			if r.Energy.StartupJoules == nil || r.Energy.ReleaseJoules == nil {
 				return nil
 			}
@@ -65,11 +65,11 @@ var (
 		}}
 	// planPerRequest is e_ss, the lifecycle estimate's per-request energy.
 	planPerRequest = Metric{Key: "per_request_joules", Label: "e_ss", Unit: "J", Dir: Minimize,
-		value: func(r *analyze.Report) *float64 { return r.LifecycleEstimate.PerRequestJoules }}
+		value: func(r *report.Report) *float64 { return r.LifecycleEstimate.PerRequestJoules }}
 	// planPerRequestSS is e_ss where the estimate lacks it: steady-state
 	// J/token × mean output tokens per request.
 	planPerRequestSS = Metric{Key: "per_request_joules_from_steady_state", Label: "e_ss", Unit: "J", Dir: Minimize,
-		value: func(r *analyze.Report) *float64 {
+		value: func(r *report.Report) *float64 {
 			if !r.SteadyState.Reached || r.SteadyState.JoulesPerToken == nil || r.Requests.Succeeded == 0 {
 				return nil
 			}
@@ -123,7 +123,7 @@ type PlanOptions struct {
 	SLOs              []Constraint
 	RestartsPerDay    float64 // startups (and releases) per replica per day
 	// Cost, when any input is set, prices the energy per day.
-	Cost analyze.CostInputs
+	Cost report.CostInputs
 	// Pool plans over runs that differ in model, engine, GPU or prompt set
 	// (run.*); without it such runs are refused: a sweep is one
 	// configuration at several load points.
@@ -142,11 +142,11 @@ func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
 		return Plan{}, err
 	}
 	p := Plan{TargetPeakRateRPS: opts.TargetPeakRateRPS, RestartsPerDay: opts.RestartsPerDay,
-		Boundary: analyze.Boundary}
+		Boundary: report.Boundary}
 	for _, r := range runs {
 		// a run measured on a C2C module (Grace CPU included) says so
-		if r.Report.Measurement.Boundary == analyze.BoundaryModule {
-			p.Boundary = analyze.BoundaryModule
+		if r.Report.Measurement.Boundary == report.BoundaryModule {
+			p.Boundary = report.BoundaryModule
 		}
 	}
 	for _, c := range opts.SLOs {

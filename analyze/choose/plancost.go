@@ -4,23 +4,23 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/report"
 )
 
 // PlanCost is plan.json "cost_per_day": what the energy of a day at the
 // peak rate costs and emits, within Boundary.
 type PlanCost struct {
-	analyze.CostBasis
-	analyze.CostFigures
+	report.CostBasis
+	report.CostFigures
 }
 
 // planCost prices the plan's energy per day. The plan counts the GPUs'
 // energy of the admission run; a carbon query needs a run's time range,
 // which a plan has not.
-func planCost(p *Plan, in analyze.CostInputs) *PlanCost {
-	c := &PlanCost{CostBasis: analyze.NewCostBasis(p.Boundary, in, in.CarbonIntensity)}
+func planCost(p *Plan, in report.CostInputs) *PlanCost {
+	c := &PlanCost{CostBasis: report.NewCostBasis(p.Boundary, in, in.CarbonIntensity)}
 	energy := p.EnergyPerDayJoules
-	if in.Energy == analyze.CostEnergyGPUHost {
+	if in.Energy == report.CostEnergyGPUHost {
 		energy = nil
 		c.Missing = append(c.Missing, "host energy (a plan counts the GPUs' energy only)")
 	}

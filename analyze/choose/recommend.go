@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
 )
 
@@ -221,7 +222,7 @@ func WriteRecommendation(w io.Writer, rec Recommendation, metrics []Metric) erro
 		for _, m := range metrics {
 			row = append(row, FormatMetric(m, r))
 			if m.Key == Throughput.Key {
-				row = append(row, FormatSanity(r.Sanity))
+				row = append(row, outputsanity.Format(r.Sanity))
 			}
 		}
 		rows = append(rows, append(row, reason))

@@ -3,13 +3,15 @@ package choose
 import (
 	"encoding/json"
 	"fmt"
-	"gonum.org/v1/gonum/stat/distuv"
 	"math"
 	"slices"
 	"strings"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
 // AgreementBound is the method's ±20% comparability bound, which it
@@ -349,8 +351,8 @@ func PoolRuns(runs []*Run) []*Run {
 
 // poolSanity is the output sanity counts of a pool's valid repetitions
 // added up; nil when one of them has none (no archive found).
-func poolSanity(p *RepetitionPool) *Sanity {
-	var cs []Sanity
+func poolSanity(p *RepetitionPool) *report.OutputCounts {
+	var cs []report.OutputCounts
 	for _, r := range p.Valid {
 		if r.Sanity == nil {
 			return nil

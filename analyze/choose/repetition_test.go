@@ -7,15 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
 // rep is a crafted report of one repetition: steady-state J/token ss (0:
 // steady state not reached), formal output tokens, valid or not.
 func rep(id, group string, idx int, ss float64, tokens int64, valid bool) *Run {
-	r := &Run{Name: id, Report: analyze.Report{RunID: id, Valid: valid}}
-	r.Report.Run = &analyze.RunIdentity{RunIdentity: contract.RunIdentity{RunID: id, Model: "m", Engine: "sim", GPUs: 1, GPUName: "Simulated GPU",
+	r := &Run{Name: id, Report: report.Report{RunID: id, Valid: valid}}
+	r.Report.Run = &report.RunIdentity{RunIdentity: contract.RunIdentity{RunID: id, Model: "m", Engine: "sim", GPUs: 1, GPUName: "Simulated GPU",
 		LoadMode: "closed", Concurrency: 8, DatasetSHA256: "ab", Mode: contract.ModeLifecycle,
 		RepetitionGroup: group, Repetition: idx, Repetitions: 3}}
 	r.Report.Tokens.FormalOutput = tokens
@@ -24,7 +25,7 @@ func rep(id, group string, idx int, ss float64, tokens int64, valid bool) *Run {
 		r.Report.ThroughputTokensPerSecond = f64(1000 / ss)
 	}
 	if !valid {
-		r.Report.Flags = []analyze.Flag{{Code: "release_not_closed", Excluding: true}}
+		r.Report.Flags = []report.Flag{{Code: "release_not_closed", Excluding: true}}
 	}
 	return r
 }
@@ -165,7 +166,7 @@ func reps(group string, ss ...float64) []*Run {
 func withSanity(runs []*Run, n int, bad ...int) []*Run {
 	for i, r := range runs {
 		zero := 0
-		r.Sanity = &Sanity{Requests: n, Empty: bad[i], Repeated: &zero, Short: &zero}
+		r.Sanity = &report.OutputCounts{Requests: n, Empty: bad[i], Repeated: &zero, Short: &zero}
 	}
 	return runs
 }
@@ -314,7 +315,7 @@ func sweepReps(group string, conc int, pts ...point) []*Run {
 	for i, p := range pts {
 		r := rep(fmt.Sprintf("%s-rep%d", group, i+1), group, i+1, p.ss, 1000, p.valid)
 		r.Report.Run.Concurrency, r.Report.Run.Repetitions = conc, len(pts)
-		r.Report.Stages = map[string]analyze.Stage{"formal": {DurationSeconds: 100}}
+		r.Report.Stages = map[string]report.Stage{"formal": {DurationSeconds: 100}}
 		r.Report.Requests.Succeeded = int(math.Round(p.rate * 100))
 		r.Report.Latency.LatencySeconds.P50 = f64(float64(conc) / p.rate)
 		r.Report.Latency.TTFTSeconds.P95 = f64(p.ttft)
@@ -399,8 +400,8 @@ func TestPoolRunsNameClash(t *testing.T) {
 // counts added up (the pareto and recommend tables show it), unknown
 // when one of them has none; an invalid repetition's outputs do not count.
 func TestPoolSanity(t *testing.T) {
-	counts := func(req, empty, short int) *Sanity {
-		return &Sanity{Requests: req, Empty: empty, Repeated: new(0), Short: new(short)}
+	counts := func(req, empty, short int) *report.OutputCounts {
+		return &report.OutputCounts{Requests: req, Empty: empty, Repeated: new(0), Short: new(short)}
 	}
 	runs := reps("a", 0.4, 0.5, -0.6)
 	runs[0].Sanity, runs[1].Sanity, runs[2].Sanity = counts(100, 1, 2), counts(120, 0, 3), counts(90, 50, 50)
@@ -408,8 +409,8 @@ func TestPoolSanity(t *testing.T) {
 	if len(pooled) != 1 || pooled[0].Sanity == nil {
 		t.Fatalf("pooled %+v", pooled)
 	}
-	if got := FormatSanity(pooled[0].Sanity); got != FormatSanity(counts(220, 1, 5)) {
-		t.Errorf("pooled sanity %s, want the two valid repetitions' %s", got, FormatSanity(counts(220, 1, 5)))
+	if got := outputsanity.Format(pooled[0].Sanity); got != outputsanity.Format(counts(220, 1, 5)) {
+		t.Errorf("pooled sanity %s, want the two valid repetitions' %s", got, outputsanity.Format(counts(220, 1, 5)))
 	}
 	runs[1].Sanity = nil
 	if s := PoolRuns(runs)[0].Sanity; s != nil {
@@ -430,7 +431,7 @@ func TestAgreementHeterogeneity(t *testing.T) {
 		for _, r := range runs {
 			if tc.se > 0 {
 				se := tc.se
-				r.Report.Intervals.Figures = map[string]analyze.IntervalFigure{SteadyStateJPT.Key: {StandardError: &se, DF: 9}}
+				r.Report.Intervals.Figures = map[string]report.IntervalFigure{SteadyStateJPT.Key: {StandardError: &se, DF: 9}}
 			}
 		}
 		a := PoolRepetitions(runs)[0].Agreement()

@@ -2,7 +2,6 @@ package choose
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
 // ResolveGroup finds the reports of the repetition group id (bench
@@ -70,7 +69,7 @@ func (d groupDir) candidates(id string) []string {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), id+"-") {
 			continue
 		}
-		p := filepath.Join(d.dir, e.Name(), d.sub, analyze.FileJSON)
+		p := filepath.Join(d.dir, e.Name(), d.sub, report.FileJSON)
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			out = append(out, p)
 		}
@@ -82,28 +81,19 @@ func (d groupDir) candidates(id string) []string {
 func groupDirs(dirs []groupDir, id string) string {
 	var out []string
 	for _, d := range dirs {
-		out = append(out, filepath.Join(d.dir, id+"-*", d.sub, analyze.FileJSON))
+		out = append(out, filepath.Join(d.dir, id+"-*", d.sub, report.FileJSON))
 	}
 	return strings.Join(out, ", ")
 }
 
 // reportIdentity is the run section of the report at path; nil when it
 // has none.
-func reportIdentity(path string) (*analyze.RunIdentity, error) {
-	data, err := os.ReadFile(path)
+func reportIdentity(path string) (*report.RunIdentity, error) {
+	r, err := report.Load(path)
 	if err != nil {
-		return nil, fmt.Errorf("read report: %w", err)
+		return nil, err
 	}
-	var doc struct {
-		Run *analyze.RunIdentity `json:"run"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("report %s: %w", path, jsonErr(data, err))
-	}
-	if doc.Run == nil {
-		return nil, nil
-	}
-	return doc.Run, nil
+	return r.Run, nil
 }
 
 // resolveArg is the report an argument names (ResolveReport) or, when it

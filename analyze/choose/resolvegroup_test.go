@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/report"
 )
 
 // writeRun writes r's report at dir/<run_id>/sub/report.json.
@@ -22,7 +22,7 @@ func writeRun(t *testing.T, dir, sub string, r *Run) {
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(d, analyze.FileJSON), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(d, report.FileJSON), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

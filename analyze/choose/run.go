@@ -17,22 +17,22 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/jsonline"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Run is one report read from disk, with the sanity of its outputs when the
 // run archive was found beside it.
 type Run struct {
-	Path   string         // the report file
-	Name   string         // run_id, or the file path when the report has none
-	Report analyze.Report // the decoded report
-	Raw    map[string]any // the same document undecoded, for lookups by key (--group-by)
-	Sanity *Sanity        // nil when no requests.jsonl was found
-	Load   *LoadPoint     // the configured load from manifest.json; nil when not found
+	Path   string               // the report file
+	Name   string               // run_id, or the file path when the report has none
+	Report report.Report        // the decoded report
+	Raw    map[string]any       // the same document undecoded, for lookups by key (--group-by)
+	Sanity *report.OutputCounts // nil when no requests.jsonl was found
+	Load   *LoadPoint           // the configured load from manifest.json; nil when not found
 	// SanityPath is the requests.jsonl the sanity counts come from.
 	SanityPath string
 	// Pool, when set, makes this run stand for a repetition pool
@@ -77,7 +77,7 @@ func LoadReport(path string, opts LoadOptions) (*Run, error) {
 // checkPlausible refuses a report no analyze run can write: a run_id that
 // is no run id (path components: it names files), a tracked figure out of
 // its bounds (Metric.Check).
-func checkPlausible(r *analyze.Report) error {
+func checkPlausible(r *report.Report) error {
 	if err := contract.ValidateRunID(r.RunID); err != nil {
 		return fmt.Errorf("run_id: %w", err)
 	}
@@ -155,11 +155,12 @@ func (l *LoadPoint) String() string {
 	return "-"
 }
 
-func decodeReport(data []byte, rep *analyze.Report, raw *map[string]any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(rep); err != nil {
-		return jsonErr(data, err)
+func decodeReport(data []byte, rep *report.Report, raw *map[string]any) error {
+	r, err := report.Decode(data)
+	if err != nil {
+		return err
 	}
+	*rep = *r
 	d2 := json.NewDecoder(bytes.NewReader(data))
 	d2.UseNumber()
 	if err := d2.Decode(raw); err != nil {
@@ -222,12 +223,12 @@ func ResolveReport(arg, runsDir string) (string, error) {
 	}
 	var tried []string
 	if err == nil {
-		tried = []string{filepath.Join(arg, analyze.FileJSON), filepath.Join(arg, "report", analyze.FileJSON)}
+		tried = []string{filepath.Join(arg, report.FileJSON), filepath.Join(arg, "report", report.FileJSON)}
 	} else if contract.ValidateRunID(arg) == nil {
 		if runsDir != "" {
-			tried = append(tried, filepath.Join(runsDir, arg, "report", analyze.FileJSON))
+			tried = append(tried, filepath.Join(runsDir, arg, "report", report.FileJSON))
 		}
-		tried = append(tried, filepath.Join("reports", arg, analyze.FileJSON))
+		tried = append(tried, filepath.Join("reports", arg, report.FileJSON))
 	} else {
 		return "", fmt.Errorf("report %s: %w (%w)", arg, ErrNoReport, err)
 	}

@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/internal/stats"
+	"github.com/joulemark/joulemark/report"
 )
 
 // DefaultTolerance is the largest relative spread of formal output tokens,
@@ -42,9 +44,9 @@ type RunRow struct {
 	Included bool        `json:"included"`
 	Excluded string      `json:"excluded,omitempty"` // why it is left out of medians and ranks
 
-	FormalOutputTokens int64               `json:"formal_output_tokens"`
-	Metrics            map[string]*float64 `json:"metrics"` // tracked metrics by report key; null = missing
-	Sanity             *choose.Sanity      `json:"output_sanity"`
+	FormalOutputTokens int64                `json:"formal_output_tokens"`
+	Metrics            map[string]*float64  `json:"metrics"` // tracked metrics by report key; null = missing
+	Sanity             *report.OutputCounts `json:"output_sanity"`
 }
 
 // Spread is the comparability check over a set of runs.
@@ -219,12 +221,7 @@ func median(runs []*choose.Run, m choose.Metric) *float64 {
 	if len(xs) == 0 {
 		return nil
 	}
-	slices.Sort(xs)
-	n := len(xs)
-	v := xs[n/2]
-	if n%2 == 0 {
-		v = (xs[n/2-1] + xs[n/2]) / 2
-	}
+	v := stats.Median(xs)
 	return &v
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/analyze/choose"
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 func load(t *testing.T, names ...string) []*choose.Run {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/reportcsv"
 )
 
@@ -27,7 +28,7 @@ func runRows(res Result) [][]string {
 			ratio = choose.FormatValue(life/ss, true)
 		}
 		rows = append(rows, []string{r.Name, choose.RunLoad(r), row.Group, status, fmt.Sprint(r.Report.Tokens.FormalOutput),
-			choose.FormatMetric(choose.Throughput, r), choose.FormatSanity(r.Sanity),
+			choose.FormatMetric(choose.Throughput, r), outputsanity.Format(r.Sanity),
 			choose.FormatValue(ss, okSS), choose.FormatValue(life, okLife), ratio,
 			choose.FormatMetric(choose.TTFTP95, r), choose.FormatMetric(choose.TPOTP95, r),
 			choose.FormatMetric(choose.Goodput, r), choose.FormatMetric(choose.ErrorRate, r)})

@@ -19,39 +19,18 @@ import (
 	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/internal/atomicfile"
 	"github.com/joulemark/joulemark/internal/svgplot"
+	"github.com/joulemark/joulemark/report"
 )
 
 // FileHTML is the comparison page compare --out writes.
 const FileHTML = "compare.html"
 
-var comparePage = template.Must(template.New("compare").Funcs(template.FuncMap{
+var comparePage = report.Page("compare", template.FuncMap{
 	"hasPrefix": strings.HasPrefix,
-}).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>joulemark compare</title>
-<style>
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #1b1b1b; line-height: 1.45; }
-h1 { font-size: 1.6em; border-bottom: 2px solid #ddd; padding-bottom: .3em; }
-h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #eee; }
-table { border-collapse: collapse; width: 100%; font-size: .78em; margin: .6em 0; }
-th, td { border-bottom: 1px solid #e3e3e3; padding: .25em .4em; text-align: left; vertical-align: top; overflow-wrap: break-word; }
-th { background: #f3f3f3; }
-tr.excluded td { color: #777; }
-.note { font-size: .85em; color: #444; }
-.knee { background: #edf7ed; border-left: 5px solid #2e7d32; padding: .4em .8em; }
-.noknee { background: #fdecea; border-left: 5px solid #c62828; padding: .4em .8em; }
-figure { margin: 1.2em 0; }
-figure svg { max-width: 100%; height: auto; }
-.missing { color: #8a6d3b; font-style: italic; }
-</style>
-</head>
-<body>
-<h1>joulemark compare — {{len .Res.Runs}} runs</h1>
+}, `{{define "title"}}joulemark compare{{end}}{{define "class"}}wide{{end}}
+{{define "body"}}<h1>joulemark compare — {{len .Res.Runs}} runs</h1>
 {{range .Sweeps}}<h2>Sweep: {{.Key}}</h2>
-<p class="{{if .Knee}}knee{{else}}noknee{{end}}">{{.Verdict}}</p>
+<p class="{{if .Knee}}good{{else}}bad{{end}}">{{.Verdict}}</p>
 {{range .Figures}}<figure>{{if .Err}}<p class="missing">Not drawn: {{.Err}}</p>{{else}}{{.SVG}}{{end}}</figure>
 {{end}}{{end}}
 <h2>All runs</h2>
@@ -62,14 +41,12 @@ figure svg { max-width: 100%; height: auto; }
 <p class="note">{{.Spearman}}</p>
 {{if .Repetitions}}<h2>Repetition groups</h2>
 {{template "table" .Repetitions}}
-<p class="note">{{.RepetitionNote}}</p>{{end}}
-</body>
-</html>
+<p class="note">{{.RepetitionNote}}</p>{{end}}{{end}}
 {{define "table"}}<table>
 <tr>{{range index . 0}}<th>{{.}}</th>{{end}}</tr>
 {{range slice . 1}}<tr{{if hasPrefix (index . 3) "excluded"}} class="excluded"{{end}}>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
-`))
+`)
 
 type figure struct {
 	SVG template.HTML

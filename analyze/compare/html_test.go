@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/joulemark/joulemark/internal/chromium"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/chromium"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
 func TestCompareHTML(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
 // repReports writes crafted reports of repetitions (group, steady-state
@@ -26,13 +26,13 @@ func repReports(t *testing.T, reps ...struct {
 	var paths []string
 	for i, r := range reps {
 		ss := r.ss
-		rep := analyze.Report{RunID: r.id, Valid: r.valid, Scenario: "s",
-			Run: &analyze.RunIdentity{RunIdentity: contract.RunIdentity{RunID: r.id, Model: "m", Engine: "sim", LoadMode: "closed", Concurrency: 8,
+		rep := report.Report{RunID: r.id, Valid: r.valid, Scenario: "s",
+			Run: &report.RunIdentity{RunIdentity: contract.RunIdentity{RunID: r.id, Model: "m", Engine: "sim", LoadMode: "closed", Concurrency: 8,
 				Mode: contract.ModeLifecycle, RepetitionGroup: r.group, Repetition: i + 1, Repetitions: 3}}}
 		rep.Tokens.FormalOutput = 1000
 		rep.SteadyState.Reached, rep.SteadyState.JoulesPerToken = true, &ss
 		if !r.valid {
-			rep.Flags = []analyze.Flag{{Code: "release_not_closed", Excluding: true}}
+			rep.Flags = []report.Flag{{Code: "release_not_closed", Excluding: true}}
 		}
 		b, err := json.Marshal(rep)
 		if err != nil {

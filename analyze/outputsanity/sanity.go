@@ -13,30 +13,8 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
-
-// Counts are the outputs of a run's successful formal requests that say
-// the model or engine broke, whatever the speed: empty outputs, outputs
-// identical to an earlier one, and short outputs: shorter than asked where
-// ignore_eos forced the length, else cut (a finish reason that is neither
-// a natural stop nor the length limit). A model's end-of-sequence stop
-// without ignore_eos is normal, never short.
-type Counts struct {
-	Requests int `json:"requests"` // successful formal requests examined
-	Empty    int `json:"empty"`    // no output token (or empty text)
-	// Repeated counts outputs whose content hash equals an earlier output's in
-	// the same run; nil when the archive carries no output hash.
-	Repeated *int `json:"repeated"`
-	// Short counts, with ignore_eos on, outputs shorter than the requested
-	// max tokens (or, when the archive does not record it, ended otherwise
-	// than by length); without it, outputs cut: a finish reason other than
-	// a natural stop or length (Natural). Nil when nothing it needs is
-	// recorded.
-	Short *int `json:"short"`
-	// IgnoreEOS is the run's extras.ignore_eos from manifest.json; nil when
-	// unknown (counted as off: stops are then natural).
-	IgnoreEOS *bool `json:"ignore_eos,omitempty"`
-}
 
 // Counter counts the suspicious outputs among the successful formal
 // requests it is given, in the archive's order. IgnoreEOS, the run's
@@ -44,7 +22,7 @@ type Counts struct {
 // the first Add.
 type Counter struct {
 	IgnoreEOS             *bool
-	c                     Counts
+	c                     report.OutputCounts
 	repeated, short       int
 	hashKnown, shortKnown bool
 	seen                  map[string]bool
@@ -104,7 +82,7 @@ func (k *Counter) isShort(r *runarchive.Request) (short, known bool) {
 
 // Counts are the counts so far; Repeated and Short are nil while nothing
 // told them.
-func (k *Counter) Counts() Counts {
+func (k *Counter) Counts() report.OutputCounts {
 	c := k.c
 	c.IgnoreEOS = k.IgnoreEOS
 	if k.hashKnown {
@@ -119,13 +97,13 @@ func (k *Counter) Counts() Counts {
 // ReadRequests counts the suspicious outputs of the bench run in r, from
 // its requests.jsonl, with its manifest's ignore_eos (unknown without a
 // manifest). Errors name the file and line.
-func ReadRequests(r *runarchive.Run) (Counts, error) {
+func ReadRequests(r *runarchive.Run) (report.OutputCounts, error) {
 	var k Counter
 	m, err := r.ReadManifest()
 	switch {
 	case errors.Is(err, runarchive.ErrNoManifest):
 	case err != nil:
-		return Counts{}, err
+		return report.OutputCounts{}, err
 	default:
 		k.IgnoreEOS = m.IgnoreEOS()
 	}
@@ -134,43 +112,14 @@ func ReadRequests(r *runarchive.Run) (Counts, error) {
 		return nil
 	})
 	if err != nil {
-		return Counts{}, err
+		return report.OutputCounts{}, err
 	}
 	return k.Counts(), nil
 }
 
-// Bad returns the number of suspicious outputs (empty + repeated + short)
-// and whether every count was known.
-func (c Counts) Bad() (int, bool) {
-	n := c.Empty
-	known := true
-	if c.Repeated != nil {
-		n += *c.Repeated
-	} else {
-		known = false
-	}
-	if c.Short != nil {
-		n += *c.Short
-	} else {
-		known = false
-	}
-	return n, known
-}
-
-// BadRatio is Bad()/Requests: the share of suspicious outputs, a lower
-// bound when a count is unknown; nil when no request was examined.
-func (c Counts) BadRatio() *float64 {
-	if c.Requests == 0 {
-		return nil
-	}
-	n, _ := c.Bad()
-	v := float64(n) / float64(c.Requests)
-	return &v
-}
-
 // Format prints the counts as "empty/repeated/short of n", "-" for an
 // unknown count or a run without an archive (c nil).
-func Format(c *Counts) string {
+func Format(c *report.OutputCounts) string {
 	if c == nil {
 		return "-"
 	}
@@ -187,8 +136,8 @@ func Format(c *Counts) string {
 // and empty outputs add; repeated and short add where every run has them
 // (repeated stays within each run), else they are unknown; ignore_eos is
 // kept where every run agrees.
-func Sum(cs []Counts) Counts {
-	var out Counts
+func Sum(cs []report.OutputCounts) report.OutputCounts {
+	var out report.OutputCounts
 	if len(cs) == 0 {
 		return out
 	}

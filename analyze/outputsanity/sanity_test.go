@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 func ip(v int) *int { return &v }
 
-func show(c Counts) string {
+func show(c report.OutputCounts) string {
 	s := Format(&c)
 	if c.IgnoreEOS != nil {
 		s += map[bool]string{true: " ignore_eos", false: " no ignore_eos"}[*c.IgnoreEOS]
@@ -36,12 +37,12 @@ func TestRead(t *testing.T) {
 		name      string
 		ignoreEOS *bool
 		jsonl     string
-		want      Counts
+		want      report.OutputCounts
 	}{
-		{"empty archive", nil, "", Counts{}},
-		{"ignore_eos: an early stop is short", bp(true), fullAndStops, Counts{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(1), IgnoreEOS: bp(true)}},
-		{"no ignore_eos: an early stop is the model's own", bp(false), fullAndStops, Counts{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(0), IgnoreEOS: bp(false)}},
-		{"ignore_eos unknown: stops are natural", nil, fullAndStops, Counts{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(0)}},
+		{"empty archive", nil, "", report.OutputCounts{}},
+		{"ignore_eos: an early stop is short", bp(true), fullAndStops, report.OutputCounts{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(1), IgnoreEOS: bp(true)}},
+		{"no ignore_eos: an early stop is the model's own", bp(false), fullAndStops, report.OutputCounts{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(0), IgnoreEOS: bp(false)}},
+		{"ignore_eos unknown: stops are natural", nil, fullAndStops, report.OutputCounts{Requests: 5, Empty: 1, Repeated: ip(2), Short: ip(0)}},
 		{
 			"no ignore_eos: only a cut output is short, whatever the engine calls its stop",
 			bp(false),
@@ -52,7 +53,7 @@ func TestRead(t *testing.T) {
 {"phase":"formal","success":true,"output_tokens":4,"max_tokens":10,"finish_reason":"abort"}
 {"phase":"formal","success":true,"output_tokens":4,"max_tokens":10}
 `,
-			Counts{Requests: 6, Short: ip(1), IgnoreEOS: bp(false)},
+			report.OutputCounts{Requests: 6, Short: ip(1), IgnoreEOS: bp(false)},
 		},
 		{
 			"ignore_eos, finish reason only: stop counts as short, length does not, repeats unknown",
@@ -60,7 +61,7 @@ func TestRead(t *testing.T) {
 			`{"phase":"formal","success":true,"output_tokens":10,"finish_reason":"length"}
 {"phase":"formal","success":true,"output_tokens":4,"finish_reason":"stop"}
 `,
-			Counts{Requests: 2, Short: ip(1), IgnoreEOS: bp(true)},
+			report.OutputCounts{Requests: 2, Short: ip(1), IgnoreEOS: bp(true)},
 		},
 		{
 			"ignore_eos: max tokens wins over finish reason: full length with stop is not short, one short with length is",
@@ -68,13 +69,13 @@ func TestRead(t *testing.T) {
 			`{"phase":"formal","success":true,"output_tokens":10,"max_tokens":10,"finish_reason":"stop"}
 {"phase":"formal","success":true,"output_tokens":9,"max_tokens":10,"finish_reason":"length"}
 `,
-			Counts{Requests: 2, Short: ip(1), IgnoreEOS: bp(true)},
+			report.OutputCounts{Requests: 2, Short: ip(1), IgnoreEOS: bp(true)},
 		},
 		{
 			"nothing to judge length by",
 			nil,
 			`{"phase":"formal","success":true,"output_tokens":4,"max_tokens":10}` + "\n",
-			Counts{Requests: 1},
+			report.OutputCounts{Requests: 1},
 		},
 		{
 			"empty by characters (reasoning only), not also repeated or short",
@@ -82,7 +83,7 @@ func TestRead(t *testing.T) {
 			`{"phase":"formal","success":true,"output_tokens":5,"output_chars":0,"output_hash":"e","max_tokens":10}
 {"phase":"formal","success":true,"output_tokens":5,"output_chars":0,"output_hash":"e","max_tokens":10}
 `,
-			Counts{Requests: 2, Empty: 2, IgnoreEOS: bp(true)},
+			report.OutputCounts{Requests: 2, Empty: 2, IgnoreEOS: bp(true)},
 		},
 	}
 	for _, tc := range tests {
@@ -105,7 +106,7 @@ func TestRead(t *testing.T) {
 func TestReadRequests(t *testing.T) {
 	tests := []struct {
 		run     string
-		want    Counts
+		want    report.OutputCounts
 		bad     int
 		ratio   float64 // NaN: nil
 		wantErr string
@@ -114,10 +115,10 @@ func TestReadRequests(t *testing.T) {
 		// text), h1 once repeated, 12 and 149 of 150 tokens short (the
 		// length finish does not hide the missing token; a full-length
 		// "stop" is not short).
-		{run: "ignore-eos", want: Counts{Requests: 9, Empty: 2, Repeated: ip(1), Short: ip(2), IgnoreEOS: bp(true)}, bad: 5, ratio: 5.0 / 9},
+		{run: "ignore-eos", want: report.OutputCounts{Requests: 9, Empty: 2, Repeated: ip(1), Short: ip(2), IgnoreEOS: bp(true)}, bad: 5, ratio: 5.0 / 9},
 		// Without ignore_eos (the manifest says so), stops are the model's
 		// own: none is short.
-		{run: "natural-stop", want: Counts{Requests: 3, Repeated: ip(0), Short: ip(0), IgnoreEOS: bp(false)}, bad: 0, ratio: 0},
+		{run: "natural-stop", want: report.OutputCounts{Requests: 3, Repeated: ip(0), Short: ip(0), IgnoreEOS: bp(false)}, bad: 0, ratio: 0},
 		{run: "partial", wantErr: "incomplete: requests.jsonl.partial"},
 		{run: "missing", wantErr: "no requests.jsonl"},
 		{run: "bad-line", wantErr: filepath.Join("bad-line", "requests.jsonl") + ": line 2"},
@@ -152,14 +153,14 @@ func TestReadRequests(t *testing.T) {
 }
 
 func TestBadUnknown(t *testing.T) {
-	c := Counts{Requests: 4, Empty: 1, Short: ip(1)}
+	c := report.OutputCounts{Requests: 4, Empty: 1, Short: ip(1)}
 	if n, known := c.Bad(); n != 2 || known {
 		t.Errorf("Bad() = %d, %v; want 2, false (repeats unknown)", n, known)
 	}
 	if r := c.BadRatio(); r == nil || *r != 0.5 {
 		t.Errorf("BadRatio() = %v, want 0.5 (a lower bound)", r)
 	}
-	if r := (Counts{}).BadRatio(); r != nil {
+	if r := (report.OutputCounts{}).BadRatio(); r != nil {
 		t.Errorf("BadRatio of no request = %v, want nil", *r)
 	}
 	if got := Format(&c); got != "1/-/1 of 4" {
@@ -170,16 +171,16 @@ func TestBadUnknown(t *testing.T) {
 	}
 }
 
-func readDir(dir string) (Counts, error) {
+func readDir(dir string) (report.OutputCounts, error) {
 	r, err := runarchive.OpenDir(dir)
 	if err != nil {
-		return Counts{}, err
+		return report.OutputCounts{}, err
 	}
 	return ReadRequests(r)
 }
 
 // read counts the requests.jsonl lines in jsonl of a run with ignoreEOS.
-func read(ignoreEOS *bool, jsonl string) (Counts, error) {
+func read(ignoreEOS *bool, jsonl string) (report.OutputCounts, error) {
 	k := Counter{IgnoreEOS: ignoreEOS}
 	err := runarchive.DecodeRequests(strings.NewReader(jsonl), runarchive.RequestsFile, func(_ int, r *runarchive.Request) error {
 		k.Add(r)

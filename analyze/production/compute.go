@@ -13,7 +13,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Sample is one stored sample: unix seconds and value.
@@ -130,10 +130,10 @@ type pod struct {
 // Compute derives the report from data. Pods are filtered by namespace and
 // model when those are set.
 func Compute(d *Data, namespace, model string) *Report {
-	r := &Report{From: d.From, To: d.To, Namespace: namespace, Model: model, Boundary: analyze.Boundary,
+	r := &Report{From: d.From, To: d.To, Namespace: namespace, Model: model, Boundary: report.Boundary,
 		Models: []ModelFigures{}, Pods: []PodFigures{}, Starts: []Start{}, JoulesPerTokenOverTime: []ModelPoints{}}
 	if len(d.ModuleGPUs) > 0 {
-		r.Boundary = analyze.BoundaryModule
+		r.Boundary = report.BoundaryModule
 	}
 	pods := gather(d)
 	var kept []*pod

@@ -5,14 +5,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Cost is report.json "cost": what each model's and each namespace's
 // energy over the range costs and emits, within Boundary. Only with cost
 // inputs; a figure lacking an input is null.
 type Cost struct {
-	analyze.CostBasis
+	report.CostBasis
 	Models     []Priced `json:"models"`
 	Namespaces []Priced `json:"namespaces"`
 }
@@ -21,25 +21,25 @@ type Cost struct {
 // tokens where it generated any.
 type Priced struct {
 	Name string `json:"name"`
-	analyze.CostFigures
-	Per1MOutputTokens *analyze.CostFigures `json:"per_1m_output_tokens,omitempty"`
+	report.CostFigures
+	Per1MOutputTokens *report.CostFigures `json:"per_1m_output_tokens,omitempty"`
 }
 
 // AddCost prices the report's models and namespaces; carbon is the
 // intensity over the range (nil: none). Pods' energy is the GPUs' only:
 // gpu+host leaves every figure null.
-func AddCost(r *Report, in analyze.CostInputs, carbon *float64) {
+func AddCost(r *Report, in report.CostInputs, carbon *float64) {
 	if !in.Set() {
 		return
 	}
-	c := &Cost{CostBasis: analyze.NewCostBasis(r.Boundary, in, carbon), Models: []Priced{}, Namespaces: []Priced{}}
+	c := &Cost{CostBasis: report.NewCostBasis(r.Boundary, in, carbon), Models: []Priced{}, Namespaces: []Priced{}}
 	switch {
 	case in.CarbonQuery != "":
 		c.CarbonSource = in.CarbonQuery
 	case in.CarbonIntensity != nil:
 		c.CarbonSource = "constant"
 	}
-	host := in.Energy == analyze.CostEnergyGPUHost
+	host := in.Energy == report.CostEnergyGPUHost
 	if host {
 		c.Missing = append(c.Missing, "host energy (per-pod energy is the GPUs' only)")
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/report"
 )
 
 func f(v float64) *float64 { return &v }
@@ -15,11 +15,11 @@ func f(v float64) *float64 { return &v }
 // model 2 kWh, 0.20, 1000 g, and the same per 1M output tokens; each
 // namespace 1 kWh, 0.10, 500 g.
 func TestProductionCost(t *testing.T) {
-	r := &Report{Boundary: analyze.Boundary,
+	r := &Report{Boundary: report.Boundary,
 		Models: []ModelFigures{{Model: "m", EnergyJoules: 3.6e6, OutputTokens: 1e6}},
 		Pods: []PodFigures{{Namespace: "b", Pod: "p2", Model: "m", EnergyJoules: 1.8e6, OutputTokens: 5e5},
 			{Namespace: "a", Pod: "p1", Model: "m", EnergyJoules: 1.8e6, OutputTokens: 5e5}}}
-	AddCost(r, analyze.CostInputs{PricePerKWh: f(0.1), CarbonIntensity: f(500), PUE: f(2)}, f(500))
+	AddCost(r, report.CostInputs{PricePerKWh: f(0.1), CarbonIntensity: f(500), PUE: f(2)}, f(500))
 	c := r.Cost
 	want := func(what string, got *float64, v float64) {
 		t.Helper()
@@ -44,16 +44,16 @@ func TestProductionCost(t *testing.T) {
 		t.Errorf("markdown lacks the boundary (%v):\n%s", err, md.String())
 	}
 
-	AddCost(r, analyze.CostInputs{PricePerKWh: f(0.1)}, nil)
+	AddCost(r, report.CostInputs{PricePerKWh: f(0.1)}, nil)
 	if r.Cost.Models[0].Money != nil || strings.Join(r.Cost.Missing, ",") != "PUE,carbon intensity" {
 		t.Errorf("without PUE: money %v, missing %v", r.Cost.Models[0].Money, r.Cost.Missing)
 	}
-	AddCost(r, analyze.CostInputs{PricePerKWh: f(0.1), PUE: f(2), Energy: analyze.CostEnergyGPUHost}, nil)
+	AddCost(r, report.CostInputs{PricePerKWh: f(0.1), PUE: f(2), Energy: report.CostEnergyGPUHost}, nil)
 	if r.Cost.Namespaces[0].Money != nil {
 		t.Errorf("gpu+host: money %v, want null (no per-pod host energy)", *r.Cost.Namespaces[0].Money)
 	}
 	r.Cost = nil
-	AddCost(r, analyze.CostInputs{}, nil)
+	AddCost(r, report.CostInputs{}, nil)
 	if r.Cost != nil {
 		t.Error("no inputs: a cost section")
 	}

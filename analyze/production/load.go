@@ -18,6 +18,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/secretfile"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Metric names read (docs/design.md, docs/exporter.md "Energy per pod"):
@@ -52,7 +53,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Cost, when any input is set, prices each model's and namespace's
 	// energy (Report.Cost).
-	Cost analyze.CostInputs
+	Cost report.CostInputs
 }
 
 // Validate checks the configuration before any query.
@@ -119,12 +120,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // readAfter is how far past To the series are read for their first sample
 // after To (several scrape intervals).
 const readAfter = 30 * time.Second
-
-// Load reads the raw samples of the range (plus the margin before it) of
-// every series the report needs, through the query API.
-func Load(ctx context.Context, a v1.API, cfg Config) (*Data, error) {
-	return load(ctx, a, nil, cfg)
-}
 
 // load is Load reading through remote read where rr is not nil (with
 // cfg.ReadAPI auto, a first failing remote read turns to the query API for

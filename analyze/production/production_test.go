@@ -13,12 +13,12 @@ import (
 
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/promserver"
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/report"
 )
 
 // The fixture: 15 s samples from T0-300 s to T0+1800 s; the report covers
@@ -168,8 +168,8 @@ func nearp(t *testing.T, what string, got *float64, want float64) {
 func checkReport(t *testing.T, r *Report, t0 float64) {
 	t.Helper()
 	near(t, "energy", r.EnergyJoules, 1_680_000)
-	if r.Boundary != analyze.BoundaryModule {
-		t.Errorf("boundary %q with a module-scope GPU in the range, want %q", r.Boundary, analyze.BoundaryModule)
+	if r.Boundary != report.BoundaryModule {
+		t.Errorf("boundary %q with a module-scope GPU in the range, want %q", r.Boundary, report.BoundaryModule)
 	}
 	near(t, "unallocated", r.UnallocatedJoules, 126_000)
 	pods := map[string]PodFigures{}
@@ -240,11 +240,11 @@ func TestComputeFixture(t *testing.T) {
 
 	board := fixtureData(t0)
 	board.ModuleGPUs = nil
-	if r := Compute(board, "", ""); r.Boundary != analyze.Boundary {
-		t.Errorf("boundary %q with board-scope GPUs only, want %q", r.Boundary, analyze.Boundary)
+	if r := Compute(board, "", ""); r.Boundary != report.Boundary {
+		t.Errorf("boundary %q with board-scope GPUs only, want %q", r.Boundary, report.Boundary)
 	}
 	var md strings.Builder
-	if err := WriteMarkdown(&md, Compute(fixtureData(t0), "", "")); err != nil || !strings.Contains(md.String(), analyze.BoundaryModule+", integrated") {
+	if err := WriteMarkdown(&md, Compute(fixtureData(t0), "", "")); err != nil || !strings.Contains(md.String(), report.BoundaryModule+", integrated") {
 		t.Errorf("report.md does not state the module boundary (%v):\n%s", err, md.String())
 	}
 
@@ -317,7 +317,7 @@ func TestProductionThroughTSDB(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "report")
 	r := analyzeThrough(t, s.URL(), t0, out)
 	checkReport(t, r, t0)
-	b, err := os.ReadFile(filepath.Join(out, FileJSON))
+	b, err := os.ReadFile(filepath.Join(out, report.FileJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,8 +325,8 @@ func TestProductionThroughTSDB(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || back.EnergyJoules != r.EnergyJoules {
 		t.Errorf("report.json: %v, energy %v", err, back.EnergyJoules)
 	}
-	md, _ := os.ReadFile(filepath.Join(out, FileMarkdown))
-	html, _ := os.ReadFile(filepath.Join(out, FileHTML))
+	md, _ := os.ReadFile(filepath.Join(out, report.FileMarkdown))
+	html, _ := os.ReadFile(filepath.Join(out, report.FileHTML))
 	for _, want := range []string{"| llama | 2 | 780000 | 33150 | 23.53 |", "| serve | llama-b | llama |", "12000 |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)

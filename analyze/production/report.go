@@ -2,14 +2,10 @@ package production
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,8 +16,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/joulemark/joulemark/internal/atomicfile"
 	"github.com/joulemark/joulemark/internal/svgplot"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Report is report.json. Energy is GPU energy (Boundary says board or
@@ -124,48 +120,21 @@ type Point struct {
 	JoulesPerToken float64 `json:"joules_per_token"`
 }
 
-// Report file names.
-const (
-	FileJSON     = "report.json"
-	FileMarkdown = "report.md"
-	FileHTML     = "report.html"
-)
-
-// ErrReportExists is returned when the output directory already holds files.
-var ErrReportExists = errors.New("output directory exists and is not empty")
-
-// Write writes report.json, report.md and report.html into dir, which must
-// not exist or be empty: an earlier report is never overwritten. Each file
-// is written atomically.
+// Write writes report.json, report.md and report.html into dir with
+// report.Write: all at once, never over an earlier report.
 func Write(dir string, r *Report) error {
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("output %s: %w", dir, err)
-	case len(entries) > 0:
-		return fmt.Errorf("%s (%d entries; choose a new --out): %w", dir, len(entries), ErrReportExists)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	js, err := json.MarshalIndent(r, "", "  ")
+	js, err := report.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("encoding %s: %w", FileJSON, err)
+		return err
 	}
 	var md, html bytes.Buffer
 	if err := WriteMarkdown(&md, r); err != nil {
-		return fmt.Errorf("rendering %s: %w", FileMarkdown, err)
+		return fmt.Errorf("rendering %s: %w", report.FileMarkdown, err)
 	}
 	if err := WriteHTML(&html, r); err != nil {
-		return fmt.Errorf("rendering %s: %w", FileHTML, err)
+		return fmt.Errorf("rendering %s: %w", report.FileHTML, err)
 	}
-	for name, b := range map[string][]byte{FileJSON: append(js, '\n'), FileMarkdown: md.Bytes(), FileHTML: html.Bytes()} {
-		if err := atomicfile.WriteFileNew(filepath.Join(dir, name), b); err != nil {
-			return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
-		}
-	}
-	return nil
+	return report.Write(dir, report.Files{JSON: js, Markdown: md.Bytes(), HTML: html.Bytes()})
 }
 
 func utc(t float64) string {
@@ -238,29 +207,11 @@ func pct(v *float64) string {
 	return fmt.Sprintf("%.1f%%", *v*100)
 }
 
-var htmlPage = template.Must(template.New("production").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>joulemark production report</title>
-<style>
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #1b1b1b; line-height: 1.45; }
-table { border-collapse: collapse; margin: .6em 0; font-size: .92em; }
-th, td { border: 1px solid #d0d0d0; padding: .25em .6em; }
-th { background: #f4f4f4; }
-td { font-variant-numeric: tabular-nums; }
-figure svg { max-width: 100%; height: auto; }
-.missing { color: #8a6d3b; font-style: italic; }
-</style>
-</head>
-<body>
-{{.Body}}
+var htmlPage = report.Page("production", nil, `{{define "title"}}joulemark production report{{end}}
+{{define "body"}}{{.Body}}
 <h2>J/token per model over time</h2>
-<figure>{{if .Err}}<p class="missing">Not drawn: {{.Err}}</p>{{else}}{{.SVG}}{{end}}</figure>
-</body>
-</html>
-`))
+<figure>{{if .Err}}<p class="missing">Not drawn: {{.Err}}</p>{{else}}{{.SVG}}{{end}}</figure>{{end}}
+`)
 
 // WriteHTML renders report.html: report.md as HTML and the per-model
 // J/token-over-time plot as inline SVG (no external resource).

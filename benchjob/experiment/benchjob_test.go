@@ -11,7 +11,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/benchjob/experiment"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
 func benchOptions(sets ...string) experiment.Options[benchjob.Config] {

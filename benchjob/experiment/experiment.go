@@ -20,6 +20,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -140,6 +141,9 @@ func Expand[T any, PT Validator[T]](r io.Reader, opts Options[T]) ([]Run[T], err
 	}
 	layers, err := h.layers()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSize(len(layers), axes); err != nil {
 		return nil, err
 	}
 	runs, runNodes := crossSweep[T](layers, axes)
@@ -275,6 +279,26 @@ func (h header) layers() ([]layer, error) {
 		layers = append(layers, layer{name: joinName(h.name, entryName), origin: []string{fmt.Sprintf("runs[%d] %s", i, entryName)}, nodes: []*yaml.Node{h.repeat, h.base, cfg}})
 	}
 	return layers, nil
+}
+
+// MaxRuns is the most runs one experiment expands to (its matrix entries
+// times the product of its sweep axes' lengths): checked before anything
+// is expanded, so a mistyped sweep fails at once instead of filling the
+// memory.
+const MaxRuns = 10000
+
+// checkSize refuses an experiment of more than MaxRuns runs, naming its
+// size and shape (counted in float64: no overflow).
+func checkSize(layers int, axes []axis) error {
+	n, shape := float64(layers), []string{strconv.Itoa(layers) + " entries"}
+	for _, ax := range axes {
+		n *= float64(len(ax.values))
+		shape = append(shape, fmt.Sprintf("%d %s", len(ax.values), strings.Join(ax.path, ".")))
+	}
+	if n > MaxRuns {
+		return fmt.Errorf("the experiment expands to %.0f runs (%s), more than the %d allowed: split it, or sweep fewer values", n, strings.Join(shape, " × "), MaxRuns)
+	}
+	return nil
 }
 
 // crossSweep crosses each layer with the sweep (first axis outermost) and

@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 // testConfig stands for a command's config type (benchjob.Config).
@@ -268,5 +269,28 @@ func TestLoadFileNamesTheFile(t *testing.T) {
 	_, err := LoadFile[testConfig](p, opts())
 	if err == nil || !strings.Contains(err.Error(), p+": ") || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("error %v should name %s and line 2", err, p)
+	}
+}
+
+// TestExpandSizeCapped: an experiment of more than MaxRuns runs is refused
+// before it is expanded, the error naming its size and the cap (issue 33
+// medium 7: a 100×100×100 sweep --dry-run took 390 s and 10 GB).
+func TestExpandSizeCapped(t *testing.T) {
+	list := func(n int, f string) string {
+		var v []string
+		for i := 1; i <= n; i++ {
+			v = append(v, fmt.Sprintf(f, i))
+		}
+		return "[" + strings.Join(v, ", ") + "]"
+	}
+	doc := "name: e\nbase: {model: m}\nsweep:\n  load.concurrency: " + list(30, "%d") +
+		"\n  load.output_tokens: " + list(30, "%d") + "\n  timeout: " + list(30, "%ds") + "\n"
+	runs, err := expand(t, doc, opts())
+	if err == nil || !strings.Contains(err.Error(), "27000 runs") || !strings.Contains(err.Error(), "10000") {
+		t.Fatalf("%d runs, error %v; want the size (27000) and the cap (10000) named", len(runs), err)
+	}
+	doc = "name: e\nbase: {model: m}\nsweep:\n  load.concurrency: " + list(100, "%d") + "\n  load.output_tokens: " + list(100, "%d") + "\n"
+	if runs, err := expand(t, doc, opts()); err != nil || len(runs) != MaxRuns {
+		t.Errorf("a sweep of exactly MaxRuns: %d runs, %v", len(runs), err)
 	}
 }

@@ -90,7 +90,13 @@ const (
 // TestStreamAllocBudget fails when a streamed request allocates more than
 // its budget (counts, not time).
 func TestStreamAllocBudget(t *testing.T) {
+	// The least of three measurements: what else the process allocates
+	// meanwhile (the runtime, other tests' goroutines) only adds.
 	allocs, bytes := streamCost(t, 200)
+	for range 2 {
+		a, b := streamCost(t, 200)
+		allocs, bytes = min(allocs, a), min(bytes, b)
+	}
 	t.Logf("%.1f allocs, %.0f bytes per streamed request", allocs, bytes)
 	if allocs > budgetAllocs || bytes > budgetBytes {
 		t.Fatalf("%.1f allocs and %.0f bytes per streamed request, budget %d and %d", allocs, bytes, budgetAllocs, budgetBytes)

@@ -311,7 +311,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	body := io.Reader(hr.Body)
 	if idle != nil {
 		idle.Reset(c.cfg.IdleTimeout)
-		body = &idleReader{r: hr.Body, t: idle, d: c.cfg.IdleTimeout}
+		body = newIdleReader(hr.Body, idle, c.cfg.IdleTimeout)
 	}
 	resp.StatusCode = hr.StatusCode
 	if refused(ctx, hr, body, resp) {
@@ -358,21 +358,6 @@ func refused(ctx context.Context, hr *http.Response, body io.Reader, resp *Respo
 		return true
 	}
 	return false
-}
-
-// idleReader re-arms the idle timer t whenever bytes arrive.
-type idleReader struct {
-	r io.Reader
-	t *time.Timer
-	d time.Duration
-}
-
-func (ir *idleReader) Read(p []byte) (int, error) {
-	n, err := ir.r.Read(p)
-	if n > 0 {
-		ir.t.Reset(ir.d)
-	}
-	return n, err
 }
 
 // post sends the streamed request: over the client's own connections, or

@@ -15,6 +15,7 @@ import (
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/reportcsv"
+	"github.com/joulemark/joulemark/report"
 )
 
 // AnalyzeCmd derives a run's report from Prometheus.
@@ -115,7 +116,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	g.Logger().Info("report written", "run_id", r.RunID, "dir", c.Out, "valid", r.Valid, "flags", len(r.Flags))
 	switch c.Format {
 	case "json":
-		js, err := analyze.MarshalReport(r)
+		js, err := report.Marshal(r)
 		if err == nil {
 			_, err = os.Stdout.Write(js)
 		}
@@ -123,7 +124,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 			return err
 		}
 	case "csv":
-		js, err := analyze.MarshalReport(r)
+		js, err := report.Marshal(r)
 		if err == nil {
 			err = reportcsv.WriteDocument(os.Stdout, js)
 		}

@@ -15,6 +15,8 @@ import (
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/benchjob/experiment"
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // BenchCmd drives an OpenAI-compatible engine through the measured lifecycle.
@@ -209,7 +211,7 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 			if werr := benchjob.WriteSummary(os.Stdout, res); werr != nil {
 				errs = append(errs, werr)
 			}
-			if why := res.Unusable(); res.Status == benchjob.StatusCompleted && len(why) > 0 {
+			if why := res.Unusable(); res.Status == runarchive.StatusCompleted && len(why) > 0 {
 				unusable = append(unusable, "run "+res.RunID+": "+strings.Join(why, "; "))
 			}
 		}
@@ -231,7 +233,7 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 // infrastructure flags' settings, then the --set overrides.
 func (c *BenchCmd) config() (benchjob.Config, error) {
 	cfg := benchjob.Config(c.Settings)
-	if cfg.Workload.Kind == benchjob.WorkloadSynthetic {
+	if cfg.Workload.Kind == contract.WorkloadSynthetic {
 		cfg.Workload.Kind = "" // the default, as in an experiment file
 	}
 	cfg.Exporters, cfg.ExporterTokenFile, cfg.APIKeyFile = c.Exporter.URLs, c.Exporter.HTTP.BearerTokenFile, c.TargetHTTP.APIKeyFile

@@ -51,25 +51,6 @@ func setEnv(f *kong.Flag, cmd string) {
 	}
 }
 
-// findCommand is the command at path (space-separated names) below root;
-// nil when there is none.
-func findCommand(root *kong.Node, path string) *kong.Node {
-	n := root
-	for _, part := range strings.Fields(path) {
-		var next *kong.Node
-		for _, c := range n.Children {
-			if c.Type == kong.CommandNode && c.Name == part {
-				next = c
-			}
-		}
-		if next == nil {
-			return nil
-		}
-		n = next
-	}
-	return n
-}
-
 // lastWins makes a file or directory flag (type:"existingfile",
 // "existingdir") keep its last value when given more than once, as every
 // other flag does: kong's own mappers keep the first (they skip a value
@@ -136,4 +117,23 @@ func warnExposedSecrets(kctx *kong.Context, log *slog.Logger) {
 			log.Warn("secret file readable by every user of this host; chmod 600 it (or 400)", "flag", "--"+f.Name, "file", file, "mode", mode.String())
 		}
 	}
+}
+
+// findCommand is the command at path (space-separated names) below root;
+// nil when there is none.
+func findCommand(root *kong.Node, path string) *kong.Node {
+	n := root
+	for _, part := range strings.Fields(path) {
+		var next *kong.Node
+		for _, c := range n.Children {
+			if c.Type == kong.CommandNode && c.Name == part {
+				next = c
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		n = next
+	}
+	return n
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/benchjob/experiment"
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 // cliFlag is one flag of one command ("" for the global flags).
@@ -610,7 +610,7 @@ func TestReportOnePrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	report(&buf, kctx, errors.Join(errors.New("tsdb serve: opening x: no such file"), errors.New("second")), false)
+	reportError(&buf, kctx, errors.Join(errors.New("tsdb serve: opening x: no such file"), errors.New("second")), false)
 	if got, want := buf.String(), "joulemark tsdb serve: opening x: no such file; second\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

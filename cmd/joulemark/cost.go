@@ -1,6 +1,8 @@
 package main
 
-import "github.com/joulemark/joulemark/analyze"
+import (
+	"github.com/joulemark/joulemark/report"
+)
 
 // CostFlags are the money and carbon inputs of analyze, plan and
 // production (--cost.*); a figure lacking one of its inputs is left out.
@@ -14,8 +16,8 @@ type CostFlags struct {
 }
 
 // Inputs are the flags as analyze's cost inputs, validated.
-func (f CostFlags) Inputs() (analyze.CostInputs, error) {
-	in := analyze.CostInputs{PricePerKWh: f.PricePerKWh, Currency: f.Currency, CarbonIntensity: f.CarbonIntensity,
+func (f CostFlags) Inputs() (report.CostInputs, error) {
+	in := report.CostInputs{PricePerKWh: f.PricePerKWh, Currency: f.Currency, CarbonIntensity: f.CarbonIntensity,
 		CarbonQuery: f.CarbonQuery, PUE: f.PUE, Energy: f.Energy}
 	if err := in.Validate(); err != nil {
 		return in, usageErrorf("--cost.*: %w", err)

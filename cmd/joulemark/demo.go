@@ -8,8 +8,8 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/demo"
+	"github.com/joulemark/joulemark/report"
 )
 
 // DemoCmd runs the whole pipeline on the embedded default. Its flag
@@ -109,7 +109,7 @@ func (c *DemoCmd) Config() (demo.Config, error) {
 	cfg.Engine.KVCacheTokens, cfg.Engine.PrefillPerToken, cfg.Engine.FrontendDelay = c.KVCache, c.Prefill, c.Frontend
 	cfg.Engine.Dialect = c.Dialect
 	cfg.Trace = c.Trace
-	cfg.Cost = analyze.CostInputs{PricePerKWh: c.Cost.PricePerKWh, Currency: c.Cost.Currency,
+	cfg.Cost = report.CostInputs{PricePerKWh: c.Cost.PricePerKWh, Currency: c.Cost.Currency,
 		CarbonIntensity: c.Cost.CarbonIntensity, PUE: c.Cost.PUE}
 	cfg.Engine.Faults = c.Faults.faults()
 	cfg.Params.SLOTTFT, cfg.Params.SLOTPOT = c.SLOTTFT, c.SLOTPOT

@@ -41,3 +41,14 @@ func TestInvalidRunIDIsBadUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestProductionRangeIsBadUsage: analyze production with its end before
+// its start is a usage error (exit 2), like a malformed --from (issue 33
+// low: it exited 1).
+func TestProductionRangeIsBadUsage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"analyze", "production", "--prometheus.url", "http://127.0.0.1:1", "--from", "now-1h", "--to", "now-2h"}
+	if code := run(t.Context(), args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "the end must be after the start") {
+		t.Errorf("exit %d, want %d\n%s", code, exitUsage, stderr.String())
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // ExporterCmd samples GPU power and serves /metrics and the phase API.
@@ -247,5 +248,5 @@ func apiToken(file string) (string, error) {
 	if file != "" {
 		return clientflags.ReadSecret(file, "--web.api-token-file")
 	}
-	return strings.TrimSpace(os.Getenv(clientflags.TokenEnv)), nil
+	return secretfile.Env(clientflags.TokenEnv)
 }

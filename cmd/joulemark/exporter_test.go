@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
-	"github.com/joulemark/joulemark/internal/testnet"
+	"github.com/joulemark/joulemark/internal/phaseapi"
+	"github.com/joulemark/joulemark/internal/testkit/testnet"
 )
 
 // TestExporterAndPhaseCommands runs `joulemark exporter --gpu=sim` in

@@ -26,6 +26,7 @@ func TestExporterRejectsNonsenseSettings(t *testing.T) {
 		{"--idle.cv-threshold=0", "threshold=0", "want a coefficient"},
 		{"--run.max-kept=0", "run.max-kept=0", "want at least 1"},
 		{"--sample.interval=0s", "interval=0s", "want at least 10ms"},
+		{"--sample.interval=1ms", "interval=1ms", "want at least 10ms"}, // a usage error too (exit 2), not the exporter's (issue 33 low)
 		{"--run.metrics-ttl=-1m", "metrics-ttl=-1m0s", "want a duration ≥ 0"},
 		{"--sample.retention=0s", "retention=0s", "want a duration > 0"},
 		{"--run.max-age=0s", "max-age=0s", "want a duration > 0"},

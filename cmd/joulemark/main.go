@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/joulemark/joulemark/benchjob"
+	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/version"
 )
 
@@ -24,6 +25,10 @@ type Globals struct {
 	Version   kong.VersionFlag `env:"-" help:"Print the version and exit."`
 
 	logger *slog.Logger
+	// logOut is where the log goes (run's stderr); secrets are the URL
+	// secrets of the command's flags, scrubbed from every log record.
+	logOut  io.Writer
+	secrets secretfile.Secrets
 }
 
 // Logger is the process logger, configured from the global flags.
@@ -32,11 +37,16 @@ func (g *Globals) Logger() *slog.Logger {
 		var lvl slog.Level
 		_ = lvl.UnmarshalText([]byte(g.LogLevel))
 		opts := &slog.HandlerOptions{Level: lvl}
-		if g.LogFormat == "json" {
-			g.logger = slog.New(slog.NewJSONHandler(os.Stderr, opts))
-		} else {
-			g.logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
+		out := g.logOut
+		if out == nil {
+			out = os.Stderr
 		}
+		if g.LogFormat == "json" {
+			g.logger = slog.New(slog.NewJSONHandler(out, opts))
+		} else {
+			g.logger = slog.New(slog.NewTextHandler(out, opts))
+		}
+		g.logger = g.secrets.Logger(g.logger)
 	}
 	return g.logger
 }
@@ -64,8 +74,8 @@ type CLI struct {
 }
 
 // newParser is joulemark's command line: the convention of docs/cli.md
-// (environment variables per command, deprecated aliases) applied to the
-// kong model.
+// (an environment variable per flag and command) applied to the kong
+// model.
 func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 	cli.Bench.Settings = benchSettings(benchjob.Defaults()) // the bench flags' defaults (defaultsFromTarget)
 	return kong.New(cli, append([]kong.Option{
@@ -110,23 +120,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
-			report(stderr, pe.Context, visibleSuggestion(pe.Context, err), true)
+			reportError(stderr, pe.Context, visibleSuggestion(pe.Context, err), true)
 			return exitUsage
 		}
 		fmt.Fprintf(stderr, "joulemark: %v\n", err)
 		return exitUsage
 	}
+	// Every command's log and error lose the secrets of its URL flags
+	// (secretfile.RedactURL's: passwords, secret query values), whatever
+	// library quotes them.
+	cli.logOut, cli.secrets = stderr, flagSecrets(kctx)
 	kctx.Bind(&cli.Globals)
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	warnExposedSecrets(kctx, cli.Logger())
 	if err := runCommand(stderr, func() error { return kctx.Run(&cli.Globals) }); err != nil {
-		report(stderr, kctx, err, exitCode(err) == exitUsage)
+		reportError(stderr, kctx, cli.secrets.Error(err), exitCode(err) == exitUsage)
 		return exitCode(err)
 	}
 	return 0
 }
 
 // exitPanic carries an exit status out of kong (--help, --version).
+// flagSecrets are the URL secrets (password, secret query values) of
+// every string flag of the command.
+func flagSecrets(kctx *kong.Context) secretfile.Secrets {
+	var vals []string
+	for _, f := range kctx.Flags() {
+		switch v := kctx.FlagValue(f).(type) {
+		case string:
+			vals = append(vals, v)
+		case []string:
+			vals = append(vals, v...)
+		}
+	}
+	return secretfile.SecretsOf(vals...)
+}
+
 type exitPanic int
 
 // parseExit runs parse; when kong asked to exit (help, version) it returns
@@ -145,9 +174,9 @@ func parseExit(parse func()) (code int, exited bool) {
 	return 0, false
 }
 
-// report prints err as one line, "joulemark <command>: <err>", then the
+// reportError prints err as one line, "joulemark <command>: <err>", then the
 // command's short usage when usage is set.
-func report(stderr io.Writer, kctx *kong.Context, err error, usage bool) {
+func reportError(stderr io.Writer, kctx *kong.Context, err error, usage bool) {
 	cmd := commandPath(kctx)
 	msg := oneLine(err.Error())
 	for cmd != "" && strings.HasPrefix(msg, cmd+": ") {

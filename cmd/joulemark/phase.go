@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/clientflags"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // PhaseCmd starts a lifecycle phase, or ends a run, on one or more exporters.

@@ -54,8 +54,12 @@ func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	r, err := production.Run(ctx, production.Config{PrometheusURL: c.Prometheus.URL, HTTP: hc, From: from, To: to,
-		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout, ReadAPI: c.ReadAPI, Logger: g.Logger(), Cost: cost})
+	cfg := production.Config{PrometheusURL: c.Prometheus.URL, HTTP: hc, From: from, To: to,
+		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout, ReadAPI: c.ReadAPI, Logger: g.Logger(), Cost: cost}
+	if err := cfg.Validate(); err != nil {
+		return withExitCode(exitUsage, err) // the flags' values: an end before the start, ...
+	}
+	r, err := production.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}

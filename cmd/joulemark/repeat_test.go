@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/reportcsv/csvtest"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/simengine"
+	"github.com/joulemark/joulemark/report"
 )
 
 // `bench --repeat 2` against the simulated engine and an exporter over
@@ -112,7 +112,7 @@ func TestParetoPoolsRepetitions(t *testing.T) {
 	var paths []string
 	for i, ss := range []float64{0.40, 0.44, 0.60} {
 		id := fmt.Sprintf("g-rep%d", i+1)
-		rep := analyze.Report{RunID: id, Valid: true, Run: &analyze.RunIdentity{RunIdentity: contract.RunIdentity{RunID: id, Model: "m",
+		rep := report.Report{RunID: id, Valid: true, Run: &report.RunIdentity{RunIdentity: contract.RunIdentity{RunID: id, Model: "m",
 			LoadMode: "closed", Concurrency: 8, RepetitionGroup: "g", Repetition: i + 1, Repetitions: 3}}}
 		rep.SteadyState.Reached, rep.SteadyState.JoulesPerToken = true, &ss
 		rep.Tokens.FormalOutput = 1000

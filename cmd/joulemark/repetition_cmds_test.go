@@ -10,26 +10,26 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/reportcsv/csvtest"
+	"github.com/joulemark/joulemark/report"
 )
 
 // repReport is a crafted report of repetition i of n of group at
 // concurrency conc (group "": a run of its own, named "plain"), with
 // steady-state J/token |ss|; ss < 0 makes it invalid.
-func repReport(group string, i, n, conc int, ss float64) analyze.Report {
+func repReport(group string, i, n, conc int, ss float64) report.Report {
 	id := "plain"
 	if group != "" {
 		id = fmt.Sprintf("%s-rep%d", group, i)
 	}
-	r := analyze.Report{RunID: id, Valid: ss > 0, Run: &analyze.RunIdentity{RunIdentity: contract.RunIdentity{RunID: id, Model: "m",
+	r := report.Report{RunID: id, Valid: ss > 0, Run: &report.RunIdentity{RunIdentity: contract.RunIdentity{RunID: id, Model: "m",
 		LoadMode: "closed", Concurrency: conc, RepetitionGroup: group, Repetition: i, Repetitions: n}}}
 	v, tput := math.Abs(ss), 1000/math.Abs(ss)
 	r.SteadyState.Reached, r.SteadyState.JoulesPerToken, r.ThroughputTokensPerSecond = true, &v, &tput
 	r.Tokens.FormalOutput = 1000
 	if ss < 0 {
-		r.Flags = []analyze.Flag{{Code: "release_not_closed", Excluding: true}}
+		r.Flags = []report.Flag{{Code: "release_not_closed", Excluding: true}}
 	}
 	return r
 }
@@ -38,14 +38,14 @@ func repReport(group string, i, n, conc int, ss float64) analyze.Report {
 // dir and returns their paths.
 func repReports(t *testing.T, dir, group string, conc int, ss ...float64) []string {
 	t.Helper()
-	var reps []analyze.Report
+	var reps []report.Report
 	for i, v := range ss {
 		reps = append(reps, repReport(group, i+1, len(ss), conc, v))
 	}
 	return writeReports(t, dir, reps...)
 }
 
-func writeReports(t *testing.T, dir string, reps ...analyze.Report) []string {
+func writeReports(t *testing.T, dir string, reps ...report.Report) []string {
 	t.Helper()
 	var paths []string
 	for _, r := range reps {
@@ -137,10 +137,10 @@ func TestPlanPoolsRepetitions(t *testing.T) {
 		conc  int
 		ttft  []float64
 	}{{"s-c4", 4, []float64{0.20, 0.22, 0.21}}, {"s-c8", 8, []float64{0.45, 0.55, 0.60}}} {
-		var reps []analyze.Report
+		var reps []report.Report
 		for i, ttft := range pt.ttft {
 			r := repReport(pt.group, i+1, len(pt.ttft), pt.conc, 0.4)
-			r.Stages = map[string]analyze.Stage{"formal": {DurationSeconds: 100}}
+			r.Stages = map[string]report.Stage{"formal": {DurationSeconds: 100}}
 			r.Requests.Succeeded = 50 * pt.conc
 			w := 2.0
 			r.Latency.LatencySeconds.P50, r.Latency.TTFTSeconds.P95 = &w, &ttft
@@ -180,7 +180,7 @@ func TestDiffGroupIDs(t *testing.T) {
 				t.Fatal(err)
 			}
 			writeReports(t, d, r)
-			if err := os.Rename(filepath.Join(d, r.RunID+".json"), filepath.Join(d, analyze.FileJSON)); err != nil {
+			if err := os.Rename(filepath.Join(d, r.RunID+".json"), filepath.Join(d, report.FileJSON)); err != nil {
 				t.Fatal(err)
 			}
 		}

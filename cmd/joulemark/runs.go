@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/joulemark/joulemark/benchjob"
@@ -57,6 +59,19 @@ func (c *RunsFinalizeCmd) Run(g *Globals) error {
 	return res.WriteText(os.Stdout, c.RunsDir, c.RunID)
 }
 
+// skippedLine names the requests runs push left out: how many, their
+// lines (the first 20) and the first one's reason.
+func skippedLine(sk []benchjob.SkippedRequest) string {
+	var lines []string
+	for _, s := range sk[:min(len(sk), 20)] {
+		lines = append(lines, strconv.Itoa(s.Line))
+	}
+	if len(sk) > 20 {
+		lines = append(lines, "…")
+	}
+	return fmt.Sprintf("%d requests left out as implausible (requests.jsonl lines %s; line %d: %s)", len(sk), strings.Join(lines, ", "), sk[0].Line, sk[0].Why)
+}
+
 // RunsPushCmd re-sends a run's samples.
 type RunsPushCmd struct {
 	RunID       string                  `arg:"" name:"run-id" type:"runid" help:"The run to push."`
@@ -78,6 +93,9 @@ func (c *RunsPushCmd) Run(g *Globals) error {
 	res, err := benchjob.Push(ctx, c.RunsDir, c.RunID, remotewrite.Config{URL: c.RemoteWrite.URL, HTTP: hc}, g.Logger())
 	if res != nil {
 		fmt.Printf("run %s: %d requests, %d samples sent, %d accepted, %d lost\n", c.RunID, res.Requests, res.Samples, res.Stats.Acknowledged, res.Stats.Lost())
+		if len(res.Skipped) > 0 {
+			fmt.Printf("run %s: %s\n", c.RunID, skippedLine(res.Skipped))
+		}
 	}
 	return err
 }

@@ -10,8 +10,8 @@ import (
 
 // visibleSuggestion rewrites kong's "unknown flag --x, did you mean ..."
 // so that it only ever suggests flags the help shows: kong's candidates
-// include hidden ones (deprecated aliases such as --prometheus-url), which
-// would steer a typo of --prometheus.url to the old name.
+// include hidden flags, which the help does not show and a typo should
+// not be steered to.
 func visibleSuggestion(kctx *kong.Context, err error) error {
 	msg := err.Error()
 	const unknown = "unknown flag "

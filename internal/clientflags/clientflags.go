@@ -16,12 +16,11 @@
 package clientflags
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/prometheus/common/config"
+
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // Kong prefixes of the parties; errors name flags with them.
@@ -135,14 +134,7 @@ func (e Exporter) Token() (string, error) {
 	if AuthSection(c) == "authorization" {
 		return "", nil
 	}
-	return strings.TrimSpace(os.Getenv(TokenEnv)), nil
-}
-
-// TokenHeader reports whether the token must go in X-Joulemark-Token
-// because the HTTP client config takes the Authorization header.
-func (e Exporter) TokenHeader() (bool, error) {
-	c, err := e.HTTPConfig()
-	return AuthSection(c) != "", err
+	return secretfile.Env(TokenEnv)
 }
 
 // RemoteWrite is where samples are pushed (Prometheus remote write).
@@ -201,13 +193,5 @@ func (t Target) HTTPConfig() (config.HTTPClientConfig, error) {
 // names the flag that gave the file, for errors. The secret never appears
 // in errors.
 func ReadSecret(file, flag string) (string, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", flag, err)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", errors.New(flag + " " + file + " is empty")
-	}
-	return s, nil
+	return secretfile.ReadToken(file, flag)
 }

@@ -8,9 +8,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kong"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/prometheus/common/config"
 )
 
@@ -181,7 +182,7 @@ func TestExporterToken(t *testing.T) {
 		{name: "authorization in the file", env: "from-env", args: []string{"--exporter.http-config-file", authz}, wantHeader: true},
 		{name: "authorization and token file", args: []string{"--exporter.http-config-file", authz, "--exporter.bearer-token-file", token},
 			wantErr: "--exporter.bearer-token-file conflicts with authorization"},
-		{name: "empty token file", args: []string{"--exporter.bearer-token-file", empty}, wantErr: "--exporter.bearer-token-file " + empty + " is empty"},
+		{name: "empty token file", args: []string{"--exporter.bearer-token-file", empty}, wantErr: "--exporter.bearer-token-file: " + empty + " is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(TokenEnv, tc.env)
@@ -199,9 +200,12 @@ func TestExporterToken(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			header, err := cli.Exporter.TokenHeader()
-			if tok != tc.wantToken || header != tc.wantHeader || err != nil {
-				t.Errorf("token %q header %v err %v, want %q %v", tok, header, err, tc.wantToken, tc.wantHeader)
+			pc, err := cli.Exporter.PhaseClients("test", time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if header := pc.TokenInHeader(); tok != tc.wantToken || header != tc.wantHeader {
+				t.Errorf("token %q header %v, want %q %v", tok, header, tc.wantToken, tc.wantHeader)
 			}
 			c, err := cli.Exporter.HTTPConfig()
 			if err != nil || (c.Authorization != nil && c.Authorization.CredentialsFile == token) {

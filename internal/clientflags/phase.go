@@ -2,30 +2,15 @@ package clientflags
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 
-	"github.com/prometheus/common/config"
-
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
-// PhaseClients makes the phase API clients of the exporters: one HTTP
-// client (the flags' configuration, each request bounded by a timeout) and
-// the token, in X-Joulemark-Token when the configuration takes the
-// Authorization header (TokenHeader).
-type PhaseClients struct {
-	http   *http.Client
-	token  string
-	header bool
-	// Authenticated is false when neither a token nor an authorization
-	// section will reach the exporters.
-	Authenticated bool
-}
-
-// PhaseClients builds the exporters' HTTP client, named userAgent, with
-// timeout on each request.
-func (e Exporter) PhaseClients(userAgent string, timeout time.Duration) (*PhaseClients, error) {
+// PhaseClients builds the exporters' phase API clients from the flags:
+// their HTTP client, named userAgent, with timeout on each request, and
+// the token.
+func (e Exporter) PhaseClients(userAgent string, timeout time.Duration) (*phaseapi.Clients, error) {
 	hc, err := e.HTTPConfig()
 	if err != nil {
 		return nil, err
@@ -34,20 +19,9 @@ func (e Exporter) PhaseClients(userAgent string, timeout time.Duration) (*PhaseC
 	if err != nil {
 		return nil, err
 	}
-	c, err := config.NewClientFromConfig(hc, userAgent)
+	c, err := phaseapi.NewClients(hc, token, userAgent, timeout, nil)
 	if err != nil {
-		return nil, fmt.Errorf("--%s* HTTP client: %w", ExporterPrefix, err)
+		return nil, fmt.Errorf("--%s*: %w", ExporterPrefix, err)
 	}
-	c.Timeout = timeout
-	return &PhaseClients{http: c, token: token, header: AuthSection(hc) != "",
-		Authenticated: token != "" || hc.Authorization != nil}, nil
-}
-
-// Client is the phase API client of the exporter at url.
-func (p *PhaseClients) Client(url string) (*phaseapi.Client, error) {
-	c, err := phaseapi.NewClient(url, p.token, p.http)
-	if err == nil && p.header {
-		c.WithTokenHeader()
-	}
-	return c, err
+	return c, nil
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // PhaseClients sends the token as a bearer token, or in X-Joulemark-Token

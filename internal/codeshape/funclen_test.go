@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// maxLines is the longest a non-declarative function may be (issue 20:
-// functions you can hold in your head).
+// maxLines is the longest a non-declarative function may be: a function
+// a reader can hold in their head.
 const maxLines = 80
 
 // declarative are the functions allowed to be longer, and why: a

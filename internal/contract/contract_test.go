@@ -275,3 +275,43 @@ func TestDocsEngineNames(t *testing.T) {
 		}
 	}
 }
+
+// LookupEngineMetric returns the engine metric of that name.
+func LookupEngineMetric(name string) (EngineMetric, bool) {
+	for _, m := range EngineMetrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return EngineMetric{}, false
+}
+
+// TestBenchDocAggregates checks docs/bench.md's table of the bench's
+// aggregates against BenchAggregates both ways: name, type, labels, help.
+func TestBenchDocAggregates(t *testing.T) {
+	b, err := os.ReadFile("../../docs/bench.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `(joulemark_bench_[a-z_]+)` \\| ([a-z]+) \\| ([a-z_, ]+) \\| (.+) \\|$").FindAllStringSubmatch(string(b), -1)
+	if len(rows) == 0 {
+		t.Fatal("docs/bench.md has no table of the bench's aggregates")
+	}
+	inDoc := map[string]bool{}
+	for _, r := range rows {
+		inDoc[r[1]] = true
+		d, ok := BenchAggregate(r[1])
+		if !ok {
+			t.Errorf("docs/bench.md's aggregates table lists %s, which is not in BenchAggregates", r[1])
+			continue
+		}
+		if r[2] != d.Type || r[3] != strings.Join(d.Labels, ", ") || r[4] != d.Help {
+			t.Errorf("docs/bench.md: %s | %s | %s | %s, the contract says %s | %s | %s", r[1], r[2], r[3], r[4], d.Type, strings.Join(d.Labels, ", "), d.Help)
+		}
+	}
+	for _, d := range BenchAggregates {
+		if !inDoc[d.Name] {
+			t.Errorf("aggregate %s is not in docs/bench.md's table", d.Name)
+		}
+	}
+}

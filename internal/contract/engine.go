@@ -104,13 +104,3 @@ func EngineMetricsOf(engine string) []EngineMetric {
 	}
 	return out
 }
-
-// LookupEngineMetric returns the engine metric of that name.
-func LookupEngineMetric(name string) (EngineMetric, bool) {
-	for _, m := range EngineMetrics {
-		if m.Name == name {
-			return m, true
-		}
-	}
-	return EngineMetric{}, false
-}

@@ -95,6 +95,10 @@ const (
 	FlagExporterError   = "exporter_error"       // a phase could not be posted to an exporter
 	FlagRemoteWriteLost = "remote_write_lost"    // some samples never reached Prometheus
 	FlagTraceExhausted  = "trace_exhausted"      // the trace ended before requests/duration
+	// FlagEngineMetricsInvalid: the engine's /metrics answered a NaN or
+	// infinite sample for a cross-check metric; that metric was left out of
+	// those scrapes in engine_metrics.jsonl (the engine view is incomplete).
+	FlagEngineMetricsInvalid = "engine_metrics_invalid"
 )
 
 // ClientCPUSaturated is the client's CPU use over the formal phase (its
@@ -106,4 +110,4 @@ const ClientCPUSaturated = 0.9
 var ReportFlags = []string{FlagReleaseNotClosed, FlagSteadyStateNotReach, FlagIdleUnstable, FlagTooFewRequests, FlagErrorRateHigh, FlagEnergySourcesDisagree, FlagCoverageLow, FlagPhaseMissing, FlagRequestsIncomplete, FlagNoEnergyData, FlagPrometheusValuesInvalid, FlagRequestsArchiveMismatch, FlagKilled, FlagAborted, FlagRunIDReused, FlagQualityLow, FlagReleaseProcessUnverified, FlagExporterRestarted, FlagGPUFailed, FlagGPUShared, FlagOutputsSuspect, FlagScrapeCoverageLow, FlagServerTokensMismatch, FlagEngineShared}
 
 // BenchFlags are every bench flag code.
-var BenchFlags = []string{FlagExporterLostPhases, FlagExporterRestarted, FlagGPUFailed, FlagRetryAfter, FlagAborted, FlagNoLifecycle, FlagUsageMissing, FlagClientLag, FlagClientCPU, FlagEngineStart, FlagEngineNotReady, FlagEngineExited, FlagEngineStop, FlagWrongModel, FlagReleaseNotClosed, FlagReleaseWait, FlagExporterError, FlagRemoteWriteLost, FlagTraceExhausted}
+var BenchFlags = []string{FlagExporterLostPhases, FlagExporterRestarted, FlagGPUFailed, FlagRetryAfter, FlagAborted, FlagNoLifecycle, FlagUsageMissing, FlagClientLag, FlagClientCPU, FlagEngineStart, FlagEngineNotReady, FlagEngineExited, FlagEngineStop, FlagWrongModel, FlagReleaseNotClosed, FlagReleaseWait, FlagExporterError, FlagRemoteWriteLost, FlagTraceExhausted, FlagEngineMetricsInvalid}

@@ -88,6 +88,40 @@ const (
 	BenchAchievedRate = "joulemark_bench_achieved_rate_requests_per_second"
 )
 
+// MetricDesc describes one metric once: what its collector registers, the
+// dashboards query and the docs list.
+type MetricDesc struct {
+	Name   string
+	Type   string // "counter", "gauge" or "histogram"
+	Help   string
+	Labels []string
+}
+
+// BenchAggregates are the benchmark job's aggregates for dashboards
+// (docs/bench.md's table, checked by a test). Histograms are queried
+// through their _bucket and _count series; their phase is warmup or formal.
+var BenchAggregates = []MetricDesc{
+	{BenchRequests, "counter", "Requests finished, by outcome (success or the error class).", []string{LabelRunID, "outcome"}},
+	{BenchOutputTokens, "counter", "Output tokens of successful requests.", []string{LabelRunID, LabelPhase}},
+	{BenchTTFT, "histogram", "Time to first token of successful requests.", []string{LabelRunID, LabelPhase}},
+	{BenchTPOT, "histogram", "Time per output token after the first, of successful requests.", []string{LabelRunID, LabelPhase}},
+	{BenchLatency, "histogram", "End-to-end latency of every request, failures included.", []string{LabelRunID, LabelPhase}},
+	{BenchInFlight, "gauge", "Requests sent and not yet finished.", []string{LabelRunID}},
+	{BenchTargetRate, "gauge", "Request rate the open loop aims at (0 for a closed loop).", []string{LabelRunID}},
+	{BenchAchievedRate, "gauge", "Requests sent per second since the formal phase started.", []string{LabelRunID}},
+}
+
+// BenchAggregate is the descriptor of the aggregate named name; false
+// when there is none.
+func BenchAggregate(name string) (MetricDesc, bool) {
+	for _, d := range BenchAggregates {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return MetricDesc{}, false
+}
+
 // The simulated engine's coupling to the simulated GPU (its /metrics).
 const (
 	SimEngineLoad  = "joulemark_sim_engine_load_ratio"

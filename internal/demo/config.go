@@ -17,7 +17,9 @@ import (
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/simengine"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Config is one demo run. Defaults gives about two minutes end to end;
@@ -81,7 +83,7 @@ type Config struct {
 	// Cost, when any input is set, prices the report and the production
 	// view, and the embedded Prometheus gets the cost input gauges as
 	// constant recording rules (the fleet dashboard's cost row).
-	Cost analyze.CostInputs
+	Cost report.CostInputs
 
 	Engine simengine.Config
 	Sim    gpu.SimConfig
@@ -166,7 +168,7 @@ func (c *Config) Validate() error {
 	}
 	if c.PrometheusURL != "" {
 		if u, err := url.Parse(c.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("prometheus url %q: want http(s)://host:port", c.PrometheusURL)
+			bad("prometheus url %q: want http(s)://host:port", secretfile.RedactURL(c.PrometheusURL))
 		}
 		if c.KeepServing {
 			bad("keep serving: only with the embedded Prometheus")

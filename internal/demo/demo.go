@@ -33,7 +33,9 @@ import (
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/remotewrite"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/simengine"
+	"github.com/joulemark/joulemark/report"
 )
 
 // Scrape jobs of the demo's targets: deploy/prometheus's names.
@@ -55,7 +57,7 @@ type Result struct {
 	DashboardsDir string
 	PrometheusURL string
 
-	Report *analyze.Report
+	Report *report.Report
 	Bench  *benchjob.Result
 
 	// Sim and Engine are the simulated GPUs and engine (ground truth for
@@ -94,7 +96,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return d.res, err
 	}
 	fmt.Fprintf(d.cfg.Out, "joulemark demo %s: a node of %d simulated GPUs; the benchmarked engine %s holds GPUs %s; Prometheus at %s\n",
-		d.res.RunID, d.cfg.GPUs, d.cfg.Engine.Model, gpuList(d.layout.engine), d.res.PrometheusURL)
+		d.res.RunID, d.cfg.GPUs, d.cfg.Engine.Model, gpuList(d.layout.engine), secretfile.RedactURL(d.res.PrometheusURL))
 	// Let Prometheus store a few samples of the idle GPUs before the run
 	// starts: the idle phase's first boundary is interpolated between them.
 	if err := ctxtime.Sleep(ctx, 3*d.cfg.ScrapeInterval); err != nil {
@@ -107,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return d.res, err
 	}
 	if d.cfg.KeepServing {
-		fmt.Fprintf(d.cfg.Out, "\nServing Prometheus at %s until interrupted (Ctrl-C).\n", d.res.PrometheusURL)
+		fmt.Fprintf(d.cfg.Out, "\nServing Prometheus at %s until interrupted (Ctrl-C).\n", secretfile.RedactURL(d.res.PrometheusURL))
 		<-ctx.Done()
 	}
 	return d.res, nil

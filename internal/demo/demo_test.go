@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/report"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -26,9 +27,9 @@ import (
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/promserver"
-	"github.com/joulemark/joulemark/internal/realprom"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/stats"
+	"github.com/joulemark/joulemark/internal/testkit/realprom"
 )
 
 // smallConfig is the demo at test scale: phases of a few seconds, a fast
@@ -103,13 +104,13 @@ func TestDemoEndToEnd(t *testing.T) {
 	cfg.Engine.Faults.SlowFirstTokenRate = 0.2
 	cfg.Engine.Faults.SlowFirstTokenDelay = 300 * time.Millisecond
 	price, carbon, pue := 0.2, 400.0, 1.3
-	cfg.Cost = analyze.CostInputs{PricePerKWh: &price, Currency: "EUR", CarbonIntensity: &carbon, PUE: &pue}
+	cfg.Cost = report.CostInputs{PricePerKWh: &price, Currency: "EUR", CarbonIntensity: &carbon, PUE: &pue}
 	res := runDemo(t, cfg)
 	rep := res.Report
 
 	// Everything the demo promises is on disk.
 	for _, p := range []string{
-		filepath.Join(res.ReportDir, analyze.FileJSON), filepath.Join(res.ReportDir, analyze.FileHTML),
+		filepath.Join(res.ReportDir, report.FileJSON), filepath.Join(res.ReportDir, report.FileHTML),
 		filepath.Join(res.BenchDir, "requests.jsonl"), filepath.Join(res.BenchDir, "manifest.json"),
 		res.TSDBDir, res.DashboardsDir,
 	} {
@@ -301,7 +302,7 @@ func checkOrdinaryArchive(t *testing.T, cfg Config, res *Result, promURL string)
 	if again.Scenario != res.Report.Scenario || again.Scenario != runScenario(cfg.Scenario) {
 		t.Errorf("scenario: re-analysis %q, demo %q, want %q", again.Scenario, res.Report.Scenario, runScenario(cfg.Scenario))
 	}
-	report := filepath.Join(res.ReportDir, analyze.FileJSON)
+	report := filepath.Join(res.ReportDir, report.FileJSON)
 	for _, opts := range []choose.LoadOptions{{}, {RunsDir: cfg.Dir}} {
 		runs, err := choose.LoadReports([]string{report}, opts)
 		if err != nil {
@@ -531,7 +532,7 @@ func checkProductionView(t *testing.T, cfg Config, res *Result) {
 // samePercentilesAsBench checks that the percentiles bench printed (its
 // manifest's summary) are the report's for the same run: one statistics
 // helper, one failure policy (internal/stats).
-func samePercentilesAsBench(t *testing.T, benchDir string, rep *analyze.Report) {
+func samePercentilesAsBench(t *testing.T, benchDir string, rep *report.Report) {
 	t.Helper()
 	run, err := runarchive.OpenDir(benchDir)
 	if err != nil {

@@ -108,7 +108,7 @@ func (s *shapedSink) SetLoad(l float64) {
 	s.next.SetLoad(s.shape(time.Since(s.t0), l))
 }
 
-func (s *shapedSink) SetEngineState(st simengine.State) { s.next.SetEngineState(st) }
+func (s *shapedSink) SetEngineState(st gpu.EngineState) { s.next.SetEngineState(st) }
 
 // SetMemory passes the engine's memory on.
 func (s *shapedSink) SetMemory(m gpu.SimMemory) {

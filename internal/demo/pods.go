@@ -139,7 +139,7 @@ func (d *demo) startIdleReplica() error {
 type nopSink struct{}
 
 func (nopSink) SetLoad(float64)                {}
-func (nopSink) SetEngineState(simengine.State) {}
+func (nopSink) SetEngineState(gpu.EngineState) {}
 
 // production writes and prints the production view of the demo's time
 // range: energy and J/token per model and per pod, the idle replica, the
@@ -184,7 +184,7 @@ func (p podSink) SetMemory(m gpu.SimMemory) {
 	}
 }
 
-func (p podSink) SetEngineState(st simengine.State) {
+func (p podSink) SetEngineState(st gpu.EngineState) {
 	for _, i := range p.gpus {
 		_ = p.sim.SetGPUEngineState(i, st)
 	}

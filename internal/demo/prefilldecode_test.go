@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/report"
 )
 
 // writeVaryingTrace writes a trace of Poisson arrivals over formal whose
@@ -66,9 +66,9 @@ func TestDemoPrefillDecode(t *testing.T) {
 		got       *float64
 		want, tol float64
 	}{
-		{analyze.KeyJoulesPerPrefillToken, pd.JoulesPerPrefillToken, k * pw.PrefillJoulesPerToken, 0.15},
-		{analyze.KeyJoulesPerDecodeToken, pd.JoulesPerDecodeToken, k * pw.DecodeJoulesPerToken, 0.15},
-		{analyze.KeyStaticWatts, pd.StaticWatts, k * (pw.IdleWatts + pw.ActiveWatts), 0.05},
+		{report.KeyJoulesPerPrefillToken, pd.JoulesPerPrefillToken, k * pw.PrefillJoulesPerToken, 0.15},
+		{report.KeyJoulesPerDecodeToken, pd.JoulesPerDecodeToken, k * pw.DecodeJoulesPerToken, 0.15},
+		{report.KeyStaticWatts, pd.StaticWatts, k * (pw.IdleWatts + pw.ActiveWatts), 0.05},
 	} {
 		ci := pd.CI95[c.key]
 		t.Logf("%s = %.4f [%.4f, %.4f], want %.4f", c.key, *c.got, ci[0], ci[1], c.want)

@@ -5,16 +5,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/promserver"
+	"github.com/joulemark/joulemark/report"
 	"github.com/joulemark/joulemark/rules"
 )
 
 // ruleSources are joulemark's embedded recording and alerting rules, for the
 // embedded Prometheus to evaluate, and the cost inputs given as constant
 // recording rules.
-func ruleSources(cost analyze.CostInputs) ([]promserver.RuleSource, error) {
+func ruleSources(cost report.CostInputs) ([]promserver.RuleSource, error) {
 	out := costInputRules(cost)
 	for _, name := range rules.FileNames {
 		b, err := rules.File(name)
@@ -29,7 +29,7 @@ func ruleSources(cost analyze.CostInputs) ([]promserver.RuleSource, error) {
 // costInputRules defines the cost input gauges the cost recording rules
 // multiply by, as an operator would: one constant recording rule each, for
 // the inputs given (none: no rule file).
-func costInputRules(cost analyze.CostInputs) []promserver.RuleSource {
+func costInputRules(cost report.CostInputs) []promserver.RuleSource {
 	var rules strings.Builder
 	for _, in := range []struct {
 		name string

@@ -4,18 +4,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report"
 )
 
 // The cost inputs become constant recording rules, only those given; no
 // input, no rule file (the cost rules then record nothing, never 0).
 func TestCostInputRules(t *testing.T) {
-	if got := costInputRules(analyze.CostInputs{}); got != nil {
+	if got := costInputRules(report.CostInputs{}); got != nil {
 		t.Errorf("no inputs: %d rule files, want none", len(got))
 	}
 	pue, price := 1.3, 0.25
-	got := costInputRules(analyze.CostInputs{PUE: &pue, PricePerKWh: &price})
+	got := costInputRules(report.CostInputs{PUE: &pue, PricePerKWh: &price})
 	if len(got) != 1 {
 		t.Fatalf("%d rule files, want 1", len(got))
 	}

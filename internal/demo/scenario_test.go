@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze"
-	"github.com/joulemark/joulemark/internal/simengine"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/report"
 )
 
 // scenarioConfig is a short demo of one scenario: 2 GPUs (the engine holds
@@ -47,14 +47,14 @@ func TestDemoScenarios(t *testing.T) {
 	for _, tc := range []struct {
 		name, scenario, dialect, rule string
 	}{
-		{"healthy", ScenarioHealthy, simengine.DialectVLLM, ""},
-		{"healthy sglang", ScenarioHealthy, simengine.DialectSGLang, ""},
-		{"queueing", ScenarioQueueing, simengine.DialectVLLM, analyze.RuleQueueing},
-		{"kv evictions", ScenarioKVEvictions, simengine.DialectVLLM, analyze.RuleKVEvictions},
-		{"slow prefill", ScenarioSlowPrefill, simengine.DialectVLLM, analyze.RulePrefillSlow},
-		{"client bound", ScenarioClientBound, simengine.DialectVLLM, analyze.RuleClientBound},
-		{"queueing sglang", ScenarioQueueing, simengine.DialectSGLang, analyze.RuleQueueing},
-		{"kv evictions sglang", ScenarioKVEvictions, simengine.DialectSGLang, analyze.RuleKVEvictions},
+		{"healthy", ScenarioHealthy, contract.EngineVLLM, ""},
+		{"healthy sglang", ScenarioHealthy, contract.EngineSGLang, ""},
+		{"queueing", ScenarioQueueing, contract.EngineVLLM, report.RuleQueueing},
+		{"kv evictions", ScenarioKVEvictions, contract.EngineVLLM, report.RuleKVEvictions},
+		{"slow prefill", ScenarioSlowPrefill, contract.EngineVLLM, report.RulePrefillSlow},
+		{"client bound", ScenarioClientBound, contract.EngineVLLM, report.RuleClientBound},
+		{"queueing sglang", ScenarioQueueing, contract.EngineSGLang, report.RuleQueueing},
+		{"kv evictions sglang", ScenarioKVEvictions, contract.EngineSGLang, report.RuleKVEvictions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -84,15 +84,15 @@ func TestDemoScenarios(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			md, err := os.ReadFile(res.ReportDir + "/" + analyze.FileMarkdown)
+			md, err := os.ReadFile(res.ReportDir + "/" + report.FileMarkdown)
 			if err != nil {
 				t.Fatal(err)
 			}
-			html, err := os.ReadFile(res.ReportDir + "/" + analyze.FileHTML)
+			html, err := os.ReadFile(res.ReportDir + "/" + report.FileHTML)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for file, b := range map[string][]byte{analyze.FileMarkdown: md, analyze.FileHTML: html} {
+			for file, b := range map[string][]byte{report.FileMarkdown: md, report.FileHTML: html} {
 				if tc.rule != "" && (!strings.Contains(string(b), tc.rule) || !strings.Contains(string(b), "threshold crossed")) {
 					t.Errorf("%s lacks the %s finding with its thresholds", file, tc.rule)
 				}
@@ -109,7 +109,7 @@ func TestDemoScenarios(t *testing.T) {
 	}
 }
 
-func serverSummary(sv *analyze.Server) string {
+func serverSummary(sv *report.Server) string {
 	f := func(p *float64) float64 {
 		if p == nil {
 			return -1

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/internal/simengine"
+	"github.com/joulemark/joulemark/report"
 )
 
 // BenchmarkDefaultsSteadyState measures whether bench's defaults reach the
@@ -102,7 +102,7 @@ func envInt(b *testing.B, name string, def int) int {
 
 // steadyRun is one demo run with bench's and sim-engine's defaults (only
 // the idle, weight loading and release timings shortened).
-func steadyRun(dir string, conc, seed int) (*analyze.Report, error) {
+func steadyRun(dir string, conc, seed int) (*report.Report, error) {
 	bd := benchjob.Defaults()
 	cfg := Defaults()
 	cfg.Dir = dir

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/joulemark/joulemark/analyze"
+	"github.com/joulemark/joulemark/report"
 )
 
 // writeSummary prints the report's summary table and where everything is.
@@ -15,7 +16,7 @@ func writeSummary(w io.Writer, res *Result) error {
 		return fmt.Errorf("summary: %w", err)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Report:      %s (report.md, report.json beside it)\n", filepath.Join(res.ReportDir, analyze.FileHTML))
+	fmt.Fprintf(w, "Report:      %s (report.md, report.json beside it)\n", filepath.Join(res.ReportDir, report.FileHTML))
 	fmt.Fprintf(w, "Run archive: %s (manifest.json, requests.jsonl, engine.log; compare, pareto and plan read it)\n", res.Dir)
 	fmt.Fprintf(w, "Dashboards:  %s (import into Grafana with a Prometheus data source)\n", res.DashboardsDir)
 	if res.TSDBDir != "" {

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/analyze/compare"
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/report"
 )
 
 // TestDemoSweepKnee is docs/demo.md's sweep, shortened: demo runs at batch
@@ -28,7 +28,7 @@ func TestDemoSweepKnee(t *testing.T) {
 			t.Run(fmt.Sprintf("concurrency %d", c), func(t *testing.T) {
 				t.Parallel()
 				res := runDemo(t, sweepConfig(dir, c))
-				reports[k] = filepath.Join(res.ReportDir, analyze.FileJSON)
+				reports[k] = filepath.Join(res.ReportDir, report.FileJSON)
 			})
 		}
 	})
@@ -58,7 +58,7 @@ func TestDemoSweepKnee(t *testing.T) {
 	if d := math.Abs(jpt[2]/jpt[1] - 1); d > 0.15 {
 		t.Errorf("J/token %.3g past the batch limit (16), %.3g at it (8): want flat within 15%%, off by %.0f%%", jpt[2], jpt[1], 100*d)
 	}
-	if sw.Knee != "concurrency 8" || len(sw.AfterDiagnosis) == 0 || !strings.HasPrefix(sw.AfterDiagnosis[0], analyze.RuleQueueing) {
+	if sw.Knee != "concurrency 8" || len(sw.AfterDiagnosis) == 0 || !strings.HasPrefix(sw.AfterDiagnosis[0], report.RuleQueueing) {
 		t.Errorf("knee %q, after %q with %v: want the knee at the batch limit (concurrency 8) and queueing after it", sw.Knee, sw.After, sw.AfterDiagnosis)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/fakeclock"
+	"github.com/joulemark/joulemark/internal/testkit/fakeclock"
 )
 
 // BenchmarkSimSample is the cost of one simulated GPU sample.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/stats"
 )
 
 // Verdicts of a doctor check, best first.
@@ -224,16 +226,20 @@ func measure(b Backend, i int, g *DoctorGPU, opts DoctorOptions) {
 		}
 		opts.Sleep(opts.Poll)
 	}
-	slices.Sort(lat)
-	g.Latency = Latency{Calls: len(lat), P50Seconds: quantile(lat, 0.5), P99Seconds: quantile(lat, 0.99), MaxSeconds: quantile(lat, 1)}
+	g.Latency = Latency{Calls: len(lat)}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		g.Latency.P50Seconds, g.Latency.P99Seconds, g.Latency.MaxSeconds = stats.Percentile(lat, 50), stats.Percentile(lat, 99), lat[len(lat)-1]
+	}
 	if g.EnergySource == EnergyCounter {
 		c := &CounterMeasure{Updates: len(changes)}
 		if len(changes) > 0 {
 			slices.Sort(changes)
-			slices.Sort(polls)
-			c.PeriodSeconds, c.MinSeconds, c.MaxSeconds = quantile(changes, 0.5), changes[0], changes[len(changes)-1]
+			c.PeriodSeconds, c.MinSeconds, c.MaxSeconds = stats.Median(changes), changes[0], changes[len(changes)-1]
 			c.JitterSeconds = stddev(changes)
-			c.ResolutionSeconds = quantile(polls, 0.5)
+			if len(polls) > 0 {
+				c.ResolutionSeconds = stats.Median(polls)
+			}
 		}
 		g.Counter = c
 	}
@@ -243,15 +249,6 @@ func measure(b Backend, i int, g *DoctorGPU, opts DoctorOptions) {
 			g.Readings.InstantWatts = &p
 		}
 	}
-}
-
-// quantile of sorted xs (nearest rank); 0 for none.
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	k := int(math.Ceil(q*float64(len(xs)))) - 1
-	return xs[min(max(k, 0), len(xs)-1)]
 }
 
 func stddev(xs []float64) float64 {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/fakeclock"
+	"github.com/joulemark/joulemark/internal/testkit/fakeclock"
 )
 
 // TestDoctorSimCounterPeriod: the doctor measures the simulated counter's

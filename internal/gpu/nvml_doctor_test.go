@@ -11,8 +11,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/joulemark/joulemark/internal/fakeclock"
 	"github.com/joulemark/joulemark/internal/nvmlmock"
+	"github.com/joulemark/joulemark/internal/testkit/fakeclock"
 )
 
 // TestDoctorNVMLMock: the doctor on a GH200-like mock (power only at module

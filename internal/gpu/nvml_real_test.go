@@ -12,8 +12,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/joulemark/joulemark/internal/fakeclock"
 	"github.com/joulemark/joulemark/internal/nvmlmock"
+	"github.com/joulemark/joulemark/internal/testkit/fakeclock"
 )
 
 // What real GPUs do that the DGX H100 mock did not: module scope, missing

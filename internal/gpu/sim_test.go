@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/fakeclock"
+	"github.com/joulemark/joulemark/internal/testkit/fakeclock"
 )
 
 // simpson integrates PowerAt numerically, independently of ExactEnergy.

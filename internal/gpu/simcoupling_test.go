@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/fakeclock"
+	"github.com/joulemark/joulemark/internal/testkit/fakeclock"
 )
 
 func TestSimCoupler(t *testing.T) {

@@ -6,7 +6,8 @@
 // sample is dropped and counted. Sending is client_golang's
 // exp/api/remote: retried with exponential backoff and jitter (and the
 // server's Retry-After) on network errors, 5xx and 429, for at most
-// MaxElapsed per batch; other 4xx answers are final. Every sample ends
+// MaxElapsed per batch; other 4xx answers, and any answer saying "out of
+// bounds" or "too old" (RefusedForGood), are final. Every sample ends
 // acknowledged, dropped or failed, and Stats counts each.
 package remotewrite
 
@@ -20,6 +21,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -284,16 +286,26 @@ func (w *Writer) send(ctx context.Context, batch []Sample) {
 	before := w.stats.Requests
 	w.mu.Unlock()
 	var last error // this batch's last failed attempt
-	_, err = w.api.Write(sctx, remoteapi.WriteV1MessageType, req, remoteapi.WithWriteRetryCallback(func(err error) {
+	wctx, stop := context.WithCancel(sctx)
+	defer stop()
+	refused := false // the server refuses these samples for good
+	_, err = w.api.Write(wctx, remoteapi.WriteV1MessageType, req, remoteapi.WithWriteRetryCallback(func(err error) {
 		last = err
 		w.setErr(err)
+		if refused = RefusedForGood(err); refused {
+			stop() // the same samples would be refused again
+			return
+		}
 		w.log.Warn("remote write failed, retrying", "url", w.shown, "err", err)
 	}))
 	w.mu.Lock()
 	w.stats.Retries += max(0, w.stats.Requests-before-1)
 	w.mu.Unlock()
 	if err != nil {
-		if sctx.Err() != nil {
+		switch {
+		case refused:
+			err = fmt.Errorf("not retried, the server refuses these samples for good: %w", last)
+		case sctx.Err() != nil:
 			// Cut short while retrying: say why, with the server's answer.
 			why := fmt.Sprintf("no success within %s", w.cfg.MaxElapsed)
 			if ctx.Err() != nil {
@@ -311,6 +323,15 @@ func (w *Writer) send(ctx context.Context, batch []Sample) {
 	w.mu.Lock()
 	w.stats.Acknowledged += int64(len(batch))
 	w.mu.Unlock()
+}
+
+// RefusedForGood reports whether a failed write's answer says its samples
+// can never be accepted (Prometheus answers a sample outside its TSDB's
+// appendable window "out of bounds" or "too old", even with a 5xx):
+// retrying would only delay the rest for MaxElapsed.
+func RefusedForGood(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "out of bounds") || strings.Contains(msg, "too old")
 }
 
 func (w *Writer) fail(n int, err error) {

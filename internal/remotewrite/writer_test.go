@@ -237,6 +237,31 @@ func TestWriterMaxElapsedBoundsRetries(t *testing.T) {
 	}
 }
 
+// TestWriterOutOfBoundsNotRetried: a server refusing a batch as "out of
+// bounds" or "too old" (Prometheus does so with a 500) is not retried: the
+// same samples would be refused until MaxElapsed (issue 33 medium 12: runs
+// push retried for 60 s).
+func TestWriterOutOfBoundsNotRetried(t *testing.T) {
+	for _, answer := range []string{"out of bounds", "too old sample"} {
+		var calls atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			http.Error(w, answer, http.StatusInternalServerError)
+		}))
+		cfg := fastConfig(srv.URL)
+		w, err := New(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Append(sample("0", 1, 1))
+		st, err := w.Close(context.Background())
+		srv.Close()
+		if calls.Load() != 1 || st.Failed != 1 || err == nil || !strings.Contains(err.Error(), "not retried") || !strings.Contains(err.Error(), answer) {
+			t.Errorf("%q: %d calls, stats %+v, err %v: want one call, the batch failed, not retried", answer, calls.Load(), st, err)
+		}
+	}
+}
+
 func TestNewRejectsBadConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // ErrNoPhases is wrapped by ReadPhases' error when the run has no

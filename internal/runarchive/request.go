@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-
-	"github.com/joulemark/joulemark/analyze/quality"
 )
 
 // Request is one line of runs/<run_id>/requests.jsonl. The first keys are
@@ -49,7 +47,7 @@ type Request struct {
 	RetryAfterSeconds float64 `json:"retry_after_seconds,omitempty"`
 	// Quality is the answer checked against its rubric (correctness
 	// workload, workload.quality_file); absent when not checked or failed.
-	Quality *quality.Result `json:"quality,omitempty"`
+	Quality *QualityResult `json:"quality,omitempty"`
 }
 
 // Token sources (Request.TokensSource).

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/quality"
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // fullRequest sets every field of Request, so a field the writer or the
@@ -25,7 +24,7 @@ func fullRequest(i int) *Request {
 		FinishReason: "length", ITLSeconds: []float64{0.01, 0.015}, Index: i, ErrorClass: "timeout",
 		StatusCode: 503, Model: "m", ScheduledTime: new(1700000000.0), Chunks: 101, ReasoningTokens: 7,
 		OutputChars: new(400), ReasoningChars: 30, OutputHash: "ab12", MaxTokens: 100, RetryAfterSeconds: 2.5,
-		Quality: &quality.Result{Pass: false, Failed: []string{quality.RuleRegex}, Mismatches: 1},
+		Quality: &QualityResult{Pass: false, Failed: []string{"regex"}, Mismatches: 1},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 )
@@ -15,11 +16,40 @@ import (
 type RequestWriter struct {
 	run *Run
 
-	mu  sync.Mutex
-	f   *os.File
-	w   *bufio.Writer
-	enc *json.Encoder
-	err error
+	mu      sync.Mutex
+	f       *os.File
+	w       *bufio.Writer
+	enc     *json.Encoder
+	err     error
+	onError func(error)
+}
+
+// OnError has f called, once, with the first write error (Append, Flush),
+// outside the writer's lock: the bench stops its load at once instead of
+// running on without an archive.
+func (w *RequestWriter) OnError(f func(error)) {
+	w.mu.Lock()
+	w.onError = f
+	w.mu.Unlock()
+}
+
+// WrapFile has the lines go through wrap(file) (a test's failing writer).
+func (w *RequestWriter) WrapFile(wrap func(io.Writer) io.Writer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.w = bufio.NewWriterSize(wrap(w.f), 256<<10)
+	w.enc = json.NewEncoder(w.w)
+}
+
+// failed keeps err as the first write error and returns the OnError
+// function to call (nil when none, or when an error was kept before).
+// w.mu is held.
+func (w *RequestWriter) failed(err error) func(error) {
+	if w.err != nil {
+		return nil
+	}
+	w.err = fmt.Errorf("writing %s%s: %w", RequestsFile, PartialSuffix, err)
+	return w.onError
 }
 
 // CreateRequests opens the run's requests.jsonl.partial for writing,
@@ -38,23 +68,32 @@ func (r *Run) CreateRequests() (*RequestWriter, error) {
 // by Close; later lines are dropped (the caller keeps its records).
 func (w *RequestWriter) Append(req *Request) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil || w.enc == nil {
-		return
+	var call func(error)
+	if w.err == nil && w.enc != nil {
+		if err := w.enc.Encode(req); err != nil {
+			call = w.failed(err)
+		}
 	}
-	if err := w.enc.Encode(req); err != nil {
-		w.err = fmt.Errorf("writing %s%s: %w", RequestsFile, PartialSuffix, err)
+	err := w.err
+	w.mu.Unlock()
+	if call != nil {
+		call(err)
 	}
 }
 
 // Flush pushes buffered lines to the file, so a crash loses little.
 func (w *RequestWriter) Flush() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	var call func(error)
 	if w.err == nil && w.w != nil {
 		if err := w.w.Flush(); err != nil {
-			w.err = fmt.Errorf("writing %s%s: %w", RequestsFile, PartialSuffix, err)
+			call = w.failed(err)
 		}
+	}
+	err := w.err
+	w.mu.Unlock()
+	if call != nil {
+		call(err)
 	}
 }
 

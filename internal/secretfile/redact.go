@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -112,6 +113,9 @@ func SecretsOf(urls ...string) Secrets {
 			}
 		}
 	}
+	// Longest first: a secret holding another is replaced whole, not
+	// around the shorter one's xxxxx.
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
 }
 

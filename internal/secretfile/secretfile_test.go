@@ -111,3 +111,45 @@ func TestScrubLogger(t *testing.T) {
 		t.Errorf("log line %q: want the password scrubbed everywhere, the rest kept", out)
 	}
 }
+
+// TestInnerWhiteSpaceRefused: a token with white space or a control
+// character inside is refused at load (issue 33 medium 11: the exporter
+// started with it and every client got 401), the error naming the file or
+// the variable, never the secret.
+func TestInnerWhiteSpaceRefused(t *testing.T) {
+	dir := t.TempDir()
+	for name, secret := range map[string]string{
+		"space": "abcdefgh ijklmnop", "tab": "abcdefgh\tijklmnop", "newline": "abcdefgh\nijklmnop",
+		"nul": "abcdefgh\x00ijklmnop", "del": "abcdefgh\x7fijklmnop", "nbsp": "abcdefgh\u00a0ijklmnop",
+	} {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadToken(file, "token_file")
+		if err == nil || !strings.Contains(err.Error(), file) || strings.Contains(err.Error(), "ijklmnop") {
+			t.Errorf("ReadToken(%s) = %v; want an error naming the file, not the secret", name, err)
+		}
+		if name == "nul" {
+			continue // an environment cannot hold NUL
+		}
+		t.Setenv("JOULEMARK_TEST_TOKEN", " "+secret+" ")
+		_, err = Env("JOULEMARK_TEST_TOKEN")
+		if err == nil || !strings.Contains(err.Error(), "JOULEMARK_TEST_TOKEN") || strings.Contains(err.Error(), "ijklmnop") {
+			t.Errorf("Env(%s) = %v; want an error naming the variable, not the secret", name, err)
+		}
+	}
+	t.Setenv("JOULEMARK_TEST_TOKEN", "  one-word-token\n")
+	if s, err := Env("JOULEMARK_TEST_TOKEN"); err != nil || s != "one-word-token" {
+		t.Errorf("Env(one word) = %q, %v; want the trimmed token", s, err)
+	}
+}
+
+// TestScrubLongestFirst: a secret holding another (a query value holding
+// the password) is replaced whole.
+func TestScrubLongestFirst(t *testing.T) {
+	ss := SecretsOf("http://u:PASSW0RDxyz@h/?token=QPASSW0RDxyz")
+	if got := ss.Scrub("token=QPASSW0RDxyz pass PASSW0RDxyz"); got != "token=xxxxx pass xxxxx" {
+		t.Errorf("Scrub = %q", got)
+	}
+}

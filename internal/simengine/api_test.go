@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/golden"
+	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
 // created is the only field of a chunk that changes between runs.

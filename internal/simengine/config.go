@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/gpu"
 )
 
@@ -60,8 +61,8 @@ type Config struct {
 
 	Faults Faults
 
-	// Dialect is whose metric names /metrics speaks: DialectVLLM or
-	// DialectSGLang.
+	// Dialect is whose metric names /metrics speaks: contract.EngineVLLM or
+	// contract.EngineSGLang (SGLang calls preemptions retractions).
 	Dialect string
 	// Power is the power model the engine's steps draw on its GPUs.
 	Power gpu.SimPower
@@ -108,7 +109,7 @@ func DefaultConfig() Config {
 		Seed:                1,
 		// Fault durations apply once a rate is set.
 		Faults:  Faults{StallDuration: 2 * time.Second, SlowFirstTokenDelay: 2 * time.Second},
-		Dialect: DialectVLLM,
+		Dialect: contract.EngineVLLM,
 		Power:   gpu.DefaultSimPower(),
 		// 70B in bf16 over 4 GPUs, and the KV cache pool vLLM's
 		// --gpu-memory-utilization 0.9 leaves of 80 GB.

@@ -14,18 +14,6 @@ import (
 	"github.com/joulemark/joulemark/internal/gpu"
 )
 
-// State is the engine's lifecycle state, as joulemark_sim_engine_state
-// publishes it. It is the simulated GPUs' engine state, so that *gpu.Sim is a
-// LoadSink as it is.
-type State = gpu.EngineState
-
-// The engine states. The values are the joulemark_sim_engine_state gauge's.
-const (
-	StateStopped = gpu.EngineStopped // no weights on the GPUs
-	StateLoading = gpu.EngineLoading // loading weights; /health answers 503
-	StateRunning = gpu.EngineRunning // serving
-)
-
 // LoadSink receives the engine's load and state as they change: the
 // in-process coupling to simulated GPUs, so that power follows work.
 // SetLoad gets the current step's load in [0, 1]: its power above idle
@@ -33,7 +21,7 @@ const (
 // goroutine at a time, never under the engine's lock.
 type LoadSink interface {
 	SetLoad(ratio float64)
-	SetEngineState(s State)
+	SetEngineState(s gpu.EngineState)
 }
 
 // MemorySink is a LoadSink that also keeps the engine's memory (the
@@ -60,7 +48,7 @@ type Engine struct {
 	sinkMu sync.Mutex
 
 	mu           sync.Mutex
-	state        State
+	state        gpu.EngineState
 	stopping     bool          // Stop in progress: new requests refused
 	ready        chan struct{} // closed when the state becomes running
 	startCancel  context.CancelFunc
@@ -151,7 +139,7 @@ func (e *Engine) Config() Config { return e.cfg }
 func (e *Engine) Registry() *prometheus.Registry { return e.reg }
 
 // State is the current lifecycle state.
-func (e *Engine) State() State {
+func (e *Engine) State() gpu.EngineState {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.state
@@ -162,7 +150,7 @@ func (e *Engine) State() State {
 func (e *Engine) Serving() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.state == StateRunning && !e.stopping
+	return e.state == gpu.EngineRunning && !e.stopping
 }
 
 // Load is the current step's load on the GPUs in [0, 1] (Config.Power).
@@ -183,14 +171,14 @@ func (e *Engine) FaultLog() []FaultEvent {
 // StartupDelay. Starting a loading or running engine is an error.
 func (e *Engine) Start() error {
 	e.mu.Lock()
-	if e.state != StateStopped || e.startCancel != nil {
+	if e.state != gpu.EngineStopped || e.startCancel != nil {
 		st := e.state
 		e.mu.Unlock()
 		return fmt.Errorf("simengine start: engine is %s", st)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.startCancel = cancel
-	e.state = StateLoading
+	e.state = gpu.EngineLoading
 	select {
 	case <-e.ready: // closed by an earlier start: a new one for this start
 		e.ready = make(chan struct{})
@@ -198,7 +186,7 @@ func (e *Engine) Start() error {
 	}
 	ready := e.ready
 	e.mu.Unlock()
-	e.publishState(StateLoading)
+	e.publishState(gpu.EngineLoading)
 
 	go func() {
 		t := time.NewTimer(e.cfg.StartupDelay)
@@ -216,11 +204,11 @@ func (e *Engine) Start() error {
 		lctx, lcancel := context.WithCancel(context.Background())
 		e.loopCancel = lcancel
 		e.loopDone = make(chan struct{})
-		e.state = StateRunning
+		e.state = gpu.EngineRunning
 		e.startCancel = nil
 		go e.loop(lctx, e.loopDone)
 		e.mu.Unlock()
-		e.publishState(StateRunning)
+		e.publishState(gpu.EngineRunning)
 		close(ready)
 	}()
 	return nil
@@ -247,7 +235,7 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 func (e *Engine) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	switch {
-	case e.state == StateStopped:
+	case e.state == gpu.EngineStopped:
 		e.mu.Unlock()
 		return nil
 	case e.stopping:
@@ -257,7 +245,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		e.startCancel()
 		e.startCancel = nil
 	}
-	wasRunning := e.state == StateRunning
+	wasRunning := e.state == gpu.EngineRunning
 	loopCancel, loopDone := e.loopCancel, e.loopDone
 	e.loopCancel, e.loopDone = nil, nil
 	// Refuse new requests from here on; the state stays until the GPU
@@ -293,18 +281,18 @@ func (e *Engine) Stop(ctx context.Context) error {
 		}
 	}
 	e.mu.Lock()
-	e.state, e.stopping = StateStopped, false
+	e.state, e.stopping = gpu.EngineStopped, false
 	select {
 	case <-e.ready: // WaitReady now waits for the next start
 		e.ready = make(chan struct{})
 	default:
 	}
 	e.mu.Unlock()
-	e.publishState(StateStopped)
+	e.publishState(gpu.EngineStopped)
 	return err
 }
 
-func (e *Engine) publishState(s State) {
+func (e *Engine) publishState(s gpu.EngineState) {
 	e.sinkMu.Lock()
 	defer e.sinkMu.Unlock()
 	for _, k := range e.sinks {
@@ -334,7 +322,7 @@ type request struct {
 func (e *Engine) submit(r request) (*seq, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.state != StateRunning || e.stopping {
+	if e.state != gpu.EngineRunning || e.stopping {
 		return nil, errNotReady
 	}
 	e.nextID++

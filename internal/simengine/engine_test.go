@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 func TestBatchingSlowsDecode(t *testing.T) {
@@ -243,7 +244,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("stopped: /health %d", c)
 	}
 	_, states := sink.snapshot()
-	want := []State{StateLoading, StateRunning, StateStopped}
+	want := []gpu.EngineState{gpu.EngineLoading, gpu.EngineRunning, gpu.EngineStopped}
 	if len(states) != len(want) {
 		t.Fatalf("sink states %v, want %v", states, want)
 	}
@@ -432,9 +433,9 @@ func TestChunkedPrefill(t *testing.T) {
 // TestSGLangDialect: with Dialect sglang /metrics speaks SGLang's names
 // and no vLLM name.
 func TestSGLangDialect(t *testing.T) {
-	e, srv := startEngine(t, func(c *Config) { c.Dialect = DialectSGLang })
+	e, srv := startEngine(t, func(c *Config) { c.Dialect = contract.EngineSGLang })
 	streamN(t, srv.URL, 2, map[string]any{"prompt": "a b c", "max_tokens": 5, "ignore_eos": true, "stream": true})
-	checkDialectNames(t, e, DialectSGLang)
+	checkDialectNames(t, e, contract.EngineSGLang)
 	if v := testutil.ToFloat64(e.m.generationTokens); v != 10 {
 		t.Errorf("sglang:generation_tokens_total %g, want 10", v)
 	}
@@ -446,9 +447,9 @@ func TestSGLangDialect(t *testing.T) {
 // TestVLLMDialect: with Dialect vllm /metrics speaks vLLM's names of the
 // contract, and no other engine name.
 func TestVLLMDialect(t *testing.T) {
-	e, srv := startEngine(t, func(c *Config) { c.Dialect = DialectVLLM })
+	e, srv := startEngine(t, func(c *Config) { c.Dialect = contract.EngineVLLM })
 	streamN(t, srv.URL, 1, map[string]any{"prompt": "a b c", "max_tokens": 5, "ignore_eos": true, "stream": true})
-	checkDialectNames(t, e, DialectVLLM)
+	checkDialectNames(t, e, contract.EngineVLLM)
 }
 
 // checkDialectNames compares the engine names the registry gathers (those

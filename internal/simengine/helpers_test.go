@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 // fastConfig is a millisecond-scale engine for tests.
@@ -222,7 +224,7 @@ func streamN(t testing.TB, url string, n int, body map[string]any) []sseResult {
 type recordingSink struct {
 	mu     sync.Mutex
 	loads  []float64
-	states []State
+	states []gpu.EngineState
 }
 
 func (r *recordingSink) SetLoad(l float64) {
@@ -231,14 +233,14 @@ func (r *recordingSink) SetLoad(l float64) {
 	r.loads = append(r.loads, l)
 }
 
-func (r *recordingSink) SetEngineState(s State) {
+func (r *recordingSink) SetEngineState(s gpu.EngineState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.states = append(r.states, s)
 }
 
-func (r *recordingSink) snapshot() ([]float64, []State) {
+func (r *recordingSink) snapshot() ([]float64, []gpu.EngineState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]float64(nil), r.loads...), append([]State(nil), r.states...)
+	return append([]float64(nil), r.loads...), append([]gpu.EngineState(nil), r.states...)
 }

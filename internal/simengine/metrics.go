@@ -8,13 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Dialects: whose metric names /metrics speaks, the engine's names of
-// internal/contract (SGLang calls preemptions retractions).
-const (
-	DialectVLLM   = contract.EngineVLLM
-	DialectSGLang = contract.EngineSGLang
-)
-
 // engineHelp is each role's HELP text, vLLM's wording.
 var engineHelp = map[contract.EngineRole]string{
 	contract.RoleRunning:          "Number of requests in model execution batches.",
@@ -142,7 +135,7 @@ func (m *metrics) engineMetric(e *Engine, em contract.EngineMetric) (prometheus.
 // validDialect checks a Config.Dialect.
 func validDialect(d string) error {
 	if !slices.Contains(contract.Engines, d) {
-		return fmt.Errorf("dialect %q: want %s or %s", d, DialectVLLM, DialectSGLang)
+		return fmt.Errorf("dialect %q: want %s or %s", d, contract.EngineVLLM, contract.EngineSGLang)
 	}
 	return nil
 }

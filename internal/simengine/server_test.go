@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/joulemark/joulemark/internal/gpu"
 )
 
 func TestServeStartsAndStops(t *testing.T) {
@@ -48,7 +50,7 @@ func TestServeStartsAndStops(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return after cancel")
 	}
-	if st := e.State(); st != StateStopped {
+	if st := e.State(); st != gpu.EngineStopped {
 		t.Errorf("state %s after Serve returned", st)
 	}
 	if _, err := http.Get(url + "/health"); err == nil {

@@ -5,8 +5,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // The node check's bounds on what it measures (docs/exporter.md, "Checking

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // nodeRun is a closed lifecycle on GPU 0: idle 100–110 s, formal 110–140 s,

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/joulemark/joulemark/internal/gpu"
+	"github.com/joulemark/joulemark/internal/stats"
 )
 
 // Facts are what the node is: driver, kernel module, modes, PID namespace.
@@ -144,16 +144,9 @@ func (t timer) latencies(errs map[string]int) []Latency {
 	for _, name := range slices.Sorted(maps.Keys(t)) {
 		v := slices.Clone(t[name])
 		slices.Sort(v)
-		out = append(out, Latency{Call: name, Calls: len(v), Errs: errs[name], P50ms: pct(v, 0.5), P99ms: pct(v, 0.99), Maxms: v[len(v)-1]})
+		out = append(out, Latency{Call: name, Calls: len(v), Errs: errs[name], P50ms: stats.Percentile(v, 50), P99ms: stats.Percentile(v, 99), Maxms: v[len(v)-1]})
 	}
 	return out
-}
-
-func pct(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
 
 func pollFields(sim bool, d, pause time.Duration) ([]Poll, error) {
@@ -284,7 +277,7 @@ func summarize(s *series) FieldPoll {
 	if len(gaps) > 1 {
 		gaps = gaps[1:] // the first change is measured from the first read, not an update
 		slices.Sort(gaps)
-		fp.PeriodMs, fp.MinMs, fp.MaxMs = pct(gaps, 0.5), gaps[0], gaps[len(gaps)-1]
+		fp.PeriodMs, fp.MinMs, fp.MaxMs = stats.Median(gaps), gaps[0], gaps[len(gaps)-1]
 	}
 	return fp
 }

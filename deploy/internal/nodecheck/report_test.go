@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/exporter/phaseapi"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
 )
 
 // TestReport: the report pairs the counter read after each phase post with

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/internal/testenv"
+	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
 // recorder is a testing.TB that keeps what Screenshot reports instead of

@@ -1,8 +1,8 @@
-// Package analyze is the post-processor: it reads a run from Prometheus
-// through the HTTP query API and derives stage energy, steady-state J/token,
-// full-lifecycle J/token, goodput and latency percentiles (docs/design.md,
-// "Definitions"), and writes the report.
-package analyze
+// Package report is the report.json format: its types, the file names of
+// a report directory, one atomic writer and one reader (FORMAT.md). The
+// analysis (analyze) produces it; choose, compare, production and cmd read
+// it without the analysis.
+package report
 
 import "github.com/joulemark/joulemark/internal/stats"
 
@@ -194,4 +194,21 @@ type Measurement struct {
 	// run's final samples. Both absent when not the case.
 	FromArchive   []string `json:"from_archive,omitempty"`
 	WaitedSeconds *float64 `json:"waited_for_samples_seconds,omitempty"`
+}
+
+// Boundary is the measurement boundary every figure carries, and
+// BoundaryModule the one where an exporter measured a C2C module (Grace
+// Hopper, Grace Blackwell: energy_scope="module").
+const (
+	Boundary       = "GPU board energy only"
+	BoundaryModule = "GPU module incl. CPU (C2C module energy: Grace CPU and its memory included)"
+)
+
+// Gap is a stretch of a series with no sample for longer than twice its
+// median sample interval.
+type Gap struct {
+	GPU    string  `json:"gpu"`
+	Series string  `json:"series"` // energy or power
+	Start  float64 `json:"start"`
+	End    float64 `json:"end"`
 }

@@ -101,14 +101,3 @@ prompts:
 		}
 	}
 }
-
-func TestSummary(t *testing.T) {
-	var s Summary
-	s.Add(Result{Pass: true})
-	s.Add(Result{Failed: []string{RuleCorrectness}, Mismatches: 1})
-	s.Add(Result{Failed: []string{RuleRegex, RuleForbidden}})
-	if s.Requests != 3 || s.Passed != 1 || s.Failed != 2 || *s.PassRate != 1.0/3 || s.Mismatches != 1 ||
-		!reflect.DeepEqual(s.FailuresByRule, map[string]int{RuleCorrectness: 1, RuleRegex: 1, RuleForbidden: 1}) {
-		t.Errorf("summary %+v", s)
-	}
-}

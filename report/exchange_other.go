@@ -1,8 +1,8 @@
 //go:build !linux
 
-package analyze
+package report
 
 import "errors"
 
-// exchangeDirs is unsupported here: WriteReportKeeping renames twice.
+// exchangeDirs is unsupported here: WriteKeeping renames twice.
 func exchangeDirs(a, b string) error { return errors.ErrUnsupported }

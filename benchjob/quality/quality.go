@@ -7,13 +7,15 @@ package quality
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/runarchive"
 )
 
 // Rule names, as counted in failures_by_rule.
@@ -21,7 +23,7 @@ const (
 	RuleContainsAll = "contains_all"
 	RuleRegex       = "regex"
 	RuleForbidden   = "forbidden"
-	RuleCorrectness = "correctness" // the expected number is not in the answer
+	RuleCorrectness = contract.WorkloadCorrectness // the expected number is not in the answer
 )
 
 // Check is the rubric of one prompt. Every listed condition must hold.
@@ -54,17 +56,9 @@ func (c *Check) empty() bool {
 	return len(c.ContainsAll) == 0 && c.Regex == "" && len(c.Forbidden) == 0 && c.Expect == ""
 }
 
-// Result is one request's verdict, written to requests.jsonl "quality".
-type Result struct {
-	Pass bool `json:"pass"`
-	// Failed lists the rules the answer broke, in rule order.
-	Failed []string `json:"failed_rules,omitempty"`
-	// Mismatches counts the correctness workload's wrong answers (0 or 1).
-	Mismatches int `json:"mismatches,omitempty"`
-}
-
-// Evaluate applies the rubric to an answer.
-func (c *Check) Evaluate(answer string) Result {
+// Evaluate applies the rubric to an answer: its verdict as the archive
+// stores it.
+func (c *Check) Evaluate(answer string) runarchive.QualityResult {
 	var failed []string
 	for _, s := range c.ContainsAll {
 		if !strings.Contains(answer, s) {
@@ -84,7 +78,7 @@ func (c *Check) Evaluate(answer string) Result {
 			break
 		}
 	}
-	r := Result{}
+	r := runarchive.QualityResult{}
 	if c.Expect != "" && !containsNumber(answer, c.Expect) {
 		failed = append(failed, RuleCorrectness)
 		r.Mismatches = 1
@@ -213,45 +207,3 @@ func (c *Check) compiled() []*regexp.Regexp {
 	}
 	return c.res
 }
-
-// Summary.Workload: what the answers were checked against.
-const (
-	// WorkloadCorrectness: the correctness workload's expected numbers.
-	WorkloadCorrectness = "correctness"
-	// WorkloadRubric: a rubric file (workload.quality_file).
-	WorkloadRubric = "rubric"
-)
-
-// Summary is the quality of a run's formal requests.
-type Summary struct {
-	Workload string `json:"workload,omitempty"` // WorkloadCorrectness or WorkloadRubric
-	// Requests is the successful formal requests checked.
-	Requests       int            `json:"requests"`
-	Passed         int            `json:"passed"`
-	Failed         int            `json:"failed"`
-	PassRate       *float64       `json:"pass_rate"`
-	FailuresByRule map[string]int `json:"failures_by_rule"`
-	Mismatches     int            `json:"mismatches"`
-}
-
-// Add counts one request's result.
-func (s *Summary) Add(r Result) {
-	if s.FailuresByRule == nil {
-		s.FailuresByRule = map[string]int{}
-	}
-	s.Requests++
-	s.Mismatches += r.Mismatches
-	if r.Pass {
-		s.Passed++
-	} else {
-		s.Failed++
-	}
-	for _, rule := range r.Failed {
-		s.FailuresByRule[rule]++
-	}
-	v := float64(s.Passed) / float64(s.Requests)
-	s.PassRate = &v
-}
-
-// Rules lists the rules with failures, sorted.
-func (s *Summary) Rules() []string { return slices.Sorted(maps.Keys(s.FailuresByRule)) }

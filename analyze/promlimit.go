@@ -1,0 +1,82 @@
+package analyze
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// MaxPrometheusResponse is the most bytes analyze reads of one Prometheus
+// query answer: the client buffers an answer whole, so a larger one (a
+// proxy gone wrong, a selector matching far more than a run) is an error
+// naming the query and the limit, not hundreds of MB of memory. Raw
+// series are read in windows (promchunk.go), which keeps a run's answers
+// far below it.
+const MaxPrometheusResponse = 128 << 20
+
+// errResponseTooLarge is a Prometheus answer over MaxPrometheusResponse.
+var errResponseTooLarge = fmt.Errorf("the answer exceeds %d MiB (analyze's limit on one Prometheus answer)", MaxPrometheusResponse>>20)
+
+// limitResponses has every response body of rt end in errResponseTooLarge
+// after max bytes.
+type limitResponses struct {
+	rt  http.RoundTripper
+	max int64
+}
+
+// RoundTrip refuses a declared length over the limit at once and caps the
+// body otherwise.
+func (l limitResponses) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.rt.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	if resp.ContentLength > l.max {
+		resp.Body.Close()
+		return nil, errResponseTooLarge
+	}
+	resp.Body = &cappedBody{rc: resp.Body, left: l.max}
+	return resp, nil
+}
+
+// cappedBody reads at most left bytes, then fails.
+type cappedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the limit from a longer one.
+		var one [1]byte
+		if n, err := b.rc.Read(one[:]); n > 0 {
+			return 0, errResponseTooLarge
+		} else if err != nil {
+			return 0, err
+		}
+		return 0, nil
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
+// limitClient caps the answers hc reads at max bytes
+// (MaxPrometheusResponse when 0).
+func limitClient(hc *http.Client, max int64) *http.Client {
+	if max <= 0 {
+		max = MaxPrometheusResponse
+	}
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	c := *hc
+	c.Transport = limitResponses{rt: rt, max: max}
+	return &c
+}
