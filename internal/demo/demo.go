@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/analyze"
-	"github.com/joulemark/joulemark/analyze/production"
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/dashboards"
 	"github.com/joulemark/joulemark/exporter"
@@ -35,6 +34,7 @@ import (
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/simengine"
+	"github.com/joulemark/joulemark/production"
 	"github.com/joulemark/joulemark/report"
 )
 

@@ -23,13 +23,13 @@ import (
 
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/analyze/choose"
-	"github.com/joulemark/joulemark/analyze/production"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/stats"
 	"github.com/joulemark/joulemark/internal/testkit/realprom"
+	"github.com/joulemark/joulemark/production"
 )
 
 // smallConfig is the demo at test scale: phases of a few seconds, a fast

@@ -14,12 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/analyze/production"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/ctxtime"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/podresources"
 	"github.com/joulemark/joulemark/internal/simengine"
+	"github.com/joulemark/joulemark/production"
 )
 
 // The demo's simulated cluster, as the fake kubelet tells the exporter: the
