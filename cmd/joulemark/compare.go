@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/joulemark/joulemark/analyze/choose"
-	"github.com/joulemark/joulemark/analyze/compare"
+	"github.com/joulemark/joulemark/runset"
+	"github.com/joulemark/joulemark/runset/compare"
 )
 
 // CompareCmd is `joulemark compare report.json...`.

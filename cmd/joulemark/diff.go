@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // DiffCmd is `joulemark diff BEFORE AFTER --fail-on-regression 5`.

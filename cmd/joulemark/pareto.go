@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // ParetoCmd is `joulemark pareto report.json...`.

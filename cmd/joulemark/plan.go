@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // PlanCmd is `joulemark plan report.json... --target-peak-rate R --slo-...`.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/alecthomas/units"
 
-	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // RecommendCmd is `joulemark recommend report.json... --max-ttft-p95 ...`.

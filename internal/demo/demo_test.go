@@ -22,7 +22,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/analyze"
-	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/gpu"
 	"github.com/joulemark/joulemark/internal/promserver"
@@ -30,6 +29,7 @@ import (
 	"github.com/joulemark/joulemark/internal/stats"
 	"github.com/joulemark/joulemark/internal/testkit/realprom"
 	"github.com/joulemark/joulemark/production"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // smallConfig is the demo at test scale: phases of a few seconds, a fast

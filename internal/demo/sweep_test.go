@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/choose"
-	"github.com/joulemark/joulemark/analyze/compare"
 	"github.com/joulemark/joulemark/internal/testkit/testenv"
 	"github.com/joulemark/joulemark/report"
+	"github.com/joulemark/joulemark/runset"
+	"github.com/joulemark/joulemark/runset/compare"
 )
 
 // TestDemoSweepKnee is docs/demo.md's sweep, shortened: demo runs at batch

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/runset"
 )
 
 func load(t *testing.T, names ...string) []*choose.Run {

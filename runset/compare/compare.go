@@ -13,9 +13,9 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
-	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/internal/stats"
 	"github.com/joulemark/joulemark/report"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // DefaultTolerance is the largest relative spread of formal output tokens,

@@ -20,7 +20,7 @@ func sweepReports(t *testing.T) []*Run {
 	t.Helper()
 	var paths []string
 	for _, n := range []string{"sweep-c4", "sweep-c12", "sweep-c24", "sweep-c12-qwen"} {
-		paths = append(paths, filepath.Join("..", "compare", "testdata", "reports", n+".json"))
+		paths = append(paths, filepath.Join("compare", "testdata", "reports", n+".json"))
 	}
 	runs, err := LoadReports(paths, LoadOptions{})
 	if err != nil {

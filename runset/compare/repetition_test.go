@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/report"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // repReports writes crafted reports of repetitions (group, steady-state

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // writeReport copies testdata report name to dir/<id>/report.json with

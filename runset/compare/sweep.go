@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // Sweep is one configuration measured at several load points: runs alike in

@@ -16,10 +16,10 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/internal/atomicfile"
 	"github.com/joulemark/joulemark/internal/svgplot"
 	"github.com/joulemark/joulemark/report"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // FileHTML is the comparison page compare --out writes.

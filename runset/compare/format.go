@@ -6,9 +6,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/choose"
 	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/reportcsv"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // runRows is the side-by-side table, header first: each run with its load.
