@@ -8,7 +8,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/joulemark/joulemark/internal/demo"
+	"github.com/joulemark/joulemark/demo"
 	"github.com/joulemark/joulemark/report"
 )
 
