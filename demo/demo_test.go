@@ -274,7 +274,7 @@ func TestDemoEndToEnd(t *testing.T) {
 
 // checkOrdinaryArchive reads the demo's run through every reader of run
 // archives: runarchive.List, analyze with RunsDir (against the reopened
-// TSDB at promURL) and choose.LoadReports (compare, pareto, plan).
+// TSDB at promURL) and runset.LoadReports (compare, pareto, plan).
 func checkOrdinaryArchive(t *testing.T, cfg Config, res *Result, promURL string) {
 	t.Helper()
 	if res.Dir != filepath.Join(cfg.Dir, res.RunID) || res.BenchDir != res.Dir || res.ReportDir != filepath.Join(res.Dir, "report") {
@@ -303,14 +303,14 @@ func checkOrdinaryArchive(t *testing.T, cfg Config, res *Result, promURL string)
 		t.Errorf("scenario: re-analysis %q, demo %q, want %q", again.Scenario, res.Report.Scenario, runScenario(cfg.Scenario))
 	}
 	report := filepath.Join(res.ReportDir, report.FileJSON)
-	for _, opts := range []choose.LoadOptions{{}, {RunsDir: cfg.Dir}} {
-		runs, err := choose.LoadReports([]string{report}, opts)
+	for _, opts := range []runset.LoadOptions{{}, {RunsDir: cfg.Dir}} {
+		runs, err := runset.LoadReports([]string{report}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := runs[0]
 		if r.Sanity == nil || r.Load == nil || r.Load.Concurrency != cfg.Concurrency {
-			t.Errorf("choose.LoadReports(%s, %+v): sanity %v, load %v", report, opts, r.Sanity, r.Load)
+			t.Errorf("runset.LoadReports(%s, %+v): sanity %v, load %v", report, opts, r.Sanity, r.Load)
 		}
 	}
 }

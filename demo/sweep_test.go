@@ -35,7 +35,7 @@ func TestDemoSweepKnee(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	runs, err := choose.LoadReports(reports, choose.LoadOptions{RunsDir: dir})
+	runs, err := runset.LoadReports(reports, runset.LoadOptions{RunsDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,11 @@
-package choose
+package runset
 
 import (
 	"fmt"
 	"testing"
 )
 
-// go test -run '^$' -bench . -benchmem ./choose
+// go test -run '^$' -bench . -benchmem ./runset
 func BenchmarkPareto(b *testing.B) {
 	const n = 500
 	runs := make([]*Run, n)

@@ -1,11 +1,11 @@
-// Package choose answers "which configuration should we run" from finished
+// Package runset answers "which configuration should we run" from finished
 // runs' reports: Pareto classification, constrained recommendation,
 // regression gates between two reports, capacity planning from a load sweep,
 // and the sanity of the model's outputs (docs/experiments.md).
 //
-// Reports are read with encoding/json into analyze.Report; a nil pointer is a
+// Reports are read with encoding/json into report.Report; a nil pointer is a
 // missing figure, never 0.
-package choose
+package runset
 
 import (
 	"bytes"

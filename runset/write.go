@@ -1,4 +1,4 @@
-package choose
+package runset
 
 import "github.com/joulemark/joulemark/internal/atomicfile"
 

@@ -45,9 +45,9 @@ func (c *CompareCmd) Run(g *Globals) error {
 
 // loadReports reads the reports the arguments name (files, report
 // directories, run archives, run ids); an argument naming none is bad usage.
-func loadReports(args []string, runsDir string) ([]*choose.Run, error) {
-	runs, err := choose.LoadReports(args, choose.LoadOptions{RunsDir: runsDir})
-	if errors.Is(err, choose.ErrNoReport) {
+func loadReports(args []string, runsDir string) ([]*runset.Run, error) {
+	runs, err := runset.LoadReports(args, runset.LoadOptions{RunsDir: runsDir})
+	if errors.Is(err, runset.ErrNoReport) {
 		return nil, withExitCode(exitUsage, err)
 	}
 	return runs, err

@@ -24,14 +24,14 @@ func (c *ParetoCmd) Run(g *Globals) error {
 		return err
 	}
 	// the repetitions of one configuration are one point: their medians
-	runs = choose.PoolRuns(runs)
+	runs = runset.PoolRuns(runs)
 	if c.HTML != "" {
-		if err := choose.WriteParetoHTMLFile(c.HTML, choose.ParetoGroups(runs, c.GroupBy), choose.ParetoMetrics); err != nil {
+		if err := runset.WriteParetoHTMLFile(c.HTML, runset.ParetoGroups(runs, c.GroupBy), runset.ParetoMetrics); err != nil {
 			return fmt.Errorf("pareto --html: %w", err)
 		}
 	}
 	if c.GroupBy == "" {
-		return choose.WritePareto(c.out(), c.Format, runs)
+		return runset.WritePareto(c.out(), c.Format, runs)
 	}
-	return choose.WriteParetoGroups(c.out(), c.Format, c.GroupBy, runs)
+	return runset.WriteParetoGroups(c.out(), c.Format, c.GroupBy, runs)
 }

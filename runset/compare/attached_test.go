@@ -54,7 +54,7 @@ func TestCompareNeverMixesBases(t *testing.T) {
 		writeReport(t, dir, "qwen7b-a", "att1", contract.ModeAttached),
 		writeReport(t, dir, "qwen7b-b", "att2", contract.ModeAttached),
 	}
-	runs, err := choose.LoadReports(paths, choose.LoadOptions{})
+	runs, err := runset.LoadReports(paths, runset.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,16 +74,16 @@ func TestCompareNeverMixesBases(t *testing.T) {
 		}
 	}
 	// Pareto over the mixed set drops the lifecycle basis.
-	kept, note := choose.SteadyBasis(runs, choose.ParetoMetrics)
+	kept, note := runset.SteadyBasis(runs, runset.ParetoMetrics)
 	for _, m := range kept {
-		if m.Key == choose.LifecycleJPT.Key || m.Key == choose.StartupEnergy.Key {
+		if m.Key == runset.LifecycleJPT.Key || m.Key == runset.StartupEnergy.Key {
 			t.Errorf("%s kept with attached runs", m.Key)
 		}
 	}
 	if !strings.Contains(note, "att1, att2") {
 		t.Errorf("note %q", note)
 	}
-	if kept, note := choose.SteadyBasis(runs[:2], choose.ParetoMetrics); len(kept) != len(choose.ParetoMetrics) || note != "" {
+	if kept, note := runset.SteadyBasis(runs[:2], runset.ParetoMetrics); len(kept) != len(runset.ParetoMetrics) || note != "" {
 		t.Errorf("cold-start runs alone: %d metrics, note %q", len(kept), note)
 	}
 }
@@ -103,14 +103,14 @@ func TestResolveReport(t *testing.T) {
 	}
 	want := filepath.Join(arch, "report", "report.json")
 	for _, arg := range []string{want, arch, filepath.Join(arch, "report")} {
-		if got, err := choose.ResolveReport(arg, ""); err != nil || got != want {
+		if got, err := runset.ResolveReport(arg, ""); err != nil || got != want {
 			t.Errorf("%s: %q %v, want %q", arg, got, err, want)
 		}
 	}
-	if got, err := choose.ResolveReport("r2", filepath.Join(dir, "runs")); err != nil || got != want {
+	if got, err := runset.ResolveReport("r2", filepath.Join(dir, "runs")); err != nil || got != want {
 		t.Errorf("run id: %q %v", got, err)
 	}
-	if _, err := choose.ResolveReport("nope", filepath.Join(dir, "runs")); err == nil || !strings.Contains(err.Error(), "tried") {
+	if _, err := runset.ResolveReport("nope", filepath.Join(dir, "runs")); err == nil || !strings.Contains(err.Error(), "tried") {
 		t.Errorf("unknown run id: %v", err)
 	}
 }

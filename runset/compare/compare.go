@@ -38,7 +38,7 @@ type Options struct {
 
 // RunRow is one run in the comparison.
 type RunRow struct {
-	Run      *choose.Run `json:"-"`
+	Run      *runset.Run `json:"-"`
 	RunID    string      `json:"run_id"`
 	Group    string      `json:"group"`
 	Included bool        `json:"included"`
@@ -90,15 +90,15 @@ type Result struct {
 	Sweeps []Sweep `json:"sweeps,omitempty"`
 	// Repetitions are the repetition groups among the runs (bench
 	// --repeat): per group the median and range of each tracked metric over
-	// its valid repetitions and whether they agree (choose.Agreement).
-	Repetitions  []choose.RepetitionSummary `json:"repetitions,omitempty"`
+	// its valid repetitions and whether they agree (runset.Agreement).
+	Repetitions  []runset.RepetitionSummary `json:"repetitions,omitempty"`
 	Spearman     *float64                   `json:"spearman"`
 	SpearmanN    int                        `json:"spearman_groups"`
 	SpearmanNote string                     `json:"spearman_note,omitempty"`
 }
 
 // Compare builds the comparison of runs, in their input order.
-func Compare(runs []*choose.Run, opts Options) Result {
+func Compare(runs []*runset.Run, opts Options) Result {
 	if opts.GroupBy == "" {
 		opts.GroupBy = "scenario"
 	}
@@ -108,12 +108,12 @@ func Compare(runs []*choose.Run, opts Options) Result {
 	res := Result{GroupBy: opts.GroupBy, Tolerance: opts.Tolerance}
 	groups := map[string]*Group{}
 	var order []string
-	var included []*choose.Run
-	members := map[string][]*choose.Run{}
-	userKey := func(r *choose.Run) string { return groupKey(r, opts.GroupBy) }
+	var included []*runset.Run
+	members := map[string][]*runset.Run{}
+	userKey := func(r *runset.Run) string { return groupKey(r, opts.GroupBy) }
 	var split []string
 	if !opts.Pool {
-		split = choose.IdentitySplit(runs, userKey)
+		split = runset.IdentitySplit(runs, userKey)
 	}
 	for i, r := range runs {
 		key := userKey(r)
@@ -122,7 +122,7 @@ func Compare(runs []*choose.Run, opts Options) Result {
 		}
 		row := RunRow{Run: r, RunID: r.Name, Group: key, Included: true,
 			FormalOutputTokens: r.Report.Tokens.FormalOutput, Metrics: map[string]*float64{}, Sanity: r.Sanity}
-		for _, m := range choose.DiffMetrics {
+		for _, m := range runset.DiffMetrics {
 			if v, ok := m.Value(&r.Report); ok {
 				row.Metrics[m.Key] = &v
 			} else {
@@ -150,8 +150,8 @@ func Compare(runs []*choose.Run, opts Options) Result {
 	for _, key := range order {
 		g := groups[key]
 		g.Spread = spread(members[key], opts.Tolerance)
-		g.MedianSS = median(members[key], choose.SteadyStateJPT)
-		g.MedianLife = median(members[key], choose.LifecycleJPT)
+		g.MedianSS = median(members[key], runset.SteadyStateJPT)
+		g.MedianLife = median(members[key], runset.LifecycleJPT)
 		if g.MedianSS != nil && g.MedianLife != nil && *g.MedianSS != 0 {
 			v := *g.MedianLife / *g.MedianSS
 			g.Ratio = &v
@@ -160,8 +160,8 @@ func Compare(runs []*choose.Run, opts Options) Result {
 	}
 	rankGroups(&res)
 	res.Sweeps = sweeps(runs, userKey)
-	for _, p := range choose.PoolRepetitions(runs) {
-		res.Repetitions = append(res.Repetitions, p.Summary(choose.DiffMetrics))
+	for _, p := range runset.PoolRepetitions(runs) {
+		res.Repetitions = append(res.Repetitions, p.Summary(runset.DiffMetrics))
 	}
 	return res
 }
@@ -172,7 +172,7 @@ func Compare(runs []*choose.Run, opts Options) Result {
 // that differs, so re-runs of one configuration pool and a sweep's load
 // points find each other. A run without identity (a report from before
 // it) is a group of its own, named by its run id.
-func groupKey(r *choose.Run, keys string) string {
+func groupKey(r *runset.Run, keys string) string {
 	if key, ok := r.GroupKey(keys); ok {
 		return key
 	}
@@ -187,7 +187,7 @@ func groupKey(r *choose.Run, keys string) string {
 
 // spread is the comparability check: the largest pairwise |a−b|/max of
 // formal output tokens is the one between the smallest and largest run.
-func spread(runs []*choose.Run, tol float64) Spread {
+func spread(runs []*runset.Run, tol float64) Spread {
 	s := Spread{Runs: len(runs), Comparable: true}
 	if len(runs) == 0 {
 		return s
@@ -211,7 +211,7 @@ func spread(runs []*choose.Run, tol float64) Spread {
 }
 
 // median of a metric over the runs that have it; nil when none has.
-func median(runs []*choose.Run, m choose.Metric) *float64 {
+func median(runs []*runset.Run, m runset.Metric) *float64 {
 	var xs []float64
 	for _, r := range runs {
 		if v, ok := m.Value(&r.Report); ok {

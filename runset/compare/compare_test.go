@@ -12,13 +12,13 @@ import (
 	"github.com/joulemark/joulemark/runset"
 )
 
-func load(t *testing.T, names ...string) []*choose.Run {
+func load(t *testing.T, names ...string) []*runset.Run {
 	t.Helper()
 	var paths []string
 	for _, n := range names {
 		paths = append(paths, filepath.Join("testdata", "reports", n+".json"))
 	}
-	runs, err := choose.LoadReports(paths, choose.LoadOptions{RunsDir: filepath.Join("testdata", "runs")})
+	runs, err := runset.LoadReports(paths, runset.LoadOptions{RunsDir: filepath.Join("testdata", "runs")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,16 +22,16 @@ func runRows(res Result) [][]string {
 			status = "excluded: " + row.Excluded
 		}
 		ratio := "-"
-		ss, okSS := choose.SteadyStateJPT.Value(&r.Report)
-		life, okLife := choose.LifecycleJPT.Value(&r.Report)
+		ss, okSS := runset.SteadyStateJPT.Value(&r.Report)
+		life, okLife := runset.LifecycleJPT.Value(&r.Report)
 		if okSS && okLife && ss != 0 {
-			ratio = choose.FormatValue(life/ss, true)
+			ratio = runset.FormatValue(life/ss, true)
 		}
-		rows = append(rows, []string{r.Name, choose.RunLoad(r), row.Group, status, fmt.Sprint(r.Report.Tokens.FormalOutput),
-			choose.FormatMetric(choose.Throughput, r), outputsanity.Format(r.Sanity),
-			choose.FormatValue(ss, okSS), choose.FormatValue(life, okLife), ratio,
-			choose.FormatMetric(choose.TTFTP95, r), choose.FormatMetric(choose.TPOTP95, r),
-			choose.FormatMetric(choose.Goodput, r), choose.FormatMetric(choose.ErrorRate, r)})
+		rows = append(rows, []string{r.Name, runset.RunLoad(r), row.Group, status, fmt.Sprint(r.Report.Tokens.FormalOutput),
+			runset.FormatMetric(runset.Throughput, r), outputsanity.Format(r.Sanity),
+			runset.FormatValue(ss, okSS), runset.FormatValue(life, okLife), ratio,
+			runset.FormatMetric(runset.TTFTP95, r), runset.FormatMetric(runset.TPOTP95, r),
+			runset.FormatMetric(runset.Goodput, r), runset.FormatMetric(runset.ErrorRate, r)})
 	}
 	return rows
 }
@@ -49,7 +49,7 @@ func groupRows(res Result) [][]string {
 // repetitionRows is the table of repetition groups, header first: each
 // figure the median over the valid repetitions with their range.
 func repetitionRows(res Result) [][]string {
-	metrics := []choose.Metric{choose.SteadyStateJPT, choose.LifecycleJPT, choose.Throughput, choose.TTFTP95, choose.TPOTP95}
+	metrics := []runset.Metric{runset.SteadyStateJPT, runset.LifecycleJPT, runset.Throughput, runset.TTFTP95, runset.TPOTP95}
 	head := []string{"repetition group", "valid/found"}
 	for _, m := range metrics {
 		head = append(head, m.Header())
@@ -67,10 +67,10 @@ func repetitionRows(res Result) [][]string {
 		}
 		rr := "-"
 		if a.RelativeRange != nil {
-			rr = choose.FormatValue(100**a.RelativeRange, true) + "%"
+			rr = runset.FormatValue(100**a.RelativeRange, true) + "%"
 		}
 		verdict := a.Verdict
-		if h := a.HeterogeneityP; h != nil && *h < choose.Alpha {
+		if h := a.HeterogeneityP; h != nil && *h < runset.Alpha {
 			verdict += fmt.Sprintf("; steady-state J/token differs beyond the runs' own intervals (p=%.3f): run-to-run spread", *h)
 		}
 		if len(a.Invalid) > 0 {
@@ -82,7 +82,7 @@ func repetitionRows(res Result) [][]string {
 }
 
 // pooledText is "median (min–max)", the median alone for one value.
-func pooledText(m choose.Metric, p *choose.Pooled) string {
+func pooledText(m runset.Metric, p *runset.Pooled) string {
 	switch {
 	case p == nil:
 		return "-"
@@ -98,22 +98,22 @@ const repetitionLegend = "each figure: the median (min–max) over each group's 
 // WriteText prints the side-by-side table, the comparability check, the
 // group medians and the rank correlation.
 func WriteText(w io.Writer, res Result) error {
-	if err := choose.Table(w, runRows(res)); err != nil {
+	if err := runset.Table(w, runRows(res)); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\ncomparability (formal output tokens within %s%%, |a-b|/max, included runs): %s\n",
-		choose.FormatValue(100*res.Tolerance, true), spreadText(res.Comparability))
+		runset.FormatValue(100*res.Tolerance, true), spreadText(res.Comparability))
 
 	fmt.Fprintf(w, "\ngroups by %s (medians over included runs):\n", res.GroupBy)
-	if err := choose.Table(w, groupRows(res)); err != nil {
+	if err := runset.Table(w, groupRows(res)); err != nil {
 		return err
 	}
 	if len(res.Repetitions) > 0 {
 		fmt.Fprintf(w, "\nrepetition groups:\n")
-		if err := choose.Table(w, repetitionRows(res)); err != nil {
+		if err := runset.Table(w, repetitionRows(res)); err != nil {
 			return err
 		}
-		b := choose.FormatValue(100*choose.AgreementBound, true)
+		b := runset.FormatValue(100*runset.AgreementBound, true)
 		fmt.Fprintf(w, repetitionLegend, b, b)
 	}
 	for _, sw := range res.Sweeps {
@@ -142,7 +142,7 @@ func WriteText(w io.Writer, res Result) error {
 	}
 	if res.Spearman != nil {
 		_, err := fmt.Fprintf(w, "\nspearman rank correlation, steady-state vs full-lifecycle order of %d groups: %s\n",
-			res.SpearmanN, choose.FormatValue(*res.Spearman, true))
+			res.SpearmanN, runset.FormatValue(*res.Spearman, true))
 		return err
 	}
 	_, err := fmt.Fprintf(w, "\nspearman rank correlation: - (%s)\n", res.SpearmanNote)
@@ -163,17 +163,17 @@ func spreadText(s Spread) string {
 	case s.Runs == 1:
 		return "one run"
 	case s.Comparable:
-		return fmt.Sprintf("ok, spread %s%%", choose.FormatValue(100*s.Ratio, true))
+		return fmt.Sprintf("ok, spread %s%%", runset.FormatValue(100*s.Ratio, true))
 	}
 	return fmt.Sprintf("NOT COMPARABLE, spread %s%% between %s (%d) and %s (%d)",
-		choose.FormatValue(100*s.Ratio, true), s.Min, s.MinTokens, s.Max, s.MaxTokens)
+		runset.FormatValue(100*s.Ratio, true), s.Min, s.MinTokens, s.Max, s.MaxTokens)
 }
 
 func fmtp(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	return choose.FormatValue(*v, true)
+	return runset.FormatValue(*v, true)
 }
 
 // WriteJSON prints the comparison as indented JSON.
@@ -188,7 +188,7 @@ func WriteJSON(w io.Writer, res Result) error {
 func WriteCSV(w io.Writer, res Result) error {
 	var t reportcsv.Table
 	for _, r := range res.Runs {
-		if err := choose.AddReportRow(&t, r.Run, reportcsv.Value("compare.group", r.Group), reportcsv.Value("compare.included", r.Included),
+		if err := runset.AddReportRow(&t, r.Run, reportcsv.Value("compare.group", r.Group), reportcsv.Value("compare.included", r.Included),
 			reportcsv.Value("compare.excluded", r.Excluded)); err != nil {
 			return err
 		}

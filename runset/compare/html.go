@@ -107,7 +107,7 @@ func repNil(res Result) [][]string {
 }
 
 func repetitionNote() string {
-	b := choose.FormatValue(100*choose.AgreementBound, true)
+	b := runset.FormatValue(100*runset.AgreementBound, true)
 	return strings.TrimSpace(fmt.Sprintf(repetitionLegend, b, b))
 }
 

@@ -20,7 +20,7 @@ func repReports(t *testing.T, reps ...struct {
 	id, group string
 	ss        float64
 	valid     bool
-}) []*choose.Run {
+}) []*runset.Run {
 	t.Helper()
 	dir := t.TempDir()
 	var paths []string
@@ -44,7 +44,7 @@ func repReports(t *testing.T, reps ...struct {
 		}
 		paths = append(paths, p)
 	}
-	runs, err := choose.LoadReports(paths, choose.LoadOptions{})
+	runs, err := runset.LoadReports(paths, runset.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +69,8 @@ func TestCompareRepetitions(t *testing.T) {
 		t.Fatalf("%d repetition groups, want 2", len(res.Repetitions))
 	}
 	a, b := res.Repetitions[0], res.Repetitions[1]
-	if ss := a.Metrics[choose.SteadyStateJPT.Key]; ss == nil || math.Abs(ss.Median-0.41) > 1e-12 || ss.N != 2 || a.Agreement.Valid != 2 || a.Agreement.Found != 3 || !a.Agreement.Agree {
-		t.Errorf("group a %+v %+v", a.Metrics[choose.SteadyStateJPT.Key], a.Agreement)
+	if ss := a.Metrics[runset.SteadyStateJPT.Key]; ss == nil || math.Abs(ss.Median-0.41) > 1e-12 || ss.N != 2 || a.Agreement.Valid != 2 || a.Agreement.Found != 3 || !a.Agreement.Agree {
+		t.Errorf("group a %+v %+v", a.Metrics[runset.SteadyStateJPT.Key], a.Agreement)
 	}
 	if b.Agreement.Agree || !strings.Contains(b.Agreement.Verdict, "b-rep1 -22%") {
 		t.Errorf("group b agreement %+v", b.Agreement)

@@ -61,7 +61,7 @@ type InvalidRun struct {
 // Measured reports whether the point has a valid run.
 func (p SweepPoint) Measured() bool { return len(p.Runs) > len(p.Invalid) }
 
-func value(r *choose.Run, m choose.Metric) *float64 {
+func value(r *runset.Run, m runset.Metric) *float64 {
 	if v, ok := m.Value(&r.Report); ok {
 		return &v
 	}
@@ -75,12 +75,12 @@ var sweepIdentity = []string{"model", "engine", "engine_version", "gpu_name", "g
 type pointRuns struct {
 	value float64
 	load  string
-	runs  []*choose.Run
+	runs  []*runset.Run
 }
 
 // sweeps finds the sweeps among the included runs: two or more load points
 // of one configuration.
-func sweeps(runs []*choose.Run, groupKey func(*choose.Run) string) []Sweep {
+func sweeps(runs []*runset.Run, groupKey func(*runset.Run) string) []Sweep {
 	order, byKey := sweepCandidates(runs, groupKey)
 	var out []Sweep
 	for _, key := range order {
@@ -101,7 +101,7 @@ func sweeps(runs []*choose.Run, groupKey func(*choose.Run) string) []Sweep {
 // sweepCandidates sorts the runs by configuration (group key and
 // sweepIdentity) and load point, configurations in order of first
 // appearance.
-func sweepCandidates(runs []*choose.Run, groupKey func(*choose.Run) string) ([]string, map[string]map[float64]*pointRuns) {
+func sweepCandidates(runs []*runset.Run, groupKey func(*runset.Run) string) ([]string, map[string]map[float64]*pointRuns) {
 	byKey := map[string]map[float64]*pointRuns{}
 	var order []string
 	for _, r := range runs {
@@ -175,15 +175,15 @@ func buildSweep(key string, ps []*pointRuns) Sweep {
 
 // sweepPoint is one load point with its medians over its valid runs and
 // its SLO verdict (false without a valid run); valid are those runs.
-func sweepPoint(p *pointRuns) (SweepPoint, []*choose.Run) {
-	var valid []*choose.Run
+func sweepPoint(p *pointRuns) (SweepPoint, []*runset.Run) {
+	var valid []*runset.Run
 	sp := SweepPoint{Load: p.load, Value: p.value, MeetsSLO: true}
 	for _, r := range p.runs {
 		sp.Runs = append(sp.Runs, r.Name)
 		if reason := r.InvalidReason(); reason != "" {
 			sp.Invalid = append(sp.Invalid, InvalidRun{Run: r.Name, Reason: reason,
-				SteadyStateJPT: value(r, choose.SteadyStateJPT), LifecycleJPT: value(r, choose.LifecycleJPT),
-				TTFTP95: value(r, choose.TTFTP95), TPOTP95: value(r, choose.TPOTP95)})
+				SteadyStateJPT: value(r, runset.SteadyStateJPT), LifecycleJPT: value(r, runset.LifecycleJPT),
+				TTFTP95: value(r, runset.TTFTP95), TPOTP95: value(r, runset.TPOTP95)})
 			continue
 		}
 		valid = append(valid, r)
@@ -192,8 +192,8 @@ func sweepPoint(p *pointRuns) (SweepPoint, []*choose.Run) {
 		sp.MeetsSLO = false
 		return sp, nil
 	}
-	sp.SteadyStateJPT, sp.LifecycleJPT = median(valid, choose.SteadyStateJPT), median(valid, choose.LifecycleJPT)
-	sp.TTFTP95, sp.TPOTP95 = median(valid, choose.TTFTP95), median(valid, choose.TPOTP95)
+	sp.SteadyStateJPT, sp.LifecycleJPT = median(valid, runset.SteadyStateJPT), median(valid, runset.LifecycleJPT)
+	sp.TTFTP95, sp.TPOTP95 = median(valid, runset.TTFTP95), median(valid, runset.TPOTP95)
 	var why []string
 	for _, r := range valid {
 		if w := missesSLO(r); w != "" {
@@ -208,7 +208,7 @@ func sweepPoint(p *pointRuns) (SweepPoint, []*choose.Run) {
 
 // missesSLO says which SLO the valid run's p95 TTFT or TPOT misses (""
 // when it meets both; a run without an SLO or a figure cannot miss it).
-func missesSLO(r *choose.Run) string {
+func missesSLO(r *runset.Run) string {
 	rep := &r.Report
 	var why []string
 	check := func(name string, p95, slo *float64) {
