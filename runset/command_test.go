@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// sweepReports loads analyze/compare's sweep fixtures: three llama loads
+// sweepReports loads runset/compare's sweep fixtures: three llama loads
 // and one qwen run.
 func sweepReports(t *testing.T) []*Run {
 	t.Helper()
