@@ -304,13 +304,13 @@ func checkOrdinaryArchive(t *testing.T, cfg Config, res *Result, promURL string)
 	}
 	report := filepath.Join(res.ReportDir, report.FileJSON)
 	for _, opts := range []runset.LoadOptions{{}, {RunsDir: cfg.Dir}} {
-		runs, err := runset.LoadReports([]string{report}, opts)
+		set, err := runset.Load([]string{report}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := runs[0]
+		r := set.Runs[0]
 		if r.Sanity == nil || r.Load == nil || r.Load.Concurrency != cfg.Concurrency {
-			t.Errorf("runset.LoadReports(%s, %+v): sanity %v, load %v", report, opts, r.Sanity, r.Load)
+			t.Errorf("runset.Load(%s, %+v): sanity %v, load %v", report, opts, r.Sanity, r.Load)
 		}
 	}
 }

@@ -35,11 +35,12 @@ func TestDemoSweepKnee(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	runs, err := runset.LoadReports(reports, runset.LoadOptions{RunsDir: dir})
+	set, err := runset.Load(reports, runset.LoadOptions{RunsDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := compare.Compare(runs, compare.Options{})
+	runs := set.Runs
+	res := compare.Compare(runset.NewSet(runs), compare.Options{})
 	if len(res.Sweeps) != 1 || len(res.Sweeps[0].Points) != len(loads) {
 		t.Fatalf("sweeps %+v, want one of %d points", res.Sweeps, len(loads))
 	}

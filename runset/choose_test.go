@@ -20,7 +20,7 @@ func fixtureRuns(t *testing.T, names ...string) []*Run {
 	for _, n := range names {
 		paths = append(paths, filepath.Join("testdata", "runs", n, "report.json"))
 	}
-	runs, err := LoadReports(paths, LoadOptions{})
+	runs, err := loadReports(paths, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestLoadReport(t *testing.T) {
 		t.Errorf("bad report: %v, want an error naming the file and line 3", err)
 	}
 	same := filepath.Join("testdata", "runs", "vllm-tp1", "report.json")
-	if _, err := LoadReports([]string{same, same}, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "both have run_id") {
+	if _, err := loadReports([]string{same, same}, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "both have run_id") {
 		t.Errorf("duplicate run_id: %v", err)
 	}
 }
@@ -375,7 +375,7 @@ func TestPlan(t *testing.T) {
 	for _, c := range []int{64, 1, 16, 4} { // any order
 		paths = append(paths, filepath.Join("testdata", "sweep", "sweep-c"+itoa(c), "report.json"))
 	}
-	runs, err := LoadReports(paths, LoadOptions{})
+	runs, err := loadReports(paths, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,5 +470,5 @@ func TestLoadPointString(t *testing.T) {
 
 // Diff compares after to before over metrics, one run a side.
 func Diff(before, after *Run, metrics []Metric, thresholdPct float64) DiffResult {
-	return DiffRuns([]*Run{before}, []*Run{after}, metrics, thresholdPct)
+	return DiffRuns(NewSet([]*Run{before}), NewSet([]*Run{after}), metrics, thresholdPct)
 }

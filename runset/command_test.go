@@ -22,7 +22,7 @@ func sweepReports(t *testing.T) []*Run {
 	for _, n := range []string{"sweep-c4", "sweep-c12", "sweep-c24", "sweep-c12-qwen"} {
 		paths = append(paths, filepath.Join("compare", "testdata", "reports", n+".json"))
 	}
-	runs, err := LoadReports(paths, LoadOptions{})
+	runs, err := loadReports(paths, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ type DiffResult struct {
 	// passed or were not checked.
 	SanityFailed string
 	// BeforePool and AfterPool are the sides that are two or more
-	// repetitions of one group (PoolRepetitions); nil otherwise.
+	// repetitions of one group (poolRepetitions); nil otherwise.
 	BeforePool, AfterPool *RepetitionPool
 	// Warnings name the pooled sides whose repetitions disagree.
 	Warnings []string
@@ -126,9 +126,10 @@ func (d DiffResult) Regressions() int {
 // counts as a regression too. A side of several runs is judged on its
 // valid ones (all of them when none is valid); an invalid one still
 // makes AFTER's validity regress.
-func DiffRuns(before, after []*Run, metrics []Metric, thresholdPct float64) DiffResult {
+func DiffRuns(beforeSet, afterSet *Set, metrics []Metric, thresholdPct float64) DiffResult {
+	before, after := beforeSet.Runs, afterSet.Runs
 	d := DiffResult{Before: before[0], After: after[0], BeforeRuns: before, AfterRuns: after, ThresholdPct: thresholdPct,
-		BeforePool: sidePool(before), AfterPool: sidePool(after)}
+		BeforePool: sidePool(beforeSet), AfterPool: sidePool(afterSet)}
 	for _, r := range after {
 		d.ValidityRegressed = d.ValidityRegressed || (allValid(before) && !r.Report.Valid)
 	}
@@ -178,12 +179,12 @@ func diffMetric(m Metric, before, after []*Run, thresholdPct float64) Change {
 
 // sidePool is the repetition pool a side of two or more runs is, or nil
 // when it is one run or not the repetitions of one group.
-func sidePool(runs []*Run) *RepetitionPool {
-	if len(runs) < 2 {
+func sidePool(s *Set) *RepetitionPool {
+	if len(s.Runs) < 2 {
 		return nil
 	}
-	if pools := PoolRepetitions(runs); len(pools) == 1 && len(pools[0].Runs) == len(runs) {
-		return pools[0]
+	if len(s.Pools) == 1 && len(s.Pools[0].Runs) == len(s.Runs) {
+		return s.Pools[0]
 	}
 	return nil
 }
@@ -214,11 +215,11 @@ func validSide(runs []*Run) []*Run {
 // identities under one group id), or repetitions mixed with runs of no
 // group. Runs of no group at all are taken as the caller's repetitions
 // (reports from before repetition groups).
-func CheckDiffSide(label string, runs []*Run) error {
+func CheckDiffSide(label string, s *Set) error {
+	runs, pools := s.Runs, s.Pools
 	if len(runs) < 2 {
 		return nil
 	}
-	pools := PoolRepetitions(runs)
 	var names []string
 	in := 0
 	for _, p := range pools {

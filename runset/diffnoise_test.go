@@ -117,7 +117,7 @@ func TestDiffRepetitions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := gate(t, DiffRuns(tc.before, tc.after, metrics, 5))
+			c := gate(t, DiffRuns(NewSet(tc.before), NewSet(tc.after), metrics, 5))
 			if c.Test != tc.test || c.Significant != tc.significant || c.Regressed != tc.regress || !strings.Contains(c.Note, tc.note) {
 				t.Errorf("test %s significant %v regressed %v note %q (p %.3f); want %s %v %v %q", c.Test, c.Significant, c.Regressed, c.Note, c.P, tc.test, tc.significant, tc.regress, tc.note)
 			}

@@ -107,7 +107,7 @@ type recommendRunJSON struct {
 	Status  string              `json:"status"`           // recommended, front or excluded
 	Reason  string              `json:"reason,omitempty"`
 	Metrics map[string]*float64 `json:"metrics"` // by report key; null = missing
-	// Repetitions is the pool a pooled run stands for (PoolRuns); its
+	// Repetitions is the pool a pooled run stands for (Set.Pooled); its
 	// metrics are the pool's medians.
 	Repetitions *RepetitionSummary `json:"repetitions,omitempty"`
 }

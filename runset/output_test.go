@@ -16,7 +16,7 @@ func allReports(t *testing.T) ([]string, []*Run) {
 	if len(files) < 3 {
 		t.Fatal("no fixtures")
 	}
-	runs, err := LoadReports(files, LoadOptions{})
+	runs, err := loadReports(files, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func allReports(t *testing.T) ([]string, []*Run) {
 func TestParetoRecommendCSV(t *testing.T) {
 	files, runs := allReports(t)
 	docs := csvtest.Reports(t, files)
-	classes := Pareto(PoolRuns(runs), ParetoMetrics)
+	classes := Pareto(NewSet(runs).Pooled(), ParetoMetrics)
 	rec := Recommend(runs, []Constraint{{Metric: TTFTP95, Bound: 10, Upper: true, Flag: "--max-ttft-p95"}}, -1, ParetoMetrics, SteadyStateJPT)
 	for _, tc := range []struct {
 		name             string
@@ -67,7 +67,7 @@ func TestParetoRecommendCSV(t *testing.T) {
 // the JSON.
 func TestPlanDiffFormats(t *testing.T) {
 	sweep, _ := filepath.Glob(filepath.Join("testdata", "sweep", "*", "report.json"))
-	runs, err := LoadReports(sweep, LoadOptions{})
+	runs, err := loadReports(sweep, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestPlanDiffFormats(t *testing.T) {
 		}
 	}
 
-	d := DiffRuns([]*Run{loadDiff(t, "before.json")}, []*Run{loadDiff(t, "after-bad.json")}, DiffMetrics, 5)
+	d := DiffRuns(NewSet([]*Run{loadDiff(t, "before.json")}), NewSet([]*Run{loadDiff(t, "after-bad.json")}), DiffMetrics, 5)
 	js.Reset()
 	out.Reset()
 	if err := WriteDiffJSON(&js, d); err != nil {

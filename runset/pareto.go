@@ -215,7 +215,7 @@ type paretoJSON struct {
 	Missing     []string             `json:"missing"`
 	Metrics     map[string]*float64  `json:"metrics"`
 	Sanity      *report.OutputCounts `json:"output_sanity"`
-	// Repetitions is the pool a pooled run stands for (PoolRuns).
+	// Repetitions is the pool a pooled run stands for (Set.Pooled).
 	Repetitions *RepetitionSummary `json:"repetitions,omitempty"`
 }
 

@@ -32,7 +32,7 @@ type PlanPoint struct {
 	InFlight  *float64 `json:"in_flight"`
 	MeetsSLOs bool     `json:"meets_slos"`
 	Reason    string   `json:"reason,omitempty"` // why it does not
-	// Repetitions is the group a pooled point stands for (PoolRuns): its
+	// Repetitions is the group a pooled point stands for (Set.Pooled): its
 	// rate, latency and SLO figures are the medians over the valid
 	// repetitions, in flight their product.
 	Repetitions *RepetitionSummary `json:"repetitions,omitempty"`
@@ -135,7 +135,7 @@ type PlanOptions struct {
 // law, W taken at the admission point, which makes it ⌈R/λ_adm⌉), and the
 // energy of a day at that rate from the lifecycle estimate E(N) = E_start +
 // N·e_ss + E_release of the admission run. Invalid runs are listed but are
-// never chosen. A pooled run (PoolRuns) is one load point on its
+// never chosen. A pooled run (Set.Pooled) is one load point on its
 // repetitions' medians.
 func MakePlan(runs []*Run, opts PlanOptions) (Plan, error) {
 	if err := checkPlanOptions(runs, opts); err != nil {

@@ -53,12 +53,12 @@ func TestImpossibleReportsRefused(t *testing.T) {
 		{"run_id", "../../etc/passwd", "run_id"},
 	} {
 		p := editedReport(t, t.TempDir(), tc.key, tc.v)
-		_, err := LoadReports([]string{p}, LoadOptions{})
+		_, err := loadReports([]string{p}, LoadOptions{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s = %v: got %v, want an error naming %s and %q", tc.key, tc.v, err, p, tc.want)
 		}
 	}
-	if _, err := LoadReports([]string{editedReport(t, t.TempDir(), "steady_state.joules_per_token", 0.5)}, LoadOptions{}); err != nil {
+	if _, err := loadReports([]string{editedReport(t, t.TempDir(), "steady_state.joules_per_token", 0.5)}, LoadOptions{}); err != nil {
 		t.Errorf("a plausible report refused: %v", err)
 	}
 }

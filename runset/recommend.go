@@ -21,7 +21,7 @@ type Constraint struct {
 }
 
 // Check returns why run r breaks the constraint, or "" when it meets it. A
-// run missing the constrained metric breaks it; a pooled run (PoolRuns) is
+// run missing the constrained metric breaks it; a pooled run (Set.Pooled) is
 // judged on its repetitions' median.
 func (c Constraint) Check(r *Run) string {
 	v, ok := c.Metric.Of(r)
@@ -57,7 +57,7 @@ type Recommendation struct {
 // output sanity is worse than maxBadRatio (when ≥ 0), classifies the rest
 // with Pareto over metrics, and picks one from the front.
 //
-// A pooled run (PoolRuns) is one candidate judged on its repetitions'
+// A pooled run (Set.Pooled) is one candidate judged on its repetitions'
 // medians; it is excluded when none is valid, and its output sanity is
 // every valid repetition's. A pool whose repetitions disagree stays
 // eligible (its median is robust to one outlier of three) and is named in

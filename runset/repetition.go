@@ -81,11 +81,11 @@ func (p *RepetitionPool) Pool(m Metric) (Pooled, bool) {
 	return Pooled{Median: med, Min: xs[0], Max: xs[n-1], N: n}, true
 }
 
-// PoolRepetitions finds the repetition pools among runs, in order of first
+// poolRepetitions finds the repetition pools among runs, in order of first
 // appearance; runs that are no repetition (no run.repetition_group) are in
 // none. A group id whose runs differ in identity gives one pool per
 // identity, never one across them.
-func PoolRepetitions(runs []*Run) []*RepetitionPool {
+func poolRepetitions(runs []*Run) []*RepetitionPool {
 	var pools []*RepetitionPool
 	byKey := map[string]*RepetitionPool{}
 	identities := map[string][]contract.RunIdentity{}
@@ -299,7 +299,7 @@ func (p *RepetitionPool) Summary(metrics []Metric) RepetitionSummary {
 	return s
 }
 
-// Of is the metric of a run, or of a pooled run (PoolRuns) the median
+// Of is the metric of a run, or of a pooled run (Set.Pooled) the median
 // over its pool's valid repetitions.
 func (m Metric) Of(r *Run) (float64, bool) {
 	if r.Pool != nil {
@@ -309,14 +309,47 @@ func (m Metric) Of(r *Run) (float64, bool) {
 	return m.Value(&r.Report)
 }
 
-// PoolRuns replaces the repetitions of each pool among runs by one pooled
-// run, at its first repetition's place: named after the pool, its metrics
-// the medians over the valid repetitions (Metric.Of), invalid when none
-// is valid. Runs that are no repetition are kept as they are. A pool named
-// like one of those (a run "g" beside the group g's g-rep1…) is named
-// "g [repetitions]", so no two candidates share a name.
-func PoolRuns(runs []*Run) []*Run {
-	pools := PoolRepetitions(runs)
+// Set is the runs a run-set command reads and the repetition pools among
+// them: the re-runs of one run identity (poolRepetitions).
+type Set struct {
+	Runs   []*Run            // every report read, in argument order
+	Pools  []*RepetitionPool // in order of first appearance
+	pooled []*Run            // Pooled's result, made once
+}
+
+// NewSet pools runs' re-runs by run identity.
+func NewSet(runs []*Run) *Set {
+	return &Set{Runs: runs, Pools: poolRepetitions(runs)}
+}
+
+// Load reads the reports the arguments name (each a report, report
+// directory, run id or repetition group id; ResolveReport, ResolveGroup)
+// and pools their re-runs by run identity: how pareto, recommend, plan,
+// diff and compare read their input. Two reports with the same run_id are
+// an error; an argument naming no report wraps ErrNoReport.
+func Load(args []string, opts LoadOptions) (*Set, error) {
+	runs, err := loadReports(args, opts)
+	if err != nil {
+		return nil, err
+	}
+	return NewSet(runs), nil
+}
+
+// Pooled is the runs with the repetitions of each pool replaced by one
+// pooled run, at its first repetition's place: named after the pool, its
+// metrics the medians over the valid repetitions (Metric.Of), invalid
+// when none is valid. Runs that are no repetition are kept as they are. A
+// pool named like one of those (a run "g" beside the group g's g-rep1…)
+// is named "g [repetitions]", so no two candidates share a name.
+func (s *Set) Pooled() []*Run {
+	if s.pooled == nil {
+		s.pooled = poolRuns(s.Runs, s.Pools)
+	}
+	return s.pooled
+}
+
+// poolRuns is Pooled over runs and their pools.
+func poolRuns(runs []*Run, pools []*RepetitionPool) []*Run {
 	of := map[*Run]*RepetitionPool{}
 	for _, p := range pools {
 		for _, r := range p.Runs {

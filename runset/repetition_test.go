@@ -49,7 +49,7 @@ func TestRepetitionPools(t *testing.T) {
 		relRange   float64
 		invalid    int
 		coverage   float64
-		paretoRuns int // PoolRuns' length
+		paretoRuns int // Set.Pooled's length
 	}{
 		{name: "agreeing group",
 			runs:  []*Run{rep("g-rep1", "g", 1, 0.40, 1000, true), rep("g-rep2", "g", 2, 0.42, 1010, true), rep("g-rep3", "g", 3, 0.44, 990, true)},
@@ -86,7 +86,7 @@ func TestRepetitionPools(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pools := PoolRepetitions(tc.runs)
+			pools := poolRepetitions(tc.runs)
 			var names []string
 			for _, p := range pools {
 				names = append(names, p.Name)
@@ -109,9 +109,9 @@ func TestRepetitionPools(t *testing.T) {
 			if math.Abs(s.IntervalCoverage-tc.coverage) > 1e-12 && tc.coverage > 0 {
 				t.Errorf("coverage %v, want %v", s.IntervalCoverage, tc.coverage)
 			}
-			pooled := PoolRuns(tc.runs)
+			pooled := NewSet(tc.runs).Pooled()
 			if len(pooled) != tc.paretoRuns {
-				t.Fatalf("PoolRuns gave %d runs, want %d", len(pooled), tc.paretoRuns)
+				t.Fatalf("Pooled gave %d runs, want %d", len(pooled), tc.paretoRuns)
 			}
 			if v, ok := SteadyStateJPT.Of(pooled[0]); !ok || math.Abs(v-tc.median) > 1e-12 {
 				t.Errorf("pooled run's steady state %v %v, want the median %v", v, ok, tc.median)
@@ -128,7 +128,7 @@ func TestParetoPooled(t *testing.T) {
 		rep("b-rep1", "b", 1, 0.50, 1000, false), rep("b-rep2", "b", 2, 0.50, 1000, false),
 		rep("plain", "", 0, 0.45, 1000, true),
 	}
-	pooled := PoolRuns(runs)
+	pooled := NewSet(runs).Pooled()
 	classes := Pareto(pooled, []Metric{SteadyStateJPT, Throughput})
 	var got []string
 	for _, c := range classes {
@@ -204,7 +204,7 @@ func TestRecommendPooled(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := Recommend(PoolRuns(tc.runs), tc.cons, tc.maxBad, ParetoMetrics, SteadyStateJPT)
+			rec := Recommend(NewSet(tc.runs).Pooled(), tc.cons, tc.maxBad, ParetoMetrics, SteadyStateJPT)
 			got := ""
 			if rec.Best != nil {
 				got = rec.Best.Name
@@ -256,7 +256,7 @@ func TestDiffPooled(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := DiffRuns(before, tc.after, []Metric{SteadyStateJPT}, 5)
+			d := DiffRuns(NewSet(before), NewSet(tc.after), []Metric{SteadyStateJPT}, 5)
 			c := d.Changes[0]
 			if math.Abs(c.After-tc.median) > 1e-12 || c.N2 != tc.n || c.Regressed != tc.regressed || d.ValidityRegressed != tc.validity {
 				t.Errorf("after %v over %d (regressed %v, validity %v); want %v over %d (%v, %v)", c.After, c.N2, c.Regressed, d.ValidityRegressed, tc.median, tc.n, tc.regressed, tc.validity)
@@ -294,7 +294,7 @@ func TestCheckDiffSide(t *testing.T) {
 		{"a group and a plain run", append(reps("g", 0.3, 0.31), plain("x")), "AFTER mixes the repetitions of g with 1 run(s) of no repetition group"},
 	}
 	for _, tc := range tests {
-		err := CheckDiffSide("AFTER", tc.runs)
+		err := CheckDiffSide("AFTER", NewSet(tc.runs))
 		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
 		}
@@ -356,7 +356,7 @@ func TestPlanPooled(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := MakePlan(PoolRuns(append(slices.Clone(c4), tc.c8...)), PlanOptions{TargetPeakRateRPS: 10, SLOs: slos, RestartsPerDay: 1})
+			p, err := MakePlan(NewSet(append(slices.Clone(c4), tc.c8...)).Pooled(), PlanOptions{TargetPeakRateRPS: 10, SLOs: slos, RestartsPerDay: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,16 +381,16 @@ func TestPlanPooled(t *testing.T) {
 
 // A run named like a group beside the group's repetitions (bench --run-id g,
 // then --run-id g --repeat 2) stays apart from the pool, under its own name.
-func TestPoolRunsNameClash(t *testing.T) {
+func TestPooledNameClash(t *testing.T) {
 	runs := append(reps("g", 0.40, 0.42), rep("g", "", 0, 0.30, 1000, true))
 	var names []string
-	for _, r := range PoolRuns(runs) {
+	for _, r := range NewSet(runs).Pooled() {
 		names = append(names, r.Name)
 	}
 	if want := []string{"g [repetitions]", "g"}; !slices.Equal(names, want) {
 		t.Errorf("names %q, want %q", names, want)
 	}
-	rec := Recommend(PoolRuns(runs), nil, -1, []Metric{SteadyStateJPT}, SteadyStateJPT)
+	rec := Recommend(NewSet(runs).Pooled(), nil, -1, []Metric{SteadyStateJPT}, SteadyStateJPT)
 	if rec.Best == nil || rec.Best.Name != "g" || !strings.Contains(rec.Excluded["g [repetitions]"], "dominated by g") {
 		t.Errorf("best %v, excluded %v", rec.Best, rec.Excluded)
 	}
@@ -405,7 +405,7 @@ func TestPoolSanity(t *testing.T) {
 	}
 	runs := reps("a", 0.4, 0.5, -0.6)
 	runs[0].Sanity, runs[1].Sanity, runs[2].Sanity = counts(100, 1, 2), counts(120, 0, 3), counts(90, 50, 50)
-	pooled := PoolRuns(runs)
+	pooled := NewSet(runs).Pooled()
 	if len(pooled) != 1 || pooled[0].Sanity == nil {
 		t.Fatalf("pooled %+v", pooled)
 	}
@@ -413,7 +413,7 @@ func TestPoolSanity(t *testing.T) {
 		t.Errorf("pooled sanity %s, want the two valid repetitions' %s", got, outputsanity.Format(counts(220, 1, 5)))
 	}
 	runs[1].Sanity = nil
-	if s := PoolRuns(runs)[0].Sanity; s != nil {
+	if s := NewSet(runs).Pooled()[0].Sanity; s != nil {
 		t.Errorf("a repetition without counts: pooled sanity %+v, want unknown", s)
 	}
 }
@@ -434,7 +434,7 @@ func TestAgreementHeterogeneity(t *testing.T) {
 				r.Report.Intervals.Figures = map[string]report.IntervalFigure{SteadyStateJPT.Key: {StandardError: &se, DF: 9}}
 			}
 		}
-		a := PoolRepetitions(runs)[0].Agreement()
+		a := poolRepetitions(runs)[0].Agreement()
 		switch {
 		case !a.Agree:
 			t.Errorf("se %g: verdict %q, want agree", tc.se, a.Verdict)

@@ -44,15 +44,15 @@ func TestResolveGroup(t *testing.T) {
 	if err != nil || !slices.Equal(paths, want) {
 		t.Errorf("ResolveGroup(g) = %q, %v; want %q", paths, err, want)
 	}
-	runs, err := LoadReports([]string{"g-c8"}, LoadOptions{RunsDir: "runs"})
-	if err != nil || len(runs) != 2 || len(PoolRuns(runs)) != 1 {
-		t.Errorf("LoadReports(g-c8): %d runs, %v", len(runs), err)
+	runs, err := loadReports([]string{"g-c8"}, LoadOptions{RunsDir: "runs"})
+	if err != nil || len(runs) != 2 || len(NewSet(runs).Pooled()) != 1 {
+		t.Errorf("loadReports(g-c8): %d runs, %v", len(runs), err)
 	}
-	runs, err = LoadReports([]string{"g-rep2"}, LoadOptions{RunsDir: "runs"})
+	runs, err = loadReports([]string{"g-rep2"}, LoadOptions{RunsDir: "runs"})
 	if err != nil || len(runs) != 1 {
 		t.Errorf("a run id that has a report is that report: %d runs, %v", len(runs), err)
 	}
-	if _, err := LoadReports([]string{"h"}, LoadOptions{RunsDir: "runs"}); !errors.Is(err, ErrNoReport) {
+	if _, err := loadReports([]string{"h"}, LoadOptions{RunsDir: "runs"}); !errors.Is(err, ErrNoReport) {
 		t.Errorf("no such run or group: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ type Run struct {
 	// SanityPath is the requests.jsonl the sanity counts come from.
 	SanityPath string
 	// Pool, when set, makes this run stand for a repetition pool
-	// (PoolRuns): its metrics are the pool's medians (Metric.Of).
+	// (Set.Pooled): its metrics are the pool's medians (Metric.Of).
 	Pool *RepetitionPool
 }
 
@@ -178,11 +178,11 @@ func jsonErr(data []byte, err error) error {
 	return fmt.Errorf("decode: %w", err)
 }
 
-// LoadReports reads several reports, each argument a report (ResolveReport)
+// loadReports reads several reports, each argument a report (ResolveReport)
 // or, for a run id that names none, a repetition group's (ResolveGroup).
 // Two reports with the same run_id are an error: one of them would
 // silently shadow the other in every table.
-func LoadReports(paths []string, opts LoadOptions) ([]*Run, error) {
+func loadReports(paths []string, opts LoadOptions) ([]*Run, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no report given")
 	}

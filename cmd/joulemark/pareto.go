@@ -19,12 +19,12 @@ type ParetoCmd struct {
 
 // Run prints the Pareto classification.
 func (c *ParetoCmd) Run(g *Globals) error {
-	runs, err := loadReports(c.Reports, c.RunsDir)
+	set, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}
 	// the repetitions of one configuration are one point: their medians
-	runs = runset.PoolRuns(runs)
+	runs := set.Pooled()
 	if c.HTML != "" {
 		if err := runset.WriteParetoHTMLFile(c.HTML, runset.ParetoGroups(runs, c.GroupBy), runset.ParetoMetrics); err != nil {
 			return fmt.Errorf("pareto --html: %w", err)

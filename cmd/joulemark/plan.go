@@ -38,12 +38,12 @@ func (c *PlanCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	runs, err := loadReports(c.Reports, c.RunsDir)
+	set, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}
 	// the repetitions of one load point are one point: their medians
-	runs = runset.PoolRuns(runs)
+	runs := set.Pooled()
 	p, planErr := runset.MakePlan(runs, runset.PlanOptions{TargetPeakRateRPS: c.TargetPeakRate, SLOs: slos, RestartsPerDay: c.RestartsPerDay, Pool: c.Pool, Cost: cost})
 	if p.Points == nil && planErr != nil {
 		return planErr

@@ -43,12 +43,12 @@ func (c *RecommendCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	runs, err := loadReports(c.Reports, c.RunsDir)
+	set, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}
 	// the repetitions of one configuration are one candidate: their medians
-	runs = runset.PoolRuns(runs)
+	runs := set.Pooled()
 	maxBad := -1.0
 	if c.MaxBadOutputRatio != nil {
 		maxBad = *c.MaxBadOutputRatio

@@ -54,11 +54,12 @@ func TestCompareNeverMixesBases(t *testing.T) {
 		writeReport(t, dir, "qwen7b-a", "att1", contract.ModeAttached),
 		writeReport(t, dir, "qwen7b-b", "att2", contract.ModeAttached),
 	}
-	runs, err := runset.LoadReports(paths, runset.LoadOptions{})
+	set, err := runset.Load(paths, runset.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := Compare(runs, Options{})
+	runs := set.Runs
+	res := Compare(runset.NewSet(runs), Options{})
 	if len(res.Groups) != 2 {
 		t.Fatalf("%d groups %+v, want 2 (one per mode)", len(res.Groups), res.Groups)
 	}

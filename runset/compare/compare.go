@@ -97,8 +97,9 @@ type Result struct {
 	SpearmanNote string                     `json:"spearman_note,omitempty"`
 }
 
-// Compare builds the comparison of runs, in their input order.
-func Compare(runs []*runset.Run, opts Options) Result {
+// Compare builds the comparison of a set's runs, in their input order.
+func Compare(set *runset.Set, opts Options) Result {
+	runs := set.Runs
 	if opts.GroupBy == "" {
 		opts.GroupBy = "scenario"
 	}
@@ -160,7 +161,7 @@ func Compare(runs []*runset.Run, opts Options) Result {
 	}
 	rankGroups(&res)
 	res.Sweeps = sweeps(runs, userKey)
-	for _, p := range runset.PoolRepetitions(runs) {
+	for _, p := range set.Pools {
 		res.Repetitions = append(res.Repetitions, p.Summary(runset.DiffMetrics))
 	}
 	return res

@@ -18,17 +18,17 @@ func load(t *testing.T, names ...string) []*runset.Run {
 	for _, n := range names {
 		paths = append(paths, filepath.Join("testdata", "reports", n+".json"))
 	}
-	runs, err := runset.LoadReports(paths, runset.LoadOptions{RunsDir: filepath.Join("testdata", "runs")})
+	set, err := runset.Load(paths, runset.LoadOptions{RunsDir: filepath.Join("testdata", "runs")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runs
+	return set.Runs
 }
 
 var all = []string{"llama8b-a", "llama8b-b", "llama8b-c", "qwen7b-a", "qwen7b-b", "mistral7b-a", "mistral7b-bad", "phi3-short"}
 
 func TestCompare(t *testing.T) {
-	res := Compare(load(t, all...), Options{})
+	res := Compare(runset.NewSet(load(t, all...)), Options{})
 	type want struct {
 		ss, life, ratio, rankSS, rankLife float64
 		included                          int
@@ -100,7 +100,7 @@ func TestCompareGroupBy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Compare(load(t, "llama8b-a", "qwen7b-a", "mistral7b-bad"), Options{GroupBy: tc.groupBy})
+			res := Compare(runset.NewSet(load(t, "llama8b-a", "qwen7b-a", "mistral7b-bad")), Options{GroupBy: tc.groupBy})
 			var keys []string
 			for _, g := range res.Groups {
 				keys = append(keys, g.Key)
@@ -141,7 +141,7 @@ func TestCompareNeverPoolsIdentities(t *testing.T) {
 		}
 		return out
 	}
-	res := Compare(runs, Options{})
+	res := Compare(runset.NewSet(runs), Options{})
 	want := []string{
 		"sweep [model=llama-3.1-8b concurrency=4]",
 		"sweep [model=llama-3.1-8b concurrency=12]",
@@ -151,16 +151,16 @@ func TestCompareNeverPoolsIdentities(t *testing.T) {
 	if !reflect.DeepEqual(keys(res), want) {
 		t.Errorf("default grouping %q, want %q", keys(res), want)
 	}
-	if res := Compare(runs, Options{Pool: true}); !reflect.DeepEqual(keys(res), []string{"sweep"}) || math.Abs(*res.Groups[0].MedianSS-0.34) > 1e-12 {
+	if res := Compare(runset.NewSet(runs), Options{Pool: true}); !reflect.DeepEqual(keys(res), []string{"sweep"}) || math.Abs(*res.Groups[0].MedianSS-0.34) > 1e-12 {
 		t.Errorf("pooled: groups %q, median %v; want one group, median 0.34 of the four", keys(res), *res.Groups[0].MedianSS)
 	}
-	res = Compare(runs, Options{GroupBy: "run.model,run.concurrency"})
+	res = Compare(runset.NewSet(runs), Options{GroupBy: "run.model,run.concurrency"})
 	want = []string{"llama-3.1-8b, 4", "llama-3.1-8b, 12", "llama-3.1-8b, 24", "qwen2.5-7b, 12"}
 	if !reflect.DeepEqual(keys(res), want) {
 		t.Errorf("--group-by run.model,run.concurrency: %q, want %q", keys(res), want)
 	}
 	// grouping by model alone still splits the load points apart
-	res = Compare(runs, Options{GroupBy: "run.model"})
+	res = Compare(runset.NewSet(runs), Options{GroupBy: "run.model"})
 	want = []string{"llama-3.1-8b [concurrency=4]", "llama-3.1-8b [concurrency=12]", "llama-3.1-8b [concurrency=24]", "qwen2.5-7b"}
 	if !reflect.DeepEqual(keys(res), want) {
 		t.Errorf("--group-by run.model: %q, want %q", keys(res), want)
@@ -188,7 +188,7 @@ func TestCompareWithoutScenario(t *testing.T) {
 			r.Report.Run = &id
 		}
 	}
-	res := Compare(runs, Options{})
+	res := Compare(runset.NewSet(runs), Options{})
 	var keys []string
 	for _, g := range res.Groups {
 		keys = append(keys, g.Key)
@@ -213,7 +213,7 @@ func TestCompareWithoutScenario(t *testing.T) {
 // TestCompareKnee names the last load point meeting the SLOs and the
 // diagnosis of the point after it.
 func TestCompareKnee(t *testing.T) {
-	res := Compare(load(t, "sweep-c24", "sweep-c4", "sweep-c12", "sweep-c12-qwen"), Options{})
+	res := Compare(runset.NewSet(load(t, "sweep-c24", "sweep-c4", "sweep-c12", "sweep-c12-qwen")), Options{})
 	if len(res.Sweeps) != 1 {
 		t.Fatalf("%d sweeps, want 1 (qwen has a single load point): %+v", len(res.Sweeps), res.Sweeps)
 	}

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/joulemark/joulemark/internal/reportcsv/csvtest"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // compare as CSV: one row per run, its group and inclusion first, then
 // report.json's keys; every report cell reads back to the value in the
 // report, and the group agrees with the JSON.
 func TestWriteCSV(t *testing.T) {
-	res := Compare(load(t, all...), Options{GroupBy: "scenario", Tolerance: 0.2})
+	res := Compare(runset.NewSet(load(t, all...)), Options{GroupBy: "scenario", Tolerance: 0.2})
 	var c, j bytes.Buffer
 	if err := WriteCSV(&c, res); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/testkit/chromium"
 	"github.com/joulemark/joulemark/internal/testkit/testenv"
+	"github.com/joulemark/joulemark/runset"
 )
 
 func TestCompareHTML(t *testing.T) {
@@ -23,7 +24,7 @@ func TestCompareHTML(t *testing.T) {
 		r.Report.SteadyState.JoulesPerToken = &v
 	}
 	extra[1].Report.Run.Concurrency = 32
-	res := Compare(append(runs, extra...), Options{})
+	res := Compare(runset.NewSet(append(runs, extra...)), Options{})
 	sw := res.Sweeps[0]
 	if n := len(sw.Points); n != 4 {
 		t.Fatalf("%d sweep points, want 4 (c32 shown with no valid run)", n)

@@ -44,11 +44,11 @@ func repReports(t *testing.T, reps ...struct {
 		}
 		paths = append(paths, p)
 	}
-	runs, err := runset.LoadReports(paths, runset.LoadOptions{})
+	set, err := runset.Load(paths, runset.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runs
+	return set.Runs
 }
 
 type repSpec = struct {
@@ -64,7 +64,7 @@ func TestCompareRepetitions(t *testing.T) {
 	runs := repReports(t,
 		repSpec{"a-rep1", "a", 0.40, true}, repSpec{"a-rep2", "a", 0.42, true}, repSpec{"a-rep3", "a", 0.90, false},
 		repSpec{"b-rep1", "b", 0.40, true}, repSpec{"b-rep2", "b", 0.62, true})
-	res := Compare(runs, Options{})
+	res := Compare(runset.NewSet(runs), Options{})
 	if len(res.Repetitions) != 2 {
 		t.Fatalf("%d repetition groups, want 2", len(res.Repetitions))
 	}
