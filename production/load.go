@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 
-	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/promquery"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/report"
@@ -104,7 +104,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := Compute(d, cfg.Namespace, cfg.Model)
 	carbon := cfg.Cost.CarbonIntensity
 	if cfg.Cost.CarbonQuery != "" {
-		if carbon, err = analyze.AverageOver(ctx, v1.NewAPI(client), cfg.Cost.CarbonQuery, d.From, d.To); err != nil {
+		if carbon, err = promquery.AverageOver(ctx, v1.NewAPI(client), cfg.Cost.CarbonQuery, d.From, d.To); err != nil {
 			return nil, err
 		}
 	}
