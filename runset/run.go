@@ -8,7 +8,6 @@
 package runset
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/jsonline"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/report"
 )
@@ -55,10 +53,11 @@ func LoadReport(path string, opts LoadOptions) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
 	}
-	r := &Run{Path: path}
-	if err := decodeReport(data, &r.Report, &r.Raw); err != nil {
+	rep, raw, err := report.DecodeDocument(data)
+	if err != nil {
 		return nil, fmt.Errorf("report %s: %w", path, err)
 	}
+	r := &Run{Path: path, Report: *rep, Raw: raw}
 	if err := checkPlausible(&r.Report); err != nil {
 		return nil, fmt.Errorf("report %s: %w", path, err)
 	}
@@ -153,29 +152,6 @@ func (l *LoadPoint) String() string {
 		return s
 	}
 	return "-"
-}
-
-func decodeReport(data []byte, rep *report.Report, raw *map[string]any) error {
-	r, err := report.Decode(data)
-	if err != nil {
-		return err
-	}
-	*rep = *r
-	d2 := json.NewDecoder(bytes.NewReader(data))
-	d2.UseNumber()
-	if err := d2.Decode(raw); err != nil {
-		return jsonErr(data, err)
-	}
-	return checkReportKeys(*raw)
-}
-
-// jsonErr adds the line of a JSON syntax or type error; any other decoding
-// error says it is one.
-func jsonErr(data []byte, err error) error {
-	if line, ok := jsonline.Line(data, err); ok {
-		return fmt.Errorf("line %d: %w", line, err)
-	}
-	return fmt.Errorf("decode: %w", err)
 }
 
 // loadReports reads several reports, each argument a report (ResolveReport)
