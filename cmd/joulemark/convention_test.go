@@ -20,8 +20,8 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/benchjob/experiment"
+	"github.com/joulemark/joulemark/demo"
 	"github.com/joulemark/joulemark/exporter"
-	"github.com/joulemark/joulemark/internal/demo"
 	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
