@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/production"
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/production"
 )
 
 // AnalyzeGroup holds the analyses: a benchmark run (the default) and a

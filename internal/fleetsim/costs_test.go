@@ -61,7 +61,7 @@ func measure(ctx context.Context, q promql.Query, name string) queryCost {
 }
 
 // analyzeReads are the selectors analyze production reads
-// (analyze/production/load.go), each over the range and its margin.
+// (production/load.go), each over the range and its margin.
 var analyzeReads = []string{contract.PodEnergy, contract.GPUAllocationInfo, mTokens, "sglang:generation_tokens_total",
 	contract.UnallocatedEnergy, contract.GPUInfo + `{energy_scope="module"}`}
 
