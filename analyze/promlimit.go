@@ -10,7 +10,7 @@ import (
 // query answer: the client buffers an answer whole, so a larger one (a
 // proxy gone wrong, a selector matching far more than a run) is an error
 // naming the query and the limit, not hundreds of MB of memory. Raw
-// series are read in windows (promchunk.go), which keeps a run's answers
+// series are read in windows (rangeread.go), which keeps a run's answers
 // far below it.
 const MaxPrometheusResponse = 128 << 20
 
