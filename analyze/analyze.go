@@ -15,7 +15,6 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/secretfile"
-	"github.com/joulemark/joulemark/internal/version"
 	"github.com/joulemark/joulemark/report"
 )
 
@@ -123,50 +122,21 @@ func (c *Config) Validate() error {
 	return c.Params.Validate()
 }
 
-// Analyze loads the run and computes its report and plot data.
+// Analyze reads the run once (Prometheus, the bench archive, the carbon
+// intensity) and computes its whole report and plot data.
 func Analyze(ctx context.Context, cfg Config) (*report.Report, *PlotData, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	// The archive is checked before any query.
-	arch, err := cfg.openArchive()
+	in, err := read(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := load(ctx, cfg, arch)
-	if err != nil {
-		return nil, nil, err
-	}
-	modeFromArchive(d, arch)
-	if arch != nil {
-		if err := arch.crossCheck(d); err != nil {
-			return nil, nil, err
-		}
-		arch.clampInterrupted(d)
-		d.ExporterRestarts = exporterRestarts(arch.views)
-		d.Client = arch.clientReport()
-	}
-	r, pd, err := Compute(d, cfg.Params)
+	r, pd, err := Compute(in, cfg.Params, cfg.Cost)
 	if err != nil {
 		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 	}
-	if arch != nil {
-		addArchive(r, arch, cfg.Params)
-	}
-	if r.Run != nil && r.Run.Scenario == "" {
-		r.Run.Scenario = cfg.Scenario
-	}
-	r.Scenario = cfg.Scenario
-	if r.Scenario == "" && r.Run != nil {
-		r.Scenario = r.Run.Scenario
-	}
-	r.GeneratedBy = version.String()
-	carbon, err := CarbonOverRun(ctx, cfg, r)
-	if err != nil {
-		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
-	}
-	AddCost(r, cfg.Cost, carbon)
 	return r, pd, nil
 }
 
@@ -198,19 +168,6 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		}
 	}
 	return r, nil
-}
-
-// addArchive adds what the bench archive tells to the report: output
-// sanity, the exporters' gaps and release basis, answer quality, and the
-// run identity when Prometheus had none.
-func addArchive(r *report.Report, arch *benchArchive, p Params) {
-	AddOutputSanity(r, arch.sanity, p.MaxBadOutputRatio)
-	addExporterGaps(r, arch.views)
-	addReleaseBasis(r, arch.views)
-	addQuality(r, arch.quality, arch.manifest, p.MinQuality)
-	if r.Run == nil && arch.manifest != nil && arch.manifest.RunInfo != nil {
-		r.Run = &report.RunIdentity{RunIdentity: *arch.manifest.RunInfo, Source: "archive"}
-	}
 }
 
 // CheckPrometheusURL checks a Prometheus base URL and recognises the

@@ -11,11 +11,11 @@ import (
 	"github.com/joulemark/joulemark/report"
 )
 
-// benchArchive is what analyze takes from the run's bench archive, read
+// BenchArchive is what analyze takes from the run's bench archive, read
 // in one pass before any query: the manifest, the exporters' final views
 // of the run (phases.json) and, from one scan of requests.jsonl, the
 // output sanity counts and the quality verdicts.
-type benchArchive struct {
+type BenchArchive struct {
 	dir string
 	run *runarchive.Run
 	// tally sums the archived requests (crossCheck).
@@ -30,7 +30,7 @@ type benchArchive struct {
 
 // clientReport is the bench's report of its own load, from the manifest;
 // nil without one.
-func (a *benchArchive) clientReport() *ClientReport {
+func (a *BenchArchive) clientReport() *ClientReport {
 	if a == nil || a.manifest == nil {
 		return nil
 	}
@@ -42,11 +42,11 @@ func (a *benchArchive) clientReport() *ClientReport {
 // readBenchArchive reads run's archive of run runID: a manifest of another
 // run is refused (it would put another run's outputs in the report), so is
 // an incomplete or malformed requests.jsonl.
-func readBenchArchive(run *runarchive.Run, runID string) (*benchArchive, error) {
+func readBenchArchive(run *runarchive.Run, runID string) (*BenchArchive, error) {
 	if err := run.CheckRequests(); err != nil {
 		return nil, err
 	}
-	a := &benchArchive{dir: run.Dir, run: run}
+	a := &BenchArchive{dir: run.Dir, run: run}
 	m, err := run.ReadManifest()
 	switch {
 	case errors.Is(err, runarchive.ErrNoManifest):

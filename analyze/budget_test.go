@@ -12,7 +12,7 @@ func computeAllocs(t *testing.T, n int) (bytes, objects float64) {
 	d := synthRun(n, 8, float64(n)/100, 10)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	r, _, err := Compute(d, DefaultParams())
+	r, _, err := computeSeries(d, DefaultParams())
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)

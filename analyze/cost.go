@@ -13,10 +13,10 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// AddCost adds the cost section to the report from the inputs; carbon is
+// addCost adds the cost section to the report from the inputs; carbon is
 // the intensity (the constant, or the query's average over the run; nil
 // when neither). Nothing is added when no input is given.
-func AddCost(r *report.Report, in report.CostInputs, carbon *float64) {
+func addCost(r *report.Report, in report.CostInputs, carbon *float64) {
 	if !in.Set() {
 		return
 	}
