@@ -3,6 +3,7 @@ package analyze
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
@@ -84,4 +85,29 @@ func readBenchArchive(run *runarchive.Run, runID string) (*BenchArchive, error) 
 	}
 	a.sanity = sanity.Counts()
 	return a, nil
+}
+
+// openArchive reads the run's bench archive (Config.Archive, else
+// RunsDir/<run_id> when it exists) in one pass; nil when there is none to
+// read. It fails when the archive is incomplete, malformed or holds
+// another run: a wrong archive would put another run's outputs in the
+// report.
+func (c *Config) openArchive() (*BenchArchive, error) {
+	var run *runarchive.Run
+	var err error
+	switch {
+	case c.Archive != "":
+		run, err = runarchive.OpenDir(c.Archive)
+	case c.RunsDir != "":
+		run, err = runarchive.Open(c.RunsDir, c.RunID)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return readBenchArchive(run, c.RunID)
 }

@@ -2,21 +2,12 @@ package analyze
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"log/slog"
 	"math"
-	"time"
 
-	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/internal/contract"
-	"github.com/joulemark/joulemark/internal/remoteread"
-	"github.com/joulemark/joulemark/internal/runarchive"
-	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/version"
 	"github.com/joulemark/joulemark/report"
 )
@@ -62,74 +53,6 @@ func read(ctx context.Context, cfg Config) (Input, error) {
 		return Input{}, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 	}
 	return Input{Run: d, Archive: arch, Carbon: carbon, Scenario: cfg.Scenario, GeneratedBy: version.String()}, nil
-}
-
-// openArchive reads the run's bench archive (Config.Archive, else
-// RunsDir/<run_id> when it exists) in one pass; nil when there is none to
-// read. It fails when the archive is incomplete, malformed or holds
-// another run: a wrong archive would put another run's outputs in the
-// report.
-func (c *Config) openArchive() (*BenchArchive, error) {
-	var run *runarchive.Run
-	var err error
-	switch {
-	case c.Archive != "":
-		run, err = runarchive.OpenDir(c.Archive)
-	case c.RunsDir != "":
-		run, err = runarchive.Open(c.RunsDir, c.RunID)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-	default:
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return readBenchArchive(run, c.RunID)
-}
-
-// promAPI is the Prometheus query API of cfg, its answers bounded in size.
-func promAPI(cfg Config) (v1.API, error) {
-	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
-	if err != nil {
-		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
-	}
-	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: limitClient(hc, cfg.maxResponse)})
-	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
-	}
-	return v1.NewAPI(client), nil
-}
-
-// load reads the run's data from Prometheus; arch, when set, is the run's
-// bench archive, whose phases.json fills in what Prometheus lacks.
-func load(ctx context.Context, cfg Config, prom v1.API, arch *BenchArchive) (*RunData, error) {
-	l := &loader{api: prom, runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
-		readAPI: cfg.ReadAPI, log: cfg.Logger, wait: cfg.Wait}
-	if arch != nil {
-		l.arch = combineViews(arch.views)
-	}
-	if !cfg.Now.IsZero() {
-		l.wait = 0 // a fixed instant: nothing more will arrive
-	}
-	if l.log == nil {
-		l.log = slog.New(slog.DiscardHandler)
-	}
-	if l.now.IsZero() {
-		l.now = time.Now()
-	}
-	if cfg.ReadAPI != remoteread.Query {
-		var err error
-		if l.rr, err = remoteread.New(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
-			return nil, err
-		}
-	}
-	d, err := l.load(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading run %q from %s: %w", cfg.RunID, secretfile.RedactURL(cfg.PrometheusURL), secretfile.SecretsOf(cfg.PrometheusURL).Error(err))
-	}
-	return d, nil
 }
 
 // fillRun adds to d what the archive tells of the run: its mode when
