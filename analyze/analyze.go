@@ -41,7 +41,7 @@ type Config struct {
 	OutDir string
 	// KeepEarlier: OutDir is the run's default report directory, so an
 	// earlier report there (a re-analysis) is kept as OutDir.N and the new
-	// one takes its place (WriteReportKeeping) instead of failing.
+	// one takes its place (report.WriteKeeping) instead of failing.
 	KeepEarlier bool
 	// Scenario is copied into the report.
 	Scenario string
@@ -152,20 +152,15 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case cfg.OutDir == "":
-	case cfg.KeepEarlier:
-		kept, err := WriteReportKeeping(cfg.OutDir, r, pd)
-		if err != nil {
-			return r, err
-		}
-		if kept != "" && cfg.Logger != nil {
-			cfg.Logger.Info("the earlier report of the run is kept beside the new one", "earlier", kept, "new", cfg.OutDir)
-		}
-	default:
-		if err := WriteReport(cfg.OutDir, r, pd); err != nil {
-			return r, err
-		}
+	if cfg.OutDir == "" {
+		return r, nil
+	}
+	kept, err := writeReport(cfg.OutDir, cfg.KeepEarlier, r, pd)
+	if err != nil {
+		return r, err
+	}
+	if kept != "" && cfg.Logger != nil {
+		cfg.Logger.Info("the earlier report of the run is kept beside the new one", "earlier", kept, "new", cfg.OutDir)
 	}
 	return r, nil
 }
