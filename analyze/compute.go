@@ -17,28 +17,31 @@ import (
 )
 
 // Params are the definitions' knobs (docs/design.md, "Definitions").
+// Their kong tags make them joulemark analyze run's flags, whose defaults
+// are DefaultParams' (kong:"-": no flag; the enum's default tag is kong's
+// rule for an enum, contract.SteadyWeightTokens as DefaultParams has it).
 type Params struct {
-	SLOTTFT   time.Duration // 0: no TTFT SLO
-	SLOTPOT   time.Duration // 0: no TPOT SLO
-	SSWindow  int           // requests per window (100)
-	SSWindows int           // consecutive windows (3)
-	SSCV      float64       // CV threshold (0.03)
+	SLOTTFT   time.Duration `name:"slo.ttft" help:"TTFT SLO for goodput (0 disables)."`                             // 0: no TTFT SLO
+	SLOTPOT   time.Duration `name:"slo.tpot" help:"TPOT SLO for goodput (0 disables)."`                             // 0: no TPOT SLO
+	SSWindow  int           `name:"steady-state.window" help:"Steady state: requests per window."`                  // requests per window (100)
+	SSWindows int           `name:"steady-state.windows" help:"Steady state: consecutive non-overlapping windows."` // consecutive windows (3)
+	SSCV      float64       `name:"steady-state.cv" help:"Steady state: CV threshold of every window."`             // CV threshold (0.03)
 	// SSWeighting weighs a request in a window's CV: contract.SteadyWeightTokens
 	// (its output tokens, the default) or contract.SteadyWeightRequests (alike).
-	SSWeighting string
+	SSWeighting string `name:"steady-state.weighting" enum:"tokens,requests" default:"tokens" help:"Steady state: how a request counts in a window's CV: by its output tokens (tokens), as in the J/token figure, or alike (requests, where a short request's attribution noise weighs as much as a long one)."`
 
-	MaxErrorRate    float64 // formal error rate above which the run is flagged (0.05)
-	MinCoverage     float64 // sample coverage below which the run is flagged (0.95)
-	EnergyTolerance float64 // relative disagreement of the two stage energies flagged (0.01)
-	IdleMaxCV       float64 // per-GPU idle power CV above which idle is unstable (0.05)
+	MaxErrorRate    float64 `name:"max-error-rate" help:"Formal error rate above which the run is invalid."`                                                 // formal error rate above which the run is flagged (0.05)
+	MinCoverage     float64 `name:"min-coverage" help:"Sample coverage below which the run is invalid."`                                                     // sample coverage below which the run is flagged (0.95)
+	EnergyTolerance float64 `name:"energy-tolerance" help:"Relative disagreement between counter and exporter stage energy above which the run is invalid."` // relative disagreement of the two stage energies flagged (0.01)
+	IdleMaxCV       float64 `kong:"-"`                                                                                                                       // per-GPU idle power CV above which idle is unstable (0.05)
 	// MaxBadOutputRatio: share of empty, repeated or short outputs above
 	// which the run is flagged outputs_suspect (0.05); used only when the
 	// bench archive is given (Config.Archive).
-	MaxBadOutputRatio float64
+	MaxBadOutputRatio float64 `name:"max-bad-output-ratio" help:"With a run archive: share of empty, repeated or short outputs above which the run is flagged outputs_suspect (a warning)."`
 	// MinQuality: pass rate of the checked answers (correctness workload,
 	// quality_file) under which the run is flagged quality_low and excluded
 	// (0.95); used only when the bench archive holds quality verdicts.
-	MinQuality float64
+	MinQuality float64 `name:"min-quality" help:"With quality verdicts in the archive (workload.kind correctness, workload.quality_file): pass rate under which the run is flagged quality_low and excluded."`
 }
 
 // DefaultParams are the documented defaults.

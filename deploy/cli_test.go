@@ -32,7 +32,8 @@ func kebab(s string) string {
 }
 
 // loadCLI reads the kong structs of cmd/joulemark (and internal/clientflags,
-// benchjob and benchjob/openai, whose config is the bench flags) from
+// benchjob and benchjob/openai, whose config is the bench flags, exporter
+// and internal/gpu, whose options are the exporter's) from
 // source, each type by package and name: commands
 // (cmd:"" fields) and their flags (name:"" tag or the kebab field name,
 // embedded structs inlined with their prefix).
@@ -50,8 +51,9 @@ func loadCLI(t *testing.T) *cliCommand {
 		t.Fatalf("internal/clientflags sources: %v", err)
 	}
 	files = append(files, party...)
-	// The bench's experiment settings (benchjob.Config and its sections).
-	for _, dir := range []string{"../benchjob/*.go", "../benchjob/openai/*.go"} {
+	// The bench's experiment settings (benchjob.Config and its sections)
+	// and the exporter's (exporter.Options, its sections, gpu.SimConfig).
+	for _, dir := range []string{"../benchjob/*.go", "../benchjob/openai/*.go", "../exporter/*.go", "../internal/gpu/*.go"} {
 		bench, err := filepath.Glob(dir)
 		if err != nil || len(bench) == 0 {
 			t.Fatalf("%s: %v", dir, err)

@@ -38,81 +38,83 @@ const RawWriteRetry = 10 * time.Minute
 // Config configures an Exporter. Start from Defaults(), the one source of
 // the defaults (the exporter's flags show them): New replaces no zero of a
 // setting, it honours the zeros documented below and refuses the others.
+// Its kong tags make it joulemark exporter's flags (kong:"-": no flag;
+// those of the configuration file are listed in FileSettings).
 type Config struct {
-	Backend gpu.Backend
+	Backend gpu.Backend `kong:"-"`
 	// Interval is the fast sampling period (at least 10ms).
-	Interval time.Duration
+	Interval time.Duration `name:"sample.interval" group:"GPUs and sampling" help:"Power sampling period (10ms or more)."`
 	// SlowInterval is the period of the slow metrics (0: 1s, or Interval
 	// when that is longer).
-	SlowInterval time.Duration
+	SlowInterval time.Duration `kong:"-"`
 	// Retention is how long raw samples are kept in memory.
-	Retention time.Duration
+	Retention time.Duration `name:"sample.retention" group:"GPUs and sampling" help:"How long raw samples are kept in memory."`
 	// ReleaseTolerance is the relative band around the idle baseline every
 	// GPU must be back in for the release to close (0 < t < 1).
-	ReleaseTolerance float64
+	ReleaseTolerance float64 `name:"release.tolerance" group:"Release detection" help:"The release phase closes when every GPU is back within this fraction of its idle baseline for --release.hold."`
 	// ReleaseHold is how long every GPU must stay in the band (> 0).
-	ReleaseHold time.Duration
+	ReleaseHold time.Duration `name:"release.hold" group:"Release detection" help:"How long every GPU must stay within --release.tolerance of its baseline; the release ends where this hold began."`
 	// ReleaseMaxWait ends a release that did not close (at least
 	// ReleaseHold).
-	ReleaseMaxWait time.Duration
+	ReleaseMaxWait time.Duration `name:"release.max-wait" group:"Release detection" help:"A release not closed after this long ends with joulemark_run_release_closed 0."`
 	// ReleaseRequireEngineExit meets the release's process criterion only
 	// when the bench reports the engine's exit (POST .../engine-exited),
 	// never from NVML's compute process list.
-	ReleaseRequireEngineExit bool
+	ReleaseRequireEngineExit bool `name:"release.require-engine-exit" group:"Release detection" help:"The release's process criterion is met only when the bench reports the engine's exit (bench with --engine.cmd or --engine.stop), never from NVML's compute process list; a run without the report times out at --release.max-wait."`
 	// ProcessesBlind, when set, says why NVML's process lists cannot be
 	// trusted (the exporter is outside the host's PID namespace, so other
 	// containers' processes are never listed): the release's process
 	// criterion is then met only unverified, never from the lists.
-	ProcessesBlind string
+	ProcessesBlind string `kong:"-"`
 	// ReleaseWindow is the span power is averaged over for the release
 	// check (0: 1s; at least Interval).
-	ReleaseWindow time.Duration
+	ReleaseWindow time.Duration `kong:"-"`
 	// IdleCVThreshold: an idle phase whose power CV reaches it on any GPU is
 	// flagged unstable (> 0).
-	IdleCVThreshold float64
+	IdleCVThreshold float64 `kong:"-"`
 	// APIToken is the bearer token the mutating API requires; empty disables
 	// the mutating API (every POST answers 401).
-	APIToken string
+	APIToken string `kong:"-"`
 	// Clock is injectable for tests (default the system clock).
-	Clock gpu.Clock
+	Clock gpu.Clock `kong:"-"`
 	// RemoteWrite, when set, pushes every raw power sample; a batch is
 	// retried for RawWriteRetry unless its MaxElapsed says otherwise.
-	RemoteWrite *remotewrite.Config
+	RemoteWrite *remotewrite.Config `kong:"-"`
 	// RemoteWriteLabels are added to every remote-written sample (e.g.
 	// instance).
-	RemoteWriteLabels map[string]string
-	Logger            *slog.Logger
+	RemoteWriteLabels map[string]string `kong:"-"`
+	Logger            *slog.Logger      `kong:"-"`
 	// Host, when set, meters the host's RAPL zones at Interval beside the
 	// GPUs (joulemark_host_energy_joules_total, host phase energy).
-	Host *powercap.Meter
+	Host *powercap.Meter `kong:"-"`
 	// Pods, when set, attributes each GPU's energy to the pods holding it
 	// (kubelet.go).
-	Pods *PodConfig
+	Pods *PodConfig `kong:"-"`
 	// MaxRuns bounds the runs kept (finished ones are dropped oldest first;
 	// at least 1).
-	MaxRuns int
+	MaxRuns int `name:"run.max-kept" group:"Runs and durable state" help:"Runs kept in memory and served by the API: finished ones beyond it are evicted oldest first (on /metrics until run.metrics_ttl of --config.file has passed), active ones beyond it refused."`
 	// RunMetricsTTL is how long a finished run's series stay on /metrics
 	// once its final values are known: long enough for Prometheus to
 	// scrape them. 0: until MaxRuns evicts the run, as the API serves it.
-	RunMetricsTTL time.Duration
+	RunMetricsTTL time.Duration `kong:"-"`
 	// StoragePath is the directory of the durable state: every run id seen
 	// and the active runs (store.go). Empty: nothing is kept across
 	// restarts.
-	StoragePath string
+	StoragePath string `name:"storage.path" group:"Runs and durable state" help:"Directory of the durable state: every run ID used (refused again after eviction or restart) and the active runs (restored on start); empty: nothing is kept across restarts."`
 	// RunMaxAge ends a run still active this long after its first phase,
 	// with end reason "expired" (> 0).
-	RunMaxAge time.Duration
+	RunMaxAge time.Duration `name:"run.max-age" group:"Runs and durable state" help:"A run still active this long after its first phase ends with reason expired."`
 	// MaxRequests is the most /metrics requests served at once; more are
 	// answered 503 (node_exporter's --web.max-requests; 0: no limit).
-	MaxRequests int
+	MaxRequests int `name:"web.max-requests" group:"Web and phase API" help:"Maximum number of parallel /metrics requests; more are answered 503. Use 0 to disable."`
 	// BootID identifies the node's boot, saved with the state: a restart
 	// bridges the downtime with the GPUs' own counters only within one
 	// boot. Empty: /proc/sys/kernel/random/boot_id (tests inject it).
-	BootID string
+	BootID string `kong:"-"`
 	// SaveInterval is how often the energy counters are saved while no run
 	// is active (every second while one is), besides every change and the
 	// shutdown (> 0).
-	SaveInterval time.Duration
+	SaveInterval time.Duration `name:"storage.save-interval" group:"Runs and durable state" help:"How often the energy counters are saved while no run is active (every second while one is), besides every phase change and the shutdown; one file write per save, whatever the GPUs and the sampling rate."`
 }
 
 // Exporter is the sampler, the HTTP API and the lock around the run

@@ -133,8 +133,9 @@ func (r *run) phase(p contract.Phase) *phaseRec {
 }
 
 // errKind is why a request was refused; api.go's httpStatus maps each
-// kind to the API's HTTP status.
-type errKind int
+// kind to the API's HTTP status. A byte, so that an HTTP status code
+// passed for a kind (400 and up) does not compile.
+type errKind uint8
 
 // The kinds of refusal.
 const (

@@ -30,7 +30,7 @@ func readSelector(r *http.Request) (*phaseapi.Selector, error) {
 		return nil, nil
 	}
 	if err := exactKeys(b, "gpus", "pod"); err != nil {
-		return nil, errf(http.StatusBadRequest, "phase body: %v", err)
+		return nil, errf(errBadRequest, "phase body: %v", err)
 	}
 	var sel phaseapi.Selector
 	dec := json.NewDecoder(strings.NewReader(string(b)))
@@ -43,7 +43,7 @@ func readSelector(r *http.Request) (*phaseapi.Selector, error) {
 	}
 	if sel.GPUs != nil && len(sel.GPUs) == 0 {
 		// An empty list would widen the run to every GPU, silently.
-		return nil, errf(http.StatusBadRequest, "phase body: gpus: empty list; omit the field for all GPUs")
+		return nil, errf(errBadRequest, "phase body: gpus: empty list; omit the field for all GPUs")
 	}
 	if sel.Empty() {
 		return nil, nil

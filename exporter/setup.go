@@ -25,24 +25,24 @@ const (
 // BackendConfig selects and configures the GPU backend (joulemark
 // exporter's --gpu, --gpus, --nvml.* and --sim.* flags).
 type BackendConfig struct {
-	Kind string // BackendNVML or BackendSim
+	Kind string `name:"gpu" enum:"nvml,sim" default:"nvml" group:"GPUs and sampling" help:"GPU backend: nvml (NVIDIA driver) or sim (simulated GPUs)."` // BackendNVML or BackendSim
 	// GPUs: with nvml the first N (0: all); with sim how many (0: 8).
-	GPUs              int
-	NVMLInitTimeout   time.Duration
-	NVMLRetryInterval time.Duration
+	GPUs              int           `name:"gpus" group:"GPUs and sampling" help:"GPUs to read: the first N with nvml (0: all); the number of simulated GPUs with sim (0: 8)."`
+	NVMLInitTimeout   time.Duration `kong:"-"`
+	NVMLRetryInterval time.Duration `name:"nvml.retry-interval" group:"GPUs and sampling" help:"With --gpu=nvml: how long after failing to open a GPU is opened again (listed with joulemark_gpu_up 0 meanwhile); the wait doubles after each failed attempt, up to 5m (or this, if longer)."`
 	// Sim configures the simulated GPUs (its LostGPUs and CounterJumpAfter:
 	// --sim.lost-gpu, --sim.counter-jump-after); its GPUs and DownAtStart
 	// are set from GPUs and SimDownGPU.
-	Sim          gpu.SimConfig
-	SimHangGPU   int // GPU whose reads hang after SimHangAfter; -1: none
-	SimHangAfter time.Duration
-	SimDownGPU   int // GPU failing to open at start; -1: none
+	Sim          gpu.SimConfig `embed:"" prefix:"sim."`
+	SimHangGPU   int           `hidden:"" name:"sim.hang-gpu" group:"Simulated GPUs" help:"Simulated GPU whose reads hang (as a hung driver call) after --sim.hang-after; -1: none."` // GPU whose reads hang after SimHangAfter; -1: none
+	SimHangAfter time.Duration `hidden:"" name:"sim.hang-after" group:"Simulated GPUs" help:"When the reads of --sim.hang-gpu start hanging, after the exporter starts."`
+	SimDownGPU   int           `hidden:"" name:"sim.down-gpu" group:"Simulated GPUs" help:"Simulated GPU that fails to open at start (as a GPU failing nvmlDeviceGetHandleByIndex): listed with joulemark_gpu_up 0 and no uuid until --sim.down-for has passed; -1: none."` // GPU failing to open at start; -1: none
 	// SimEngineURLs drive the simulated load: a URL drives every GPU,
 	// namespace/pod=URL the GPUs the pod holds in SimAllocations.
-	SimEngineURLs  []string
-	SimAllocations string
+	SimEngineURLs  []string `hidden:"" name:"sim.engine-url" group:"Simulated GPUs" help:"With --gpu=sim: base URL of a simulated engine whose /metrics drive the simulated load (joulemark_sim_engine_load_ratio, joulemark_sim_engine_state); repeatable as namespace/pod=URL, each engine then driving only the GPUs its pod holds in --sim.allocations."`
+	SimAllocations string   `kong:"-"`
 	// Interval is the couplers' scrape period of the simulated engines.
-	Interval time.Duration
+	Interval time.Duration `kong:"-"`
 }
 
 // OpenBackend opens the GPU backend; stop ends what runs beside it (the
@@ -145,14 +145,14 @@ func coupleSimEngines(ctx context.Context, c BackendConfig, sim *gpu.Sim, log *s
 // KubeletConfig configures the energy attribution to pods through the
 // kubelet's PodResources API (joulemark exporter's --kubelet.* flags).
 type KubeletConfig struct {
-	Socket       string // the PodResources socket; empty: no attribution
-	Refresh      time.Duration
-	GPUResources []string
-	Checkpoint   string
-	ProcFS       string
+	Socket       string        `name:"kubelet.pod-resources-socket" group:"Host and pods" help:"The kubelet's PodResources socket; GPU energy is attributed to the pods holding each GPU when it is present (empty: off)."` // the PodResources socket; empty: no attribution
+	Refresh      time.Duration `name:"kubelet.refresh-interval" group:"Host and pods" help:"How often GPU allocations are read from the kubelet."`
+	GPUResources []string      `name:"kubelet.gpu-resource" group:"Host and pods" help:"Extended resource naming GPUs (repeatable; a trailing * matches a prefix, e.g. nvidia.com/mig-*)."`
+	Checkpoint   string        `name:"kubelet.device-checkpoint-file" group:"Host and pods" help:"The kubelet's device checkpoint, mapping pod UIDs to their devices, to split a shared GPU by each process's SM utilization."`
+	ProcFS       string        `name:"path.procfs" group:"Host and pods" help:"procfs mount point, to map GPU processes to pods through their cgroup."`
 	// SimAllocations, with the sim backend, serves simulated pods from an
 	// in-process fake kubelet instead of Socket.
-	SimAllocations string
+	SimAllocations string `name:"sim.allocations" group:"Host and pods" help:"With --gpu=sim: simulated pods holding simulated GPUs, served by an in-process fake kubelet over the PodResources API, e.g. \"ns/pod-a=0,1;ns/pod-b=2\", or a file of such lines (replaces --kubelet.pod-resources-socket)."`
 }
 
 // KubeletDefaults is the attribution's default configuration (the
@@ -240,16 +240,16 @@ func ProcessesBlind(kind, hostProc string, log *slog.Logger) string {
 // Options is everything Main needs: the backend, the attribution to pods,
 // the host's RAPL tree, the exporter's settings and where to serve.
 type Options struct {
-	Backend BackendConfig
-	Kubelet KubeletConfig
+	Backend BackendConfig `embed:""`
+	Kubelet KubeletConfig `embed:""`
 	// PowercapPath is the powercap tree metered beside the GPUs; empty:
 	// no host energy.
-	PowercapPath string
+	PowercapPath string `name:"host.powercap-path" group:"Host and pods" help:"Powercap tree whose RAPL zones (CPU packages, DRAM) give host energy beside the GPUs; empty: no host energy."`
 	// Config is the exporter's; Main sets its Backend, Host, Pods,
 	// ProcessesBlind and Logger.
-	Config        Config
-	ListenAddress string
-	WebConfigFile string
+	Config        Config `embed:""`
+	ListenAddress string `name:"web.listen-address" group:"Web and phase API" help:"Address to serve /metrics and the API on."`
+	WebConfigFile string `name:"web.config.file" group:"Web and phase API" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for every endpoint."`
 }
 
 // Main opens the backend, builds and starts the exporter and serves until

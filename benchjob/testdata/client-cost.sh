@@ -41,8 +41,8 @@ for r in $(seq "$ROUNDS"); do
 	wc=$(cpu_us "$D/wrk.time")
 	rm -rf "$D/runs"
 	/usr/bin/time -o "$D/bench.time" -f "cpu %U+%S" "$BIN" bench --target "$URL" --model m --engine.no-lifecycle \
-		--concurrency 64 --requests "$N" --workload.mean-input-tokens 30 --workload.stddev-input-tokens 0 \
-		--workload.mean-output-tokens "$TOKENS" --workload.stddev-output-tokens 0 --runs-dir "$D/runs" > "$D/bench.out" 2>&1 ||
+		--concurrency 64 --requests "$N" --workload.mean-input-tokens 30 --set workload.stddev_input_tokens=0 \
+		--workload.mean-output-tokens "$TOKENS" --set workload.stddev_output_tokens=0 --runs-dir "$D/runs" > "$D/bench.out" 2>&1 ||
 		{ echo "bench failed:"; tail -20 "$D/bench.out"; exit 1; }
 	bc=$(cpu_us "$D/bench.time")
 	wus=$(per "$wc" "$wn"); bus=$(per "$bc" "$N")

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/alecthomas/kong"
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/analyze"
@@ -22,7 +20,7 @@ import (
 type AnalyzeCmd struct {
 	Prometheus     clientflags.Prometheus `embed:"" prefix:"prometheus."`
 	RunID          string                 `name:"run-id" required:"" type:"runid" help:"Run to analyze."`
-	Lookback       string                 `default:"${analyze_lookback}" help:"How far back from now to look for the run (Prometheus duration)."`
+	Lookback       string                 `help:"How far back from now to look for the run (Prometheus duration)."`
 	Out            string                 `placeholder:"DIR" help:"Directory for report.json, report.md and report.html; must not exist or be empty (an earlier report is never overwritten). Default: the run's archive, <runs-dir>/<run-id>/report, or reports/<run-id> without one; re-analysing there keeps the earlier report as report.1, report.2, … (reports/<run-id>.1, …)."`
 	Wait           time.Duration          `default:"30s" help:"Longest wait for the run's final samples when Prometheus does not hold its end yet (analyze right after bench); the bench archive's boundaries fill in meanwhile. 0: no wait."`
 	Format         string                 `default:"text" enum:"text,json,csv" help:"What to print on stdout: text, json or csv (one row, report.json keys as columns)."`
@@ -30,43 +28,24 @@ type AnalyzeCmd struct {
 	RunsDir        string                 `name:"runs-dir" default:"runs" placeholder:"DIR" help:"Runs directory searched for the run's archive, DIR/<run-id> (requests.jsonl): the report then counts empty, repeated and short outputs (output_sanity); a run without one there is analyzed without."`
 	EngineSelector string                 `name:"engine.selector" placeholder:"MATCHERS" help:"PromQL label matchers picking the run's engine series for the server view, e.g. job=\"vllm\",instance=\"node1:8000\" (default: model_name of the run identity)."`
 
-	SLOTTFT   time.Duration `name:"slo.ttft" default:"${analyze_slo_ttft}" help:"TTFT SLO for goodput (0 disables)."`
-	SLOTPOT   time.Duration `name:"slo.tpot" default:"${analyze_slo_tpot}" help:"TPOT SLO for goodput (0 disables)."`
-	SSWindow  int           `name:"steady-state.window" default:"${analyze_ss_window}" help:"Steady state: requests per window."`
-	SSWindows int           `name:"steady-state.windows" default:"${analyze_ss_windows}" help:"Steady state: consecutive non-overlapping windows."`
-	SSCV      float64       `name:"steady-state.cv" default:"${analyze_ss_cv}" help:"Steady state: CV threshold of every window."`
-	SSWeight  string        `name:"steady-state.weighting" default:"${analyze_ss_weighting}" enum:"tokens,requests" help:"Steady state: how a request counts in a window's CV: by its output tokens (tokens), as in the J/token figure, or alike (requests, where a short request's attribution noise weighs as much as a long one)."`
+	Params analyzeParams `embed:""`
 
-	MaxErrorRate    float64       `name:"max-error-rate" default:"${analyze_max_error_rate}" help:"Formal error rate above which the run is invalid."`
-	MinCoverage     float64       `name:"min-coverage" default:"${analyze_min_coverage}" help:"Sample coverage below which the run is invalid."`
-	EnergyTolerance float64       `name:"energy-tolerance" default:"${analyze_energy_tolerance}" help:"Relative disagreement between counter and exporter stage energy above which the run is invalid."`
-	MaxBadOutput    float64       `name:"max-bad-output-ratio" default:"${analyze_max_bad_output_ratio}" help:"With a run archive: share of empty, repeated or short outputs above which the run is flagged outputs_suspect (a warning)."`
-	MinQuality      float64       `name:"min-quality" default:"${analyze_min_quality}" help:"With quality verdicts in the archive (workload.kind correctness, workload.quality_file): pass rate under which the run is flagged quality_low and excluded."`
-	QueryTimeout    time.Duration `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
-	ReadAPI         string        `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
-	Cost            CostFlags     `embed:"" prefix:"cost." group:"Cost and carbon"`
+	QueryTimeout time.Duration `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
+	ReadAPI      string        `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
+	Cost         CostFlags     `embed:"" prefix:"cost." group:"Cost and carbon"`
 }
 
-// analyzeDefaults are the analysis flags' defaults as kong variables, taken
-// from analyze.DefaultParams and analyze.DefaultLookback (demo's analysis
-// flags use them too): one source of defaults.
-func analyzeDefaults() kong.Vars {
-	p := analyze.DefaultParams()
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	return kong.Vars{
-		"analyze_lookback":             model.Duration(analyze.DefaultLookback).String(),
-		"analyze_slo_ttft":             p.SLOTTFT.String(),
-		"analyze_slo_tpot":             p.SLOTPOT.String(),
-		"analyze_ss_window":            strconv.Itoa(p.SSWindow),
-		"analyze_ss_windows":           strconv.Itoa(p.SSWindows),
-		"analyze_ss_cv":                f(p.SSCV),
-		"analyze_ss_weighting":         p.SSWeighting,
-		"analyze_max_error_rate":       f(p.MaxErrorRate),
-		"analyze_min_coverage":         f(p.MinCoverage),
-		"analyze_energy_tolerance":     f(p.EnergyTolerance),
-		"analyze_max_bad_output_ratio": f(p.MaxBadOutputRatio),
-		"analyze_min_quality":          f(p.MinQuality),
-	}
+// analyzeParams is analyze.Params without its methods: kong would call its
+// Validate at parse time, before the defaults; analyze.Run validates them
+// once. Their flags' defaults are analyze.DefaultParams' (newParser,
+// defaultsFromTarget).
+type analyzeParams analyze.Params
+
+// analyzeDefaults pre-fills the analyze run command with the analysis
+// defaults, which defaultsFromTarget makes the flags' defaults.
+func (c *AnalyzeCmd) analyzeDefaults() {
+	c.Lookback = model.Duration(analyze.DefaultLookback).String()
+	c.Params = analyzeParams(analyze.DefaultParams())
 }
 
 // Run analyzes the run and writes the report.
@@ -92,12 +71,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return withExitCode(exitUsage, err)
 	}
-	p := analyze.DefaultParams()
-	p.SLOTTFT, p.SLOTPOT = c.SLOTTFT, c.SLOTPOT
-	p.SSWindow, p.SSWindows, p.SSCV, p.SSWeighting = c.SSWindow, c.SSWindows, c.SSCV, c.SSWeight
-	p.MaxErrorRate, p.MinCoverage, p.EnergyTolerance = c.MaxErrorRate, c.MinCoverage, c.EnergyTolerance
-	p.MaxBadOutputRatio = c.MaxBadOutput
-	p.MinQuality = c.MinQuality
+	p := analyze.Params(c.Params)
 	cost, err := c.Cost.Inputs()
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,25 +52,6 @@ func benchHelpVars() kong.Vars {
 		"bench_default_requests":    strconv.Itoa(benchjob.DefaultFormalRequests),
 		"bench_steady_need":         strconv.Itoa(benchjob.SteadyStateNeed(benchjob.DefaultConcurrency)),
 	}
-}
-
-// defaultsFromTarget makes the value a flag's target holds before parsing
-// its default (kong.PostBuild): the bench command's struct is pre-filled
-// with benchjob.Defaults, which are thereby the flags' defaults, shown in
-// --help, one source with the experiment file's. A default: tag wins.
-func defaultsFromTarget(k *kong.Kong) error {
-	bench := findCommand(k.Model.Node, "bench")
-	if bench == nil {
-		return errors.New("no bench command")
-	}
-	for _, f := range bench.Flags {
-		if f.HasDefault || f.Target.Kind() == reflect.Pointer || f.Target.Kind() == reflect.Slice || f.Target.IsZero() {
-			continue
-		}
-		f.Default, f.HasDefault = fmt.Sprint(f.Target.Interface()), true
-		f.Tag.Default, f.Tag.HasDefault = f.Default, true
-	}
-	return nil
 }
 
 // benchFileOnly are the settings of the experiment file that have no bench

@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -117,6 +118,57 @@ func warnExposedSecrets(kctx *kong.Context, log *slog.Logger) {
 			log.Warn("secret file readable by every user of this host; chmod 600 it (or 400)", "flag", "--"+f.Name, "file", file, "mode", mode.String())
 		}
 	}
+}
+
+// defaultsFromTarget makes the value a flag's target holds before parsing
+// its default (kong.PostBuild): newParser pre-fills the bench, exporter,
+// demo and analyze commands' structs with their packages' defaults, which
+// are thereby the flags' defaults, shown in --help, one source with the
+// configuration files'. A default: tag wins; a pointer has none.
+func defaultsFromTarget(k *kong.Kong) error {
+	for _, path := range []string{"bench", "exporter", "analyze run", "demo"} {
+		cmd := findCommand(k.Model.Node, path)
+		if cmd == nil {
+			return fmt.Errorf("no %s command", path)
+		}
+		for _, f := range cmd.Flags {
+			if f.HasDefault || f.Target.Kind() == reflect.Pointer || f.Target.IsZero() {
+				continue
+			}
+			f.Default, f.HasDefault = flagDefault(f), true
+			f.Tag.Default, f.Tag.HasDefault = f.Default, true
+		}
+	}
+	return nil
+}
+
+// flagDefault is a flag's target written as its default: a duration as
+// Prometheus writes it (15m, not 15m0s), a list joined by its separator.
+func flagDefault(f *kong.Flag) string {
+	switch v := f.Target.Interface().(type) {
+	case time.Duration:
+		return shortDuration(v)
+	}
+	if f.Target.Kind() == reflect.Slice {
+		var parts []string
+		for i := range f.Target.Len() {
+			parts = append(parts, fmt.Sprint(f.Target.Index(i).Interface()))
+		}
+		return strings.Join(parts, string(f.Tag.Sep))
+	}
+	return fmt.Sprint(f.Target.Interface())
+}
+
+// shortDuration is d as Prometheus writes it: 15m, not 15m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // findCommand is the command at path (space-separated names) below root;

@@ -3,85 +3,109 @@ package main
 import (
 	"context"
 	"os"
-	"strconv"
+	"slices"
+	"strings"
 	"time"
 
-	"github.com/alecthomas/kong"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/joulemark/joulemark/internal/demo"
 	"github.com/joulemark/joulemark/report"
 )
 
 // DemoCmd runs the whole pipeline on the embedded default. Its flag
-// defaults are demo.Defaults' (demoDefaults); a lifecycle timing not given
-// takes the preset, the two-minute demo or, with --method-timings, the
-// method's full timings; a timing given is used as given (0 is refused by
-// demo.Config.Validate). Settings that are bench's have bench's names.
+// defaults are demo.Defaults' (demoDefaults pre-fills the command, and
+// defaultsFromTarget makes the values the flags' defaults); a lifecycle
+// timing not given takes the preset, the two-minute demo or, with
+// --method-timings, the method's full timings; a timing given is used as
+// given (0 is refused by demo.Config.Validate). Settings that are bench's
+// have bench's names; the tuning without a flag is set with --set
+// path=value (demoSettings).
 type DemoCmd struct {
-	RunsDir       string `name:"runs-dir" default:"${demo_runs_dir}" help:"Directory of the runs (each demo run in <runs-dir>/<run_id>/, never overwritten)."`
-	RunID         string `name:"run-id" type:"runid" help:"Run id (default: a fresh one)."`
-	PrometheusURL string `name:"prometheus.url" placeholder:"URL" help:"Use this Prometheus instead of the embedded one; it must accept remote write (--web.enable-remote-write-receiver)."`
-	ListenAddress string `name:"web.listen-address" default:"${demo_listen_address}" help:"Address of the embedded Prometheus' HTTP API (point curl or Grafana at it)."`
-	KeepServing   bool   `name:"keep-serving" help:"Keep the embedded Prometheus serving after the report, until Ctrl-C."`
+	RunsDir       string   `name:"runs-dir" help:"Directory of the runs (each demo run in <runs-dir>/<run_id>/, never overwritten)."`
+	RunID         string   `name:"run-id" type:"runid" help:"Run id (default: a fresh one)."`
+	PrometheusURL string   `name:"prometheus.url" placeholder:"URL" help:"Use this Prometheus instead of the embedded one; it must accept remote write (--web.enable-remote-write-receiver)."`
+	ListenAddress string   `name:"web.listen-address" help:"Address of the embedded Prometheus' HTTP API (point curl or Grafana at it)."`
+	KeepServing   bool     `name:"keep-serving" help:"Keep the embedded Prometheus serving after the report, until Ctrl-C."`
+	Set           []string `name:"set" sep:"none" placeholder:"PATH=VALUE" help:"Set a setting without a flag, over the flags: its path and a YAML value, e.g. steady_state.window=50 (repeatable; the settings are listed in docs/cli.md)."`
 
-	MethodTimings  bool          `name:"method-timings" help:"The method's full timings (1m idle, 2m weight loading, 10m formal, release held 30s) instead of the two-minute demo."`
-	GPUs           int           `name:"gpus" default:"${demo_gpus}" help:"Simulated GPUs."`
-	SampleInterval time.Duration `name:"sample.interval" hidden:"" default:"${demo_sample_interval}" help:"Exporter's sampling period."`
-	ScrapeInterval time.Duration `name:"scrape.interval" hidden:"" default:"${demo_scrape_interval}" help:"Prometheus' scrape period of the exporter and the engine."`
+	MethodTimings bool `name:"method-timings" help:"The method's full timings (1m idle, 2m weight loading, 10m formal, release held 30s) instead of the two-minute demo."`
+	GPUs          int  `name:"gpus" help:"Simulated GPUs."`
 
 	Idle           *time.Duration `name:"idle-duration" help:"Idle baseline length (default 10s; 1m with --method-timings)."`
 	StartupDelay   *time.Duration `name:"startup-delay" help:"Simulated weight loading time (default 10s; 2m with --method-timings)."`
-	WarmupRequests int            `name:"warmup-requests" default:"${demo_warmup_requests}" help:"Warm-up requests."`
+	WarmupRequests int            `name:"warmup-requests" help:"Warm-up requests."`
 	Formal         *time.Duration `name:"duration" help:"Formal phase length (default 60s; 10m with --method-timings)."`
 	FormalRequests int            `name:"requests" help:"Formal requests at most (0: bounded by --duration only)."`
 	ReleaseHold    *time.Duration `name:"release.hold" help:"Time power must hold within ±5% of the idle baseline (default 10s; 30s with --method-timings)."`
 	ReleaseMaxWait *time.Duration `name:"release.max-wait" help:"Release wait past which the run is flagged release not closed (default 2m; 10m with --method-timings)."`
 
-	Concurrency  int           `default:"${demo_concurrency}" help:"Concurrent requests (closed loop)."`
-	InputTokens  int           `name:"workload.mean-input-tokens" default:"${demo_input_tokens}" help:"Mean prompt length in tokens."`
-	OutputTokens int           `name:"workload.mean-output-tokens" default:"${demo_output_tokens}" help:"Mean completion length in tokens (ignore_eos)."`
-	OutputStddev int           `name:"workload.stddev-output-tokens" hidden:"" default:"${demo_output_stddev}" help:"Standard deviation of completion lengths."`
+	Concurrency  int           `help:"Concurrent requests (closed loop)."`
+	InputTokens  int           `name:"workload.mean-input-tokens" help:"Mean prompt length in tokens."`
+	OutputTokens int           `name:"workload.mean-output-tokens" help:"Mean completion length in tokens (ignore_eos)."`
 	Trace        string        `name:"workload.trace" placeholder:"FILE" help:"Replay this trace (JSONL lines of time, input_tokens, output_tokens: bench's workload.trace) as the formal load, an open loop, instead of the closed loop of --concurrency."`
 	Cost         demoCostFlags `embed:"" prefix:"cost." group:"Cost and carbon"`
-	MaxBatch     int           `name:"max-num-seqs" hidden:"" default:"${demo_max_num_seqs}" help:"Simulated engine's maximum batch."`
+	MaxBatch     int           `name:"max-num-seqs" hidden:"" help:"Simulated engine's maximum batch."`
 	Scenario     string        `default:"healthy" enum:"healthy,queueing,kv-evictions,slow-prefill,client-bound" help:"Situation to simulate, one per diagnosis rule (healthy, queueing, kv-evictions, slow-prefill, client-bound); applied after the other flags."`
-	KVCache      int           `name:"kv-cache-tokens" hidden:"" default:"${demo_kv_cache_tokens}" help:"Simulated engine's KV cache capacity in tokens (blocks of 16; preempts when full)."`
-	Prefill      time.Duration `name:"prefill-per-token" hidden:"" default:"${demo_prefill_per_token}" help:"Simulated engine's prefill time per prompt token."`
-	Frontend     time.Duration `name:"frontend-delay" hidden:"" default:"${demo_frontend_delay}" help:"Delay every request spends in front of the simulated engine (a router, a proxy) before its scheduler sees it."`
-	Dialect      string        `hidden:"" default:"${demo_dialect}" enum:"vllm,sglang" help:"Metric names the simulated engine speaks (vllm or sglang)."`
-	Seed         uint64        `hidden:"" default:"${demo_seed}" help:"Seed of the simulated engine and GPUs."`
+	KVCache      int           `name:"kv-cache-tokens" hidden:"" help:"Simulated engine's KV cache capacity in tokens (blocks of 16; preempts when full)."`
+	Prefill      time.Duration `name:"prefill-per-token" hidden:"" help:"Simulated engine's prefill time per prompt token."`
+	Frontend     time.Duration `name:"frontend-delay" hidden:"" help:"Delay every request spends in front of the simulated engine (a router, a proxy) before its scheduler sees it."`
+	Dialect      string        `hidden:"" help:"Metric names the simulated engine speaks (vllm or sglang)."`
+	Seed         uint64        `hidden:"" help:"Seed of the simulated engine and GPUs."`
 	Faults       FaultFlags    `embed:"" prefix:"fault."`
 
-	SLOTTFT   time.Duration `name:"slo.ttft" default:"${analyze_slo_ttft}" help:"TTFT SLO for goodput (0 disables)."`
-	SLOTPOT   time.Duration `name:"slo.tpot" default:"${analyze_slo_tpot}" help:"TPOT SLO for goodput (0 disables)."`
-	SSWindow  int           `name:"steady-state.window" hidden:"" default:"${analyze_ss_window}" help:"Steady state: requests per window."`
-	SSWindows int           `name:"steady-state.windows" hidden:"" default:"${analyze_ss_windows}" help:"Steady state: consecutive non-overlapping windows."`
-	SSCV      float64       `name:"steady-state.cv" hidden:"" default:"${analyze_ss_cv}" help:"Steady state: CV threshold of every window."`
-	SSWeight  string        `name:"steady-state.weighting" hidden:"" default:"${analyze_ss_weighting}" enum:"tokens,requests" help:"Steady state: how a request counts in a window's CV (tokens or requests)."`
+	SLOTTFT time.Duration `name:"slo.ttft" help:"TTFT SLO for goodput (0 disables)."`
+	SLOTPOT time.Duration `name:"slo.tpot" help:"TPOT SLO for goodput (0 disables)."`
 }
 
-// demoDefaults are the demo flags' defaults as kong variables, taken from
-// demo.Defaults (its analysis parameters are analyzeDefaults').
-func demoDefaults() kong.Vars {
+// demoDefaults pre-fills the demo command with demo.Defaults, which
+// defaultsFromTarget makes the flags' defaults (the timings are pointers:
+// not given, they take the preset).
+func (c *DemoCmd) demoDefaults() {
 	d := demo.Defaults()
-	return kong.Vars{
-		"demo_runs_dir":          d.Dir,
-		"demo_listen_address":    d.ListenAddress,
-		"demo_gpus":              strconv.Itoa(d.GPUs),
-		"demo_sample_interval":   d.SampleInterval.String(),
-		"demo_scrape_interval":   d.ScrapeInterval.String(),
-		"demo_warmup_requests":   strconv.Itoa(d.WarmupRequests),
-		"demo_concurrency":       strconv.Itoa(d.Concurrency),
-		"demo_input_tokens":      strconv.Itoa(d.InputTokens),
-		"demo_output_tokens":     strconv.Itoa(d.OutputTokens),
-		"demo_output_stddev":     strconv.Itoa(d.OutputStddev),
-		"demo_max_num_seqs":      strconv.Itoa(d.Engine.MaxBatch),
-		"demo_kv_cache_tokens":   strconv.Itoa(d.Engine.KVCacheTokens),
-		"demo_prefill_per_token": d.Engine.PrefillPerToken.String(),
-		"demo_frontend_delay":    d.Engine.FrontendDelay.String(),
-		"demo_dialect":           d.Engine.Dialect,
-		"demo_seed":              strconv.FormatUint(d.Engine.Seed, 10),
+	c.RunsDir, c.ListenAddress, c.GPUs, c.WarmupRequests = d.Dir, d.ListenAddress, d.GPUs, d.WarmupRequests
+	c.Concurrency, c.InputTokens, c.OutputTokens = d.Concurrency, d.InputTokens, d.OutputTokens
+	c.MaxBatch, c.KVCache, c.Prefill, c.Frontend = d.Engine.MaxBatch, d.Engine.KVCacheTokens, d.Engine.PrefillPerToken, d.Engine.FrontendDelay
+	c.Dialect, c.Seed = d.Engine.Dialect, d.Engine.Seed
+	c.SLOTTFT, c.SLOTPOT = d.Params.SLOTTFT, d.Params.SLOTPOT
+}
+
+// demoSetting is a demo setting without a flag: its --set path, why it has
+// no flag, and the field of demo.Config it sets.
+type demoSetting struct {
+	path, why string
+	field     func(*demo.Config) any
+}
+
+// demoSettings are the demo's settings without a flag (--set path=value;
+// docs/cli.md lists them), formerly hidden flags.
+var demoSettings = []demoSetting{
+	{"sample.interval", "tuning: the simulated exporter's sampling period", func(c *demo.Config) any { return &c.SampleInterval }},
+	{"scrape.interval", "tuning: the embedded Prometheus' scrape period", func(c *demo.Config) any { return &c.ScrapeInterval }},
+	{"workload.stddev_output_tokens", "workload shape: output length standard deviation", func(c *demo.Config) any { return &c.OutputStddev }},
+	{"steady_state.window", "analysis tuning: requests per steady-state window", func(c *demo.Config) any { return &c.Params.SSWindow }},
+	{"steady_state.windows", "analysis tuning: consecutive steady-state windows", func(c *demo.Config) any { return &c.Params.SSWindows }},
+	{"steady_state.cv", "analysis tuning: CV threshold of every window", func(c *demo.Config) any { return &c.Params.SSCV }},
+	{"steady_state.weighting", "analysis tuning: how a request counts in a window's CV (tokens or requests)", func(c *demo.Config) any { return &c.Params.SSWeighting }},
+}
+
+// applySets sets the --set settings on cfg, each value YAML.
+func applySets(cfg *demo.Config, sets []string) error {
+	for _, s := range sets {
+		path, value, ok := strings.Cut(s, "=")
+		i := slices.IndexFunc(demoSettings, func(d demoSetting) bool { return d.path == path })
+		if !ok || i < 0 {
+			var paths []string
+			for _, d := range demoSettings {
+				paths = append(paths, d.path)
+			}
+			return usageErrorf("--set %q: want PATH=VALUE, PATH one of %s", s, strings.Join(paths, ", "))
+		}
+		if err := yaml.Unmarshal([]byte(value), demoSettings[i].field(cfg)); err != nil {
+			return usageErrorf("--set %s: %w", s, err)
+		}
 	}
+	return nil
 }
 
 // Config is the demo configuration the flags give.
@@ -103,8 +127,7 @@ func (c *DemoCmd) Config() (demo.Config, error) {
 	cfg.Dir, cfg.RunID, cfg.PrometheusURL = c.RunsDir, c.RunID, c.PrometheusURL
 	cfg.ListenAddress, cfg.KeepServing = c.ListenAddress, c.KeepServing
 	cfg.GPUs, cfg.WarmupRequests, cfg.FormalRequests = c.GPUs, c.WarmupRequests, c.FormalRequests
-	cfg.SampleInterval, cfg.ScrapeInterval = c.SampleInterval, c.ScrapeInterval
-	cfg.Concurrency, cfg.InputTokens, cfg.OutputTokens, cfg.OutputStddev = c.Concurrency, c.InputTokens, c.OutputTokens, c.OutputStddev
+	cfg.Concurrency, cfg.InputTokens, cfg.OutputTokens = c.Concurrency, c.InputTokens, c.OutputTokens
 	cfg.Engine.MaxBatch, cfg.Engine.Seed, cfg.Sim.Seed = c.MaxBatch, c.Seed, c.Seed
 	cfg.Engine.KVCacheTokens, cfg.Engine.PrefillPerToken, cfg.Engine.FrontendDelay = c.KVCache, c.Prefill, c.Frontend
 	cfg.Engine.Dialect = c.Dialect
@@ -113,7 +136,9 @@ func (c *DemoCmd) Config() (demo.Config, error) {
 		CarbonIntensity: c.Cost.CarbonIntensity, PUE: c.Cost.PUE}
 	cfg.Engine.Faults = c.Faults.faults()
 	cfg.Params.SLOTTFT, cfg.Params.SLOTPOT = c.SLOTTFT, c.SLOTPOT
-	cfg.Params.SSWindow, cfg.Params.SSWindows, cfg.Params.SSCV, cfg.Params.SSWeighting = c.SSWindow, c.SSWindows, c.SSCV, c.SSWeight
+	if err := applySets(&cfg, c.Set); err != nil {
+		return cfg, err
+	}
 	return cfg, demo.ApplyScenario(&cfg, c.Scenario)
 }
 
@@ -138,7 +163,7 @@ func (c *DemoCmd) Run(ctx context.Context, g *Globals) error {
 // and the host energy basis, which the simulated node cannot feed.
 type demoCostFlags struct {
 	PricePerKWh     *float64 `name:"price-per-kwh" placeholder:"PRICE" help:"Energy price per kWh (in --cost.currency): adds cost figures."`
-	Currency        string   `name:"currency" hidden:"" placeholder:"CODE" help:"Currency of --cost.price-per-kwh, a label (e.g. EUR)."`
+	Currency        string   `name:"currency" placeholder:"CODE" help:"Currency of --cost.price-per-kwh, a label (e.g. EUR)."`
 	CarbonIntensity *float64 `name:"carbon-intensity" placeholder:"G_PER_KWH" help:"Grid carbon intensity, gCO2e per kWh: adds emission figures."`
 	PUE             *float64 `name:"pue" placeholder:"RATIO" help:"Facility power usage effectiveness (≥ 1), applied to the energy counted; required for any cost or emission figure."`
 }

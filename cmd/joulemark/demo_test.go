@@ -82,3 +82,23 @@ func TestDemoZeroTimingRefused(t *testing.T) {
 		t.Errorf("--idle-duration 0s: %v, want it refused", err)
 	}
 }
+
+// --set sets the demo's settings without a flag, over the flags; an
+// unknown path or a value of the wrong type is a usage error naming it.
+func TestDemoSet(t *testing.T) {
+	c, err := parseCLI(t, "demo", "--set", "steady_state.window=50", "--set", "sample.interval=200ms",
+		"--set", "steady_state.weighting=requests", "--set", "workload.stddev_output_tokens=0").Demo.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Params.SSWindow != 50 || c.SampleInterval != 200*time.Millisecond || c.Params.SSWeighting != "requests" || c.OutputStddev != 0 {
+		t.Errorf("--set not applied: window %d, sample interval %s, weighting %q, stddev %d",
+			c.Params.SSWindow, c.SampleInterval, c.Params.SSWeighting, c.OutputStddev)
+	}
+	for _, set := range []string{"steady_state.windw=3", "steady_state.window", "steady_state.window=many"} {
+		_, err := parseCLI(t, "demo", "--set", set).Demo.Config()
+		if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "--set") {
+			t.Errorf("--set %s: %v, want a usage error", set, err)
+		}
+	}
+}

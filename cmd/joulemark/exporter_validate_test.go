@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,17 +25,14 @@ func TestExporterRejectsNonsenseSettings(t *testing.T) {
 		{"--release.tolerance=NaN", "tolerance=NaN", "want 0 < t < 1"},
 		{"--release.hold=0s", "hold=0s", "want a duration > 0"},
 		{"--release.max-wait=0s", "max-wait=0s", "want a duration > 0"},
-		{"--idle.cv-threshold=0", "threshold=0", "want a coefficient"},
 		{"--run.max-kept=0", "run.max-kept=0", "want at least 1"},
 		{"--sample.interval=0s", "interval=0s", "want at least 10ms"},
 		{"--sample.interval=1ms", "interval=1ms", "want at least 10ms"}, // a usage error too (exit 2), not the exporter's (issue 33 low)
-		{"--run.metrics-ttl=-1m", "metrics-ttl=-1m0s", "want a duration ≥ 0"},
 		{"--sample.retention=0s", "retention=0s", "want a duration > 0"},
 		{"--run.max-age=0s", "max-age=0s", "want a duration > 0"},
 		{"--storage.save-interval=0s", "save-interval=0s", "want a duration > 0"},
 		{"--web.max-requests=-1", "max-requests=-1", "want 0 (no limit)"},
 		{"--gpus=-1", "gpus=-1", "want 0 (all"},
-		{"--nvml.init-timeout=-1s", "init-timeout=-1s", "want a duration ≥ 0"},
 		{"--nvml.retry-interval=0s", "retry-interval=0s", "want a duration > 0"},
 		{"--kubelet.refresh-interval=0s", "refresh-interval=0s", "want a duration > 0"},
 		{"--path.procfs=", "procfs=", "want a path"},
@@ -53,30 +52,63 @@ func TestExporterRejectsNonsenseSettings(t *testing.T) {
 	}
 	// the defaults pass, and so do the zeros that mean something
 	parseCLI(t, "exporter", "--gpu=sim")
-	for _, arg := range []string{"--run.metrics-ttl=0s", "--web.max-requests=0", "--gpus=0", "--nvml.init-timeout=0s",
+	for _, arg := range []string{"--web.max-requests=0", "--gpus=0",
 		"--storage.path=", "--host.powercap-path=", "--kubelet.pod-resources-socket=", "--sim.noise-watts=0", "--sim.seed=0",
 		"--sim.counter-period=0s", "--sim.down-for=0s"} {
 		parseCLI(t, "exporter", "--gpu=sim", arg)
 	}
 }
 
+// TestExporterFileSettings: --config.file sets the tuning without a flag
+// (strict YAML), validated as the flags are, its errors naming the
+// setting's path in the file; the zeros that mean something pass.
+func TestExporterFileSettings(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, yaml string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	ok := write("ok.yaml", "idle:\n  cv_threshold: 0.1\nrun:\n  metrics_ttl: 0s\nnvml:\n  init_timeout: 0s\n")
+	o := parseCLI(t, "exporter", "--config.file="+ok).Exporter.options()
+	if o.Config.IdleCVThreshold != 0.1 || o.Config.RunMetricsTTL != 0 || o.Backend.NVMLInitTimeout != 0 {
+		t.Errorf("file settings not applied: %+v", o)
+	}
+	if o := parseCLI(t, "exporter", "--config.file="+write("empty.yaml", "")).Exporter.options(); o.Config.IdleCVThreshold != exporter.Defaults().IdleCVThreshold {
+		t.Errorf("empty file: idle CV threshold %v", o.Config.IdleCVThreshold)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"idle:\n  cv_threshold: 0\n", "idle.cv_threshold=0: want a coefficient"},
+		{"run:\n  metrics_ttl: -1m\n", "run.metrics_ttl=-1m0s: want a duration ≥ 0"},
+		{"nvml:\n  init_timeout: -1s\n", "nvml.init_timeout=-1s: want a duration ≥ 0"},
+		{"idle:\n  cv_treshold: 0.1\n", "field cv_treshold not found"},
+		{"sample:\n  interval: 1s\n", "field sample not found"},
+	} {
+		_, p := testParser(t)
+		f := write("bad.yaml", tc.yaml)
+		if _, err := p.Parse([]string{"exporter", "--config.file=" + f}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+	for path, field := range exporter.FileSettings {
+		if _, ok := exporterFlags[field]; ok {
+			t.Errorf("%s (%s) is a flag's field too", path, field)
+		}
+	}
+}
+
 // TestExporterFlagDefaultsFromPackages: the exporter's flag defaults are
 // the packages' defaults (one source): what the command passes with no
-// flag set is exporter.Defaults, gpu.SimDefaults and
-// exporter.KubeletDefaults.
+// flag set is exporter.DefaultOptions (the derived settings aside).
 func TestExporterFlagDefaultsFromPackages(t *testing.T) {
-	c := parseCLI(t, "exporter").Exporter
-	d, sim, k := exporter.Defaults(), gpu.SimDefaults(), exporter.KubeletDefaults()
-	got := []any{c.Interval, c.Retention, c.MaxRequests, c.ReleaseTolerance, c.ReleaseHold, c.ReleaseMaxWait, c.IdleCVThreshold,
-		c.MaxRuns, c.SaveInterval, c.RunMaxAge, c.RunMetricsTTL,
-		c.SimIdleWatts, c.SimMaxWatts, c.SimStartupWatts, c.SimRampSeconds, c.SimDecaySeconds, c.SimNoiseWatts, c.SimSeed, c.SimPowerBias,
-		c.Kubelet.PodResourcesSocket, c.Kubelet.RefreshInterval, c.Kubelet.GPUResources, c.Kubelet.DeviceCheckpoint, c.Kubelet.ProcFS}
-	want := []any{d.Interval, d.Retention, d.MaxRequests, d.ReleaseTolerance, d.ReleaseHold, d.ReleaseMaxWait, d.IdleCVThreshold,
-		d.MaxRuns, d.SaveInterval, d.RunMaxAge, d.RunMetricsTTL,
-		sim.IdleWatts, sim.MaxWatts, sim.StartupWatts, sim.RampSeconds, sim.DecayTau, sim.NoiseWatts, sim.Seed, sim.PowerBias,
-		k.Socket, k.Refresh, k.GPUResources, k.Checkpoint, k.ProcFS}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("flag defaults\n%v\nwant the packages' defaults\n%v", got, want)
+	got := exporter.Options(parseCLI(t, "exporter").Exporter.Settings)
+	if want := exporter.DefaultOptions(); !reflect.DeepEqual(got, want) {
+		t.Errorf("flag defaults\n%+v\nwant exporter.DefaultOptions\n%+v", got, want)
+	}
+	if d, sim := exporter.Defaults(), gpu.SimDefaults(); got.Config.SaveInterval != d.SaveInterval || got.Backend.Sim.PowerBias != sim.PowerBias {
+		t.Errorf("defaults differ from exporter.Defaults or gpu.SimDefaults")
 	}
 }
 

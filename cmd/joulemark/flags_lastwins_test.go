@@ -17,7 +17,9 @@ func TestRepeatedFileFlagsLastWins(t *testing.T) {
 	dir := t.TempDir()
 	first, last := filepath.Join(dir, "first"), filepath.Join(dir, "last")
 	for _, p := range []string{first, last} {
-		if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
+		// an empty YAML mapping: a valid exporter --config.file (read at
+		// parse time) and a token, read only when the command runs
+		if err := os.WriteFile(p, []byte("{}\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

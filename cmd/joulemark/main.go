@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/joulemark/joulemark/benchjob"
+	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/internal/version"
 )
@@ -77,7 +78,11 @@ type CLI struct {
 // (an environment variable per flag and command) applied to the kong
 // model.
 func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
-	cli.Bench.Settings = benchSettings(benchjob.Defaults()) // the bench flags' defaults (defaultsFromTarget)
+	// the flags' defaults (defaultsFromTarget)
+	cli.Bench.Settings = benchSettings(benchjob.Defaults())
+	cli.Exporter.Settings = exporterSettings(exporter.DefaultOptions())
+	cli.Analyze.Run.analyzeDefaults()
+	cli.Demo.demoDefaults()
 	return kong.New(cli, append([]kong.Option{
 		kong.Name("joulemark"),
 		kong.Description("Energy per token of LLM inference, measured through Prometheus.\n\n" +
@@ -86,9 +91,6 @@ func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 		kong.ShortUsageOnError(),
 		kong.Vars{"version": version.String()},
 		benchHelpVars(),
-		exporterDefaults(),
-		demoDefaults(),
-		analyzeDefaults(),
 		kong.NamedMapper("runid", runIDMapper{}),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.PostBuild(defaultsFromTarget),

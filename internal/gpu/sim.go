@@ -43,69 +43,71 @@ func (s EngineState) String() string {
 }
 
 // SimConfig shapes the simulated GPUs. Zero fields take the defaults noted.
+// Its kong tags make it the exporter's --sim.* flags (hidden: simulator
+// knobs and faults).
 type SimConfig struct {
-	GPUs         int     // number of GPUs (default 1)
-	IdleWatts    float64 // idle power (default 70); each GPU gets a seeded ±2% offset
-	MaxWatts     float64 // power at load 1 (default 700)
-	StartupWatts float64 // power the startup ramp goes toward (default 250)
+	GPUs         int     `kong:"-"`                                                                                             // number of GPUs (default 1)
+	IdleWatts    float64 `hidden:"" name:"idle-watts" group:"Simulated GPUs" help:"Simulated idle power per GPU."`              // idle power (default 70); each GPU gets a seeded ±2% offset
+	MaxWatts     float64 `hidden:"" name:"max-watts" group:"Simulated GPUs" help:"Simulated power at full load."`               // power at load 1 (default 700)
+	StartupWatts float64 `hidden:"" name:"startup-watts" group:"Simulated GPUs" help:"Simulated power while the engine loads."` // power the startup ramp goes toward (default 250)
 	// RampSeconds is the time constant of every rise and of load changes
 	// while the engine runs (default 1.5).
-	RampSeconds float64
+	RampSeconds float64 `hidden:"" name:"ramp-seconds" group:"Simulated GPUs" help:"Time constant of simulated power rises."`
 	// DecayTau is the time constant, in seconds, of the release decay to idle
 	// after the engine stops (default 8).
-	DecayTau float64
+	DecayTau float64 `hidden:"" name:"decay-seconds" group:"Simulated GPUs" help:"Time constant of the simulated release decay."`
 	// NoiseWatts is the RMS of a smooth seeded noise (a sum of slow
 	// sinusoids) added to every GPU; 0 means none.
-	NoiseWatts float64
-	Seed       uint64
+	NoiseWatts float64 `hidden:"" name:"noise-watts" group:"Simulated GPUs" help:"RMS of the simulated power noise."`
+	Seed       uint64  `hidden:"" name:"seed" group:"Simulated GPUs" help:"Seed of the simulated noise."`
 	// UUIDSeed names this simulator's GPUs: their UUIDs derive from it, so
 	// two simulated exporters with different seeds (the command derives one
 	// from the host name and listen address, or --sim.uuid-seed) never
 	// report the same UUID, as two hosts' real GPUs never do. Empty: the
 	// fixed UUIDs GPU-5e000000-0000-4000-8000-<index>.
-	UUIDSeed string
+	UUIDSeed string `hidden:"" name:"uuid-seed" group:"Simulated GPUs" help:"Seed of the simulated GPUs' UUIDs: exporters with different seeds report different UUIDs, as two hosts' GPUs do (default: the host name and --web.listen-address; give the same seed to two exporters to make their UUIDs collide)."`
 	// EnergyCounter makes Sample report a cumulative energy counter with
 	// NVML's millijoule resolution, as Volta and later GPUs do.
-	EnergyCounter bool
+	EnergyCounter bool `hidden:"" name:"energy-counter" group:"Simulated GPUs" help:"Simulated GPUs report an energy counter (else energy is integrated)."`
 	// CounterPeriod is how often the simulated counter updates, as real
 	// drivers update theirs about every 100 ms (0: continuously).
-	CounterPeriod time.Duration
+	CounterPeriod time.Duration `hidden:"" name:"counter-period" group:"Simulated GPUs" help:"How often the simulated energy counter updates (real drivers: about 100ms; 0: continuously)."`
 	// CounterOffset is the phase of the counter's update grid: updates fall
 	// at CounterOffset + k·CounterPeriod (plus jitter) after the epoch.
-	CounterOffset time.Duration
+	CounterOffset time.Duration `hidden:"" name:"counter-offset" group:"Simulated GPUs" help:"Phase of the simulated counter's update grid (updates at offset + k·period)."`
 	// CounterJitter moves every counter update by a seeded, uniformly
 	// distributed amount in [−CounterJitter, +CounterJitter]; at most
 	// 0.45·CounterPeriod so updates stay in order.
-	CounterJitter time.Duration
+	CounterJitter time.Duration `hidden:"" name:"counter-jitter" group:"Simulated GPUs" help:"Each simulated counter update moves by a seeded amount within ±this (at most 0.45·--sim.counter-period)."`
 	// HangBlocksClose makes Close block for good while a call of a hung
 	// GPU (HangGPU) is in flight, as NVML's shutdown does behind a hung
 	// driver call (the NVML backend's Close waits for its calls); without
 	// it, Close releases the hung calls.
-	HangBlocksClose bool
+	HangBlocksClose bool `hidden:"" name:"hang-shutdown" group:"Simulated GPUs" help:"With --sim.hang-gpu: the hung call also blocks the backend's shutdown for good, as NVML's shutdown behind a hung driver call (the exporter exits anyway, after a bounded wait)."`
 	// DownAtStart lists GPUs that fail to open at start, as a GPU failing
 	// nvmlDeviceGetHandleByIndex: Devices lists them with Err and no UUID,
 	// and their reads fail, until DownFor has passed since NewSim (0: for
 	// good); then they open with their identity.
-	DownAtStart []int
-	DownFor     time.Duration
+	DownAtStart []int         `kong:"-"`
+	DownFor     time.Duration `hidden:"" name:"down-for" group:"Simulated GPUs" help:"How long --sim.down-gpu stays down after the start (0: for good)."`
 	// LostGPUs lists GPUs whose reads fail with "GPU is lost" (NVML's
 	// ERROR_GPU_IS_LOST, an Xid 79) from LostAfter after NewSim, for good,
 	// or for LostFor when it is > 0; their identity stays (Devices).
-	LostGPUs  []int
-	LostAfter time.Duration
-	LostFor   time.Duration
+	LostGPUs  []int         `kong:"-"`
+	LostAfter time.Duration `hidden:"" name:"lost-after" group:"Simulated GPUs" help:"When --sim.lost-gpu is lost, after the exporter starts."`
+	LostFor   time.Duration `hidden:"" name:"lost-for" group:"Simulated GPUs" help:"How long --sim.lost-gpu stays lost (0: for good); it then answers again with the same UUID."`
 	// CounterJumpAfter, when > 0 with EnergyCounter, makes one energy
 	// counter read, the first of any GPU at or after this long after
 	// NewSim, return the counter plus CounterJumpJoules (a bogus read).
-	CounterJumpAfter time.Duration
+	CounterJumpAfter time.Duration `hidden:"" name:"counter-jump-after" group:"Simulated GPUs" help:"With --sim.energy-counter: one energy counter read, the first of any GPU this long after the start, returns the counter plus 1e12 mJ (a bogus read); 0: none."`
 	// PowerBias makes every power reading (Sample.PowerWatts, the average
 	// power of SlowSample) this factor times the power the energy counter,
 	// PowerAt and ExactEnergy integrate, as a real GPU's field 186 may read
 	// a few percent off its counter (default 1; 0.5..1.5).
-	PowerBias float64
+	PowerBias float64 `hidden:"" name:"power-bias" group:"Simulated GPUs" help:"Simulated power readings are this factor times the power the simulated energy counter integrates (a real GPU's instant power may read a few percent off its counter); 0.5..1.5."`
 	// History is how long ExactEnergy can look back (default 1h).
-	History time.Duration
-	Clock   Clock // default RealClock
+	History time.Duration `kong:"-"`
+	Clock   Clock         `kong:"-"` // default RealClock
 }
 
 // SimDefaults is the simulator's default configuration, the exporter's
