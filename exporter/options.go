@@ -25,7 +25,7 @@ func DefaultOptions() Options {
 			Sim: gpu.SimDefaults(), SimHangGPU: -1, SimDownGPU: -1,
 		},
 		Kubelet: KubeletDefaults(), PowercapPath: "/sys/class/powercap",
-		Config: cfg, ListenAddress: ":9402",
+		Config: cfg, ListenAddress: ":9402", GoMaxProcs: 1,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -250,11 +251,27 @@ type Options struct {
 	Config        Config `embed:""`
 	ListenAddress string `name:"web.listen-address" group:"Web and phase API" help:"Address to serve /metrics and the API on."`
 	WebConfigFile string `name:"web.config.file" group:"Web and phase API" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for every endpoint."`
+	// GoMaxProcs caps the Go scheduler's threads running at once
+	// (runtime.GOMAXPROCS); 0 leaves Go's default. The environment
+	// variable GOMAXPROCS, when set, wins.
+	GoMaxProcs int `name:"runtime.gomaxprocs" group:"GPUs and sampling" help:"Go threads running at once, as node_exporter's flag: 1 keeps a 100 Hz sampler under 1% of a core (docs/exporter.md); 0 leaves Go's default; the GOMAXPROCS environment variable wins when set."`
+}
+
+// setGoMaxProcs applies o.GoMaxProcs unless GOMAXPROCS is set in the
+// environment, and returns the value in force.
+func setGoMaxProcs(n int, log *slog.Logger) int {
+	if env := os.Getenv("GOMAXPROCS"); env != "" || n <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	prev := runtime.GOMAXPROCS(n)
+	log.Debug("GOMAXPROCS set", "gomaxprocs", n, "was", prev)
+	return n
 }
 
 // Main opens the backend, builds and starts the exporter and serves until
 // ctx ends, then shuts it down (joulemark exporter).
 func Main(ctx context.Context, o Options, log *slog.Logger) error {
+	setGoMaxProcs(o.GoMaxProcs, log)
 	backend, stop, err := openMainBackend(ctx, o.Backend, log)
 	if err != nil {
 		return err
