@@ -1,24 +1,16 @@
 package analyze
 
 import (
-	"context"
-	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
-	"github.com/joulemark/joulemark/internal/promquery"
-	"github.com/joulemark/joulemark/internal/secretfile"
 	"github.com/joulemark/joulemark/report"
-	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/config"
 )
 
-// AddCost adds the cost section to the report from the inputs; carbon is
+// addCost adds the cost section to the report from the inputs; carbon is
 // the intensity (the constant, or the query's average over the run; nil
 // when neither). Nothing is added when no input is given.
-func AddCost(r *report.Report, in report.CostInputs, carbon *float64) {
+func addCost(r *report.Report, in report.CostInputs, carbon *float64) {
 	if !in.Set() {
 		return
 	}
@@ -67,32 +59,6 @@ func scaledPtr(p *float64, k float64) *float64 {
 		return nil
 	}
 	return new(*p * k)
-}
-
-// CarbonOverRun is the carbon intensity for the run: the constant, or the
-// query's average from the report's first stage start to its last stage
-// end; nil when neither is given or the query has no sample there.
-func CarbonOverRun(ctx context.Context, cfg Config, r *report.Report) (*float64, error) {
-	in := cfg.Cost
-	if in.CarbonQuery == "" {
-		return in.CarbonIntensity, nil
-	}
-	from, to := math.Inf(1), math.Inf(-1)
-	for _, st := range r.Stages {
-		from, to = min(from, st.Start), max(to, st.End)
-	}
-	if !(to > from) {
-		return nil, nil
-	}
-	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
-	if err != nil {
-		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
-	}
-	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: limitClient(hc, cfg.maxResponse)})
-	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
-	}
-	return promquery.AverageOver(ctx, v1.NewAPI(client), in.CarbonQuery, from, to)
 }
 
 // costMarkdown is report.md's "Cost and carbon" section.

@@ -46,7 +46,7 @@ func deref(p *float64) any {
 // → 0.15 kWh → 0.03 and 60 g; at 0.72 J → 0.3 kWh → 0.06 and 120 g.
 func TestCostFixture(t *testing.T) {
 	r := costReport()
-	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), Currency: "EUR", CarbonIntensity: new(400.0), PUE: new(1.5)}, new(400.0))
+	addCost(r, report.CostInputs{PricePerKWh: new(0.2), Currency: "EUR", CarbonIntensity: new(400.0), PUE: new(1.5)}, new(400.0))
 	c := r.Cost
 	if c.Boundary != "GPU board energy only × PUE 1.5" || len(c.Missing) != 0 || c.CarbonSource != "constant" {
 		t.Errorf("boundary %q, missing %v, source %q", c.Boundary, c.Missing, c.CarbonSource)
@@ -64,18 +64,18 @@ func TestCostFixture(t *testing.T) {
 // the section says what is missing; no input at all: no section.
 func TestCostMissingInputs(t *testing.T) {
 	r := costReport()
-	AddCost(r, report.CostInputs{}, nil)
+	addCost(r, report.CostInputs{}, nil)
 	if r.Cost != nil {
 		t.Fatalf("no inputs: cost section %+v, want none", r.Cost)
 	}
-	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
+	addCost(r, report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
 	costNear(t, "money without carbon", r.Cost.PerRun.Money, 0.6)
 	isNil(t, "carbon without intensity", r.Cost.PerRun.GramsCO2e)
 	if fmt.Sprint(r.Cost.Missing) != "[carbon intensity]" {
 		t.Errorf("missing %v", r.Cost.Missing)
 	}
 	r = costReport()
-	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), CarbonIntensity: new(400.0)}, new(400.0))
+	addCost(r, report.CostInputs{PricePerKWh: new(0.2), CarbonIntensity: new(400.0)}, new(400.0))
 	isNil(t, "money without PUE", r.Cost.PerRun.Money)
 	isNil(t, "carbon without PUE", r.Cost.Per1MOutputTokensSteady.GramsCO2e)
 	if !strings.Contains(r.Cost.Boundary, "PUE (not given)") {
@@ -83,7 +83,7 @@ func TestCostMissingInputs(t *testing.T) {
 	}
 	r = costReport()
 	r.SteadyState.Reached = false
-	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
+	addCost(r, report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
 	isNil(t, "steady state not reached", r.Cost.Per1MOutputTokensSteady.Money)
 }
 
@@ -92,7 +92,7 @@ func TestCostMissingInputs(t *testing.T) {
 func TestCostGPUPlusHost(t *testing.T) {
 	in := report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5), Energy: report.CostEnergyGPUHost}
 	r := costReport()
-	AddCost(r, in, nil)
+	addCost(r, in, nil)
 	isNil(t, "run without host energy", r.Cost.PerRun.FacilityKWh)
 	if len(r.Cost.Missing) == 0 || !strings.Contains(r.Cost.Missing[0], "host energy") {
 		t.Errorf("missing %v", r.Cost.Missing)
@@ -100,7 +100,7 @@ func TestCostGPUPlusHost(t *testing.T) {
 	r = costReport()
 	r.HostEnergy = &report.HostEnergy{Available: true, LifecycleJoules: new(3.6e6), GPUPlusHostSteadyStateJoulesPerToken: new(0.54),
 		GPUPlusHostFullLifecycleJoulesPerToken: new(1.08)}
-	AddCost(r, in, nil)
+	addCost(r, in, nil)
 	costNear(t, "run kWh", r.Cost.PerRun.FacilityKWh, 4.5)
 	costNear(t, "steady money", r.Cost.Per1MOutputTokensSteady.Money, 0.045)
 	if !strings.HasPrefix(r.Cost.Boundary, report.Boundary+" + host CPU packages") || !strings.HasSuffix(r.Cost.Boundary, "× PUE 1.5") {

@@ -137,7 +137,7 @@ func measureCoverage(t testing.TB, sc covScenario, runs int, seed uint64) []cove
 	points := map[string][]float64{}
 	cis := map[string][][2]float64{}
 	for range runs {
-		r, _, err := Compute(sc.simRun(rng), DefaultParams())
+		r, _, err := computeSeries(sc.simRun(rng), DefaultParams())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func TestIntervalCoverage(t *testing.T) {
 func TestIntervalTooFewStretches(t *testing.T) {
 	sc := covScenarios[1]
 	sc.formalSecs = 45
-	r, _, err := Compute(sc.simRun(rand.New(rand.NewPCG(3, 1))), DefaultParams())
+	r, _, err := computeSeries(sc.simRun(rand.New(rand.NewPCG(3, 1))), DefaultParams())
 	if err != nil {
 		t.Fatal(err)
 	}

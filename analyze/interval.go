@@ -250,6 +250,7 @@ func (c *computation) latencyThresholds(s *ivSeries) [3][4]float64 {
 	var thr [3][4]float64
 	for k := range s.lat {
 		s.lat[k].name = names[k]
+		s.lat[k].sorted = make([]float64, 0, len(c.formal))
 		for _, i := range c.formal {
 			if v, ok := latencyValue(k, &c.d.Requests[i]); ok {
 				s.lat[k].sorted = append(s.lat[k].sorted, v)
@@ -297,7 +298,7 @@ func (s *ivSeries) drainVariance(resid []float64, bins [2]int) float64 {
 // latencies (a request in flight at a random instant), drawn drainDraws
 // times with a fixed seed.
 func (c *computation) drainLengthVariance(lastSend float64) float64 {
-	var lat []float64
+	lat := make([]float64, 0, len(c.formal))
 	inFlight := 0
 	for _, i := range c.formal {
 		q := &c.d.Requests[i]

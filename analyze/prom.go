@@ -18,6 +18,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // rawSampleMargin: raw samples are fetched beyond the run's span, for
@@ -591,4 +592,34 @@ func joinRequest(val [nReqMetrics]float64, has [nReqMetrics]bool) (reqVals, bool
 		r.hasTTFT, r.ttft = true, t
 	}
 	return r, true
+}
+
+// load reads the run's data from Prometheus; arch, when set, is the run's
+// bench archive, whose phases.json fills in what Prometheus lacks.
+func load(ctx context.Context, cfg Config, prom v1.API, arch *BenchArchive) (*RunData, error) {
+	l := &loader{api: prom, runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
+		readAPI: cfg.ReadAPI, log: cfg.Logger, wait: cfg.Wait, maxSamples: cfg.MaxSamples}
+	if arch != nil {
+		l.arch = combineViews(arch.views)
+	}
+	if !cfg.Now.IsZero() {
+		l.wait = 0 // a fixed instant: nothing more will arrive
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	if l.now.IsZero() {
+		l.now = time.Now()
+	}
+	if cfg.ReadAPI != remoteread.Query {
+		var err error
+		if l.rr, err = remoteread.New(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
+			return nil, err
+		}
+	}
+	d, err := l.load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading run %q from %s: %w", cfg.RunID, secretfile.RedactURL(cfg.PrometheusURL), secretfile.SecretsOf(cfg.PrometheusURL).Error(err))
+	}
+	return d, nil
 }

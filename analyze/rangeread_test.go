@@ -192,7 +192,7 @@ func checkChunkedLoad(t *testing.T, url string) {
 				rd.remote, len(got.Requests), got.IncompleteRequests, len(got.GPUs), len(got.GPUs[0].Energy), len(got.GPUs[0].Power),
 				len(whole.Requests), whole.IncompleteRequests, len(whole.GPUs), len(whole.GPUs[0].Energy), len(whole.GPUs[0].Power))
 		}
-		r, _, err := Compute(got, fixtureParams())
+		r, _, err := computeSeries(got, fixtureParams())
 		if err != nil {
 			t.Fatal(err)
 		}
