@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/joulemark/joulemark/demo"
+	"github.com/joulemark/joulemark/internal/simengine"
 	"github.com/joulemark/joulemark/report"
 )
 
@@ -25,14 +26,14 @@ type DemoCmd struct {
 	Timings  demo.Timings `embed:""`
 	Set      []string     `name:"set" sep:"none" placeholder:"PATH=VALUE" help:"Set a setting without a flag, over the flags: its path and a YAML value, e.g. steady_state.window=50 (repeatable; the settings are listed in docs/cli.md)."`
 
-	Cost     demoCostFlags `embed:"" prefix:"cost." group:"Cost and carbon"`
-	MaxBatch int           `name:"max-num-seqs" hidden:"" help:"Simulated engine's maximum batch."`
-	KVCache  int           `name:"kv-cache-tokens" hidden:"" help:"Simulated engine's KV cache capacity in tokens (blocks of 16; preempts when full)."`
-	Prefill  time.Duration `name:"prefill-per-token" hidden:"" help:"Simulated engine's prefill time per prompt token."`
-	Frontend time.Duration `name:"frontend-delay" hidden:"" help:"Delay every request spends in front of the simulated engine (a router, a proxy) before its scheduler sees it."`
-	Dialect  string        `hidden:"" help:"Metric names the simulated engine speaks (vllm or sglang)."`
-	Seed     uint64        `hidden:"" help:"Seed of the simulated engine and GPUs."`
-	Faults   FaultFlags    `embed:"" prefix:"fault."`
+	Cost     demoCostFlags    `embed:"" prefix:"cost." group:"Cost and carbon"`
+	MaxBatch int              `name:"max-num-seqs" hidden:"" help:"Simulated engine's maximum batch."`
+	KVCache  int              `name:"kv-cache-tokens" hidden:"" help:"Simulated engine's KV cache capacity in tokens (blocks of 16; preempts when full)."`
+	Prefill  time.Duration    `name:"prefill-per-token" hidden:"" help:"Simulated engine's prefill time per prompt token."`
+	Frontend time.Duration    `name:"frontend-delay" hidden:"" help:"Delay every request spends in front of the simulated engine (a router, a proxy) before its scheduler sees it."`
+	Dialect  string           `hidden:"" help:"Metric names the simulated engine speaks (vllm or sglang)."`
+	Seed     uint64           `hidden:"" help:"Seed of the simulated engine and GPUs."`
+	Faults   simengine.Faults `embed:"" prefix:"fault."`
 
 	SLOTTFT time.Duration `name:"slo.ttft" help:"TTFT SLO for goodput (0 disables)."`
 	SLOTPOT time.Duration `name:"slo.tpot" help:"TPOT SLO for goodput (0 disables)."`
@@ -50,7 +51,7 @@ func (c *DemoCmd) demoDefaults() {
 	d := demo.Defaults()
 	c.Settings = demoConfig(d)
 	c.MaxBatch, c.KVCache, c.Prefill, c.Frontend = d.Engine.MaxBatch, d.Engine.KVCacheTokens, d.Engine.PrefillPerToken, d.Engine.FrontendDelay
-	c.Dialect, c.Seed = d.Engine.Dialect, d.Engine.Seed
+	c.Dialect, c.Seed, c.Faults = d.Engine.Dialect, d.Engine.Seed, d.Engine.Faults
 	c.SLOTTFT, c.SLOTPOT = d.Params.SLOTTFT, d.Params.SLOTPOT
 }
 
@@ -101,7 +102,7 @@ func (c *DemoCmd) Config() (demo.Config, error) {
 	cfg.Engine.Dialect = c.Dialect
 	cfg.Cost = report.CostInputs{PricePerKWh: c.Cost.PricePerKWh, Currency: c.Cost.Currency,
 		CarbonIntensity: c.Cost.CarbonIntensity, PUE: c.Cost.PUE}
-	cfg.Engine.Faults = c.Faults.faults()
+	cfg.Engine.Faults = c.Faults
 	cfg.Params.SLOTTFT, cfg.Params.SLOTPOT = c.SLOTTFT, c.SLOTPOT
 	if err := applySets(&cfg, c.Set); err != nil {
 		return cfg, err
