@@ -166,7 +166,7 @@ type Timings struct {
 	MethodTimings  bool           `name:"method-timings" help:"The method's full timings (1m idle, 2m weight loading, 10m formal, release held 30s) instead of the two-minute demo."`
 	Idle           *time.Duration `name:"idle-duration" help:"Idle baseline length (default: the preset's, 10s; 1m with --method-timings)."`
 	StartupDelay   *time.Duration `name:"startup-delay" help:"Simulated weight loading time (default: the preset's, 10s; 2m with --method-timings)."`
-	Formal         *time.Duration `name:"duration" help:"Formal phase length (default: the preset's, 60s; 10m with --method-timings)."`
+	Formal         *time.Duration `name:"duration" help:"Formal phase length (default: the preset's, 1m; 10m with --method-timings)."`
 	ReleaseHold    *time.Duration `name:"release.hold" help:"Time power must hold within ±5% of the idle baseline (default: the preset's, 10s; 30s with --method-timings)."`
 	ReleaseMaxWait *time.Duration `name:"release.max-wait" help:"Release wait past which the run is flagged release not closed (default: the preset's, 2m; 10m with --method-timings)."`
 }
