@@ -1,8 +1,6 @@
 package analyze
 
 import (
-	"context"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -38,42 +36,6 @@ func (s gpuSet) has(m model.Metric) bool {
 	}
 	k := keyOf(m)
 	return s.keys[k] || s.keys[gpuKey{uuid: k.uuid}]
-}
-
-// gpuSelector matches the run's GPUs: those with phase energies for the
-// run, each on its own exporter instance; GPUs known from the archive only
-// are looked for on the instances that published the run's phases; without
-// any GPU, every GPU of those instances.
-func (l *loader) gpuSelector(ctx context.Context, keys map[gpuKey]bool) (gpuSet, error) {
-	insts := map[string]bool{}
-	uuids := map[string]bool{}
-	archiveOnly := false
-	for k := range keys {
-		uuids[k.uuid] = true
-		if k.instance == "" {
-			archiveOnly = true
-		} else {
-			insts[k.instance] = true
-		}
-	}
-	if len(keys) == 0 || archiveOnly {
-		vec, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel()))), l.now)
-		if err != nil {
-			return gpuSet{}, err
-		}
-		for _, s := range vec {
-			insts[string(s.Metric["instance"])] = true
-		}
-	}
-	if len(keys) == 0 {
-		return gpuSet{sel: "instance=~" + anyOf(slices.Sorted(maps.Keys(insts)))}, nil
-	}
-	uuidSel := "uuid=~" + anyOf(slices.Sorted(maps.Keys(uuids)))
-	sel := uuidSel
-	if len(insts) > 0 {
-		sel = "instance=~" + anyOf(slices.Sorted(maps.Keys(insts))) + "," + uuidSel
-	}
-	return gpuSet{sel: sel, uuidSel: uuidSel, keys: keys}, nil
 }
 
 // rawSel narrows the queries of the exporters' pushed raw series
