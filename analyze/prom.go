@@ -58,17 +58,19 @@ type loader struct {
 	// (0: not at all).
 	arch *archivedRun
 	wait time.Duration
-	// invalid counts the values left out as impossible (plausible.go).
+	// invalid counts the values left out as impossible (invalidValues).
 	invalid invalidValues
 }
 
 // errRunNotFound says the run has no phase boundaries in Prometheus.
 var errRunNotFound = errors.New("run not found")
 
-// load reads the run's data from Prometheus; arch, when set, is the run's
-// bench archive, whose phases.json fills in what Prometheus lacks.
-func load(ctx context.Context, cfg Config, prom v1.API, arch *BenchArchive) (*RunData, error) {
-	l := &loader{api: prom, runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
+// load reads the run's data from Prometheus through api, the raw series
+// through rr (remote read; nil: the query API); arch, when set, is the
+// run's bench archive, whose phases.json fills in what Prometheus lacks.
+// It is where the loader takes its fields from cfg.
+func load(ctx context.Context, cfg Config, api v1.API, rr *remoteread.Reader, arch *BenchArchive) (*RunData, error) {
+	l := &loader{api: api, rr: rr, runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
 		readAPI: cfg.ReadAPI, log: cfg.Logger, wait: cfg.Wait, maxSamples: cfg.MaxSamples}
 	if arch != nil {
 		l.arch = combineViews(arch.views)
@@ -81,12 +83,6 @@ func load(ctx context.Context, cfg Config, prom v1.API, arch *BenchArchive) (*Ru
 	}
 	if l.now.IsZero() {
 		l.now = time.Now()
-	}
-	if cfg.ReadAPI != remoteread.Query {
-		var err error
-		if l.rr, err = remoteread.New(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
-			return nil, err
-		}
 	}
 	d, err := l.load(ctx)
 	if err != nil {
@@ -1144,6 +1140,9 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 		n      int
 	}
 	series := map[model.Fingerprint]*acc{}
+	// An engine's own NaN is its business: only joulemark's are noted.
+	metric := queryMetric(sel)
+	ours := strings.HasPrefix(metric, "joulemark_")
 	err := inOrder(ctx, len(ws), l.par, func(ctx context.Context, i int) ([]part, error) {
 		m, err := l.rangeRead(ctx, sel, ws[i])
 		if err != nil {
@@ -1156,8 +1155,8 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 				switch v := float64(p.Value); {
 				case !ws[i].keep(p.Timestamp):
 				case math.IsNaN(v) || math.IsInf(v, 0):
-					if m := queryMetric(sel); strings.HasPrefix(m, "joulemark_") {
-						l.invalid.note(m) // an engine's own NaN is its business
+					if ours {
+						l.invalid.note(metric)
 					}
 				default:
 					s = append(s, Sample{T: float64(p.Timestamp) / 1000, V: v})
