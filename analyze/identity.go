@@ -29,8 +29,8 @@ func identityLine(id *report.RunIdentity) string {
 	}
 	rep := ""
 	if i.RepetitionGroup != "" {
-		rep = fmt.Sprintf(" · repetition %d of %d in group `%s`", i.Repetition, i.Repetitions, i.RepetitionGroup)
+		rep = fmt.Sprintf(" · repetition %d of %d in group %s", i.Repetition, i.Repetitions, mdCode(i.RepetitionGroup))
 	}
-	return fmt.Sprintf("Model `%s` · engine %s · %s · load %s · mean tokens in/out %.0f/%.0f%s · prompt set `%s`%s (from %s)",
-		orDash(i.Model), i.EngineLabel(), i.Hardware(), orDash(i.Load()), i.MeanInputTokens, i.MeanOutputTokens, eos, orDash(digest), rep, id.Source)
+	return fmt.Sprintf("Model %s · engine %s · %s · load %s · mean tokens in/out %.0f/%.0f%s · prompt set %s%s (from %s)",
+		mdCode(orDash(i.Model)), mdEscape(i.EngineLabel()), mdEscape(i.Hardware()), mdEscape(orDash(i.Load())), i.MeanInputTokens, i.MeanOutputTokens, eos, mdCode(orDash(digest)), rep, id.Source)
 }

@@ -35,3 +35,34 @@ func TestArchiveRunInfoFallback(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentityFromEngineStaysText: a model id and GPU name with HTML and
+// backticks (both come from parties joulemark does not control) render as
+// text in report.md and report.html, never as markup.
+func TestIdentityFromEngineStaysText(t *testing.T) {
+	r, _ := fixtureReport(t)
+	r.Run = &report.RunIdentity{Source: "archive"}
+	r.Run.Model = "m` <img src=x onerror=alert(1)> ``"
+	r.Run.Engine = "vllm"
+	r.Run.GPUs, r.Run.GPUName = 1, "<b>H200</b> | x"
+	var md, html strings.Builder
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&html, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	// In report.md the model id stands in a code span (literal text) and
+	// the GPU name is escaped; report.html renders neither as markup.
+	if strings.Contains(md.String(), "<b>H200") {
+		t.Errorf("report.md holds the GPU name's HTML unescaped")
+	}
+	for _, bad := range []string{"<img", "<b>H200"} {
+		if strings.Contains(html.String(), bad) {
+			t.Errorf("report.html holds %q as markup", bad)
+		}
+	}
+	if !strings.Contains(md.String(), "``` m` <img src=x onerror=alert(1)> `` ```") {
+		t.Errorf("report.md does not keep the model id whole in one code span:\n%s", md.String()[:min(md.Len(), 600)])
+	}
+}

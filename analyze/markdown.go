@@ -307,7 +307,33 @@ func int64p(p *int64, unit string) string {
 	return fmt.Sprintf("%d %s", *p, unit)
 }
 
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+func mdEscape(s string) string { return mdText.Replace(s) }
+
+// mdText escapes text from outside (an engine's model id, a GPU name, a
+// reason) for report.md: a table's cell separator, and HTML, which a
+// Markdown viewer would otherwise render.
+var mdText = strings.NewReplacer("|", `\|`, "&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// mdCode is s as one Markdown code span, whatever backticks s holds: the
+// fence is one backtick longer than s's longest run of them (CommonMark),
+// so s cannot close it and what follows stays text.
+func mdCode(s string) string {
+	s = strings.NewReplacer("\n", " ", "\r", " ").Replace(s)
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if longest > 0 {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
 
 // WriteSummary prints the headline figures as an aligned table (stdout of
 // joulemark analyze).

@@ -140,6 +140,11 @@ func stage(dir string, f Files) (string, error) {
 // CheckFree fails when dir exists and is not an empty directory (with
 // ErrExists when it holds files): Write would refuse it.
 func CheckFree(dir string) error {
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// Writing replaces dir by rename: the link itself would go.
+		target, _ := os.Readlink(dir)
+		return fmt.Errorf("output %s is a symbolic link (to %s); give the directory itself or a new one", dir, target)
+	}
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

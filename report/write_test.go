@@ -67,3 +67,25 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestWriteRefusesSymlink: an output directory given as a symbolic link
+// is refused before anything is written, and the link stays (writing
+// would otherwise replace it with a directory).
+func TestWriteRefusesSymlink(t *testing.T) {
+	base := t.TempDir()
+	target := filepath.Join(base, "target")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	err := Write(link, Files{JSON: []byte("{}\n")})
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("Write through a link: %v, want a refusal naming the link", err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link is gone or replaced: %v, %v", fi, err)
+	}
+}
