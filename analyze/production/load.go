@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/joulemark/joulemark/analyze"
 	"github.com/joulemark/joulemark/internal/contract"
@@ -97,14 +101,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	d, err := load(ctx, v1.NewAPI(client), rr, cfg)
+	r, err := load(ctx, v1.NewAPI(client), rr, cfg)
 	if err != nil {
 		return nil, err
 	}
-	r := Compute(d, cfg.Namespace, cfg.Model)
 	carbon := cfg.Cost.CarbonIntensity
 	if cfg.Cost.CarbonQuery != "" {
-		if carbon, err = analyze.AverageOver(ctx, v1.NewAPI(client), cfg.Cost.CarbonQuery, d.From, d.To); err != nil {
+		if carbon, err = analyze.AverageOver(ctx, v1.NewAPI(client), cfg.Cost.CarbonQuery, r.From, r.To); err != nil {
 			return nil, err
 		}
 	}
@@ -121,10 +124,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // after To (several scrape intervals).
 const readAfter = 30 * time.Second
 
-// load is Load reading through remote read where rr is not nil (with
-// cfg.ReadAPI auto, a first failing remote read turns to the query API for
-// every series; Data.ReadAPI says which was used).
-func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Data, error) {
+// batchSamples is the most samples one read (a remote-read request or a
+// query) is sized to load: it bounds the analysis' memory, and keeps each
+// read far under a server's per-query limit (Prometheus'
+// --query.max-samples and --storage.remote.read-sample-limit, 50M by
+// default). A batch is sized from the samples per pod (or instance) of the
+// reads before it, growing at most twofold from one batch to the next.
+const batchSamples = 2_000_000
+
+// load reads the range and folds it into the report, pods in batches of
+// whole pods (namespace by namespace, pod names in order), so that no more
+// than a batch's raw samples are held at once. It reads through remote
+// read where rr is not nil (with cfg.ReadAPI auto, a first failing remote
+// read turns to the query API for every series).
+func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Report, error) {
 	if cfg.Margin <= 0 {
 		cfg.Margin = 5 * time.Minute
 	}
@@ -132,40 +145,167 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Da
 		cfg.QueryTimeout = 2 * time.Minute
 	}
 	d := &Data{From: unixSec(cfg.From), To: unixSec(cfg.To)}
-	ns := ""
-	if cfg.Namespace != "" {
-		ns = "namespace=" + strconv.Quote(cfg.Namespace)
-	}
+	rd := &reader{a: a, rr: rr, cfg: cfg, d: d, perUnit: map[string]int{}}
 	// The bench's startup phases (a bench-started engine is a start).
 	startup := contract.LabelPhase + `=~"` + string(contract.Startup) + "|" + string(contract.Warmup) + `"`
-	rd := &reader{a: a, rr: rr, cfg: cfg, d: d}
 	for _, q := range []struct {
-		name string
-		sel  string
-		into *[]Series
+		name, sel string
+		into      *[]Series
 	}{
-		{contract.PodEnergy, ns, &d.PodEnergy},
-		{contract.GPUAllocationInfo, ns, &d.Allocations},
-		{mVLLMTokens, ns, &d.Tokens},
-		{mSGLTokens, ns, &d.Tokens},
-		{contract.UnallocatedEnergy, "", &d.Unallocated},
 		{contract.GPUInfo, `energy_scope="module"`, &d.ModuleGPUs},
 		{contract.PhaseStart, startup, &d.PhaseStarts},
 		{contract.PhaseEnd, startup, &d.PhaseEnds},
 		{contract.PhaseEnergy, startup, &d.PhaseEnergy},
 		{contract.RunInfo, "", &d.RunInfo},
 	} {
-		m, err := rd.read(ctx, q.name, q.sel)
+		err := rd.byLabel(ctx, []string{q.name}, q.sel, "instance", func(_ string, m model.Matrix) {
+			*q.into = append(*q.into, d.inRange(m)...)
+		}, nil)
 		if err != nil {
 			return nil, err
 		}
-		*q.into = append(*q.into, d.inRange(m)...)
 	}
-	if len(d.PodEnergy) == 0 {
+	f := newFold(d, cfg.Namespace, cfg.Model)
+	d.ModuleGPUs, d.PhaseStarts, d.PhaseEnds, d.PhaseEnergy, d.RunInfo = nil, nil, nil, nil, nil
+	pods, err := rd.pods(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if pods == 0 {
 		return nil, fmt.Errorf("no %s in Prometheus between %s and %s (does the exporter read the kubelet's PodResources socket? is it scraped with honor_labels?)",
 			contract.PodEnergy, cfg.From.UTC().Format(time.RFC3339), cfg.To.UTC().Format(time.RFC3339))
 	}
-	return d, nil
+	type energy struct {
+		labels labels.Labels
+		joules float64
+	}
+	var unallocated []energy
+	err = rd.byLabel(ctx, []string{contract.UnallocatedEnergy}, "", "instance", func(_ string, m model.Matrix) {
+		for _, s := range d.inRange(m) {
+			unallocated = append(unallocated, energy{labels.FromMap(s.Labels), newCounter(s.Samples).delta(d.From, d.To)})
+		}
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	// in the order of one read's series: by labels
+	slices.SortFunc(unallocated, func(x, y energy) int { return labels.Compare(x.labels, y.labels) })
+	for _, e := range unallocated {
+		f.unallocated = append(f.unallocated, e.joules)
+	}
+	return f.finish(), nil
+}
+
+// pods reads the pods' series (energy, allocations, tokens) in batches of
+// whole pods and folds each batch into f; it returns how many pods had
+// energy in the range.
+func (rd *reader) pods(ctx context.Context, f *fold) (int, error) {
+	names := []string{contract.PodEnergy, contract.GPUAllocationInfo, mVLLMTokens, mSGLTokens}
+	namespaces := []string{rd.cfg.Namespace}
+	if namespaces[0] == "" {
+		ns, err := rd.values(ctx, names, "", "namespace")
+		if err != nil {
+			return 0, err
+		}
+		namespaces = append(namespaces, ns...)
+	}
+	n := 0
+	for _, ns := range namespaces {
+		sel := "namespace=" + strconv.Quote(ns)
+		var b Data
+		err := rd.byLabel(ctx, names, sel, "pod", func(name string, m model.Matrix) {
+			into := map[string]*[]Series{contract.PodEnergy: &b.PodEnergy, contract.GPUAllocationInfo: &b.Allocations}[name]
+			if into == nil {
+				into = &b.Tokens
+			}
+			*into = append(*into, rd.d.inRange(m)...)
+		}, func() {
+			pods := gather(&b)
+			for _, p := range pods {
+				if len(p.energy) > 0 {
+					n++
+				}
+			}
+			f.addPods(pods)
+			b = Data{}
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// values is the values of label on the series of names{sel} in the range,
+// in order, the empty value (series without the label) first.
+func (rd *reader) values(ctx context.Context, names []string, sel, label string) ([]string, error) {
+	from, to := rd.cfg.From.Add(-rd.cfg.Margin), rd.cfg.To.Add(readAfter)
+	matches := make([]string, len(names))
+	for i, name := range names {
+		matches[i] = name + "{" + sel + "}"
+	}
+	vs, _, _, err := rd.a.LabelValues(ctx, label, matches, from, to, v1.WithTimeout(rd.cfg.QueryTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("%s values of %v: %w", label, matches, err)
+	}
+	out := []string{""}
+	for _, v := range vs {
+		if v != "" {
+			out = append(out, string(v))
+		}
+	}
+	slices.Sort(out[1:])
+	return slices.Compact(out), nil
+}
+
+// byLabel reads names{sel} in batches of label values (each name's series
+// of a batch in one read), calling each with every read and done after
+// each batch.
+func (rd *reader) byLabel(ctx context.Context, names []string, sel, label string, each func(name string, m model.Matrix), done func()) error {
+	values, err := rd.values(ctx, names, sel, label)
+	if err != nil {
+		return err
+	}
+	if sel != "" {
+		sel += ","
+	}
+	prev := 0
+	for i := 0; i < len(values); {
+		n, known := len(values)-i, true
+		for _, name := range names {
+			if per := rd.perUnit[name]; per > 0 {
+				n = min(n, max(batchSamples/per, 1))
+			} else {
+				known = false
+			}
+		}
+		if prev > 0 || !known {
+			n = min(n, max(2*prev, 1))
+		}
+		batch := values[i : i+n]
+		alts := make([]string, len(batch))
+		for j, v := range batch {
+			alts[j] = regexp.QuoteMeta(v)
+		}
+		bsel := sel + label + "=~" + strconv.Quote(strings.Join(alts, "|"))
+		for _, name := range names {
+			m, err := rd.read(ctx, name, bsel)
+			if err != nil {
+				return err
+			}
+			samples := 0
+			for _, s := range m {
+				samples += len(s.Values)
+			}
+			rd.perUnit[name] = max(rd.perUnit[name], (samples+n-1)/n)
+			each(name, m)
+		}
+		if done != nil {
+			done()
+		}
+		i, prev = i+n, n
+	}
+	return nil
 }
 
 // reader reads one metric's raw samples over the range, through remote
@@ -175,6 +315,9 @@ type reader struct {
 	rr  *remoteread.Reader
 	cfg Config
 	d   *Data
+	// perUnit is the most samples per label value (pod, instance) a read
+	// of each metric returned: the batches' sizes.
+	perUnit map[string]int
 }
 
 // read returns name{sel}'s samples from the margin before From to
