@@ -58,6 +58,11 @@ type Config struct {
 	// Cost, when any input is set, prices each model's and namespace's
 	// energy (Report.Cost).
 	Cost report.CostInputs
+	// OnRead, when set, is told each read's selector and samples (the
+	// fleet benchmark's largest read).
+	OnRead func(selector string, samples int)
+	// batchSamples overrides the const for tests (0: batchSamples).
+	batchSamples int
 }
 
 // Validate checks the configuration before any query.
@@ -143,6 +148,9 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Re
 	}
 	if cfg.QueryTimeout <= 0 {
 		cfg.QueryTimeout = 2 * time.Minute
+	}
+	if cfg.batchSamples <= 0 {
+		cfg.batchSamples = batchSamples
 	}
 	d := &Data{From: unixSec(cfg.From), To: unixSec(cfg.To)}
 	rd := &reader{a: a, rr: rr, cfg: cfg, d: d, perUnit: map[string]int{}}
@@ -274,7 +282,7 @@ func (rd *reader) byLabel(ctx context.Context, names []string, sel, label string
 		n, known := len(values)-i, true
 		for _, name := range names {
 			if per := rd.perUnit[name]; per > 0 {
-				n = min(n, max(batchSamples/per, 1))
+				n = min(n, max(rd.cfg.batchSamples/per, 1))
 			} else {
 				known = false
 			}
@@ -298,6 +306,9 @@ func (rd *reader) byLabel(ctx context.Context, names []string, sel, label string
 				samples += len(s.Values)
 			}
 			rd.perUnit[name] = max(rd.perUnit[name], (samples+n-1)/n)
+			if rd.cfg.OnRead != nil {
+				rd.cfg.OnRead(name+"{"+bsel+"}", samples)
+			}
 			each(name, m)
 		}
 		if done != nil {
