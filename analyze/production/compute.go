@@ -300,10 +300,13 @@ func gather(d *Data) map[podKey]*pod {
 		if p.held == nil {
 			p.held = map[string][]float64{}
 		}
+		g := gpuOf(s.Labels)
+		held := p.held[g]
 		for _, x := range s.Samples {
 			p.alloc = append(p.alloc, x.T)
-			p.held[gpuOf(s.Labels)] = append(p.held[gpuOf(s.Labels)], x.T)
+			held = append(held, x.T)
 		}
+		p.held[g] = held
 	}
 	for _, p := range pods {
 		slices.Sort(p.alloc)

@@ -281,11 +281,11 @@ func (rd *reader) byLabel(ctx context.Context, names []string, sel, label string
 	for i := 0; i < len(values); {
 		n, known := len(values)-i, true
 		for _, name := range names {
-			if per := rd.perUnit[name]; per > 0 {
+			per, ok := rd.perUnit[name]
+			if per > 0 {
 				n = min(n, max(rd.cfg.batchSamples/per, 1))
-			} else {
-				known = false
 			}
+			known = known && ok
 		}
 		if prev > 0 || !known {
 			n = min(n, max(2*prev, 1))
@@ -327,7 +327,7 @@ type reader struct {
 	cfg Config
 	d   *Data
 	// perUnit is the most samples per label value (pod, instance) a read
-	// of each metric returned: the batches' sizes.
+	// of each metric returned (absent: not read yet): the batches' sizes.
 	perUnit map[string]int
 }
 

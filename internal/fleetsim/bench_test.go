@@ -106,7 +106,7 @@ func BenchmarkFleet(b *testing.B) {
 	b.ReportMetric(a.CPUSeconds, "analyze-CPU-s")
 	b.ReportMetric(float64(a.Largest), "analyze-largest-read")
 	logf("analyze production: %.2f s (process CPU %.2f s), peak RSS %d MB; %d reads, %d samples, the largest %d samples (%s)",
-		a.WallSeconds, a.CPUSeconds, a.PeakRSS>>20, a.Reads, a.Samples, a.Largest, a.LargestRead)
+		a.WallSeconds, a.CPUSeconds, a.PeakRSS>>20, a.Reads, a.Samples, a.Largest, a.LargestRead[:min(len(a.LargestRead), 100)])
 	f, _ := New(Config{Nodes: j.Nodes, From: j.From, To: j.To})
 	checkTotals(b, f.Totals(j.AFrom, j.ATo), a.Models)
 	serverRSS := peakRSSSelf(b)
