@@ -172,6 +172,10 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Re
 		if err != nil {
 			return nil, err
 		}
+		// in the order of one read's series (the phase energy is a sum)
+		slices.SortStableFunc(*q.into, func(x, y Series) int {
+			return labels.Compare(labels.FromMap(x.Labels), labels.FromMap(y.Labels))
+		})
 	}
 	f := newFold(d, cfg.Namespace, cfg.Model)
 	d.ModuleGPUs, d.PhaseStarts, d.PhaseEnds, d.PhaseEnergy, d.RunInfo = nil, nil, nil, nil, nil
