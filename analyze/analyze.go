@@ -4,22 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
-	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"
-	"github.com/joulemark/joulemark/internal/version"
 	"github.com/joulemark/joulemark/report"
 )
 
@@ -41,12 +36,16 @@ type Config struct {
 	Now time.Time
 	// QueryTimeout bounds each query (none when 0).
 	QueryTimeout time.Duration
+	// MaxSamples is the server's per-query sample limit: a raw read through
+	// the query API that would load more is split in time
+	// (internal/querysplit); 0: never split.
+	MaxSamples int64
 	// OutDir, when set, receives report.json, report.md and report.html
 	// (see WriteReport).
 	OutDir string
 	// KeepEarlier: OutDir is the run's default report directory, so an
 	// earlier report there (a re-analysis) is kept as OutDir.N and the new
-	// one takes its place (WriteReportKeeping) instead of failing.
+	// one takes its place (report.WriteKeeping) instead of failing.
 	KeepEarlier bool
 	// Scenario is copied into the report.
 	Scenario string
@@ -121,119 +120,30 @@ func (c *Config) Validate() error {
 	if err := remoteread.ValidMode(c.ReadAPI); err != nil {
 		return err
 	}
+	if c.MaxSamples < 0 {
+		return fmt.Errorf("max samples must not be negative, got %d", c.MaxSamples)
+	}
 	if err := c.Cost.Validate(); err != nil {
 		return err
 	}
 	return c.Params.Validate()
 }
 
-// openArchive reads the run's bench archive (Config.Archive, else
-// RunsDir/<run_id> when it exists) in one pass; nil when there is none to
-// read. It fails when the archive is incomplete, malformed or holds
-// another run: a wrong archive would put another run's outputs in the
-// report.
-func (c *Config) openArchive() (*benchArchive, error) {
-	var run *runarchive.Run
-	var err error
-	switch {
-	case c.Archive != "":
-		run, err = runarchive.OpenDir(c.Archive)
-	case c.RunsDir != "":
-		run, err = runarchive.Open(c.RunsDir, c.RunID)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-	default:
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return readBenchArchive(run, c.RunID)
-}
-
-// load reads the run's data from Prometheus, cfg validated; arch, when
-// set, is the run's bench archive, whose phases.json fills in what
-// Prometheus lacks.
-func load(ctx context.Context, cfg Config, arch *benchArchive) (*RunData, error) {
-	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
-	if err != nil {
-		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
-	}
-	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: limitClient(hc, cfg.maxResponse)})
-	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
-	}
-	l := &loader{api: v1.NewAPI(client), runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
-		readAPI: cfg.ReadAPI, log: cfg.Logger, wait: cfg.Wait}
-	if arch != nil {
-		l.arch = combineViews(arch.views)
-	}
-	if !cfg.Now.IsZero() {
-		l.wait = 0 // a fixed instant: nothing more will arrive
-	}
-	if l.log == nil {
-		l.log = slog.New(slog.DiscardHandler)
-	}
-	if l.now.IsZero() {
-		l.now = time.Now()
-	}
-	if cfg.ReadAPI != remoteread.Query {
-		if l.rr, err = remoteread.New(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
-			return nil, err
-		}
-	}
-	d, err := l.load(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading run %q from %s: %w", cfg.RunID, secretfile.RedactURL(cfg.PrometheusURL), secretfile.SecretsOf(cfg.PrometheusURL).Error(err))
-	}
-	return d, nil
-}
-
-// Analyze loads the run and computes its report and plot data.
+// Analyze reads the run once (Prometheus, the bench archive, the carbon
+// intensity) and computes its whole report and plot data.
 func Analyze(ctx context.Context, cfg Config) (*report.Report, *PlotData, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	// The archive is checked before any query.
-	arch, err := cfg.openArchive()
+	in, err := read(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := load(ctx, cfg, arch)
-	if err != nil {
-		return nil, nil, err
-	}
-	modeFromArchive(d, arch)
-	if arch != nil {
-		if err := arch.crossCheck(d); err != nil {
-			return nil, nil, err
-		}
-		arch.clampInterrupted(d)
-		d.ExporterRestarts = exporterRestarts(arch.views)
-		d.Client = arch.clientReport()
-	}
-	r, pd, err := Compute(d, cfg.Params)
+	r, pd, err := Compute(in, cfg.Params, cfg.Cost)
 	if err != nil {
 		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 	}
-	if arch != nil {
-		addArchive(r, arch, cfg.Params)
-	}
-	if r.Run != nil && r.Run.Scenario == "" {
-		r.Run.Scenario = cfg.Scenario
-	}
-	r.Scenario = cfg.Scenario
-	if r.Scenario == "" && r.Run != nil {
-		r.Scenario = r.Run.Scenario
-	}
-	r.GeneratedBy = version.String()
-	carbon, err := CarbonOverRun(ctx, cfg, r)
-	if err != nil {
-		return nil, nil, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
-	}
-	AddCost(r, cfg.Cost, carbon)
 	return r, pd, nil
 }
 
@@ -249,44 +159,17 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case cfg.OutDir == "":
-	case cfg.KeepEarlier:
-		kept, err := WriteReportKeeping(cfg.OutDir, r, pd)
-		if err != nil {
-			return r, err
-		}
-		if kept != "" && cfg.Logger != nil {
-			cfg.Logger.Info("the earlier report of the run is kept beside the new one", "earlier", kept, "new", cfg.OutDir)
-		}
-	default:
-		if err := WriteReport(cfg.OutDir, r, pd); err != nil {
-			return r, err
-		}
+	if cfg.OutDir == "" {
+		return r, nil
+	}
+	kept, err := writeReport(cfg.OutDir, cfg.KeepEarlier, r, pd)
+	if err != nil {
+		return r, err
+	}
+	if kept != "" && cfg.Logger != nil {
+		cfg.Logger.Info("the earlier report of the run is kept beside the new one", "earlier", kept, "new", cfg.OutDir)
 	}
 	return r, nil
-}
-
-// modeFromArchive sets d.Mode from the archive manifest's run identity
-// when Prometheus's names none.
-func modeFromArchive(d *RunData, arch *benchArchive) {
-	if arch == nil || arch.manifest == nil || arch.manifest.RunInfo == nil || d.RunInfo != nil && d.RunInfo.Mode != "" {
-		return
-	}
-	d.Mode = arch.manifest.RunInfo.Mode
-}
-
-// addArchive adds what the bench archive tells to the report: output
-// sanity, the exporters' gaps and release basis, answer quality, and the
-// run identity when Prometheus had none.
-func addArchive(r *report.Report, arch *benchArchive, p Params) {
-	AddOutputSanity(r, arch.sanity, p.MaxBadOutputRatio)
-	addExporterGaps(r, arch.views)
-	addReleaseBasis(r, arch.views)
-	addQuality(r, arch.quality, arch.manifest, p.MinQuality)
-	if r.Run == nil && arch.manifest != nil && arch.manifest.RunInfo != nil {
-		r.Run = &report.RunIdentity{RunIdentity: *arch.manifest.RunInfo, Source: "archive"}
-	}
 }
 
 // CheckPrometheusURL checks a Prometheus base URL and recognises the

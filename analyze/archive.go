@@ -3,6 +3,7 @@ package analyze
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/joulemark/joulemark/analyze/outputsanity"
@@ -11,11 +12,11 @@ import (
 	"github.com/joulemark/joulemark/report"
 )
 
-// benchArchive is what analyze takes from the run's bench archive, read
+// BenchArchive is what analyze takes from the run's bench archive, read
 // in one pass before any query: the manifest, the exporters' final views
 // of the run (phases.json) and, from one scan of requests.jsonl, the
 // output sanity counts and the quality verdicts.
-type benchArchive struct {
+type BenchArchive struct {
 	dir string
 	run *runarchive.Run
 	// tally sums the archived requests (crossCheck).
@@ -30,7 +31,7 @@ type benchArchive struct {
 
 // clientReport is the bench's report of its own load, from the manifest;
 // nil without one.
-func (a *benchArchive) clientReport() *ClientReport {
+func (a *BenchArchive) clientReport() *ClientReport {
 	if a == nil || a.manifest == nil {
 		return nil
 	}
@@ -42,11 +43,11 @@ func (a *benchArchive) clientReport() *ClientReport {
 // readBenchArchive reads run's archive of run runID: a manifest of another
 // run is refused (it would put another run's outputs in the report), so is
 // an incomplete or malformed requests.jsonl.
-func readBenchArchive(run *runarchive.Run, runID string) (*benchArchive, error) {
+func readBenchArchive(run *runarchive.Run, runID string) (*BenchArchive, error) {
 	if err := run.CheckRequests(); err != nil {
 		return nil, err
 	}
-	a := &benchArchive{dir: run.Dir, run: run}
+	a := &BenchArchive{dir: run.Dir, run: run}
 	m, err := run.ReadManifest()
 	switch {
 	case errors.Is(err, runarchive.ErrNoManifest):
@@ -84,4 +85,29 @@ func readBenchArchive(run *runarchive.Run, runID string) (*benchArchive, error) 
 	}
 	a.sanity = sanity.Counts()
 	return a, nil
+}
+
+// openArchive reads the run's bench archive (Config.Archive, else
+// RunsDir/<run_id> when it exists) in one pass; nil when there is none to
+// read. It fails when the archive is incomplete, malformed or holds
+// another run: a wrong archive would put another run's outputs in the
+// report.
+func (c *Config) openArchive() (*BenchArchive, error) {
+	var run *runarchive.Run
+	var err error
+	switch {
+	case c.Archive != "":
+		run, err = runarchive.OpenDir(c.Archive)
+	case c.RunsDir != "":
+		run, err = runarchive.Open(c.RunsDir, c.RunID)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return readBenchArchive(run, c.RunID)
 }

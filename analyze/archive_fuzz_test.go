@@ -9,6 +9,7 @@ import (
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/phaseapi"
 	"github.com/joulemark/joulemark/internal/runarchive"
+	"github.com/joulemark/joulemark/report"
 )
 
 // FuzzBenchArchive: whatever a run archive's manifest.json and phases.json
@@ -57,14 +58,13 @@ func FuzzBenchArchive(f *testing.F) {
 			a.fillEnergy(d, map[gpuKey]bool{})
 			a.fillRelease(d)
 		}
-		modeFromArchive(d, arch)
-		d.ExporterRestarts = exporterRestarts(arch.views)
-		d.Client = arch.clientReport()
-		r, _, err := Compute(d, fixtureParams())
+		if err := arch.fillRun(d); err != nil {
+			t.Fatal(err)
+		}
+		r, _, err := Compute(Input{Run: d, Archive: arch}, fixtureParams(), report.CostInputs{})
 		if err != nil {
 			return
 		}
-		addArchive(r, arch, fixtureParams())
 		if err := WriteMarkdown(io.Discard, r); err != nil {
 			t.Fatal(err)
 		}

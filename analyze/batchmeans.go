@@ -80,10 +80,13 @@ func politisWhite(x []float64, minM int) lagWindow {
 	mmax := max(int(math.Ceil(math.Sqrt(float64(n))))+kn, n/8)
 	maxLag := min(n-1, max(mmax+kn, 2*minM))
 	acov := autocov(x, maxLag)
+	if !(acov[0] > 0) {
+		return lagWindow{M: 1} // a constant series: nothing correlates
+	}
 	crit := 2 * math.Sqrt(math.Log10(float64(n))/float64(n))
 	mhat, run := -1, 0
 	for k := 1; k <= min(mmax+kn, maxLag); k++ {
-		if acov[0] > 0 && math.Abs(acov[k]/acov[0]) < crit {
+		if math.Abs(acov[k]/acov[0]) < crit {
 			run++
 			if run == kn {
 				mhat = k - kn
@@ -152,7 +155,10 @@ func (lw lagWindow) correlationBins() float64 {
 // compares them with.
 type batchPlan struct {
 	B, L int
-	lw   lagWindow
+	// H is the half batch's least length (bins): 2·H·minBatches bins give
+	// the fewest batches an interval takes.
+	H  int
+	lw lagWindow
 }
 
 // planBatches sizes the batches from the series' lag window: the half
@@ -167,7 +173,7 @@ func planBatches(x []float64, minM, minL int) batchPlan {
 	c := lw.correlationBins()
 	h := max(1, float64(minL), lw.reach(), aggregateReach(x), math.Ceil(math.Pow(c, 2.0/3)*math.Cbrt(n)/2))
 	b := min(maxBatches, int(n/(2*h)))
-	return batchPlan{B: b, L: int(n) / max(1, b), lw: lw}
+	return batchPlan{B: b, L: int(n) / max(1, b), H: int(math.Ceil(h)), lw: lw}
 }
 
 // maxBatches caps the batches: a short run's lag window can miss a slow

@@ -50,7 +50,7 @@ func BenchmarkCompute1M(b *testing.B) {
 	var r *report.Report
 	for b.Loop() {
 		var err error
-		r, _, err = Compute(d, p)
+		r, _, err = computeSeries(d, p)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func BenchmarkCompute1M(b *testing.B) {
 // series to at most a few thousand points).
 func BenchmarkHTML1M(b *testing.B) {
 	d := synthRun(1_000_000, 8, 3*3600, 10)
-	r, pd, err := Compute(d, DefaultParams())
+	r, pd, err := computeSeries(d, DefaultParams())
 	if err != nil {
 		b.Fatal(err)
 	}

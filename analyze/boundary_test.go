@@ -22,7 +22,7 @@ func TestBoundaryFromMeasuredScope(t *testing.T) {
 		for i := range d.GPUs {
 			d.GPUs[i].EnergyScope = tc.scopes[i]
 		}
-		r, _, err := Compute(d, DefaultParams())
+		r, _, err := computeSeries(d, DefaultParams())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +38,7 @@ func TestReleaseClosedBy(t *testing.T) {
 	d := synthRun(3000, 2, 600, 2)
 	at := d.Phases["release"].End
 	d.ReleaseClosedBy, d.ReleaseClosedAt = "memory", &at
-	r, _, err := Compute(d, DefaultParams())
+	r, _, err := computeSeries(d, DefaultParams())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ func computeAllocs(t *testing.T, n int) (bytes, objects float64) {
 	d := synthRun(n, 8, float64(n)/100, 10)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	r, _, err := Compute(d, DefaultParams())
+	r, _, err := computeSeries(d, DefaultParams())
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -26,17 +26,18 @@ func computeAllocs(t *testing.T, n int) (bytes, objects float64) {
 // Compute's allocation budget: what one Compute of a synthetic
 // run of budgetRequests requests allocates per request, its 8 GPUs' 10 Hz
 // samples included (BenchmarkCompute1M measures the same at 1M requests:
-// 619 bytes a request); time is not tested (docs/analyze.md, "Scale
+// 283 bytes a request); time is not tested (docs/analyze.md, "Scale
 // (measured)").
 const (
-	// budgetBytesPerRequest: measured 646 (before the prefill/decode
-	// fit read the requests in place: 862).
-	budgetBytesPerRequest = 720
-	// budgetAllocsPerRequest: measured 0.070, 6,983 objects, 6,089 of
-	// them the intervals' (0.068 before; 0.76 when the fit's bootstrap
-	// allocated a matrix per block and resample); an allocation per
-	// request or per sample in a hot path adds 1.
-	budgetAllocsPerRequest = 0.1
+	// budgetBytesPerRequest: measured 305 (437 before the latency
+	// thresholds and the drain's latencies were sized once; 862 before
+	// the prefill/decode fit read the requests in place).
+	budgetBytesPerRequest = 340
+	// budgetAllocsPerRequest: measured 0.0088, 878 objects (0.0098
+	// before; 0.76 when the fit's bootstrap allocated a matrix per block
+	// and resample); an allocation per request or per sample in a hot
+	// path adds 1.
+	budgetAllocsPerRequest = 0.02
 	budgetRequests         = 100_000
 )
 

@@ -117,10 +117,35 @@ type PhaseBand struct {
 // 32-bit integers (the attribution's events with 30 bits).
 const maxRequests = maxEventReqs
 
-// Compute derives the report from the run's data. It never fails on data
-// quality: what cannot be computed is null and flagged; the error is for
-// misuse (invalid parameters, no data at all).
-func Compute(d *RunData, p Params) (*report.Report, *PlotData, error) {
+// Compute derives the whole report from what one analysis read: the
+// sections of the run's series, what the bench archive adds (output
+// sanity, the exporters' gaps and release basis, answer quality, the run
+// identity when Prometheus had none), the scenario, and the cost and
+// carbon from cost and in.Carbon. It reads nothing and writes nothing.
+// It never fails on data quality: what cannot be computed is null and
+// flagged; the error is for misuse (invalid parameters, no data at all).
+func Compute(in Input, p Params, cost report.CostInputs) (*report.Report, *PlotData, error) {
+	r, pd, err := computeSeries(in.Run, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.Archive != nil {
+		addArchive(r, in.Archive, p)
+	}
+	if r.Run != nil && r.Run.Scenario == "" {
+		r.Run.Scenario = in.Scenario
+	}
+	r.Scenario = in.Scenario
+	if r.Scenario == "" && r.Run != nil {
+		r.Scenario = r.Run.Scenario
+	}
+	r.GeneratedBy = in.GeneratedBy
+	addCost(r, cost, in.Carbon)
+	return r, pd, nil
+}
+
+// computeSeries derives the report's sections from the run's series.
+func computeSeries(d *RunData, p Params) (*report.Report, *PlotData, error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -843,4 +868,17 @@ func prefix(x []float64, n int) []float64 {
 		return nil
 	}
 	return x[:n]
+}
+
+// addArchive adds what the bench archive tells to the report: output
+// sanity, the exporters' gaps and release basis, answer quality, and the
+// run identity when Prometheus had none.
+func addArchive(r *report.Report, arch *BenchArchive, p Params) {
+	addOutputSanity(r, arch.sanity, p.MaxBadOutputRatio)
+	addExporterGaps(r, arch.views)
+	addReleaseBasis(r, arch.views)
+	addQuality(r, arch.quality, arch.manifest, p.MinQuality)
+	if r.Run == nil && arch.manifest != nil && arch.manifest.RunInfo != nil {
+		r.Run = &report.RunIdentity{RunIdentity: *arch.manifest.RunInfo, Source: "archive"}
+	}
 }

@@ -26,7 +26,7 @@ func val(p *float64) float64 {
 }
 
 func TestComputeFixture(t *testing.T) {
-	r, pd, err := Compute(fixture(), fixtureParams())
+	r, pd, err := computeSeries(fixture(), fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestComputeFlags(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d, p := fixture(), fixtureParams()
 			tt.mutate(d, &p)
-			r, _, err := Compute(d, p)
+			r, _, err := computeSeries(d, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,7 @@ func TestComputeGapStillInterpolates(t *testing.T) {
 	d := fixture()
 	g := &d.GPUs[1]
 	g.Energy = slices.DeleteFunc(g.Energy, func(s Sample) bool { return s.T > fixtureBase+60 && s.T < fixtureBase+80 })
-	r, _, err := Compute(d, fixtureParams())
+	r, _, err := computeSeries(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestComputeGapStillInterpolates(t *testing.T) {
 func TestComputeNoPhases(t *testing.T) {
 	d := fixture()
 	d.Phases = nil
-	if _, _, err := Compute(d, fixtureParams()); err == nil {
+	if _, _, err := computeSeries(d, fixtureParams()); err == nil {
 		t.Fatal("no error for a run without phases")
 	}
 }
@@ -204,7 +204,7 @@ func TestComputeRunIDReused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := fixture()
 			tc.mutate(d)
-			r, _, err := Compute(d, fixtureParams())
+			r, _, err := computeSeries(d, fixtureParams())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,7 +213,7 @@ func TestComputeRunIDReused(t *testing.T) {
 			}
 		})
 	}
-	r, _, _ := Compute(fixture(), fixtureParams())
+	r, _, _ := computeSeries(fixture(), fixtureParams())
 	if slices.Contains(flagCodes(r), contract.FlagRunIDReused) {
 		t.Errorf("one clean lifecycle flagged: %+v", r.Flags)
 	}
@@ -226,7 +226,7 @@ func TestComputeRunIDReused(t *testing.T) {
 func TestStageTableShowsBothSources(t *testing.T) {
 	d := fixture()
 	d.PhaseEnergy["formal"] = 10200 // the counter says 10000 J
-	r, _, err := Compute(d, fixtureParams())
+	r, _, err := computeSeries(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,26 +1,16 @@
 package analyze
 
 import (
-	"context"
-	"fmt"
-	"math"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/joulemark/joulemark/internal/secretfile"
-	"github.com/joulemark/joulemark/internal/stats"
 	"github.com/joulemark/joulemark/report"
-	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/config"
-	"github.com/prometheus/common/model"
 )
 
-// AddCost adds the cost section to the report from the inputs; carbon is
+// addCost adds the cost section to the report from the inputs; carbon is
 // the intensity (the constant, or the query's average over the run; nil
 // when neither). Nothing is added when no input is given.
-func AddCost(r *report.Report, in report.CostInputs, carbon *float64) {
+func addCost(r *report.Report, in report.CostInputs, carbon *float64) {
 	if !in.Set() {
 		return
 	}
@@ -69,57 +59,6 @@ func scaledPtr(p *float64, k float64) *float64 {
 		return nil
 	}
 	return new(*p * k)
-}
-
-// CarbonOverRun is the carbon intensity for the run: the constant, or the
-// query's average from the report's first stage start to its last stage
-// end; nil when neither is given or the query has no sample there.
-func CarbonOverRun(ctx context.Context, cfg Config, r *report.Report) (*float64, error) {
-	in := cfg.Cost
-	if in.CarbonQuery == "" {
-		return in.CarbonIntensity, nil
-	}
-	from, to := math.Inf(1), math.Inf(-1)
-	for _, st := range r.Stages {
-		from, to = min(from, st.Start), max(to, st.End)
-	}
-	if !(to > from) {
-		return nil, nil
-	}
-	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
-	if err != nil {
-		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
-	}
-	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: limitClient(hc, cfg.maxResponse)})
-	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
-	}
-	return AverageOver(ctx, v1.NewAPI(client), in.CarbonQuery, from, to)
-}
-
-// AverageOver is the time average of a one-series PromQL expression over
-// [from, to] (a subquery at 1/100 of the span, at least 1 s); nil when it
-// has no sample there. More than one series is an error: which one counts
-// would be a guess.
-func AverageOver(ctx context.Context, a v1.API, expr string, from, to float64) (*float64, error) {
-	span := time.Duration((to - from) * float64(time.Second)).Round(time.Second)
-	step := max(time.Second, (span / 100).Round(time.Second))
-	q := fmt.Sprintf("avg_over_time((%s)[%s:%s])", expr, model.Duration(max(span, time.Second)), model.Duration(step))
-	v, _, _, err := a.Query(ctx, q, time.UnixMilli(int64(to*1000)))
-	if err != nil {
-		return nil, fmt.Errorf("carbon intensity query %s: %w", q, err)
-	}
-	vec, ok := v.(model.Vector)
-	if !ok {
-		return nil, fmt.Errorf("carbon intensity query %s: got a %s, want an instant vector", q, v.Type())
-	}
-	switch len(vec) {
-	case 0:
-		return nil, nil
-	case 1:
-		return stats.Finite(float64(vec[0].Value)), nil
-	}
-	return nil, fmt.Errorf("carbon intensity query %s: %d series, want one (aggregate it, e.g. avg(...))", q, len(vec))
 }
 
 // costMarkdown is report.md's "Cost and carbon" section.

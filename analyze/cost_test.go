@@ -1,17 +1,12 @@
 package analyze
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/joulemark/joulemark/report"
-	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
 // costReport is a run of 7.2 MJ (2 kWh) over its lifecycle, 0.36 J/token
@@ -51,7 +46,7 @@ func deref(p *float64) any {
 // → 0.15 kWh → 0.03 and 60 g; at 0.72 J → 0.3 kWh → 0.06 and 120 g.
 func TestCostFixture(t *testing.T) {
 	r := costReport()
-	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), Currency: "EUR", CarbonIntensity: new(400.0), PUE: new(1.5)}, new(400.0))
+	addCost(r, report.CostInputs{PricePerKWh: new(0.2), Currency: "EUR", CarbonIntensity: new(400.0), PUE: new(1.5)}, new(400.0))
 	c := r.Cost
 	if c.Boundary != "GPU board energy only × PUE 1.5" || len(c.Missing) != 0 || c.CarbonSource != "constant" {
 		t.Errorf("boundary %q, missing %v, source %q", c.Boundary, c.Missing, c.CarbonSource)
@@ -69,18 +64,18 @@ func TestCostFixture(t *testing.T) {
 // the section says what is missing; no input at all: no section.
 func TestCostMissingInputs(t *testing.T) {
 	r := costReport()
-	AddCost(r, report.CostInputs{}, nil)
+	addCost(r, report.CostInputs{}, nil)
 	if r.Cost != nil {
 		t.Fatalf("no inputs: cost section %+v, want none", r.Cost)
 	}
-	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
+	addCost(r, report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
 	costNear(t, "money without carbon", r.Cost.PerRun.Money, 0.6)
 	isNil(t, "carbon without intensity", r.Cost.PerRun.GramsCO2e)
 	if fmt.Sprint(r.Cost.Missing) != "[carbon intensity]" {
 		t.Errorf("missing %v", r.Cost.Missing)
 	}
 	r = costReport()
-	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), CarbonIntensity: new(400.0)}, new(400.0))
+	addCost(r, report.CostInputs{PricePerKWh: new(0.2), CarbonIntensity: new(400.0)}, new(400.0))
 	isNil(t, "money without PUE", r.Cost.PerRun.Money)
 	isNil(t, "carbon without PUE", r.Cost.Per1MOutputTokensSteady.GramsCO2e)
 	if !strings.Contains(r.Cost.Boundary, "PUE (not given)") {
@@ -88,7 +83,7 @@ func TestCostMissingInputs(t *testing.T) {
 	}
 	r = costReport()
 	r.SteadyState.Reached = false
-	AddCost(r, report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
+	addCost(r, report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5)}, nil)
 	isNil(t, "steady state not reached", r.Cost.Per1MOutputTokensSteady.Money)
 }
 
@@ -97,7 +92,7 @@ func TestCostMissingInputs(t *testing.T) {
 func TestCostGPUPlusHost(t *testing.T) {
 	in := report.CostInputs{PricePerKWh: new(0.2), PUE: new(1.5), Energy: report.CostEnergyGPUHost}
 	r := costReport()
-	AddCost(r, in, nil)
+	addCost(r, in, nil)
 	isNil(t, "run without host energy", r.Cost.PerRun.FacilityKWh)
 	if len(r.Cost.Missing) == 0 || !strings.Contains(r.Cost.Missing[0], "host energy") {
 		t.Errorf("missing %v", r.Cost.Missing)
@@ -105,7 +100,7 @@ func TestCostGPUPlusHost(t *testing.T) {
 	r = costReport()
 	r.HostEnergy = &report.HostEnergy{Available: true, LifecycleJoules: new(3.6e6), GPUPlusHostSteadyStateJoulesPerToken: new(0.54),
 		GPUPlusHostFullLifecycleJoulesPerToken: new(1.08)}
-	AddCost(r, in, nil)
+	addCost(r, in, nil)
 	costNear(t, "run kWh", r.Cost.PerRun.FacilityKWh, 4.5)
 	costNear(t, "steady money", r.Cost.Per1MOutputTokensSteady.Money, 0.045)
 	if !strings.HasPrefix(r.Cost.Boundary, report.Boundary+" + host CPU packages") || !strings.HasSuffix(r.Cost.Boundary, "× PUE 1.5") {
@@ -119,43 +114,5 @@ func TestCostInputsValidate(t *testing.T) {
 		if in.Validate() == nil {
 			t.Errorf("%+v accepted", in)
 		}
-	}
-}
-
-// TestAverageOver: the carbon query is averaged over the span; no series
-// is no figure, two series an error.
-func TestAverageOver(t *testing.T) {
-	var series int
-	var got string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		got = r.Form.Get("query")
-		res := []string{}
-		for i := range series {
-			res = append(res, fmt.Sprintf(`{"metric":{"zone":"z%d"},"value":[1000,"%d"]}`, i, 300+i))
-		}
-		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, strings.Join(res, ","))
-	}))
-	defer srv.Close()
-	c, err := api.NewClient(api.Config{Address: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := v1.NewAPI(c)
-	series = 1
-	v, err := AverageOver(context.Background(), a, `grid_intensity{zone="DE"}`, 0, 600)
-	if err != nil || v == nil || *v != 300 {
-		t.Fatalf("one series: %v, %v", deref(v), err)
-	}
-	if want := `avg_over_time((grid_intensity{zone="DE"})[10m:6s])`; got != want {
-		t.Errorf("query %q, want %q", got, want)
-	}
-	series = 0
-	if v, err := AverageOver(context.Background(), a, "x", 0, 600); v != nil || err != nil {
-		t.Errorf("no series: %v, %v", deref(v), err)
-	}
-	series = 2
-	if _, err := AverageOver(context.Background(), a, "x", 0, 600); err == nil || !strings.Contains(err.Error(), "2 series") {
-		t.Errorf("two series: %v", err)
 	}
 }

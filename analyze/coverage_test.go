@@ -137,7 +137,7 @@ func measureCoverage(t testing.TB, sc covScenario, runs int, seed uint64) []cove
 	points := map[string][]float64{}
 	cis := map[string][][2]float64{}
 	for range runs {
-		r, _, err := Compute(sc.simRun(rng), DefaultParams())
+		r, _, err := computeSeries(sc.simRun(rng), DefaultParams())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,16 +218,11 @@ var covScenarios = []covScenario{
 
 // TestIntervalCoverage (JOULEMARK_COVERAGE_RUNS sets the runs per
 // scenario, 150 by default: docs/analyze.md's longer run takes 1000): on
-// synthetic runs of known design (covScenarios),
-// every figure's 95% interval, where given, covers its truth in at least
-// 90% of runs; every headline figure's (all but the p99s, which may reach
-// the failed requests, and say so) is given in at least 90% of runs; and
-// the J/token figures', throughput's, the goodput ratio's and the p50s'
-// and p90s' mean width is at most 1.5 times an exact interval's. The
-// p95s and p99s are reported, not held to the width: Woodruff's interval
-// maps the proportion through the run's own distribution, and a gap in
-// it (the stalls' delayed TTFTs) can widen one end far past the
-// percentile's spread over runs.
+// synthetic runs of known design (covScenarios), every figure's 95%
+// interval, where given, covers its truth in at least 90% of runs and is
+// on average at most 1.5 times as wide as an exact interval; and every
+// headline figure's (all but the p99s, which may reach the failed
+// requests, and say so) is given in at least 90% of runs.
 func TestIntervalCoverage(t *testing.T) {
 	runs := 150
 	if v := os.Getenv("JOULEMARK_COVERAGE_RUNS"); v != "" {
@@ -241,13 +236,12 @@ func TestIntervalCoverage(t *testing.T) {
 		rs := measureCoverage(t, sc, runs, uint64(10+i))
 		t.Logf("\n%s", coverageTable(sc.name, rs))
 		for _, r := range rs {
-			tail := strings.HasSuffix(r.key, ".p95") || strings.HasSuffix(r.key, ".p99")
 			switch {
 			case !strings.HasSuffix(r.key, ".p99") && r.wants < r.runs*9/10:
 				t.Errorf("%s %s: an interval in %d of %d runs, want ≥ 90%%", sc.name, r.key, r.wants, r.runs)
 			case r.coverage() < 0.90:
 				t.Errorf("%s %s: covers the truth in %d of %d runs (%.1f%%), want ≥ 90%%", sc.name, r.key, r.covered, r.wants, 100*r.coverage())
-			case !tail && r.widthRatio > 1.5:
+			case r.widthRatio > 1.5:
 				t.Errorf("%s %s: %.2f times as wide as an exact interval, want ≤ 1.5", sc.name, r.key, r.widthRatio)
 			}
 		}
@@ -260,14 +254,38 @@ func TestIntervalCoverage(t *testing.T) {
 func TestIntervalTooFewStretches(t *testing.T) {
 	sc := covScenarios[1]
 	sc.formalSecs = 45
-	r, _, err := Compute(sc.simRun(rand.New(rand.NewPCG(3, 1))), DefaultParams())
+	r, _, err := computeSeries(sc.simRun(rand.New(rand.NewPCG(3, 1))), DefaultParams())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range []string{report.KeyLifecycleJPT, report.KeyJoulesPerGood} {
 		f := r.Intervals.Figures[key]
-		if _, has := r.Intervals.CI95[key]; has || !strings.Contains(f.Reason, "too few independent stretches") {
+		if _, has := r.Intervals.CI95[key]; has || !strings.Contains(f.Reason, "too few independent stretches") || !strings.Contains(f.Reason, "a formal stage of about") {
 			t.Errorf("%s: interval %v, reason %q; want none, for too few independent stretches", key, r.Intervals.CI95[key], f.Reason)
 		}
+	}
+}
+
+// TestIntervalShortRun: at 120 s formal under slow power noise (a 20 s
+// correlation time) the J/token figures are given in at least half the
+// runs and their intervals, pooled, cover their truth in at least 90% of
+// them; with batches of 10 s (the floor before minEnergyBatchSeconds was
+// 20 s) they covered 85% (83-88% each, 300 runs).
+func TestIntervalShortRun(t *testing.T) {
+	sc := covScenarios[1]
+	sc.formalSecs = 120
+	var given, covered int
+	for _, r := range measureCoverage(t, sc, 150, 20) {
+		switch r.key {
+		case report.KeySteadyJPT, report.KeySustainedJPT, report.KeyLifecycleJPT, report.KeyJoulesPerGood:
+			t.Logf("%s: given %d/%d, covered %.1f%%, width %.2f", r.key, r.wants, r.runs, 100*r.coverage(), r.widthRatio)
+			if r.wants < r.runs/2 {
+				t.Errorf("%s at 120 s formal: an interval in %d of %d runs, want at least half", r.key, r.wants, r.runs)
+			}
+			given, covered = given+r.wants, covered+r.covered
+		}
+	}
+	if given == 0 || float64(covered) < 0.90*float64(given) {
+		t.Errorf("J/token figures at 120 s formal: %d of %d intervals cover the truth, want ≥ 90%%", covered, given)
 	}
 }

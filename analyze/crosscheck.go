@@ -52,7 +52,7 @@ func tallyOf(reqs []Request) requestTally {
 // Prometheus holding more formal requests than the archive is no loss: the
 // requests stay Prometheus', and d.RequestsFromArchive says the archive
 // does not account for them.
-func (a *benchArchive) crossCheck(d *RunData) error {
+func (a *BenchArchive) crossCheck(d *RunData) error {
 	prom := tallyOf(d.Requests)
 	switch {
 	case prom == a.tally:
@@ -100,7 +100,7 @@ func archivedRequest(r *runarchive.Request) (Request, bool) {
 // exporter's formal phase open until runs finalize, and its load stopped
 // at the last request. The exporter's formal phase energy then covers the
 // wrong span and is dropped (the counter covers the clamped one).
-func (a *benchArchive) clampInterrupted(d *RunData) {
+func (a *BenchArchive) clampInterrupted(d *RunData) {
 	if a.manifest == nil || (a.manifest.Status != runarchive.StatusKilled && a.manifest.Status != runarchive.StatusAborted) {
 		return
 	}

@@ -154,7 +154,7 @@ func TestDiagnosisRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := fixture()
 			tc.change(d)
-			r, _, err := Compute(d, fixtureParams())
+			r, _, err := computeSeries(d, fixtureParams())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +187,7 @@ func TestDiagnosisRules(t *testing.T) {
 func TestDiagnosisSkipsWithoutEngineMetrics(t *testing.T) {
 	d := fixture()
 	d.Engine = nil
-	r, _, err := Compute(d, fixtureParams())
+	r, _, err := computeSeries(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestServerTokenCrossCheck(t *testing.T) {
 	}{{10, ""}, {10.15, ""}, {10.19, ""}, {9.81, ""}, {10.5, contract.FlagEngineShared}, {15, contract.FlagEngineShared}, {9, contract.FlagServerTokensMismatch}} {
 		d := fixture()
 		setEngine(d, "vllm:generation_tokens_total", ramp(0, 100*tc.perSecond))
-		r, _, err := Compute(d, fixtureParams())
+		r, _, err := computeSeries(d, fixtureParams())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func TestServerTokenCrossCheck(t *testing.T) {
 func TestEngineSharedFirstInMarkdown(t *testing.T) {
 	d := fixture()
 	setEngine(d, "vllm:generation_tokens_total", ramp(0, 1500))
-	r, _, err := Compute(d, fixtureParams())
+	r, _, err := computeSeries(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestServerTokenResolution(t *testing.T) {
 		s = append(s, Sample{fixtureBase + t, ramp(0, 1040)(t)})
 	}
 	d.Engine.Series["vllm:generation_tokens_total"] = [][]Sample{s}
-	r, _, err := Compute(d, fixtureParams())
+	r, _, err := computeSeries(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestServerTokenCrossCheckScrapeResolution(t *testing.T) {
 			s = append(s, Sample{fixtureBase + t, f(t)})
 		}
 		d.Engine.Series["vllm:generation_tokens_total"] = [][]Sample{s}
-		r, _, err := Compute(d, fixtureParams())
+		r, _, err := computeSeries(d, fixtureParams())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,7 +322,7 @@ func TestGoldenDiagnosisSection(t *testing.T) {
 	setEngine(d, "vllm:num_requests_waiting", ramp(0, 20))
 	setEngine(d, "vllm:kv_cache_usage_perc", func(float64) float64 { return 0.99 })
 	setEngine(d, "vllm:num_preemptions_total", ramp(0, 12))
-	r, _, err := Compute(d, fixtureParams())
+	r, _, err := computeSeries(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestGoldenDiagnosisSection(t *testing.T) {
 // from the archive's manifest (flags and figures) and makes the diagnosis
 // client-bound; without the archive there is none.
 func TestClientReportFromArchive(t *testing.T) {
-	if (*benchArchive)(nil).clientReport() != nil {
+	if (*BenchArchive)(nil).clientReport() != nil {
 		t.Error("a client report without an archive")
 	}
 	run, err := runarchive.Create(t.TempDir(), "fixture-1")
@@ -364,7 +364,7 @@ func TestClientReportFromArchive(t *testing.T) {
 	if d.Client == nil || *d.Client != want {
 		t.Fatalf("client report %+v, want %+v", d.Client, want)
 	}
-	r, _, err := Compute(d, fixtureParams())
+	r, _, err := computeSeries(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}

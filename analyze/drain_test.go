@@ -39,7 +39,7 @@ func drainRun(n, c int) *RunData {
 func TestDrainNotTested(t *testing.T) {
 	p := DefaultParams()
 	p.SSWindow, p.SSWindows = 10, 3
-	r, _, err := Compute(drainRun(36, 4), p)
+	r, _, err := computeSeries(drainRun(36, 4), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestDrainNotTested(t *testing.T) {
 		t.Fatalf("36 requests: reached %v (%s), drain %d, first %v last %v; want reached from 2 to 35 with a drain of 4",
 			ss.Reached, ss.Reason, ss.DrainRequests, fmtIntPtr(ss.FirstRequest), fmtIntPtr(ss.LastRequest))
 	}
-	r, _, err = Compute(drainRun(35, 4), p)
+	r, _, err = computeSeries(drainRun(35, 4), p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -234,3 +235,13 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 
 // fixtureNow is when the fixture is analyzed: an hour after it ended.
 func fixtureNow() time.Time { return time.Unix(int64(fixtureBase)+3600, 0) }
+
+// loadRun reads the run's data from cfg's Prometheus, as the read step
+// does; arch, when set, fills in what Prometheus lacks.
+func loadRun(ctx context.Context, cfg Config, arch *BenchArchive) (*RunData, error) {
+	prom, err := promAPI(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return load(ctx, cfg, prom, arch)
+}

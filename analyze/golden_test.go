@@ -67,7 +67,7 @@ func jsonDiff(path string, g, w any, out []string) []string {
 
 func fixtureReport(t *testing.T) (*report.Report, *PlotData) {
 	t.Helper()
-	r, pd, err := Compute(fixture(), fixtureParams())
+	r, pd, err := computeSeries(fixture(), fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}

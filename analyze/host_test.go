@@ -28,7 +28,7 @@ func TestHostEnergyUnavailable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := fixture()
 			d.Host = tc.host
-			r, _, err := Compute(d, fixtureParams())
+			r, _, err := computeSeries(d, fixtureParams())
 			if err != nil {
 				t.Fatal(err)
 			}

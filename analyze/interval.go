@@ -6,9 +6,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 
 	"github.com/joulemark/joulemark/internal/stats"
 	"github.com/joulemark/joulemark/report"
+	"gonum.org/v1/gonum/stat"
 )
 
 // Interval forms (IntervalFigure.Form).
@@ -17,6 +19,7 @@ const (
 	formMean     = "mean"
 	formWilson   = "wilson"
 	formWoodruff = "woodruff"
+	formDensity  = "density"
 )
 
 const (
@@ -30,8 +33,10 @@ const (
 	ciLevel         = 0.95
 	// minEnergyBatchSeconds is the shortest batch of a J/token figure:
 	// GPU power has slow components (temperature, clocks) with correlation
-	// times of tens of seconds that a short run's lag window cannot see.
-	minEnergyBatchSeconds = 10.0
+	// times of tens of seconds that a short run's lag window cannot see
+	// (at 120 s formal under a 20 s correlation time, batches of 10 s
+	// covered 83-88%, of 20 s 93-95%: TestIntervalShortRun).
+	minEnergyBatchSeconds = 20.0
 )
 
 // intervals fills report.json "intervals".
@@ -245,6 +250,7 @@ func (c *computation) latencyThresholds(s *ivSeries) [3][4]float64 {
 	var thr [3][4]float64
 	for k := range s.lat {
 		s.lat[k].name = names[k]
+		s.lat[k].sorted = make([]float64, 0, len(c.formal))
 		for _, i := range c.formal {
 			if v, ok := latencyValue(k, &c.d.Requests[i]); ok {
 				s.lat[k].sorted = append(s.lat[k].sorted, v)
@@ -292,7 +298,7 @@ func (s *ivSeries) drainVariance(resid []float64, bins [2]int) float64 {
 // latencies (a request in flight at a random instant), drawn drainDraws
 // times with a fixed seed.
 func (c *computation) drainLengthVariance(lastSend float64) float64 {
-	var lat []float64
+	lat := make([]float64, 0, len(c.formal))
 	inFlight := 0
 	for _, i := range c.formal {
 		q := &c.d.Requests[i]
@@ -433,7 +439,7 @@ func (c *computation) requestIntervals(iv *report.Intervals, s *ivSeries) {
 	}
 }
 
-// latencyIntervals sets a latency list's percentile intervals (Woodruff).
+// latencyIntervals sets a latency list's percentile intervals.
 func (c *computation) latencyIntervals(iv *report.Intervals, s *ivSeries, l *latSeries) {
 	m := len(l.sorted)
 	if m == 0 {
@@ -488,8 +494,9 @@ func (sp spanSeries) variance(f *report.IntervalFigure) (v float64, df int, why 
 	p := planBatches(x, sp.minM, sp.minL)
 	f.Batches, f.BatchSeconds, f.CorrelationSeconds = p.B, float64(p.L)*sp.w, p.lw.correlationBins()*sp.w
 	if p.B < minBatches {
-		return 0, 0, fmt.Sprintf("too few independent stretches for an honest 95%% interval: %.0f s of data at full load hold %d batches of %.0f s (correlation scale %.1f s), %d needed; a longer run gives one",
-			float64(len(x))*sp.w, p.B, f.BatchSeconds, f.CorrelationSeconds, minBatches)
+		need := float64(len(sp.resid)-len(x)+minBatches*2*p.H) * sp.w
+		return 0, 0, fmt.Sprintf("too few independent stretches for an honest 95%% interval: %.0f s of data at full load hold %d batches of %.0f s (correlation scale %.1f s), %d needed; a formal stage of about %.0f s or longer gives one",
+			float64(len(x))*sp.w, p.B, f.BatchSeconds, f.CorrelationSeconds, minBatches, math.Ceil(need/10)*10)
 	}
 	v, df = batchVariance(x, p)
 	all, core := sum(sp.den[sp.bins[0]:sp.bins[1]]), sum(sp.den[sp.core[0]:sp.core[1]])
@@ -553,9 +560,14 @@ func setWilson(iv *report.Intervals, key string, p, n float64, sp spanSeries) {
 	iv.CI95[key] = [2]float64{max(0, center-half), min(1, center+half)}
 }
 
-// setQuantile sets a percentile's Woodruff interval: the proportion at or
-// below it, q ± t·se (se from the batches), mapped back through the
-// sorted values; none when the upper end lands on failed requests.
+// setQuantile sets a percentile's interval from se_F, the batches'
+// standard error of the proportion at or below it: none when q + t·se_F,
+// mapped through the sorted values, lands on failed requests; with at
+// least minDensityTail values beyond it on each side, the figure ±
+// t·se_F/f̂ (Bahadur's representation, f̂ a kernel density estimate at the
+// figure); else Woodruff's interval, q ± t·se_F mapped back through the
+// sorted values (a gap in them above a percentile, such as stalled TTFTs
+// above the fast ones, widens it far past the percentile's spread).
 func setQuantile(iv *report.Intervals, key string, sorted []float64, q float64, sp spanSeries, n float64) {
 	f := iv.Figures[key]
 	defer func() { iv.Figures[key] = f }()
@@ -573,9 +585,48 @@ func setQuantile(iv *report.Intervals, key string, sorted []float64, q float64, 
 		f.Reason = "the interval's upper end reaches the failed requests (+Inf in the latency lists)"
 		return
 	}
+	if point := sorted[stats.RankIndex(100*q, m)]; min(q, 1-q)*float64(m) >= minDensityTail {
+		if dens := kernelDensity(sorted, point); dens > 0 {
+			lo, hi = max(0, point-t*seF/dens), point+t*seF/dens
+			f.Form = formDensity
+		}
+	}
 	se := (hi - lo) / (2 * t)
 	f.StandardError, f.DF = &se, df
 	iv.CI95[key] = [2]float64{lo, hi}
+}
+
+// minDensityTail is the fewest values beyond a percentile, on its short
+// side, for its density-based interval: fewer (a p99 of under 5000
+// requests) leave the kernel estimate in the tail too noisy, and Woodruff's
+// interval holds there (docs/analyze.md, "Coverage, tested").
+const minDensityTail = 50
+
+// kernelDensity is the Gaussian kernel density estimate at x of the sorted
+// values, failed requests (+Inf) counted in the total but adding no
+// density, with Silverman's bandwidth 0.9·min(sd, IQR/1.34)·m^(−1/5) of
+// the finite ones; 0 when it has no spread.
+func kernelDensity(sorted []float64, x float64) float64 {
+	m := len(sorted)
+	fin := sorted[:sort.SearchFloat64s(sorted, math.Inf(1))]
+	if len(fin) < 2 {
+		return 0
+	}
+	spread := stat.StdDev(fin, nil)
+	if iqr := fin[stats.RankIndex(75, len(fin))] - fin[stats.RankIndex(25, len(fin))]; iqr > 0 {
+		spread = min(spread, iqr/1.34)
+	}
+	h := 0.9 * spread * math.Pow(float64(len(fin)), -0.2)
+	if !(h > 0) {
+		return 0
+	}
+	lo, hi := sort.SearchFloat64s(fin, x-6*h), sort.SearchFloat64s(fin, x+6*h)
+	d := 0.0
+	for _, v := range fin[lo:hi] {
+		z := (x - v) / h
+		d += math.Exp(-z * z / 2)
+	}
+	return d / (math.Sqrt(2*math.Pi) * h * float64(m))
 }
 
 // pctNames are the percentiles with intervals and pctQ their levels.

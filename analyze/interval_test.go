@@ -48,15 +48,16 @@ func TestBlockSet(t *testing.T) {
 }
 
 // TestFixtureIntervals: the fixture run's intervals hold their point
-// figures and are reproducible.
+// figures and are reproducible; its 100 s formal stage is too short for
+// the J/token figures' batches of at least minEnergyBatchSeconds, and
+// they say how long a formal stage would give one.
 func TestFixtureIntervals(t *testing.T) {
 	r, _ := fixtureReport(t)
 	iv := r.Intervals
 	if iv.Reason != "" || len(iv.CI95) == 0 {
 		t.Fatalf("no intervals: %q", iv.Reason)
 	}
-	point := map[string]*float64{report.KeySteadyJPT: r.SteadyState.JoulesPerToken, report.KeyLifecycleJPT: r.FullLifecycleJoulesPerToken,
-		report.KeyThroughput: r.ThroughputTokensPerSecond, report.KeyGoodputRatio: r.Goodput.Ratio, "latency.ttft_seconds.p50": r.Latency.TTFTSeconds.P50}
+	point := map[string]*float64{report.KeyThroughput: r.ThroughputTokensPerSecond, report.KeyGoodputRatio: r.Goodput.Ratio, "latency.ttft_seconds.p50": r.Latency.TTFTSeconds.P50}
 	for k, p := range point {
 		ci, ok := iv.CI95[k]
 		if p == nil || !ok {
@@ -67,10 +68,10 @@ func TestFixtureIntervals(t *testing.T) {
 			t.Errorf("%s: %v not inside [%v, %v]", k, *p, ci[0], ci[1])
 		}
 	}
-	// The fixture's lifecycle energy has noise; its tokens and latencies
-	// none, so their intervals have no width.
-	if ci := iv.CI95[report.KeyLifecycleJPT]; !(ci[0] < ci[1]) {
-		t.Errorf("lifecycle interval [%v, %v] has no width", ci[0], ci[1])
+	for _, k := range []string{report.KeySteadyJPT, report.KeyLifecycleJPT, report.KeyJoulesPerGood} {
+		if why := iv.Figures[k].Reason; !strings.Contains(why, "a formal stage of about 1") {
+			t.Errorf("%s: reason %q, want the formal stage (over 100 s) that would give one", k, why)
+		}
 	}
 	// Every figure has an interval or says why not (the p99s reach the
 	// fixture's failed request).
@@ -85,7 +86,16 @@ func TestFixtureIntervals(t *testing.T) {
 		t.Errorf("TTFT p99: reason %q, want the failed requests named", why)
 	}
 	r2, _ := fixtureReport(t)
-	if lo, hi, _ := r2.CI95(report.KeySteadyJPT); [2]float64{lo, hi} != iv.CI95[report.KeySteadyJPT] {
-		t.Errorf("not reproducible: %v vs %v", [2]float64{lo, hi}, iv.CI95[report.KeySteadyJPT])
+	if lo, hi, _ := r2.CI95(report.KeyThroughput); [2]float64{lo, hi} != iv.CI95[report.KeyThroughput] {
+		t.Errorf("not reproducible: %v vs %v", [2]float64{lo, hi}, iv.CI95[report.KeyThroughput])
+	}
+}
+
+// TestPlanBatchesConstant: a series without variance (a goodput of 100%:
+// no request missed) has no correlation to span, so it takes the most
+// batches rather than failing for too few.
+func TestPlanBatchesConstant(t *testing.T) {
+	if p := planBatches(make([]float64, 59), 0, 0); p.B != maxBatches {
+		t.Errorf("constant series of 59 bins: %d batches, want %d", p.B, maxBatches)
 	}
 }

@@ -44,7 +44,7 @@ func TestAttachedRunValid(t *testing.T) {
 		{contract.ModeAttached, ModeFromIdentity},
 		{"", ModeFromPhases}, // a bench from before run.mode
 	} {
-		r, _, err := Compute(attachedFixture(tc.identity), fixtureParams())
+		r, _, err := computeSeries(attachedFixture(tc.identity), fixtureParams())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestAttachedRunValid(t *testing.T) {
 	d := attachedFixture(contract.ModeAttached)
 	fs := d.Phases["formal"].Start // the formal phase closes the quiet window
 	d.Phases["idle"], d.PhaseEnergy["idle"] = PhaseBounds{Start: fs - 10, End: fs, HasStart: true, HasEnd: true}, 1000
-	r, _, err := Compute(d, fixtureParams())
+	r, _, err := computeSeries(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestAttachedRunValid(t *testing.T) {
 		t.Errorf("quiet window: valid %v flags %v idle %+v", r.Valid, flagCodes(r), r.Stages["idle"])
 	}
 	// The formal phase alone under a cold-start identity: markers lost.
-	r, _, err = Compute(attachedFixture(contract.ModeLifecycle), fixtureParams())
+	r, _, err = computeSeries(attachedFixture(contract.ModeLifecycle), fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func fmtPtr(p *float64) any {
 // fixture: one exporter's final view of the run, its exact boundaries,
 // phase energies and release verdict (and an empty requests.jsonl); it
 // returns the archive as analyze reads it.
-func fixtureArchive(t *testing.T, d *RunData) *benchArchive {
+func fixtureArchive(t *testing.T, d *RunData) *BenchArchive {
 	t.Helper()
 	run, err := runarchive.Create(t.TempDir(), d.RunID)
 	if err != nil {
@@ -163,14 +163,14 @@ func TestOutageRepairedFromArchive(t *testing.T) {
 	}
 	cfg := Config{PrometheusURL: s.URL(), RunID: "fixture-1", Params: fixtureParams(), Now: fixtureNow(), QueryTimeout: 30 * time.Second, ReadAPI: remoteread.Query}
 	cfg = cfg.withDefaults()
-	if _, err := load(ctx, cfg, nil); err == nil || !strings.Contains(err.Error(), "run not found") {
+	if _, err := loadRun(ctx, cfg, nil); err == nil || !strings.Contains(err.Error(), "run not found") {
 		t.Fatalf("without the archive: %v, want run not found", err)
 	}
-	d, err := load(ctx, cfg, fixtureArchive(t, fixture()))
+	d, err := loadRun(ctx, cfg, fixtureArchive(t, fixture()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := Compute(d, fixtureParams())
+	r, _, err := computeSeries(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}

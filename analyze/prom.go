@@ -18,6 +18,7 @@ import (
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // rawSampleMargin: raw samples are fetched beyond the run's span, for
@@ -41,6 +42,7 @@ type loader struct {
 	// rr reads the raw series through remote read; nil: through the query
 	// API. readFallback says why remote read was given up (remoteread.Auto).
 	rr           *remoteread.Reader
+	maxSamples   int64 // the query API's per-query sample limit (0: none)
 	readAPI      string
 	readFallback string
 	log          *slog.Logger
@@ -79,18 +81,6 @@ func (l *loader) vector(ctx context.Context, q string, at time.Time) (model.Vect
 		return nil, fmt.Errorf("query %s: got a %s, want a vector", q, v.Type())
 	}
 	return l.invalid.finite(q, vec), nil
-}
-
-func (l *loader) matrix(ctx context.Context, q string, at time.Time) (model.Matrix, error) {
-	v, err := l.query(ctx, q, at)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := v.(model.Matrix)
-	if !ok {
-		return nil, fmt.Errorf("query %s: got a %s, want a matrix", q, v.Type())
-	}
-	return m, nil
 }
 
 // promDuration renders d as a PromQL duration in whole milliseconds.
@@ -602,4 +592,34 @@ func joinRequest(val [nReqMetrics]float64, has [nReqMetrics]bool) (reqVals, bool
 		r.hasTTFT, r.ttft = true, t
 	}
 	return r, true
+}
+
+// load reads the run's data from Prometheus; arch, when set, is the run's
+// bench archive, whose phases.json fills in what Prometheus lacks.
+func load(ctx context.Context, cfg Config, prom v1.API, arch *BenchArchive) (*RunData, error) {
+	l := &loader{api: prom, runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
+		readAPI: cfg.ReadAPI, log: cfg.Logger, wait: cfg.Wait, maxSamples: cfg.MaxSamples}
+	if arch != nil {
+		l.arch = combineViews(arch.views)
+	}
+	if !cfg.Now.IsZero() {
+		l.wait = 0 // a fixed instant: nothing more will arrive
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	if l.now.IsZero() {
+		l.now = time.Now()
+	}
+	if cfg.ReadAPI != remoteread.Query {
+		var err error
+		if l.rr, err = remoteread.New(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
+			return nil, err
+		}
+	}
+	d, err := l.load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading run %q from %s: %w", cfg.RunID, secretfile.RedactURL(cfg.PrometheusURL), secretfile.SecretsOf(cfg.PrometheusURL).Error(err))
+	}
+	return d, nil
 }

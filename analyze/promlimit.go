@@ -4,13 +4,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/config"
+
+	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
 // MaxPrometheusResponse is the most bytes analyze reads of one Prometheus
 // query answer: the client buffers an answer whole, so a larger one (a
 // proxy gone wrong, a selector matching far more than a run) is an error
 // naming the query and the limit, not hundreds of MB of memory. Raw
-// series are read in windows (promchunk.go), which keeps a run's answers
+// series are read in windows (rangeread.go), which keeps a run's answers
 // far below it.
 const MaxPrometheusResponse = 128 << 20
 
@@ -79,4 +85,17 @@ func limitClient(hc *http.Client, max int64) *http.Client {
 	c := *hc
 	c.Transport = limitResponses{rt: rt, max: max}
 	return &c
+}
+
+// promAPI is the Prometheus query API of cfg, its answers bounded in size.
+func promAPI(cfg Config) (v1.API, error) {
+	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
+	if err != nil {
+		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
+	}
+	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: limitClient(hc, cfg.maxResponse)})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
+	}
+	return v1.NewAPI(client), nil
 }

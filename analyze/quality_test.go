@@ -16,7 +16,7 @@ import (
 
 // qualityArchive writes an archive whose formal answers pass or fail as
 // given (warm-up and failed requests carry verdicts that must not count).
-func qualityArchive(t *testing.T, verdicts []string) *benchArchive {
+func qualityArchive(t *testing.T, verdicts []string) *BenchArchive {
 	t.Helper()
 	dir := t.TempDir()
 	var b strings.Builder
@@ -40,7 +40,7 @@ func qualityArchive(t *testing.T, verdicts []string) *benchArchive {
 }
 
 // addQualityOf adds the quality of a, as analyze does.
-func addQualityOf(r *report.Report, a *benchArchive, minPassRate float64) {
+func addQualityOf(r *report.Report, a *BenchArchive, minPassRate float64) {
 	addQuality(r, a.quality, a.manifest, minPassRate)
 }
 

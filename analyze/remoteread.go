@@ -7,15 +7,18 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/querysplit"
 	"github.com/joulemark/joulemark/internal/remoteread"
 )
 
 // rangeRead is the samples of sel in window w: the range selector
-// evaluated at the window's end through the query API, or the same
-// samples through remote read.
+// evaluated at the window's end through the query API (split in time
+// where it would exceed the sample limit), or the same samples through
+// remote read.
 func (l *loader) rangeRead(ctx context.Context, sel string, w window) (model.Matrix, error) {
 	if l.rr == nil {
-		return l.matrix(ctx, w.selector(sel), w.at())
+		split := querysplit.Reader{API: l.api, MaxSamples: l.maxSamples, Timeout: l.timeout}
+		return split.Read(ctx, sel, w.endMs-w.rngMs, w.endMs)
 	}
 	return l.rr.Read(ctx, sel, w.endMs-w.rngMs, w.endMs)
 }

@@ -112,7 +112,7 @@ func TestVictoriaMetrics(t *testing.T) {
 // compares it with the golden one.
 func sameAsFixtureReport(t *testing.T, d *RunData) {
 	t.Helper()
-	r, _, err := Compute(d, fixtureParams())
+	r, _, err := computeSeries(d, fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,5 +129,5 @@ func loadChecked(ctx context.Context, cfg Config) (*RunData, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return load(ctx, cfg, nil)
+	return loadRun(ctx, cfg, nil)
 }

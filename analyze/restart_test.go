@@ -22,7 +22,7 @@ func TestExporterGapsFlagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := Compute(fixture(), fixtureParams())
+	r, _, err := computeSeries(fixture(), fixtureParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestReleaseProcessBasis(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, _, err := Compute(fixture(), fixtureParams())
+			r, _, err := computeSeries(fixture(), fixtureParams())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,10 +8,10 @@ import (
 	"github.com/joulemark/joulemark/report"
 )
 
-// AddOutputSanity puts the counts into the report and raises the
+// addOutputSanity puts the counts into the report and raises the
 // non-excluding outputs_suspect flag when their share of bad outputs is above
 // maxBadRatio.
-func AddOutputSanity(r *report.Report, c report.OutputCounts, maxBadRatio float64) {
+func addOutputSanity(r *report.Report, c report.OutputCounts, maxBadRatio float64) {
 	bad, _ := c.Bad()
 	s := &report.OutputSanity{OutputCounts: c, Bad: bad, BadRatio: c.BadRatio(), MaxBadRatio: maxBadRatio}
 	r.OutputSanity = s

@@ -44,7 +44,7 @@ func TestAddOutputSanity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, _ := fixtureReport(t)
 			valid, nflags := r.Valid, len(r.Flags)
-			AddOutputSanity(r, tc.counts, tc.max)
+			addOutputSanity(r, tc.counts, tc.max)
 			if r.OutputSanity == nil || r.OutputSanity.Requests != tc.counts.Requests || r.OutputSanity.MaxBadRatio != tc.max {
 				t.Fatalf("output_sanity = %+v", r.OutputSanity)
 			}
@@ -81,7 +81,7 @@ func TestGoldenOutputSanity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	AddOutputSanity(r, a.sanity, fixtureParams().MaxBadOutputRatio)
+	addOutputSanity(r, a.sanity, fixtureParams().MaxBadOutputRatio)
 	js, err := report.Marshal(r)
 	if err != nil {
 		t.Fatal(err)

@@ -54,7 +54,7 @@ func TestScrapeCoverage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := fixture()
 			tc.edit(d)
-			r, _, err := Compute(d, fixtureParams())
+			r, _, err := computeSeries(d, fixtureParams())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,7 +26,7 @@ func TestHTMLInChromium(t *testing.T) {
 			if !tc.valid {
 				d.ReleaseClosed = new(false)
 			}
-			r, pd, err := Compute(d, DefaultParams())
+			r, pd, err := computeSeries(d, DefaultParams())
 			if err != nil {
 				t.Fatal(err)
 			}

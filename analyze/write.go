@@ -10,22 +10,22 @@ import (
 // WriteReport renders the report and writes it into dir with report.Write
 // (all at once; never over an earlier report). pd may be nil (no plots).
 func WriteReport(dir string, r *report.Report, pd *PlotData) error {
-	f, err := render(r, pd)
-	if err != nil {
-		return err
-	}
-	return report.Write(dir, f)
+	_, err := writeReport(dir, false, r, pd)
+	return err
 }
 
-// WriteReportKeeping renders the report and writes it into dir with
-// report.WriteKeeping (an earlier report there moves to dir.N); it returns
-// where the earlier report went, "" when there was none.
-func WriteReportKeeping(dir string, r *report.Report, pd *PlotData) (kept string, err error) {
+// writeReport renders the report and writes it into dir with report.Write
+// or, keepEarlier, with report.WriteKeeping (an earlier report there moves
+// to dir.N); kept is where the earlier report went, "" when there was none.
+func writeReport(dir string, keepEarlier bool, r *report.Report, pd *PlotData) (kept string, err error) {
 	f, err := render(r, pd)
 	if err != nil {
 		return "", err
 	}
-	return report.WriteKeeping(dir, f)
+	if keepEarlier {
+		return report.WriteKeeping(dir, f)
+	}
+	return "", report.Write(dir, f)
 }
 
 // render is the report's three files.

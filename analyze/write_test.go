@@ -79,7 +79,7 @@ func TestWriteReport(t *testing.T) {
 // Re-analysing into a run's default directory keeps every earlier report
 // (dir.1, dir.2, …) and puts the newest at dir; nothing is overwritten and
 // no temporary directory is left behind.
-func TestWriteReportKeeping(t *testing.T) {
+func TestWriteReportKeepingEarlier(t *testing.T) {
 	r, pd := fixtureReport(t)
 	dir := filepath.Join(t.TempDir(), "run1", "report")
 	var ids []string
@@ -87,7 +87,7 @@ func TestWriteReportKeeping(t *testing.T) {
 		ri := *r
 		ri.RunID = id
 		ids = append(ids, id)
-		kept, err := WriteReportKeeping(dir, &ri, pd)
+		kept, err := writeReport(dir, true, &ri, pd)
 		if err != nil {
 			t.Fatalf("write %d: %v", i+1, err)
 		}
@@ -110,7 +110,7 @@ func TestWriteReportKeeping(t *testing.T) {
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteReportKeeping(file, r, pd); err == nil {
+	if _, err := writeReport(file, true, r, pd); err == nil {
 		t.Error("a file in place of the report directory: no error")
 	}
 }

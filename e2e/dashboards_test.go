@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/dashboards"
-	"github.com/joulemark/joulemark/internal/demo"
+	"github.com/joulemark/joulemark/demo"
 	"github.com/joulemark/joulemark/internal/promserver"
 )
 

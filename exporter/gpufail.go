@@ -13,7 +13,7 @@ import (
 // is not measured until it answers again. Every active run measuring it
 // gets a gap of its own (phaseapi.Gap.GPUs, reason contract.GapGPUFailed
 // or contract.GapGPUHung) from its last good sample, the same gap a GPU
-// missing after a restart gets (store_absent.go): boundaries made meanwhile
+// missing after a restart gets (absentgpu.go): boundaries made meanwhile
 // take its energy at that sample instead of waiting for one after them (a
 // run with a dead GPU still ends and freezes), each phase's gpus[] entry
 // gives its missing_seconds, and release detection goes on without it.

@@ -380,7 +380,7 @@ func (l *lifecycle) rollback(u undo) (forgot bool) {
 }
 
 // newBoundary makes a boundary of run r at t and resolves what it can
-// now; a GPU absent from r takes its counter at the save (store_absent.go).
+// now; a GPU absent from r takes its counter at the save (absentgpu.go).
 func (l *lifecycle) newBoundary(r *run, t int64) *boundary {
 	var host []float64
 	if l.hostNow != nil {
@@ -432,7 +432,7 @@ func (l *lifecycle) resolvePending() {
 
 // phaseEnergy is GPU i's energy over run r's phase ph: exact once both
 // boundaries are resolved, up to the latest sample before that; up to the
-// save while the GPU is absent from r (store_absent.go).
+// save while the GPU is absent from r (absentgpu.go).
 func (l *lifecycle) phaseEnergy(r *run, ph *phaseRec, i int) float64 {
 	if !ph.start.ok[i] {
 		return 0

@@ -71,7 +71,7 @@ type run struct {
 	endReason string         // contract.EndReason*, once ended
 	gaps      []phaseapi.Gap // intervals the exporter was down, or a GPU missing after a restart
 	// absent are the run's GPUs not open at a restart, by index, until they
-	// open with their saved UUID (store_absent.go).
+	// open with their saved UUID (absentgpu.go).
 	absent map[int]*absence
 	// failed are the run's GPUs out since a read failed or hung, by index,
 	// each with its open gap's index in gaps (gpufail.go).

@@ -110,7 +110,7 @@ type storedRun struct {
 	GPUs     []int              `json:"gpus,omitempty"`
 	Selector *phaseapi.Selector `json:"selector,omitempty"`
 	// Absent are the run's GPUs not measured since a restart
-	// (store_absent.go).
+	// (absentgpu.go).
 	Absent []storedAbsence `json:"absent_gpus,omitempty"`
 }
 

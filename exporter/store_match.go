@@ -14,7 +14,7 @@ import (
 // exporter's GPUs by UUID, never by index (gpuMap). A saved GPU found
 // nowhere keeps its index when no other saved GPU took it: the GPU there
 // has not opened (no UUID yet) and is checked when it opens, or it is
-// another GPU, never the runs' (store_absent.go); the runs keep the saved
+// another GPU, never the runs' (absentgpu.go); the runs keep the saved
 // GPU's energy before the save. Else it has vanished: the runs measuring
 // it come back without it, with a gap naming it
 // (phaseapi.Gap.VanishedUUIDs) until their end.

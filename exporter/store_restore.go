@@ -43,7 +43,7 @@ type restoredCounter struct {
 // Prometheus handles, never a value below one already served). A GPU that
 // is not open has no identity to check yet: the runs measuring it are
 // restored without it until it opens with its saved UUID
-// (store_absent.go). Called from New, before sampling starts.
+// (absentgpu.go). Called from New, before sampling starts.
 func (e *Exporter) restore() error {
 	var ids runIDsDoc
 	haveIDs, err := e.store.read(runIDsFile, &ids)
@@ -253,7 +253,7 @@ func ptrString(v *float64) string {
 // store_match.go) whose identity cannot be compared now or differs: not
 // open now (they failed to open at start: no UUID), not open at the save,
 // not known there, or another GPU in the saved one's place; the runs measuring one are restored without it until it
-// opens with its saved UUID (store_absent.go).
+// opens with its saved UUID (absentgpu.go).
 func (e *Exporter) missingGPUs(saved []storedGPU) (missing []int) {
 	for i, g := range saved {
 		if g.UUID == "" || g.Missing || e.gpus[i].dev.Err != "" || g.UUID != e.gpus[i].dev.UUID {

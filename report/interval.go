@@ -30,8 +30,10 @@ type IntervalFigure struct {
 	Estimand string `json:"estimand"`
 	// Form is how the interval is built from the batches: ratio, mean,
 	// wilson (a proportion: Wilson's score interval at the effective sample
-	// size) or woodruff (a percentile: the interval of the proportion
-	// below it, mapped back through the sorted values).
+	// size), density (a percentile: the proportion's standard error over
+	// the density at the percentile) or woodruff (a percentile far in a
+	// tail: the interval of the proportion below it, mapped back through
+	// the sorted values).
 	Form string `json:"form"`
 	// Batches of BatchSeconds each; CorrelationSeconds is the series'
 	// correlation scale G/g0 (Politis–White's lag window).

@@ -1,6 +1,6 @@
 // Package report is the report.json format: its types, the file names of
 // a report directory, one atomic writer and one reader (FORMAT.md). The
-// analysis (analyze) produces it; choose, compare, production and cmd read
+// analysis (analyze) produces it; runset, runset/compare, production and cmd read
 // it without the analysis.
 package report
 

@@ -3,7 +3,7 @@
 // outputs, outputs identical to an earlier one and short outputs (shorter
 // than a length forced with ignore_eos, or cut). Speed means nothing if the model broke (docs/experiments.md,
 // "Output sanity"). analyze puts the counts in the run's
-// report; choose prints them beside throughput.
+// report; runset prints them beside throughput.
 package outputsanity
 
 import (

@@ -31,6 +31,7 @@ type AnalyzeCmd struct {
 	Params analyzeParams `embed:""`
 
 	QueryTimeout time.Duration `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
+	MaxSamples   int64         `name:"query.max-samples" default:"50000000" help:"The server's per-query sample limit (Prometheus' and Mimir's --query.max-samples, VictoriaMetrics' -search.maxSamplesPerQuery): a raw read through the query API that would load more is split in time, after a census query. 0: never split."`
 	ReadAPI      string        `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
 	Cost         CostFlags     `embed:"" prefix:"cost." group:"Cost and carbon"`
 }
@@ -79,7 +80,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	cfg := analyze.Config{
 		PrometheusURL: c.Prometheus.URL, HTTP: hc, RunID: c.RunID, Params: p,
 		Lookback: time.Duration(lb), QueryTimeout: c.QueryTimeout, OutDir: c.Out, Scenario: c.Scenario,
-		RunsDir: c.RunsDir, EngineSelector: c.EngineSelector, ReadAPI: c.ReadAPI,
+		RunsDir: c.RunsDir, EngineSelector: c.EngineSelector, ReadAPI: c.ReadAPI, MaxSamples: c.MaxSamples,
 		Logger: g.Logger(), Wait: c.Wait, Cost: cost, KeepEarlier: keep,
 	}
 	// Validated once, by analyze.Run, before any query.

@@ -10,7 +10,7 @@ import (
 )
 
 func fixture(parts ...string) string {
-	return filepath.Join(append([]string{"..", "..", "analyze", "choose", "testdata"}, parts...)...)
+	return filepath.Join(append([]string{"..", "..", "runset", "testdata"}, parts...)...)
 }
 
 // The regression gate's exit status comes from Run's error (main exits 1).
@@ -86,7 +86,7 @@ func TestRecommendCmdNoSurvivor(t *testing.T) {
 func TestRecommendCmdMaxGPUMemory(t *testing.T) {
 	var reports []string
 	for _, n := range []string{"sweep-c4", "sweep-c12", "sweep-c24", "sweep-c12-qwen"} {
-		reports = append(reports, filepath.Join("..", "..", "analyze", "compare", "testdata", "reports", n+".json"))
+		reports = append(reports, filepath.Join("..", "..", "runset", "compare", "testdata", "reports", n+".json"))
 	}
 	cli := parseCLI(t, append([]string{"recommend", "--max-gpu-memory", "60GiB"}, reports...)...)
 	var buf bytes.Buffer
@@ -112,7 +112,7 @@ func TestRecommendCmdMaxGPUMemory(t *testing.T) {
 func TestRecommendCmdMinQuality(t *testing.T) {
 	var reports []string
 	for _, n := range []string{"sweep-c12", "sweep-c12-qwen"} {
-		reports = append(reports, filepath.Join("..", "..", "analyze", "compare", "testdata", "reports", n+".json"))
+		reports = append(reports, filepath.Join("..", "..", "runset", "compare", "testdata", "reports", n+".json"))
 	}
 	cli := parseCLI(t, append([]string{"recommend", "--min-quality", "0.9"}, reports...)...)
 	var buf bytes.Buffer
@@ -129,7 +129,7 @@ func TestRecommendCmdMinQuality(t *testing.T) {
 func TestPlanCmdRefusesMixedConfigurations(t *testing.T) {
 	var reports []string
 	for _, n := range []string{"sweep-c4", "sweep-c12", "sweep-c12-qwen"} {
-		reports = append(reports, filepath.Join("..", "..", "analyze", "compare", "testdata", "reports", n+".json"))
+		reports = append(reports, filepath.Join("..", "..", "runset", "compare", "testdata", "reports", n+".json"))
 	}
 	args := append([]string{"plan", "--target-peak-rate", "10", "--slo.ttft-p95", "500ms"}, reports...)
 	cli := parseCLI(t, args...)

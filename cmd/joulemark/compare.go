@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/joulemark/joulemark/analyze/choose"
-	"github.com/joulemark/joulemark/analyze/compare"
+	"github.com/joulemark/joulemark/runset"
+	"github.com/joulemark/joulemark/runset/compare"
 )
 
 // CompareCmd is `joulemark compare report.json...`.
@@ -24,11 +24,11 @@ type CompareCmd struct {
 
 // Run prints the comparison.
 func (c *CompareCmd) Run(g *Globals) error {
-	runs, err := loadReports(c.Reports, c.RunsDir)
+	set, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}
-	res := compare.Compare(runs, compare.Options{GroupBy: c.GroupBy, Tolerance: c.Tolerance, Pool: c.Pool})
+	res := compare.Compare(set, compare.Options{GroupBy: c.GroupBy, Tolerance: c.Tolerance, Pool: c.Pool})
 	if c.Out != "" {
 		if err := compare.WriteHTMLFile(c.Out, res); err != nil {
 			return err
@@ -44,13 +44,14 @@ func (c *CompareCmd) Run(g *Globals) error {
 }
 
 // loadReports reads the reports the arguments name (files, report
-// directories, run archives, run ids); an argument naming none is bad usage.
-func loadReports(args []string, runsDir string) ([]*choose.Run, error) {
-	runs, err := choose.LoadReports(args, choose.LoadOptions{RunsDir: runsDir})
-	if errors.Is(err, choose.ErrNoReport) {
+// directories, run archives, run ids, repetition group ids) and pools
+// their re-runs (runset.Load); an argument naming none is bad usage.
+func loadReports(args []string, runsDir string) (*runset.Set, error) {
+	set, err := runset.Load(args, runset.LoadOptions{RunsDir: runsDir})
+	if errors.Is(err, runset.ErrNoReport) {
 		return nil, withExitCode(exitUsage, err)
 	}
-	return runs, err
+	return set, err
 }
 
 // output is where a command prints: os.Stdout, or what a test sets.

@@ -20,8 +20,8 @@ import (
 
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/benchjob/experiment"
+	"github.com/joulemark/joulemark/demo"
 	"github.com/joulemark/joulemark/exporter"
-	"github.com/joulemark/joulemark/internal/demo"
 	"github.com/joulemark/joulemark/internal/testkit/golden"
 )
 
@@ -277,7 +277,7 @@ func TestBenchSharedDefaults(t *testing.T) {
 
 // Exit statuses and error lines of docs/cli.md.
 func TestExitStatus(t *testing.T) {
-	report := filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "before.json")
+	report := filepath.Join("..", "..", "runset", "testdata", "diff", "before.json")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -306,7 +306,7 @@ func TestExitStatus(t *testing.T) {
 			stderr: []string{"joulemark plan: give at least one SLO"}, noStderr: []string{"plan: plan:"}},
 		{args: []string{"exporter", "--gpu=nvml", "--nvml.retry-interval=0s"}, code: exitUsage,
 			stderr: []string{"joulemark exporter: --nvml.retry-interval=0s: want a duration > 0"}},
-		{args: []string{"diff", report, filepath.Join("..", "..", "analyze", "choose", "testdata", "diff", "after-bad.json")}, code: exitRegression,
+		{args: []string{"diff", report, filepath.Join("..", "..", "runset", "testdata", "diff", "after-bad.json")}, code: exitRegression,
 			stderr: []string{"joulemark diff: 4 regression(s)"}, noStderr: []string{"Usage:"}},
 		// a CI gate tells a regression (4) from a report that is missing
 		// (2) or unreadable (1)

@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/joulemark/joulemark/internal/demo"
+	"github.com/joulemark/joulemark/demo"
 	"github.com/joulemark/joulemark/report"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joulemark/joulemark/internal/demo"
+	"github.com/joulemark/joulemark/demo"
 	"github.com/joulemark/joulemark/internal/simengine"
 )
 

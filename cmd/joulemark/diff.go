@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // DiffCmd is `joulemark diff BEFORE AFTER --fail-on-regression 5`.
@@ -32,23 +32,23 @@ func (c *DiffCmd) Run(g *Globals) error {
 	if err != nil {
 		return fmt.Errorf("AFTER: %w", err)
 	}
-	if err := choose.CheckDiffSide("BEFORE", before); err != nil {
+	if err := runset.CheckDiffSide("BEFORE", before); err != nil {
 		return usageErrorf("%v", err)
 	}
-	if err := choose.CheckDiffSide("AFTER", after); err != nil {
+	if err := runset.CheckDiffSide("AFTER", after); err != nil {
 		return usageErrorf("%v", err)
 	}
-	d := choose.DiffRuns(before, after, choose.DiffMetrics, c.FailOnRegression)
+	d := runset.DiffRuns(before, after, runset.DiffMetrics, c.FailOnRegression)
 	if c.MaxBadOutputRatio != nil {
 		d.CheckSanity(*c.MaxBadOutputRatio)
 	}
 	switch c.Format {
 	case "json":
-		err = choose.WriteDiffJSON(c.out(), d)
+		err = runset.WriteDiffJSON(c.out(), d)
 	case "csv":
-		err = choose.WriteDiffCSV(c.out(), d)
+		err = runset.WriteDiffCSV(c.out(), d)
 	default:
-		err = choose.WriteDiff(c.out(), d)
+		err = runset.WriteDiff(c.out(), d)
 	}
 	if err != nil {
 		return err

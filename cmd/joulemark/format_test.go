@@ -38,7 +38,7 @@ func runOut(t *testing.T, args ...string) (string, error) {
 
 // --format picks the package's writer: csv starts with the command's own
 // column, json decodes. The tables themselves are tested where they are
-// written (analyze/choose, analyze/compare).
+// written (runset, runset/compare).
 func TestFormatWiring(t *testing.T) {
 	reports, _ := filepath.Glob(fixture("runs", "*", "report.json"))
 	sweep, _ := filepath.Glob(fixture("sweep", "*", "report.json"))

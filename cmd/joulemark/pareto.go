@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // ParetoCmd is `joulemark pareto report.json...`.
@@ -19,19 +19,19 @@ type ParetoCmd struct {
 
 // Run prints the Pareto classification.
 func (c *ParetoCmd) Run(g *Globals) error {
-	runs, err := loadReports(c.Reports, c.RunsDir)
+	set, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}
 	// the repetitions of one configuration are one point: their medians
-	runs = choose.PoolRuns(runs)
+	runs := set.Pooled()
 	if c.HTML != "" {
-		if err := choose.WriteParetoHTMLFile(c.HTML, choose.ParetoGroups(runs, c.GroupBy), choose.ParetoMetrics); err != nil {
+		if err := runset.WriteParetoHTMLFile(c.HTML, runset.ParetoGroups(runs, c.GroupBy), runset.ParetoMetrics); err != nil {
 			return fmt.Errorf("pareto --html: %w", err)
 		}
 	}
 	if c.GroupBy == "" {
-		return choose.WritePareto(c.out(), c.Format, runs)
+		return runset.WritePareto(c.out(), c.Format, runs)
 	}
-	return choose.WriteParetoGroups(c.out(), c.Format, c.GroupBy, runs)
+	return runset.WriteParetoGroups(c.out(), c.Format, c.GroupBy, runs)
 }

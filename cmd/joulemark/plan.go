@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // PlanCmd is `joulemark plan report.json... --target-peak-rate R --slo-...`.
@@ -26,11 +26,11 @@ type PlanCmd struct {
 
 // Run prints the plan and, with --out, writes it.
 func (c *PlanCmd) Run(g *Globals) error {
-	var slos choose.Constraints
-	slos.AddDuration("--slo.ttft-p95", c.SLOTTFTP95, choose.TTFTP95, true)
-	slos.AddDuration("--slo.tpot-p95", c.SLOTPOTP95, choose.TPOTP95, true)
-	slos.Add("--min-goodput", c.MinGoodput, choose.Goodput, false)
-	slos.Add("--max-error-rate", c.MaxErrorRate, choose.ErrorRate, true)
+	var slos runset.Constraints
+	slos.AddDuration("--slo.ttft-p95", c.SLOTTFTP95, runset.TTFTP95, true)
+	slos.AddDuration("--slo.tpot-p95", c.SLOTPOTP95, runset.TPOTP95, true)
+	slos.Add("--min-goodput", c.MinGoodput, runset.Goodput, false)
+	slos.Add("--max-error-rate", c.MaxErrorRate, runset.ErrorRate, true)
 	if len(slos) == 0 {
 		return usageErrorf("give at least one SLO (--slo.ttft-p95, --slo.tpot-p95, --min-goodput, --max-error-rate)")
 	}
@@ -38,23 +38,23 @@ func (c *PlanCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	runs, err := loadReports(c.Reports, c.RunsDir)
+	set, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}
 	// the repetitions of one load point are one point: their medians
-	runs = choose.PoolRuns(runs)
-	p, planErr := choose.MakePlan(runs, choose.PlanOptions{TargetPeakRateRPS: c.TargetPeakRate, SLOs: slos, RestartsPerDay: c.RestartsPerDay, Pool: c.Pool, Cost: cost})
+	runs := set.Pooled()
+	p, planErr := runset.MakePlan(runs, runset.PlanOptions{TargetPeakRateRPS: c.TargetPeakRate, SLOs: slos, RestartsPerDay: c.RestartsPerDay, Pool: c.Pool, Cost: cost})
 	if p.Points == nil && planErr != nil {
 		return planErr
 	}
 	switch c.Format {
 	case "json":
-		err = choose.WritePlanJSON(c.out(), p)
+		err = runset.WritePlanJSON(c.out(), p)
 	case "csv":
-		err = choose.WritePlanCSV(c.out(), p)
+		err = runset.WritePlanCSV(c.out(), p)
 	default:
-		err = choose.WritePlan(c.out(), p)
+		err = runset.WritePlan(c.out(), p)
 	}
 	if err != nil {
 		return err
@@ -63,7 +63,7 @@ func (c *PlanCmd) Run(g *Globals) error {
 		return planErr
 	}
 	if c.Out != "" {
-		return choose.WritePlanFile(c.Out, p)
+		return runset.WritePlanFile(c.Out, p)
 	}
 	return nil
 }

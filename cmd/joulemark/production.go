@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/joulemark/joulemark/analyze/production"
 	"github.com/joulemark/joulemark/internal/clientflags"
+	"github.com/joulemark/joulemark/production"
 )
 
 // AnalyzeGroup holds the analyses: a benchmark run (the default) and a
@@ -28,6 +28,7 @@ type AnalyzeProductionCmd struct {
 	Out          string                 `placeholder:"DIR" help:"Also write report.json, report.md and report.html into DIR; must not exist or be empty. Without it the report is only printed on stdout (--format)."`
 	Format       string                 `default:"text" enum:"text,json" help:"What to print on stdout (${enum})."`
 	QueryTimeout time.Duration          `name:"query.timeout" default:"2m" help:"Timeout of each Prometheus query."`
+	MaxSamples   int64                  `name:"query.max-samples" default:"50000000" help:"The server's per-query sample limit (Prometheus' and Mimir's --query.max-samples, VictoriaMetrics' -search.maxSamplesPerQuery): a raw read through the query API that would load more is split in time, after a census query. 0: never split."`
 	ReadAPI      string                 `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
 	Cost         CostFlags              `embed:"" prefix:"cost." group:"Cost and carbon"`
 }
@@ -55,7 +56,7 @@ func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	cfg := production.Config{PrometheusURL: c.Prometheus.URL, HTTP: hc, From: from, To: to,
-		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout, ReadAPI: c.ReadAPI, Logger: g.Logger(), Cost: cost}
+		Namespace: c.Namespace, Model: c.Model, OutDir: c.Out, QueryTimeout: c.QueryTimeout, MaxSamples: c.MaxSamples, ReadAPI: c.ReadAPI, Logger: g.Logger(), Cost: cost}
 	if err := cfg.Validate(); err != nil {
 		return withExitCode(exitUsage, err) // the flags' values: an end before the start, ...
 	}

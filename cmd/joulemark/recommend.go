@@ -6,7 +6,7 @@ import (
 
 	"github.com/alecthomas/units"
 
-	"github.com/joulemark/joulemark/analyze/choose"
+	"github.com/joulemark/joulemark/runset"
 )
 
 // RecommendCmd is `joulemark recommend report.json... --max-ttft-p95 ...`.
@@ -39,44 +39,44 @@ func (c *RecommendCmd) Run(g *Globals) error {
 	if c.GroupBy != "" && c.Format != "text" {
 		return usageErrorf("--group-by prints one recommendation per group: use --format text")
 	}
-	prefer, err := choose.MetricByKey(c.Prefer)
+	prefer, err := runset.MetricByKey(c.Prefer)
 	if err != nil {
 		return err
 	}
-	runs, err := loadReports(c.Reports, c.RunsDir)
+	set, err := loadReports(c.Reports, c.RunsDir)
 	if err != nil {
 		return err
 	}
 	// the repetitions of one configuration are one candidate: their medians
-	runs = choose.PoolRuns(runs)
+	runs := set.Pooled()
 	maxBad := -1.0
 	if c.MaxBadOutputRatio != nil {
 		maxBad = *c.MaxBadOutputRatio
 	}
-	if _, note := choose.SteadyBasis(runs, choose.ParetoMetrics); note != "" && c.Format == "text" {
+	if _, note := runset.SteadyBasis(runs, runset.ParetoMetrics); note != "" && c.Format == "text" {
 		fmt.Fprintf(c.out(), "Note: %s.\n", note)
 	}
 	if c.GroupBy != "" {
-		return choose.WriteRecommendGroups(c.out(), c.GroupBy, runs, c.constraints(), maxBad, prefer)
+		return runset.WriteRecommendGroups(c.out(), c.GroupBy, runs, c.constraints(), maxBad, prefer)
 	}
-	return choose.WriteRecommend(c.out(), c.Format, choose.Recommend(runs, c.constraints(), maxBad, choose.ParetoMetrics, prefer))
+	return runset.WriteRecommend(c.out(), c.Format, runset.Recommend(runs, c.constraints(), maxBad, runset.ParetoMetrics, prefer))
 }
 
 // constraints are the bounds of the flags given.
-func (c *RecommendCmd) constraints() []choose.Constraint {
-	var cs choose.Constraints
-	cs.AddDuration("--max-ttft-p95", c.MaxTTFTP95, choose.TTFTP95, true)
-	cs.AddDuration("--max-tpot-p95", c.MaxTPOTP95, choose.TPOTP95, true)
-	cs.Add("--min-goodput", c.MinGoodput, choose.Goodput, false)
-	cs.Add("--max-joules-per-token", c.MaxJoulesPerToken, choose.SteadyStateJPT, true)
-	cs.Add("--max-lifecycle-joules-per-token", c.MaxLifecycleJoulesPerToken, choose.LifecycleJPT, true)
-	cs.Add("--min-throughput", c.MinThroughput, choose.Throughput, false)
-	cs.Add("--max-error-rate", c.MaxErrorRate, choose.ErrorRate, true)
-	cs.Add("--max-startup-joules", c.MaxStartupJoules, choose.StartupEnergy, true)
-	cs.Add("--min-quality", c.MinQuality, choose.QualityPassRate, false)
+func (c *RecommendCmd) constraints() []runset.Constraint {
+	var cs runset.Constraints
+	cs.AddDuration("--max-ttft-p95", c.MaxTTFTP95, runset.TTFTP95, true)
+	cs.AddDuration("--max-tpot-p95", c.MaxTPOTP95, runset.TPOTP95, true)
+	cs.Add("--min-goodput", c.MinGoodput, runset.Goodput, false)
+	cs.Add("--max-joules-per-token", c.MaxJoulesPerToken, runset.SteadyStateJPT, true)
+	cs.Add("--max-lifecycle-joules-per-token", c.MaxLifecycleJoulesPerToken, runset.LifecycleJPT, true)
+	cs.Add("--min-throughput", c.MinThroughput, runset.Throughput, false)
+	cs.Add("--max-error-rate", c.MaxErrorRate, runset.ErrorRate, true)
+	cs.Add("--max-startup-joules", c.MaxStartupJoules, runset.StartupEnergy, true)
+	cs.Add("--min-quality", c.MinQuality, runset.QualityPassRate, false)
 	if c.MaxGPUMemory != nil {
 		b := float64(*c.MaxGPUMemory)
-		cs.Add("--max-gpu-memory", &b, choose.GPUMemoryPeak, true)
+		cs.Add("--max-gpu-memory", &b, runset.GPUMemoryPeak, true)
 	}
 	return cs
 }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/analyze/production"
 	"github.com/joulemark/joulemark/internal/promserver"
+	"github.com/joulemark/joulemark/production"
 )
 
 // The fleet of BenchmarkFleet (docs/deploy.md, Sizing):

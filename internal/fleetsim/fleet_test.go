@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/common/config"
 
-	"github.com/joulemark/joulemark/analyze/production"
 	"github.com/joulemark/joulemark/internal/promserver"
+	"github.com/joulemark/joulemark/production"
 )
 
 // TestFleetAnalyzeProduction writes a small fleet (2 nodes × 1 h, pods

@@ -53,7 +53,7 @@ func TestTableUnion(t *testing.T) {
 // Every report fixture goes to CSV and back: each cell is the JSON's
 // value, in the first report's key order.
 func TestReportRoundTrip(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "analyze", "choose", "testdata", "runs", "*", "report.json"))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "runset", "testdata", "runs", "*", "report.json"))
 	if len(files) < 3 {
 		t.Fatalf("%d report fixtures", len(files))
 	}
@@ -119,7 +119,7 @@ func mustRead(t *testing.T, f string) []byte {
 // WriteDocument (analyze --format csv) writes report.json as one row whose
 // cells read back to the report's values.
 func TestWriteDocument(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "analyze", "choose", "testdata", "runs", "vllm-tp1", "report.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "runset", "testdata", "runs", "vllm-tp1", "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
