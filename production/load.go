@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -166,7 +167,7 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Re
 		}
 	}
 	d := &Data{From: unixSec(cfg.From), To: unixSec(cfg.To)}
-	rd := &reader{a: a, rr: rr, cfg: cfg, d: d, perUnit: map[string]int{}}
+	rd := &reader{a: a, rr: rr, cfg: cfg, d: d, maxSeries: map[string]int{}}
 	// The bench's startup phases (a bench-started engine is a start).
 	startup := contract.LabelPhase + `=~"` + string(contract.Startup) + "|" + string(contract.Warmup) + `"`
 	for _, q := range []struct {
@@ -285,31 +286,42 @@ func (rd *reader) values(ctx context.Context, names []string, sel, label string)
 
 // byLabel reads names{sel} in batches of label values (each name's series
 // of a batch in one read), calling each with every read and done after
-// each batch.
+// each batch. A batch takes values while each name's read stays within
+// cfg.batchSamples: its series (listed first) times the most samples a
+// series of that name has had (one a second over the span before the first
+// read).
 func (rd *reader) byLabel(ctx context.Context, names []string, sel, label string, each func(name string, m model.Matrix), done func()) error {
-	values, err := rd.values(ctx, names, sel, label)
-	if err != nil {
-		return err
+	counts := make([]map[string]int, len(names)) // series per value, per name
+	var values []string
+	for k, name := range names {
+		c, err := rd.series(ctx, name, sel, label)
+		if err != nil {
+			return err
+		}
+		counts[k] = c
+		values = append(values, slices.Collect(maps.Keys(c))...)
 	}
+	slices.Sort(values)
+	values = slices.Compact(values)
 	if sel != "" {
 		sel += ","
 	}
-	prev := 0
 	for i := 0; i < len(values); {
-		n, known := len(values)-i, true
-		for _, name := range names {
-			per, ok := rd.perUnit[name]
-			if per > 0 {
-				n = min(n, max(rd.cfg.batchSamples/per, 1))
+		n, load := 0, make([]int, len(names))
+		for ; i+n < len(values); n++ {
+			fits := true
+			for k, name := range names {
+				fits = fits && (n == 0 || load[k]+counts[k][values[i+n]]*rd.perSeries(name) <= rd.cfg.batchSamples)
 			}
-			known = known && ok
+			if !fits {
+				break
+			}
+			for k, name := range names {
+				load[k] += counts[k][values[i+n]] * rd.perSeries(name)
+			}
 		}
-		if prev > 0 || !known {
-			n = min(n, max(2*prev, 1))
-		}
-		batch := values[i : i+n]
-		alts := make([]string, len(batch))
-		for j, v := range batch {
+		alts := make([]string, n)
+		for j, v := range values[i : i+n] {
 			alts[j] = regexp.QuoteMeta(v)
 		}
 		bsel := sel + label + "=~" + strconv.Quote(strings.Join(alts, "|"))
@@ -321,8 +333,8 @@ func (rd *reader) byLabel(ctx context.Context, names []string, sel, label string
 			samples := 0
 			for _, s := range m {
 				samples += len(s.Values)
+				rd.maxSeries[name] = max(rd.maxSeries[name], len(s.Values))
 			}
-			rd.perUnit[name] = max(rd.perUnit[name], (samples+n-1)/n)
 			if rd.cfg.OnRead != nil {
 				rd.cfg.OnRead(name+"{"+bsel+"}", samples)
 			}
@@ -331,9 +343,34 @@ func (rd *reader) byLabel(ctx context.Context, names []string, sel, label string
 		if done != nil {
 			done()
 		}
-		i, prev = i+n, n
+		i += n
 	}
 	return nil
+}
+
+// perSeries is the most samples a series of name has had, or one a second
+// over the span before any was read.
+func (rd *reader) perSeries(name string) int {
+	if n, ok := rd.maxSeries[name]; ok {
+		return max(n, 1)
+	}
+	return int(rd.cfg.To.Add(readAfter).Sub(rd.cfg.From.Add(-rd.cfg.Margin)).Seconds()) + 1
+}
+
+// series counts the series of name{sel} in the range by their label's
+// value (empty: without it).
+func (rd *reader) series(ctx context.Context, name, sel, label string) (map[string]int, error) {
+	from, to := rd.cfg.From.Add(-rd.cfg.Margin), rd.cfg.To.Add(readAfter)
+	match := name + "{" + sel + "}"
+	ls, _, _, err := rd.a.Series(ctx, []string{match}, from, to, v1.WithTimeout(rd.cfg.QueryTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("series of %s: %w", match, err)
+	}
+	out := map[string]int{}
+	for _, l := range ls {
+		out[string(l[model.LabelName(label)])]++
+	}
+	return out, nil
 }
 
 // reader reads one metric's raw samples over the range, through remote
@@ -343,9 +380,9 @@ type reader struct {
 	rr  *remoteread.Reader
 	cfg Config
 	d   *Data
-	// perUnit is the most samples per label value (pod, instance) a read
-	// of each metric returned (absent: not read yet): the batches' sizes.
-	perUnit map[string]int
+	// maxSeries is the most samples a series of each metric had (absent:
+	// not read yet): the batches' sizes.
+	maxSeries map[string]int
 }
 
 // read returns name{sel}'s samples from the margin before From to
