@@ -142,10 +142,8 @@ const readAfter = 30 * time.Second
 // query) is sized to load: it bounds the analysis' memory, and keeps each
 // read far under a server's per-query limit (Prometheus'
 // --query.max-samples and --storage.remote.read-sample-limit, 50M by
-// default), or under Config.MaxSamples when lower. A batch is sized from
-// the samples per pod (or instance) of the reads before it, growing at
-// most twofold from one batch to the next (longer-lived pods than those
-// before them can exceed it: 2.7M at most in the fleet benchmark).
+// default), or under Config.MaxSamples when lower (byLabel sizes the
+// batches).
 const batchSamples = 2_000_000
 
 // load reads the range and folds it into the report, pods in batches of
