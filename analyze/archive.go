@@ -6,10 +6,10 @@ import (
 	"io/fs"
 	"slices"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/report"
+	"github.com/joulemark/joulemark/report/outputsanity"
 )
 
 // BenchArchive is what analyze takes from the run's bench archive, read

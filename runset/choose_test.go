@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/testkit/golden"
+	"github.com/joulemark/joulemark/report/outputsanity"
 )
 
 // fixtureRuns loads testdata/runs/<name>/report.json for each name.

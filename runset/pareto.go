@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/report"
+	"github.com/joulemark/joulemark/report/outputsanity"
 )
 
 // dominates reports whether run a Pareto-dominates run b over metrics:

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/report/outputsanity"
 )
 
 // Constraint is one bound a run must meet to be recommended.

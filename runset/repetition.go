@@ -9,9 +9,9 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/report"
+	"github.com/joulemark/joulemark/report/outputsanity"
 )
 
 // AgreementBound is the method's ±20% comparability bound, which it

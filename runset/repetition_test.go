@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/report"
+	"github.com/joulemark/joulemark/report/outputsanity"
 )
 
 // rep is a crafted report of one repetition: steady-state J/token ss (0:

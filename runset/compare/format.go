@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/joulemark/joulemark/analyze/outputsanity"
 	"github.com/joulemark/joulemark/internal/reportcsv"
+	"github.com/joulemark/joulemark/report/outputsanity"
 	"github.com/joulemark/joulemark/runset"
 )
 

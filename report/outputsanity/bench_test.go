@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// go test -run '^$' -bench . -benchmem ./analyze/outputsanity
+// go test -run '^$' -bench . -benchmem ./report/outputsanity
 func BenchmarkRead(b *testing.B) {
 	var buf bytes.Buffer
 	const n = 100_000
