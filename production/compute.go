@@ -303,16 +303,32 @@ func gather(d *Data) map[podKey]*pod {
 		g := gpuOf(s.Labels)
 		held := p.held[g]
 		for _, x := range s.Samples {
-			p.alloc = append(p.alloc, x.T)
 			held = append(held, x.T)
 		}
+		p.alloc = mergeTimes(p.alloc, held[len(p.held[g]):])
 		p.held[g] = held
 	}
-	for _, p := range pods {
-		slices.Sort(p.alloc)
-		p.alloc = slices.Compact(p.alloc)
-	}
 	return pods
+}
+
+// mergeTimes is the sorted union of a and b, each sorted without
+// repeats: a pod's GPUs' allocation series mostly share their times.
+func mergeTimes(a, b []float64) []float64 {
+	if len(a) == 0 {
+		return slices.Clone(b)
+	}
+	out := make([]float64, 0, max(len(a), len(b)))
+	for len(a) > 0 && len(b) > 0 {
+		switch {
+		case a[0] < b[0]:
+			out, a = append(out, a[0]), a[1:]
+		case b[0] < a[0]:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out, a, b = append(out, a[0]), a[1:], b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // startGap is the shortest absence of a pod's allocation that makes its

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -560,5 +561,13 @@ func TestProductionBatches(t *testing.T) {
 		if js[i] != js[0] {
 			t.Errorf("report %d differs from the first:\n%s\n%s", i, js[0], js[i])
 		}
+	}
+}
+
+// TestMergeTimes: the union of sorted times, each once.
+func TestMergeTimes(t *testing.T) {
+	got := mergeTimes(mergeTimes(nil, []float64{1, 3, 5}), []float64{2, 3, 6})
+	if want := []float64{1, 2, 3, 5, 6}; !slices.Equal(got, want) {
+		t.Errorf("mergeTimes: %v, want %v", got, want)
 	}
 }
