@@ -1,11 +1,8 @@
 package analyze
 
 import (
-	"context"
-	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/joulemark/joulemark/internal/contract"
@@ -40,60 +37,6 @@ const ServerTokenTolerance = 0.02
 type EngineData struct {
 	Selector string
 	Series   map[string][][]Sample
-}
-
-// engineSelector is the label matcher of the run's engine series: the
-// configured one, else model_name of the run identity, else none.
-func engineSelector(configured string, d *RunData) string {
-	switch {
-	case configured != "":
-		return configured
-	case d.RunInfo != nil && d.RunInfo.Model != "":
-		return "model_name=" + strconv.Quote(d.RunInfo.Model)
-	}
-	return ""
-}
-
-// loadEngine reads the engine's metrics over the run span.
-func (l *loader) loadEngine(ctx context.Context, d *RunData, sp rawSpan) error {
-	var names []string
-	for _, r := range engineMetricRoles {
-		names = append(names, r.names...)
-	}
-	sel := engineSelector(l.engineSel, d)
-	q := "{__name__=~" + anyOf(names)
-	if sel != "" {
-		q += "," + sel
-	}
-	q += "}"
-	m, err := l.readSeries(ctx, q, sp.windows)
-	if err != nil {
-		return err
-	}
-	ed := &EngineData{Selector: sel, Series: map[string][][]Sample{}}
-	for _, ss := range m {
-		n := string(ss.metric["__name__"])
-		ed.Series[n] = append(ed.Series[n], ss.samples)
-	}
-	d.Engine = ed
-	return nil
-}
-
-// loadGPUUtil reads each run GPU's utilization series into d.GPUs.
-func (l *loader) loadGPUUtil(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
-	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUUtilization, gpuSel.sel), sp.windows)
-	if err != nil {
-		return err
-	}
-	for _, ss := range m {
-		k := keyOf(ss.metric)
-		for i := range d.GPUs {
-			if d.GPUs[i].UUID == k.uuid && d.GPUs[i].Instance == k.instance && len(ss.samples) > len(d.GPUs[i].Utilization) {
-				d.GPUs[i].Utilization = ss.samples
-			}
-		}
-	}
-	return nil
 }
 
 // window statistics of gauge series over [from, to]: combine sums the

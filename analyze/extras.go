@@ -1,25 +1,5 @@
 package analyze
 
-import "context"
-
-// loadExtras reads what the report holds beside GPU energy and requests:
-// the run's identity, host energy, GPU memory and the engine's own metrics.
-func (l *loader) loadExtras(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
-	if err := l.loadRunInfo(ctx, d); err != nil {
-		return err
-	}
-	if err := l.loadGPUMemory(ctx, d, gpuSel, sp); err != nil {
-		return err
-	}
-	if err := l.loadGPUUtil(ctx, d, gpuSel, sp); err != nil {
-		return err
-	}
-	if err := l.loadEngine(ctx, d, sp); err != nil {
-		return err
-	}
-	return l.loadHost(ctx, d, sp)
-}
-
 // extras fills the report sections of loadExtras' data.
 func (c *computation) extras() {
 	c.runIdentity()

@@ -239,9 +239,9 @@ func fixtureNow() time.Time { return time.Unix(int64(fixtureBase)+3600, 0) }
 // loadRun reads the run's data from cfg's Prometheus, as the read step
 // does; arch, when set, fills in what Prometheus lacks.
 func loadRun(ctx context.Context, cfg Config, arch *BenchArchive) (*RunData, error) {
-	prom, err := promAPI(cfg)
+	prom, rr, err := promClients(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return load(ctx, cfg, prom, arch)
+	return load(ctx, cfg, prom, rr, arch)
 }

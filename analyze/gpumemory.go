@@ -1,30 +1,12 @@
 package analyze
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/report"
 )
-
-// loadGPUMemory reads each run GPU's memory series into d.GPUs.
-func (l *loader) loadGPUMemory(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
-	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUMemoryUsed, gpuSel.sel), sp.windows)
-	if err != nil {
-		return err
-	}
-	for _, ss := range m {
-		k := keyOf(ss.metric)
-		for i := range d.GPUs {
-			if d.GPUs[i].UUID == k.uuid && d.GPUs[i].Instance == k.instance && len(ss.samples) > len(d.GPUs[i].Memory) {
-				d.GPUs[i].Memory = ss.samples
-			}
-		}
-	}
-	return nil
-}
 
 // gpuMemory fills the gpu_memory section over the formal phase.
 func (c *computation) gpuMemory() {

@@ -1,8 +1,6 @@
 package analyze
 
 import (
-	"context"
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -24,56 +22,6 @@ type HostData struct {
 	Counters [][]Sample
 	// Unavailable holds each exporter's reason when it could read no zone.
 	Unavailable map[string]string // instance → reason
-}
-
-// loadHost reads the run's host energy: phase energies, counters and the
-// exporters' unavailability reasons.
-func (l *loader) loadHost(ctx context.Context, d *RunData, sp rawSpan) error {
-	insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel()))), l.now)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, s := range insts {
-		names = append(names, string(s.Metric["instance"]))
-	}
-	instSel := "instance=~" + anyOf(names)
-	h := &HostData{PhaseEnergy: map[string]float64{}, Unavailable: map[string]string{}}
-	pe, err := l.vector(ctx, fmt.Sprintf("max by (instance, phase, zone, domain) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseHostEnergy, l.runSel()))), l.now)
-	if err != nil {
-		return err
-	}
-	zones := map[string]bool{}
-	for _, s := range pe {
-		if !inHostTotal(string(s.Metric["domain"])) {
-			continue
-		}
-		h.PhaseEnergy[string(s.Metric["phase"])] += float64(s.Value)
-		zones[fmt.Sprintf("%s %s (%s)", s.Metric["instance"], s.Metric["zone"], s.Metric["domain"])] = true
-	}
-	h.Zones = slices.Sorted(maps.Keys(zones))
-	un, err := l.vector(ctx, fmt.Sprintf("max by (instance, reason) (max_over_time(%s{%s}[%s]))", contract.HostEnergyUnavail, instSel, sp.rng), sp.evalAt)
-	if err != nil {
-		return err
-	}
-	for _, s := range un {
-		if s.Value == 1 {
-			h.Unavailable[string(s.Metric["instance"])] = string(s.Metric["reason"])
-		}
-	}
-	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.HostEnergy, instSel), sp.windows)
-	if err != nil {
-		return err
-	}
-	for _, ss := range m {
-		if inHostTotal(string(ss.metric["domain"])) {
-			h.Counters = append(h.Counters, ss.samples)
-		}
-	}
-	if len(h.PhaseEnergy) > 0 || len(h.Unavailable) > 0 || len(h.Counters) > 0 {
-		d.Host = h
-	}
-	return nil
 }
 
 func inHostTotal(domain string) bool {

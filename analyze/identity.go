@@ -1,38 +1,10 @@
 package analyze
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/report"
 )
-
-// loadRunInfo reads the run's joulemark_run_info labels into d (nil when the
-// bench job pushed none, e.g. without remote write).
-func (l *loader) loadRunInfo(ctx context.Context, d *RunData) error {
-	vec, err := l.vector(ctx, l.lastOver(fmt.Sprintf("%s{%s}", contract.RunInfo, l.runSel())), l.now)
-	if err != nil {
-		return err
-	}
-	if len(vec) == 0 {
-		return nil
-	}
-	// Several series (a re-push with other labels): the latest wins.
-	best := vec[0]
-	for _, s := range vec[1:] {
-		if s.Timestamp > best.Timestamp {
-			best = s
-		}
-	}
-	lbls := map[string]string{}
-	for k, v := range best.Metric {
-		lbls[string(k)] = string(v)
-	}
-	info := contract.RunIdentityFromLabels(lbls)
-	d.RunInfo = &info
-	return nil
-}
 
 // runIdentity fills report.json "run" from the Prometheus run info.
 func (c *computation) runIdentity() {

@@ -363,3 +363,12 @@ func WriteSummary(w io.Writer, r *report.Report) error {
 	}
 	return tw.Flush()
 }
+
+// fromArchiveLine is the report's sentence on what came from the archive.
+func fromArchiveLine(m report.Measurement) string {
+	if len(m.FromArchive) == 0 {
+		return ""
+	}
+	s := slices.Clone(m.FromArchive)
+	return "Taken from the bench archive (phases.json), Prometheus lacking them: " + strings.Join(s, ", ") + "."
+}

@@ -5,19 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/joulemark/joulemark/internal/contract"
+	"github.com/joulemark/joulemark/internal/phaseapi"
+	"github.com/joulemark/joulemark/internal/querysplit"
 	"github.com/joulemark/joulemark/internal/remoteread"
+	"github.com/joulemark/joulemark/internal/runarchive"
 	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
@@ -52,49 +58,100 @@ type loader struct {
 	// (0: not at all).
 	arch *archivedRun
 	wait time.Duration
-	// invalid counts the values left out as impossible (plausible.go).
+	// invalid counts the values left out as impossible (invalidValues).
 	invalid invalidValues
-}
-
-// runSel is the run_id matcher, quoted for PromQL.
-func (l *loader) runSel() string { return "run_id=" + strconv.Quote(l.runID) }
-
-func (l *loader) query(ctx context.Context, q string, at time.Time) (model.Value, error) {
-	var opts []v1.Option
-	if l.timeout > 0 {
-		opts = append(opts, v1.WithTimeout(l.timeout))
-	}
-	v, _, _, err := l.api.Query(ctx, q, at, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("query %s at %s: %w", q, at.UTC().Format(time.RFC3339), err)
-	}
-	return v, nil
-}
-
-func (l *loader) vector(ctx context.Context, q string, at time.Time) (model.Vector, error) {
-	v, err := l.query(ctx, q, at)
-	if err != nil {
-		return nil, err
-	}
-	vec, ok := v.(model.Vector)
-	if !ok {
-		return nil, fmt.Errorf("query %s: got a %s, want a vector", q, v.Type())
-	}
-	return l.invalid.finite(q, vec), nil
-}
-
-// promDuration renders d as a PromQL duration in whole milliseconds.
-func promDuration(d time.Duration) string {
-	return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"
-}
-
-// lastOver wraps a selector in last_over_time over the lookback.
-func (l *loader) lastOver(sel string) string {
-	return fmt.Sprintf("last_over_time(%s[%s])", sel, promDuration(l.lookback))
 }
 
 // errRunNotFound says the run has no phase boundaries in Prometheus.
 var errRunNotFound = errors.New("run not found")
+
+// load reads the run's data from Prometheus through api, the raw series
+// through rr (remote read; nil: the query API); arch, when set, is the
+// run's bench archive, whose phases.json fills in what Prometheus lacks.
+// It is where the loader takes its fields from cfg.
+func load(ctx context.Context, cfg Config, api v1.API, rr *remoteread.Reader, arch *BenchArchive) (*RunData, error) {
+	l := &loader{api: api, rr: rr, runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
+		readAPI: cfg.ReadAPI, log: cfg.Logger, wait: cfg.Wait, maxSamples: cfg.MaxSamples}
+	if arch != nil {
+		l.arch = combineViews(arch.views)
+	}
+	if !cfg.Now.IsZero() {
+		l.wait = 0 // a fixed instant: nothing more will arrive
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	if l.now.IsZero() {
+		l.now = time.Now()
+	}
+	d, err := l.load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading run %q from %s: %w", cfg.RunID, secretfile.RedactURL(cfg.PrometheusURL), secretfile.SecretsOf(cfg.PrometheusURL).Error(err))
+	}
+	return d, nil
+}
+
+// archivedRun is what the bench archived of the exporters' final view of
+// the run (phases.json): the exact phase boundaries, the exporter's phase
+// energies and the release verdict. analyze takes from it what Prometheus
+// lacks: a boundary not yet scraped when analyze follows bench at once, or
+// markers lost in a Prometheus outage (nothing re-sends scraped metrics).
+type archivedRun struct {
+	phases          map[string]PhaseBounds
+	phaseEnergy     map[string]float64
+	uuids           map[string]bool // the run's GPUs; the archive knows no Prometheus instance
+	releaseClosed   *bool
+	releaseClosedBy string
+	releaseClosedAt *float64
+}
+
+// combineViews combines the exporters' views in phases.json as the
+// queries combine their series: earliest start, latest end, energies
+// summed, the release closed only when every exporter closed it. nil when
+// the archive holds no exporter's status.
+func combineViews(views []runarchive.ExporterStatus) *archivedRun {
+	a := &archivedRun{phases: map[string]PhaseBounds{}, phaseEnergy: map[string]float64{}, uuids: map[string]bool{}}
+	n := 0
+	for _, v := range views {
+		if v.Status == nil {
+			continue
+		}
+		n++
+		for _, ph := range v.Status.Phases {
+			name := string(ph.Phase)
+			b := a.phases[name]
+			if ph.Start > 0 && (!b.HasStart || ph.Start < b.Start) {
+				b.Start, b.HasStart = ph.Start, true
+			}
+			if ph.End != nil && *ph.End > 0 && (!b.HasEnd || *ph.End > b.End) {
+				b.End, b.HasEnd = *ph.End, true
+			}
+			a.phases[name] = b
+			if ph.End != nil {
+				a.phaseEnergy[name] += ph.EnergyJoules
+			}
+			for _, g := range ph.GPUs {
+				a.uuids[g.UUID] = true
+			}
+		}
+		a.addRelease(v.Status.Release)
+	}
+	if n == 0 {
+		return nil
+	}
+	return a
+}
+
+// addRelease folds one exporter's release verdict in.
+func (a *archivedRun) addRelease(rs phaseapi.ReleaseStatus) {
+	closed := rs.Closed != nil && *rs.Closed
+	if a.releaseClosed == nil || !closed {
+		a.releaseClosed = new(closed && (a.releaseClosed == nil || *a.releaseClosed))
+	}
+	if rs.ClosedByAt != nil && (a.releaseClosedAt == nil || *rs.ClosedByAt > *a.releaseClosedAt) {
+		a.releaseClosedBy, a.releaseClosedAt = rs.ClosedBy, new(*rs.ClosedByAt)
+	}
+}
 
 // load reads the run. Phase boundaries, exporter phase energies, release
 // state and GPU identities are found with last_over_time over the lookback
@@ -213,6 +270,32 @@ func (l *loader) loadPhases(ctx context.Context, d *RunData) (from, to float64, 
 	return from, to, nil
 }
 
+// fillPhases takes the archived boundaries Prometheus lacks into d and
+// notes them in d.FromArchive.
+func (a *archivedRun) fillPhases(d *RunData) {
+	for _, ph := range contract.Phases {
+		name := string(ph)
+		ab, ok := a.phases[name]
+		if !ok {
+			continue
+		}
+		b := d.Phases[name]
+		var took []string
+		if !b.HasStart && ab.HasStart {
+			b.Start, b.HasStart = ab.Start, true
+			took = append(took, "start")
+		}
+		if !b.HasEnd && ab.HasEnd && ab.End >= b.Start {
+			b.End, b.HasEnd = ab.End, true
+			took = append(took, "end")
+		}
+		if len(took) > 0 {
+			d.Phases[name] = b
+			d.FromArchive = append(d.FromArchive, name+" "+strings.Join(took, "+"))
+		}
+	}
+}
+
 // loadPhaseEnergy reads the exporter's phase energies into d (one value per
 // GPU, a GPU being an instance and a UUID; max over duplicates of the same
 // GPU, e.g. two scrape jobs) and returns the GPUs that have them.
@@ -234,6 +317,27 @@ func (l *loader) loadPhaseEnergy(ctx context.Context, d *RunData) (map[gpuKey]bo
 		l.arch.fillEnergy(d, keys)
 	}
 	return keys, nil
+}
+
+// fillEnergy takes the archived phase energies Prometheus lacks into d,
+// and the GPUs they cover into keys (by UUID, without an instance) when
+// Prometheus named none.
+func (a *archivedRun) fillEnergy(d *RunData, keys map[gpuKey]bool) {
+	for _, ph := range contract.Phases {
+		name := string(ph)
+		if _, ok := d.PhaseEnergy[name]; ok {
+			continue
+		}
+		if e, ok := a.phaseEnergy[name]; ok {
+			d.PhaseEnergy[name] = e
+			d.FromArchive = append(d.FromArchive, name+" exporter energy")
+		}
+	}
+	if len(keys) == 0 {
+		for u := range a.uuids {
+			keys[gpuKey{uuid: u}] = true
+		}
+	}
 }
 
 // loadRelease reads whether the exporter closed the run's release.
@@ -259,6 +363,198 @@ func (l *loader) loadRelease(ctx context.Context, d *RunData) error {
 		l.arch.fillRelease(d)
 	}
 	return nil
+}
+
+// fillRelease takes the archived release verdict into d when Prometheus
+// has none and the run has a release.
+func (a *archivedRun) fillRelease(d *RunData) {
+	if d.ReleaseClosed == nil && a.releaseClosed != nil && d.Phases["release"].HasStart {
+		d.ReleaseClosed = new(*a.releaseClosed)
+		d.ReleaseClosedBy, d.ReleaseClosedAt = a.releaseClosedBy, a.releaseClosedAt
+		d.FromArchive = append(d.FromArchive, "release verdict")
+	}
+}
+
+// gpuKey names a GPU by its host: the exporter's instance and the GPU's
+// UUID. UUIDs alone do not: cloned VMs and simulated exporters may report
+// the same ones on two hosts.
+type gpuKey struct{ instance, uuid string }
+
+// keyOf is the GPU a series belongs to.
+func keyOf(m model.Metric) gpuKey {
+	return gpuKey{instance: string(m["instance"]), uuid: string(m[contract.LabelUUID])}
+}
+
+// gpuSet is the run's GPUs: sel narrows the queries (PromQL matchers), and
+// a series belongs to the run only when its (instance, uuid) is in keys
+// (nil: every series sel matches). A key without an instance (known from
+// the bench archive only) matches its UUID on any instance sel matches.
+type gpuSet struct {
+	sel     string
+	uuidSel string // sel without the instances (rawSel)
+	keys    map[gpuKey]bool
+}
+
+// has says whether series m is one of the run's GPUs.
+func (s gpuSet) has(m model.Metric) bool {
+	if s.keys == nil {
+		return true
+	}
+	k := keyOf(m)
+	return s.keys[k] || s.keys[gpuKey{uuid: k.uuid}]
+}
+
+// rawSel narrows the queries of the exporters' pushed raw series
+// (joulemark_gpu_{energy,power}_sample_*): remote write labels them with
+// the exporter's host name, not the scrape target's instance, so they are
+// matched by UUID (see rawOwners).
+func (s gpuSet) rawSel() string {
+	if s.uuidSel != "" {
+		return s.uuidSel
+	}
+	return s.sel
+}
+
+// rawOwners maps each raw series' key to the run GPU it belongs to: the
+// one GPU of the run with its UUID (those the scraped series named, else
+// keys), and only while a single pushed instance carries that UUID. A UUID two hosts
+// push (cloned VMs, simulated exporters) is left to the scraped series,
+// which name their instance.
+func (s gpuSet) rawOwners(m []rawSeries, found []gpuKey) map[gpuKey]gpuKey {
+	pushed := map[string]map[string]bool{}
+	for _, ss := range m {
+		k := keyOf(ss.metric)
+		if pushed[k.uuid] == nil {
+			pushed[k.uuid] = map[string]bool{}
+		}
+		pushed[k.uuid][k.instance] = true
+	}
+	cands := found // the GPUs the scraped series named, with their instance
+	if len(cands) == 0 {
+		cands = slices.Collect(maps.Keys(s.keys))
+	}
+	owner := map[gpuKey]gpuKey{}
+	for uuid, insts := range pushed {
+		var run []gpuKey
+		for _, k := range cands {
+			if k.uuid == uuid {
+				run = append(run, k)
+			}
+		}
+		if len(run) != 1 || len(insts) != 1 {
+			continue
+		}
+		for inst := range insts {
+			owner[gpuKey{instance: inst, uuid: uuid}] = run[0]
+		}
+	}
+	return owner
+}
+
+// gpuSelector matches the run's GPUs: those with phase energies for the
+// run, each on its own exporter instance; GPUs known from the archive only
+// are looked for on the instances that published the run's phases; without
+// any GPU, every GPU of those instances.
+func (l *loader) gpuSelector(ctx context.Context, keys map[gpuKey]bool) (gpuSet, error) {
+	insts := map[string]bool{}
+	uuids := map[string]bool{}
+	archiveOnly := false
+	for k := range keys {
+		uuids[k.uuid] = true
+		if k.instance == "" {
+			archiveOnly = true
+		} else {
+			insts[k.instance] = true
+		}
+	}
+	if len(keys) == 0 || archiveOnly {
+		vec, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel()))), l.now)
+		if err != nil {
+			return gpuSet{}, err
+		}
+		for _, s := range vec {
+			insts[string(s.Metric["instance"])] = true
+		}
+	}
+	if len(keys) == 0 {
+		return gpuSet{sel: "instance=~" + anyOf(slices.Sorted(maps.Keys(insts)))}, nil
+	}
+	uuidSel := "uuid=~" + anyOf(slices.Sorted(maps.Keys(uuids)))
+	sel := uuidSel
+	if len(insts) > 0 {
+		sel = "instance=~" + anyOf(slices.Sorted(maps.Keys(insts))) + "," + uuidSel
+	}
+	return gpuSet{sel: sel, uuidSel: uuidSel, keys: keys}, nil
+}
+
+// settle waits, at most l.wait, until the run has settled (see settled),
+// reading the boundaries, phase energies and release again each second.
+// Without an end in sight it goes on with what there is; the report's
+// measurement says how long it waited and what it took from the archive.
+func (l *loader) settle(ctx context.Context, d *RunData, gpuSel gpuSet, from, to float64) (float64, float64, error) {
+	start := time.Now()
+	deadline := start.Add(l.wait)
+	for {
+		ok, why, err := l.settled(ctx, d, gpuSel, to)
+		if err != nil || ok {
+			if waited := time.Since(start); err == nil && waited > time.Second/2 {
+				d.WaitedSeconds = new(math.Round(waited.Seconds()*10) / 10)
+				l.log.Info("the run's final samples are in Prometheus", "run_id", l.runID, "waited", waited.Round(100*time.Millisecond))
+			}
+			return from, to, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			d.WaitedSeconds = new(math.Round(time.Since(start).Seconds()*10) / 10)
+			l.log.Warn("gave up waiting for the run's final samples; analyzing what there is", "run_id", l.runID, "waited", l.wait, "missing", why)
+			return from, to, nil
+		}
+		if time.Since(start) < time.Second {
+			l.log.Info("waiting for the run's final samples (bounded by --wait)", "run_id", l.runID, "missing", why, "max", l.wait)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(min(time.Second, left)):
+		}
+		l.now = time.Now()
+		d.Phases, d.PhaseEnergy, d.RestartedPhases, d.FromArchive = map[string]PhaseBounds{}, map[string]float64{}, nil, nil
+		d.ReleaseClosed, d.ReleaseClosedBy, d.ReleaseClosedAt = nil, "", nil
+		if from, to, err = l.loadPhases(ctx, d); err != nil {
+			return 0, 0, err
+		}
+		// the GPU selector stays the first round's
+		if _, err := l.loadPhaseEnergy(ctx, d); err != nil {
+			return 0, 0, err
+		}
+		if err := l.loadRelease(ctx, d); err != nil {
+			return 0, 0, err
+		}
+	}
+}
+
+// settled reports whether Prometheus holds the run's end: every phase with
+// a start has its end, and every GPU of the run has an energy sample at or
+// after the last end (a GPU without a recent sample at all will get none).
+// why says what is still missing.
+func (l *loader) settled(ctx context.Context, d *RunData, gpuSel gpuSet, to float64) (ok bool, why string, err error) {
+	for _, ph := range contract.Phases {
+		name := string(ph)
+		if b := d.Phases[name]; b.HasStart && !b.HasEnd {
+			return false, fmt.Sprintf("the %s phase has no end yet", name), nil
+		}
+	}
+	vec, err := l.vector(ctx, fmt.Sprintf("min by (instance, uuid) (timestamp(%s{%s}))", contract.GPUEnergy, gpuSel.sel), l.now)
+	if err != nil {
+		return false, "", err
+	}
+	for _, s := range vec {
+		if last := float64(s.Value); gpuSel.has(s.Metric) && !math.IsNaN(last) && last < to {
+			return false, fmt.Sprintf("the last energy sample (%s) is before the run's end (%s)",
+				model.TimeFromUnixNano(int64(last*1e9)).Time().UTC().Format(time.RFC3339), unixUTC(to)), nil
+		}
+	}
+	return true, "", nil
 }
 
 // rawSpan is where the raw series are read: range selectors of length rng
@@ -291,6 +587,78 @@ func (l *loader) rawSpan(from, to float64) rawSpan {
 		rng:     promDuration(rngDur),
 		windows: splitSpan(evalAtMs, max(rngDur.Milliseconds(), 1), chunk.Milliseconds()),
 	}
+}
+
+// Defaults of the chunked reader: a long run's raw series are read as range
+// selectors over consecutive windows of this length, this many at a time.
+// Remote read takes longer windows: a server cuts (decodes and re-encodes)
+// every chunk that crosses a window's edge, and sparse series (one per
+// slot at high concurrency) have chunks a quarter of an hour long, so
+// half-hour windows made it cut about half of them.
+const (
+	defaultChunk       = 30 * time.Minute
+	defaultRemoteChunk = time.Hour
+	defaultParallelism = 4
+)
+
+// window is one chunk of a raw read: the range selector [rng] evaluated at
+// end (both whole milliseconds). Prometheus 3 returns the samples in
+// (end−rng, end], Prometheus 2 in [end−rng, end]; every window but the first
+// drops samples at or before its start (after), so consecutive windows
+// partition the span under both and no sample is read twice or lost. The
+// first window keeps what the server returns, as one selector over the whole
+// span would.
+type window struct {
+	endMs, rngMs int64
+	first        bool
+}
+
+// keep reports whether a sample at ts belongs to the window.
+func (w window) keep(ts model.Time) bool { return w.first || int64(ts) > w.endMs-w.rngMs }
+
+// selector renders sel as a range selector over the window.
+func (w window) selector(sel string) string {
+	return sel + "[" + promDuration(time.Duration(w.rngMs)*time.Millisecond) + "]"
+}
+
+// splitSpan cuts the span of rngMs milliseconds ending at endMs into windows
+// of at most chunkMs, in time order; the last ends at endMs.
+func splitSpan(endMs, rngMs, chunkMs int64) []window {
+	rngMs, chunkMs = max(rngMs, 1), max(chunkMs, 1)
+	start := endMs - rngMs
+	var ws []window
+	for from := start; from < endMs; from += chunkMs {
+		to := min(from+chunkMs, endMs)
+		ws = append(ws, window{endMs: to, rngMs: to - from, first: from == start})
+	}
+	return ws
+}
+
+// chooseReadAPI settles how the raw series are read, before the first raw
+// read: with remoteread.Auto, a remote read of the run's phase starts over the
+// span must succeed, else the query API is used (a server without remote
+// read: VictoriaMetrics, a proxy that only passes the query API).
+func (l *loader) chooseReadAPI(ctx context.Context, mode string, sp rawSpan) error {
+	switch mode {
+	case remoteread.Query:
+		l.rr = nil
+		return nil
+	case remoteread.Remote:
+		return nil
+	}
+	w := sp.windows[len(sp.windows)-1]
+	_, err := l.rr.Read(ctx, fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel()), w.endMs-w.rngMs, w.endMs)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		l.readFallback = err.Error()
+		l.rr = nil
+		l.log.Info("remote read unavailable: the raw series are read through the query API (same report, more CPU)", "err", err)
+		return nil
+	}
+	l.log.Debug("the raw series are read through remote read")
+	return nil
 }
 
 // loadGPUs reads the GPUs' energy sources, the sampler interval and the
@@ -395,13 +763,169 @@ func (l *loader) loadGPUInfo(ctx context.Context, d *RunData, gpuSel gpuSet, sp 
 	return source, scope, nil
 }
 
-// anyOf is a quoted PromQL regexp matching exactly the given values.
-func anyOf(vals []string) string {
-	alts := make([]string, len(vals))
-	for i, v := range vals {
-		alts[i] = regexp.QuoteMeta(v)
+// loadExtras reads what the report holds beside GPU energy and requests:
+// the run's identity, host energy, GPU memory and the engine's own metrics.
+func (l *loader) loadExtras(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
+	if err := l.loadRunInfo(ctx, d); err != nil {
+		return err
 	}
-	return strconv.Quote(strings.Join(alts, "|"))
+	if err := l.loadGPUMemory(ctx, d, gpuSel, sp); err != nil {
+		return err
+	}
+	if err := l.loadGPUUtil(ctx, d, gpuSel, sp); err != nil {
+		return err
+	}
+	if err := l.loadEngine(ctx, d, sp); err != nil {
+		return err
+	}
+	return l.loadHost(ctx, d, sp)
+}
+
+// loadRunInfo reads the run's joulemark_run_info labels into d (nil when the
+// bench job pushed none, e.g. without remote write).
+func (l *loader) loadRunInfo(ctx context.Context, d *RunData) error {
+	vec, err := l.vector(ctx, l.lastOver(fmt.Sprintf("%s{%s}", contract.RunInfo, l.runSel())), l.now)
+	if err != nil {
+		return err
+	}
+	if len(vec) == 0 {
+		return nil
+	}
+	// Several series (a re-push with other labels): the latest wins.
+	best := vec[0]
+	for _, s := range vec[1:] {
+		if s.Timestamp > best.Timestamp {
+			best = s
+		}
+	}
+	lbls := map[string]string{}
+	for k, v := range best.Metric {
+		lbls[string(k)] = string(v)
+	}
+	info := contract.RunIdentityFromLabels(lbls)
+	d.RunInfo = &info
+	return nil
+}
+
+// loadGPUMemory reads each run GPU's memory series into d.GPUs.
+func (l *loader) loadGPUMemory(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUMemoryUsed, gpuSel.sel), sp.windows)
+	if err != nil {
+		return err
+	}
+	for _, ss := range m {
+		k := keyOf(ss.metric)
+		for i := range d.GPUs {
+			if d.GPUs[i].UUID == k.uuid && d.GPUs[i].Instance == k.instance && len(ss.samples) > len(d.GPUs[i].Memory) {
+				d.GPUs[i].Memory = ss.samples
+			}
+		}
+	}
+	return nil
+}
+
+// loadGPUUtil reads each run GPU's utilization series into d.GPUs.
+func (l *loader) loadGPUUtil(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUUtilization, gpuSel.sel), sp.windows)
+	if err != nil {
+		return err
+	}
+	for _, ss := range m {
+		k := keyOf(ss.metric)
+		for i := range d.GPUs {
+			if d.GPUs[i].UUID == k.uuid && d.GPUs[i].Instance == k.instance && len(ss.samples) > len(d.GPUs[i].Utilization) {
+				d.GPUs[i].Utilization = ss.samples
+			}
+		}
+	}
+	return nil
+}
+
+// loadEngine reads the engine's metrics over the run span.
+func (l *loader) loadEngine(ctx context.Context, d *RunData, sp rawSpan) error {
+	var names []string
+	for _, r := range engineMetricRoles {
+		names = append(names, r.names...)
+	}
+	sel := engineSelector(l.engineSel, d)
+	q := "{__name__=~" + anyOf(names)
+	if sel != "" {
+		q += "," + sel
+	}
+	q += "}"
+	m, err := l.readSeries(ctx, q, sp.windows)
+	if err != nil {
+		return err
+	}
+	ed := &EngineData{Selector: sel, Series: map[string][][]Sample{}}
+	for _, ss := range m {
+		n := string(ss.metric["__name__"])
+		ed.Series[n] = append(ed.Series[n], ss.samples)
+	}
+	d.Engine = ed
+	return nil
+}
+
+// engineSelector is the label matcher of the run's engine series: the
+// configured one, else model_name of the run identity, else none.
+func engineSelector(configured string, d *RunData) string {
+	switch {
+	case configured != "":
+		return configured
+	case d.RunInfo != nil && d.RunInfo.Model != "":
+		return "model_name=" + strconv.Quote(d.RunInfo.Model)
+	}
+	return ""
+}
+
+// loadHost reads the run's host energy: phase energies, counters and the
+// exporters' unavailability reasons.
+func (l *loader) loadHost(ctx context.Context, d *RunData, sp rawSpan) error {
+	insts, err := l.vector(ctx, fmt.Sprintf("max by (instance) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseStart, l.runSel()))), l.now)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, s := range insts {
+		names = append(names, string(s.Metric["instance"]))
+	}
+	instSel := "instance=~" + anyOf(names)
+	h := &HostData{PhaseEnergy: map[string]float64{}, Unavailable: map[string]string{}}
+	pe, err := l.vector(ctx, fmt.Sprintf("max by (instance, phase, zone, domain) (%s)", l.lastOver(fmt.Sprintf("%s{%s}", contract.PhaseHostEnergy, l.runSel()))), l.now)
+	if err != nil {
+		return err
+	}
+	zones := map[string]bool{}
+	for _, s := range pe {
+		if !inHostTotal(string(s.Metric["domain"])) {
+			continue
+		}
+		h.PhaseEnergy[string(s.Metric["phase"])] += float64(s.Value)
+		zones[fmt.Sprintf("%s %s (%s)", s.Metric["instance"], s.Metric["zone"], s.Metric["domain"])] = true
+	}
+	h.Zones = slices.Sorted(maps.Keys(zones))
+	un, err := l.vector(ctx, fmt.Sprintf("max by (instance, reason) (max_over_time(%s{%s}[%s]))", contract.HostEnergyUnavail, instSel, sp.rng), sp.evalAt)
+	if err != nil {
+		return err
+	}
+	for _, s := range un {
+		if s.Value == 1 {
+			h.Unavailable[string(s.Metric["instance"])] = string(s.Metric["reason"])
+		}
+	}
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.HostEnergy, instSel), sp.windows)
+	if err != nil {
+		return err
+	}
+	for _, ss := range m {
+		if inHostTotal(string(ss.metric["domain"])) {
+			h.Counters = append(h.Counters, ss.samples)
+		}
+	}
+	if len(h.PhaseEnergy) > 0 || len(h.Unavailable) > 0 || len(h.Counters) > 0 {
+		d.Host = h
+	}
+	return nil
 }
 
 // Per-request metrics, in the order loadRequests keeps them.
@@ -594,32 +1118,276 @@ func joinRequest(val [nReqMetrics]float64, has [nReqMetrics]bool) (reqVals, bool
 	return r, true
 }
 
-// load reads the run's data from Prometheus; arch, when set, is the run's
-// bench archive, whose phases.json fills in what Prometheus lacks.
-func load(ctx context.Context, cfg Config, prom v1.API, arch *BenchArchive) (*RunData, error) {
-	l := &loader{api: prom, runID: cfg.RunID, lookback: cfg.Lookback, now: cfg.Now, timeout: cfg.QueryTimeout, engineSel: cfg.EngineSelector,
-		readAPI: cfg.ReadAPI, log: cfg.Logger, wait: cfg.Wait, maxSamples: cfg.MaxSamples}
-	if arch != nil {
-		l.arch = combineViews(arch.views)
+// rawSeries is one series read over all windows: its labels and samples.
+type rawSeries struct {
+	metric  model.Metric
+	samples []Sample
+}
+
+// readSeries reads sel over the windows and returns each series' samples
+// merged across windows, series in Prometheus' own order (sorted by labels,
+// as Prometheus 3 returns a matrix). Each window's matrix is converted to
+// compact samples and dropped as soon as it is read.
+func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]rawSeries, error) {
+	type part struct {
+		metric  model.Metric
+		samples []Sample
 	}
-	if !cfg.Now.IsZero() {
-		l.wait = 0 // a fixed instant: nothing more will arrive
+	// Each series' samples, window by window: copied once, at the end.
+	type acc struct {
+		metric model.Metric
+		parts  [][]Sample
+		n      int
 	}
-	if l.log == nil {
-		l.log = slog.New(slog.DiscardHandler)
-	}
-	if l.now.IsZero() {
-		l.now = time.Now()
-	}
-	if cfg.ReadAPI != remoteread.Query {
-		var err error
-		if l.rr, err = remoteread.New(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout); err != nil {
+	series := map[model.Fingerprint]*acc{}
+	// An engine's own NaN is its business: only joulemark's are noted.
+	metric := queryMetric(sel)
+	ours := strings.HasPrefix(metric, "joulemark_")
+	err := inOrder(ctx, len(ws), l.par, func(ctx context.Context, i int) ([]part, error) {
+		m, err := l.rangeRead(ctx, sel, ws[i])
+		if err != nil {
 			return nil, err
 		}
-	}
-	d, err := l.load(ctx)
+		parts := make([]part, 0, len(m))
+		for _, ss := range m {
+			s := make([]Sample, 0, len(ss.Values))
+			for _, p := range ss.Values {
+				switch v := float64(p.Value); {
+				case !ws[i].keep(p.Timestamp):
+				case math.IsNaN(v) || math.IsInf(v, 0):
+					if ours {
+						l.invalid.note(metric)
+					}
+				default:
+					s = append(s, Sample{T: float64(p.Timestamp) / 1000, V: v})
+				}
+			}
+			parts = append(parts, part{ss.Metric, s})
+		}
+		return parts, nil
+	}, func(_ int, parts []part) error {
+		for _, p := range parts {
+			if len(p.samples) == 0 {
+				continue
+			}
+			fp := p.metric.Fingerprint()
+			a, ok := series[fp]
+			if !ok {
+				a = &acc{metric: p.metric}
+				series[fp] = a
+			}
+			if k := len(a.parts); k > 0 {
+				last := a.parts[k-1]
+				if p.samples[0].T <= last[len(last)-1].T {
+					return fmt.Errorf("query %s: samples of %s out of time order across windows", sel, p.metric)
+				}
+			}
+			a.parts = append(a.parts, p.samples)
+			a.n += len(p.samples)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("loading run %q from %s: %w", cfg.RunID, secretfile.RedactURL(cfg.PrometheusURL), secretfile.SecretsOf(cfg.PrometheusURL).Error(err))
+		return nil, err
 	}
-	return d, nil
+	out := make([]rawSeries, 0, len(series))
+	for _, a := range series {
+		s := make([]Sample, 0, a.n)
+		for _, p := range a.parts {
+			s = append(s, p...)
+		}
+		out = append(out, rawSeries{metric: a.metric, samples: s})
+	}
+	sortByLabels(out, func(s rawSeries) model.Metric { return s.metric })
+	return out, nil
+}
+
+// rangeRead is the samples of sel in window w: the range selector
+// evaluated at the window's end through the query API (split in time
+// where it would exceed the sample limit), or the same samples through
+// remote read.
+func (l *loader) rangeRead(ctx context.Context, sel string, w window) (model.Matrix, error) {
+	if l.rr == nil {
+		split := querysplit.Reader{API: l.api, MaxSamples: l.maxSamples, Timeout: l.timeout}
+		return split.Read(ctx, sel, w.endMs-w.rngMs, w.endMs)
+	}
+	return l.rr.Read(ctx, sel, w.endMs-w.rngMs, w.endMs)
+}
+
+// inOrder runs fetch(0..n−1) with at most par calls in flight and hands each
+// result to merge in index order, on the calling goroutine. A result waits
+// for its merge before another fetch starts, so at most par results are held
+// at once. The first error (of a fetch or a merge) cancels the rest and is
+// returned; inOrder returns only after every fetch has returned.
+func inOrder[T any](ctx context.Context, n, par int, fetch func(ctx context.Context, i int) (T, error), merge func(i int, v T) error) error {
+	type result struct {
+		v   T
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	results := make([]chan result, n)
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	slots := make(chan struct{}, max(par, 1))
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range n {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v, err := fetch(ctx, i)
+				results[i] <- result{v, err}
+			}()
+		}
+	}()
+	for i := range n {
+		var r result
+		select {
+		case r = <-results[i]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if r.err != nil {
+			return r.err
+		}
+		if err := merge(i, r.v); err != nil {
+			return err
+		}
+		<-slots
+	}
+	return nil
+}
+
+// sortByLabels sorts items by their labels as Prometheus sorts a matrix
+// (labels.Compare), so the order does not depend on the windows.
+func sortByLabels[T any](items []T, metric func(T) model.Metric) {
+	keys := make([]labels.Labels, len(items))
+	idx := make([]int, len(items))
+	for i, it := range items {
+		b := labels.NewScratchBuilder(len(metric(it)))
+		for k, v := range metric(it) {
+			b.Add(string(k), string(v))
+		}
+		b.Sort()
+		keys[i], idx[i] = b.Labels(), i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return labels.Compare(keys[a], keys[b]) })
+	sorted := make([]T, len(items))
+	for i, j := range idx {
+		sorted[i] = items[j]
+	}
+	copy(items, sorted)
+}
+
+// runSel is the run_id matcher, quoted for PromQL.
+func (l *loader) runSel() string { return "run_id=" + strconv.Quote(l.runID) }
+
+// lastOver wraps a selector in last_over_time over the lookback.
+func (l *loader) lastOver(sel string) string {
+	return fmt.Sprintf("last_over_time(%s[%s])", sel, promDuration(l.lookback))
+}
+
+// promDuration renders d as a PromQL duration in whole milliseconds.
+func promDuration(d time.Duration) string {
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"
+}
+
+// anyOf is a quoted PromQL regexp matching exactly the given values.
+func anyOf(vals []string) string {
+	alts := make([]string, len(vals))
+	for i, v := range vals {
+		alts[i] = regexp.QuoteMeta(v)
+	}
+	return strconv.Quote(strings.Join(alts, "|"))
+}
+
+func (l *loader) query(ctx context.Context, q string, at time.Time) (model.Value, error) {
+	var opts []v1.Option
+	if l.timeout > 0 {
+		opts = append(opts, v1.WithTimeout(l.timeout))
+	}
+	v, _, _, err := l.api.Query(ctx, q, at, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("query %s at %s: %w", q, at.UTC().Format(time.RFC3339), err)
+	}
+	return v, nil
+}
+
+func (l *loader) vector(ctx context.Context, q string, at time.Time) (model.Vector, error) {
+	v, err := l.query(ctx, q, at)
+	if err != nil {
+		return nil, err
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("query %s: got a %s, want a vector", q, v.Type())
+	}
+	return l.invalid.finite(q, vec), nil
+}
+
+// invalidValues counts, per metric, the values Prometheus answered that
+// cannot be (NaN, ±Inf, out of range): they are left out and the report
+// flagged prometheus_values_invalid. Safe for concurrent use.
+type invalidValues struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// note counts one invalid value of metric.
+func (iv *invalidValues) note(metric string) {
+	iv.mu.Lock()
+	defer iv.mu.Unlock()
+	if iv.n == nil {
+		iv.n = map[string]int{}
+	}
+	iv.n[metric]++
+}
+
+// list is "metric: count" per metric, sorted; nil when none.
+func (iv *invalidValues) list() []string {
+	iv.mu.Lock()
+	defer iv.mu.Unlock()
+	var out []string
+	for m, n := range iv.n {
+		out = append(out, fmt.Sprintf("%s: %d", m, n))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// finite drops the samples of vec whose value is NaN or ±Inf, noting each
+// under the metric named in q.
+func (iv *invalidValues) finite(q string, vec model.Vector) model.Vector {
+	out := vec[:0]
+	for _, s := range vec {
+		if v := float64(s.Value); math.IsNaN(v) || math.IsInf(v, 0) {
+			iv.note(queryMetric(q))
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// queryMetric is the first joulemark_ metric name q mentions, else q.
+func queryMetric(q string) string {
+	i := strings.Index(q, "joulemark_")
+	if i < 0 {
+		return q
+	}
+	j := i
+	for j < len(q) && (q[j] == '_' || q[j] >= 'a' && q[j] <= 'z' || q[j] >= '0' && q[j] <= '9') {
+		j++
+	}
+	return q[i:j]
 }

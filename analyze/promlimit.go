@@ -9,6 +9,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
+	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/secretfile"
 )
 
@@ -16,7 +17,7 @@ import (
 // query answer: the client buffers an answer whole, so a larger one (a
 // proxy gone wrong, a selector matching far more than a run) is an error
 // naming the query and the limit, not hundreds of MB of memory. Raw
-// series are read in windows (rangeread.go), which keeps a run's answers
+// series are read in windows (loader.readSeries), which keeps a run's answers
 // far below it.
 const MaxPrometheusResponse = 128 << 20
 
@@ -87,15 +88,24 @@ func limitClient(hc *http.Client, max int64) *http.Client {
 	return &c
 }
 
-// promAPI is the Prometheus query API of cfg, its answers bounded in size.
-func promAPI(cfg Config) (v1.API, error) {
+// promClients are cfg's Prometheus clients: the query API, its answers
+// bounded in size, and the remote read client (nil when cfg.ReadAPI is
+// remoteread.Query).
+func promClients(cfg Config) (v1.API, *remoteread.Reader, error) {
 	hc, err := config.NewClientFromConfig(cfg.HTTP, "joulemark-analyze")
 	if err != nil {
-		return nil, fmt.Errorf("prometheus HTTP client: %w", err)
+		return nil, nil, fmt.Errorf("prometheus HTTP client: %w", err)
 	}
 	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, Client: limitClient(hc, cfg.maxResponse)})
 	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
+		return nil, nil, fmt.Errorf("prometheus client for %s: %w", secretfile.RedactURL(cfg.PrometheusURL), err)
 	}
-	return v1.NewAPI(client), nil
+	if cfg.ReadAPI == remoteread.Query {
+		return v1.NewAPI(client), nil, nil
+	}
+	rr, err := remoteread.New(cfg.PrometheusURL, cfg.HTTP, cfg.QueryTimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v1.NewAPI(client), rr, nil
 }

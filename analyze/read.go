@@ -36,11 +36,11 @@ func read(ctx context.Context, cfg Config) (Input, error) {
 	if err != nil {
 		return Input{}, err
 	}
-	prom, err := promAPI(cfg)
+	prom, rr, err := promClients(cfg)
 	if err != nil {
 		return Input{}, err
 	}
-	d, err := load(ctx, cfg, prom, arch)
+	d, err := load(ctx, cfg, prom, rr, arch)
 	if err != nil {
 		return Input{}, err
 	}

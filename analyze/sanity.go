@@ -27,6 +27,7 @@ func addOutputSanity(r *report.Report, c report.OutputCounts, maxBadRatio float6
 	add("empty", &c.Empty)
 	add("repeated", c.Repeated)
 	add("short", c.Short)
+	add("with more tokens than their text holds", c.TokensOverText)
 	msg := fmt.Sprintf("%d of %d successful formal outputs (%.2f%%) are suspect (%s), above the %g%% threshold (--max-bad-output-ratio)",
 		bad, c.Requests, 100**s.BadRatio, strings.Join(parts, ", "), 100*maxBadRatio)
 	r.Flags = append(r.Flags, report.Flag{Code: contract.FlagOutputsSuspect, Message: msg})

@@ -33,15 +33,26 @@ type OutputCounts struct {
 	// a natural stop or length (outputsanity.Natural). Nil when nothing it needs is
 	// recorded.
 	Short *int `json:"short"`
+	// TokensOverText counts outputs whose engine-reported output tokens
+	// exceed the bytes of text (answer and reasoning) they streamed by more
+	// than contract.UsageSlack: a token carries at least one byte, so the
+	// count cannot be true unless the engine emitted tokens it never sent
+	// (special tokens); nil when the archive does not record the text's
+	// length.
+	TokensOverText *int `json:"tokens_over_text"`
 	// IgnoreEOS is the run's extras.ignore_eos from manifest.json; nil when
 	// unknown (counted as off: stops are then natural).
 	IgnoreEOS *bool `json:"ignore_eos,omitempty"`
 }
 
-// Bad returns the number of suspicious outputs (empty + repeated + short)
-// and whether every count was known.
+// Bad returns the number of suspicious outputs (empty + repeated + short
+// + tokens over text) and whether every count was known (tokens over text
+// aside: archives before it lack what it needs).
 func (c OutputCounts) Bad() (int, bool) {
 	n := c.Empty
+	if c.TokensOverText != nil {
+		n += *c.TokensOverText
+	}
 	known := true
 	if c.Repeated != nil {
 		n += *c.Repeated

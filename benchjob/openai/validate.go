@@ -15,11 +15,9 @@ import (
 const MaxUsageTokens = contract.MaxRequestTokens
 
 // UsageSlack is how many completion tokens a usage block may report
-// beyond the request's max_tokens before it is invalid_usage: 16 tokens
-// or a tenth of max_tokens, whichever is more (an engine that counts a
-// stop token or a rejected speculative token stays valid; a count far
-// beyond what was asked is not).
-func UsageSlack(maxTokens int) int { return max(16, maxTokens/10) }
+// beyond the request's max_tokens before it is invalid_usage
+// (contract.UsageSlack).
+func UsageSlack(maxTokens int) int { return contract.UsageSlack(maxTokens) }
 
 // UsageError is a usage block that cannot be true: a count that is not a
 // non-negative integer, above MaxUsageTokens or, for completion_tokens,

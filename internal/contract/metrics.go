@@ -162,3 +162,10 @@ const (
 // context length served today): the bench refuses a larger usage count,
 // analyze a larger per-request token sample.
 const MaxRequestTokens = 1 << 24
+
+// UsageSlack is how many completion tokens a usage block may report beyond
+// what it can account for (the request's max_tokens, or the bytes of text
+// streamed: a token carries at least one) before it is not believed: 16
+// tokens or a tenth of max_tokens, whichever is more (an engine that
+// counts a stop token or a rejected speculative token stays believed).
+func UsageSlack(maxTokens int) int { return max(16, maxTokens/10) }

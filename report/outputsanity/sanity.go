@@ -23,13 +23,15 @@ import (
 type Counter struct {
 	IgnoreEOS             *bool
 	c                     report.OutputCounts
-	repeated, short       int
+	repeated, short, over int
 	hashKnown, shortKnown bool
+	overKnown             bool
 	seen                  map[string]bool
 }
 
 // Add counts one request. An output that is empty is counted as empty
-// only, never also as repeated or short.
+// only, one with more tokens than its text can hold as that only, never
+// also as repeated or short.
 func (k *Counter) Add(r *runarchive.Request) {
 	if r.Phase != string(contract.Formal) || !r.Success {
 		return
@@ -38,6 +40,13 @@ func (k *Counter) Add(r *runarchive.Request) {
 	if r.EmptyOutput() {
 		k.c.Empty++
 		return
+	}
+	if r.OutputChars != nil {
+		k.overKnown = true
+		if r.OutputTokens > *r.OutputChars+r.ReasoningChars+contract.UsageSlack(r.MaxTokens) {
+			k.over++
+			return
+		}
 	}
 	if r.OutputHash != "" {
 		k.hashKnown = true
@@ -91,6 +100,9 @@ func (k *Counter) Counts() report.OutputCounts {
 	if k.shortKnown {
 		c.Short = new(k.short)
 	}
+	if k.overKnown {
+		c.TokensOverText = new(k.over)
+	}
 	return c
 }
 
@@ -141,8 +153,8 @@ func Sum(cs []report.OutputCounts) report.OutputCounts {
 	if len(cs) == 0 {
 		return out
 	}
-	repeated, short := 0, 0
-	repeatedKnown, shortKnown := true, true
+	repeated, short, over := 0, 0, 0
+	repeatedKnown, shortKnown, overKnown := true, true, true
 	out.IgnoreEOS = cs[0].IgnoreEOS
 	for _, c := range cs {
 		out.Requests += c.Requests
@@ -157,6 +169,11 @@ func Sum(cs []report.OutputCounts) report.OutputCounts {
 		} else {
 			short += *c.Short
 		}
+		if c.TokensOverText == nil {
+			overKnown = false
+		} else {
+			over += *c.TokensOverText
+		}
 		if c.IgnoreEOS == nil || out.IgnoreEOS == nil || *c.IgnoreEOS != *out.IgnoreEOS {
 			out.IgnoreEOS = nil
 		}
@@ -166,6 +183,9 @@ func Sum(cs []report.OutputCounts) report.OutputCounts {
 	}
 	if shortKnown {
 		out.Short = &short
+	}
+	if overKnown {
+		out.TokensOverText = &over
 	}
 	return out
 }

@@ -115,7 +115,7 @@ func TestReadRequests(t *testing.T) {
 		// text), h1 once repeated, 12 and 149 of 150 tokens short (the
 		// length finish does not hide the missing token; a full-length
 		// "stop" is not short).
-		{run: "ignore-eos", want: report.OutputCounts{Requests: 9, Empty: 2, Repeated: ip(1), Short: ip(2), IgnoreEOS: bp(true)}, bad: 5, ratio: 5.0 / 9},
+		{run: "ignore-eos", want: report.OutputCounts{Requests: 9, Empty: 2, Repeated: ip(1), Short: ip(2), TokensOverText: ip(0), IgnoreEOS: bp(true)}, bad: 5, ratio: 5.0 / 9},
 		// Without ignore_eos (the manifest says so), stops are the model's
 		// own: none is short.
 		{run: "natural-stop", want: report.OutputCounts{Requests: 3, Repeated: ip(0), Short: ip(0), IgnoreEOS: bp(false)}, bad: 0, ratio: 0},
@@ -187,4 +187,36 @@ func read(ignoreEOS *bool, jsonl string) (report.OutputCounts, error) {
 		return nil
 	})
 	return k.Counts(), err
+}
+
+// TestTokensOverText counts an output whose reported tokens its streamed
+// text cannot hold (24 tokens for 1 byte), not one within the slack
+// (16 tokens or a tenth of max_tokens) nor one whose text length the
+// archive lacks, and counts the first as that only (not also short).
+func TestTokensOverText(t *testing.T) {
+	recs := []runarchive.Request{
+		{Phase: "formal", Success: true, OutputTokens: 24, OutputChars: ip(1), MaxTokens: 150, FinishReason: "abort"},
+		{Phase: "formal", Success: true, OutputTokens: 17, OutputChars: ip(1), MaxTokens: 150, FinishReason: "stop"},
+		{Phase: "formal", Success: true, OutputTokens: 40, OutputChars: ip(10), ReasoningChars: 20, MaxTokens: 150, FinishReason: "stop"},
+		{Phase: "formal", Success: true, OutputTokens: 400, OutputChars: nil, MaxTokens: 150, FinishReason: "stop"},
+	}
+	var k Counter
+	for i := range recs {
+		k.Add(&recs[i])
+	}
+	c := k.Counts()
+	if c.TokensOverText == nil || *c.TokensOverText != 1 || c.Short == nil || *c.Short != 0 {
+		t.Fatalf("tokens over text %v, short %v: want 1 and 0", c.TokensOverText, c.Short)
+	}
+	if bad, _ := c.Bad(); bad != 1 {
+		t.Errorf("bad %d, want 1", bad)
+	}
+	var none Counter
+	none.Add(&recs[3])
+	if got := none.Counts().TokensOverText; got != nil {
+		t.Errorf("without output_chars: tokens over text %d, want unknown", *got)
+	}
+	if s := Sum([]report.OutputCounts{c, none.Counts()}); s.TokensOverText != nil {
+		t.Errorf("sum with an unknown run: %d, want unknown", *s.TokensOverText)
+	}
 }
