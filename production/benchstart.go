@@ -1,7 +1,6 @@
 package production
 
 import (
-	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -92,10 +91,11 @@ func gpuOf(l map[string]string) string {
 }
 
 // benchStarts is the startup of every bench-started engine inside
-// (From, To]: a run whose startup phase began in the range. Each takes the
-// pod holding one of the run's GPUs during its startup, when one does.
-func benchStarts(d *Data, pods map[podKey]*pod) []Start {
-	var out []Start
+// (From, To]: a run whose startup phase began in the range, in run ID
+// order. Each takes the pod holding one of the run's GPUs during its
+// startup, when one does (fold.addPods).
+func benchStarts(d *Data) []benchStart {
+	var out []benchStart
 	runs := benchRuns(d)
 	for _, id := range slices.Sorted(maps.Keys(runs)) {
 		b := runs[id]
@@ -110,13 +110,7 @@ func benchStarts(d *Data, pods map[podKey]*pod) []Start {
 		} else {
 			end = d.To
 		}
-		for _, k := range sortedPods(pods) {
-			if p := pods[k]; p.heldDuring(b.gpus, b.begin, end) {
-				s.Namespace, s.Pod, s.Model = k.Namespace, k.Pod, cmp.Or(p.model, b.model)
-				break
-			}
-		}
-		out = append(out, s)
+		out = append(out, benchStart{Start: s, gpus: b.gpus, end: end})
 	}
 	return out
 }
@@ -139,20 +133,14 @@ func (p *pod) heldDuring(gpus []string, a, b float64) bool {
 	return false
 }
 
-// mergeStarts adds the bench starts to the allocation starts, counting a
-// start both sources saw once: an allocation start of the pod a bench
-// start took, appearing during that startup (give or take the pod's
-// slack), is the bench start, whose bounds and energy are the exporters'
-// exact ones. Starts outside the namespace and model filters are dropped;
-// the result is in time order.
-func mergeStarts(alloc, bench []Start, pods map[podKey]*pod, namespace, model string) []Start {
+// mergeStarts drops the allocation starts of pod p that a bench start
+// it took saw too (bench): one appearing during that startup (give or take
+// the pod's slack) is the bench start, whose bounds and energy are the
+// exporters' exact ones.
+func mergeStarts(alloc, bench []Start, p *pod) []Start {
 	var out []Start
 	for _, a := range alloc {
-		p := pods[podKey{a.Namespace, a.Pod}]
 		same := func(b Start) bool {
-			if b.Pod == "" || a.Namespace != b.Namespace || a.Pod != b.Pod {
-				return false
-			}
 			end := math.Inf(1)
 			if b.EndAt != nil {
 				end = *b.EndAt
@@ -163,11 +151,5 @@ func mergeStarts(alloc, bench []Start, pods map[podKey]*pod, namespace, model st
 			out = append(out, a)
 		}
 	}
-	for _, b := range bench {
-		if (namespace == "" || b.Namespace == namespace) && (model == "" || b.Model == model) {
-			out = append(out, b)
-		}
-	}
-	slices.SortStableFunc(out, func(x, y Start) int { return cmp.Compare(x.AllocatedAt, y.AllocatedAt) })
 	return out
 }

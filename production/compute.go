@@ -130,61 +130,128 @@ type pod struct {
 // Compute derives the report from data. Pods are filtered by namespace and
 // model when those are set.
 func Compute(d *Data, namespace, model string) *Report {
+	f := newFold(d, namespace, model)
+	f.addPods(gather(d))
+	for _, s := range d.Unallocated {
+		f.unallocated = append(f.unallocated, newCounter(s.Samples).delta(d.From, d.To))
+	}
+	return f.finish()
+}
+
+// fold accumulates the report from pods given in batches, in namespace
+// then pod order (each pod whole in one batch), so that no batch's raw
+// samples outlive it; the result is Compute's over all the pods at once,
+// sums added in the same order.
+type fold struct {
+	r                *Report
+	namespace, model string
+	// bench is the bench starts, run ID order; a start's pod is the first
+	// pod (in order) holding one of its GPUs.
+	bench []benchStart
+	// alloc is the kept pods' allocation starts a bench start did not see.
+	alloc   []Start
+	byModel map[string]*ModelFigures
+	// energy and tokens per model at each J/token-over-time point.
+	energy, tokens map[string][]float64
+	// unallocated is each unallocated-energy series' energy, in order.
+	unallocated []float64
+}
+
+// benchStart is a bench start, the GPUs of its run and where its hold ends.
+type benchStart struct {
+	Start
+	gpus    []string
+	end     float64
+	claimed bool
+}
+
+// newFold starts a fold over d's range with d's bench runs and GPUs.
+func newFold(d *Data, namespace, model string) *fold {
 	r := &Report{From: d.From, To: d.To, Namespace: namespace, Model: model, Boundary: report.Boundary,
 		Models: []ModelFigures{}, Pods: []PodFigures{}, Starts: []Start{}, JoulesPerTokenOverTime: []ModelPoints{}}
 	if len(d.ModuleGPUs) > 0 {
 		r.Boundary = report.BoundaryModule
 	}
-	pods := gather(d)
-	var kept []*pod
-	var starts []Start
+	return &fold{r: r, namespace: namespace, model: model, bench: benchStarts(d),
+		byModel: map[string]*ModelFigures{}, energy: map[string][]float64{}, tokens: map[string][]float64{}}
+}
+
+func (f *fold) figures(name string) *ModelFigures {
+	m := f.byModel[name]
+	if m == nil {
+		m = &ModelFigures{Model: name}
+		f.byModel[name] = m
+	}
+	return m
+}
+
+// addPods folds a batch of pods in, after every pod before them.
+func (f *fold) addPods(pods map[podKey]*pod) {
+	from, to := f.r.From, f.r.To
 	for _, k := range sortedPods(pods) {
 		p := pods[k]
-		if namespace != "" && k.Namespace != namespace || model != "" && p.model != model || len(p.energy) == 0 {
+		var mine []Start // the bench starts p took
+		for i := range f.bench {
+			b := &f.bench[i]
+			if !b.claimed && p.heldDuring(b.gpus, b.AllocatedAt, b.end) {
+				b.claimed, b.Namespace, b.Pod, b.Model = true, k.Namespace, k.Pod, cmp.Or(p.model, b.Model)
+			}
+			if b.claimed && b.Namespace == k.Namespace && b.Pod == k.Pod {
+				mine = append(mine, b.Start)
+			}
+		}
+		if f.namespace != "" && k.Namespace != f.namespace || f.model != "" && p.model != f.model || len(p.energy) == 0 {
 			continue
 		}
-		kept = append(kept, p)
-		starts = append(starts, p.starts(d.From, d.To)...)
-	}
-	r.Starts = append(r.Starts, mergeStarts(starts, benchStarts(d, pods), pods, namespace, model)...)
-	byModel := map[string]*ModelFigures{}
-	figures := func(name string) *ModelFigures {
-		m := byModel[name]
-		if m == nil {
-			m = &ModelFigures{Model: name}
-			byModel[name] = m
+		alloc := mergeStarts(p.starts(from, to), mine, p)
+		f.alloc = append(f.alloc, alloc...)
+		for _, b := range mine {
+			if f.model == "" || b.Model == f.model {
+				alloc = append(alloc, b)
+			}
 		}
-		return m
-	}
-	for _, p := range kept {
-		pf := p.figures(d.From, d.To, r.startsOf(p.key))
-		r.Pods = append(r.Pods, pf)
-		r.EnergyJoules += pf.EnergyJoules
+		pf := p.figures(from, to, alloc)
+		f.r.Pods = append(f.r.Pods, pf)
+		f.r.EnergyJoules += pf.EnergyJoules
 		if p.model == "" {
 			continue
 		}
-		m := figures(p.model)
+		m := f.figures(p.model)
 		m.Pods++
 		m.EnergyJoules += pf.EnergyJoules
 		m.OutputTokens += pf.OutputTokens
 		m.IdleAllocatedJoules += pf.IdleAllocatedJoules
+		f.overTime(p)
 	}
+}
+
+// finish completes the report.
+func (f *fold) finish() *Report {
+	r := f.r
+	starts := f.alloc
+	for _, b := range f.bench {
+		if (f.namespace == "" || b.Namespace == f.namespace) && (f.model == "" || b.Model == f.model) {
+			starts = append(starts, b.Start)
+		}
+	}
+	slices.SortStableFunc(starts, func(x, y Start) int { return cmp.Compare(x.AllocatedAt, y.AllocatedAt) })
+	r.Starts = append(r.Starts, starts...)
 	for _, s := range r.Starts {
 		if s.Model != "" {
-			m := figures(s.Model)
+			m := f.figures(s.Model)
 			m.Starts++
 			m.StartupJoules += s.EnergyJoules
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(byModel)) {
-		m := byModel[name]
+	for _, name := range slices.Sorted(maps.Keys(f.byModel)) {
+		m := f.byModel[name]
 		m.JoulesPerToken = ratio(m.EnergyJoules, m.OutputTokens)
 		m.IdleAllocatedRatio = ratio(m.IdleAllocatedJoules, m.EnergyJoules)
 		r.Models = append(r.Models, *m)
-		r.JoulesPerTokenOverTime = append(r.JoulesPerTokenOverTime, overTime(name, kept, d.From, d.To))
+		r.JoulesPerTokenOverTime = append(r.JoulesPerTokenOverTime, f.points(name))
 	}
-	for _, s := range d.Unallocated {
-		r.UnallocatedJoules += newCounter(s.Samples).delta(d.From, d.To)
+	for _, e := range f.unallocated {
+		r.UnallocatedJoules += e
 	}
 	return r
 }
@@ -194,17 +261,6 @@ func sortedPods(pods map[podKey]*pod) []podKey {
 	return slices.SortedFunc(maps.Keys(pods), func(a, b podKey) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod))
 	})
-}
-
-// startsOf is the starts of one pod.
-func (r *Report) startsOf(k podKey) []Start {
-	var out []Start
-	for _, s := range r.Starts {
-		if s.Namespace == k.Namespace && s.Pod == k.Pod {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func ratio(a, b float64) *float64 {
@@ -244,16 +300,35 @@ func gather(d *Data) map[podKey]*pod {
 		if p.held == nil {
 			p.held = map[string][]float64{}
 		}
+		g := gpuOf(s.Labels)
+		held := p.held[g]
 		for _, x := range s.Samples {
-			p.alloc = append(p.alloc, x.T)
-			p.held[gpuOf(s.Labels)] = append(p.held[gpuOf(s.Labels)], x.T)
+			held = append(held, x.T)
 		}
-	}
-	for _, p := range pods {
-		slices.Sort(p.alloc)
-		p.alloc = slices.Compact(p.alloc)
+		p.alloc = mergeTimes(p.alloc, held[len(p.held[g]):])
+		p.held[g] = held
 	}
 	return pods
+}
+
+// mergeTimes is the sorted union of a and b, each sorted without
+// repeats: a pod's GPUs' allocation series mostly share their times.
+func mergeTimes(a, b []float64) []float64 {
+	if len(a) == 0 {
+		return slices.Clone(b)
+	}
+	out := make([]float64, 0, max(len(a), len(b)))
+	for len(a) > 0 && len(b) > 0 {
+		switch {
+		case a[0] < b[0]:
+			out, a = append(out, a[0]), a[1:]
+		case b[0] < a[0]:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out, a, b = append(out, a[0]), a[1:], b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // startGap is the shortest absence of a pod's allocation that makes its
@@ -372,29 +447,42 @@ func (p *pod) figures(from, to float64, starts []Start) PodFigures {
 // overTimePoints is how many points the J/token-over-time curve has.
 const overTimePoints = 120
 
-// overTime is the model's J/token over sliding windows across the range:
-// its pods' energy over their tokens in each window (5 minutes, or the
-// spacing of the points when longer).
-func overTime(model string, pods []*pod, from, to float64) ModelPoints {
-	mp := ModelPoints{Model: model, Points: []Point{}}
-	span := to - from
-	if span <= 0 {
-		return mp
+// overTimeWindow is the J/token-over-time points' times and window
+// starts over (from, to]: windows of 5 minutes, or the spacing of the
+// points when longer.
+func overTimeWindow(from, to float64, i int) (a, t float64) {
+	step := (to - from) / overTimePoints
+	t = from + float64(i)*step
+	return max(from, t-max(300, step)), t
+}
+
+// overTime adds a pod of its model to the model's J/token over sliding
+// windows across the range.
+func (f *fold) overTime(p *pod) {
+	if f.r.To-f.r.From <= 0 {
+		return
 	}
-	step := span / overTimePoints
-	win := max(300, step)
+	e, n := f.energy[p.model], f.tokens[p.model]
+	if e == nil {
+		e, n = make([]float64, overTimePoints+1), make([]float64, overTimePoints+1)
+		f.energy[p.model], f.tokens[p.model] = e, n
+	}
 	for i := 1; i <= overTimePoints; i++ {
-		t := from + float64(i)*step
-		a := max(from, t-win)
-		var e, n float64
-		for _, p := range pods {
-			if p.model == model {
-				e += p.energy.delta(a, t)
-				n += p.tokens.delta(a, t)
-			}
-		}
-		if n > 0 {
-			mp.Points = append(mp.Points, Point{T: t, JoulesPerToken: e / n})
+		a, t := overTimeWindow(f.r.From, f.r.To, i)
+		e[i] += p.energy.delta(a, t)
+		n[i] += p.tokens.delta(a, t)
+	}
+}
+
+// points is the model's J/token over time: its pods' energy over their
+// tokens in each window with tokens.
+func (f *fold) points(model string) ModelPoints {
+	mp := ModelPoints{Model: model, Points: []Point{}}
+	e, n := f.energy[model], f.tokens[model]
+	for i := 1; i < len(n); i++ {
+		if n[i] > 0 {
+			_, t := overTimeWindow(f.r.From, f.r.To, i)
+			mp.Points = append(mp.Points, Point{T: t, JoulesPerToken: e[i] / n[i]})
 		}
 	}
 	return mp

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -520,5 +521,53 @@ func TestBenchStartOtherHost(t *testing.T) {
 	}
 	if len(r.Starts) < 2 {
 		t.Errorf("starts %+v, want bench-1's apart from llama-b's allocation start", r.Starts)
+	}
+}
+
+// TestProductionBatches: read in batches of one pod (or instance) each, the
+// fixture gives the same report as read in one batch per metric, through
+// both read APIs.
+func TestProductionBatches(t *testing.T) {
+	s, err := promserver.Start(context.Background(), promserver.Options{Dir: filepath.Join(t.TempDir(), "tsdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := float64(time.Now().Add(-time.Hour).Unix())
+	if err := s.AppendSamples(context.Background(), fixtureSamples(t0)); err != nil {
+		t.Fatal(err)
+	}
+	var js []string
+	var counts []int
+	for _, budget := range []int{1, 1 << 30} {
+		for _, readAPI := range []string{remoteread.Remote, remoteread.Query} {
+			reads, largest := 0, 0
+			r, err := Run(context.Background(), Config{PrometheusURL: s.URL(), HTTP: config.DefaultHTTPClientConfig,
+				From: time.Unix(0, int64(t0*1e9)), To: time.Unix(0, int64((t0+span)*1e9)), ReadAPI: readAPI, batchSamples: budget,
+				OnRead: func(_ string, n int) { reads, largest = reads+1, max(largest, n) }})
+			if err != nil {
+				t.Fatalf("batches of %d samples, %s: %v", budget, readAPI, err)
+			}
+			b, _ := json.Marshal(r)
+			js, counts = append(js, string(b)), append(counts, reads)
+			t.Logf("batches of %d samples, %s: %d reads, the largest %d samples", budget, readAPI, reads, largest)
+		}
+	}
+	checkReport(t, analyzeThrough(t, s.URL(), t0, ""), t0)
+	if counts[0] <= counts[2] {
+		t.Errorf("batches of one sample took %d reads, of 1G samples %d: want more", counts[0], counts[2])
+	}
+	for i := 1; i < len(js); i++ {
+		if js[i] != js[0] {
+			t.Errorf("report %d differs from the first:\n%s\n%s", i, js[0], js[i])
+		}
+	}
+}
+
+// TestMergeTimes: the union of sorted times, each once.
+func TestMergeTimes(t *testing.T) {
+	got := mergeTimes(mergeTimes(nil, []float64{1, 3, 5}), []float64{2, 3, 6})
+	if want := []float64{1, 2, 3, 5, 6}; !slices.Equal(got, want) {
+		t.Errorf("mergeTimes: %v, want %v", got, want)
 	}
 }

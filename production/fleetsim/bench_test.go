@@ -46,8 +46,12 @@ type result struct {
 	Stats       Stats
 	Models      []production.ModelFigures
 	Queries     []queryCost
-	PeakRSS     int64   // bytes, from the child's rusage
-	CPUSeconds  float64 // user and system, the child's whole life
+	// Reads, Samples and Largest: analyze production's reads, their
+	// samples in all, and the largest (LargestRead its selector).
+	Reads, Samples, Largest int
+	LargestRead             string
+	PeakRSS                 int64   // bytes, from the child's rusage
+	CPUSeconds              float64 // user and system, the child's whole life
 }
 
 // queryCost is one query's cost.
@@ -100,7 +104,9 @@ func BenchmarkFleet(b *testing.B) {
 	b.ReportMetric(a.WallSeconds, "analyze-s")
 	b.ReportMetric(float64(a.PeakRSS>>20), "analyze-RSS-MB")
 	b.ReportMetric(a.CPUSeconds, "analyze-CPU-s")
-	logf("analyze production: %.2f s (process CPU %.2f s), peak RSS %d MB", a.WallSeconds, a.CPUSeconds, a.PeakRSS>>20)
+	b.ReportMetric(float64(a.Largest), "analyze-largest-read")
+	logf("analyze production: %.2f s (process CPU %.2f s), peak RSS %d MB; %d reads, %d samples, the largest %d samples (%s)",
+		a.WallSeconds, a.CPUSeconds, a.PeakRSS>>20, a.Reads, a.Samples, a.Largest, a.LargestRead[:min(len(a.LargestRead), 100)])
 	f, _ := New(Config{Nodes: j.Nodes, From: j.From, To: j.To})
 	checkTotals(b, f.Totals(j.AFrom, j.ATo), a.Models)
 	serverRSS := peakRSSSelf(b)
@@ -185,7 +191,13 @@ func TestFleetChild(t *testing.T) {
 		}
 	case "analyze":
 		var rep *production.Report
-		rep, err = production.Run(ctx, production.Config{PrometheusURL: j.URL, HTTP: config.DefaultHTTPClientConfig, From: j.AFrom, To: j.ATo})
+		rep, err = production.Run(ctx, production.Config{PrometheusURL: j.URL, HTTP: config.DefaultHTTPClientConfig, From: j.AFrom, To: j.ATo,
+			OnRead: func(sel string, n int) {
+				r.Reads, r.Samples = r.Reads+1, r.Samples+n
+				if n > r.Largest {
+					r.Largest, r.LargestRead = n, sel
+				}
+			}})
 		if rep != nil {
 			r.Models = rep.Models
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/joulemark/joulemark/dashboards"
-	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/promserver"
 )
 
@@ -60,13 +59,7 @@ func measure(ctx context.Context, q promql.Query, name string) queryCost {
 	return c
 }
 
-// analyzeReads are the selectors analyze production reads
-// (production/load.go), each over the range and its margin.
-var analyzeReads = []string{contract.PodEnergy, contract.GPUAllocationInfo, mTokens, "sglang:generation_tokens_total",
-	contract.UnallocatedEnergy, contract.GPUInfo + `{energy_scope="module"}`}
-
-// queryCosts measures analyze production's reads as range selectors (the
-// samples each loads) and every panel and annotation query of the fleet
+// queryCosts measures every panel and annotation query of the fleet
 // dashboard over the range at its default resolution.
 func queryCosts(ctx context.Context, j job) ([]queryCost, error) {
 	db, done, err := openFleet(j)
@@ -77,15 +70,6 @@ func queryCosts(ctx context.Context, j job) ([]queryCost, error) {
 	eng := newEngine()
 	opts := promql.NewPrometheusQueryOpts(true, 0, nil)
 	var out []queryCost
-	span := j.ATo.Add(30 * time.Second).Sub(j.AFrom.Add(-5 * time.Minute))
-	for _, sel := range analyzeReads {
-		expr := fmt.Sprintf("%s[%dms]", sel, span.Milliseconds())
-		q, err := eng.NewInstantQuery(ctx, db, opts, expr, j.ATo.Add(30*time.Second))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, measure(ctx, q, "analyze read "+sel))
-	}
 	targets, err := dashboards.Targets()
 	if err != nil {
 		return nil, err
