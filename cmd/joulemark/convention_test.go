@@ -477,6 +477,7 @@ var foreignFlags = map[string]struct{ file, why string }{
 	"web.enable-remote-write-receiver": {"deploy.md", "prometheus"},
 	"tsdb.out-of-order.time-window":    {"deploy.md", "prometheus' storage block"},
 	"query.max-samples":                {"deploy.md", "prometheus"},
+	"storage.remote.read-sample-limit": {"analyze.md", "prometheus"},
 	"profile":                          {"deploy.md", "docker compose"},
 	"rm":                               {"deploy.md", "docker run"},
 	"build-arg":                        {"deploy.md", "docker build"},
