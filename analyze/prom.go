@@ -514,12 +514,7 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 	series := map[model.Fingerprint]*reqSeries{}
 	var order []model.Fingerprint
 	for m, name := range reqMetrics {
-		mat, err := l.rangeRead(ctx, fmt.Sprintf("%s{%s}", name, l.runSel()), w)
-		if err != nil {
-			return reqPart{}, err
-		}
-		for _, ss := range mat {
-			ls := ss.Metric
+		err := l.rangeEach(ctx, fmt.Sprintf("%s{%s}", name, l.runSel()), w, func(ls model.Metric, vals []model.SamplePair, reused bool) {
 			delete(ls, model.MetricNameLabel)
 			fp := ls.Fingerprint()
 			rs, ok := series[fp]
@@ -528,11 +523,16 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 				series[fp] = rs
 				order = append(order, fp)
 			}
-			vals := ss.Values
 			for len(vals) > 0 && !w.keep(vals[0].Timestamp) {
 				vals = vals[1:]
 			}
+			if reused {
+				vals = slices.Clone(vals) // only what the window keeps
+			}
 			rs.v[m] = vals
+		})
+		if err != nil {
+			return reqPart{}, err
 		}
 	}
 	var p reqPart

@@ -135,14 +135,12 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 	}
 	series := map[model.Fingerprint]*acc{}
 	err := inOrder(ctx, len(ws), l.par, func(ctx context.Context, i int) ([]part, error) {
-		m, err := l.rangeRead(ctx, sel, ws[i])
-		if err != nil {
-			return nil, err
-		}
-		parts := make([]part, 0, len(m))
-		for _, ss := range m {
-			s := make([]Sample, 0, len(ss.Values))
-			for _, p := range ss.Values {
+		// Each series' samples converted as it arrives: the window's
+		// samples are never held as a matrix too.
+		var parts []part
+		err := l.rangeEach(ctx, sel, ws[i], func(metric model.Metric, values []model.SamplePair, _ bool) {
+			s := make([]Sample, 0, len(values))
+			for _, p := range values {
 				switch v := float64(p.Value); {
 				case !ws[i].keep(p.Timestamp):
 				case math.IsNaN(v) || math.IsInf(v, 0):
@@ -153,7 +151,10 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 					s = append(s, Sample{T: float64(p.Timestamp) / 1000, V: v})
 				}
 			}
-			parts = append(parts, part{ss.Metric, s})
+			parts = append(parts, part{metric, s})
+		})
+		if err != nil {
+			return nil, err
 		}
 		return parts, nil
 	}, func(_ int, parts []part) error {
@@ -183,9 +184,13 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 	}
 	out := make([]rawSeries, 0, len(series))
 	for _, a := range series {
-		s := make([]Sample, 0, a.n)
-		for _, p := range a.parts {
-			s = append(s, p...)
+		s := a.parts[0] // a series within one window: no copy
+		if len(a.parts) > 1 {
+			s = make([]Sample, 0, a.n)
+			for k, p := range a.parts {
+				s = append(s, p...)
+				a.parts[k] = nil
+			}
 		}
 		out = append(out, rawSeries{metric: a.metric, samples: s})
 	}

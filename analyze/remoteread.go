@@ -23,6 +23,27 @@ func (l *loader) rangeRead(ctx context.Context, sel string, w window) (model.Mat
 	return l.rr.Read(ctx, sel, w.endMs-w.rngMs, w.endMs)
 }
 
+// rangeEach hands f each series of sel in window w, as rangeRead returns
+// them, without holding the window's matrix when reading through remote
+// read. reused is true when the samples lie in a buffer reused for the
+// next series: f then copies what it keeps.
+func (l *loader) rangeEach(ctx context.Context, sel string, w window, f func(metric model.Metric, samples []model.SamplePair, reused bool)) error {
+	if l.rr == nil {
+		m, err := l.rangeRead(ctx, sel, w)
+		if err != nil {
+			return err
+		}
+		for _, ss := range m {
+			f(ss.Metric, ss.Values, false)
+		}
+		return nil
+	}
+	return l.rr.Each(ctx, sel, w.endMs-w.rngMs, w.endMs, func(metric model.Metric, samples []model.SamplePair) error {
+		f(metric, samples, true)
+		return nil
+	})
+}
+
 // chooseReadAPI settles how the raw series are read, before the first raw
 // read: with remoteread.Auto, a remote read of the run's phase starts over the
 // span must succeed, else the query API is used (a server without remote
