@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime/debug"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
@@ -53,6 +54,10 @@ func read(ctx context.Context, cfg Config) (Input, error) {
 	if err != nil {
 		return Input{}, fmt.Errorf("analyzing run %q: %w", cfg.RunID, err)
 	}
+	// The reads' buffers (decoded chunks, per-window parts) are garbage
+	// now: hand their pages back before Compute allocates, so that they do
+	// not add to the process' peak RSS.
+	debug.FreeOSMemory()
 	return Input{Run: d, Archive: arch, Carbon: carbon, Scenario: cfg.Scenario, GeneratedBy: version.String()}, nil
 }
 
