@@ -23,77 +23,79 @@ import (
 )
 
 // Config is one demo run. Defaults gives about two minutes end to end;
-// MethodTimings the Benchmark 1.5 method's full timings.
+// MethodTimings the Benchmark 1.5 method's full timings. It is the demo
+// command's flag model (kong tags; its defaults are Defaults'): a field
+// tagged kong:"-" has no flag (the lifecycle timings are Timings').
 type Config struct {
 	// Dir is the runs directory: the run's archive is Dir/<run_id>/, an
 	// ordinary bench archive (runarchive) with tsdb/, report/ and
 	// dashboards/ inside. A run directory is never overwritten.
-	Dir   string
-	RunID string // empty: a fresh one (contract.NewRunID)
+	Dir   string `name:"runs-dir" help:"Directory of the runs (each demo run in <runs-dir>/<run_id>/, never overwritten)."`
+	RunID string `name:"run-id" type:"runid" help:"Run id (default: a fresh one)."` // empty: a fresh one (contract.NewRunID)
 
 	// PrometheusURL, when set, uses that Prometheus instead of the embedded
 	// one: every sample (exporter, engine, per-request) reaches it by remote
 	// write, so it needs --web.enable-remote-write-receiver.
-	PrometheusURL string
+	PrometheusURL string `name:"prometheus.url" placeholder:"URL" help:"Use this Prometheus instead of the embedded one; it must accept remote write (--web.enable-remote-write-receiver)."`
 	// ListenAddress of the embedded Prometheus' HTTP API.
-	ListenAddress string
+	ListenAddress string `name:"web.listen-address" help:"Address of the embedded Prometheus' HTTP API (point curl or Grafana at it)."`
 	// KeepServing keeps the embedded Prometheus up after the report until
 	// the context ends (for curl or a local Grafana).
-	KeepServing bool
+	KeepServing bool `name:"keep-serving" help:"Keep the embedded Prometheus serving after the report, until Ctrl-C."`
 
-	GPUs int
+	GPUs int `name:"gpus" help:"Simulated GPUs."`
 	// SampleInterval is the exporter's fast sampling (and raw remote
 	// write), ScrapeInterval Prometheus' scrape of the exporter and the
 	// engine.
-	SampleInterval time.Duration
-	ScrapeInterval time.Duration
+	SampleInterval time.Duration `kong:"-"`
+	ScrapeInterval time.Duration `kong:"-"`
 
-	// Lifecycle timings.
-	Idle           time.Duration // idle baseline
-	WarmupRequests int
-	Formal         time.Duration // formal phase length
-	FormalRequests int           // 0: bounded by Formal only
-	ReleaseHold    time.Duration // how long power must stay within ±5% of baseline
-	ReleaseMaxWait time.Duration // past it the release is flagged not closed
+	// Lifecycle timings (their flags are Timings').
+	Idle           time.Duration `kong:"-"` // idle baseline
+	WarmupRequests int           `name:"warmup-requests" help:"Warm-up requests."`
+	Formal         time.Duration `kong:"-"`                                                                        // formal phase length
+	FormalRequests int           `name:"requests" help:"Formal requests at most (0: bounded by --duration only)."` // 0: bounded by Formal only
+	ReleaseHold    time.Duration `kong:"-"`                                                                        // how long power must stay within ±5% of baseline
+	ReleaseMaxWait time.Duration `kong:"-"`                                                                        // past it the release is flagged not closed
 
 	// Load and workload.
-	Concurrency  int
-	InputTokens  int // mean prompt length
-	OutputTokens int // mean completion length (ignore_eos)
+	Concurrency  int `name:"concurrency" help:"Concurrent requests (closed loop)."`
+	InputTokens  int `name:"workload.mean-input-tokens" help:"Mean prompt length in tokens."`                   // mean prompt length
+	OutputTokens int `name:"workload.mean-output-tokens" help:"Mean completion length in tokens (ignore_eos)."` // mean completion length (ignore_eos)
 	// OutputStddev spreads completion lengths, so the closed loop's requests
 	// do not start and end in lockstep.
-	OutputStddev int
+	OutputStddev int `kong:"-"`
 	// NaturalStops sends no ignore_eos: the engine ends each completion at
 	// its end-of-sequence (simengine.Config.EOSMeanTokens) or max_tokens,
 	// as real engines do, instead of at the drawn length.
-	NaturalStops bool
+	NaturalStops bool `kong:"-"`
 	// Workload, when set, is the bench's workload as given (its seed too)
 	// instead of the one InputTokens, OutputTokens and OutputStddev shape.
-	Workload *benchjob.Workload
+	Workload *benchjob.Workload `kong:"-"`
 	// Trace, when set, is a trace file (the bench's workload.trace: JSONL
 	// of arrival time, input and output tokens) replayed as the formal
 	// load, an open loop, instead of the closed loop of Concurrency; the
 	// warm-up stays synthetic.
-	Trace string
+	Trace string `name:"workload.trace" placeholder:"FILE" help:"Replay this trace (JSONL lines of time, input_tokens, output_tokens: bench's workload.trace) as the formal load, an open loop, instead of the closed loop of --concurrency."`
 
 	// Scenario is the situation ApplyScenario shaped the engine into
 	// ("" or healthy: none); the run's scenario label names it.
-	Scenario string
+	Scenario string `name:"scenario" default:"healthy" enum:"healthy,queueing,kv-evictions,slow-prefill,client-bound" help:"Situation to simulate, one per diagnosis rule (healthy, queueing, kv-evictions, slow-prefill, client-bound); applied after the other flags."`
 
 	// Cost, when any input is set, prices the report and the production
 	// view, and the embedded Prometheus gets the cost input gauges as
 	// constant recording rules (the fleet dashboard's cost row).
-	Cost report.CostInputs
+	Cost report.CostInputs `kong:"-"`
 
-	Engine simengine.Config
-	Sim    gpu.SimConfig
-	Params analyze.Params
+	Engine simengine.Config `kong:"-"`
+	Sim    gpu.SimConfig    `kong:"-"`
+	Params analyze.Params   `kong:"-"`
 
 	// Out receives the summary table and the locations (default io.Discard).
-	Out    io.Writer
-	Logger *slog.Logger
+	Out    io.Writer    `kong:"-"`
+	Logger *slog.Logger `kong:"-"`
 	// Progress is where the benchmark's progress goes (nil: log lines).
-	Progress io.Writer
+	Progress io.Writer `kong:"-"`
 
 	// shapeLoad, when set, rewrites the load the engine reports to the GPUs
 	// (tests make the power unsteady with it).
@@ -141,6 +143,12 @@ func Defaults() Config {
 // release decay of real GPUs.
 func MethodTimings() Config {
 	c := Defaults()
+	methodTimings(&c)
+	return c
+}
+
+// methodTimings sets the method's full timings on c (MethodTimings).
+func methodTimings(c *Config) {
 	c.Idle = time.Minute
 	c.Engine.StartupDelay = 2 * time.Minute
 	c.Engine.ShutdownDelay = 5 * time.Second
@@ -148,7 +156,35 @@ func MethodTimings() Config {
 	c.ReleaseHold = 30 * time.Second
 	c.ReleaseMaxWait = 10 * time.Minute
 	c.Sim.DecayTau = 8
-	return c
+}
+
+// Timings are the demo command's lifecycle timings (kong tags): a preset,
+// Defaults' two-minute demo or with MethodTimings the method's full
+// timings, and the timings given over it. A nil timing takes the preset's;
+// a timing given is used as given (0 is refused by Config.Validate).
+type Timings struct {
+	MethodTimings  bool           `name:"method-timings" help:"The method's full timings (1m idle, 2m weight loading, 10m formal, release held 30s) instead of the two-minute demo."`
+	Idle           *time.Duration `name:"idle-duration" help:"Idle baseline length (default: the preset's, 10s; 1m with --method-timings)."`
+	StartupDelay   *time.Duration `name:"startup-delay" help:"Simulated weight loading time (default: the preset's, 10s; 2m with --method-timings)."`
+	Formal         *time.Duration `name:"duration" help:"Formal phase length (default: the preset's, 1m; 10m with --method-timings)."`
+	ReleaseHold    *time.Duration `name:"release.hold" help:"Time power must hold within ±5% of the idle baseline (default: the preset's, 10s; 30s with --method-timings)."`
+	ReleaseMaxWait *time.Duration `name:"release.max-wait" help:"Release wait past which the run is flagged release not closed (default: the preset's, 2m; 10m with --method-timings)."`
+}
+
+// Apply sets c's lifecycle timings: the preset's (c's own, or the
+// method's with MethodTimings), then those given.
+func (t Timings) Apply(c *Config) {
+	if t.MethodTimings {
+		methodTimings(c)
+	}
+	for _, s := range []struct {
+		dst *time.Duration
+		v   *time.Duration
+	}{{&c.Idle, t.Idle}, {&c.Engine.StartupDelay, t.StartupDelay}, {&c.Formal, t.Formal}, {&c.ReleaseHold, t.ReleaseHold}, {&c.ReleaseMaxWait, t.ReleaseMaxWait}} {
+		if s.v != nil {
+			*s.dst = *s.v
+		}
+	}
 }
 
 // Validate checks the configuration before anything starts.

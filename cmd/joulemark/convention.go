@@ -122,11 +122,11 @@ func warnExposedSecrets(kctx *kong.Context, log *slog.Logger) {
 
 // defaultsFromTarget makes the value a flag's target holds before parsing
 // its default (kong.PostBuild): newParser pre-fills the bench, exporter,
-// demo and analyze commands' structs with their packages' defaults, which
+// demo and analyze commands' structs (and sim-engine's faults) with their packages' defaults, which
 // are thereby the flags' defaults, shown in --help, one source with the
 // configuration files'. A default: tag wins; a pointer has none.
 func defaultsFromTarget(k *kong.Kong) error {
-	for _, path := range []string{"bench", "exporter", "analyze run", "demo"} {
+	for _, path := range []string{"bench", "exporter", "analyze run", "demo", "sim-engine"} {
 		cmd := findCommand(k.Model.Node, path)
 		if cmd == nil {
 			return fmt.Errorf("no %s command", path)

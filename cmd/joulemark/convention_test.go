@@ -110,8 +110,8 @@ func TestEnvPerCommand(t *testing.T) {
 	t.Setenv("JOULEMARK_BENCH_CONCURRENCY", "7")
 	t.Setenv("JOULEMARK_LOG_LEVEL", "debug")
 	cli := parseCLI(t, "demo")
-	if cli.Demo.ListenAddress != "127.0.0.1:0" || cli.LogLevel != "debug" {
-		t.Errorf("demo: listen %q log level %q", cli.Demo.ListenAddress, cli.LogLevel)
+	if cli.Demo.Settings.ListenAddress != "127.0.0.1:0" || cli.LogLevel != "debug" {
+		t.Errorf("demo: listen %q log level %q", cli.Demo.Settings.ListenAddress, cli.LogLevel)
 	}
 	if cli := parseCLI(t, "exporter"); cli.Exporter.Settings.ListenAddress != ":1234" {
 		t.Errorf("exporter: listen %q", cli.Exporter.Settings.ListenAddress)

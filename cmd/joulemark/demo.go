@@ -10,63 +10,48 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/joulemark/joulemark/demo"
+	"github.com/joulemark/joulemark/internal/simengine"
 	"github.com/joulemark/joulemark/report"
 )
 
-// DemoCmd runs the whole pipeline on the embedded default. Its flag
-// defaults are demo.Defaults' (demoDefaults pre-fills the command, and
-// defaultsFromTarget makes the values the flags' defaults); a lifecycle
-// timing not given takes the preset, the two-minute demo or, with
-// --method-timings, the method's full timings; a timing given is used as
-// given (0 is refused by demo.Config.Validate). Settings that are bench's
-// have bench's names; the tuning without a flag is set with --set
-// path=value (demoSettings).
+// DemoCmd runs the whole pipeline on the embedded default. Its flags are
+// demo.Config's and demo.Timings' (the lifecycle timings: a timing not
+// given takes the preset's, the two-minute demo or with --method-timings
+// the method's), with demo.Defaults pre-filled (newParser) as their
+// defaults (defaultsFromTarget). Settings that are bench's have bench's
+// names; the tuning without a flag is set with --set path=value
+// (demoSettings).
 type DemoCmd struct {
-	RunsDir       string   `name:"runs-dir" help:"Directory of the runs (each demo run in <runs-dir>/<run_id>/, never overwritten)."`
-	RunID         string   `name:"run-id" type:"runid" help:"Run id (default: a fresh one)."`
-	PrometheusURL string   `name:"prometheus.url" placeholder:"URL" help:"Use this Prometheus instead of the embedded one; it must accept remote write (--web.enable-remote-write-receiver)."`
-	ListenAddress string   `name:"web.listen-address" help:"Address of the embedded Prometheus' HTTP API (point curl or Grafana at it)."`
-	KeepServing   bool     `name:"keep-serving" help:"Keep the embedded Prometheus serving after the report, until Ctrl-C."`
-	Set           []string `name:"set" sep:"none" placeholder:"PATH=VALUE" help:"Set a setting without a flag, over the flags: its path and a YAML value, e.g. steady_state.window=50 (repeatable; the settings are listed in docs/cli.md)."`
+	Settings demoConfig   `embed:""`
+	Timings  demo.Timings `embed:""`
+	Set      []string     `name:"set" sep:"none" placeholder:"PATH=VALUE" help:"Set a setting without a flag, over the flags: its path and a YAML value, e.g. steady_state.window=50 (repeatable; the settings are listed in docs/cli.md)."`
 
-	MethodTimings bool `name:"method-timings" help:"The method's full timings (1m idle, 2m weight loading, 10m formal, release held 30s) instead of the two-minute demo."`
-	GPUs          int  `name:"gpus" help:"Simulated GPUs."`
-
-	Idle           *time.Duration `name:"idle-duration" help:"Idle baseline length (default 10s; 1m with --method-timings)."`
-	StartupDelay   *time.Duration `name:"startup-delay" help:"Simulated weight loading time (default 10s; 2m with --method-timings)."`
-	WarmupRequests int            `name:"warmup-requests" help:"Warm-up requests."`
-	Formal         *time.Duration `name:"duration" help:"Formal phase length (default 60s; 10m with --method-timings)."`
-	FormalRequests int            `name:"requests" help:"Formal requests at most (0: bounded by --duration only)."`
-	ReleaseHold    *time.Duration `name:"release.hold" help:"Time power must hold within ±5% of the idle baseline (default 10s; 30s with --method-timings)."`
-	ReleaseMaxWait *time.Duration `name:"release.max-wait" help:"Release wait past which the run is flagged release not closed (default 2m; 10m with --method-timings)."`
-
-	Concurrency  int           `help:"Concurrent requests (closed loop)."`
-	InputTokens  int           `name:"workload.mean-input-tokens" help:"Mean prompt length in tokens."`
-	OutputTokens int           `name:"workload.mean-output-tokens" help:"Mean completion length in tokens (ignore_eos)."`
-	Trace        string        `name:"workload.trace" placeholder:"FILE" help:"Replay this trace (JSONL lines of time, input_tokens, output_tokens: bench's workload.trace) as the formal load, an open loop, instead of the closed loop of --concurrency."`
-	Cost         demoCostFlags `embed:"" prefix:"cost." group:"Cost and carbon"`
-	MaxBatch     int           `name:"max-num-seqs" hidden:"" help:"Simulated engine's maximum batch."`
-	Scenario     string        `default:"healthy" enum:"healthy,queueing,kv-evictions,slow-prefill,client-bound" help:"Situation to simulate, one per diagnosis rule (healthy, queueing, kv-evictions, slow-prefill, client-bound); applied after the other flags."`
-	KVCache      int           `name:"kv-cache-tokens" hidden:"" help:"Simulated engine's KV cache capacity in tokens (blocks of 16; preempts when full)."`
-	Prefill      time.Duration `name:"prefill-per-token" hidden:"" help:"Simulated engine's prefill time per prompt token."`
-	Frontend     time.Duration `name:"frontend-delay" hidden:"" help:"Delay every request spends in front of the simulated engine (a router, a proxy) before its scheduler sees it."`
-	Dialect      string        `hidden:"" help:"Metric names the simulated engine speaks (vllm or sglang)."`
-	Seed         uint64        `hidden:"" help:"Seed of the simulated engine and GPUs."`
-	Faults       FaultFlags    `embed:"" prefix:"fault."`
+	Cost     demoCostFlags    `embed:"" prefix:"cost." group:"Cost and carbon"`
+	MaxBatch int              `name:"max-num-seqs" hidden:"" help:"Simulated engine's maximum batch."`
+	KVCache  int              `name:"kv-cache-tokens" hidden:"" help:"Simulated engine's KV cache capacity in tokens (blocks of 16; preempts when full)."`
+	Prefill  time.Duration    `name:"prefill-per-token" hidden:"" help:"Simulated engine's prefill time per prompt token."`
+	Frontend time.Duration    `name:"frontend-delay" hidden:"" help:"Delay every request spends in front of the simulated engine (a router, a proxy) before its scheduler sees it."`
+	Dialect  string           `hidden:"" help:"Metric names the simulated engine speaks (vllm or sglang)."`
+	Seed     uint64           `hidden:"" help:"Seed of the simulated engine and GPUs."`
+	Faults   simengine.Faults `embed:"" prefix:"fault."`
 
 	SLOTTFT time.Duration `name:"slo.ttft" help:"TTFT SLO for goodput (0 disables)."`
 	SLOTPOT time.Duration `name:"slo.tpot" help:"TPOT SLO for goodput (0 disables)."`
 }
 
+// demoConfig is demo.Config without its methods: kong would call its
+// Validate at parse time, before the timings, --set and the scenario;
+// demo.Run validates the configuration once.
+type demoConfig demo.Config
+
 // demoDefaults pre-fills the demo command with demo.Defaults, which
 // defaultsFromTarget makes the flags' defaults (the timings are pointers:
-// not given, they take the preset).
+// not given, they take the preset's).
 func (c *DemoCmd) demoDefaults() {
 	d := demo.Defaults()
-	c.RunsDir, c.ListenAddress, c.GPUs, c.WarmupRequests = d.Dir, d.ListenAddress, d.GPUs, d.WarmupRequests
-	c.Concurrency, c.InputTokens, c.OutputTokens = d.Concurrency, d.InputTokens, d.OutputTokens
+	c.Settings = demoConfig(d)
 	c.MaxBatch, c.KVCache, c.Prefill, c.Frontend = d.Engine.MaxBatch, d.Engine.KVCacheTokens, d.Engine.PrefillPerToken, d.Engine.FrontendDelay
-	c.Dialect, c.Seed = d.Engine.Dialect, d.Engine.Seed
+	c.Dialect, c.Seed, c.Faults = d.Engine.Dialect, d.Engine.Seed, d.Engine.Faults
 	c.SLOTTFT, c.SLOTPOT = d.Params.SLOTTFT, d.Params.SLOTPOT
 }
 
@@ -110,36 +95,19 @@ func applySets(cfg *demo.Config, sets []string) error {
 
 // Config is the demo configuration the flags give.
 func (c *DemoCmd) Config() (demo.Config, error) {
-	cfg := demo.Defaults()
-	if c.MethodTimings {
-		cfg = demo.MethodTimings()
-	}
-	set := func(dst *time.Duration, v *time.Duration) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	set(&cfg.Idle, c.Idle)
-	set(&cfg.Engine.StartupDelay, c.StartupDelay)
-	set(&cfg.Formal, c.Formal)
-	set(&cfg.ReleaseHold, c.ReleaseHold)
-	set(&cfg.ReleaseMaxWait, c.ReleaseMaxWait)
-	cfg.Dir, cfg.RunID, cfg.PrometheusURL = c.RunsDir, c.RunID, c.PrometheusURL
-	cfg.ListenAddress, cfg.KeepServing = c.ListenAddress, c.KeepServing
-	cfg.GPUs, cfg.WarmupRequests, cfg.FormalRequests = c.GPUs, c.WarmupRequests, c.FormalRequests
-	cfg.Concurrency, cfg.InputTokens, cfg.OutputTokens = c.Concurrency, c.InputTokens, c.OutputTokens
+	cfg := demo.Config(c.Settings)
+	c.Timings.Apply(&cfg)
 	cfg.Engine.MaxBatch, cfg.Engine.Seed, cfg.Sim.Seed = c.MaxBatch, c.Seed, c.Seed
 	cfg.Engine.KVCacheTokens, cfg.Engine.PrefillPerToken, cfg.Engine.FrontendDelay = c.KVCache, c.Prefill, c.Frontend
 	cfg.Engine.Dialect = c.Dialect
-	cfg.Trace = c.Trace
 	cfg.Cost = report.CostInputs{PricePerKWh: c.Cost.PricePerKWh, Currency: c.Cost.Currency,
 		CarbonIntensity: c.Cost.CarbonIntensity, PUE: c.Cost.PUE}
-	cfg.Engine.Faults = c.Faults.faults()
+	cfg.Engine.Faults = c.Faults
 	cfg.Params.SLOTTFT, cfg.Params.SLOTPOT = c.SLOTTFT, c.SLOTPOT
 	if err := applySets(&cfg, c.Set); err != nil {
 		return cfg, err
 	}
-	return cfg, demo.ApplyScenario(&cfg, c.Scenario)
+	return cfg, demo.ApplyScenario(&cfg, cfg.Scenario)
 }
 
 // Run runs the demo until the report is written (or Ctrl-C).

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/joulemark/joulemark/demo"
 	"github.com/joulemark/joulemark/internal/simengine"
 )
@@ -99,6 +101,35 @@ func TestDemoSet(t *testing.T) {
 		_, err := parseCLI(t, "demo", "--set", set).Demo.Config()
 		if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "--set") {
 			t.Errorf("--set %s: %v, want a usage error", set, err)
+		}
+	}
+}
+
+// A lifecycle timing's help quotes its preset defaults, the two-minute
+// demo's and the method's, as demo.Defaults and demo.MethodTimings have
+// them.
+func TestDemoTimingHelpQuotesPresets(t *testing.T) {
+	_, p := testParser(t)
+	flags := map[string]*kong.Flag{}
+	for _, f := range findCommand(p.Model.Node, "demo").Flags {
+		flags[f.Name] = f
+	}
+	d, m := demo.Defaults(), demo.MethodTimings()
+	for name, v := range map[string][2]time.Duration{
+		"idle-duration":    {d.Idle, m.Idle},
+		"startup-delay":    {d.Engine.StartupDelay, m.Engine.StartupDelay},
+		"duration":         {d.Formal, m.Formal},
+		"release.hold":     {d.ReleaseHold, m.ReleaseHold},
+		"release.max-wait": {d.ReleaseMaxWait, m.ReleaseMaxWait},
+	} {
+		f := flags[name]
+		if f == nil {
+			t.Errorf("demo has no --%s", name)
+			continue
+		}
+		want := shortDuration(v[0]) + "; " + shortDuration(v[1]) + " with --method-timings"
+		if !strings.Contains(f.Help, want) {
+			t.Errorf("--%s help %q: want it to quote %q", name, f.Help, want)
 		}
 	}
 }

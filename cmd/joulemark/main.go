@@ -16,6 +16,7 @@ import (
 	"github.com/joulemark/joulemark/benchjob"
 	"github.com/joulemark/joulemark/exporter"
 	"github.com/joulemark/joulemark/internal/secretfile"
+	"github.com/joulemark/joulemark/internal/simengine"
 	"github.com/joulemark/joulemark/internal/version"
 )
 
@@ -83,6 +84,7 @@ func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 	cli.Exporter.Settings = exporterSettings(exporter.DefaultOptions())
 	cli.Analyze.Run.analyzeDefaults()
 	cli.Demo.demoDefaults()
+	cli.SimEngine.Faults = simengine.DefaultConfig().Faults
 	return kong.New(cli, append([]kong.Option{
 		kong.Name("joulemark"),
 		kong.Description("Energy per token of LLM inference, measured through Prometheus.\n\n" +

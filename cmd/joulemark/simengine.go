@@ -34,7 +34,9 @@ type SimEngineCmd struct {
 	FrontendDelay   time.Duration `name:"frontend-delay" default:"0s" help:"Delay every request spends in front of the scheduler (a router, a proxy): in the client's latency, not in the engine's metrics."`
 	Power           SimPowerFlags `embed:"" prefix:"power."`
 
-	Faults FaultFlags `embed:"" prefix:"fault."`
+	// Faults inject failures (hidden flags); their defaults are
+	// simengine.DefaultConfig's (newParser, defaultsFromTarget).
+	Faults simengine.Faults `embed:"" prefix:"fault."`
 }
 
 // Config is the engine configuration the flags give.
@@ -43,7 +45,7 @@ func (c *SimEngineCmd) Config() simengine.Config {
 		Model: c.Model, MaxModelLen: c.MaxModelLen, MaxBatch: c.MaxBatch, KVCacheTokens: c.KVCacheTokens, MaxNumBatchedTokens: c.MaxBatchedTok,
 		PrefillPerToken: c.PrefillPerToken, DecodeBase: c.DecodeBase, DecodePerSeq: c.DecodePerSeq,
 		EOSMeanTokens: c.EOSMeanTokens, StartupDelay: c.StartupDelay, ShutdownDelay: c.ShutdownDelay, Seed: c.Seed,
-		Faults: c.Faults.faults(), Dialect: c.Dialect, FrontendDelay: c.FrontendDelay, Power: c.Power.model(),
+		Faults: c.Faults, Dialect: c.Dialect, FrontendDelay: c.FrontendDelay, Power: c.Power.model(),
 		Memory: simengine.DefaultConfig().Memory,
 	}
 }
@@ -76,21 +78,4 @@ func (c *SimEngineCmd) Run(ctx context.Context, g *Globals) error {
 	runtime := prometheus.NewRegistry()
 	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return simengine.Serve(ctx, ln, e, runtime, g.Logger())
-}
-
-// FaultFlags inject failures into the simulated engine (sim-engine, demo).
-type FaultFlags struct {
-	ErrorRate           float64       `name:"error-rate" hidden:"" default:"0" help:"Share of requests answered with HTTP 500."`
-	StallRate           float64       `name:"stall-rate" hidden:"" default:"0" help:"Share of requests stalled once mid-stream."`
-	StallDuration       time.Duration `name:"stall-duration" hidden:"" default:"2s" help:"Length of a stall."`
-	TruncateRate        float64       `name:"truncate-rate" hidden:"" default:"0" help:"Share of responses cut mid-stream (no finish_reason, usage or [DONE])."`
-	SlowFirstTokenRate  float64       `name:"slow-first-token-rate" hidden:"" default:"0" help:"Share of requests whose first token is delayed."`
-	SlowFirstTokenDelay time.Duration `name:"slow-first-token-delay" hidden:"" default:"2s" help:"Delay added to a slow first token."`
-}
-
-func (f FaultFlags) faults() simengine.Faults {
-	return simengine.Faults{
-		ErrorRate: f.ErrorRate, StallRate: f.StallRate, StallDuration: f.StallDuration, TruncateRate: f.TruncateRate,
-		SlowFirstTokenRate: f.SlowFirstTokenRate, SlowFirstTokenDelay: f.SlowFirstTokenDelay,
-	}
 }

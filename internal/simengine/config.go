@@ -77,18 +77,18 @@ type Config struct {
 // Faults are injected failures. Rates are per request, in [0, 1].
 type Faults struct {
 	// ErrorRate answers requests with HTTP 500 before any token.
-	ErrorRate float64
+	ErrorRate float64 `name:"error-rate" hidden:"" help:"Share of requests answered with HTTP 500."`
 	// StallRate holds a sequence for StallDuration once, at a random token
 	// (it keeps its batch slot and KV cache while stalled).
-	StallRate     float64
-	StallDuration time.Duration
+	StallRate     float64       `name:"stall-rate" hidden:"" help:"Share of requests stalled once mid-stream."`
+	StallDuration time.Duration `name:"stall-duration" hidden:"" help:"Length of a stall."`
 	// TruncateRate aborts the response at a random token: the connection is
 	// cut with no finish_reason, usage or [DONE].
-	TruncateRate float64
+	TruncateRate float64 `name:"truncate-rate" hidden:"" help:"Share of responses cut mid-stream (no finish_reason, usage or [DONE])."`
 	// SlowFirstTokenRate delays a sequence's prefill by SlowFirstTokenDelay
 	// after admission, so its time to first token grows by that much.
-	SlowFirstTokenRate  float64
-	SlowFirstTokenDelay time.Duration
+	SlowFirstTokenRate  float64       `name:"slow-first-token-rate" hidden:"" help:"Share of requests whose first token is delayed."`
+	SlowFirstTokenDelay time.Duration `name:"slow-first-token-delay" hidden:"" help:"Delay added to a slow first token."`
 }
 
 // DefaultConfig is a 70B-class model on 8 GPUs, roughly: 20k prompt

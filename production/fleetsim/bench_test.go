@@ -21,7 +21,7 @@ import (
 
 // The fleet of BenchmarkFleet (docs/deploy.md, Sizing):
 //
-//	go test -run '^$' -bench Fleet -benchtime 1x ./internal/fleetsim -fleet.nodes 16 -fleet.hours 24
+//	go test -run '^$' -bench Fleet -benchtime 1x ./production/fleetsim -fleet.nodes 16 -fleet.hours 24
 var (
 	flagNodes = flag.Int("fleet.nodes", 16, "BenchmarkFleet: nodes of 8 GPUs")
 	flagHours = flag.Int("fleet.hours", 24, "BenchmarkFleet: hours of data")
