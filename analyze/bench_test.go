@@ -313,6 +313,9 @@ const (
 	// envChildProfile, set through -bench-child-env, names the file the
 	// analyze process writes its CPU profile to.
 	envChildProfile = "JOULEMARK_ANALYZE_CHILD_CPUPROFILE"
+	// envChildMemProfile, set the same way, names the file the analyze
+	// process writes its allocation profile to.
+	envChildMemProfile = "JOULEMARK_ANALYZE_CHILD_MEMPROFILE"
 )
 
 // benchAnalyzeProcess runs Analyze in a process of its own (this test
@@ -395,6 +398,11 @@ func analyzeChild() error {
 	if r.Requests.Started != want {
 		return fmt.Errorf("%d requests read back, want %d", r.Requests.Started, want)
 	}
+	if path := os.Getenv(envChildMemProfile); path != "" {
+		if err := writeAllocs(path); err != nil {
+			return err
+		}
+	}
 	st, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return err
@@ -405,6 +413,21 @@ func analyzeChild() error {
 		}
 	}
 	return nil
+}
+
+// writeAllocs writes the process' allocation profile to path (after a
+// collection, so that it holds every allocation so far).
+func writeAllocs(path string) error {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("allocation profile: %w", err)
+	}
+	return f.Close()
 }
 
 // hwmPrefix starts the helper process' line with its peak RSS in kB

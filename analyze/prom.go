@@ -1038,12 +1038,7 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 	series := map[model.Fingerprint]*reqSeries{}
 	var order []model.Fingerprint
 	for m, name := range reqMetrics {
-		mat, err := l.rangeRead(ctx, fmt.Sprintf("%s{%s}", name, l.runSel()), w)
-		if err != nil {
-			return reqPart{}, err
-		}
-		for _, ss := range mat {
-			ls := ss.Metric
+		err := l.rangeEach(ctx, fmt.Sprintf("%s{%s}", name, l.runSel()), w, func(ls model.Metric, vals []model.SamplePair, reused bool) {
 			delete(ls, model.MetricNameLabel)
 			fp := ls.Fingerprint()
 			rs, ok := series[fp]
@@ -1052,11 +1047,16 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 				series[fp] = rs
 				order = append(order, fp)
 			}
-			vals := ss.Values
 			for len(vals) > 0 && !w.keep(vals[0].Timestamp) {
 				vals = vals[1:]
 			}
+			if reused {
+				vals = slices.Clone(vals) // only what the window keeps
+			}
 			rs.v[m] = vals
+		})
+		if err != nil {
+			return reqPart{}, err
 		}
 	}
 	var p reqPart
@@ -1144,14 +1144,12 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 	metric := queryMetric(sel)
 	ours := strings.HasPrefix(metric, "joulemark_")
 	err := inOrder(ctx, len(ws), l.par, func(ctx context.Context, i int) ([]part, error) {
-		m, err := l.rangeRead(ctx, sel, ws[i])
-		if err != nil {
-			return nil, err
-		}
-		parts := make([]part, 0, len(m))
-		for _, ss := range m {
-			s := make([]Sample, 0, len(ss.Values))
-			for _, p := range ss.Values {
+		// Each series' samples converted as it arrives: the window's
+		// samples are never held as a matrix too.
+		var parts []part
+		err := l.rangeEach(ctx, sel, ws[i], func(m model.Metric, values []model.SamplePair, _ bool) {
+			s := make([]Sample, 0, len(values))
+			for _, p := range values {
 				switch v := float64(p.Value); {
 				case !ws[i].keep(p.Timestamp):
 				case math.IsNaN(v) || math.IsInf(v, 0):
@@ -1162,7 +1160,10 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 					s = append(s, Sample{T: float64(p.Timestamp) / 1000, V: v})
 				}
 			}
-			parts = append(parts, part{ss.Metric, s})
+			parts = append(parts, part{m, s})
+		})
+		if err != nil {
+			return nil, err
 		}
 		return parts, nil
 	}, func(_ int, parts []part) error {
@@ -1192,9 +1193,13 @@ func (l *loader) readSeries(ctx context.Context, sel string, ws []window) ([]raw
 	}
 	out := make([]rawSeries, 0, len(series))
 	for _, a := range series {
-		s := make([]Sample, 0, a.n)
-		for _, p := range a.parts {
-			s = append(s, p...)
+		s := a.parts[0] // a series within one window: no copy
+		if len(a.parts) > 1 {
+			s = make([]Sample, 0, a.n)
+			for k, p := range a.parts {
+				s = append(s, p...)
+				a.parts[k] = nil
+			}
 		}
 		out = append(out, rawSeries{metric: a.metric, samples: s})
 	}
@@ -1212,6 +1217,27 @@ func (l *loader) rangeRead(ctx context.Context, sel string, w window) (model.Mat
 		return split.Read(ctx, sel, w.endMs-w.rngMs, w.endMs)
 	}
 	return l.rr.Read(ctx, sel, w.endMs-w.rngMs, w.endMs)
+}
+
+// rangeEach hands f each series of sel in window w, as rangeRead returns
+// them, without holding the window's matrix when reading through remote
+// read. reused is true when the samples lie in a buffer reused for the
+// next series: f then copies what it keeps.
+func (l *loader) rangeEach(ctx context.Context, sel string, w window, f func(metric model.Metric, samples []model.SamplePair, reused bool)) error {
+	if l.rr == nil {
+		m, err := l.rangeRead(ctx, sel, w)
+		if err != nil {
+			return err
+		}
+		for _, ss := range m {
+			f(ss.Metric, ss.Values, false)
+		}
+		return nil
+	}
+	return l.rr.Each(ctx, sel, w.endMs-w.rngMs, w.endMs, func(metric model.Metric, samples []model.SamplePair) error {
+		f(metric, samples, true)
+		return nil
+	})
 }
 
 // inOrder runs fetch(0..n−1) with at most par calls in flight and hands each

@@ -87,26 +87,39 @@ func New(promURL string, hc config.HTTPClientConfig, timeout time.Duration) (*Re
 // (__name__ included), samples in time order, staleness markers dropped.
 // Series without a sample there are left out.
 func (r *Reader) Read(ctx context.Context, sel string, startMs, endMs int64) (model.Matrix, error) {
+	var m model.Matrix
+	err := r.Each(ctx, sel, startMs, endMs, func(metric model.Metric, pairs []model.SamplePair) error {
+		m = append(m, &model.SampleStream{Metric: metric, Values: slices.Clone(pairs)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Each hands f the series Read returns, one at a time as they are decoded:
+// each series' labels and samples. The samples lie in a buffer reused for
+// the next series, so f copies what it keeps; no matrix is held. An error
+// of f ends the read and is returned.
+func (r *Reader) Each(ctx context.Context, sel string, startMs, endMs int64, f func(model.Metric, []model.SamplePair) error) error {
 	ms, err := selectorParser.ParseMetricSelector(sel)
 	if err != nil {
-		return nil, fmt.Errorf("remote read %s: %w", sel, err)
+		return fmt.Errorf("remote read %s: %w", sel, err)
 	}
 	q, err := remote.ToQuery(startMs+1, endMs, ms, nil)
 	if err != nil {
-		return nil, fmt.Errorf("remote read %s: %w", sel, err)
+		return fmt.Errorf("remote read %s: %w", sel, err)
 	}
 	ss, err := r.client.Read(ctx, q, true)
 	if err != nil {
-		return nil, fmt.Errorf("remote read %s from %s: %w", sel, r.url, r.secrets.Error(err))
+		return fmt.Errorf("remote read %s from %s: %w", sel, r.url, r.secrets.Error(err))
 	}
-	var m model.Matrix
 	var it chunkenc.Iterator
-	// Each series' samples go to scratch, then into a slice of their
-	// exact size: no slice grown (and copied) sample by sample.
-	var scratch []model.SamplePair
+	var pairs []model.SamplePair
 	for ss.Next() {
 		s := ss.At()
-		pairs := scratch[:0]
+		pairs = pairs[:0]
 		it = s.Iterator(it)
 		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
 			if vt != chunkenc.ValFloat {
@@ -119,19 +132,19 @@ func (r *Reader) Read(ctx context.Context, sel string, startMs, endMs int64) (mo
 			pairs = append(pairs, model.SamplePair{Timestamp: model.Time(t), Value: model.SampleValue(v)})
 		}
 		if err := it.Err(); err != nil {
-			return nil, fmt.Errorf("remote read %s: %w", sel, err)
+			return fmt.Errorf("remote read %s: %w", sel, err)
 		}
-		scratch = pairs
 		if len(pairs) == 0 {
 			continue
 		}
-		pairs = slices.Clone(pairs)
 		metric := make(model.Metric, s.Labels().Len())
 		s.Labels().Range(func(l labels.Label) { metric[model.LabelName(l.Name)] = model.LabelValue(l.Value) })
-		m = append(m, &model.SampleStream{Metric: metric, Values: pairs})
+		if err := f(metric, pairs); err != nil {
+			return err
+		}
 	}
 	if err := ss.Err(); err != nil {
-		return nil, fmt.Errorf("remote read %s from %s: %w", sel, r.url, r.secrets.Error(err))
+		return fmt.Errorf("remote read %s from %s: %w", sel, r.url, r.secrets.Error(err))
 	}
-	return m, nil
+	return nil
 }

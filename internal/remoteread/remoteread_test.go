@@ -2,6 +2,7 @@ package remoteread_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
 	"testing"
@@ -68,6 +69,15 @@ func TestRead(t *testing.T) {
 	}
 	if m, err := r.Read(ctx, `m{gpu=~"0|1"}`, base-1, base+9000); err != nil || len(m) != 2 || len(m[0].Values) != 9 {
 		t.Fatalf("both series: %v, err %v", m, err)
+	}
+	// Read's series own their samples (Each reuses one buffer).
+	if m, err := r.Read(ctx, `m{gpu=~"0|1"}`, base-1, base+9000); err != nil || len(m) != 2 || &m[0].Values[0] == &m[1].Values[0] {
+		t.Fatalf("both series share a buffer: %v, err %v", m, err)
+	}
+	// An error of Each's f ends the read after the first series.
+	stop, calls := errors.New("stop"), 0
+	if err := r.Each(ctx, `m{gpu=~"0|1"}`, base-1, base+9000, func(model.Metric, []model.SamplePair) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("Each after f's error: err %v, %d calls, want %v and 1", err, calls, stop)
 	}
 	if _, err := r.Read(ctx, `m{gpu=`, base, base+1); err == nil {
 		t.Fatal("a bad selector read without error")
