@@ -769,10 +769,10 @@ func (l *loader) loadExtras(ctx context.Context, d *RunData, gpuSel gpuSet, sp r
 	if err := l.loadRunInfo(ctx, d); err != nil {
 		return err
 	}
-	if err := l.loadGPUMemory(ctx, d, gpuSel, sp); err != nil {
+	if err := l.loadGPUSeries(ctx, d, gpuSel, sp, contract.GPUMemoryUsed, func(g *GPUSeries) *[]Sample { return &g.Memory }); err != nil {
 		return err
 	}
-	if err := l.loadGPUUtil(ctx, d, gpuSel, sp); err != nil {
+	if err := l.loadGPUSeries(ctx, d, gpuSel, sp, contract.GPUUtilization, func(g *GPUSeries) *[]Sample { return &g.Utilization }); err != nil {
 		return err
 	}
 	if err := l.loadEngine(ctx, d, sp); err != nil {
@@ -807,34 +807,19 @@ func (l *loader) loadRunInfo(ctx context.Context, d *RunData) error {
 	return nil
 }
 
-// loadGPUMemory reads each run GPU's memory series into d.GPUs.
-func (l *loader) loadGPUMemory(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
-	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUMemoryUsed, gpuSel.sel), sp.windows)
+// loadGPUSeries reads metric for each run GPU into the series field
+// picks of its d.GPUs entry (the longest series of that GPU wins).
+func (l *loader) loadGPUSeries(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan, metric string, field func(*GPUSeries) *[]Sample) error {
+	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", metric, gpuSel.sel), sp.windows)
 	if err != nil {
 		return err
 	}
 	for _, ss := range m {
 		k := keyOf(ss.metric)
 		for i := range d.GPUs {
-			if d.GPUs[i].UUID == k.uuid && d.GPUs[i].Instance == k.instance && len(ss.samples) > len(d.GPUs[i].Memory) {
-				d.GPUs[i].Memory = ss.samples
-			}
-		}
-	}
-	return nil
-}
-
-// loadGPUUtil reads each run GPU's utilization series into d.GPUs.
-func (l *loader) loadGPUUtil(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) error {
-	m, err := l.readSeries(ctx, fmt.Sprintf("%s{%s}", contract.GPUUtilization, gpuSel.sel), sp.windows)
-	if err != nil {
-		return err
-	}
-	for _, ss := range m {
-		k := keyOf(ss.metric)
-		for i := range d.GPUs {
-			if d.GPUs[i].UUID == k.uuid && d.GPUs[i].Instance == k.instance && len(ss.samples) > len(d.GPUs[i].Utilization) {
-				d.GPUs[i].Utilization = ss.samples
+			f := field(&d.GPUs[i])
+			if d.GPUs[i].UUID == k.uuid && d.GPUs[i].Instance == k.instance && len(ss.samples) > len(*f) {
+				*f = ss.samples
 			}
 		}
 	}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/promwait"
 	"github.com/joulemark/joulemark/rules"
 )
 
@@ -55,7 +55,7 @@ func TestEmbeddedRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := v1.NewAPI(c)
-	waitForValue(t, p, `joulemark:gpu_power_watts:sum`, "500", 10*time.Second)
+	promwait.Value(t, p, `joulemark:gpu_power_watts:sum`, "500", 10*time.Second)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -70,26 +70,4 @@ func TestEmbeddedRules(t *testing.T) {
 	if want := len(rules.RecordingRuleNames) + len(rules.AlertNames); n != want {
 		t.Errorf("/api/v1/rules lists %d rules, want %d", n, want)
 	}
-}
-
-// waitForValue polls query until its single value reads want, failing
-// after timeout with the last value or error seen.
-func waitForValue(t *testing.T, p v1.API, query, want string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		v, _, _, err := p.Query(ctx, query, time.Now())
-		cancel()
-		if err != nil {
-			last = err.Error()
-		} else if vec, ok := v.(model.Vector); ok && len(vec) == 1 {
-			if last = vec[0].Value.String(); last == want {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: last %q, want %q", query, last, want)
 }

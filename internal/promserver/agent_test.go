@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/joulemark/joulemark/internal/testkit/promwait"
 	"github.com/joulemark/joulemark/internal/testkit/testenv"
 )
 
@@ -69,6 +70,6 @@ remote_write:
 	}()
 
 	p := promAPI(t, s)
-	waitForValue(t, p, `up{job="agent-target"}`, "1", 30*time.Second)
-	waitForValue(t, p, `joulemark_gpu_energy_joules_total{job="agent-target"}`, "4242", 10*time.Second)
+	promwait.Value(t, p, `up{job="agent-target"}`, "1", 30*time.Second)
+	promwait.Value(t, p, `joulemark_gpu_energy_joules_total{job="agent-target"}`, "4242", 10*time.Second)
 }

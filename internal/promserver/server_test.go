@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/joulemark/joulemark/internal/remotewrite"
+	"github.com/joulemark/joulemark/internal/testkit/promwait"
 )
 
 // startServer starts a server on a fresh directory (unless opts.Dir is set)
@@ -261,31 +262,6 @@ func TestRemoteWriteDisabled(t *testing.T) {
 	}
 }
 
-// queryValue polls an instant query until it returns one sample equal to
-// want, or fails after the timeout.
-func waitForValue(t *testing.T, p v1.API, query, want string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		v, _, _, err := p.Query(ctx, query, time.Now())
-		cancel()
-		if err != nil {
-			last = err.Error()
-		} else if vec, ok := v.(model.Vector); ok && len(vec) == 1 {
-			last = vec[0].Value.String()
-			if last == want {
-				return
-			}
-		} else {
-			last = v.String()
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("query %s: still %q after %s, want %s", query, last, timeout, want)
-}
-
 func TestScrape(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "joulemark_gpu_power_watts", Help: "test"})
@@ -310,7 +286,7 @@ func TestScrape(t *testing.T) {
 		{`count(count_over_time(up{job="exporter"}[1m]) >= 3)`, "1"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.query, func(t *testing.T) { waitForValue(t, p, tc.query, tc.want, 10*time.Second) })
+		t.Run(tc.query, func(t *testing.T) { promwait.Value(t, p, tc.query, tc.want, 10*time.Second) })
 	}
 	t.Run("targets", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -357,8 +333,8 @@ func TestRecordingRule(t *testing.T) {
 	}
 	p := promAPI(t, s)
 	// 100+101+102+103; the rule file from disk records the same expression.
-	waitForValue(t, p, `joulemark:gpu_power_watts:sum`, "406", 10*time.Second)
-	waitForValue(t, p, `joulemark:gpu_power_watts:max`, "406", 10*time.Second)
+	promwait.Value(t, p, `joulemark:gpu_power_watts:sum`, "406", 10*time.Second)
+	promwait.Value(t, p, `joulemark:gpu_power_watts:max`, "406", 10*time.Second)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
