@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"slices"
 )
 
 // attribution is the per-request split of GPU energy (docs/design.md,
@@ -82,11 +81,13 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 	return s.run(curves, from, to)
 }
 
-// sweep is attribute's state: the sorted events, per request whether its
+// sweep is attribute's state: the events, per request whether its
 // tokens are spread over [first token, end] and at which rate, and the
 // running sums.
 type sweep struct {
-	evs    []event
+	// evs are the sends, then the first tokens, then the ends, each kind
+	// sorted by time then request; the sweep merges the three.
+	evs    [3][]event
 	rates  []float64
 	tokens []bool
 	out    attribution
@@ -99,24 +100,67 @@ type sweep struct {
 
 // newSweep builds the events of the requests that overlap [from, to].
 func newSweep(reqs []Request, from, to float64) *sweep {
-	s := &sweep{rates: make([]float64, len(reqs)), tokens: make([]bool, len(reqs)), evs: make([]event, 0, 3*len(reqs))}
+	s := &sweep{rates: make([]float64, len(reqs)), tokens: make([]bool, len(reqs))}
+	spans, firsts := 0, 0
 	for i := range reqs {
-		r := &reqs[i]
-		st, e := r.Send, r.End
-		if e <= from || st >= to || !(e >= st) { // NaN: no span
-			continue
-		}
-		send, end := max(st, from), min(e, to)
-		s.evs = append(s.evs, newEvent(send, i, evSend), newEvent(end, i, evEnd))
-		if r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken && r.FirstToken < to {
-			s.tokens[i], s.rates[i] = true, float64(r.OutputTokens)/(r.End-r.FirstToken)
-			s.evs = append(s.evs, newEvent(min(max(r.FirstToken, send), end), i, evFirst))
+		if r := &reqs[i]; sweepSpan(r, from, to) {
+			spans++
+			if sweepTokens(r, to) {
+				firsts++
+			}
 		}
 	}
-	slices.SortFunc(s.evs, cmpEvents)
+	all := make([]event, 0, 2*spans+firsts)
+	s.evs = [3][]event{all[:0:spans], all[spans : spans : spans+firsts], all[spans+firsts : spans+firsts : 2*spans+firsts]}
+	for i := range reqs {
+		r := &reqs[i]
+		if !sweepSpan(r, from, to) {
+			continue
+		}
+		send, end := max(r.Send, from), min(r.End, to)
+		s.evs[evSend] = append(s.evs[evSend], newEvent(send, i, evSend))
+		s.evs[evEnd] = append(s.evs[evEnd], newEvent(end, i, evEnd))
+		if sweepTokens(r, to) {
+			s.tokens[i], s.rates[i] = true, float64(r.OutputTokens)/(r.End-r.FirstToken)
+			s.evs[evFirst] = append(s.evs[evFirst], newEvent(min(max(r.FirstToken, send), end), i, evFirst))
+		}
+	}
+	// Each kind is in request order: a stable sort by time orders it by
+	// time then request, as cmpEvents does.
+	buf := make([]event, spans)
+	for k := range s.evs {
+		radixSortBy(s.evs[k], buf, func(e event) uint64 { return floatKey(e.t()) })
+	}
 	s.out.Joules = make([]float64, len(reqs))
 	s.aFirst = make([]float64, len(reqs))
 	return s
+}
+
+// sweepSpan says whether request r overlaps [from, to] with a span.
+func sweepSpan(r *Request, from, to float64) bool {
+	return r.End > from && r.Send < to && r.End >= r.Send // NaN: no span
+}
+
+// sweepTokens says whether a request with a span spreads tokens over
+// [first token, end].
+func sweepTokens(r *Request, to float64) bool {
+	return r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken && r.FirstToken < to
+}
+
+// next is the first event not yet applied in cmpEvents' order (the three
+// kinds merged), false when none is left.
+func (s *sweep) next() (event, bool) {
+	k := -1
+	var best event
+	for j := range s.evs {
+		if len(s.evs[j]) == 0 {
+			continue
+		}
+		if e := s.evs[j][0]; k < 0 || cmpEvents(e, best) < 0 {
+			k, best = j, e
+		}
+	}
+	return best, k >= 0
 }
 
 // apply applies one event to the running sums.
@@ -155,19 +199,19 @@ func (s *sweep) run(curves []curve, from, to float64) attribution {
 	x := from
 	cum := tc.at(x)
 	cum0 := cum
-	ei := 0
 	for {
 		// Apply the events at x.
-		for ei < len(s.evs) && s.evs[ei].t() <= x {
-			s.apply(s.evs[ei])
-			ei++
+		ev, ok := s.next()
+		for ; ok && ev.t() <= x; ev, ok = s.next() {
+			s.apply(ev)
+			s.evs[ev.kind()] = s.evs[ev.kind()][1:]
 		}
 		// The next boundary: the next event's time (later than x, as
 		// every event at or before x is applied), else the domain's end.
 		var next float64
 		switch {
-		case ei < len(s.evs):
-			next = s.evs[ei].t()
+		case ok:
+			next = ev.t()
 		case to > x:
 			next = to
 		default:

@@ -256,7 +256,7 @@ func (c *computation) latencyThresholds(s *ivSeries) [3][4]float64 {
 				s.lat[k].sorted = append(s.lat[k].sorted, v)
 			}
 		}
-		slices.Sort(s.lat[k].sorted)
+		radixSortFloats(s.lat[k].sorted)
 		for j, p := range pctQ {
 			if m := len(s.lat[k].sorted); m > 0 {
 				thr[k][j] = s.lat[k].sorted[stats.RankIndex(100*p, m)]

@@ -1,10 +1,8 @@
 package analyze
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -163,7 +161,7 @@ func (b *fitBins) busySpans(reqs []Request) [][2]float64 {
 			spans = append(spans, [2]float64{q.Send, q.End})
 		}
 	}
-	slices.SortFunc(spans, func(a, c [2]float64) int { return cmp.Compare(a[0], c[0]) })
+	radixSortBy(spans, nil, func(s [2]float64) uint64 { return floatKey(s[0]) })
 	return spans
 }
 
