@@ -125,11 +125,10 @@ func newSweep(reqs []Request, from, to float64) *sweep {
 			s.evs[evFirst] = append(s.evs[evFirst], newEvent(min(max(r.FirstToken, send), end), i, evFirst))
 		}
 	}
-	// Each kind is in request order: a stable sort by time orders it by
-	// time then request, as cmpEvents does.
-	buf := make([]event, spans)
+	// Each kind by time, then request, as cmpEvents orders them.
 	for k := range s.evs {
-		radixSortBy(s.evs[k], buf, func(e event) uint64 { return floatKey(e.t()) })
+		radixSortBy(s.evs[k], func(e event) uint64 { return floatKey(e.t()) })
+		sortRuns(s.evs[k], func(a, b event) bool { return a.t() == b.t() }, cmpEvents)
 	}
 	s.out.Joules = make([]float64, len(reqs))
 	s.aFirst = make([]float64, len(reqs))

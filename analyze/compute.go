@@ -550,8 +550,16 @@ func (c *computation) orderFormal() {
 			idx = append(idx, int32(i))
 		}
 	}
-	slices.SortFunc(idx, func(i, j int32) int { return cmpFormalReqs(reqs, i, j) })
-	c.formal = idx
+	c.formal = sortFormal(reqs, idx)
+}
+
+// sortFormal orders the formal requests idx as cmpFormalReqs does: by
+// end (radix), then the runs of equal ends (rare) by send, slot and index.
+func sortFormal(reqs []Request, idx []int32) []int32 {
+	radixSortBy(idx, func(i int32) uint64 { return floatKey(reqs[i].End) })
+	sortRuns(idx, func(i, j int32) bool { return cmp.Compare(reqs[i].End, reqs[j].End) == 0 },
+		func(i, j int32) int { return cmpFormalReqs(reqs, i, j) })
+	return idx
 }
 
 // cmpFormalReqs orders formal requests i and j of reqs by completion: end,

@@ -161,7 +161,7 @@ func (b *fitBins) busySpans(reqs []Request) [][2]float64 {
 			spans = append(spans, [2]float64{q.Send, q.End})
 		}
 	}
-	radixSortBy(spans, nil, func(s [2]float64) uint64 { return floatKey(s[0]) })
+	radixSortBy(spans, func(s [2]float64) uint64 { return floatKey(s[0]) })
 	return spans
 }
 

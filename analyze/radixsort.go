@@ -5,48 +5,83 @@ import (
 	"slices"
 )
 
-// radixSortBy sorts v by key, stably: a least-significant-digit radix sort,
-// one pass per byte of the key that differs among the elements (bytes that
-// all keys share cost nothing but the histogram), through buf (len(v)
-// elements; allocated when shorter). It is the O(n) replacement for the
-// comparison sorts of a million values: stable, so a sort by several keys
-// is one radixSortBy per key, least significant first.
-func radixSortBy[T any](v, buf []T, key func(T) uint64) {
-	n := len(v)
-	if n < 2 {
+// radixSortBy sorts v by key in place, equal keys in no set order: a
+// most-significant-digit radix sort (American flag sort), one
+// permutation per byte of the key where the elements differ, no buffer.
+// It replaces the comparison sorts of a million values (O(n) per
+// distinct byte instead of O(n log n) comparisons); a caller that needs
+// an order among equal keys sorts their runs afterwards (sortRuns).
+func radixSortBy[T any](v []T, key func(T) uint64) {
+	radixSortDigit(v, key, 56)
+}
+
+// radixSmall is the longest slice radixSortDigit sorts by insertion.
+const radixSmall = 24
+
+func radixSortDigit[T any](v []T, key func(T) uint64, shift uint) {
+	for len(v) > radixSmall {
+		var count [256]int
+		for _, x := range v {
+			count[byte(key(x)>>shift)]++
+		}
+		if count[byte(key(v[0])>>shift)] == len(v) { // every key has this byte
+			if shift == 0 {
+				return
+			}
+			shift -= 8
+			continue
+		}
+		var head, tail [256]int
+		at := 0
+		for b, c := range count {
+			head[b], tail[b] = at, at+c
+			at += c
+		}
+		for b := range head {
+			for head[b] < tail[b] {
+				x := v[head[b]]
+				for d := byte(key(x) >> shift); int(d) != b; d = byte(key(x) >> shift) {
+					x, v[head[d]] = v[head[d]], x
+					head[d]++
+				}
+				v[head[b]] = x
+				head[b]++
+			}
+		}
+		if shift == 0 {
+			return
+		}
+		lo := 0
+		for _, c := range count {
+			if c > 1 {
+				radixSortDigit(v[lo:lo+c], key, shift-8)
+			}
+			lo += c
+		}
 		return
 	}
-	var counts [8][256]int
-	for _, x := range v {
-		k := key(x)
-		for d := range counts {
-			counts[d][byte(k>>(8*d))]++
+	for i := 1; i < len(v); i++ {
+		x, k := v[i], key(v[i])
+		j := i
+		for ; j > 0 && key(v[j-1]) > k; j-- {
+			v[j] = v[j-1]
 		}
+		v[j] = x
 	}
-	if len(buf) < n {
-		buf = make([]T, n)
-	}
-	src, dst := v, buf[:n]
-	first := key(v[0])
-	for d := range counts {
-		c := &counts[d]
-		if c[byte(first>>(8*d))] == n {
-			continue // every key has this byte
+}
+
+// sortRuns sorts each run of v whose elements are alike (same(a, b) for
+// neighbours a, b) by cmp: the ties a sort by one key leaves.
+func sortRuns[T any](v []T, same func(a, b T) bool, cmp func(a, b T) int) {
+	for lo := 0; lo < len(v); {
+		hi := lo + 1
+		for hi < len(v) && same(v[lo], v[hi]) {
+			hi++
 		}
-		at := 0
-		for b := range c {
-			at, c[b] = at+c[b], at
+		if hi-lo > 1 {
+			slices.SortFunc(v[lo:hi], cmp)
 		}
-		shift := uint(8 * d)
-		for _, x := range src {
-			b := byte(key(x) >> shift)
-			dst[c[b]] = x
-			c[b]++
-		}
-		src, dst = dst, src
-	}
-	if &src[0] != &v[0] {
-		copy(v, src)
+		lo = hi
 	}
 }
 
@@ -67,17 +102,12 @@ func floatKey(x float64) uint64 {
 }
 
 // radixSortFloats sorts v as slices.Sort does, the same values in the same
-// places: by radix with a buffer of len(v) floats, or by slices.Sort when
-// v is short or holds a NaN or −0 (whose order among equals slices.Sort
-// leaves to its algorithm).
+// places: by radix, or by slices.Sort when v holds a NaN or −0 (whose
+// order among equals slices.Sort leaves to its algorithm).
 func radixSortFloats(v []float64) {
-	if len(v) < radixMin || slices.ContainsFunc(v, func(x float64) bool { return x != x || x == 0 && math.Signbit(x) }) {
+	if slices.ContainsFunc(v, func(x float64) bool { return x != x || x == 0 && math.Signbit(x) }) {
 		slices.Sort(v)
 		return
 	}
-	radixSortBy(v, nil, floatKey)
+	radixSortBy(v, floatKey)
 }
-
-// radixMin is the shortest slice radixSortFloats sorts by radix: below it the
-// histogram costs more than the comparisons.
-const radixMin = 1 << 10

@@ -13,7 +13,7 @@ import (
 // sorted and reversed values, and with a NaN or a −0 (slices.Sort then).
 func TestRadixSortFloats(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, n := range []int{0, 1, 5, radixMin - 1, radixMin, 5000, 100000} {
+	for _, n := range []int{0, 1, 5, radixSmall, radixSmall + 1, 300, 5000, 100000} {
 		for _, kind := range []string{"random", "few", "signed", "inf", "sorted", "reversed", "nan", "negzero"} {
 			v := make([]float64, n)
 			for i := range v {
@@ -51,10 +51,10 @@ func TestRadixSortFloats(t *testing.T) {
 	}
 }
 
-// TestRadixSortByStable: a sort by floatKey keeps equal keys (−0 and +0,
-// NaNs, duplicates) in input order, as slices.SortStableFunc with
-// cmp.Compare does.
-func TestRadixSortByStable(t *testing.T) {
+// TestRadixSortByRuns: a sort by floatKey, its runs of equal keys (−0 and
+// +0, NaNs, duplicates) then sorted by input position, is
+// slices.SortStableFunc's order under cmp.Compare.
+func TestRadixSortByRuns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	type item struct {
 		x float64
@@ -71,7 +71,8 @@ func TestRadixSortByStable(t *testing.T) {
 	}
 	want := slices.Clone(v)
 	slices.SortStableFunc(want, func(a, b item) int { return cmp.Compare(a.x, b.x) })
-	radixSortBy(v, nil, func(it item) uint64 { return floatKey(it.x) })
+	radixSortBy(v, func(it item) uint64 { return floatKey(it.x) })
+	sortRuns(v, func(a, b item) bool { return cmp.Compare(a.x, b.x) == 0 }, func(a, b item) int { return cmp.Compare(a.i, b.i) })
 	for k := range v {
 		if v[k].i != want[k].i {
 			t.Fatalf("[%d] = item %d (%v), want item %d (%v)", k, v[k].i, v[k].x, want[k].i, want[k].x)
