@@ -166,15 +166,21 @@ func computeSeries(d *RunData, p Params) (*report.Report, *PlotData, error) {
 	}
 	c.oneLifecycle()
 	c.counterCurves()
-	// The attribution, the longest part, runs beside the sections up to
-	// steadyState, which waits for it: it reads only the requests and
-	// the curves, which nothing changes.
+	// Sections that read only the requests, the curves and the phases
+	// (which nothing changes) and write only their own part run on
+	// goroutines of their own from the moment their inputs are there;
+	// whoever needs their result waits for it. The attribution, the
+	// longest, runs beside the sections up to steadyState; the
+	// prefill/decode fit beside everything up to the extras.
 	c.startAttribution()
+	fit := c.start(c.prefillDecode)
 	c.measurement()
 	c.stages()
 	c.release()
 	c.idleStability()
 	c.orderFormal()
+	// The latency percentiles' intervals need only the formal order.
+	c.startLatencyIntervals()
 	c.requests()
 	c.goodput()
 	c.throughput()
@@ -182,9 +188,9 @@ func computeSeries(d *RunData, p Params) (*report.Report, *PlotData, error) {
 	c.lifecycleEstimate()
 	// The intervals write only their own section: they run beside the
 	// extras, which read what they read and write other sections.
-	intervals := make(chan struct{})
-	go func() { c.intervals(); close(intervals) }()
+	intervals := c.start(c.intervals)
 	c.extras()
+	<-fit
 	<-intervals
 	c.powerPlot()
 	c.validity()
@@ -205,9 +211,18 @@ type computation struct {
 	curves           []curve            // one per d.GPUs
 	formal           []int32            // indexes into d.Requests of formal requests, in completion order
 	attr             <-chan attribution // the attribution to requests (startAttribution); nil when there is none
+	latency          <-chan latencyPart // the latency percentiles' intervals (startLatencyIntervals); nil without formal requests
 	goodTokens       int64              // output tokens of requests within the SLOs
 	joules           []float64          // the attribution's joules per request (index into d.Requests); nil without one
 	steadyFrom       int                // position in the steady sequence (successful formal requests with tokens) where the steady state starts; -1 when not reached
+}
+
+// start runs section on a goroutine of its own; the channel closes when
+// it returns.
+func (c *computation) start(section func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() { section(); close(done) }()
+	return done
 }
 
 // flag adds a report flag.

@@ -10,7 +10,6 @@ func (c *computation) extras() {
 	c.server()
 	c.scrapeCoverage()
 	c.diagnose()
-	c.prefillDecode()
 }
 
 // plotExtras gives the plots the steady-state level and the SLOs.

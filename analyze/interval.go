@@ -3,10 +3,12 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/joulemark/joulemark/internal/stats"
 	"github.com/joulemark/joulemark/report"
@@ -48,19 +50,94 @@ func (c *computation) intervals() {
 		iv.Figures[f.key] = report.IntervalFigure{Estimand: f.estimand, Form: f.form}
 	}
 	defer c.absentReasons()
-	from, to, ok := c.intervalSpan()
+	from, w, n, ok := c.intervalGrid()
 	if !ok {
 		iv.Reason = "no formal requests"
 		return
 	}
-	n := max(1, int(math.Ceil((to-from)/max(1, (to-from)/maxIntervalBins))))
-	iv.BinSeconds, iv.Bins = (to-from)/float64(n), n
-	s := c.intervalSeries(from, iv.BinSeconds, n)
+	iv.BinSeconds, iv.Bins = w, n
+	s := c.intervalSeries(from, w, n)
 	c.energyIntervals(iv, s)
 	c.requestIntervals(iv, s)
+	if c.latency != nil {
+		lat := <-c.latency
+		maps.Copy(iv.Figures, lat.figures)
+		maps.Copy(iv.CI95, lat.ci95)
+	}
+}
+
+// intervalGrid is the intervals' grid: n bins of w seconds from `from`;
+// false without formal requests.
+func (c *computation) intervalGrid() (from, w float64, n int, ok bool) {
+	from, to, ok := c.intervalSpan()
+	if !ok {
+		return 0, 0, 0, false
+	}
+	n = max(1, int(math.Ceil((to-from)/max(1, (to-from)/maxIntervalBins))))
+	return from, (to - from) / float64(n), n, true
+}
+
+// latencyPart is the latency percentiles' intervals: their figures and
+// intervals, for intervals to add to its section.
+type latencyPart struct {
+	figures map[string]report.IntervalFigure
+	ci95    map[string][2]float64
+}
+
+// startLatencyIntervals computes the latency percentiles' intervals on a
+// goroutine of its own: they read only the formal requests in completion
+// order (orderFormal) and the grid.
+func (c *computation) startLatencyIntervals() {
+	from, w, n, ok := c.intervalGrid()
+	if !ok {
+		return
+	}
+	ch := make(chan latencyPart, 1)
+	c.latency = ch
+	go func() { ch <- c.latencyPart(from, w, n) }()
+}
+
+// latencyPart computes the latency percentiles' intervals over n bins of
+// width w from `from`.
+func (c *computation) latencyPart(from, w float64, n int) latencyPart {
+	s := &ivSeries{w: w}
+	thr := c.latencyThresholds(s)
+	var den [3]*binSeries
+	var below [3][4]*binSeries
+	for k := range den {
+		den[k] = newBinSeries(from, w, n)
+		for j := range below[k] {
+			below[k][j] = newBinSeries(from, w, n)
+		}
+	}
+	firstEnd, lastSend := math.Inf(1), math.Inf(-1)
+	for _, i := range c.formal {
+		q := &c.d.Requests[i]
+		a, b := q.Send, q.End
+		firstEnd, lastSend = min(firstEnd, b), max(lastSend, a)
+		for k := range den {
+			v, ok := latencyValue(k, q)
+			if !ok {
+				continue
+			}
+			den[k].add(a, b, 1)
+			if j, _ := slices.BinarySearch(thr[k][:], v); j < 4 && v <= thr[k][j] {
+				below[k][j].add(a, b, 1)
+			}
+		}
+	}
+	s.core = [2]int{den[0].bin(firstEnd), den[0].bin(lastSend)}
+	s.setLatencyBins(den, below, n)
+	iv := &report.Intervals{CI95: map[string][2]float64{}, Figures: map[string]report.IntervalFigure{}}
+	for _, f := range intervalKeys {
+		if strings.HasPrefix(f.key, "latency.") {
+			iv.Figures[f.key] = report.IntervalFigure{Estimand: f.estimand, Form: f.form}
+		}
+	}
 	for k := range s.lat {
 		c.latencyIntervals(iv, s, &s.lat[k])
 	}
+	return latencyPart{iv.Figures, iv.CI95}
 }
 
 // intervalSpan is the formal stage, or the formal requests' span without
@@ -174,17 +251,8 @@ func latencyValue(k int, q *Request) (float64, bool) {
 func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
 	s := &ivSeries{w: w}
 	s.energy = c.energyBins(from, w, n)
-	thr := c.latencyThresholds(s)
 	ser := func() *binSeries { return newBinSeries(from, w, n) }
 	tok, goodT, good, cnt, sj, st, uj, ut := ser(), ser(), ser(), ser(), ser(), ser(), ser(), ser()
-	var den [3]*binSeries
-	var below [3][4]*binSeries
-	for k := range den {
-		den[k] = ser()
-		for j := range below[k] {
-			below[k][j] = ser()
-		}
-	}
 	nss, steadyFrom, drain := c.steadyCounts()
 	pos := 0
 	sFrom, uFrom, uTo := math.Inf(1), math.Inf(1), math.Inf(-1)
@@ -194,16 +262,6 @@ func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
 		a, b := q.Send, q.End
 		firstEnd, lastSend = min(firstEnd, b), max(lastSend, a)
 		cnt.add(a, b, 1)
-		for k := range den {
-			v, ok := latencyValue(k, q)
-			if !ok {
-				continue
-			}
-			den[k].add(a, b, 1)
-			if j, _ := slices.BinarySearch(thr[k][:], v); j < 4 && v <= thr[k][j] {
-				below[k][j].add(a, b, 1)
-			}
-		}
 		if !q.Success {
 			continue
 		}
@@ -239,7 +297,6 @@ func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
 	if !math.IsInf(uFrom, 0) {
 		s.sustBins = [2]int{bin(uFrom), bin(uTo) + 1}
 	}
-	s.setLatencyBins(den, below, n)
 	return s
 }
 
