@@ -98,46 +98,74 @@ func (c *computation) startLatencyIntervals() {
 }
 
 // latencyPart computes the latency percentiles' intervals over n bins of
-// width w from `from`.
+// width w from `from`, one latency list at a time in one buffer.
 func (c *computation) latencyPart(from, w float64, n int) latencyPart {
 	s := &ivSeries{w: w}
-	thr := c.latencyThresholds(s)
-	var den [3]*binSeries
-	var below [3][4]*binSeries
-	for k := range den {
-		den[k] = newBinSeries(from, w, n)
-		for j := range below[k] {
-			below[k][j] = newBinSeries(from, w, n)
-		}
-	}
 	firstEnd, lastSend := math.Inf(1), math.Inf(-1)
 	for _, i := range c.formal {
 		q := &c.d.Requests[i]
-		a, b := q.Send, q.End
-		firstEnd, lastSend = min(firstEnd, b), max(lastSend, a)
-		for k := range den {
-			v, ok := latencyValue(k, q)
-			if !ok {
-				continue
-			}
-			den[k].add(a, b, 1)
-			if j, _ := slices.BinarySearch(thr[k][:], v); j < 4 && v <= thr[k][j] {
-				below[k][j].add(a, b, 1)
-			}
-		}
+		firstEnd, lastSend = min(firstEnd, q.End), max(lastSend, q.Send)
 	}
-	s.core = [2]int{den[0].bin(firstEnd), den[0].bin(lastSend)}
-	s.setLatencyBins(den, below, n)
+	grid := newBinSeries(from, w, n)
+	s.core = [2]int{grid.bin(firstEnd), grid.bin(lastSend)}
 	iv := &report.Intervals{CI95: map[string][2]float64{}, Figures: map[string]report.IntervalFigure{}}
 	for _, f := range intervalKeys {
 		if strings.HasPrefix(f.key, "latency.") {
 			iv.Figures[f.key] = report.IntervalFigure{Estimand: f.estimand, Form: f.form}
 		}
 	}
-	for k := range s.lat {
-		c.latencyIntervals(iv, s, &s.lat[k])
+	buf := make([]float64, 0, len(c.formal))
+	for k, name := range [3]string{"ttft_seconds", "tpot_seconds", "latency_seconds"} {
+		l := c.latencySeries(k, name, buf[:0], from, w, n)
+		c.latencyIntervals(iv, s, &l)
 	}
 	return latencyPart{iv.Figures, iv.CI95}
+}
+
+// latencySeries is latency list k over the formal requests: its values
+// sorted in buf, its members per bin and, per percentile, its members at
+// or below the percentile's value per bin.
+func (c *computation) latencySeries(k int, name string, buf []float64, from, w float64, n int) latSeries {
+	l := latSeries{name: name, sorted: buf}
+	for _, i := range c.formal {
+		if v, ok := latencyValue(k, &c.d.Requests[i]); ok {
+			l.sorted = append(l.sorted, v)
+		}
+	}
+	radixSortFloats(l.sorted)
+	m := len(l.sorted)
+	if m == 0 {
+		return l
+	}
+	var thr [4]float64
+	for j, p := range pctQ {
+		thr[j] = l.sorted[stats.RankIndex(100*p, m)]
+	}
+	den := newBinSeries(from, w, n)
+	var below [4]*binSeries
+	for j := range below {
+		below[j] = newBinSeries(from, w, n)
+	}
+	for _, i := range c.formal {
+		q := &c.d.Requests[i]
+		v, ok := latencyValue(k, q)
+		if !ok {
+			continue
+		}
+		den.add(q.Send, q.End, 1)
+		if j, _ := slices.BinarySearch(thr[:], v); j < 4 && v <= thr[j] {
+			below[j].add(q.Send, q.End, 1)
+		}
+	}
+	l.den = den.sums()
+	run := make([]float64, n)
+	for j := range below {
+		for t, v := range below[j].sums() {
+			run[t] += v
+		}
+		l.below[j] = slices.Clone(run)
+	}
+	return l
 }
 
 // intervalSpan is the formal stage, or the formal requests' span without
@@ -219,7 +247,6 @@ type ivSeries struct {
 	// drainVar is the variance of the drain's length (s²): how far the
 	// formal stage's end moves from run to run.
 	drainVar float64
-	lat      [3]latSeries
 }
 
 // latSeries is one latency list: its values sorted (failures +Inf), the
@@ -298,44 +325,6 @@ func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
 		s.sustBins = [2]int{bin(uFrom), bin(uTo) + 1}
 	}
 	return s
-}
-
-// latencyThresholds names s's latencies, fills their sorted values over the
-// formal requests and returns each one's values at the quantiles pctQ.
-func (c *computation) latencyThresholds(s *ivSeries) [3][4]float64 {
-	names := [3]string{"ttft_seconds", "tpot_seconds", "latency_seconds"}
-	var thr [3][4]float64
-	for k := range s.lat {
-		s.lat[k].name = names[k]
-		s.lat[k].sorted = make([]float64, 0, len(c.formal))
-		for _, i := range c.formal {
-			if v, ok := latencyValue(k, &c.d.Requests[i]); ok {
-				s.lat[k].sorted = append(s.lat[k].sorted, v)
-			}
-		}
-		radixSortFloats(s.lat[k].sorted)
-		for j, p := range pctQ {
-			if m := len(s.lat[k].sorted); m > 0 {
-				thr[k][j] = s.lat[k].sorted[stats.RankIndex(100*p, m)]
-			}
-		}
-	}
-	return thr
-}
-
-// setLatencyBins sets each latency's per-bin request counts (den) and its
-// cumulative counts below each threshold (below) over n bins.
-func (s *ivSeries) setLatencyBins(den [3]*binSeries, below [3][4]*binSeries, n int) {
-	for k := range s.lat {
-		s.lat[k].den = den[k].sums()
-		run := make([]float64, n)
-		for j := range below[k] {
-			for t, v := range below[k][j].sums() {
-				run[t] += v
-			}
-			s.lat[k].below[j] = slices.Clone(run)
-		}
-	}
 }
 
 // drainVariance is the variance a figure's deviation (resid over bins)
