@@ -569,9 +569,21 @@ func (c *computation) orderFormal() {
 }
 
 // sortFormal orders the formal requests idx as cmpFormalReqs does: by
-// end (radix), then the runs of equal ends (rare) by send, slot and index.
+// end (radix over the keys read in request order, not the requests in
+// sort order), then the runs of equal ends (rare) by send, slot and index.
 func sortFormal(reqs []Request, idx []int32) []int32 {
-	radixSortBy(idx, func(i int32) uint64 { return floatKey(reqs[i].End) })
+	type keyed struct {
+		key uint64
+		i   int32
+	}
+	keys := make([]keyed, len(idx))
+	for k, i := range idx {
+		keys[k] = keyed{floatKey(reqs[i].End), i}
+	}
+	radixSortBy(keys, func(k keyed) uint64 { return k.key })
+	for k := range keys {
+		idx[k] = keys[k].i
+	}
 	sortRuns(idx, func(i, j int32) bool { return cmp.Compare(reqs[i].End, reqs[j].End) == 0 },
 		func(i, j int32) int { return cmpFormalReqs(reqs, i, j) })
 	return idx

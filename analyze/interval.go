@@ -122,17 +122,38 @@ func (c *computation) latencyPart(from, w float64, n int) latencyPart {
 	return latencyPart{iv.Figures, iv.CI95}
 }
 
+// latencyValues are latency list k's values over the formal requests,
+// sorted in buf: read in request order (the sort does not depend on it),
+// unless one is NaN or −0, whose place among equals slices.Sort leaves
+// to the input's order, the completion order.
+func (c *computation) latencyValues(k int, buf []float64) []float64 {
+	v := buf[:0]
+	unordered := false
+	for i := range c.d.Requests {
+		if q := &c.d.Requests[i]; q.Formal {
+			if x, ok := latencyValue(k, q); ok {
+				v = append(v, x)
+				unordered = unordered || x != x || x == 0 && math.Signbit(x)
+			}
+		}
+	}
+	if unordered {
+		v = v[:0]
+		for _, i := range c.formal {
+			if x, ok := latencyValue(k, &c.d.Requests[i]); ok {
+				v = append(v, x)
+			}
+		}
+	}
+	radixSortFloats(v)
+	return v
+}
+
 // latencySeries is latency list k over the formal requests: its values
 // sorted in buf, its members per bin and, per percentile, its members at
 // or below the percentile's value per bin.
 func (c *computation) latencySeries(k int, name string, buf []float64, from, w float64, n int) latSeries {
-	l := latSeries{name: name, sorted: buf}
-	for _, i := range c.formal {
-		if v, ok := latencyValue(k, &c.d.Requests[i]); ok {
-			l.sorted = append(l.sorted, v)
-		}
-	}
-	radixSortFloats(l.sorted)
+	l := latSeries{name: name, sorted: c.latencyValues(k, buf)}
 	m := len(l.sorted)
 	if m == 0 {
 		return l

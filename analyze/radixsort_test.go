@@ -79,3 +79,28 @@ func TestRadixSortByRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestSortFormal: sortFormal is slices.SortFunc's order under
+// cmpFormalReqs, with ends and sends tied, NaN and −0 among them.
+func TestSortFormal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	reqs := make([]Request, 5000)
+	idx := make([]int32, len(reqs))
+	for i := range reqs {
+		reqs[i] = Request{Send: float64(rng.IntN(50)), End: float64(rng.IntN(200)) / 4, Slot: string(rune('a' + rng.IntN(3)))}
+		switch rng.IntN(50) {
+		case 0:
+			reqs[i].End = math.NaN()
+		case 1:
+			reqs[i].End = math.Copysign(0, -1)
+		case 2:
+			reqs[i].Send = math.Copysign(0, -1)
+		}
+		idx[i] = int32(i)
+	}
+	want := slices.Clone(idx)
+	slices.SortFunc(want, func(i, j int32) int { return cmpFormalReqs(reqs, i, j) })
+	if got := sortFormal(reqs, idx); !slices.Equal(got, want) {
+		t.Fatal("sortFormal's order differs from cmpFormalReqs'")
+	}
+}
