@@ -66,8 +66,7 @@ type lagWindow struct {
 }
 
 // politisWhite estimates the lag window of x; minM raises the bandwidth
-// (another series' correlation scale known to drive this one's). acov is
-// reused scratch.
+// (another series' correlation scale known to drive this one's).
 func politisWhite(x []float64, minM int) lagWindow {
 	n := len(x)
 	if n < 4 {
@@ -79,14 +78,14 @@ func politisWhite(x []float64, minM int) lagWindow {
 	// cap is at least n/8.
 	mmax := max(int(math.Ceil(math.Sqrt(float64(n))))+kn, n/8)
 	maxLag := min(n-1, max(mmax+kn, 2*minM))
-	acov := autocov(x, maxLag)
-	if !(acov[0] > 0) {
+	acov := newAutocov(x)
+	if !(acov.at(0) > 0) {
 		return lagWindow{M: 1} // a constant series: nothing correlates
 	}
 	crit := 2 * math.Sqrt(math.Log10(float64(n))/float64(n))
 	mhat, run := -1, 0
 	for k := 1; k <= min(mmax+kn, maxLag); k++ {
-		if math.Abs(acov[k]/acov[0]) < crit {
+		if math.Abs(acov.at(k)/acov.at(0)) < crit {
 			run++
 			if run == kn {
 				mhat = k - kn
@@ -100,11 +99,11 @@ func politisWhite(x []float64, minM int) lagWindow {
 		mhat = mmax
 	}
 	m := min(maxLag, max(min(2*mhat, mmax), minM))
-	lw := lagWindow{M: m, g0: acov[0]}
+	lw := lagWindow{M: m, g0: acov.at(0)}
 	for k := 1; k <= m; k++ {
 		l := flatTop(float64(k) / float64(m))
-		lw.g0 += 2 * l * acov[k]
-		lw.G += 2 * l * float64(k) * acov[k]
+		lw.g0 += 2 * l * acov.at(k)
+		lw.G += 2 * l * float64(k) * acov.at(k)
 	}
 	return lw
 }
@@ -121,24 +120,38 @@ func flatTop(t float64) float64 {
 	return 0
 }
 
-// autocov is the autocovariances γ(0..maxLag) of x about its mean
-// (divided by n).
-func autocov(x []float64, maxLag int) []float64 {
-	n := len(x)
+// autocovs are the autocovariances γ(k) of x about its mean (divided by
+// n), each computed when first asked for: the lag window reads the lags
+// up to its bandwidth, mostly far fewer than the most it may read.
+type autocovs struct {
+	x    []float64
+	mean float64
+	acov []float64 // γ(0..len−1) so far
+}
+
+func newAutocov(x []float64) *autocovs {
 	mean := 0.0
 	for _, v := range x {
 		mean += v
 	}
-	mean /= float64(n)
-	out := make([]float64, maxLag+1)
-	for k := range out {
-		s := 0.0
-		for t := k; t < n; t++ {
-			s += (x[t] - mean) * (x[t-k] - mean)
-		}
-		out[k] = s / float64(n)
+	return &autocovs{x: x, mean: mean / float64(len(x))}
+}
+
+// at is γ(k), k < len(x).
+func (a *autocovs) at(k int) float64 {
+	for len(a.acov) <= k {
+		a.acov = append(a.acov, a.lag(len(a.acov)))
 	}
-	return out
+	return a.acov[k]
+}
+
+func (a *autocovs) lag(k int) float64 {
+	x, mean := a.x, a.mean
+	s := 0.0
+	for t := k; t < len(x); t++ {
+		s += (x[t] - mean) * (x[t-k] - mean)
+	}
+	return s / float64(len(x))
 }
 
 // correlationBins is G/g0, the lag window's correlation scale in bins (0
