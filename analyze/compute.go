@@ -179,9 +179,10 @@ func computeSeries(d *RunData, p Params) (*report.Report, *PlotData, error) {
 	c.release()
 	c.idleStability()
 	c.orderFormal()
-	// The latency percentiles' intervals need only the formal order.
-	c.startLatencyIntervals()
 	c.requests()
+	// The latency percentiles' intervals need only the formal order and
+	// the percentiles.
+	c.startLatencyIntervals()
 	c.goodput()
 	c.throughput()
 	c.steadyState()

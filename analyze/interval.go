@@ -86,37 +86,87 @@ type latencyPart struct {
 
 // startLatencyIntervals computes the latency percentiles' intervals on a
 // goroutine of its own: they read only the formal requests in completion
-// order (orderFormal) and the grid.
+// order (orderFormal), the grid and the percentiles (requests), which are
+// the thresholds their bins count below.
 func (c *computation) startLatencyIntervals() {
 	from, w, n, ok := c.intervalGrid()
 	if !ok {
 		return
 	}
+	var thr [3][4]float64
+	var known [3]bool
+	for k, l := range latencyLists(c.r) {
+		known[k] = true
+		for j := range thr[k] {
+			p := l.p.ptr(j)
+			if p == nil {
+				known[k] = false // +Inf or no value: found again from the values
+				break
+			}
+			thr[k][j] = *p
+		}
+	}
 	ch := make(chan latencyPart, 1)
 	c.latency = ch
-	go func() { ch <- c.latencyPart(from, w, n) }()
+	go func() { ch <- c.latencyPart(from, w, n, thr, known) }()
 }
 
 // latencyPart computes the latency percentiles' intervals over n bins of
-// width w from `from`, one latency list at a time in one buffer.
-func (c *computation) latencyPart(from, w float64, n int) latencyPart {
-	s := &ivSeries{w: w}
+// width w from `from`, below the thresholds thr (those not known found
+// from the sorted values): the bins of the three lists in one pass over
+// the requests, then one list at a time sorted in one buffer.
+func (c *computation) latencyPart(from, w float64, n int, thr [3][4]float64, known [3]bool) latencyPart {
+	buf := make([]float64, 0, len(c.formal))
+	for k := range thr {
+		if !known[k] {
+			v := c.latencyValues(k, buf)
+			for j, p := range pctQ {
+				if m := len(v); m > 0 {
+					thr[k][j] = v[stats.RankIndex(100*p, m)]
+				}
+			}
+		}
+	}
+	var den [3]*binSeries
+	var below [3][4]*binSeries
+	for k := range den {
+		den[k] = newBinSeries(from, w, n)
+		for j := range below[k] {
+			below[k][j] = newBinSeries(from, w, n)
+		}
+	}
 	firstEnd, lastSend := math.Inf(1), math.Inf(-1)
 	for _, i := range c.formal {
 		q := &c.d.Requests[i]
-		firstEnd, lastSend = min(firstEnd, q.End), max(lastSend, q.Send)
+		a, b := q.Send, q.End
+		firstEnd, lastSend = min(firstEnd, b), max(lastSend, a)
+		for k := range den {
+			v, ok := latencyValue(k, q)
+			if !ok {
+				continue
+			}
+			den[k].add(a, b, 1)
+			if j, _ := slices.BinarySearch(thr[k][:], v); j < 4 && v <= thr[k][j] {
+				below[k][j].add(a, b, 1)
+			}
+		}
 	}
-	grid := newBinSeries(from, w, n)
-	s.core = [2]int{grid.bin(firstEnd), grid.bin(lastSend)}
+	s := &ivSeries{w: w, core: [2]int{den[0].bin(firstEnd), den[0].bin(lastSend)}}
 	iv := &report.Intervals{CI95: map[string][2]float64{}, Figures: map[string]report.IntervalFigure{}}
 	for _, f := range intervalKeys {
 		if strings.HasPrefix(f.key, "latency.") {
 			iv.Figures[f.key] = report.IntervalFigure{Estimand: f.estimand, Form: f.form}
 		}
 	}
-	buf := make([]float64, 0, len(c.formal))
 	for k, name := range [3]string{"ttft_seconds", "tpot_seconds", "latency_seconds"} {
-		l := c.latencySeries(k, name, buf[:0], from, w, n)
+		l := latSeries{name: name, sorted: c.latencyValues(k, buf), den: den[k].sums()}
+		run := make([]float64, n)
+		for j := range below[k] {
+			for t, v := range below[k][j].sums() {
+				run[t] += v
+			}
+			l.below[j] = slices.Clone(run)
+		}
 		c.latencyIntervals(iv, s, &l)
 	}
 	return latencyPart{iv.Figures, iv.CI95}
@@ -147,46 +197,6 @@ func (c *computation) latencyValues(k int, buf []float64) []float64 {
 	}
 	radixSortFloats(v)
 	return v
-}
-
-// latencySeries is latency list k over the formal requests: its values
-// sorted in buf, its members per bin and, per percentile, its members at
-// or below the percentile's value per bin.
-func (c *computation) latencySeries(k int, name string, buf []float64, from, w float64, n int) latSeries {
-	l := latSeries{name: name, sorted: c.latencyValues(k, buf)}
-	m := len(l.sorted)
-	if m == 0 {
-		return l
-	}
-	var thr [4]float64
-	for j, p := range pctQ {
-		thr[j] = l.sorted[stats.RankIndex(100*p, m)]
-	}
-	den := newBinSeries(from, w, n)
-	var below [4]*binSeries
-	for j := range below {
-		below[j] = newBinSeries(from, w, n)
-	}
-	for _, i := range c.formal {
-		q := &c.d.Requests[i]
-		v, ok := latencyValue(k, q)
-		if !ok {
-			continue
-		}
-		den.add(q.Send, q.End, 1)
-		if j, _ := slices.BinarySearch(thr[:], v); j < 4 && v <= thr[j] {
-			below[j].add(q.Send, q.End, 1)
-		}
-	}
-	l.den = den.sums()
-	run := make([]float64, n)
-	for j := range below {
-		for t, v := range below[j].sums() {
-			run[t] += v
-		}
-		l.below[j] = slices.Clone(run)
-	}
-	return l
 }
 
 // intervalSpan is the formal stage, or the formal requests' span without
