@@ -953,7 +953,7 @@ type reqSeriesPart struct {
 // RunData.Requests, which both live at that moment.
 type reqVals struct {
 	end, ttft, latency        float64
-	outputTokens, inputTokens int64
+	outputTokens, inputTokens int32
 	hasTTFT, success          bool
 }
 
@@ -1007,7 +1007,7 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 					Latency: v.latency, OutputTokens: v.outputTokens, InputTokens: v.inputTokens, Success: v.success,
 				}
 				if v.hasTTFT {
-					r.TTFT, r.FirstToken = v.ttft, r.Send+v.ttft
+					r.TTFT = v.ttft
 				}
 				d.Requests = append(d.Requests, r)
 			}
@@ -1096,7 +1096,7 @@ func joinRequest(val [nReqMetrics]float64, has [nReqMetrics]bool) (reqVals, bool
 	if !okOut || !okIn || !okSucc {
 		return reqVals{}, false
 	}
-	r := reqVals{latency: val[rLat], outputTokens: out, inputTokens: in, success: succ}
+	r := reqVals{latency: val[rLat], outputTokens: int32(out), inputTokens: int32(in), success: succ}
 	if t := val[rTTFT]; has[rTTFT] && plausibleDuration(t) {
 		r.hasTTFT, r.ttft = true, t
 	}
