@@ -180,7 +180,7 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Re
 		{contract.PhaseEnergy, startup, &d.PhaseEnergy},
 		{contract.RunInfo, "", &d.RunInfo},
 	} {
-		err := rd.byLabel(ctx, []string{q.name}, q.sel, "instance", func() batch {
+		err := rd.byLabel(ctx, []string{q.name}, []string{q.sel}, "instance", func() batch {
 			return &seriesBatch{d: d, into: q.into}
 		})
 		if err != nil {
@@ -202,7 +202,7 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Re
 			contract.PodEnergy, cfg.From.UTC().Format(time.RFC3339), cfg.To.UTC().Format(time.RFC3339))
 	}
 	var unallocated []energy
-	err = rd.byLabel(ctx, []string{contract.UnallocatedEnergy}, "", "instance", func() batch {
+	err = rd.byLabel(ctx, []string{contract.UnallocatedEnergy}, []string{""}, "instance", func() batch {
 		return &energyBatch{d: d, into: &unallocated}
 	})
 	if err != nil {
@@ -314,16 +314,15 @@ func (rd *reader) pods(ctx context.Context, f *fold) (int, error) {
 		}
 		namespaces = append(namespaces, ns...)
 	}
-	n := 0
-	for _, ns := range namespaces {
-		err := rd.byLabel(ctx, podNames, "namespace="+strconv.Quote(ns), "pod", func() batch {
-			return &podBatch{d: rd.d, f: f, pods: podSet{}, n: &n}
-		})
-		if err != nil {
-			return 0, err
-		}
+	sels := make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		sels[i] = "namespace=" + strconv.Quote(ns)
 	}
-	return n, nil
+	n := 0
+	err := rd.byLabel(ctx, podNames, sels, "pod", func() batch {
+		return &podBatch{d: rd.d, f: f, pods: podSet{}, n: &n}
+	})
+	return n, err
 }
 
 // values is the values of label on the series of names{sel} in the range,
@@ -353,48 +352,69 @@ func (rd *reader) values(ctx context.Context, names []string, sel, label string)
 // process decodes one and folds another.
 const readsInFlight = 3
 
-// byLabel reads names{sel} in batches of label values (each name's series
-// of a batch in one read), each batch into a newBatch, up to
-// readsInFlight batches at once, their done called in order. A batch
-// takes values while each name's read stays within cfg.batchSamples: its
-// series (listed first) times the most samples a series of that name has
-// had (one a second over the span before the first read; until then the
-// batches are read one by one).
-func (rd *reader) byLabel(ctx context.Context, names []string, sel, label string, newBatch func() batch) error {
-	counts := make([]map[string]int, len(names)) // series per value, per name
-	var values []string
-	for k, name := range names {
-		c, err := rd.series(ctx, name, sel, label)
+// byLabel reads names{sel} for each of sels, in order, in batches of
+// label values (each name's series of a batch in one read), each batch
+// into a newBatch, up to readsInFlight batches at once, their done called
+// in order. A batch takes values while each name's read stays within
+// cfg.batchSamples: its series (listed first) times the most samples a
+// series of that name has had (one a second over the span before the
+// first read; until then the batches are read one by one).
+func (rd *reader) byLabel(ctx context.Context, names, sels []string, label string, newBatch func() batch) error {
+	var planned []string // the selectors of the batches not read yet
+	for _, sel := range sels {
+		counts, values, err := rd.census(ctx, names, sel, label)
 		if err != nil {
 			return err
 		}
-		counts[k] = c
+		if sel != "" {
+			sel += ","
+		}
+		for len(values) > 0 {
+			groups := rd.plan(names, counts, values)
+			sized := rd.sized(names, counts)
+			if !sized {
+				groups = groups[:1]
+			}
+			for _, g := range groups {
+				alts := make([]string, len(g))
+				for j, v := range g {
+					alts[j] = regexp.QuoteMeta(v)
+				}
+				planned = append(planned, sel+label+"=~"+strconv.Quote(strings.Join(alts, "|")))
+				values = values[len(g):]
+			}
+			if !sized {
+				if err := rd.readBatches(ctx, names, planned, newBatch); err != nil {
+					return err
+				}
+				planned = nil
+			}
+		}
+	}
+	return rd.readBatches(ctx, names, planned, newBatch)
+}
+
+// census is how many series of each name{sel} there are by their label's
+// value in the range, and the values in order.
+func (rd *reader) census(ctx context.Context, names []string, sel, label string) ([]map[string]int, []string, error) {
+	counts := make([]map[string]int, len(names))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readsInFlight)
+	for k, name := range names {
+		g.Go(func() (err error) {
+			counts[k], err = rd.series(gctx, name, sel, label)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	var values []string
+	for _, c := range counts {
 		values = append(values, slices.Collect(maps.Keys(c))...)
 	}
 	slices.Sort(values)
-	values = slices.Compact(values)
-	if sel != "" {
-		sel += ","
-	}
-	for len(values) > 0 {
-		groups := rd.plan(names, counts, values)
-		if !rd.sized(names, counts) {
-			groups = groups[:1]
-		}
-		sels := make([]string, len(groups))
-		for i, g := range groups {
-			alts := make([]string, len(g))
-			for j, v := range g {
-				alts[j] = regexp.QuoteMeta(v)
-			}
-			sels[i] = sel + label + "=~" + strconv.Quote(strings.Join(alts, "|"))
-			values = values[len(g):]
-		}
-		if err := rd.readBatches(ctx, names, sels, newBatch); err != nil {
-			return err
-		}
-	}
-	return nil
+	return counts, slices.Compact(values), nil
 }
 
 // plan splits values, in order, into batches within cfg.batchSamples a
