@@ -339,8 +339,11 @@ func (p *pod) addAllocation(g string, times []float64) {
 // mergeTimes is the sorted union of a and b, each sorted without
 // repeats: a pod's GPUs' allocation series mostly share their times.
 func mergeTimes(a, b []float64) []float64 {
-	if len(a) == 0 {
+	switch {
+	case len(a) == 0:
 		return slices.Clone(b)
+	case slices.Equal(a, b):
+		return a
 	}
 	out := make([]float64, 0, max(len(a), len(b)))
 	for len(a) > 0 && len(b) > 0 {

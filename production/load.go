@@ -255,7 +255,7 @@ type energyBatch struct {
 
 func (b *energyBatch) add(_ int, m model.Metric, pairs []model.SamplePair) {
 	if pairs = b.d.clip(pairs); len(pairs) > 0 {
-		b.got = append(b.got, energy{labels.FromMap(labelMap(m)), counterOf(pairs).delta(b.d.From, b.d.To)})
+		b.got = append(b.got, energy{labels.FromMap(labelMap(m)), counterDelta(pairs, b.d.From, b.d.To)})
 	}
 }
 
@@ -652,6 +652,51 @@ func counterOf(pairs []model.SamplePair) counter {
 		c.t[i], c.cum[i] = unixSecOf(p.Timestamp), acc
 	}
 	return c
+}
+
+// counterDelta is counterOf(pairs).delta(a, b), a ≤ b, in one pass
+// without the counter's arrays: its value at a and at b, each linear
+// between the samples around it, zero before the first sample, the last
+// value after the last.
+func counterDelta(pairs []model.SamplePair, a, b float64) float64 {
+	var atA, atB, acc, prev, tPrev float64
+	doneA, doneB := false, false
+	for i, p := range pairs {
+		v, t := float64(p.Value), unixSecOf(p.Timestamp)
+		before := acc
+		acc, prev = bridge(i == 0, acc, prev, v), v
+		for _, x := range [2]struct {
+			at   float64
+			val  *float64
+			done *bool
+		}{{a, &atA, &doneA}, {b, &atB, &doneB}} {
+			if *x.done || t < x.at {
+				continue
+			}
+			// the first sample at or after x.at (counter.at's index i)
+			*x.done = true
+			if t == x.at || i == 0 {
+				*x.val = acc
+				if i == 0 && t > x.at {
+					*x.val = 0 // before the first sample
+				}
+				continue
+			}
+			f := (x.at - tPrev) / (t - tPrev)
+			*x.val = before + f*(acc-before)
+		}
+		tPrev = t
+		if doneB {
+			break
+		}
+	}
+	if !doneA {
+		atA = acc
+	}
+	if !doneB {
+		atB = acc
+	}
+	return atB - atA
 }
 
 // toSamples copies pairs.
