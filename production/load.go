@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -631,15 +632,14 @@ func (rd *reader) fallBack(err error) bool {
 // clip is the samples up to the series' first one past To (all the
 // interpolation needs); none when it starts after To.
 func (d *Data) clip(pairs []model.SamplePair) []model.SamplePair {
-	for i, p := range pairs {
-		if unixSecOf(p.Timestamp) > d.To {
-			if i == 0 {
-				return nil
-			}
-			return pairs[:i+1]
-		}
+	i := sort.Search(len(pairs), func(i int) bool { return unixSecOf(pairs[i].Timestamp) > d.To })
+	switch {
+	case i == len(pairs):
+		return pairs
+	case i == 0:
+		return nil
 	}
-	return pairs
+	return pairs[:i+1]
 }
 
 // counterOf is newCounter of the samples.
