@@ -134,10 +134,11 @@ func newSampler(e *Exporter) *sampler {
 }
 
 // readBudget is how long a tick's reads may take before the GPU being
-// read is left to its goroutine: past the next tick, so that arming the
-// watchdog never wakes the runtime's poller earlier than the ticker does
-// (a wake-up, and a write to its eventfd, per tick); the GPUs after the
-// hung one are then read half an interval late, once.
+// read is left to its goroutine: past the next tick, so that the next
+// tick re-arms the watchdog before it expires (the timerfd pacer never
+// disarms it: one system call a tick) and, on a Go ticker, arming it never
+// wakes the runtime's poller earlier than the ticker does; the GPUs after
+// the hung one are then read half an interval late, once.
 func readBudget(every time.Duration) time.Duration { return every + every/2 }
 
 // start runs the loop's first tick now, then one every interval.
