@@ -84,8 +84,9 @@ type timerFD struct {
 	rc     syscall.RawConn
 	spec   unix.ItimerSpec // what arm sets
 	buf    [8]byte
-	n      uint64 // expirations the latest read returned
-	err    syscall.Errno
+	n      uint64        // expirations the latest read returned
+	err    syscall.Errno // the latest read's (the goroutine awaiting)
+	armErr syscall.Errno // the latest arm's (the goroutine arming)
 	readFn func(fd uintptr) bool
 	armFn  func(fd uintptr)
 }
@@ -109,18 +110,18 @@ func newTimerFD(first, period time.Duration) (*timerFD, error) {
 
 // arm (re)starts the timer: first expiry spec.Value from now.
 func (t *timerFD) arm() error {
-	t.err = 0
+	t.armErr = 0
 	if err := t.rc.Control(t.armFn); err != nil {
 		return fmt.Errorf("timerfd: %w", err)
 	}
-	if t.err != 0 {
-		return fmt.Errorf("timerfd_settime: %w", t.err)
+	if t.armErr != 0 {
+		return fmt.Errorf("timerfd_settime: %w", t.armErr)
 	}
 	return nil
 }
 
 func (t *timerFD) set(fd uintptr) {
-	_, _, t.err = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0)
+	_, _, t.armErr = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0)
 }
 
 // await blocks until the timer expired and returns the expirations since
