@@ -141,10 +141,13 @@ func newSampler(e *Exporter) *sampler {
 // the hung one are then read half an interval late, once.
 func readBudget(every time.Duration) time.Duration { return every + every/2 }
 
+// loopPacer makes the loop's pacer (tests swap in the Go ticker's).
+var loopPacer = newPacer
+
 // start runs the loop's first tick now, then one every interval.
 func (s *sampler) start(ctx context.Context, firstDone func()) {
 	s.ctx, s.firstDone = ctx, firstDone
-	p, err := newPacer(s.every, s.budget, s.takeover)
+	p, err := loopPacer(s.every, s.budget, s.takeover)
 	if err != nil {
 		s.e.log.Debug("sampling on a Go ticker", "err", err)
 		p = newTickerPacer(s.every, s.budget, s.takeover)
