@@ -121,8 +121,8 @@ func newSweep(reqs []Request, from, to float64) *sweep {
 		s.evs[evSend] = append(s.evs[evSend], newEvent(send, i, evSend))
 		s.evs[evEnd] = append(s.evs[evEnd], newEvent(end, i, evEnd))
 		if sweepTokens(r, to) {
-			s.tokens[i], s.rates[i] = true, float64(r.OutputTokens)/(r.End-r.FirstToken)
-			s.evs[evFirst] = append(s.evs[evFirst], newEvent(min(max(r.FirstToken, send), end), i, evFirst))
+			s.tokens[i], s.rates[i] = true, float64(r.OutputTokens)/(r.End-r.FirstToken())
+			s.evs[evFirst] = append(s.evs[evFirst], newEvent(min(max(r.FirstToken(), send), end), i, evFirst))
 		}
 	}
 	// Each kind by time, then request, as cmpEvents orders them.
@@ -143,7 +143,7 @@ func sweepSpan(r *Request, from, to float64) bool {
 // sweepTokens says whether a request with a span spreads tokens over
 // [first token, end].
 func sweepTokens(r *Request, to float64) bool {
-	return r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken && r.FirstToken < to
+	return r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken() && r.FirstToken() < to
 }
 
 // next is the first event not yet applied in cmpEvents' order (the three
