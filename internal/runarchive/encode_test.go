@@ -1,0 +1,113 @@
+package runarchive
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// jsonLine is the line encoding/json's Encoder writes for r.
+func jsonLine(t *testing.T, r *Request) (string, error) {
+	t.Helper()
+	var b bytes.Buffer
+	err := json.NewEncoder(&b).Encode(r)
+	return b.String(), err
+}
+
+// checkLine: appendRequest writes encoding/json's line, or declines
+// (false) only where a string needs escaping or a float is not finite.
+func checkLine(t *testing.T, r *Request) {
+	t.Helper()
+	want, err := jsonLine(t, r)
+	got, ok := appendRequest([]byte("x"), r)
+	if !ok {
+		if err == nil && plainStrings(r) && finiteFloats(r) {
+			t.Fatalf("appendRequest declined %+v, encoding/json wrote %s", r, want)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("appendRequest wrote %s where encoding/json failed: %v", got, err)
+	}
+	if string(got[1:]) != want || got[0] != 'x' {
+		t.Fatalf("appendRequest:\n%s\nencoding/json:\n%s", got, want)
+	}
+}
+
+// plainStrings: no string of r needs escaping.
+func plainStrings(r *Request) bool {
+	ss := []string{r.Phase, r.TokensSource, r.Error, r.FinishReason, r.ErrorClass, r.Model, r.OutputHash}
+	if r.Quality != nil {
+		ss = append(ss, r.Quality.Failed...)
+	}
+	for _, s := range ss {
+		if strings.ContainsAny(s, "\"\\<>&\x7f") || strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || c > 0x7e }) {
+			return false
+		}
+	}
+	return true
+}
+
+// finiteFloats: every float of r is finite.
+func finiteFloats(r *Request) bool {
+	fs := append([]float64{r.SendTime, r.EndTime, r.LatencySeconds, r.RetryAfterSeconds}, r.ITLSeconds...)
+	for _, p := range []*float64{r.FirstTokenTime, r.TTFTSeconds, r.TPOTSeconds, r.ScheduledTime} {
+		if p != nil {
+			fs = append(fs, *p)
+		}
+	}
+	for _, f := range fs {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAppendRequest: the full request, the empty one and the edges of
+// the float format, as encoding/json writes them.
+func TestAppendRequest(t *testing.T) {
+	if n := reflect.TypeFor[Request]().NumField(); n != 28 {
+		t.Fatalf("Request has %d fields: appendRequest writes 28; add the new one there", n)
+	}
+	full := fullRequest(2)
+	checkLine(t, full)
+	if _, ok := appendRequest(nil, full); !ok {
+		t.Fatal("appendRequest declined the full request")
+	}
+	checkLine(t, &Request{})
+	checkLine(t, &Request{ITLSeconds: []float64{}, Quality: &QualityResult{Pass: true, Failed: []string{}}})
+	for _, f := range []float64{1e-6, 9.99e-7, 1e21, 1e20, -1e-7, 5e-324, math.MaxFloat64, -0.0, 1.5e-9, 123456789.125} {
+		checkLine(t, &Request{SendTime: f, ITLSeconds: []float64{f, -f}, TTFTSeconds: &f, RetryAfterSeconds: f})
+	}
+	for _, s := range []string{`a"b`, `a\b`, "<", ">", "&", "\n", "\x7f", "é", "\u2028", "\xff"} {
+		r := &Request{Error: s}
+		if _, ok := appendRequest(nil, r); ok {
+			t.Errorf("appendRequest wrote %q, which needs escaping", s)
+		}
+		checkLine(t, r)
+	}
+	if _, ok := appendRequest(nil, &Request{ITLSeconds: []float64{math.NaN()}}); ok {
+		t.Error("appendRequest wrote a NaN")
+	}
+}
+
+// FuzzAppendRequest: appendRequest against encoding/json on fuzzed values.
+func FuzzAppendRequest(f *testing.F) {
+	f.Add("formal", "m", "ab12", "timeout", 3, 1.7e9, 0.125, -1e-7, 2.5, true, true)
+	f.Add("", "<m>", "\xff", "a\"b", -1, 1e21, 0.0, 1e-320, -0.0, false, false)
+	f.Fuzz(func(t *testing.T, phase, model, hash, errText string, n int, a, b, c, d float64, ok, ptrs bool) {
+		r := &Request{Phase: phase, Slot: n, SendTime: a, EndTime: b, LatencySeconds: c, RetryAfterSeconds: d,
+			OutputTokens: -n, TokensSource: hash, Success: ok, Error: errText, FinishReason: model,
+			ITLSeconds: []float64{a, b, c, d}, Index: n * 3, ErrorClass: phase, StatusCode: n % 600, Model: model,
+			Chunks: n, OutputHash: hash, MaxTokens: n / 2}
+		if ptrs {
+			r.FirstTokenTime, r.TTFTSeconds, r.TPOTSeconds, r.ScheduledTime, r.OutputChars = &a, &b, &c, &d, &n
+			r.Quality = &QualityResult{Pass: ok, Failed: []string{phase, model}, Mismatches: n % 2}
+		}
+		checkLine(t, r)
+	})
+}
