@@ -58,6 +58,7 @@ type source struct {
 	next int
 	gen  func(i int) Prompt
 	sum  hash.Hash
+	buf  []byte // what take hashes
 	// limit is the number of prompts the source has (datasets cycle; traces
 	// end): -1 for unlimited.
 	limit int
@@ -77,12 +78,11 @@ func (s *source) take() (Prompt, bool) {
 	p := s.gen(s.next)
 	p.Index = s.next
 	s.next++
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(p.MaxTokens))
-	s.sum.Write(b[:])
-	binary.LittleEndian.PutUint64(b[:], uint64(len(p.Text)))
-	s.sum.Write(b[:])
-	s.sum.Write([]byte(p.Text))
+	// One write of the lengths and the text, through a reused buffer.
+	s.buf = binary.LittleEndian.AppendUint64(s.buf[:0], uint64(p.MaxTokens))
+	s.buf = binary.LittleEndian.AppendUint64(s.buf, uint64(len(p.Text)))
+	s.buf = append(s.buf, p.Text...)
+	s.sum.Write(s.buf)
 	return p, true
 }
 
@@ -143,7 +143,11 @@ func (g *synthetic) build(in, out int) string {
 	for i := range perm {
 		perm[i] = i
 	}
-	g.rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+	// rand.Shuffle's Fisher-Yates, the same draws, without its call per swap.
+	for i := len(perm) - 1; i > 0; i-- {
+		j := int(g.rng.Uint64N(uint64(i + 1)))
+		perm[i], perm[j] = perm[j], perm[i]
+	}
 	for k := 0; b.Len() < want; k++ {
 		line := sonnetLines[perm[k%len(perm)]]
 		if rest := want - b.Len(); len(line)+1 > rest {
