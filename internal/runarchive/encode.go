@@ -1,15 +1,15 @@
 package runarchive
 
 import (
-	"math"
 	"strconv"
+
+	"github.com/joulemark/joulemark/internal/jsonappend"
 )
 
 // appendRequest appends r's requests.jsonl line, byte for byte what
 // encoding/json's Encoder writes (HTML-escaped, a newline at the end),
-// without reflection. It reports false where the line needs what
-// encoding/json alone does (a string to escape, a float that is NaN or
-// infinite): the caller then encodes r with encoding/json.
+// without reflection. It reports false for a float that is NaN or
+// infinite: the caller then has encoding/json refuse the line.
 func appendRequest(b []byte, r *Request) ([]byte, bool) {
 	e := lineEncoder{b: b, ok: true}
 	e.str(`{"phase":`, r.Phase)
@@ -82,16 +82,8 @@ func (e *lineEncoder) bool(key string, v bool) {
 	e.b = strconv.AppendBool(append(e.b, key...), v)
 }
 
-// str writes s quoted when no byte of it needs escaping (printable ASCII
-// but for ", \ and the HTML-escaped <, > and &).
 func (e *lineEncoder) str(key, s string) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			e.ok = false
-			return
-		}
-	}
-	e.b = append(append(append(append(e.b, key...), '"'), s...), '"')
+	e.b = jsonappend.String(append(e.b, key...), s)
 }
 
 func (e *lineEncoder) floatPtr(key string, v *float64) {
@@ -114,25 +106,11 @@ func (e *lineEncoder) floats(key string, vs []float64) {
 	e.b = append(e.b, ']')
 }
 
-// float writes v as encoding/json does: the shortest decimal that reads
-// back as v, in exponent form below 1e-6 and from 1e21 on, the exponent
-// without a leading zero.
+// float writes v as encoding/json does; a NaN or an infinity, which
+// encoding/json refuses, leaves ok false.
 func (e *lineEncoder) float(key string, v float64) {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	var ok bool
+	if e.b, ok = jsonappend.Float(append(e.b, key...), v); !ok {
 		e.ok = false
-		return
-	}
-	e.b = append(e.b, key...)
-	format := byte('f')
-	if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	e.b = strconv.AppendFloat(e.b, v, format, -1, 64)
-	if format == 'e' {
-		// e-09 → e-9
-		if n := len(e.b); n >= 4 && e.b[n-4] == 'e' && e.b[n-3] == '-' && e.b[n-2] == '0' {
-			e.b[n-2] = e.b[n-1]
-			e.b = e.b[:n-1]
-		}
 	}
 }
