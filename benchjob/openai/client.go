@@ -208,48 +208,6 @@ type Response struct {
 	Err        error
 }
 
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type body struct {
-	Model              string          `json:"model"`
-	Prompt             string          `json:"prompt,omitempty"`
-	Messages           []message       `json:"messages,omitempty"`
-	MaxTokens          int             `json:"max_tokens,omitempty"`
-	Stream             bool            `json:"stream"`
-	StreamOptions      streamOptions   `json:"stream_options"`
-	IgnoreEOS          *bool           `json:"ignore_eos,omitempty"`
-	MinTokens          *int            `json:"min_tokens,omitempty"`
-	Temperature        *float64        `json:"temperature,omitempty"`
-	Seed               *int64          `json:"seed,omitempty"`
-	ChatTemplateKwargs map[string]bool `json:"chat_template_kwargs,omitempty"`
-}
-
-// Body returns the JSON body the client sends for r.
-func Body(r *Request) ([]byte, error) {
-	b := body{Model: r.Model, MaxTokens: r.MaxTokens, Stream: true, StreamOptions: streamOptions{IncludeUsage: true},
-		IgnoreEOS: r.Extras.IgnoreEOS, MinTokens: r.Extras.MinTokens, Temperature: r.Extras.Temperature, Seed: r.Extras.Seed}
-	b.MaxTokens = r.maxTokens()
-	switch r.Endpoint {
-	case Chat:
-		b.Messages = []message{{Role: "user", Content: r.Prompt}}
-		if r.Extras.EnableThinking != nil {
-			b.ChatTemplateKwargs = map[string]bool{"enable_thinking": *r.Extras.EnableThinking}
-		}
-	case Completions, "":
-		b.Prompt = r.Prompt
-	default:
-		return nil, fmt.Errorf("unknown endpoint %q (want completions or chat)", r.Endpoint)
-	}
-	return json.Marshal(&b)
-}
-
 // Path is the URL path suffix of the endpoint.
 func (e Endpoint) Path() string {
 	if e == Chat {
@@ -260,6 +218,7 @@ func (e Endpoint) Path() string {
 
 // state is what one stream needs, pooled between requests.
 type state struct {
+	body []byte // the request body
 	sse  *SSEReader
 	dec  decoder
 	hash hash.Hash
@@ -270,13 +229,22 @@ type state struct {
 // failure is in Response.Err (an *Error carrying its Class).
 func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	resp := &Response{}
-	payload, err := Body(r)
+	st, _ := c.pool.Get().(*state)
+	if st == nil {
+		st = &state{sse: NewSSEReader(nil, 0), hash: sha256.New()}
+	}
+	defer func() {
+		st.sse.Reset(nil)
+		c.pool.Put(st)
+	}()
+	payload, err := appendBody(st.body[:0], r)
 	if err != nil {
 		resp.Send = time.Now()
 		resp.End = resp.Send
 		resp.Err = &Error{Class: contract.ClassMalformedStream, Msg: "building request", Err: err}
 		return resp
 	}
+	st.body = payload
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	resp.Send = time.Now()
@@ -317,16 +285,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	if refused(ctx, hr, body, resp) {
 		return resp
 	}
-	st, _ := c.pool.Get().(*state)
-	if st == nil {
-		st = &state{sse: NewSSEReader(body, 0), hash: sha256.New()}
-	} else {
-		st.sse.Reset(body)
-	}
-	defer func() {
-		st.sse.Reset(nil)
-		c.pool.Put(st)
-	}()
+	st.sse.Reset(body)
 	var tcp net.Conn // nil through net/http: events are stamped when parsed
 	if x != nil {
 		tcp = x.c.tcp
@@ -369,7 +328,9 @@ func (c *Client) post(ctx context.Context, e Endpoint, payload []byte) (*http.Re
 	if c.conns != nil {
 		return c.conns.roundTrip(ctx, c.heads[e], payload)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+e.Path(), bytes.NewReader(payload))
+	// A copy: the pooled payload is reused once Stream returns, and the
+	// transport may still hold the body then.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+e.Path(), bytes.NewReader(bytes.Clone(payload)))
 	if err != nil {
 		return nil, nil, err
 	}
