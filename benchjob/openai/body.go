@@ -54,4 +54,3 @@ func appendBody(b []byte, r *Request) ([]byte, error) {
 	}
 	return append(b, '}'), nil
 }
-

@@ -218,11 +218,12 @@ func (e Endpoint) Path() string {
 
 // state is what one stream needs, pooled between requests.
 type state struct {
-	body []byte // the request body
-	sse  *SSEReader
-	dec  decoder
-	hash hash.Hash
-	sum  [sha256.Size]byte
+	body  []byte // the request body
+	watch *watch
+	sse   *SSEReader
+	dec   decoder
+	hash  hash.Hash
+	sum   [sha256.Size]byte
 }
 
 // Stream sends r and reads its stream to the end. It never returns nil; a
@@ -231,7 +232,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	resp := &Response{}
 	st, _ := c.pool.Get().(*state)
 	if st == nil {
-		st = &state{sse: NewSSEReader(nil, 0), hash: sha256.New()}
+		st = &state{sse: NewSSEReader(nil, 0), hash: sha256.New(), watch: newWatch()}
 	}
 	defer func() {
 		st.sse.Reset(nil)
@@ -245,27 +246,13 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 		return resp
 	}
 	st.body = payload
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	resp.Send = time.Now()
-	var firstTimer *time.Timer
-	if c.cfg.TotalTimeout > 0 {
-		t := time.AfterFunc(c.cfg.TotalTimeout, func() { cancel(errTotalTimeout) })
-		defer t.Stop()
-	}
-	if c.cfg.FirstTokenTimeout > 0 {
-		firstTimer = time.AfterFunc(c.cfg.FirstTokenTimeout, func() { cancel(errFirstTokenTimeout) })
-		defer firstTimer.Stop()
-	}
-	var idle *time.Timer
-	if c.cfg.IdleTimeout > 0 {
-		idle = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errIdleTimeout) })
-		defer idle.Stop()
-	}
-	hr, x, err := c.post(ctx, r.Endpoint, payload)
+	w := st.watch
+	w.start(ctx, resp.Send, &c.cfg)
+	hr, x, err := c.post(ctx, w, r.Endpoint, payload)
 	if err != nil {
 		resp.End = time.Now()
-		resp.Err = classify(ctx, err, false)
+		resp.Err = classify(endOf(w), err, false)
 		return resp
 	}
 	complete := false
@@ -274,15 +261,16 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 			x.release(complete && !hr.Close)
 		} else {
 			hr.Body.Close()
+			endOf(w)
 		}
 	}()
 	body := io.Reader(hr.Body)
-	if idle != nil {
-		idle.Reset(c.cfg.IdleTimeout)
-		body = newIdleReader(hr.Body, idle, c.cfg.IdleTimeout)
+	if c.cfg.IdleTimeout > 0 {
+		w.progress()
+		body = newIdleReader(hr.Body, w)
 	}
 	resp.StatusCode = hr.StatusCode
-	if refused(ctx, hr, body, resp) {
+	if refused(w, hr, body, resp) {
 		return resp
 	}
 	st.sse.Reset(body)
@@ -290,18 +278,18 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	if x != nil {
 		tcp = x.c.tcp
 	}
-	complete = c.read(ctx, st, r, resp, firstTimer, tcp)
+	complete = c.read(st, r, resp, tcp)
 	return resp
 }
 
 // refused puts into resp the error of an answer that is no event stream
 // (an HTTP error status, another content type); false when it is one.
-func refused(ctx context.Context, hr *http.Response, body io.Reader, resp *Response) bool {
+func refused(w *watch, hr *http.Response, body io.Reader, resp *Response) bool {
 	if hr.StatusCode/100 != 2 {
 		msg, rerr := io.ReadAll(io.LimitReader(body, 512))
 		resp.End = time.Now()
 		if rerr != nil && len(msg) == 0 {
-			resp.Err = classify(ctx, rerr, true)
+			resp.Err = classify(w.err(), rerr, true)
 			return true
 		}
 		resp.Err = &Error{Class: contract.ClassHTTPStatus, StatusCode: hr.StatusCode, Msg: strings.TrimSpace(string(msg))}
@@ -320,14 +308,16 @@ func refused(ctx context.Context, hr *http.Response, body io.Reader, resp *Respo
 }
 
 // post sends the streamed request: over the client's own connections, or
-// through net/http (x nil) where a proxy applies.
-func (c *Client) post(ctx context.Context, e Endpoint, payload []byte) (*http.Response, *exchange, error) {
+// through net/http (x nil) where a proxy applies, with a context w
+// cancels.
+func (c *Client) post(ctx context.Context, w *watch, e Endpoint, payload []byte) (*http.Response, *exchange, error) {
 	if e == "" {
 		e = Completions
 	}
 	if c.conns != nil {
-		return c.conns.roundTrip(ctx, c.heads[e], payload)
+		return c.conns.roundTrip(ctx, w, c.heads[e], payload)
 	}
+	ctx = w.context(ctx)
 	// A copy: the pooled payload is reused once Stream returns, and the
 	// transport may still hold the body then.
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+e.Path(), bytes.NewReader(bytes.Clone(payload)))
@@ -355,7 +345,8 @@ func (c *Client) setHeaders(req *http.Request) {
 // Each event's instant is when its last bytes reached tcp's socket (the
 // kernel's receive timestamp, rxstamp, where the connection has one), not
 // when this goroutine got a CPU to parse it.
-func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response, firstTimer *time.Timer, tcp net.Conn) bool {
+func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool {
+	w := st.watch
 	h := st.hash
 	h.Reset()
 	eof := false
@@ -376,13 +367,13 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 				// Complete: [DONE] seen, or at least a finish reason.
 			case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
 				resp.Err = &Error{Class: contract.ClassBrokenStream, Msg: "stream ended before [DONE] and before a finish_reason"}
-				if c := context.Cause(ctx); c != nil {
-					resp.Err = classify(ctx, err, true)
+				if cause := w.err(); cause != nil {
+					resp.Err = classify(cause, err, true)
 				}
 			case errors.Is(err, ErrLineTooLong):
 				resp.Err = &Error{Class: contract.ClassMalformedStream, Err: err}
 			default:
-				resp.Err = classify(ctx, err, true)
+				resp.Err = classify(w.err(), err, true)
 			}
 			break
 		}
@@ -444,9 +435,7 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			resp.Chunks++
 			if resp.FirstToken.IsZero() {
 				resp.FirstToken = now
-				if firstTimer != nil {
-					firstTimer.Stop()
-				}
+				w.firstToken()
 			} else {
 				resp.ITL = append(resp.ITL, now.Sub(last))
 			}
