@@ -54,8 +54,13 @@ func (w *watch) start(ctx context.Context, now time.Time, cfg *Config) {
 	}
 	w.arm(now)
 	w.mu.Unlock()
-	// Outside the lock: onParent runs at once when ctx has ended.
+	// Outside the lock: onParent may run at once, on its own goroutine.
 	w.stop = context.AfterFunc(ctx, w.onParent)
+	if ctx.Err() != nil {
+		// Ended already: the stream ends before it starts, not when that
+		// goroutine runs.
+		w.parentDone()
+	}
 }
 
 // end finishes the stream: no hook is called after it. It reports whether
@@ -94,24 +99,23 @@ func (w *watch) setHook(h func()) bool {
 	return true
 }
 
-// progress pushes the idle deadline to now plus the idle timeout.
+// progress pushes the idle deadline to now plus the idle timeout. The
+// timer stays as it is: armed for an earlier instant, it finds the
+// deadline moved and re-arms (fire), so a read costs no timer update.
 func (w *watch) progress() {
 	now := time.Now()
 	w.mu.Lock()
 	if w.idleFor > 0 {
 		w.idle = now.Add(w.idleFor)
-		w.arm(now)
 	}
 	w.mu.Unlock()
 }
 
-// firstToken drops the first-token deadline.
+// firstToken drops the first-token deadline (the timer, when armed for
+// it, re-arms for the next one as progress says).
 func (w *watch) firstToken() {
 	w.mu.Lock()
-	if !w.first.IsZero() {
-		w.first = time.Time{}
-		w.arm(time.Now())
-	}
+	w.first = time.Time{}
 	w.mu.Unlock()
 }
 
@@ -157,8 +161,11 @@ func (w *watch) fire() {
 func (w *watch) parentDone() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.live || w.cause != nil {
+		return
+	}
 	// A late call for a stream before this one finds a live context.
-	if c := context.Cause(w.parent); w.live && w.cause == nil && c != nil {
+	if c := context.Cause(w.parent); c != nil {
 		w.endEarly(c)
 	}
 }
