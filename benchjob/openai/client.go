@@ -354,13 +354,14 @@ func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool 
 		resp.ITL = make([]time.Duration, 0, min(r.MaxTokens-1, 4096))
 	}
 	var last time.Time
+	// The instant of the event just parsed, taken for ends and tokens only.
+	arrival := func() time.Time { return rxstamp.Arrival(tcp, time.Now()) }
 	var lowered *Error // a later usage block lowered the count
 	done := false
 	for {
 		ev, err := st.sse.Next()
-		now := rxstamp.Arrival(tcp, time.Now())
 		if err != nil {
-			resp.End = now
+			resp.End = arrival()
 			eof = err == io.EOF
 			switch {
 			case err == io.EOF && (done || resp.FinishReason != ""):
@@ -378,7 +379,7 @@ func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool 
 			break
 		}
 		if ev.Name == "error" {
-			resp.End = now
+			resp.End = arrival()
 			resp.Err = &Error{Class: contract.ClassStreamError, Msg: truncate(ev.Data, 512)}
 			break
 		}
@@ -392,7 +393,7 @@ func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool 
 		}
 		ch, err := st.dec.decode(data)
 		if err != nil {
-			resp.End = now
+			resp.End = arrival()
 			class := contract.ClassMalformedStream
 			if ue := (*UsageError)(nil); errors.As(err, &ue) {
 				class = contract.ClassInvalidUsage
@@ -401,7 +402,7 @@ func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool 
 			break
 		}
 		if ch.err {
-			resp.End = now
+			resp.End = arrival()
 			resp.Err = &Error{Class: contract.ClassStreamError, Msg: ch.errMsg}
 			break
 		}
@@ -410,7 +411,7 @@ func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool 
 				resp.Model = string(ch.model)
 			}
 			if r.Model != "" && resp.Model != r.Model {
-				resp.End = now
+				resp.End = arrival()
 				resp.Err = &Error{Class: contract.ClassWrongModel, Msg: fmt.Sprintf("asked for model %q, the server answered with %q", r.Model, resp.Model)}
 				break
 			}
@@ -432,6 +433,7 @@ func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool 
 			resp.FinishReason = string(ch.finish)
 		}
 		if tokens {
+			now := arrival()
 			resp.Chunks++
 			if resp.FirstToken.IsZero() {
 				resp.FirstToken = now
