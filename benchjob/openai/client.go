@@ -346,10 +346,8 @@ func (c *Client) setHeaders(req *http.Request) {
 // kernel's receive timestamp, rxstamp, where the connection has one), not
 // when this goroutine got a CPU to parse it.
 func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool {
-	w := st.watch
-	h := st.hash
+	w, h, eof := st.watch, st.hash, false
 	h.Reset()
-	eof := false
 	if r.MaxTokens > 1 {
 		resp.ITL = make([]time.Duration, 0, min(r.MaxTokens-1, 4096))
 	}
