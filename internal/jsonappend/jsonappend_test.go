@@ -25,7 +25,7 @@ func TestAgainstEncodingJSON(t *testing.T) {
 		"\u2028\u2029", "\xff", "a\xc3", "\xed\xa0\x80", "\U0001F600"} {
 		check(t, s, 0)
 	}
-	for _, f := range []float64{0, -0.0, 1, -1.5, 1e-6, 9.99e-7, 1e-7, 1e21, 1e20, 5e-324, math.MaxFloat64,
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1.5, 1e-6, 9.99e-7, 1e-7, 1e21, 1e20, 5e-324, math.MaxFloat64,
 		1.5e-9, 1.7e9 + 0.125, math.NaN(), math.Inf(1), math.Inf(-1)} {
 		check(t, "", f)
 	}

@@ -65,7 +65,7 @@ func TestAppendRequest(t *testing.T) {
 	}
 	checkLine(t, &Request{})
 	checkLine(t, &Request{ITLSeconds: []float64{}, Quality: &QualityResult{Pass: true, Failed: []string{}}})
-	for _, f := range []float64{1e-6, 9.99e-7, 1e21, 1e20, -1e-7, 5e-324, math.MaxFloat64, -0.0, 1.5e-9, 123456789.125} {
+	for _, f := range []float64{1e-6, 9.99e-7, 1e21, 1e20, -1e-7, 5e-324, math.MaxFloat64, math.Copysign(0, -1), 1.5e-9, 123456789.125} {
 		checkLine(t, &Request{SendTime: f, ITLSeconds: []float64{f, -f}, TTFTSeconds: &f, RetryAfterSeconds: f})
 	}
 	for _, s := range []string{`a"b`, `a\b`, "<", ">", "&", "\n", "\x7f", "é", "\u2028", "\xff"} {
@@ -79,7 +79,7 @@ func TestAppendRequest(t *testing.T) {
 // FuzzAppendRequest: appendRequest against encoding/json on fuzzed values.
 func FuzzAppendRequest(f *testing.F) {
 	f.Add("formal", "m", "ab12", "timeout", 3, 1.7e9, 0.125, -1e-7, 2.5, true, true)
-	f.Add("", "<m>", "\xff", "a\"b", -1, 1e21, 0.0, 1e-320, -0.0, false, false)
+	f.Add("", "<m>", "\xff", "a\"b", -1, 1e21, 0.0, 1e-320, math.Copysign(0, -1), false, false)
 	f.Fuzz(func(t *testing.T, phase, model, hash, errText string, n int, a, b, c, d float64, ok, ptrs bool) {
 		r := &Request{Phase: phase, Slot: n, SendTime: a, EndTime: b, LatencySeconds: c, RetryAfterSeconds: d,
 			OutputTokens: -n, TokensSource: hash, Success: ok, Error: errText, FinishReason: model,
