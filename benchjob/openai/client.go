@@ -405,8 +405,8 @@ func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool 
 			break
 		}
 		if len(ch.model) > 0 {
-			if resp.Model == "" || resp.Model != string(ch.model) {
-				resp.Model = string(ch.model)
+			if resp.Model != string(ch.model) {
+				resp.Model = stringOf(ch.model, r.Model)
 			}
 			if r.Model != "" && resp.Model != r.Model {
 				resp.End = arrival()
@@ -427,8 +427,8 @@ func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool 
 			resp.ReasoningChars += ch.reasoning
 			tokens = true
 		}
-		if len(ch.finish) > 0 && (resp.FinishReason == "" || resp.FinishReason != string(ch.finish)) {
-			resp.FinishReason = string(ch.finish)
+		if len(ch.finish) > 0 && resp.FinishReason != string(ch.finish) {
+			resp.FinishReason = stringOf(ch.finish, "stop", "length")
 		}
 		if tokens {
 			now := arrival()
@@ -471,6 +471,17 @@ func hexSum(h hash.Hash, sum []byte) string {
 	var hx [2 * sha256.Size]byte
 	hex.Encode(hx[:], h.Sum(sum))
 	return string(hx[:])
+}
+
+// stringOf is b as a string: the first of known equal to it, without a
+// copy, else a new string (a record keeps it for the run).
+func stringOf(b []byte, known ...string) string {
+	for _, k := range known {
+		if string(b) == k {
+			return k
+		}
+	}
+	return string(b)
 }
 
 func truncate(b []byte, n int) string {
