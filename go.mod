@@ -3,6 +3,7 @@ module github.com/joulemark/joulemark
 go 1.26.7
 
 require (
+	github.com/KimMachineGun/automemlimit v1.0.0
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/alecthomas/kong v1.17.0
 	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b
@@ -139,6 +140,7 @@ require (
 	github.com/pb33f/jsonpath v0.8.4 // indirect
 	github.com/pb33f/libopenapi v0.41.6 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.2 // indirect
+	github.com/pbnjay/memory v0.0.0-20210728143218-7b4eea64cf58 // indirect
 	github.com/pkg/browser v0.0.0-20240102092130-5ac0b6a4141c // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/alertmanager v0.34.1 // indirect

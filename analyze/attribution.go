@@ -108,9 +108,9 @@ func newSweep(reqs []Request, from, to float64) *sweep {
 		}
 		send, end := max(st, from), min(e, to)
 		s.evs = append(s.evs, newEvent(send, i, evSend), newEvent(end, i, evEnd))
-		if r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken && r.FirstToken < to {
-			s.tokens[i], s.rates[i] = true, float64(r.OutputTokens)/(r.End-r.FirstToken)
-			s.evs = append(s.evs, newEvent(min(max(r.FirstToken, send), end), i, evFirst))
+		if r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken() && r.FirstToken() < to {
+			s.tokens[i], s.rates[i] = true, float64(r.OutputTokens)/(r.End-r.FirstToken())
+			s.evs = append(s.evs, newEvent(min(max(r.FirstToken(), send), end), i, evFirst))
 		}
 	}
 	slices.SortFunc(s.evs, cmpEvents)

@@ -14,10 +14,10 @@ func constPower(w, from, to float64) []curve {
 	return []curve{newCurve(s, 2)}
 }
 
-func req(send, ttft, end float64, tokens int64, ok bool) Request {
+func req(send, ttft, end float64, tokens int32, ok bool) Request {
 	r := Request{Send: send, End: end, Latency: end - send, OutputTokens: tokens, Success: ok, Formal: true}
 	if ttft >= 0 {
-		r.HasTTFT, r.TTFT, r.FirstToken = true, ttft, send+ttft
+		r.HasTTFT, r.TTFT = true, ttft
 	}
 	return r
 }
@@ -91,7 +91,7 @@ func naiveAttribute(reqs []Request, curves []curve, from, to float64) []float64 
 	for _, r := range reqs {
 		xs = append(xs, r.Send, r.End)
 		if r.HasTTFT {
-			xs = append(xs, r.FirstToken)
+			xs = append(xs, r.FirstToken())
 		}
 	}
 	var ts []float64
@@ -115,8 +115,8 @@ func naiveAttribute(reqs []Request, curves []curve, from, to float64) []float64 
 		for i, r := range reqs {
 			if r.Send <= a && r.End >= b {
 				active = append(active, i)
-				if r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken && r.FirstToken <= a {
-					weights[i] = float64(r.OutputTokens) / (r.End - r.FirstToken) * (b - a)
+				if r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken() && r.FirstToken() <= a {
+					weights[i] = float64(r.OutputTokens) / (r.End - r.FirstToken()) * (b - a)
 					wsum += weights[i]
 				}
 			}
@@ -158,9 +158,9 @@ func TestAttributeMatchesNaive(t *testing.T) {
 		lat := 0.2 + rng.Float64()*5
 		ttft := rng.Float64() * lat
 		ok := rng.Float64() > 0.1
-		var tok int64
+		var tok int32
 		if ok {
-			tok = int64(rng.IntN(50))
+			tok = int32(rng.IntN(50))
 		} else {
 			ttft = -1
 		}

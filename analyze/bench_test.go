@@ -301,7 +301,7 @@ func settle() uint64 {
 // heapObjects is the runtime metric watchHeap samples.
 const heapObjects = "/memory/classes/heap/objects:bytes"
 
-var benchChildEnv = flag.String("bench-child-env", "", "NAME=VALUE added to the environment of BenchmarkAnalyzeTSDB's analyze processes, e.g. GOMEMLIMIT=400MiB")
+var benchChildEnv = flag.String("bench-child-env", "", "NAME=VALUE pairs (space-separated) added to the environment of the benchmarks' analyze processes, e.g. GOMEMLIMIT=400MiB")
 
 // Environment of the analyze helper process (analyzeChild, run by TestMain).
 const (
@@ -316,6 +316,10 @@ const (
 	// envChildMemProfile, set the same way, names the file the analyze
 	// process writes its allocation profile to.
 	envChildMemProfile = "JOULEMARK_ANALYZE_CHILD_MEMPROFILE"
+	// envChildHeapProfile, set the same way, names the file the analyze
+	// process writes its in-use heap profile to, taken after the
+	// collection that found the most live heap.
+	envChildHeapProfile = "JOULEMARK_ANALYZE_CHILD_HEAPPROFILE"
 )
 
 // benchAnalyzeProcess runs Analyze in a process of its own (this test
@@ -329,14 +333,15 @@ func benchAnalyzeProcess(b *testing.B, url, runID string, now time.Time, readAPI
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), envChildURL+"="+url, envChildRun+"="+runID,
 			envChildNow+"="+strconv.FormatInt(now.Unix(), 10), envChildAPI+"="+readAPI, envChildCount+"="+strconv.Itoa(n))
-		if *benchChildEnv != "" {
-			cmd.Env = append(cmd.Env, *benchChildEnv)
-		}
+		cmd.Env = append(cmd.Env, strings.Fields(*benchChildEnv)...)
 		t0 := time.Now()
 		out, err := cmd.CombinedOutput()
 		wall += time.Since(t0)
 		if err != nil {
 			b.Fatalf("analyze process: %v\n%s", err, out)
+		}
+		if testing.Verbose() {
+			b.Logf("analyze process:\n%s", out)
 		}
 		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 		cpu += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -370,7 +375,7 @@ func TestMain(m *testing.M) {
 // analyzeChild is the analyze helper process of benchAnalyzeProcess: it
 // analyzes the run its environment names, checks the request count and
 // prints its peak RSS.
-func analyzeChild() error {
+func analyzeChild() (err error) {
 	sec, err := strconv.ParseInt(os.Getenv(envChildNow), 10, 64)
 	if err != nil {
 		return err
@@ -390,6 +395,14 @@ func analyzeChild() error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if path := os.Getenv(envChildHeapProfile); path != "" {
+		stop := heapAtPeak(path)
+		defer func() {
+			if perr := stop(); err == nil {
+				err = perr
+			}
+		}()
 	}
 	r, _, err := Analyze(context.Background(), cfg)
 	if err != nil {
@@ -426,6 +439,58 @@ func writeAllocs(path string) error {
 	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 		f.Close()
 		return fmt.Errorf("allocation profile: %w", err)
+	}
+	return f.Close()
+}
+
+// heapAtPeak watches the live heap after each collection and, while the
+// last collection found the most live heap so far, rewrites the in-use
+// heap profile to path every 20 ms: the profile is published once the
+// collection's sweep is done, so the last one written in that cycle holds
+// it. The returned function stops it and returns its first error.
+func heapAtPeak(path string) func() error {
+	runtime.MemProfileRate = 64 << 10
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+		var peak, peakCycle uint64
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			case <-t.C:
+			}
+			metrics.Read(s)
+			if live, c := s[0].Value.Uint64(), s[1].Value.Uint64(); live > peak {
+				peak, peakCycle = live, c
+			} else if c != peakCycle {
+				continue
+			}
+			if err := writeProfile(path, "heap"); err != nil {
+				<-stop
+				done <- err
+				return
+			}
+		}
+	}()
+	return func() error {
+		close(stop)
+		return <-done
+	}
+}
+
+// writeProfile writes the named pprof profile to path.
+func writeProfile(path, name string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("%s profile: %w", name, err)
 	}
 	return f.Close()
 }

@@ -3,6 +3,7 @@ package analyze
 import (
 	"runtime"
 	"testing"
+	"unsafe"
 )
 
 // computeAllocs is what one Compute of a synthetic run of n requests (8
@@ -32,7 +33,7 @@ const (
 	// budgetBytesPerRequest: measured 305 (437 before the latency
 	// thresholds and the drain's latencies were sized once; 862 before
 	// the prefill/decode fit read the requests in place).
-	budgetBytesPerRequest = 340
+	budgetBytesPerRequest = 320
 	// budgetAllocsPerRequest: measured 0.0088, 878 objects (0.0098
 	// before; 0.76 when the fit's bootstrap allocated a matrix per block
 	// and resample); an allocation per request or per sample in a hot
@@ -55,5 +56,17 @@ func TestComputeAllocationBudget(t *testing.T) {
 	}
 	if objects > budgetAllocsPerRequest {
 		t.Errorf("Compute makes %.4f allocations per request, budget %g", objects, budgetAllocsPerRequest)
+	}
+}
+
+// TestRequestSize holds the per-request values to their size: a million
+// requests are held through the whole analysis (Request) and, while the
+// loader joins its windows, beside their per-window parts (reqVals).
+func TestRequestSize(t *testing.T) {
+	if s := unsafe.Sizeof(Request{}); s > 64 {
+		t.Errorf("Request is %d bytes, budget 64", s)
+	}
+	if s := unsafe.Sizeof(reqVals{}); s > 40 {
+		t.Errorf("reqVals is %d bytes, budget 40", s)
 	}
 }

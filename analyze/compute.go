@@ -592,8 +592,8 @@ func (c *computation) requests() {
 			continue
 		}
 		r.Requests.Succeeded++
-		r.Tokens.FormalOutput += q.OutputTokens
-		r.Tokens.FormalInput += q.InputTokens
+		r.Tokens.FormalOutput += int64(q.OutputTokens)
+		r.Tokens.FormalInput += int64(q.InputTokens)
 		buf = append(buf, q.Latency)
 		if q.HasTTFT {
 			c.pd.TTFT = append(c.pd.TTFT, q.TTFT)
@@ -603,7 +603,7 @@ func (c *computation) requests() {
 		}
 		if c.isGood(q) {
 			r.Goodput.GoodRequests++
-			c.goodTokens += q.OutputTokens
+			c.goodTokens += int64(q.OutputTokens)
 		}
 	}
 	if r.Requests.Started > 0 {
@@ -770,7 +770,7 @@ func (c *computation) steadyWindow(ss []int32, at attribution) {
 	var tok int64
 	for _, i := range ss[first:] {
 		e += at.Joules[i]
-		tok += reqs[i].OutputTokens
+		tok += int64(reqs[i].OutputTokens)
 	}
 	r.SteadyState.Start = new(reqs[ss[first]].Send)
 	r.SteadyState.End = new(reqs[ss[last]].End)
@@ -791,7 +791,7 @@ func (c *computation) sustainedLoad(ss []int32, joules []float64) {
 	var tok int64
 	for _, i := range ss {
 		e += joules[i]
-		tok += c.d.Requests[i].OutputTokens
+		tok += int64(c.d.Requests[i].OutputTokens)
 	}
 	c.r.SteadyState.SustainedLoadJoulesPerToken = new(e / float64(tok))
 	c.r.SteadyState.SustainedLoadRequests = new(len(ss))

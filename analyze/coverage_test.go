@@ -51,14 +51,14 @@ func (sc covScenario) requests(rng *rand.Rand, formal float64, stalls []float64)
 	for s := range sc.slots {
 		t := formal + 0.2*rng.Float64()
 		for t < formal+sc.formalSecs {
-			in, out := int64(100+rng.IntN(900)), int64(50+rng.IntN(400))
+			in, out := int32(100+rng.IntN(900)), int32(50+rng.IntN(400))
 			ttft := 0.03 + 1e-4*float64(in) + 0.03*rng.ExpFloat64()
 			if k, _ := slices.BinarySearch(stalls, t); k > 0 && t < stalls[k-1]+1 {
 				ttft += stalls[k-1] + 1 - t // the prefill waits out the stall
 			}
 			tp := 0.02 * (1 + 0.1*rng.NormFloat64())
 			lat := ttft + float64(out-1)*max(0.01, tp)
-			q := Request{Formal: true, Slot: fmt.Sprint(s), Send: t, FirstToken: t + ttft, End: t + lat, TTFT: ttft, Latency: lat,
+			q := Request{Formal: true, Slot: fmt.Sprint(s), Send: t, End: t + lat, TTFT: ttft, Latency: lat,
 				OutputTokens: out, InputTokens: in, HasTTFT: true, Success: true}
 			if rng.Float64() < sc.failureRate {
 				q.Success, q.HasTTFT, q.OutputTokens = false, false, 0
@@ -81,8 +81,8 @@ func (sc covScenario) gpu(rng *rand.Rand, reqs []Request, formal, formalEnd, end
 	prefill, decode := newBinSeries(covBase, 1, n), newBinSeries(covBase, 1, n)
 	for _, q := range reqs {
 		if q.Success {
-			prefill.add(q.Send, q.FirstToken, float64(q.InputTokens))
-			decode.add(q.FirstToken, q.End, float64(q.OutputTokens-1))
+			prefill.add(q.Send, q.FirstToken(), float64(q.InputTokens))
+			decode.add(q.FirstToken(), q.End, float64(q.OutputTokens-1))
 		}
 	}
 	pre, dec := prefill.sums(), decode.sums()

@@ -16,7 +16,7 @@ type requestTally struct {
 	output, input             int64
 }
 
-func (t *requestTally) add(formal, success bool, output, input int64) {
+func (t *requestTally) add(formal, success bool, output, input int32) {
 	if !formal {
 		t.warmup++
 		return
@@ -24,8 +24,8 @@ func (t *requestTally) add(formal, success bool, output, input int64) {
 	t.formal++
 	if success {
 		t.succeeded++
-		t.output += output
-		t.input += input
+		t.output += int64(output)
+		t.input += int64(input)
 	}
 }
 
@@ -88,9 +88,9 @@ func archivedRequest(r *runarchive.Request) (Request, bool) {
 		return Request{}, false
 	}
 	x := Request{Formal: r.Phase == string(contract.Formal), Slot: strconv.Itoa(r.Slot), End: r.EndTime, Latency: r.LatencySeconds,
-		Send: r.EndTime - r.LatencySeconds, OutputTokens: out, InputTokens: in, Success: r.Success}
+		Send: r.EndTime - r.LatencySeconds, OutputTokens: int32(out), InputTokens: int32(in), Success: r.Success}
 	if t := r.TTFTSeconds; r.Success && t != nil && plausibleDuration(*t) {
-		x.HasTTFT, x.TTFT, x.FirstToken = true, *t, x.Send+*t
+		x.HasTTFT, x.TTFT = true, *t
 	}
 	return x, true
 }

@@ -41,22 +41,24 @@ func (g GPUSeries) Label() string {
 }
 
 // Request is one benchmark request reconstructed from its per-request
-// samples: End is the sample timestamp, Send = End − latency,
-// FirstToken = Send + TTFT. (80 bytes, the booleans together: a million
-// of them in a long run.)
+// samples: End is the sample timestamp, Send = End − latency. (64 bytes,
+// the token counts 32-bit (at most contract.MaxRequestTokens) and the
+// booleans together: a million of them in a long run.)
 type Request struct {
 	Slot         string
 	Send         float64
-	FirstToken   float64 // valid when HasTTFT
 	End          float64
 	TTFT         float64
 	Latency      float64
-	OutputTokens int64
-	InputTokens  int64
+	OutputTokens int32
+	InputTokens  int32
 	HasTTFT      bool
 	Success      bool
 	Formal       bool // of the formal phase (phase="formal"), else of the warm-up
 }
+
+// FirstToken is Send + TTFT: the first token's time, valid when HasTTFT.
+func (r *Request) FirstToken() float64 { return r.Send + r.TTFT }
 
 // Interruption is a killed or aborted run's end (clampInterrupted).
 type Interruption struct {

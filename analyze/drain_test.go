@@ -18,7 +18,7 @@ func drainRun(n, c int) *RunData {
 		s, round := k%c, k/c
 		send := b + float64(s)/float64(c) + float64(round)
 		d.Requests = append(d.Requests, Request{Formal: true, Slot: fmt.Sprint(s), Send: send, End: send + 1, HasTTFT: true, TTFT: 0.1,
-			FirstToken: send + 0.1, Latency: 1, OutputTokens: 10, InputTokens: 10, Success: true})
+			Latency: 1, OutputTokens: 10, InputTokens: 10, Success: true})
 		end = max(end, send+1)
 	}
 	d.Phases["formal"] = PhaseBounds{Start: b, End: end, HasStart: true, HasEnd: true}

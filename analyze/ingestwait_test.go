@@ -31,7 +31,7 @@ func shiftRun(d *RunData, dt float64) {
 	}
 	for i := range d.Requests {
 		r := &d.Requests[i]
-		r.Send, r.FirstToken, r.End = r.Send+dt, r.FirstToken+dt, r.End+dt
+		r.Send, r.End = r.Send+dt, r.End+dt
 	}
 	for _, series := range d.Engine.Series {
 		for _, s := range series {

@@ -45,7 +45,7 @@ const fitBootstrapWork = 1e6
 // first token in order (warm-up too: its tokens draw power in the formal
 // stage's bins).
 func fitSpan(q *Request) bool {
-	return q.HasTTFT && q.FirstToken >= q.Send && q.End >= q.FirstToken
+	return q.HasTTFT && q.FirstToken() >= q.Send && q.End >= q.FirstToken()
 }
 
 // fitBins is the binned data: the power of the formal stage's bins and the
@@ -114,8 +114,8 @@ func (c *computation) binPower(from, to, width float64, lags int) fitBins {
 func spreadRates(b *fitBins, reqs []Request) {
 	for i := range reqs {
 		if q := &reqs[i]; fitSpan(q) {
-			b.spread(b.prefill, q.Send, q.FirstToken, float64(q.InputTokens))
-			b.spread(b.decode, q.FirstToken, q.End, float64(q.OutputTokens))
+			b.spread(b.prefill, q.Send, q.FirstToken(), float64(q.InputTokens))
+			b.spread(b.decode, q.FirstToken(), q.End, float64(q.OutputTokens))
 		}
 	}
 }

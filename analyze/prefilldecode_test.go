@@ -49,17 +49,17 @@ func pdRunPower(t *testing.T, nGPU int, formal, noiseW, tau float64, pw pdPower,
 	prefill, decode, busy := make([]float64, n), make([]float64, n), make([]bool, n)
 	step := func(x float64) int { return max(0, int(math.Floor((x-o)/dt))) }
 	for _, q := range d.Requests {
-		p0 := q.Send + 0.8*(q.FirstToken-q.Send)
+		p0 := q.Send + 0.8*(q.FirstToken()-q.Send)
 		for k := step(q.Send); k <= step(q.End) && k < n; k++ {
 			busy[k] = true
 		}
-		for k := step(p0); k <= step(q.FirstToken) && k < n; k++ {
+		for k := step(p0); k <= step(q.FirstToken()) && k < n; k++ {
 			a, b := o+float64(k)*dt, o+float64(k+1)*dt
-			prefill[k] += float64(q.InputTokens) * max(0, min(b, q.FirstToken)-max(a, p0)) / (q.FirstToken - p0)
+			prefill[k] += float64(q.InputTokens) * max(0, min(b, q.FirstToken())-max(a, p0)) / (q.FirstToken() - p0)
 		}
-		tpot := (q.End - q.FirstToken) / float64(max(1, q.OutputTokens-1))
+		tpot := (q.End - q.FirstToken()) / float64(max(1, q.OutputTokens-1))
 		for j := range q.OutputTokens {
-			if k := step(q.FirstToken + float64(j)*tpot); k < n {
+			if k := step(q.FirstToken() + float64(j)*tpot); k < n {
 				decode[k]++
 			}
 		}
@@ -89,10 +89,10 @@ func pdRunPower(t *testing.T, nGPU int, formal, noiseW, tau float64, pw pdPower,
 
 // newPDRequest is one request sent at send: TTFT 30 ms + 50 µs per prompt
 // token, then one token per 20 ms.
-func newPDRequest(send float64, in, out int64) Request {
+func newPDRequest(send float64, in, out int32) Request {
 	ttft := 0.03 + 50e-6*float64(in)
 	lat := ttft + 0.02*float64(out-1)
-	return Request{Formal: true, Success: true, HasTTFT: true, Send: send, FirstToken: send + ttft, End: send + lat,
+	return Request{Formal: true, Success: true, HasTTFT: true, Send: send, End: send + lat,
 		TTFT: ttft, Latency: lat, InputTokens: in, OutputTokens: out}
 }
 
@@ -104,7 +104,7 @@ func varyingWorkload(rng *rand.Rand, from, to float64) []Request {
 		rate := 2 + 6*rng.Float64()
 		in, o := 100+rng.Float64()*1900, 20+rng.Float64()*280
 		for x := p + rng.ExpFloat64()/rate; x < p+8; x += rng.ExpFloat64() / rate {
-			out = append(out, newPDRequest(x, int64(in*(0.9+0.2*rng.Float64())), int64(o*(0.9+0.2*rng.Float64()))))
+			out = append(out, newPDRequest(x, int32(in*(0.9+0.2*rng.Float64())), int32(o*(0.9+0.2*rng.Float64()))))
 		}
 	}
 	return out
@@ -133,7 +133,7 @@ func variablePromptLoop(rng *rand.Rand, from, to float64) []Request {
 	var out []Request
 	for range 16 {
 		for x := from - 10 + 3*rng.Float64(); x < to; {
-			q := newPDRequest(x, 100+rng.Int64N(3901), 50+rng.Int64N(351))
+			q := newPDRequest(x, int32(100+rng.Int64N(3901)), int32(50+rng.Int64N(351)))
 			// Each request decodes at its own pace (15–35 ms per token:
 			// its context, its batch), so the decode rate is not only the
 			// count of slots that are not prefilling.

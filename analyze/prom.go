@@ -925,14 +925,6 @@ const (
 
 var reqMetrics = [nReqMetrics]string{rOut: contract.RequestOutputTokens, rIn: contract.RequestInputTokens, rTTFT: contract.RequestTTFT, rLat: contract.RequestLatency, rSucc: contract.RequestSuccess}
 
-// reqSeries is one request series (labels without __name__) within one
-// window across the five metrics; each list is time ordered, as Prometheus
-// returns it.
-type reqSeries struct {
-	metric model.Metric
-	v      [nReqMetrics][]model.SamplePair
-}
-
 // reqPart is what one window yields: each series' requests and the count of
 // incomplete sample groups.
 type reqPart struct {
@@ -947,15 +939,26 @@ type reqSeriesPart struct {
 }
 
 // reqVals is a Request without its series' phase and slot and without
-// what follows from the rest (send = end − latency, first token = send +
-// TTFT, computed by the same operations when copied): the per-window parts
-// hold these (48 bytes instead of 96) until loadRequests copies them into
-// RunData.Requests, which both live at that moment.
+// what follows from the rest (send = end − latency, computed by the same
+// operations when copied): the per-window parts hold these (40 bytes
+// instead of 64) until loadRequests copies them into RunData.Requests,
+// which both live at that moment. join holds requestWindow's joinBits
+// while the window's metrics are merged in.
 type reqVals struct {
 	end, ttft, latency        float64
-	outputTokens, inputTokens int64
+	outputTokens, inputTokens int32
 	hasTTFT, success          bool
+	join                      uint8
 }
+
+// joinBits: which of a request's samples were merged in, and whether
+// one was impossible.
+const (
+	joinOut = 1 << iota
+	joinLat
+	joinSucc
+	joinBad
+)
 
 // loadRequests joins the per-request samples that share their labels (all
 // but __name__) and timestamp into requests. The five metrics are read
@@ -1007,7 +1010,7 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 					Latency: v.latency, OutputTokens: v.outputTokens, InputTokens: v.inputTokens, Success: v.success,
 				}
 				if v.hasTTFT {
-					r.TTFT, r.FirstToken = v.ttft, r.Send+v.ttft
+					r.TTFT = v.ttft
 				}
 				d.Requests = append(d.Requests, r)
 			}
@@ -1018,89 +1021,130 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 }
 
 // requestWindow reads the five per-request metrics over one window and joins
-// them into requests.
+// them into requests: each series' samples are merged into its requests
+// (one per timestamp) as they are read, latency first, so the window's
+// samples are never held.
 func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
-	series := map[model.Fingerprint]*reqSeries{}
-	var order []model.Fingerprint
-	for m, name := range reqMetrics {
-		err := l.rangeEach(ctx, fmt.Sprintf("%s{%s}", name, l.runSel()), w, func(ls model.Metric, vals []model.SamplePair, reused bool) {
-			delete(ls, model.MetricNameLabel)
-			fp := ls.Fingerprint()
-			rs, ok := series[fp]
-			if !ok {
-				rs = &reqSeries{metric: ls}
-				series[fp] = rs
-				order = append(order, fp)
-			}
+	index := map[model.Fingerprint]int{}
+	var p reqPart
+	for _, m := range [nReqMetrics]int{rLat, rOut, rIn, rTTFT, rSucc} {
+		err := l.rangeEach(ctx, fmt.Sprintf("%s{%s}", reqMetrics[m], l.runSel()), w, func(ls model.Metric, vals []model.SamplePair, _ bool) {
 			for len(vals) > 0 && !w.keep(vals[0].Timestamp) {
 				vals = vals[1:]
 			}
-			if reused {
-				vals = slices.Clone(vals) // only what the window keeps
+			if len(vals) == 0 {
+				return
 			}
-			rs.v[m] = vals
+			delete(ls, model.MetricNameLabel)
+			fp := ls.Fingerprint()
+			k, ok := index[fp]
+			if !ok {
+				k = len(p.series)
+				index[fp] = k
+				p.series = append(p.series, reqSeriesPart{fp: fp, metric: ls})
+			}
+			p.series[k].reqs = mergeSamples(p.series[k].reqs, vals, m)
 		})
 		if err != nil {
 			return reqPart{}, err
 		}
 	}
-	var p reqPart
-	for _, fp := range order {
-		rs := series[fp]
-		reqs := make([]reqVals, 0, len(rs.v[rLat]))
-		var pos [nReqMetrics]int
-		for {
-			// The next timestamp of any metric.
-			ts, any := model.Time(math.MaxInt64), false
-			for m := range nReqMetrics {
-				if pos[m] < len(rs.v[m]) {
-					ts, any = min(ts, rs.v[m][pos[m]].Timestamp), true
-				}
-			}
-			if !any {
-				break
-			}
-			var val [nReqMetrics]float64
-			var has [nReqMetrics]bool
-			for m := range nReqMetrics {
-				if pos[m] < len(rs.v[m]) && rs.v[m][pos[m]].Timestamp == ts {
-					val[m], has[m] = float64(rs.v[m][pos[m]].Value), true
-					pos[m]++
-				}
-			}
-			r, ok := joinRequest(val, has)
-			if !ok {
+	for k := range p.series {
+		sp := &p.series[k]
+		kept := sp.reqs[:0]
+		for _, r := range sp.reqs {
+			if r.join != joinOut|joinLat|joinSucc {
 				p.incomplete++
 				continue
 			}
-			r.end = float64(ts) / 1000
-			reqs = append(reqs, r)
+			r.join = 0
+			kept = append(kept, r)
 		}
-		if len(reqs) > 0 {
-			p.series = append(p.series, reqSeriesPart{fp: fp, metric: rs.metric, reqs: reqs})
-		}
+		sp.reqs = kept
 	}
+	p.series = slices.DeleteFunc(p.series, func(sp reqSeriesPart) bool { return len(sp.reqs) == 0 })
 	return p, nil
 }
 
-// joinRequest is one request from its samples; false when one it needs is
-// absent or impossible (a NaN success, a negative or fractional token
-// count, a NaN latency): the group counts as incomplete.
-func joinRequest(val [nReqMetrics]float64, has [nReqMetrics]bool) (reqVals, bool) {
-	if !has[rOut] || !has[rLat] || !has[rSucc] || !plausibleDuration(val[rLat]) {
-		return reqVals{}, false
+// mergeSamples sets metric m of the requests reqs (in time order) from its
+// samples vals (in time order), adding a request for a timestamp that has
+// none yet. A request needs its output tokens, latency and success, each
+// possible (a NaN success, a negative or fractional token count, a NaN
+// latency are not), and takes its input tokens (0 when absent) and TTFT
+// where they are possible; else its group counts as incomplete.
+func mergeSamples(reqs []reqVals, vals []model.SamplePair, m int) []reqVals {
+	// Usually every timestamp has its request already (latency came
+	// first): set them in place.
+	i, all := 0, true
+	for _, s := range vals {
+		t := float64(s.Timestamp) / 1000
+		for i < len(reqs) && reqs[i].end < t {
+			i++
+		}
+		if i == len(reqs) || reqs[i].end != t {
+			all = false
+			break
+		}
+		i++
 	}
-	out, okOut := tokenCount(val[rOut])
-	in, okIn := tokenCount(val[rIn]) // 0 when absent
-	succ, okSucc := successValue(val[rSucc])
-	if !okOut || !okIn || !okSucc {
-		return reqVals{}, false
+	out := reqs
+	if !all {
+		out = make([]reqVals, 0, len(reqs)+len(vals))
 	}
-	r := reqVals{latency: val[rLat], outputTokens: out, inputTokens: in, success: succ}
-	if t := val[rTTFT]; has[rTTFT] && plausibleDuration(t) {
-		r.hasTTFT, r.ttft = true, t
+	i = 0
+	for _, s := range vals {
+		t := float64(s.Timestamp) / 1000
+		for ; i < len(reqs) && reqs[i].end < t; i++ {
+			if !all {
+				out = append(out, reqs[i])
+			}
+		}
+		var r *reqVals
+		switch {
+		case all:
+			r = &out[i]
+			i++
+		case i < len(reqs) && reqs[i].end == t:
+			out = append(out, reqs[i])
+			r = &out[len(out)-1]
+			i++
+		default:
+			out = append(out, reqVals{end: t})
+			r = &out[len(out)-1]
+		}
+		r.set(m, float64(s.Value))
 	}
-	return r, true
+	if !all {
+		out = append(out, reqs[i:]...)
+	}
+	return out
+}
+
+// set sets metric m of r to v, noting the sample and whether it is possible.
+func (r *reqVals) set(m int, v float64) {
+	ok := true
+	switch m {
+	case rLat:
+		r.latency, r.join, ok = v, r.join|joinLat, plausibleDuration(v)
+	case rOut:
+		var n int64
+		n, ok = tokenCount(v)
+		r.outputTokens, r.join = int32(n), r.join|joinOut
+	case rIn:
+		var n int64
+		n, ok = tokenCount(v)
+		r.inputTokens = int32(n)
+	case rSucc:
+		r.success, ok = successValue(v)
+		r.join |= joinSucc
+	case rTTFT:
+		if plausibleDuration(v) {
+			r.hasTTFT, r.ttft = true, v
+		}
+	}
+	if !ok {
+		r.join |= joinBad
+	}
 }
 
 // rawSeries is one series read over all windows: its labels and samples.

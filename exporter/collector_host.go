@@ -1,9 +1,7 @@
 package exporter
 
 import (
-	"context"
 	"math"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -55,21 +53,6 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.wrap, prometheus.CounterValue, float64(r.Wraps), r.ID, r.Domain)
 		}
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, r.ID, r.Domain)
-	}
-}
-
-// hostLoop reads the RAPL zones every interval until ctx ends.
-func (e *Exporter) hostLoop(ctx context.Context, every time.Duration) {
-	defer e.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			e.cfg.Host.Sample()
-		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -227,4 +228,36 @@ joulemark_host_energy_joules_total{domain="package-0",zone="intel-rapl:0"} 100` 
 			}
 		})
 	}
+}
+
+// countingFS counts the reads of the zones' energy_uj files.
+type countingFS struct {
+	fs.FS
+	reads atomic.Int64
+}
+
+func (c *countingFS) Open(name string) (fs.File, error) {
+	if path.Base(name) == "energy_uj" {
+		c.reads.Add(1)
+	}
+	return c.FS.Open(name)
+}
+
+// TestHostReadOnTheSamplingTick: a started exporter reads the host's RAPL
+// zones on the sampling loop's tick, with no loop of its own: the zones'
+// counters are read over and over while nothing else asks for them.
+func TestHostReadOnTheSamplingTick(t *testing.T) {
+	tree := &countingFS{FS: hostTree()}
+	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := newExp(Config{Backend: sim, Interval: 10 * time.Millisecond, Host: powercap.NewMeter(tree)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start(t.Context())
+	defer e.Close()
+	before := tree.reads.Load()
+	waitFor(t, "20 ticks' reads of the 2 zones", func() bool { return tree.reads.Load() >= before+2*20 })
 }

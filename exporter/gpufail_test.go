@@ -141,7 +141,9 @@ func stepUntilEnded(h *harness, id string) phaseapi.RunStatus {
 // of a sampling exporter: within stallIntervals it gets a gap of its own
 // (gpu_hung) from its last good sample, the run's end through the API is
 // resolved on it there, and the run freezes.
-func TestHungGPUGap(t *testing.T) {
+func TestHungGPUGap(t *testing.T) { forEachPacer(t, testHungGPUGap) }
+
+func testHungGPUGap(t *testing.T) {
 	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 2, EnergyCounter: true})
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +276,9 @@ func TestDurableWriteOutsideSamplingLock(t *testing.T) {
 // lock (anything holding it) misses ticks, and
 // joulemark_sampler_overruns_total counts them, though the backend call
 // itself was quick.
-func TestLateTicksCounted(t *testing.T) {
+func TestLateTicksCounted(t *testing.T) { forEachPacer(t, testLateTicksCounted) }
+
+func testLateTicksCounted(t *testing.T) {
 	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -9,9 +9,10 @@ import (
 	"github.com/joulemark/joulemark/internal/gpu"
 )
 
-// Start begins sampling until ctx ends or Close: one loop on one ticker
-// reads every GPU, so the sampler costs one wake-up per interval whatever
-// the GPUs; a GPU whose driver call hangs stalls only itself (sampler).
+// Start begins sampling until ctx ends or Close: one loop on one timer
+// reads every GPU and then the host's RAPL zones, so the sampler costs one
+// wake-up per interval whatever the GPUs; a GPU whose driver call hangs
+// stalls only itself (sampler).
 // The exporter is ready once every GPU answered its first read, or after
 // stallIntervals intervals. Begin runs first when it has not (its error is
 // logged: call Begin to refuse it).
@@ -44,10 +45,6 @@ func (e *Exporter) Start(ctx context.Context) {
 			}
 			e.readyOnce.Do(func() { close(e.ready) })
 		}()
-		if e.cfg.Host != nil {
-			e.wg.Add(1)
-			go e.hostLoop(ctx, e.cfg.Interval)
-		}
 		if e.attr != nil {
 			e.wg.Go(func() { e.attr.run(ctx, e.cfg.SlowInterval) })
 		}
@@ -76,8 +73,11 @@ type sampler struct {
 	every  time.Duration
 	budget time.Duration
 	ctx    context.Context
-	ticker *time.Ticker
-	watch  *time.Timer // runs takeover when a tick's reads outlast budget
+	p      pacer     // wakes the loop every interval; runs takeover when a tick's reads outlast budget
+	base   time.Time // when the loop started: deadline counts from it
+	// deadline is when the tick's reads outlast budget (since base): a
+	// watchdog firing before it is stale.
+	deadline atomic.Int64
 	// firstDone is called once per GPU, when its first fast read returned.
 	firstDone func()
 	answered  []atomic.Bool
@@ -134,19 +134,28 @@ func newSampler(e *Exporter) *sampler {
 }
 
 // readBudget is how long a tick's reads may take before the GPU being
-// read is left to its goroutine: past the next tick, so that arming the
-// watchdog never wakes the runtime's poller earlier than the ticker does
-// (a wake-up, and a write to its eventfd, per tick); the GPUs after the
-// hung one are then read half an interval late, once.
+// read is left to its goroutine: past the next tick, so that the next
+// tick re-arms the watchdog before it expires (the timerfd pacer never
+// disarms it: one system call a tick) and, on a Go ticker, arming it never
+// wakes the runtime's poller earlier than the ticker does; the GPUs after
+// the hung one are then read half an interval late, once.
 func readBudget(every time.Duration) time.Duration { return every + every/2 }
+
+// loopPacer makes the loop's pacer (tests swap in the Go ticker's).
+var loopPacer = newPacer
 
 // start runs the loop's first tick now, then one every interval.
 func (s *sampler) start(ctx context.Context, firstDone func()) {
 	s.ctx, s.firstDone = ctx, firstDone
-	s.ticker = time.NewTicker(s.every)
-	s.watch = time.AfterFunc(time.Hour, s.takeover)
-	s.watch.Stop()
-	s.tickAt = time.Now()
+	p, err := loopPacer(s.every, s.budget, s.takeover)
+	if err != nil {
+		s.e.log.Debug("sampling on a Go ticker", "err", err)
+		p = newTickerPacer(s.every, s.budget, s.takeover)
+	}
+	s.p, s.base = p, time.Now()
+	s.tickAt = s.base
+	context.AfterFunc(ctx, p.stop)
+	s.e.wg.Go(p.watchdog)
 	s.e.wg.Add(1)
 	go s.run(0, 0)
 }
@@ -160,13 +169,11 @@ func (s *sampler) run(gen uint64, from int) {
 		return
 	}
 	for {
-		select {
-		case <-s.ctx.Done():
-			s.ticker.Stop()
-			s.watch.Stop()
+		at, ok := s.p.wait()
+		if !ok || s.ctx.Err() != nil {
 			return
-		case s.tickAt = <-s.ticker.C:
 		}
+		s.tickAt = at
 		if !s.sweep(gen, 0) {
 			return
 		}
@@ -177,8 +184,8 @@ func (s *sampler) run(gen uint64, from int) {
 // on in a new one, from the next GPU. It runs when the watchdog fires.
 func (s *sampler) takeover() {
 	v := s.reading.Load()
-	if v&readGPU == 0 {
-		return // the reads ended meanwhile
+	if v&readGPU == 0 || time.Since(s.base) < time.Duration(s.deadline.Load()) {
+		return // the reads ended meanwhile, or a later tick re-armed the watchdog
 	}
 	gen, i := v>>32, int(v&readGPU)-1
 	s.stuck[i].Store(true) // before the swap: the left goroutine clears it
@@ -200,8 +207,13 @@ func (s *sampler) sweep(gen uint64, from int) bool {
 	if from == 0 {
 		s.begin()
 	}
-	if s.watch != nil {
-		s.watch.Reset(s.budget)
+	if s.p != nil {
+		at := s.mark
+		if from > 0 {
+			at = time.Now()
+		}
+		s.deadline.Store(int64(at.Sub(s.base) + s.budget))
+		s.p.guard()
 	}
 	for i := from; i < len(s.fast); i++ {
 		s.fast[i].ok, s.slow[i].ok = false, false
@@ -216,10 +228,13 @@ func (s *sampler) sweep(gen uint64, from int) bool {
 			return false
 		}
 	}
-	if s.watch != nil {
-		s.watch.Stop()
+	if s.p != nil {
+		s.p.ease()
 	}
 	s.apply()
+	if h := s.e.cfg.Host; h != nil && s.p != nil {
+		h.Sample() // the host's RAPL zones, on the GPUs' tick
+	}
 	return true
 }
 
@@ -317,8 +332,8 @@ func (s *sampler) apply() {
 		}
 	}
 	e.overruns += s.skipped
-	if s.watch != nil {
-		if late := time.Since(s.tickAt); late > s.every {
+	if s.p != nil {
+		if late := s.mark.Sub(s.tickAt); late > s.every {
 			e.overruns += uint64(late/s.every) * read
 		}
 	}

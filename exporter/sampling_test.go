@@ -214,7 +214,9 @@ func TestFailedCounterReadsCountOnce(t *testing.T) {
 // TestHungGPUStallsOnlyItself: a GPU whose driver call hangs stops only its
 // own sampling; it shows joulemark_gpu_up 0 and /healthz fails, while the
 // other GPUs keep sampling.
-func TestHungGPUStallsOnlyItself(t *testing.T) {
+func TestHungGPUStallsOnlyItself(t *testing.T) { forEachPacer(t, testHungGPUStallsOnlyItself) }
+
+func testHungGPUStallsOnlyItself(t *testing.T) {
 	sim, err := gpu.NewSim(gpu.SimConfig{GPUs: 3})
 	if err != nil {
 		t.Fatal(err)

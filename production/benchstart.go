@@ -86,9 +86,10 @@ func benchRuns(d *Data) map[string]*benchRun {
 
 // gpuOf names the GPU of a series by its host: the exporter instance and
 // the UUID (two hosts may report the same UUIDs: cloned VMs, simulators).
-func gpuOf(l map[string]string) string {
-	return l["instance"] + " " + l[contract.LabelUUID]
-}
+func gpuOf(l map[string]string) string { return gpuKey(l["instance"], l[contract.LabelUUID]) }
+
+// gpuKey is gpuOf of a GPU's instance and UUID.
+func gpuKey(instance, uuid string) string { return instance + " " + uuid }
 
 // benchStarts is the startup of every bench-started engine inside
 // (From, To]: a run whose startup phase began in the range, in run ID

@@ -68,18 +68,23 @@ func newCounter(samples []Sample) counter {
 	c := counter{t: make([]float64, len(samples)), cum: make([]float64, len(samples))}
 	var acc, prev float64
 	for i, s := range samples {
-		switch {
-		case i == 0:
-			acc = s.V
-		case s.V >= prev:
-			acc += s.V - prev
-		default: // reset: the counter restarted from zero
-			acc += s.V
-		}
-		prev = s.V
+		acc, prev = bridge(i == 0, acc, prev, s.V), s.V
 		c.t[i], c.cum[i] = s.T, acc
 	}
 	return c
+}
+
+// bridge is a counter's cumulative value after v, given the value before
+// it (prev) and the cumulative value then (acc); first: v is the first.
+func bridge(first bool, acc, prev, v float64) float64 {
+	switch {
+	case first:
+		return v
+	case v >= prev:
+		return acc + (v - prev)
+	default: // reset: the counter restarted from zero
+		return acc + v
+	}
 }
 
 // at is the counter's cumulative value at t: linear between samples, zero
@@ -273,49 +278,72 @@ func ratio(a, b float64) *float64 {
 
 // gather groups the series by pod.
 func gather(d *Data) map[podKey]*pod {
-	pods := map[podKey]*pod{}
-	get := func(l map[string]string) *pod {
-		k := podKey{l["namespace"], l["pod"]}
-		p := pods[k]
-		if p == nil {
-			p = &pod{key: k}
-			pods[k] = p
-		}
-		return p
-	}
+	pods := podSet{}
 	for _, s := range d.PodEnergy {
-		p := get(s.Labels)
-		p.energy = append(p.energy, newCounter(s.Samples))
+		pods.get(s.Labels["namespace"], s.Labels["pod"]).energy.add(newCounter(s.Samples))
 	}
 	for _, s := range d.Tokens {
-		p := get(s.Labels)
-		p.tokens = append(p.tokens, newCounter(s.Samples))
-		p.hasTok = true
-		if m := s.Labels["model_name"]; m != "" && (p.model == "" || m < p.model) {
-			p.model = m
-		}
+		pods.get(s.Labels["namespace"], s.Labels["pod"]).addTokens(s.Labels["model_name"], newCounter(s.Samples))
 	}
 	for _, s := range d.Allocations {
-		p := get(s.Labels)
-		if p.held == nil {
-			p.held = map[string][]float64{}
+		times := make([]float64, len(s.Samples))
+		for i, x := range s.Samples {
+			times[i] = x.T
 		}
-		g := gpuOf(s.Labels)
-		held := p.held[g]
-		for _, x := range s.Samples {
-			held = append(held, x.T)
-		}
-		p.alloc = mergeTimes(p.alloc, held[len(p.held[g]):])
-		p.held[g] = held
+		pods.get(s.Labels["namespace"], s.Labels["pod"]).addAllocation(gpuOf(s.Labels), times)
 	}
 	return pods
+}
+
+// podSet is pods by key, as their series are read: energy, tokens and
+// allocations, each in the order of their reads.
+type podSet map[podKey]*pod
+
+// get is the pod, added when new.
+func (ps podSet) get(namespace, name string) *pod {
+	k := podKey{namespace, name}
+	p := ps[k]
+	if p == nil {
+		p = &pod{key: k}
+		ps[k] = p
+	}
+	return p
+}
+
+func (cs *counters) add(c counter) { *cs = append(*cs, c) }
+
+// addTokens adds an output-token counter of model (the pod's model is the
+// least of its counters' non-empty models).
+func (p *pod) addTokens(model string, c counter) {
+	p.tokens = append(p.tokens, c)
+	p.hasTok = true
+	if model != "" && (p.model == "" || model < p.model) {
+		p.model = model
+	}
+}
+
+// addAllocation adds the sample times (sorted) of the pod's allocation of
+// GPU g (gpuOf); p keeps times.
+func (p *pod) addAllocation(g string, times []float64) {
+	if p.held == nil {
+		p.held = map[string][]float64{}
+	}
+	held := times
+	if old := p.held[g]; old != nil {
+		held = append(old, times...)
+	}
+	p.alloc = mergeTimes(p.alloc, times)
+	p.held[g] = held
 }
 
 // mergeTimes is the sorted union of a and b, each sorted without
 // repeats: a pod's GPUs' allocation series mostly share their times.
 func mergeTimes(a, b []float64) []float64 {
-	if len(a) == 0 {
+	switch {
+	case len(a) == 0:
 		return slices.Clone(b)
+	case slices.Equal(a, b):
+		return a
 	}
 	out := make([]float64, 0, max(len(a), len(b)))
 	for len(a) > 0 && len(b) > 0 {

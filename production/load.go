@@ -9,8 +9,10 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -18,6 +20,7 @@ import (
 	"github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/joulemark/joulemark/internal/contract"
 	"github.com/joulemark/joulemark/internal/promquery"
@@ -178,9 +181,9 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Re
 		{contract.PhaseEnergy, startup, &d.PhaseEnergy},
 		{contract.RunInfo, "", &d.RunInfo},
 	} {
-		err := rd.byLabel(ctx, []string{q.name}, q.sel, "instance", func(_ string, m model.Matrix) {
-			*q.into = append(*q.into, d.inRange(m)...)
-		}, nil)
+		err := rd.byLabel(ctx, []string{q.name}, []string{q.sel}, "instance", func() batch {
+			return &seriesBatch{d: d, into: q.into}
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -199,16 +202,10 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Re
 		return nil, fmt.Errorf("no %s in Prometheus between %s and %s (does the exporter read the kubelet's PodResources socket? is it scraped with honor_labels?)",
 			contract.PodEnergy, cfg.From.UTC().Format(time.RFC3339), cfg.To.UTC().Format(time.RFC3339))
 	}
-	type energy struct {
-		labels labels.Labels
-		joules float64
-	}
 	var unallocated []energy
-	err = rd.byLabel(ctx, []string{contract.UnallocatedEnergy}, "", "instance", func(_ string, m model.Matrix) {
-		for _, s := range d.inRange(m) {
-			unallocated = append(unallocated, energy{labels.FromMap(s.Labels), newCounter(s.Samples).delta(d.From, d.To)})
-		}
-	}, nil)
+	err = rd.byLabel(ctx, []string{contract.UnallocatedEnergy}, []string{""}, "instance", func() batch {
+		return &energyBatch{d: d, into: &unallocated}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -220,44 +217,113 @@ func load(ctx context.Context, a v1.API, rr *remoteread.Reader, cfg Config) (*Re
 	return f.finish(), nil
 }
 
+// batch takes one batch's series as they are decoded: add is given each
+// series of the batch's kth name, in the order of its read (pairs is
+// reused once add returns), from the goroutine reading the batch; done is
+// called after the batch was read, batches in order, one at a time.
+type batch interface {
+	add(k int, m model.Metric, pairs []model.SamplePair)
+	done()
+}
+
+// seriesBatch appends its series to into.
+type seriesBatch struct {
+	d    *Data
+	into *[]Series
+	got  []Series
+}
+
+func (b *seriesBatch) add(_ int, m model.Metric, pairs []model.SamplePair) {
+	if pairs = b.d.clip(pairs); len(pairs) > 0 {
+		b.got = append(b.got, Series{Labels: labelMap(m), Samples: toSamples(pairs)})
+	}
+}
+
+func (b *seriesBatch) done() { *b.into = append(*b.into, b.got...) }
+
+// energy is a counter series' increase over the range.
+type energy struct {
+	labels labels.Labels
+	joules float64
+}
+
+// energyBatch appends its counters' increases over the range to into.
+type energyBatch struct {
+	d    *Data
+	into *[]energy
+	got  []energy
+}
+
+func (b *energyBatch) add(_ int, m model.Metric, pairs []model.SamplePair) {
+	if pairs = b.d.clip(pairs); len(pairs) > 0 {
+		b.got = append(b.got, energy{labels.FromMap(labelMap(m)), counterDelta(pairs, b.d.From, b.d.To)})
+	}
+}
+
+func (b *energyBatch) done() { *b.into = append(*b.into, b.got...) }
+
+// podNames is what pods reads, in order: the pods' energy, allocations and
+// tokens (vLLM's, then SGLang's).
+var podNames = []string{contract.PodEnergy, contract.GPUAllocationInfo, mVLLMTokens, mSGLTokens}
+
+// podBatch decodes a batch of whole pods straight into their counters and
+// allocation times; done folds them into f.
+type podBatch struct {
+	d    *Data
+	f    *fold
+	pods podSet
+	n    *int // pods with energy in the range
+}
+
+func (b *podBatch) add(k int, m model.Metric, pairs []model.SamplePair) {
+	if pairs = b.d.clip(pairs); len(pairs) == 0 {
+		return
+	}
+	p := b.pods.get(string(m["namespace"]), string(m["pod"]))
+	switch podNames[k] {
+	case contract.PodEnergy:
+		p.energy.add(counterOf(pairs))
+	case contract.GPUAllocationInfo:
+		times := make([]float64, len(pairs))
+		for i, x := range pairs {
+			times[i] = unixSecOf(x.Timestamp)
+		}
+		p.addAllocation(gpuKey(string(m["instance"]), string(m[contract.LabelUUID])), times)
+	default:
+		p.addTokens(string(m["model_name"]), counterOf(pairs))
+	}
+}
+
+func (b *podBatch) done() {
+	for _, p := range b.pods {
+		if len(p.energy) > 0 {
+			*b.n++
+		}
+	}
+	b.f.addPods(b.pods)
+}
+
 // pods reads the pods' series (energy, allocations, tokens) in batches of
 // whole pods and folds each batch into f; it returns how many pods had
 // energy in the range.
 func (rd *reader) pods(ctx context.Context, f *fold) (int, error) {
-	names := []string{contract.PodEnergy, contract.GPUAllocationInfo, mVLLMTokens, mSGLTokens}
 	namespaces := []string{rd.cfg.Namespace}
 	if namespaces[0] == "" {
-		ns, err := rd.values(ctx, names, "", "namespace")
+		ns, err := rd.values(ctx, podNames, "", "namespace")
 		if err != nil {
 			return 0, err
 		}
 		namespaces = append(namespaces, ns...)
 	}
-	n := 0
-	for _, ns := range namespaces {
-		sel := "namespace=" + strconv.Quote(ns)
-		var b Data
-		err := rd.byLabel(ctx, names, sel, "pod", func(name string, m model.Matrix) {
-			into := map[string]*[]Series{contract.PodEnergy: &b.PodEnergy, contract.GPUAllocationInfo: &b.Allocations}[name]
-			if into == nil {
-				into = &b.Tokens
-			}
-			*into = append(*into, rd.d.inRange(m)...)
-		}, func() {
-			pods := gather(&b)
-			for _, p := range pods {
-				if len(p.energy) > 0 {
-					n++
-				}
-			}
-			f.addPods(pods)
-			b = Data{}
-		})
-		if err != nil {
-			return 0, err
-		}
+	sels := make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		sels[i] = "namespace=" + strconv.Quote(ns)
 	}
-	return n, nil
+	n := 0
+	err := rd.byLabel(ctx, podNames, sels, "pod", func() batch {
+		return &podBatch{d: rd.d, f: f, pods: podSet{}, n: &n}
+	})
+	return n, err
 }
 
 // values is the values of label on the series of names{sel} in the range,
@@ -282,28 +348,80 @@ func (rd *reader) values(ctx context.Context, names []string, sel, label string)
 	return slices.Compact(out), nil
 }
 
-// byLabel reads names{sel} in batches of label values (each name's series
-// of a batch in one read), calling each with every read and done after
-// each batch. A batch takes values while each name's read stays within
+// readsInFlight bounds the batches byLabel reads at once (each up to
+// cfg.batchSamples a name): the server encodes the next while this
+// process decodes one and folds another.
+const readsInFlight = 3
+
+// byLabel reads names{sel} for each of sels, in order, in batches of
+// label values (each name's series of a batch in one read), each batch
+// into a newBatch, up to readsInFlight batches at once, their done called
+// in order. A batch takes values while each name's read stays within
 // cfg.batchSamples: its series (listed first) times the most samples a
-// series of that name has had (one a second over the span before the first
-// read).
-func (rd *reader) byLabel(ctx context.Context, names []string, sel, label string, each func(name string, m model.Matrix), done func()) error {
-	counts := make([]map[string]int, len(names)) // series per value, per name
-	var values []string
-	for k, name := range names {
-		c, err := rd.series(ctx, name, sel, label)
+// series of that name has had (one a second over the span before the
+// first read; until then the batches are read one by one).
+func (rd *reader) byLabel(ctx context.Context, names, sels []string, label string, newBatch func() batch) error {
+	var planned []string // the selectors of the batches not read yet
+	for _, sel := range sels {
+		counts, values, err := rd.census(ctx, names, sel, label)
 		if err != nil {
 			return err
 		}
-		counts[k] = c
+		if sel != "" {
+			sel += ","
+		}
+		for len(values) > 0 {
+			groups := rd.plan(names, counts, values)
+			sized := rd.sized(names, counts)
+			if !sized {
+				groups = groups[:1]
+			}
+			for _, g := range groups {
+				alts := make([]string, len(g))
+				for j, v := range g {
+					alts[j] = regexp.QuoteMeta(v)
+				}
+				planned = append(planned, sel+label+"=~"+strconv.Quote(strings.Join(alts, "|")))
+				values = values[len(g):]
+			}
+			if !sized {
+				if err := rd.readBatches(ctx, names, planned, newBatch); err != nil {
+					return err
+				}
+				planned = nil
+			}
+		}
+	}
+	return rd.readBatches(ctx, names, planned, newBatch)
+}
+
+// census is how many series of each name{sel} there are by their label's
+// value in the range, and the values in order.
+func (rd *reader) census(ctx context.Context, names []string, sel, label string) ([]map[string]int, []string, error) {
+	counts := make([]map[string]int, len(names))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readsInFlight)
+	for k, name := range names {
+		g.Go(func() (err error) {
+			counts[k], err = rd.series(gctx, name, sel, label)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	var values []string
+	for _, c := range counts {
 		values = append(values, slices.Collect(maps.Keys(c))...)
 	}
 	slices.Sort(values)
-	values = slices.Compact(values)
-	if sel != "" {
-		sel += ","
-	}
+	return counts, slices.Compact(values), nil
+}
+
+// plan splits values, in order, into batches within cfg.batchSamples a
+// name (a batch holds one value at least).
+func (rd *reader) plan(names []string, counts []map[string]int, values []string) [][]string {
+	var groups [][]string
 	for i := 0; i < len(values); {
 		n, load := 0, make([]int, len(names))
 		for ; i+n < len(values); n++ {
@@ -318,32 +436,84 @@ func (rd *reader) byLabel(ctx context.Context, names []string, sel, label string
 				load[k] += counts[k][values[i+n]] * rd.perSeries(name)
 			}
 		}
-		alts := make([]string, n)
-		for j, v := range values[i : i+n] {
-			alts[j] = regexp.QuoteMeta(v)
-		}
-		bsel := sel + label + "=~" + strconv.Quote(strings.Join(alts, "|"))
-		for _, name := range names {
-			m, err := rd.read(ctx, name, bsel)
-			if err != nil {
-				return err
-			}
-			samples := 0
-			for _, s := range m {
-				samples += len(s.Values)
-				rd.maxSeries[name] = max(rd.maxSeries[name], len(s.Values))
-			}
-			if rd.cfg.OnRead != nil {
-				rd.cfg.OnRead(name+"{"+bsel+"}", samples)
-			}
-			each(name, m)
-		}
-		if done != nil {
-			done()
-		}
+		groups = append(groups, values[i:i+n])
 		i += n
 	}
-	return nil
+	return groups
+}
+
+// sized tells whether every name with series has been read, its series'
+// samples known.
+func (rd *reader) sized(names []string, counts []map[string]int) bool {
+	for k, name := range names {
+		if _, ok := rd.maxSeries[name]; !ok && len(counts[k]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// readStat is one read's series and samples, and its longest series'.
+type readStat struct{ series, samples, longest int }
+
+// readBatches reads the batches of sels (each name's series of a batch in
+// one read, the names in order), up to readsInFlight at once, and calls
+// their done in order.
+func (rd *reader) readBatches(ctx context.Context, names, sels []string, newBatch func() batch) error {
+	type job struct {
+		b     batch
+		stats []readStat
+		ready chan struct{}
+	}
+	jobs := make([]*job, len(sels))
+	for i := range jobs {
+		jobs[i] = &job{b: newBatch(), ready: make(chan struct{})}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	slots := make(chan struct{}, readsInFlight)
+	g.Go(func() error {
+		for i, j := range jobs {
+			select {
+			case slots <- struct{}{}:
+			case <-gctx.Done():
+				return nil
+			}
+			g.Go(func() error {
+				for k, name := range names {
+					st, err := rd.each(gctx, name, sels[i], func(m model.Metric, pairs []model.SamplePair) { j.b.add(k, m, pairs) })
+					if err != nil {
+						return err
+					}
+					j.stats = append(j.stats, st)
+				}
+				close(j.ready)
+				return nil
+			})
+		}
+		return nil
+	})
+	for i, j := range jobs {
+		select {
+		case <-j.ready:
+		case <-gctx.Done():
+			if err := g.Wait(); err != nil {
+				return err
+			}
+			return ctx.Err()
+		}
+		for k, st := range j.stats {
+			if st.series > 0 {
+				rd.maxSeries[names[k]] = max(rd.maxSeries[names[k]], st.longest)
+			}
+			if rd.cfg.OnRead != nil {
+				rd.cfg.OnRead(names[k]+"{"+sels[i]+"}", st.samples)
+			}
+		}
+		j.b.done()
+		jobs[i] = nil
+		<-slots
+	}
+	return g.Wait()
 }
 
 // perSeries is the most samples a series of name has had, or one a second
@@ -375,68 +545,178 @@ func (rd *reader) series(ctx context.Context, name, sel, label string) (map[stri
 // read while it answers (rr), else through the query API.
 type reader struct {
 	a   v1.API
-	rr  *remoteread.Reader
 	cfg Config
 	d   *Data
 	// maxSeries is the most samples a series of each metric had (absent:
 	// not read yet): the batches' sizes.
 	maxSeries map[string]int
+	// mu guards rr, remoteOK (a remote read succeeded), d.ReadAPI and
+	// d.ReadFallback: reads run at once.
+	mu       sync.Mutex
+	rr       *remoteread.Reader
+	remoteOK bool
 }
 
-// read returns name{sel}'s samples from the margin before From to
+// each hands f the series of name{sel}, as they are decoded (pairs reused
+// once f returns), with their samples from the margin before From to
 // readAfter past To. A counter's value at To is interpolated between the
 // samples around it: the read goes past To (at(To) took the last sample
 // before To, missing up to a scrape interval of energy).
-func (rd *reader) read(ctx context.Context, name, sel string) (model.Matrix, error) {
-	cfg, d := rd.cfg, rd.d
+func (rd *reader) each(ctx context.Context, name, sel string, f func(model.Metric, []model.SamplePair)) (readStat, error) {
+	cfg := rd.cfg
 	readEnd := cfg.To.Add(readAfter)
 	spanMs := max(readEnd.Sub(cfg.From.Add(-cfg.Margin)).Milliseconds(), 1)
+	end := readEnd.UnixMilli()
 	selector := name + "{" + sel + "}"
 	if sel == "" {
 		selector = name
 	}
-	if rd.rr != nil {
-		end := readEnd.UnixMilli()
-		m, err := rd.rr.Read(ctx, selector, end-spanMs, end)
-		switch {
-		case err == nil:
-			d.ReadAPI = remoteread.Remote
-			return m, nil
-		case cfg.ReadAPI == remoteread.Remote || ctx.Err() != nil || d.ReadAPI == remoteread.Remote:
-			return nil, err
+	var st readStat
+	count := func(m model.Metric, pairs []model.SamplePair) error {
+		st.series, st.samples, st.longest = st.series+1, st.samples+len(pairs), max(st.longest, len(pairs))
+		f(m, pairs)
+		return nil
+	}
+	if rr := rd.remote(); rr != nil {
+		err := rr.Each(ctx, selector, end-spanMs, end, count)
+		if err == nil {
+			rd.mu.Lock()
+			rd.remoteOK, rd.d.ReadAPI = true, remoteread.Remote
+			rd.mu.Unlock()
+			return st, nil
 		}
-		rd.rr, d.ReadFallback = nil, err.Error()
-		if cfg.Logger != nil {
-			cfg.Logger.Info("remote read unavailable: the series are read through the query API (same report, more CPU)", "err", err)
+		if st.series > 0 || cfg.ReadAPI == remoteread.Remote || ctx.Err() != nil || !rd.fallBack(err) {
+			return st, err
 		}
 	}
-	d.ReadAPI = remoteread.Query
-	end := readEnd.UnixMilli()
+	rd.mu.Lock()
+	rd.d.ReadAPI = remoteread.Query
+	rd.mu.Unlock()
 	split := querysplit.Reader{API: rd.a, MaxSamples: cfg.MaxSamples, Timeout: cfg.QueryTimeout}
-	return split.Read(ctx, selector, end-spanMs, end)
+	m, err := split.Read(ctx, selector, end-spanMs, end)
+	if err != nil {
+		return st, err
+	}
+	for _, s := range m {
+		_ = count(s.Metric, s.Values)
+	}
+	return st, nil
 }
 
-// inRange converts m, keeping each series' samples up to its first one
-// past To (all the interpolation needs) and dropping a series starting
-// after To.
-func (d *Data) inRange(m model.Matrix) []Series {
-	var out []Series
-	for _, s := range m {
-		ser := Series{Labels: map[string]string{}, Samples: make([]Sample, 0, len(s.Values))}
-		for k, v := range s.Metric {
-			ser.Labels[string(k)] = string(v)
-		}
-		for _, p := range s.Values {
-			if n := len(ser.Samples); n > 0 && ser.Samples[n-1].T > d.To {
-				break
+// remote is the remote reader while remote read is used (nil after a
+// fallback or without one).
+func (rd *reader) remote() *remoteread.Reader {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	return rd.rr
+}
+
+// fallBack turns to the query API after remote read failed with err,
+// unless a read through it succeeded before (then err is the read's).
+func (rd *reader) fallBack(err error) bool {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	switch {
+	case rd.rr == nil: // another read fell back
+		return true
+	case rd.remoteOK:
+		return false
+	}
+	rd.rr, rd.d.ReadFallback = nil, err.Error()
+	if rd.cfg.Logger != nil {
+		rd.cfg.Logger.Info("remote read unavailable: the series are read through the query API (same report, more CPU)", "err", err)
+	}
+	return true
+}
+
+// clip is the samples up to the series' first one past To (all the
+// interpolation needs); none when it starts after To.
+func (d *Data) clip(pairs []model.SamplePair) []model.SamplePair {
+	i := sort.Search(len(pairs), func(i int) bool { return unixSecOf(pairs[i].Timestamp) > d.To })
+	switch {
+	case i == len(pairs):
+		return pairs
+	case i == 0:
+		return nil
+	}
+	return pairs[:i+1]
+}
+
+// counterOf is newCounter of the samples.
+func counterOf(pairs []model.SamplePair) counter {
+	c := counter{t: make([]float64, len(pairs)), cum: make([]float64, len(pairs))}
+	var acc, prev float64
+	for i, p := range pairs {
+		v := float64(p.Value)
+		acc, prev = bridge(i == 0, acc, prev, v), v
+		c.t[i], c.cum[i] = unixSecOf(p.Timestamp), acc
+	}
+	return c
+}
+
+// counterDelta is counterOf(pairs).delta(a, b), a ≤ b, in one pass
+// without the counter's arrays: its value at a and at b, each linear
+// between the samples around it, zero before the first sample, the last
+// value after the last.
+func counterDelta(pairs []model.SamplePair, a, b float64) float64 {
+	var atA, atB, acc, prev, tPrev float64
+	doneA, doneB := false, false
+	for i, p := range pairs {
+		v, t := float64(p.Value), unixSecOf(p.Timestamp)
+		before := acc
+		acc, prev = bridge(i == 0, acc, prev, v), v
+		for _, x := range [2]struct {
+			at   float64
+			val  *float64
+			done *bool
+		}{{a, &atA, &doneA}, {b, &atB, &doneB}} {
+			if *x.done || t < x.at {
+				continue
 			}
-			ser.Samples = append(ser.Samples, Sample{T: float64(p.Timestamp) / 1000, V: float64(p.Value)})
+			// the first sample at or after x.at (counter.at's index i)
+			*x.done = true
+			if t == x.at || i == 0 {
+				*x.val = acc
+				if i == 0 && t > x.at {
+					*x.val = 0 // before the first sample
+				}
+				continue
+			}
+			f := (x.at - tPrev) / (t - tPrev)
+			*x.val = before + f*(acc-before)
 		}
-		if len(ser.Samples) > 0 && ser.Samples[0].T <= d.To {
-			out = append(out, ser)
+		tPrev = t
+		if doneB {
+			break
 		}
+	}
+	if !doneA {
+		atA = acc
+	}
+	if !doneB {
+		atB = acc
+	}
+	return atB - atA
+}
+
+// toSamples copies pairs.
+func toSamples(pairs []model.SamplePair) []Sample {
+	out := make([]Sample, len(pairs))
+	for i, p := range pairs {
+		out[i] = Sample{T: unixSecOf(p.Timestamp), V: float64(p.Value)}
 	}
 	return out
 }
+
+// labelMap copies a series' labels.
+func labelMap(m model.Metric) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[string(k)] = string(v)
+	}
+	return out
+}
+
+func unixSecOf(t model.Time) float64 { return float64(t) / 1000 }
 
 func unixSec(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

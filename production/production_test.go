@@ -3,6 +3,7 @@ package production
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"math"
 	"os"
@@ -552,6 +553,21 @@ func TestProductionBatches(t *testing.T) {
 			js, counts = append(js, string(b)), append(counts, reads)
 			t.Logf("batches of %d samples, %s: %d reads, the largest %d samples", budget, readAPI, reads, largest)
 		}
+	}
+	// A read failing while others are in flight ends the analysis with
+	// its error (the batches' goroutines return).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reads := 0
+	_, err = Run(ctx, Config{PrometheusURL: s.URL(), HTTP: config.DefaultHTTPClientConfig,
+		From: time.Unix(0, int64(t0*1e9)), To: time.Unix(0, int64((t0+span)*1e9)), ReadAPI: remoteread.Remote, batchSamples: 1,
+		OnRead: func(string, int) {
+			if reads++; reads == counts[0]/2 {
+				cancel()
+			}
+		}})
+	if !errors.Is(err, context.Canceled) || reads >= counts[0] {
+		t.Errorf("canceled after %d of %d reads: %d reads, err %v, want %v", counts[0]/2, counts[0], reads, err, context.Canceled)
 	}
 	checkReport(t, analyzeThrough(t, s.URL(), t0, ""), t0)
 	if counts[0] <= counts[2] {

@@ -34,6 +34,7 @@ type AnalyzeCmd struct {
 	MaxSamples   int64         `name:"query.max-samples" default:"50000000" help:"The server's per-query sample limit (Prometheus' and Mimir's --query.max-samples, VictoriaMetrics' -search.maxSamplesPerQuery): a raw read through the query API that would load more is split in time, after a census query. 0: never split."`
 	ReadAPI      string        `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
 	Cost         CostFlags     `embed:"" prefix:"cost." group:"Cost and carbon"`
+	memoryLimitFlag
 }
 
 // analyzeParams is analyze.Params without its methods: kong would call its
@@ -75,6 +76,9 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	p := analyze.Params(c.Params)
 	cost, err := c.Cost.Inputs()
 	if err != nil {
+		return err
+	}
+	if err := c.memoryLimitFlag.apply(g.Logger()); err != nil {
 		return err
 	}
 	cfg := analyze.Config{

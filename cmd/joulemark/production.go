@@ -31,6 +31,7 @@ type AnalyzeProductionCmd struct {
 	MaxSamples   int64                  `name:"query.max-samples" default:"50000000" help:"The server's per-query sample limit (Prometheus' and Mimir's --query.max-samples, VictoriaMetrics' -search.maxSamplesPerQuery): a raw read through the query API that would load more is split in time, after a census query. 0: never split."`
 	ReadAPI      string                 `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
 	Cost         CostFlags              `embed:"" prefix:"cost." group:"Cost and carbon"`
+	memoryLimitFlag
 }
 
 // Run reads the range, writes the report and prints the per-model figures.
@@ -53,6 +54,9 @@ func (c *AnalyzeProductionCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	cost, err := c.Cost.Inputs()
 	if err != nil {
+		return err
+	}
+	if err := c.memoryLimitFlag.apply(g.Logger()); err != nil {
 		return err
 	}
 	cfg := production.Config{PrometheusURL: c.Prometheus.URL, HTTP: hc, From: from, To: to,

@@ -124,6 +124,9 @@ func (q *readOnlyChunkQuerier) Close() error {
 type readOnlyQuerier struct{ readOnlyChunkQuerier }
 
 func (q *readOnlyQuerier) Select(ctx context.Context, sortSeries bool, h *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	if h != nil && h.Func == "series" {
+		return labelsOnly{q.readOnlyChunkQuerier.Select(ctx, sortSeries, h, ms...)}
+	}
 	return nonNilSeries{storage.NewSeriesSetFromChunkSeriesSet(q.readOnlyChunkQuerier.Select(ctx, sortSeries, h, ms...))}
 }
 
@@ -173,3 +176,11 @@ func (readOnlyAdminStats) WALReplayStatus() (tsdb.WALReplayStatus, error) {
 	return tsdb.WALReplayStatus{}, nil
 }
 func (a readOnlyAdminStats) BlockMetas() ([]tsdb.BlockMeta, error) { return a.s.metas, nil }
+
+// labelsOnly lists a chunk series set's series without their chunks (the
+// series API: metadata only).
+type labelsOnly struct{ storage.ChunkSeriesSet }
+
+func (s labelsOnly) At() storage.Series {
+	return storage.NewListSeries(s.ChunkSeriesSet.At().Labels(), nil)
+}

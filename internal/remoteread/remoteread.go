@@ -18,7 +18,9 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
@@ -120,18 +122,13 @@ func (r *Reader) Each(ctx context.Context, sel string, startMs, endMs int64, f f
 	for ss.Next() {
 		s := ss.At()
 		pairs = pairs[:0]
-		it = s.Iterator(it)
-		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
-			if vt != chunkenc.ValFloat {
-				continue // native histograms: not read
-			}
-			t, v := it.At()
-			if t <= startMs || t > endMs || value.IsStaleNaN(v) {
-				continue
-			}
-			pairs = append(pairs, model.SamplePair{Timestamp: model.Time(t), Value: model.SampleValue(v)})
+		var err error
+		if cs, ok := s.(interface{ GetChunks() []prompb.Chunk }); ok {
+			pairs, it, err = appendChunks(pairs, cs.GetChunks(), it, startMs, endMs)
+		} else {
+			pairs, it, err = appendSeries(pairs, s, it, startMs, endMs)
 		}
-		if err := it.Err(); err != nil {
+		if err != nil {
 			return fmt.Errorf("remote read %s: %w", sel, err)
 		}
 		if len(pairs) == 0 {
@@ -147,4 +144,52 @@ func (r *Reader) Each(ctx context.Context, sel string, startMs, endMs int64, f f
 		return fmt.Errorf("remote read %s from %s: %w", sel, r.url, r.secrets.Error(err))
 	}
 	return nil
+}
+
+// appendChunks appends the float samples of chunks in (startMs, endMs],
+// staleness markers dropped, decoding each chunk in turn.
+func appendChunks(pairs []model.SamplePair, chunks []prompb.Chunk, it chunkenc.Iterator, startMs, endMs int64) ([]model.SamplePair, chunkenc.Iterator, error) {
+	for _, c := range chunks {
+		if c.MaxTimeMs <= startMs || c.MinTimeMs > endMs {
+			continue
+		}
+		chk, err := chunkenc.FromData(chunkenc.Encoding(c.Type), c.Data)
+		if err != nil {
+			return pairs, it, err
+		}
+		it = chk.Iterator(it)
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			if vt != chunkenc.ValFloat {
+				continue // native histograms: not read
+			}
+			t, v := it.At()
+			if t > endMs {
+				break
+			}
+			if t <= startMs || value.IsStaleNaN(v) {
+				continue
+			}
+			pairs = append(pairs, model.SamplePair{Timestamp: model.Time(t), Value: model.SampleValue(v)})
+		}
+		if err := it.Err(); err != nil {
+			return pairs, it, err
+		}
+	}
+	return pairs, it, nil
+}
+
+// appendSeries is appendChunks of a series that does not expose its chunks.
+func appendSeries(pairs []model.SamplePair, s storage.Series, it chunkenc.Iterator, startMs, endMs int64) ([]model.SamplePair, chunkenc.Iterator, error) {
+	it = s.Iterator(it)
+	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+		if vt != chunkenc.ValFloat {
+			continue
+		}
+		t, v := it.At()
+		if t <= startMs || t > endMs || value.IsStaleNaN(v) {
+			continue
+		}
+		pairs = append(pairs, model.SamplePair{Timestamp: model.Time(t), Value: model.SampleValue(v)})
+	}
+	return pairs, it, it.Err()
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,13 +24,23 @@ import (
 //
 //	go test -run '^$' -bench Fleet -benchtime 1x ./production/fleetsim -fleet.nodes 16 -fleet.hours 24
 var (
-	flagNodes = flag.Int("fleet.nodes", 16, "BenchmarkFleet: nodes of 8 GPUs")
-	flagHours = flag.Int("fleet.hours", 24, "BenchmarkFleet: hours of data")
-	flagDir   = flag.String("fleet.dir", "", "BenchmarkFleet: TSDB directory to write (kept; reused when it holds blocks); default a temporary one")
+	flagNodes       = flag.Int("fleet.nodes", 16, "BenchmarkFleet: nodes of 8 GPUs")
+	flagHours       = flag.Int("fleet.hours", 24, "BenchmarkFleet: hours of data")
+	flagDir         = flag.String("fleet.dir", "", "BenchmarkFleet: TSDB directory to write (kept; reused when it holds blocks); default a temporary one")
+	flagAnalyzeOnly = flag.Bool("fleet.analyze-only", false, "BenchmarkFleet: measure analyze production alone (not the dashboard queries and rule groups)")
 )
 
 // childEnv names the measurement a child process runs (TestFleetChild).
 const childEnv = "JOULEMARK_FLEETSIM_CHILD"
+
+// Profiles of the analysis, when set: cpuProfileEnv names the file the
+// analyze child writes its CPU profile to, serverProfileEnv the file the
+// benchmark's process (the embedded Prometheus serving it) writes its own
+// to over the same time.
+const (
+	cpuProfileEnv    = "JOULEMARK_FLEETSIM_CPUPROFILE"
+	serverProfileEnv = "JOULEMARK_FLEETSIM_SERVER_CPUPROFILE"
+)
 
 // job is what a child process is given and returns (as JSON files).
 type job struct {
@@ -100,7 +111,9 @@ func BenchmarkFleet(b *testing.B) {
 		b.Fatal(err)
 	}
 	j.URL = s.URL()
+	stop := startProfile(b, os.Getenv(serverProfileEnv))
 	a := runChild(b, j, "analyze")
+	stop()
 	b.ReportMetric(a.WallSeconds, "analyze-s")
 	b.ReportMetric(float64(a.PeakRSS>>20), "analyze-RSS-MB")
 	b.ReportMetric(a.CPUSeconds, "analyze-CPU-s")
@@ -114,6 +127,9 @@ func BenchmarkFleet(b *testing.B) {
 		b.Fatal(err)
 	}
 	logf("embedded Prometheus serving the analysis (this process): peak RSS %d MB", serverRSS>>20)
+	if *flagAnalyzeOnly {
+		return
+	}
 	for _, mode := range []string{"queries", "rules"} {
 		r := runChild(b, j, mode)
 		logf("%s: %.2f s in all (process CPU %.2f s), peak RSS %d MB (the TSDB opened read-only in the process)", mode, r.WallSeconds, r.CPUSeconds, r.PeakRSS>>20)
@@ -190,6 +206,8 @@ func TestFleetChild(t *testing.T) {
 			r.Stats, err = f.Write(ctx, j.Dir, nil)
 		}
 	case "analyze":
+		stop := startProfile(t, os.Getenv(cpuProfileEnv))
+		defer stop()
 		var rep *production.Report
 		rep, err = production.Run(ctx, production.Config{PrometheusURL: j.URL, HTTP: config.DefaultHTTPClientConfig, From: j.AFrom, To: j.ATo,
 			OnRead: func(sel string, n int) {
@@ -213,6 +231,27 @@ func TestFleetChild(t *testing.T) {
 		t.Fatalf("%s: %v", j.Mode, err)
 	}
 	writeJob(t, out, r)
+}
+
+// startProfile starts a CPU profile into path (none when empty) and
+// returns what stops it.
+func startProfile(t testing.TB, path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 func writeJob(t testing.TB, path string, v any) {
