@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -25,6 +26,12 @@ type aggregates struct {
 	inFlight prometheus.Gauge
 	target   prometheus.Gauge
 	achieved prometheus.Gauge
+
+	// The series observe touches, by outcome and by phase, looked up
+	// once instead of per request.
+	mu       sync.Mutex
+	outcomes map[string]prometheus.Counter
+	phases   map[string]*phaseSeries
 }
 
 func newAggregates(runID string) *aggregates {
@@ -71,17 +78,50 @@ func aggregateDesc(name string) (help string, labels []string) {
 // observe counts one finished request. It never panics: a count below
 // zero (which the client's usage checks already refuse) adds nothing.
 func (a *aggregates) observe(r *runarchive.Request) {
-	a.requests.WithLabelValues(r.Outcome()).Inc()
-	a.latency.WithLabelValues(r.Phase).Observe(r.LatencySeconds)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.outcomes == nil {
+		a.outcomes, a.phases = map[string]prometheus.Counter{}, map[string]*phaseSeries{}
+	}
+	out := r.Outcome()
+	if a.outcomes[out] == nil {
+		a.outcomes[out] = a.requests.WithLabelValues(out)
+	}
+	a.outcomes[out].Inc()
+	ps := a.phases[r.Phase]
+	if ps == nil {
+		ps = &phaseSeries{}
+		a.phases[r.Phase] = ps
+	}
+	// Each series is made where it was first observed, as before the
+	// cache: a phase without a success has no token series.
+	cached(&ps.latency, a.latency, r.Phase).Observe(r.LatencySeconds)
 	if r.Success {
-		a.tokens.WithLabelValues(r.Phase).Add(float64(max(0, r.OutputTokens)))
+		if ps.tokens == nil {
+			ps.tokens = a.tokens.WithLabelValues(r.Phase)
+		}
+		ps.tokens.Add(float64(max(0, r.OutputTokens)))
 		if r.TTFTSeconds != nil {
-			a.ttft.WithLabelValues(r.Phase).Observe(*r.TTFTSeconds)
+			cached(&ps.ttft, a.ttft, r.Phase).Observe(*r.TTFTSeconds)
 		}
 		if r.TPOTSeconds != nil {
-			a.tpot.WithLabelValues(r.Phase).Observe(*r.TPOTSeconds)
+			cached(&ps.tpot, a.tpot, r.Phase).Observe(*r.TPOTSeconds)
 		}
 	}
+}
+
+// phaseSeries are one phase's series, each nil until first observed.
+type phaseSeries struct {
+	latency, ttft, tpot prometheus.Observer
+	tokens              prometheus.Counter
+}
+
+// cached is *o, set to vec's series of phase when nil.
+func cached(o *prometheus.Observer, vec *prometheus.HistogramVec, phase string) prometheus.Observer {
+	if *o == nil {
+		*o = vec.WithLabelValues(phase)
+	}
+	return *o
 }
 
 // samples gathers the registry into remote-write samples at tsMs.

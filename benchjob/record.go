@@ -25,8 +25,16 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 // reuse rule (slots) relies on.
 func sampleMs(sec float64) int64 { return int64(math.Floor(sec * 1000)) }
 
+// recordValues holds what a record's pointer fields point to: one
+// allocation instead of one each.
+type recordValues struct {
+	firstToken, scheduled, ttft, tpot float64
+	outputChars                       int
+}
+
 // newRecord turns a response into an archive record.
 func newRecord(phase string, slot int, p Prompt, resp *openai.Response, scheduled time.Time) *runarchive.Request {
+	v := &recordValues{outputChars: resp.TextChars}
 	r := &runarchive.Request{
 		Phase: phase, Slot: slot, Index: p.Index, MaxTokens: p.MaxTokens,
 		SendTime:        unixSeconds(resp.Send),
@@ -37,7 +45,7 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 		Chunks:          resp.Chunks,
 		StatusCode:      resp.StatusCode,
 		ReasoningTokens: resp.ReasoningTokens,
-		OutputChars:     new(resp.TextChars),
+		OutputChars:     &v.outputChars,
 		ReasoningChars:  resp.ReasoningChars,
 		OutputHash:      resp.TextSHA256,
 		ITLSeconds:      make([]float64, len(resp.ITL)),
@@ -45,7 +53,8 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 	}
 	r.RetryAfterSeconds = resp.RetryAfter.Seconds()
 	if !scheduled.IsZero() {
-		r.ScheduledTime = new(unixSeconds(scheduled))
+		v.scheduled = unixSeconds(scheduled)
+		r.ScheduledTime = &v.scheduled
 	}
 	for i, d := range resp.ITL {
 		r.ITLSeconds[i] = d.Seconds()
@@ -63,7 +72,8 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 		r.OutputTokens = resp.Chunks
 	}
 	if !resp.FirstToken.IsZero() {
-		r.FirstTokenTime = new(unixSeconds(resp.FirstToken))
+		v.firstToken = unixSeconds(resp.FirstToken)
+		r.FirstTokenTime = &v.firstToken
 	}
 	if resp.Err != nil {
 		r.Error = resp.Err.Error()
@@ -75,10 +85,11 @@ func newRecord(phase string, slot int, p Prompt, resp *openai.Response, schedule
 		return r
 	}
 	if !resp.FirstToken.IsZero() {
-		ttft := resp.FirstToken.Sub(resp.Send).Seconds()
-		r.TTFTSeconds = &ttft
+		v.ttft = resp.FirstToken.Sub(resp.Send).Seconds()
+		r.TTFTSeconds = &v.ttft
 		if r.OutputTokens > 1 {
-			r.TPOTSeconds = new((r.LatencySeconds - ttft) / float64(r.OutputTokens-1))
+			v.tpot = (r.LatencySeconds - v.ttft) / float64(r.OutputTokens-1)
+			r.TPOTSeconds = &v.tpot
 		}
 	}
 	return r

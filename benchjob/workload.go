@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"hash"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -58,6 +59,7 @@ type source struct {
 	next int
 	gen  func(i int) Prompt
 	sum  hash.Hash
+	buf  []byte // what take hashes
 	// limit is the number of prompts the source has (datasets cycle; traces
 	// end): -1 for unlimited.
 	limit int
@@ -77,12 +79,11 @@ func (s *source) take() (Prompt, bool) {
 	p := s.gen(s.next)
 	p.Index = s.next
 	s.next++
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(p.MaxTokens))
-	s.sum.Write(b[:])
-	binary.LittleEndian.PutUint64(b[:], uint64(len(p.Text)))
-	s.sum.Write(b[:])
-	s.sum.Write([]byte(p.Text))
+	// One write of the lengths and the text, through a reused buffer.
+	s.buf = binary.LittleEndian.AppendUint64(s.buf[:0], uint64(p.MaxTokens))
+	s.buf = binary.LittleEndian.AppendUint64(s.buf, uint64(len(p.Text)))
+	s.buf = append(s.buf, p.Text...)
+	s.sum.Write(s.buf)
 	return p, true
 }
 
@@ -98,15 +99,17 @@ func (s *source) digest() (string, int) {
 // sonnet lines up to a gaussian input length, and a gaussian output length.
 type synthetic struct {
 	rng           *rand.Rand
+	pcg           *rand.PCG // rng's source
 	in, out       distuv.Normal
 	meanIn, meanO int
 	perm          []int // reused line order
 }
 
 func newSynthetic(w Workload) *synthetic {
-	rng := rand.New(rand.NewPCG(uint64(w.Seed), 0x6a6f756c656d)) // "joulemark"
+	pcg := rand.NewPCG(uint64(w.Seed), 0x6a6f756c656d) // "joulemark"
+	rng := rand.New(pcg)
 	return &synthetic{
-		rng:    rng,
+		rng: rng, pcg: pcg,
 		in:     distuv.Normal{Mu: float64(w.MeanInputTokens), Sigma: float64(w.StddevInputTokens), Src: rng},
 		out:    distuv.Normal{Mu: float64(w.MeanOutputTokens), Sigma: float64(w.StddevOutputTokens), Src: rng},
 		meanIn: w.MeanInputTokens, meanO: w.MeanOutputTokens,
@@ -143,7 +146,7 @@ func (g *synthetic) build(in, out int) string {
 	for i := range perm {
 		perm[i] = i
 	}
-	g.rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+	g.shuffle(perm)
 	for k := 0; b.Len() < want; k++ {
 		line := sonnetLines[perm[k%len(perm)]]
 		if rest := want - b.Len(); len(line)+1 > rest {
@@ -162,4 +165,31 @@ func (g *synthetic) build(in, out int) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// shuffle is rand.Shuffle on g.rng: the same Fisher-Yates and the same
+// draws (Rand.Uint64N's), with the source's Uint64 called directly, no
+// call per swap. On 32-bit platforms, where Uint64N draws differently,
+// it calls Uint64N.
+func (g *synthetic) shuffle(perm []int) {
+	for i := len(perm) - 1; i > 0; i-- {
+		n := uint64(i + 1)
+		var j uint64
+		switch {
+		case bits.UintSize == 32:
+			j = g.rng.Uint64N(n)
+		case n&(n-1) == 0:
+			j = g.pcg.Uint64() & (n - 1)
+		default:
+			// Lemire's multiply and reject, as Rand.uint64n.
+			hi, lo := bits.Mul64(g.pcg.Uint64(), n)
+			if lo < n {
+				for thresh := -n % n; lo < thresh; {
+					hi, lo = bits.Mul64(g.pcg.Uint64(), n)
+				}
+			}
+			j = hi
+		}
+		perm[i], perm[j] = perm[j], perm[i]
+	}
 }

@@ -2,8 +2,10 @@ package benchjob
 
 import (
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -238,5 +240,28 @@ func TestDatasetBOMAndLongLine(t *testing.T) {
 	_, err := loadTrace(long)
 	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "longer than 16 MiB") {
 		t.Errorf("long trace line: %v; want line 2 and the limit named", err)
+	}
+}
+
+// TestShuffleIsRandShuffle: the synthetic generator's shuffle leaves the
+// order and the source's state as rand.Shuffle does.
+func TestShuffleIsRandShuffle(t *testing.T) {
+	for seed := range uint64(50) {
+		g := newSynthetic(Workload{Seed: int64(seed)})
+		ref := rand.New(rand.NewPCG(seed, 0x6a6f756c656d))
+		for _, n := range []int{0, 1, 2, 3, 64, 168, 1000} {
+			got, want := make([]int, n), make([]int, n)
+			for i := range n {
+				got[i], want[i] = i, i
+			}
+			g.shuffle(got)
+			ref.Shuffle(n, func(i, j int) { want[i], want[j] = want[j], want[i] })
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d, %d lines: %v, rand.Shuffle %v", seed, n, got, want)
+			}
+		}
+		if a, b := g.rng.Uint64(), ref.Uint64(); a != b {
+			t.Fatalf("seed %d: the sources part (%d, %d)", seed, a, b)
+		}
 	}
 }

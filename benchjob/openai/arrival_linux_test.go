@@ -64,9 +64,9 @@ func TestEventInstantsAreArrivals(t *testing.T) {
 	defer tcp.Close()
 	stampedSoon(t)
 	close(start)
-	st := &state{sse: NewSSEReader(lateReader{r: tcp, pause: 40 * time.Millisecond}, 0), hash: sha256.New()}
+	st := &state{sse: NewSSEReader(lateReader{r: tcp, pause: 40 * time.Millisecond}, 0), hash: sha256.New(), watch: newWatch()}
 	resp := &Response{}
-	(&Client{}).read(context.Background(), st, &Request{MaxTokens: 3}, resp, nil, tcp)
+	(&Client{}).read(st, &Request{MaxTokens: 3}, resp, tcp)
 	at := <-sent
 	if resp.Err != nil || len(at) != 3 || len(resp.ITL) != 2 {
 		t.Fatalf("err %v, %d sends, %d gaps", resp.Err, len(at), len(resp.ITL))

@@ -208,48 +208,6 @@ type Response struct {
 	Err        error
 }
 
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type body struct {
-	Model              string          `json:"model"`
-	Prompt             string          `json:"prompt,omitempty"`
-	Messages           []message       `json:"messages,omitempty"`
-	MaxTokens          int             `json:"max_tokens,omitempty"`
-	Stream             bool            `json:"stream"`
-	StreamOptions      streamOptions   `json:"stream_options"`
-	IgnoreEOS          *bool           `json:"ignore_eos,omitempty"`
-	MinTokens          *int            `json:"min_tokens,omitempty"`
-	Temperature        *float64        `json:"temperature,omitempty"`
-	Seed               *int64          `json:"seed,omitempty"`
-	ChatTemplateKwargs map[string]bool `json:"chat_template_kwargs,omitempty"`
-}
-
-// Body returns the JSON body the client sends for r.
-func Body(r *Request) ([]byte, error) {
-	b := body{Model: r.Model, MaxTokens: r.MaxTokens, Stream: true, StreamOptions: streamOptions{IncludeUsage: true},
-		IgnoreEOS: r.Extras.IgnoreEOS, MinTokens: r.Extras.MinTokens, Temperature: r.Extras.Temperature, Seed: r.Extras.Seed}
-	b.MaxTokens = r.maxTokens()
-	switch r.Endpoint {
-	case Chat:
-		b.Messages = []message{{Role: "user", Content: r.Prompt}}
-		if r.Extras.EnableThinking != nil {
-			b.ChatTemplateKwargs = map[string]bool{"enable_thinking": *r.Extras.EnableThinking}
-		}
-	case Completions, "":
-		b.Prompt = r.Prompt
-	default:
-		return nil, fmt.Errorf("unknown endpoint %q (want completions or chat)", r.Endpoint)
-	}
-	return json.Marshal(&b)
-}
-
 // Path is the URL path suffix of the endpoint.
 func (e Endpoint) Path() string {
 	if e == Chat {
@@ -260,44 +218,41 @@ func (e Endpoint) Path() string {
 
 // state is what one stream needs, pooled between requests.
 type state struct {
-	sse  *SSEReader
-	dec  decoder
-	hash hash.Hash
-	sum  [sha256.Size]byte
+	body  []byte // the request body
+	watch *watch
+	sse   *SSEReader
+	dec   decoder
+	hash  hash.Hash
+	sum   [sha256.Size]byte
 }
 
 // Stream sends r and reads its stream to the end. It never returns nil; a
 // failure is in Response.Err (an *Error carrying its Class).
 func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	resp := &Response{}
-	payload, err := Body(r)
+	st, _ := c.pool.Get().(*state)
+	if st == nil {
+		st = &state{sse: NewSSEReader(nil, 0), hash: sha256.New(), watch: newWatch()}
+	}
+	defer func() {
+		st.sse.Reset(nil)
+		c.pool.Put(st)
+	}()
+	payload, err := appendBody(st.body[:0], r)
 	if err != nil {
 		resp.Send = time.Now()
 		resp.End = resp.Send
 		resp.Err = &Error{Class: contract.ClassMalformedStream, Msg: "building request", Err: err}
 		return resp
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	st.body = payload
 	resp.Send = time.Now()
-	var firstTimer *time.Timer
-	if c.cfg.TotalTimeout > 0 {
-		t := time.AfterFunc(c.cfg.TotalTimeout, func() { cancel(errTotalTimeout) })
-		defer t.Stop()
-	}
-	if c.cfg.FirstTokenTimeout > 0 {
-		firstTimer = time.AfterFunc(c.cfg.FirstTokenTimeout, func() { cancel(errFirstTokenTimeout) })
-		defer firstTimer.Stop()
-	}
-	var idle *time.Timer
-	if c.cfg.IdleTimeout > 0 {
-		idle = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errIdleTimeout) })
-		defer idle.Stop()
-	}
-	hr, x, err := c.post(ctx, r.Endpoint, payload)
+	w := st.watch
+	w.start(ctx, resp.Send, &c.cfg)
+	hr, x, err := c.post(ctx, w, r.Endpoint, payload)
 	if err != nil {
 		resp.End = time.Now()
-		resp.Err = classify(ctx, err, false)
+		resp.Err = classify(endOf(w), err, false)
 		return resp
 	}
 	complete := false
@@ -306,43 +261,35 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 			x.release(complete && !hr.Close)
 		} else {
 			hr.Body.Close()
+			endOf(w)
 		}
 	}()
 	body := io.Reader(hr.Body)
-	if idle != nil {
-		idle.Reset(c.cfg.IdleTimeout)
-		body = newIdleReader(hr.Body, idle, c.cfg.IdleTimeout)
+	if c.cfg.IdleTimeout > 0 {
+		w.progress()
+		body = newIdleReader(hr.Body, w)
 	}
 	resp.StatusCode = hr.StatusCode
-	if refused(ctx, hr, body, resp) {
+	if refused(w, hr, body, resp) {
 		return resp
 	}
-	st, _ := c.pool.Get().(*state)
-	if st == nil {
-		st = &state{sse: NewSSEReader(body, 0), hash: sha256.New()}
-	} else {
-		st.sse.Reset(body)
-	}
-	defer func() {
-		st.sse.Reset(nil)
-		c.pool.Put(st)
-	}()
+	st.sse.Reset(body)
 	var tcp net.Conn // nil through net/http: events are stamped when parsed
 	if x != nil {
 		tcp = x.c.tcp
 	}
-	complete = c.read(ctx, st, r, resp, firstTimer, tcp)
+	complete = c.read(st, r, resp, tcp)
 	return resp
 }
 
 // refused puts into resp the error of an answer that is no event stream
 // (an HTTP error status, another content type); false when it is one.
-func refused(ctx context.Context, hr *http.Response, body io.Reader, resp *Response) bool {
+func refused(w *watch, hr *http.Response, body io.Reader, resp *Response) bool {
 	if hr.StatusCode/100 != 2 {
 		msg, rerr := io.ReadAll(io.LimitReader(body, 512))
 		resp.End = time.Now()
 		if rerr != nil && len(msg) == 0 {
-			resp.Err = classify(ctx, rerr, true)
+			resp.Err = classify(w.err(), rerr, true)
 			return true
 		}
 		resp.Err = &Error{Class: contract.ClassHTTPStatus, StatusCode: hr.StatusCode, Msg: strings.TrimSpace(string(msg))}
@@ -361,15 +308,19 @@ func refused(ctx context.Context, hr *http.Response, body io.Reader, resp *Respo
 }
 
 // post sends the streamed request: over the client's own connections, or
-// through net/http (x nil) where a proxy applies.
-func (c *Client) post(ctx context.Context, e Endpoint, payload []byte) (*http.Response, *exchange, error) {
+// through net/http (x nil) where a proxy applies, with a context w
+// cancels.
+func (c *Client) post(ctx context.Context, w *watch, e Endpoint, payload []byte) (*http.Response, *exchange, error) {
 	if e == "" {
 		e = Completions
 	}
 	if c.conns != nil {
-		return c.conns.roundTrip(ctx, c.heads[e], payload)
+		return c.conns.roundTrip(ctx, w, c.heads[e], payload)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+e.Path(), bytes.NewReader(payload))
+	ctx = w.context(ctx)
+	// A copy: the pooled payload is reused once Stream returns, and the
+	// transport may still hold the body then.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+e.Path(), bytes.NewReader(bytes.Clone(payload)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -394,39 +345,39 @@ func (c *Client) setHeaders(req *http.Request) {
 // Each event's instant is when its last bytes reached tcp's socket (the
 // kernel's receive timestamp, rxstamp, where the connection has one), not
 // when this goroutine got a CPU to parse it.
-func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response, firstTimer *time.Timer, tcp net.Conn) bool {
-	h := st.hash
+func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool {
+	w, h, eof := st.watch, st.hash, false
 	h.Reset()
-	eof := false
 	if r.MaxTokens > 1 {
 		resp.ITL = make([]time.Duration, 0, min(r.MaxTokens-1, 4096))
 	}
 	var last time.Time
+	// The instant of the event just parsed, taken for ends and tokens only.
+	arrival := func() time.Time { return rxstamp.Arrival(tcp, time.Now()) }
 	var lowered *Error // a later usage block lowered the count
 	done := false
 	for {
 		ev, err := st.sse.Next()
-		now := rxstamp.Arrival(tcp, time.Now())
 		if err != nil {
-			resp.End = now
+			resp.End = arrival()
 			eof = err == io.EOF
 			switch {
 			case err == io.EOF && (done || resp.FinishReason != ""):
 				// Complete: [DONE] seen, or at least a finish reason.
 			case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
 				resp.Err = &Error{Class: contract.ClassBrokenStream, Msg: "stream ended before [DONE] and before a finish_reason"}
-				if c := context.Cause(ctx); c != nil {
-					resp.Err = classify(ctx, err, true)
+				if cause := w.err(); cause != nil {
+					resp.Err = classify(cause, err, true)
 				}
 			case errors.Is(err, ErrLineTooLong):
 				resp.Err = &Error{Class: contract.ClassMalformedStream, Err: err}
 			default:
-				resp.Err = classify(ctx, err, true)
+				resp.Err = classify(w.err(), err, true)
 			}
 			break
 		}
 		if ev.Name == "error" {
-			resp.End = now
+			resp.End = arrival()
 			resp.Err = &Error{Class: contract.ClassStreamError, Msg: truncate(ev.Data, 512)}
 			break
 		}
@@ -440,7 +391,7 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 		}
 		ch, err := st.dec.decode(data)
 		if err != nil {
-			resp.End = now
+			resp.End = arrival()
 			class := contract.ClassMalformedStream
 			if ue := (*UsageError)(nil); errors.As(err, &ue) {
 				class = contract.ClassInvalidUsage
@@ -449,16 +400,16 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			break
 		}
 		if ch.err {
-			resp.End = now
+			resp.End = arrival()
 			resp.Err = &Error{Class: contract.ClassStreamError, Msg: ch.errMsg}
 			break
 		}
 		if len(ch.model) > 0 {
-			if resp.Model == "" || resp.Model != string(ch.model) {
-				resp.Model = string(ch.model)
+			if resp.Model != string(ch.model) {
+				resp.Model = stringOf(ch.model, r.Model)
 			}
 			if r.Model != "" && resp.Model != r.Model {
-				resp.End = now
+				resp.End = arrival()
 				resp.Err = &Error{Class: contract.ClassWrongModel, Msg: fmt.Sprintf("asked for model %q, the server answered with %q", r.Model, resp.Model)}
 				break
 			}
@@ -476,16 +427,15 @@ func (c *Client) read(ctx context.Context, st *state, r *Request, resp *Response
 			resp.ReasoningChars += ch.reasoning
 			tokens = true
 		}
-		if len(ch.finish) > 0 && (resp.FinishReason == "" || resp.FinishReason != string(ch.finish)) {
-			resp.FinishReason = string(ch.finish)
+		if len(ch.finish) > 0 && resp.FinishReason != string(ch.finish) {
+			resp.FinishReason = stringOf(ch.finish, "stop", "length")
 		}
 		if tokens {
+			now := arrival()
 			resp.Chunks++
 			if resp.FirstToken.IsZero() {
 				resp.FirstToken = now
-				if firstTimer != nil {
-					firstTimer.Stop()
-				}
+				w.firstToken()
 			} else {
 				resp.ITL = append(resp.ITL, now.Sub(last))
 			}
@@ -521,6 +471,17 @@ func hexSum(h hash.Hash, sum []byte) string {
 	var hx [2 * sha256.Size]byte
 	hex.Encode(hx[:], h.Sum(sum))
 	return string(hx[:])
+}
+
+// stringOf is b as a string: the first of known equal to it, without a
+// copy, else a new string (a record keeps it for the run).
+func stringOf(b []byte, known ...string) string {
+	for _, k := range known {
+		if string(b) == k {
+			return k
+		}
+	}
+	return string(b)
 }
 
 func truncate(b []byte, n int) string {

@@ -85,7 +85,7 @@ func newConnPool(base *url.URL, set *settings, dialer *net.Dialer, timeout time.
 }
 
 // get returns an idle connection (reused true) or a new one.
-func (p *connPool) get(ctx context.Context) (*conn, bool, error) {
+func (p *connPool) get(ctx context.Context, w *watch) (*conn, bool, error) {
 	now := time.Now()
 	p.mu.Lock()
 	for n := len(p.idle); n > 0; n = len(p.idle) {
@@ -98,12 +98,18 @@ func (p *connPool) get(ctx context.Context) (*conn, bool, error) {
 		c.nc.Close()
 	}
 	p.mu.Unlock()
-	c, err := p.connect(ctx)
+	c, err := p.connect(ctx, w)
 	return c, false, err
 }
 
-// connect dials (and shakes hands) within the connect timeout.
-func (p *connPool) connect(ctx context.Context) (*conn, error) {
+// connect dials (and shakes hands) within the connect timeout; the
+// stream's watch ending stops it.
+func (p *connPool) connect(ctx context.Context, w *watch) (*conn, error) {
+	var stop context.CancelCauseFunc
+	ctx, stop = context.WithCancelCause(ctx)
+	defer stop(nil)
+	w.setHook(func() { stop(w.cause) })
+	defer w.setHook(nil)
 	if p.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.timeout)
@@ -160,22 +166,24 @@ func (p *connPool) close() {
 type exchange struct {
 	pool *connPool
 	c    *conn
-	stop func() bool // unregisters the cancellation hook
+	w    *watch // the stream's: its hook is c.expire
 }
 
 // roundTrip writes head, the Content-Length and payload, and reads the
-// answer's head. When ctx ends, the connection's deadline passes, so every
-// read or write on it fails at once. A reused connection the server had
-// closed while idle (nothing of an answer came back) is replaced by a new
-// one once, as net/http does.
-func (p *connPool) roundTrip(ctx context.Context, head, payload []byte) (*http.Response, *exchange, error) {
+// answer's head. When the stream's watch ends it early (a timeout, ctx
+// ended), the connection's deadline passes, so every read or write on it
+// fails at once. A reused connection the server had closed while idle
+// (nothing of an answer came back) is replaced by a new one once, as
+// net/http does.
+func (p *connPool) roundTrip(ctx context.Context, w *watch, head, payload []byte) (*http.Response, *exchange, error) {
 	for try := 0; ; try++ {
-		c, reused, err := p.get(ctx)
+		c, reused, err := p.get(ctx, w)
 		if err != nil {
 			return nil, nil, err
 		}
 		x := &c.x
-		*x = exchange{pool: p, c: c, stop: context.AfterFunc(ctx, c.expire)}
+		*x = exchange{pool: p, c: c, w: w}
+		w.setHook(c.expire)
 		c.wb = append(c.wb[:0], head...)
 		c.wb = strconv.AppendInt(c.wb, int64(len(payload)), 10)
 		c.wb = append(c.wb, "\r\n\r\n"...)
@@ -193,8 +201,9 @@ func (p *connPool) roundTrip(ctx context.Context, head, payload []byte) (*http.R
 				}
 			}
 		}
-		x.release(false)
-		if !reused || !nothing || try > 0 || ctx.Err() != nil || !staleConn(err) {
+		w.setHook(nil)
+		c.nc.Close()
+		if !reused || !nothing || try > 0 || w.err() != nil || !staleConn(err) {
 			return nil, nil, err
 		}
 	}
@@ -207,12 +216,12 @@ func staleConn(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
-// release ends the exchange: the connection goes back to the pool when
-// reuse is true (the answer was read to its end, the server keeps the
-// connection open) and the cancellation hook had not fired; else it is
-// closed.
+// release ends the exchange and its stream's watch: the connection goes
+// back to the pool when reuse is true (the answer was read to its end,
+// the server keeps the connection open) and the watch had not expired it;
+// else it is closed.
 func (x *exchange) release(reuse bool) {
-	if x.stop() && reuse {
+	if x.w.end() && reuse {
 		x.pool.put(x.c)
 		return
 	}

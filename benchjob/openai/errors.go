@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -52,10 +51,12 @@ var (
 	errIdleTimeout       = errors.New("idle timeout: no byte of the answer")
 )
 
-// classify maps a transport or read error to a class. started says whether
-// the answer's headers had arrived (then a transport error breaks the stream).
-func classify(ctx context.Context, err error, started bool) *Error {
-	switch cause := context.Cause(ctx); {
+// classify maps a transport or read error to a class; cause is why the
+// stream was ended early (its watch's), nil when it was not. started says
+// whether the answer's headers had arrived (then a transport error breaks
+// the stream).
+func classify(cause, err error, started bool) *Error {
+	switch {
 	case errors.Is(cause, errFirstTokenTimeout):
 		return &Error{Class: contract.ClassTimeoutFirstToken, Err: cause}
 	case errors.Is(cause, errTotalTimeout):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // The answer head of a streamed POST is read by http.ReadResponse, except
@@ -117,12 +118,21 @@ func (c *conn) plainHead() *http.Response {
 // token says whether b is an HTTP token (a header name).
 func token(b []byte) bool {
 	for _, c := range b {
-		if c <= ' ' || c >= 0x7f || bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), c) >= 0 {
+		if !tokenByte[c] {
 			return false
 		}
 	}
 	return true
 }
+
+// tokenByte says which bytes a token may hold: the printable ASCII ones
+// but the separators.
+var tokenByte = func() (t [256]bool) {
+	for c := '!'; c < 0x7f; c++ {
+		t[c] = !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c)
+	}
+	return t
+}()
 
 // fieldValue says whether b may be a header value: no control character
 // but tab.

@@ -42,3 +42,13 @@ func FuzzPlainHead(f *testing.F) {
 		}
 	})
 }
+
+// TestTokenBytes: the table holds RFC 9110's tchar, byte by byte.
+func TestTokenBytes(t *testing.T) {
+	for c := range 256 {
+		want := c > ' ' && c < 0x7f && !bytes.ContainsRune([]byte(`"(),/:;<=>?@[\]{}`), rune(c))
+		if token([]byte{byte(c)}) != want {
+			t.Errorf("byte %#x: token %v, want %v", c, !want, want)
+		}
+	}
+}

@@ -3,31 +3,29 @@ package openai
 import (
 	"bytes"
 	"io"
-	"time"
 )
 
-// idleReader re-arms the idle timer t when the stream shows progress: a
+// idleReader pushes the watch's idle deadline when the stream shows progress: a
 // line that is neither an SSE comment (":" first, an engine's keep-alive)
 // nor blank. An engine trickling comments forever is idle (issue 33: a
 // comment every 5 s kept a request alive for good). It scans line starts
 // only (bytes.IndexByte), not every byte.
 type idleReader struct {
 	r io.Reader
-	t *time.Timer
-	d time.Duration
+	w *watch
 
 	lineStart bool // the next byte starts a line
 	comment   bool // the current line is a comment
 }
 
-func newIdleReader(r io.Reader, t *time.Timer, d time.Duration) *idleReader {
-	return &idleReader{r: r, t: t, d: d, lineStart: true}
+func newIdleReader(r io.Reader, w *watch) *idleReader {
+	return &idleReader{r: r, w: w, lineStart: true}
 }
 
 func (ir *idleReader) Read(p []byte) (int, error) {
 	n, err := ir.r.Read(p)
 	if n > 0 && ir.progress(p[:n]) {
-		ir.t.Reset(ir.d)
+		ir.w.progress()
 	}
 	return n, err
 }

@@ -23,7 +23,7 @@ func TestIdleCountsOnlyContent(t *testing.T) {
 		{[]string{": keep", "-alive\n", "data", ": {}\n"}, []bool{false, false, true, true}},
 		{[]string{"\n: x\ndata: 1\n"}, []bool{true}},
 	} {
-		ir := newIdleReader(nil, nil, 0)
+		ir := newIdleReader(nil, nil)
 		for i, r := range c.reads {
 			if got := ir.progress([]byte(r)); got != c.want[i] {
 				t.Errorf("%q, read %d %q: progress %v, want %v", c.reads, i, r, got, c.want[i])

@@ -181,4 +181,6 @@ func (a readOnlyAdminStats) BlockMetas() ([]tsdb.BlockMeta, error) { return a.s.
 // series API: metadata only).
 type labelsOnly struct{ storage.ChunkSeriesSet }
 
-func (s labelsOnly) At() storage.Series { return storage.NewListSeries(s.ChunkSeriesSet.At().Labels(), nil) }
+func (s labelsOnly) At() storage.Series {
+	return storage.NewListSeries(s.ChunkSeriesSet.At().Labels(), nil)
+}

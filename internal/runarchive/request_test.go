@@ -195,6 +195,7 @@ func FuzzDecodeRequests(f *testing.F) {
 				t.Fatalf("line %d after %d, request %v", line, last, r)
 			}
 			last = line
+			checkLine(t, r)
 			enc, err := json.Marshal(r)
 			if err != nil {
 				t.Fatalf("re-encoding %+v: %v", r, err)

@@ -70,7 +70,7 @@ func (w *RequestWriter) Append(req *Request) {
 	w.mu.Lock()
 	var call func(error)
 	if w.err == nil && w.enc != nil {
-		if err := w.enc.Encode(req); err != nil {
+		if err := w.encode(req); err != nil {
 			call = w.failed(err)
 		}
 	}
@@ -79,6 +79,17 @@ func (w *RequestWriter) Append(req *Request) {
 	if call != nil {
 		call(err)
 	}
+}
+
+// encode writes req's line into the buffer: appendRequest's, straight
+// into the buffer's free space, or encoding/json's where it declines.
+// w.mu is held.
+func (w *RequestWriter) encode(req *Request) error {
+	if line, ok := appendRequest(w.w.AvailableBuffer(), req); ok {
+		_, err := w.w.Write(line)
+		return err
+	}
+	return w.enc.Encode(req)
 }
 
 // Flush pushes buffered lines to the file, so a crash loses little.
