@@ -3,7 +3,6 @@ package analyze
 import (
 	"cmp"
 	"fmt"
-	"math"
 )
 
 // attribution is the per-request split of GPU energy (docs/design.md,
@@ -25,7 +24,7 @@ const (
 // event is one request's send, first token or end at time t: 12 bytes
 // (16 with a float64 field, for its alignment), three per request, sorted.
 type event struct {
-	tLo, tHi uint32 // the bits of t
+	kLo, kHi uint32 // orderKey(t): the sorts read it as it is
 	reqKind  uint32 // request index << 2 | kind
 }
 
@@ -33,11 +32,14 @@ type event struct {
 const maxEventReqs = 1 << 30
 
 func newEvent(t float64, req int, kind evKind) event {
-	b := math.Float64bits(t)
-	return event{tLo: uint32(b), tHi: uint32(b >> 32), reqKind: uint32(req)<<2 | uint32(kind)}
+	k := orderKey(t)
+	return event{kLo: uint32(k), kHi: uint32(k >> 32), reqKind: uint32(req)<<2 | uint32(kind)}
 }
 
-func (e event) t() float64 { return math.Float64frombits(uint64(e.tHi)<<32 | uint64(e.tLo)) }
+// key is orderKey(t): the order of the times, −0 before +0 (never NaN).
+func (e event) key() uint64 { return uint64(e.kHi)<<32 | uint64(e.kLo) }
+
+func (e event) t() float64 { return fromOrderKey(e.key()) }
 
 func (e event) req() int { return int(e.reqKind >> 2) }
 
@@ -127,7 +129,9 @@ func newSweep(reqs []Request, from, to float64) *sweep {
 	}
 	// Each kind by time, then request, as cmpEvents orders them.
 	for k := range s.evs {
-		radixSortBy(s.evs[k], func(e event) uint64 { return floatKey(e.t()) })
+		// By orderKey, which floatKey's order refines (−0 before +0):
+		// the runs of equal times are the same.
+		radixSortBy(s.evs[k], event.key)
 		sortRuns(s.evs[k], func(a, b event) bool { return a.t() == b.t() }, cmpEvents)
 	}
 	s.out.Joules = make([]float64, len(reqs))

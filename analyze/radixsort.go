@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -20,15 +21,23 @@ const radixSmall = 24
 
 func radixSortDigit[T any](v []T, key func(T) uint64, shift uint) {
 	for len(v) > radixSmall {
+		// One pass counts this byte and finds the bits where any key
+		// differs from the first: when every key has this byte, the next
+		// byte to sort by is the highest one that differs, not the next.
 		var count [256]int
+		k0 := key(v[0])
+		diff := uint64(0)
 		for _, x := range v {
-			count[byte(key(x)>>shift)]++
+			k := key(x)
+			count[byte(k>>shift)]++
+			diff |= k ^ k0
 		}
-		if count[byte(key(v[0])>>shift)] == len(v) { // every key has this byte
-			if shift == 0 {
+		if count[byte(k0>>shift)] == len(v) { // every key has this byte
+			diff &= 1<<shift - 1 // the bytes below it
+			if diff == 0 {
 				return
 			}
-			shift -= 8
+			shift = uint(63-bits.LeadingZeros64(diff)) &^ 7
 			continue
 		}
 		var head, tail [256]int
@@ -94,11 +103,25 @@ func floatKey(x float64) uint64 {
 	if x == 0 {
 		x = 0 // −0 to +0
 	}
+	return orderKey(x)
+}
+
+// orderKey maps x to a key whose unsigned order is the order of float64s
+// other than NaN, −0 before +0; fromOrderKey inverts it.
+func orderKey(x float64) uint64 {
 	b := math.Float64bits(x)
 	if b>>63 != 0 {
 		return ^b
 	}
 	return b | 1<<63
+}
+
+// fromOrderKey is the float64 whose orderKey is k.
+func fromOrderKey(k uint64) float64 {
+	if k>>63 != 0 {
+		return math.Float64frombits(k &^ (1 << 63))
+	}
+	return math.Float64frombits(^k)
 }
 
 // radixSortFloats sorts v as slices.Sort does, the same values in the same
@@ -109,5 +132,5 @@ func radixSortFloats(v []float64) {
 		slices.Sort(v)
 		return
 	}
-	radixSortBy(v, floatKey)
+	radixSortBy(v, orderKey) // no NaN or −0: floatKey's order
 }
