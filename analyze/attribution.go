@@ -41,6 +41,27 @@ func (e event) key() uint64 { return uint64(e.kHi)<<32 | uint64(e.kLo) }
 
 func (e event) t() float64 { return fromOrderKey(e.key()) }
 
+// before says whether e comes before f in cmpEvents' order, from the keys:
+// −0 and +0 are one time there.
+func (e event) before(f event) bool {
+	ek, fk := sameZero(e.key()), sameZero(f.key())
+	if ek != fk {
+		return ek < fk
+	}
+	if e.kind() != f.kind() {
+		return e.kind() < f.kind()
+	}
+	return e.req() < f.req()
+}
+
+// sameZero maps orderKey(−0) to orderKey(+0), its neighbour.
+func sameZero(k uint64) uint64 {
+	if k == 1<<63-1 {
+		return 1 << 63
+	}
+	return k
+}
+
 func (e event) req() int { return int(e.reqKind >> 2) }
 
 func (e event) kind() evKind { return evKind(e.reqKind & 3) }
@@ -159,7 +180,7 @@ func (s *sweep) next() (event, bool) {
 		if len(s.evs[j]) == 0 {
 			continue
 		}
-		if e := s.evs[j][0]; k < 0 || cmpEvents(e, best) < 0 {
+		if e := s.evs[j][0]; k < 0 || e.before(best) {
 			k, best = j, e
 		}
 	}

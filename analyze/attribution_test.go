@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -185,4 +186,28 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestEventBefore: before, on the events' keys, is cmpEvents' order, −0
+// and +0 one time, and t gives back each event's time bit for bit.
+func TestEventBefore(t *testing.T) {
+	times := []float64{math.Inf(-1), -2, -1e-300, math.Copysign(0, -1), 0, 1e-300, 1, 1.7e9, math.Inf(1)}
+	var evs []event
+	for i, x := range times {
+		for k := evSend; k <= evEnd; k++ {
+			evs = append(evs, newEvent(x, i%3, k), newEvent(x, 5-i%3, k))
+		}
+	}
+	for _, e := range evs {
+		for _, f := range evs {
+			if got, want := e.before(f), cmpEvents(e, f) < 0; got != want {
+				t.Fatalf("(%v %d %d).before(%v %d %d) = %v, want %v", e.t(), e.kind(), e.req(), f.t(), f.kind(), f.req(), got, want)
+			}
+		}
+	}
+	for i, x := range times {
+		if e := newEvent(x, i, evEnd); math.Float64bits(e.t()) != math.Float64bits(x) || e.req() != i || e.kind() != evEnd {
+			t.Fatalf("newEvent(%v, %d, evEnd) gives back %v, %d, %d", x, i, e.t(), e.req(), e.kind())
+		}
+	}
 }
