@@ -26,21 +26,41 @@ func (s *binSeries) bin(x float64) int {
 
 // add spreads x over [a, b], clamped to the grid (a value wholly outside
 // it lands in the nearest bin).
-func (s *binSeries) add(a, b, x float64) {
+func (s *binSeries) add(a, b, x float64) { s.addSpan(s.span(a, b), x) }
+
+// binSpan is where add puts a value spread over one span: the series of
+// one grid share it, so a span's bins are found once for all of them.
+type binSpan struct {
+	ia, ib      int     // the bins of the span's ends
+	whole       bool    // the value all goes to bin ia
+	d           float64 // the clamped span's length
+	first, last float64 // its parts in bins ia and ib
+}
+
+// span is the bins and parts of [a, b], clamped to the grid.
+func (s *binSeries) span(a, b float64) binSpan {
 	end := s.from + float64(len(s.v))*s.w
 	a = min(max(a, s.from), end)
 	b = min(max(b, a), end)
 	ia, ib := s.bin(a), s.bin(b)
 	if ia == ib || !(b > a) {
-		s.v[ia] += x
+		return binSpan{ia: ia, ib: ib, whole: true}
+	}
+	return binSpan{ia: ia, ib: ib, d: b - a, first: s.from + float64(ia+1)*s.w - a, last: b - s.from - float64(ib)*s.w}
+}
+
+// addSpan spreads x over sp, a span of a series on the same grid.
+func (s *binSeries) addSpan(sp binSpan, x float64) {
+	if sp.whole {
+		s.v[sp.ia] += x
 		return
 	}
-	rate := x / (b - a)
-	s.v[ia] += rate * (s.from + float64(ia+1)*s.w - a)
-	s.v[ib] += rate * (b - s.from - float64(ib)*s.w)
-	if ib > ia+1 {
-		s.d[ia+1] += rate * s.w
-		s.d[ib] -= rate * s.w
+	rate := x / sp.d
+	s.v[sp.ia] += rate * sp.first
+	s.v[sp.ib] += rate * sp.last
+	if sp.ib > sp.ia+1 {
+		s.d[sp.ia+1] += rate * s.w
+		s.d[sp.ib] -= rate * s.w
 	}
 }
 

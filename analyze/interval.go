@@ -140,14 +140,15 @@ func (c *computation) latencyPart(from, w float64, n int, thr [3][4]float64, kno
 		q := &c.d.Requests[i]
 		a, b := q.Send, q.End
 		firstEnd, lastSend = min(firstEnd, b), max(lastSend, a)
+		sp := den[0].span(a, b) // every series here is on one grid
 		for k := range den {
 			v, ok := latencyValue(k, q)
 			if !ok {
 				continue
 			}
-			den[k].add(a, b, 1)
+			den[k].addSpan(sp, 1)
 			if j, _ := slices.BinarySearch(thr[k][:], v); j < 4 && v <= thr[k][j] {
-				below[k][j].add(a, b, 1)
+				below[k][j].addSpan(sp, 1)
 			}
 		}
 	}
@@ -319,26 +320,27 @@ func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
 		q := &c.d.Requests[i]
 		a, b := q.Send, q.End
 		firstEnd, lastSend = min(firstEnd, b), max(lastSend, a)
-		cnt.add(a, b, 1)
+		sp := cnt.span(a, b) // every series here is on one grid
+		cnt.addSpan(sp, 1)
 		if !q.Success {
 			continue
 		}
 		t := float64(q.OutputTokens)
-		tok.add(a, b, t)
+		tok.addSpan(sp, t)
 		if c.isGood(q) {
-			goodT.add(a, b, t)
-			good.add(a, b, 1)
+			goodT.addSpan(sp, t)
+			good.addSpan(sp, 1)
 		}
 		if q.OutputTokens <= 0 {
 			continue
 		}
 		if steadyFrom >= 0 && pos >= steadyFrom && c.joules != nil {
-			sj.add(a, b, c.joules[i])
-			st.add(a, b, t)
+			sj.addSpan(sp, c.joules[i])
+			st.addSpan(sp, t)
 			sFrom = min(sFrom, a)
 			if pos < nss-drain {
-				uj.add(a, b, c.joules[i])
-				ut.add(a, b, t)
+				uj.addSpan(sp, c.joules[i])
+				ut.addSpan(sp, t)
 				uFrom, uTo = min(uFrom, a), max(uTo, b)
 			}
 		}
