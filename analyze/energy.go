@@ -162,8 +162,26 @@ func newTotalCursor(curves []curve) *totalCursor {
 // less than at's previous x.
 func (tc *totalCursor) at(x float64) float64 {
 	sum := 0.0
-	for j, cv := range tc.curves {
+	for j := range tc.curves {
+		cv := &tc.curves[j]
 		n := len(cv.t)
+		if n >= 2 && cv.tol >= 0 && x > cv.t[0] && x < cv.t[n-1] {
+			// The common case, as the default case below: the segment
+			// holding x, interpolated without seg's clamps.
+			t := cv.t[:n]
+			k := tc.k[j]
+			for t[k+1] < x {
+				k++
+			}
+			tc.k[j] = k
+			t0, t1, c0 := t[k], t[k+1], cv.c[k]
+			if t1 == t0 {
+				sum += c0
+			} else {
+				sum += c0 + (cv.c[k+1]-c0)*(x-t0)/(t1-t0)
+			}
+			continue
+		}
 		switch {
 		case n == 0:
 		case n == 1:
