@@ -2,21 +2,42 @@ package main
 
 import (
 	"log/slog"
+	"os"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/alecthomas/kong"
 	"github.com/alecthomas/units"
+	"github.com/joulemark/joulemark/analyze"
 )
 
-// memoryLimitFlag is the --memory-limit flag of the analyses: the Go
-// runtime's soft memory limit (GOMEMLIMIT), as Prometheus'
-// --auto-gomemlimit sets it.
+// memoryLimitFlag is the analyses' memory flags: the Go runtime's soft
+// memory limit (GOMEMLIMIT), as Prometheus' --auto-gomemlimit sets it, and
+// the garbage collector's target (GOGC).
 type memoryLimitFlag struct {
 	MemoryLimit string `name:"memory-limit" default:"auto" placeholder:"SIZE" help:"Soft limit of this process' Go memory (debug.SetMemoryLimit, as GOMEMLIMIT): the garbage collector runs more often as the heap nears it, so the peak memory stays near it at some CPU cost. auto: 90% of the cgroup's memory limit where one is set (as Prometheus sets its own; GOMEMLIMIT in the environment wins), else none; off: none but GOMEMLIMIT's; or a size such as 300MiB."`
+	GCPercent   int    `name:"gc-percent" default:"${gc_percent}" placeholder:"PERCENT" help:"The garbage collector's target (debug.SetGCPercent, as GOGC): a collection when the heap has grown by this percentage since the last. The analyses hold large pointer-free arrays that a collection marks quickly, so a target below Go's 100 keeps the peak memory down for little CPU. GOGC in the environment wins; -1: no collections but the memory limit's."`
 }
 
-// apply sets the limit the flag names and logs it.
+// memoryVars is the memory flags' defaults.
+func memoryVars() kong.Vars {
+	return kong.Vars{"gc_percent": strconv.Itoa(analyze.GCPercent)}
+}
+
+// apply sets the limit and the target the flags name, and logs them.
 func (f memoryLimitFlag) apply(log *slog.Logger) error {
+	if f.GCPercent < -1 {
+		return usageErrorf("--gc-percent %d: want -1 (off) or more", f.GCPercent)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(f.GCPercent)
+	}
+	return f.applyLimit(log)
+}
+
+// applyLimit sets the soft memory limit --memory-limit names.
+func (f memoryLimitFlag) applyLimit(log *slog.Logger) error {
 	switch f.MemoryLimit {
 	case "off":
 		return nil

@@ -4,10 +4,14 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"testing"
+
+	"github.com/joulemark/joulemark/analyze"
 )
 
 func TestMemoryLimitFlag(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "") // present: auto leaves the runtime's limit
+	t.Setenv("GOGC", "")
+	t.Cleanup(func() { debug.SetGCPercent(100) })
 	prev := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
 	log := slog.New(slog.DiscardHandler)
@@ -20,7 +24,7 @@ func TestMemoryLimitFlag(t *testing.T) {
 		{"auto", 300 << 20},
 		{"2GiB", 2 << 30},
 	} {
-		if err := (memoryLimitFlag{c.flag}).apply(log); err != nil {
+		if err := (memoryLimitFlag{MemoryLimit: c.flag, GCPercent: 100}).apply(log); err != nil {
 			t.Fatalf("--memory-limit %s: %v", c.flag, err)
 		}
 		if got := debug.SetMemoryLimit(-1); got != c.want {
@@ -28,12 +32,50 @@ func TestMemoryLimitFlag(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "lots", "-1MiB", "0"} {
-		err := (memoryLimitFlag{bad}).apply(log)
+		err := (memoryLimitFlag{MemoryLimit: bad, GCPercent: 100}).apply(log)
 		if code := exitCode(err); err == nil || code != exitUsage {
 			t.Errorf("--memory-limit %q: error %v (exit %d), want a usage error", bad, err, code)
 		}
 	}
 	if got := debug.SetMemoryLimit(-1); got != 2<<30 {
 		t.Errorf("a bad value changed the limit to %d", got)
+	}
+}
+
+// TestGCPercentFlag: --gc-percent sets the collector's target, its default
+// is analyze.GCPercent, GOGC in the environment wins, and a target below
+// -1 is a usage error.
+func TestGCPercentFlag(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	t.Cleanup(func() { debug.SetGCPercent(100) })
+	t.Setenv("GOGC", "")
+	cli, p := testParser(t)
+	if _, err := p.Parse([]string{"analyze", "run", "--run-id", "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cli.Analyze.Run.GCPercent; got != analyze.GCPercent {
+		t.Fatalf("--gc-percent default %d, want analyze.GCPercent %d", got, analyze.GCPercent)
+	}
+	for _, c := range []struct {
+		env       string
+		flag, was int
+		want      int
+	}{
+		{"", 30, 100, 30},
+		{"", -1, 100, -1},
+		{"150", 30, 150, 150}, // GOGC wins
+	} {
+		t.Setenv("GOGC", c.env)
+		debug.SetGCPercent(c.was)
+		if err := (memoryLimitFlag{MemoryLimit: "off", GCPercent: c.flag}).apply(log); err != nil {
+			t.Fatalf("--gc-percent %d: %v", c.flag, err)
+		}
+		if got := debug.SetGCPercent(c.was); got != c.want {
+			t.Errorf("GOGC=%q --gc-percent %d: target %d, want %d", c.env, c.flag, got, c.want)
+		}
+	}
+	err := (memoryLimitFlag{MemoryLimit: "off", GCPercent: -2}).apply(log)
+	if code := exitCode(err); err == nil || code != exitUsage {
+		t.Errorf("--gc-percent -2: error %v (exit %d), want a usage error", err, code)
 	}
 }
