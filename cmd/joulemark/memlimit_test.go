@@ -10,8 +10,6 @@ import (
 
 func TestMemoryLimitFlag(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "") // present: auto leaves the runtime's limit
-	t.Setenv("GOGC", "")
-	t.Cleanup(func() { debug.SetGCPercent(100) })
 	prev := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
 	log := slog.New(slog.DiscardHandler)
@@ -24,7 +22,7 @@ func TestMemoryLimitFlag(t *testing.T) {
 		{"auto", 300 << 20},
 		{"2GiB", 2 << 30},
 	} {
-		if err := (memoryLimitFlag{MemoryLimit: c.flag, GCPercent: 100}).apply(log); err != nil {
+		if err := (memoryLimitFlag{c.flag}).apply(log); err != nil {
 			t.Fatalf("--memory-limit %s: %v", c.flag, err)
 		}
 		if got := debug.SetMemoryLimit(-1); got != c.want {
@@ -32,7 +30,7 @@ func TestMemoryLimitFlag(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "lots", "-1MiB", "0"} {
-		err := (memoryLimitFlag{MemoryLimit: bad, GCPercent: 100}).apply(log)
+		err := (memoryLimitFlag{bad}).apply(log)
 		if code := exitCode(err); err == nil || code != exitUsage {
 			t.Errorf("--memory-limit %q: error %v (exit %d), want a usage error", bad, err, code)
 		}
@@ -46,7 +44,6 @@ func TestMemoryLimitFlag(t *testing.T) {
 // is analyze.GCPercent, GOGC in the environment wins, and a target below
 // -1 is a usage error.
 func TestGCPercentFlag(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
 	t.Cleanup(func() { debug.SetGCPercent(100) })
 	t.Setenv("GOGC", "")
 	cli, p := testParser(t)
@@ -67,14 +64,14 @@ func TestGCPercentFlag(t *testing.T) {
 	} {
 		t.Setenv("GOGC", c.env)
 		debug.SetGCPercent(c.was)
-		if err := (memoryLimitFlag{MemoryLimit: "off", GCPercent: c.flag}).apply(log); err != nil {
+		if err := (gcPercentFlag{c.flag}).apply(); err != nil {
 			t.Fatalf("--gc-percent %d: %v", c.flag, err)
 		}
 		if got := debug.SetGCPercent(c.was); got != c.want {
 			t.Errorf("GOGC=%q --gc-percent %d: target %d, want %d", c.env, c.flag, got, c.want)
 		}
 	}
-	err := (memoryLimitFlag{MemoryLimit: "off", GCPercent: -2}).apply(log)
+	err := (gcPercentFlag{-2}).apply()
 	if code := exitCode(err); err == nil || code != exitUsage {
 		t.Errorf("--gc-percent -2: error %v (exit %d), want a usage error", err, code)
 	}
