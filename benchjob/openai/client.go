@@ -224,6 +224,7 @@ type state struct {
 	dec   decoder
 	hash  hash.Hash
 	sum   [sha256.Size]byte
+	idle  idleReader // the body's, when an idle timeout is set
 }
 
 // Stream sends r and reads its stream to the end. It never returns nil; a
@@ -267,7 +268,8 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	body := io.Reader(hr.Body)
 	if c.cfg.IdleTimeout > 0 {
 		w.progress()
-		body = newIdleReader(hr.Body, w)
+		st.idle = newIdleReader(hr.Body, w)
+		body = &st.idle
 	}
 	resp.StatusCode = hr.StatusCode
 	if refused(w, hr, body, resp) {
