@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -234,6 +235,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	st, _ := c.pool.Get().(*state)
 	if st == nil {
 		st = &state{sse: NewSSEReader(nil, 0), hash: sha256.New(), watch: newWatch()}
+		runtime.AddCleanup(st, (*watch).unwatch, st.watch)
 	}
 	defer func() {
 		st.sse.Reset(nil)
