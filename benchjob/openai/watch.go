@@ -26,8 +26,8 @@ type watch struct {
 	// when another comes, or by unwatch when the pooled state is dropped.
 	watched <-chan struct{}
 	stop    func() bool
-	cause  error           // why the stream ended early; nil while it goes on
-	hook   func()          // called once with cause set; nil: none yet
+	cause   error  // why the stream ended early; nil while it goes on
+	hook    func() // called once with cause set; nil: none yet
 	// release, when set, is called by end (a context made for the stream)
 	release func()
 	// deadlines; zero: none
