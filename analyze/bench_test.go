@@ -385,6 +385,9 @@ func analyzeChild() (err error) {
 		return err
 	}
 	cfg := Config{PrometheusURL: os.Getenv(envChildURL), RunID: os.Getenv(envChildRun), Params: DefaultParams(), Now: time.Unix(sec, 0), ReadAPI: os.Getenv(envChildAPI)}
+	if os.Getenv("GOGC") == "" { // as joulemark analyze runs (--gc-percent)
+		debug.SetGCPercent(GCPercent)
+	}
 	if path := os.Getenv(envChildProfile); path != "" {
 		f, err := os.Create(path)
 		if err != nil {

@@ -35,6 +35,7 @@ type AnalyzeCmd struct {
 	ReadAPI      string        `name:"prometheus.read-api" default:"auto" enum:"auto,remote-read,query" help:"How raw series are read: remote read (STREAMED_XOR_CHUNKS), falling back to the query API where the server lacks it (auto), or only one of them (${enum})."`
 	Cost         CostFlags     `embed:"" prefix:"cost." group:"Cost and carbon"`
 	memoryLimitFlag
+	gcPercentFlag
 }
 
 // analyzeParams is analyze.Params without its methods: kong would call its
@@ -79,6 +80,9 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	if err := c.memoryLimitFlag.apply(g.Logger()); err != nil {
+		return err
+	}
+	if err := c.gcPercentFlag.apply(); err != nil {
 		return err
 	}
 	cfg := analyze.Config{

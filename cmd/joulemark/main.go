@@ -93,6 +93,7 @@ func newParser(cli *CLI, options ...kong.Option) (*kong.Kong, error) {
 		kong.ShortUsageOnError(),
 		kong.Vars{"version": version.String()},
 		benchHelpVars(),
+		memoryVars(),
 		kong.NamedMapper("runid", runIDMapper{}),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.PostBuild(defaultsFromTarget),

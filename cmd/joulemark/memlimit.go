@@ -2,10 +2,14 @@ package main
 
 import (
 	"log/slog"
+	"os"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/alecthomas/kong"
 	"github.com/alecthomas/units"
+	"github.com/joulemark/joulemark/analyze"
 )
 
 // memoryLimitFlag is the --memory-limit flag of the analyses: the Go
@@ -13,6 +17,29 @@ import (
 // --auto-gomemlimit sets it.
 type memoryLimitFlag struct {
 	MemoryLimit string `name:"memory-limit" default:"auto" placeholder:"SIZE" help:"Soft limit of this process' Go memory (debug.SetMemoryLimit, as GOMEMLIMIT): the garbage collector runs more often as the heap nears it, so the peak memory stays near it at some CPU cost. auto: 90% of the cgroup's memory limit where one is set (as Prometheus sets its own; GOMEMLIMIT in the environment wins), else none; off: none but GOMEMLIMIT's; or a size such as 300MiB."`
+}
+
+// gcPercentFlag is analyze run's --gc-percent: the garbage collector's
+// target (GOGC). analyze production keeps Go's: its maps cost a
+// collection more (docs/analyze.md, "Memory at the peak").
+type gcPercentFlag struct {
+	GCPercent int `name:"gc-percent" default:"${gc_percent}" placeholder:"PERCENT" help:"The garbage collector's target (debug.SetGCPercent, as GOGC): a collection when the heap has grown by this percentage since the last. The analysis holds large pointer-free arrays that a collection marks quickly, so a target below Go's 100 keeps the peak memory down for little CPU. GOGC in the environment wins; -1: no collections but the memory limit's."`
+}
+
+// memoryVars is the memory flags' defaults.
+func memoryVars() kong.Vars {
+	return kong.Vars{"gc_percent": strconv.Itoa(analyze.GCPercent)}
+}
+
+// apply sets the collector's target unless GOGC is set.
+func (f gcPercentFlag) apply() error {
+	if f.GCPercent < -1 {
+		return usageErrorf("--gc-percent %d: want -1 (off) or more", f.GCPercent)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(f.GCPercent)
+	}
+	return nil
 }
 
 // apply sets the limit the flag names and logs it.

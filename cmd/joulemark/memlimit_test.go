@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"testing"
+
+	"github.com/joulemark/joulemark/analyze"
 )
 
 func TestMemoryLimitFlag(t *testing.T) {
@@ -35,5 +37,42 @@ func TestMemoryLimitFlag(t *testing.T) {
 	}
 	if got := debug.SetMemoryLimit(-1); got != 2<<30 {
 		t.Errorf("a bad value changed the limit to %d", got)
+	}
+}
+
+// TestGCPercentFlag: --gc-percent sets the collector's target, its default
+// is analyze.GCPercent, GOGC in the environment wins, and a target below
+// -1 is a usage error.
+func TestGCPercentFlag(t *testing.T) {
+	t.Cleanup(func() { debug.SetGCPercent(100) })
+	t.Setenv("GOGC", "")
+	cli, p := testParser(t)
+	if _, err := p.Parse([]string{"analyze", "run", "--run-id", "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cli.Analyze.Run.GCPercent; got != analyze.GCPercent {
+		t.Fatalf("--gc-percent default %d, want analyze.GCPercent %d", got, analyze.GCPercent)
+	}
+	for _, c := range []struct {
+		env       string
+		flag, was int
+		want      int
+	}{
+		{"", 30, 100, 30},
+		{"", -1, 100, -1},
+		{"150", 30, 150, 150}, // GOGC wins
+	} {
+		t.Setenv("GOGC", c.env)
+		debug.SetGCPercent(c.was)
+		if err := (gcPercentFlag{c.flag}).apply(); err != nil {
+			t.Fatalf("--gc-percent %d: %v", c.flag, err)
+		}
+		if got := debug.SetGCPercent(c.was); got != c.want {
+			t.Errorf("GOGC=%q --gc-percent %d: target %d, want %d", c.env, c.flag, got, c.want)
+		}
+	}
+	err := (gcPercentFlag{-2}).apply()
+	if code := exitCode(err); err == nil || code != exitUsage {
+		t.Errorf("--gc-percent -2: error %v (exit %d), want a usage error", err, code)
 	}
 }

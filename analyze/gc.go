@@ -1,0 +1,11 @@
+package analyze
+
+// GCPercent is the garbage collector's target joulemark analyze run runs
+// with (debug.SetGCPercent, as GOGC) unless GOGC is set: a collection when
+// the heap has grown by this percentage since the last one. Its working
+// set is large pointer-free arrays (requests, sample series, sort keys),
+// which a collection marks in milliseconds, so collecting at 30% growth
+// rather than Go's 100% keeps the peak memory near the live data for a
+// few percent more CPU (docs/analyze.md, "Memory at the peak"). analyze
+// production keeps Go's 100: its maps cost a collection more.
+const GCPercent = 30
