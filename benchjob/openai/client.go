@@ -252,7 +252,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	resp.Send = time.Now()
 	w := st.watch
 	w.start(ctx, resp.Send, &c.cfg)
-	hr, x, err := c.post(ctx, w, r.Endpoint, payload)
+	hr, x, err := c.post(ctx, w, resp.Send, r.Endpoint, payload)
 	if err != nil {
 		resp.End = time.Now()
 		resp.Err = classify(endOf(w), err, false)
@@ -261,7 +261,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	complete := false
 	defer func() {
 		if x != nil {
-			x.release(complete && !hr.Close)
+			x.release(complete && !hr.Close, resp.End) // resp.End is set when complete
 		} else {
 			hr.Body.Close()
 			endOf(w)
@@ -314,12 +314,12 @@ func refused(w *watch, hr *http.Response, body io.Reader, resp *Response) bool {
 // post sends the streamed request: over the client's own connections, or
 // through net/http (x nil) where a proxy applies, with a context w
 // cancels.
-func (c *Client) post(ctx context.Context, w *watch, e Endpoint, payload []byte) (*http.Response, *exchange, error) {
+func (c *Client) post(ctx context.Context, w *watch, now time.Time, e Endpoint, payload []byte) (*http.Response, *exchange, error) {
 	if e == "" {
 		e = Completions
 	}
 	if c.conns != nil {
-		return c.conns.roundTrip(ctx, w, c.heads[e], payload)
+		return c.conns.roundTrip(ctx, w, now, c.heads[e], payload)
 	}
 	ctx = w.context(ctx)
 	// A copy: the pooled payload is reused once Stream returns, and the
