@@ -356,8 +356,14 @@ func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool 
 		resp.ITL = make([]time.Duration, 0, min(r.MaxTokens-1, 4096))
 	}
 	var last time.Time
-	// The instant of the event just parsed, taken for ends and tokens only.
-	arrival := func() time.Time { return rxstamp.Arrival(tcp, time.Now()) }
+	// The instant of the event just parsed, taken for ends and tokens only:
+	// the kernel's stamp of the read it came in (never after now), else now.
+	arrival := func() time.Time {
+		if t, ok := rxstamp.Last(tcp); ok {
+			return t
+		}
+		return time.Now()
+	}
 	var lowered *Error // a later usage block lowered the count
 	done := false
 	for {
