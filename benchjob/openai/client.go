@@ -344,6 +344,15 @@ func (c *Client) setHeaders(req *http.Request) {
 	}
 }
 
+// arrivalOn is when the bytes of tcp's last read arrived: the kernel's
+// stamp (never after now, so no clock read to compare it with), else now.
+func arrivalOn(tcp net.Conn) time.Time {
+	if t, ok := rxstamp.Last(tcp); ok {
+		return t
+	}
+	return time.Now()
+}
+
 // read reads the stream to its end; it reports whether the answer was read
 // to its last byte without error (the connection may then serve again).
 // Each event's instant is when its last bytes reached tcp's socket (the
@@ -356,14 +365,8 @@ func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool 
 		resp.ITL = make([]time.Duration, 0, min(r.MaxTokens-1, 4096))
 	}
 	var last time.Time
-	// The instant of the event just parsed, taken for ends and tokens only:
-	// the kernel's stamp of the read it came in (never after now), else now.
-	arrival := func() time.Time {
-		if t, ok := rxstamp.Last(tcp); ok {
-			return t
-		}
-		return time.Now()
-	}
+	// The instant of the event just parsed, taken for ends and tokens only.
+	arrival := func() time.Time { return arrivalOn(tcp) }
 	var lowered *Error // a later usage block lowered the count
 	done := false
 	for {
