@@ -25,9 +25,10 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 // reuse rule (slots) relies on.
 func sampleMs(sec float64) int64 { return int64(math.Floor(sec * 1000)) }
 
-// recordValues holds what a record's pointer fields point to: one
+// recordValues holds a record and what its pointer fields point to: one
 // allocation instead of one each.
 type recordValues struct {
+	r                                 runarchive.Request
 	firstToken, scheduled, ttft, tpot float64
 	outputChars                       int
 }
@@ -35,7 +36,8 @@ type recordValues struct {
 // newRecord turns a response into an archive record.
 func newRecord(phase string, slot int, p Prompt, resp *openai.Response, scheduled time.Time) *runarchive.Request {
 	v := &recordValues{outputChars: resp.TextChars}
-	r := &runarchive.Request{
+	r := &v.r
+	*r = runarchive.Request{
 		Phase: phase, Slot: slot, Index: p.Index, MaxTokens: p.MaxTokens,
 		SendTime:        unixSeconds(resp.Send),
 		EndTime:         unixSeconds(resp.End),

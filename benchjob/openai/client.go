@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -224,6 +225,7 @@ type state struct {
 	dec   decoder
 	hash  hash.Hash
 	sum   [sha256.Size]byte
+	idle  idleReader // the body's, when an idle timeout is set
 }
 
 // Stream sends r and reads its stream to the end. It never returns nil; a
@@ -233,6 +235,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	st, _ := c.pool.Get().(*state)
 	if st == nil {
 		st = &state{sse: NewSSEReader(nil, 0), hash: sha256.New(), watch: newWatch()}
+		runtime.AddCleanup(st, (*watch).unwatch, st.watch)
 	}
 	defer func() {
 		st.sse.Reset(nil)
@@ -249,7 +252,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	resp.Send = time.Now()
 	w := st.watch
 	w.start(ctx, resp.Send, &c.cfg)
-	hr, x, err := c.post(ctx, w, r.Endpoint, payload)
+	hr, x, err := c.post(ctx, w, resp.Send, r.Endpoint, payload)
 	if err != nil {
 		resp.End = time.Now()
 		resp.Err = classify(endOf(w), err, false)
@@ -258,7 +261,7 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	complete := false
 	defer func() {
 		if x != nil {
-			x.release(complete && !hr.Close)
+			x.release(complete && !hr.Close, resp.End) // resp.End is set when complete
 		} else {
 			hr.Body.Close()
 			endOf(w)
@@ -267,7 +270,8 @@ func (c *Client) Stream(ctx context.Context, r *Request) *Response {
 	body := io.Reader(hr.Body)
 	if c.cfg.IdleTimeout > 0 {
 		w.progress()
-		body = newIdleReader(hr.Body, w)
+		st.idle = newIdleReader(hr.Body, w)
+		body = &st.idle
 	}
 	resp.StatusCode = hr.StatusCode
 	if refused(w, hr, body, resp) {
@@ -310,12 +314,12 @@ func refused(w *watch, hr *http.Response, body io.Reader, resp *Response) bool {
 // post sends the streamed request: over the client's own connections, or
 // through net/http (x nil) where a proxy applies, with a context w
 // cancels.
-func (c *Client) post(ctx context.Context, w *watch, e Endpoint, payload []byte) (*http.Response, *exchange, error) {
+func (c *Client) post(ctx context.Context, w *watch, now time.Time, e Endpoint, payload []byte) (*http.Response, *exchange, error) {
 	if e == "" {
 		e = Completions
 	}
 	if c.conns != nil {
-		return c.conns.roundTrip(ctx, w, c.heads[e], payload)
+		return c.conns.roundTrip(ctx, w, now, c.heads[e], payload)
 	}
 	ctx = w.context(ctx)
 	// A copy: the pooled payload is reused once Stream returns, and the
@@ -340,6 +344,15 @@ func (c *Client) setHeaders(req *http.Request) {
 	}
 }
 
+// arrivalOn is when the bytes of tcp's last read arrived: the kernel's
+// stamp (never after now, so no clock read to compare it with), else now.
+func arrivalOn(tcp net.Conn) time.Time {
+	if t, ok := rxstamp.Last(tcp); ok {
+		return t
+	}
+	return time.Now()
+}
+
 // read reads the stream to its end; it reports whether the answer was read
 // to its last byte without error (the connection may then serve again).
 // Each event's instant is when its last bytes reached tcp's socket (the
@@ -353,7 +366,7 @@ func (c *Client) read(st *state, r *Request, resp *Response, tcp net.Conn) bool 
 	}
 	var last time.Time
 	// The instant of the event just parsed, taken for ends and tokens only.
-	arrival := func() time.Time { return rxstamp.Arrival(tcp, time.Now()) }
+	arrival := func() time.Time { return arrivalOn(tcp) }
 	var lowered *Error // a later usage block lowered the count
 	done := false
 	for {

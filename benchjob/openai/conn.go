@@ -84,9 +84,9 @@ func newConnPool(base *url.URL, set *settings, dialer *net.Dialer, timeout time.
 	return p
 }
 
-// get returns an idle connection (reused true) or a new one.
-func (p *connPool) get(ctx context.Context, w *watch) (*conn, bool, error) {
-	now := time.Now()
+// get returns an idle connection (reused true) or a new one; now is the
+// request's send time.
+func (p *connPool) get(ctx context.Context, w *watch, now time.Time) (*conn, bool, error) {
 	p.mu.Lock()
 	for n := len(p.idle); n > 0; n = len(p.idle) {
 		c := p.idle[n-1]
@@ -134,10 +134,10 @@ func (p *connPool) connect(ctx context.Context, w *watch) (*conn, error) {
 	return c, nil
 }
 
-// put keeps c for the next request, or closes it when the pool is full or
-// closed.
-func (p *connPool) put(c *conn) {
-	c.since = time.Now()
+// put keeps c, idle since at, for the next request, or closes it when the
+// pool is full or closed.
+func (p *connPool) put(c *conn, at time.Time) {
+	c.since = at
 	p.mu.Lock()
 	if !p.closed && len(p.idle) < p.max {
 		p.idle = append(p.idle, c)
@@ -175,9 +175,9 @@ type exchange struct {
 // fails at once. A reused connection the server had closed while idle
 // (nothing of an answer came back) is replaced by a new one once, as
 // net/http does.
-func (p *connPool) roundTrip(ctx context.Context, w *watch, head, payload []byte) (*http.Response, *exchange, error) {
+func (p *connPool) roundTrip(ctx context.Context, w *watch, now time.Time, head, payload []byte) (*http.Response, *exchange, error) {
 	for try := 0; ; try++ {
-		c, reused, err := p.get(ctx, w)
+		c, reused, err := p.get(ctx, w, now)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -220,9 +220,9 @@ func staleConn(err error) bool {
 // back to the pool when reuse is true (the answer was read to its end,
 // the server keeps the connection open) and the watch had not expired it;
 // else it is closed.
-func (x *exchange) release(reuse bool) {
+func (x *exchange) release(reuse bool, at time.Time) {
 	if x.w.end() && reuse {
-		x.pool.put(x.c)
+		x.pool.put(x.c, at)
 		return
 	}
 	x.c.nc.Close()

@@ -18,8 +18,8 @@ type idleReader struct {
 	comment   bool // the current line is a comment
 }
 
-func newIdleReader(r io.Reader, w *watch) *idleReader {
-	return &idleReader{r: r, w: w, lineStart: true}
+func newIdleReader(r io.Reader, w *watch) idleReader {
+	return idleReader{r: r, w: w, lineStart: true}
 }
 
 func (ir *idleReader) Read(p []byte) (int, error) {

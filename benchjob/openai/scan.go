@@ -204,10 +204,25 @@ func digits(d []byte, i int) int {
 	return i
 }
 
+// strPlain[c] is true for the bytes a string holds as they are: not ", \
+// or a control character.
+var strPlain = func() (t [256]bool) {
+	for c := 0x20; c < len(t); c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // stringEnd checks the string at d[i] ('"') and returns the index after its
 // closing quote: no byte below 0x20, only JSON's escapes.
 func stringEnd(d []byte, i int) int {
 	for i++; i < len(d); i++ {
+		for i < len(d) && strPlain[d[i]] {
+			i++
+		}
+		if i == len(d) {
+			break
+		}
 		switch c := d[i]; {
 		case c == '"':
 			return i + 1

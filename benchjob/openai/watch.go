@@ -20,9 +20,14 @@ type watch struct {
 	mu     sync.Mutex
 	live   bool            // a stream is on
 	parent context.Context // the stream's context
-	stop   func() bool     // unregisters onParent from parent
-	cause  error           // why the stream ended early; nil while it goes on
-	hook   func()          // called once with cause set; nil: none yet
+	// onParent is registered (context.AfterFunc) on a context whose Done
+	// is watched; it stays registered from stream to stream while their
+	// contexts share that Done (the run's), and is unregistered by stop
+	// when another comes, or by unwatch when the pooled state is dropped.
+	watched <-chan struct{}
+	stop    func() bool
+	cause   error  // why the stream ended early; nil while it goes on
+	hook    func() // called once with cause set; nil: none yet
 	// release, when set, is called by end (a context made for the stream)
 	release func()
 	// deadlines; zero: none
@@ -53,9 +58,18 @@ func (w *watch) start(ctx context.Context, now time.Time, cfg *Config) {
 		w.idle = now.Add(cfg.IdleTimeout)
 	}
 	w.arm(now)
+	// onParent runs on its own goroutine (so not under this lock), once
+	// the context is done; a context that is never done has a nil Done.
+	if done := ctx.Done(); done != w.watched {
+		if w.stop != nil {
+			w.stop()
+		}
+		w.watched, w.stop = done, nil
+		if done != nil {
+			w.stop = context.AfterFunc(ctx, w.onParent)
+		}
+	}
 	w.mu.Unlock()
-	// Outside the lock: onParent may run at once, on its own goroutine.
-	w.stop = context.AfterFunc(ctx, w.onParent)
 	if ctx.Err() != nil {
 		// Ended already: the stream ends before it starts, not when that
 		// goroutine runs.
@@ -66,7 +80,6 @@ func (w *watch) start(ctx context.Context, now time.Time, cfg *Config) {
 // end finishes the stream: no hook is called after it. It reports whether
 // the hook was never called (the connection may serve again).
 func (w *watch) end() bool {
-	w.stop()
 	w.timer.Stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -75,6 +88,18 @@ func (w *watch) end() bool {
 	}
 	w.live, w.parent, w.hook, w.release = false, nil, nil, nil
 	return w.cause == nil
+}
+
+// unwatch unregisters onParent from the watched context: the pooled state
+// that holds w is gone (runtime.AddCleanup), and a long-lived context
+// must not keep w.
+func (w *watch) unwatch() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stop != nil {
+		w.stop()
+	}
+	w.watched, w.stop = nil, nil
 }
 
 // err is why the stream ended early; nil while it goes on.

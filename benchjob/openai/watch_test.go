@@ -51,3 +51,40 @@ func TestWatchCauses(t *testing.T) {
 		t.Fatalf("an ended context: cause %v", w.err())
 	}
 }
+
+// TestWatchParentKept: the context stays watched from stream to stream
+// (registered once), ends a later stream when it ends, and is let go
+// for a context that is never done, and by unwatch.
+func TestWatchParentKept(t *testing.T) {
+	w := newWatch()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	w.start(ctx, time.Now(), &Config{})
+	if !w.end() || w.watched != ctx.Done() || w.stop == nil {
+		t.Fatal("the first stream's context is not watched")
+	}
+	w.start(ctx, time.Now(), &Config{})
+	hooked := make(chan struct{})
+	w.setHook(func() { close(hooked) })
+	cause := errors.New("stop")
+	cancel(cause)
+	select {
+	case <-hooked:
+	case <-time.After(time.Minute):
+		t.Fatal("the context ended during the second stream: no hook")
+	}
+	if w.end() || !errors.Is(w.err(), cause) {
+		t.Fatalf("second stream: cause %v, want %v", w.err(), cause)
+	}
+	w.start(context.WithValue(context.Background(), hooked, 1), time.Now(), &Config{})
+	if !w.end() || w.watched != nil || w.stop != nil {
+		t.Fatal("a context that is never done is watched")
+	}
+	ctx, cancel = context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	w.start(ctx, time.Now(), &Config{})
+	w.end()
+	w.unwatch()
+	if w.watched != nil || w.stop != nil {
+		t.Fatal("unwatch left the context watched")
+	}
+}

@@ -12,6 +12,16 @@ import (
 
 const hex = "0123456789abcdef"
 
+// plain[c] is true for the ASCII bytes a JSON string holds as they are
+// (with HTML escaping): not ", \, <, >, &, a control character or a byte
+// of a multi-byte character.
+var plain = func() (t [256]bool) {
+	for c := byte(0x20); c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // String appends s quoted as encoding/json does with HTML escaping: ", \
 // and the control characters escaped, <, > and & as \u003c, \u003e and
 // \u0026, U+2028 and U+2029 as \u2028 and \u2029, and each byte of
@@ -20,12 +30,14 @@ func String(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i < len(s) && plain[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':

@@ -36,3 +36,14 @@ func FuzzAgainstEncodingJSON(f *testing.F) {
 	f.Add("", 1e21)
 	f.Fuzz(check)
 }
+
+// BenchmarkString: a synthetic prompt's length of plain text.
+func BenchmarkString(b *testing.B) {
+	s := "Randomly stream lines from the following text with 4 output tokens. Don't generate eos tokens:\n\n" +
+		"From fairest creatures we desire increase,\nThat thereby beauty's rose might never die,\n"
+	b.SetBytes(int64(len(s)))
+	var dst []byte
+	for b.Loop() {
+		dst = String(dst[:0], s)
+	}
+}

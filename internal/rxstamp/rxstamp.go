@@ -44,15 +44,23 @@ func (c *Conn) note(ns int64) {
 // monotonic). It is now when c is not a *Conn, when no read carried a
 // timestamp, or when that instant is after now.
 func Arrival(c net.Conn, now time.Time) time.Time {
+	last, ok := Last(c)
+	if !ok || last.After(now) {
+		return now
+	}
+	return last
+}
+
+// Last is Arrival without a clock to compare with: the arrival of c's last
+// read, never after the instant that read returned; false when c is not a
+// *Conn or no read carried a timestamp.
+func Last(c net.Conn) (time.Time, bool) {
 	rc, ok := c.(*Conn)
 	if !ok {
-		return now
+		return time.Time{}, false
 	}
 	rc.mu.Lock()
 	last := rc.last
 	rc.mu.Unlock()
-	if last.IsZero() || last.After(now) {
-		return now
-	}
-	return last
+	return last, !last.IsZero()
 }

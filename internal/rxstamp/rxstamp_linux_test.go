@@ -86,6 +86,9 @@ func TestArrivalIsWhenBytesCame(t *testing.T) {
 			t.Fatalf("read %d: %q, %v", i, buf[:n], err)
 		}
 		got := Arrival(client, now)
+		if last, ok := Last(client); !ok || !last.Equal(got) {
+			t.Errorf("read %d: Last %v, %v; Arrival %v", i, last, ok, got)
+		}
 		if got.Before(sent.Add(-time.Millisecond)) || got.After(written.Add(5*time.Millisecond)) {
 			t.Errorf("read %d: arrival %v after the write began, want within [0, %v] (the read came %v after it)",
 				i, got.Sub(sent), written.Sub(sent)+5*time.Millisecond, now.Sub(sent))
@@ -130,10 +133,19 @@ func TestArrivalWithoutTimestamps(t *testing.T) {
 	if got := Arrival(&net.TCPConn{}, now); got != now {
 		t.Errorf("plain conn: %v, want now", got)
 	}
+	if _, ok := Last(&net.TCPConn{}); ok {
+		t.Error("plain conn: Last reports an arrival")
+	}
 	c := &Conn{}
+	if _, ok := Last(c); ok {
+		t.Error("no read yet: Last reports an arrival")
+	}
 	c.note(now.Add(time.Hour).UnixNano())
 	if got := Arrival(c, now); got != now {
 		t.Errorf("arrival in the future: %v, want now", got)
+	}
+	if last, ok := Last(c); !ok || last.After(time.Now()) {
+		t.Errorf("arrival in the future: Last %v, %v, want the read's instant", last, ok)
 	}
 	if _, ok := Wrap(&net.UnixConn{}).(*Conn); ok {
 		t.Error("a Unix socket was wrapped")
