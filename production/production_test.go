@@ -307,15 +307,7 @@ func analyzeThrough(t *testing.T, url string, t0 float64, out string) *Report {
 // the HTTP query API, gives the hand-computed figures; the three files
 // are written and an earlier report is never overwritten.
 func TestProductionThroughTSDB(t *testing.T) {
-	s, err := promserver.Start(context.Background(), promserver.Options{Dir: filepath.Join(t.TempDir(), "tsdb")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	t0 := float64(time.Now().Add(-time.Hour).Unix())
-	if err := s.AppendSamples(context.Background(), fixtureSamples(t0)); err != nil {
-		t.Fatal(err)
-	}
+	s, t0 := fixtureServer(t, fixtureSamples)
 	out := filepath.Join(t.TempDir(), "report")
 	r := analyzeThrough(t, s.URL(), t0, out)
 	checkReport(t, r, t0)
@@ -469,15 +461,9 @@ func TestBenchStarts(t *testing.T) {
 // TestBenchStartsThroughTSDB: the phase markers read back through both
 // read APIs give the same starts.
 func TestBenchStartsThroughTSDB(t *testing.T) {
-	s, err := promserver.Start(context.Background(), promserver.Options{Dir: filepath.Join(t.TempDir(), "tsdb")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	t0 := float64(time.Now().Add(-time.Hour).Unix())
-	if err := s.AppendSamples(context.Background(), samplesOf(t0, append(fixtureSeries(), benchSeries(t0)...))); err != nil {
-		t.Fatal(err)
-	}
+	s, t0 := fixtureServer(t, func(t0 float64) []remotewrite.Sample {
+		return samplesOf(t0, append(fixtureSeries(), benchSeries(t0)...))
+	})
 	checkBenchStarts(t, analyzeThrough(t, s.URL(), t0, ""), t0)
 }
 
@@ -529,15 +515,7 @@ func TestBenchStartOtherHost(t *testing.T) {
 // fixture gives the same report as read in one batch per metric, through
 // both read APIs.
 func TestProductionBatches(t *testing.T) {
-	s, err := promserver.Start(context.Background(), promserver.Options{Dir: filepath.Join(t.TempDir(), "tsdb")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	t0 := float64(time.Now().Add(-time.Hour).Unix())
-	if err := s.AppendSamples(context.Background(), fixtureSamples(t0)); err != nil {
-		t.Fatal(err)
-	}
+	s, t0 := fixtureServer(t, fixtureSamples)
 	var js []string
 	var counts []int
 	for _, budget := range []int{1, 1 << 30} {
@@ -559,7 +537,7 @@ func TestProductionBatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	reads := 0
-	_, err = Run(ctx, Config{PrometheusURL: s.URL(), HTTP: config.DefaultHTTPClientConfig,
+	_, err := Run(ctx, Config{PrometheusURL: s.URL(), HTTP: config.DefaultHTTPClientConfig,
 		From: time.Unix(0, int64(t0*1e9)), To: time.Unix(0, int64((t0+span)*1e9)), ReadAPI: remoteread.Remote, batchSamples: 1,
 		OnRead: func(string, int) {
 			if reads++; reads == counts[0]/2 {
@@ -586,4 +564,20 @@ func TestMergeTimes(t *testing.T) {
 	if want := []float64{1, 2, 3, 5, 6}; !slices.Equal(got, want) {
 		t.Errorf("mergeTimes: %v, want %v", got, want)
 	}
+}
+
+// fixtureServer starts the embedded TSDB, stopped at the test's end, holding
+// samples(t0) for t0 an hour ago.
+func fixtureServer(t *testing.T, samples func(t0 float64) []remotewrite.Sample) (*promserver.Server, float64) {
+	t.Helper()
+	s, err := promserver.Start(context.Background(), promserver.Options{Dir: filepath.Join(t.TempDir(), "tsdb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	t0 := float64(time.Now().Add(-time.Hour).Unix())
+	if err := s.AppendSamples(context.Background(), samples(t0)); err != nil {
+		t.Fatal(err)
+	}
+	return s, t0
 }
