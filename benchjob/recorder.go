@@ -16,8 +16,8 @@ import (
 
 // recorder records a run: its archive (requests.jsonl while the run goes
 // on; config.yaml, phases.json and the manifest), the manifest and the
-// run's flags, the aggregates, the remote write and the records kept for
-// the summary. The runner drives the engine and the load, hands every
+// run's flags, the aggregates, the remote write and the summaries of its
+// warm-up and formal requests. The runner drives the engine and the load, hands every
 // finished request to record and notes what it learns in the manifest.
 type recorder struct {
 	runID string
@@ -27,8 +27,8 @@ type recorder struct {
 	rw    *remotewrite.Writer // nil without remote write
 	log   *slog.Logger
 
-	mu      sync.Mutex // one record at a time into the archive, the aggregates and records
-	records []*runarchive.Request
+	mu           sync.Mutex // one record at a time into the archive, the aggregates and the summaries
+	warm, formal summaryAcc
 
 	// man is the run's manifest. The lifecycle fills in its engine and
 	// load sections alone; manMu guards its phases and GPUs, which the
@@ -58,7 +58,7 @@ func openRecorder(cfg *Config, opts Options) (*recorder, error) {
 }
 
 // record keeps one finished request: archive line, aggregates,
-// remote-write samples, and the record for the summary. It takes rec over.
+// remote-write samples, and its phase's summary. It does not keep rec.
 func (c *recorder) record(rec *runarchive.Request) {
 	if c.rw != nil {
 		for _, s := range requestSamples(rec, c.runID) {
@@ -71,28 +71,23 @@ func (c *recorder) record(rec *runarchive.Request) {
 	defer c.mu.Unlock() // a panic below must not leave it held
 	c.reqs.Append(rec)
 	c.agg.observe(rec)
-	// Kept for the summary, without the gaps (the archive has them).
-	rec.ITLSeconds = nil
-	c.records = append(c.records, rec)
+	if rec.Phase == string(contract.Warmup) {
+		c.warm.add(rec)
+	} else {
+		c.formal.add(rec)
+	}
 }
 
 // started and ended count a request in flight.
 func (c *recorder) started() { c.agg.inFlight.Inc() }
 func (c *recorder) ended()   { c.agg.inFlight.Dec() }
 
-// byPhase splits the records into warm-up and formal ones, in archive
-// order.
-func (c *recorder) byPhase() (warm, formal []*runarchive.Request) {
+// summaries are the summaries of the warm-up and the formal requests
+// recorded, each in archive order.
+func (c *recorder) summaries() (warm, formal runarchive.Summary) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, rec := range c.records {
-		if rec.Phase == string(contract.Warmup) {
-			warm = append(warm, rec)
-		} else {
-			formal = append(formal, rec)
-		}
-	}
-	return warm, formal
+	return c.warm.summary(), c.formal.summary()
 }
 
 // flushEvery flushes the requests file every interval until done closes:

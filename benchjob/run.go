@@ -959,8 +959,7 @@ func (r *runner) finish(start time.Time, status string, runErr error) (*Result, 
 	if err := r.rec.reqs.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	warm, formal := r.rec.byPhase()
-	res.Warmup, res.Summary = summarize(warm), summarize(formal)
+	res.Warmup, res.Summary = r.rec.summaries()
 	info := r.runInfo(res.Summary)
 	r.rec.man.RunInfo = &info
 	if r.rec.rw != nil {

@@ -20,47 +20,75 @@ import (
 // infinitely slow in TTFT, TPOT and latency, so the p99 printed here is the
 // report's p99 for the same run.
 func summarize(recs []*runarchive.Request) runarchive.Summary {
-	s := runarchive.Summary{Errors: map[string]int{}, TokensSource: map[string]int{}}
-	var ttft, tpot, lat []float64
-	first, last := 0.0, 0.0
-	for i, r := range recs {
-		s.Started++
-		if i == 0 || r.SendTime < first {
-			first = r.SendTime
-		}
-		if r.EndTime > last {
-			last = r.EndTime
-		}
-		if !r.Success {
-			s.Failed++
-			s.Errors[r.ErrorClass]++
-			ttft, tpot, lat = append(ttft, stats.Failed), append(tpot, stats.Failed), append(lat, stats.Failed)
-			continue
-		}
-		lat = append(lat, r.LatencySeconds)
-		s.Succeeded++
-		s.OutputTokens += int64(r.OutputTokens)
-		s.InputTokens += int64(r.InputTokens)
-		s.TokensSource[r.TokensSource]++
-		if r.EmptyOutput() {
-			s.EmptyOutputs++
-		}
-		if r.TTFTSeconds != nil {
-			ttft = append(ttft, *r.TTFTSeconds)
-		}
-		if r.TPOTSeconds != nil {
-			tpot = append(tpot, *r.TPOTSeconds)
-		}
+	var acc summaryAcc
+	for _, r := range recs {
+		acc.add(r)
+	}
+	return acc.summary()
+}
+
+// summaryAcc gathers a summary one record at a time (summarize), keeping
+// of each record only what the summary needs: counts, the first send and
+// last end, and its TTFT, TPOT and latency. A run keeps one per phase
+// instead of its records: a few bytes per request, none of them pointers
+// for the collector to scan.
+type summaryAcc struct {
+	s               runarchive.Summary
+	ttft, tpot, lat []float64
+	first, last     float64
+}
+
+// add counts record r.
+func (a *summaryAcc) add(r *runarchive.Request) {
+	if a.s.Errors == nil {
+		a.s.Errors, a.s.TokensSource = map[string]int{}, map[string]int{}
+	}
+	s := &a.s
+	if s.Started == 0 || r.SendTime < a.first {
+		a.first = r.SendTime
+	}
+	s.Started++
+	if r.EndTime > a.last {
+		a.last = r.EndTime
+	}
+	if !r.Success {
+		s.Failed++
+		s.Errors[r.ErrorClass]++
+		a.ttft, a.tpot, a.lat = append(a.ttft, stats.Failed), append(a.tpot, stats.Failed), append(a.lat, stats.Failed)
+		return
+	}
+	a.lat = append(a.lat, r.LatencySeconds)
+	s.Succeeded++
+	s.OutputTokens += int64(r.OutputTokens)
+	s.InputTokens += int64(r.InputTokens)
+	s.TokensSource[r.TokensSource]++
+	if r.EmptyOutput() {
+		s.EmptyOutputs++
+	}
+	if r.TTFTSeconds != nil {
+		a.ttft = append(a.ttft, *r.TTFTSeconds)
+	}
+	if r.TPOTSeconds != nil {
+		a.tpot = append(a.tpot, *r.TPOTSeconds)
+	}
+}
+
+// summary is the summary of the records added (it reorders the kept
+// values, not the answer).
+func (a *summaryAcc) summary() runarchive.Summary {
+	s := a.s
+	if s.Errors == nil {
+		s.Errors, s.TokensSource = map[string]int{}, map[string]int{}
 	}
 	if s.Started > 0 {
 		s.ErrorRate = float64(s.Failed) / float64(s.Started)
 	}
-	if d := last - first; d > 0 {
+	if d := a.last - a.first; d > 0 {
 		s.DurationSeconds = d
 		s.RequestsPerSecond = float64(s.Started) / d
 		s.OutputTokensPerSecond = float64(s.OutputTokens) / d
 	}
-	s.TTFT, s.TPOT, s.Latency = percentiles(ttft), percentiles(tpot), percentiles(lat)
+	s.TTFT, s.TPOT, s.Latency = percentiles(a.ttft), percentiles(a.tpot), percentiles(a.lat)
 	return s
 }
 
