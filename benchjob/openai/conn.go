@@ -189,7 +189,7 @@ func (p *connPool) roundTrip(ctx context.Context, w *watch, now time.Time, head,
 		c.wb = append(c.wb, "\r\n\r\n"...)
 		c.wb = append(c.wb, payload...)
 		nothing := true // no byte of an answer came
-		if _, err = c.nc.Write(c.wb); err == nil {
+		if err = c.send(); err == nil {
 			if _, err = c.br.Peek(1); err == nil {
 				nothing = false
 				hr := c.plainHead()
@@ -207,6 +207,23 @@ func (p *connPool) roundTrip(ctx context.Context, w *watch, now time.Time, head,
 			return nil, nil, err
 		}
 	}
+}
+
+// pender is a connection whose next Read can write a request first
+// (rxstamp.Conn.Pend).
+type pender interface{ Pend(p []byte) }
+
+// send writes the request in c.wb. On a plain TCP connection with an
+// empty read buffer the write is left to the read of the answer's first
+// bytes (rxstamp.Conn.Pend): one system call less per request where the
+// answer comes after the write returned; elsewhere it is a write.
+func (c *conn) send() error {
+	if pc, ok := c.nc.(pender); ok && c.br.Buffered() == 0 {
+		pc.Pend(c.wb)
+		return nil
+	}
+	_, err := c.nc.Write(c.wb)
+	return err
 }
 
 // staleConn says whether err is what a keep-alive connection the server

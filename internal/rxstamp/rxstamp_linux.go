@@ -24,11 +24,23 @@ type reader struct {
 	err  error
 	recv func(fd uintptr) bool
 
-	wmu  sync.Mutex // one Write at a time through the fields below
-	wbuf []byte     // what a write has left to send
-	wn   int        // what it sent
-	werr error
+	wmu  sync.Mutex // one write(2) sequence at a time: w's, or pend's
+	w    sendState  // Write's
 	send func(fd uintptr) bool
+
+	// pend is what the next Read writes first (Pend); tried says that Read
+	// got to write it.
+	pend      sendState
+	tried     bool
+	recvAfter func(fd uintptr) bool
+}
+
+// sendState is a write under way: what is left of it, how much went,
+// and the error that stopped it.
+type sendState struct {
+	buf []byte
+	n   int
+	err error
 }
 
 // The socket is non-blocking (the runtime's poller waits for it), so its
@@ -52,19 +64,45 @@ func (r *reader) recvmsg(fd uintptr) bool {
 	return r.err != unix.EAGAIN
 }
 
-// write is the raw write of r.wbuf: false asks the poller to wait until
-// the socket takes more. It stops at the first error but EINTR.
+// write is Write's raw write: false asks the poller to wait until the
+// socket takes more.
 func (r *reader) write(fd uintptr) bool {
-	for len(r.wbuf) > 0 {
-		n, _, errno := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&r.wbuf[0])), uintptr(min(len(r.wbuf), maxWrite)))
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	return r.w.write(fd)
+}
+
+// recvAfterSend is the raw read of a Read with a pending write: its first
+// call writes the pending bytes and, when all went, asks the poller to
+// wait for the answer (false) instead of reading a socket that has
+// nothing yet; the poller's readiness was reset before this call, so the
+// answer's arrival, after the write, is not missed. When the bytes did
+// not all go (the socket full, or an error) it returns true: Read then
+// finishes the write. Later calls read.
+func (r *reader) recvAfterSend(fd uintptr) bool {
+	if !r.tried {
+		r.tried = true
+		r.wmu.Lock()
+		done := r.pend.write(fd)
+		r.wmu.Unlock()
+		return !done || r.pend.err != nil || len(r.pend.buf) > 0
+	}
+	return r.recvmsg(fd)
+}
+
+// write writes s.buf to fd: false when the socket takes no more now
+// (EAGAIN). It stops at the first error but EINTR, in s.err.
+func (s *sendState) write(fd uintptr) bool {
+	for len(s.buf) > 0 {
+		n, _, errno := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&s.buf[0])), uintptr(min(len(s.buf), maxWrite)))
 		switch errno {
 		case 0:
-			r.wbuf, r.wn = r.wbuf[n:], r.wn+int(n)
+			s.buf, s.n = s.buf[n:], s.n+int(n)
 		case unix.EINTR:
 		case unix.EAGAIN:
 			return false
 		default:
-			r.werr = errno
+			s.err = errno
 			return true
 		}
 	}
@@ -95,6 +133,7 @@ func Wrap(nc net.Conn) net.Conn {
 	c := &Conn{Conn: nc, reader: reader{raw: raw}}
 	c.reader.recv = c.reader.recvmsg
 	c.reader.send = c.reader.write
+	c.reader.recvAfter = c.reader.recvAfterSend
 	return c
 }
 
@@ -103,18 +142,56 @@ func Wrap(nc net.Conn) net.Conn {
 // raw write(2) above.
 func (c *Conn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
-	c.wbuf, c.wn, c.werr = p, 0, nil
-	err := c.raw.Write(c.send)
-	n, werr := c.wn, c.werr
-	c.wbuf = nil
+	c.w = sendState{buf: p}
 	c.wmu.Unlock()
-	if err == nil && werr != nil {
-		err = os.NewSyscallError("write", werr)
+	err := c.raw.Write(c.send)
+	c.wmu.Lock()
+	w := c.w
+	c.w = sendState{}
+	c.wmu.Unlock()
+	return w.n, c.writeError(err, w.err)
+}
+
+// writeError is a write's error as the TCP connection gives it: err from
+// the poller (a deadline, a closed connection) or errno from write(2).
+func (c *Conn) writeError(err, errno error) error {
+	if oe, ok := err.(*net.OpError); ok && oe.Op == "raw-write" {
+		err = oe.Err
+	}
+	if err == nil && errno != nil {
+		err = os.NewSyscallError("write", errno)
 	}
 	if err != nil {
-		return n, &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+		return &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 	}
-	return n, nil
+	return nil
+}
+
+// Pend has the next Read (of a buffer not empty) write p before it reads (p must stay as it is
+// until then): a request and the wait for its answer in one go, without
+// the read that would find nothing yet, a system call per request where
+// the answer takes longer than the write. That Read returns the write's
+// error, if any, as Write would; the bytes the socket did not take at
+// once it writes as Write does.
+func (c *Conn) Pend(p []byte) { c.pend = sendState{buf: p} }
+
+// sendPending is Read's write of the pending bytes with the wait for the
+// answer (recvAfterSend); err is the poller's. It reports whether the
+// answer is ready to read (the read's result in c.n and c.err), or the
+// write's error.
+func (c *Conn) sendPending(err error) (bool, error) {
+	pend, tried := c.pend, c.tried
+	c.pend, c.tried = sendState{}, false
+	switch {
+	case !tried: // the poller refused before the write (deadline, closed)
+		return false, c.writeError(err, nil)
+	case pend.err != nil:
+		return false, c.writeError(nil, pend.err)
+	case len(pend.buf) > 0:
+		_, err := c.Write(pend.buf)
+		return false, err
+	}
+	return true, nil
 }
 
 // Read reads like the TCP connection (deadlines included: the raw read
@@ -126,8 +203,21 @@ func (c *Conn) Read(p []byte) (int, error) {
 	c.iov.Base = &p[0]
 	c.iov.SetLen(len(p))
 	c.msg.Iov, c.msg.Iovlen = &c.iov, 1
-	err := c.raw.Read(c.recv)
+	recv, sending := c.recv, c.pend.buf != nil
+	if sending {
+		recv = c.recvAfter
+	}
+	err := c.raw.Read(recv)
 	c.iov.Base, c.msg.Iov = nil, nil
+	if sending {
+		ready, werr := c.sendPending(err)
+		if werr != nil {
+			return 0, werr
+		}
+		if !ready {
+			return c.Read(p)
+		}
+	}
 	n, oobn := c.n, int(c.msg.Controllen)
 	if err == nil && c.err != nil {
 		err = os.NewSyscallError("recvmsg", c.err)

@@ -190,3 +190,38 @@ func BenchmarkRead(b *testing.B) {
 		_ = Arrival(client, time.Now())
 	}
 }
+
+// TestPendWritesBeforeRead: a pending write goes out with the next Read,
+// which then returns the answer; one the socket cannot take at once (more
+// than its buffers hold) is finished as Write would; a passed deadline
+// fails it as a write.
+func TestPendWritesBeforeRead(t *testing.T) {
+	client, server := pair(t)
+	pc := client.(*Conn)
+	for _, size := range []int{4, 8 << 20} {
+		req := make([]byte, size)
+		go func() {
+			if _, err := io.ReadFull(server, make([]byte, size)); err == nil {
+				server.Write([]byte("pong"))
+			}
+		}()
+		pc.Pend(req)
+		got := make([]byte, 4)
+		if _, err := io.ReadFull(client, got); err != nil || string(got) != "pong" {
+			t.Fatalf("%d bytes pending: read %q, %v; want pong", size, got, err)
+		}
+	}
+	if err := client.SetDeadline(time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	pc.Pend([]byte("x"))
+	_, err := client.Read(make([]byte, 4))
+	var oe *net.OpError
+	if !errors.As(err, &oe) || oe.Op != "write" || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("pending write past the deadline: %v, want a write timeout", err)
+	}
+	_, err = client.Write([]byte("x"))
+	if !errors.As(err, &oe) || oe.Op != "write" || !errors.Is(err, os.ErrDeadlineExceeded) || oe.Err != os.ErrDeadlineExceeded {
+		t.Fatalf("write past the deadline: %v, want net's write timeout", err)
+	}
+}
