@@ -189,7 +189,7 @@ func (p *connPool) roundTrip(ctx context.Context, w *watch, now time.Time, head,
 		c.wb = append(c.wb, "\r\n\r\n"...)
 		c.wb = append(c.wb, payload...)
 		nothing := true // no byte of an answer came
-		if err = c.send(); err == nil {
+		if err = c.send(!reused || now.Sub(c.since) < pendIdle); err == nil {
 			if _, err = c.br.Peek(1); err == nil {
 				nothing = false
 				hr := c.plainHead()
@@ -209,16 +209,24 @@ func (p *connPool) roundTrip(ctx context.Context, w *watch, now time.Time, head,
 	}
 }
 
+// pendIdle is how long a kept connection may have been idle for its
+// request to be pended (send): a server's close of a connection idle
+// longer may already have come, and the pended read would learn of it
+// only from the server's reset of the request, not from the end of the
+// stream a read right after the write sees.
+const pendIdle = time.Second
+
 // pender is a connection whose next Read can write a request first
 // (rxstamp.Conn.Pend).
 type pender interface{ Pend(p []byte) }
 
-// send writes the request in c.wb. On a plain TCP connection with an
-// empty read buffer the write is left to the read of the answer's first
-// bytes (rxstamp.Conn.Pend): one system call less per request where the
-// answer comes after the write returned; elsewhere it is a write.
-func (c *conn) send() error {
-	if pc, ok := c.nc.(pender); ok && c.br.Buffered() == 0 {
+// send writes the request in c.wb. With pend, on a plain TCP connection
+// with an empty read buffer, the write is left to the read of the
+// answer's first bytes (rxstamp.Conn.Pend): one system call less per
+// request where the answer comes after the write returned; elsewhere it
+// is a write.
+func (c *conn) send(pend bool) error {
+	if pc, ok := c.nc.(pender); ok && pend && c.br.Buffered() == 0 {
 		pc.Pend(c.wb)
 		return nil
 	}
