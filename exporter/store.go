@@ -153,6 +153,8 @@ type storage struct {
 	writeFile func(path string, data []byte) error
 	// lock is the directory's lock file, held until Close (store_lock.go).
 	lock *os.File
+	// active writes active_runs.json (the default writeFile).
+	active *exchangeFile
 }
 
 // openStorage creates dir if needed and locks it (lockDir) before any
@@ -165,7 +167,19 @@ func openStorage(dir string) (*storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &storage{dir: dir, writeFile: writeDurable, lock: lock}, nil
+	s := &storage{dir: dir, lock: lock, active: newExchangeFile(dir, activeRunsFile)}
+	s.writeFile = s.writeState
+	return s, nil
+}
+
+// writeState replaces state file path durably: active_runs.json, written
+// every second while a run is active, through s.active; any other file
+// through writeDurable.
+func (s *storage) writeState(path string, data []byte) error {
+	if path == filepath.Join(s.dir, activeRunsFile) {
+		return s.active.write(data)
+	}
+	return writeDurable(path, data)
 }
 
 // writeDurable writes path atomically, then syncs its directory so the
