@@ -289,20 +289,23 @@ func (e *Exporter) requestSave() {
 // (its counter cannot be bridged without the GPU's own counter).
 const activeSaveInterval = time.Second
 
+// saveEvery is the save loop's period: a save is due every
+// activeSaveInterval while a run is active, else every SaveInterval.
+func (e *Exporter) saveEvery() time.Duration { return min(activeSaveInterval, e.cfg.SaveInterval) }
+
 // saveLoop saves on request, every activeSaveInterval while a run is
 // active, else every SaveInterval, and a last time, marked clean, when ctx
 // ends (a graceful shutdown): one writer, so the state costs at most one
-// file write a second whatever the GPUs and the sampling rate.
+// file write a second whatever the GPUs and the sampling rate. Its clock
+// is the sampling loop (saveTick).
 func (e *Exporter) saveLoop(ctx context.Context) {
-	t := time.NewTicker(min(activeSaveInterval, e.cfg.SaveInterval))
-	defer t.Stop()
 	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			e.save(true)
 			return
-		case <-t.C:
+		case <-e.saveTick:
 			if time.Since(last) < e.cfg.SaveInterval && !e.anyActive() {
 				continue
 			}
