@@ -82,12 +82,40 @@ func (x *exchangeFile) swapIn(data []byte) error {
 		return fmt.Errorf("fdatasync: %w", err)
 	}
 	dfd := int(x.dirFD.Fd())
+	if err := x.still(dfd); err != nil {
+		return err
+	}
 	if err := unix.Renameat2(dfd, x.spareName(), dfd, x.name, unix.RENAME_EXCHANGE); err != nil {
 		return fmt.Errorf("renameat2 %s %s: %w", x.spareName(), x.name, err)
 	}
 	x.cur, x.spare = x.spare, x.cur
 	if err := x.dirFD.Sync(); err != nil {
 		return fmt.Errorf("syncing the directory: %w", err)
+	}
+	return nil
+}
+
+// errRenamed is a name no longer on the inode opened for it.
+var errRenamed = errors.New("replaced behind the exporter's back")
+
+// still checks that both names are still on the inodes opened for them:
+// never swap in a file another process put there (a directory in place
+// of the state file must fail the write, not be swapped away).
+func (x *exchangeFile) still(dfd int) error {
+	for _, f := range []struct {
+		name string
+		fd   *os.File
+	}{{x.name, x.cur}, {x.spareName(), x.spare}} {
+		var named, opened unix.Stat_t
+		if err := unix.Fstatat(dfd, f.name, &named, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+		if err := unix.Fstat(int(f.fd.Fd()), &opened); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+		if named.Ino != opened.Ino || named.Dev != opened.Dev {
+			return fmt.Errorf("%s: %w", f.name, errRenamed)
+		}
 	}
 	return nil
 }

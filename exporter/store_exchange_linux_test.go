@@ -91,3 +91,41 @@ func readString(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// TestExchangeFileRefusesReplacedName puts a directory in the file's
+// place: the write fails (it is never swapped away), and succeeds again
+// once the name is free.
+func TestExchangeFileRefusesReplacedName(t *testing.T) {
+	dir := t.TempDir()
+	x := newExchangeFile(dir, "state.json")
+	defer x.Close()
+	p := filepath.Join(dir, "state.json")
+	for _, data := range []string{"one\n", "two\n"} {
+		if err := x.write([]byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(p, "blocker"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.write([]byte("three\n")); err == nil {
+		t.Fatal("write with a directory in the file's place succeeded; want it refused")
+	}
+	if fi, err := os.Stat(filepath.Join(p, "blocker")); err != nil || !fi.IsDir() {
+		t.Fatalf("the directory in the file's place moved: %v", err)
+	}
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{"four\n", "five\n"} {
+		if err := x.write([]byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		if got := readString(t, p); got != data {
+			t.Fatalf("read back %q, want %q", got, data)
+		}
+	}
+}
