@@ -149,6 +149,10 @@ type Exporter struct {
 	store   *storage
 	storeMu sync.Mutex    // serializes state writes and API changes; taken before mu
 	saveReq chan struct{} // asks the save loop for a save (nil before Start)
+	// saveTick is the save loop's clock: the sampling loop sends on it
+	// every saveEvery, so that no timer of its own wakes the process
+	// between two sampling ticks (nil before Start).
+	saveTick chan struct{}
 	// saveDone is closed when the save loop has ended (nil before Start).
 	saveDone chan struct{}
 	// bootID is the node's boot (Config.BootID, else read from /proc):

@@ -170,8 +170,10 @@ func (a *attributor) add(i int, de float64) {
 	}
 }
 
-// run refreshes allocations every Refresh and per-process shares every
-// slow interval until ctx ends.
+// run refreshes allocations every Refresh and, while a GPU is shared by
+// several pods, per-process shares every slow interval until ctx ends: a
+// node without a shared GPU has one timer the less waking the process
+// every second.
 func (a *attributor) run(ctx context.Context, slow time.Duration) {
 	a.refreshAndNotify(ctx)
 	a.splitByProcess()
@@ -179,16 +181,42 @@ func (a *attributor) run(ctx context.Context, slow time.Duration) {
 	defer refresh.Stop()
 	split := time.NewTicker(slow)
 	defer split.Stop()
+	splitting := a.anyShared()
+	if !splitting {
+		split.Stop()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-refresh.C:
 			a.refreshAndNotify(ctx)
+			shared := a.anyShared()
+			switch {
+			case shared && !splitting:
+				a.splitByProcess()
+				split.Reset(slow)
+			case !shared && splitting:
+				split.Stop()
+			}
+			splitting = shared
 		case <-split.C:
 			a.splitByProcess()
 		}
 	}
+}
+
+// anyShared says a GPU is shared by several pods (not MIG): its energy is
+// split by per-process utilization (splitByProcess).
+func (a *attributor) anyShared() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.gpus {
+		if g := &a.gpus[i]; len(g.weights) > 1 && !g.mig {
+			return true
+		}
+	}
+	return false
 }
 
 // refreshAndNotify refreshes and then calls refreshed.

@@ -27,6 +27,11 @@ func (e *Exporter) Start(ctx context.Context) {
 		e.started = e.off(e.clock.Now())
 		e.sampling = true
 		e.mu.Unlock()
+		if e.store != nil { // before the sampling loop, which sends on them
+			e.saveReq = make(chan struct{}, 1)
+			e.saveTick = make(chan struct{}, 1)
+			e.saveDone = make(chan struct{})
+		}
 		var first sync.WaitGroup
 		first.Add(len(e.gpus))
 		e.smp.start(ctx, first.Done)
@@ -49,8 +54,6 @@ func (e *Exporter) Start(ctx context.Context) {
 			e.wg.Go(func() { e.attr.run(ctx, e.cfg.SlowInterval) })
 		}
 		if e.store != nil {
-			e.saveReq = make(chan struct{}, 1)
-			e.saveDone = make(chan struct{})
 			e.wg.Go(func() {
 				defer close(e.saveDone)
 				e.saveLoop(ctx)
@@ -99,6 +102,7 @@ type sampler struct {
 	last     time.Time // the clock when the tick's latest read returned
 	began    time.Time
 	tickAt   time.Time // the tick's scheduled time (lateness: overruns)
+	nextSave time.Time // system time the save loop's next tick is due (saveTick)
 }
 
 // fastRead is one GPU's fast read in a tick.
@@ -153,7 +157,7 @@ func (s *sampler) start(ctx context.Context, firstDone func()) {
 		p = newTickerPacer(s.every, s.budget, s.takeover)
 	}
 	s.p, s.base = p, time.Now()
-	s.tickAt = s.base
+	s.tickAt, s.nextSave = s.base, s.base.Add(s.e.saveEvery())
 	context.AfterFunc(ctx, p.stop)
 	s.e.wg.Go(p.watchdog)
 	s.e.wg.Add(1)
@@ -232,10 +236,25 @@ func (s *sampler) sweep(gen uint64, from int) bool {
 		s.p.ease()
 	}
 	s.apply()
-	if h := s.e.cfg.Host; h != nil && s.p != nil {
-		h.Sample() // the host's RAPL zones, on the GPUs' tick
+	if s.p != nil {
+		if h := s.e.cfg.Host; h != nil {
+			h.Sample() // the host's RAPL zones, on the GPUs' tick
+		}
+		s.tickSave()
 	}
 	return true
+}
+
+// tickSave ticks the save loop every saveEvery (Exporter.saveTick).
+func (s *sampler) tickSave() {
+	if s.e.saveTick == nil || s.mark.Before(s.nextSave) {
+		return
+	}
+	s.nextSave = s.mark.Add(s.e.saveEvery())
+	select {
+	case s.e.saveTick <- struct{}{}:
+	default:
+	}
 }
 
 // begin starts a tick: its time, and the mark the first read's duration

@@ -153,6 +153,8 @@ type storage struct {
 	writeFile func(path string, data []byte) error
 	// lock is the directory's lock file, held until Close (store_lock.go).
 	lock *os.File
+	// active writes active_runs.json (the default writeFile).
+	active *exchangeFile
 }
 
 // openStorage creates dir if needed and locks it (lockDir) before any
@@ -165,7 +167,19 @@ func openStorage(dir string) (*storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &storage{dir: dir, writeFile: writeDurable, lock: lock}, nil
+	s := &storage{dir: dir, lock: lock, active: newExchangeFile(dir, activeRunsFile)}
+	s.writeFile = s.writeState
+	return s, nil
+}
+
+// writeState replaces state file path durably: active_runs.json, written
+// every second while a run is active, through s.active; any other file
+// through writeDurable.
+func (s *storage) writeState(path string, data []byte) error {
+	if path == filepath.Join(s.dir, activeRunsFile) {
+		return s.active.write(data)
+	}
+	return writeDurable(path, data)
 }
 
 // writeDurable writes path atomically, then syncs its directory so the
@@ -275,20 +289,23 @@ func (e *Exporter) requestSave() {
 // (its counter cannot be bridged without the GPU's own counter).
 const activeSaveInterval = time.Second
 
+// saveEvery is the save loop's period: a save is due every
+// activeSaveInterval while a run is active, else every SaveInterval.
+func (e *Exporter) saveEvery() time.Duration { return min(activeSaveInterval, e.cfg.SaveInterval) }
+
 // saveLoop saves on request, every activeSaveInterval while a run is
 // active, else every SaveInterval, and a last time, marked clean, when ctx
 // ends (a graceful shutdown): one writer, so the state costs at most one
-// file write a second whatever the GPUs and the sampling rate.
+// file write a second whatever the GPUs and the sampling rate. Its clock
+// is the sampling loop (saveTick).
 func (e *Exporter) saveLoop(ctx context.Context) {
-	t := time.NewTicker(min(activeSaveInterval, e.cfg.SaveInterval))
-	defer t.Stop()
 	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			e.save(true)
 			return
-		case <-t.C:
+		case <-e.saveTick:
 			if time.Since(last) < e.cfg.SaveInterval && !e.anyActive() {
 				continue
 			}

@@ -72,6 +72,9 @@ func writePid(f *os.File) error {
 // unlock releases the state directory (Close, or a failed New); the pid
 // stays in the file, harmless without the lock.
 func (s *storage) unlock() {
+	if s != nil && s.active != nil {
+		s.active.Close()
+	}
 	if s != nil && s.lock != nil {
 		_ = s.lock.Close()
 		s.lock = nil
