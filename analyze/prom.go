@@ -945,7 +945,8 @@ type reqSeriesPart struct {
 // which both live at that moment. join holds requestWindow's joinBits
 // while the window's metrics are merged in.
 type reqVals struct {
-	end, ttft, latency        float64
+	endMs                     int64 // the samples' timestamp (ms): End is endMs/1000
+	ttft, latency             float64
 	outputTokens, inputTokens int32
 	hasTTFT, success          bool
 	join                      uint8
@@ -999,25 +1000,34 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 		all = append(all, a)
 	}
 	sortByLabels(all, func(a *acc) model.Metric { return a.metric })
-	d.Requests = make([]Request, 0, total)
+	d.Requests = make([]Request, total)
+	n := 0
 	for _, a := range all {
 		formal, slot := a.metric["phase"] == "formal", string(a.metric["slot"])
 		for k, p := range a.parts {
-			for _, v := range p {
-				r := Request{
-					Formal: formal, Slot: slot,
-					Send: v.end - v.latency, End: v.end, HasTTFT: v.hasTTFT,
-					Latency: v.latency, OutputTokens: v.outputTokens, InputTokens: v.inputTokens, Success: v.success,
-				}
-				if v.hasTTFT {
-					r.TTFT = v.ttft
-				}
-				d.Requests = append(d.Requests, r)
-			}
+			fillRequests(d.Requests[n:n+len(p)], p, formal, slot)
+			n += len(p)
 			a.parts[k] = nil
 		}
 	}
 	return nil
+}
+
+// fillRequests sets the zeroed requests dst from their series' values vs,
+// field by field: a whole Request stored at once would copy its slot
+// string through the collector's bulk write barrier while it marks.
+func fillRequests(dst []Request, vs []reqVals, formal bool, slot string) {
+	for j := range vs {
+		v, r := &vs[j], &dst[j]
+		end := float64(v.endMs) / 1000
+		r.Slot = slot
+		r.Send, r.End, r.Latency = end-v.latency, end, v.latency
+		r.OutputTokens, r.InputTokens = v.outputTokens, v.inputTokens
+		r.HasTTFT, r.Success, r.Formal = v.hasTTFT, v.success, formal
+		if v.hasTTFT {
+			r.TTFT = v.ttft
+		}
+	}
 }
 
 // requestWindow reads the five per-request metrics over one window and joins
@@ -1077,47 +1087,44 @@ func mergeSamples(reqs []reqVals, vals []model.SamplePair, m int) []reqVals {
 	// first): set them in place.
 	i, all := 0, true
 	for _, s := range vals {
-		t := float64(s.Timestamp) / 1000
-		for i < len(reqs) && reqs[i].end < t {
+		t := int64(s.Timestamp)
+		for i < len(reqs) && reqs[i].endMs < t {
 			i++
 		}
-		if i == len(reqs) || reqs[i].end != t {
+		if i == len(reqs) || reqs[i].endMs != t {
 			all = false
 			break
 		}
 		i++
 	}
-	out := reqs
-	if !all {
-		out = make([]reqVals, 0, len(reqs)+len(vals))
+	if all {
+		i = 0
+		for _, s := range vals {
+			t := int64(s.Timestamp)
+			for reqs[i].endMs < t {
+				i++
+			}
+			reqs[i].set(m, float64(s.Value))
+			i++
+		}
+		return reqs
 	}
+	out := make([]reqVals, 0, len(reqs)+len(vals))
 	i = 0
 	for _, s := range vals {
-		t := float64(s.Timestamp) / 1000
-		for ; i < len(reqs) && reqs[i].end < t; i++ {
-			if !all {
-				out = append(out, reqs[i])
-			}
-		}
-		var r *reqVals
-		switch {
-		case all:
-			r = &out[i]
-			i++
-		case i < len(reqs) && reqs[i].end == t:
+		t := int64(s.Timestamp)
+		for ; i < len(reqs) && reqs[i].endMs < t; i++ {
 			out = append(out, reqs[i])
-			r = &out[len(out)-1]
-			i++
-		default:
-			out = append(out, reqVals{end: t})
-			r = &out[len(out)-1]
 		}
-		r.set(m, float64(s.Value))
+		if i < len(reqs) && reqs[i].endMs == t {
+			out = append(out, reqs[i])
+			i++
+		} else {
+			out = append(out, reqVals{endMs: t})
+		}
+		out[len(out)-1].set(m, float64(s.Value))
 	}
-	if !all {
-		out = append(out, reqs[i:]...)
-	}
-	return out
+	return append(out, reqs[i:]...)
 }
 
 // set sets metric m of r to v, noting the sample and whether it is possible.
