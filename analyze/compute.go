@@ -573,7 +573,8 @@ func (c *computation) orderFormal() {
 
 // sortFormal orders the formal requests idx as cmpFormalReqs does: by
 // end (radix over the keys read in request order, not the requests in
-// sort order), then the runs of equal ends (rare) by send, slot and index.
+// sort order; no sort where the loader listed them by end already), then
+// the runs of equal ends (rare) by send, slot and index.
 func sortFormal(reqs []Request, idx []int32) []int32 {
 	if !endsInOrder(reqs, idx) {
 		radixByEnd(reqs, idx)

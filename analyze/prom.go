@@ -1126,33 +1126,27 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 // where they are possible; else its group counts as incomplete.
 func mergeSamples(reqs []reqVals, vals []model.SamplePair, m int) []reqVals {
 	// Usually every timestamp has its request already (latency came
-	// first): set them in place.
-	i, all := 0, true
-	for _, s := range vals {
+	// first): set them in place, until one has none.
+	i := 0
+	for k, s := range vals {
 		t := int64(s.Timestamp)
 		for i < len(reqs) && reqs[i].endMs < t {
 			i++
 		}
 		if i == len(reqs) || reqs[i].endMs != t {
-			all = false
-			break
+			return mergeRest(reqs, vals[k:], m)
 		}
+		reqs[i].set(m, float64(s.Value))
 		i++
 	}
-	if all {
-		i = 0
-		for _, s := range vals {
-			t := int64(s.Timestamp)
-			for reqs[i].endMs < t {
-				i++
-			}
-			reqs[i].set(m, float64(s.Value))
-			i++
-		}
-		return reqs
-	}
+	return reqs
+}
+
+// mergeRest is mergeSamples from the first sample vals[0] without a
+// request in reqs (those before it set already): a merge into a new list.
+func mergeRest(reqs []reqVals, vals []model.SamplePair, m int) []reqVals {
 	out := make([]reqVals, 0, len(reqs)+len(vals))
-	i = 0
+	i := 0
 	for _, s := range vals {
 		t := int64(s.Timestamp)
 		for ; i < len(reqs) && reqs[i].endMs < t; i++ {
