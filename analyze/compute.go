@@ -211,8 +211,6 @@ type computation struct {
 	interval         float64            // median energy sample interval; NaN when unknown
 	curves           []curve            // one per d.GPUs
 	formal           []int32            // indexes into d.Requests of formal requests, in completion order
-	sortedLatency    []float64          // the latency list (latencyK) sorted by requests; nil when it held NaN or −0
-	latencyBuf       []float64          // a buffer of len(formal) for the latency intervals' other lists
 	attr             <-chan attribution // the attribution to requests (startAttribution); nil when there is none
 	latency          <-chan latencyPart // the latency percentiles' intervals (startLatencyIntervals); nil without formal requests
 	goodTokens       int64              // output tokens of requests within the SLOs
@@ -670,14 +668,11 @@ func (c *computation) requests() {
 		}
 	}
 	r.Latency.FailedRequests = r.Requests.Failed
-	// The latencies sorted (the same percentiles as stats.Of selects) are
-	// the latency intervals' latency list; the other lists go to a buffer
-	// the intervals take over. Each list in completion order as the
-	// report has always taken them (stats.Of reorders it).
-	r.Latency.LatencySeconds = c.sortLatencies(buf)
-	c.latencyBuf = make([]float64, 0, n)
+	// One list at a time in buf (percentilesOf reorders it), each in
+	// completion order as the report has always taken them.
+	r.Latency.LatencySeconds = stats.Of(buf)
 	withFailures := func(v []float64, at func(failure) int) []float64 {
-		buf, from := c.latencyBuf[:0], 0
+		buf, from := buf[:0], 0
 		for _, f := range failures {
 			buf = append(buf, v[from:at(f)]...)
 			buf = append(buf, math.Inf(1))
@@ -687,19 +682,6 @@ func (c *computation) requests() {
 	}
 	r.Latency.TTFTSeconds = stats.Of(withFailures(c.pd.TTFT, func(f failure) int { return f.ttfts }))
 	r.Latency.TPOTSeconds = stats.Of(withFailures(c.pd.TPOT, func(f failure) int { return f.tpots }))
-}
-
-// sortLatencies is the percentiles of the latencies v (failures +Inf),
-// as stats.Of finds them; v is sorted and kept as c.sortedLatency unless
-// it holds a NaN or −0 (stats.Of's own order among equals then).
-func (c *computation) sortLatencies(v []float64) stats.Percentiles {
-	if slices.ContainsFunc(v, func(x float64) bool { return x != x || x == 0 && math.Signbit(x) }) || len(v) == 0 {
-		return stats.Of(v)
-	}
-	radixSortFloats(v)
-	c.sortedLatency = v
-	f := func(p float64) *float64 { return stats.Finite(v[stats.RankIndex(p, len(v))]) }
-	return stats.Percentiles{P50: f(50), P90: f(90), P95: f(95), P99: f(99)}
 }
 
 // isGood says whether a successful request met every SLO (a TTFT SLO

@@ -116,19 +116,10 @@ func (c *computation) startLatencyIntervals() {
 // from the sorted values): the bins of the three lists in one pass over
 // the requests, then one list at a time sorted in one buffer.
 func (c *computation) latencyPart(from, w float64, n int, thr [3][4]float64, known [3]bool) latencyPart {
-	buf := c.latencyBuf
-	if buf == nil {
-		buf = make([]float64, 0, len(c.formal))
-	}
-	values := func(k int) []float64 {
-		if k == latencyK && c.sortedLatency != nil {
-			return c.sortedLatency // requests sorted it
-		}
-		return c.latencyValues(k, buf)
-	}
+	buf := make([]float64, 0, len(c.formal))
 	for k := range thr {
 		if !known[k] {
-			v := values(k)
+			v := c.latencyValues(k, buf)
 			for j, p := range pctQ {
 				if m := len(v); m > 0 {
 					thr[k][j] = v[stats.RankIndex(100*p, m)]
@@ -169,7 +160,7 @@ func (c *computation) latencyPart(from, w float64, n int, thr [3][4]float64, kno
 		}
 	}
 	for k, name := range [3]string{"ttft_seconds", "tpot_seconds", "latency_seconds"} {
-		l := latSeries{name: name, sorted: values(k), den: den[k].sums()}
+		l := latSeries{name: name, sorted: c.latencyValues(k, buf), den: den[k].sums()}
 		run := make([]float64, n)
 		for j := range below[k] {
 			for t, v := range below[k][j].sums() {
@@ -299,9 +290,6 @@ type latSeries struct {
 	den    []float64
 	below  [4][]float64
 }
-
-// latencyK is the latency list of the latencies themselves (latencyValue's k).
-const latencyK = 2
 
 // latencyValue is request q's value in latency list k (latency, TTFT,
 // TPOT); false when it has none there.
