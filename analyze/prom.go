@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -1005,57 +1004,61 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 	if total > maxRequests {
 		return fmt.Errorf("%d requests, more than the %d one analysis takes", total, maxRequests)
 	}
-	var srcs []reqSource
+	// Filled in label order, each window's part dropped once copied, then
+	// reordered in place: filling in completion order straight from the
+	// parts held them, the order keys and the requests at once (about
+	// 40 MB more max RSS at 1M requests).
+	d.Requests = make([]Request, total)
+	n := 0
 	for _, a := range all {
 		formal, slot := a.metric["phase"] == "formal", string(a.metric["slot"])
-		for _, p := range a.parts {
-			srcs = append(srcs, reqSource{vals: p, formal: formal, slot: slot})
+		for k, p := range a.parts {
+			for j := range p {
+				fillRequest(&d.Requests[n+j], &p[j], formal, slot)
+			}
+			n += len(p)
+			a.parts[k] = nil
 		}
 	}
-	at := completionOrder(srcs, total)
-	d.Requests = make([]Request, total)
-	for p, a := range at {
-		src := &srcs[a.src]
-		fillRequest(&d.Requests[p], &src.vals[a.off], src.formal, src.slot)
-	}
+	inCompletionOrder(d.Requests)
 	return nil
 }
 
-// reqSource is one series' requests read in one window, in time order.
-type reqSource struct {
-	vals   []reqVals
-	formal bool
-	slot   string
-}
-
-// reqAt is one request's place among the sources, keyed by its end.
-type reqAt struct {
-	key      uint64 // the end's timestamp, its sign bit flipped: unsigned order is time order
-	src, off int32
-}
-
-// completionOrder lists the requests of srcs (their series in label
-// order, each series' windows in time order) in completion order: by end,
-// then send, slot and place among srcs, the order cmpFormalReqs gives
-// requests listed as srcs lists them. The analysis then walks the
-// requests in memory order, not a million cache misses a pass.
-func completionOrder(srcs []reqSource, total int) []reqAt {
-	at := make([]reqAt, 0, total)
-	for s := range srcs {
-		for o := range srcs[s].vals {
-			at = append(at, reqAt{uint64(srcs[s].vals[o].endMs) ^ 1<<63, int32(s), int32(o)})
+// inCompletionOrder reorders reqs (their series in label order, each
+// series' requests in time order) in place into completion order: by end,
+// then send, slot and place in reqs, the order cmpFormalReqs gives. The
+// analysis walks them in memory order then, not a million cache misses
+// a pass.
+func inCompletionOrder(reqs []Request) {
+	type keyed struct {
+		key uint64
+		i   int32
+	}
+	keys := make([]keyed, len(reqs))
+	for i := range reqs {
+		keys[i] = keyed{floatKey(reqs[i].End), int32(i)}
+	}
+	radixSortBy(keys, func(k keyed) uint64 { return k.key })
+	sortRuns(keys, func(a, b keyed) bool { return a.key == b.key },
+		func(a, b keyed) int { return cmpFormalReqs(reqs, a.i, b.i) })
+	// Each cycle of the permutation: position q takes the request at
+	// keys[q].i, whose own position takes the next one.
+	for p := range keys {
+		if keys[p].i < 0 || int(keys[p].i) == p {
+			continue
+		}
+		held, q := reqs[p], p
+		for {
+			j := int(keys[q].i)
+			keys[q].i = -1
+			if j == p {
+				reqs[q] = held
+				break
+			}
+			reqs[q] = reqs[j]
+			q = j
 		}
 	}
-	radixSortBy(at, func(a reqAt) uint64 { return a.key })
-	send := func(a reqAt) float64 {
-		v := &srcs[a.src].vals[a.off]
-		return float64(v.endMs)/1000 - v.latency
-	}
-	sortRuns(at, func(a, b reqAt) bool { return a.key == b.key }, func(a, b reqAt) int {
-		return cmp.Or(cmp.Compare(send(a), send(b)), cmp.Compare(srcs[a.src].slot, srcs[b.src].slot),
-			cmp.Compare(a.src, b.src), cmp.Compare(a.off, b.off))
-	})
-	return at
 }
 
 // fillRequest sets the zeroed request r from its series' values v, field
