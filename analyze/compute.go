@@ -571,8 +571,30 @@ func (c *computation) orderFormal() {
 
 // sortFormal orders the formal requests idx as cmpFormalReqs does: by
 // end (radix over the keys read in request order, not the requests in
-// sort order), then the runs of equal ends (rare) by send, slot and index.
+// sort order; no sort where the loader listed them by end already), then
+// the runs of equal ends (rare) by send, slot and index.
 func sortFormal(reqs []Request, idx []int32) []int32 {
+	if !endsInOrder(reqs, idx) {
+		radixByEnd(reqs, idx)
+	}
+	sortRuns(idx, func(i, j int32) bool { return cmp.Compare(reqs[i].End, reqs[j].End) == 0 },
+		func(i, j int32) int { return cmpFormalReqs(reqs, i, j) })
+	return idx
+}
+
+// endsInOrder says whether the requests idx are in cmp.Compare's order of
+// their ends already (as the loader lists them).
+func endsInOrder(reqs []Request, idx []int32) bool {
+	for k := 1; k < len(idx); k++ {
+		if cmp.Compare(reqs[idx[k]].End, reqs[idx[k-1]].End) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// radixByEnd orders the requests idx by end, equal ends in no set order.
+func radixByEnd(reqs []Request, idx []int32) {
 	type keyed struct {
 		key uint64
 		i   int32
@@ -585,9 +607,6 @@ func sortFormal(reqs []Request, idx []int32) []int32 {
 	for k := range keys {
 		idx[k] = keys[k].i
 	}
-	sortRuns(idx, func(i, j int32) bool { return cmp.Compare(reqs[i].End, reqs[j].End) == 0 },
-		func(i, j int32) int { return cmpFormalReqs(reqs, i, j) })
-	return idx
 }
 
 // cmpFormalReqs orders formal requests i and j of reqs by completion: end,

@@ -945,7 +945,8 @@ type reqSeriesPart struct {
 // which both live at that moment. join holds requestWindow's joinBits
 // while the window's metrics are merged in.
 type reqVals struct {
-	end, ttft, latency        float64
+	endMs                     int64 // the samples' timestamp (ms): End is endMs/1000
+	ttft, latency             float64
 	outputTokens, inputTokens int32
 	hasTTFT, success          bool
 	join                      uint8
@@ -965,9 +966,10 @@ const (
 // window by window; the samples of one request share a timestamp, so they
 // fall in the same window, where they are joined by a merge over the five
 // sorted sample lists of each series (O(samples), no per-request map) and
-// the window's matrices are dropped. d.Requests lists the series in label
-// order (as Prometheus 3 sorts a matrix), each series' requests in time
-// order, whatever the windows.
+// the window's matrices are dropped. d.Requests lists the requests in
+// completion order (end, then send, slot and the series' label order, as
+// Prometheus 3 sorts a matrix), whatever the windows: the analysis then
+// walks them in memory order.
 func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) error {
 	// Each series' requests, window by window: copied once, at the end.
 	type acc struct {
@@ -999,25 +1001,78 @@ func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) erro
 		all = append(all, a)
 	}
 	sortByLabels(all, func(a *acc) model.Metric { return a.metric })
-	d.Requests = make([]Request, 0, total)
+	if total > maxRequests {
+		return fmt.Errorf("%d requests, more than the %d one analysis takes", total, maxRequests)
+	}
+	// Filled in label order, each window's part dropped once copied, then
+	// reordered in place: filling in completion order straight from the
+	// parts held them, the order keys and the requests at once (about
+	// 40 MB more max RSS at 1M requests).
+	d.Requests = make([]Request, total)
+	n := 0
 	for _, a := range all {
 		formal, slot := a.metric["phase"] == "formal", string(a.metric["slot"])
 		for k, p := range a.parts {
-			for _, v := range p {
-				r := Request{
-					Formal: formal, Slot: slot,
-					Send: v.end - v.latency, End: v.end, HasTTFT: v.hasTTFT,
-					Latency: v.latency, OutputTokens: v.outputTokens, InputTokens: v.inputTokens, Success: v.success,
-				}
-				if v.hasTTFT {
-					r.TTFT = v.ttft
-				}
-				d.Requests = append(d.Requests, r)
+			for j := range p {
+				fillRequest(&d.Requests[n+j], &p[j], formal, slot)
 			}
+			n += len(p)
 			a.parts[k] = nil
 		}
 	}
+	inCompletionOrder(d.Requests)
 	return nil
+}
+
+// inCompletionOrder reorders reqs (their series in label order, each
+// series' requests in time order) in place into completion order: by end,
+// then send, slot and place in reqs, the order cmpFormalReqs gives. The
+// analysis walks them in memory order then, not a million cache misses
+// a pass.
+func inCompletionOrder(reqs []Request) {
+	type keyed struct {
+		key uint64
+		i   int32
+	}
+	keys := make([]keyed, len(reqs))
+	for i := range reqs {
+		keys[i] = keyed{floatKey(reqs[i].End), int32(i)}
+	}
+	radixSortBy(keys, func(k keyed) uint64 { return k.key })
+	sortRuns(keys, func(a, b keyed) bool { return a.key == b.key },
+		func(a, b keyed) int { return cmpFormalReqs(reqs, a.i, b.i) })
+	// Each cycle of the permutation: position q takes the request at
+	// keys[q].i, whose own position takes the next one.
+	for p := range keys {
+		if keys[p].i < 0 || int(keys[p].i) == p {
+			continue
+		}
+		held, q := reqs[p], p
+		for {
+			j := int(keys[q].i)
+			keys[q].i = -1
+			if j == p {
+				reqs[q] = held
+				break
+			}
+			reqs[q] = reqs[j]
+			q = j
+		}
+	}
+}
+
+// fillRequest sets the zeroed request r from its series' values v, field
+// by field: a whole Request stored at once would copy its slot string
+// through the collector's bulk write barrier while it marks.
+func fillRequest(r *Request, v *reqVals, formal bool, slot string) {
+	end := float64(v.endMs) / 1000
+	r.Slot = slot
+	r.Send, r.End, r.Latency = end-v.latency, end, v.latency
+	r.OutputTokens, r.InputTokens = v.outputTokens, v.inputTokens
+	r.HasTTFT, r.Success, r.Formal = v.hasTTFT, v.success, formal
+	if v.hasTTFT {
+		r.TTFT = v.ttft
+	}
 }
 
 // requestWindow reads the five per-request metrics over one window and joins
@@ -1074,50 +1129,41 @@ func (l *loader) requestWindow(ctx context.Context, w window) (reqPart, error) {
 // where they are possible; else its group counts as incomplete.
 func mergeSamples(reqs []reqVals, vals []model.SamplePair, m int) []reqVals {
 	// Usually every timestamp has its request already (latency came
-	// first): set them in place.
-	i, all := 0, true
-	for _, s := range vals {
-		t := float64(s.Timestamp) / 1000
-		for i < len(reqs) && reqs[i].end < t {
+	// first): set them in place, until one has none.
+	i := 0
+	for k, s := range vals {
+		t := int64(s.Timestamp)
+		for i < len(reqs) && reqs[i].endMs < t {
 			i++
 		}
-		if i == len(reqs) || reqs[i].end != t {
-			all = false
-			break
+		if i == len(reqs) || reqs[i].endMs != t {
+			return mergeRest(reqs, vals[k:], m)
 		}
+		reqs[i].set(m, float64(s.Value))
 		i++
 	}
-	out := reqs
-	if !all {
-		out = make([]reqVals, 0, len(reqs)+len(vals))
-	}
-	i = 0
+	return reqs
+}
+
+// mergeRest is mergeSamples from the first sample vals[0] without a
+// request in reqs (those before it set already): a merge into a new list.
+func mergeRest(reqs []reqVals, vals []model.SamplePair, m int) []reqVals {
+	out := make([]reqVals, 0, len(reqs)+len(vals))
+	i := 0
 	for _, s := range vals {
-		t := float64(s.Timestamp) / 1000
-		for ; i < len(reqs) && reqs[i].end < t; i++ {
-			if !all {
-				out = append(out, reqs[i])
-			}
-		}
-		var r *reqVals
-		switch {
-		case all:
-			r = &out[i]
-			i++
-		case i < len(reqs) && reqs[i].end == t:
+		t := int64(s.Timestamp)
+		for ; i < len(reqs) && reqs[i].endMs < t; i++ {
 			out = append(out, reqs[i])
-			r = &out[len(out)-1]
-			i++
-		default:
-			out = append(out, reqVals{end: t})
-			r = &out[len(out)-1]
 		}
-		r.set(m, float64(s.Value))
+		if i < len(reqs) && reqs[i].endMs == t {
+			out = append(out, reqs[i])
+			i++
+		} else {
+			out = append(out, reqVals{endMs: t})
+		}
+		out[len(out)-1].set(m, float64(s.Value))
 	}
-	if !all {
-		out = append(out, reqs[i:]...)
-	}
-	return out
+	return append(out, reqs[i:]...)
 }
 
 // set sets metric m of r to v, noting the sample and whether it is possible.

@@ -12,8 +12,24 @@ import (
 // It replaces the comparison sorts of a million values (O(n) per
 // distinct byte instead of O(n log n) comparisons); a caller that needs
 // an order among equal keys sorts their runs afterwards (sortRuns).
+// Keys already in order (the requests' ends as the loader lists them)
+// cost one pass.
 func radixSortBy[T any](v []T, key func(T) uint64) {
+	if keysSorted(v, key) {
+		return
+	}
 	radixSortDigit(v, key, 56)
+}
+
+// keysSorted says whether v's keys never decrease; it stops at the first
+// that does.
+func keysSorted[T any](v []T, key func(T) uint64) bool {
+	for i := 1; i < len(v); i++ {
+		if key(v[i]) < key(v[i-1]) {
+			return false
+		}
+	}
+	return true
 }
 
 // radixSmall is the longest slice radixSortDigit sorts by insertion.
