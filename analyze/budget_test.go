@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"maps"
+	"reflect"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -59,14 +61,49 @@ func TestComputeAllocationBudget(t *testing.T) {
 	}
 }
 
-// TestRequestSize holds the per-request values to their size: a million
+// TestRequestSize holds the per-request values to their size and Request
+// free of pointers (the collector would scan a million of them): a million
 // requests are held through the whole analysis (Request) and, while the
 // loader joins its windows, beside their per-window parts (reqVals).
 func TestRequestSize(t *testing.T) {
-	if s := unsafe.Sizeof(Request{}); s > 64 {
-		t.Errorf("Request is %d bytes, budget 64", s)
+	if s := unsafe.Sizeof(Request{}); s > 48 {
+		t.Errorf("Request is %d bytes, budget 48", s)
+	}
+	if hasPointers(reflect.TypeFor[Request]()) {
+		t.Error("Request holds a pointer: the collector scans a million of them at each cycle")
 	}
 	if s := unsafe.Sizeof(reqVals{}); s > 40 {
 		t.Errorf("reqVals is %d bytes, budget 40", s)
+	}
+}
+
+// hasPointers reports whether values of t hold a pointer (its fields are
+// plain numbers and booleans otherwise).
+func hasPointers(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Struct:
+		for f := range t.Fields() {
+			if hasPointers(f.Type) {
+				return true
+			}
+		}
+		return false
+	case reflect.Array:
+		return hasPointers(t.Elem())
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return false
+	}
+	return true
+}
+
+// TestSlotRanks: ranks in the labels' string order, as the slot label
+// ordered requests before it became a rank.
+func TestSlotRanks(t *testing.T) {
+	got := SlotRanks([]string{"9", "10", "2", "10", ""})
+	want := map[string]int32{"": 0, "10": 1, "2": 2, "9": 3}
+	if !maps.Equal(got, want) {
+		t.Errorf("SlotRanks = %v, want %v", got, want)
 	}
 }

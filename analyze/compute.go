@@ -619,7 +619,7 @@ func cmpFormalReqs(reqs []Request, i, j int32) int {
 	if c := cmp.Compare(a.Send, b.Send); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(a.Slot, b.Slot); c != 0 {
+	if c := cmp.Compare(a.SlotRank, b.SlotRank); c != 0 {
 		return c
 	}
 	return cmp.Compare(i, j)

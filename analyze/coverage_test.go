@@ -58,7 +58,7 @@ func (sc covScenario) requests(rng *rand.Rand, formal float64, stalls []float64)
 			}
 			tp := 0.02 * (1 + 0.1*rng.NormFloat64())
 			lat := ttft + float64(out-1)*max(0.01, tp)
-			q := Request{Formal: true, Slot: fmt.Sprint(s), Send: t, End: t + lat, TTFT: ttft, Latency: lat,
+			q := Request{Formal: true, SlotRank: int32(s), Send: t, End: t + lat, TTFT: ttft, Latency: lat,
 				OutputTokens: out, InputTokens: in, HasTTFT: true, Success: true}
 			if rng.Float64() < sc.failureRate {
 				q.Success, q.HasTTFT, q.OutputTokens = false, false, 0

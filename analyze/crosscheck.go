@@ -62,10 +62,11 @@ func (a *BenchArchive) crossCheck(d *RunData) error {
 		return nil
 	}
 	var reqs []Request
+	var slots []string // reqs' slot labels, ranked once all are read
 	incomplete := 0
 	err := a.run.EachRequest(func(_ int, r *runarchive.Request) error {
 		if x, ok := archivedRequest(r); ok {
-			reqs = append(reqs, x)
+			reqs, slots = append(reqs, x), append(slots, strconv.Itoa(r.Slot))
 		} else {
 			incomplete++
 		}
@@ -74,20 +75,25 @@ func (a *BenchArchive) crossCheck(d *RunData) error {
 	if err != nil {
 		return fmt.Errorf("re-reading the archive's requests: %w", err)
 	}
+	ranks := SlotRanks(slots)
+	for i := range reqs {
+		reqs[i].SlotRank = ranks[slots[i]]
+	}
 	d.Requests, d.IncompleteRequests = reqs, incomplete
 	d.RequestsFromArchive = fmt.Sprintf("Prometheus held %s, the run archive %s", prom, a.tally)
 	return nil
 }
 
-// archivedRequest is r as the per-request samples carry it; false when a
-// count or a time cannot be (negative, absurd, not finite).
+// archivedRequest is r as the per-request samples carry it, its SlotRank
+// unset; false when a count or a time cannot be (negative, absurd, not
+// finite).
 func archivedRequest(r *runarchive.Request) (Request, bool) {
 	out, okOut := tokenCount(float64(r.OutputTokens))
 	in, okIn := tokenCount(float64(r.InputTokens))
 	if !okOut || !okIn || !plausibleDuration(r.LatencySeconds) || !plausibleDuration(r.EndTime) {
 		return Request{}, false
 	}
-	x := Request{Formal: r.Phase == string(contract.Formal), Slot: strconv.Itoa(r.Slot), End: r.EndTime, Latency: r.LatencySeconds,
+	x := Request{Formal: r.Phase == string(contract.Formal), End: r.EndTime, Latency: r.LatencySeconds,
 		Send: r.EndTime - r.LatencySeconds, OutputTokens: int32(out), InputTokens: int32(in), Success: r.Success}
 	if t := r.TTFTSeconds; r.Success && t != nil && plausibleDuration(*t) {
 		x.HasTTFT, x.TTFT = true, *t

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +26,7 @@ func writeFixtureArchive(t *testing.T, d *RunData) string {
 	}
 	var b strings.Builder
 	for i, r := range d.Requests {
-		slot, _ := strconv.Atoi(r.Slot)
+		slot := int(r.SlotRank)
 		x := runarchive.Request{Phase: string(contract.Warmup), Slot: slot, SendTime: r.Send, EndTime: r.End, LatencySeconds: r.Latency,
 			OutputTokens: int(r.OutputTokens), InputTokens: int(r.InputTokens), Success: r.Success, Index: i, TokensSource: runarchive.TokensUsage}
 		if r.Formal {

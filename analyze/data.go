@@ -1,6 +1,10 @@
 package analyze
 
-import "github.com/joulemark/joulemark/internal/contract"
+import (
+	"slices"
+
+	"github.com/joulemark/joulemark/internal/contract"
+)
 
 // Sample is one raw sample: T in unix seconds, V its value.
 type Sample struct {
@@ -41,20 +45,35 @@ func (g GPUSeries) Label() string {
 }
 
 // Request is one benchmark request reconstructed from its per-request
-// samples: End is the sample timestamp, Send = End − latency. (64 bytes,
-// the token counts 32-bit (at most contract.MaxRequestTokens) and the
-// booleans together: a million of them in a long run.)
+// samples: End is the sample timestamp, Send = End − latency. (48 bytes
+// and no pointer, the token counts 32-bit (at most
+// contract.MaxRequestTokens), the slot a rank and the booleans together:
+// a million of them in a long run, which the collector need not scan.)
 type Request struct {
-	Slot         string
 	Send         float64
 	End          float64
 	TTFT         float64
 	Latency      float64
 	OutputTokens int32
 	InputTokens  int32
-	HasTTFT      bool
-	Success      bool
-	Formal       bool // of the formal phase (phase="formal"), else of the warm-up
+	// SlotRank is the rank of the request's slot label among the run's
+	// slot labels in string order (SlotRanks): it orders the requests
+	// that end and were sent at the same time.
+	SlotRank int32
+	HasTTFT  bool
+	Success  bool
+	Formal   bool // of the formal phase (phase="formal"), else of the warm-up
+}
+
+// SlotRanks maps each of slots (labels, repeats allowed) to its rank among
+// the distinct ones in string order, Request.SlotRank.
+func SlotRanks(slots []string) map[string]int32 {
+	distinct := slices.Compact(slices.Sorted(slices.Values(slots)))
+	ranks := make(map[string]int32, len(distinct))
+	for i, s := range distinct {
+		ranks[s] = int32(i)
+	}
+	return ranks
 }
 
 // FirstToken is Send + TTFT: the first token's time, valid when HasTTFT.

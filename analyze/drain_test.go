@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -17,7 +16,7 @@ func drainRun(n, c int) *RunData {
 	for k := range n {
 		s, round := k%c, k/c
 		send := b + float64(s)/float64(c) + float64(round)
-		d.Requests = append(d.Requests, Request{Formal: true, Slot: fmt.Sprint(s), Send: send, End: send + 1, HasTTFT: true, TTFT: 0.1,
+		d.Requests = append(d.Requests, Request{Formal: true, SlotRank: int32(s), Send: send, End: send + 1, HasTTFT: true, TTFT: 0.1,
 			Latency: 1, OutputTokens: 10, InputTokens: 10, Success: true})
 		end = max(end, send+1)
 	}

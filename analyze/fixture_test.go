@@ -63,14 +63,14 @@ func fixture() *RunData {
 	}
 	for k := range 100 {
 		r := req(b+30+float64(k), 0.1, b+31+float64(k), 10, true)
-		r.Slot, r.InputTokens = fmt.Sprint(k%4), 20
+		r.SlotRank, r.InputTokens = int32(k%4), 20
 		d.Requests = append(d.Requests, r)
 	}
 	fail := req(b+50.2, -1, b+50.5, 0, false)
-	fail.Slot = "9"
+	fail.SlotRank = 9
 	d.Requests = append(d.Requests, fail)
 	w := req(b+25, 0.1, b+26, 10, true)
-	w.Formal, w.Slot, w.InputTokens = false, "0", 20
+	w.Formal, w.SlotRank, w.InputTokens = false, 0, 20
 	d.Requests = append(d.Requests, w)
 	// Engine (vLLM names), healthy: 4 running, none waiting, KV cache half
 	// full, no preemption, 10 generated tokens per second over the formal
@@ -216,7 +216,7 @@ func fixtureSamples(d *RunData) []remotewrite.Sample {
 			phase = "formal"
 		}
 		lbl := func(name string) []string {
-			return []string{"__name__", name, "run_id", d.RunID, "phase", phase, "slot", r.Slot}
+			return []string{"__name__", name, "run_id", d.RunID, "phase", phase, "slot", fmt.Sprint(r.SlotRank)}
 		}
 		succ := 0.0
 		if r.Success {

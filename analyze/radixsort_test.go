@@ -87,7 +87,7 @@ func TestSortFormal(t *testing.T) {
 	reqs := make([]Request, 5000)
 	idx := make([]int32, len(reqs))
 	for i := range reqs {
-		reqs[i] = Request{Send: float64(rng.IntN(50)), End: float64(rng.IntN(200)) / 4, Slot: string(rune('a' + rng.IntN(3)))}
+		reqs[i] = Request{Send: float64(rng.IntN(50)), End: float64(rng.IntN(200)) / 4, SlotRank: int32(rng.IntN(3))}
 		switch rng.IntN(50) {
 		case 0:
 			reqs[i].End = math.NaN()

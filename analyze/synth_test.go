@@ -32,7 +32,7 @@ func synthRun(nReq, nGPU int, formalDur, hz float64) *RunData {
 		ttft := 0.05 + 0.2*rng.Float64()
 		lat := ttft + 0.025*float64(tok-1)*(0.95+0.1*rng.Float64())
 		send := next[s]
-		r := Request{Formal: true, Slot: fmt.Sprint(s), Send: send, End: send + lat, HasTTFT: true, TTFT: ttft,
+		r := Request{Formal: true, SlotRank: int32(s), Send: send, End: send + lat, HasTTFT: true, TTFT: ttft,
 			Latency: lat, OutputTokens: tok, InputTokens: 200, Success: true}
 		if rng.IntN(1000) == 0 {
 			r.Success, r.HasTTFT, r.OutputTokens = false, false, 0
