@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -971,98 +973,133 @@ const (
 // Prometheus 3 sorts a matrix), whatever the windows: the analysis then
 // walks them in memory order.
 func (l *loader) loadRequests(ctx context.Context, d *RunData, ws []window) error {
-	// Each series' requests, window by window: copied once, at the end.
-	type acc struct {
-		metric model.Metric
-		parts  [][]reqVals
-	}
-	series := map[model.Fingerprint]*acc{}
-	total := 0
+	var (
+		ids     = map[model.Fingerprint]int32{}
+		metrics []model.Metric   // by series ID, in the order first read
+		windows [][]seriesValues // each window's requests, by series
+		total   int
+	)
 	err := inOrder(ctx, len(ws), l.par, func(ctx context.Context, i int) (reqPart, error) {
 		return l.requestWindow(ctx, ws[i])
 	}, func(_ int, p reqPart) error {
 		d.IncompleteRequests += p.incomplete
+		parts := make([]seriesValues, 0, len(p.series))
 		for _, sp := range p.series {
-			a, ok := series[sp.fp]
+			id, ok := ids[sp.fp]
 			if !ok {
-				a = &acc{metric: sp.metric}
-				series[sp.fp] = a
+				id = int32(len(metrics))
+				ids[sp.fp] = id
+				metrics = append(metrics, sp.metric)
 			}
-			a.parts = append(a.parts, sp.reqs)
+			parts = append(parts, seriesValues{id, sp.reqs})
 			total += len(sp.reqs)
 		}
+		windows = append(windows, parts)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	all := make([]*acc, 0, len(series))
-	for _, a := range series {
-		all = append(all, a)
-	}
-	sortByLabels(all, func(a *acc) model.Metric { return a.metric })
 	if total > maxRequests {
 		return fmt.Errorf("%d requests, more than the %d one analysis takes", total, maxRequests)
 	}
-	// Filled in label order, each window's part dropped once copied, then
-	// reordered in place: filling in completion order straight from the
-	// parts held them, the order keys and the requests at once (about
-	// 40 MB more max RSS at 1M requests).
-	slots := make([]string, len(all))
-	for i, a := range all {
-		slots[i] = string(a.metric["slot"])
-	}
-	ranks := SlotRanks(slots)
 	d.Requests = make([]Request, total)
-	n := 0
-	for _, a := range all {
-		formal, slot := a.metric["phase"] == "formal", ranks[string(a.metric["slot"])]
-		for k, p := range a.parts {
-			for j := range p {
-				fillRequest(&d.Requests[n+j], &p[j], formal, slot)
-			}
-			n += len(p)
-			a.parts[k] = nil
-		}
-	}
-	inCompletionOrder(d.Requests)
+	fillInCompletionOrder(d.Requests, windows, requestSeriesOf(metrics))
 	return nil
 }
 
-// inCompletionOrder reorders reqs (their series in label order, each
-// series' requests in time order) in place into completion order: by end,
-// then send, slot and place in reqs, the order cmpFormalReqs gives. The
-// analysis walks them in memory order then, not a million cache misses
-// a pass.
-func inCompletionOrder(reqs []Request) {
-	type keyed struct {
-		key uint64
-		i   int32
+// seriesValues are one series' requests in one window, in time order.
+type seriesValues struct {
+	id   int32 // the series' index in requestSeriesOf's list
+	reqs []reqVals
+}
+
+// requestSeries is what a request takes from its series' labels.
+type requestSeries struct {
+	formal    bool
+	slot      int32 // Request.SlotRank
+	labelRank int32 // the series' place in label order
+}
+
+// requestSeriesOf lists each series' formal flag, slot rank and place in
+// label order, by series ID.
+func requestSeriesOf(metrics []model.Metric) []requestSeries {
+	slots := make([]string, len(metrics))
+	byLabels := make([]int32, len(metrics))
+	for i, m := range metrics {
+		slots[i], byLabels[i] = string(m["slot"]), int32(i)
 	}
-	keys := make([]keyed, len(reqs))
-	for i := range reqs {
-		keys[i] = keyed{floatKey(reqs[i].End), int32(i)}
+	sortByLabels(byLabels, func(i int32) model.Metric { return metrics[i] })
+	ranks := SlotRanks(slots)
+	out := make([]requestSeries, len(metrics))
+	for rank, i := range byLabels {
+		out[i] = requestSeries{formal: metrics[i]["phase"] == "formal", slot: ranks[slots[i]], labelRank: int32(rank)}
 	}
-	radixSortBy(keys, func(k keyed) uint64 { return k.key })
-	sortRuns(keys, func(a, b keyed) bool { return a.key == b.key },
-		func(a, b keyed) int { return cmpFormalReqs(reqs, a.i, b.i) })
-	// Each cycle of the permutation: position q takes the request at
-	// keys[q].i, whose own position takes the next one.
-	for p := range keys {
-		if keys[p].i < 0 || int(keys[p].i) == p {
-			continue
+	return out
+}
+
+// fillInCompletionOrder fills reqs (zeroed, as long as all windows'
+// requests) in completion order: by end, then send, slot and the series'
+// label order. The windows partition time, so each window's requests
+// follow the last window's: each is sorted and filled on its own, beside
+// the others, and dropped once filled.
+func fillInCompletionOrder(reqs []Request, windows [][]seriesValues, series []requestSeries) {
+	offsets := make([]int, len(windows)+1)
+	for w, parts := range windows {
+		offsets[w+1] = offsets[w]
+		for _, p := range parts {
+			offsets[w+1] += len(p.reqs)
 		}
-		held, q := reqs[p], p
-		for {
-			j := int(keys[q].i)
-			keys[q].i = -1
-			if j == p {
-				reqs[q] = held
-				break
+	}
+	work := make(chan int)
+	var g sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(windows)) {
+		g.Go(func() {
+			for w := range work {
+				fillWindow(reqs[offsets[w]:offsets[w+1]], windows[w], series)
+				windows[w] = nil
 			}
-			reqs[q] = reqs[j]
-			q = j
+		})
+	}
+	for w := range windows {
+		work <- w
+	}
+	close(work)
+	g.Wait()
+}
+
+// fillWindow fills out with one window's requests in completion order.
+// A series has one request a timestamp, so requests that end together
+// are of different series.
+func fillWindow(out []Request, parts []seriesValues, series []requestSeries) {
+	type ref struct {
+		key       uint64 // the end's milliseconds, sign flipped: unsigned order is time order
+		part, pos int32
+	}
+	refs := make([]ref, 0, len(out))
+	for i, p := range parts {
+		for j := range p.reqs {
+			refs = append(refs, ref{uint64(p.reqs[j].endMs) ^ 1<<63, int32(i), int32(j)})
 		}
+	}
+	radixSortBy(refs, func(r ref) uint64 { return r.key })
+	sortRuns(refs, func(a, b ref) bool { return a.key == b.key }, func(a, b ref) int {
+		pa, pb := &parts[a.part], &parts[b.part]
+		va, vb := &pa.reqs[a.pos], &pb.reqs[b.pos]
+		// Send as fillRequest computes it.
+		if c := cmp.Compare(float64(va.endMs)/1000-va.latency, float64(vb.endMs)/1000-vb.latency); c != 0 {
+			return c
+		}
+		sa, sb := series[pa.id], series[pb.id]
+		if c := cmp.Compare(sa.slot, sb.slot); c != 0 {
+			return c
+		}
+		return cmp.Compare(sa.labelRank, sb.labelRank)
+	})
+	for k, r := range refs {
+		p := &parts[r.part]
+		s := series[p.id]
+		fillRequest(&out[k], &p.reqs[r.pos], s.formal, s.slot)
 	}
 }
 

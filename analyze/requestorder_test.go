@@ -1,0 +1,123 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/common/model"
+)
+
+// TestFillInCompletionOrder: the requests filled window by window, beside
+// each other, come out in the order of one stable sort of all of them by
+// cmpFormalReqs (end, send, slot, then the series' label order and time),
+// with ties across series in every way: equal ends, equal sends, equal
+// slots, slots that sort differently as strings and as numbers ("10" <
+// "9"), a NaN latency.
+func TestFillInCompletionOrder(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		metrics, windows := randomRequestWindows(rng)
+		want := inLabelOrder(metrics, windows)
+		sortRequestsByCompletion(want)
+
+		got := make([]Request, len(want))
+		fillInCompletionOrder(got, windows, requestSeriesOf(metrics))
+		if !slices.EqualFunc(got, want, sameRequest) {
+			for i := range got {
+				if !sameRequest(got[i], want[i]) {
+					t.Fatalf("seed %d: request %d of %d is %+v, want %+v", seed, i, len(want), got[i], want[i])
+				}
+			}
+		}
+		for w := range windows {
+			if windows[w] != nil {
+				t.Fatalf("seed %d: window %d's requests kept after they were filled", seed, w)
+			}
+		}
+	}
+}
+
+// sameRequest is == with a NaN equal to itself.
+func sameRequest(a, b Request) bool {
+	return reflect.DeepEqual(a, b) || fmt.Sprint(a) == fmt.Sprint(b)
+}
+
+// randomRequestWindows draws up to 30 series (slot and phase labels) of
+// requests over 1 to 5 consecutive windows of 100 ms, ends on a coarse
+// grid so that many series end together.
+func randomRequestWindows(rng *rand.Rand) ([]model.Metric, [][]seriesValues) {
+	metrics := make([]model.Metric, 1+rng.IntN(30))
+	for i := range metrics {
+		phase := "formal"
+		if rng.IntN(4) == 0 {
+			phase = "warmup"
+		}
+		metrics[i] = model.Metric{"run_id": "r", "phase": model.LabelValue(phase), "slot": model.LabelValue(fmt.Sprint(i % 12))}
+	}
+	windows := make([][]seriesValues, 1+rng.IntN(5))
+	for w := range windows {
+		for id := range metrics {
+			if rng.IntN(5) == 0 {
+				continue // no request of this series in this window
+			}
+			var reqs []reqVals
+			for ms := int64(w * 100); ms < int64(w+1)*100; ms += 1 + rng.Int64N(15) {
+				v := reqVals{endMs: 1_700_000_000_000 + ms, latency: float64(rng.IntN(4)) / 8, outputTokens: int32(rng.IntN(9)), success: rng.IntN(3) > 0}
+				if rng.IntN(200) == 0 {
+					v.latency = math.NaN()
+				}
+				reqs = append(reqs, v)
+			}
+			windows[w] = append(windows[w], seriesValues{int32(id), reqs})
+		}
+		rng.Shuffle(len(windows[w]), func(i, j int) { windows[w][i], windows[w][j] = windows[w][j], windows[w][i] })
+	}
+	return metrics, windows
+}
+
+// inLabelOrder lists the windows' requests series by series in label
+// order, each series' in time order, as the loader once filled them.
+func inLabelOrder(metrics []model.Metric, windows [][]seriesValues) []Request {
+	byLabels := make([]int32, len(metrics))
+	slots := make([]string, len(metrics))
+	for i := range metrics {
+		byLabels[i], slots[i] = int32(i), string(metrics[i]["slot"])
+	}
+	sortByLabels(byLabels, func(i int32) model.Metric { return metrics[i] })
+	ranks := SlotRanks(slots)
+	var out []Request
+	for _, id := range byLabels {
+		for _, parts := range windows {
+			for _, p := range parts {
+				if p.id != id {
+					continue
+				}
+				for j := range p.reqs {
+					var r Request
+					fillRequest(&r, &p.reqs[j], metrics[id]["phase"] == "formal", ranks[slots[id]])
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// sortRequestsByCompletion sorts reqs stably by cmpFormalReqs' order
+// (end, send, slot, then place in reqs), as the loader once did.
+func sortRequestsByCompletion(reqs []Request) {
+	idx := make([]int32, len(reqs))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(i, j int32) int { return cmpFormalReqs(reqs, i, j) })
+	sorted := make([]Request, len(reqs))
+	for k, i := range idx {
+		sorted[k] = reqs[i]
+	}
+	copy(reqs, sorted)
+}
