@@ -6,6 +6,6 @@ package analyze
 // set is large pointer-free arrays (requests, sample series, sort keys),
 // which a collection marks in milliseconds, so collecting at 30% growth
 // rather than Go's 100% keeps the peak memory near the live data for a
-// few percent more CPU (docs/analyze.md, "Memory at the peak"). analyze
+// few percent more CPU (docs/analyze.md, "Scale (measured)"). analyze
 // production keeps Go's 100: its maps cost a collection more.
 const GCPercent = 30

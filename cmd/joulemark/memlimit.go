@@ -21,7 +21,7 @@ type memoryLimitFlag struct {
 
 // gcPercentFlag is analyze run's --gc-percent: the garbage collector's
 // target (GOGC). analyze production keeps Go's: its maps cost a
-// collection more (docs/analyze.md, "Memory at the peak").
+// collection more (docs/analyze.md, "Scale (measured)").
 type gcPercentFlag struct {
 	GCPercent int `name:"gc-percent" default:"${gc_percent}" placeholder:"PERCENT" help:"The garbage collector's target (debug.SetGCPercent, as GOGC): a collection when the heap has grown by this percentage since the last. The analysis holds large pointer-free arrays that a collection marks quickly, so a target below Go's 100 keeps the peak memory down for little CPU. GOGC in the environment wins; -1: no collections but the memory limit's."`
 }
