@@ -17,7 +17,11 @@ import (
 // with ties across series in every way: equal ends, equal sends, equal
 // slots, slots that sort differently as strings and as numbers ("10" <
 // "9"), a NaN latency.
+// Windows are filled in pieces of as few as 3 requests, so that pieces
+// meet inside runs of equal ends.
 func TestFillInCompletionOrder(t *testing.T) {
+	defer func(n int) { minFillPiece = n }(minFillPiece)
+	minFillPiece = 3
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		metrics, windows := randomRequestWindows(rng)
@@ -120,4 +124,36 @@ func sortRequestsByCompletion(reqs []Request) {
 		sorted[k] = reqs[i]
 	}
 	copy(reqs, sorted)
+}
+
+// TestEndPieces: the pieces cover the requests in order, at most n of
+// them, each at least minLen long but for a run of equal ends that the
+// cut would split (the cut moves past it).
+func TestEndPieces(t *testing.T) {
+	keys := func(ks ...uint64) []requestRef {
+		out := make([]requestRef, len(ks))
+		for i, k := range ks {
+			out[i].key = k
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		refs      []requestRef
+		n, minLen int
+		want      [][2]int
+	}{
+		{"empty", nil, 4, 1, nil},
+		{"fewer than two pieces' worth", keys(1, 2, 3), 2, 2, [][2]int{{0, 3}}},
+		{"even cuts", keys(1, 2, 3, 4, 5, 6), 3, 2, [][2]int{{0, 2}, {2, 4}, {4, 6}}},
+		{"cut moved past equal ends", keys(1, 2, 2, 2, 3, 4), 2, 1, [][2]int{{0, 4}, {4, 6}}},
+		{"equal ends swallow a piece", keys(1, 1, 1, 1, 1, 2), 3, 1, [][2]int{{0, 5}, {5, 6}}},
+		{"all equal", keys(7, 7, 7, 7), 4, 1, [][2]int{{0, 4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := endPieces(tc.refs, tc.n, tc.minLen); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("endPieces(%d refs, %d, %d) = %v, want %v", len(tc.refs), tc.n, tc.minLen, got, tc.want)
+			}
+		})
+	}
 }
