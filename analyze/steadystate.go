@@ -32,32 +32,45 @@ func weightedWindowCV(x, wt []float64, w int) []float64 {
 		shift += v
 	}
 	shift /= float64(n)
-	s0 := make([]float64, n+1)
-	s1 := make([]float64, n+1)
-	s2 := make([]float64, n+1)
-	for i, v := range x {
-		d, q := v-shift, weight(i)
-		s0[i+1] = s0[i] + q
-		s1[i+1] = s1[i] + q*d
-		s2[i+1] = s2[i] + q*d*d
+	// The prefix sums of weight, weight·d and weight·d² at the window's
+	// end (lead) and start (lag): each walks the same sums in the same
+	// order, so a window's sums are prefix differences without the
+	// prefix arrays.
+	var lead, lag prefixSums
+	for i := range w {
+		lead.add(x[i]-shift, weight(i))
 	}
 	out := make([]float64, n-w+1)
 	for i := range out {
-		sw := s0[i+w] - s0[i]
-		if !(sw > 0) {
-			out[i] = math.Inf(1)
-			continue
+		if i > 0 {
+			lag.add(x[i-1]-shift, weight(i-1))
+			lead.add(x[i+w-1]-shift, weight(i+w-1))
 		}
-		m := (s1[i+w] - s1[i]) / sw
-		variance := (s2[i+w]-s2[i])/sw - m*m
-		mean := shift + m
-		if mean <= 0 {
-			out[i] = math.Inf(1)
-			continue
-		}
-		out[i] = math.Sqrt(max(variance, 0)) / mean
+		out[i] = cvOfSums(lead.s0-lag.s0, lead.s1-lag.s1, lead.s2-lag.s2, shift)
 	}
 	return out
+}
+
+// prefixSums are running sums of weights q, q·d and q·d².
+type prefixSums struct{ s0, s1, s2 float64 }
+
+func (p *prefixSums) add(d, q float64) {
+	p.s0, p.s1, p.s2 = p.s0+q, p.s1+q*d, p.s2+q*d*d
+}
+
+// cvOfSums is the CV of a window from its sums of weights sw, of q·d and
+// of q·d² (d: the value less shift): +Inf without weight or with a mean ≤ 0.
+func cvOfSums(sw, s1, s2, shift float64) float64 {
+	if !(sw > 0) {
+		return math.Inf(1)
+	}
+	m := s1 / sw
+	variance := s2/sw - m*m
+	mean := shift + m
+	if mean <= 0 {
+		return math.Inf(1)
+	}
+	return math.Sqrt(max(variance, 0)) / mean
 }
 
 // steadyStart finds the first request i at which k consecutive
