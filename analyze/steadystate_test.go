@@ -145,3 +145,54 @@ func TestSteadyStartEndOfSequence(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightedWindowCVPrefixArrays: the running sums give, bit for bit,
+// the CVs of the prefix arrays they replaced (each window's sums as
+// differences of whole-prefix sums), weighted and not.
+func TestWeightedWindowCVPrefixArrays(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 50 {
+		n, w := 1+rng.IntN(300), 1+rng.IntN(40)
+		x, wt := make([]float64, n), make([]float64, n)
+		for i := range x {
+			x[i], wt[i] = 0.3+rng.NormFloat64()*0.05, float64(1+rng.IntN(500))
+		}
+		for _, weights := range [][]float64{nil, wt} {
+			got, want := weightedWindowCV(x, weights, w), prefixArrayCV(x, weights, w)
+			if len(got) != len(want) {
+				t.Fatalf("trial %d: %d CVs, want %d", trial, len(got), len(want))
+			}
+			for i := range got {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("trial %d (n %d, w %d, weighted %v): CV %d is %v, want %v", trial, n, w, weights != nil, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// prefixArrayCV is weightedWindowCV as it was: prefix arrays of the sums.
+func prefixArrayCV(x, wt []float64, w int) []float64 {
+	n := len(x)
+	if w <= 0 || n < w {
+		return nil
+	}
+	shift := 0.0
+	for _, v := range x {
+		shift += v
+	}
+	shift /= float64(n)
+	s0, s1, s2 := make([]float64, n+1), make([]float64, n+1), make([]float64, n+1)
+	for i, v := range x {
+		d, q := v-shift, 1.0
+		if wt != nil {
+			q = wt[i]
+		}
+		s0[i+1], s1[i+1], s2[i+1] = s0[i]+q, s1[i]+q*d, s2[i]+q*d*d
+	}
+	out := make([]float64, n-w+1)
+	for i := range out {
+		out[i] = cvOfSums(s0[i+w]-s0[i], s1[i+w]-s1[i], s2[i+w]-s2[i], shift)
+	}
+	return out
+}
