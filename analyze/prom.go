@@ -598,7 +598,7 @@ func (l *loader) rawSpan(from, to float64) rawSpan {
 // chunk that crosses a window's edge and reads it twice, and sparse series
 // (one per slot at high concurrency) have chunks a quarter of an hour long.
 // At 1M requests over 2.8 h, 1-hour windows cost Prometheus 2.42 about
-// 0.75 CPU-s, one window 0.43 (docs/analyze.md, "Reading raw series").
+// 0.75 CPU-s, one window 0.3–0.5 (docs/analyze.md, "Reading raw series").
 const (
 	defaultChunk       = 30 * time.Minute
 	defaultRemoteChunk = 24 * time.Hour
