@@ -3,7 +3,6 @@ package analyze
 import (
 	"cmp"
 	"fmt"
-	"slices"
 )
 
 // attribution is the per-request split of GPU energy (docs/design.md,
@@ -149,13 +148,8 @@ func newSweep(reqs []Request, from, to float64) *sweep {
 			s.evs[evFirst] = append(s.evs[evFirst], newEvent(min(max(r.FirstToken(), send), end), i, evFirst))
 		}
 	}
-	// Each kind by time, then request, as cmpEvents orders them (the ends
-	// are in order already when the requests are in completion order,
-	// as the loader lists them).
+	// Each kind by time, then request, as cmpEvents orders them.
 	for k := range s.evs {
-		if slices.IsSortedFunc(s.evs[k], cmpEvents) {
-			continue
-		}
 		// By orderKey, which floatKey's order refines (−0 before +0):
 		// the runs of equal times are the same.
 		radixSortBy(s.evs[k], event.key)
