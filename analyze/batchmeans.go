@@ -20,8 +20,12 @@ func newBinSeries(from, w float64, n int) *binSeries {
 }
 
 // bin is the bin holding x (clamped to the grid).
-func (s *binSeries) bin(x float64) int {
-	return min(len(s.v)-1, max(0, int((x-s.from)/s.w)))
+func (s *binSeries) bin(x float64) int { return gridBin(s.from, s.w, len(s.v), x) }
+
+// gridBin is the bin holding x among n bins of width w from `from`
+// (clamped to the grid).
+func gridBin(from, w float64, n int, x float64) int {
+	return min(n-1, max(0, int((x-from)/w)))
 }
 
 // add spreads x over [a, b], clamped to the grid (a value wholly outside

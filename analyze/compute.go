@@ -181,8 +181,9 @@ func computeSeries(d *RunData, p Params) (*report.Report, *PlotData, error) {
 	c.orderFormal()
 	c.requests()
 	// The latency percentiles' intervals need only the formal order and
-	// the percentiles.
+	// the percentiles, and most interval series only the formal order.
 	c.startLatencyIntervals()
+	c.startIntervalBase()
 	c.goodput()
 	c.throughput()
 	c.steadyState()
@@ -213,6 +214,7 @@ type computation struct {
 	formal           []int32            // indexes into d.Requests of formal requests, in completion order
 	attr             <-chan attribution // the attribution to requests (startAttribution); nil when there is none
 	latency          <-chan latencyPart // the latency percentiles' intervals (startLatencyIntervals); nil without formal requests
+	ivBase           <-chan *ivSeries   // the interval series that need no attribution (startIntervalBase); nil without formal requests
 	goodTokens       int64              // output tokens of requests within the SLOs
 	joules           []float64          // the attribution's joules per request (index into d.Requests); nil without one
 	steadyFrom       int                // position in the steady sequence (successful formal requests with tokens) where the steady state starts; -1 when not reached
@@ -300,9 +302,12 @@ func (c *computation) oneLifecycle() {
 // tolerance is two sample intervals.
 func (c *computation) counterCurves() {
 	c.interval = math.NaN()
+	gpus := c.d.GPUs
+	medians := make([]float64, len(gpus))
+	eachIndex(len(gpus), func(i int) { medians[i] = medianInterval(gpus[i].Energy) })
 	var intervals []float64
-	for _, g := range c.d.GPUs {
-		if m := medianInterval(g.Energy); !math.IsNaN(m) {
+	for _, m := range medians {
+		if !math.IsNaN(m) {
 			intervals = append(intervals, m)
 		}
 	}
@@ -313,10 +318,8 @@ func (c *computation) counterCurves() {
 	if !math.IsNaN(c.interval) {
 		tol = 2 * c.interval
 	}
-	c.curves = make([]curve, len(c.d.GPUs))
-	for i, g := range c.d.GPUs {
-		c.curves[i] = newCurve(g.Energy, tol)
-	}
+	c.curves = make([]curve, len(gpus))
+	eachIndex(len(gpus), func(i int) { c.curves[i] = newCurve(gpus[i].Energy, tol) })
 	if len(c.d.GPUs) == 0 {
 		c.flag(contract.FlagNoEnergyData, true, "no GPU energy counter series for the run")
 	}

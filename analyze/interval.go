@@ -306,15 +306,28 @@ func latencyValue(k int, q *Request) (float64, bool) {
 	return q.Latency, true
 }
 
-// intervalSeries builds the series over n bins of width w from `from`.
-func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
+// startIntervalBase builds, on a goroutine of its own, the interval
+// series that need only the formal requests and the curves
+// (intervalBase); intervalSeries adds the steady state's once the
+// attribution and the steady state are in.
+func (c *computation) startIntervalBase() {
+	from, w, n, ok := c.intervalGrid()
+	if !ok {
+		return
+	}
+	ch := make(chan *ivSeries, 1)
+	c.ivBase = ch
+	go func() { ch <- c.intervalBase(from, w, n) }()
+}
+
+// intervalBase is the series over n bins of width w from `from` that
+// need no attribution: the energy, the formal requests' tokens, good
+// tokens, good and all requests, the core bins and the drain's variance.
+func (c *computation) intervalBase(from, w float64, n int) *ivSeries {
 	s := &ivSeries{w: w}
 	s.energy = c.energyBins(from, w, n)
 	ser := func() *binSeries { return newBinSeries(from, w, n) }
-	tok, goodT, good, cnt, sj, st, uj, ut := ser(), ser(), ser(), ser(), ser(), ser(), ser(), ser()
-	nss, steadyFrom, drain := c.steadyCounts()
-	pos := 0
-	sFrom, uFrom, uTo := math.Inf(1), math.Inf(1), math.Inf(-1)
+	tok, goodT, good, cnt := ser(), ser(), ser(), ser()
 	firstEnd, lastSend := math.Inf(1), math.Inf(-1)
 	for _, i := range c.formal {
 		q := &c.d.Requests[i]
@@ -331,33 +344,64 @@ func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
 			goodT.addSpan(sp, t)
 			good.addSpan(sp, 1)
 		}
-		if q.OutputTokens <= 0 {
+	}
+	s.tokens, s.goodTokens, s.good, s.count = tok.sums(), goodT.sums(), good.sums(), cnt.sums()
+	s.core = [2]int{tok.bin(firstEnd), tok.bin(lastSend)}
+	s.drainVar = c.drainLengthVariance(lastSend)
+	return s
+}
+
+// intervalSeries is the series over n bins of width w from `from`: those
+// of intervalBase (started by startIntervalBase) and the steady state's
+// joules and tokens, with and without the drain, built beside each other.
+func (c *computation) intervalSeries(from, w float64, n int) *ivSeries {
+	nss, steadyFrom, drain := c.steadyCounts()
+	var sust steadyBins
+	done := make(chan struct{})
+	go func() { sust = c.steadyBins(from, w, n, steadyFrom, nss-drain); close(done) }()
+	steady := c.steadyBins(from, w, n, steadyFrom, nss)
+	s := <-c.ivBase
+	<-done
+	s.steadyJ, s.steadyT, s.sustJ, s.sustT = steady.j, steady.t, sust.j, sust.t
+	bin := func(x float64) int { return gridBin(from, w, n, x) }
+	if !math.IsInf(steady.from, 0) {
+		s.steadyBins = [2]int{bin(steady.from), n}
+	}
+	if !math.IsInf(sust.from, 0) {
+		s.sustBins = [2]int{bin(sust.from), bin(sust.to) + 1}
+	}
+	return s
+}
+
+// steadyBins are the joules and tokens per bin of the steady sequence's
+// requests at positions [lo, hi) (the successful formal requests with
+// tokens, in completion order), their first send and last end; zero
+// series when the steady state was not reached (lo < 0) or nothing was
+// attributed.
+type steadyBins struct {
+	j, t     []float64
+	from, to float64
+}
+
+func (c *computation) steadyBins(from, w float64, n, lo, hi int) steadyBins {
+	sj, st := newBinSeries(from, w, n), newBinSeries(from, w, n)
+	out := steadyBins{from: math.Inf(1), to: math.Inf(-1)}
+	pos := 0
+	for _, i := range c.formal {
+		q := &c.d.Requests[i]
+		if !q.Success || q.OutputTokens <= 0 {
 			continue
 		}
-		if steadyFrom >= 0 && pos >= steadyFrom && c.joules != nil {
+		if lo >= 0 && pos >= lo && pos < hi && c.joules != nil {
+			sp := sj.span(q.Send, q.End)
 			sj.addSpan(sp, c.joules[i])
-			st.addSpan(sp, t)
-			sFrom = min(sFrom, a)
-			if pos < nss-drain {
-				uj.addSpan(sp, c.joules[i])
-				ut.addSpan(sp, t)
-				uFrom, uTo = min(uFrom, a), max(uTo, b)
-			}
+			st.addSpan(sp, float64(q.OutputTokens))
+			out.from, out.to = min(out.from, q.Send), max(out.to, q.End)
 		}
 		pos++
 	}
-	s.tokens, s.goodTokens, s.good, s.count = tok.sums(), goodT.sums(), good.sums(), cnt.sums()
-	s.steadyJ, s.steadyT, s.sustJ, s.sustT = sj.sums(), st.sums(), uj.sums(), ut.sums()
-	bin := func(x float64) int { return tok.bin(x) }
-	s.core = [2]int{bin(firstEnd), bin(lastSend)}
-	s.drainVar = c.drainLengthVariance(lastSend)
-	if !math.IsInf(sFrom, 0) {
-		s.steadyBins = [2]int{bin(sFrom), n}
-	}
-	if !math.IsInf(uFrom, 0) {
-		s.sustBins = [2]int{bin(uFrom), bin(uTo) + 1}
-	}
-	return s
+	out.j, out.t = sj.sums(), st.sums()
+	return out
 }
 
 // drainVariance is the variance a figure's deviation (resid over bins)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -1053,69 +1054,90 @@ func fillInCompletionOrder(reqs []Request, windows [][]seriesValues, series []re
 			offsets[w+1] += len(p.reqs)
 		}
 	}
-	work := make(chan int)
-	var g sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(windows)) {
-		g.Go(func() {
-			for w := range work {
-				fillWindow(reqs[offsets[w]:offsets[w+1]], windows[w], series)
-				windows[w] = nil
-			}
-		})
-	}
-	for w := range windows {
-		work <- w
-	}
-	close(work)
-	g.Wait()
+	eachIndex(len(windows), func(w int) {
+		fillWindow(reqs[offsets[w]:offsets[w+1]], windows[w], series)
+		windows[w] = nil
+	})
 }
 
-// fillWindow fills out with one window's requests in completion order:
-// sorted by end, then filled in pieces beside each other (a window can
-// hold every request of the run). A series has one request a timestamp,
-// so requests that end together are of different series.
+// fillWindow fills out with one window's requests in completion order
+// (a window can hold every request of the run): cut by end into pieces
+// of about equal size (endCuts), each piece's requests then listed,
+// sorted by end and filled beside the others'. A series has one request
+// a timestamp, so requests that end together are of different series.
 func fillWindow(out []Request, parts []seriesValues, series []requestSeries) {
-	refs := make([]requestRef, 0, len(out))
+	cuts := endCuts(parts, len(out), runtime.GOMAXPROCS(0), minFillPiece)
+	// at[k][i] is where piece k starts in parts[i] (at[len(cuts)+1][i]: its end).
+	at := make([][]int, len(cuts)+2)
+	at[0], at[len(cuts)+1] = make([]int, len(parts)), make([]int, len(parts))
 	for i, p := range parts {
-		for j := range p.reqs {
-			refs = append(refs, requestRef{uint64(p.reqs[j].endMs) ^ 1<<63, int32(i), int32(j)})
+		at[len(cuts)+1][i] = len(p.reqs)
+	}
+	for k, cut := range cuts {
+		at[k+1] = make([]int, len(parts))
+		for i, p := range parts {
+			at[k+1][i] = sort.Search(len(p.reqs), func(j int) bool { return endKey(p.reqs[j].endMs) >= cut })
 		}
 	}
-	radixSortBy(refs, func(r requestRef) uint64 { return r.key })
-	var g sync.WaitGroup
-	for _, pc := range endPieces(refs, runtime.GOMAXPROCS(0), minFillPiece) {
-		g.Go(func() { fillPiece(out[pc[0]:pc[1]], refs[pc[0]:pc[1]], parts, series) })
+	offsets := make([]int, len(at))
+	for k := 1; k < len(at); k++ {
+		offsets[k] = offsets[k-1]
+		for i := range parts {
+			offsets[k] += at[k][i] - at[k-1][i]
+		}
 	}
-	g.Wait()
+	eachIndex(len(at)-1, func(k int) {
+		refs := make([]requestRef, 0, offsets[k+1]-offsets[k])
+		for i, p := range parts {
+			for j := at[k][i]; j < at[k+1][i]; j++ {
+				refs = append(refs, requestRef{endKey(p.reqs[j].endMs), int32(i), int32(j)})
+			}
+		}
+		radixSortBy(refs, func(r requestRef) uint64 { return r.key })
+		fillPiece(out[offsets[k]:offsets[k+1]], refs, parts, series)
+	})
 }
 
 // requestRef is a request of a window's parts, keyed by its end.
 type requestRef struct {
-	key       uint64 // the end's milliseconds, sign flipped: unsigned order is time order
+	key       uint64 // endKey
 	part, pos int32
 }
+
+// endKey is a request's end in milliseconds, sign flipped: unsigned order
+// is time order.
+func endKey(endMs int64) uint64 { return uint64(endMs) ^ 1<<63 }
 
 // minFillPiece is the fewest requests fillWindow fills on a goroutine of
 // their own (a variable for tests).
 var minFillPiece = 1 << 16
 
-// endPieces cuts refs (sorted by key) into at most n pieces of at least
-// minLen, as [from, to) pairs, none splitting requests that end together.
-func endPieces(refs []requestRef, n, minLen int) [][2]int {
-	n = max(1, min(n, len(refs)/max(minLen, 1)))
-	var out [][2]int
-	from := 0
-	for k := 1; k <= n && from < len(refs); k++ {
-		to := len(refs) * k / n
-		for to > from && to < len(refs) && refs[to].key == refs[to-1].key {
-			to++
-		}
-		if to > from {
-			out = append(out, [2]int{from, to})
-			from = to
+// endCuts cuts the n requests of parts (each part in time order) into at
+// most pieces pieces, and no more than n/minLen, of about equal size:
+// the ends (endKey) where a piece starts, in increasing order, so that
+// requests that end together are never split. The cuts are quantiles of
+// a sample of every part's ends; nil for one piece.
+func endCuts(parts []seriesValues, n, pieces, minLen int) []uint64 {
+	pieces = max(1, min(pieces, n/max(minLen, 1)))
+	if pieces == 1 {
+		return nil
+	}
+	step := max(1, n/(pieces*256))
+	var sample []uint64
+	for _, p := range parts {
+		for j := 0; j < len(p.reqs); j += step {
+			sample = append(sample, endKey(p.reqs[j].endMs))
 		}
 	}
-	return out
+	slices.Sort(sample)
+	var cuts []uint64
+	for k := 1; k < pieces; k++ {
+		c := sample[len(sample)*k/pieces]
+		if c > sample[0] && (len(cuts) == 0 || c > cuts[len(cuts)-1]) {
+			cuts = append(cuts, c)
+		}
+	}
+	return cuts
 }
 
 // fillPiece fills out with the requests refs (sorted by end) in completion

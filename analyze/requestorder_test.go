@@ -126,33 +126,47 @@ func sortRequestsByCompletion(reqs []Request) {
 	copy(reqs, sorted)
 }
 
-// TestEndPieces: the pieces cover the requests in order, at most n of
-// them, each at least minLen long but for a run of equal ends that the
-// cut would split (the cut moves past it).
-func TestEndPieces(t *testing.T) {
-	keys := func(ks ...uint64) []requestRef {
-		out := make([]requestRef, len(ks))
-		for i, k := range ks {
-			out[i].key = k
+// TestEndCuts: the cuts are increasing ends where a piece starts, at
+// most pieces−1 of them and none for fewer than two pieces of minLen;
+// requests that end together (in one series or several) are never
+// split, a run of equal ends swallowing the cut that would split it.
+func TestEndCuts(t *testing.T) {
+	parts := func(series ...[]int64) []seriesValues {
+		var out []seriesValues
+		for i, ends := range series {
+			p := seriesValues{id: int32(i)}
+			for _, e := range ends {
+				p.reqs = append(p.reqs, reqVals{endMs: e})
+			}
+			out = append(out, p)
 		}
 		return out
 	}
 	for _, tc := range []struct {
-		name      string
-		refs      []requestRef
-		n, minLen int
-		want      [][2]int
+		name          string
+		parts         []seriesValues
+		pieces, minLn int
+		want          []int64 // the ends where pieces 2… start
 	}{
 		{"empty", nil, 4, 1, nil},
-		{"fewer than two pieces' worth", keys(1, 2, 3), 2, 2, [][2]int{{0, 3}}},
-		{"even cuts", keys(1, 2, 3, 4, 5, 6), 3, 2, [][2]int{{0, 2}, {2, 4}, {4, 6}}},
-		{"cut moved past equal ends", keys(1, 2, 2, 2, 3, 4), 2, 1, [][2]int{{0, 4}, {4, 6}}},
-		{"equal ends swallow a piece", keys(1, 1, 1, 1, 1, 2), 3, 1, [][2]int{{0, 5}, {5, 6}}},
-		{"all equal", keys(7, 7, 7, 7), 4, 1, [][2]int{{0, 4}}},
+		{"fewer than two pieces' worth", parts([]int64{1, 2, 3}), 2, 2, nil},
+		{"even cuts", parts([]int64{1, 2, 3, 4, 5, 6}), 3, 2, []int64{3, 5}},
+		{"equal ends of two series kept together", parts([]int64{1, 2, 3}, []int64{2, 3, 4}), 2, 1, []int64{3}},
+		{"equal ends swallow a cut", parts([]int64{1, 1, 1, 1, 1, 2}), 3, 1, nil},
+		{"all equal", parts([]int64{7}, []int64{7}, []int64{7}, []int64{7}), 4, 1, nil},
+		{"negative times", parts([]int64{-3, -2, -1, 0}), 2, 1, []int64{-1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := endPieces(tc.refs, tc.n, tc.minLen); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("endPieces(%d refs, %d, %d) = %v, want %v", len(tc.refs), tc.n, tc.minLen, got, tc.want)
+			n := 0
+			for _, p := range tc.parts {
+				n += len(p.reqs)
+			}
+			var want []uint64
+			for _, e := range tc.want {
+				want = append(want, endKey(e))
+			}
+			if got := endCuts(tc.parts, n, tc.pieces, tc.minLn); !slices.Equal(got, want) {
+				t.Errorf("endCuts(%d requests, %d, %d) = %v, want %v", n, tc.pieces, tc.minLn, got, want)
 			}
 		})
 	}
