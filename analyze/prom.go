@@ -1122,12 +1122,16 @@ func endCuts(parts []seriesValues, n, pieces, minLen int) []uint64 {
 	if pieces == 1 {
 		return nil
 	}
-	step := max(1, n/(pieces*256))
+	// A sample of 1024 ends a piece, evenly spaced over the parts laid
+	// end to end: each part has its share, wherever its ends lie.
+	stride := max(1, float64(n)/float64(pieces*1024))
 	var sample []uint64
+	at, base := stride/2, 0
 	for _, p := range parts {
-		for j := 0; j < len(p.reqs); j += step {
-			sample = append(sample, endKey(p.reqs[j].endMs))
+		for ; at < float64(base+len(p.reqs)); at += stride {
+			sample = append(sample, endKey(p.reqs[int(at)-base].endMs))
 		}
+		base += len(p.reqs)
 	}
 	slices.Sort(sample)
 	var cuts []uint64

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sort"
 	"testing"
 
 	"github.com/prometheus/common/model"
@@ -169,5 +170,31 @@ func TestEndCuts(t *testing.T) {
 				t.Errorf("endCuts(%d requests, %d, %d) = %v, want %v", n, tc.pieces, tc.minLn, got, want)
 			}
 		})
+	}
+}
+
+// TestEndCutsBalance: many series of a few requests each, their ends
+// interleaved (the 1M benchmark's shape: 763 series of 1,311), are cut
+// into pieces of about equal size, not at the series' first ends.
+func TestEndCutsBalance(t *testing.T) {
+	const series, each, pieces = 763, 1311, 4
+	parts := make([]seriesValues, series)
+	for i := range parts {
+		for k := range each {
+			parts[i].reqs = append(parts[i].reqs, reqVals{endMs: int64(k*series + i)})
+		}
+	}
+	cuts := endCuts(parts, series*each, pieces, 1)
+	if len(cuts) != pieces-1 {
+		t.Fatalf("%d cuts, want %d", len(cuts), pieces-1)
+	}
+	for k, c := range cuts {
+		below := 0
+		for _, p := range parts {
+			below += sort.Search(len(p.reqs), func(j int) bool { return endKey(p.reqs[j].endMs) >= c })
+		}
+		if want := series * each * (k + 1) / pieces; math.Abs(float64(below-want)) > 0.02*series*each {
+			t.Errorf("cut %d has %d requests before it, want about %d", k, below, want)
+		}
 	}
 }
