@@ -3,6 +3,8 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"math"
+	"sync"
 )
 
 // attribution is the per-request split of GPU energy (docs/design.md,
@@ -104,16 +106,18 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 	return s.run(curves, from, to)
 }
 
-// sweep is attribute's state: the events, per request whether its
-// tokens are spread over [first token, end] and at which rate, and the
-// running sums.
+// sweep is attribute's state: the events, the requests they index and
+// the running sums.
 type sweep struct {
 	// evs are the sends, then the first tokens, then the ends, each kind
-	// sorted by time then request; the sweep merges the three.
-	evs    [3][]event
-	rates  []float64
-	tokens []bool
-	out    attribution
+	// sorted by time then request; the sweep merges the three. The ends
+	// of requests listed in completion order are not listed: ends walks
+	// the requests instead.
+	evs  [3][]event
+	ends endWalk
+	reqs []Request
+	to   float64
+	out  attribution
 	// Per request: A at its first token; B at its send is kept in its
 	// Joules until its end.
 	aFirst            []float64
@@ -121,20 +125,43 @@ type sweep struct {
 	active, producing int
 }
 
+// walkEnds lets newSweep walk the ends of requests in completion order
+// (a variable for tests, which list them to compare).
+var walkEnds = true
+
+// endWalk yields the end events of requests that are in completion order
+// (their ends, clamped to the domain, never decrease), walking them in
+// index order, which is cmpEvents' order of their ends.
+type endWalk struct {
+	on       bool
+	next     int   // the first request whose end is not yet applied
+	head     event // its end event, when ok
+	ok       bool
+	from, to float64
+}
+
 // newSweep builds the events of the requests that overlap [from, to].
 func newSweep(reqs []Request, from, to float64) *sweep {
-	s := &sweep{rates: make([]float64, len(reqs)), tokens: make([]bool, len(reqs))}
+	s := &sweep{reqs: reqs, to: to}
 	spans, firsts := 0, 0
+	inOrder, last := walkEnds, math.Inf(-1)
 	for i := range reqs {
 		if r := &reqs[i]; sweepSpan(r, from, to) {
 			spans++
 			if sweepTokens(r, to) {
 				firsts++
 			}
+			end := min(r.End, to)
+			inOrder = inOrder && !(end < last)
+			last = end
 		}
 	}
-	all := make([]event, 0, 2*spans+firsts)
-	s.evs = [3][]event{all[:0:spans], all[spans : spans : spans+firsts], all[spans+firsts : spans+firsts : 2*spans+firsts]}
+	ends := 0
+	if !inOrder {
+		ends = spans
+	}
+	all := make([]event, 0, spans+firsts+ends)
+	s.evs = [3][]event{all[:0:spans], all[spans : spans : spans+firsts], all[spans+firsts : spans+firsts : spans+firsts+ends]}
 	for i := range reqs {
 		r := &reqs[i]
 		if !sweepSpan(r, from, to) {
@@ -142,22 +169,43 @@ func newSweep(reqs []Request, from, to float64) *sweep {
 		}
 		send, end := max(r.Send, from), min(r.End, to)
 		s.evs[evSend] = append(s.evs[evSend], newEvent(send, i, evSend))
-		s.evs[evEnd] = append(s.evs[evEnd], newEvent(end, i, evEnd))
+		if !inOrder {
+			s.evs[evEnd] = append(s.evs[evEnd], newEvent(end, i, evEnd))
+		}
 		if sweepTokens(r, to) {
-			s.tokens[i], s.rates[i] = true, float64(r.OutputTokens)/(r.End-r.FirstToken())
 			s.evs[evFirst] = append(s.evs[evFirst], newEvent(min(max(r.FirstToken(), send), end), i, evFirst))
 		}
 	}
-	// Each kind by time, then request, as cmpEvents orders them.
+	// Each kind by time, then request, as cmpEvents orders them: the
+	// sends and first tokens beside each other.
+	var g sync.WaitGroup
 	for k := range s.evs {
 		// By orderKey, which floatKey's order refines (−0 before +0):
 		// the runs of equal times are the same.
-		radixSortBy(s.evs[k], event.key)
-		sortRuns(s.evs[k], func(a, b event) bool { return a.t() == b.t() }, cmpEvents)
+		g.Go(func() {
+			radixSortBy(s.evs[k], event.key)
+			sortRuns(s.evs[k], func(a, b event) bool { return a.t() == b.t() }, cmpEvents)
+		})
+	}
+	g.Wait()
+	if inOrder {
+		s.ends = endWalk{on: true, from: from, to: to}
+		s.ends.seek(reqs, 0)
 	}
 	s.out.Joules = make([]float64, len(reqs))
 	s.aFirst = make([]float64, len(reqs))
 	return s
+}
+
+// seek moves the walk to the first request from i on with a span.
+func (w *endWalk) seek(reqs []Request, i int) {
+	for i < len(reqs) && !sweepSpan(&reqs[i], w.from, w.to) {
+		i++
+	}
+	w.next, w.ok = i, i < len(reqs)
+	if w.ok {
+		w.head = newEvent(min(reqs[i].End, w.to), i, evEnd)
+	}
 }
 
 // sweepSpan says whether request r overlaps [from, to] with a span.
@@ -171,41 +219,64 @@ func sweepTokens(r *Request, to float64) bool {
 	return r.HasTTFT && r.OutputTokens > 0 && r.End > r.FirstToken() && r.FirstToken() < to
 }
 
+// rate is the rate at which request r, spreading tokens (sweepTokens),
+// produces them over [first token, end].
+func rate(r *Request) float64 { return float64(r.OutputTokens) / (r.End - r.FirstToken()) }
+
+// head is the first event not yet applied of kind k, false when none is
+// left.
+func (s *sweep) head(k evKind) (event, bool) {
+	if k == evEnd && s.ends.on {
+		return s.ends.head, s.ends.ok
+	}
+	if len(s.evs[k]) == 0 {
+		return event{}, false
+	}
+	return s.evs[k][0], true
+}
+
+// pop drops the first event of kind k, applied.
+func (s *sweep) pop(k evKind) {
+	if k == evEnd && s.ends.on {
+		s.ends.seek(s.reqs, s.ends.next+1)
+		return
+	}
+	s.evs[k] = s.evs[k][1:]
+}
+
 // next is the first event not yet applied in cmpEvents' order (the three
 // kinds merged), false when none is left.
 func (s *sweep) next() (event, bool) {
-	k := -1
+	found := false
 	var best event
-	for j := range s.evs {
-		if len(s.evs[j]) == 0 {
-			continue
-		}
-		if e := s.evs[j][0]; k < 0 || e.before(best) {
-			k, best = j, e
+	for k := range evKind(len(s.evs)) {
+		if e, ok := s.head(k); ok && (!found || e.before(best)) {
+			found, best = true, e
 		}
 	}
-	return best, k >= 0
+	return best, found
 }
 
 // apply applies one event to the running sums.
 func (s *sweep) apply(ev event) {
 	req := ev.req()
-	rate := s.rates[req]
+	r := &s.reqs[req]
 	switch ev.kind() {
 	case evSend:
 		s.active++
 		s.out.Joules[req] = s.B
 	case evFirst:
 		s.producing++
-		s.rateSum += rate
+		s.rateSum += rate(r)
 		s.aFirst[req] = s.A
 	case evEnd:
 		s.active--
 		j := 0.0
-		if s.tokens[req] {
+		if sweepTokens(r, s.to) {
+			rt := rate(r)
 			s.producing--
-			s.rateSum -= rate
-			j += rate * (s.A - s.aFirst[req])
+			s.rateSum -= rt
+			j += rt * (s.A - s.aFirst[req])
 		}
 		j += s.B - s.out.Joules[req] // B at its send
 		s.out.Joules[req] = j
@@ -228,7 +299,7 @@ func (s *sweep) run(curves []curve, from, to float64) attribution {
 		ev, ok := s.next()
 		for ; ok && ev.t() <= x; ev, ok = s.next() {
 			s.apply(ev)
-			s.evs[ev.kind()] = s.evs[ev.kind()][1:]
+			s.pop(ev.kind())
 		}
 		// The next boundary: the next event's time (later than x, as
 		// every event at or before x is applied), else the domain's end.

@@ -1,8 +1,10 @@
 package analyze
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -208,6 +210,50 @@ func TestEventBefore(t *testing.T) {
 	for i, x := range times {
 		if e := newEvent(x, i, evEnd); math.Float64bits(e.t()) != math.Float64bits(x) || e.req() != i || e.kind() != evEnd {
 			t.Fatalf("newEvent(%v, %d, evEnd) gives back %v, %d, %d", x, i, e.t(), e.req(), e.kind())
+		}
+	}
+}
+
+// TestAttributeEndsWalked: requests in completion order, their ends
+// walked in index order rather than listed and sorted, get the same
+// joules, bit for bit, as when listed: ends on a coarse grid (ties across
+// requests), ends past the domain (clamped to its end, tied), requests
+// outside it (skipped) and failures without tokens.
+func TestAttributeEndsWalked(t *testing.T) {
+	defer func(on bool) { walkEnds = on }(walkEnds)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var s1 []Sample
+	c := 0.0
+	for t := -5.0; t <= 70; t += 0.5 {
+		s1 = append(s1, Sample{t, c})
+		c += 0.5 * (100 + 50*rng.Float64())
+	}
+	curves := []curve{newCurve(s1, 1)}
+	var reqs []Request
+	for range 400 {
+		send := float64(rng.IntN(260))/4 - 2
+		lat := float64(1+rng.IntN(20)) / 4
+		ttft := float64(rng.IntN(4)) / 8 * lat
+		ok := rng.IntN(8) > 0
+		var tok int32
+		if ok {
+			tok = int32(rng.IntN(50))
+		} else {
+			ttft = -1
+		}
+		reqs = append(reqs, req(send, ttft, send+lat, tok, ok))
+	}
+	slices.SortStableFunc(reqs, func(a, b Request) int { return cmp.Compare(a.End, b.End) })
+	walkEnds = true
+	walked := attribute(reqs, curves, 0, 60)
+	walkEnds = false
+	listed := attribute(reqs, curves, 0, 60)
+	if walked.Total != listed.Total || walked.Unattributed != listed.Unattributed {
+		t.Errorf("walked: total %v, unattributed %v; listed: %v, %v", walked.Total, walked.Unattributed, listed.Total, listed.Unattributed)
+	}
+	for i := range reqs {
+		if math.Float64bits(walked.Joules[i]) != math.Float64bits(listed.Joules[i]) {
+			t.Fatalf("request %d (%+v): walked %v J, listed %v J", i, reqs[i], walked.Joules[i], listed.Joules[i])
 		}
 	}
 }

@@ -749,14 +749,14 @@ func (l *loader) loadGPUs(ctx context.Context, d *RunData, gpuSel gpuSet, sp raw
 // loadGPUInfo reads each GPU's energy source and scope (gpu_info) and the
 // sampler interval into d.
 func (l *loader) loadGPUInfo(ctx context.Context, d *RunData, gpuSel gpuSet, sp rawSpan) (source, scope map[gpuKey]string, err error) {
-	info, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source, energy_scope) (last_over_time(%s{%s}[%s]))", contract.GPUInfo, gpuSel.sel, sp.rng), sp.evalAt)
+	info, err := l.gpuInfo(ctx, gpuSel, sp)
 	if err != nil {
 		return nil, nil, err
 	}
 	source, scope = map[gpuKey]string{}, map[gpuKey]string{}
-	for _, s := range info {
-		source[keyOf(s.Metric)] = string(s.Metric["energy_source"])
-		scope[keyOf(s.Metric)] = string(s.Metric["energy_scope"])
+	for _, m := range info {
+		source[keyOf(m)] = string(m["energy_source"])
+		scope[keyOf(m)] = string(m["energy_scope"])
 	}
 	si, err := l.vector(ctx, fmt.Sprintf("max(max_over_time(joulemark_sampler_interval_seconds[%s]))", sp.rng), sp.evalAt)
 	if err != nil {
@@ -766,6 +766,36 @@ func (l *loader) loadGPUInfo(ctx context.Context, d *RunData, gpuSel gpuSet, sp 
 		d.SamplerIntervalSeconds = float64(si[0].Value)
 	}
 	return source, scope, nil
+}
+
+// gpuInfo lists the labels of the run's gpu_info series with a sample in
+// the span: through remote read, the series as stored (the server streams
+// their chunks); through the query API, one last_over_time over them.
+func (l *loader) gpuInfo(ctx context.Context, gpuSel gpuSet, sp rawSpan) ([]model.Metric, error) {
+	sel := fmt.Sprintf("%s{%s}", contract.GPUInfo, gpuSel.sel)
+	if l.rr == nil {
+		vec, err := l.vector(ctx, fmt.Sprintf("max by (instance, gpu, uuid, energy_source, energy_scope) (last_over_time(%s[%s]))", sel, sp.rng), sp.evalAt)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]model.Metric, len(vec))
+		for i, s := range vec {
+			out[i] = s.Metric
+		}
+		return out, nil
+	}
+	var out []model.Metric
+	for _, w := range sp.windows {
+		err := l.rangeEach(ctx, sel, w, func(m model.Metric, vals []model.SamplePair, _ bool) {
+			if slices.ContainsFunc(vals, func(v model.SamplePair) bool { return w.keep(v.Timestamp) }) {
+				out = append(out, m)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // loadExtras reads what the report holds beside GPU energy and requests:
