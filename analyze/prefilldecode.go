@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -144,6 +145,70 @@ func (b *fitBins) spread(r []float64, t0, t1, tokens float64) {
 	}
 }
 
+// busy says whether the fit reads request q and it overlaps the rate
+// bins, which end at end.
+func (b *fitBins) busy(q *Request, end float64) bool {
+	return fitSpan(q) && q.End > b.from && q.Send < end
+}
+
+// busyUnion is the union of the [send, end] of every request the fit
+// reads that overlaps the rate bins: its disjoint spans, in time order.
+// Requests in completion order are walked from the last (unionByEnd);
+// others are sorted by send (busySpans) and merged.
+func (b *fitBins) busyUnion(reqs []Request) [][2]float64 {
+	if u, ok := b.unionByEnd(reqs); ok {
+		return u
+	}
+	sorted := b.busySpans(reqs)
+	var out [][2]float64
+	for i := 0; i < len(sorted); {
+		lo, hi := sorted[i][0], sorted[i][1]
+		for i++; i < len(sorted) && sorted[i][0] <= hi; i++ {
+			hi = max(hi, sorted[i][1])
+		}
+		out = append(out, [2]float64{lo, hi})
+	}
+	return out
+}
+
+// unionByEnd is busyUnion of requests whose ends never decrease, without
+// a sort: walked from the last end back, a request that ends before the
+// current span starts touches none of it nor any request walked later,
+// so the span is whole. false when the ends decrease somewhere.
+func (b *fitBins) unionByEnd(reqs []Request) ([][2]float64, bool) {
+	end := b.from + float64(len(b.prefill))*b.width
+	last := math.Inf(-1)
+	for i := range reqs {
+		if q := &reqs[i]; b.busy(q, end) {
+			if q.End < last {
+				return nil, false
+			}
+			last = q.End
+		}
+	}
+	var out [][2]float64
+	var cur [2]float64
+	have := false
+	for i := len(reqs) - 1; i >= 0; i-- {
+		q := &reqs[i]
+		switch {
+		case !b.busy(q, end):
+		case !have:
+			cur, have = [2]float64{q.Send, q.End}, true
+		case q.End >= cur[0]:
+			cur[0] = min(cur[0], q.Send)
+		default:
+			out = append(out, cur)
+			cur = [2]float64{q.Send, q.End}
+		}
+	}
+	if have {
+		out = append(out, cur)
+	}
+	slices.Reverse(out)
+	return out, true
+}
+
 // busySpans is the [send, end] of every request the fit reads that
 // overlaps the rate bins, in send order: 16 bytes a request, sorted in
 // place (a sorted copy of whole requests cost 200 MB at 1M requests).
@@ -151,13 +216,13 @@ func (b *fitBins) busySpans(reqs []Request) [][2]float64 {
 	end := b.from + float64(len(b.prefill))*b.width
 	n := 0
 	for i := range reqs {
-		if q := &reqs[i]; fitSpan(q) && q.End > b.from && q.Send < end {
+		if b.busy(&reqs[i], end) {
 			n++
 		}
 	}
 	spans := make([][2]float64, 0, n)
 	for i := range reqs {
-		if q := &reqs[i]; fitSpan(q) && q.End > b.from && q.Send < end {
+		if q := &reqs[i]; b.busy(q, end) {
 			spans = append(spans, [2]float64{q.Send, q.End})
 		}
 	}
@@ -173,14 +238,8 @@ func (b *fitBins) dropIdle(reqs []Request) {
 	n := len(b.prefill)
 	busy := make([]float64, n) // seconds of each rate bin with a request in flight
 	end := b.from + float64(n)*b.width
-	// The union of the spans, in send order.
-	sorted := b.busySpans(reqs)
-	for i := 0; i < len(sorted); {
-		lo, hi := sorted[i][0], sorted[i][1]
-		for i++; i < len(sorted) && sorted[i][0] <= hi; i++ {
-			hi = max(hi, sorted[i][1])
-		}
-		lo, hi = max(lo, b.from), min(hi, end)
+	for _, span := range b.busyUnion(reqs) {
+		lo, hi := max(span[0], b.from), min(span[1], end)
 		for k := max(0, int(math.Floor((lo-b.from)/b.width))); k < n && lo < hi; k++ {
 			a, e := b.from+float64(k)*b.width, b.from+float64(k+1)*b.width
 			busy[k] += max(0, min(e, hi)-max(a, lo))

@@ -2,9 +2,11 @@ package analyze
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -330,5 +332,49 @@ func TestPrefillDecodeClosedLoopVariablePrompts(t *testing.T) {
 			}
 			t.Logf("bins %d, lags %d, correlation %.3f, condition %.2f, R² %.4f, residual std %.1f W", pd.Bins, pd.LagBins, *pd.RateCorrelation, *pd.ConditionNumber, *pd.RSquared, *pd.ResidualStdWatts)
 		})
+	}
+}
+
+// TestBusyUnionByEnd: the union of the fit's request spans walked in
+// completion order (unionByEnd) is the union merged after a sort by send,
+// bit for bit: spans apart, touching, nested, crossing the bins' edges;
+// requests out of completion order are sorted instead.
+func TestBusyUnionByEnd(t *testing.T) {
+	b := &fitBins{from: 10, width: 1, prefill: make([]float64, 80)}
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		var reqs []Request
+		for range 1 + rng.IntN(60) {
+			send := float64(rng.IntN(400)) / 4
+			lat := float64(rng.IntN(12)) / 4
+			reqs = append(reqs, req(send, rng.Float64()*lat, send+lat, 5, true))
+		}
+		slices.SortStableFunc(reqs, func(a, b Request) int { return cmp.Compare(a.End, b.End) })
+		walked, ok := b.unionByEnd(reqs)
+		if !ok {
+			t.Fatalf("seed %d: requests in completion order not walked", seed)
+		}
+		sorted := b.busySpans(reqs)
+		var want [][2]float64
+		for i := 0; i < len(sorted); {
+			lo, hi := sorted[i][0], sorted[i][1]
+			for i++; i < len(sorted) && sorted[i][0] <= hi; i++ {
+				hi = max(hi, sorted[i][1])
+			}
+			want = append(want, [2]float64{lo, hi})
+		}
+		if !slices.Equal(walked, want) {
+			t.Fatalf("seed %d: walked %v, sorted %v", seed, walked, want)
+		}
+		ends := map[float64]bool{}
+		for i := range reqs {
+			if b.busy(&reqs[i], 90) {
+				ends[reqs[i].End] = true
+			}
+		}
+		slices.Reverse(reqs)
+		if _, ok := b.unionByEnd(reqs); ok && len(ends) > 1 {
+			t.Fatalf("seed %d: requests out of completion order walked", seed)
+		}
 	}
 }
