@@ -151,66 +151,91 @@ func (cv curve) between(a, b float64) (float64, bool) {
 // over a sweep, without a slice of the times.
 type totalCursor struct {
 	curves []curve
-	k      []int
+	segs   []segCursor // one per curve
+}
+
+// segCursor is one curve's place in a totalCursor: its sample k, and the
+// segment from sample ck to the next, as the common case of at reads it.
+type segCursor struct {
+	k, ck         int     // ck: the segment's first sample; −1 before one is loaded
+	t0, t1, c0    float64 // the segment's times and its energy at t0
+	dc, dt        float64 // c[ck+1] − c0 and t1 − t0, as every x in the segment scales and divides by them
+	first, last   float64 // the curve's first and last times
+	interpolating bool    // two samples or more and a tolerance (tol ≥ 0): the common case can apply
 }
 
 func newTotalCursor(curves []curve) *totalCursor {
-	return &totalCursor{curves: curves, k: make([]int, len(curves))}
+	tc := &totalCursor{curves: curves, segs: make([]segCursor, len(curves))}
+	for j := range curves {
+		cv, s := &curves[j], &tc.segs[j]
+		s.ck = -1
+		if n := len(cv.t); n >= 2 && cv.tol >= 0 {
+			s.interpolating, s.first, s.last = true, cv.t[0], cv.t[n-1]
+		}
+	}
+	return tc
+}
+
+// load makes the segment from sample k the cursor's.
+func (s *segCursor) load(cv *curve, k int) {
+	s.ck, s.t0, s.t1, s.c0 = k, cv.t[k], cv.t[k+1], cv.c[k]
+	s.dc, s.dt = cv.c[k+1]-s.c0, s.t1-s.t0
 }
 
 // at is the sum of the curves at x, added in curve order; x must not be
 // less than at's previous x.
 func (tc *totalCursor) at(x float64) float64 {
 	sum := 0.0
-	for j := range tc.curves {
-		cv := &tc.curves[j]
-		n := len(cv.t)
-		if n >= 2 && cv.tol >= 0 && x > cv.t[0] && x < cv.t[n-1] {
+	for j := range tc.segs {
+		s := &tc.segs[j]
+		if s.interpolating && x > s.first && x < s.last {
 			// The common case, as the default case below: the segment
-			// holding x, interpolated without seg's clamps.
-			t := cv.t[:n]
-			k := tc.k[j]
-			for t[k+1] < x {
-				k++
+			// holding x, interpolated without seg's clamps, the same
+			// operations on the same values.
+			if s.ck != s.k || s.t1 < x {
+				t, k := tc.curves[j].t, s.k
+				for t[k+1] < x {
+					k++
+				}
+				s.k = k
+				s.load(&tc.curves[j], k)
 			}
-			tc.k[j] = k
-			t0, t1, c0 := t[k], t[k+1], cv.c[k]
-			if t1 == t0 {
-				sum += c0
+			if s.t1 == s.t0 {
+				sum += s.c0
 			} else {
-				sum += c0 + (cv.c[k+1]-c0)*(x-t0)/(t1-t0)
+				sum += s.c0 + s.dc*(x-s.t0)/s.dt
 			}
 			continue
 		}
-		switch {
-		case n == 0:
-		case n == 1:
-			sum += cv.c[0]
-		case x <= cv.t[0]:
-			sum += cv.seg(0, x)
-		case x >= cv.t[n-1]:
-			sum += cv.seg(n-2, x)
-		default:
-			k := tc.k[j]
-			for k+1 < n && cv.t[k+1] < x {
-				k++
-			}
-			tc.k[j] = k
-			if !(cv.tol >= 0) {
-				sum += cv.seg(k, x)
-				continue
-			}
-			// seg(k, x) without its clamps, which cannot apply:
-			// t[0] < x < t[n-1] and tol ≥ 0.
-			t0, t1, c0 := cv.t[k], cv.t[k+1], cv.c[k]
-			if t1 == t0 {
-				sum += c0
-			} else {
-				sum += c0 + (cv.c[k+1]-c0)*(x-t0)/(t1-t0)
-			}
+		if v, ok := tc.rare(j, x); ok {
+			sum += v
 		}
 	}
 	return sum
+}
+
+// rare is curve j's energy at x where at's common case does not apply:
+// one sample, x outside the samples, or no tolerance; false without a
+// sample (nothing to add).
+func (tc *totalCursor) rare(j int, x float64) (float64, bool) {
+	cv, s := &tc.curves[j], &tc.segs[j]
+	n := len(cv.t)
+	switch {
+	case n == 0:
+		return 0, false
+	case n == 1:
+		return cv.c[0], true
+	case x <= cv.t[0]:
+		return cv.seg(0, x), true
+	case x >= cv.t[n-1]:
+		return cv.seg(n-2, x), true
+	}
+	k := s.k
+	for k+1 < n && cv.t[k+1] < x {
+		k++
+	}
+	s.k = k
+	return cv.seg(k, x), true
 }
 
 // medianInterval is the median distance between consecutive samples.

@@ -2,6 +2,8 @@ package analyze
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -150,4 +152,88 @@ func totalAt(curves []curve, xs []float64) []float64 {
 		out[i] = tc.at(x)
 	}
 	return out
+}
+
+// TestTotalCursorAsBefore: the cursor with each curve's segment held
+// (segCursor) sums the same values, bit for bit, as the cursor that read
+// every segment from the curve at every time (totalCursorReference):
+// curves with no sample, one, repeated times, no tolerance, and times
+// before, between, on and after the samples.
+func TestTotalCursorAsBefore(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		curves := make([]curve, 1+rng.IntN(5))
+		for j := range curves {
+			var s []Sample
+			tt, c := float64(rng.IntN(10)), 0.0
+			for range rng.IntN(30) {
+				s = append(s, Sample{tt, c})
+				tt += float64(rng.IntN(3)) / 2 // repeated times too
+				c += rng.Float64() * 100
+			}
+			tol := []float64{1, 0, -1, math.NaN()}[rng.IntN(4)]
+			curves[j] = newCurve(s, tol)
+		}
+		xs := make([]float64, 200)
+		for i := range xs {
+			xs[i] = rng.Float64()*30 - 2
+			if rng.IntN(4) == 0 {
+				xs[i] = float64(rng.IntN(60)) / 2 // on a sample's time
+			}
+		}
+		slices.Sort(xs)
+		tc, ref := newTotalCursor(curves), &totalCursorReference{curves: curves, k: make([]int, len(curves))}
+		for _, x := range xs {
+			if got, want := tc.at(x), ref.at(x); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("seed %d: at(%v) = %v, before %v", seed, x, got, want)
+			}
+		}
+	}
+}
+
+// totalCursorReference is totalCursor as it was before it held each
+// curve's segment.
+type totalCursorReference struct {
+	curves []curve
+	k      []int
+}
+
+func (tc *totalCursorReference) at(x float64) float64 {
+	sum := 0.0
+	for j := range tc.curves {
+		cv := &tc.curves[j]
+		n := len(cv.t)
+		if n >= 2 && cv.tol >= 0 && x > cv.t[0] && x < cv.t[n-1] {
+			t := cv.t[:n]
+			k := tc.k[j]
+			for t[k+1] < x {
+				k++
+			}
+			tc.k[j] = k
+			t0, t1, c0 := t[k], t[k+1], cv.c[k]
+			if t1 == t0 {
+				sum += c0
+			} else {
+				sum += c0 + (cv.c[k+1]-c0)*(x-t0)/(t1-t0)
+			}
+			continue
+		}
+		switch {
+		case n == 0:
+		case n == 1:
+			sum += cv.c[0]
+		case x <= cv.t[0]:
+			sum += cv.seg(0, x)
+		case x >= cv.t[n-1]:
+			sum += cv.seg(n-2, x)
+		default:
+			k := tc.k[j]
+			for k+1 < n && cv.t[k+1] < x {
+				k++
+			}
+			tc.k[j] = k
+			sum += cv.seg(k, x)
+		}
+	}
+	return sum
 }
