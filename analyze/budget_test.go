@@ -29,15 +29,18 @@ func computeAllocs(t *testing.T, n int) (bytes, objects float64) {
 // Compute's allocation budget: what one Compute of a synthetic
 // run of budgetRequests requests allocates per request, its 8 GPUs' 10 Hz
 // samples included (BenchmarkCompute1M measures the same at 1M requests:
-// 259 bytes a request); time is not tested (docs/analyze.md, "Scale
+// 250 bytes a request); time is not tested (docs/analyze.md, "Scale
 // (measured)").
 const (
-	// budgetBytesPerRequest: measured 280 (305 before the steady-state
+	// budgetBytesPerRequest: measured 271 (280 before the attribution
+	// walked the ends in completion order and the fit united its spans
+	// without a sort; 305 before the steady-state
 	// CVs walked running sums instead of prefix arrays; 437 before the
 	// latency thresholds and the drain's latencies were sized once; 862
 	// before the prefill/decode fit read the requests in place).
-	budgetBytesPerRequest = 295
-	// budgetAllocsPerRequest: measured 0.0111, 1,114 objects (0.0098
+	budgetBytesPerRequest = 285
+	// budgetAllocsPerRequest: measured 0.0114, 1,144 objects (0.0111
+	// before the interval series were built beside the attribution; 0.0098
 	// before; 0.76 when the fit's bootstrap allocated a matrix per block
 	// and resample); an allocation per request or per sample in a hot
 	// path adds 1.
