@@ -159,7 +159,12 @@ func (b *fitBins) busyUnion(reqs []Request) [][2]float64 {
 	if u, ok := b.unionByEnd(reqs); ok {
 		return u
 	}
-	sorted := b.busySpans(reqs)
+	return unionSorted(b.busySpans(reqs))
+}
+
+// unionSorted is the union of spans sorted by start: its disjoint spans,
+// in time order.
+func unionSorted(sorted [][2]float64) [][2]float64 {
 	var out [][2]float64
 	for i := 0; i < len(sorted); {
 		lo, hi := sorted[i][0], sorted[i][1]

@@ -336,7 +336,8 @@ func TestPrefillDecodeClosedLoopVariablePrompts(t *testing.T) {
 }
 
 // TestBusyUnionByEnd: the union of the fit's request spans walked in
-// completion order (unionByEnd) is the union merged after a sort by send,
+// completion order (unionByEnd) is the union merged after a sort by send
+// (unionSorted),
 // bit for bit: spans apart, touching, nested, crossing the bins' edges;
 // requests out of completion order are sorted instead.
 func TestBusyUnionByEnd(t *testing.T) {
@@ -354,16 +355,7 @@ func TestBusyUnionByEnd(t *testing.T) {
 		if !ok {
 			t.Fatalf("seed %d: requests in completion order not walked", seed)
 		}
-		sorted := b.busySpans(reqs)
-		var want [][2]float64
-		for i := 0; i < len(sorted); {
-			lo, hi := sorted[i][0], sorted[i][1]
-			for i++; i < len(sorted) && sorted[i][0] <= hi; i++ {
-				hi = max(hi, sorted[i][1])
-			}
-			want = append(want, [2]float64{lo, hi})
-		}
-		if !slices.Equal(walked, want) {
+		if want := unionSorted(b.busySpans(reqs)); !slices.Equal(walked, want) {
 			t.Fatalf("seed %d: walked %v, sorted %v", seed, walked, want)
 		}
 		ends := map[float64]bool{}
