@@ -179,10 +179,10 @@ func computeSeries(d *RunData, p Params) (*report.Report, *PlotData, error) {
 	c.release()
 	c.idleStability()
 	c.orderFormal()
-	c.requests()
-	// The latency percentiles' intervals need only the formal order and
-	// the percentiles, and most interval series only the formal order.
+	// The latency percentiles and their intervals need only the formal
+	// order, and so do most interval series.
 	c.startLatencyIntervals()
+	c.requests()
 	c.startIntervalBase()
 	c.goodput()
 	c.throughput()
@@ -194,6 +194,9 @@ func computeSeries(d *RunData, p Params) (*report.Report, *PlotData, error) {
 	c.extras()
 	<-fit
 	<-intervals
+	// The diagnosis reads the latency percentiles, which come with their
+	// intervals.
+	c.diagnose()
 	c.powerPlot()
 	c.validity()
 	return c.r, c.pd, nil
@@ -634,25 +637,18 @@ func (c *computation) requests() {
 	r, p := c.r, c.p
 	r.Requests.Started = len(c.formal)
 	n := len(c.formal)
-	// The latencies go to buf; the TTFTs and TPOTs to the plots. A failed
-	// request counts as +Inf in all three percentiles: where it falls
-	// among the plots' values is noted, to put it back there.
-	buf := make([]float64, 0, n)
-	type failure struct{ ttfts, tpots int }
-	var failures []failure
+	// The TTFTs and TPOTs go to the plots; the latency percentiles are
+	// read from the sorted lists beside the rest (startLatencyIntervals).
 	c.pd.TTFT, c.pd.TPOT = make([]float64, 0, n), make([]float64, 0, n)
 	for _, i := range c.formal {
 		q := &c.d.Requests[i]
 		if !q.Success {
 			r.Requests.Failed++
-			failures = append(failures, failure{len(c.pd.TTFT), len(c.pd.TPOT)})
-			buf = append(buf, math.Inf(1))
 			continue
 		}
 		r.Requests.Succeeded++
 		r.Tokens.FormalOutput += int64(q.OutputTokens)
 		r.Tokens.FormalInput += int64(q.InputTokens)
-		buf = append(buf, q.Latency)
 		if q.HasTTFT {
 			c.pd.TTFT = append(c.pd.TTFT, q.TTFT)
 		}
@@ -671,20 +667,6 @@ func (c *computation) requests() {
 		}
 	}
 	r.Latency.FailedRequests = r.Requests.Failed
-	// One list at a time in buf (percentilesOf reorders it), each in
-	// completion order as the report has always taken them.
-	r.Latency.LatencySeconds = stats.Of(buf)
-	withFailures := func(v []float64, at func(failure) int) []float64 {
-		buf, from := buf[:0], 0
-		for _, f := range failures {
-			buf = append(buf, v[from:at(f)]...)
-			buf = append(buf, math.Inf(1))
-			from = at(f)
-		}
-		return append(buf, v[from:]...)
-	}
-	r.Latency.TTFTSeconds = stats.Of(withFailures(c.pd.TTFT, func(f failure) int { return f.ttfts }))
-	r.Latency.TPOTSeconds = stats.Of(withFailures(c.pd.TPOT, func(f failure) int { return f.tpots }))
 }
 
 // isGood says whether a successful request met every SLO (a TTFT SLO

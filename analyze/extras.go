@@ -9,7 +9,6 @@ func (c *computation) extras() {
 	c.hostEnergy()
 	c.server()
 	c.scrapeCoverage()
-	c.diagnose()
 }
 
 // plotExtras gives the plots the steady-state level and the SLOs.

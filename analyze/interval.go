@@ -63,6 +63,8 @@ func (c *computation) intervals() {
 		lat := <-c.latency
 		maps.Copy(iv.Figures, lat.figures)
 		maps.Copy(iv.CI95, lat.ci95)
+		l := &c.r.Latency
+		l.TTFTSeconds, l.TPOTSeconds, l.LatencySeconds = lat.percentiles[0], lat.percentiles[1], lat.percentiles[2]
 	}
 }
 
@@ -77,100 +79,109 @@ func (c *computation) intervalGrid() (from, w float64, n int, ok bool) {
 	return from, (to - from) / float64(n), n, true
 }
 
-// latencyPart is the latency percentiles' intervals: their figures and
-// intervals, for intervals to add to its section.
+// latencyPart is the latency percentiles (TTFT, TPOT, latency) and their
+// intervals, for intervals to add to the report.
 type latencyPart struct {
-	figures map[string]report.IntervalFigure
-	ci95    map[string][2]float64
+	percentiles [3]stats.Percentiles
+	figures     map[string]report.IntervalFigure
+	ci95        map[string][2]float64
 }
 
-// startLatencyIntervals computes the latency percentiles' intervals on a
-// goroutine of its own: they read only the formal requests in completion
-// order (orderFormal), the grid and the percentiles (requests), which are
-// the thresholds their bins count below.
+// startLatencyIntervals computes the latency percentiles and their
+// intervals on a goroutine of its own: they read only the formal requests
+// in completion order (orderFormal) and the grid. intervals puts the
+// percentiles in the report (its latency section) with their intervals.
 func (c *computation) startLatencyIntervals() {
 	from, w, n, ok := c.intervalGrid()
 	if !ok {
 		return
 	}
-	var thr [3][4]float64
-	var known [3]bool
-	for k, l := range latencyLists(c.r) {
-		known[k] = true
-		for j := range thr[k] {
-			p := l.p.ptr(j)
-			if p == nil {
-				known[k] = false // +Inf or no value: found again from the values
-				break
-			}
-			thr[k][j] = *p
-		}
-	}
 	ch := make(chan latencyPart, 1)
 	c.latency = ch
-	go func() { ch <- c.latencyPart(from, w, n, thr, known) }()
+	go func() { ch <- c.latencyPart(from, w, n) }()
 }
 
-// latencyPart computes the latency percentiles' intervals over n bins of
-// width w from `from`, below the thresholds thr (those not known found
-// from the sorted values): the bins of the three lists in one pass over
-// the requests, then one list at a time sorted in one buffer.
-func (c *computation) latencyPart(from, w float64, n int, thr [3][4]float64, known [3]bool) latencyPart {
-	buf := make([]float64, 0, len(c.formal))
-	for k := range thr {
-		if !known[k] {
-			v := c.latencyValues(k, buf)
-			for j, p := range pctQ {
-				if m := len(v); m > 0 {
-					thr[k][j] = v[stats.RankIndex(100*p, m)]
-				}
-			}
-		}
-	}
-	var den [3]*binSeries
-	var below [3][4]*binSeries
-	for k := range den {
-		den[k] = newBinSeries(from, w, n)
-		for j := range below[k] {
-			below[k][j] = newBinSeries(from, w, n)
-		}
-	}
+// latencyPart computes the latency percentiles and their intervals over n
+// bins of width w from `from`, one list at a time, sorted in one buffer:
+// the percentiles read from the sorted values, the bins counting the
+// requests at or below each.
+func (c *computation) latencyPart(from, w float64, n int) latencyPart {
 	firstEnd, lastSend := math.Inf(1), math.Inf(-1)
 	for _, i := range c.formal {
-		q := &c.d.Requests[i]
-		a, b := q.Send, q.End
-		firstEnd, lastSend = min(firstEnd, b), max(lastSend, a)
-		sp := den[0].span(a, b) // every series here is on one grid
-		for k := range den {
-			v, ok := latencyValue(k, q)
-			if !ok {
-				continue
-			}
-			den[k].addSpan(sp, 1)
-			if j, _ := slices.BinarySearch(thr[k][:], v); j < 4 && v <= thr[k][j] {
-				below[k][j].addSpan(sp, 1)
-			}
-		}
+		firstEnd, lastSend = min(firstEnd, c.d.Requests[i].End), max(lastSend, c.d.Requests[i].Send)
 	}
-	s := &ivSeries{w: w, core: [2]int{den[0].bin(firstEnd), den[0].bin(lastSend)}}
+	grid := newBinSeries(from, w, n)
+	s := &ivSeries{w: w, core: [2]int{grid.bin(firstEnd), grid.bin(lastSend)}}
 	iv := &report.Intervals{CI95: map[string][2]float64{}, Figures: map[string]report.IntervalFigure{}}
 	for _, f := range intervalKeys {
 		if strings.HasPrefix(f.key, "latency.") {
 			iv.Figures[f.key] = report.IntervalFigure{Estimand: f.estimand, Form: f.form}
 		}
 	}
+	out := latencyPart{figures: iv.Figures, ci95: iv.CI95}
+	buf := make([]float64, 0, len(c.formal))
 	for k, name := range [3]string{"ttft_seconds", "tpot_seconds", "latency_seconds"} {
-		l := latSeries{name: name, sorted: c.latencyValues(k, buf), den: den[k].sums()}
+		v := c.latencyValues(k, buf)
+		out.percentiles[k] = c.latencyPercentiles(k, v)
+		var thr [4]float64
+		for j, p := range pctQ {
+			if m := len(v); m > 0 {
+				thr[j] = v[stats.RankIndex(100*p, m)]
+			}
+		}
+		den, below := c.latencyBins(k, thr, from, w, n)
+		l := latSeries{name: name, sorted: v, den: den.sums()}
 		run := make([]float64, n)
-		for j := range below[k] {
-			for t, v := range below[k][j].sums() {
-				run[t] += v
+		for j := range below {
+			for t, x := range below[j].sums() {
+				run[t] += x
 			}
 			l.below[j] = slices.Clone(run)
 		}
 		c.latencyIntervals(iv, s, &l)
 	}
-	return latencyPart{iv.Figures, iv.CI95}
+	return out
+}
+
+// latencyBins counts, per bin, the formal requests in latency list k
+// (den) and those whose value is at most threshold j but above the
+// thresholds below it (below[j]).
+func (c *computation) latencyBins(k int, thr [4]float64, from, w float64, n int) (den *binSeries, below [4]*binSeries) {
+	den = newBinSeries(from, w, n)
+	for j := range below {
+		below[j] = newBinSeries(from, w, n)
+	}
+	for _, i := range c.formal {
+		q := &c.d.Requests[i]
+		v, ok := latencyValue(k, q)
+		if !ok {
+			continue
+		}
+		sp := den.span(q.Send, q.End)
+		den.addSpan(sp, 1)
+		if j, _ := slices.BinarySearch(thr[:], v); j < 4 && v <= thr[j] {
+			below[j].addSpan(sp, 1)
+		}
+	}
+	return den, below
+}
+
+// latencyPercentiles is latency list k's four percentiles as stats.Of
+// finds them over the list in completion order: read from the sorted
+// values v (an order statistic is the same value however it is found),
+// unless a NaN or −0 is among them, whose place stats.Of's sort leaves to
+// the input's order: then stats.Of of the list in completion order.
+func (c *computation) latencyPercentiles(k int, v []float64) stats.Percentiles {
+	if !slices.ContainsFunc(v, func(x float64) bool { return x != x || x == 0 && math.Signbit(x) }) {
+		return stats.OfSorted(v)
+	}
+	list := make([]float64, 0, len(v))
+	for _, i := range c.formal {
+		if x, ok := latencyValue(k, &c.d.Requests[i]); ok {
+			list = append(list, x)
+		}
+	}
+	return stats.Of(list)
 }
 
 // latencyValues are latency list k's values over the formal requests,

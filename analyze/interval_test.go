@@ -1,9 +1,13 @@
 package analyze
 
 import (
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/joulemark/joulemark/internal/stats"
 	"github.com/joulemark/joulemark/report"
 )
 
@@ -98,4 +102,71 @@ func TestPlanBatchesConstant(t *testing.T) {
 	if p := planBatches(make([]float64, 59), 0, 0); p.B != maxBatches {
 		t.Errorf("constant series of 59 bins: %d batches, want %d", p.B, maxBatches)
 	}
+}
+
+// TestLatencyPercentilesAsOf: the latency percentiles read from the sorted
+// lists are stats.Of of each list in completion order (failures +Inf, a
+// TTFT only where there is one), as requests() once took them, bit for
+// bit, with a NaN latency or a −0 TTFT among them in some draws (stats.Of
+// of the list in completion order then).
+func TestLatencyPercentilesAsOf(t *testing.T) {
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		d := &RunData{}
+		for i := range 1 + rng.IntN(300) {
+			send := float64(i) / 10
+			lat := float64(1+rng.IntN(40)) / 8
+			q := Request{Send: send, End: send + lat, Latency: lat, OutputTokens: int32(rng.IntN(30)), Success: rng.IntN(10) > 0, Formal: rng.IntN(6) > 0}
+			if rng.IntN(3) > 0 {
+				q.HasTTFT, q.TTFT = true, float64(rng.IntN(8))/16*lat
+			}
+			switch rng.IntN(60) {
+			case 0:
+				q.Latency = math.NaN()
+			case 1:
+				q.HasTTFT, q.TTFT = true, math.Copysign(0, -1)
+			}
+			d.Requests = append(d.Requests, q)
+		}
+		c := &computation{d: d}
+		for i := range d.Requests {
+			if d.Requests[i].Formal {
+				c.formal = append(c.formal, int32(i))
+			}
+		}
+		for k := range 3 {
+			var list []float64
+			for _, i := range c.formal {
+				q := &d.Requests[i]
+				switch {
+				case !q.Success:
+					list = append(list, math.Inf(1))
+				case k == 0 && q.HasTTFT:
+					list = append(list, q.TTFT)
+				case k == 1:
+					if x, ok := tpot(*q); ok {
+						list = append(list, x)
+					}
+				case k == 2:
+					list = append(list, q.Latency)
+				}
+			}
+			want := stats.Of(list)
+			got := c.latencyPercentiles(k, c.latencyValues(k, nil))
+			if fmt.Sprint(pctBits(got)) != fmt.Sprint(pctBits(want)) {
+				t.Fatalf("seed %d, list %d: %v, want %v", seed, k, pctBits(got), pctBits(want))
+			}
+		}
+	}
+}
+
+// pctBits is each percentile's bits (0 for none).
+func pctBits(p stats.Percentiles) [4]uint64 {
+	var out [4]uint64
+	for i, x := range []*float64{p.P50, p.P90, p.P95, p.P99} {
+		if x != nil {
+			out[i] = math.Float64bits(*x)
+		}
+	}
+	return out
 }

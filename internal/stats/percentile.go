@@ -131,3 +131,13 @@ func Finite(v float64) *float64 {
 	}
 	return &v
 }
+
+// OfSorted is Of of values already sorted, none NaN or −0: each
+// percentile read at its rank.
+func OfSorted(sorted []float64) Percentiles {
+	if len(sorted) == 0 {
+		return Percentiles{}
+	}
+	f := func(p float64) *float64 { return Finite(sorted[RankIndex(p, len(sorted))]) }
+	return Percentiles{P50: f(50), P90: f(90), P95: f(95), P99: f(99)}
+}

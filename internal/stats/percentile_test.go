@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// TestPercentilesBySelection checks Of and Median (selection) against the
+// TestPercentilesBySelection checks Of and Median (selection), and OfSorted
+// where it applies (no NaN, no −0), against the
 // sort and gonum's nearest rank it replaces: random, duplicated, sorted,
 // reversed values, +Inf (failed requests), a NaN, a negative zero.
 func TestPercentilesBySelection(t *testing.T) {
@@ -54,6 +55,11 @@ func TestPercentilesBySelection(t *testing.T) {
 			want := sorted(v)
 			if got := Of(slices.Clone(v)); !reflect.DeepEqual(got, want) {
 				t.Errorf("n=%d %s: got %s, want %s", n, kind, show(got), show(want))
+			}
+			if kind != "nan" && kind != "negzero" {
+				if got := OfSorted(s); !reflect.DeepEqual(got, want) {
+					t.Errorf("n=%d %s: OfSorted %s, want %s", n, kind, show(got), show(want))
+				}
 			}
 		}
 	}
