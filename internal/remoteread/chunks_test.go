@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -68,3 +69,30 @@ func (s sample) H() *histogram.Histogram       { return nil }
 func (s sample) FH() *histogram.FloatHistogram { return nil }
 func (s sample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
 func (s sample) Copy() chunks.Sample           { return s }
+
+// TestAppendChunksPresizeBounded: appendChunks makes room ahead for the
+// samples a chunk's header announces only as far as its bytes could hold
+// them: a header claiming 65,535 samples in a chunk of three costs no
+// more, and the chunk reads as it would have.
+func TestAppendChunksPresizeBounded(t *testing.T) {
+	chk := chunkenc.NewXORChunk()
+	app, err := chk.Appender()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 3 {
+		app.Append(0, int64(k)*10, float64(k))
+	}
+	data := slices.Clone(chk.Bytes())
+	honest := []prompb.Chunk{{MinTimeMs: 0, MaxTimeMs: 20, Type: prompb.Chunk_XOR, Data: data}}
+	got, _, err := appendChunks(nil, honest, nil, -1, 100)
+	if err != nil || len(got) != 3 || cap(got) != 3 {
+		t.Fatalf("honest header: %d samples, room for %d (%v), want 3 and 3", len(got), cap(got), err)
+	}
+	forged := slices.Clone(data)
+	forged[0], forged[1] = 0xff, 0xff // the sample count, big-endian
+	pairs, _, _ := appendChunks(make([]model.SamplePair, 0), []prompb.Chunk{{MinTimeMs: 0, MaxTimeMs: 20, Type: prompb.Chunk_XOR, Data: forged}}, nil, -1, 100)
+	if limit := 4*len(forged) + 2; cap(pairs) > limit+8 {
+		t.Errorf("forged header: room for %d samples made, want at most about %d", cap(pairs), limit)
+	}
+}

@@ -146,36 +146,71 @@ func (r *Reader) Each(ctx context.Context, sel string, startMs, endMs int64, f f
 	return nil
 }
 
+// maxPresize is the most samples appendChunks makes room for ahead of
+// decoding them (16 MiB of pairs).
+const maxPresize = 1 << 20
+
 // appendChunks appends the float samples of chunks in (startMs, endMs],
 // staleness markers dropped, decoding each chunk in turn.
 func appendChunks(pairs []model.SamplePair, chunks []prompb.Chunk, it chunkenc.Iterator, startMs, endMs int64) ([]model.SamplePair, chunkenc.Iterator, error) {
+	// Room for the samples the chunks' headers announce, so that a long
+	// series is appended without growing pairs a doubling at a time. A
+	// header is the server's word: no more than an XOR chunk's bytes can
+	// hold (2 bits a sample at best), nor than maxPresize in all.
+	n := 0
+	for _, c := range chunks {
+		if len(c.Data) < 2 {
+			// Every encoding opens with the sample count, which the
+			// decoders read unchecked.
+			return pairs, it, fmt.Errorf("a chunk of %d bytes, shorter than its 2-byte header", len(c.Data))
+		}
+		if c.MaxTimeMs > startMs && c.MinTimeMs <= endMs {
+			if chk, err := chunkenc.FromData(chunkenc.Encoding(c.Type), c.Data); err == nil {
+				n += min(chk.NumSamples(), 4*len(c.Data)+2)
+			}
+		}
+	}
+	pairs = slices.Grow(pairs, min(n, maxPresize))
 	for _, c := range chunks {
 		if c.MaxTimeMs <= startMs || c.MinTimeMs > endMs {
 			continue
 		}
-		chk, err := chunkenc.FromData(chunkenc.Encoding(c.Type), c.Data)
-		if err != nil {
-			return pairs, it, err
-		}
-		it = chk.Iterator(it)
-		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
-			if vt != chunkenc.ValFloat {
-				continue // native histograms: not read
-			}
-			t, v := it.At()
-			if t > endMs {
-				break
-			}
-			if t <= startMs || value.IsStaleNaN(v) {
-				continue
-			}
-			pairs = append(pairs, model.SamplePair{Timestamp: model.Time(t), Value: model.SampleValue(v)})
-		}
-		if err := it.Err(); err != nil {
+		var err error
+		if pairs, it, err = appendChunk(pairs, c, it, startMs, endMs); err != nil {
 			return pairs, it, err
 		}
 	}
 	return pairs, it, nil
+}
+
+// appendChunk is appendChunks of one chunk. Prometheus' decoders trust
+// their bytes; a chunk they cannot decode (a panic) is an error here.
+func appendChunk(pairs []model.SamplePair, c prompb.Chunk, it chunkenc.Iterator, startMs, endMs int64) (out []model.SamplePair, next chunkenc.Iterator, err error) {
+	out = pairs
+	defer func() {
+		if r := recover(); r != nil {
+			out, next, err = pairs, nil, fmt.Errorf("a malformed %s chunk of %d bytes: %v", c.Type, len(c.Data), r)
+		}
+	}()
+	chk, err := chunkenc.FromData(chunkenc.Encoding(c.Type), c.Data)
+	if err != nil {
+		return pairs, it, err
+	}
+	it = chk.Iterator(it)
+	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+		if vt != chunkenc.ValFloat {
+			continue // native histograms: not read
+		}
+		t, v := it.At()
+		if t > endMs {
+			break
+		}
+		if t <= startMs || value.IsStaleNaN(v) {
+			continue
+		}
+		pairs = append(pairs, model.SamplePair{Timestamp: model.Time(t), Value: model.SampleValue(v)})
+	}
+	return pairs, it, it.Err()
 }
 
 // appendSeries is appendChunks of a series that does not expose its chunks.
