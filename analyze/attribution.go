@@ -110,17 +110,14 @@ func attribute(reqs []Request, curves []curve, from, to float64) attribution {
 // the running sums.
 type sweep struct {
 	// evs are the sends, then the first tokens, then the ends, each kind
-	// sorted by time then request; the sweep merges the three. The
-	// events of requests in completion order are not listed: ends walks
-	// the requests for theirs, streams yields the others.
+	// sorted by time then request; the sweep merges the three. The ends
+	// of requests listed in completion order are not listed: ends walks
+	// the requests instead.
 	evs  [3][]event
 	ends endWalk
-	// streams yield the sends and first tokens of requests in
-	// completion order instead of evs (nil otherwise).
-	streams *[2]*eventStream
-	reqs    []Request
-	to      float64
-	out     attribution
+	reqs []Request
+	to   float64
+	out  attribution
 	// Per request: A at its first token; B at its send is kept in its
 	// Joules until its end.
 	aFirst            []float64
@@ -128,8 +125,8 @@ type sweep struct {
 	active, producing int
 }
 
-// walkEnds lets newSweep walk requests in completion order for their
-// events (a variable for tests, which list them to compare).
+// walkEnds lets newSweep walk the ends of requests in completion order
+// (a variable for tests, which list them to compare).
 var walkEnds = true
 
 // endWalk yields the end events of requests that are in completion order
@@ -159,15 +156,10 @@ func newSweep(reqs []Request, from, to float64) *sweep {
 			last = end
 		}
 	}
-	if inOrder {
-		s.streams = &[2]*eventStream{newEventStream(evSend, reqs, from, to), newEventStream(evFirst, reqs, from, to)}
-		s.ends = endWalk{on: true, from: from, to: to}
-		s.ends.seek(reqs, 0)
-		s.out.Joules = make([]float64, len(reqs))
-		s.aFirst = make([]float64, len(reqs))
-		return s
+	ends := 0
+	if !inOrder {
+		ends = spans
 	}
-	ends := spans
 	all := make([]event, 0, spans+firsts+ends)
 	s.evs = [3][]event{all[:0:spans], all[spans : spans : spans+firsts], all[spans+firsts : spans+firsts : spans+firsts+ends]}
 	for i := range reqs {
@@ -177,7 +169,9 @@ func newSweep(reqs []Request, from, to float64) *sweep {
 		}
 		send, end := max(r.Send, from), min(r.End, to)
 		s.evs[evSend] = append(s.evs[evSend], newEvent(send, i, evSend))
-		s.evs[evEnd] = append(s.evs[evEnd], newEvent(end, i, evEnd))
+		if !inOrder {
+			s.evs[evEnd] = append(s.evs[evEnd], newEvent(end, i, evEnd))
+		}
 		if sweepTokens(r, to) {
 			s.evs[evFirst] = append(s.evs[evFirst], newEvent(min(max(r.FirstToken(), send), end), i, evFirst))
 		}
@@ -194,6 +188,10 @@ func newSweep(reqs []Request, from, to float64) *sweep {
 		})
 	}
 	g.Wait()
+	if inOrder {
+		s.ends = endWalk{on: true, from: from, to: to}
+		s.ends.seek(reqs, 0)
+	}
 	s.out.Joules = make([]float64, len(reqs))
 	s.aFirst = make([]float64, len(reqs))
 	return s
@@ -231,9 +229,6 @@ func (s *sweep) head(k evKind) (event, bool) {
 	if k == evEnd && s.ends.on {
 		return s.ends.head, s.ends.ok
 	}
-	if s.streams != nil {
-		return s.streams[k].head()
-	}
 	if len(s.evs[k]) == 0 {
 		return event{}, false
 	}
@@ -244,10 +239,6 @@ func (s *sweep) head(k evKind) (event, bool) {
 func (s *sweep) pop(k evKind) {
 	if k == evEnd && s.ends.on {
 		s.ends.seek(s.reqs, s.ends.next+1)
-		return
-	}
-	if s.streams != nil {
-		s.streams[k].pop()
 		return
 	}
 	s.evs[k] = s.evs[k][1:]
