@@ -218,7 +218,8 @@ func TestEventBefore(t *testing.T) {
 // walked in index order rather than listed and sorted, get the same
 // joules, bit for bit, as when listed: ends on a coarse grid (ties across
 // requests), ends past the domain (clamped to its end, tied), requests
-// outside it (skipped) and failures without tokens.
+// outside it (skipped), requests without a span out of end order, and
+// failures without tokens.
 func TestAttributeEndsWalked(t *testing.T) {
 	defer func(on bool) { walkEnds = on }(walkEnds)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -244,6 +245,11 @@ func TestAttributeEndsWalked(t *testing.T) {
 		reqs = append(reqs, req(send, ttft, send+lat, tok, ok))
 	}
 	slices.SortStableFunc(reqs, func(a, b Request) int { return cmp.Compare(a.End, b.End) })
+	// Requests without a span anywhere in the order: only those with one
+	// are ordered by end.
+	for _, q := range []Request{req(61, 0.5, 90, 5, true), req(-9, 0.5, -8, 5, true), req(40, -1, 30, 0, true)} {
+		reqs = slices.Insert(reqs, rng.IntN(len(reqs)), q)
+	}
 	walkEnds = true
 	walked := attribute(reqs, curves, 0, 60)
 	walkEnds = false
