@@ -4,22 +4,13 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
 // FuzzAppendChunks: whatever chunk bytes and encoding a server sends,
 // appendChunks returns samples or an error, never panics, and makes room
 // ahead for no more samples than the bytes could hold.
 func FuzzAppendChunks(f *testing.F) {
-	chk := chunkenc.NewXORChunk()
-	app, err := chk.Appender()
-	if err != nil {
-		f.Fatal(err)
-	}
-	for k := range 5 {
-		app.Append(0, int64(k)*10, float64(k))
-	}
-	f.Add(chk.Bytes(), uint8(prompb.Chunk_XOR))
+	f.Add(xorChunk(f, 5), uint8(prompb.Chunk_XOR))
 	f.Add([]byte{}, uint8(prompb.Chunk_XOR))
 	f.Add([]byte{0xff}, uint8(prompb.Chunk_XOR))
 	f.Add([]byte{0xff, 0xff, 1, 2, 3}, uint8(prompb.Chunk_XOR))

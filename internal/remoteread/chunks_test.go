@@ -75,15 +75,7 @@ func (s sample) Copy() chunks.Sample           { return s }
 // them: a header claiming 65,535 samples in a chunk of three costs no
 // more, and the chunk reads as it would have.
 func TestAppendChunksPresizeBounded(t *testing.T) {
-	chk := chunkenc.NewXORChunk()
-	app, err := chk.Appender()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := range 3 {
-		app.Append(0, int64(k)*10, float64(k))
-	}
-	data := slices.Clone(chk.Bytes())
+	data := xorChunk(t, 3)
 	honest := []prompb.Chunk{{MinTimeMs: 0, MaxTimeMs: 20, Type: prompb.Chunk_XOR, Data: data}}
 	got, _, err := appendChunks(nil, honest, nil, -1, 100)
 	if err != nil || len(got) != 3 || cap(got) != 3 {
@@ -95,4 +87,17 @@ func TestAppendChunksPresizeBounded(t *testing.T) {
 	if limit := 4*len(forged) + 2; cap(pairs) > limit+8 {
 		t.Errorf("forged header: room for %d samples made, want at most about %d", cap(pairs), limit)
 	}
+}
+
+// xorChunk is the bytes of an XOR chunk of n samples: value k at k·10 ms.
+func xorChunk(tb testing.TB, n int) []byte {
+	chk := chunkenc.NewXORChunk()
+	app, err := chk.Appender()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for k := range n {
+		app.Append(0, int64(k)*10, float64(k))
+	}
+	return slices.Clone(chk.Bytes())
 }
