@@ -216,7 +216,7 @@ type computation struct {
 	curves           []curve            // one per d.GPUs
 	formal           []int32            // indexes into d.Requests of formal requests, in completion order
 	attr             <-chan attribution // the attribution to requests (startAttribution); nil when there is none
-	latency          <-chan latencyPart // the latency percentiles' intervals (startLatencyIntervals); nil without formal requests
+	latency          <-chan latencyPart // the latency percentiles and their intervals (startLatencyIntervals); nil without formal requests
 	ivBase           <-chan *ivSeries   // the interval series that need no attribution (startIntervalBase); nil without formal requests
 	goodTokens       int64              // output tokens of requests within the SLOs
 	joules           []float64          // the attribution's joules per request (index into d.Requests); nil without one
