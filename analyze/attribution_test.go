@@ -159,15 +159,7 @@ func TestAttributeMatchesNaive(t *testing.T) {
 	for range 200 {
 		send := rng.Float64() * 55
 		lat := 0.2 + rng.Float64()*5
-		ttft := rng.Float64() * lat
-		ok := rng.Float64() > 0.1
-		var tok int32
-		if ok {
-			tok = int32(rng.IntN(50))
-		} else {
-			ttft = -1
-		}
-		reqs = append(reqs, req(send, ttft, send+lat, tok, ok))
+		reqs = append(reqs, drawnReq(rng, send, lat, rng.Float64()*lat, rng.Float64() > 0.1))
 	}
 	at := attribute(reqs, curves, 1, 58)
 	want := naiveAttribute(reqs, curves, 1, 58)
@@ -234,15 +226,7 @@ func TestAttributeEndsWalked(t *testing.T) {
 	for range 400 {
 		send := float64(rng.IntN(260))/4 - 2
 		lat := float64(1+rng.IntN(20)) / 4
-		ttft := float64(rng.IntN(4)) / 8 * lat
-		ok := rng.IntN(8) > 0
-		var tok int32
-		if ok {
-			tok = int32(rng.IntN(50))
-		} else {
-			ttft = -1
-		}
-		reqs = append(reqs, req(send, ttft, send+lat, tok, ok))
+		reqs = append(reqs, drawnReq(rng, send, lat, float64(rng.IntN(4))/8*lat, rng.IntN(8) > 0))
 	}
 	slices.SortStableFunc(reqs, func(a, b Request) int { return cmp.Compare(a.End, b.End) })
 	// Requests without a span anywhere in the order: only those with one
@@ -262,4 +246,13 @@ func TestAttributeEndsWalked(t *testing.T) {
 			t.Fatalf("request %d (%+v): walked %v J, listed %v J", i, reqs[i], walked.Joules[i], listed.Joules[i])
 		}
 	}
+}
+
+// drawnReq is a request sent at send, lat long: a success with ttft and
+// up to 49 output tokens drawn from rng, or a failure without either.
+func drawnReq(rng *rand.Rand, send, lat, ttft float64, ok bool) Request {
+	if !ok {
+		return req(send, -1, send+lat, 0, false)
+	}
+	return req(send, ttft, send+lat, int32(rng.IntN(50)), true)
 }
