@@ -26,9 +26,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alecthomas/units"
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
+	"github.com/joulemark/joulemark/internal/hugeheap"
 	"github.com/joulemark/joulemark/internal/promserver"
 	"github.com/joulemark/joulemark/internal/remoteread"
 	"github.com/joulemark/joulemark/internal/remotewrite"
@@ -320,6 +322,9 @@ const (
 	// process writes its in-use heap profile to, taken after the
 	// collection that found the most live heap.
 	envChildHeapProfile = "JOULEMARK_ANALYZE_CHILD_HEAPPROFILE"
+	// envChildHugePages, set the same way, is the process' --huge-pages
+	// (HugePageHeap unless set; 0: none).
+	envChildHugePages = "JOULEMARK_ANALYZE_CHILD_HUGE_PAGES"
 )
 
 // benchAnalyzeProcess runs Analyze in a process of its own (this test
@@ -388,6 +393,9 @@ func analyzeChild() (err error) {
 	if os.Getenv("GOGC") == "" { // as joulemark analyze runs (--gc-percent)
 		debug.SetGCPercent(GCPercent)
 	}
+	if err := adviseHugePages(os.Getenv(envChildHugePages)); err != nil {
+		return err
+	}
 	if path := os.Getenv(envChildProfile); path != "" {
 		f, err := os.Create(path)
 		if err != nil {
@@ -427,6 +435,22 @@ func analyzeChild() (err error) {
 		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			fmt.Println(hwmPrefix + strings.TrimSuffix(strings.TrimSpace(v), " kB"))
 		}
+	}
+	return nil
+}
+
+// adviseHugePages asks for huge pages as joulemark analyze run does
+// (--huge-pages): HugePageHeap, or the size given.
+func adviseHugePages(size string) error {
+	b := units.Base2Bytes(HugePageHeap)
+	if size != "" {
+		var err error
+		if b, err = units.ParseBase2Bytes(size); err != nil {
+			return fmt.Errorf("%s=%q: %w", envChildHugePages, size, err)
+		}
+	}
+	if err := hugeheap.Advise(int64(b)); err != nil && !errors.Is(err, hugeheap.ErrUnsupported) {
+		return err
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ type AnalyzeCmd struct {
 	Cost         CostFlags     `embed:"" prefix:"cost." group:"Cost and carbon"`
 	memoryLimitFlag
 	gcPercentFlag
+	hugePagesFlag
 }
 
 // analyzeParams is analyze.Params without its methods: kong would call its
@@ -83,6 +84,9 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	if err := c.gcPercentFlag.apply(); err != nil {
+		return err
+	}
+	if err := c.hugePagesFlag.apply(g.Logger()); err != nil {
 		return err
 	}
 	cfg := analyze.Config{

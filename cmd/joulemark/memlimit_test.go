@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"testing"
 
+	"github.com/alecthomas/units"
+
 	"github.com/joulemark/joulemark/analyze"
 )
 
@@ -74,5 +76,29 @@ func TestGCPercentFlag(t *testing.T) {
 	err := (gcPercentFlag{-2}).apply()
 	if code := exitCode(err); err == nil || code != exitUsage {
 		t.Errorf("--gc-percent -2: error %v (exit %d), want a usage error", err, code)
+	}
+}
+
+// TestHugePagesFlag: --huge-pages defaults to analyze.HugePageHeap, takes
+// a size or 0, and anything else is a usage error.
+func TestHugePagesFlag(t *testing.T) {
+	cli, p := testParser(t)
+	if _, err := p.Parse([]string{"analyze", "run", "--run-id", "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := units.ParseBase2Bytes(cli.Analyze.Run.HugePages); err != nil || got != analyze.HugePageHeap {
+		t.Fatalf("--huge-pages default %q, want analyze.HugePageHeap (%d bytes)", cli.Analyze.Run.HugePages, analyze.HugePageHeap)
+	}
+	log := slog.New(slog.DiscardHandler)
+	for _, ok := range []string{"0", "16MiB"} {
+		if err := (hugePagesFlag{ok}).apply(log); err != nil {
+			t.Errorf("--huge-pages %s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "lots", "-1MiB", "1.5"} {
+		err := (hugePagesFlag{bad}).apply(log)
+		if code := exitCode(err); err == nil || code != exitUsage {
+			t.Errorf("--huge-pages %q: error %v (exit %d), want a usage error", bad, err, code)
+		}
 	}
 }

@@ -1,0 +1,130 @@
+package hugeheap
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// TestAdviseMarksRange: the range advise reserves carries the kernel's
+// huge-page advice (VmFlags "hg" in /proc/self/smaps) from end to end, and
+// a heap range of the same size allocated without it does not.
+func TestAdviseMarksRange(t *testing.T) {
+	const size = 64 << 20
+	plain := make([]byte, size)
+	plainLo := uintptr(unsafe.Pointer(unsafe.SliceData(plain)))
+	lo, hi, err := advise(size)
+	if errors.Is(err, ErrUnsupported) {
+		t.Skipf("this kernel has no transparent huge pages: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hi-lo != size {
+		t.Fatalf("advised %d bytes, want %d", hi-lo, size)
+	}
+	if !allAdvised(t, lo, hi) {
+		t.Errorf("the advised range %#x-%#x is not all marked hg", lo, hi)
+	}
+	if allAdvised(t, plainLo, plainLo+size) {
+		t.Errorf("a range never advised (%#x) is marked hg: the check cannot tell", plainLo)
+	}
+	runtime.KeepAlive(plain)
+}
+
+// TestAdviseFrees: in a fresh process, as joulemark analyze run calls it,
+// Advise leaves no reservation live (the next cycle's goal would count
+// it), and the heap's next large allocations land in the advised range.
+func TestAdviseFrees(t *testing.T) {
+	if os.Getenv(envChild) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestAdviseFrees$", "-test.v")
+		cmd.Env = append(os.Environ(), envChild+"=1")
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS") {
+			t.Fatalf("child: %v\n%s", err, out)
+		} else if testing.Verbose() {
+			t.Logf("child:\n%s", out)
+		}
+		return
+	}
+	const size = 256 << 20
+	if err := Advise(size); errors.Is(err, ErrUnsupported) {
+		t.Skipf("this kernel has no transparent huge pages: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	if live, goal := s[0].Value.Uint64(), s[1].Value.Uint64(); live > size/4 || goal > size/4 {
+		t.Errorf("after Advise: %d bytes live, the next collection at %d: want the reservation freed and not counted", live, goal)
+	}
+	var keep [][]byte
+	for _, n := range []int{100 << 20, 64 << 20, 16 << 20} {
+		b := make([]byte, n)
+		at := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		if !allAdvised(t, at, at+uintptr(n)) {
+			t.Errorf("a %d-byte allocation at %#x is not in the advised range", n, at)
+		}
+		keep = append(keep, b)
+	}
+	runtime.KeepAlive(keep)
+}
+
+// envChild marks TestAdviseFrees' own process.
+const envChild = "HUGEHEAP_TEST_CHILD"
+
+// allAdvised says whether every mapping overlapping [lo, hi) carries the
+// huge-page advice, and fails the test when none does.
+func allAdvised(t *testing.T, lo, hi uintptr) bool {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var overlaps, advised int
+	var in bool
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if from, to, ok := mappingRange(line); ok {
+			in = from < hi && to > lo
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "VmFlags:"); ok && in {
+			overlaps++
+			if slices.Contains(strings.Fields(rest), "hg") {
+				advised++
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if overlaps == 0 {
+		t.Fatalf("no mapping overlaps %#x-%#x", lo, hi)
+	}
+	return advised == overlaps
+}
+
+// mappingRange parses an smaps header line ("start-end perms ...").
+func mappingRange(line string) (from, to uintptr, ok bool) {
+	r, _, _ := strings.Cut(line, " ")
+	a, b, found := strings.Cut(r, "-")
+	if !found {
+		return 0, 0, false
+	}
+	x, err1 := strconv.ParseUint(a, 16, 64)
+	y, err2 := strconv.ParseUint(b, 16, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return uintptr(x), uintptr(y), true
+}
