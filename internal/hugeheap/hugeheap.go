@@ -14,9 +14,9 @@ import (
 	"runtime/debug"
 )
 
-// ErrUnsupported is Advise's error where the platform has no transparent
-// huge pages to ask for.
-var ErrUnsupported = errors.New("transparent huge pages are not supported here")
+// ErrUnsupported is Advise's error where it does not ask: no transparent
+// huge pages on this platform, or strict overcommit accounting.
+var ErrUnsupported = errors.New("no transparent huge pages for the heap here")
 
 // Advise reserves size bytes of address space in the Go heap, asks the
 // kernel to back them with transparent huge pages (madvise MADV_HUGEPAGE:

@@ -2,16 +2,26 @@ package hugeheap
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
+// overcommitPath is the kernel's overcommit policy (a variable for tests).
+var overcommitPath = "/proc/sys/vm/overcommit_memory"
+
 // advise allocates size bytes (a large object, page aligned, fresh from
 // the OS so never written), advises them and returns their range; the
 // allocation is garbage once it returns.
 func advise(size int) (lo, hi uintptr, err error) {
+	// Under strict accounting (2) the reservation is charged in full and
+	// may not be had; the runtime would then abort, not return an error.
+	if p, err := os.ReadFile(overcommitPath); err == nil && strings.TrimSpace(string(p)) == "2" {
+		return 0, 0, fmt.Errorf("%w: vm.overcommit_memory is 2 (strict), where reserving address space can fail", ErrUnsupported)
+	}
 	b := make([]byte, size)
 	lo = uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	if err := unix.Madvise(b, unix.MADV_HUGEPAGE); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -75,6 +76,27 @@ func TestAdviseFrees(t *testing.T) {
 		keep = append(keep, b)
 	}
 	runtime.KeepAlive(keep)
+}
+
+// TestAdviseStrictOvercommit: under strict overcommit accounting Advise
+// reserves nothing (the runtime would abort if the reservation failed).
+func TestAdviseStrictOvercommit(t *testing.T) {
+	for _, c := range []struct {
+		policy string
+		asks   bool
+	}{{"2\n", false}, {"0\n", true}, {"1\n", true}} {
+		path := filepath.Join(t.TempDir(), "overcommit_memory")
+		if err := os.WriteFile(path, []byte(c.policy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		was := overcommitPath
+		overcommitPath = path
+		lo, _, err := advise(8 << 20)
+		overcommitPath = was
+		if asked := lo != 0; asked != c.asks || !c.asks && !errors.Is(err, ErrUnsupported) {
+			t.Errorf("overcommit policy %q: reserved %v (%v), want %v", strings.TrimSpace(c.policy), asked, err, c.asks)
+		}
+	}
 }
 
 // envChild marks TestAdviseFrees' own process.
