@@ -51,7 +51,7 @@ func TestDocScaleCommands(t *testing.T) {
 			t.Errorf("%s is no flag of the analyze tests", name)
 		}
 	}
-	known := []string{envChildProfile, envChildMemProfile, envChildHeapProfile}
+	known := []string{envChildProfile, envChildMemProfile, envChildHeapProfile, envChildHugePages}
 	for _, name := range regexp.MustCompile(`JOULEMARK_ANALYZE_CHILD_[A-Z_]+`).FindAllString(sec, -1) {
 		if !slices.Contains(known, name) {
 			t.Errorf("%s is no variable the analyze child reads (%v)", name, known)

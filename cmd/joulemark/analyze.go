@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,18 @@ func (c *AnalyzeCmd) analyzeDefaults() {
 	c.Params = analyzeParams(analyze.DefaultParams())
 }
 
+// applyMemory sets the runtime's memory limit and collector target and
+// asks for huge pages for the heap, as the flags say.
+func (c *AnalyzeCmd) applyMemory(log *slog.Logger) error {
+	if err := c.memoryLimitFlag.apply(log); err != nil {
+		return err
+	}
+	if err := c.gcPercentFlag.apply(); err != nil {
+		return err
+	}
+	return c.hugePagesFlag.apply(log)
+}
+
 // Run analyzes the run and writes the report.
 func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Prometheus.URL == "" {
@@ -80,13 +93,7 @@ func (c *AnalyzeCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	if err := c.memoryLimitFlag.apply(g.Logger()); err != nil {
-		return err
-	}
-	if err := c.gcPercentFlag.apply(); err != nil {
-		return err
-	}
-	if err := c.hugePagesFlag.apply(g.Logger()); err != nil {
+	if err := c.applyMemory(g.Logger()); err != nil {
 		return err
 	}
 	cfg := analyze.Config{
