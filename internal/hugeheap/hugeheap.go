@@ -15,7 +15,8 @@ import (
 )
 
 // ErrUnsupported is Advise's error where it does not ask: no transparent
-// huge pages on this platform, or strict overcommit accounting.
+// huge pages on this platform, a 32-bit address space, or strict
+// overcommit accounting.
 var ErrUnsupported = errors.New("no transparent huge pages for the heap here")
 
 // Advise reserves size bytes of address space in the Go heap, asks the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -17,8 +18,12 @@ var overcommitPath = "/proc/sys/vm/overcommit_memory"
 // the OS so never written), advises them and returns their range; the
 // allocation is garbage once it returns.
 func advise(size int) (lo, hi uintptr, err error) {
-	// Under strict accounting (2) the reservation is charged in full and
-	// may not be had; the runtime would then abort, not return an error.
+	// A 32-bit address space may not hold the reservation, and under
+	// strict overcommit accounting (2) it is charged in full and may not
+	// be had: the runtime would then abort, not return an error.
+	if strconv.IntSize < 64 {
+		return 0, 0, fmt.Errorf("%w: a 32-bit address space", ErrUnsupported)
+	}
 	if p, err := os.ReadFile(overcommitPath); err == nil && strings.TrimSpace(string(p)) == "2" {
 		return 0, 0, fmt.Errorf("%w: vm.overcommit_memory is 2 (strict), where reserving address space can fail", ErrUnsupported)
 	}
