@@ -45,7 +45,8 @@ func TestAdviseMarksRange(t *testing.T) {
 
 // TestAdviseFrees: in a fresh process, as joulemark analyze run calls it,
 // Advise leaves no reservation live (the next cycle's goal would count
-// it), and the heap's next large allocations land in the advised range.
+// it), a second call reserves nothing, and the heap's next large
+// allocations land in the advised range.
 func TestAdviseFrees(t *testing.T) {
 	if os.Getenv(envChild) == "" {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestAdviseFrees$", "-test.v")
@@ -67,6 +68,16 @@ func TestAdviseFrees(t *testing.T) {
 	metrics.Read(s)
 	if live, goal := s[0].Value.Uint64(), s[1].Value.Uint64(); live > size/4 || goal > size/4 {
 		t.Errorf("after Advise: %d bytes live, the next collection at %d: want the reservation freed and not counted", live, goal)
+	}
+	s = []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	allocs := s[0].Value.Uint64()
+	if err := Advise(size); err != nil {
+		t.Fatalf("a second Advise: %v", err)
+	}
+	metrics.Read(s)
+	if n := s[0].Value.Uint64() - allocs; n > size/4 {
+		t.Errorf("a second Advise allocated %d bytes, want it to reserve nothing", n)
 	}
 	var keep [][]byte
 	for _, n := range []int{100 << 20, 64 << 20, 16 << 20} {
