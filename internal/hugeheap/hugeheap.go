@@ -40,7 +40,7 @@ func Advise(size int64) error {
 	defer first.Unlock()
 	if !first.done {
 		first.done = true
-		_, _, first.err = advise(int(size))
+		_, first.err = advise(int(size))
 		// Collect the reservation now: left for the next cycle, it would
 		// set that cycle's goal as if it were live.
 		runtime.GC()
