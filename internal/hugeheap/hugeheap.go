@@ -25,9 +25,10 @@ var ErrUnsupported = errors.New("no transparent huge pages for the heap here")
 // a page fault there maps 2 MiB at once), and frees them. The runtime
 // hands out freed heap lowest address first, so the heap's next large
 // allocations reuse that range, advice and all: it lasts as long as the
-// mapping, which the runtime never remaps. The reservation is never
-// written, so it costs no resident memory; size is capped at the
-// runtime's memory limit. It returns ErrUnsupported, or the kernel's
+// mapping, which the runtime never remaps. The reservation is made in
+// pieces, so that the runtime zeroes only those that land where the heap
+// was used before: the rest is never written and costs no resident
+// memory. size is capped at the runtime's memory limit. It returns ErrUnsupported, or the kernel's
 // error, when it could not advise; the heap then works as before. Only
 // the first call with a size reserves (a reservation made again would be
 // zeroed, every page written); later ones return its error.
